@@ -1,0 +1,59 @@
+"""idemdash: the Flask application factory."""
+from __future__ import annotations
+
+import logging
+import secrets
+from pathlib import Path
+from typing import Any, Mapping
+
+from flask import Flask
+from htmx_flask import Htmx
+
+from dashboard import config as settings
+from dashboard.db import Database
+
+db = Database()
+htmx = Htmx()
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _asset_dir(name: str) -> str:
+    """templates/ and static/ live inside the package in a wheel, beside it in a checkout."""
+    packaged = _HERE / name
+    if packaged.is_dir():
+        return str(packaged)
+    return str(_HERE.parent / name)
+
+
+def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = False) -> Flask:
+    values = settings.load(**dict(test_config or {}))
+    if not values["DATABASE_URL"]:
+        raise settings.ConfigError(
+            "IDEMDASH_DATABASE_URL is not set: point it at the database that holds the application's "
+            "idempotency tables (or run `idemdash demo` for an embedded one)")
+
+    app = Flask(__name__, template_folder=_asset_dir("templates"), static_folder=_asset_dir("static"))
+    app.config.update(values)
+    app.config["TESTING"] = testing
+    if not app.config["SECRET_KEY"]:
+        app.config["SECRET_KEY"] = secrets.token_hex(32)
+        logging.getLogger(__name__).warning(
+            "IDEMDASH_SECRET_KEY is not set; using a random key for this process only")
+
+    from dashboard import web
+
+    web.init_app(app)
+    db.init_app(app)
+    htmx.init_app(app)
+
+    from dashboard import overview, probes
+
+    app.register_blueprint(probes.bp)
+    app.register_blueprint(overview.bp)
+
+    if app.config["RUN_JOBS"]:
+        from jobs.scheduler import start_in_background
+
+        start_in_background(app.config)
+    return app

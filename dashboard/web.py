@@ -1,0 +1,112 @@
+"""What every page and API answer shares: JSON encoding, fragments, headers, errors."""
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+
+from flask import Flask, Response, jsonify, make_response, render_template, request
+from flask.json.provider import DefaultJSONProvider
+from jinja2_fragments.flask import render_block
+from werkzeug.exceptions import HTTPException
+
+from dashboard.config import redact_dsn
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+
+
+class JSONProvider(DefaultJSONProvider):
+    """ISO 8601 times with their zone (Flask's default is an HTTP date)."""
+
+    sort_keys = False
+
+    @staticmethod
+    def default(o: Any) -> Any:
+        if isinstance(o, (datetime, date)):
+            return o.isoformat()
+        if isinstance(o, timedelta):
+            return o.total_seconds()
+        if isinstance(o, (UUID, Decimal)):
+            return str(o)
+        return DefaultJSONProvider.default(o)
+
+
+def wants_json() -> bool:
+    return request.path.startswith("/api/")
+
+
+def render(template: str, block: str | None = None, **context: Any) -> Response:
+    """The whole page, or only ``block`` when htmx asks for a fragment of it."""
+    if block is not None and request.headers.get("HX-Request") == "true":
+        body = render_block(template, block, **context)
+    else:
+        body = render_template(template, **context)
+    response = make_response(body)
+    response.vary.add("HX-Request")
+    return response
+
+
+def error_response(status: int, message: str) -> Response:
+    if wants_json():
+        response = jsonify({"error": message})
+    else:
+        response = make_response(render_template("error.html", status=status, message=message))
+    response.status_code = status
+    return response
+
+
+def duration(seconds: float | int | timedelta | None) -> str:
+    """A short human duration: 45 s, 3 min 20 s, 2 h 5 min, 3 d 4 h."""
+    if seconds is None:
+        return "-"
+    if isinstance(seconds, timedelta):
+        seconds = seconds.total_seconds()
+    total = int(abs(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        text = f"{days} d {hours} h" if hours else f"{days} d"
+    elif hours:
+        text = f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    elif minutes:
+        text = f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    else:
+        text = f"{secs} s"
+    return ("-" if seconds < 0 else "") + text
+
+
+def ago(moment: datetime | None) -> str:
+    if moment is None:
+        return "never"
+    delta = (datetime.now(moment.tzinfo) - moment).total_seconds()
+    if delta < 0:
+        return "in " + duration(-delta)
+    return duration(delta) + " ago"
+
+
+def init_app(app: Flask) -> None:
+    app.add_template_filter(duration)
+    app.add_template_filter(ago)
+
+    app.json_provider_class = JSONProvider
+    app.json = JSONProvider(app)
+
+    @app.after_request
+    def security_headers(response: Response) -> Response:
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        return response
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException):
+        return error_response(exc.code or 500, exc.description or exc.name)
+
+    @app.context_processor
+    def template_globals() -> dict[str, Any]:
+        return {"database_label": redact_dsn(app.config["DATABASE_URL"]),
+                "read_only": app.config["READ_ONLY"]}

@@ -1,0 +1,91 @@
+"""Every SQL statement idemdash runs, as named blocks in ``queries/*.sql``.
+
+A block starts with ``-- name --`` on a line of its own, then a one-line
+``-- description``, then the statement. Blocks are read once, at import.
+
+Statements over the application's tables name them ``{keys}``, ``{inbox}``
+``{outbox}`` (schema-qualified) or ``{schema}``; those are filled in with
+``psycopg.sql.Identifier`` from the configured names, never by string
+formatting. A literal brace in such a block is written ``{{`` / ``}}``.
+Values are always bound parameters (``%(name)s``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from psycopg import sql
+
+_HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    description: str
+    text: str
+    source: str
+
+
+def _parse(source: str, text: str) -> dict[str, Query]:
+    found: dict[str, Query] = {}
+    headers = list(_HEADER.finditer(text))
+    for i, match in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+        body = text[match.end():end].strip()
+        name = match.group(1)
+        if not body:
+            raise ValueError(f"{source}: query {name!r} has no statement")
+        if name in found:
+            raise ValueError(f"{source}: query {name!r} defined twice")
+        found[name] = Query(name, match.group(2).strip(), body, source)
+    return found
+
+
+def load_all() -> dict[str, Query]:
+    queries: dict[str, Query] = {}
+    for entry in sorted(resources.files(__name__).iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".sql"):
+            continue
+        for name, query in _parse(entry.name, entry.read_text(encoding="utf-8")).items():
+            if name in queries:
+                raise ValueError(f"query {name!r} is in both {queries[name].source} and {entry.name}")
+            queries[name] = query
+    return queries
+
+
+QUERIES = load_all()
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The configured names of the application's three tables."""
+
+    schema: str = "app"
+    keys: str = "idempotency_request"
+    inbox: str = "processed_message"
+    outbox: str = "outbox_event"
+
+    @classmethod
+    def from_config(cls, config) -> "Tables":
+        return cls(config["APP_SCHEMA"], config["KEYS_TABLE"], config["INBOX_TABLE"],
+                   config["OUTBOX_TABLE"])
+
+    def identifiers(self) -> dict[str, sql.Composable]:
+        return {
+            "schema": sql.Identifier(self.schema),
+            "keys": sql.Identifier(self.schema, self.keys),
+            "inbox": sql.Identifier(self.schema, self.inbox),
+            "outbox": sql.Identifier(self.schema, self.outbox),
+        }
+
+
+def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> sql.Composable:
+    """The named statement, with table identifiers filled in when ``tables`` is given."""
+    text = QUERIES[name].text
+    if tables is None and not identifiers:
+        return sql.SQL(text)  # type: ignore[arg-type]
+    names = tables.identifiers() if tables is not None else {}
+    names.update(identifiers)
+    return sql.SQL(text).format(**names)  # type: ignore[arg-type]

@@ -1,0 +1,308 @@
+-- create_app_schema_only --
+-- The application schema of the reference tables, if absent.
+CREATE SCHEMA IF NOT EXISTS {schema}
+
+-- create_app_status_enum --
+-- The reference schema's status enum (only with --status-type enum); a no-op when it exists.
+DO $$
+BEGIN
+    CREATE TYPE {status_enum} AS ENUM ('processing', 'succeeded', 'failed_retryable', 'failed_final');
+EXCEPTION WHEN duplicate_object THEN
+    NULL;
+END
+$$
+
+-- create_app_tables --
+-- The three application tables of DESIGN section 1 (reference schema), if absent.
+CREATE TABLE IF NOT EXISTS {keys} (
+    idempotency_scope text NOT NULL,
+    idempotency_key text NOT NULL,
+    request_hash text NOT NULL,
+    status {status_type} NOT NULL,
+    result_ref_type text,
+    result_ref_id uuid,
+    response_body jsonb,
+    failure_code text,
+    failure_message text,
+    claimed_by text,
+    claimed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    locked_until timestamptz,
+    attempt_count integer NOT NULL DEFAULT 1,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    expires_at timestamptz NOT NULL,
+    PRIMARY KEY (idempotency_scope, idempotency_key),
+    CHECK (idempotency_scope <> ''),
+    CHECK (idempotency_key <> ''),
+    CHECK (request_hash <> ''),
+    CHECK (attempt_count >= 1),
+    CHECK (expires_at > created_at),
+    CHECK (status::text IN ('processing', 'succeeded', 'failed_retryable', 'failed_final'))
+);
+
+CREATE TABLE IF NOT EXISTS {inbox} (
+    consumer_name text NOT NULL,
+    message_id text NOT NULL,
+    message_hash text NOT NULL,
+    processed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    result_ref_type text,
+    result_ref_id uuid,
+    PRIMARY KEY (consumer_name, message_id)
+);
+
+CREATE TABLE IF NOT EXISTS {outbox} (
+    outbox_id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    event_type text NOT NULL,
+    aggregate_type text NOT NULL,
+    aggregate_id uuid NOT NULL,
+    idempotency_scope text NOT NULL,
+    idempotency_key text NOT NULL,
+    payload jsonb NOT NULL,
+    status text NOT NULL DEFAULT 'pending',
+    attempt_count integer NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    published_at timestamptz,
+    UNIQUE (idempotency_scope, idempotency_key, event_type)
+)
+
+-- create_app_functions --
+-- Reference claim / complete / fail / consume functions over the configured tables.
+CREATE OR REPLACE FUNCTION {schema}.claim_idempotency_key(
+    p_scope text,
+    p_key text,
+    p_request_hash text,
+    p_claimed_by text,
+    p_lock_seconds integer DEFAULT 300,
+    p_retention interval DEFAULT interval '24 hours',
+    OUT claim_kind text,
+    OUT attempt_count integer,
+    OUT response_body jsonb,
+    OUT result_ref_type text,
+    OUT result_ref_id uuid,
+    OUT failure_code text,
+    OUT failure_message text
+)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+-- Outcomes: new_claim, replay_success, in_progress, stale_reclaim,
+-- retry_reclaim, final_failure. A different request under the same key is
+-- rejected with SQLSTATE P4002. The caller runs the work only for new_claim,
+-- stale_reclaim and retry_reclaim, and passes the returned attempt_count to
+-- complete/fail as a fencing token.
+DECLARE
+    v_inserted integer;
+    v_row {keys}%ROWTYPE;
+    v_now timestamptz := clock_timestamp();
+    v_lease interval := make_interval(secs => p_lock_seconds);
+BEGIN
+    IF p_scope IS NULL OR btrim(p_scope) = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'P4000', MESSAGE = 'idempotency scope is required';
+    END IF;
+    IF p_key IS NULL OR p_key = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'P4001', MESSAGE = 'idempotency key is required';
+    END IF;
+    IF p_request_hash IS NULL OR btrim(p_request_hash) = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'P4003', MESSAGE = 'request hash is required';
+    END IF;
+
+    -- The primary key decides who creates the row; a concurrent inserter
+    -- waits here for the winner's transaction and then does nothing.
+    INSERT INTO {keys} AS ir (idempotency_scope, idempotency_key, request_hash, status,
+                              claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at)
+    VALUES (p_scope, p_key, p_request_hash, 'processing',
+            p_claimed_by, v_now, v_now + v_lease, v_now, v_now, v_now + p_retention)
+    ON CONFLICT (idempotency_scope, idempotency_key) DO NOTHING;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+
+    IF v_inserted = 1 THEN
+        claim_kind := 'new_claim';
+        attempt_count := 1;
+        RETURN;
+    END IF;
+
+    -- The row lock serialises everyone else's inspection of the existing row.
+    SELECT * INTO STRICT v_row
+    FROM {keys} ir
+    WHERE ir.idempotency_scope = p_scope AND ir.idempotency_key = p_key
+    FOR UPDATE;
+
+    IF v_row.request_hash IS DISTINCT FROM p_request_hash THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'P4002',
+            MESSAGE = 'idempotency key reused with a different request payload',
+            DETAIL = format('scope=%s key=%s', p_scope, p_key),
+            HINT = 'Reuse an idempotency key only for the same logical command.';
+    END IF;
+
+    attempt_count := v_row.attempt_count;
+    result_ref_type := v_row.result_ref_type;
+    result_ref_id := v_row.result_ref_id;
+
+    IF v_row.status::text = 'succeeded' THEN
+        claim_kind := 'replay_success';
+        response_body := v_row.response_body;
+        RETURN;
+    END IF;
+
+    IF v_row.status::text = 'failed_final' THEN
+        claim_kind := 'final_failure';
+        failure_code := v_row.failure_code;
+        failure_message := v_row.failure_message;
+        RETURN;
+    END IF;
+
+    IF v_row.status::text = 'processing'
+       AND (v_row.locked_until > v_now
+            OR (v_row.locked_until IS NULL AND v_row.claimed_at > v_now - v_lease)) THEN
+        claim_kind := 'in_progress';
+        RETURN;
+    END IF;
+
+    -- failed_retryable, or processing whose lease ran out: take it over.
+    IF v_row.status::text = 'failed_retryable' THEN
+        claim_kind := 'retry_reclaim';
+    ELSE
+        claim_kind := 'stale_reclaim';
+    END IF;
+
+    UPDATE {keys} ir
+    SET status = 'processing',
+        attempt_count = ir.attempt_count + 1,
+        claimed_by = p_claimed_by,
+        claimed_at = v_now,
+        locked_until = v_now + v_lease,
+        updated_at = v_now,
+        -- a retry restarts the replay horizon, so the key outlives the late retries
+        expires_at = greatest(ir.expires_at, v_now + p_retention)
+    WHERE ir.idempotency_scope = p_scope AND ir.idempotency_key = p_key
+    RETURNING ir.attempt_count INTO attempt_count;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION {schema}.complete_idempotency_key(
+    p_scope text,
+    p_key text,
+    p_result_ref_type text,
+    p_result_ref_id uuid,
+    p_response_body jsonb,
+    p_attempt integer DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+-- p_attempt is the fencing token from the claim: a worker whose lease was
+-- taken over (stale re-claim, or an operator's reclassification) fails here
+-- instead of overwriting the newer owner's row.
+BEGIN
+    UPDATE {keys} ir
+    SET status = 'succeeded',
+        result_ref_type = p_result_ref_type,
+        result_ref_id = p_result_ref_id,
+        response_body = p_response_body,
+        failure_code = NULL,
+        failure_message = NULL,
+        locked_until = NULL,
+        updated_at = clock_timestamp()
+    WHERE ir.idempotency_scope = p_scope
+      AND ir.idempotency_key = p_key
+      AND ir.status::text = 'processing'
+      AND (p_attempt IS NULL OR ir.attempt_count = p_attempt);
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'P4010',
+            MESSAGE = 'idempotency key is not processing under this attempt',
+            DETAIL = format('scope=%s key=%s attempt=%s', p_scope, p_key, p_attempt);
+    END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION {schema}.fail_idempotency_key(
+    p_scope text,
+    p_key text,
+    p_retryable boolean,
+    p_failure_code text,
+    p_failure_message text,
+    p_attempt integer DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+-- Two statements rather than a CASE so this works whether status is an enum
+-- or plain text (a text CASE result does not assign to an enum column).
+BEGIN
+    IF p_retryable THEN
+        UPDATE {keys} ir
+        SET status = 'failed_retryable', failure_code = p_failure_code, failure_message = p_failure_message,
+            locked_until = NULL, updated_at = clock_timestamp()
+        WHERE ir.idempotency_scope = p_scope AND ir.idempotency_key = p_key
+          AND ir.status::text = 'processing' AND (p_attempt IS NULL OR ir.attempt_count = p_attempt);
+    ELSE
+        UPDATE {keys} ir
+        SET status = 'failed_final', failure_code = p_failure_code, failure_message = p_failure_message,
+            locked_until = NULL, updated_at = clock_timestamp()
+        WHERE ir.idempotency_scope = p_scope AND ir.idempotency_key = p_key
+          AND ir.status::text = 'processing' AND (p_attempt IS NULL OR ir.attempt_count = p_attempt);
+    END IF;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'P4011',
+            MESSAGE = 'idempotency key is not processing under this attempt',
+            DETAIL = format('scope=%s key=%s attempt=%s', p_scope, p_key, p_attempt);
+    END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION {schema}.consume_message_once(
+    p_consumer text,
+    p_message_id text,
+    p_message_hash text,
+    p_result_ref_type text DEFAULT NULL,
+    p_result_ref_id uuid DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+-- 'processed' the first time, 'duplicate_ignored' for a redelivery of the
+-- same message; the same id with another payload is rejected (P4050).
+DECLARE
+    v_inserted integer;
+BEGIN
+    INSERT INTO {inbox} (consumer_name, message_id, message_hash, result_ref_type, result_ref_id)
+    VALUES (p_consumer, p_message_id, p_message_hash, p_result_ref_type, p_result_ref_id)
+    ON CONFLICT (consumer_name, message_id) DO NOTHING;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    IF v_inserted = 1 THEN
+        RETURN 'processed';
+    END IF;
+    PERFORM 1 FROM {inbox} pm
+    WHERE pm.consumer_name = p_consumer AND pm.message_id = p_message_id AND pm.message_hash = p_message_hash;
+    IF FOUND THEN
+        RETURN 'duplicate_ignored';
+    END IF;
+    RAISE EXCEPTION USING
+        ERRCODE = 'P4050',
+        MESSAGE = 'message id reused with a different payload',
+        DETAIL = format('consumer=%s message_id=%s', p_consumer, p_message_id);
+END;
+$$
+
+-- claim_key --
+-- Claim an idempotency key through the reference function.
+SELECT * FROM {schema}.claim_idempotency_key(
+    %(scope)s, %(key)s, %(request_hash)s, %(claimed_by)s, %(lock_seconds)s, %(retention)s)
+
+-- complete_key --
+-- Mark a claimed key succeeded through the reference function (fenced by attempt).
+SELECT {schema}.complete_idempotency_key(
+    %(scope)s, %(key)s, %(result_ref_type)s, %(result_ref_id)s, %(response_body)s, %(attempt)s)
+
+-- fail_key --
+-- Mark a claimed key failed (retryable or final) through the reference function.
+SELECT {schema}.fail_idempotency_key(
+    %(scope)s, %(key)s, %(retryable)s, %(failure_code)s, %(failure_message)s, %(attempt)s)
+
+-- consume_message --
+-- Record an inbound message once through the reference function.
+SELECT {schema}.consume_message_once(
+    %(consumer)s, %(message_id)s, %(message_hash)s, %(result_ref_type)s, %(result_ref_id)s) AS outcome

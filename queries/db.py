@@ -1,0 +1,55 @@
+"""Transaction helpers shared by every query module.
+
+``read_tx`` is what pages and the API read through: a READ ONLY transaction
+with a statement timeout, so a slow panel can never hold locks or run away.
+``write_tx`` is for the dashboard's own writes: a lock timeout, so an action
+never queues behind an application transaction for long.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import class_row, dict_row
+
+from queries import statement
+
+T = TypeVar("T")
+
+
+@contextmanager
+def read_tx(pool, statement_timeout_ms: int = 3000) -> Iterator[psycopg.Connection]:
+    with pool.connection() as conn:
+        with conn.transaction():
+            conn.execute(statement("set_read_only"))
+            conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
+            yield conn
+
+
+@contextmanager
+def write_tx(pool, lock_timeout_ms: int = 500, statement_timeout_ms: int = 10000) -> Iterator[psycopg.Connection]:
+    with pool.connection() as conn:
+        with conn.transaction():
+            conn.execute(statement("set_lock_timeout"), {"ms": str(lock_timeout_ms)})
+            conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
+            yield conn
+
+
+def select_all(conn: psycopg.Connection, query: sql.Composable, params: Any, row_type: type[T]) -> list[T]:
+    with conn.cursor(row_factory=class_row(row_type)) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+def select_one(conn: psycopg.Connection, query: sql.Composable, params: Any, row_type: type[T]) -> T | None:
+    with conn.cursor(row_factory=class_row(row_type)) as cur:
+        cur.execute(query, params)
+        return cur.fetchone()
+
+
+def select_dicts(conn: psycopg.Connection, query: sql.Composable, params: Any = None) -> Sequence[dict]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query, params)
+        return cur.fetchall()

@@ -1,0 +1,69 @@
+"""The overview's headline numbers: one function per panel, one SQL block each."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+
+from queries import Tables, statement
+from queries.db import select_all, select_one
+
+
+@dataclass(frozen=True)
+class KeyCounts:
+    stuck: int
+    processing: int
+    failed_retryable: int
+    failed_final_24h: int
+    succeeded_24h: int
+    oldest_stuck_lease: datetime | None
+
+
+@dataclass(frozen=True)
+class OutboxBacklog:
+    pending: int
+    oldest_pending_at: datetime | None
+    lag_seconds: float | None
+
+
+@dataclass(frozen=True)
+class InboxVolume:
+    rows_24h: int
+    consumers_24h: int
+
+
+@dataclass(frozen=True)
+class PurgeRun:
+    run_id: int
+    table_name: str
+    started_at: datetime
+    finished_at: datetime | None
+    batches: int
+    rows_deleted: int
+    dry_run: bool
+    outcome: str
+    error: str | None
+    started_by: str
+
+
+def count_keys_by_state(conn: psycopg.Connection, tables: Tables, lease_seconds: int) -> KeyCounts:
+    row = select_one(conn, statement("count_keys_by_state", tables), {"lease_seconds": lease_seconds}, KeyCounts)
+    assert row is not None
+    return row
+
+
+def get_outbox_backlog(conn: psycopg.Connection, tables: Tables) -> OutboxBacklog:
+    row = select_one(conn, statement("get_outbox_backlog", tables), None, OutboxBacklog)
+    assert row is not None
+    return row
+
+
+def get_inbox_volume(conn: psycopg.Connection, tables: Tables) -> InboxVolume:
+    row = select_one(conn, statement("get_inbox_volume", tables), None, InboxVolume)
+    assert row is not None
+    return row
+
+
+def list_recent_purge_runs(conn: psycopg.Connection, limit: int = 5) -> list[PurgeRun]:
+    return select_all(conn, statement("list_recent_purge_runs"), {"limit": limit}, PurgeRun)

@@ -1,0 +1,15 @@
+-- set_read_only --
+-- Make the current transaction READ ONLY (page and API reads).
+SET TRANSACTION READ ONLY
+
+-- set_statement_timeout --
+-- Statement timeout for the rest of the current transaction only.
+SELECT set_config('statement_timeout', %(ms)s, true)
+
+-- set_lock_timeout --
+-- Lock timeout for the rest of the current transaction only.
+SELECT set_config('lock_timeout', %(ms)s, true)
+
+-- ping --
+-- Cheapest round trip that proves the database answers (readiness probe).
+SELECT 1 AS ok
