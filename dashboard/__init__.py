@@ -55,5 +55,5 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     if app.config["RUN_JOBS"]:
         from jobs.scheduler import start_in_background
 
-        start_in_background(app.config)
+        app.extensions["idemdash_scheduler"] = start_in_background(app.config)
     return app

@@ -75,17 +75,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SECRET_KEY", "", str,
             "Flask secret key for sessions and CSRF tokens. Unset: a random key per process "
             "(fine for one process, not for several gunicorn workers)."),
-    Setting("AUTH", "none", _choice("none", "basic", "proxy"),
-            "Authentication: `none` (demo and localhost only), `basic` or `proxy`."),
-    Setting("READ_ONLY", False, _bool,
-            "`1` hides and refuses every state-changing action."),
-    Setting("RUNBOOK_URL", "", str,
-            "Runbook link template with `{scope}`, `{key}` and `{status}`. Empty: the built-in runbook."),
     Setting("DEFAULT_LEASE_SECONDS", 300, _positive_int,
             "Lease assumed for a `processing` key whose `locked_until` is NULL: it is stuck once "
             "`claimed_at` is older than this."),
-    Setting("HOTSPOT_MIN_ATTEMPTS", 5, _positive_int,
-            "`attempt_count` from which a key counts as a retry hotspot."),
     Setting("STATEMENT_TIMEOUT_MS", 3000, _positive_int,
             "Statement timeout for page and API reads (READ ONLY transactions)."),
     Setting("LOCK_TIMEOUT_MS", 500, _positive_int,

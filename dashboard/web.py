@@ -108,5 +108,4 @@ def init_app(app: Flask) -> None:
 
     @app.context_processor
     def template_globals() -> dict[str, Any]:
-        return {"database_label": redact_dsn(app.config["DATABASE_URL"]),
-                "read_only": app.config["READ_ONLY"]}
+        return {"database_label": redact_dsn(app.config["DATABASE_URL"])}

@@ -140,3 +140,57 @@ def make_app(database_url):
 @pytest.fixture
 def client(make_app):
     return make_app().test_client()
+
+
+CHROMIUM = os.environ.get("IDEMDASH_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def live_server(make_app):
+    """Serve an app on a free loopback port in a thread; returns a function that starts one."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    servers = []
+
+    def start(app=None):
+        app = app or make_app()
+        server = make_server("127.0.0.1", 0, app, threaded=True)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{server.server_port}"
+
+    yield start
+    for server, thread in servers:
+        server.shutdown()
+        thread.join(5)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"browser tests need Chromium at {CHROMIUM}: apt-get install chromium "
+                    "(or set IDEMDASH_TEST_CHROMIUM)", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    """A fresh browser page; fails the test if the page logs a console error (a CSP violation, say)."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert not errors, f"browser console errors: {errors}"

