@@ -47,10 +47,11 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     db.init_app(app)
     htmx.init_app(app)
 
-    from dashboard import overview, probes
+    from dashboard import keys, overview, probes
 
     app.register_blueprint(probes.bp)
     app.register_blueprint(overview.bp)
+    app.register_blueprint(keys.bp)
 
     if app.config["RUN_JOBS"]:
         from jobs.scheduler import start_in_background

@@ -75,6 +75,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SECRET_KEY", "", str,
             "Flask secret key for sessions and CSRF tokens. Unset: a random key per process "
             "(fine for one process, not for several gunicorn workers)."),
+    Setting("RUNBOOK_URL", "", str,
+            "Runbook link template with `{scope}`, `{key}` and `{status}` (URL-encoded when filled in). "
+            "Empty: the built-in runbook page for stuck keys."),
+    Setting("HOTSPOT_MIN_ATTEMPTS", 5, _positive_int,
+            "`attempt_count` from which a key counts as a retry hotspot."),
+    Setting("INBOX_RETENTION_DAYS", 30, _positive_int,
+            "How long inbox rows are kept; the inbox page compares each consumer's oldest row with it."),
     Setting("DEFAULT_LEASE_SECONDS", 300, _positive_int,
             "Lease assumed for a `processing` key whose `locked_until` is NULL: it is stuck once "
             "`claimed_at` is older than this."),

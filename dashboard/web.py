@@ -12,6 +12,7 @@ from jinja2_fragments.flask import render_block
 from werkzeug.exceptions import HTTPException
 
 from dashboard.config import redact_dsn
+from dashboard.panels import PanelError
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
@@ -39,7 +40,10 @@ def wants_json() -> bool:
 
 def render(template: str, block: str | None = None, **context: Any) -> Response:
     """The whole page, or only ``block`` when htmx asks for a fragment of it."""
-    if block is not None and request.headers.get("HX-Request") == "true":
+    # A history-restore request wants the whole page even though htmx sends it.
+    fragment = (request.headers.get("HX-Request") == "true"
+                and request.headers.get("HX-History-Restore-Request") != "true")
+    if block is not None and fragment:
         body = render_block(template, block, **context)
     else:
         body = render_template(template, **context)
@@ -87,7 +91,35 @@ def ago(moment: datetime | None) -> str:
     return duration(delta) + " ago"
 
 
+def pretty_json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def url_with(**changes: Any) -> str:
+    """This page's URL with some query arguments changed (None removes one); empty ones are dropped."""
+    from flask import url_for
+
+    args = {k: v for k, v in request.args.items() if v != ""}
+    for name, value in changes.items():
+        if value is None:
+            args.pop(name, None)
+        else:
+            args[name] = value
+    return url_for(request.endpoint, **(request.view_args or {}), **args)
+
+
 def init_app(app: Flask) -> None:
+    from dashboard.keys import key_url, runbook_url
+
+    # globals, not context: macros imported without context use them too
+    app.add_template_global(url_with)
+    app.add_template_global(key_url)
+    app.add_template_global(runbook_url)
+    # Keys may contain '//' and must reach the view unchanged.
+    app.url_map.merge_slashes = False
+    app.add_template_filter(pretty_json)
     app.add_template_filter(duration)
     app.add_template_filter(ago)
 
@@ -102,10 +134,19 @@ def init_app(app: Flask) -> None:
         response.headers.setdefault("X-Frame-Options", "DENY")
         return response
 
+    @app.errorhandler(PanelError)
+    def panel_error(exc: PanelError):
+        panel = exc.panel
+        message = panel.message or "query failed"
+        if panel.index_sql:
+            message += " " + panel.index_sql
+        return error_response(503, message)
+
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
         return error_response(exc.code or 500, exc.description or exc.name)
 
     @app.context_processor
     def template_globals() -> dict[str, Any]:
-        return {"database_label": redact_dsn(app.config["DATABASE_URL"])}
+        return {"database_label": redact_dsn(app.config["DATABASE_URL"]),
+                "lease_seconds": app.config["DEFAULT_LEASE_SECONDS"]}

@@ -2,19 +2,52 @@
 // script anywhere (the Content-Security-Policy forbids it).
 (function () {
   "use strict";
-  // Polling panels ([data-poll]) skip their refresh while the tab is hidden,
-  // and refresh at once when it becomes visible again.
+  var STORAGE = "idemdash.live";
+
+  function live() {
+    var toggle = document.getElementById("live-toggle");
+    return !toggle || toggle.checked;
+  }
+
+  // Polling panels ([data-poll]) skip their refresh while the tab is hidden
+  // or Live is switched off, and refresh at once when either comes back.
   document.addEventListener("htmx:beforeRequest", function (event) {
     var elt = event.detail.elt;
-    if (document.hidden && elt && elt.hasAttribute && elt.hasAttribute("data-poll")) {
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-poll") && (document.hidden || !live())) {
       event.preventDefault();
     }
   });
-  document.addEventListener("visibilitychange", function () {
-    if (!document.hidden && window.htmx) {
-      document.querySelectorAll("[data-poll]").forEach(function (elt) {
-        window.htmx.trigger(elt, "refresh");
-      });
+
+  function refreshAll() {
+    if (!window.htmx || document.hidden || !live()) return;
+    document.querySelectorAll("[data-poll]").forEach(function (elt) {
+      window.htmx.trigger(elt, "refresh");
+    });
+  }
+  document.addEventListener("visibilitychange", refreshAll);
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var toggle = document.getElementById("live-toggle");
+    if (!toggle) return;
+    toggle.checked = window.localStorage.getItem(STORAGE) !== "off";
+    document.body.classList.toggle("paused", !toggle.checked);
+    toggle.addEventListener("change", function () {
+      window.localStorage.setItem(STORAGE, toggle.checked ? "on" : "off");
+      document.body.classList.toggle("paused", !toggle.checked);
+      refreshAll();
+    });
+  });
+
+  // "/" focuses the page's filter, as in most dashboards.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
+    var target = event.target;
+    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    var filter = document.querySelector("[data-filter-focus]");
+    if (filter) {
+      event.preventDefault();
+      filter.focus();
+      if (filter.select) filter.select();
     }
   });
 })();

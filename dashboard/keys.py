@@ -1,0 +1,157 @@
+"""Key lists (`/keys`), one key (`/keys/<scope>/<key>`), the built-in runbook, and their JSON twins."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime, timezone
+from urllib.parse import quote
+
+from flask import Blueprint, abort, current_app, jsonify, request, url_for
+
+from dashboard import panels, params
+from dashboard.db import get_db
+from dashboard.triage import OUTCOMES, suggest
+from dashboard.web import render
+from queries import keys as q
+from queries.audit import list_audit_for_key
+from queries.runbook import inspection_sql
+
+bp = Blueprint("keys", __name__)
+
+LIST_FIELDS = ("scope", "key", "status", "request_hash", "claimed_by", "claimed_at", "locked_until",
+               "overdue_seconds", "attempt_count", "created_at", "updated_at", "expires_at")
+DETAIL_FIELDS = LIST_FIELDS + ("response_body", "result_ref_type", "result_ref_id", "failure_code",
+                               "failure_message")
+
+
+def _filter() -> q.KeyFilter:
+    return q.KeyFilter(
+        status=params.choice("status", q.KEY_STATUSES, "stuck"),
+        scope=params.text("scope"),
+        claimed_by=params.text("claimed_by"),
+        min_attempts=params.integer("min_attempts", minimum=1, maximum=1_000_000),
+        min_overdue_seconds=params.duration("overdue"),
+    )
+
+
+def _list_panel():
+    flt = _filter()
+    limit = params.integer("limit", minimum=1, maximum=500, default=50)
+    after = params.cursor()
+    db = get_db()
+    try:
+        # a malformed cursor raises ValueError from inside the query function: bad input, 400
+        panel = panels.load(q.list_keys, db.tables, flt, lease_seconds=current_app.config["DEFAULT_LEASE_SECONDS"],
+                            after=after, limit=limit,
+                            index="index_keys_processing" if flt.status in ("stuck", "processing") else "index_keys_updated")
+    except ValueError as exc:
+        abort(400, str(exc))
+    return flt, limit, after, panel
+
+
+@bp.get("/keys")
+def list_page():
+    flt, limit, after, panel = _list_panel()
+    scopes = panels.load(q.list_scopes, get_db().tables)
+    return render("keys.html", "keys_panel", flt=flt, limit=limit, after=after, panel=panel,
+                  scopes=scopes.value or [], statuses=q.KEY_STATUSES, as_of=datetime.now(timezone.utc))
+
+
+@bp.get("/api/v1/keys")
+def list_api():
+    flt, limit, after, panel = _list_panel()
+    page = panels.require(panel)
+    return jsonify({"items": [{f: getattr(row, f) for f in LIST_FIELDS} for row in page.items],
+                    "next_cursor": page.next_cursor})
+
+
+def _detail(scope: str, key: str) -> dict:
+    db = get_db()
+    config = current_app.config
+    key_panel = panels.load(q.get_key, db.tables, scope, key, lease_seconds=config["DEFAULT_LEASE_SECONDS"])
+    row = panels.require(key_panel)
+    if row is None:
+        abort(404, f"no key {key!r} in scope {scope!r}: it may have been purged, or the scope is different")
+    outbox = panels.load(q.list_outbox_for_key, db.tables, scope, key, index="index_outbox_key")
+    audit = panels.load(list_audit_for_key, scope, key, limit=100)
+    suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"],
+                         now=row.as_of)
+    return {"key": row, "outbox": outbox, "audit": audit, "suggestion": suggestion}
+
+
+@bp.get("/keys/<scope>/<path:key>")
+def detail_page(scope: str, key: str):
+    return _render_detail(scope, key)
+
+
+@bp.get("/key")
+def detail_page_by_query():
+    """The same page for keys a path cannot carry (a scope with '/', '.' or '..' segments)."""
+    scope, key = _required_scope_and_key()
+    return _render_detail(scope, key)
+
+
+def _render_detail(scope: str, key: str):
+    data = _detail(scope, key)
+    row = data["key"]
+    return render("key.html", None, **data, outcomes=OUTCOMES,
+                  runbook=runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status))
+
+
+@bp.get("/api/v1/keys/<scope>/<path:key>")
+def detail_api(scope: str, key: str):
+    return _detail_json(scope, key)
+
+
+@bp.get("/api/v1/key")
+def detail_api_by_query():
+    scope, key = _required_scope_and_key()
+    return _detail_json(scope, key)
+
+
+def _detail_json(scope: str, key: str):
+    data = _detail(scope, key)
+    row = data["key"]
+    return jsonify({
+        "key": {f: getattr(row, f) for f in DETAIL_FIELDS} | {"stuck": row.stuck},
+        "outbox_events": [asdict(r) for r in data["outbox"].value or []],
+        "audit": [asdict(r) for r in data["audit"].value or []],
+        "suggestion": data["suggestion"].to_json(),
+        "runbook_url": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status),
+    })
+
+
+def _required_scope_and_key() -> tuple[str, str]:
+    scope, key = request.args.get("scope", ""), request.args.get("key", "")
+    if not scope or not key:
+        abort(400, "scope and key are both required, e.g. ?scope=create_order&key=abc-123")
+    return scope, key
+
+
+@bp.get("/runbook/stuck-keys")
+def runbook():
+    scope, key = params.text("scope"), params.text("key")
+    return render("runbook_stuck.html", None, scope=scope, key=key, outcomes=OUTCOMES,
+                  inspection=inspection_sql(get_db().tables, scope, key))
+
+
+def _path_safe(scope: str, key: str) -> bool:
+    """Whether /keys/<scope>/<key> round-trips through a browser (which folds '.' and '..' segments)."""
+    if not scope or not key or "/" in scope or scope in (".", "..") or key.startswith("/"):
+        return False
+    return not any(segment in (".", "..") for segment in key.split("/"))
+
+
+def key_url(scope: str, key: str, *, api: bool = False) -> str:
+    if _path_safe(scope, key):
+        return url_for("keys.detail_api" if api else "keys.detail_page", scope=scope, key=key)
+    return url_for("keys.detail_api_by_query" if api else "keys.detail_page_by_query", scope=scope, key=key)
+
+
+def runbook_url(scope: str, key: str, status: str) -> str:
+    template = current_app.config["RUNBOOK_URL"]
+    if not template:
+        return url_for("keys.runbook", scope=scope, key=key)
+    # str.replace, not str.format: a template may contain other braces.
+    return (template.replace("{scope}", quote(scope, safe=""))
+            .replace("{key}", quote(key, safe=""))
+            .replace("{status}", quote(status, safe="")))

@@ -1,0 +1,62 @@
+"""Query-string parsing shared by pages and their JSON twins. Bad input is a 400 that says what to send."""
+from __future__ import annotations
+
+import re
+
+from flask import abort, request
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
+_UNIT = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def text(name: str, max_length: int = 2000) -> str | None:
+    """An optional free-text parameter; empty means absent."""
+    value = request.args.get(name, "")
+    if value == "":
+        return None
+    if len(value) > max_length:
+        abort(400, f"{name} is longer than {max_length} characters")
+    if "\x00" in value:
+        abort(400, f"{name} contains a NUL character")
+    return value
+
+
+def choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    value = request.args.get(name, "") or default
+    if value not in choices:
+        abort(400, f"{name} must be one of {', '.join(choices)} (got {value!r})")
+    return value
+
+
+def integer(name: str, *, minimum: int, maximum: int, default: int | None = None) -> int | None:
+    raw = request.args.get(name, "").strip()
+    if raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        abort(400, f"{name} must be a whole number between {minimum} and {maximum} (got {raw!r})")
+    if not minimum <= value <= maximum:
+        abort(400, f"{name} must be between {minimum} and {maximum} (got {value})")
+    return value
+
+
+def duration(name: str, *, maximum_seconds: float = 366 * 86400) -> float | None:
+    """Seconds from '90', '90s', '15m', '2h' or '1d'; empty means absent."""
+    raw = request.args.get(name, "").strip()
+    if raw == "":
+        return None
+    match = _DURATION.match(raw)
+    if not match:
+        abort(400, f"{name} must be a duration such as 90s, 15m, 2h or 1d (got {raw!r})")
+    seconds = float(match.group(1)) * _UNIT[(match.group(2) or "s").lower() if match.group(2) else None]
+    if seconds > maximum_seconds:
+        abort(400, f"{name} must be at most {int(maximum_seconds // 86400)} days")
+    return seconds
+
+
+def cursor() -> str | None:
+    value = request.args.get("cursor", "")
+    if value and (len(value) > 8192 or not re.fullmatch(r"[A-Za-z0-9_-]+", value)):
+        abort(400, "cursor is not valid: use the next_cursor value from the previous page")
+    return value or None

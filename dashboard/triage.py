@@ -1,0 +1,57 @@
+"""Suggested classification of a key, with the evidence behind it (DESIGN section 4).
+
+A suggestion is evidence for a person to weigh, never an action: nothing
+here changes a row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from queries.keys import KeyDetail, KeyOutboxRow
+
+OUTCOMES = {
+    "safe_to_retry": "becomes failed_retryable with the lock cleared; the client's next retry re-claims it and runs again",
+    "abandoned": "becomes failed_final (failure code 'abandoned', the reason as message); retries get the final failure",
+    "already_succeeded": "becomes succeeded with the result you give; retries get that result replayed",
+    "needs_review": "stays processing with the lease extended, so no retry re-runs it while someone looks",
+}
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    to: str | None
+    evidence: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"to": self.to, "evidence": self.evidence}
+
+
+def suggest(key: KeyDetail, outbox: list[KeyOutboxRow], *, hotspot_min_attempts: int, now: datetime) -> Suggestion:
+    if key.status != "processing":
+        return Suggestion(None, [f"The key is {key.status}: it is finished, there is nothing to reclassify."])
+    if not key.stuck:
+        left = -(key.overdue_seconds or 0)
+        return Suggestion(None, [f"The lease is still live for {int(left)} s more: the worker "
+                                 f"{key.claimed_by or '(unknown)'} may still finish. Wait for the lease to run out."])
+    evidence: list[str] = []
+    if outbox:
+        kinds = ", ".join(sorted({row.event_type for row in outbox}))
+        evidence.append(f"{len(outbox)} outbox row(s) exist for this scope and key ({kinds}), first written "
+                        f"{outbox[0].created_at.isoformat(timespec='seconds')}: the business effect committed, "
+                        "only the completion is missing.")
+        if key.attempt_count >= hotspot_min_attempts:
+            evidence.append(f"It was also attempted {key.attempt_count} times.")
+        return Suggestion("already_succeeded", evidence)
+    evidence.append("No outbox row exists for this scope and key, so there is no sign the business effect committed.")
+    if key.attempt_count >= hotspot_min_attempts:
+        evidence.append(f"It has been attempted {key.attempt_count} times (hotspot threshold {hotspot_min_attempts}): "
+                        "retrying again is likely to fail the same way. Look at it before letting it run.")
+        return Suggestion("needs_review", evidence)
+    if key.expires_at < now:
+        evidence.append(f"Its replay window ended at {key.expires_at.isoformat(timespec='seconds')}: "
+                        "clients are no longer expected to retry it.")
+        return Suggestion("abandoned", evidence)
+    evidence.append(f"The lease ran out {int(key.overdue_seconds or 0)} s ago with {key.attempt_count} attempt(s): "
+                    "the worker most likely died before the effect. A retry can safely run it again.")
+    return Suggestion("safe_to_retry", evidence)

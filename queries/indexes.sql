@@ -1,0 +1,27 @@
+-- index_keys_processing --
+-- Stuck and processing key lists, counts and the reclassify statements: only processing rows, by lease end.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NULLS FIRST, idempotency_scope, idempotency_key) WHERE status = 'processing'
+
+-- index_keys_updated --
+-- Key lists by status ordered by last change, and the 24-hour failed/succeeded counts.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (status, updated_at DESC, idempotency_scope DESC, idempotency_key DESC)
+
+-- index_keys_attempts --
+-- Retry hotspots: keys with many attempts, without scanning the table.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (attempt_count DESC) WHERE attempt_count >= 2
+
+-- index_keys_created --
+-- Suppression numbers per scope over a time window of creation.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (created_at, idempotency_scope)
+
+-- index_outbox_pending --
+-- Outbox backlog, lag and the pending list: only pending rows, oldest first.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (created_at, outbox_id) WHERE status = 'pending'
+
+-- index_outbox_key --
+-- Related outbox rows on the key page (evidence that a business effect committed).
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (idempotency_scope, idempotency_key)
+
+-- index_inbox_processed --
+-- Inbox volume per consumer over time windows.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {inbox} (processed_at, consumer_name)

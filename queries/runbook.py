@@ -1,0 +1,20 @@
+"""SQL shown on the built-in runbook page for inspecting a key by hand. idemdash never runs these."""
+from __future__ import annotations
+
+from psycopg import sql
+
+from queries import Tables, statement
+
+_BLOCKS = ("runbook_inspect_key", "runbook_inspect_outbox", "runbook_inspect_locks")
+
+
+def inspection_sql(tables: Tables, scope: str | None, key: str | None) -> list[tuple[str, str]]:
+    """(description, SQL text) pairs with the scope and key as quoted literals."""
+    values = {
+        "scope": sql.Literal(scope) if scope is not None else sql.SQL(":'scope'"),
+        "key": sql.Literal(key) if key is not None else sql.SQL(":'key'"),
+        "keys_regclass": sql.Literal(sql.Identifier(tables.schema, tables.keys).as_string(None)),
+    }
+    from queries import QUERIES
+
+    return [(QUERIES[name].description, statement(name, tables, **values).as_string(None)) for name in _BLOCKS]
