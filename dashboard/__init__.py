@@ -47,11 +47,10 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     db.init_app(app)
     htmx.init_app(app)
 
-    from dashboard import keys, overview, probes
+    from dashboard import hotspots, inbox, keys, outbox, overview, probes, suppression
 
-    app.register_blueprint(probes.bp)
-    app.register_blueprint(overview.bp)
-    app.register_blueprint(keys.bp)
+    for module in (probes, overview, keys, hotspots, suppression, outbox, inbox):
+        app.register_blueprint(module.bp)
 
     if app.config["RUN_JOBS"]:
         from jobs.scheduler import start_in_background

@@ -115,6 +115,7 @@ def init_app(app: Flask) -> None:
 
     # globals, not context: macros imported without context use them too
     app.add_template_global(url_with)
+    app.add_template_global(lambda name: name in app.view_functions, "has_endpoint")
     app.add_template_global(key_url)
     app.add_template_global(runbook_url)
     # Keys may contain '//' and must reach the view unchanged.

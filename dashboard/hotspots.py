@@ -1,0 +1,6 @@
+"""/hotspots and its JSON twin."""
+from __future__ import annotations
+
+from flask import Blueprint
+
+bp = Blueprint("hotspots", __name__)

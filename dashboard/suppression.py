@@ -1,0 +1,6 @@
+"""/suppression and its JSON twin."""
+from __future__ import annotations
+
+from flask import Blueprint
+
+bp = Blueprint("suppression", __name__)
