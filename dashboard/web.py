@@ -6,7 +6,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from flask import Flask, Response, jsonify, make_response, render_template, request
+from flask import Flask, Response, jsonify, make_response, redirect, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from jinja2_fragments.flask import render_block
 from werkzeug.exceptions import HTTPException
@@ -126,6 +126,23 @@ def init_app(app: Flask) -> None:
 
     app.json_provider_class = JSONProvider
     app.json = JSONProvider(app)
+
+    @app.before_request
+    def drop_empty_query_args():
+        """A filter form submits empty fields; the address bar should only hold the filters that apply."""
+        if (request.method != "GET" or wants_json() or request.headers.get("HX-Request") == "true"
+                or request.endpoint in (None, "static")):
+            return None
+        if any(v == "" for v in request.args.values()):
+            return redirect(url_with(), code=302)
+        return None
+
+    @app.after_request
+    def push_clean_url(response: Response) -> Response:
+        if (request.headers.get("HX-Request") == "true" and request.method == "GET" and request.endpoint
+                and any(v == "" for v in request.args.values()) and response.status_code == 200):
+            response.headers["HX-Push-Url"] = url_with()
+        return response
 
     @app.after_request
     def security_headers(response: Response) -> Response:
