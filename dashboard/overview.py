@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, current_app, jsonify
 
+from dashboard import panels
 from dashboard.db import get_db
 from dashboard.web import render
 from queries import overview as q
@@ -14,18 +15,16 @@ bp = Blueprint("overview", __name__)
 
 
 def _overview() -> dict:
-    db = get_db()
+    tables = get_db().tables
     lease = current_app.config["DEFAULT_LEASE_SECONDS"]
-    with db.read() as conn:
-        keys = q.count_keys_by_state(conn, db.tables, lease)
-    with db.read() as conn:
-        outbox = q.get_outbox_backlog(conn, db.tables)
-    with db.read() as conn:
-        inbox = q.get_inbox_volume(conn, db.tables)
-    with db.read() as conn:
-        purges = q.list_recent_purge_runs(conn)
-    return {"as_of": datetime.now(timezone.utc), "keys": keys, "outbox": outbox, "inbox": inbox,
-            "last_purges": purges, "lease_seconds": lease}
+    return {
+        "as_of": datetime.now(timezone.utc),
+        "keys": panels.load(q.count_keys_by_state, tables, lease, index="index_keys_processing"),
+        "outbox": panels.load(q.get_outbox_backlog, tables, index="index_outbox_pending"),
+        "inbox": panels.load(q.get_inbox_volume, tables, index="index_inbox_processed"),
+        "last_purges": panels.load(q.list_recent_purge_runs),
+        "lease_seconds": lease,
+    }
 
 
 @bp.get("/")
@@ -38,10 +37,10 @@ def api():
     data = _overview()
     return jsonify({
         "as_of": data["as_of"],
-        "keys": asdict(data["keys"]),
-        "outbox": asdict(data["outbox"]),
-        "inbox": asdict(data["inbox"]),
-        "last_purges": [asdict(run) for run in data["last_purges"]],
+        "keys": asdict(panels.require(data["keys"])),
+        "outbox": asdict(panels.require(data["outbox"])),
+        "inbox": asdict(panels.require(data["inbox"])),
+        "last_purges": [asdict(run) for run in panels.require(data["last_purges"])],
         "definitions": {
             "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and "
                      f"claimed_at older than {data['lease_seconds']} s",
