@@ -10,7 +10,6 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
-from urllib.parse import urlsplit, urlunsplit
 
 PREFIX = "IDEMDASH_"
 
@@ -29,6 +28,8 @@ def _identifier(raw: str) -> str:
     # rejects values that are certainly typos (empty, whitespace, too long).
     if not raw or raw != raw.strip() or len(raw) > 63:
         raise ValueError(f"expected a PostgreSQL identifier of 1-63 characters, got {raw!r}")
+    if "%" in raw:
+        raise ValueError(f"identifiers containing '%' are not supported, got {raw!r}")
     return raw
 
 
@@ -131,18 +132,13 @@ def load(environ: Mapping[str, str] | None = None, **overrides: Any) -> dict[str
 
 
 _PASSWORD_IN_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://[^/?#@:]*):([^/?#]*)@", re.IGNORECASE)
+_PASSWORD_IN_QUERY = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 
 
 def redact_dsn(dsn: str) -> str:
-    """The DSN with any password replaced by ``***``, safe to show or log."""
+    """The DSN with any password replaced by ``***``, safe to show or log. Nothing else changes."""
     if "://" in dsn:
-        parts = urlsplit(dsn)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, host = netloc.rsplit("@", 1)
-            if ":" in userinfo:
-                userinfo = userinfo.split(":", 1)[0] + ":***"
-            netloc = f"{userinfo}@{host}"
-        query = _PASSWORD_IN_KV.sub(r"\1***", parts.query.replace("&", " ")).replace(" ", "&")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        dsn = _URL_USERINFO.sub(lambda m: f"{m.group(1)}:***@" if m.group(2) else f"{m.group(1)}@", dsn)
+        return _PASSWORD_IN_QUERY.sub(r"\1***", dsn)
     return _PASSWORD_IN_KV.sub(r"\1***", dsn)

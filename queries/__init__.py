@@ -18,6 +18,7 @@ from importlib import resources
 from psycopg import sql
 
 _HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.MULTILINE)
+_BARE_HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,13 @@ class Query:
 def _parse(source: str, text: str) -> dict[str, Query]:
     found: dict[str, Query] = {}
     headers = list(_HEADER.finditer(text))
+    # A header line without its description line would silently become part of the previous block.
+    complete = {m.start() for m in headers}
+    for bare in _BARE_HEADER.finditer(text):
+        if bare.start() not in complete:
+            raise ValueError(f"{source}: query {bare.group(1)!r} needs a one-line '-- description' under its name")
+    if headers and text[:headers[0].start()].strip():
+        raise ValueError(f"{source}: text before the first '-- name --' header")
     for i, match in enumerate(headers):
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
         body = text[match.end():end].strip()
@@ -66,6 +74,13 @@ class Tables:
     keys: str = "idempotency_request"
     inbox: str = "processed_message"
     outbox: str = "outbox_event"
+
+    def __post_init__(self) -> None:
+        for field_name in ("schema", "keys", "inbox", "outbox"):
+            name = getattr(self, field_name)
+            # psycopg would read a '%' inside a quoted name as a parameter placeholder
+            if not name or "%" in name or "\x00" in name:
+                raise ValueError(f"table name setting {field_name}={name!r} must be non-empty and contain no '%'")
 
     @classmethod
     def from_config(cls, config) -> "Tables":

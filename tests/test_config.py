@@ -1,0 +1,249 @@
+"""Settings: defaults, parsing, clear errors, overrides, DSN redaction, and their documentation."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from dashboard import config
+from dashboard.config import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load, redact_dsn
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The settings the foundation relies on (others come and go as features land).
+CORE_NAMES = {"DATABASE_URL", "APP_SCHEMA", "KEYS_TABLE", "INBOX_TABLE", "OUTBOX_TABLE", "SECRET_KEY",
+              "DEFAULT_LEASE_SECONDS", "STATEMENT_TIMEOUT_MS", "LOCK_TIMEOUT_MS", "POOL_MIN_SIZE",
+              "POOL_MAX_SIZE", "RUN_JOBS", "BIND", "WORKERS"}
+
+
+@pytest.fixture
+def synthetic(monkeypatch):
+    """Replace the declared settings with one of each kind, so parsing is tested independently of features."""
+    declared = (
+        Setting("FLAG", False, config._bool, "A boolean."),
+        Setting("COUNT", 7, config._positive_int, "A positive integer."),
+        Setting("MODE", "none", config._choice("none", "basic", "proxy"), "A choice."),
+        Setting("NAME", "app", config._identifier, "An identifier."),
+        Setting("TEXT", "", str, "Free text."),
+    )
+    monkeypatch.setattr(config, "SETTINGS", declared)
+    return declared
+
+
+# ---------------------------------------------------------------------------
+# the declarations
+
+
+def test_settings_are_declared_once_with_docs():
+    names = [s.name for s in SETTINGS]
+    assert len(names) == len(set(names))
+    assert set(BY_NAME) == set(names)
+    assert CORE_NAMES <= set(names)
+    for setting in SETTINGS:
+        assert re.fullmatch(r"[A-Z][A-Z0-9_]*", setting.name), setting.name
+        assert setting.env == PREFIX + setting.name == "IDEMDASH_" + setting.name
+        assert setting.doc.strip(), f"{setting.env} has no documentation"
+
+
+def test_every_default_is_a_value_its_parser_accepts():
+    for setting in SETTINGS:
+        raw = str(setting.default).lower() if isinstance(setting.default, bool) else str(setting.default)
+        assert setting.parse(raw) == setting.default, setting.env
+
+
+def test_defaults_when_the_environment_is_empty():
+    values = load({})
+    assert values == {s.name: s.default for s in SETTINGS}
+    assert values["DATABASE_URL"] == ""
+    assert values["APP_SCHEMA"] == "app"
+    assert (values["KEYS_TABLE"], values["INBOX_TABLE"], values["OUTBOX_TABLE"]) == (
+        "idempotency_request", "processed_message", "outbox_event")
+    assert values["RUN_JOBS"] is False
+    assert values["DEFAULT_LEASE_SECONDS"] == 300
+    assert values["STATEMENT_TIMEOUT_MS"] == 3000
+    assert values["BIND"] == "127.0.0.1:8000"
+
+
+def test_load_reads_os_environ_by_default(monkeypatch):
+    for setting in SETTINGS:
+        monkeypatch.delenv(setting.env, raising=False)
+    monkeypatch.setenv("IDEMDASH_APP_SCHEMA", "billing")
+    monkeypatch.setenv("IDEMDASH_RUN_JOBS", "yes")
+    values = load()
+    assert values["APP_SCHEMA"] == "billing"
+    assert values["RUN_JOBS"] is True
+    assert values["WORKERS"] == BY_NAME["WORKERS"].default
+
+
+def test_unrelated_environment_variables_are_ignored():
+    assert load({"DATABASE_URL": "postgresql://x/y", "APP_SCHEMA": "nope", "idemdash_app_schema": "x"}) == load({})
+
+
+def test_real_settings_parse_their_values():
+    values = load({"IDEMDASH_RUN_JOBS": "on", "IDEMDASH_WORKERS": " 4 ", "IDEMDASH_APP_SCHEMA": "Ops Schema",
+                   "IDEMDASH_KEYS_TABLE": 'Idem"Keys', "IDEMDASH_OUTBOX_TABLE": "x" * 63,
+                   "IDEMDASH_DATABASE_URL": "host=db dbname=app"})
+    assert values["RUN_JOBS"] is True
+    assert values["WORKERS"] == 4
+    assert values["APP_SCHEMA"] == "Ops Schema"
+    assert values["KEYS_TABLE"] == 'Idem"Keys'
+    assert values["OUTBOX_TABLE"] == "x" * 63
+    assert values["DATABASE_URL"] == "host=db dbname=app"
+
+
+@pytest.mark.parametrize(("name", "raw", "hint"), [
+    ("RUN_JOBS", "maybe", "boolean"),
+    ("DEFAULT_LEASE_SECONDS", "0", "positive integer"),
+    ("POOL_MAX_SIZE", "-1", "positive integer"),
+    ("STATEMENT_TIMEOUT_MS", "3s", "3s"),
+    ("APP_SCHEMA", "", "identifier"),
+    ("KEYS_TABLE", "k" * 64, "identifier"),
+])
+def test_real_settings_reject_bad_values_naming_the_variable(name, raw, hint):
+    with pytest.raises(ConfigError) as caught:
+        load({PREFIX + name: raw})
+    assert str(caught.value).startswith(f"{PREFIX}{name}: ")
+    assert hint in str(caught.value)
+
+
+# ---------------------------------------------------------------------------
+# parsing (one setting of each kind)
+
+
+@pytest.mark.parametrize("raw", ["1", "true", "TRUE", "True", "yes", "on", " On "])
+def test_true_booleans(synthetic, raw):
+    assert load({"IDEMDASH_FLAG": raw})["FLAG"] is True
+
+
+@pytest.mark.parametrize("raw", ["0", "false", "FALSE", "no", "off", ""])
+def test_false_booleans(synthetic, raw):
+    assert load({"IDEMDASH_FLAG": raw})["FLAG"] is False
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("60", 60), ("1", 1), (" 1500 ", 1500), ("+3", 3)])
+def test_integers(synthetic, raw, expected):
+    value = load({"IDEMDASH_COUNT": raw})["COUNT"]
+    assert value == expected and isinstance(value, int)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("none", "none"), ("basic", "basic"), ("PROXY", "proxy"),
+                                               (" Basic ", "basic")])
+def test_choices(synthetic, raw, expected):
+    assert load({"IDEMDASH_MODE": raw})["MODE"] == expected
+
+
+def test_defaults_of_each_kind(synthetic):
+    assert load({}) == {"FLAG": False, "COUNT": 7, "MODE": "none", "NAME": "app", "TEXT": ""}
+
+
+def test_strings_are_kept_as_given(synthetic):
+    values = load({"IDEMDASH_TEXT": "  https://wiki/{scope}/{key}  ", "IDEMDASH_NAME": "Ops Schema"})
+    assert values["TEXT"] == "  https://wiki/{scope}/{key}  "
+    assert values["NAME"] == "Ops Schema"
+
+
+@pytest.mark.parametrize(("name", "raw", "hint"), [
+    ("FLAG", "maybe", "boolean"),
+    ("FLAG", "2", "boolean"),
+    ("COUNT", "0", "positive integer"),
+    ("COUNT", "-1", "positive integer"),
+    ("COUNT", "3s", "3s"),
+    ("COUNT", "1.5", "1.5"),
+    ("COUNT", "", "''"),
+    ("MODE", "ldap", "none, basic, proxy"),
+    ("MODE", "", "none, basic, proxy"),
+    ("NAME", "", "identifier"),
+    ("NAME", " app", "identifier"),
+    ("NAME", "k" * 64, "identifier"),
+    ("NAME", "inbox\n", "identifier"),
+])
+def test_bad_values_name_the_variable(synthetic, name, raw, hint):
+    with pytest.raises(ConfigError) as caught:
+        load({PREFIX + name: raw})
+    message = str(caught.value)
+    assert message.startswith(f"{PREFIX}{name}: "), message
+    assert hint in message
+    assert isinstance(caught.value, ValueError)
+
+
+def test_a_bad_value_is_reported_even_with_good_ones_around(synthetic):
+    with pytest.raises(ConfigError, match="IDEMDASH_COUNT"):
+        load({"IDEMDASH_MODE": "basic", "IDEMDASH_COUNT": "many", "IDEMDASH_FLAG": "1"})
+
+
+# ---------------------------------------------------------------------------
+# overrides
+
+
+def test_overrides_win_over_the_environment():
+    env = {"IDEMDASH_APP_SCHEMA": "from_env", "IDEMDASH_DATABASE_URL": "host=env", "IDEMDASH_WORKERS": "4"}
+    values = load(env, APP_SCHEMA="from_override", DATABASE_URL="host=override")
+    assert values["APP_SCHEMA"] == "from_override"
+    assert values["DATABASE_URL"] == "host=override"
+    assert values["WORKERS"] == 4  # not overridden: still from the environment
+
+
+def test_an_override_hides_a_bad_environment_value():
+    assert load({"IDEMDASH_RUN_JOBS": "garbage"}, RUN_JOBS=True)["RUN_JOBS"] is True
+
+
+def test_unknown_overrides_are_rejected():
+    with pytest.raises(ConfigError, match="unknown settings: NOT_A_SETTING, app_schema"):
+        load({}, NOT_A_SETTING=1, app_schema="x", APP_SCHEMA="app")
+
+
+# ---------------------------------------------------------------------------
+# redact_dsn
+
+
+@pytest.mark.parametrize(("dsn", "expected"), [
+    ("postgresql://alice:s3cret@db.example:5432/app", "postgresql://alice:***@db.example:5432/app"),
+    ("postgres://alice:s3cret@db/app?sslmode=require", "postgres://alice:***@db/app?sslmode=require"),
+    ("postgresql://alice:p%40ss%3Aw0rd@db/app", "postgresql://alice:***@db/app"),
+    ("postgresql://alice:pa:ss@word@db/app", "postgresql://alice:***@db/app"),
+    ("postgresql://:s3cret@db/app", "postgresql://:***@db/app"),
+    ("postgresql://alice:s3cret@h1:5432,h2:5433/app", "postgresql://alice:***@h1:5432,h2:5433/app"),
+    ("postgresql://db/app?user=alice&password=s3cret&sslmode=require",
+     "postgresql://db/app?user=alice&password=***&sslmode=require"),
+    ("host=db user=alice password=s3cret dbname=app", "host=db user=alice password=*** dbname=app"),
+    ("host=db password = s3cret dbname=app", "host=db password = *** dbname=app"),
+    ("host=db password='s3 cr et' dbname=app", "host=db password=*** dbname=app"),
+    (r"host=db password='it\'s s3cret' dbname=app", "host=db password=*** dbname=app"),
+    ("password=s3cret", "password=***"),
+    ("host=db PASSWORD=s3cret", "host=db PASSWORD=***"),
+])
+def test_redact_dsn_hides_passwords(dsn, expected):
+    redacted = redact_dsn(dsn)
+    assert redacted == expected
+    assert "s3cret" not in redacted and "s3 cr et" not in redacted and "p%40ss" not in redacted
+
+
+@pytest.mark.parametrize("dsn", [
+    "",
+    "postgresql://alice@db.example:5432/app",
+    "postgresql://db/app",
+    "postgresql:///app?host=/var/run/postgresql",
+    "postgresql://db/app?application_name=my app",
+    "host=db user=alice dbname=app",
+    "host=/tmp/pg dbname=app passfile=/home/alice/.pgpass",
+])
+def test_redact_dsn_leaves_passwordless_dsns_alone(dsn):
+    assert redact_dsn(dsn) == dsn
+
+
+# ---------------------------------------------------------------------------
+# documentation
+
+
+def test_every_setting_is_in_the_readme_configuration_table():
+    readme = ROOT / "README.md"
+    assert readme.is_file(), "README.md is missing: it must document every IDEMDASH_ setting in a table"
+    table_rows = [line for line in readme.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("|")]
+    documented = set()
+    for line in table_rows:
+        documented.update(re.findall(r"\bIDEMDASH_[A-Z0-9_]*[A-Z0-9]", line))
+    missing = [s.env for s in SETTINGS if s.env not in documented]
+    assert not missing, f"settings missing from README.md's configuration table: {missing}"
+    unknown = documented - {s.env for s in SETTINGS} - {"IDEMDASH_TEST_DATABASE_URL"}
+    assert not unknown, f"README.md's table documents settings that do not exist: {sorted(unknown)}"

@@ -1,0 +1,209 @@
+"""The named-SQL loader, and the rule that SQL lives in queries/*.sql only."""
+from __future__ import annotations
+
+import ast
+import re
+import string
+import types
+from pathlib import Path
+
+import pytest
+from psycopg import sql
+
+import queries
+from queries import QUERIES, Query, Tables, _parse, load_all, statement
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE_FIELDS = {"schema", "keys", "inbox", "outbox"}
+SQL_FILES = sorted((ROOT / "queries").glob("*.sql"))
+
+
+def python_files(*dirs: str) -> list[Path]:
+    found = []
+    for name in dirs:
+        found.extend(p for p in sorted((ROOT / name).rglob("*.py")) if "__pycache__" not in p.parts)
+    return found
+
+
+def format_fields(text: str) -> list[str | None]:
+    return [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
+
+
+# ---------------------------------------------------------------------------
+# parsing
+
+
+def test_every_sql_file_is_loaded_and_every_block_is_complete():
+    assert SQL_FILES, "no queries/*.sql found"
+    assert {q.source for q in QUERIES.values()} == {p.name for p in SQL_FILES}
+    for name, query in QUERIES.items():
+        assert query.name == name
+        assert re.fullmatch(r"[a-z][a-z0-9_]*", name)
+        assert query.description and query.description == query.description.strip(), name
+        assert not query.description.startswith("-"), name
+        assert query.text and query.text == query.text.strip(), name
+        # The body never swallows the next block's header (a header without description would).
+        assert not re.search(r"^-- [a-z][a-z0-9_]* --$", query.text, re.MULTILINE), name
+
+
+def test_block_count_matches_the_headers_in_the_files():
+    headers = []
+    for path in SQL_FILES:
+        headers += re.findall(r"^-- ([a-z][a-z0-9_]*) --$", path.read_text(encoding="utf-8"), re.MULTILINE)
+    assert len(headers) == len(set(headers)), "a query name is defined twice"
+    assert sorted(headers) == sorted(QUERIES)
+
+
+def test_nothing_before_the_first_header():
+    for path in SQL_FILES:
+        text = path.read_text(encoding="utf-8")
+        first = re.search(r"^-- [a-z][a-z0-9_]* --$", text, re.MULTILINE)
+        assert first is not None, path.name
+        assert text[:first.start()].strip() == "", f"{path.name}: text before the first block is ignored"
+
+
+def test_parse_reads_name_description_and_body():
+    text = ("-- first_one --\n-- The first.\nSELECT 1\n\n"
+            "-- second --\n-- The second one.\nSELECT {keys}\nFROM x\n")
+    parsed = _parse("t.sql", text)
+    assert parsed == {
+        "first_one": Query("first_one", "The first.", "SELECT 1", "t.sql"),
+        "second": Query("second", "The second one.", "SELECT {keys}\nFROM x", "t.sql"),
+    }
+
+
+def test_parse_rejects_a_duplicate_name():
+    text = "-- dup --\n-- One.\nSELECT 1\n\n-- dup --\n-- Two.\nSELECT 2\n"
+    with pytest.raises(ValueError, match=r"t\.sql.*'dup' defined twice"):
+        _parse("t.sql", text)
+
+
+@pytest.mark.parametrize("text", [
+    "-- empty --\n-- Nothing here.\n",
+    "-- empty --\n-- Nothing here.\n\n   \n-- next --\n-- Fine.\nSELECT 1\n",
+])
+def test_parse_rejects_an_empty_body(text):
+    with pytest.raises(ValueError, match=r"t\.sql.*'empty' has no statement"):
+        _parse("t.sql", text)
+
+
+def test_parse_rejects_a_header_without_description():
+    text = "-- a --\n-- The a.\nSELECT 1\n\n-- b --\nSELECT 2\n"
+    with pytest.raises(ValueError, match="'b' needs a one-line"):
+        _parse("t.sql", text)
+
+
+def test_parse_rejects_text_before_the_first_header():
+    with pytest.raises(ValueError, match="before the first"):
+        _parse("t.sql", "SELECT 0;\n-- a --\n-- The a.\nSELECT 1\n")
+
+
+def test_load_all_rejects_a_name_in_two_files(monkeypatch, tmp_path):
+    (tmp_path / "a.sql").write_text("-- same --\n-- A.\nSELECT 1\n", encoding="utf-8")
+    (tmp_path / "b.sql").write_text("-- same --\n-- B.\nSELECT 2\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("-- ignored --\n-- Not SQL.\nSELECT 3\n", encoding="utf-8")
+    monkeypatch.setattr(queries, "resources", types.SimpleNamespace(files=lambda package: tmp_path))
+    with pytest.raises(ValueError, match=r"'same' is in both a\.sql and b\.sql"):
+        load_all()
+
+    (tmp_path / "b.sql").write_text("-- other --\n-- B.\nSELECT 2\n", encoding="utf-8")
+    assert sorted(load_all()) == ["other", "same"]
+
+
+# ---------------------------------------------------------------------------
+# identifiers
+
+
+def test_statement_without_tables_is_the_text_verbatim():
+    assert statement("ping").as_string() == QUERIES["ping"].text
+
+
+def test_statement_quotes_the_configured_names():
+    rendered = statement("count_keys_by_state", Tables(schema='We"ird', keys="My Keys")).as_string()
+    assert 'FROM "We""ird"."My Keys"' in rendered
+    assert "{keys}" not in rendered
+
+
+def test_every_placeholder_block_formats_with_tables():
+    """Blocks over the application tables format with Tables(); literal braces are escaped."""
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in python_files("queries"))
+    formatted = 0
+    for name, query in sorted(QUERIES.items()):
+        fields = format_fields(query.text)
+        assert all(fields), f"{name}: positional {{}} placeholder (write a literal brace as {{{{ }}}})"
+        if not fields:
+            # Sent verbatim when called without tables: an escaped brace would reach the server doubled.
+            assert "{{" not in query.text and "}}" not in query.text, f"{name}: '{{{{' in a block without placeholders"
+            continue
+        extras = {field: sql.Literal("x") for field in fields if field not in TABLE_FIELDS}
+        for extra in extras:
+            assert re.search(rf"\b{extra}\s*=|[\"']{extra}[\"']", sources), (
+                f"{name}: placeholder {{{extra}}} is not passed by any caller in queries/")
+        rendered = statement(name, Tables(), **extras).as_string()
+        assert not re.search(r"\{(schema|keys|inbox|outbox)\}", rendered), name
+        formatted += 1
+    assert formatted >= 4  # the reference schema blocks at least
+
+
+def test_table_identifiers():
+    ids = Tables("s", "k", "i", "o").identifiers()
+    assert {name: ident.as_string() for name, ident in ids.items()} == {
+        "schema": '"s"', "keys": '"s"."k"', "inbox": '"s"."i"', "outbox": '"s"."o"'}
+    config = {"APP_SCHEMA": "a", "KEYS_TABLE": "b", "INBOX_TABLE": "c", "OUTBOX_TABLE": "d"}
+    assert Tables.from_config(config) == Tables("a", "b", "c", "d")
+
+
+# ---------------------------------------------------------------------------
+# SQL stays in queries/
+
+
+STATEMENT_CALL = re.compile(r"""\bstatement\(\s*(['"])([^'"]+)\1""")
+
+
+def test_every_statement_name_used_in_python_exists():
+    used: dict[str, list[str]] = {}
+    for path in python_files("dashboard", "queries", "jobs"):
+        for match in STATEMENT_CALL.finditer(path.read_text(encoding="utf-8")):
+            used.setdefault(match.group(2), []).append(str(path.relative_to(ROOT)))
+    assert {"claim_key", "migration_lock", "ping"} <= set(used), "the scan found too little"
+    missing = {name: where for name, where in used.items() if name not in QUERIES}
+    assert not missing, f"statement() names with no SQL block: {missing}"
+
+
+SQL_IN_STRING = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE|DELETE\s+FROM|CREATE\s+(TABLE|INDEX|SCHEMA)|"
+                           r"ALTER\s+TABLE|DROP\s+TABLE|TRUNCATE)\s")
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def sql_like_strings(source: str) -> list[tuple[int, str]]:
+    tree = ast.parse(source)
+    docstrings = _docstring_nodes(tree)
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings and SQL_IN_STRING.search(node.value)]
+
+
+def test_the_static_check_finds_sql():
+    source = ('"""Module doc: SELECT things from here."""\n'
+              'def f():\n    """SELECT in a docstring is fine."""\n'
+              '    a = "SELECT 1"\n    b = f"DELETE FROM {x} WHERE y"\n    c = "select lowercase prose"\n')
+    assert [line for line, _ in sql_like_strings(source)] == [4, 5]
+
+
+def test_no_sql_in_dashboard_or_jobs():
+    offenders = []
+    files = python_files("dashboard", "jobs")
+    assert files
+    for path in files:
+        for line, text in sql_like_strings(path.read_text(encoding="utf-8")):
+            offenders.append(f"{path.relative_to(ROOT)}:{line}: {text[:60]!r}")
+    assert not offenders, "SQL belongs in queries/*.sql:\n" + "\n".join(offenders)
