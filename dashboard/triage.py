@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from dashboard.web import duration
 from queries.keys import KeyDetail, KeyOutboxRow
 
 OUTCOMES = {
@@ -32,7 +33,7 @@ def suggest(key: KeyDetail, outbox: list[KeyOutboxRow], *, hotspot_min_attempts:
         return Suggestion(None, [f"The key is {key.status}: it is finished, there is nothing to reclassify."])
     if not key.stuck:
         left = -(key.overdue_seconds or 0)
-        return Suggestion(None, [f"The lease is still live for {int(left)} s more: the worker "
+        return Suggestion(None, [f"The lease is still live for {duration(left)} more: the worker "
                                  f"{key.claimed_by or '(unknown)'} may still finish. Wait for the lease to run out."])
     evidence: list[str] = []
     if outbox:
@@ -52,6 +53,6 @@ def suggest(key: KeyDetail, outbox: list[KeyOutboxRow], *, hotspot_min_attempts:
         evidence.append(f"Its replay window ended at {key.expires_at.isoformat(timespec='seconds')}: "
                         "clients are no longer expected to retry it.")
         return Suggestion("abandoned", evidence)
-    evidence.append(f"The lease ran out {int(key.overdue_seconds or 0)} s ago with {key.attempt_count} attempt(s): "
+    evidence.append(f"The lease ran out {duration(key.overdue_seconds or 0)} ago with {key.attempt_count} attempt(s): "
                     "the worker most likely died before the effect. A retry can safely run it again.")
     return Suggestion("safe_to_retry", evidence)
