@@ -41,9 +41,10 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
         logging.getLogger(__name__).warning(
             "IDEMDASH_SECRET_KEY is not set; using a random key for this process only")
 
-    from dashboard import web
+    from dashboard import auth, web
 
     web.init_app(app)
+    auth.init_app(app)
     db.init_app(app)
     htmx.init_app(app)
 

@@ -76,6 +76,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SECRET_KEY", "", str,
             "Flask secret key for sessions and CSRF tokens. Unset: a random key per process "
             "(fine for one process, not for several gunicorn workers)."),
+    Setting("READ_ONLY", False, _bool,
+            "`1` hides and refuses every state-changing action (reclassify, purge), for every user."),
+    Setting("BULK_MAX_KEYS", 1000, _positive_int,
+            "Most keys one bulk reclassification changes; the operator repeats the call for more."),
     Setting("RUNBOOK_URL", "", str,
             "Runbook link template with `{scope}`, `{key}` and `{status}` (URL-encoded when filled in). "
             "Empty: the built-in runbook page for stuck keys."),
