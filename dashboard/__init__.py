@@ -48,9 +48,9 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     db.init_app(app)
     htmx.init_app(app)
 
-    from dashboard import hotspots, inbox, keys, outbox, overview, probes, suppression
+    from dashboard import actions, hotspots, inbox, keys, outbox, overview, probes, suppression
 
-    for module in (probes, overview, keys, hotspots, suppression, outbox, inbox):
+    for module in (probes, overview, keys, actions, hotspots, suppression, outbox, inbox):
         app.register_blueprint(module.bp)
 
     if app.config["RUN_JOBS"]:

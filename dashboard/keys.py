@@ -64,6 +64,14 @@ def list_api():
                     "next_cursor": page.next_cursor})
 
 
+def detail_context(scope: str, key: str) -> dict:
+    """Everything the key page shows (404 when there is no such key)."""
+    data = _detail(scope, key)
+    row = data["key"]
+    return {**data, "outcomes": OUTCOMES,
+            "runbook": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status)}
+
+
 def _detail(scope: str, key: str) -> dict:
     db = get_db()
     config = current_app.config
@@ -91,10 +99,8 @@ def detail_page_by_query():
 
 
 def _render_detail(scope: str, key: str):
-    data = _detail(scope, key)
-    row = data["key"]
-    return render("key.html", None, **data, outcomes=OUTCOMES,
-                  runbook=runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status))
+    done = params.integer("done", minimum=1, maximum=2**62)
+    return render("key.html", None, **detail_context(scope, key), done=done)
 
 
 @bp.get("/api/v1/keys/<scope>/<path:key>")
@@ -141,10 +147,10 @@ def _path_safe(scope: str, key: str) -> bool:
     return not any(segment in (".", "..") for segment in key.split("/"))
 
 
-def key_url(scope: str, key: str, *, api: bool = False) -> str:
+def key_url(scope: str, key: str, *, api: bool = False, **query) -> str:
     if _path_safe(scope, key):
-        return url_for("keys.detail_api" if api else "keys.detail_page", scope=scope, key=key)
-    return url_for("keys.detail_api_by_query" if api else "keys.detail_page_by_query", scope=scope, key=key)
+        return url_for("keys.detail_api" if api else "keys.detail_page", scope=scope, key=key, **query)
+    return url_for("keys.detail_api_by_query" if api else "keys.detail_page_by_query", scope=scope, key=key, **query)
 
 
 def runbook_url(scope: str, key: str, status: str) -> str:

@@ -41,15 +41,24 @@ def integer(name: str, *, minimum: int, maximum: int, default: int | None = None
     return value
 
 
+def parse_duration(raw: str) -> float:
+    """Seconds from '90', '90s', '15m', '2h' or '1d'; ValueError otherwise."""
+    match = _DURATION.match(raw)
+    if not match:
+        raise ValueError(f"not a duration: {raw!r}")
+    unit = match.group(2).lower() if match.group(2) else None
+    return float(match.group(1)) * _UNIT[unit]
+
+
 def duration(name: str, *, maximum_seconds: float = 366 * 86400) -> float | None:
-    """Seconds from '90', '90s', '15m', '2h' or '1d'; empty means absent."""
+    """A duration query parameter in seconds; empty means absent."""
     raw = request.args.get(name, "").strip()
     if raw == "":
         return None
-    match = _DURATION.match(raw)
-    if not match:
+    try:
+        seconds = parse_duration(raw)
+    except ValueError:
         abort(400, f"{name} must be a duration such as 90s, 15m, 2h or 1d (got {raw!r})")
-    seconds = float(match.group(1)) * _UNIT[(match.group(2) or "s").lower() if match.group(2) else None]
     if seconds > maximum_seconds:
         abort(400, f"{name} must be at most {int(maximum_seconds // 86400)} days")
     return seconds

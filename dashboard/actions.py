@@ -1,0 +1,347 @@
+"""Operator actions on keys: reclassify one stuck key, or many with a preview (DESIGN section 4).
+
+Views validate input (400), ask the database to make the change, and turn
+"the database said no" into 404 / 409 with the current row. They never
+decide eligibility themselves: that is the UPDATE's WHERE clause.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Mapping
+
+from flask import Blueprint, abort, current_app, jsonify, redirect, request
+from psycopg import errors
+
+from dashboard import panels
+from dashboard.auth import current_user, json_action, operator_required
+from dashboard.db import get_db
+from dashboard.keys import DETAIL_FIELDS, detail_context, key_url
+from dashboard.params import parse_duration
+from dashboard.triage import suggest
+from dashboard.web import render
+from queries import keys as qkeys
+from queries import reclassify as q
+from queries.health import database_now
+
+bp = Blueprint("actions", __name__)
+
+MAX_REASON = 2000
+MAX_HOLD = timedelta(days=30)
+PREVIEW_MAX_AGE = timedelta(minutes=15)
+BULK_BATCH = 200
+
+
+class ActionError(Exception):
+    def __init__(self, status: int, message: str, key: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.key = key
+
+
+@dataclass(frozen=True)
+class BulkRequest:
+    flt: q.BulkFilter
+    to: str
+    reason: str
+    as_of: datetime | None
+
+
+# -- input -------------------------------------------------------------------
+
+def _text(data: Mapping[str, Any], name: str, *, required: bool = False, max_length: int = 2000) -> str | None:
+    value = data.get(name)
+    if value is None or value == "":
+        if required:
+            raise ActionError(400, f"{name} is required")
+        return None
+    if not isinstance(value, str):
+        raise ActionError(400, f"{name} must be a string")
+    if len(value) > max_length or "\x00" in value:
+        raise ActionError(400, f"{name} must be at most {max_length} characters, without NUL")
+    return value
+
+
+def _reason(data: Mapping[str, Any]) -> str:
+    reason = (_text(data, "reason", max_length=MAX_REASON) or "").strip()
+    if not reason:
+        raise ActionError(400, "a reason is required: say why, for the audit log and the next person on call")
+    return reason
+
+
+def _int(data: Mapping[str, Any], name: str) -> int | None:
+    value = data.get(name)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ActionError(400, f"{name} must be a whole number")
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ActionError(400, f"{name} must be a whole number") from None
+    if not 1 <= number <= 2_000_000_000:
+        raise ActionError(400, f"{name} must be between 1 and 2000000000")
+    return number
+
+
+def _time(data: Mapping[str, Any], name: str) -> datetime | None:
+    value = data.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ActionError(400, f"{name} must be an ISO 8601 time with a zone")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ActionError(400, f"{name} must be an ISO 8601 time with a zone, e.g. 2026-11-21T04:30:00+00:00") from None
+    if moment.tzinfo is None:
+        raise ActionError(400, f"{name} must include a time zone")
+    return moment
+
+
+def _hold_seconds(data: Mapping[str, Any]) -> float:
+    value = data.get("hold_for")
+    if value is None or value == "":
+        return 86400.0
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        try:
+            seconds = parse_duration(value)
+        except ValueError:
+            raise ActionError(400, "hold_for must be seconds or a duration such as 30m, 4h or 2d") from None
+    else:
+        raise ActionError(400, "hold_for must be seconds or a duration such as 30m, 4h or 2d")
+    if not 60 <= seconds <= MAX_HOLD.total_seconds():
+        raise ActionError(400, "hold_for must be between 1 minute and 30 days")
+    return seconds
+
+
+def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple[str, str, dict]:
+    if not isinstance(data, Mapping):
+        raise ActionError(400, "send a JSON object")
+    scope = _text(data, "scope", required=True)
+    key = _text(data, "key", required=True, max_length=100_000)
+    to = data.get("to")
+    if to not in q.OUTCOMES:
+        raise ActionError(400, f"to must be one of {', '.join(q.OUTCOMES)}")
+    reason = _reason(data)
+    change: dict[str, Any] = {"to": to, "reason": reason,
+                              "expected_attempt_count": _int(data, "expected_attempt_count")}
+    # The form always carries what it displayed (an empty value means "there was no lease");
+    # in JSON the field is optional and checked only when present.
+    if from_form or "expected_locked_until" in data:
+        change["check_locked_until"] = True
+        change["expected_locked_until"] = _time(data, "expected_locked_until")
+    if to == "already_succeeded":
+        change["result_ref_type"] = _text(data, "result_ref_type", max_length=200)
+        ref_id = _text(data, "result_ref_id", max_length=100)
+        if ref_id is not None:
+            try:
+                ref_id = str(uuid.UUID(ref_id))
+            except ValueError:
+                raise ActionError(400, "result_ref_id must be a UUID (the column is uuid)") from None
+        change["result_ref_id"] = ref_id
+        if "response_body" not in data or (from_form and not str(data.get("response_body", "")).strip()):
+            raise ActionError(400, "already_succeeded needs the response_body retries should get replayed")
+        body = data["response_body"]
+        if from_form:
+            try:
+                body = json.loads(body)
+            except ValueError as exc:
+                raise ActionError(400, f"response_body is not valid JSON: {exc}") from None
+        change["response_body"] = body
+    if to == "needs_review":
+        change["hold_seconds"] = _hold_seconds(data)
+    return scope, key, change  # type: ignore[return-value]
+
+
+# -- the actions ---------------------------------------------------------------
+
+def _current_key(scope: str, key: str):
+    db = get_db()
+    with db.read() as conn:
+        return qkeys.get_key(conn, db.tables, scope, key, lease_seconds=current_app.config["DEFAULT_LEASE_SECONDS"])
+
+
+def _key_json(row) -> dict | None:
+    return None if row is None else {f: getattr(row, f) for f in DETAIL_FIELDS} | {"stuck": row.stuck}
+
+
+def reclassify(scope: str, key: str, fields: dict) -> dict:
+    """Reclassify one key; returns the key's new row. Raises ActionError (404, 409)."""
+    db = get_db()
+    config = current_app.config
+    lease = config["DEFAULT_LEASE_SECONDS"]
+    before = _current_key(scope, key)
+    if before is None:
+        raise ActionError(404, f"no key {key!r} in scope {scope!r}")
+    with db.read() as conn:
+        outbox = qkeys.list_outbox_for_key(conn, db.tables, scope, key)
+    evidence = suggest(before, outbox, hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"], now=before.as_of).evidence
+    change = q.Reclassification(actor=current_user().name, evidence=evidence, **fields)
+    try:
+        with db.write() as conn:
+            locked = q.lock_key_for_action(conn, db.tables, scope, key)
+            if locked is None:
+                raise ActionError(404, f"no key {key!r} in scope {scope!r}: it was deleted meanwhile")
+            result = q.reclassify_key(conn, db.tables, locked, change, lease_seconds=lease)
+    except errors.LockNotAvailable as exc:  # 55P03: FOR UPDATE NOWAIT, or the lock timeout
+        raise ActionError(409, "an application transaction holds this key right now (it may be finishing it); "
+                               "nothing was changed: look again in a moment", _key_json(_current_key(scope, key))) from exc
+    after = _current_key(scope, key)
+    if not result.changed:
+        raise ActionError(409, _why_not(locked, change), _key_json(after))
+    return {**(_key_json(after) or {}), "audit_id": result.audit_id}
+
+
+def _why_not(locked: q.LockedKey, change: q.Reclassification) -> str:
+    if locked.status != "processing":
+        return (f"the key is {locked.status} now, not stuck: its worker or a retry finished it first. "
+                "Nothing was overwritten.")
+    if change.expected_attempt_count is not None and locked.attempt_count != change.expected_attempt_count:
+        return (f"changed since you looked: attempt_count is {locked.attempt_count}, you saw "
+                f"{change.expected_attempt_count} (a retry re-claimed it). Nothing was changed.")
+    if change.check_locked_until and locked.locked_until != change.expected_locked_until:
+        return ("changed since you looked: locked_until is "
+                f"{locked.locked_until.isoformat() if locked.locked_until else 'NULL'}, you saw "
+                f"{change.expected_locked_until.isoformat() if change.expected_locked_until else 'NULL'}. "
+                "Nothing was changed.")
+    return "the key is not stuck: its lease is live (a worker holds it). Nothing was changed."
+
+
+def _bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
+    if not isinstance(data, Mapping):
+        raise ActionError(400, "send a JSON object")
+    raw = data.get("filter") or {}
+    if not isinstance(raw, Mapping):
+        raise ActionError(400, "filter must be an object with scope, claimed_by, min_attempts, overdue")
+    unknown = set(raw) - {"scope", "claimed_by", "min_attempts", "overdue"}
+    if unknown:
+        raise ActionError(400, f"unknown filter fields: {', '.join(sorted(unknown))}")
+    overdue = raw.get("overdue")
+    try:
+        overdue_seconds = None if overdue in (None, "") else (
+            float(overdue) if isinstance(overdue, (int, float)) and not isinstance(overdue, bool)
+            else parse_duration(str(overdue)))
+    except ValueError:
+        raise ActionError(400, "filter.overdue must be seconds or a duration such as 10m, 2h or 1d") from None
+    flt = q.BulkFilter(scope=_text(raw, "scope"), claimed_by=_text(raw, "claimed_by"),
+                       min_attempts=_int(raw, "min_attempts"), min_overdue_seconds=overdue_seconds)
+    to = data.get("to")
+    if to not in q.BULK_OUTCOMES:
+        raise ActionError(400, f"bulk to must be {' or '.join(q.BULK_OUTCOMES)} (the other outcomes need one key at a time)")
+    if preview:
+        return BulkRequest(flt, to, (_text(data, "reason", max_length=MAX_REASON) or "").strip(), None)
+    as_of = _time(data, "as_of")
+    if as_of is None:
+        raise ActionError(400, "as_of is required: the time of the preview you confirmed (preview first)")
+    return BulkRequest(flt, to, _reason(data), as_of)
+
+
+def bulk_preview(req: BulkRequest) -> dict:
+    db = get_db()
+    lease = current_app.config["DEFAULT_LEASE_SECONDS"]
+    with db.read() as conn:
+        as_of = database_now(conn)
+        count = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, lease_seconds=lease)
+        sample = q.list_bulk_sample(conn, db.tables, req.flt, as_of, lease_seconds=lease)
+    return {"as_of": as_of, "count": count, "cap": current_app.config["BULK_MAX_KEYS"],
+            "sample": [s.__dict__ for s in sample]}
+
+
+def bulk_apply(req: BulkRequest) -> dict:
+    db = get_db()
+    lease = current_app.config["DEFAULT_LEASE_SECONDS"]
+    cap = current_app.config["BULK_MAX_KEYS"]
+    assert req.as_of is not None
+    with db.read() as conn:
+        now = database_now(conn)
+        if req.as_of > now + timedelta(seconds=5):
+            raise ActionError(400, "as_of is in the future: use the as_of the preview returned")
+        if now - req.as_of > PREVIEW_MAX_AGE:
+            raise ActionError(409, "the preview is more than 15 minutes old: preview again and confirm what you see now")
+        before = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, lease_seconds=lease)
+    bulk_id = uuid.uuid4()
+    changed = 0
+    while changed < cap:
+        with db.write() as conn:
+            n = q.reclassify_bulk_batch(conn, db.tables, req.flt, req.as_of, to=req.to, reason=req.reason,
+                                        actor=current_user().name, lease_seconds=lease,
+                                        batch_size=min(BULK_BATCH, cap - changed), bulk_id=bulk_id)
+        changed += n
+        if n == 0:
+            break
+    with db.read() as conn:
+        remaining = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, lease_seconds=lease)
+    return {"bulk_id": str(bulk_id), "as_of": req.as_of, "to": req.to, "changed": changed,
+            "skipped": max(before - changed, 0), "still_eligible": remaining, "cap": cap,
+            "capped": changed >= cap and remaining > 0}
+
+
+# -- views -----------------------------------------------------------------------
+
+def _json_error(exc: ActionError):
+    body: dict[str, Any] = {"error": exc.message}
+    if exc.key is not None:
+        body["key"] = exc.key
+    return jsonify(body), exc.status
+
+
+@bp.post("/api/v1/keys/reclassify")
+@json_action
+def reclassify_api():
+    try:
+        scope, key, fields = parse_reclassification(request.get_json(silent=True), from_form=False)
+        return jsonify(reclassify(scope, key, fields))
+    except ActionError as exc:
+        return _json_error(exc)
+
+
+@bp.post("/keys/reclassify")
+@operator_required
+def reclassify_form():
+    form = request.form
+    scope, key = form.get("scope", ""), form.get("key", "")
+    try:
+        scope, key, fields = parse_reclassification(form, from_form=True)
+        result = reclassify(scope, key, fields)
+    except ActionError as exc:
+        if not scope or not key or exc.status == 404:
+            abort(exc.status, exc.message)
+        context = detail_context(scope, key)
+        return render("key.html", None, **context, action_error=exc.message, form=form), exc.status
+    return redirect(key_url(scope, key, done=result["audit_id"]), code=303)
+
+
+@bp.post("/api/v1/keys/reclassify-bulk")
+@json_action
+def bulk_api():
+    data = request.get_json(silent=True)
+    try:
+        preview = isinstance(data, Mapping) and data.get("preview") is True
+        req = _bulk_request(data, preview=preview)
+        return jsonify(bulk_preview(req) if preview else bulk_apply(req))
+    except ActionError as exc:
+        return _json_error(exc)
+
+
+@bp.post("/keys/reclassify-bulk")
+@operator_required
+def bulk_form():
+    form = request.form
+    data = {"filter": {k: form.get(k, "") for k in ("scope", "claimed_by", "min_attempts", "overdue")},
+            "to": form.get("to"), "reason": form.get("reason", ""), "as_of": form.get("as_of", "")}
+    preview = form.get("step") != "confirm"
+    try:
+        req = _bulk_request(data, preview=preview)
+        if preview:
+            return render("bulk.html", "bulk_panel", step="preview", req=req, result=bulk_preview(req),
+                          filters=data["filter"])
+        return render("bulk.html", "bulk_panel", step="done", req=req, result=bulk_apply(req), filters=data["filter"])
+    except ActionError as exc:
+        return render("bulk.html", "bulk_panel", step="error", error=exc.message, req=None, result=None,
+                      filters=data["filter"]), exc.status

@@ -1,0 +1,153 @@
+"""Reclassifying stuck keys (DESIGN section 4). Every safety rule is in the SQL.
+
+One key: lock it with NOWAIT (an application transaction holding it makes
+the action fail at once instead of waiting), then one UPDATE whose WHERE
+says "still stuck now (or held for review by idemdash) and unchanged since
+the operator looked", with the audit row inserted by the same statement.
+
+Bulk: batches that lock candidates with SKIP LOCKED; a candidate must have
+been stuck already at the preview's ``as_of`` and still be stuck now.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from queries import Tables, statement
+from queries.db import select_all, select_one
+
+OUTCOMES = ("safe_to_retry", "abandoned", "already_succeeded", "needs_review")
+BULK_OUTCOMES = ("safe_to_retry", "abandoned")
+REVIEW_HOLDER = "idemdash:needs_review"
+
+
+@dataclass(frozen=True)
+class LockedKey:
+    scope: str
+    key: str
+    status: str
+    attempt_count: int
+    locked_until: datetime | None
+    claimed_by: str | None
+    claimed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Reclassification:
+    to: str
+    reason: str
+    actor: str
+    evidence: list[str]
+    expected_attempt_count: int | None = None
+    expected_locked_until: datetime | None = None
+    check_locked_until: bool = False
+    result_ref_type: str | None = None
+    result_ref_id: str | None = None
+    response_body: Any = None
+    hold_seconds: float = 86400.0
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    changed: bool
+    audit_id: int | None
+
+
+@dataclass(frozen=True)
+class BulkFilter:
+    scope: str | None = None
+    claimed_by: str | None = None
+    min_attempts: int | None = None
+    min_overdue_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class BulkSampleRow:
+    scope: str
+    key: str
+    claimed_by: str | None
+    attempt_count: int
+    locked_until: datetime | None
+
+
+@dataclass(frozen=True)
+class _Count:
+    candidates: int
+
+
+@dataclass(frozen=True)
+class _Batch:
+    changed: int
+    audited: int
+
+
+def lock_key_for_action(conn: psycopg.Connection, tables: Tables, scope: str, key: str) -> LockedKey | None:
+    """Raises psycopg.errors.LockNotAvailable when another transaction holds the row."""
+    return select_one(conn, statement("lock_key_for_action", tables), {"scope": scope, "key": key}, LockedKey)
+
+
+def reclassify_key(conn: psycopg.Connection, tables: Tables, locked: LockedKey, change: Reclassification, *,
+                   lease_seconds: int) -> ChangeResult:
+    """Change the locked key if the database agrees it is still eligible; the audit row commits with it."""
+    query = statement("reclassify_key", tables, set_clause=statement(f"fragment_set_{change.to}"))
+    params = {
+        "scope": locked.scope, "key": locked.key, "lease_seconds": lease_seconds,
+        "expected_attempt_count": change.expected_attempt_count,
+        "check_locked_until": change.check_locked_until,
+        "expected_locked_until": change.expected_locked_until,
+        "actor": change.actor, "action": f"reclassify:{change.to}", "from_status": locked.status,
+        "reason": change.reason, "evidence": Jsonb(change.evidence),
+        "detail": Jsonb({"attempt_count": locked.attempt_count, "claimed_by": locked.claimed_by,
+                         "locked_until": locked.locked_until.isoformat() if locked.locked_until else None,
+                         "hold_seconds": change.hold_seconds if change.to == "needs_review" else None,
+                         "result_ref_type": change.result_ref_type, "result_ref_id": change.result_ref_id}),
+        "result_ref_type": change.result_ref_type, "result_ref_id": change.result_ref_id,
+        "response_body": Jsonb(change.response_body), "hold_seconds": change.hold_seconds,
+    }
+    row = conn.execute(query, params).fetchone()
+    assert row is not None
+    audit_id, changed = row
+    return ChangeResult(bool(changed), audit_id)
+
+
+def _bulk_params(tables: Tables, flt: BulkFilter, as_of: datetime, lease_seconds: int) -> dict[str, Any]:
+    return {"scope": flt.scope, "claimed_by": flt.claimed_by, "min_attempts": flt.min_attempts,
+            "min_overdue": flt.min_overdue_seconds, "as_of": as_of, "lease_seconds": lease_seconds}
+
+
+def count_bulk_candidates(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
+                          lease_seconds: int) -> int:
+    query = statement("count_bulk_candidates", tables, bulk_filter=statement("fragment_bulk_filter"))
+    row = select_one(conn, query, _bulk_params(tables, flt, as_of, lease_seconds), _Count)
+    return row.candidates if row else 0
+
+
+def list_bulk_sample(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
+                     lease_seconds: int, limit: int = 20) -> list[BulkSampleRow]:
+    query = statement("list_bulk_sample", tables, bulk_filter=statement("fragment_bulk_filter"))
+    return select_all(conn, query, _bulk_params(tables, flt, as_of, lease_seconds) | {"limit": limit}, BulkSampleRow)
+
+
+def reclassify_bulk_batch(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
+                          to: str, reason: str, actor: str, lease_seconds: int, batch_size: int,
+                          bulk_id: uuid.UUID) -> int:
+    """One batch in the caller's transaction; returns how many keys changed (0: none left that it could lock)."""
+    if to not in BULK_OUTCOMES:
+        raise ValueError(f"bulk reclassification is only {' or '.join(BULK_OUTCOMES)}")
+    query = statement("reclassify_bulk_batch", tables, bulk_filter=statement("fragment_bulk_filter"),
+                      set_clause=statement(f"fragment_set_{to}"))
+    params = _bulk_params(tables, flt, as_of, lease_seconds) | {
+        "batch_size": batch_size, "actor": actor, "action": f"reclassify-bulk:{to}", "reason": reason,
+        "evidence": Jsonb([f"stuck at the preview ({as_of.isoformat()}) and still stuck when changed"]),
+        "detail": Jsonb({"bulk_id": str(bulk_id), "as_of": as_of.isoformat(),
+                         "filter": {"scope": flt.scope, "claimed_by": flt.claimed_by,
+                                    "min_attempts": flt.min_attempts, "overdue_seconds": flt.min_overdue_seconds}}),
+    }
+    row = select_one(conn, query, params, _Batch)
+    assert row is not None and row.changed == row.audited
+    return row.changed

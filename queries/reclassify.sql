@@ -1,0 +1,102 @@
+-- lock_key_for_action --
+-- Lock one key for an operator action without waiting: an application transaction holding it makes this fail at once (55P03).
+SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, attempt_count, locked_until,
+       claimed_by, claimed_at
+FROM {keys}
+WHERE idempotency_scope = %(scope)s AND idempotency_key = %(key)s
+FOR UPDATE NOWAIT
+
+-- reclassify_key --
+-- Reclassify one key only if it is stuck now (or held for review) and unchanged since the operator looked; the audit row commits with it.
+WITH changed AS (
+    UPDATE {keys} k
+    SET {set_clause}
+    WHERE k.idempotency_scope = %(scope)s
+      AND k.idempotency_key = %(key)s
+      AND k.status = 'processing'
+      AND (k.locked_until < now()
+           OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s))
+           OR k.claimed_by = 'idemdash:needs_review')
+      AND (%(expected_attempt_count)s::integer IS NULL OR k.attempt_count = %(expected_attempt_count)s::integer)
+      AND (NOT %(check_locked_until)s OR k.locked_until IS NOT DISTINCT FROM %(expected_locked_until)s::timestamptz)
+    RETURNING k.idempotency_scope, k.idempotency_key, k.status::text AS status
+), audit AS (
+    INSERT INTO idemdash.audit_log (actor, action, scope, key, from_status, to_status, reason, evidence, detail)
+    SELECT %(actor)s, %(action)s, c.idempotency_scope, c.idempotency_key, %(from_status)s, c.status, %(reason)s,
+           %(evidence)s, %(detail)s
+    FROM changed c
+    RETURNING audit_id
+)
+SELECT (SELECT audit_id FROM audit) AS audit_id, (SELECT count(*) FROM changed) AS changed
+
+-- fragment_set_safe_to_retry --
+-- SET list: the client's next retry re-claims the key (failed_retryable, lock cleared).
+status = 'failed_retryable', locked_until = NULL, failure_code = 'idemdash_safe_to_retry',
+failure_message = %(reason)s, updated_at = clock_timestamp()
+
+-- fragment_set_abandoned --
+-- SET list: the key fails for good; retries get the final failure.
+status = 'failed_final', locked_until = NULL, failure_code = 'abandoned', failure_message = %(reason)s,
+updated_at = clock_timestamp()
+
+-- fragment_set_already_succeeded --
+-- SET list: the key succeeded with the result the operator gives; retries get it replayed.
+status = 'succeeded', locked_until = NULL, result_ref_type = %(result_ref_type)s,
+result_ref_id = %(result_ref_id)s::uuid, response_body = %(response_body)s, failure_code = NULL,
+failure_message = NULL, updated_at = clock_timestamp()
+
+-- fragment_set_needs_review --
+-- SET list: the key stays processing with a long lease held by idemdash, so no retry re-runs it meanwhile.
+locked_until = clock_timestamp() + make_interval(secs => %(hold_seconds)s), claimed_by = 'idemdash:needs_review',
+updated_at = clock_timestamp()
+
+-- fragment_bulk_filter --
+-- WHERE conditions shared by bulk preview and change: stuck already at as_of and still now, not held for review, the operator's filters.
+k.status = 'processing'
+AND (k.locked_until < %(as_of)s::timestamptz
+     OR (k.locked_until IS NULL AND k.claimed_at < %(as_of)s::timestamptz - make_interval(secs => %(lease_seconds)s)))
+AND (k.locked_until < now()
+     OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
+AND k.claimed_by IS DISTINCT FROM 'idemdash:needs_review'
+AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
+AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
+AND (%(min_attempts)s::integer IS NULL OR k.attempt_count >= %(min_attempts)s::integer)
+AND (%(min_overdue)s::double precision IS NULL
+     OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
+        <= %(as_of)s::timestamptz - make_interval(secs => %(min_overdue)s::double precision))
+
+-- count_bulk_candidates --
+-- How many keys a bulk reclassification would change right now.
+SELECT count(*) AS candidates FROM {keys} k WHERE {bulk_filter}
+
+-- list_bulk_sample --
+-- A sample of the keys a bulk reclassification would change (the preview), most overdue first.
+SELECT k.idempotency_scope AS scope, k.idempotency_key AS key, k.claimed_by, k.attempt_count, k.locked_until
+FROM {keys} k
+WHERE {bulk_filter}
+ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
+LIMIT %(limit)s
+
+-- reclassify_bulk_batch --
+-- One batch of a bulk reclassification: lock candidates with SKIP LOCKED, change them, audit each, in one statement.
+WITH candidates AS (
+    SELECT k.idempotency_scope, k.idempotency_key
+    FROM {keys} k
+    WHERE {bulk_filter}
+    ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
+    LIMIT %(batch_size)s
+    FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE {keys} k
+    SET {set_clause}
+    FROM candidates c
+    WHERE k.idempotency_scope = c.idempotency_scope AND k.idempotency_key = c.idempotency_key
+    RETURNING k.idempotency_scope, k.idempotency_key, k.status::text AS status
+), audit AS (
+    INSERT INTO idemdash.audit_log (actor, action, scope, key, from_status, to_status, reason, evidence, detail)
+    SELECT %(actor)s, %(action)s, c.idempotency_scope, c.idempotency_key, 'processing', c.status, %(reason)s,
+           %(evidence)s, %(detail)s
+    FROM changed c
+    RETURNING audit_id
+)
+SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM audit) AS audited

@@ -1,0 +1,140 @@
+"""Bulk reclassification: preview, then confirm; only keys stuck at the preview and still stuck change."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import psycopg
+from bs4 import BeautifulSoup
+
+from queries import Tables
+from queries.app_schema import claim_key
+
+T = Tables()
+API = "/api/v1/keys/reclassify-bulk"
+
+
+def stuck(conn, key, scope="create_order", worker="api-1"):
+    claim_key(conn, T, scope, key, "h", worker, lock_seconds=0)
+
+
+def status(conn, key, scope="create_order"):
+    return conn.execute("SELECT status::text FROM app.idempotency_request WHERE idempotency_scope = %s "
+                        "AND idempotency_key = %s", (scope, key)).fetchone()[0]
+
+
+def test_preview_then_confirm_changes_only_matching_stuck_keys(client, conn):
+    for i in range(6):
+        stuck(conn, f"a{i}", worker="api-1")
+    for i in range(3):
+        stuck(conn, f"b{i}", worker="api-2")
+    claim_key(conn, T, "create_order", "live", "h", "api-1", lock_seconds=600)
+    preview = client.post(API, json={"filter": {"claimed_by": "api-1"}, "to": "safe_to_retry", "preview": True})
+    assert preview.status_code == 200
+    body = preview.get_json()
+    assert body["count"] == 6 and len(body["sample"]) == 6
+    assert {s["key"] for s in body["sample"]} == {f"a{i}" for i in range(6)}
+    assert all(status(conn, f"a{i}") == "processing" for i in range(6))  # a preview changes nothing
+
+    done = client.post(API, json={"filter": {"claimed_by": "api-1"}, "to": "safe_to_retry", "reason": "api-1 died",
+                                  "as_of": body["as_of"]})
+    assert done.status_code == 200, done.get_json()
+    result = done.get_json()
+    assert (result["changed"], result["skipped"], result["capped"]) == (6, 0, False)
+    assert all(status(conn, f"a{i}") == "failed_retryable" for i in range(6))
+    assert all(status(conn, f"b{i}") == "processing" for i in range(3))
+    assert status(conn, "live") == "processing"
+    rows = conn.execute("SELECT action, reason, detail->>'bulk_id' FROM idemdash.audit_log").fetchall()
+    assert len(rows) == 6 and {r[0] for r in rows} == {"reclassify-bulk:safe_to_retry"}
+    assert {r[1] for r in rows} == {"api-1 died"} and {r[2] for r in rows} == {result["bulk_id"]}
+
+
+def test_a_key_that_became_stuck_after_the_preview_is_untouched(client, conn):
+    stuck(conn, "old")
+    claim_key(conn, T, "create_order", "new", "h", "api-1", lock_seconds=600)
+    preview = client.post(API, json={"filter": {}, "to": "abandoned", "preview": True}).get_json()
+    assert preview["count"] == 1
+    # 'new' loses its lease just after the preview was taken: stuck now, but not when the operator looked
+    conn.execute("UPDATE app.idempotency_request SET locked_until = %s::timestamptz + interval '1 millisecond' "
+                 "WHERE idempotency_key = 'new'", (preview["as_of"],))
+    assert client.get("/api/v1/keys?status=stuck").get_json()["items"][0]["key"] in ("old", "new")
+    result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"]}).get_json()
+    assert result["changed"] == 1
+    assert status(conn, "old") == "failed_final" and status(conn, "new") == "processing"
+
+
+def test_a_key_a_retry_took_back_after_the_preview_is_untouched(client, conn):
+    stuck(conn, "k")
+    preview = client.post(API, json={"filter": {}, "to": "abandoned", "preview": True}).get_json()
+    claim_key(conn, T, "create_order", "k", "h", "api-9", lock_seconds=600)
+    result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"]}).get_json()
+    assert (result["changed"], result["skipped"]) == (0, 0)
+    assert status(conn, "k") == "processing"
+
+
+def test_the_cap_limits_one_call_and_says_how_many_remain(make_app, conn):
+    for i in range(12):
+        stuck(conn, f"k{i:02d}")
+    client = make_app(BULK_MAX_KEYS=5).test_client()
+    preview = client.post(API, json={"filter": {}, "to": "abandoned", "preview": True}).get_json()
+    assert (preview["count"], preview["cap"]) == (12, 5)
+    result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"]}).get_json()
+    assert (result["changed"], result["still_eligible"], result["capped"]) == (5, 7, True)
+    changed = conn.execute("SELECT count(*) FROM app.idempotency_request WHERE status = 'failed_final'").fetchone()[0]
+    assert changed == 5
+
+
+def test_locked_keys_are_skipped_not_waited_for(client, conn, database_url):
+    for i in range(4):
+        stuck(conn, f"k{i}")
+    preview = client.post(API, json={"filter": {}, "to": "abandoned", "preview": True}).get_json()
+    with psycopg.connect(database_url) as app_tx:
+        app_tx.execute("SELECT 1 FROM app.idempotency_request WHERE idempotency_key = 'k2' FOR UPDATE")
+        result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x",
+                                        "as_of": preview["as_of"]}).get_json()
+        app_tx.rollback()
+    assert (result["changed"], result["skipped"]) == (3, 1)
+    assert status(conn, "k2") == "processing"
+
+
+def test_bulk_refuses_what_it_must(client, conn):
+    stuck(conn, "k")
+    cases = [
+        ({"filter": {}, "to": "needs_review", "preview": True}, 400, "bulk to must be"),
+        ({"filter": {}, "to": "already_succeeded", "reason": "x", "as_of": datetime.now().astimezone().isoformat()},
+         400, "bulk to must be"),
+        ({"filter": {}, "to": "abandoned", "reason": "x"}, 400, "as_of is required"),
+        ({"filter": {}, "to": "abandoned", "as_of": datetime.now().astimezone().isoformat()}, 400, "reason"),
+        ({"filter": {"bogus": 1}, "to": "abandoned", "preview": True}, 400, "unknown filter"),
+        ({"filter": {"overdue": "soon"}, "to": "abandoned", "preview": True}, 400, "overdue"),
+        ({"filter": {}, "to": "abandoned", "reason": "x",
+          "as_of": (datetime.now().astimezone() - timedelta(hours=1)).isoformat()}, 409, "preview again"),
+        ({"filter": {}, "to": "abandoned", "reason": "x",
+          "as_of": (datetime.now().astimezone() + timedelta(hours=1)).isoformat()}, 400, "future"),
+    ]
+    for body, code, fragment in cases:
+        response = client.post(API, json=body)
+        assert response.status_code == code, (body, response.get_json())
+        assert fragment in response.get_json()["error"]
+    assert status(conn, "k") == "processing"
+    assert conn.execute("SELECT count(*) FROM idemdash.audit_log").fetchone()[0] == 0
+
+
+def test_bulk_from_the_stuck_list_form(client, conn):
+    for i in range(3):
+        stuck(conn, f"k{i}", scope="refund")
+    stuck(conn, "other", scope="create_order")
+    page = BeautifulSoup(client.get("/keys?status=stuck&scope=refund").data, "html.parser")
+    form = page.select_one("details.bulk form")
+    fields = {i["name"]: i.get("value", "") for i in form.select("input[type=hidden]")}
+    assert fields["scope"] == "refund"
+    preview = client.post("/keys/reclassify-bulk", data=fields | {"to": "abandoned", "reason": "refunds broken"})
+    assert preview.status_code == 200
+    soup = BeautifulSoup(preview.data, "html.parser")
+    assert soup.select_one("[data-bulk-count]").get_text() == "3"
+    confirm = soup.select_one("form.confirm")
+    data = {i["name"]: i.get("value", "") for i in confirm.select("input[type=hidden]")}
+    data["reason"] = confirm.select_one("textarea[name=reason]").get_text()
+    done = BeautifulSoup(client.post("/keys/reclassify-bulk", data=data).data, "html.parser")
+    assert done.select_one("[data-bulk-changed]").get_text() == "3"
+    assert [status(conn, f"k{i}", "refund") for i in range(3)] == ["failed_final"] * 3
+    assert status(conn, "other") == "processing"
