@@ -20,7 +20,7 @@ def test_filter_open_key_and_back_keeps_the_filter(live_server, page, conn):
 
     # "/" focuses the filter; typing a scope and pressing Enter swaps the table and pushes the URL
     page.keyboard.press("/")
-    expect(page.locator("input[name=scope]")).to_be_focused()
+    expect(page.locator("#filters input[name=scope]")).to_be_focused()
     page.keyboard.type("refund")
     page.keyboard.press("Enter")
     expect(rows).to_have_count(3)
@@ -33,7 +33,7 @@ def test_filter_open_key_and_back_keeps_the_filter(live_server, page, conn):
 
     page.go_back()
     expect(page).to_have_url(f"{base}/keys?status=stuck&scope=refund")
-    expect(page.locator("input[name=scope]")).to_have_value("refund")
+    expect(page.locator("#filters input[name=scope]")).to_have_value("refund")
     expect(rows).to_have_count(3)
     expect(page.locator("#keys-panel")).not_to_contain_text("order-")
 
