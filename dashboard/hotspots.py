@@ -1,6 +1,74 @@
-"""/hotspots and its JSON twin."""
+"""/hotspots and its JSON twin: keys attempted at least N times, by scope and worker, top keys, histogram."""
 from __future__ import annotations
 
-from flask import Blueprint
+from dataclasses import asdict
+from datetime import datetime, timezone
+
+from flask import Blueprint, current_app, jsonify
+
+from dashboard import panels, params
+from dashboard.db import get_db
+from dashboard.keys import LIST_FIELDS
+from dashboard.web import render
+from queries import hotspots as q
 
 bp = Blueprint("hotspots", __name__)
+
+TOP_KEYS = 20
+GROUP_LIMIT = 100
+
+
+def _hotspots() -> dict:
+    config = current_app.config
+    default = config["HOTSPOT_MIN_ATTEMPTS"]
+    n = params.integer("min_attempts", minimum=1, maximum=1_000_000, default=default)
+    tables = get_db().tables
+    lease = config["DEFAULT_LEASE_SECONDS"]
+    return {
+        "as_of": datetime.now(timezone.utc),
+        "min_attempts": n,
+        "default_min_attempts": default,
+        "by_scope": panels.load(q.list_hotspots_by_scope, tables, n, lease_seconds=lease, limit=GROUP_LIMIT,
+                                index="index_keys_attempts"),
+        "by_worker": panels.load(q.list_hotspots_by_worker, tables, n, lease_seconds=lease, limit=GROUP_LIMIT,
+                                 index="index_keys_attempts"),
+        "top_keys": panels.load(q.list_top_hotspot_keys, tables, n, lease_seconds=lease, limit=TOP_KEYS,
+                                index="index_keys_attempts"),
+        "histogram": panels.load(q.count_keys_by_attempts, tables, index="index_keys_attempts"),
+        "top_limit": TOP_KEYS,
+        "group_limit": GROUP_LIMIT,
+    }
+
+
+@bp.get("/hotspots")
+def page():
+    return render("hotspots.html", "hotspots_panel", **_hotspots())
+
+
+@bp.get("/api/v1/hotspots")
+def api():
+    data = _hotspots()
+    by_scope = panels.require(data["by_scope"])
+    by_worker = panels.require(data["by_worker"])
+    return jsonify({
+        "min_attempts": data["min_attempts"],
+        "as_of": data["as_of"],
+        "by_scope": [asdict(row) for row in by_scope.items],
+        "by_worker": [asdict(row) for row in by_worker.items],
+        "top_keys": [{f: getattr(row, f) for f in LIST_FIELDS} | {"stuck": row.stuck}
+                     for row in panels.require(data["top_keys"])],
+        "histogram": [asdict(b) for b in panels.require(data["histogram"])],
+        "truncated": {"by_scope": by_scope.more, "by_worker": by_worker.more},
+        "definitions": {
+            "hotspot": f"a key with attempt_count >= {data['min_attempts']}",
+            "by_scope": f"hotspot keys grouped by idempotency_scope, the {GROUP_LIMIT} with the most first",
+            "by_worker": f"hotspot keys grouped by claimed_by (the worker that claimed the key last; null is "
+                         f"its own group), the {GROUP_LIMIT} with the most first",
+            "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and claimed_at "
+                     f"older than {current_app.config['DEFAULT_LEASE_SECONDS']} s",
+            "processing": "status = 'processing', the stuck keys included",
+            "top_keys": f"the {TOP_KEYS} hotspot keys with the most attempts, then the most recently changed",
+            "histogram": "every key in the table (not only hotspots) counted by attempt_count; max null = no "
+                         "upper bound",
+        },
+    })

@@ -1,0 +1,88 @@
+"""Retry hotspots: keys with attempt_count >= N by scope and by worker, the top keys, the attempt histogram."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import psycopg
+
+from queries import Tables, statement
+from queries.db import select_all
+from queries.keys import KeyRow
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Bounded(Generic[T]):
+    """A list cut at a limit; ``more`` says whether rows were left off."""
+
+    items: list[T]
+    more: bool
+
+
+@dataclass(frozen=True)
+class ScopeHotspots:
+    scope: str
+    hotspot_keys: int
+    stuck: int
+    processing: int          # every processing hotspot key, the stuck ones included
+    failed_retryable: int
+    failed_final: int
+    succeeded: int
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class WorkerHotspots:
+    claimed_by: str | None
+    hotspot_keys: int
+    stuck: int
+    processing: int
+    failed_retryable: int
+    failed_final: int
+    succeeded: int
+    max_attempts: int
+
+
+@dataclass(frozen=True)
+class HotKey(KeyRow):
+    stuck: bool
+
+
+@dataclass(frozen=True)
+class AttemptBucket:
+    bucket: str          # '1', '2', ..., '5-9', '10-19', '20+'
+    min: int
+    max: int | None      # None: no upper bound
+    keys: int
+
+
+def _bounded(rows: list[T], limit: int) -> Bounded[T]:
+    return Bounded(rows[:limit], len(rows) > limit)
+
+
+def list_hotspots_by_scope(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
+                           limit: int = 100) -> Bounded[ScopeHotspots]:
+    rows = select_all(conn, statement("list_hotspots_by_scope", tables),
+                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "limit": limit + 1},
+                      ScopeHotspots)
+    return _bounded(rows, limit)
+
+
+def list_hotspots_by_worker(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
+                            limit: int = 100) -> Bounded[WorkerHotspots]:
+    rows = select_all(conn, statement("list_hotspots_by_worker", tables),
+                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "limit": limit + 1},
+                      WorkerHotspots)
+    return _bounded(rows, limit)
+
+
+def list_top_hotspot_keys(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
+                          limit: int = 20) -> list[HotKey]:
+    return select_all(conn, statement("list_top_hotspot_keys", tables),
+                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "limit": limit}, HotKey)
+
+
+def count_keys_by_attempts(conn: psycopg.Connection, tables: Tables) -> list[AttemptBucket]:
+    return select_all(conn, statement("count_keys_by_attempts", tables), None, AttemptBucket)

@@ -1,0 +1,77 @@
+-- list_hotspots_by_scope --
+-- Retry hotspots (attempt_count >= N) per scope: how many, stuck / in each status, the most attempts; most hotspots first.
+SELECT idempotency_scope AS scope,
+       count(*) AS hotspot_keys,
+       count(*) FILTER (
+           WHERE status = 'processing'
+             AND (locked_until < now()
+                  OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
+       ) AS stuck,
+       count(*) FILTER (WHERE status = 'processing') AS processing,
+       count(*) FILTER (WHERE status = 'failed_retryable') AS failed_retryable,
+       count(*) FILTER (WHERE status = 'failed_final') AS failed_final,
+       count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+       max(attempt_count) AS max_attempts
+FROM {keys}
+WHERE attempt_count >= %(min_attempts)s
+GROUP BY idempotency_scope
+ORDER BY hotspot_keys DESC, max_attempts DESC, idempotency_scope
+LIMIT %(limit)s
+
+-- list_hotspots_by_worker --
+-- Retry hotspots (attempt_count >= N) per claimed_by (the worker that claimed the key last); NULL is its own group.
+SELECT claimed_by,
+       count(*) AS hotspot_keys,
+       count(*) FILTER (
+           WHERE status = 'processing'
+             AND (locked_until < now()
+                  OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
+       ) AS stuck,
+       count(*) FILTER (WHERE status = 'processing') AS processing,
+       count(*) FILTER (WHERE status = 'failed_retryable') AS failed_retryable,
+       count(*) FILTER (WHERE status = 'failed_final') AS failed_final,
+       count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+       max(attempt_count) AS max_attempts
+FROM {keys}
+WHERE attempt_count >= %(min_attempts)s
+GROUP BY claimed_by
+ORDER BY hotspot_keys DESC, max_attempts DESC, claimed_by NULLS LAST
+LIMIT %(limit)s
+
+-- list_top_hotspot_keys --
+-- The keys with the most attempts (at least N), most attempts then most recently changed first (seed 004 §19).
+SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
+       claimed_at, locked_until,
+       CASE WHEN status = 'processing' THEN
+           extract(epoch FROM now() - coalesce(locked_until, claimed_at + make_interval(secs => %(lease_seconds)s)))::double precision
+       END AS overdue_seconds,
+       attempt_count, created_at, updated_at, expires_at,
+       (status = 'processing'
+        AND (locked_until < now()
+             OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))) AS stuck
+FROM {keys}
+WHERE attempt_count >= %(min_attempts)s
+ORDER BY attempt_count DESC, updated_at DESC, idempotency_scope, idempotency_key
+LIMIT %(limit)s
+
+-- count_keys_by_attempts --
+-- Every key in the table (not only hotspots) counted into attempt buckets 1, 2, 3, 4, 5-9, 10-19, 20+.
+WITH retried AS (
+    -- keys attempted more than once are few: the partial attempts index serves them. width_bucket gives
+    -- 2 for attempt_count 2, ..., 5 for 5-9, 6 for 10-19, 7 for 20 and more.
+    SELECT width_bucket(attempt_count, ARRAY[2, 3, 4, 5, 10, 20]) + 1 AS i, count(*) AS keys
+    FROM {keys}
+    WHERE attempt_count >= 2
+    GROUP BY 1
+),
+total AS (
+    -- the first-attempt bucket is the rest: a plain count, the cheapest way to visit every row
+    SELECT count(*) AS keys FROM {keys}
+)
+SELECT b.bucket, b.min, b.max,
+       CASE WHEN b.i = 1 THEN (SELECT keys FROM total) - (SELECT coalesce(sum(keys), 0) FROM retried)
+            ELSE coalesce(r.keys, 0) END::bigint AS keys
+FROM (VALUES (1, '1', 1, 1), (2, '2', 2, 2), (3, '3', 3, 3), (4, '4', 4, 4),
+             (5, '5-9', 5, 9), (6, '10-19', 10, 19), (7, '20+', 20, NULL)) AS b (i, bucket, min, max)
+LEFT JOIN retried r USING (i)
+ORDER BY b.i
