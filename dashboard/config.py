@@ -96,6 +96,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Lock timeout for the dashboard's own writes."),
     Setting("POOL_MIN_SIZE", 1, _positive_int, "Connections the pool keeps open."),
     Setting("POOL_MAX_SIZE", 5, _positive_int, "Most connections one web worker opens."),
+    Setting("POOL_TIMEOUT_SECONDS", 3, _positive_int,
+            "How long a request waits for a database connection before the page answers 503 "
+            "(database unreachable)."),
     Setting("RUN_JOBS", False, _bool,
             "`1` runs the scheduled jobs inside the web process (single-process setups; the demo "
             "does this). Otherwise run `idemdash scheduler` separately."),

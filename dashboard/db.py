@@ -36,7 +36,7 @@ class Database:
             min_size=config["POOL_MIN_SIZE"],
             max_size=max(config["POOL_MAX_SIZE"], config["POOL_MIN_SIZE"]),
             open=True,
-            timeout=5.0,
+            timeout=float(config["POOL_TIMEOUT_SECONDS"]),
             name="idemdash",
             check=ConnectionPool.check_connection,
             kwargs={"application_name": "idemdash"},

@@ -11,6 +11,9 @@ from flask.json.provider import DefaultJSONProvider
 from jinja2_fragments.flask import render_block
 from werkzeug.exceptions import HTTPException
 
+import psycopg
+from psycopg_pool import PoolTimeout
+
 from dashboard.config import redact_dsn
 from dashboard.panels import PanelError
 
@@ -56,7 +59,8 @@ def error_response(status: int, message: str) -> Response:
     if wants_json():
         response = jsonify({"error": message})
     else:
-        response = make_response(render_template("error.html", status=status, message=message))
+        response = make_response(render_template("error.html", status=status, message=message,
+                                                 retry=status == 503))
     response.status_code = status
     return response
 
@@ -150,6 +154,18 @@ def init_app(app: Flask) -> None:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         response.headers.setdefault("X-Frame-Options", "DENY")
+        return response
+
+    @app.errorhandler(psycopg.OperationalError)
+    @app.errorhandler(PoolTimeout)
+    def database_unreachable(exc: Exception):
+        # QueryCanceled is an OperationalError too, but panels handle it before it gets here.
+        app.logger.warning("database unreachable: %s", type(exc).__name__)
+        response = error_response(
+            503, "The database is unreachable right now, so there is nothing to show. idemdash keeps "
+                 "retrying on its own: this page reloads every 5 seconds and recovers as soon as the "
+                 "database answers again. /healthz stays up; /readyz reports the outage.")
+        response.headers["Retry-After"] = "5"
         return response
 
     @app.errorhandler(PanelError)
