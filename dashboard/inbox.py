@@ -1,6 +1,75 @@
-"""/inbox and its JSON twin."""
+"""/inbox and its JSON twin: volume per consumer, and each consumer's oldest row against the retention."""
 from __future__ import annotations
 
-from flask import Blueprint
+from dataclasses import asdict
+from datetime import datetime, timezone
+
+from flask import Blueprint, current_app, jsonify
+
+from dashboard import panels, params
+from dashboard.db import get_db
+from dashboard.web import render
+from queries import inbox as q
 
 bp = Blueprint("inbox", __name__)
+
+CONSUMERS_SHOWN = 200
+OVERDUE, WITHIN = "purge overdue", "within retention"
+
+
+def _definitions(retention_days: int) -> dict[str, str]:
+    return {
+        "rows_1h": "inbox rows whose processed_at is within the last hour",
+        "rows_24h": "inbox rows whose processed_at is within the last 24 hours",
+        "rows_7d": "inbox rows whose processed_at is within the last 7 days",
+        "oldest_processed_at": "the earliest processed_at still in the table (not yet purged)",
+        "newest_processed_at": "the latest processed_at: when the consumer last recorded a message",
+        "retention": f"'{OVERDUE}' when the oldest row is older than the retention ({retention_days} days, "
+                     f"IDEMDASH_INBOX_RETENTION_DAYS): the inbox purge has not removed it; '{WITHIN}' otherwise",
+        "consumers": f"consumers by name, at most {CONSUMERS_SHOWN}; totals count every consumer",
+    }
+
+
+def _inbox() -> dict:
+    consumer = params.text("consumer", 200)
+    retention_days = current_app.config["INBOX_RETENTION_DAYS"]
+    tables = get_db().tables
+    return {
+        "as_of": datetime.now(timezone.utc),
+        "consumer": consumer,
+        "retention_days": retention_days,
+        "consumers_shown": CONSUMERS_SHOWN,
+        "consumers": panels.load(q.list_inbox_consumers, tables, retention_days=retention_days, consumer=consumer,
+                                 limit=CONSUMERS_SHOWN, index="index_inbox_consumer"),
+        "totals": panels.load(q.get_inbox_totals, tables, retention_days=retention_days,
+                              index="index_inbox_processed"),
+        "overdue_label": OVERDUE,
+        "within_label": WITHIN,
+    }
+
+
+def _retention(overdue: bool) -> str:
+    return OVERDUE if overdue else WITHIN
+
+
+@bp.get("/inbox")
+def page():
+    return render("inbox.html", "inbox_panel", **_inbox())
+
+
+@bp.get("/api/v1/inbox")
+def api():
+    data = _inbox()
+    consumers = panels.require(data["consumers"])
+    totals = panels.require(data["totals"])
+    return jsonify({
+        "retention_days": data["retention_days"],
+        "as_of": data["as_of"],
+        "consumer": data["consumer"],
+        "consumers": [asdict(c) | {"retention": _retention(c.purge_overdue)} for c in consumers.items],
+        "consumers_truncated": consumers.truncated,
+        "totals": asdict(totals) | {"retention": _retention(totals.purge_overdue),
+                                    "consumers_shown": len(consumers.items),
+                                    "consumers_purge_overdue": sum(c.purge_overdue for c in consumers.items)},
+        "definitions": _definitions(data["retention_days"]),
+    })

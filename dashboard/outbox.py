@@ -1,6 +1,102 @@
-"""/outbox and its JSON twin."""
+"""/outbox and its JSON twin: backlog and lag, per event type, likely poison events, the row list."""
 from __future__ import annotations
 
-from flask import Blueprint
+from dataclasses import asdict
+from datetime import datetime, timezone
+
+from flask import Blueprint, abort, jsonify, request
+
+from dashboard import panels, params
+from dashboard.db import get_db
+from dashboard.web import render
+from queries import outbox as q
 
 bp = Blueprint("outbox", __name__)
+
+# A pending row whose delivery failed this often is probably a poison event: it will never publish on its own.
+MANY_ATTEMPTS = 3
+MANY_ATTEMPTS_SHOWN = 20
+EVENT_TYPES_SHOWN = 200
+STATUS_MAX_LENGTH = 100
+
+DEFINITIONS = {
+    "backlog.pending": "outbox rows with status = 'pending'",
+    "backlog.lag_seconds": "age of the oldest pending row: now() - min(created_at) over pending rows",
+    "backlog.pending_many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS}",
+    "by_event_type": "event types that have pending rows or rows published in the last 24 hours, most pending "
+                     f"first, at most {EVENT_TYPES_SHOWN}",
+    "by_event_type.pending": "pending rows of this event type; oldest_pending_at and max_attempts over those rows",
+    "by_event_type.published_24h": "rows of this event type whose published_at is within the last 24 hours",
+    "many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS}, most attempts first, at most "
+                     f"{MANY_ATTEMPTS_SHOWN}",
+    "items": "rows with the requested status (pending: oldest first; any other status: newest first)",
+}
+
+
+def _filter() -> q.OutboxFilter:
+    return q.OutboxFilter(status=params.text("status", STATUS_MAX_LENGTH) or "pending",
+                          event_type=params.text("event_type"))
+
+
+def _outbox() -> dict:
+    flt = _filter()
+    limit = params.integer("limit", minimum=1, maximum=500, default=50)
+    after = params.cursor()
+    tables = get_db().tables
+    try:
+        # a malformed cursor raises ValueError from inside the query function: bad input, 400
+        rows = panels.load(q.list_outbox, tables, flt, after=after, limit=limit,
+                           index="index_outbox_pending" if flt.status == "pending" else "index_outbox_status_created")
+    except ValueError as exc:
+        abort(400, str(exc))
+    return {
+        "as_of": datetime.now(timezone.utc),
+        "flt": flt,
+        "limit": limit,
+        "after": after,
+        "rows": rows,
+        "summary": panels.load(q.get_outbox_summary, tables, min_attempts=MANY_ATTEMPTS, index="index_outbox_pending"),
+        "event_types": panels.load(q.list_outbox_event_types, tables, limit=EVENT_TYPES_SHOWN,
+                                   index="index_outbox_published"),
+        "many_attempts": panels.load(q.list_outbox_many_attempts, tables, min_attempts=MANY_ATTEMPTS,
+                                     limit=MANY_ATTEMPTS_SHOWN, index="index_outbox_attempts"),
+        "many_attempts_threshold": MANY_ATTEMPTS,
+        "many_attempts_shown": MANY_ATTEMPTS_SHOWN,
+        "event_types_shown": EVENT_TYPES_SHOWN,
+    }
+
+
+def _status_choices(current: str) -> list[str]:
+    """The statuses present in the table for the filter; pending and published always, and the current one."""
+    found = panels.load(q.list_outbox_statuses, get_db().tables, index="index_outbox_status_created")
+    choices = ["pending", "published"]
+    for status in [*(found.value or []), current]:
+        if status not in choices:
+            choices.append(status)
+    return choices
+
+
+@bp.get("/outbox")
+def page():
+    data = _outbox()
+    fragment = request.headers.get("HX-Request") == "true"
+    # the filter form is outside the fragment: a fragment render needs no choices for it
+    statuses = [data["flt"].status] if fragment else _status_choices(data["flt"].status)
+    return render("outbox.html", "outbox_panel", **data, statuses=statuses)
+
+
+@bp.get("/api/v1/outbox")
+def api():
+    data = _outbox()
+    rows = panels.require(data["rows"])
+    return jsonify({
+        "items": [asdict(row) for row in rows.items],
+        "next_cursor": rows.next_cursor,
+        "status": data["flt"].status,
+        "event_type": data["flt"].event_type,
+        "as_of": data["as_of"],
+        "backlog": asdict(panels.require(data["summary"])) | {"many_attempts_threshold": MANY_ATTEMPTS},
+        "by_event_type": [asdict(t) for t in panels.require(data["event_types"])],
+        "many_attempts": [asdict(row) for row in panels.require(data["many_attempts"])],
+        "definitions": DEFINITIONS,
+    })

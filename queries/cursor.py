@@ -9,8 +9,19 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a keyset-paginated list."""
+
+    items: list[T]
+    next_cursor: str | None
 
 
 def encode(values: list[Any]) -> str:

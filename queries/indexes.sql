@@ -25,3 +25,19 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (idempotency_sc
 -- index_inbox_processed --
 -- Inbox volume per consumer over time windows.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {inbox} (processed_at, consumer_name)
+
+-- index_outbox_status_created --
+-- Outbox rows in a status other than pending, newest first, and the status filter's choices.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (status, created_at DESC, outbox_id DESC)
+
+-- index_outbox_published --
+-- Outbox rows published in the last 24 hours, per event type.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (published_at, event_type) WHERE published_at IS NOT NULL
+
+-- index_outbox_attempts --
+-- Pending outbox rows with many delivery attempts (likely poison events), most attempts first.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (attempt_count DESC, created_at, outbox_id) WHERE status = 'pending'
+
+-- index_inbox_consumer --
+-- Inbox numbers per consumer: each consumer's oldest and newest row and its recent window.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {inbox} (consumer_name, processed_at)

@@ -3,23 +3,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import psycopg
 
 from queries import Tables, cursor, statement
+from queries.cursor import Page
 from queries.db import select_all, select_one
 
 KEY_STATUSES = ("stuck", "processing", "succeeded", "failed_retryable", "failed_final")
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Page(Generic[T]):
-    items: list[T]
-    next_cursor: str | None
-
 
 @dataclass(frozen=True)
 class KeyFilter:

@@ -59,9 +59,9 @@ WHERE idempotency_scope = %(scope)s AND idempotency_key = %(key)s
 -- Outbox rows written under one idempotency key: evidence that its business effect committed.
 SELECT outbox_id::text AS outbox_id, event_type, aggregate_type, aggregate_id::text AS aggregate_id, status,
        attempt_count, created_at, published_at, payload
-FROM {outbox}
-WHERE idempotency_scope = %(scope)s AND idempotency_key = %(key)s
-ORDER BY created_at, outbox_id
+FROM {outbox} o
+WHERE o.idempotency_scope = %(scope)s AND o.idempotency_key = %(key)s
+ORDER BY o.created_at, o.outbox_id
 LIMIT %(limit)s
 
 -- list_scopes --

@@ -1,0 +1,110 @@
+"""The transactional outbox: backlog and lag, per event type, likely poison events, the row list."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from queries import Tables, cursor, statement
+from queries.db import select_all, select_one
+from queries.cursor import Page
+
+_BAD_CURSOR = "cursor is not valid: use the next_cursor value from the previous page"
+
+
+@dataclass(frozen=True)
+class OutboxFilter:
+    status: str = "pending"
+    event_type: str | None = None
+
+
+@dataclass(frozen=True)
+class OutboxSummary:
+    pending: int
+    oldest_pending_at: datetime | None
+    lag_seconds: float | None
+    pending_many_attempts: int
+
+
+@dataclass(frozen=True)
+class EventTypeSummary:
+    event_type: str
+    pending: int
+    oldest_pending_at: datetime | None
+    lag_seconds: float | None
+    max_attempts: int | None
+    published_24h: int
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    outbox_id: str
+    event_type: str
+    aggregate_type: str
+    aggregate_id: str
+    idempotency_scope: str
+    idempotency_key: str
+    status: str
+    attempt_count: int
+    created_at: datetime
+    published_at: datetime | None
+    age_seconds: float
+    payload: Any
+
+
+@dataclass(frozen=True)
+class Status:
+    status: str
+
+
+def get_outbox_summary(conn: psycopg.Connection, tables: Tables, *, min_attempts: int) -> OutboxSummary:
+    row = select_one(conn, statement("get_outbox_summary", tables), {"min_attempts": min_attempts}, OutboxSummary)
+    assert row is not None  # an aggregate without GROUP BY always answers one row
+    return row
+
+
+def list_outbox_event_types(conn: psycopg.Connection, tables: Tables, limit: int = 200) -> list[EventTypeSummary]:
+    return select_all(conn, statement("list_outbox_event_types", tables), {"limit": limit}, EventTypeSummary)
+
+
+def list_outbox_many_attempts(conn: psycopg.Connection, tables: Tables, *, min_attempts: int,
+                              limit: int = 20) -> list[OutboxRow]:
+    return select_all(conn, statement("list_outbox_many_attempts", tables),
+                      {"min_attempts": min_attempts, "limit": limit}, OutboxRow)
+
+
+def list_outbox(conn: psycopg.Connection, tables: Tables, flt: OutboxFilter, *, after: str | None = None,
+                limit: int = 50) -> Page[OutboxRow]:
+    """One page of rows: pending oldest first, any other status newest first.
+
+    ``after`` is the previous page's next_cursor; a malformed one raises ValueError (the caller's bad input).
+    """
+    params: dict[str, Any] = {"event_type": flt.event_type, "limit": limit + 1, "has_cursor": after is not None,
+                              "c_ts": None, "c_id": None}
+    if after is not None:
+        ts, outbox_id = cursor.decode(after, 2)
+        params["c_ts"] = cursor.parse_time(ts)
+        if params["c_ts"] is None or not isinstance(outbox_id, str):
+            raise ValueError(_BAD_CURSOR)
+        try:
+            params["c_id"] = str(uuid.UUID(outbox_id))
+        except ValueError:
+            raise ValueError(_BAD_CURSOR) from None
+    if flt.status == "pending":
+        rows = select_all(conn, statement("list_outbox_pending", tables), params, OutboxRow)
+    else:
+        params["status"] = flt.status
+        rows = select_all(conn, statement("list_outbox_by_status", tables), params, OutboxRow)
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        last = rows[-1]
+        next_cursor = cursor.encode([last.created_at, last.outbox_id])
+    return Page(rows, next_cursor)
+
+
+def list_outbox_statuses(conn: psycopg.Connection, tables: Tables, limit: int = 50) -> list[str]:
+    return [s.status for s in select_all(conn, statement("list_outbox_statuses", tables), {"limit": limit}, Status)]
