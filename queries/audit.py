@@ -7,8 +7,16 @@ from typing import Any
 
 import psycopg
 
-from queries import statement
+from queries import cursor, statement
 from queries.db import select_all
+from queries.cursor import Page
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    scope: str | None = None
+    key: str | None = None
+    actor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -28,3 +36,24 @@ class AuditEntry:
 
 def list_audit_for_key(conn: psycopg.Connection, scope: str, key: str, limit: int = 100) -> list[AuditEntry]:
     return select_all(conn, statement("list_audit_for_key"), {"scope": scope, "key": key, "limit": limit}, AuditEntry)
+
+
+def list_audit(conn: psycopg.Connection, flt: AuditFilter, *, after: str | None = None,
+               limit: int = 50) -> Page[AuditEntry]:
+    """One page of the audit log, newest first; ``after`` is the previous page's next_cursor (ValueError if malformed)."""
+    params: dict[str, Any] = {"scope": flt.scope, "key": flt.key, "actor": flt.actor, "limit": limit + 1,
+                              "has_cursor": after is not None, "c_at": None, "c_id": None}
+    if after is not None:
+        at, audit_id = cursor.decode(after, 2)
+        params["c_at"] = cursor.parse_time(at)
+        # bool is an int in Python; a bigint out of range would be a database error, not bad input
+        if params["c_at"] is None or isinstance(audit_id, bool) or not isinstance(audit_id, int) \
+                or not -2**63 <= audit_id < 2**63:
+            raise ValueError("cursor is not valid: use the next_cursor value from the previous page")
+        params["c_id"] = audit_id
+    rows = select_all(conn, statement("list_audit"), params, AuditEntry)
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        next_cursor = cursor.encode([rows[-1].at, rows[-1].audit_id])
+    return Page(rows, next_cursor)

@@ -38,6 +38,29 @@
     });
   });
 
+  // A refresh or action that failed with a server error keeps what is on the page and says so
+  // in the banner; the next successful refresh clears it.
+  function banner(text) {
+    var el = document.getElementById("status-banner");
+    if (!el) return;
+    el.textContent = text || "";
+    el.hidden = !text;
+  }
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    if (xhr && xhr.status >= 500) {
+      var message = "The last refresh failed (" + xhr.status + ")";
+      if (xhr.status === 503) message += ": the database is unreachable or too slow; showing the last data and retrying";
+      banner(message + ".");
+    }
+  });
+  document.addEventListener("htmx:sendError", function () {
+    banner("idemdash itself is unreachable; showing the last data and retrying.");
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (event.detail.successful) banner("");
+  });
+
   // "/" focuses the page's filter, as in most dashboards.
   document.addEventListener("keydown", function (event) {
     if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;

@@ -1,0 +1,47 @@
+"""/audit and its JSON twin: every operator action, newest first."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from flask import Blueprint, abort, jsonify
+
+from dashboard import panels, params
+from dashboard.web import render
+from queries import audit as q
+
+bp = Blueprint("audit", __name__)
+
+FIELDS = ("audit_id", "at", "actor", "action", "scope", "key", "from_status", "to_status", "reason",
+          "evidence", "detail")
+
+
+def _filter() -> q.AuditFilter:
+    return q.AuditFilter(scope=params.text("scope"), key=params.text("key", max_length=10_000),
+                         actor=params.text("actor", max_length=500))
+
+
+def _list_panel():
+    flt = _filter()
+    limit = params.integer("limit", minimum=1, maximum=500, default=50)
+    after = params.cursor()
+    try:
+        # a malformed cursor raises ValueError from inside the query function: bad input, 400
+        panel = panels.load(q.list_audit, flt, after=after, limit=limit)
+    except ValueError as exc:
+        abort(400, str(exc))
+    return flt, limit, after, panel
+
+
+@bp.get("/audit")
+def page():
+    flt, limit, after, panel = _list_panel()
+    return render("audit.html", "audit_panel", flt=flt, limit=limit, after=after, panel=panel,
+                  as_of=datetime.now(timezone.utc))
+
+
+@bp.get("/api/v1/audit")
+def api():
+    flt, limit, after, panel = _list_panel()
+    result = panels.require(panel)
+    return jsonify({"items": [{f: getattr(row, f) for f in FIELDS} for row in result.items],
+                    "next_cursor": result.next_cursor})
