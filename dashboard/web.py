@@ -58,6 +58,9 @@ def render(template: str, block: str | None = None, **context: Any) -> Response:
 def error_response(status: int, message: str) -> Response:
     if wants_json():
         response = jsonify({"error": message})
+    elif request.headers.get("HX-Request") == "true":
+        # htmx swaps a 4xx answer into the form's target: a message, not a whole page
+        response = make_response(render_template("_error_fragment.html", status=status, message=message))
     else:
         response = make_response(render_template("error.html", status=status, message=message,
                                                  retry=status == 503))
@@ -155,6 +158,13 @@ def init_app(app: Flask) -> None:
         response.headers.setdefault("Referrer-Policy", "same-origin")
         response.headers.setdefault("X-Frame-Options", "DENY")
         return response
+
+    @app.errorhandler(psycopg.DataError)
+    def bad_value(exc: psycopg.DataError):
+        # Every value is a bound parameter, so a DataError means the caller sent a value the
+        # database cannot hold (a NUL character, an out-of-range number): bad input.
+        detail = (exc.diag.message_primary or type(exc).__name__).strip()
+        return error_response(400, f"a value in the request is not valid for the database: {detail}")
 
     @app.errorhandler(psycopg.OperationalError)
     @app.errorhandler(PoolTimeout)
