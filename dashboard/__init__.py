@@ -48,10 +48,13 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     db.init_app(app)
     htmx.init_app(app)
 
-    from dashboard import actions, hotspots, inbox, keys, outbox, overview, probes, suppression
+    from dashboard import (actions, audit, health, hotspots, inbox, keys, metrics, openapi, outbox, overview, probes,
+                           purges, suppression)
 
-    for module in (probes, overview, keys, actions, hotspots, suppression, outbox, inbox):
+    for module in (probes, overview, keys, actions, hotspots, suppression, outbox, inbox, audit, metrics, openapi,
+                   purges, health):
         app.register_blueprint(module.bp)
+    metrics.init_app(app)
 
     if app.config["RUN_JOBS"]:
         from jobs.scheduler import start_in_background

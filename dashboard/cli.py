@@ -108,6 +108,74 @@ def scheduler() -> None:
 
 
 @main.command()
+@database_url_option
+@click.option("--apply-indexes", is_flag=True,
+              help="Build the missing recommended indexes, concurrently and one at a time.")
+def check(database_url: str, apply_indexes: bool) -> None:
+    """The indexes the pages and purges need (statement and why for each), the schema checks; exit 1 if any missing."""
+    from dashboard.check import run
+
+    config = _config(DATABASE_URL=database_url)
+    url = _require_url(config)
+    _connect(url).close()  # a clear error for a wrong URL before anything else
+    sys.exit(run(url, config, apply_indexes=apply_indexes))
+
+
+@main.command()
+@database_url_option
+@click.option("--table", "tables", type=click.Choice(["keys", "inbox", "outbox"]), multiple=True,
+              help="Purge only this table (repeatable) [default: keys, inbox and outbox].")
+@click.option("--dry-run", is_flag=True, help="Count what each purge would delete; delete nothing.")
+def purge(database_url: str, tables: tuple[str, ...], dry_run: bool) -> None:
+    """Run the retention purges now, one run per table, recorded in the purge history like scheduled runs."""
+    import getpass
+    import time
+
+    from jobs.purges import TABLES, run_purge
+
+    config = _config(DATABASE_URL=database_url)
+    _require_url(config)
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        logging.getLogger("jobs.purges").setLevel(logging.WARNING)  # the lines below say it all
+    try:
+        started_by = f"cli:{getpass.getuser()}"
+    except Exception:  # no user name in this environment (some containers)
+        started_by = "cli"
+    live = sys.stdout.isatty()
+    verb = "to delete" if dry_run else "deleted"
+    results = []
+    for table in [t for t in TABLES if not tables or t in tables]:
+        started = time.monotonic()
+        run_ids: list[int] = []
+
+        def on_batch(batches: int, rows: int, table: str = table) -> None:
+            line = f"  {table}: batch {batches}, {rows:,} rows {verb}"
+            if live:
+                click.echo("\r" + line, nl=False)
+            else:
+                click.echo(line)
+
+        click.echo(f"{'dry run: counting' if dry_run else 'purging'} {table} ...")
+        result = run_purge(config, table, dry_run=dry_run, started_by=started_by, on_start=run_ids.append,
+                           on_batch=on_batch)
+        if live and result.batches:
+            click.echo()
+        results.append((result, time.monotonic() - started))
+
+    click.echo("")
+    for result, seconds in results:
+        run = f"run {result.run_id}" if result.run_id is not None else "not recorded"
+        click.echo(f"{result.table:<7} {result.outcome:<17} {run:<12} {result.batches:>6,} batches "
+                   f"{result.rows:>12,} rows {verb}  {seconds:.1f}s")
+        if result.outcome == "budget_exhausted":
+            click.echo("        time budget (IDEMDASH_PURGE_TIME_BUDGET_SECONDS) used up; the next run carries on")
+        if result.error:
+            click.echo(f"        {result.error}")
+    if any(result.outcome == "failed" for result, _ in results):
+        sys.exit(1)
+
+
+@main.command()
 @click.option("--bind", default=None, help="host:port to listen on [default: IDEMDASH_BIND].")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="gunicorn worker processes [default: IDEMDASH_WORKERS].")
@@ -115,10 +183,18 @@ def serve(bind: str | None, workers: int | None) -> None:
     """Serve the dashboard with gunicorn."""
     from gunicorn.app.base import BaseApplication
 
+    from dashboard import auth
+
     config = _config()
     _require_url(config)
     options = {"bind": bind or config["BIND"], "workers": workers or config["WORKERS"],
                "accesslog": "-", "timeout": 30, "graceful_timeout": 10}
+    try:
+        # before gunicorn starts: its workers would only fail one by one
+        auth.check_bind(config, auth.bind_host(options["bind"]), what=f"--bind {options['bind']}")
+        auth.check_config(config)
+    except settings.ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
 
     class Gunicorn(BaseApplication):
         def load_config(self) -> None:
@@ -131,6 +207,25 @@ def serve(bind: str | None, workers: int | None) -> None:
             return create_app()
 
     Gunicorn().run()
+
+
+@main.command("hash-password")
+@click.option("--user", "name", default=None, help="Print a whole IDEMDASH_USERS_FILE line for this user.")
+@click.option("--role", type=click.Choice(["viewer", "operator"]), default="viewer", show_default=True,
+              help="The role on that line.")
+def hash_password(name: str | None, role: str) -> None:
+    """Hash a password for IDEMDASH_USERS_FILE (asks for it twice; nothing is echoed or stored)."""
+    from werkzeug.security import generate_password_hash
+
+    from dashboard.auth import valid_user_name
+
+    if name is not None and not valid_user_name(name):
+        raise click.UsageError("--user must be 1-200 characters without spaces or ':'")
+    password = click.prompt("Password", hide_input=True, confirmation_prompt=True, err=True)
+    if not password:
+        raise click.UsageError("the password is empty")
+    hashed = generate_password_hash(password)
+    click.echo(f"{name}:{role}:{hashed}" if name else hashed)
 
 
 @main.command()

@@ -6,6 +6,7 @@ without documentation fails CI.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -50,6 +51,68 @@ def _choice(*choices: str) -> Callable[[str], str]:
     return parse
 
 
+def _networks(raw: str) -> str:
+    """Comma-separated addresses or CIDR networks; kept as text, parsed again where used."""
+    for part in raw.split(","):
+        if part.strip():
+            try:
+                ipaddress.ip_network(part.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"expected addresses or CIDR networks separated by commas, got {part.strip()!r}") from None
+    return raw.strip()
+
+
+_TOKEN = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+
+def _header_name(raw: str) -> str:
+    value = raw.strip()
+    if not _TOKEN.match(value):
+        raise ValueError(f"expected an HTTP header name such as X-Forwarded-User, got {raw!r}")
+    return value
+
+
+def _names(raw: str) -> str:
+    """A non-empty comma-separated list of names (group names)."""
+    if not any(part.strip() for part in raw.split(",")):
+        raise ValueError(f"expected one or more names separated by commas, got {raw!r}")
+    return raw.strip()
+
+
+def split_list(raw: str) -> list[str]:
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"expected 0 or a positive integer, got {raw!r}")
+    return value
+
+
+def _crontab(raw: str) -> str:
+    """A five-field crontab line (minute hour day month weekday, UTC), or ``off``.
+
+    Weekdays must be names (``mon-fri``, ``sat,sun``): APScheduler 3 numbers them from Monday = 0,
+    crontab from Sunday = 0, so a number would silently mean another day.
+    """
+    from datetime import timezone
+
+    from apscheduler.triggers.cron import CronTrigger
+
+    value = " ".join(raw.split())
+    if value.lower() == "off":
+        return "off"
+    try:
+        fields = value.split(" ")
+        if len(fields) == 5 and any(c.isdigit() for c in fields[4]):
+            raise ValueError(f"write weekdays as names (mon-fri, sat,sun), not {fields[4]!r}")
+        CronTrigger.from_crontab(value, timezone=timezone.utc)
+    except ValueError as exc:
+        raise ValueError(f"expected a crontab line such as '*/15 * * * *' or 'off', got {raw!r} ({exc})") from None
+    return value
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -76,6 +139,29 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SECRET_KEY", "", str,
             "Flask secret key for sessions and CSRF tokens. Unset: a random key per process "
             "(fine for one process, not for several gunicorn workers)."),
+    Setting("AUTH", "none", _choice("none", "basic", "proxy"),
+            "Who may use the dashboard: `none` (everyone is an operator; the demo and localhost only), "
+            "`basic` (HTTP Basic with `IDEMDASH_USERS_FILE`) or `proxy` (user and groups headers from an "
+            "SSO proxy at `IDEMDASH_PROXY_TRUSTED`). See docs/security.md."),
+    Setting("USERS_FILE", "", str,
+            "With `IDEMDASH_AUTH=basic`: the file of users, one `name:role:hash` a line (role `viewer` or "
+            "`operator`; hash from `idemdash hash-password`). Read at startup."),
+    Setting("PROXY_USER_HEADER", "X-Forwarded-User", _header_name,
+            "With `IDEMDASH_AUTH=proxy`: the header carrying the signed-in user's name (recorded in the audit log)."),
+    Setting("PROXY_GROUPS_HEADER", "X-Forwarded-Groups", _header_name,
+            "With `IDEMDASH_AUTH=proxy`: the header carrying the user's groups, comma separated."),
+    Setting("PROXY_TRUSTED", "127.0.0.1,::1", _networks,
+            "Addresses or CIDR networks of the proxy, comma separated. User, groups and `X-Forwarded-Proto` "
+            "headers are believed only from these; other clients get 401 in proxy mode."),
+    Setting("OPERATOR_GROUPS", "idemdash-operators", _names,
+            "With `IDEMDASH_AUTH=proxy`: groups (comma separated, exact names) whose members are operators; "
+            "everyone else is a viewer."),
+    Setting("ALLOW_UNAUTHENTICATED", False, _bool,
+            "`1` lets `idemdash serve` and `idemdash demo --host` listen on a non-loopback address with "
+            "`IDEMDASH_AUTH=none` (only when something in front already restricts who can connect)."),
+    Setting("SESSION_COOKIE_SECURE", False, _bool,
+            "`1` always marks the session cookie (it holds the CSRF token) `Secure`. Otherwise it is `Secure` "
+            "when the request came over HTTPS (directly, or per `X-Forwarded-Proto` from a trusted proxy)."),
     Setting("READ_ONLY", False, _bool,
             "`1` hides and refuses every state-changing action (reclassify, purge), for every user."),
     Setting("BULK_MAX_KEYS", 1000, _positive_int,
@@ -96,6 +182,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Lock timeout for the dashboard's own writes."),
     Setting("POOL_MIN_SIZE", 1, _positive_int, "Connections the pool keeps open."),
     Setting("POOL_MAX_SIZE", 5, _positive_int, "Most connections one web worker opens."),
+    Setting("METRICS_CACHE_SECONDS", 15, _positive_int,
+            "How long /metrics reuses the numbers it read, so frequent scrapes do not load the database."),
     Setting("POOL_TIMEOUT_SECONDS", 3, _positive_int,
             "How long a request waits for a database connection before the page answers 503 "
             "(database unreachable)."),
@@ -104,6 +192,36 @@ SETTINGS: tuple[Setting, ...] = (
             "does this). Otherwise run `idemdash scheduler` separately."),
     Setting("BIND", "127.0.0.1:8000", str, "Address `idemdash serve` listens on."),
     Setting("WORKERS", 2, _positive_int, "gunicorn worker processes for `idemdash serve`."),
+    Setting("OUTBOX_RETENTION_DAYS", 7, _positive_int,
+            "How long published outbox rows are kept, counted from `published_at`; pending rows are never purged."),
+    Setting("PURGE_BATCH_SIZE", 5000, _positive_int,
+            "Rows one purge batch deletes (one short transaction each). Halved for the rest of a run after a "
+            "batch times out, down to 100."),
+    Setting("PURGE_STATEMENT_TIMEOUT_MS", 2000, _positive_int,
+            "statement_timeout of every purge batch (SET LOCAL); a batch that hits it is rolled back and the "
+            "batch size halves."),
+    Setting("PURGE_LOCK_TIMEOUT_MS", 500, _positive_int,
+            "lock_timeout of every purge batch (SET LOCAL), so a purge never queues behind a table lock for long."),
+    Setting("PURGE_PAUSE_MS", 20, _non_negative_int,
+            "Pause between purge batches, jittered between half and one and a half times this; `0`: none."),
+    Setting("PURGE_TIME_BUDGET_SECONDS", 300, _positive_int,
+            "A purge run stops after this long with outcome `budget_exhausted`; the next run carries on."),
+    Setting("PURGE_KEYS_SCHEDULE", "*/15 * * * *", _crontab,
+            "When `idemdash scheduler` purges expired idempotency keys: a crontab line in UTC (weekdays as "
+            "names, `mon-fri`), or `off`."),
+    Setting("PURGE_INBOX_SCHEDULE", "7 * * * *", _crontab,
+            "When the scheduler purges inbox rows older than `IDEMDASH_INBOX_RETENTION_DAYS` (crontab, UTC, or `off`)."),
+    Setting("PURGE_OUTBOX_SCHEDULE", "37 * * * *", _crontab,
+            "When the scheduler purges published outbox rows older than `IDEMDASH_OUTBOX_RETENTION_DAYS` "
+            "(crontab, UTC, or `off`)."),
+    Setting("REPLAY_HORIZON_HOURS", 24, _positive_int,
+            "The longest time a client or a queue may still retry or redeliver (client retry window, broker "
+            "redelivery, manual replays). `/health` warns when a retention is shorter."),
+    Setting("SNAPSHOT_INTERVAL_SECONDS", 60, _positive_int,
+            "How often the scheduler records the overview's headline numbers into `idemdash.metric_snapshot` "
+            "(the overview's trend lines)."),
+    Setting("SNAPSHOT_RETENTION_DAYS", 30, _positive_int,
+            "How long metric snapshots are kept; the snapshot job drops older ones in small batches."),
 )
 
 BY_NAME = {s.name: s for s in SETTINGS}

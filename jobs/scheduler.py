@@ -24,7 +24,13 @@ JOB_DEFAULTS = {
 
 
 def register_jobs(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:
-    """Add every scheduled job. The purge and snapshot jobs arrive with DESIGN section 5."""
+    """Add every scheduled job (DESIGN section 5). A bad schedule setting raises ConfigError naming it."""
+    from jobs import purges, rollups, snapshots
+
+    # Retention purges: purge_keys, purge_inbox, purge_outbox, each on its IDEMDASH_PURGE_*_SCHEDULE (UTC).
+    purges.register(scheduler, config)
+    snapshots.register(scheduler, config)  # metric snapshots for the overview's trends
+    rollups.register(scheduler, config)  # aggregates too slow to count per page view at millions of rows
 
 
 def build(config: Mapping[str, Any], scheduler_class: type[BaseScheduler]) -> BaseScheduler:

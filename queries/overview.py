@@ -11,6 +11,20 @@ from queries.db import select_all, select_one
 
 
 @dataclass(frozen=True)
+class ProcessingCounts:
+    stuck: int
+    processing: int
+    oldest_stuck_lease: datetime | None
+
+
+@dataclass(frozen=True)
+class WindowCounts:
+    failed_retryable: int
+    failed_final_24h: int
+    succeeded_24h: int
+
+
+@dataclass(frozen=True)
 class KeyCounts:
     stuck: int
     processing: int
@@ -18,6 +32,11 @@ class KeyCounts:
     failed_final_24h: int
     succeeded_24h: int
     oldest_stuck_lease: datetime | None
+
+    @classmethod
+    def combine(cls, live: ProcessingCounts, window: WindowCounts) -> "KeyCounts":
+        return cls(live.stuck, live.processing, window.failed_retryable, window.failed_final_24h,
+                   window.succeeded_24h, live.oldest_stuck_lease)
 
 
 @dataclass(frozen=True)
@@ -47,10 +66,22 @@ class PurgeRun:
     started_by: str
 
 
-def count_keys_by_state(conn: psycopg.Connection, tables: Tables, lease_seconds: int) -> KeyCounts:
-    row = select_one(conn, statement("count_keys_by_state", tables), {"lease_seconds": lease_seconds}, KeyCounts)
+def count_processing_keys(conn: psycopg.Connection, tables: Tables, lease_seconds: int) -> ProcessingCounts:
+    row = select_one(conn, statement("count_processing_keys", tables), {"lease_seconds": lease_seconds},
+                     ProcessingCounts)
     assert row is not None
     return row
+
+
+def count_keys_by_window(conn: psycopg.Connection, tables: Tables) -> WindowCounts:
+    row = select_one(conn, statement("count_keys_by_window", tables), None, WindowCounts)
+    assert row is not None
+    return row
+
+
+def count_keys_by_state(conn: psycopg.Connection, tables: Tables, lease_seconds: int) -> KeyCounts:
+    """Every headline key count: the live processing counts and the counts by status and window."""
+    return KeyCounts.combine(count_processing_keys(conn, tables, lease_seconds), count_keys_by_window(conn, tables))
 
 
 def get_outbox_backlog(conn: psycopg.Connection, tables: Tables) -> OutboxBacklog:

@@ -1,17 +1,23 @@
--- count_keys_by_state --
--- Headline key counts: stuck (processing, lease run out), processing, failed in the last 24h.
+-- count_processing_keys --
+-- Headline key counts that must be live: stuck (processing, lease run out), all processing, the oldest stuck lease.
+-- Each number is one range of the partial index on processing keys (index-only), never a scan of the table.
 SELECT
-    count(*) FILTER (
-        WHERE status = 'processing'
-          AND (locked_until < now()
-               OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
-    ) AS stuck,
-    count(*) FILTER (WHERE status = 'processing') AS processing,
-    count(*) FILTER (WHERE status = 'failed_retryable') AS failed_retryable,
-    count(*) FILTER (WHERE status = 'failed_final' AND updated_at >= now() - interval '24 hours') AS failed_final_24h,
-    count(*) FILTER (WHERE status = 'succeeded' AND updated_at >= now() - interval '24 hours') AS succeeded_24h,
-    min(locked_until) FILTER (WHERE status = 'processing' AND locked_until < now()) AS oldest_stuck_lease
-FROM {keys}
+    (SELECT count(*) FROM {keys} WHERE status = 'processing' AND locked_until < now())
+    + (SELECT count(*) FROM {keys}
+       WHERE status = 'processing' AND locked_until IS NULL
+         AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)) AS stuck,
+    (SELECT count(*) FROM {keys} WHERE status = 'processing') AS processing,
+    (SELECT min(locked_until) FROM {keys} WHERE status = 'processing' AND locked_until < now()) AS oldest_stuck_lease
+
+-- count_keys_by_window --
+-- Headline key counts by status: failed_retryable now, failed_final and succeeded in the last 24h.
+-- Ranges of the (status, updated_at) index; at millions of keys the rollup job precomputes them.
+SELECT
+    (SELECT count(*) FROM {keys} WHERE status = 'failed_retryable') AS failed_retryable,
+    (SELECT count(*) FROM {keys}
+     WHERE status = 'failed_final' AND updated_at >= now() - interval '24 hours') AS failed_final_24h,
+    (SELECT count(*) FROM {keys}
+     WHERE status = 'succeeded' AND updated_at >= now() - interval '24 hours') AS succeeded_24h
 
 -- get_outbox_backlog --
 -- Pending outbox rows and the age of the oldest one (the publisher's lag).

@@ -1,0 +1,333 @@
+"""`/purges` and its JSON twin: each table's retention and schedule, runs in progress, the run history,
+and "run now" (a dry run first on the page; scripts may purge directly through the API).
+
+A run started here runs in a daemon thread of this web process through the
+same engine as the scheduler (``jobs.purges.run_purge``), which records it in
+``idemdash.purge_run``; the view waits only until the run has its id.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping
+
+from flask import Blueprint, abort, current_app, jsonify, redirect, request, url_for
+
+from dashboard import panels, params
+from dashboard.auth import current_user, json_action, operator_required
+from dashboard.db import get_db
+from dashboard.web import render
+from jobs import purges as engine
+from queries import purge_history as q
+
+log = logging.getLogger(__name__)
+
+bp = Blueprint("purges", __name__)
+
+TABLES: tuple[str, ...] = tuple(engine.TABLES)
+# How long a view waits for a started run to get its id before answering without it.
+START_WAIT_SECONDS = 10.0
+# A "Purge now" follows a dry run of the same table at most this old, with no real run in between.
+DRY_RUN_FRESH = timedelta(hours=1)
+POLL_RUNNING, POLL_IDLE = "3s", "15s"
+
+DELETES = {
+    "keys": "Terminal idempotency keys (succeeded, failed_final) whose expires_at has passed; never processing "
+            "or failed_retryable keys.",
+    "inbox": "Inbox rows whose processed_at is older than the retention.",
+    "outbox": "Published outbox rows whose published_at is older than the retention; never pending rows.",
+}
+LABELS = {"keys": "Idempotency keys", "inbox": "Inbox", "outbox": "Outbox"}
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    table: str
+    label: str
+    relation: str            # schema.table, as configured
+    deletes: str
+    retention: str
+    retention_days: int | None
+    schedule: str | None     # crontab line in UTC, 'off', or None when not configured
+    next_run_at: datetime | None
+    runs: q.TableRuns
+    running: list[q.PurgeRun] = field(default_factory=list)
+    dry_run_ready: q.PurgeRun | None = None   # the dry run a "Purge now" follows, when there is one
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table, "relation": self.relation, "deletes": self.deletes,
+            "retention": self.retention, "retention_days": self.retention_days,
+            "schedule": self.schedule, "next_run_at": self.next_run_at,
+            "last_run": _run_json(self.runs.last_run),
+            "last_success_at": self.runs.last_success.finished_at if self.runs.last_success else None,
+            "last_dry_run": _run_json(self.runs.last_dry_run),
+            "running": [_run_json(r) for r in self.running],
+        }
+
+
+class StartError(Exception):
+    def __init__(self, status: int, message: str, run: q.PurgeRun | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.run = run
+
+
+def _run_json(run: q.PurgeRun | None) -> dict[str, Any] | None:
+    return None if run is None else asdict(run)
+
+
+def _retention(table: str, config: Mapping[str, Any]) -> tuple[str, int | None]:
+    if engine.RETENTION_SETTING[table] is None:
+        return "each key's own expires_at (the application sets it when it claims the key)", None
+    days = config[engine.RETENTION_SETTING[table]]
+    stamp = "processed_at" if table == "inbox" else "published_at"
+    return f"{days} day{'' if days == 1 else 's'} after {stamp}", days
+
+
+def next_run_at(config: Mapping[str, Any], table: str, now: datetime) -> datetime | None:
+    """When the table's crontab schedule (UTC) fires next, computed here: this process may not run the scheduler."""
+    trigger = engine.schedule_trigger(config, table)
+    return None if trigger is None else trigger.get_next_fire_time(None, now)
+
+
+def _dry_run_ready(runs: q.TableRuns, running: list[q.PurgeRun], now: datetime) -> q.PurgeRun | None:
+    dry = runs.last_dry_run
+    if dry is None or running or dry.finished_at is None or now - dry.finished_at > DRY_RUN_FRESH:
+        return None
+    real = runs.last_real_run
+    if real is not None and (real.started_at, real.run_id) > (dry.started_at, dry.run_id):
+        return None  # a real purge ran since: the dry run's count is stale
+    return dry
+
+
+def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[TableStatus]]:
+    config = current_app.config
+    tables = get_db().tables
+    runs = panels.load(q.list_purge_table_runs, TABLES)
+    running = panels.load(q.list_running_purge_runs)
+    statuses = []
+    for table in TABLES:
+        table_runs = (runs.value or {}).get(table) or q.TableRuns(table)
+        table_running = [r for r in running.value or [] if r.table_name == table]
+        schedule = config.get(engine.SCHEDULE_SETTING[table])
+        retention, days = _retention(table, config)
+        statuses.append(TableStatus(
+            table=table, label=LABELS.get(table, table), relation=f"{tables.schema}.{getattr(tables, table)}",
+            deletes=DELETES.get(table, ""), retention=retention, retention_days=days, schedule=schedule,
+            next_run_at=next_run_at(config, table, now), runs=table_runs, running=table_running,
+            dry_run_ready=_dry_run_ready(table_runs, table_running, now)))
+    return runs, running, statuses
+
+
+def _history_filter() -> q.PurgeRunFilter:
+    table = params.text("table", 50)
+    if table is not None and table not in TABLES:
+        abort(400, f"table must be one of {', '.join(TABLES)} (got {table!r})")
+    return q.PurgeRunFilter(table=table, run_id=params.integer("run_id", minimum=1, maximum=2**62))
+
+
+def _purges(flt: q.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50) -> dict[str, Any]:
+    now = datetime.now(timezone.utc)
+    flt = flt or q.PurgeRunFilter()
+    try:
+        # a malformed cursor raises ValueError from inside the query function: bad input, 400
+        history = panels.load(q.list_purge_runs, flt, after=after, limit=limit)
+    except ValueError as exc:
+        abort(400, str(exc))
+    runs, running, statuses = _table_statuses(now)
+    # The panels are separate reads: poll fast while any of them shows a run in progress.
+    in_progress = bool(running.value) or any(r.outcome == "running" for r in (history.value.items if history.ok else []))
+    return {"as_of": now, "history": history, "flt": flt, "after": after, "limit": limit, "table_runs": runs,
+            "running": running, "tables": statuses, "poll": POLL_RUNNING if in_progress else POLL_IDLE}
+
+
+def _page_args(flt: q.PurgeRunFilter, after: str | None, limit: int) -> dict[str, Any]:
+    return {k: v for k, v in {"table": flt.table, "run_id": flt.run_id, "cursor": after,
+                              "limit": limit if limit != 50 else None}.items() if v is not None}
+
+
+# -- starting a run -------------------------------------------------------------------------------------------
+
+class _Start:
+    """What the view learns from the run's thread: its id as it starts, or how it ended, or what broke."""
+
+    def __init__(self) -> None:
+        self.known = threading.Event()
+        self.run_id: int | None = None
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+def start_purge(table: str, *, dry_run: bool, started_by: str) -> q.PurgeRun | None:
+    """Start a run in a daemon thread and wait (briefly) for its id; the run as recorded, or None if slow.
+
+    Raises StartError 409 when the engine skipped the run because another run of the table holds its lock,
+    503 when the run could not start at all.
+    """
+    config = dict(current_app.config)
+    state = _Start()
+
+    def on_start(run_id: int) -> None:
+        state.run_id = run_id
+        state.known.set()
+
+    def work() -> None:
+        try:
+            state.result = engine.run_purge(config, table, dry_run=dry_run, started_by=started_by, on_start=on_start)
+        except BaseException as exc:  # noqa: BLE001 - reported to the waiting view, and logged
+            state.error = exc
+            log.exception("purge of %s (dry run: %s) started from the dashboard failed", table, dry_run)
+        finally:
+            state.known.set()
+
+    threading.Thread(target=work, name=f"idemdash-purge-{table}", daemon=True).start()
+    state.known.wait(START_WAIT_SECONDS)
+    if state.error is not None and state.run_id is None:
+        raise StartError(503, f"the {table} purge could not start: "
+                              f"{engine.describe_error(state.error, config['DATABASE_URL'])}. Nothing was deleted.")
+    result = state.result
+    if state.run_id is None and result is not None and result.run_id is None:
+        raise StartError(503, f"the {table} purge could not start: {result.error or 'no detail'}. Nothing was deleted.")
+    run_id = state.run_id if state.run_id is not None else getattr(result, "run_id", None)
+    if run_id is None:
+        return None  # still starting after START_WAIT_SECONDS: the history shows it once it has its row
+    db = get_db()
+    with db.read() as conn:
+        run = q.get_purge_run(conn, run_id)
+    if run is not None and run.outcome == "skipped":
+        raise StartError(409, f"a purge of {table} is already running, so this one was not started (recorded as "
+                              f"run {run.run_id}, outcome skipped): {run.error or 'the table is locked by another run'}. "
+                              "Wait for the running one to finish.", run)
+    return run
+
+
+def _table_arg(value: Any) -> str:
+    if not isinstance(value, str) or value not in TABLES:
+        raise StartError(400, f"table must be one of {', '.join(TABLES)} (got {value!r})")
+    return value
+
+
+def _status_url(run_id: int | None, table: str) -> str:
+    return url_for("purges.api", run_id=run_id) if run_id is not None else url_for("purges.api", table=table)
+
+
+@bp.post("/api/v1/purges/run")
+@json_action
+def run_api():
+    data = request.get_json(silent=True)
+    try:
+        if not isinstance(data, dict):
+            raise StartError(400, 'send a JSON object: {"table": "keys" | "inbox" | "outbox", "dry_run": true | false}')
+        unknown = set(data) - {"table", "dry_run"}
+        if unknown:
+            raise StartError(400, f"unknown fields: {', '.join(sorted(unknown))} (send table and dry_run)")
+        table = _table_arg(data.get("table"))
+        dry_run = data.get("dry_run")
+        if not isinstance(dry_run, bool):
+            raise StartError(400, "dry_run is required: true counts what would go, false deletes it")
+        run = start_purge(table, dry_run=dry_run, started_by=current_user().name)
+    except StartError as exc:
+        body: dict[str, Any] = {"error": exc.message}
+        if exc.run is not None:
+            body |= {"run_id": exc.run.run_id, "outcome": exc.run.outcome,
+                     "status_url": _status_url(exc.run.run_id, exc.run.table_name)}
+        return jsonify(body), exc.status
+    run_id = run.run_id if run else None
+    response = jsonify({"run_id": run_id, "table": table, "dry_run": dry_run,
+                        "outcome": run.outcome if run else "running",
+                        "status_url": _status_url(run_id, table)})
+    response.status_code = 202
+    response.headers["Location"] = _status_url(run_id, table)
+    return response
+
+
+@bp.post("/purges/run")
+@operator_required
+def run_form():
+    """The page's buttons. Without htmx: 303 to the page (4xx with the page and the message on refusal).
+    With htmx: the panel, refusals included, with 200 (htmx swaps no 4xx answer, so the message would be lost)."""
+    form = request.form
+    htmx = request.headers.get("HX-Request") == "true"
+    try:
+        table = _table_arg(form.get("table"))
+        if form.get("dry_run") not in ("1", "0"):
+            raise StartError(400, "dry_run must be 1 (count only) or 0 (delete)")
+        dry_run = form.get("dry_run") == "1"
+        if not dry_run:
+            _check_dry_run_first(table, form.get("after_dry_run", ""))
+        run = start_purge(table, dry_run=dry_run, started_by=current_user().name)
+    except StartError as exc:
+        if exc.status == 400 and not htmx:
+            abort(400, exc.message)
+        message = ("error", exc.message)
+        if htmx:
+            return render("purges.html", "purges_panel", **_purges(), page_args={}, message=message)
+        return render("purges.html", None, **_purges(), page_args={}, message=message), exc.status
+    if not htmx:
+        return redirect(url_for("purges.page", started=run.run_id if run else 0), code=303)
+    return render("purges.html", "purges_panel", **_purges(), page_args={}, message=_started_message(run, table, dry_run))
+
+
+def _started_message(run: q.PurgeRun | None, table: str, dry_run: bool) -> tuple[str, str]:
+    kind = "Dry run" if dry_run else "Purge"
+    if run is None:
+        return "ok", f"{kind} of {table} started; it has not reported its run id yet: it appears in the history below."
+    if run.outcome == "running":
+        return "ok", f"{kind} of {table} started (run {run.run_id}); its progress shows below."
+    return "ok", f"{kind} of {table} (run {run.run_id}) already finished: {run.outcome}."
+
+
+def _check_dry_run_first(table: str, after_dry_run: str) -> None:
+    """The page's rule: a real purge follows a fresh dry run of the same table, and no real run since."""
+    try:
+        dry_id = int(after_dry_run)
+    except ValueError:
+        raise StartError(400, "after_dry_run must be the run id of the dry run this purge follows") from None
+    now = datetime.now(timezone.utc)
+    runs, running, statuses = _table_statuses(now)
+    status = next(s for s in statuses if s.table == table)
+    if status.running:
+        raise StartError(409, f"a purge of {table} is running (run {status.running[0].run_id}): wait for it to finish")
+    ready = status.dry_run_ready
+    if ready is None or ready.run_id != dry_id:
+        raise StartError(409, f"the dry run you saw (run {dry_id}) is no longer the latest fresh dry run of {table} "
+                              "(another run happened since, or it is over an hour old): run a dry run again, then "
+                              "purge.")
+
+
+# -- pages ----------------------------------------------------------------------------------------------------
+
+def _read_args() -> tuple[q.PurgeRunFilter, str | None, int]:
+    return _history_filter(), params.cursor(), params.integer("limit", minimum=1, maximum=500, default=50)
+
+
+@bp.get("/purges")
+def page():
+    flt, after, limit = _read_args()
+    message = None
+    started = params.integer("started", minimum=0, maximum=2**62)
+    if started is not None:
+        message = ("ok", f"Run {started} started; its progress and result show below." if started
+                   else "The run started; it appears in the history below.")
+    return render("purges.html", "purges_panel", **_purges(flt, after, limit), page_args=_page_args(flt, after, limit),
+                  message=message)
+
+
+@bp.get("/api/v1/purges")
+def api():
+    flt, after, limit = _read_args()
+    data = _purges(flt, after, limit)
+    history = panels.require(data["history"])
+    panels.require(data["table_runs"])
+    panels.require(data["running"])
+    return jsonify({
+        "items": [asdict(run) for run in history.items],
+        "next_cursor": history.next_cursor,
+        "as_of": data["as_of"],
+        "running": [asdict(run) for run in data["running"].value],
+        "tables": [t.to_json() for t in data["tables"]],
+    })

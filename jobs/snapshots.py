@@ -1,0 +1,58 @@
+"""The snapshot job: every SNAPSHOT_INTERVAL_SECONDS, record the overview's headline numbers and the rows
+purged since the previous snapshot into ``idemdash.metric_snapshot``, and drop snapshots past
+SNAPSHOT_RETENTION_DAYS (one bounded batch per run). The overview draws its trend lines from these rows.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+import psycopg
+from apscheduler.schedulers.base import BaseScheduler
+
+from queries import Tables, statement
+from queries import snapshots as q
+
+log = logging.getLogger(__name__)
+
+JOB_ID = "snapshot"
+# Counting the application tables may take longer than a page may; still bounded.
+MIN_STATEMENT_TIMEOUT_MS = 10_000
+DELETE_BATCH = 5000
+
+
+def run_snapshot(config: Mapping[str, Any], *, min_gap_seconds: float | None = None) -> q.Snapshot | None:
+    """Take one snapshot now; None when another replica took one moments ago (or holds the lock)."""
+    interval = config["SNAPSHOT_INTERVAL_SECONDS"]
+    # A second scheduler replica finds the snapshot its twin just wrote and skips.
+    gap = interval / 2 if min_gap_seconds is None else min_gap_seconds
+    timeout = max(config["STATEMENT_TIMEOUT_MS"], MIN_STATEMENT_TIMEOUT_MS)
+    with psycopg.connect(config["DATABASE_URL"], autocommit=True, application_name="idemdash-snapshot") as conn:
+        with conn.transaction():
+            conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
+            conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
+            snapshot = q.take_snapshot(conn, Tables.from_config(config),
+                                       lease_seconds=config["DEFAULT_LEASE_SECONDS"],
+                                       interval_seconds=interval, min_gap_seconds=gap)
+            deleted = q.delete_old_snapshots(conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"],
+                                             limit=DELETE_BATCH)
+    if deleted:
+        log.info("dropped %d metric snapshot(s) older than %d days", deleted, config["SNAPSHOT_RETENTION_DAYS"])
+    return snapshot
+
+
+def snapshot_job(config: Mapping[str, Any]) -> None:
+    """The scheduled entry point: a failed snapshot is logged and the next one tries again."""
+    try:
+        run_snapshot(config)
+    except psycopg.Error as exc:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        log.warning("metric snapshot skipped: %s: %s", type(exc).__name__, first_line)
+
+
+def register(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:
+    """Add the snapshot job; its first run is right away, so trends start with the scheduler."""
+    scheduler.add_job(snapshot_job, "interval", seconds=config["SNAPSHOT_INTERVAL_SECONDS"], id=JOB_ID,
+                      name="metric snapshot", args=[dict(config)], replace_existing=True,
+                      next_run_time=datetime.now(timezone.utc))

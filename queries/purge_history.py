@@ -1,0 +1,94 @@
+"""Purge-run history as `/purges` shows it: the list, the runs in progress, each table's latest runs.
+
+The runs themselves are written by the purge engine (``jobs/purges.py``);
+this module only reads ``idemdash.purge_run``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from queries import cursor, statement
+from queries.db import select_all
+from queries.keys import Page
+
+_BAD_CURSOR = "cursor is not valid: use the next_cursor value from the previous page"
+
+
+@dataclass(frozen=True)
+class PurgeRun:
+    run_id: int
+    table_name: str
+    started_at: datetime
+    finished_at: datetime | None
+    batches: int
+    rows_deleted: int
+    dry_run: bool
+    outcome: str
+    error: str | None
+    started_by: str
+    duration_seconds: float | None
+
+
+@dataclass(frozen=True)
+class _KindRun(PurgeRun):
+    table_key: str = ""
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class TableRuns:
+    """One table's latest run of any kind, latest real (not skipped) run, latest successful real purge and
+    latest successful dry run."""
+
+    table: str
+    last_run: PurgeRun | None = None
+    last_real_run: PurgeRun | None = None
+    last_success: PurgeRun | None = None
+    last_dry_run: PurgeRun | None = None
+
+
+@dataclass(frozen=True)
+class PurgeRunFilter:
+    table: str | None = None
+    run_id: int | None = None
+
+
+def list_purge_runs(conn: psycopg.Connection, flt: PurgeRunFilter = PurgeRunFilter(), *, after: str | None = None,
+                    limit: int = 50) -> Page[PurgeRun]:
+    """One page of runs, newest first; ``after`` is the previous page's next_cursor (ValueError if malformed)."""
+    params: dict[str, Any] = {"table": flt.table, "run_id": flt.run_id, "limit": limit + 1,
+                              "has_cursor": after is not None, "c_ts": None, "c_id": None}
+    if after is not None:
+        ts, run_id = cursor.decode(after, 2)
+        params["c_ts"] = cursor.parse_time(ts)
+        if params["c_ts"] is None or not isinstance(run_id, int) or isinstance(run_id, bool):
+            raise ValueError(_BAD_CURSOR)
+        params["c_id"] = run_id
+    rows = select_all(conn, statement("list_purge_runs"), params, PurgeRun)
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        next_cursor = cursor.encode([rows[-1].started_at, rows[-1].run_id])
+    return Page(rows, next_cursor)
+
+
+def list_running_purge_runs(conn: psycopg.Connection, limit: int = 50) -> list[PurgeRun]:
+    return select_all(conn, statement("list_running_purge_runs"), {"limit": limit}, PurgeRun)
+
+
+def list_purge_table_runs(conn: psycopg.Connection, tables: tuple[str, ...]) -> dict[str, TableRuns]:
+    """Each table's latest runs, keyed by table (every table present, with None for runs it never had)."""
+    rows = select_all(conn, statement("list_purge_table_runs"), {"tables": list(tables)}, _KindRun)
+    found: dict[str, dict[str, PurgeRun]] = {t: {} for t in tables}
+    for row in rows:
+        found[row.table_key][row.kind] = PurgeRun(**{f: getattr(row, f) for f in PurgeRun.__dataclass_fields__})
+    return {t: TableRuns(t, **runs) for t, runs in found.items()}
+
+
+def get_purge_run(conn: psycopg.Connection, run_id: int) -> PurgeRun | None:
+    page = list_purge_runs(conn, PurgeRunFilter(run_id=run_id), limit=1)
+    return page.items[0] if page.items else None

@@ -1,0 +1,120 @@
+"""Metric snapshots: the overview's headline numbers recorded every minute, so pages can draw trends
+without scanning the application tables.
+
+The numbers come from ``queries.overview``'s own functions, so a snapshot and
+the overview can never disagree about what "stuck" or "lag" means.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import psycopg
+
+from queries import Tables, statement
+from queries import overview
+from queries.db import select_all, select_one
+from queries.health import database_now
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    taken_at: datetime
+    stuck_keys: int
+    processing_keys: int
+    failed_retryable_keys: int
+    failed_final_keys_24h: int
+    outbox_pending: int
+    outbox_lag_seconds: float | None
+    inbox_rows_24h: int
+    rows_purged: int
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One point of a trend line: one snapshot, or a bucket of consecutive ones when there are many."""
+
+    taken_at: datetime
+    until: datetime
+    snapshots: int
+    stuck_keys: int
+    outbox_pending: int
+    outbox_lag_seconds: float | None
+    rows_purged: int
+
+
+@dataclass(frozen=True)
+class _Locked:
+    locked: bool
+
+
+@dataclass(frozen=True)
+class _LastAt:
+    taken_at: datetime | None
+
+
+@dataclass(frozen=True)
+class _Purged:
+    rows_purged: int
+
+
+def try_snapshot_lock(conn: psycopg.Connection) -> bool:
+    row = select_one(conn, statement("try_snapshot_lock"), None, _Locked)
+    return bool(row and row.locked)
+
+
+def get_last_snapshot_at(conn: psycopg.Connection) -> datetime | None:
+    row = select_one(conn, statement("get_last_snapshot_at"), None, _LastAt)
+    return row.taken_at if row else None
+
+
+def count_rows_purged_between(conn: psycopg.Connection, since: datetime, until: datetime) -> int:
+    row = select_one(conn, statement("count_rows_purged_between"), {"since": since, "until": until}, _Purged)
+    return row.rows_purged if row else 0
+
+
+def insert_metric_snapshot(conn: psycopg.Connection, snapshot: Snapshot) -> Snapshot | None:
+    """None when a snapshot with the same timestamp exists already."""
+    return select_one(conn, statement("insert_metric_snapshot"), snapshot.__dict__, Snapshot)
+
+
+def delete_old_snapshots(conn: psycopg.Connection, *, retention_days: int, limit: int = 5000) -> int:
+    cur = conn.execute(statement("delete_old_snapshots"), {"retention_days": retention_days, "limit": limit})
+    return cur.rowcount
+
+
+def take_snapshot(conn: psycopg.Connection, tables: Tables, *, lease_seconds: int, interval_seconds: int,
+                  min_gap_seconds: float = 0.0) -> Snapshot | None:
+    """Measure and record one snapshot inside the caller's transaction.
+
+    None when another writer holds the snapshot lock, or when the newest
+    snapshot is younger than ``min_gap_seconds`` (a second scheduler replica
+    must not double the points). Rows purged counts real runs that finished
+    since the previous snapshot (for the first one: in the last interval).
+    """
+    if not try_snapshot_lock(conn):
+        return None
+    now = database_now(conn)
+    previous = get_last_snapshot_at(conn)
+    if previous is not None and (now - previous).total_seconds() < min_gap_seconds:
+        return None
+    keys = overview.count_keys_by_state(conn, tables, lease_seconds)
+    backlog = overview.get_outbox_backlog(conn, tables)
+    inbox = overview.get_inbox_volume(conn, tables)
+    since = previous if previous is not None else now - timedelta(seconds=interval_seconds)
+    snapshot = Snapshot(
+        taken_at=now,
+        stuck_keys=keys.stuck,
+        processing_keys=keys.processing,
+        failed_retryable_keys=keys.failed_retryable,
+        failed_final_keys_24h=keys.failed_final_24h,
+        outbox_pending=backlog.pending,
+        outbox_lag_seconds=backlog.lag_seconds,
+        inbox_rows_24h=inbox.rows_24h,
+        rows_purged=count_rows_purged_between(conn, since, now),
+    )
+    return insert_metric_snapshot(conn, snapshot)
+
+
+def list_snapshot_trend(conn: psycopg.Connection, *, hours: int = 24, max_points: int = 240) -> list[TrendPoint]:
+    return select_all(conn, statement("list_snapshot_trend"), {"hours": hours, "max_points": max_points}, TrendPoint)

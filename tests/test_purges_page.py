@@ -1,0 +1,466 @@
+"""/purges and its JSON twin: history with keyset pagination, live progress, run now (dry run first), refusals."""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+import pytest
+from bs4 import BeautifulSoup
+
+OPERATOR_HEADERS = {"X-Forwarded-User": "alice@example.com", "X-Forwarded-Groups": "idemdash-operators"}
+VIEWER_HEADERS = {"X-Forwarded-User": "bob@example.com", "X-Forwarded-Groups": "developers"}
+
+
+# -- data -------------------------------------------------------------------------------------------------------
+
+def add_run(conn, table="inbox", *, started_at=None, outcome="succeeded", dry_run=False, rows=0, batches=0,
+            error=None, started_by="scheduler") -> int:
+    return conn.execute(
+        """INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted, dry_run,
+                                           outcome, error, started_by)
+           VALUES (%s, coalesce(%s, clock_timestamp()), CASE WHEN %s <> 'running' THEN clock_timestamp() END,
+                   %s, %s, %s, %s, %s, %s)
+           RETURNING run_id""",
+        (table, started_at, outcome, batches, rows, dry_run, outcome, error, started_by)).fetchone()[0]
+
+
+def add_keys(conn) -> dict[str, int]:
+    """Keys of every kind; returns how many of each, 'eligible' being what a keys purge deletes."""
+    kinds = {
+        # (status, expires_at offset) → count
+        ("succeeded", "-1 hour"): 7,         # eligible
+        ("failed_final", "-2 days"): 4,      # eligible
+        ("succeeded", "+1 hour"): 3,         # not expired yet
+        ("processing", "-1 hour"): 2,        # never purged, however old
+        ("failed_retryable", "-1 hour"): 2,  # never purged
+    }
+    for (status, offset), count in kinds.items():
+        conn.execute(
+            """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+                   claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at)
+               SELECT 'create_order', %s || '-' || g, 'h', %s, 'api-1', now() - interval '10 days',
+                      now() - interval '10 days', now() - interval '10 days', now() - interval '9 days',
+                      now() + %s::interval
+               FROM generate_series(1, %s) g""", (f"{status}{offset}", status, offset, count))
+    return {"eligible": 11, "total": sum(kinds.values())}
+
+
+def add_inbox(conn, old=9, recent=5) -> None:
+    conn.execute("""INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)
+                    SELECT 'billing', 'old-' || g, 'h', now() - interval '40 days' FROM generate_series(1, %s) g""",
+                 (old,))
+    conn.execute("""INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)
+                    SELECT 'billing', 'new-' || g, 'h', now() - interval '1 day' FROM generate_series(1, %s) g""",
+                 (recent,))
+
+
+def add_outbox(conn) -> None:
+    for status, published, count in (("published", "now() - interval '10 days'", 6),
+                                      ("published", "now() - interval '1 day'", 2),
+                                      ("pending", "NULL", 3)):
+        conn.execute(f"""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+                             idempotency_key, payload, status, created_at, published_at)
+                         SELECT 'e', 'a', gen_random_uuid(), 's', gen_random_uuid()::text, '{{}}', %s,
+                                now() - interval '20 days', {published}
+                         FROM generate_series(1, %s) g""", (status, count))
+
+
+def count(conn, table: str) -> int:
+    return conn.execute(f"SELECT count(*) FROM app.{table}").fetchone()[0]
+
+
+def wait_finished(conn, run_id: int, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        row = conn.execute("SELECT outcome, rows_deleted, batches, dry_run, table_name, started_by, error "
+                           "FROM idemdash.purge_run WHERE run_id = %s", (run_id,)).fetchone()
+        if row is not None and row[0] != "running":
+            return dict(zip(("outcome", "rows_deleted", "batches", "dry_run", "table_name", "started_by", "error"),
+                            row))
+        assert time.monotonic() < deadline, f"run {run_id} did not finish in {timeout} s: {row}"
+        time.sleep(0.05)
+
+
+def run_api(client, body, **kwargs):
+    return client.post("/api/v1/purges/run", json=body, **kwargs)
+
+
+def soup_of(response) -> BeautifulSoup:
+    return BeautifulSoup(response.data, "html.parser")
+
+
+def table_card(client, table: str, **kwargs):
+    response = client.get("/purges", **kwargs)
+    assert response.status_code == 200
+    card = soup_of(response).select_one(f'article[data-table="{table}"]')
+    assert card is not None
+    return card
+
+
+def form_fields(card, action: str) -> dict:
+    button = card.select_one(f'button[data-action="{action}"]')
+    assert button is not None, f"no {action} button on the {card['data-table']} card"
+    form = button.find_parent("form")
+    return {i["name"]: i.get("value", "") for i in form.select("input[type=hidden]")}
+
+
+# -- history ------------------------------------------------------------------------------------------------------
+
+def test_history_with_ties_in_started_at_paginates_without_duplicates_or_gaps(client, conn):
+    tie = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    ids = [add_run(conn, "keys", started_at=tie, rows=i) for i in range(7)]
+    ids += [add_run(conn, "inbox", started_at=tie + timedelta(seconds=1)),
+            add_run(conn, "outbox", started_at=tie - timedelta(seconds=1))]
+    ids += [add_run(conn, "keys", started_at=tie, rows=99) for _ in range(2)]
+    want = [r[0] for r in conn.execute(
+        "SELECT run_id FROM idemdash.purge_run ORDER BY started_at DESC, run_id DESC").fetchall()]
+    assert sorted(want) == sorted(ids)
+
+    seen, cursor, pages = [], None, 0
+    while True:
+        body = client.get("/api/v1/purges", query_string={"limit": 3, **({"cursor": cursor} if cursor else {})}).get_json()
+        seen += [item["run_id"] for item in body["items"]]
+        pages += 1
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == want  # same order, nothing twice, nothing skipped
+    assert pages == 4
+
+    # the page's "Older" link walks the same way
+    html_seen, url = [], "/purges?limit=4"
+    while url:
+        soup = soup_of(client.get(url))
+        html_seen += [int(tr["data-run-id"]) for tr in soup.select("table.purge-history tbody tr")]
+        older = soup.select_one('nav.pager a[rel="next"]')
+        url = older["href"] if older else None
+    assert html_seen == want
+
+
+def test_history_filters_by_table_and_run(client, conn):
+    keys_run = add_run(conn, "keys")
+    add_run(conn, "inbox")
+    body = client.get("/api/v1/purges?table=keys").get_json()
+    assert [i["run_id"] for i in body["items"]] == [keys_run]
+    body = client.get(f"/api/v1/purges?run_id={keys_run}").get_json()
+    assert [i["table_name"] for i in body["items"]] == ["keys"]
+
+
+@pytest.mark.parametrize("query, fragment", [
+    ("cursor=abc", "cursor is not valid"),
+    ("cursor=" + "W10", "cursor is not valid"),
+    ("table=users", "table must be one of keys, inbox, outbox"),
+    ("limit=0", "limit must be between 1 and 500"),
+])
+def test_bad_history_queries_are_400(client, query, fragment):
+    response = client.get(f"/api/v1/purges?{query}")
+    assert response.status_code == 400
+    assert fragment in response.get_json()["error"]
+
+
+def test_history_shows_outcomes_and_escapes_error_text(client, conn):
+    add_run(conn, "outbox", outcome="failed", error="<script>alert(1)</script> statement timeout")
+    add_run(conn, "keys", outcome="budget_exhausted", rows=5000, batches=1)
+    soup = soup_of(client.get("/purges"))
+    rows = {tr["data-outcome"]: tr for tr in soup.select("table.purge-history tbody tr")}
+    assert set(rows) == {"failed", "budget_exhausted"}
+    failed = rows["failed"]
+    assert failed.select_one(".badge.failed").get_text() == "failed"
+    assert failed.select_one(".error-text").get_text() == "<script>alert(1)</script> statement timeout"
+    assert failed.find("script") is None  # shown as text, not markup
+    assert rows["budget_exhausted"].select_one(".badge").get_text() == "budget exhausted"
+
+
+def test_no_runs_yet_says_so(client):
+    soup = soup_of(client.get("/purges"))
+    assert "No purge has run yet" in soup.select_one("p.empty").get_text()
+    assert soup.select_one('article[data-table="keys"] [data-last-run]').get_text(strip=True) == "never"
+
+
+# -- tables: retention, schedule, last runs --------------------------------------------------------------------
+
+def test_tables_say_what_they_delete_retention_schedule_and_last_runs(make_app, conn):
+    client = make_app(PURGE_INBOX_SCHEDULE="7 * * * *", PURGE_OUTBOX_SCHEDULE="off", INBOX_RETENTION_DAYS=12,
+                      OUTBOX_RETENTION_DAYS=3).test_client()
+    success = add_run(conn, "inbox", rows=40)
+    add_run(conn, "inbox", outcome="failed", error="boom")
+    body = client.get("/api/v1/purges").get_json()
+    tables = {t["table"]: t for t in body["tables"]}
+    assert list(tables) == ["keys", "inbox", "outbox"]
+    inbox = tables["inbox"]
+    assert inbox["retention_days"] == 12 and "12 days" in inbox["retention"]
+    assert inbox["schedule"] == "7 * * * *"
+    next_run = datetime.fromisoformat(inbox["next_run_at"])
+    now = datetime.now(timezone.utc)
+    assert next_run.minute == 7 and now < next_run <= now + timedelta(hours=1)
+    assert inbox["last_run"]["outcome"] == "failed"
+    success_at = conn.execute("SELECT finished_at FROM idemdash.purge_run WHERE run_id = %s", (success,)).fetchone()[0]
+    assert datetime.fromisoformat(inbox["last_success_at"]) == success_at
+    assert tables["outbox"]["schedule"] == "off" and tables["outbox"]["next_run_at"] is None
+    assert tables["outbox"]["retention_days"] == 3
+    assert tables["keys"]["retention_days"] is None and "expires_at" in tables["keys"]["retention"]
+    assert tables["keys"]["last_run"] is None and tables["keys"]["last_success_at"] is None
+
+    card = table_card(client, "inbox")
+    assert "processed_at is older than the retention" in card.select_one(".deletes").get_text()
+    assert card.select_one("[data-next-run]").get_text() == next_run.strftime("%H:%M UTC")
+    assert "failed" in card.select_one("[data-last-run]").get_text()
+    assert "40 deleted" in card.select_one("[data-last-success]").get_text()
+    assert "off" in table_card(client, "outbox").select_one("dl.facts").get_text()
+    assert "never pending" in table_card(client, "outbox").select_one(".deletes").get_text()
+
+
+# -- live progress -----------------------------------------------------------------------------------------------
+
+def test_running_runs_show_live_progress_in_the_polling_fragment(client, conn):
+    run_id = add_run(conn, "outbox", outcome="running", dry_run=False, batches=0, rows=0)
+    fragment = client.get("/purges", headers={"HX-Request": "true"})
+    soup = soup_of(fragment)
+    panel = soup.select_one("#purges-panel")
+    assert soup.select_one("header.topbar") is None  # only the fragment
+    assert panel["hx-trigger"] == "every 3s, refresh"  # fast while something runs
+    progress = soup.select_one(f'article[data-table="outbox"] [data-running-run="{run_id}"]')
+    assert progress.select_one("[data-batches]").get_text() == "0"
+    # no buttons for a table that is being purged right now
+    assert soup.select_one('article[data-table="outbox"] button') is None
+
+    conn.execute("UPDATE idemdash.purge_run SET batches = 3, rows_deleted = 12345 WHERE run_id = %s", (run_id,))
+    soup = soup_of(client.get("/purges", headers={"HX-Request": "true"}))
+    progress = soup.select_one(f'[data-running-run="{run_id}"]')
+    assert progress.select_one("[data-batches]").get_text() == "3"
+    assert progress.select_one("[data-rows]").get_text() == "12,345"
+    assert client.get("/api/v1/purges").get_json()["running"][0]["rows_deleted"] == 12345
+
+    conn.execute("UPDATE idemdash.purge_run SET outcome = 'succeeded', finished_at = clock_timestamp() "
+                 "WHERE run_id = %s", (run_id,))
+    soup = soup_of(client.get("/purges", headers={"HX-Request": "true"}))
+    assert soup.select_one("[data-running-run]") is None
+    assert soup.select_one("#purges-panel")["hx-trigger"] == "every 15s, refresh"
+    assert client.get("/api/v1/purges").get_json()["running"] == []
+
+
+# -- run now: the API -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("table, setup, eligible, remaining_check", [
+    ("keys", add_keys, 11,
+     "SELECT count(*) FROM app.idempotency_request WHERE status IN ('succeeded', 'failed_final') AND expires_at < now()"),
+    ("inbox", add_inbox, 9, "SELECT count(*) FROM app.processed_message WHERE processed_at < now() - interval '30 days'"),
+    ("outbox", add_outbox, 6,
+     "SELECT count(*) FROM app.outbox_event WHERE status = 'published' AND published_at < now() - interval '7 days'"),
+])
+def test_run_api_dry_run_counts_then_purge_deletes_exactly_the_eligible_rows(client, conn, table, setup, eligible,
+                                                                               remaining_check):
+    setup(conn)
+    relation = {"keys": "idempotency_request", "inbox": "processed_message", "outbox": "outbox_event"}[table]
+    before = count(conn, relation)
+
+    response = run_api(client, {"table": table, "dry_run": True})
+    assert response.status_code == 202, response.get_json()
+    body = response.get_json()
+    assert body["table"] == table and body["dry_run"] is True and isinstance(body["run_id"], int)
+    assert body["status_url"] == f"/api/v1/purges?run_id={body['run_id']}"
+    dry = wait_finished(conn, body["run_id"])
+    assert dry["outcome"] == "succeeded" and dry["dry_run"] is True and dry["rows_deleted"] == eligible
+    assert dry["started_by"].startswith("anonymous@")
+    assert count(conn, relation) == before  # a dry run deletes nothing
+    status = client.get(body["status_url"]).get_json()
+    assert [i["rows_deleted"] for i in status["items"]] == [eligible]
+
+    response = run_api(client, {"table": table, "dry_run": False})
+    assert response.status_code == 202
+    real = wait_finished(conn, response.get_json()["run_id"])
+    assert real["outcome"] == "succeeded" and real["rows_deleted"] == eligible and real["dry_run"] is False
+    assert count(conn, relation) == before - eligible
+    assert conn.execute(remaining_check).fetchone()[0] == 0
+
+
+def test_keys_purge_never_touches_processing_retryable_or_unexpired_keys(client, conn):
+    add_keys(conn)
+    run_id = run_api(client, {"table": "keys", "dry_run": False}).get_json()["run_id"]
+    assert wait_finished(conn, run_id)["rows_deleted"] == 11
+    left = dict(conn.execute("SELECT status::text, count(*) FROM app.idempotency_request GROUP BY 1").fetchall())
+    assert left == {"succeeded": 3, "processing": 2, "failed_retryable": 2}
+
+
+def test_a_purge_already_running_for_the_table_is_reported_as_skipped(client, conn, database_url):
+    # hold the engine's per-table lock, as a running purge on another replica would
+    with psycopg.connect(database_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(hashtextextended('idemdash.purge.' || 'inbox', 0))")
+        response = run_api(client, {"table": "inbox", "dry_run": True})
+        assert response.status_code == 409
+        body = response.get_json()
+        assert body["outcome"] == "skipped" and "already running" in body["error"]
+        assert body["status_url"] == f"/api/v1/purges?run_id={body['run_id']}"
+        assert conn.execute("SELECT outcome FROM idemdash.purge_run WHERE run_id = %s",
+                            (body["run_id"],)).fetchone()[0] == "skipped"
+        # the other tables are not blocked
+        other = run_api(client, {"table": "outbox", "dry_run": True})
+        assert other.status_code == 202
+        wait_finished(conn, other.get_json()["run_id"])
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ({"table": "users", "dry_run": True}, "table must be one of keys, inbox, outbox"),
+    ({"table": None, "dry_run": True}, "table must be one of"),
+    ({"table": "keys"}, "dry_run is required"),
+    ({"table": "keys", "dry_run": "false"}, "dry_run is required"),
+    ({"table": "keys", "dry_run": 0}, "dry_run is required"),
+    ({"table": "keys", "dry_run": True, "force": True}, "unknown fields: force"),
+    (["keys"], "send a JSON object"),
+])
+def test_run_api_bad_input_is_400_and_starts_nothing(client, conn, body, fragment):
+    response = run_api(client, body)
+    assert response.status_code == 400
+    assert fragment in response.get_json()["error"]
+    assert conn.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 0
+
+
+def test_run_api_wants_json(client, conn):
+    response = client.post("/api/v1/purges/run", data={"table": "keys", "dry_run": "true"})
+    assert response.status_code in (400, 415)
+    assert conn.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 0
+
+
+# -- run now: the page (dry run first) ----------------------------------------------------------------------------
+
+def test_page_flow_dry_run_then_purge_now(client, conn):
+    add_inbox(conn, old=9, recent=5)
+    card = table_card(client, "inbox")
+    assert card.select_one('button[data-action="purge"]') is None  # no purge before a dry run
+    fields = form_fields(card, "dry-run")
+    assert fields["dry_run"] == "1" and fields["csrf_token"]
+    response = client.post("/purges/run", data=fields)
+    assert response.status_code == 303
+    run_id = int(response.headers["Location"].split("started=")[1])
+    assert wait_finished(conn, run_id)["rows_deleted"] == 9
+    assert count(conn, "processed_message") == 14
+
+    card = table_card(client, "inbox")
+    assert card.select_one("[data-dry-count]").get_text() == "9"
+    fields = form_fields(card, "purge")
+    assert fields == fields | {"table": "inbox", "dry_run": "0", "after_dry_run": str(run_id)}
+    response = client.post("/purges/run", data=fields)
+    assert response.status_code == 303
+    purge_id = int(response.headers["Location"].split("started=")[1])
+    finished = wait_finished(conn, purge_id)
+    assert finished["outcome"] == "succeeded" and finished["rows_deleted"] == 9 and not finished["dry_run"]
+    assert count(conn, "processed_message") == 5
+
+    # the purge used the dry run up: the next purge needs a new one
+    card = table_card(client, "inbox")
+    assert card.select_one('button[data-action="purge"]') is None
+    assert card.select_one('button[data-action="dry-run"]') is not None
+    assert "9 deleted" in card.select_one("[data-last-success]").get_text()
+
+
+def test_htmx_form_answers_with_the_panel_and_a_message(client, conn):
+    add_outbox(conn)
+    fields = form_fields(table_card(client, "outbox"), "dry-run")
+    response = client.post("/purges/run", data=fields, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    soup = soup_of(response)
+    assert soup.select_one("header.topbar") is None and soup.select_one("#purges-panel") is not None
+    message = soup.select_one("[data-message]").get_text()
+    assert "Dry run of outbox" in message
+    run_id = conn.execute("SELECT max(run_id) FROM idemdash.purge_run").fetchone()[0]
+    assert wait_finished(conn, run_id)["rows_deleted"] == 6
+
+
+def test_purge_now_without_a_fresh_dry_run_is_refused(client, conn):
+    add_inbox(conn)
+    fields = form_fields(table_card(client, "inbox"), "dry-run")
+    token = fields["csrf_token"]
+    # no dry run at all
+    response = client.post("/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0",
+                                                "after_dry_run": "1"})
+    assert response.status_code == 409
+    assert "run a dry run again" in soup_of(response).select_one(".flash.error").get_text()
+    # a dry run that a real run has overtaken since
+    dry = add_run(conn, "inbox", dry_run=True, rows=9)
+    add_run(conn, "inbox", dry_run=False, rows=9)
+    response = client.post("/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0",
+                                                "after_dry_run": str(dry)})
+    assert response.status_code == 409
+    # a dry run over an hour old
+    old = add_run(conn, "inbox", dry_run=True, rows=9)
+    conn.execute("UPDATE idemdash.purge_run SET started_at = now() - interval '2 hours', "
+                 "finished_at = now() - interval '2 hours' WHERE run_id = %s", (old,))
+    response = client.post("/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0",
+                                                "after_dry_run": str(old)})
+    assert response.status_code == 409
+    # htmx gets the panel with the message (htmx does not swap 4xx answers)
+    response = client.post("/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0",
+                                                "after_dry_run": str(old)}, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert "run a dry run again" in soup_of(response).select_one(".flash.error").get_text()
+    assert count(conn, "processed_message") == 14  # nothing was purged
+    assert conn.execute("SELECT count(*) FROM idemdash.purge_run WHERE NOT dry_run").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("data, fragment", [
+    ({"table": "users", "dry_run": "1"}, "table must be one of"),
+    ({"table": "inbox", "dry_run": "yes"}, "dry_run must be 1"),
+    ({"table": "inbox", "dry_run": "0", "after_dry_run": "x"}, "after_dry_run must be the run id"),
+])
+def test_form_bad_input_is_400(client, conn, data, fragment):
+    token = form_fields(table_card(client, "inbox"), "dry-run")["csrf_token"]
+    response = client.post("/purges/run", data={"csrf_token": token, **data})
+    assert response.status_code == 400
+    assert fragment in response.get_data(as_text=True)
+    assert conn.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 0
+
+
+def test_form_without_csrf_token_is_refused(client, conn):
+    response = client.post("/purges/run", data={"table": "inbox", "dry_run": "1"})
+    assert response.status_code == 400
+    assert conn.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 0
+
+
+# -- who may run purges ------------------------------------------------------------------------------------------
+
+def test_read_only_mode_refuses_and_shows_no_buttons(make_app, conn):
+    add_inbox(conn)
+    add_run(conn, "inbox", dry_run=True, rows=9)
+    client = make_app(READ_ONLY=True).test_client()
+    soup = soup_of(client.get("/purges"))
+    assert soup.select("#purges-panel button") == [] and soup.select("#purges-panel form") == []
+    response = run_api(client, {"table": "inbox", "dry_run": True})
+    assert response.status_code == 403 and "read-only" in response.get_json()["error"]
+    response = client.post("/purges/run", data={"table": "inbox", "dry_run": "1"})
+    assert response.status_code in (400, 403)  # refused either way: no token can be had in read-only mode
+    assert conn.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 1
+    assert count(conn, "processed_message") == 14
+
+
+def test_viewers_cannot_run_purges_and_see_no_buttons(make_app, conn):
+    add_inbox(conn)
+    client = make_app(AUTH="proxy").test_client()
+    soup = soup_of(client.get("/purges", headers=VIEWER_HEADERS))
+    assert soup.select("#purges-panel button") == []
+    response = run_api(client, {"table": "inbox", "dry_run": True}, headers=VIEWER_HEADERS)
+    assert response.status_code == 403 and "viewer" in response.get_json()["error"]
+    # an operator sees the buttons, and a viewer with the operator's token is still refused
+    card = table_card(client, "inbox", headers=OPERATOR_HEADERS)
+    fields = form_fields(card, "dry-run")
+    response = client.post("/purges/run", data=fields, headers=VIEWER_HEADERS)
+    assert response.status_code in (400, 403)
+    assert conn.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 0
+    response = run_api(client, {"table": "inbox", "dry_run": True}, headers=OPERATOR_HEADERS)
+    assert response.status_code == 202
+    run = wait_finished(conn, response.get_json()["run_id"])
+    assert run["started_by"] == "alice@example.com"
+
+
+def test_a_run_that_cannot_start_is_a_503_that_says_why(make_app, conn):
+    client = make_app(PURGE_BATCH_SIZE=0).test_client()
+    response = run_api(client, {"table": "inbox", "dry_run": True})
+    assert response.status_code == 503
+    assert "IDEMDASH_PURGE_BATCH_SIZE" in response.get_json()["error"]
+    # the database is unreachable: the engine records nothing and says so; the password never shows
+    client = make_app(url="postgresql://idem:s3cret-pw@127.0.0.1:1/nothing?connect_timeout=1").test_client()
+    response = run_api(client, {"table": "keys", "dry_run": False})
+    assert response.status_code == 503
+    error = response.get_json()["error"]
+    assert "could not start" in error and "s3cret-pw" not in error
+    assert conn.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 0
