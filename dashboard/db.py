@@ -44,8 +44,9 @@ class Database:
         app.extensions["idemdash_db"] = self
 
     @contextmanager
-    def read(self) -> Iterator[psycopg.Connection]:
-        with qdb.read_tx(self.pool, self.statement_timeout_ms) as conn:
+    def read(self, statement_timeout_ms: int | None = None) -> Iterator[psycopg.Connection]:
+        """A READ ONLY transaction with the statement timeout (or a shorter one a page's time budget leaves)."""
+        with qdb.read_tx(self.pool, statement_timeout_ms or self.statement_timeout_ms) as conn:
             yield conn
 
     @contextmanager

@@ -1,12 +1,12 @@
 """/hotspots and its JSON twin: keys attempted at least N times, by scope and worker, top keys, histogram."""
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 
 from flask import Blueprint, current_app, jsonify
 
-from dashboard import panels, params
+from dashboard import panels, params, rollups
 from dashboard.db import get_db
 from dashboard.keys import LIST_FIELDS
 from dashboard.web import render
@@ -24,17 +24,19 @@ def _hotspots() -> dict:
     n = params.integer("min_attempts", minimum=1, maximum=1_000_000, default=default)
     tables = get_db().tables
     lease = config["DEFAULT_LEASE_SECONDS"]
+    # groups and histogram read every hotspot (or every key): precomputed at scale, see dashboard/rollups.py
+    groups, histogram = rollups.load(("hotspot_groups", str(n)), ("attempt_histogram", ""))
+    by_scope = replace(groups, value=groups.value.by_scope) if groups.ok else groups
+    by_worker = replace(groups, value=groups.value.by_worker) if groups.ok else groups
     return {
         "as_of": datetime.now(timezone.utc),
         "min_attempts": n,
         "default_min_attempts": default,
-        "by_scope": panels.load(q.list_hotspots_by_scope, tables, n, lease_seconds=lease, limit=GROUP_LIMIT,
-                                index="index_keys_attempts"),
-        "by_worker": panels.load(q.list_hotspots_by_worker, tables, n, lease_seconds=lease, limit=GROUP_LIMIT,
-                                 index="index_keys_attempts"),
+        "by_scope": by_scope,
+        "by_worker": by_worker,
         "top_keys": panels.load(q.list_top_hotspot_keys, tables, n, lease_seconds=lease, limit=TOP_KEYS,
                                 index="index_keys_attempts"),
-        "histogram": panels.load(q.count_keys_by_attempts, tables, index="index_keys_attempts"),
+        "histogram": histogram,
         "top_limit": TOP_KEYS,
         "group_limit": GROUP_LIMIT,
     }
@@ -59,6 +61,8 @@ def api():
                      for row in panels.require(data["top_keys"])],
         "histogram": [asdict(b) for b in panels.require(data["histogram"])],
         "truncated": {"by_scope": by_scope.more, "by_worker": by_worker.more},
+        "precomputed": rollups.precomputed(by_scope=data["by_scope"], by_worker=data["by_worker"],
+                                           histogram=data["histogram"]),
         "definitions": {
             "hotspot": f"a key with attempt_count >= {data['min_attempts']}",
             "by_scope": f"hotspot keys grouped by idempotency_scope, the {GROUP_LIMIT} with the most first",

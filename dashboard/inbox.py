@@ -1,12 +1,12 @@
 """/inbox and its JSON twin: volume per consumer, and each consumer's oldest row against the retention."""
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 
 from flask import Blueprint, current_app, jsonify
 
-from dashboard import panels, params
+from dashboard import panels, params, rollups
 from dashboard.db import get_db
 from dashboard.web import render
 from queries import inbox as q
@@ -34,15 +34,25 @@ def _inbox() -> dict:
     consumer = params.text("consumer", 200)
     retention_days = current_app.config["INBOX_RETENTION_DAYS"]
     tables = get_db().tables
+    # every consumer's 7-day window: precomputed at scale, see dashboard/rollups.py
+    consumers, totals = rollups.load(("inbox_consumers", ""), ("inbox_totals", ""))
+    if consumer is not None:
+        every = consumers.value if consumers.ok and consumers.computed_at is not None else None
+        if every is not None and not every.truncated:
+            # the precomputed list has every consumer: filter it as the query would (name contains, any case)
+            needle = consumer.lower()
+            consumers = replace(consumers, value=q.ConsumerList(
+                [c for c in every.items if needle in c.consumer_name.lower()], truncated=False))
+        else:
+            consumers = panels.load(q.list_inbox_consumers, tables, retention_days=retention_days, consumer=consumer,
+                                    limit=CONSUMERS_SHOWN, index="index_inbox_consumer")
     return {
         "as_of": datetime.now(timezone.utc),
         "consumer": consumer,
         "retention_days": retention_days,
         "consumers_shown": CONSUMERS_SHOWN,
-        "consumers": panels.load(q.list_inbox_consumers, tables, retention_days=retention_days, consumer=consumer,
-                                 limit=CONSUMERS_SHOWN, index="index_inbox_consumer"),
-        "totals": panels.load(q.get_inbox_totals, tables, retention_days=retention_days,
-                              index="index_inbox_processed"),
+        "consumers": consumers,
+        "totals": totals,
         "overdue_label": OVERDUE,
         "within_label": WITHIN,
     }
@@ -72,4 +82,5 @@ def api():
                                     "consumers_shown": len(consumers.items),
                                     "consumers_purge_overdue": sum(c.purge_overdue for c in consumers.items)},
         "definitions": _definitions(data["retention_days"]),
+        "precomputed": rollups.precomputed(consumers=data["consumers"], totals=data["totals"]),
     })

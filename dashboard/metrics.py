@@ -16,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram,
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from dashboard import rollups
 from dashboard.db import Database
 from queries import metrics as qm
 from queries import overview as qo
@@ -54,10 +55,12 @@ class DatabaseCollector(Collector):
     def _families(self) -> list[GaugeMetricFamily]:
         tables = self.db.tables
         with self.db.read() as conn:
-            keys = qo.count_keys_by_state(conn, tables, self.lease_seconds)
+            # counts by status and window and the inbox volume: precomputed at scale (dashboard/rollups.py)
+            keys = qo.KeyCounts.combine(qo.count_processing_keys(conn, tables, self.lease_seconds),
+                                        rollups.read(conn, tables, "key_windows"))
             by_scope = qm.count_stuck_keys_by_scope(conn, tables, self.lease_seconds)
             outbox = qo.get_outbox_backlog(conn, tables)
-            inbox = qo.get_inbox_volume(conn, tables)
+            inbox = rollups.read(conn, tables, "inbox_volume")
             purges = qm.list_purge_status_by_table(conn)
         stuck = GaugeMetricFamily("idemdash_stuck_keys", "Keys in processing whose lease has run out, by scope.",
                                   labels=["scope"])

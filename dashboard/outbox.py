@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort, jsonify, request
 
-from dashboard import panels, params
+from dashboard import panels, params, rollups
 from dashboard.db import get_db
 from dashboard.web import render
 from queries import outbox as q
@@ -56,8 +56,8 @@ def _outbox() -> dict:
         "after": after,
         "rows": rows,
         "summary": panels.load(q.get_outbox_summary, tables, min_attempts=MANY_ATTEMPTS, index="index_outbox_pending"),
-        "event_types": panels.load(q.list_outbox_event_types, tables, limit=EVENT_TYPES_SHOWN,
-                                   index="index_outbox_published"),
+        # pending rows and a day of published ones per type: precomputed at scale, see dashboard/rollups.py
+        "event_types": rollups.load_one("outbox_event_types"),
         "many_attempts": panels.load(q.list_outbox_many_attempts, tables, min_attempts=MANY_ATTEMPTS,
                                      limit=MANY_ATTEMPTS_SHOWN, index="index_outbox_attempts"),
         "many_attempts_threshold": MANY_ATTEMPTS,
@@ -99,4 +99,5 @@ def api():
         "by_event_type": [asdict(t) for t in panels.require(data["event_types"])],
         "many_attempts": [asdict(row) for row in panels.require(data["many_attempts"])],
         "definitions": DEFINITIONS,
+        "precomputed": rollups.precomputed(by_event_type=data["event_types"]),
     })

@@ -7,10 +7,13 @@ the contract) degrades the panel the same way, with what to check.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Callable, Generic, TypeVar
 
 import psycopg
+from flask import g, has_request_context
 from psycopg import errors
 
 from dashboard.db import get_db
@@ -26,6 +29,9 @@ class Panel(Generic[T]):
     message: str | None = None
     index_sql: str | None = None
     index_why: str | None = None
+    # set when the value was precomputed by the scheduler's rollup job (dashboard/rollups.py), not read now
+    computed_at: datetime | None = None
+    computed_ms: float | None = None    # how long computing it took
 
     @property
     def ok(self) -> bool:
@@ -43,17 +49,37 @@ class PanelError(Exception):
         self.panel = panel
 
 
+# A page's panels together get this many statement timeouts: without its indexes a page with several slow panels
+# still answers in bounded time (each later panel gets what is left, but at least MIN_PANEL_TIMEOUT_MS).
+PAGE_BUDGET_TIMEOUTS = 1.5
+MIN_PANEL_TIMEOUT_MS = 250
+
+
+def _panel_timeout_ms(db) -> int:
+    if not has_request_context():
+        return db.statement_timeout_ms
+    now = time.monotonic()
+    started = g.setdefault("panels_started_at", now)
+    left_ms = db.statement_timeout_ms * PAGE_BUDGET_TIMEOUTS - (now - started) * 1000
+    configured = db.statement_timeout_ms
+    return int(max(min(MIN_PANEL_TIMEOUT_MS, configured), min(configured, left_ms)))
+
+
 def load(fn: Callable[..., T], *args: Any, index: str | None = None, **kwargs: Any) -> Panel[T]:
     """Call ``fn(conn, *args, **kwargs)`` in a read transaction; ``index`` names the advice in indexes.sql."""
     db = get_db()
+    timeout_ms = _panel_timeout_ms(db)
     try:
-        with db.read() as conn:
+        with db.read(timeout_ms) as conn:
             return Panel(value=fn(conn, *args, **kwargs))
     except errors.QueryCanceled:
         advice = ADVICE.get(index) if index else None
+        limit = (f"the {timeout_ms} ms statement timeout" if timeout_ms >= db.statement_timeout_ms else
+                 f"the {timeout_ms} ms left of this page's time budget (slower panels before it used the rest of "
+                 f"{db.statement_timeout_ms * PAGE_BUDGET_TIMEOUTS:.0f} ms)")
         return Panel(
             problem="timeout",
-            message=f"This query ran longer than the {db.statement_timeout_ms} ms statement timeout and was "
+            message=f"This query ran longer than {limit} and was "
                     "stopped, so this panel is empty." + (" This index would make it fast:" if advice else ""),
             index_sql=advice.as_text(db.tables) if advice else None,
             index_why=advice.why if advice else None)

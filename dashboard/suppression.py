@@ -5,8 +5,7 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from dashboard import panels, params
-from dashboard.db import get_db
+from dashboard import panels, params, rollups
 from dashboard.web import render
 from queries import suppression as q
 
@@ -34,7 +33,8 @@ def _suppression() -> dict:
         "window_label": WINDOW_LABELS[window],
         "windows": WINDOW_LABELS,
         "counts": counts_sentence(window),
-        "panel": panels.load(q.get_suppression, get_db().tables, q.WINDOWS[window], index="index_keys_created"),
+        # every key created in the window: precomputed at scale, see dashboard/rollups.py
+        "panel": rollups.load_one("suppression", window),
     }
 
 
@@ -56,4 +56,5 @@ def api():
         "truncated": result.more,
         "totals": totals,
         "counts": data["counts"],
+        "precomputed": rollups.precomputed(scopes=data["panel"]),
     })

@@ -46,6 +46,26 @@ class WorkerHotspots:
 
 
 @dataclass(frozen=True)
+class HotspotGroups:
+    by_scope: Bounded[ScopeHotspots]
+    by_worker: Bounded[WorkerHotspots]
+
+
+@dataclass(frozen=True)
+class _GroupRow:
+    by_scope: bool
+    scope: str | None
+    claimed_by: str | None
+    hotspot_keys: int
+    stuck: int
+    processing: int
+    failed_retryable: int
+    failed_final: int
+    succeeded: int
+    max_attempts: int
+
+
+@dataclass(frozen=True)
 class HotKey(KeyRow):
     stuck: bool
 
@@ -62,20 +82,17 @@ def _bounded(rows: list[T], limit: int) -> Bounded[T]:
     return Bounded(rows[:limit], len(rows) > limit)
 
 
-def list_hotspots_by_scope(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
-                           limit: int = 100) -> Bounded[ScopeHotspots]:
-    rows = select_all(conn, statement("list_hotspots_by_scope", tables),
+def list_hotspot_groups(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
+                        limit: int = 100) -> HotspotGroups:
+    """Hotspots by scope and by worker (one pass over the hotspot rows), at most ``limit`` groups of each."""
+    rows = select_all(conn, statement("list_hotspot_groups", tables),
                       {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "limit": limit + 1},
-                      ScopeHotspots)
-    return _bounded(rows, limit)
-
-
-def list_hotspots_by_worker(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
-                            limit: int = 100) -> Bounded[WorkerHotspots]:
-    rows = select_all(conn, statement("list_hotspots_by_worker", tables),
-                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "limit": limit + 1},
-                      WorkerHotspots)
-    return _bounded(rows, limit)
+                      _GroupRow)
+    counts = lambda r: (r.hotspot_keys, r.stuck, r.processing, r.failed_retryable, r.failed_final,  # noqa: E731
+                        r.succeeded, r.max_attempts)
+    by_scope = [ScopeHotspots(r.scope, *counts(r)) for r in rows if r.by_scope]
+    by_worker = [WorkerHotspots(r.claimed_by, *counts(r)) for r in rows if not r.by_scope]
+    return HotspotGroups(_bounded(by_scope, limit), _bounded(by_worker, limit))
 
 
 def list_top_hotspot_keys(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,

@@ -1,42 +1,37 @@
--- list_hotspots_by_scope --
--- Retry hotspots (attempt_count >= N) per scope: how many, stuck / in each status, the most attempts; most hotspots first.
-SELECT idempotency_scope AS scope,
-       count(*) AS hotspot_keys,
-       count(*) FILTER (
-           WHERE status = 'processing'
-             AND (locked_until < now()
-                  OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
-       ) AS stuck,
-       count(*) FILTER (WHERE status = 'processing') AS processing,
-       count(*) FILTER (WHERE status = 'failed_retryable') AS failed_retryable,
-       count(*) FILTER (WHERE status = 'failed_final') AS failed_final,
-       count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
-       max(attempt_count) AS max_attempts
-FROM {keys}
-WHERE attempt_count >= %(min_attempts)s
-GROUP BY idempotency_scope
-ORDER BY hotspot_keys DESC, max_attempts DESC, idempotency_scope
-LIMIT %(limit)s
-
--- list_hotspots_by_worker --
--- Retry hotspots (attempt_count >= N) per claimed_by (the worker that claimed the key last); NULL is its own group.
-SELECT claimed_by,
-       count(*) AS hotspot_keys,
-       count(*) FILTER (
-           WHERE status = 'processing'
-             AND (locked_until < now()
-                  OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
-       ) AS stuck,
-       count(*) FILTER (WHERE status = 'processing') AS processing,
-       count(*) FILTER (WHERE status = 'failed_retryable') AS failed_retryable,
-       count(*) FILTER (WHERE status = 'failed_final') AS failed_final,
-       count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
-       max(attempt_count) AS max_attempts
-FROM {keys}
-WHERE attempt_count >= %(min_attempts)s
-GROUP BY claimed_by
-ORDER BY hotspot_keys DESC, max_attempts DESC, claimed_by NULLS LAST
-LIMIT %(limit)s
+-- list_hotspot_groups --
+-- Retry hotspots (attempt_count >= N) per scope and per claimed_by (NULL is its own group), in one pass over them.
+-- Per group: how many, stuck / in each status, the most attempts; the `limit` with the most hotspots of each kind.
+-- GROUPING SETS reads each hotspot row once for both groupings (the rows are spread over the table: the heap
+-- fetches are the cost).
+WITH grouped AS (
+    SELECT GROUPING(idempotency_scope) = 0 AS by_scope,
+           idempotency_scope AS scope,
+           claimed_by,
+           count(*) AS hotspot_keys,
+           count(*) FILTER (
+               WHERE status = 'processing'
+                 AND (locked_until < now()
+                      OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
+           ) AS stuck,
+           count(*) FILTER (WHERE status = 'processing') AS processing,
+           count(*) FILTER (WHERE status = 'failed_retryable') AS failed_retryable,
+           count(*) FILTER (WHERE status = 'failed_final') AS failed_final,
+           count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+           max(attempt_count) AS max_attempts
+    FROM {keys}
+    WHERE attempt_count >= %(min_attempts)s
+    GROUP BY GROUPING SETS ((idempotency_scope), (claimed_by))
+),
+ranked AS (
+    SELECT g.*, row_number() OVER (PARTITION BY by_scope
+                                   ORDER BY hotspot_keys DESC, max_attempts DESC, scope, claimed_by NULLS LAST) AS rank
+    FROM grouped g
+)
+SELECT by_scope, scope, claimed_by, hotspot_keys, stuck, processing, failed_retryable, failed_final, succeeded,
+       max_attempts
+FROM ranked
+WHERE rank <= %(limit)s
+ORDER BY by_scope DESC, rank
 
 -- list_top_hotspot_keys --
 -- The keys with the most attempts (at least N), most attempts then most recently changed first (seed 004 §19).

@@ -15,7 +15,9 @@ WHERE status = 'processing'
           <= now() - make_interval(secs => %(min_overdue)s::double precision))
   AND (%(scope)s::text IS NULL OR idempotency_scope = %(scope)s::text)
   AND (%(claimed_by)s::text IS NULL OR claimed_by = %(claimed_by)s::text)
-  AND (%(min_attempts)s::integer IS NULL OR attempt_count >= %(min_attempts)s::integer)
+  -- "+ 0" keeps the planner on the lease-ordered index (stop at the limit) instead of AND-ing it with the
+  -- attempts index, which reads every processing hotspot at millions of keys
+  AND (%(min_attempts)s::integer IS NULL OR attempt_count + 0 >= %(min_attempts)s::integer)
   AND (NOT %(has_cursor)s
        OR (%(c_null)s AND (locked_until IS NOT NULL
                             OR (idempotency_scope, idempotency_key) > (%(c_scope)s::text, %(c_key)s::text)))

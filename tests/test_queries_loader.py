@@ -119,7 +119,7 @@ def test_statement_without_tables_is_the_text_verbatim():
 
 
 def test_statement_quotes_the_configured_names():
-    rendered = statement("count_keys_by_state", Tables(schema='We"ird', keys="My Keys")).as_string()
+    rendered = statement("count_processing_keys", Tables(schema='We"ird', keys="My Keys")).as_string()
     assert 'FROM "We""ird"."My Keys"' in rendered
     assert "{keys}" not in rendered
 

@@ -1,0 +1,84 @@
+"""The rollup job: recompute the aggregates pages cannot count live at scale (dashboard/rollups.py), each on its
+interval, and store them in ``idemdash.rollup``.
+
+One writer at a time across scheduler replicas (advisory lock); a rollup another replica refreshed recently is
+left alone. Each computation runs in its own READ ONLY transaction with a long statement timeout (it reads up
+to the whole keys table once, instead of every page view doing it), and is written in a short transaction.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+import psycopg
+from apscheduler.schedulers.base import BaseScheduler
+
+from queries import Tables, statement
+from queries import rollups as q
+
+log = logging.getLogger(__name__)
+
+JOB_ID = "rollups"
+INTERVAL_SECONDS = 60
+STATEMENT_TIMEOUT_MS = 120_000
+# recompute a little before the interval is up, so a job that runs every 60 s refreshes a 60 s rollup every time
+SLACK_SECONDS = 5
+
+
+def run_rollups(config: Mapping[str, Any], *, force: bool = False) -> dict[str, float]:
+    """Recompute the rollups that are due (all with ``force``); returns {name:variant: milliseconds}."""
+    from dashboard.rollups import ROLLUPS
+
+    tables = Tables.from_config(config)
+    done: dict[str, float] = {}
+    with psycopg.connect(config["DATABASE_URL"], autocommit=True, application_name="idemdash-rollups") as conn:
+        if not q.try_rollup_lock(conn):
+            log.debug("another replica is computing rollups; skipped")
+            return done
+        try:
+            ages = {(a.name, a.variant): a.age_seconds for a in q.list_rollup_ages(conn)}
+            for rollup in ROLLUPS.values():
+                for variant in rollup.variants(config):
+                    age = ages.get((rollup.name, variant))
+                    if not force and age is not None and age < rollup.every_seconds - SLACK_SECONDS:
+                        continue
+                    try:
+                        done[f"{rollup.name}:{variant}"] = _compute_and_store(conn, tables, config, rollup, variant)
+                    except psycopg.Error as exc:
+                        first_line = (str(exc).strip().splitlines() or [""])[0]
+                        log.warning("rollup %s:%s skipped: %s: %s", rollup.name, variant, type(exc).__name__,
+                                    first_line)
+        finally:
+            q.release_rollup_lock(conn)
+    return done
+
+
+def _compute_and_store(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any], rollup,
+                       variant: str) -> float:
+    with conn.transaction():
+        conn.execute(statement("set_read_only"))
+        conn.execute(statement("set_statement_timeout"), {"ms": str(STATEMENT_TIMEOUT_MS)})
+        computed_at = q.get_clock(conn)
+        started = time.perf_counter()
+        value = rollup.compute(conn, tables, config, variant)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+    with conn.transaction():
+        conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
+        q.upsert_rollup(conn, rollup.name, variant, computed_at, elapsed_ms, value)
+    return elapsed_ms
+
+
+def rollup_job(config: Mapping[str, Any]) -> None:
+    """The scheduled entry point: a failed run is logged and the next one tries again."""
+    try:
+        run_rollups(config)
+    except psycopg.Error as exc:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        log.warning("rollups skipped: %s: %s", type(exc).__name__, first_line)
+
+
+def register(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:
+    scheduler.add_job(rollup_job, "interval", seconds=INTERVAL_SECONDS, id=JOB_ID, name="rollups",
+                      args=[dict(config)], replace_existing=True, next_run_time=datetime.now(timezone.utc))

@@ -1,0 +1,85 @@
+"""Statements only the benchmark (``benchmarks/page_bench.py``) runs: seed 004 §19's queries as written, and setup."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from queries import Tables, statement
+from queries.db import select_all, select_one
+
+# Seed 004 §19's operational queries, and the page each is compared with.
+SEED_QUERIES = {
+    "seed004_stuck_keys": "active keys older than their lock horizon",
+    "seed004_high_retry_commands": "high retry commands",
+    "seed004_suppression_by_scope": "duplicate suppression rate by scope",
+    "seed004_pending_outbox": "pending outbox rows",
+}
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    version: str
+    shared_buffers: str
+    work_mem: str
+    effective_cache_size: str
+    max_parallel_workers_per_gather: str
+    jit: str
+    random_page_cost: str
+
+
+@dataclass(frozen=True)
+class TableSize:
+    table_name: str
+    estimated_rows: int
+    heap_bytes: int
+    index_bytes: int
+
+
+@dataclass(frozen=True)
+class SampleKey:
+    scope: str
+    key: str
+
+
+def run_seed_query(conn: psycopg.Connection, name: str) -> int:
+    """Run one of seed 004's queries exactly as written and fetch every row; returns the row count."""
+    if name not in SEED_QUERIES:
+        raise KeyError(name)
+    with conn.cursor() as cur:
+        cur.execute(statement(name))
+        return len(cur.fetchall())
+
+
+def analyze_app_tables(conn: psycopg.Connection, tables: Tables) -> None:
+    conn.execute(statement("analyze_app_tables", tables))
+
+
+def get_server_facts(conn: psycopg.Connection) -> ServerFacts:
+    row = select_one(conn, statement("get_server_facts"), None, ServerFacts)
+    assert row is not None
+    return row
+
+
+def list_app_table_sizes(conn: psycopg.Connection, tables: Tables) -> list[TableSize]:
+    names = {name: sql.Identifier(tables.schema, getattr(tables, name)).as_string(conn)
+             for name in ("keys", "inbox", "outbox")}
+    return select_all(conn, statement("list_app_table_sizes"), names, TableSize)
+
+
+def get_sample_stuck_key_with_outbox(conn: psycopg.Connection, tables: Tables, *,
+                                     path_safe: bool = True) -> SampleKey | None:
+    return select_one(conn, statement("get_sample_stuck_key_with_outbox", tables), {"path_safe": path_safe},
+                      SampleKey)
+
+
+def get_setting(conn: psycopg.Connection, name: str) -> str:
+    row = conn.execute(statement("get_setting"), {"name": name}).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def alter_system_set(conn: psycopg.Connection, name: str, value: str) -> None:
+    """For the benchmark's own server only; needs autocommit."""
+    conn.execute(statement("alter_system_set", setting=sql.Identifier(name), value=sql.Literal(value)))

@@ -1,0 +1,73 @@
+-- seed004_stuck_keys --
+-- Seed 004 §19, verbatim: "Find active keys older than their lock horizon" (the benchmark's baseline for /keys?status=stuck).
+SELECT *
+FROM app.idempotency_request ir
+WHERE ir.status = 'processing'
+  AND ir.locked_until < clock_timestamp()
+ORDER BY ir.locked_until
+
+-- seed004_high_retry_commands --
+-- Seed 004 §19, verbatim: "Find high retry commands" (the baseline for /hotspots).
+SELECT *
+FROM app.idempotency_request ir
+WHERE ir.attempt_count >= 5
+ORDER BY ir.attempt_count DESC, ir.updated_at DESC
+
+-- seed004_suppression_by_scope --
+-- Seed 004 §19, verbatim: "Find duplicate suppression rate by scope" (the baseline for /suppression).
+SELECT
+    ir.idempotency_scope,
+    count(*) FILTER (WHERE ir.attempt_count = 1) AS first_attempt_count,
+    count(*) FILTER (WHERE ir.attempt_count > 1) AS retried_count,
+    max(ir.attempt_count) AS max_attempt_count
+FROM app.idempotency_request ir
+GROUP BY ir.idempotency_scope
+ORDER BY retried_count DESC
+
+-- seed004_pending_outbox --
+-- Seed 004 §19, verbatim: "Find pending outbox rows" (the baseline for /outbox).
+SELECT *
+FROM app.outbox_event oe
+WHERE oe.status = 'pending'
+ORDER BY oe.created_at
+LIMIT 100
+
+-- analyze_app_tables --
+-- Fresh statistics for the three application tables (after indexes were added or dropped).
+ANALYZE {keys}, {inbox}, {outbox}
+
+-- get_server_facts --
+-- The database server the benchmark ran against: version and the settings that shape its numbers.
+SELECT version() AS version,
+       current_setting('shared_buffers') AS shared_buffers,
+       current_setting('work_mem') AS work_mem,
+       current_setting('effective_cache_size') AS effective_cache_size,
+       current_setting('max_parallel_workers_per_gather') AS max_parallel_workers_per_gather,
+       current_setting('jit') AS jit,
+       current_setting('random_page_cost') AS random_page_cost
+
+-- list_app_table_sizes --
+-- Rows (planner estimate) and on-disk size, heap and indexes, of the three application tables.
+SELECT c.relname AS table_name, c.reltuples::bigint AS estimated_rows,
+       pg_relation_size(c.oid) AS heap_bytes, pg_indexes_size(c.oid) AS index_bytes
+FROM pg_class c
+WHERE c.oid IN (to_regclass(%(keys)s), to_regclass(%(inbox)s), to_regclass(%(outbox)s))
+ORDER BY c.relname
+
+-- get_sample_stuck_key_with_outbox --
+-- A stuck key that has outbox rows (the key page with evidence), preferring one whose scope and key fit in a path.
+SELECT k.idempotency_scope AS scope, k.idempotency_key AS key
+FROM {keys} k
+WHERE k.status = 'processing' AND k.locked_until < now()
+  AND EXISTS (SELECT 1 FROM {outbox} o
+              WHERE o.idempotency_scope = k.idempotency_scope AND o.idempotency_key = k.idempotency_key)
+ORDER BY (strpos(k.idempotency_scope, '/') > 0) = %(path_safe)s, k.locked_until
+LIMIT 1
+
+-- get_setting --
+-- One server setting's current value (the benchmark's embedded server is tuned before it runs).
+SELECT current_setting(%(name)s) AS value
+
+-- alter_system_set --
+-- Change one server setting for the benchmark's own embedded server (a restart applies it); name and value are composed.
+ALTER SYSTEM SET {setting} = {value}

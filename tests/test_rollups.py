@@ -1,0 +1,188 @@
+"""Rollups: the scheduler precomputes what a page cannot count live at scale; pages use a stored value only when
+it is fresh and was slow to compute, and say when it was computed."""
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import psycopg
+import pytest
+from bs4 import BeautifulSoup
+from psycopg.types.json import Jsonb
+
+from benchmarks.datagen import SIZES, generate
+from dashboard import config as settings
+from dashboard.rollups import FRESH_FACTOR, LIVE_BUDGET_MS, ROLLUPS
+from jobs.rollups import run_rollups
+from queries import rollups as q
+from queries.hotspots import AttemptBucket, Bounded, HotspotGroups, ScopeHotspots
+from queries.overview import WindowCounts
+from queries.suppression import WINDOWS, ScopeSuppression, Suppression
+
+NOW = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
+
+
+def _config(url: str) -> dict:
+    return settings.load({}, DATABASE_URL=url)
+
+
+def _store(conn: psycopg.Connection, name: str, variant: str, value, *, duration_ms: float = 500.0,
+           age: timedelta = timedelta(seconds=5)) -> None:
+    conn.execute("INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
+                 "VALUES (%s, %s, now() - %s, %s, %s) ON CONFLICT (name, variant) DO UPDATE "
+                 "SET computed_at = EXCLUDED.computed_at, duration_ms = EXCLUDED.duration_ms, "
+                 "payload = EXCLUDED.payload", (name, variant, age, duration_ms, Jsonb(q.encode(value))))
+
+
+def _suppression(scope: str, keys: int) -> Suppression:
+    row = ScopeSuppression(False, scope, 1, keys, keys - 1, 1, 100.0 / keys, keys + 1, 1, 2, keys, 0, 0, 0, NOW)
+    total = replace(row, is_total=True, scope=None)
+    return Suppression(NOW, [row], False, total)
+
+
+def test_values_round_trip_through_json():
+    values = [
+        _suppression("x/y", 7),
+        Bounded([ScopeHotspots("s", 3, 1, 1, 1, 0, 1, 9)], more=True),
+        [AttemptBucket("1", 1, 1, 10), AttemptBucket("20+", 20, None, 1)],
+        {"__class__": "queries.overview:WindowCounts", "note": [NOW]},   # data that looks like a tag stays data
+    ]
+    for value in values:
+        assert q.decode(q.encode(value)) == value
+
+
+def test_decode_accepts_only_query_dataclasses():
+    with pytest.raises(ValueError, match="outside queries"):
+        q.decode({"__class__": "subprocess:Popen", "args": ["true"]})
+    with pytest.raises(ValueError):
+        q.decode({"plain": "dict"})
+
+
+def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
+    generate(database_url, SIZES["S"])
+    config = _config(database_url)
+    done = run_rollups(config)
+    expected = {f"{r.name}:{v}" for r in ROLLUPS.values() for v in r.variants(config)}
+    assert set(done) == expected
+    assert "suppression:7d" in done and "hotspot_groups:5" in done
+    stored = {(r.name, r.variant): r for r in q.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])}
+    windows = q.decode(stored[("key_windows", "")].payload)
+    assert windows == WindowCounts(200, windows.failed_final_24h, windows.succeeded_24h)
+    assert all(r.duration_ms > 0 and r.age_seconds < 60 for r in stored.values())
+
+    assert run_rollups(config) == {}  # all fresh: nothing to do
+    assert set(run_rollups(config, force=True)) == expected
+
+
+def test_one_writer_at_a_time(database_url):
+    config = _config(database_url)
+    with psycopg.connect(database_url, autocommit=True) as other:
+        assert q.try_rollup_lock(other)
+        assert run_rollups(config, force=True) == {}
+        q.release_rollup_lock(other)
+    assert run_rollups(config, force=True)
+
+
+def test_page_shows_a_fresh_slow_rollup_and_says_so(client, conn):
+    _store(conn, "suppression", "24h", _suppression("precomputed-scope", 7))
+    page = BeautifulSoup(client.get("/suppression?window=24h").data, "html.parser")
+    assert "precomputed-scope" in page.get_text()
+    note = page.select_one("[data-precomputed]")
+    assert note is not None and "precomputed by the scheduler" in note.get_text()
+    assert "500 ms" in note.get_text()
+    body = client.get("/api/v1/suppression?window=24h").get_json()
+    assert [s["scope"] for s in body["scopes"]] == ["precomputed-scope"]
+    assert body["precomputed"]["scopes"]["computed_ms"] == 500.0
+    # another window has no rollup: computed live, and the answer says nothing is precomputed
+    live = client.get("/api/v1/suppression?window=1h").get_json()
+    assert live["scopes"] == [] and live["precomputed"] == {}
+
+
+@pytest.mark.parametrize(("duration_ms", "age"), [
+    (LIVE_BUDGET_MS / 2, timedelta(seconds=5)),                                    # cheap to compute: read live
+    (500.0, timedelta(seconds=FRESH_FACTOR * ROLLUPS["suppression"].every_seconds + 60)),  # stale: read live
+])
+def test_cheap_or_stale_rollups_are_not_shown(client, conn, duration_ms, age):
+    _store(conn, "suppression", "24h", _suppression("precomputed-scope", 7), duration_ms=duration_ms, age=age)
+    body = client.get("/api/v1/suppression?window=24h").get_json()
+    assert body["scopes"] == [] and body["precomputed"] == {}
+    page = BeautifulSoup(client.get("/suppression?window=24h").data, "html.parser")
+    assert page.select_one("[data-precomputed]") is None
+
+
+def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client, conn):
+    _store(conn, "key_windows", "", WindowCounts(777, 55, 4242))
+    conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+                        claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at)
+                    VALUES ('s', 'stuck-now', 'h', 'processing', 'api-1', now() - interval '1 hour',
+                            now() - interval '50 minutes', now() - interval '1 hour', now() - interval '1 hour',
+                            now() + interval '1 day')""")
+    body = client.get("/api/v1/overview").get_json()
+    assert body["keys"]["stuck"] == 1 and body["keys"]["processing"] == 1
+    assert (body["keys"]["failed_retryable"], body["keys"]["failed_final_24h"], body["keys"]["succeeded_24h"]) == (
+        777, 55, 4242)
+    assert set(body["precomputed"]) == {"keys"}
+    page = BeautifulSoup(client.get("/").data, "html.parser")
+    assert page.select_one('[data-metric="failed_retryable"]').get_text() == "777"
+    assert page.select_one('[data-metric="stuck"]').get_text() == "1"
+    assert "Failed and succeeded counts" in page.select_one("[data-precomputed]").get_text()
+
+
+def test_hotspot_threshold_other_than_the_precomputed_one_is_live(client, conn):
+    _store(conn, "hotspot_groups", "5", HotspotGroups(
+        Bounded([ScopeHotspots("precomputed-scope", 3, 0, 0, 0, 0, 3, 9)], False), Bounded([], False)))
+    assert [s["scope"] for s in client.get("/api/v1/hotspots").get_json()["by_scope"]] == ["precomputed-scope"]
+    assert client.get("/api/v1/hotspots?min_attempts=6").get_json()["by_scope"] == []
+
+
+def test_suppression_windows_are_all_precomputed():
+    assert ROLLUPS["suppression"].variants({}) == list(WINDOWS)
+
+
+def test_inbox_consumer_filter_reads_the_precomputed_list(client, conn):
+    from queries.inbox import ConsumerList, ConsumerVolume
+
+    def volume(name: str) -> ConsumerVolume:
+        return ConsumerVolume(name, 1, 2, 3, NOW, 60.0, False, NOW, 1.0)
+
+    _store(conn, "inbox_consumers", "", ConsumerList([volume("billing.eu"), volume("shipping")], truncated=False))
+    body = client.get("/api/v1/inbox?consumer=BILL").get_json()
+    assert [c["consumer_name"] for c in body["consumers"]] == ["billing.eu"]
+    assert "consumers" in body["precomputed"]
+    # a truncated precomputed list may lack the consumer asked for: read live instead
+    _store(conn, "inbox_consumers", "", ConsumerList([volume("shipping")], truncated=True))
+    assert client.get("/api/v1/inbox?consumer=bill").get_json()["consumers"] == []
+
+
+def test_metrics_read_precomputed_counts_and_live_stuck(client, conn):
+    _store(conn, "key_windows", "", WindowCounts(777, 55, 4242))
+    text = client.get("/metrics").get_data(as_text=True)
+    assert "idemdash_failed_retryable_keys 777.0" in text
+    assert "idemdash_failed_final_keys_24h 55.0" in text
+    assert "idemdash_stuck_keys_total 0.0" in text
+
+
+def test_a_rollup_panel_that_times_out_live_asks_about_the_scheduler(make_app, database_url):
+    import threading
+
+    client = make_app(STATEMENT_TIMEOUT_MS=300).test_client()
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_lock():
+        with psycopg.connect(database_url) as other:
+            other.execute("LOCK TABLE app.idempotency_request IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    try:
+        assert locked.wait(5)
+        page = BeautifulSoup(client.get("/suppression?window=7d").data, "html.parser")
+    finally:
+        release.set()
+        holder.join(10)
+    problem = page.select_one(".panel-problem.timeout").get_text(" ", strip=True)
+    assert "is `idemdash scheduler` running?" in problem
+    assert problem.index("idemdash scheduler") < problem.index("This index would make it fast")
+    assert "CREATE INDEX CONCURRENTLY" in problem
