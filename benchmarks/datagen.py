@@ -15,7 +15,7 @@ published. Distributions: 20 scopes with a power-law skew, claimed_by over 50 wo
 claims 40 % of the retry hotspots), attempt_count 1 for 91 % with a tail to 59 (1 % at 5 or more),
 created_at over 30 days in row order (as an append-mostly table is laid out), expires_at 1-30 days
 after the last claim by scope, keys of mixed shapes (UUIDs, paths with '/', spaces and non-ASCII,
-long ones). Active (not stuck) leases end 30 minutes to 6 hours after generation, so the stuck count
+long ones). Active (not stuck) leases end 2 to 8 hours after generation, so the stuck count
 stays exact for a benchmark run. Each value is a pure function of the row number and ``--seed``;
 the rows are written in ranges by ``--jobs`` connections at once, then VACUUM (ANALYZE) sets the
 visibility map and statistics as autovacuum would after a load.

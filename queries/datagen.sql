@@ -58,7 +58,7 @@ AS $$ SELECT (ARRAY['billing', 'shipping', 'analytics', 'notifications', 'fraud-
 -- insert_generated_keys --
 -- Synthetic idempotency keys lo .. hi-1 of n: exact status counts, skewed scopes and workers, time in row order.
 -- Time follows the row number (created_at over 30 days), as an append-mostly table is laid out; the newest
--- (processing - stuck) rows are the active claims: long-running commands whose leases end 30 minutes to 6 hours
+-- (processing - stuck) rows are the active claims: long-running commands whose leases end 2 to 8 hours
 -- from now (1 %% processing at a steady rate means hours in flight). For the
 -- others, p = i * perm mod (n - active) visits every number below n - active once, so "p < stuck" holds for
 -- exactly `stuck` rows, scattered over the 30 days, and likewise for each failed status.
@@ -74,7 +74,7 @@ SELECT scope, key, md5(scope || '|' || key), state::{status_type},
                   WHEN 'failed_final' THEN 'issuer declined the card' END,
        claimed_by, claimed_at,
        CASE WHEN stuck_kind = 'lease' THEN claimed_at + (30 + floor(u_lease * 270)) * interval '1 second'
-            WHEN stuck_kind = 'active' THEN now() + interval '30 minutes' + u_lease * interval '6 hours' END,
+            WHEN stuck_kind = 'active' THEN now() + interval '2 hours' + u_lease * interval '6 hours' END,
        attempts, created_at,
        CASE WHEN state = 'processing' THEN claimed_at ELSE claimed_at + u_lease * interval '2 seconds' END,
        claimed_at + interval '1 minute'

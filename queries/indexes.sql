@@ -41,3 +41,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (attempt_count 
 -- index_inbox_consumer --
 -- Inbox numbers per consumer: each consumer's oldest and newest row and its recent window.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {inbox} (consumer_name, processed_at)
+
+-- index_keys_unleased --
+-- Stuck keys without a lease (locked_until NULL: stuck once claimed_at is older than the default lease), counted without reading every processing key.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (claimed_at) WHERE status = 'processing' AND locked_until IS NULL

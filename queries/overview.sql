@@ -1,6 +1,7 @@
 -- count_processing_keys --
 -- Headline key counts that must be live: stuck (processing, lease run out), all processing, the oldest stuck lease.
--- Each number is one range of the partial index on processing keys (index-only), never a scan of the table.
+-- Each number is one range of a partial index (processing keys by lease end; processing keys without a lease by
+-- claim time), index-only, never a scan of the table.
 SELECT
     (SELECT count(*) FROM {keys} WHERE status = 'processing' AND locked_until < now())
     + (SELECT count(*) FROM {keys}
