@@ -8,6 +8,7 @@ import psycopg
 
 from queries import Tables, statement
 from queries.db import select_all, select_one
+from queries.purge_history import PurgeRun
 
 
 @dataclass(frozen=True)
@@ -50,20 +51,6 @@ class OutboxBacklog:
 class InboxVolume:
     rows_24h: int
     consumers_24h: int
-
-
-@dataclass(frozen=True)
-class PurgeRun:
-    run_id: int
-    table_name: str
-    started_at: datetime
-    finished_at: datetime | None
-    batches: int
-    rows_deleted: int
-    dry_run: bool
-    outcome: str
-    error: str | None
-    started_by: str
 
 
 def count_processing_keys(conn: psycopg.Connection, tables: Tables, lease_seconds: int) -> ProcessingCounts:

@@ -13,7 +13,7 @@ import psycopg
 
 from queries import cursor, statement
 from queries.db import select_all
-from queries.keys import Page
+from queries.cursor import Page
 
 _BAD_CURSOR = "cursor is not valid: use the next_cursor value from the previous page"
 
