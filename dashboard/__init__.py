@@ -12,7 +12,6 @@ from htmx_flask import Htmx
 from dashboard import config as settings
 from dashboard.db import Database
 
-db = Database()
 htmx = Htmx()
 
 _HERE = Path(__file__).resolve().parent
@@ -45,7 +44,8 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
 
     web.init_app(app)
     auth.init_app(app)
-    db.init_app(app)
+    # one Database (and pool) per app: several apps in one process (tests) must not share a pool
+    Database().init_app(app)
     htmx.init_app(app)
 
     from dashboard import (actions, audit, health, hotspots, inbox, keys, metrics, openapi, outbox, overview, probes,
