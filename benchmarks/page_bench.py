@@ -382,8 +382,15 @@ class RollupJob:
         from jobs.rollups import INTERVAL_SECONDS, run_rollups
 
         def loop() -> None:
-            while not self._stop.wait(INTERVAL_SECONDS):
-                done = run_rollups(self.config)
+            # as APScheduler's interval trigger: a run starts every INTERVAL_SECONDS (right after a longer one)
+            next_run = time.monotonic() + INTERVAL_SECONDS
+            while not self._stop.wait(max(0.0, next_run - time.monotonic())):
+                next_run = max(next_run + INTERVAL_SECONDS, time.monotonic())
+                try:
+                    done = run_rollups(self.config)
+                except Exception as exc:  # the scheduler logs a failed run and tries again next time
+                    self.log(f"rollup job failed: {type(exc).__name__}: {exc}")
+                    continue
                 if done:
                     self.runs.append(done)
 
@@ -656,6 +663,9 @@ def main(argv: list[str] | None = None) -> int:
             except psycopg.errors.UndefinedTable:
                 counts = None
         if args.regenerate or counts is None or counts.keys != size.keys:
+            if counts is not None:
+                # a bulk load into a table with a dozen indexes to maintain is slower than one without
+                drop_recommended_indexes(url, tables, log)
             log(f"generating size {size.name} ...")
             timings = generate(url, size, replace=True, jobs=os.cpu_count() or 2, log=log)
             report["generation_seconds"] = timings.seconds
