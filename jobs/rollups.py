@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
+from jobs.db import connect, describe_error, describe_failure, lost
 from queries import Tables, statement
 from queries import rollups as q
 
@@ -33,7 +34,7 @@ def run_rollups(config: Mapping[str, Any], *, force: bool = False) -> dict[str, 
 
     tables = Tables.from_config(config)
     done: dict[str, float] = {}
-    with psycopg.connect(config["DATABASE_URL"], autocommit=True, application_name="idemdash-rollups") as conn:
+    with connect(config["DATABASE_URL"], "idemdash-rollups") as conn:
         if not q.try_rollup_lock(conn):
             log.debug("another replica is computing rollups; skipped")
             return done
@@ -47,11 +48,13 @@ def run_rollups(config: Mapping[str, Any], *, force: bool = False) -> dict[str, 
                     try:
                         done[f"{rollup.name}:{variant}"] = _compute_and_store(conn, tables, config, rollup, variant)
                     except psycopg.Error as exc:
-                        first_line = (str(exc).strip().splitlines() or [""])[0]
-                        log.warning("rollup %s:%s skipped: %s: %s", rollup.name, variant, type(exc).__name__,
-                                    first_line)
+                        if lost(conn):
+                            raise  # the database went away: the rest would fail the same way, one line each
+                        log.warning("rollup %s:%s skipped: %s", rollup.name, variant,
+                                    describe_error(exc, config["DATABASE_URL"]))
         finally:
-            q.release_rollup_lock(conn)
+            if not lost(conn):  # a lost connection took the lock with it
+                q.release_rollup_lock(conn)
     return done
 
 
@@ -70,13 +73,17 @@ def _compute_and_store(conn: psycopg.Connection, tables: Tables, config: Mapping
     return elapsed_ms
 
 
-def rollup_job(config: Mapping[str, Any]) -> None:
-    """The scheduled entry point: a failed run is logged and the next one tries again."""
+def rollup_job(config: Mapping[str, Any]) -> str:
+    """The scheduled entry point: a failed run is logged (one line) and the next one tries again.
+
+    Returns 'succeeded' or 'failed'. Pages keep showing the last stored rollup, with its age, meanwhile.
+    """
     try:
         run_rollups(config)
     except psycopg.Error as exc:
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        log.warning("rollups skipped: %s: %s", type(exc).__name__, first_line)
+        log.warning("rollups skipped: %s", describe_failure(exc, config["DATABASE_URL"]))
+        return "failed"
+    return "succeeded"
 
 
 def register(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:

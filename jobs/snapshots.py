@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
+from jobs.db import connect, describe_failure
 from queries import Tables, statement
 from queries import snapshots as q
 
@@ -28,7 +29,7 @@ def run_snapshot(config: Mapping[str, Any], *, min_gap_seconds: float | None = N
     # A second scheduler replica finds the snapshot its twin just wrote and skips.
     gap = interval / 2 if min_gap_seconds is None else min_gap_seconds
     timeout = max(config["STATEMENT_TIMEOUT_MS"], MIN_STATEMENT_TIMEOUT_MS)
-    with psycopg.connect(config["DATABASE_URL"], autocommit=True, application_name="idemdash-snapshot") as conn:
+    with connect(config["DATABASE_URL"], "idemdash-snapshot") as conn:
         with conn.transaction():
             conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
             conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
@@ -42,13 +43,17 @@ def run_snapshot(config: Mapping[str, Any], *, min_gap_seconds: float | None = N
     return snapshot
 
 
-def snapshot_job(config: Mapping[str, Any]) -> None:
-    """The scheduled entry point: a failed snapshot is logged and the next one tries again."""
+def snapshot_job(config: Mapping[str, Any]) -> str:
+    """The scheduled entry point: a failed snapshot is logged (one line) and the next one tries again.
+
+    Returns 'succeeded', 'skipped' (another replica took one) or 'failed'. A missed snapshot is not made up
+    later: the trend has a gap where the database was away, which is what happened.
+    """
     try:
-        run_snapshot(config)
+        return "succeeded" if run_snapshot(config) is not None else "skipped"
     except psycopg.Error as exc:
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        log.warning("metric snapshot skipped: %s: %s", type(exc).__name__, first_line)
+        log.warning("metric snapshot skipped: %s", describe_failure(exc, config["DATABASE_URL"]))
+        return "failed"
 
 
 def register(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:

@@ -1,0 +1,64 @@
+"""What every job shares about the database: a fresh connection per run, and one safe line per error.
+
+Jobs hold no pool: each run connects anew, so a database that went away and came back needs nothing
+reset (a broken connection dies with the run that saw it).
+"""
+from __future__ import annotations
+
+import psycopg
+from psycopg import errors
+from psycopg.conninfo import conninfo_to_dict
+
+from dashboard.config import redact_dsn
+
+# libpq waits forever without one (psycopg: 130 s); a job must fail fast and try again at its next time.
+DEFAULT_CONNECT_TIMEOUT = 10
+
+
+def connect(dsn: str, application_name: str) -> psycopg.Connection:
+    """An autocommit connection; the DSN's own ``connect_timeout`` wins over the default."""
+    extra = {} if "connect_timeout" in conninfo_to_dict(dsn) else {"connect_timeout": DEFAULT_CONNECT_TIMEOUT}
+    return psycopg.connect(dsn, autocommit=True, application_name=application_name, **extra)
+
+
+def lost(conn: psycopg.Connection | None) -> bool:
+    """True when there is no usable connection: it never opened, or the server went away under it."""
+    return conn is None or conn.broken or conn.closed
+
+
+def describe_error(exc: BaseException, dsn: str) -> str:
+    """One line for the run history and the log: the error's class and message, never the DSN's password."""
+    message = " ".join(str(exc).split()) or "(no message)"
+    name = type(exc).__name__
+    text = f"{name}: {message}"
+    if isinstance(exc, errors.UndefinedTable) and "purge_run" in message:
+        text += " (idemdash's schema is missing: run `idemdash migrate`)"
+    password = None
+    if dsn:
+        try:
+            password = conninfo_to_dict(dsn).get("password")
+        except psycopg.Error:
+            password = None
+    if password:
+        text = text.replace(str(password), "***")
+    return redact_dsn(text)[:1000]
+
+
+def describe_outage(exc: BaseException, dsn: str) -> str:
+    """The error of a job that could not reach the database at all."""
+    return f"database unreachable: {describe_error(exc, dsn)}"[:1000]
+
+
+def unreachable(exc: BaseException) -> bool:
+    """The error says the server could not be reached or went away, not that it refused one statement."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    # no SQLSTATE: libpq's own (refused, no such socket, timeout, closed unexpectedly); 08: connection
+    # exceptions; 57P01-57P03: shut down under us, or not accepting connections (starting, stopping)
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def describe_failure(exc: BaseException, dsn: str) -> str:
+    """``describe_outage`` when the database was unreachable, else ``describe_error``."""
+    return describe_outage(exc, dsn) if unreachable(exc) else describe_error(exc, dsn)
