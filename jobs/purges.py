@@ -16,6 +16,10 @@ application transaction holds is left for the next run, never waited for), and
 the run's progress updated by the same statement. A batch that times out is
 rolled back and the batch size halves; a run stops at its time budget. A dry
 run counts the same rows in key-ordered chunks and deletes nothing.
+
+A run that cannot reach the database, or loses it before its outcome is
+written, is kept in memory (``jobs.unrecorded``) and recorded with its real
+times once the database answers: the next run writes it before it starts.
 """
 from __future__ import annotations
 
@@ -23,13 +27,15 @@ import logging
 import random
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
 import psycopg
 from psycopg import errors
-from psycopg.conninfo import conninfo_to_dict
 
-from dashboard.config import BY_NAME, ConfigError, redact_dsn
+from dashboard.config import BY_NAME, ConfigError
+from jobs.db import connect, describe_error, describe_outage, lost
+from jobs.unrecorded import UNRECORDED, UnrecordedRun
 from queries import Tables
 from queries import purges as q
 
@@ -52,7 +58,8 @@ _COUNT = {"keys": q.count_expired_keys, "inbox": q.count_old_inbox_rows, "outbox
 
 @dataclass(frozen=True)
 class PurgeResult:
-    run_id: int | None        # None only when the run could not even be recorded (database unreachable)
+    run_id: int | None        # None only when the run could not even be recorded (database unreachable:
+                              # then it is recorded later, see jobs.unrecorded)
     table: str                # 'keys', 'inbox' or 'outbox'
     outcome: str              # 'succeeded' | 'failed' | 'skipped' | 'budget_exhausted'
     batches: int              # committed batches (dry run: counted chunks)
@@ -121,9 +128,12 @@ def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_b
     lock_conn: psycopg.Connection | None = None
     work_conn: psycopg.Connection | None = None
     started = time.monotonic()
+    started_at = datetime.now(timezone.utc)
     interrupted: BaseException | None = None
+    unreachable = False
     try:
         lock_conn = _connect(dsn, f"idemdash-purge-{table}")
+        UNRECORDED.flush(lock_conn, dsn)  # runs from an outage first, before this one could call them dead
         if not q.try_purge_lock(lock_conn, table):
             skipped = q.insert_skipped_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by)
             lock_conn.close()
@@ -142,20 +152,31 @@ def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_b
         work_conn = _connect(dsn, f"idemdash-purge-{table}-batches")
         outcome, error = _batches(table, tables, settings, run_id, dry_run, work_conn, lock_conn, progress, on_batch)
     except Exception as exc:  # a purge never takes its caller (the scheduler, a web request) down with it
-        outcome, error = "failed", describe_error(exc, dsn)
-        log.error("purge %s%s failed: %s", table, f" run {run_id}" if run_id else "", error)
+        # no run row and no connection: the database is unreachable, not merely refusing this statement
+        unreachable = run_id is None and isinstance(exc, psycopg.OperationalError) and lost(lock_conn)
+        outcome, error = "failed", (describe_outage if unreachable else describe_error)(exc, dsn)
+        if not unreachable:
+            log.error("purge %s%s failed: %s", table, f" run {run_id}" if run_id else "", error)
     except KeyboardInterrupt as exc:  # Ctrl-C on `idemdash purge`: record it, then stop as asked
         outcome, error, interrupted = "failed", "interrupted (Ctrl-C) before the run finished", exc
     finally:
         if work_conn is not None:
             work_conn.close()  # a batch in flight is rolled back with its connection
 
-    if run_id is not None:
-        _finish(dsn, lock_conn, table, run_id, outcome, error)
+    if run_id is not None and not _finish(dsn, lock_conn, table, run_id, outcome, error):
+        UNRECORDED.add(UnrecordedRun(dsn, table, dry_run, started_by, started_at, datetime.now(timezone.utc),
+                                     outcome, error, run_id))
     if lock_conn is not None:
         lock_conn.close()  # releases the session lock even if the explicit unlock did not run
     if interrupted is not None:
         raise interrupted
+    if unreachable:
+        waiting = UNRECORDED.add(UnrecordedRun(dsn, table, dry_run, started_by, started_at,
+                                               datetime.now(timezone.utc), outcome, error))
+        # one line per run, no traceback: an outage fails every run the same way until it ends
+        log.error("purge %s failed: %s (recorded when the database answers; %d run(s) waiting)", table, error,
+                  waiting)
+        return PurgeResult(None, table, outcome, 0, 0, dry_run, error)
     log.info("purge %s: run %s %s: %d batch(es), %d row(s)%s in %.1fs", table, run_id, outcome, progress.batches,
              progress.rows, " counted" if dry_run else " deleted", time.monotonic() - started)
     return PurgeResult(run_id, table, outcome, progress.batches, progress.rows, dry_run, error)
@@ -212,45 +233,32 @@ def _pause(pause_ms: int, deadline: float) -> None:
 
 
 def _finish(dsn: str, lock_conn: psycopg.Connection | None, table: str, run_id: int, outcome: str,
-            error: str | None) -> None:
-    """Close the run's row and release the lock; on a fresh connection if the lock's connection broke."""
+            error: str | None) -> bool:
+    """Close the run's row and release the lock; on a fresh connection if the lock's connection broke.
+
+    False when the outcome could not be written (the row stays 'running' until it is).
+    """
     try:
-        if lock_conn is not None and not lock_conn.closed and not lock_conn.broken:
+        if not lost(lock_conn):
             q.finish_purge_run(lock_conn, run_id, outcome, error)
             q.release_purge_lock(lock_conn, table)
-            return
+            return True
     except psycopg.Error as exc:
         log.warning("purge %s run %d: could not record the outcome on its own connection: %s", table, run_id,
                     describe_error(exc, dsn))
     try:
         with _connect(dsn, f"idemdash-purge-{table}") as conn:
             q.finish_purge_run(conn, run_id, outcome, error)
+            return True
     except psycopg.Error as exc:
-        # The row stays 'running'; the table's next run finds it and records it as failed (runner died).
-        log.error("purge %s run %d: could not record outcome %s: %s", table, run_id, outcome,
+        # Kept in memory and written when the database answers again (the next run writes it first).
+        log.error("purge %s run %d: could not record outcome %s yet: %s", table, run_id, outcome,
                   describe_error(exc, dsn))
+        return False
 
 
 def _connect(dsn: str, application_name: str) -> psycopg.Connection:
-    return psycopg.connect(dsn, autocommit=True, application_name=application_name, connect_timeout=10)
-
-
-def describe_error(exc: BaseException, dsn: str) -> str:
-    """One line for the run history and the log: the error's class and message, never the DSN's password."""
-    message = " ".join(str(exc).split()) or "(no message)"
-    name = type(exc).__name__
-    text = f"{name}: {message}"
-    if isinstance(exc, errors.UndefinedTable) and "purge_run" in message:
-        text += " (idemdash's schema is missing: run `idemdash migrate`)"
-    password = None
-    if dsn:
-        try:
-            password = conninfo_to_dict(dsn).get("password")
-        except psycopg.Error:
-            password = None
-    if password:
-        text = text.replace(str(password), "***")
-    return redact_dsn(text)[:1000]
+    return connect(dsn, application_name)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -276,7 +284,10 @@ JOBS: Mapping[str, Callable[[Mapping[str, Any]], PurgeResult | None]] = {
 def _scheduled(config: Mapping[str, Any], table: str) -> PurgeResult | None:
     try:
         return run_purge(config, table, dry_run=False, started_by="scheduler")
-    except Exception:  # a bad setting, say: logged, and the scheduler lives on to run the other jobs
+    except ConfigError as exc:  # a bad setting: one line each time, and the scheduler runs the other jobs
+        log.error("scheduled purge of %s could not run: %s", table, exc)
+        return None
+    except Exception:  # a bug: its traceback, once per run, and the scheduler lives on
         log.exception("scheduled purge of %s could not run", table)
         return None
 

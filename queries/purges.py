@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Union
 
 import psycopg
@@ -97,6 +98,23 @@ def check_purge_connection(conn: psycopg.Connection) -> None:
 
 def finish_purge_run(conn: psycopg.Connection, run_id: int, outcome: str, error: str | None) -> None:
     conn.execute(statement("finish_purge_run"), {"run_id": run_id, "outcome": outcome, "error": error})
+
+
+def insert_unrecorded_purge_run(conn: psycopg.Connection, table: str, *, dry_run: bool, started_by: str,
+                                started_at: datetime, finished_at: datetime, error: str) -> int | None:
+    """Record a failed run that could not reach the database at the time; None if it is recorded already."""
+    row = select_one(conn, statement("insert_unrecorded_purge_run"),
+                     {"table": table, "dry_run": dry_run, "started_by": started_by, "started_at": started_at,
+                      "finished_at": finished_at, "error": error}, _RunId)
+    return None if row is None else row.run_id
+
+
+def finish_unrecorded_purge_run(conn: psycopg.Connection, run_id: int, outcome: str, finished_at: datetime,
+                                error: str | None) -> bool:
+    """Close a run left 'running' when the database went away; False if something closed it meanwhile."""
+    row = select_one(conn, statement("finish_unrecorded_purge_run"),
+                     {"run_id": run_id, "outcome": outcome, "finished_at": finished_at, "error": error}, _RunId)
+    return row is not None
 
 
 # ---------------------------------------------------------------------------------------------------------------

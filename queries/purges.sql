@@ -43,6 +43,27 @@ UPDATE idemdash.purge_run
 SET outcome = %(outcome)s, finished_at = clock_timestamp(), error = %(error)s
 WHERE run_id = %(run_id)s
 
+-- insert_unrecorded_purge_run --
+-- Record late a run that failed because it could not reach the database, with its own times; never twice.
+INSERT INTO idemdash.purge_run (table_name, dry_run, started_by, started_at, finished_at, outcome, error)
+SELECT %(table)s::text, %(dry_run)s, %(started_by)s::text, %(started_at)s::timestamptz,
+       %(finished_at)s::timestamptz, 'failed', %(error)s::text
+WHERE NOT EXISTS (
+    -- a flush whose commit was lost with its connection may come again: the same run is the same start
+    SELECT 1 FROM idemdash.purge_run r
+    WHERE r.table_name = %(table)s::text
+      AND r.started_at = %(started_at)s::timestamptz
+      AND r.started_by = %(started_by)s::text)
+RETURNING run_id
+
+-- finish_unrecorded_purge_run --
+-- Close late a run whose outcome could not be written when it ended (the database went away under it).
+UPDATE idemdash.purge_run
+SET outcome = %(outcome)s, finished_at = %(finished_at)s::timestamptz, error = %(error)s
+WHERE run_id = %(run_id)s
+  AND outcome = 'running'
+RETURNING run_id
+
 -- set_purge_timeouts --
 -- SET LOCAL statement_timeout and lock_timeout for one purge batch's transaction.
 SELECT set_config('statement_timeout', %(statement_ms)s, true), set_config('lock_timeout', %(lock_ms)s, true)

@@ -391,7 +391,7 @@ def test_a_database_that_is_down_fails_without_showing_the_password():
     url = "postgresql://alice:s3cr3t-pw@127.0.0.1:9/app?connect_timeout=2"
     result = run_purge(make_config(url), "keys", dry_run=False, started_by="test")
     assert (result.run_id, result.outcome, result.rows) == (None, "failed", 0)
-    assert result.error.startswith("OperationalError: ")
+    assert result.error.startswith("database unreachable: OperationalError: ")
     assert "s3cr3t-pw" not in result.error
     assert describe_error(RuntimeError("password=s3cr3t-pw and s3cr3t-pw"), url) == \
         "RuntimeError: password=*** and ***"
