@@ -2,13 +2,23 @@
 
 Web workers do not run jobs unless IDEMDASH_RUN_JOBS=1: with several gunicorn
 workers each would otherwise run every job.
+
+No job lets a database outage out: each catches it, logs one line and tries again at its next time on
+a fresh connection. A listener logs, in one line each, what still reaches the scheduler (a job that raised:
+a bug; a run missed or skipped because the previous one was still running) and keeps every job's last
+outcome (``last_outcomes``).
 """
 from __future__ import annotations
 
 import logging
-from datetime import timezone
+import threading
+import weakref
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Mapping
 
+from apscheduler.events import (EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED,
+                                JobEvent, JobExecutionEvent)
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
@@ -25,16 +35,79 @@ JOB_DEFAULTS = {
 
 def register_jobs(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:
     """Add every scheduled job (DESIGN section 5). A bad schedule setting raises ConfigError naming it."""
-    from jobs import purges, rollups, snapshots
+    from jobs import purges, rollups, snapshots, unrecorded
 
     # Retention purges: purge_keys, purge_inbox, purge_outbox, each on its IDEMDASH_PURGE_*_SCHEDULE (UTC).
     purges.register(scheduler, config)
+    unrecorded.register(scheduler, config)  # purge runs that failed during an outage, written once it ends
     snapshots.register(scheduler, config)  # metric snapshots for the overview's trends
     rollups.register(scheduler, config)  # aggregates too slow to count per page view at millions of rows
 
 
+@dataclass(frozen=True)
+class JobOutcome:
+    job_id: str
+    at: datetime          # when the run was due (a missed run: the time it missed)
+    outcome: str          # the job's own ('succeeded', 'failed', 'skipped', ...), or 'raised' / 'missed'
+    error: str | None
+
+
+class JobMonitor:
+    """Scheduler listener: one log line per job that raised or missed its time, and each job's last outcome."""
+
+    MASK = EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, JobOutcome] = {}
+
+    def __call__(self, event: JobEvent) -> None:
+        # execution events carry one run time, submission events (max instances) a list of them
+        at = (getattr(event, "scheduled_run_time", None) or next(iter(getattr(event, "scheduled_run_times", [])), None)
+              or datetime.now(timezone.utc))
+        if event.code == EVENT_JOB_EXECUTED:
+            retval = getattr(event, "retval", None)
+            outcome = getattr(retval, "outcome", retval)
+            self._set(JobOutcome(event.job_id, at, outcome if isinstance(outcome, str) else "failed",
+                                 getattr(retval, "error", None)))
+        elif event.code == EVENT_JOB_ERROR:
+            assert isinstance(event, JobExecutionEvent)
+            first_line = (str(event.exception).strip().splitlines() or [""])[0]
+            error = f"{type(event.exception).__name__}: {first_line}"
+            # APScheduler logs the traceback; jobs catch what they expect, so this is a bug worth one
+            log.error("job %s raised %s; it runs again at its next time", event.job_id, error)
+            self._set(JobOutcome(event.job_id, at, "raised", error))
+        elif event.code == EVENT_JOB_MISSED:
+            log.warning("job %s missed its run at %s (the process was busy or stopped)", event.job_id,
+                        at.isoformat(timespec="seconds"))
+            self._set(JobOutcome(event.job_id, at, "missed", None))
+        else:  # EVENT_JOB_MAX_INSTANCES
+            log.warning("job %s skipped its run at %s: the previous run is still going", event.job_id,
+                        at.isoformat(timespec="seconds"))
+
+    def _set(self, outcome: JobOutcome) -> None:
+        with self._lock:
+            self._last[outcome.job_id] = outcome
+
+    def last(self) -> dict[str, JobOutcome]:
+        with self._lock:
+            return dict(self._last)
+
+
+_MONITORS: "weakref.WeakKeyDictionary[BaseScheduler, JobMonitor]" = weakref.WeakKeyDictionary()
+
+
+def last_outcomes(scheduler: BaseScheduler) -> dict[str, JobOutcome]:
+    """Each job's last outcome in a scheduler made by ``build`` (jobs that have not run yet are absent)."""
+    monitor = _MONITORS.get(scheduler)
+    return monitor.last() if monitor is not None else {}
+
+
 def build(config: Mapping[str, Any], scheduler_class: type[BaseScheduler]) -> BaseScheduler:
     scheduler = scheduler_class(timezone=timezone.utc, job_defaults=JOB_DEFAULTS)
+    monitor = JobMonitor()
+    scheduler.add_listener(monitor, JobMonitor.MASK)
+    _MONITORS[scheduler] = monitor
     register_jobs(scheduler, config)
     return scheduler
 
