@@ -109,10 +109,12 @@ def _print_health(url: str, tables: Tables, config: Mapping[str, Any], echo: Ech
     finally:
         pool.close()
     echo("")
-    echo("Schema and retention checks (the /health page):")
+    echo("Schema, retention and operational checks (the /health page):")
     for check in checks:
         echo("")
         echo(f"{check.status:<8} {check.title}  [{check.id}]")
+        for key in check.keys:
+            echo(f"         key: scope {key.scope!r}, key {key.key!r}")
         if check.status != "ok":
             echo(f"         {check.detail}")
             if check.fix_sql:
