@@ -32,6 +32,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -466,9 +467,11 @@ def run_gunicorn(url: str, workers: int, *, seconds: float, clients: int, probe_
     port = _free_port()
     env = dict(os.environ, IDEMDASH_DATABASE_URL=url, IDEMDASH_SECRET_KEY="benchmark", IDEMDASH_AUTH="none",
                IDEMDASH_RUN_JOBS="0")
+    # gunicorn's log goes to a file: a pipe nobody reads fills up and blocks the workers
+    errlog = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind",
                              f"127.0.0.1:{port}", "--log-level", "warning", "dashboard:create_app()"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=errlog, text=True)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -478,7 +481,8 @@ def run_gunicorn(url: str, workers: int, *, seconds: float, clients: int, probe_
             except OSError:
                 pass
             if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"gunicorn did not start: {proc.stderr.read() if proc.poll() is not None else ''}")
+                errlog.seek(0)
+                raise RuntimeError(f"gunicorn did not start: {errlog.read()[-2000:]}")
             time.sleep(0.2)
         # every worker imports the app and opens its pool: touch / until each has answered a few times
         for _ in range(workers * 3):
@@ -542,6 +546,7 @@ def run_gunicorn(url: str, workers: int, *, seconds: float, clients: int, probe_
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        errlog.close()
 
 
 # ---------------------------------------------------------------------------------------------- report
