@@ -12,7 +12,9 @@ from typing import Any, Callable, Iterator, Mapping
 
 import click
 import psycopg
+from psycopg_pool import ConnectionPool
 
+from dashboard.health import FAIL, run_checks
 from queries import Tables
 from queries import check as q
 from queries.db import read_tx
@@ -40,8 +42,7 @@ def run(url: str, config: Mapping[str, Any], *, apply_indexes: bool, echo: Echo 
         parts.append(f"{len(missing)} missing or invalid")
     if no_table:
         parts.append(f"{len(no_table)} for tables that do not exist")
-    if failed_checks is not None:
-        parts.append(f"{failed_checks} health check{'s' if failed_checks != 1 else ''} failed")
+    parts.append(f"{failed_checks} health check{'s' if failed_checks != 1 else ''} failed")
     echo("summary: " + "; ".join(parts))
     if missing:
         echo("Run `idemdash check --apply-indexes` to build them (concurrently, one at a time: writes go on "
@@ -89,13 +90,8 @@ def _print_indexes(tables: Tables, statuses: list[q.IndexStatus], echo: Echo) ->
         echo(f"         {status.create_sql};")
 
 
-def _print_health(url: str, tables: Tables, config: Mapping[str, Any], echo: Echo) -> int | None:
+def _print_health(url: str, tables: Tables, config: Mapping[str, Any], echo: Echo) -> int:
     """The /health findings (dashboard/health.py), minus its index findings (listed above); the count of fails."""
-    try:
-        from dashboard.health import FAIL, run_checks
-    except ImportError:  # an idemdash without the health page: indexes only
-        return None
-    from psycopg_pool import ConnectionPool
 
     pool = ConnectionPool(url, min_size=1, max_size=1, open=True, name="idemdash-check",
                           kwargs={"application_name": "idemdash-check"})

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from dashboard import health
+from dashboard.checks import activity, maintenance
 from dashboard.cli import main
 from queries import Tables
 from queries.app_schema import claim_key, create_app_schema
@@ -190,7 +190,7 @@ def test_dead_tuples_warn_with_vacuum_and_the_autovacuum_setting_and_vacuum_clea
 
 
 def test_a_busy_table_never_vacuumed_or_analyzed_warns(client, conn, monkeypatch):
-    monkeypatch.setattr(health, "NEVER_VACUUMED_CHANGES", 1_000)
+    monkeypatch.setattr(maintenance, "NEVER_VACUUMED_CHANGES", 1_000)
     conn.execute("ALTER TABLE app.idempotency_request SET (autovacuum_enabled = false)")
     _add_keys(conn, 2_000)
     flush_stats(conn)
@@ -205,7 +205,7 @@ def test_a_busy_table_never_vacuumed_or_analyzed_warns(client, conn, monkeypatch
 # -- long-running and idle-in-transaction sessions -------------------------------------------------------
 
 def test_a_session_idle_in_a_transaction_is_reported_until_it_commits(client, database_url, monkeypatch):
-    monkeypatch.setattr(health, "IDLE_IN_TRANSACTION_SECONDS", 1)
+    monkeypatch.setattr(activity, "IDLE_IN_TRANSACTION_SECONDS", 1)
     with psycopg.connect(database_url, application_name="stuck-worker") as idle:
         idle.execute("SELECT 1 AS forgotten")  # opens a transaction and leaves it open
         pid = idle.info.backend_pid
@@ -220,7 +220,7 @@ def test_a_session_idle_in_a_transaction_is_reported_until_it_commits(client, da
         assert "idle_in_transaction_session_timeout = '5min'" in finding["fix"]
         assert "sessions" not in items
 
-        monkeypatch.setattr(health, "LONG_SESSION_FAIL_SECONDS", 1)
+        monkeypatch.setattr(activity, "LONG_SESSION_FAIL_SECONDS", 1)
         assert checks(client)[f"session.{pid}"]["status"] == "fail"
 
         idle.commit()
@@ -230,7 +230,7 @@ def test_a_session_idle_in_a_transaction_is_reported_until_it_commits(client, da
 
 
 def test_a_long_query_is_reported_and_its_cancel_statement_stops_it(client, conn, database_url, monkeypatch):
-    monkeypatch.setattr(health, "LONG_QUERY_SECONDS", 1)
+    monkeypatch.setattr(activity, "LONG_QUERY_SECONDS", 1)
     errors: list[Exception] = []
     with psycopg.connect(database_url, autocommit=True, application_name="report") as slow:
         pid = slow.info.backend_pid
@@ -244,8 +244,10 @@ def test_a_long_query_is_reported_and_its_cancel_statement_stops_it(client, conn
         thread = threading.Thread(target=run)
         thread.start()
         try:
-            wait_until(lambda: conn.execute("SELECT now() - query_start > interval '1.2 s' FROM pg_stat_activity "
-                                            "WHERE pid = %s AND state = 'active'", (pid,)).fetchone()[0])
+            # no row until the thread's query has started
+            wait_until(lambda: conn.execute("SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = %s AND "
+                                            "state = 'active' AND now() - query_start > interval '1.2 s')",
+                                            (pid,)).fetchone()[0])
             finding = checks(client)[f"session.{pid}"]
             assert finding["status"] == "warn"
             assert finding["title"].startswith(f"Session {pid} running one query for ")
@@ -265,7 +267,7 @@ def test_advisory_locks_name_their_session_and_link_the_key_they_guard(client, c
     tables = Tables()
     for key in ("k-1", "k-2", "k-3"):
         assert claim_key(conn, tables, "orders", key, "h", f"worker-{key}").claim_kind == "new_claim"
-    monkeypatch.setattr(health, "ADVISORY_LOCK_IDLE_SECONDS", 0)
+    monkeypatch.setattr(activity, "ADVISORY_LOCK_IDLE_SECONDS", 0)
     sessions = []
     waiter, waiting_thread = None, None
 
@@ -362,16 +364,16 @@ def test_sessions_and_locks_of_other_roles_need_pg_read_all_stats(conn, database
         url = make_conninfo(database_url, user=role, password="viewer")
         with psycopg.connect(url, autocommit=True) as viewer:
             config = {"STATEMENT_TIMEOUT_MS": 3000}
-            hidden = {c.id: c for c in health.check_sessions(viewer, tables, config)}["sessions.hidden"]
+            hidden = {c.id: c for c in activity.check_sessions(viewer, tables, config)}["sessions.hidden"]
             assert hidden.status == "warn" and "cannot be checked" in hidden.title
             assert hidden.fix_sql == f'GRANT pg_read_all_stats TO "{role}"'
-            lock = health.check_advisory_locks(viewer, tables, config)[0]
+            lock = activity.check_advisory_locks(viewer, tables, config)[0]
             assert lock.title == f"Session {conn.info.backend_pid} holds advisory lock 99"
             assert "this role may not see that session" in lock.detail
 
             conn.execute(hidden.fix_sql)
-            assert "sessions.hidden" not in {c.id for c in health.check_sessions(viewer, tables, config)}
-            lock = health.check_advisory_locks(viewer, tables, config)[0]
+            assert "sessions.hidden" not in {c.id for c in activity.check_sessions(viewer, tables, config)}
+            lock = activity.check_advisory_locks(viewer, tables, config)[0]
             assert f"user {conn.info.user}, " in lock.detail
     finally:
         conn.execute("SELECT pg_advisory_unlock_all()")

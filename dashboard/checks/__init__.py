@@ -1,0 +1,46 @@
+"""The findings of `/health` and `idemdash check`: one module per concern, one function per check.
+
+A check is ``(conn, tables, config) -> list[Check]``; ``dashboard.health.CHECKS`` lists them in the order the
+page shows them. Each finding says what is wrong and what fixes it (``fix_sql`` when SQL does, ``fix`` for a
+setting or a command).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import psycopg
+
+from queries import Tables
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+SEVERITY = {FAIL: 0, WARN: 1, OK: 2}
+
+
+@dataclass(frozen=True)
+class KeyLink:
+    scope: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    status: str            # ok, warn or fail
+    title: str
+    detail: str
+    fix_sql: str | None = None
+    fix: str | None = None   # a setting or command, when the fix is not SQL
+    keys: tuple[KeyLink, ...] = ()  # idempotency keys the finding is about (the page links them)
+
+
+CheckFn = Callable[[psycopg.Connection, Tables, Mapping[str, Any]], list[Check]]
+
+
+def qualified(tables: Tables, role: str) -> str:
+    return f"{tables.schema}.{getattr(tables, role)}"
+
+
+def roles(tables: Tables) -> dict[str, str]:
+    """Configured table name → its role (keys, inbox, outbox)."""
+    return {tables.keys: "keys", tables.inbox: "inbox", tables.outbox: "outbox"}

@@ -1,0 +1,20 @@
+"""The wheel ships every package: a new subpackage missing from pyproject.toml works in a checkout (editable
+install) and breaks `pip install .` with an ImportError."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_python_package_is_listed_in_pyproject():
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for top in ("dashboard", "queries", "jobs")
+        for init in (ROOT / top).rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert found >= {"dashboard", "dashboard.checks", "queries", "jobs"}
+    assert not found - listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
