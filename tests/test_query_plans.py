@@ -1,0 +1,106 @@
+"""Every statement a page or API request runs can be served from an index: the CI-sized guard behind the
+size-L benchmark (docs/benchmarks.md), which is too big for CI.
+
+The test serves every GET request the page benchmark times (benchmarks/page_bench.py) on data set S with the
+recommended indexes, records each statement that touches an application table, and asks PostgreSQL for its
+plan with sequential scans priced out (``enable_seqscan = off``): a statement that still scans a whole table
+has no index it could use, and would read every row at size L. A full walk of an index is flagged too,
+unless a LIMIT stops it early (keyset pagination) or the statement is one of the whole-table aggregates that
+the rollup job precomputes (dashboard/rollups.py).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from benchmarks.datagen import SIZES, generate
+from benchmarks.page_bench import build_requests, find_samples
+from queries import QUERIES, Tables, statement
+from queries.indexes import ADVICE
+
+TABLES = Tables()
+APP_TABLES = {TABLES.keys, TABLES.inbox, TABLES.outbox}
+
+# Aggregates over a whole window or table: precomputed by the rollup job at size L (dashboard/rollups.py), so
+# a page reads them from idemdash.rollup, not from these statements. They walk an index by design.
+WHOLE_TABLE_AGGREGATES = {
+    "count_keys_by_window", "get_inbox_volume", "list_hotspot_groups", "count_keys_by_attempts",
+    "list_suppression_by_scope", "list_inbox_consumers", "get_inbox_totals", "list_outbox_event_types",
+}
+
+
+def _statement_names() -> dict[str, str]:
+    """Rendered text of every named statement over the default tables → its name."""
+    names = {}
+    for name in QUERIES:
+        try:
+            names[statement(name, TABLES).as_string(None)] = name
+        except (KeyError, IndexError, ValueError):
+            continue  # needs identifiers other than the tables (index names, columns): not a page read
+    return names
+
+
+def _nodes(plan: dict[str, Any], parents: tuple[str, ...] = ()) -> Iterator[tuple[dict[str, Any], tuple[str, ...]]]:
+    yield plan, parents
+    for child in plan.get("Plans", []):
+        yield from _nodes(child, parents + (plan["Node Type"],))
+
+
+@pytest.fixture
+def indexed_s(database_url):
+    generate(database_url, SIZES["S"], seed=1, jobs=2)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        for advice in ADVICE.values():
+            conn.execute(advice.create_statement(TABLES))
+        conn.execute("ANALYZE")
+    return database_url
+
+
+def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypatch):
+    app = make_app(indexed_s)
+    client = app.test_client()
+    requests, _ = build_requests(app, find_samples(client, indexed_s, TABLES))
+    assert len(requests) > 50
+
+    recorded: dict[str, tuple[sql.Composable, Any, str]] = {}
+    real_execute = psycopg.Cursor.execute
+
+    def spy(self, query, params=None, **kwargs):
+        if isinstance(query, sql.Composable):
+            text = query.as_string(None)
+            if any(table in text for table in APP_TABLES):
+                recorded.setdefault(text, (query, params, current))
+        return real_execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
+    for request in requests:
+        current = request.label
+        response = client.get(request.path, headers=dict(request.headers))
+        assert response.status_code == 200, (request.label, response.status_code)
+    monkeypatch.undo()
+
+    names = _statement_names()
+    seen = {names.get(text, "?") for text in recorded}
+    # the page reads the benchmark cares most about were among them
+    assert {"count_processing_keys", "list_processing_keys", "list_keys_by_status", "get_outbox_backlog",
+            "list_outbox_pending", "get_key", "list_outbox_for_key"} <= seen, seen
+
+    problems = []
+    with psycopg.connect(indexed_s) as conn:
+        conn.execute("SET enable_seqscan = off")
+        for text, (query, params, label) in recorded.items():
+            name = names.get(text, "?")
+            (plan,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + query, params, prepare=False).fetchone()[0]
+            for node, parents in _nodes(plan["Plan"]):
+                if node.get("Relation Name") not in APP_TABLES:
+                    continue
+                kind = node["Node Type"]
+                if kind == "Seq Scan":
+                    problems.append(f"{name} ({label}): Seq Scan on {node['Relation Name']}")
+                elif (kind in ("Index Scan", "Index Only Scan") and "Index Cond" not in node
+                      and "Limit" not in parents and name not in WHOLE_TABLE_AGGREGATES):
+                    problems.append(f"{name} ({label}): unbounded {kind} of {node['Index Name']}")
+    assert not problems, "\n".join(problems)
