@@ -584,6 +584,10 @@ def endpoint_table(without: list[Timing] | None, with_: list[Timing]) -> list[st
             named = ", ".join(f"`{n}`" for n in w.indexes_named) or "none named"
             timeouts = (f"{w.timed_out_requests} of {w.n} runs, {w.timed_out_panels} panels ({named})"
                         if w.timed_out_panels else "-")
+            # a JSON answer whose panel timed out is a 503 naming the index; a page degrades that panel only
+            failed = {code: n for code, n in w.statuses.items() if code != "200"}
+            if failed:
+                timeouts += "; " + ", ".join(f"HTTP {code} in {n}" for code, n in sorted(failed.items()))
             lines.append(f"| `{t.label}`{statuses} | {_fmt(t.p50)} | {_fmt(t.p95)} | {ok} | {_fmt(w.p50)} | "
                          f"{_fmt(w.p95)} | {_fmt(w.max)} | {timeouts} |")
         else:
