@@ -21,6 +21,7 @@ from dashboard.cli import main
 from queries import Tables
 from queries.app_schema import claim_key, create_app_schema
 from queries.purges import try_purge_lock
+from tests.waiting import wait_until
 
 TRAP = Tables(schema="trap")
 
@@ -60,13 +61,6 @@ def flush_stats(conn: psycopg.Connection) -> None:
         conn.execute("SELECT pg_stat_force_next_flush()")
     else:
         time.sleep(1)
-
-
-def wait_until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
 
 
 # -- the NULL trap ---------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ jobs that run for real in a started scheduler, and a failing job that leaves the
 from __future__ import annotations
 
 import threading
-import time
 from datetime import datetime, timezone
 
 import pytest
@@ -80,16 +79,6 @@ def test_a_bad_schedule_given_as_an_override_is_refused_when_the_scheduler_is_bu
     config = settings.load({}, DATABASE_URL="postgresql://unused/db", PURGE_KEYS_SCHEDULE="*/15 * *")
     with pytest.raises(ConfigError, match=r"^IDEMDASH_PURGE_KEYS_SCHEDULE: .*'\*/15 \* \*'"):
         build(config, BackgroundScheduler)
-
-
-def _wait(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
 
 
 def test_a_started_scheduler_runs_a_purge_job_against_the_database(conn, database_url):

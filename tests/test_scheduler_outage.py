@@ -25,6 +25,7 @@ from queries import Tables
 from queries import purges as q
 from queries.app_schema import create_app_schema
 from queries.migrate import migrate
+from tests.waiting import wait_until
 
 PURGE_JOBS = ("purge_keys", "purge_inbox", "purge_outbox")
 # every job the scheduler runs, made frequent for the test (the purge schedules are crontab, a minute at best)
@@ -36,16 +37,6 @@ def no_unrecorded_runs_left_behind():
     UNRECORDED.clear()
     yield
     UNRECORDED.clear()
-
-
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def _runs(url: str) -> list[dict]:
@@ -76,13 +67,13 @@ def test_jobs_survive_an_outage_and_its_failed_purges_are_recorded_when_the_data
 
     scheduler.start()
     try:
-        _wait(lambda: outcomes("succeeded"), 10, "every job to succeed once before the outage")
+        wait_until(lambda: outcomes("succeeded"), 10, "every job to succeed once before the outage")
         outage_began = datetime.now(timezone.utc)
         stop()
         stopped = time.monotonic()
         failed_since = datetime.now(timezone.utc)
         # every job runs at least once into the outage, and fails
-        _wait(lambda: outcomes("failed") and all(last_outcomes(scheduler)[job].at > failed_since for job in FAST),
+        wait_until(lambda: outcomes("failed") and all(last_outcomes(scheduler)[job].at > failed_since for job in FAST),
               10, "every job to fail during the outage")
         kept = UNRECORDED.waiting(url)
         assert kept and all(run.error.startswith("database unreachable: OperationalError") for run in kept
@@ -104,9 +95,9 @@ def test_jobs_survive_an_outage_and_its_failed_purges_are_recorded_when_the_data
                      and r["started_at"] > max(f["started_at"] for f in failed)]
             return (failed, later) if failed and {r["table_name"] for r in later} == set(purges.TABLES) else None
 
-        failed, later = _wait(recovered, 10, "the outage's failed purges and new successful ones in purge_run")
+        failed, later = wait_until(recovered, 10, "the outage's failed purges and new successful ones in purge_run")
         recorded_after = time.monotonic() - back
-        _wait(lambda: outcomes("succeeded") and not UNRECORDED.waiting(url), 10, "every job to succeed again")
+        wait_until(lambda: outcomes("succeeded") and not UNRECORDED.waiting(url), 10, "every job to succeed again")
     finally:
         scheduler.shutdown(wait=True)
 
@@ -248,7 +239,7 @@ def test_a_job_that_raises_is_logged_in_one_line_and_keeps_its_schedule(caplog):
     scheduler.start()
     try:
         assert done.wait(10)
-        last = _wait(lambda: last_outcomes(scheduler).get("broken"), 5, "the listener")
+        last = wait_until(lambda: last_outcomes(scheduler).get("broken"), 5, "the listener")
         assert scheduler.get_job("broken").next_run_time is not None
     finally:
         scheduler.shutdown(wait=True)

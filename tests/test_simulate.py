@@ -10,21 +10,13 @@ from click.testing import CliRunner
 
 from dashboard.cli import main
 from dashboard.simulate import Simulator, backfill
+from tests.waiting import wait_until
 
 
 def _one(conn: psycopg.Connection, query: str, params: object = None) -> int:
     row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
     assert row is not None
     return row[0]
-
-
-def _wait_for(predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def _sim_threads() -> list[threading.Thread]:
@@ -86,7 +78,7 @@ def test_stop_returns_promptly_and_ends_every_thread(database_url):
     sim = Simulator(database_url, rate=50, clients=3, seed=1)
     sim.start()
     assert len(_sim_threads()) == 5  # three clients, the publisher, the consumer
-    assert _wait_for(lambda: sim.stats["requests"] > 0, timeout=5)
+    wait_until(lambda: sim.stats["requests"] > 0, timeout=5)
     started = time.monotonic()
     assert sim.stop(timeout=5.0)
     assert time.monotonic() - started < 2.0
@@ -99,12 +91,12 @@ def test_threads_survive_lost_connections(database_url, conn):
     sim.start()
     try:
         sessions = "FROM pg_stat_activity WHERE application_name LIKE 'idemdash-simulate-%'"
-        assert _wait_for(lambda: sim.stats["succeeded"] > 10 and _one(conn, f"SELECT count(*) {sessions}") == 4)
+        wait_until(lambda: sim.stats["succeeded"] > 10 and _one(conn, f"SELECT count(*) {sessions}") == 4)
         # what a database restart looks like to the clients: every session killed at once
         assert _one(conn, f"SELECT count(pg_terminate_backend(pid)) {sessions}") == 4
-        assert _wait_for(lambda: sim.stats["errors"] > 0)
+        wait_until(lambda: sim.stats["errors"] > 0)
         before = sim.stats.snapshot()
-        assert _wait_for(lambda: sim.stats["succeeded"] > before["succeeded"] + 20
+        wait_until(lambda: sim.stats["succeeded"] > before["succeeded"] + 20
                          and sim.stats["published"] > before.get("published", 0))
         assert len(_sim_threads()) == 4
     finally:
