@@ -106,26 +106,31 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'P4003', MESSAGE = 'request hash is required';
     END IF;
 
-    -- The primary key decides who creates the row; a concurrent inserter
-    -- waits here for the winner's transaction and then does nothing.
-    INSERT INTO {keys} AS ir (idempotency_scope, idempotency_key, request_hash, status,
-                              claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at)
-    VALUES (p_scope, p_key, p_request_hash, 'processing',
-            p_claimed_by, v_now, v_now + v_lease, v_now, v_now, v_now + p_retention)
-    ON CONFLICT (idempotency_scope, idempotency_key) DO NOTHING;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    LOOP
+        -- The primary key decides who creates the row; a concurrent inserter
+        -- waits here for the winner's transaction and then does nothing.
+        INSERT INTO {keys} AS ir (idempotency_scope, idempotency_key, request_hash, status,
+                                  claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at)
+        VALUES (p_scope, p_key, p_request_hash, 'processing',
+                p_claimed_by, v_now, v_now + v_lease, v_now, v_now, v_now + p_retention)
+        ON CONFLICT (idempotency_scope, idempotency_key) DO NOTHING;
+        GET DIAGNOSTICS v_inserted = ROW_COUNT;
 
-    IF v_inserted = 1 THEN
-        claim_kind := 'new_claim';
-        attempt_count := 1;
-        RETURN;
-    END IF;
+        IF v_inserted = 1 THEN
+            claim_kind := 'new_claim';
+            attempt_count := 1;
+            RETURN;
+        END IF;
 
-    -- The row lock serialises everyone else's inspection of the existing row.
-    SELECT * INTO STRICT v_row
-    FROM {keys} ir
-    WHERE ir.idempotency_scope = p_scope AND ir.idempotency_key = p_key
-    FOR UPDATE;
+        -- The row lock serialises everyone else's inspection of the existing row.
+        SELECT * INTO v_row
+        FROM {keys} ir
+        WHERE ir.idempotency_scope = p_scope AND ir.idempotency_key = p_key
+        FOR UPDATE;
+        EXIT WHEN FOUND;
+        -- Gone between the two statements: a retention purge deleted the expired
+        -- row the INSERT collided with. The key is new again: insert once more.
+    END LOOP;
 
     IF v_row.request_hash IS DISTINCT FROM p_request_hash THEN
         RAISE EXCEPTION USING
@@ -267,17 +272,24 @@ AS $$
 -- same message; the same id with another payload is rejected (P4050).
 DECLARE
     v_inserted integer;
+    v_hash text;
 BEGIN
-    INSERT INTO {inbox} (consumer_name, message_id, message_hash, result_ref_type, result_ref_id)
-    VALUES (p_consumer, p_message_id, p_message_hash, p_result_ref_type, p_result_ref_id)
-    ON CONFLICT (consumer_name, message_id) DO NOTHING;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
-    IF v_inserted = 1 THEN
-        RETURN 'processed';
-    END IF;
-    PERFORM 1 FROM {inbox} pm
-    WHERE pm.consumer_name = p_consumer AND pm.message_id = p_message_id AND pm.message_hash = p_message_hash;
-    IF FOUND THEN
+    LOOP
+        INSERT INTO {inbox} (consumer_name, message_id, message_hash, result_ref_type, result_ref_id)
+        VALUES (p_consumer, p_message_id, p_message_hash, p_result_ref_type, p_result_ref_id)
+        ON CONFLICT (consumer_name, message_id) DO NOTHING;
+        GET DIAGNOSTICS v_inserted = ROW_COUNT;
+        IF v_inserted = 1 THEN
+            RETURN 'processed';
+        END IF;
+        SELECT pm.message_hash INTO v_hash
+        FROM {inbox} pm
+        WHERE pm.consumer_name = p_consumer AND pm.message_id = p_message_id;
+        EXIT WHEN FOUND;
+        -- Gone between the two statements: a retention purge deleted the row the
+        -- INSERT collided with, so the message is new again: insert once more.
+    END LOOP;
+    IF v_hash = p_message_hash THEN
         RETURN 'duplicate_ignored';
     END IF;
     RAISE EXCEPTION USING

@@ -30,6 +30,7 @@ from queries.app_schema import (
     create_app_schema,
     fail_key,
 )
+from tests.waiting import wait_until
 
 TABLES = Tables()
 SCOPE = "payments"
@@ -527,6 +528,82 @@ def test_late_complete_racing_a_stale_reclaim_has_one_consistent_winner(db, app_
                 assert row["attempt_count"] == 2
             outcomes.add(claimed)
     assert outcomes <= {"replay_success", "stale_reclaim"}
+
+
+def _pause_after_insert(conn: psycopg.Connection, table: str, lock_key: int) -> None:
+    """Test instrumentation: every INSERT statement on ``table`` (also one that inserts nothing, ON CONFLICT DO
+    NOTHING) then waits for advisory lock ``lock_key``, which the test holds: the gap between a reference
+    function's INSERT and its re-read, held open for as long as the test needs."""
+    conn.execute(sql.SQL("""
+        CREATE FUNCTION app.test_pause_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({lock});
+            RETURN NULL;
+        END $$""").format(lock=sql.Literal(lock_key)))
+    conn.execute(sql.SQL("CREATE TRIGGER test_pause_after_insert AFTER INSERT ON {} FOR EACH STATEMENT "
+                         "EXECUTE FUNCTION app.test_pause_after_insert()").format(sql.Identifier("app", table)))
+
+
+def _waiting_on_advisory_lock(conn: psycopg.Connection, lock_key: int) -> bool:
+    return conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                        "AND objid = %s", (lock_key,)).fetchone()[0] > 0
+
+
+def _in_the_gap(app_db: str, lock_key: int, call: Callable[[psycopg.Connection], Any],
+                purge: Callable[[psycopg.Connection], None]) -> Any:
+    """Run ``call`` in a thread; once its INSERT has collided and it waits in the gap, ``purge`` deletes the row
+    it collided with and commits; then let the call go on. Returns what the call returned or raised."""
+
+    result: list[Any] = []
+    with psycopg.connect(app_db, autocommit=True) as holder, psycopg.connect(app_db, autocommit=True) as worker:
+        holder.execute("SELECT pg_advisory_lock(%s)", (lock_key,))
+        thread = threading.Thread(target=lambda: result.append(_call(call, worker)))
+        thread.start()
+        wait_until(lambda: _waiting_on_advisory_lock(holder, lock_key), timeout=10,
+                   what="the call to wait in the gap after its INSERT")
+        purge(holder)  # autocommit: deleted and committed while the call waits
+        holder.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
+        thread.join(10)
+        assert not thread.is_alive(), "the call hung after the purge"
+    return result[0]
+
+
+def _call(call: Callable[[psycopg.Connection], Any], conn: psycopg.Connection) -> Any:
+    try:
+        return call(conn)
+    except BaseException as exc:  # returned to the test, which asserts on it
+        return exc
+
+
+def test_a_claim_racing_a_purge_claims_the_key_afresh(db, app_db):
+    """The expired row the INSERT collided with is purged before the locked re-read: a new claim, not P0002."""
+    old = claim(db, "purged-meanwhile", claimed_by="worker-old")
+    complete_key(db, TABLES, SCOPE, "purged-meanwhile", "order", None, {"old": True}, old.attempt_count)
+    db.execute("UPDATE app.idempotency_request SET expires_at = created_at + interval '1 microsecond' "
+               "WHERE idempotency_key = 'purged-meanwhile'")
+    _pause_after_insert(db, "idempotency_request", 7001)
+
+    result = _in_the_gap(
+        app_db, 7001, lambda c: claim(c, "purged-meanwhile", claimed_by="worker-new"),
+        lambda c: c.execute("DELETE FROM app.idempotency_request WHERE idempotency_key = 'purged-meanwhile' "
+                            "AND expires_at < now()"))
+
+    assert isinstance(result, Claim), f"the claim raised instead of claiming afresh: {result!r}"
+    assert result.claim_kind == "new_claim" and result.attempt_count == 1
+    row = key_row(db, "purged-meanwhile")
+    assert row["status"] == "processing" and row["claimed_by"] == "worker-new" and row["response_body"] is None
+
+
+def test_a_redelivery_racing_an_inbox_purge_is_processed_not_an_error(db, app_db):
+    assert consume_message(db, TABLES, "billing", "m-old", "h1") == "processed"
+    _pause_after_insert(db, "processed_message", 7002)
+
+    result = _in_the_gap(
+        app_db, 7002, lambda c: consume_message(c, TABLES, "billing", "m-old", "h1"),
+        lambda c: c.execute("DELETE FROM app.processed_message WHERE message_id = 'm-old'"))
+
+    assert result == "processed", f"expected the message to be recorded afresh, got {result!r}"
+    assert [r[1] for r in inbox_rows(db)] == ["m-old"]
 
 
 # ---------------------------------------------------------------------------
