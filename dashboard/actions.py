@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Mapping
 
 from flask import Blueprint, abort, current_app, jsonify, redirect, request
+from htmx_flask import make_response as htmx_response
 from psycopg import errors
 
 from dashboard import panels
@@ -21,7 +22,7 @@ from dashboard.db import get_db
 from dashboard.keys import DETAIL_FIELDS, detail_context, key_url
 from dashboard.params import parse_duration
 from dashboard.triage import suggest
-from dashboard.web import render
+from dashboard.web import duration, render
 from queries import keys as qkeys
 from queries import reclassify as q
 from queries.health import database_now
@@ -42,12 +43,17 @@ class ActionError(Exception):
         self.key = key
 
 
+# htmx event the bulk result sends so the key list on the page refreshes (keys.html listens for it)
+KEYS_CHANGED = "keys-changed"
+
+
 @dataclass(frozen=True)
 class BulkRequest:
     flt: q.BulkFilter
     to: str
     reason: str
     as_of: datetime | None
+    all_scopes: bool = False
 
 
 # -- input -------------------------------------------------------------------
@@ -188,10 +194,12 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
             locked = q.lock_key_for_action(conn, db.tables, scope, key)
             if locked is None:
                 raise ActionError(404, f"no key {key!r} in scope {scope!r}: it was deleted meanwhile")
-            result = q.reclassify_key(conn, db.tables, locked, change, lease_seconds=lease)
+            result = q.reclassify_key(conn, db.tables, locked, change, lease_seconds=lease,
+                                      replay_horizon_seconds=config["REPLAY_HORIZON"])
     except errors.LockNotAvailable as exc:  # 55P03: FOR UPDATE NOWAIT, or the lock timeout
-        raise ActionError(409, "an application transaction holds this key right now (it may be finishing it); "
-                               "nothing was changed: look again in a moment", _key_json(_current_key(scope, key))) from exc
+        raise ActionError(409, "an application transaction holds this key right now (its worker may be finishing "
+                               "it), so nothing was changed: try again in a moment",
+                          _key_json(_current_key(scope, key))) from exc
     after = _current_key(scope, key)
     if not result.changed:
         raise ActionError(409, _why_not(locked, change), _key_json(after))
@@ -229,57 +237,101 @@ def _bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
             else parse_duration(str(overdue)))
     except ValueError:
         raise ActionError(400, "filter.overdue must be seconds or a duration such as 10m, 2h or 1d") from None
+    if overdue_seconds is not None and not 0 <= overdue_seconds <= 366 * 86400:
+        raise ActionError(400, "filter.overdue must be between 0 and 366 days")
     flt = q.BulkFilter(scope=_text(raw, "scope"), claimed_by=_text(raw, "claimed_by"),
                        min_attempts=_int(raw, "min_attempts"), min_overdue_seconds=overdue_seconds)
     to = data.get("to")
     if to not in q.BULK_OUTCOMES:
         raise ActionError(400, f"bulk to must be {' or '.join(q.BULK_OUTCOMES)} (the other outcomes need one key at a time)")
+    all_scopes = data.get("all_scopes") in (True, "1", "true", "on")
     if preview:
-        return BulkRequest(flt, to, (_text(data, "reason", max_length=MAX_REASON) or "").strip(), None)
+        return BulkRequest(flt, to, (_text(data, "reason", max_length=MAX_REASON) or "").strip(), None, all_scopes)
     as_of = _time(data, "as_of")
     if as_of is None:
         raise ActionError(400, "as_of is required: the time of the preview you confirmed (preview first)")
-    return BulkRequest(flt, to, _reason(data), as_of)
+    if flt.scope is None and not all_scopes:
+        raise ActionError(400, "this would change stuck keys in every scope: name one scope in the filter, or "
+                               "confirm that you mean all of them (\"all_scopes\": true; on the page, tick "
+                               "\"every scope\")")
+    return BulkRequest(flt, to, _reason(data), as_of, all_scopes)
+
+
+def filter_in_words(flt: Mapping[str, Any]) -> str:
+    """A bulk filter (``BulkFilter.to_json()``) as a sentence: what the operator previews and confirms."""
+    parts = [f"in scope {flt['scope']!r}" if flt.get("scope") is not None else "in every scope"]
+    if flt.get("claimed_by") is not None:
+        parts.append(f"claimed by {flt['claimed_by']!r}")
+    if flt.get("min_attempts") is not None:
+        parts.append(f"with at least {flt['min_attempts']} attempts")
+    if flt.get("overdue_seconds") is not None:
+        parts.append(f"whose lease ended at least {duration(flt['overdue_seconds'])} ago")
+    return "stuck keys " + ", ".join(parts) + " (exact matches)"
 
 
 def bulk_preview(req: BulkRequest) -> dict:
+    """Count and sample what the action would change, and record the preview for its confirmation."""
     db = get_db()
     lease = current_app.config["DEFAULT_LEASE_SECONDS"]
-    with db.read() as conn:
+    with db.write() as conn:
         as_of = database_now(conn)
         count = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, lease_seconds=lease)
+        by_scope = q.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, lease_seconds=lease)
         sample = q.list_bulk_sample(conn, db.tables, req.flt, as_of, lease_seconds=lease)
-    return {"as_of": as_of, "count": count, "cap": current_app.config["BULK_MAX_KEYS"],
+        q.insert_bulk_preview(conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope,
+                              actor=current_user().name)
+    return {"as_of": as_of, "to": req.to, "count": count, "cap": current_app.config["BULK_MAX_KEYS"],
+            "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
+            "all_scopes": req.flt.scope is None,
+            "by_scope": [{"scope": s.scope, "keys": s.keys} for s in by_scope],
             "sample": [s.__dict__ for s in sample]}
 
 
 def bulk_apply(req: BulkRequest) -> dict:
+    """Change what the preview at ``req.as_of`` showed, if the request names the same filter and outcome."""
     db = get_db()
-    lease = current_app.config["DEFAULT_LEASE_SECONDS"]
-    cap = current_app.config["BULK_MAX_KEYS"]
+    config = current_app.config
+    lease, cap, horizon = config["DEFAULT_LEASE_SECONDS"], config["BULK_MAX_KEYS"], config["REPLAY_HORIZON"]
+    actor = current_user().name
     assert req.as_of is not None
-    with db.read() as conn:
+    bulk_id = uuid.uuid4()
+    with db.write() as conn:
         now = database_now(conn)
         if req.as_of > now + timedelta(seconds=5):
             raise ActionError(400, "as_of is in the future: use the as_of the preview returned")
         if now - req.as_of > PREVIEW_MAX_AGE:
             raise ActionError(409, "the preview is more than 15 minutes old: preview again and confirm what you see now")
+        preview = q.get_bulk_preview(conn, req.flt, req.to, req.as_of)
+        if preview is None:
+            raise ActionError(409, f"no preview was taken at {req.as_of.isoformat()}: preview first, then confirm "
+                                   "with the as_of it returns. Nothing was changed.")
+        if not preview.matches:
+            raise ActionError(409, f"this confirmation is for {filter_in_words(req.flt.to_json())} → {req.to}, but "
+                                   f"the preview at {req.as_of.isoformat()} showed {filter_in_words(preview.filter)} "
+                                   f"→ {preview.to_status} (were the filters changed after the preview?). Nothing "
+                                   "was changed: preview again and confirm what it shows.")
         before = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, lease_seconds=lease)
-    bulk_id = uuid.uuid4()
-    changed = 0
-    while changed < cap:
+        parent_id = q.insert_bulk_audit(conn, req.flt, req.to, req.as_of, reason=req.reason, actor=actor,
+                                        bulk_id=bulk_id, preview=preview, cap=cap)
+        changed = n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap))
+    while n and changed < cap:
         with db.write() as conn:
-            n = q.reclassify_bulk_batch(conn, db.tables, req.flt, req.as_of, to=req.to, reason=req.reason,
-                                        actor=current_user().name, lease_seconds=lease,
-                                        batch_size=min(BULK_BATCH, cap - changed), bulk_id=bulk_id)
+            n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap - changed))
         changed += n
-        if n == 0:
-            break
     with db.read() as conn:
         remaining = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, lease_seconds=lease)
-    return {"bulk_id": str(bulk_id), "as_of": req.as_of, "to": req.to, "changed": changed,
-            "skipped": max(before - changed, 0), "still_eligible": remaining, "cap": cap,
-            "capped": changed >= cap and remaining > 0}
+    return {"bulk_id": str(bulk_id), "audit_id": parent_id, "as_of": req.as_of, "to": req.to,
+            "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
+            "previewed": preview.candidates, "changed": changed, "skipped": max(before - changed, 0),
+            "still_eligible": remaining, "cap": cap, "capped": changed >= cap and remaining > 0}
+
+
+def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
+    config = current_app.config
+    return q.reclassify_bulk_batch(conn, get_db().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
+                                   actor=current_user().name, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
+                                   replay_horizon_seconds=config["REPLAY_HORIZON"], batch_size=size,
+                                   parent_id=parent_id)
 
 
 # -- views -----------------------------------------------------------------------
@@ -332,16 +384,23 @@ def bulk_api():
 @bp.post("/keys/reclassify-bulk")
 @operator_required
 def bulk_form():
+    """The stuck list's bulk box. Its filter fields come from the list's own filter form (hx-include="#filters"),
+    so preview and confirmation take the filters on screen, whatever was changed in place."""
     form = request.form
     data = {"filter": {k: form.get(k, "") for k in ("scope", "claimed_by", "min_attempts", "overdue")},
-            "to": form.get("to"), "reason": form.get("reason", ""), "as_of": form.get("as_of", "")}
+            "to": form.get("to"), "reason": form.get("reason", ""), "as_of": form.get("as_of", ""),
+            "all_scopes": form.get("all_scopes", "")}
     preview = form.get("step") != "confirm"
     try:
+        if form.get("status", "stuck") != "stuck":
+            raise ActionError(400, "bulk reclassification acts on stuck keys: switch the list back to stuck first")
         req = _bulk_request(data, preview=preview)
         if preview:
             return render("bulk.html", "bulk_panel", step="preview", req=req, result=bulk_preview(req),
                           filters=data["filter"])
-        return render("bulk.html", "bulk_panel", step="done", req=req, result=bulk_apply(req), filters=data["filter"])
+        result = bulk_apply(req)
+        body = render("bulk.html", "bulk_panel", step="done", req=req, result=result, filters=data["filter"])
+        return htmx_response(body, trigger=KEYS_CHANGED)
     except ActionError as exc:
         return render("bulk.html", "bulk_panel", step="error", error=exc.message, req=None, result=None,
                       filters=data["filter"]), exc.status

@@ -83,6 +83,29 @@ def split_list(raw: str) -> list[str]:
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(raw: str) -> float:
+    """Seconds from '90', '90s', '15m', '2h' or '1d'; ValueError otherwise."""
+    match = _DURATION.match(raw)
+    if not match:
+        raise ValueError(f"not a duration: {raw!r}")
+    unit = match.group(2).lower() if match.group(2) else None
+    return float(match.group(1)) * _UNIT_SECONDS[unit]
+
+
+def _positive_duration(raw: str) -> int:
+    try:
+        seconds = int(parse_duration(raw))
+    except ValueError:
+        raise ValueError(f"expected a duration such as 24h, 90m, 2d or a number of seconds, got {raw!r}") from None
+    if seconds <= 0:
+        raise ValueError(f"expected a duration longer than zero, got {raw!r}")
+    return seconds
+
+
 def _non_negative_int(raw: str) -> int:
     value = int(raw)
     if value < 0:
@@ -119,6 +142,8 @@ class Setting:
     default: Any
     parse: Callable[[str], Any]
     doc: str
+    # an older name of this setting, still read when the new one is unset, and how to turn its value into ours
+    legacy: tuple[str, Callable[[str], str]] | None = None
 
     @property
     def env(self) -> str:
@@ -214,9 +239,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("PURGE_OUTBOX_SCHEDULE", "37 * * * *", _crontab,
             "When the scheduler purges published outbox rows older than `IDEMDASH_OUTBOX_RETENTION_DAYS` "
             "(crontab, UTC, or `off`)."),
-    Setting("REPLAY_HORIZON_HOURS", 24, _positive_int,
+    Setting("REPLAY_HORIZON", 86400, _positive_duration,
             "The longest time a client or a queue may still retry or redeliver (client retry window, broker "
-            "redelivery, manual replays). `/health` warns when a retention is shorter."),
+            "redelivery, manual replays), as a duration (`24h`, `2d`, `90m`, or seconds). An operator's "
+            "`already_succeeded` or `abandoned` keeps the key at least this long (its `expires_at` is pushed out), "
+            "and no purge deletes a key within this long of an operator's decision on it. `/health` warns when a "
+            "retention is shorter. The older `IDEMDASH_REPLAY_HORIZON_HOURS` is still read when this is unset.",
+            legacy=("REPLAY_HORIZON_HOURS", lambda raw: raw.strip() + "h")),
     Setting("SNAPSHOT_INTERVAL_SECONDS", 60, _positive_int,
             "How often the scheduler records the overview's headline numbers into `idemdash.metric_snapshot` "
             "(the overview's trend lines)."),
@@ -244,6 +273,8 @@ def load(environ: Mapping[str, str] | None = None, **overrides: Any) -> dict[str
             values[setting.name] = overrides.pop(setting.name)
             continue
         raw = environ.get(setting.env)
+        if raw is None and setting.legacy is not None and PREFIX + setting.legacy[0] in environ:
+            raw = setting.legacy[1](environ[PREFIX + setting.legacy[0]])
         if raw is None:
             values[setting.name] = setting.default
             continue

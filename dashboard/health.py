@@ -73,7 +73,7 @@ def _checks() -> list[Check]:
 def page():
     checks = sorted(_checks(), key=lambda c: SEVERITY[c.status])
     return render("health.html", "health_panel", checks=checks, counts=summary(checks),
-                  as_of=datetime.now(timezone.utc), horizon=current_app.config["REPLAY_HORIZON_HOURS"])
+                  as_of=datetime.now(timezone.utc), horizon=current_app.config["REPLAY_HORIZON"])
 
 
 @bp.get("/api/v1/health/schema")

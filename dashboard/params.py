@@ -5,8 +5,7 @@ import re
 
 from flask import abort, request
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
-_UNIT = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+from dashboard.config import parse_duration
 
 
 def text(name: str, max_length: int = 2000) -> str | None:
@@ -39,15 +38,6 @@ def integer(name: str, *, minimum: int, maximum: int, default: int | None = None
     if not minimum <= value <= maximum:
         abort(400, f"{name} must be between {minimum} and {maximum} (got {value})")
     return value
-
-
-def parse_duration(raw: str) -> float:
-    """Seconds from '90', '90s', '15m', '2h' or '1d'; ValueError otherwise."""
-    match = _DURATION.match(raw)
-    if not match:
-        raise ValueError(f"not a duration: {raw!r}")
-    unit = match.group(2).lower() if match.group(2) else None
-    return float(match.group(1)) * _UNIT[unit]
 
 
 def duration(name: str, *, maximum_seconds: float = 366 * 86400) -> float | None:

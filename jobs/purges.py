@@ -76,6 +76,7 @@ class PurgeSettings:
     pause_ms: int
     time_budget_seconds: float
     retention_days: int | None
+    replay_horizon_seconds: int
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], table: str) -> "PurgeSettings":
@@ -87,6 +88,7 @@ class PurgeSettings:
             pause_ms=_setting(config, "PURGE_PAUSE_MS"),
             time_budget_seconds=_positive(config, "PURGE_TIME_BUDGET_SECONDS"),
             retention_days=_positive(config, retention) if retention else None,
+            replay_horizon_seconds=_positive(config, "REPLAY_HORIZON"),
         )
 
 
@@ -189,7 +191,9 @@ def _batches(table: str, tables: Tables, settings: PurgeSettings, run_id: int, d
     size = settings.batch_size
     floor = min(MIN_BATCH_SIZE, size)
     step = _COUNT[table] if dry_run else _DELETE[table]
-    extra = {} if settings.retention_days is None else {"retention_days": settings.retention_days}
+    # keys carry their own expiry but stay while an operator's decision is within the replay horizon
+    extra = ({"replay_horizon_seconds": settings.replay_horizon_seconds} if settings.retention_days is None
+             else {"retention_days": settings.retention_days})
     after = None
     timeouts_at_floor = 0
     while True:

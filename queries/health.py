@@ -238,8 +238,8 @@ def fix_add_column(tables: Tables, role: str, column: str, data_type: str) -> st
                      column=sql.Identifier(column), data_type=sql.SQL(data_type)).as_string(None)
 
 
-def fix_extend_key_retention(tables: Tables, scope: str, horizon_hours: int) -> str:
-    return statement("fix_extend_key_retention", tables, horizon=sql.Literal(f"{horizon_hours} hours"),
+def fix_extend_key_retention(tables: Tables, scope: str, horizon_seconds: int) -> str:
+    return statement("fix_extend_key_retention", tables, horizon=sql.Literal(f"{horizon_seconds} seconds"),
                      scope=sql.Literal(scope)).as_string(None)
 
 

@@ -141,13 +141,15 @@ def _params(run_id: int, limit: int, after: tuple[CursorValue, CursorValue] | No
 
 
 def delete_expired_keys(conn: psycopg.Connection, tables: Tables, run_id: int, limit: int,
-                        after: tuple[CursorValue, CursorValue] | None) -> Batch:
-    return _batch(conn, "delete_expired_keys", tables, _params(run_id, limit, after))
+                        after: tuple[CursorValue, CursorValue] | None, replay_horizon_seconds: int) -> Batch:
+    return _batch(conn, "delete_expired_keys", tables,
+                  _params(run_id, limit, after, replay_horizon_seconds=replay_horizon_seconds))
 
 
 def count_expired_keys(conn: psycopg.Connection, tables: Tables, run_id: int, limit: int,
-                       after: tuple[CursorValue, CursorValue] | None) -> Batch:
-    return _batch(conn, "count_expired_keys", tables, _params(run_id, limit, after))
+                       after: tuple[CursorValue, CursorValue] | None, replay_horizon_seconds: int) -> Batch:
+    return _batch(conn, "count_expired_keys", tables,
+                  _params(run_id, limit, after, replay_horizon_seconds=replay_horizon_seconds))
 
 
 def delete_old_inbox_rows(conn: psycopg.Connection, tables: Tables, run_id: int, limit: int,

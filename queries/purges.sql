@@ -70,12 +70,18 @@ SELECT set_config('statement_timeout', %(statement_ms)s, true), set_config('lock
 
 -- delete_expired_keys --
 -- One purge batch: expired terminal keys (succeeded, failed_final) in primary-key order after the cursor, locked rows skipped; records progress.
--- Never processing or failed_retryable. The cursor (after_1, after_2) is the last key of the previous batch.
+-- Never processing or failed_retryable, nor a key an operator decided on within the replay horizon. The cursor (after_1, after_2) is the last key of the previous batch.
 WITH doomed AS (
     SELECT ctid AS row_id, idempotency_scope, idempotency_key
     FROM {keys}
     WHERE status IN ('succeeded', 'failed_final')
       AND expires_at < now()
+      AND NOT EXISTS (
+          -- an operator decided on this key within the replay horizon: a client's retry may still need it
+          SELECT 1 FROM idemdash.audit_log a
+          WHERE a.scope = {keys}.idempotency_scope AND a.key = {keys}.idempotency_key
+            AND a.action LIKE 'reclassify%%'
+            AND a.at > now() - make_interval(secs => %(replay_horizon_seconds)s))
       AND (%(after_1)s::text IS NULL
            OR (idempotency_scope, idempotency_key) > (%(after_1)s::text, %(after_2)s::text))
     ORDER BY idempotency_scope, idempotency_key
@@ -113,6 +119,12 @@ WITH chunk AS (
     FROM {keys}
     WHERE status IN ('succeeded', 'failed_final')
       AND expires_at < now()
+      AND NOT EXISTS (
+          -- an operator decided on this key within the replay horizon: a client's retry may still need it
+          SELECT 1 FROM idemdash.audit_log a
+          WHERE a.scope = {keys}.idempotency_scope AND a.key = {keys}.idempotency_key
+            AND a.action LIKE 'reclassify%%'
+            AND a.at > now() - make_interval(secs => %(replay_horizon_seconds)s))
       AND (%(after_1)s::text IS NULL
            OR (idempotency_scope, idempotency_key) > (%(after_1)s::text, %(after_2)s::text))
     ORDER BY idempotency_scope, idempotency_key

@@ -5,8 +5,15 @@ the action fail at once instead of waiting), then one UPDATE whose WHERE
 says "still stuck now (or held for review by idemdash) and unchanged since
 the operator looked", with the audit row inserted by the same statement.
 
-Bulk: batches that lock candidates with SKIP LOCKED; a candidate must have
-been stuck already at the preview's ``as_of`` and still be stuck now.
+``already_succeeded`` and ``abandoned`` push ``expires_at`` out to at least
+now plus the replay horizon in the same UPDATE, so no purge deletes the
+decision while a client's retry may still come.
+
+Bulk: a preview is recorded (filter, outcome, counts at ``as_of``); the
+confirmation is checked against it, writes one audit entry for the whole
+action, then changes batches that lock candidates with SKIP LOCKED, each key
+audited under that entry; a candidate must have been stuck already at the
+preview's ``as_of`` and still be stuck now.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from queries.db import select_all, select_one
 
 OUTCOMES = ("safe_to_retry", "abandoned", "already_succeeded", "needs_review")
 BULK_OUTCOMES = ("safe_to_retry", "abandoned")
+BULK_TO_STATUS = {"safe_to_retry": "failed_retryable", "abandoned": "failed_final"}
 REVIEW_HOLDER = "idemdash:needs_review"
 
 
@@ -65,6 +73,37 @@ class BulkFilter:
     min_attempts: int | None = None
     min_overdue_seconds: float | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The filter as recorded with a preview and in the audit log, and compared at confirmation."""
+        return {"scope": self.scope, "claimed_by": self.claimed_by, "min_attempts": self.min_attempts,
+                "overdue_seconds": self.min_overdue_seconds}
+
+
+@dataclass(frozen=True)
+class ScopeCount:
+    scope: str
+    keys: int
+
+
+@dataclass(frozen=True)
+class RecordedPreview:
+    preview_id: int
+    filter: dict[str, Any]
+    to_status: str
+    candidates: int
+    by_scope: list[dict[str, Any]]
+    matches: bool          # same filter and outcome as the confirmation asked about
+
+
+@dataclass(frozen=True)
+class _PreviewId:
+    preview_id: int
+
+
+@dataclass(frozen=True)
+class _AuditId:
+    audit_id: int
+
 
 @dataclass(frozen=True)
 class BulkSampleRow:
@@ -92,7 +131,7 @@ def lock_key_for_action(conn: psycopg.Connection, tables: Tables, scope: str, ke
 
 
 def reclassify_key(conn: psycopg.Connection, tables: Tables, locked: LockedKey, change: Reclassification, *,
-                   lease_seconds: int) -> ChangeResult:
+                   lease_seconds: int, replay_horizon_seconds: int) -> ChangeResult:
     """Change the locked key if the database agrees it is still eligible; the audit row commits with it."""
     query = statement("reclassify_key", tables, set_clause=statement(f"fragment_set_{change.to}"))
     params = {
@@ -108,6 +147,7 @@ def reclassify_key(conn: psycopg.Connection, tables: Tables, locked: LockedKey, 
                          "result_ref_type": change.result_ref_type, "result_ref_id": change.result_ref_id}),
         "result_ref_type": change.result_ref_type, "result_ref_id": change.result_ref_id,
         "response_body": Jsonb(change.response_body), "hold_seconds": change.hold_seconds,
+        "replay_horizon_seconds": replay_horizon_seconds,
     }
     row = conn.execute(query, params).fetchone()
     assert row is not None
@@ -133,9 +173,46 @@ def list_bulk_sample(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, 
     return select_all(conn, query, _bulk_params(tables, flt, as_of, lease_seconds) | {"limit": limit}, BulkSampleRow)
 
 
+def count_bulk_candidates_by_scope(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
+                                   lease_seconds: int, limit: int = 50) -> list[ScopeCount]:
+    query = statement("count_bulk_candidates_by_scope", tables, bulk_filter=statement("fragment_bulk_filter"))
+    return select_all(conn, query, _bulk_params(tables, flt, as_of, lease_seconds) | {"limit": limit}, ScopeCount)
+
+
+def insert_bulk_preview(conn: psycopg.Connection, flt: BulkFilter, to: str, as_of: datetime, *, candidates: int,
+                        by_scope: list[ScopeCount], actor: str) -> int:
+    row = select_one(conn, statement("insert_bulk_preview"),
+                     {"as_of": as_of, "filter": Jsonb(flt.to_json()), "to": to, "candidates": candidates,
+                      "by_scope": Jsonb([{"scope": s.scope, "keys": s.keys} for s in by_scope]), "actor": actor},
+                     _PreviewId)
+    assert row is not None
+    return row.preview_id
+
+
+def get_bulk_preview(conn: psycopg.Connection, flt: BulkFilter, to: str, as_of: datetime) -> RecordedPreview | None:
+    """The preview recorded at ``as_of`` (preferring one with this filter and outcome); None if there is none."""
+    return select_one(conn, statement("get_bulk_preview"),
+                      {"as_of": as_of, "filter": Jsonb(flt.to_json()), "to": to}, RecordedPreview)
+
+
+def insert_bulk_audit(conn: psycopg.Connection, flt: BulkFilter, to: str, as_of: datetime, *, reason: str,
+                      actor: str, bulk_id: uuid.UUID, preview: RecordedPreview, cap: int) -> int:
+    """The bulk action's one audit entry; call in the transaction of its first batch."""
+    row = select_one(conn, statement("insert_bulk_audit"), {
+        "actor": actor, "action": f"reclassify-bulk:{to}", "scope": flt.scope, "to_status": BULK_TO_STATUS[to],
+        "reason": reason,
+        "evidence": Jsonb([f"every key changed was stuck at the preview ({as_of.isoformat()}) and still stuck "
+                           "when it was changed"]),
+        "detail": Jsonb({"bulk_id": str(bulk_id), "as_of": as_of.isoformat(), "filter": flt.to_json(),
+                         "previewed": preview.candidates, "previewed_by_scope": preview.by_scope, "cap": cap}),
+    }, _AuditId)
+    assert row is not None
+    return row.audit_id
+
+
 def reclassify_bulk_batch(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
-                          to: str, reason: str, actor: str, lease_seconds: int, batch_size: int,
-                          bulk_id: uuid.UUID) -> int:
+                          to: str, reason: str, actor: str, lease_seconds: int, replay_horizon_seconds: int,
+                          batch_size: int, parent_id: int) -> int:
     """One batch in the caller's transaction; returns how many keys changed (0: none left that it could lock)."""
     if to not in BULK_OUTCOMES:
         raise ValueError(f"bulk reclassification is only {' or '.join(BULK_OUTCOMES)}")
@@ -143,10 +220,7 @@ def reclassify_bulk_batch(conn: psycopg.Connection, tables: Tables, flt: BulkFil
                       set_clause=statement(f"fragment_set_{to}"))
     params = _bulk_params(tables, flt, as_of, lease_seconds) | {
         "batch_size": batch_size, "actor": actor, "action": f"reclassify-bulk:{to}", "reason": reason,
-        "evidence": Jsonb([f"stuck at the preview ({as_of.isoformat()}) and still stuck when changed"]),
-        "detail": Jsonb({"bulk_id": str(bulk_id), "as_of": as_of.isoformat(),
-                         "filter": {"scope": flt.scope, "claimed_by": flt.claimed_by,
-                                    "min_attempts": flt.min_attempts, "overdue_seconds": flt.min_overdue_seconds}}),
+        "replay_horizon_seconds": replay_horizon_seconds, "parent_id": parent_id,
     }
     row = select_one(conn, query, params, _Batch)
     assert row is not None and row.changed == row.audited

@@ -35,15 +35,17 @@ status = 'failed_retryable', locked_until = NULL, failure_code = 'idemdash_safe_
 failure_message = %(reason)s, updated_at = clock_timestamp()
 
 -- fragment_set_abandoned --
--- SET list: the key fails for good; retries get the final failure.
+-- SET list: the key fails for good; retries get the final failure, for at least the replay horizon (no purge before).
 status = 'failed_final', locked_until = NULL, failure_code = 'abandoned', failure_message = %(reason)s,
-updated_at = clock_timestamp()
+updated_at = clock_timestamp(),
+expires_at = greatest(k.expires_at, clock_timestamp() + make_interval(secs => %(replay_horizon_seconds)s))
 
 -- fragment_set_already_succeeded --
--- SET list: the key succeeded with the result the operator gives; retries get it replayed.
+-- SET list: the key succeeded with the result the operator gives; retries get it replayed for at least the replay horizon.
 status = 'succeeded', locked_until = NULL, result_ref_type = %(result_ref_type)s,
 result_ref_id = %(result_ref_id)s::uuid, response_body = %(response_body)s, failure_code = NULL,
-failure_message = NULL, updated_at = clock_timestamp()
+failure_message = NULL, updated_at = clock_timestamp(),
+expires_at = greatest(k.expires_at, clock_timestamp() + make_interval(secs => %(replay_horizon_seconds)s))
 
 -- fragment_set_needs_review --
 -- SET list: the key stays processing with a long lease held by idemdash, so no retry re-runs it meanwhile.
@@ -77,10 +79,42 @@ WHERE {bulk_filter}
 ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
 LIMIT %(limit)s
 
+-- count_bulk_candidates_by_scope --
+-- A bulk preview's count per scope, largest first (the preview states what the action would touch, scope by scope).
+SELECT k.idempotency_scope AS scope, count(*)::int AS keys
+FROM {keys} k
+WHERE {bulk_filter}
+GROUP BY k.idempotency_scope
+ORDER BY count(*) DESC, k.idempotency_scope
+LIMIT %(limit)s
+
+-- insert_bulk_preview --
+-- Record a bulk preview (its filter, outcome and counts at as_of) so the confirmation can be checked against it; forget previews older than a day.
+WITH forget AS (
+    DELETE FROM idemdash.bulk_preview WHERE created_at < now() - interval '1 day'
+)
+INSERT INTO idemdash.bulk_preview (as_of, filter, to_status, candidates, by_scope, actor)
+VALUES (%(as_of)s, %(filter)s, %(to)s, %(candidates)s, %(by_scope)s, %(actor)s)
+RETURNING preview_id
+
+-- get_bulk_preview --
+-- The preview a confirmation names by its as_of: the one with the same filter and outcome if there is one, else any (to say what differs).
+SELECT preview_id, filter, to_status, candidates, by_scope, (filter = %(filter)s AND to_status = %(to)s) AS matches
+FROM idemdash.bulk_preview
+WHERE as_of = %(as_of)s
+ORDER BY (filter = %(filter)s AND to_status = %(to)s) DESC, preview_id DESC
+LIMIT 1
+
+-- insert_bulk_audit --
+-- The one audit entry of a bulk reclassification (filter, as_of, the preview's counts); each key's row points to it.
+INSERT INTO idemdash.audit_log (actor, action, scope, key, from_status, to_status, reason, evidence, detail)
+VALUES (%(actor)s, %(action)s, %(scope)s, NULL, 'processing', %(to_status)s, %(reason)s, %(evidence)s, %(detail)s)
+RETURNING audit_id
+
 -- reclassify_bulk_batch --
--- One batch of a bulk reclassification: lock candidates with SKIP LOCKED, change them, audit each, in one statement.
+-- One batch of a bulk reclassification: lock candidates with SKIP LOCKED, change them, audit each under the bulk entry, in one statement.
 WITH candidates AS (
-    SELECT k.idempotency_scope, k.idempotency_key
+    SELECT k.idempotency_scope, k.idempotency_key, k.claimed_by, k.attempt_count, k.locked_until
     FROM {keys} k
     WHERE {bulk_filter}
     ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
@@ -91,11 +125,16 @@ WITH candidates AS (
     SET {set_clause}
     FROM candidates c
     WHERE k.idempotency_scope = c.idempotency_scope AND k.idempotency_key = c.idempotency_key
-    RETURNING k.idempotency_scope, k.idempotency_key, k.status::text AS status
+    RETURNING k.idempotency_scope, k.idempotency_key, k.status::text AS status, c.claimed_by, c.attempt_count,
+              c.locked_until
 ), audit AS (
-    INSERT INTO idemdash.audit_log (actor, action, scope, key, from_status, to_status, reason, evidence, detail)
+    INSERT INTO idemdash.audit_log (actor, action, scope, key, from_status, to_status, reason, evidence, detail,
+                                    parent_id)
     SELECT %(actor)s, %(action)s, c.idempotency_scope, c.idempotency_key, 'processing', c.status, %(reason)s,
-           %(evidence)s, %(detail)s
+           '[]'::jsonb,
+           jsonb_build_object('claimed_by', c.claimed_by, 'attempt_count', c.attempt_count,
+                              'locked_until', c.locked_until),
+           %(parent_id)s
     FROM changed c
     RETURNING audit_id
 )

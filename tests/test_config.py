@@ -232,6 +232,21 @@ def test_redact_dsn_leaves_passwordless_dsns_alone(dsn):
     assert redact_dsn(dsn) == dsn
 
 
+def test_the_replay_horizon_is_a_duration_and_the_old_hours_setting_still_counts():
+    assert load({})["REPLAY_HORIZON"] == 86400
+    assert load({"IDEMDASH_REPLAY_HORIZON": "2d"})["REPLAY_HORIZON"] == 2 * 86400
+    assert load({"IDEMDASH_REPLAY_HORIZON": "90m"})["REPLAY_HORIZON"] == 5400
+    assert load({"IDEMDASH_REPLAY_HORIZON": "3600"})["REPLAY_HORIZON"] == 3600
+    assert load({"IDEMDASH_REPLAY_HORIZON_HOURS": "72"})["REPLAY_HORIZON"] == 72 * 3600
+    # the new name wins over the old one
+    assert load({"IDEMDASH_REPLAY_HORIZON": "1h", "IDEMDASH_REPLAY_HORIZON_HOURS": "72"})["REPLAY_HORIZON"] == 3600
+    for bad in ("0", "soon", "-1h", "24 hours"):
+        with pytest.raises(ConfigError, match="IDEMDASH_REPLAY_HORIZON: expected a duration"):
+            load({"IDEMDASH_REPLAY_HORIZON": bad})
+    with pytest.raises(ConfigError, match="IDEMDASH_REPLAY_HORIZON"):
+        load({"IDEMDASH_REPLAY_HORIZON_HOURS": "many"})
+
+
 # ---------------------------------------------------------------------------
 # documentation
 
@@ -245,5 +260,6 @@ def test_every_setting_is_in_the_readme_configuration_table():
         documented.update(re.findall(r"\bIDEMDASH_[A-Z0-9_]*[A-Z0-9]", line))
     missing = [s.env for s in SETTINGS if s.env not in documented]
     assert not missing, f"settings missing from README.md's configuration table: {missing}"
-    unknown = documented - {s.env for s in SETTINGS} - {"IDEMDASH_TEST_DATABASE_URL"}
+    legacy = {PREFIX + s.legacy[0] for s in SETTINGS if s.legacy}
+    unknown = documented - {s.env for s in SETTINGS} - legacy - {"IDEMDASH_TEST_DATABASE_URL"}
     assert not unknown, f"README.md's table documents settings that do not exist: {sorted(unknown)}"

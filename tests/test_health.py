@@ -107,13 +107,13 @@ def test_a_missing_table_fails_and_the_other_checks_still_run(make_app, conn):
 
 
 def test_settings_shorter_than_the_replay_horizon_warn_with_the_setting_that_fixes_it(make_app, conn):
-    client = make_app(REPLAY_HORIZON_HOURS=72, INBOX_RETENTION_DAYS=2, OUTBOX_RETENTION_DAYS=3).test_client()
+    client = make_app(REPLAY_HORIZON=72 * 3600, INBOX_RETENTION_DAYS=2, OUTBOX_RETENTION_DAYS=3).test_client()
     items = checks(client)
     inbox = items["retention.inbox"]
-    assert inbox["status"] == "warn" and "2 d" in inbox["title"] and "72 h" in inbox["title"]
+    assert inbox["status"] == "warn" and "2 d" in inbox["title"] and "horizon (3 d)" in inbox["title"]
     assert inbox["fix"] == "IDEMDASH_INBOX_RETENTION_DAYS=3"
     assert items["retention.outbox"]["status"] == "ok"  # 3 days cover 72 hours
-    items = checks(make_app(REPLAY_HORIZON_HOURS=100, INBOX_RETENTION_DAYS=30, OUTBOX_RETENTION_DAYS=4).test_client())
+    items = checks(make_app(REPLAY_HORIZON=100 * 3600, INBOX_RETENTION_DAYS=30, OUTBOX_RETENTION_DAYS=4).test_client())
     assert items["retention.outbox"]["status"] == "warn"
     assert items["retention.outbox"]["fix"] == "IDEMDASH_OUTBOX_RETENTION_DAYS=5"
     assert items["retention.inbox"]["status"] == "ok"
@@ -134,7 +134,7 @@ def test_keys_that_expire_before_the_replay_horizon_warn_per_scope_with_sql_that
     assert problems(items) == problems(items) | {"retention.keys.refund's": "warn", "retention.keys.mixed": "warn"}
     assert "retention.keys.create_order" not in items
     refund = items["retention.keys.refund's"]
-    assert "1 h" in refund["title"] and "24 h" in refund["title"]
+    assert "1 h" in refund["title"] and "horizon (1 d)" in refund["title"]
     assert "'refund''s'" in refund["fix_sql"] and refund["fix_sql"].startswith("UPDATE")
     assert "6 h" in items["retention.keys.mixed"]["title"]
     conn.execute(refund["fix_sql"])

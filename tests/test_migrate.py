@@ -30,7 +30,11 @@ EXPECTED_TABLES = {
     "audit_log": {
         "audit_id": "bigint", "at": "timestamp with time zone", "actor": "text", "action": "text",
         "scope": "text", "key": "text", "from_status": "text", "to_status": "text", "reason": "text",
-        "evidence": "jsonb", "detail": "jsonb",
+        "evidence": "jsonb", "detail": "jsonb", "parent_id": "bigint",
+    },
+    "bulk_preview": {
+        "preview_id": "bigint", "as_of": "timestamp with time zone", "filter": "jsonb", "to_status": "text",
+        "candidates": "integer", "by_scope": "jsonb", "actor": "text", "created_at": "timestamp with time zone",
     },
     "purge_run": {
         "run_id": "bigint", "table_name": "text", "started_at": "timestamp with time zone",

@@ -133,7 +133,8 @@ def test_a_key_locked_by_an_application_transaction_answers_409_at_once(client, 
         elapsed = time.monotonic() - started
         app_tx.rollback()
     assert response.status_code == 409
-    assert "application transaction holds this key" in response.get_json()["error"]
+    error = response.get_json()["error"]
+    assert "application transaction holds this key" in error and "try again" in error and "nothing was changed" in error
     assert elapsed < 2.0  # NOWAIT: not the lock timeout, not the statement timeout
     assert row(conn, "k")["status"] == "processing" and audit(conn) == []
 
@@ -234,3 +235,58 @@ def test_hostile_key_text_in_the_form_is_inert(client, conn):
     response = client.post("/keys/reclassify", data=fields | {"to": "abandoned", "reason": "<b>why</b>"})
     assert response.status_code == 303
     assert row(conn, key)["failure_message"] == "<b>why</b>"
+
+
+@pytest.mark.parametrize("to, extra", [
+    ("already_succeeded", {"response_body": {"order": 1}, "result_ref_type": "order"}),
+    ("abandoned", {}),
+])
+def test_a_decision_on_a_long_stuck_key_survives_the_next_purge(make_app, conn, to, extra):
+    """A key stuck past its own expiry (a 24 h needs_review hold, say) is kept for the replay horizon after the
+    decision: the next purge must not delete it, or the client's retry would claim it afresh and run it again."""
+    from jobs.purges import run_purge
+
+    stuck_key(conn, "k")
+    conn.execute("UPDATE app.idempotency_request SET created_at = now() - interval '3 days', "
+                 "claimed_at = now() - interval '2 days', expires_at = now() - interval '1 day' "
+                 "WHERE idempotency_key = 'k'")
+    app = make_app(REPLAY_HORIZON=8 * 3600)
+    response = app.test_client().post(API, json={"scope": "create_order", "key": "k", "to": to, "reason": "x", **extra})
+    assert response.status_code == 200, response.get_json()
+    left = row(conn, "k")["expires_at"] - conn.execute("SELECT now()").fetchone()[0]
+    assert timedelta(hours=7, minutes=59) < left <= timedelta(hours=8)
+
+    result = run_purge(app.config, "keys", dry_run=False, started_by="test")
+    assert (result.outcome, result.rows) == ("succeeded", 0)
+    claim = claim_key(conn, T, "create_order", "k", "hash-1", "api-2")
+    assert claim.claim_kind == ("replay_success" if to == "already_succeeded" else "final_failure")
+
+
+def test_a_later_expiry_is_never_shortened_by_a_decision(client, conn):
+    stuck_key(conn, "k")
+    conn.execute("UPDATE app.idempotency_request SET expires_at = now() + interval '30 days' WHERE idempotency_key = 'k'")
+    before = row(conn, "k")["expires_at"]
+    assert client.post(API, json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x"}).status_code == 200
+    assert row(conn, "k")["expires_at"] == before
+
+
+def test_the_purge_keeps_a_key_decided_within_the_horizon_even_if_its_expiry_passed(make_app, conn):
+    """Belt and braces: the application may set expires_at itself afterwards; the decision still holds the key."""
+    from jobs.purges import run_purge
+
+    stuck_key(conn, "decided")
+    stuck_key(conn, "other")
+    app = make_app(REPLAY_HORIZON=3600)
+    assert app.test_client().post(API, json={"scope": "create_order", "key": "decided", "to": "abandoned",
+                                             "reason": "x"}).status_code == 200
+    complete_key(conn, T, "create_order", "other", None, None, {}, 1)
+    conn.execute("UPDATE app.idempotency_request SET created_at = now() - interval '2 days', "
+                 "expires_at = now() - interval '1 day'")
+    assert run_purge(app.config, "keys", dry_run=True, started_by="test").rows == 1
+    assert run_purge(app.config, "keys", dry_run=False, started_by="test").rows == 1
+    assert [r[0] for r in conn.execute("SELECT idempotency_key FROM app.idempotency_request")] == ["decided"]
+    # once the decision is older than the horizon, the key goes like any other
+    time.sleep(1.1)
+    result = run_purge({**app.config, "REPLAY_HORIZON": 1}, "keys", dry_run=False, started_by="test")
+    assert result.rows == 1
+    assert conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0] == 0

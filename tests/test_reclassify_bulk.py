@@ -35,17 +35,27 @@ def test_preview_then_confirm_changes_only_matching_stuck_keys(client, conn):
     assert {s["key"] for s in body["sample"]} == {f"a{i}" for i in range(6)}
     assert all(status(conn, f"a{i}") == "processing" for i in range(6))  # a preview changes nothing
 
+    assert body["by_scope"] == [{"scope": "create_order", "keys": 6}]
+    assert body["filter_text"] == "stuck keys in every scope, claimed by 'api-1' (exact matches)"
     done = client.post(API, json={"filter": {"claimed_by": "api-1"}, "to": "safe_to_retry", "reason": "api-1 died",
-                                  "as_of": body["as_of"]})
+                                  "as_of": body["as_of"], "all_scopes": True})
     assert done.status_code == 200, done.get_json()
     result = done.get_json()
     assert (result["changed"], result["skipped"], result["capped"]) == (6, 0, False)
     assert all(status(conn, f"a{i}") == "failed_retryable" for i in range(6))
     assert all(status(conn, f"b{i}") == "processing" for i in range(3))
     assert status(conn, "live") == "processing"
-    rows = conn.execute("SELECT action, reason, detail->>'bulk_id' FROM idemdash.audit_log").fetchall()
-    assert len(rows) == 6 and {r[0] for r in rows} == {"reclassify-bulk:safe_to_retry"}
-    assert {r[1] for r in rows} == {"api-1 died"} and {r[2] for r in rows} == {result["bulk_id"]}
+    # one audit entry for the action, which the six per-key rows point to
+    parent = conn.execute("SELECT audit_id, action, reason, key, detail FROM idemdash.audit_log "
+                          "WHERE parent_id IS NULL").fetchall()
+    assert len(parent) == 1
+    audit_id, action, reason, key, detail = parent[0]
+    assert (audit_id, action, reason, key) == (result["audit_id"], "reclassify-bulk:safe_to_retry", "api-1 died", None)
+    assert detail["bulk_id"] == result["bulk_id"] and detail["previewed"] == 6
+    assert detail["filter"] == {"scope": None, "claimed_by": "api-1", "min_attempts": None, "overdue_seconds": None}
+    children = conn.execute("SELECT key, action, reason, detail->>'claimed_by' FROM idemdash.audit_log "
+                            "WHERE parent_id = %s ORDER BY key", (audit_id,)).fetchall()
+    assert children == [(f"a{i}", "reclassify-bulk:safe_to_retry", "api-1 died", "api-1") for i in range(6)]
 
 
 def test_a_key_that_became_stuck_after_the_preview_is_untouched(client, conn):
@@ -57,7 +67,8 @@ def test_a_key_that_became_stuck_after_the_preview_is_untouched(client, conn):
     conn.execute("UPDATE app.idempotency_request SET locked_until = %s::timestamptz + interval '1 millisecond' "
                  "WHERE idempotency_key = 'new'", (preview["as_of"],))
     assert client.get("/api/v1/keys?status=stuck").get_json()["items"][0]["key"] in ("old", "new")
-    result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"]}).get_json()
+    result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
+                                    "all_scopes": True}).get_json()
     assert result["changed"] == 1
     assert status(conn, "old") == "failed_final" and status(conn, "new") == "processing"
 
@@ -66,7 +77,8 @@ def test_a_key_a_retry_took_back_after_the_preview_is_untouched(client, conn):
     stuck(conn, "k")
     preview = client.post(API, json={"filter": {}, "to": "abandoned", "preview": True}).get_json()
     claim_key(conn, T, "create_order", "k", "h", "api-9", lock_seconds=600)
-    result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"]}).get_json()
+    result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
+                                    "all_scopes": True}).get_json()
     assert (result["changed"], result["skipped"]) == (0, 0)
     assert status(conn, "k") == "processing"
 
@@ -77,7 +89,8 @@ def test_the_cap_limits_one_call_and_says_how_many_remain(make_app, conn):
     client = make_app(BULK_MAX_KEYS=5).test_client()
     preview = client.post(API, json={"filter": {}, "to": "abandoned", "preview": True}).get_json()
     assert (preview["count"], preview["cap"]) == (12, 5)
-    result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"]}).get_json()
+    result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
+                                    "all_scopes": True}).get_json()
     assert (result["changed"], result["still_eligible"], result["capped"]) == (5, 7, True)
     changed = conn.execute("SELECT count(*) FROM app.idempotency_request WHERE status = 'failed_final'").fetchone()[0]
     assert changed == 5
@@ -90,7 +103,7 @@ def test_locked_keys_are_skipped_not_waited_for(client, conn, database_url):
     with psycopg.connect(database_url) as app_tx:
         app_tx.execute("SELECT 1 FROM app.idempotency_request WHERE idempotency_key = 'k2' FOR UPDATE")
         result = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x",
-                                        "as_of": preview["as_of"]}).get_json()
+                                        "as_of": preview["as_of"], "all_scopes": True}).get_json()
         app_tx.rollback()
     assert (result["changed"], result["skipped"]) == (3, 1)
     assert status(conn, "k2") == "processing"
@@ -103,13 +116,19 @@ def test_bulk_refuses_what_it_must(client, conn):
         ({"filter": {}, "to": "already_succeeded", "reason": "x", "as_of": datetime.now().astimezone().isoformat()},
          400, "bulk to must be"),
         ({"filter": {}, "to": "abandoned", "reason": "x"}, 400, "as_of is required"),
-        ({"filter": {}, "to": "abandoned", "as_of": datetime.now().astimezone().isoformat()}, 400, "reason"),
+        ({"filter": {}, "to": "abandoned", "as_of": datetime.now().astimezone().isoformat(), "all_scopes": True},
+         400, "reason"),
+        ({"filter": {}, "to": "abandoned", "reason": "x", "as_of": datetime.now().astimezone().isoformat()},
+         400, "every scope"),
         ({"filter": {"bogus": 1}, "to": "abandoned", "preview": True}, 400, "unknown filter"),
         ({"filter": {"overdue": "soon"}, "to": "abandoned", "preview": True}, 400, "overdue"),
-        ({"filter": {}, "to": "abandoned", "reason": "x",
+        ({"filter": {}, "to": "abandoned", "reason": "x", "all_scopes": True,
           "as_of": (datetime.now().astimezone() - timedelta(hours=1)).isoformat()}, 409, "preview again"),
-        ({"filter": {}, "to": "abandoned", "reason": "x",
+        ({"filter": {}, "to": "abandoned", "reason": "x", "all_scopes": True,
           "as_of": (datetime.now().astimezone() + timedelta(hours=1)).isoformat()}, 400, "future"),
+        # no preview was taken at this time
+        ({"filter": {"scope": "create_order"}, "to": "abandoned", "reason": "x",
+          "as_of": datetime.now().astimezone().isoformat()}, 409, "no preview was taken"),
     ]
     for body, code, fragment in cases:
         response = client.post(API, json=body)
@@ -138,3 +157,51 @@ def test_bulk_from_the_stuck_list_form(client, conn):
     assert done.select_one("[data-bulk-changed]").get_text() == "3"
     assert [status(conn, f"k{i}", "refund") for i in range(3)] == ["failed_final"] * 3
     assert status(conn, "other") == "processing"
+
+
+def test_a_confirmation_with_another_filter_than_its_preview_is_refused(client, conn):
+    for scope in ("create_order", "refund"):
+        for i in range(3):
+            stuck(conn, f"{scope}-{i}", scope=scope)
+    preview = client.post(API, json={"filter": {"scope": "refund"}, "to": "abandoned", "preview": True}).get_json()
+    assert preview["count"] == 3 and preview["filter_text"] == "stuck keys in scope 'refund' (exact matches)"
+    refused = [
+        ({"filter": {}, "all_scopes": True, "to": "abandoned"}, "every scope"),          # filter dropped
+        ({"filter": {"scope": "create_order"}, "to": "abandoned"}, "'create_order'"),    # another scope
+        ({"filter": {"scope": "refund", "min_attempts": 1}, "to": "abandoned"}, "at least 1 attempts"),
+        ({"filter": {"scope": "refund"}, "to": "safe_to_retry"}, "→ safe_to_retry"),   # another outcome
+    ]
+    for body, fragment in refused:
+        response = client.post(API, json=body | {"reason": "x", "as_of": preview["as_of"]})
+        assert response.status_code == 409, (body, response.get_json())
+        error = response.get_json()["error"]
+        assert fragment in error and "the preview at" in error and "scope 'refund'" in error, error
+    assert conn.execute("SELECT count(*) FROM idemdash.audit_log").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM app.idempotency_request WHERE status <> 'processing'").fetchone()[0] == 0
+
+    done = client.post(API, json={"filter": {"scope": "refund"}, "to": "abandoned", "reason": "x",
+                                  "as_of": preview["as_of"]}).get_json()
+    assert done["changed"] == 3
+    assert {status(conn, f"refund-{i}", "refund") for i in range(3)} == {"failed_final"}
+    assert {status(conn, f"create_order-{i}") for i in range(3)} == {"processing"}
+
+
+def test_a_bulk_decision_outlives_the_next_purge(make_app, conn):
+    """abandoned keys whose expires_at had long passed are kept for the replay horizon, not purged at once."""
+    from jobs.purges import run_purge
+
+    for i in range(3):
+        stuck(conn, f"k{i}")
+    conn.execute("UPDATE app.idempotency_request SET created_at = now() - interval '3 days', "
+                 "expires_at = now() - interval '2 days'")
+    app = make_app(REPLAY_HORIZON=6 * 3600)
+    client = app.test_client()
+    preview = client.post(API, json={"filter": {"scope": "create_order"}, "to": "abandoned", "preview": True}).get_json()
+    done = client.post(API, json={"filter": {"scope": "create_order"}, "to": "abandoned", "reason": "x",
+                                  "as_of": preview["as_of"]}).get_json()
+    assert done["changed"] == 3
+    expires = conn.execute("SELECT min(expires_at - now()) FROM app.idempotency_request").fetchone()[0]
+    assert timedelta(hours=5, minutes=59) < expires <= timedelta(hours=6)
+    result = run_purge(app.config, "keys", dry_run=False, started_by="test")
+    assert (result.outcome, result.rows) == ("succeeded", 0)
+    assert conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0] == 3

@@ -19,7 +19,7 @@ RETENTION_SLACK_SECONDS = 60
 
 def check_retention_settings(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
     """(c) The inbox and outbox purges keep rows at least as long as a retry or redelivery may still come."""
-    horizon = config["REPLAY_HORIZON_HOURS"]
+    horizon = config["REPLAY_HORIZON"]
     findings = []
     retained = [("inbox", "INBOX_RETENTION_DAYS",
                  "a message redelivered after its inbox row was purged is processed a second time")]
@@ -29,32 +29,33 @@ def check_retention_settings(conn: psycopg.Connection, tables: Tables, config: M
                          "same event again"))
     for role, setting, harm in retained:
         days = config[setting]
-        if days * 24 < horizon:
+        if days * 86400 < horizon:
             findings.append(Check(
                 f"retention.{role}", WARN,
-                f"{role.capitalize()} retention ({days} d) is shorter than the replay horizon ({horizon} h)",
-                f"Rows are purged after {days} d but retries and redeliveries may come for {horizon} h "
-                f"(IDEMDASH_REPLAY_HORIZON_HOURS): {harm} (seed 003, \"retention shorter than replay horizon\"). "
+                f"{role.capitalize()} retention ({days} d) is shorter than the replay horizon ({duration(horizon)})",
+                f"Rows are purged after {days} d but retries and redeliveries may come for {duration(horizon)} "
+                f"(IDEMDASH_REPLAY_HORIZON): {harm} (\"retention shorter than replay horizon\"). "
                 f"Keep rows at least as long as the horizon, or lower the horizon if it is really shorter.",
-                fix=f"IDEMDASH_{setting}={math.ceil(horizon / 24)}"))
+                fix=f"IDEMDASH_{setting}={math.ceil(horizon / 86400)}"))
         else:
             findings.append(Check(f"retention.{role}", OK,
-                                  f"{role.capitalize()} retention ({days} d) covers the replay horizon ({horizon} h)",
-                                  f"IDEMDASH_{setting}={days}, IDEMDASH_REPLAY_HORIZON_HOURS={horizon}."))
+                                  f"{role.capitalize()} retention ({days} d) covers the replay horizon "
+                                  f"({duration(horizon)})",
+                                  f"IDEMDASH_{setting}={days}, IDEMDASH_REPLAY_HORIZON={horizon}s."))
     return findings
 
 
 def check_key_retention(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
     """(c) Each scope's keys live (expires_at - created_at) at least the replay horizon."""
-    horizon = config["REPLAY_HORIZON_HOURS"]
+    horizon = config["REPLAY_HORIZON"]
     scopes = q.list_key_retention_by_scope(conn, tables, sample=KEY_SAMPLE)
-    short = [s for s in scopes if s.min_retention_seconds < horizon * 3600 - RETENTION_SLACK_SECONDS]
+    short = [s for s in scopes if s.min_retention_seconds < horizon - RETENTION_SLACK_SECONDS]
     findings = []
     for scope in short[:MAX_SCOPE_FINDINGS]:
         findings.append(Check(
             f"retention.keys.{scope.scope}", WARN,
             f"Keys in scope {scope.scope!r} expire after {duration(scope.min_retention_seconds)}, less than the "
-            f"replay horizon ({horizon} h)",
+            f"replay horizon ({duration(horizon)})",
             f"Shortest expires_at - created_at among this scope's {scope.sampled} key(s) in the {KEY_SAMPLE:,} most "
             "recently created. Once such a key is purged, a client retry with the same key runs the command a second "
             "time. Have the application set expires_at at least the horizon after created_at (the reference claim "
@@ -67,7 +68,7 @@ def check_key_retention(conn: psycopg.Connection, tables: Tables, config: Mappin
     if not short:
         sampled = sum(s.sampled for s in scopes)
         findings.append(Check(
-            "retention.keys", OK, f"Keys live at least the replay horizon ({horizon} h)",
+            "retention.keys", OK, f"Keys live at least the replay horizon ({duration(horizon)})",
             f"Checked {sampled:,} recent key(s) in {len(scopes)} scope(s)." if sampled
             else "No keys yet; checked again once there are some."))
     return findings
