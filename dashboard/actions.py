@@ -19,7 +19,7 @@ from psycopg import errors
 from dashboard import panels
 from dashboard.auth import current_user, json_action, operator_required
 from dashboard.db import get_db
-from dashboard.keys import DETAIL_FIELDS, detail_context, key_url
+from dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
 from dashboard.params import parse_duration
 from dashboard.triage import suggest
 from dashboard.web import duration, render
@@ -174,7 +174,7 @@ def _current_key(scope: str, key: str):
 
 
 def _key_json(row) -> dict | None:
-    return None if row is None else {f: getattr(row, f) for f in DETAIL_FIELDS} | {"stuck": row.stuck}
+    return None if row is None else key_json(row, DETAIL_FIELDS) | {"stuck": row.stuck}
 
 
 def reclassify(scope: str, key: str, fields: dict) -> dict:
@@ -257,6 +257,7 @@ def _bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
     return BulkRequest(flt, to, _reason(data), as_of, all_scopes)
 
 
+@bp.app_template_filter("bulk_filter_text")
 def filter_in_words(flt: Mapping[str, Any]) -> str:
     """A bulk filter (``BulkFilter.to_json()``) as a sentence: what the operator previews and confirms."""
     parts = [f"in scope {flt['scope']!r}" if flt.get("scope") is not None else "in every scope"]

@@ -12,12 +12,13 @@ from queries import audit as q
 bp = Blueprint("audit", __name__)
 
 FIELDS = ("audit_id", "at", "actor", "action", "scope", "key", "from_status", "to_status", "reason",
-          "evidence", "detail")
+          "evidence", "detail", "parent_id", "children")
 
 
 def _filter() -> q.AuditFilter:
     return q.AuditFilter(scope=params.text("scope"), key=params.text("key", max_length=10_000),
-                         actor=params.text("actor", max_length=500))
+                         actor=params.text("actor", max_length=500),
+                         parent=params.integer("parent", minimum=1, maximum=2**62))
 
 
 def _list_panel():

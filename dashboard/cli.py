@@ -156,8 +156,8 @@ def purge(database_url: str, tables: tuple[str, ...], dry_run: bool) -> None:
                 click.echo(line)
 
         click.echo(f"{'dry run: counting' if dry_run else 'purging'} {table} ...")
-        result = run_purge(config, table, dry_run=dry_run, started_by=started_by, on_start=run_ids.append,
-                           on_batch=on_batch)
+        result = run_purge(config, table, dry_run=dry_run, started_by=started_by, by_person=True,
+                           on_start=run_ids.append, on_batch=on_batch)
         if live and result.batches:
             click.echo()
         results.append((result, time.monotonic() - started))

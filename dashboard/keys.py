@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from urllib.parse import quote
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
@@ -21,6 +21,16 @@ LIST_FIELDS = ("scope", "key", "status", "request_hash", "claimed_by", "claimed_
                "overdue_seconds", "attempt_count", "created_at", "updated_at", "expires_at")
 DETAIL_FIELDS = LIST_FIELDS + ("response_body", "result_ref_type", "result_ref_id", "failure_code",
                                "failure_message")
+# the index a key list needs (named in a timed-out panel)
+LIST_INDEX = {"stuck": "index_keys_processing", "processing": "index_keys_processing", "needs_review": "index_keys_held"}
+
+
+def key_json(row: q.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
+    """A key as the JSON API shows it; a key held for review also says until when, by whom and why."""
+    hold = None
+    if row.held:
+        hold = {"until": row.locked_until, "by": row.held_by, "reason": row.hold_reason, "at": row.held_at}
+    return {f: getattr(row, f) for f in fields} | {"hold": hold}
 
 
 def _filter() -> q.KeyFilter:
@@ -41,8 +51,7 @@ def _list_panel():
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
         panel = panels.load(q.list_keys, db.tables, flt, lease_seconds=current_app.config["DEFAULT_LEASE_SECONDS"],
-                            after=after, limit=limit,
-                            index="index_keys_processing" if flt.status in ("stuck", "processing") else "index_keys_updated")
+                            after=after, limit=limit, index=LIST_INDEX.get(flt.status, "index_keys_updated"))
     except ValueError as exc:
         abort(400, str(exc))
     return flt, limit, after, panel
@@ -60,8 +69,7 @@ def list_page():
 def list_api():
     flt, limit, after, panel = _list_panel()
     page = panels.require(panel)
-    return jsonify({"items": [{f: getattr(row, f) for f in LIST_FIELDS} for row in page.items],
-                    "next_cursor": page.next_cursor})
+    return jsonify({"items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor})
 
 
 def detail_context(scope: str, key: str) -> dict:
@@ -83,7 +91,19 @@ def _detail(scope: str, key: str) -> dict:
     audit = panels.load(list_audit_for_key, scope, key, limit=100)
     suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"],
                          now=row.as_of)
-    return {"key": row, "outbox": outbox, "audit": audit, "suggestion": suggestion}
+    return {"key": row, "outbox": outbox, "audit": audit, "suggestion": suggestion,
+            "purgeable_from": purgeable_from(row, audit.value or [], config["REPLAY_HORIZON"])}
+
+
+def purgeable_from(row: q.KeyRow, audit: list, replay_horizon_seconds: int) -> datetime | None:
+    """When the keys purge may delete this key: a terminal key once its expires_at has passed and no operator
+    decision on it is within the replay horizon. None while it is processing or failed_retryable: never purged."""
+    if row.status not in ("succeeded", "failed_final"):
+        return None
+    decisions = [entry.at for entry in audit if entry.action.startswith("reclassify")]
+    if not decisions:
+        return row.expires_at
+    return max(row.expires_at, max(decisions) + timedelta(seconds=replay_horizon_seconds))
 
 
 @bp.get("/keys/<scope>/<path:key>")
@@ -118,7 +138,7 @@ def _detail_json(scope: str, key: str):
     data = _detail(scope, key)
     row = data["key"]
     return jsonify({
-        "key": {f: getattr(row, f) for f in DETAIL_FIELDS} | {"stuck": row.stuck},
+        "key": key_json(row, DETAIL_FIELDS) | {"stuck": row.stuck, "purgeable_from": data["purgeable_from"]},
         "outbox_events": [asdict(r) for r in data["outbox"].value or []],
         "audit": [asdict(r) for r in data["audit"].value or []],
         "suggestion": data["suggestion"].to_json(),

@@ -75,6 +75,8 @@ class DatabaseCollector(Collector):
 
         gauge("idemdash_stuck_keys_total", "Keys in processing whose lease has run out, all scopes.", keys.stuck)
         gauge("idemdash_processing_keys", "Keys in processing, stuck ones included.", keys.processing)
+        gauge("idemdash_needs_review_keys", "Keys an operator holds for review (needs_review), held or hold ended.",
+              keys.needs_review)
         gauge("idemdash_failed_retryable_keys", "Keys in failed_retryable.", keys.failed_retryable)
         gauge("idemdash_failed_final_keys_24h", "Keys that became failed_final in the last 24 hours.",
               keys.failed_final_24h)

@@ -55,7 +55,7 @@ SPEC: dict[str, Any] = {
     "paths": {
         "/api/v1/overview": _get("Headline numbers", []),
         "/api/v1/keys": _get("Key list", [
-            _q("status", "Which keys.", {"type": "string", "enum": ["stuck", "processing", "succeeded",
+            _q("status", "Which keys.", {"type": "string", "enum": ["stuck", "needs_review", "processing", "succeeded",
                                                                      "failed_retryable", "failed_final"]}),
             *KEY_FILTERS, CURSOR, LIMIT]),
         "/api/v1/keys/{scope}/{key}": _get("One key with evidence (the key may contain '/')",
@@ -71,8 +71,10 @@ SPEC: dict[str, Any] = {
         "/api/v1/outbox": _get("Outbox backlog and rows", [
             _q("status", "Row status (default pending)."), _q("event_type", "Only this event type."), CURSOR, LIMIT]),
         "/api/v1/inbox": _get("Inbox volume per consumer", [_q("consumer", "Consumer name contains.")]),
-        "/api/v1/audit": _get("Operator actions", [_q("scope", "Scope."), _q("key", "Key."), _q("actor", "Who."),
-                                                   CURSOR, LIMIT]),
+        "/api/v1/audit": _get("Operator actions, one item per decision (a bulk action's keys: parent=)", [
+            _q("scope", "Scope."), _q("key", "Key (its history includes the per-key rows of bulk actions)."),
+            _q("actor", "Who."), _q("parent", "The per-key rows of this bulk action (its audit_id).",
+                                    {"type": "integer", "minimum": 1}), CURSOR, LIMIT]),
         "/api/v1/purges": _get("Purge history, running runs and schedule", [
             _q("table", "Only this table's runs.", {"type": "string", "enum": ["keys", "inbox", "outbox"]}),
             _q("run_id", "Only this run.", {"type": "integer", "minimum": 1}), CURSOR, LIMIT]),
@@ -92,7 +94,8 @@ SPEC: dict[str, Any] = {
                                "scope": {"type": "string"}, "claimed_by": {"type": "string"},
                                "min_attempts": {"type": "integer"}, "overdue": {"type": ["string", "number"]}}},
                            "to": {"enum": ["safe_to_retry", "abandoned"]}, "reason": {"type": "string"},
-                           "as_of": {"type": "string", "format": "date-time"}, "preview": {"type": "boolean"}}}),
+                           "as_of": {"type": "string", "format": "date-time"}, "preview": {"type": "boolean"},
+                           "all_scopes": {"type": "boolean"}}}),
         "/api/v1/purges/run": _post("Start a purge run now", {
             "type": "object", "required": ["table", "dry_run"],
             "properties": {"table": {"enum": ["keys", "inbox", "outbox"]}, "dry_run": {"type": "boolean"}}}, "202"),

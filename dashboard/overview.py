@@ -122,6 +122,8 @@ def api():
         "definitions": {
             "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and "
                      f"claimed_at older than {data['lease_seconds']} s",
+            "needs_review": "status = 'processing' and claimed_by = 'idemdash:needs_review': held for review by an "
+                            "operator (a hold that ended is counted in stuck too)",
             "failed_final_24h": "status = 'failed_final' and updated_at within the last 24 hours",
             "succeeded_24h": "status = 'succeeded' and updated_at within the last 24 hours",
             "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest",

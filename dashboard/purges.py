@@ -177,7 +177,8 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> q.PurgeRun | N
 
     def work() -> None:
         try:
-            state.result = engine.run_purge(config, table, dry_run=dry_run, started_by=started_by, on_start=on_start)
+            state.result = engine.run_purge(config, table, dry_run=dry_run, started_by=started_by, by_person=True,
+                                            on_start=on_start)
         except BaseException as exc:  # noqa: BLE001 - reported to the waiting view, and logged
             state.error = exc
             log.exception("purge of %s (dry run: %s) started from the dashboard failed", table, dry_run)

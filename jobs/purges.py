@@ -109,10 +109,13 @@ class _Progress:
     rows: int = 0
 
 
-def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_by: str,
+def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_by: str, by_person: bool = False,
               on_start: Callable[[int], None] | None = None,
               on_batch: Callable[[int, int], None] | None = None) -> PurgeResult:
     """One purge run of ``table`` now; never raises for database trouble (the outcome says ``failed``).
+
+    ``by_person``: started from the dashboard, the API or the command line (not the scheduler), so the run is
+    also recorded in the audit log, in the statement that records it in the purge history.
 
     Raises ValueError for an unknown table and ConfigError for an impossible setting (before touching
     the database).
@@ -137,14 +140,15 @@ def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_b
         lock_conn = _connect(dsn, f"idemdash-purge-{table}")
         UNRECORDED.flush(lock_conn, dsn)  # runs from an outage first, before this one could call them dead
         if not q.try_purge_lock(lock_conn, table):
-            skipped = q.insert_skipped_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by)
+            skipped = q.insert_skipped_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by,
+                                                 audited=by_person)
             lock_conn.close()
             log.info("purge %s: skipped (run %d): %s", table, skipped.run_id, skipped.error)
             if on_start is not None:
                 on_start(skipped.run_id)
             return PurgeResult(skipped.run_id, table, "skipped", 0, 0, dry_run, skipped.error)
 
-        run_id = q.insert_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by)
+        run_id = q.insert_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by, audited=by_person)
         # We hold the table's lock, so no other runner is alive: any other 'running' row is a dead runner's.
         for dead in q.fail_dead_purge_runs(lock_conn, table, run_id):
             log.warning("purge %s: run %d was left 'running' by a runner that died; recorded as failed", table, dead)

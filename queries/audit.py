@@ -17,6 +17,7 @@ class AuditFilter:
     scope: str | None = None
     key: str | None = None
     actor: str | None = None
+    parent: int | None = None     # the per-key rows of one bulk action
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class AuditEntry:
     reason: str | None
     evidence: Any
     detail: Any
+    parent_id: int | None     # the bulk action this per-key row belongs to
+    children: int             # per-key rows under this entry (a bulk action); 0 otherwise
 
 
 def list_audit_for_key(conn: psycopg.Connection, scope: str, key: str, limit: int = 100) -> list[AuditEntry]:
@@ -41,7 +44,8 @@ def list_audit_for_key(conn: psycopg.Connection, scope: str, key: str, limit: in
 def list_audit(conn: psycopg.Connection, flt: AuditFilter, *, after: str | None = None,
                limit: int = 50) -> Page[AuditEntry]:
     """One page of the audit log, newest first; ``after`` is the previous page's next_cursor (ValueError if malformed)."""
-    params: dict[str, Any] = {"scope": flt.scope, "key": flt.key, "actor": flt.actor, "limit": limit + 1,
+    params: dict[str, Any] = {"scope": flt.scope, "key": flt.key, "actor": flt.actor, "parent": flt.parent,
+                              "limit": limit + 1,
                               "has_cursor": after is not None, "c_at": None, "c_id": None}
     if after is not None:
         at, audit_id = cursor.decode(after, 2)

@@ -45,3 +45,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {inbox} (consumer_name, 
 -- index_keys_unleased --
 -- Stuck keys without a lease (locked_until NULL: stuck once claimed_at is older than the default lease), counted without reading every processing key.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (claimed_at) WHERE status = 'processing' AND locked_until IS NULL
+
+-- index_keys_held --
+-- Keys held for review (needs_review): their list and the overview's count, without reading every processing key.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NULLS FIRST, idempotency_scope, idempotency_key) WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review'

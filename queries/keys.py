@@ -11,7 +11,9 @@ from queries import Tables, cursor, statement
 from queries.cursor import Page
 from queries.db import select_all, select_one
 
-KEY_STATUSES = ("stuck", "processing", "succeeded", "failed_retryable", "failed_final")
+KEY_STATUSES = ("stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final")
+# claimed_by of a key an operator holds for review (reclassified needs_review): still processing, long lease
+REVIEW_HOLDER = "idemdash:needs_review"
 
 @dataclass(frozen=True)
 class KeyFilter:
@@ -36,6 +38,14 @@ class KeyRow:
     created_at: datetime
     updated_at: datetime
     expires_at: datetime
+    # a key held for review: who held it, when and why (from the audit log); None for every other key
+    held_by: str | None = field(default=None, kw_only=True)
+    hold_reason: str | None = field(default=None, kw_only=True)
+    held_at: datetime | None = field(default=None, kw_only=True)
+
+    @property
+    def held(self) -> bool:
+        return self.status == "processing" and self.claimed_by == REVIEW_HOLDER
 
 
 @dataclass(frozen=True)
@@ -73,12 +83,13 @@ def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease
     params: dict[str, Any] = {"scope": flt.scope, "claimed_by": flt.claimed_by, "min_attempts": flt.min_attempts,
                               "limit": limit + 1, "has_cursor": after is not None,
                               "c_null": False, "c_ts": None, "c_scope": None, "c_key": None}
-    if flt.status in ("stuck", "processing"):
+    if flt.status in ("stuck", "needs_review", "processing"):
         if after is not None:
             ts, params["c_scope"], params["c_key"] = cursor.decode(after, 3)
             params["c_ts"] = cursor.parse_time(ts)
             params["c_null"] = ts is None
-        params.update(stuck_only=flt.status == "stuck", lease_seconds=lease_seconds,
+        params.update(stuck_only=flt.status == "stuck", held_only=flt.status == "needs_review",
+                      lease_seconds=lease_seconds,
                       min_overdue=flt.min_overdue_seconds)
         rows = select_all(conn, statement("list_processing_keys", tables), params, KeyRow)
         sort_value = lambda row: row.locked_until  # noqa: E731

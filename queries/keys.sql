@@ -1,29 +1,40 @@
 -- list_processing_keys --
--- Processing keys (all, or only stuck ones), most overdue first; keyset on (locked_until NULLS FIRST, scope, key).
-SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
-       claimed_at, locked_until,
-       extract(epoch FROM now() - coalesce(locked_until, claimed_at + make_interval(secs => %(lease_seconds)s)))::double precision
+-- Processing keys (all, only stuck ones, or only those held for review), most overdue first, each hold with who and why; keyset on (locked_until NULLS FIRST, scope, key).
+SELECT k.idempotency_scope AS scope, k.idempotency_key AS key, k.status::text AS status, k.request_hash, k.claimed_by,
+       k.claimed_at, k.locked_until,
+       extract(epoch FROM now() - coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s)))::double precision
            AS overdue_seconds,
-       attempt_count, created_at, updated_at, expires_at
-FROM {keys}
-WHERE status = 'processing'
+       k.attempt_count, k.created_at, k.updated_at, k.expires_at,
+       hold.held_by, hold.hold_reason, hold.held_at
+FROM {keys} k
+LEFT JOIN LATERAL (
+    -- the operator decision that holds the key (only looked up for held keys)
+    SELECT a.actor AS held_by, a.reason AS hold_reason, a.at AS held_at
+    FROM idemdash.audit_log a
+    WHERE k.claimed_by = 'idemdash:needs_review'
+      AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action = 'reclassify:needs_review'
+    ORDER BY a.at DESC
+    LIMIT 1
+) hold ON true
+WHERE k.status = 'processing'
   AND (NOT %(stuck_only)s
-       OR locked_until < now()
-       OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
+       OR k.locked_until < now()
+       OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
+  AND (NOT %(held_only)s OR k.claimed_by = 'idemdash:needs_review')
   AND (%(min_overdue)s::double precision IS NULL
-       OR coalesce(locked_until, claimed_at + make_interval(secs => %(lease_seconds)s))
+       OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
           <= now() - make_interval(secs => %(min_overdue)s::double precision))
-  AND (%(scope)s::text IS NULL OR idempotency_scope = %(scope)s::text)
-  AND (%(claimed_by)s::text IS NULL OR claimed_by = %(claimed_by)s::text)
+  AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
+  AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
   -- "+ 0" keeps the planner on the lease-ordered index (stop at the limit) instead of AND-ing it with the
   -- attempts index, which reads every processing hotspot at millions of keys
-  AND (%(min_attempts)s::integer IS NULL OR attempt_count + 0 >= %(min_attempts)s::integer)
+  AND (%(min_attempts)s::integer IS NULL OR k.attempt_count + 0 >= %(min_attempts)s::integer)
   AND (NOT %(has_cursor)s
-       OR (%(c_null)s AND (locked_until IS NOT NULL
-                            OR (idempotency_scope, idempotency_key) > (%(c_scope)s::text, %(c_key)s::text)))
-       OR (NOT %(c_null)s AND (locked_until, idempotency_scope, idempotency_key)
+       OR (%(c_null)s AND (k.locked_until IS NOT NULL
+                            OR (k.idempotency_scope, k.idempotency_key) > (%(c_scope)s::text, %(c_key)s::text)))
+       OR (NOT %(c_null)s AND (k.locked_until, k.idempotency_scope, k.idempotency_key)
                               > (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text)))
-ORDER BY locked_until NULLS FIRST, idempotency_scope, idempotency_key
+ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
 LIMIT %(limit)s
 
 -- list_keys_by_status --
@@ -42,20 +53,29 @@ ORDER BY updated_at DESC, idempotency_scope DESC, idempotency_key DESC
 LIMIT %(limit)s
 
 -- get_key --
--- One key with every column, whether it is stuck now, and how overdue.
-SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
-       claimed_at, locked_until,
-       CASE WHEN status = 'processing' THEN
-           extract(epoch FROM now() - coalesce(locked_until, claimed_at + make_interval(secs => %(lease_seconds)s)))::double precision
+-- One key with every column, whether it is stuck now, how overdue, and who holds it for review and why.
+SELECT k.idempotency_scope AS scope, k.idempotency_key AS key, k.status::text AS status, k.request_hash, k.claimed_by,
+       k.claimed_at, k.locked_until,
+       CASE WHEN k.status = 'processing' THEN
+           extract(epoch FROM now() - coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s)))::double precision
        END AS overdue_seconds,
-       attempt_count, created_at, updated_at, expires_at,
-       response_body, result_ref_type, result_ref_id::text AS result_ref_id, failure_code, failure_message,
-       (status = 'processing'
-        AND (locked_until < now()
-             OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))) AS stuck,
-       now() AS as_of
-FROM {keys}
-WHERE idempotency_scope = %(scope)s AND idempotency_key = %(key)s
+       k.attempt_count, k.created_at, k.updated_at, k.expires_at,
+       k.response_body, k.result_ref_type, k.result_ref_id::text AS result_ref_id, k.failure_code, k.failure_message,
+       (k.status = 'processing'
+        AND (k.locked_until < now()
+             OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)))) AS stuck,
+       now() AS as_of,
+       hold.held_by, hold.hold_reason, hold.held_at
+FROM {keys} k
+LEFT JOIN LATERAL (
+    SELECT a.actor AS held_by, a.reason AS hold_reason, a.at AS held_at
+    FROM idemdash.audit_log a
+    WHERE k.status = 'processing' AND k.claimed_by = 'idemdash:needs_review'
+      AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action = 'reclassify:needs_review'
+    ORDER BY a.at DESC
+    LIMIT 1
+) hold ON true
+WHERE k.idempotency_scope = %(scope)s AND k.idempotency_key = %(key)s
 
 -- list_outbox_for_key --
 -- Outbox rows written under one idempotency key: evidence that its business effect committed.

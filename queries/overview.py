@@ -15,6 +15,7 @@ from queries.purge_history import PurgeRun
 class ProcessingCounts:
     stuck: int
     processing: int
+    needs_review: int
     oldest_stuck_lease: datetime | None
 
 
@@ -29,6 +30,7 @@ class WindowCounts:
 class KeyCounts:
     stuck: int
     processing: int
+    needs_review: int
     failed_retryable: int
     failed_final_24h: int
     succeeded_24h: int
@@ -36,7 +38,7 @@ class KeyCounts:
 
     @classmethod
     def combine(cls, live: ProcessingCounts, window: WindowCounts) -> "KeyCounts":
-        return cls(live.stuck, live.processing, window.failed_retryable, window.failed_final_24h,
+        return cls(live.stuck, live.processing, live.needs_review, window.failed_retryable, window.failed_final_24h,
                    window.succeeded_24h, live.oldest_stuck_lease)
 
 

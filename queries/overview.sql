@@ -1,5 +1,5 @@
 -- count_processing_keys --
--- Headline key counts that must be live: stuck (processing, lease run out), all processing, the oldest stuck lease.
+-- Headline key counts that must be live: stuck (processing, lease run out), all processing, held for review, the oldest stuck lease.
 -- Each number is one range of a partial index (processing keys by lease end; processing keys without a lease by
 -- claim time), index-only, never a scan of the table.
 SELECT
@@ -8,6 +8,7 @@ SELECT
        WHERE status = 'processing' AND locked_until IS NULL
          AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)) AS stuck,
     (SELECT count(*) FROM {keys} WHERE status = 'processing') AS processing,
+    (SELECT count(*) FROM {keys} WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review') AS needs_review,
     (SELECT min(locked_until) FROM {keys} WHERE status = 'processing' AND locked_until < now()) AS oldest_stuck_lease
 
 -- count_keys_by_window --

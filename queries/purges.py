@@ -75,18 +75,20 @@ def fail_dead_purge_runs(conn: psycopg.Connection, table: str, by_run: int) -> l
                                          _RunId)]
 
 
-def insert_purge_run(conn: psycopg.Connection, table: str, *, dry_run: bool, started_by: str) -> int:
+def insert_purge_run(conn: psycopg.Connection, table: str, *, dry_run: bool, started_by: str,
+                     audited: bool = False) -> int:
+    """The run's history row; ``audited``: a person started it, so the audit log records it in the same statement."""
     row = select_one(conn, statement("insert_purge_run"),
-                     {"table": table, "dry_run": dry_run, "started_by": started_by}, _RunId)
+                     {"table": table, "dry_run": dry_run, "started_by": started_by, "audited": audited}, _RunId)
     assert row is not None
     return row.run_id
 
 
 def insert_skipped_purge_run(conn: psycopg.Connection, table: str, *, dry_run: bool,
-                             started_by: str) -> SkippedRun:
+                             started_by: str, audited: bool = False) -> SkippedRun:
     """Record a run that found the table's lock taken; the error names the run holding it."""
     row = select_one(conn, statement("insert_skipped_purge_run"),
-                     {"table": table, "dry_run": dry_run, "started_by": started_by}, SkippedRun)
+                     {"table": table, "dry_run": dry_run, "started_by": started_by, "audited": audited}, SkippedRun)
     assert row is not None
     return row
 

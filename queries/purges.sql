@@ -19,19 +19,38 @@ WHERE table_name = %(table)s
 RETURNING run_id
 
 -- insert_purge_run --
--- Record a run as it starts (outcome 'running'); its progress is updated after every batch.
-INSERT INTO idemdash.purge_run (table_name, dry_run, started_by)
-VALUES (%(table)s, %(dry_run)s, %(started_by)s)
-RETURNING run_id
+-- Record a run as it starts (outcome 'running'; progress is updated after every batch); a run a person started is audited in the same statement.
+WITH run AS (
+    INSERT INTO idemdash.purge_run (table_name, dry_run, started_by)
+    VALUES (%(table)s, %(dry_run)s, %(started_by)s)
+    RETURNING run_id, table_name, dry_run, started_by, outcome
+), audit AS (
+    INSERT INTO idemdash.audit_log (actor, action, detail)
+    SELECT started_by, CASE WHEN dry_run THEN 'purge-dry-run:' ELSE 'purge:' END || table_name,
+           jsonb_build_object('run_id', run_id, 'table', table_name, 'dry_run', dry_run, 'outcome', outcome)
+    FROM run
+    WHERE %(audited)s
+)
+SELECT run_id FROM run
 
 -- insert_skipped_purge_run --
--- Record a run that did not start because another runner holds the table's lock.
-INSERT INTO idemdash.purge_run (table_name, dry_run, started_by, outcome, finished_at, error)
-SELECT %(table)s, %(dry_run)s, %(started_by)s, 'skipped', clock_timestamp(),
-       'another purge of this table is running'
-       || coalesce(' (run ' || (SELECT max(r.run_id) FROM idemdash.purge_run r
-                                WHERE r.table_name = %(table)s AND r.outcome = 'running')::text || ')', '')
-RETURNING run_id, error
+-- Record a run that did not start because another runner holds the table's lock (audited when a person started it).
+WITH run AS (
+    INSERT INTO idemdash.purge_run (table_name, dry_run, started_by, outcome, finished_at, error)
+    SELECT %(table)s, %(dry_run)s, %(started_by)s, 'skipped', clock_timestamp(),
+           'another purge of this table is running'
+           || coalesce(' (run ' || (SELECT max(r.run_id) FROM idemdash.purge_run r
+                                    WHERE r.table_name = %(table)s AND r.outcome = 'running')::text || ')', '')
+    RETURNING run_id, table_name, dry_run, started_by, outcome, error
+), audit AS (
+    INSERT INTO idemdash.audit_log (actor, action, detail)
+    SELECT started_by, CASE WHEN dry_run THEN 'purge-dry-run:' ELSE 'purge:' END || table_name,
+           jsonb_build_object('run_id', run_id, 'table', table_name, 'dry_run', dry_run, 'outcome', outcome,
+                              'error', error)
+    FROM run
+    WHERE %(audited)s
+)
+SELECT run_id, error FROM run
 
 -- check_purge_connection --
 -- Round trip on the lock-holding connection between batches: if it is gone, so is the lock.

@@ -31,7 +31,6 @@ from queries.db import select_all, select_one
 OUTCOMES = ("safe_to_retry", "abandoned", "already_succeeded", "needs_review")
 BULK_OUTCOMES = ("safe_to_retry", "abandoned")
 BULK_TO_STATUS = {"safe_to_retry": "failed_retryable", "abandoned": "failed_final"}
-REVIEW_HOLDER = "idemdash:needs_review"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from psycopg.types.json import Jsonb
 from queries import cursor
 
 FIELDS = {"audit_id", "at", "actor", "action", "scope", "key", "from_status", "to_status", "reason", "evidence",
-          "detail"}
+          "detail", "parent_id", "children"}
 BASE = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 
 
@@ -212,3 +212,40 @@ def test_sign_in_applies_to_the_audit_log(make_app, conn):
     assert client.get("/audit", headers=viewer).status_code == 200  # reading is a viewer's right
     assert client.get("/api/v1/audit", headers=viewer).get_json()["items"][0]["actor"] == "alice"
     assert client.get("/api/v1/audit", headers=viewer, environ_base={"REMOTE_ADDR": "10.9.8.7"}).status_code == 401
+
+
+def test_a_bulk_action_is_one_line_that_expands_to_its_keys(client, conn):
+    from queries import Tables
+    from queries.app_schema import claim_key
+
+    for i in range(4):
+        claim_key(conn, Tables(), "refund", f"r{i}", "h", "api-1", lock_seconds=0)
+    single = insert_audit(conn, at=datetime.now(timezone.utc), scope="refund", key="other")
+    api = "/api/v1/keys/reclassify-bulk"
+    preview = client.post(api, json={"filter": {"scope": "refund"}, "to": "abandoned", "preview": True}).get_json()
+    done = client.post(api, json={"filter": {"scope": "refund"}, "to": "abandoned", "reason": "refunds stuck",
+                                  "as_of": preview["as_of"]}).get_json()
+    assert done["changed"] == 4
+
+    items = client.get("/api/v1/audit").get_json()["items"]
+    assert [(i["audit_id"], i["children"], i["key"]) for i in items] == [(done["audit_id"], 4, None), (single, 0, "other")]
+    assert items[0]["detail"]["filter"]["scope"] == "refund" and items[0]["reason"] == "refunds stuck"
+    # scope filter: the bulk line counts for its scope
+    assert [i["audit_id"] for i in client.get("/api/v1/audit?scope=refund").get_json()["items"]] == [done["audit_id"], single]
+    children = client.get(f"/api/v1/audit?parent={done['audit_id']}").get_json()["items"]
+    assert sorted(c["key"] for c in children) == ["r0", "r1", "r2", "r3"]
+    assert {c["parent_id"] for c in children} == {done["audit_id"]}
+    # a key's history shows the bulk action's row for that key
+    [row] = client.get("/api/v1/audit?scope=refund&key=r2").get_json()["items"]
+    assert row["parent_id"] == done["audit_id"] and row["to_status"] == "failed_final"
+
+    page = BeautifulSoup(client.get("/audit").data, "html.parser")
+    rows = page.select("#audit-panel table.audit > tbody > tr")
+    assert len(rows) == 2
+    summary = rows[0].select_one("details.children summary")
+    assert summary["data-children"] == "4" and "stuck keys in scope 'refund'" in summary.get_text()
+    assert rows[0].select_one("details.children")["hx-get"] == f"/audit?parent={done['audit_id']}"
+    # what the expansion loads (and the link without JavaScript) lists the four keys
+    expanded = BeautifulSoup(client.get(f"/audit?parent={done['audit_id']}", headers={"HX-Request": "true"}).data,
+                             "html.parser")
+    assert sorted(a.get_text() for a in expanded.select("table.audit td.keycell a.key")) == ["r0", "r1", "r2", "r3"]

@@ -84,7 +84,8 @@ def test_a_missing_required_column_fails_and_an_optional_one_warns(client, index
     items = checks(client)
     # the CASCADE took the indexes on locked_until with it
     assert problems(items) == {"column.keys.locked_until": "fail", "column.outbox.payload": "warn",
-                               "index.index_keys_processing": "warn", "index.index_keys_unleased": "warn"}
+                               "index.index_keys_processing": "warn", "index.index_keys_unleased": "warn",
+                               "index.index_keys_held": "warn"}
     required = items["column.keys.locked_until"]
     assert "required" in required["detail"]
     assert required["fix_sql"] == 'ALTER TABLE "app"."idempotency_request" ADD COLUMN "locked_until" timestamptz'
@@ -92,7 +93,8 @@ def test_a_missing_required_column_fails_and_an_optional_one_warns(client, index
     assert "outbox page's row list" in optional["detail"]  # names the feature that degrades
     assert optional["fix_sql"] == 'ALTER TABLE "app"."outbox_event" ADD COLUMN "payload" jsonb'
     assert client.get("/api/v1/health/schema").get_json()["status"] == "fail"
-    for finding in (required, optional, items["index.index_keys_processing"], items["index.index_keys_unleased"]):
+    for finding in (required, optional, items["index.index_keys_processing"], items["index.index_keys_unleased"],
+                    items["index.index_keys_held"]):
         indexed.execute(finding["fix_sql"])
     assert problems(checks(client)) == {}
 

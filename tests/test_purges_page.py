@@ -464,3 +464,38 @@ def test_a_run_that_cannot_start_is_a_503_that_says_why(make_app, conn):
     error = response.get_json()["error"]
     assert "could not start" in error and "s3cret-pw" not in error
     assert conn.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 0
+
+
+def test_purges_started_by_people_are_in_the_audit_log_and_scheduled_ones_are_not(client, conn, make_app):
+    from jobs.purges import run_purge
+
+    add_keys(conn)
+    dry = run_api(client, {"table": "keys", "dry_run": True}).get_json()["run_id"]
+    wait_finished(conn, dry)
+    real = run_api(client, {"table": "keys", "dry_run": False}).get_json()["run_id"]
+    wait_finished(conn, real)
+    run_purge(make_app().config, "inbox", dry_run=False, started_by="scheduler")  # the scheduler's: not audited
+    with psycopg.connect(conn.info.dsn, autocommit=True) as holder:  # a skipped run a person asked for is audited
+        holder.execute("SELECT pg_advisory_lock(hashtextextended('idemdash.purge.' || 'outbox', 0))")
+        skipped = run_api(client, {"table": "outbox", "dry_run": True}).get_json()["run_id"]
+    rows = conn.execute("SELECT actor, action, detail->>'run_id', detail->>'outcome', key, parent_id "
+                        "FROM idemdash.audit_log ORDER BY audit_id").fetchall()
+    assert [(r[1], int(r[2]), r[3]) for r in rows] == [("purge-dry-run:keys", dry, "running"),
+                                                       ("purge:keys", real, "running"),
+                                                       ("purge-dry-run:outbox", skipped, "skipped")]
+    assert all(r[0].startswith("anonymous@") and r[4] is None and r[5] is None for r in rows)
+    # and /audit shows them, linked to their run
+    page = BeautifulSoup(client.get("/audit").data, "html.parser")
+    links = {a.get_text(): a["href"] for a in page.select("#audit-panel td.keycell a")}
+    assert links[f"run {real}"] == f"/purges?run_id={real}"
+
+
+def test_a_purge_from_the_command_line_is_audited_with_the_os_user(conn, database_url):
+    from click.testing import CliRunner
+
+    from dashboard.cli import main
+
+    result = CliRunner().invoke(main, ["purge", "--table", "inbox", "--dry-run", "--database-url", database_url])
+    assert result.exit_code == 0, result.output
+    [(actor, action)] = conn.execute("SELECT actor, action FROM idemdash.audit_log").fetchall()
+    assert actor.startswith("cli") and action == "purge-dry-run:inbox"

@@ -11,9 +11,13 @@
 
   // Polling panels ([data-poll]) skip their refresh while the tab is hidden
   // or Live is switched off, and refresh at once when either comes back.
+  // A timed refresh also waits while something in the panel is expanded
+  // (a bulk action's keys, a payload): replacing it would fold it up again.
   document.addEventListener("htmx:beforeRequest", function (event) {
     var elt = event.detail.elt;
-    if (elt && elt.hasAttribute && elt.hasAttribute("data-poll") && (document.hidden || !live())) {
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-poll")) return;
+    var timed = !event.detail.requestConfig || !event.detail.requestConfig.triggeringEvent;
+    if (document.hidden || !live() || (timed && elt.querySelector("details[open]"))) {
       event.preventDefault();
     }
   });
