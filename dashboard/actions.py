@@ -33,6 +33,7 @@ MAX_REASON = 2000
 MAX_HOLD = timedelta(days=30)
 PREVIEW_MAX_AGE = timedelta(minutes=15)
 BULK_BATCH = 200
+BULK_FILTER_FIELDS = ("scope", "claimed_by", "min_attempts", "overdue")
 
 
 class ActionError(Exception):
@@ -227,7 +228,7 @@ def _bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
     raw = data.get("filter") or {}
     if not isinstance(raw, Mapping):
         raise ActionError(400, "filter must be an object with scope, claimed_by, min_attempts, overdue")
-    unknown = set(raw) - {"scope", "claimed_by", "min_attempts", "overdue"}
+    unknown = set(raw) - set(BULK_FILTER_FIELDS)
     if unknown:
         raise ActionError(400, f"unknown filter fields: {', '.join(sorted(unknown))}")
     overdue = raw.get("overdue")
@@ -250,10 +251,6 @@ def _bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
     as_of = _time(data, "as_of")
     if as_of is None:
         raise ActionError(400, "as_of is required: the time of the preview you confirmed (preview first)")
-    if flt.scope is None and not all_scopes:
-        raise ActionError(400, "this would change stuck keys in every scope: name one scope in the filter, or "
-                               "confirm that you mean all of them (\"all_scopes\": true; on the page, tick "
-                               "\"every scope\")")
     return BulkRequest(flt, to, _reason(data), as_of, all_scopes)
 
 
@@ -311,6 +308,10 @@ def bulk_apply(req: BulkRequest) -> dict:
                                    f"the preview at {req.as_of.isoformat()} showed {filter_in_words(preview.filter)} "
                                    f"→ {preview.to_status} (were the filters changed after the preview?). Nothing "
                                    "was changed: preview again and confirm what it shows.")
+        if req.flt.scope is None and not req.all_scopes:
+            raise ActionError(400, "this would change stuck keys in every scope: name one scope in the filter, or "
+                                   "confirm that you mean all of them (\"all_scopes\": true; on the page, tick "
+                                   "\"every scope\"). Nothing was changed.")
         before = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, lease_seconds=lease)
         parent_id = q.insert_bulk_audit(conn, req.flt, req.to, req.as_of, reason=req.reason, actor=actor,
                                         bulk_id=bulk_id, preview=preview, cap=cap)
@@ -388,7 +389,9 @@ def bulk_form():
     """The stuck list's bulk box. Its filter fields come from the list's own filter form (hx-include="#filters"),
     so preview and confirmation take the filters on screen, whatever was changed in place."""
     form = request.form
-    data = {"filter": {k: form.get(k, "") for k in ("scope", "claimed_by", "min_attempts", "overdue")},
+    # The filters on screen come from the list's filter form (htmx sends it along); without JavaScript, the form
+    # carries the ones it was rendered with as default_<name>.
+    data = {"filter": {k: form[k] if k in form else form.get(f"default_{k}", "") for k in BULK_FILTER_FIELDS},
             "to": form.get("to"), "reason": form.get("reason", ""), "as_of": form.get("as_of", ""),
             "all_scopes": form.get("all_scopes", "")}
     preview = form.get("step") != "confirm"

@@ -118,8 +118,6 @@ def test_bulk_refuses_what_it_must(client, conn):
         ({"filter": {}, "to": "abandoned", "reason": "x"}, 400, "as_of is required"),
         ({"filter": {}, "to": "abandoned", "as_of": datetime.now().astimezone().isoformat(), "all_scopes": True},
          400, "reason"),
-        ({"filter": {}, "to": "abandoned", "reason": "x", "as_of": datetime.now().astimezone().isoformat()},
-         400, "every scope"),
         ({"filter": {"bogus": 1}, "to": "abandoned", "preview": True}, 400, "unknown filter"),
         ({"filter": {"overdue": "soon"}, "to": "abandoned", "preview": True}, 400, "overdue"),
         ({"filter": {}, "to": "abandoned", "reason": "x", "all_scopes": True,
@@ -145,7 +143,7 @@ def test_bulk_from_the_stuck_list_form(client, conn):
     page = BeautifulSoup(client.get("/keys?status=stuck&scope=refund").data, "html.parser")
     form = page.select_one("details.bulk form")
     fields = {i["name"]: i.get("value", "") for i in form.select("input[type=hidden]")}
-    assert fields["scope"] == "refund"
+    assert fields["default_scope"] == "refund"
     preview = client.post("/keys/reclassify-bulk", data=fields | {"to": "abandoned", "reason": "refunds broken"})
     assert preview.status_code == 200
     soup = BeautifulSoup(preview.data, "html.parser")
@@ -205,3 +203,19 @@ def test_a_bulk_decision_outlives_the_next_purge(make_app, conn):
     result = run_purge(app.config, "keys", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 0)
     assert conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0] == 3
+
+
+def test_every_scope_needs_an_explicit_all_scopes(client, conn):
+    stuck(conn, "a", scope="create_order")
+    stuck(conn, "b", scope="refund")
+    preview = client.post(API, json={"filter": {}, "to": "abandoned", "preview": True}).get_json()
+    assert preview["all_scopes"] is True and preview["filter_text"] == "stuck keys in every scope (exact matches)"
+    assert sorted(s["scope"] for s in preview["by_scope"]) == ["create_order", "refund"]
+    for extra in ({}, {"all_scopes": False}, {"all_scopes": "yes please"}):
+        response = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x",
+                                          "as_of": preview["as_of"]} | extra)
+        assert response.status_code == 400 and "every scope" in response.get_json()["error"], extra
+    assert status(conn, "a") == "processing" and status(conn, "b", "refund") == "processing"
+    done = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
+                                  "all_scopes": True}).get_json()
+    assert done["changed"] == 2
