@@ -203,11 +203,13 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
                           _key_json(_current_key(scope, key))) from exc
     after = _current_key(scope, key)
     if not result.changed:
-        raise ActionError(409, _why_not(locked, change), _key_json(after))
+        with db.read() as conn:  # the effect guard refuses safe_to_retry once an outbox row exists
+            committed = change.to == "safe_to_retry" and bool(qkeys.list_outbox_for_key(conn, db.tables, scope, key))
+        raise ActionError(409, _why_not(locked, change, committed), _key_json(after))
     return {**(_key_json(after) or {}), "audit_id": result.audit_id}
 
 
-def _why_not(locked: q.LockedKey, change: q.Reclassification) -> str:
+def _why_not(locked: q.LockedKey, change: q.Reclassification, committed: bool) -> str:
     if locked.status != "processing":
         return (f"the key is {locked.status} now, not stuck: its worker or a retry finished it first. "
                 "Nothing was overwritten.")
@@ -219,6 +221,10 @@ def _why_not(locked: q.LockedKey, change: q.Reclassification) -> str:
                 f"{locked.locked_until.isoformat() if locked.locked_until else 'NULL'}, you saw "
                 f"{change.expected_locked_until.isoformat() if change.expected_locked_until else 'NULL'}. "
                 "Nothing was changed.")
+    if committed:
+        return ("an outbox row exists for this key now: its business effect committed, so a retry would run it a "
+                "second time. Nothing was changed: look at the key again and choose already_succeeded (or "
+                "abandoned).")
     return "the key is not stuck: its lease is live (a worker holds it). Nothing was changed."
 
 
@@ -273,12 +279,16 @@ def bulk_preview(req: BulkRequest) -> dict:
     lease = current_app.config["DEFAULT_LEASE_SECONDS"]
     with db.write() as conn:
         as_of = database_now(conn)
-        count = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, lease_seconds=lease)
-        by_scope = q.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, lease_seconds=lease)
-        sample = q.list_bulk_sample(conn, db.tables, req.flt, as_of, lease_seconds=lease)
+        count = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        # safe_to_retry leaves out keys whose effect committed (an outbox row): say how many
+        committed = 0 if req.to != "safe_to_retry" else q.count_bulk_candidates(
+            conn, db.tables, req.flt, as_of, to="abandoned", lease_seconds=lease) - count
+        by_scope = q.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        sample = q.list_bulk_sample(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
         q.insert_bulk_preview(conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope,
                               actor=current_user().name)
-    return {"as_of": as_of, "to": req.to, "count": count, "cap": current_app.config["BULK_MAX_KEYS"],
+    return {"as_of": as_of, "to": req.to, "count": count, "left_out_committed": committed,
+            "cap": current_app.config["BULK_MAX_KEYS"],
             "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
             "all_scopes": req.flt.scope is None,
             "by_scope": [{"scope": s.scope, "keys": s.keys} for s in by_scope],
@@ -312,7 +322,7 @@ def bulk_apply(req: BulkRequest) -> dict:
             raise ActionError(400, "this would change stuck keys in every scope: name one scope in the filter, or "
                                    "confirm that you mean all of them (\"all_scopes\": true; on the page, tick "
                                    "\"every scope\"). Nothing was changed.")
-        before = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, lease_seconds=lease)
+        before = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
         parent_id = q.insert_bulk_audit(conn, req.flt, req.to, req.as_of, reason=req.reason, actor=actor,
                                         bulk_id=bulk_id, preview=preview, cap=cap)
         changed = n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap))
@@ -321,7 +331,7 @@ def bulk_apply(req: BulkRequest) -> dict:
             n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap - changed))
         changed += n
     with db.read() as conn:
-        remaining = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, lease_seconds=lease)
+        remaining = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
     return {"bulk_id": str(bulk_id), "audit_id": parent_id, "as_of": req.as_of, "to": req.to,
             "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
             "previewed": preview.candidates, "changed": changed, "skipped": max(before - changed, 0),

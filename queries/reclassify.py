@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from queries import Tables, statement
@@ -132,7 +133,8 @@ def lock_key_for_action(conn: psycopg.Connection, tables: Tables, scope: str, ke
 def reclassify_key(conn: psycopg.Connection, tables: Tables, locked: LockedKey, change: Reclassification, *,
                    lease_seconds: int, replay_horizon_seconds: int) -> ChangeResult:
     """Change the locked key if the database agrees it is still eligible; the audit row commits with it."""
-    query = statement("reclassify_key", tables, set_clause=statement(f"fragment_set_{change.to}"))
+    query = statement("reclassify_key", tables, set_clause=statement(f"fragment_set_{change.to}"),
+                      effect_guard=_effect_guard(tables, change.to))
     params = {
         "scope": locked.scope, "key": locked.key, "lease_seconds": lease_seconds,
         "expected_attempt_count": change.expected_attempt_count,
@@ -159,22 +161,31 @@ def _bulk_params(tables: Tables, flt: BulkFilter, as_of: datetime, lease_seconds
             "min_overdue": flt.min_overdue_seconds, "as_of": as_of, "lease_seconds": lease_seconds}
 
 
+def _effect_guard(tables: Tables, to: str) -> sql.Composable:
+    """safe_to_retry re-runs the work, so it changes only keys with no outbox row (no committed effect)."""
+    return statement("fragment_no_committed_effect", tables) if to == "safe_to_retry" else statement("fragment_true")
+
+
+def _bulk_filter(tables: Tables, to: str) -> sql.Composable:
+    return statement("fragment_bulk_filter", tables, effect_guard=_effect_guard(tables, to))
+
+
 def count_bulk_candidates(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
-                          lease_seconds: int) -> int:
-    query = statement("count_bulk_candidates", tables, bulk_filter=statement("fragment_bulk_filter"))
+                          to: str, lease_seconds: int) -> int:
+    query = statement("count_bulk_candidates", tables, bulk_filter=_bulk_filter(tables, to))
     row = select_one(conn, query, _bulk_params(tables, flt, as_of, lease_seconds), _Count)
     return row.candidates if row else 0
 
 
 def list_bulk_sample(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
-                     lease_seconds: int, limit: int = 20) -> list[BulkSampleRow]:
-    query = statement("list_bulk_sample", tables, bulk_filter=statement("fragment_bulk_filter"))
+                     to: str, lease_seconds: int, limit: int = 20) -> list[BulkSampleRow]:
+    query = statement("list_bulk_sample", tables, bulk_filter=_bulk_filter(tables, to))
     return select_all(conn, query, _bulk_params(tables, flt, as_of, lease_seconds) | {"limit": limit}, BulkSampleRow)
 
 
 def count_bulk_candidates_by_scope(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
-                                   lease_seconds: int, limit: int = 50) -> list[ScopeCount]:
-    query = statement("count_bulk_candidates_by_scope", tables, bulk_filter=statement("fragment_bulk_filter"))
+                                   to: str, lease_seconds: int, limit: int = 50) -> list[ScopeCount]:
+    query = statement("count_bulk_candidates_by_scope", tables, bulk_filter=_bulk_filter(tables, to))
     return select_all(conn, query, _bulk_params(tables, flt, as_of, lease_seconds) | {"limit": limit}, ScopeCount)
 
 
@@ -215,7 +226,7 @@ def reclassify_bulk_batch(conn: psycopg.Connection, tables: Tables, flt: BulkFil
     """One batch in the caller's transaction; returns how many keys changed (0: none left that it could lock)."""
     if to not in BULK_OUTCOMES:
         raise ValueError(f"bulk reclassification is only {' or '.join(BULK_OUTCOMES)}")
-    query = statement("reclassify_bulk_batch", tables, bulk_filter=statement("fragment_bulk_filter"),
+    query = statement("reclassify_bulk_batch", tables, bulk_filter=_bulk_filter(tables, to),
                       set_clause=statement(f"fragment_set_{to}"))
     params = _bulk_params(tables, flt, as_of, lease_seconds) | {
         "batch_size": batch_size, "actor": actor, "action": f"reclassify-bulk:{to}", "reason": reason,

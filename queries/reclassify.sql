@@ -19,6 +19,7 @@ WITH changed AS (
            OR k.claimed_by = 'idemdash:needs_review')
       AND (%(expected_attempt_count)s::integer IS NULL OR k.attempt_count = %(expected_attempt_count)s::integer)
       AND (NOT %(check_locked_until)s OR k.locked_until IS NOT DISTINCT FROM %(expected_locked_until)s::timestamptz)
+      AND {effect_guard}
     RETURNING k.idempotency_scope, k.idempotency_key, k.status::text AS status
 ), audit AS (
     INSERT INTO idemdash.audit_log (actor, action, scope, key, from_status, to_status, reason, evidence, detail)
@@ -28,6 +29,15 @@ WITH changed AS (
     RETURNING audit_id
 )
 SELECT (SELECT audit_id FROM audit) AS audit_id, (SELECT count(*) FROM changed) AS changed
+
+-- fragment_no_committed_effect --
+-- WHERE condition for safe_to_retry: no outbox row for the key, i.e. its business effect did not commit (checked when the row is changed, not when the operator looked: a retry would run a committed effect twice).
+NOT EXISTS (SELECT 1 FROM {outbox} o
+            WHERE o.idempotency_scope = k.idempotency_scope AND o.idempotency_key = k.idempotency_key)
+
+-- fragment_true --
+-- WHERE condition that holds: the outcomes that never re-run the work need no effect guard.
+true
 
 -- fragment_set_safe_to_retry --
 -- SET list: the client's next retry re-claims the key (failed_retryable, lock cleared).
@@ -53,7 +63,7 @@ locked_until = clock_timestamp() + make_interval(secs => %(hold_seconds)s), clai
 updated_at = clock_timestamp()
 
 -- fragment_bulk_filter --
--- WHERE conditions shared by bulk preview and change: stuck already at as_of and still now, not held for review, the operator's filters.
+-- WHERE conditions shared by bulk preview and change: stuck already at as_of and still now, not held for review, the operator's filters, and for safe_to_retry no committed effect.
 k.status = 'processing'
 AND (k.locked_until < %(as_of)s::timestamptz
      OR (k.locked_until IS NULL AND k.claimed_at < %(as_of)s::timestamptz - make_interval(secs => %(lease_seconds)s)))
@@ -66,6 +76,7 @@ AND (%(min_attempts)s::integer IS NULL OR k.attempt_count >= %(min_attempts)s::i
 AND (%(min_overdue)s::double precision IS NULL
      OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
         <= %(as_of)s::timestamptz - make_interval(secs => %(min_overdue)s::double precision))
+AND {effect_guard}
 
 -- count_bulk_candidates --
 -- How many keys a bulk reclassification would change right now.
