@@ -42,8 +42,9 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
 
     from dashboard import auth, web
 
-    web.init_app(app)
+    # auth first: its checks (AUTH=none answers this machine only) come before anything else answers
     auth.init_app(app)
+    web.init_app(app)
     # one Database (and pool) per app: several apps in one process (tests) must not share a pool
     Database().init_app(app)
     htmx.init_app(app)

@@ -2,8 +2,9 @@
 
 Every request gets ``g.user``, from one of three modes (``IDEMDASH_AUTH``):
 
-- ``none``: everyone is an operator named ``anonymous@<address>`` (the demo and localhost only;
-  ``idemdash serve`` refuses a non-loopback address in this mode unless told otherwise);
+- ``none``: everyone is an operator named ``anonymous@<address>``, for this machine only: every request
+  must name a loopback Host and come from a loopback peer (DNS rebinding), unless
+  ``IDEMDASH_ALLOW_UNAUTHENTICATED=1``; ``idemdash serve`` and ``demo`` also refuse a non-loopback bind;
 - ``basic``: HTTP Basic against ``IDEMDASH_USERS_FILE`` (``name:role:hash`` lines);
 - ``proxy``: the user and groups headers of an SSO proxy, believed only from
   ``IDEMDASH_PROXY_TRUSTED``.
@@ -207,6 +208,18 @@ def request_scheme() -> str:
     return request.scheme
 
 
+def host_of(hostport: str) -> str | None:
+    """The host part of 'host:port', '[v6]:port', a bare name or a bare IPv6 address; None for unix: and fd://."""
+    hostport = hostport.strip()
+    if hostport.startswith(("unix:", "fd://")):
+        return None
+    if hostport.startswith("["):
+        return hostport[1:].partition("]")[0]
+    if _address(hostport) is not None:  # a bare IPv6 address has colons but no port
+        return hostport
+    return hostport.rpartition(":")[0] if ":" in hostport else hostport
+
+
 def is_loopback_host(host: str) -> bool:
     host = host.strip().strip("[]").lower()
     if host in ("localhost", "localhost."):
@@ -217,14 +230,18 @@ def is_loopback_host(host: str) -> bool:
 
 def bind_host(bind: str) -> str | None:
     """The host part of a gunicorn bind ('host:port', '[v6]:port', 'host'); None for unix: and fd://."""
-    bind = bind.strip()
-    if bind.startswith(("unix:", "fd://")):
-        return None
-    if bind.startswith("["):
-        return bind[1:].partition("]")[0]
-    if _address(bind) is not None:  # a bare IPv6 address has colons but no port
-        return bind
-    return bind.rpartition(":")[0] if ":" in bind else bind
+    return host_of(bind)
+
+
+def is_loopback_request() -> bool:
+    """The browser asked for a loopback name and the connection comes from this machine.
+
+    Both, because each alone is not enough: DNS rebinding points a hostile name at 127.0.0.1 (loopback
+    peer, foreign Host), and anyone can send ``Host: localhost`` from another machine.
+    """
+    host = host_of(request.host)
+    peer = _address(request.remote_addr)
+    return host is not None and is_loopback_host(host) and peer is not None and peer.is_loopback
 
 
 def check_bind(config: Mapping, host: str | None, *, what: str) -> None:
@@ -374,6 +391,20 @@ def init_app(app: Flask) -> None:
     except ValueError as exc:  # ConfigError, or a network list that bypassed settings.load
         raise ConfigError(str(exc)) from None
     app.extensions["idemdash_auth"] = auth
+
+    @app.before_request
+    def this_machine_only() -> None:
+        """AUTH=none: whoever can send a request is an operator, so only this machine may (before any other check)."""
+        if (auth.mode != "none" or app.config["ALLOW_UNAUTHENTICATED"] or request.endpoint == "static"
+                or request.blueprint == "probes" or is_loopback_request()):
+            return
+        log.warning("IDEMDASH_AUTH=none: refused %s %s for host %r from %s (not this machine)",
+                    request.method, request.path, request.host, request.remote_addr)
+        abort(403, f"refused: this dashboard runs without sign-in (IDEMDASH_AUTH=none), so it answers only "
+                   f"requests to localhost or a loopback address from this machine, and this one was for "
+                   f"{request.host[:100]!r} from {request.remote_addr}. Open it as http://127.0.0.1:<port>/ on this "
+                   "machine, set IDEMDASH_AUTH=basic or proxy to let others sign in, or set "
+                   "IDEMDASH_ALLOW_UNAUTHENTICATED=1 if something in front already restricts who can connect.")
 
     app.config.update(
         SESSION_COOKIE_NAME="idemdash_session",

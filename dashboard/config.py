@@ -157,8 +157,9 @@ SETTINGS: tuple[Setting, ...] = (
             "With `IDEMDASH_AUTH=proxy`: groups (comma separated, exact names) whose members are operators; "
             "everyone else is a viewer."),
     Setting("ALLOW_UNAUTHENTICATED", False, _bool,
-            "`1` lets `idemdash serve` and `idemdash demo --host` listen on a non-loopback address with "
-            "`IDEMDASH_AUTH=none` (only when something in front already restricts who can connect)."),
+            "`1` lets `IDEMDASH_AUTH=none` answer requests for any `Host` and from any address (otherwise: localhost "
+            "only, which also stops DNS rebinding), and lets `idemdash serve` and `idemdash demo --host` listen on a "
+            "non-loopback address. Only when something in front already restricts who can connect."),
     Setting("SESSION_COOKIE_SECURE", False, _bool,
             "`1` always marks the session cookie (it holds the CSRF token) `Secure`. Otherwise it is `Secure` "
             "when the request came over HTTPS (directly, or per `X-Forwarded-Proto` from a trusted proxy)."),

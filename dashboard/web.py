@@ -6,7 +6,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from flask import Flask, Response, jsonify, make_response, redirect, render_template, request
+from flask import Flask, Response, g, jsonify, make_response, redirect, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from jinja2_fragments.flask import render_block
 from werkzeug.exceptions import HTTPException
@@ -192,5 +192,7 @@ def init_app(app: Flask) -> None:
 
     @app.context_processor
     def template_globals() -> dict[str, Any]:
-        return {"database_label": redact_dsn(app.config["DATABASE_URL"]),
+        # which database, only to someone signed in: a refused request (401, or 403 for another Host) learns nothing
+        label = redact_dsn(app.config["DATABASE_URL"]) if g.get("user") else ""
+        return {"database_label": label,
                 "lease_seconds": app.config["DEFAULT_LEASE_SECONDS"]}
