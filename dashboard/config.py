@@ -137,8 +137,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OUTBOX_TABLE", "outbox_event", _identifier,
             "Name of the transactional outbox table."),
     Setting("SECRET_KEY", "", str,
-            "Flask secret key for sessions and CSRF tokens. Unset: a random key per process "
-            "(fine for one process, not for several gunicorn workers)."),
+            "Flask secret key for sessions and CSRF tokens; the same value for every worker and replica. Unset: "
+            "`idemdash serve` makes one for all its workers (sessions end when it restarts), a gunicorn started by "
+            "hand with several workers refuses to start, and a single process uses a random key of its own."),
     Setting("AUTH", "none", _choice("none", "basic", "proxy"),
             "Who may use the dashboard: `none` (everyone is an operator; the demo and localhost only), "
             "`basic` (HTTP Basic with `IDEMDASH_USERS_FILE`) or `proxy` (user and groups headers from an "
