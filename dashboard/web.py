@@ -12,6 +12,7 @@ from jinja2_fragments.flask import render_block
 from werkzeug.exceptions import HTTPException
 
 import psycopg
+from psycopg import errors
 from psycopg_pool import PoolTimeout
 
 from dashboard.config import redact_dsn
@@ -55,15 +56,16 @@ def render(template: str, block: str | None = None, **context: Any) -> Response:
     return response
 
 
-def error_response(status: int, message: str) -> Response:
+def error_response(status: int, message: str, *, retry: bool | None = None) -> Response:
+    """JSON for the API, a fragment for htmx, else the error page (which reloads itself while ``retry``: 503)."""
     if wants_json():
         response = jsonify({"error": message})
-    elif request.headers.get("HX-Request") == "true":
+    elif request.htmx:
         # htmx swaps a 4xx answer into the form's target: a message, not a whole page
         response = make_response(render_template("_error_fragment.html", status=status, message=message))
     else:
         response = make_response(render_template("error.html", status=status, message=message,
-                                                 retry=status == 503))
+                                                 retry=status == 503 if retry is None else retry))
     response.status_code = status
     return response
 
@@ -166,10 +168,28 @@ def init_app(app: Flask) -> None:
         detail = (exc.diag.message_primary or type(exc).__name__).strip()
         return error_response(400, f"a value in the request is not valid for the database: {detail}")
 
+    @app.errorhandler(errors.LockNotAvailable)
+    def row_locked(exc: errors.LockNotAvailable):
+        # 55P03: FOR UPDATE NOWAIT, or the lock timeout of the dashboard's own writes. The transaction was
+        # rolled back, and the application will finish with the row soon: a conflict, not an outage.
+        return error_response(409, "An application transaction holds this row right now; nothing was changed, "
+                                   "try again in a moment.")
+
+    @app.errorhandler(errors.QueryCanceled)
+    def query_timed_out(exc: errors.QueryCanceled):
+        # 57014: the statement timeout. Panels turn it into a degraded panel; this is for any other read.
+        timeout_ms = app.extensions["idemdash_db"].statement_timeout_ms
+        return error_response(
+            503, f"The database did not answer within the {timeout_ms} ms statement timeout "
+                 "(IDEMDASH_STATEMENT_TIMEOUT_MS), so this request timed out and nothing was changed. The database "
+                 "is reachable: a long query or a lock held by another transaction is in the way. Try again in a "
+                 "moment; `idemdash check` lists missing indexes.",
+            retry=False)  # no reload every 5 s: each would run the slow query again
+
     @app.errorhandler(psycopg.OperationalError)
     @app.errorhandler(PoolTimeout)
     def database_unreachable(exc: Exception):
-        # QueryCanceled is an OperationalError too, but panels handle it before it gets here.
+        # The lock and statement timeouts above are OperationalErrors too; what is left is the connection.
         app.logger.warning("database unreachable: %s", type(exc).__name__)
         response = error_response(
             503, "The database is unreachable right now, so there is nothing to show. idemdash keeps "
@@ -184,7 +204,8 @@ def init_app(app: Flask) -> None:
         message = panel.message or "query failed"
         if panel.index_sql:
             message += " " + panel.index_sql
-        return error_response(503, message)
+        # a slow query or a schema problem: reloading every 5 s like an outage page would not help
+        return error_response(503, message, retry=False)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
