@@ -4,9 +4,10 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlencode
 from uuid import UUID
 
-from flask import Flask, Response, g, jsonify, make_response, redirect, render_template, request
+from flask import Flask, Response, g, jsonify, make_response, redirect, render_template, request, url_for
 from flask.json.provider import DefaultJSONProvider
 from jinja2_fragments.flask import render_block
 from werkzeug.exceptions import HTTPException
@@ -107,16 +108,19 @@ def pretty_json(value: Any) -> str:
 
 
 def url_with(**changes: Any) -> str:
-    """This page's URL with some query arguments changed (None removes one); empty ones are dropped."""
-    from flask import url_for
+    """This page's URL with some query arguments changed (None removes one); empty ones are dropped.
 
+    The query string is built here, not by url_for: an argument named like a path variable (``scope``),
+    or like url_for's own (``_anchor``, ``_external``, ``endpoint``), must stay a plain query argument.
+    """
     args = {k: v for k, v in request.args.items() if v != ""}
     for name, value in changes.items():
         if value is None:
             args.pop(name, None)
         else:
             args[name] = value
-    return url_for(request.endpoint, **(request.view_args or {}), **args)
+    path = url_for(request.endpoint, **(request.view_args or {}))
+    return f"{path}?{urlencode(args)}" if args else path
 
 
 def init_app(app: Flask) -> None:
@@ -139,7 +143,7 @@ def init_app(app: Flask) -> None:
     @app.before_request
     def drop_empty_query_args():
         """A filter form submits empty fields; the address bar should only hold the filters that apply."""
-        if (request.method != "GET" or wants_json() or request.headers.get("HX-Request") == "true"
+        if (request.method != "GET" or wants_json() or request.htmx
                 or request.endpoint in (None, "static")):
             return None
         if any(v == "" for v in request.args.values()):
@@ -148,7 +152,7 @@ def init_app(app: Flask) -> None:
 
     @app.after_request
     def push_clean_url(response: Response) -> Response:
-        if (request.headers.get("HX-Request") == "true" and request.method == "GET" and request.endpoint
+        if (request.htmx and request.method == "GET" and request.endpoint
                 and any(v == "" for v in request.args.values()) and response.status_code == 200):
             response.headers["HX-Push-Url"] = url_with()
         return response
