@@ -7,7 +7,7 @@ Every request gets ``g.user``, from one of three modes (``IDEMDASH_AUTH``):
   ``IDEMDASH_ALLOW_UNAUTHENTICATED=1``; ``idemdash serve`` and ``demo`` also refuse a non-loopback bind;
 - ``basic``: HTTP Basic against ``IDEMDASH_USERS_FILE`` (``name:role:hash`` lines);
 - ``proxy``: the user and groups headers of an SSO proxy, believed only from
-  ``IDEMDASH_PROXY_TRUSTED``.
+  ``IDEMDASH_PROXY_TRUSTED``, and only when sent once.
 
 A request nobody vouches for gets 401, except the probes, /metrics and static files.
 
@@ -36,7 +36,7 @@ from flask import Flask, abort, current_app, g, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.datastructures import WWWAuthenticate
-from werkzeug.exceptions import Unauthorized
+from werkzeug.exceptions import BadRequest, Unauthorized
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from dashboard.config import ConfigError, split_list
@@ -302,14 +302,49 @@ class _Auth:
                 f"this request did not come through the sign-in proxy (it came from {request.remote_addr}, "
                 "which is not in IDEMDASH_PROXY_TRUSTED), so it is not signed in: open the dashboard through "
                 "the proxy's address")
+        self._refuse_repeated()
         name = request.headers.get(self.user_header, "").strip()
         if not name:
             raise Unauthorized(f"the sign-in proxy sent no {self.user_header} header: configure it to pass the "
                                "signed-in user (oauth2-proxy: --set-xauthrequest / --pass-user-headers)")
         if len(name) > 320 or any(ord(c) < 32 or ord(c) == 127 for c in name):
             raise Unauthorized(f"the {self.user_header} header is not a plausible user name")
-        groups = set(split_list(",".join(request.headers.getlist(self.groups_header))))
+        groups = set(split_list(request.headers.get(self.groups_header, "")))
         return User(name, OPERATOR if groups & self.operator_groups else VIEWER, "proxy")
+
+    def _refuse_repeated(self) -> None:
+        """A proxy that adds its header to the client's instead of replacing it would let the client add a group."""
+        repeated = repeated_headers()
+        for header in (self.user_header, self.groups_header):
+            if header.lower() in repeated:
+                raise BadRequest(f"send exactly one {header} header: this request carried several, as when the "
+                                 "sign-in proxy adds its own to one the client sent. Configure the proxy to set the "
+                                 "header, replacing any the client sent (see docs/security.md)")
+
+
+# -- headers sent more than once ------------------------------------------------------------------
+
+# A WSGI server joins repeated header lines with commas before the app sees them, which for a comma-separated
+# list such as the groups header hides that there were several. `idemdash serve` counts the raw lines in
+# gunicorn's pre_request hook and names the repeated ones in this header (a client's own copy is dropped first).
+REPEATED_HEADERS = "X-Idemdash-Repeated-Headers"
+
+
+def mark_repeated_headers(worker, req) -> None:
+    """gunicorn's ``pre_request`` hook: name the headers this request carries more than once in REPEATED_HEADERS."""
+    worker.log.debug("%s %s", req.method, req.path)  # what gunicorn's default hook does
+    marker = REPEATED_HEADERS.upper()
+    # gunicorn gives names upper case; '_' and '-' reach the WSGI environ as the same key
+    names = [name.upper().replace("_", "-") for name, _ in req.headers]
+    req.headers = [(name, value) for name, value in req.headers if name.upper().replace("_", "-") != marker]
+    repeated = sorted({name for name in names if names.count(name) > 1 and name != marker})
+    if repeated:
+        req.headers.append((marker, ",".join(repeated)))
+
+
+def repeated_headers() -> set[str]:
+    """Lower-case names of the headers the server saw more than once (known only under `idemdash serve`)."""
+    return {name.lower() for name in split_list(request.headers.get(REPEATED_HEADERS, ""))}
 
 
 # Answer without signing in: load balancers, Prometheus, and the CSS of the 401 page.
@@ -425,7 +460,7 @@ def init_app(app: Flask) -> None:
         g.user = None
         try:
             g.user = auth.identify()
-        except Unauthorized as exc:
+        except (Unauthorized, BadRequest) as exc:
             if _open_endpoint():
                 return
             if isinstance(exc, _Untrusted):

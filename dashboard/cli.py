@@ -205,6 +205,8 @@ def serve(bind: str | None, workers: int | None) -> None:
             "IDEMDASH_SECRET_KEY is not set: made one key for all %d workers of this server; sessions and CSRF "
             "tokens (open forms) end when the server restarts. Set IDEMDASH_SECRET_KEY to keep them across "
             "restarts.", options["workers"])
+    # several X-Forwarded-Groups lines would reach the app joined into one list: count them while gunicorn can
+    options["pre_request"] = auth.mark_repeated_headers
 
     class Gunicorn(BaseApplication):
         def load_config(self) -> None:

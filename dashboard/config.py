@@ -148,9 +148,11 @@ SETTINGS: tuple[Setting, ...] = (
             "With `IDEMDASH_AUTH=basic`: the file of users, one `name:role:hash` a line (role `viewer` or "
             "`operator`; hash from `idemdash hash-password`). Read at startup."),
     Setting("PROXY_USER_HEADER", "X-Forwarded-User", _header_name,
-            "With `IDEMDASH_AUTH=proxy`: the header carrying the signed-in user's name (recorded in the audit log)."),
+            "With `IDEMDASH_AUTH=proxy`: the header carrying the signed-in user's name (recorded in the audit log). "
+            "Sent more than once: 400 (under `idemdash serve`)."),
     Setting("PROXY_GROUPS_HEADER", "X-Forwarded-Groups", _header_name,
-            "With `IDEMDASH_AUTH=proxy`: the header carrying the user's groups, comma separated."),
+            "With `IDEMDASH_AUTH=proxy`: the header carrying the user's groups, comma separated, in one header "
+            "(sent more than once: 400 under `idemdash serve`)."),
     Setting("PROXY_TRUSTED", "127.0.0.1,::1", _networks,
             "Addresses or CIDR networks of the proxy, comma separated. User, groups and `X-Forwarded-Proto` "
             "headers are believed only from these; other clients get 401 in proxy mode."),

@@ -437,6 +437,36 @@ def test_proxy_custom_headers_and_missing_user(guarded):
     assert client.get("/test-whoami", headers={"X-Auth-Request-Email": "x\x01y"}).status_code == 401
 
 
+@pytest.mark.parametrize("repeated", ["X-FORWARDED-GROUPS", "X-FORWARDED-USER", "HOST,X-FORWARDED-GROUPS"])
+def test_proxy_refuses_identity_headers_sent_more_than_once(guarded, repeated):
+    # what `idemdash serve` (auth.mark_repeated_headers) tells the app when a header line came more than once
+    app = guarded(AUTH="proxy")
+    client = app.test_client()
+    headers = {**OPERATOR_HEADERS, auth.REPEATED_HEADERS: repeated}
+    name = "X-Forwarded-Groups" if "GROUPS" in repeated else "X-Forwarded-User"
+    api = client.post("/api/v1/test-action", json={}, headers=headers)
+    assert api.status_code == 400
+    assert f"send exactly one {name} header" in api.get_json()["error"]
+    page = client.get("/test-whoami", headers=headers)
+    assert page.status_code == 400 and f"send exactly one {name} header" in page.get_data(as_text=True)
+    assert app.actors == []
+    assert client.get("/healthz", headers=headers).status_code == 200
+    # another repeated header is no reason to refuse
+    other = client.get("/test-whoami", headers={**OPERATOR_HEADERS, auth.REPEATED_HEADERS: "ACCEPT"})
+    assert other.get_json()["role"] == "operator"
+
+
+def test_proxy_names_the_configured_header_when_it_is_repeated(guarded):
+    client = guarded(AUTH="proxy", PROXY_GROUPS_HEADER="X-Auth-Request-Groups").test_client()
+    headers = {"X-Forwarded-User": "erin", "X-Auth-Request-Groups": "idemdash-operators",
+               auth.REPEATED_HEADERS: "X-AUTH-REQUEST-GROUPS"}
+    response = client.get("/api/v1/audit", headers=headers)
+    assert response.status_code == 400
+    assert "send exactly one X-Auth-Request-Groups header" in response.get_json()["error"]
+    # repeated headers from a client the proxy does not vouch for: not signed in, whatever it sent
+    assert client.get("/api/v1/audit", headers=headers, environ_base=UNTRUSTED).status_code == 401
+
+
 def test_bad_trusted_networks_are_a_config_error():
     from dashboard.config import load
 

@@ -145,3 +145,24 @@ def test_a_hand_started_gunicorn_that_shares_one_process_key_starts(database_url
         assert status == 200, body[:300]
     assert "using a random key for this process only" in log.read_text()
 
+
+def test_serve_refuses_identity_headers_sent_twice(database_url, tmp_path):
+    port = _free_port()
+    log = tmp_path / "serve.log"
+    args = [sys.executable, "-m", "dashboard.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+    operator = [("X-Forwarded-User", "alice@example.com"), ("X-Forwarded-Groups", "sre")]
+    with _running(args, _env(database_url, tmp_path, AUTH="proxy", SECRET_KEY="s3cret"), log, port):
+        # the client's line, then the proxy's: gunicorn would join them into "idemdash-operators,sre"
+        status, _, body = _request(port, "GET", "/api/v1/audit", headers=[
+            ("X-Forwarded-Groups", "idemdash-operators"), *operator])
+        assert status == 400 and "send exactly one X-Forwarded-Groups header" in json.loads(body)["error"]
+        status, _, body = _request(port, "GET", "/audit", headers=[("X-Forwarded-User", "mallory"), *operator])
+        assert status == 400 and "send exactly one X-Forwarded-User header" in body
+        # one line each, with a comma-separated list, is what the proxy should send
+        status, _, body = _request(port, "GET", "/api/v1/audit", headers=[
+            ("X-Forwarded-User", "alice@example.com"), ("X-Forwarded-Groups", "sre,idemdash-operators")])
+        assert status == 200, body[:300]
+        # the note is the server's alone: a copy the client sent is dropped
+        status, _, body = _request(port, "GET", "/api/v1/audit", headers=[
+            *operator, ("X-Idemdash-Repeated-Headers", "X-FORWARDED-GROUPS")])
+        assert status == 200, body[:300]
