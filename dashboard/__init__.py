@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import sys
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,6 +28,66 @@ def _asset_dir(name: str) -> str:
     return str(_HERE.parent / name)
 
 
+def _gunicorn_callers() -> tuple[Any, Any]:
+    """gunicorn's application object and worker that are building this app (None for each not found).
+
+    gunicorn builds the app inside its application object (``BaseApplication.wsgi``): in each worker after
+    the fork, or once in the master with --preload. Both are on the call stack, with their settings.
+    """
+    from gunicorn.app.base import BaseApplication
+    from gunicorn.workers.base import Worker
+
+    application = worker = None
+    frame = sys._getframe(1)
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, BaseApplication) and application is None:
+            application = owner
+        elif isinstance(owner, Worker) and worker is None:
+            worker = owner
+        frame = frame.f_back
+    return application, worker
+
+
+def _process_secret_key() -> str:
+    """A random key for this process; refused when gunicorn would give each of several workers its own.
+
+    Sessions (and the CSRF token in them) signed by one worker would fail on the next, so a form posted
+    to another worker than the one that served it would be refused at random.
+    """
+    if os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/"):
+        application, worker = _gunicorn_callers()
+        cfg = getattr(application, "cfg", None)
+        workers = None if cfg is None else 1 if cfg.preload_app else cfg.workers  # --preload: one app for all
+        if workers != 1:
+            _refuse_without_secret(workers, worker)
+    logging.getLogger(__name__).warning(
+        "IDEMDASH_SECRET_KEY is not set; using a random key for this process only")
+    return secrets.token_hex(32)
+
+
+def _refuse_without_secret(workers: int | None, worker: Any) -> None:
+    """Stop gunicorn with one line: AppImportError is printed without a traceback and halts the arbiter.
+
+    Every worker refuses at once, and the arbiter trips over a second failed worker while it is already
+    stopping (a traceback of its own). So the oldest worker fails first; the others wait a little for the
+    arbiter's stop signal and then leave quietly.
+    """
+    from gunicorn.errors import AppImportError
+
+    if worker is not None:
+        deadline = time.monotonic() + min(worker.age - 1, 10)
+        while worker.alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not worker.alive:
+            sys.exit(0)
+    raise AppImportError(
+        f"IDEMDASH_SECRET_KEY is not set and gunicorn runs {workers or 'an unknown number of'} workers, which "
+        "would each sign sessions and CSRF tokens with a key of their own: set IDEMDASH_SECRET_KEY (the same "
+        "value for every worker and replica), or start it with `idemdash serve`, which makes one key for all "
+        "its workers.")
+
+
 def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = False) -> Flask:
     values = settings.load(**dict(test_config or {}))
     if not values["DATABASE_URL"]:
@@ -36,14 +99,13 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     app.config.update(values)
     app.config["TESTING"] = testing
     if not app.config["SECRET_KEY"]:
-        app.config["SECRET_KEY"] = secrets.token_hex(32)
-        logging.getLogger(__name__).warning(
-            "IDEMDASH_SECRET_KEY is not set; using a random key for this process only")
+        app.config["SECRET_KEY"] = _process_secret_key()
 
     from dashboard import auth, web
 
-    web.init_app(app)
+    # auth first: its checks (AUTH=none answers this machine only) come before anything else answers
     auth.init_app(app)
+    web.init_app(app)
     # one Database (and pool) per app: several apps in one process (tests) must not share a pool
     Database().init_app(app)
     htmx.init_app(app)

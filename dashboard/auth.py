@@ -2,11 +2,12 @@
 
 Every request gets ``g.user``, from one of three modes (``IDEMDASH_AUTH``):
 
-- ``none``: everyone is an operator named ``anonymous@<address>`` (the demo and localhost only;
-  ``idemdash serve`` refuses a non-loopback address in this mode unless told otherwise);
+- ``none``: everyone is an operator named ``anonymous@<address>``, for this machine only: every request
+  must name a loopback Host and come from a loopback peer (DNS rebinding), unless
+  ``IDEMDASH_ALLOW_UNAUTHENTICATED=1``; ``idemdash serve`` and ``demo`` also refuse a non-loopback bind;
 - ``basic``: HTTP Basic against ``IDEMDASH_USERS_FILE`` (``name:role:hash`` lines);
 - ``proxy``: the user and groups headers of an SSO proxy, believed only from
-  ``IDEMDASH_PROXY_TRUSTED``.
+  ``IDEMDASH_PROXY_TRUSTED``, and only when sent once.
 
 A request nobody vouches for gets 401, except the probes, /metrics and static files.
 
@@ -35,7 +36,7 @@ from flask import Flask, abort, current_app, g, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.datastructures import WWWAuthenticate
-from werkzeug.exceptions import Unauthorized
+from werkzeug.exceptions import BadRequest, Unauthorized
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from dashboard.config import ConfigError, split_list
@@ -207,6 +208,18 @@ def request_scheme() -> str:
     return request.scheme
 
 
+def host_of(hostport: str) -> str | None:
+    """The host part of 'host:port', '[v6]:port', a bare name or a bare IPv6 address; None for unix: and fd://."""
+    hostport = hostport.strip()
+    if hostport.startswith(("unix:", "fd://")):
+        return None
+    if hostport.startswith("["):
+        return hostport[1:].partition("]")[0]
+    if _address(hostport) is not None:  # a bare IPv6 address has colons but no port
+        return hostport
+    return hostport.rpartition(":")[0] if ":" in hostport else hostport
+
+
 def is_loopback_host(host: str) -> bool:
     host = host.strip().strip("[]").lower()
     if host in ("localhost", "localhost."):
@@ -217,14 +230,18 @@ def is_loopback_host(host: str) -> bool:
 
 def bind_host(bind: str) -> str | None:
     """The host part of a gunicorn bind ('host:port', '[v6]:port', 'host'); None for unix: and fd://."""
-    bind = bind.strip()
-    if bind.startswith(("unix:", "fd://")):
-        return None
-    if bind.startswith("["):
-        return bind[1:].partition("]")[0]
-    if _address(bind) is not None:  # a bare IPv6 address has colons but no port
-        return bind
-    return bind.rpartition(":")[0] if ":" in bind else bind
+    return host_of(bind)
+
+
+def is_loopback_request() -> bool:
+    """The browser asked for a loopback name and the connection comes from this machine.
+
+    Both, because each alone is not enough: DNS rebinding points a hostile name at 127.0.0.1 (loopback
+    peer, foreign Host), and anyone can send ``Host: localhost`` from another machine.
+    """
+    host = host_of(request.host)
+    peer = _address(request.remote_addr)
+    return host is not None and is_loopback_host(host) and peer is not None and peer.is_loopback
 
 
 def check_bind(config: Mapping, host: str | None, *, what: str) -> None:
@@ -285,14 +302,49 @@ class _Auth:
                 f"this request did not come through the sign-in proxy (it came from {request.remote_addr}, "
                 "which is not in IDEMDASH_PROXY_TRUSTED), so it is not signed in: open the dashboard through "
                 "the proxy's address")
+        self._refuse_repeated()
         name = request.headers.get(self.user_header, "").strip()
         if not name:
             raise Unauthorized(f"the sign-in proxy sent no {self.user_header} header: configure it to pass the "
                                "signed-in user (oauth2-proxy: --set-xauthrequest / --pass-user-headers)")
         if len(name) > 320 or any(ord(c) < 32 or ord(c) == 127 for c in name):
             raise Unauthorized(f"the {self.user_header} header is not a plausible user name")
-        groups = set(split_list(",".join(request.headers.getlist(self.groups_header))))
+        groups = set(split_list(request.headers.get(self.groups_header, "")))
         return User(name, OPERATOR if groups & self.operator_groups else VIEWER, "proxy")
+
+    def _refuse_repeated(self) -> None:
+        """A proxy that adds its header to the client's instead of replacing it would let the client add a group."""
+        repeated = repeated_headers()
+        for header in (self.user_header, self.groups_header):
+            if header.lower() in repeated:
+                raise BadRequest(f"send exactly one {header} header: this request carried several, as when the "
+                                 "sign-in proxy adds its own to one the client sent. Configure the proxy to set the "
+                                 "header, replacing any the client sent (see docs/security.md)")
+
+
+# -- headers sent more than once ------------------------------------------------------------------
+
+# A WSGI server joins repeated header lines with commas before the app sees them, which for a comma-separated
+# list such as the groups header hides that there were several. `idemdash serve` counts the raw lines in
+# gunicorn's pre_request hook and names the repeated ones in this header (a client's own copy is dropped first).
+REPEATED_HEADERS = "X-Idemdash-Repeated-Headers"
+
+
+def mark_repeated_headers(worker, req) -> None:
+    """gunicorn's ``pre_request`` hook: name the headers this request carries more than once in REPEATED_HEADERS."""
+    worker.log.debug("%s %s", req.method, req.path)  # what gunicorn's default hook does
+    marker = REPEATED_HEADERS.upper()
+    # gunicorn gives names upper case; '_' and '-' reach the WSGI environ as the same key
+    names = [name.upper().replace("_", "-") for name, _ in req.headers]
+    req.headers = [(name, value) for name, value in req.headers if name.upper().replace("_", "-") != marker]
+    repeated = sorted({name for name in names if names.count(name) > 1 and name != marker})
+    if repeated:
+        req.headers.append((marker, ",".join(repeated)))
+
+
+def repeated_headers() -> set[str]:
+    """Lower-case names of the headers the server saw more than once (known only under `idemdash serve`)."""
+    return {name.lower() for name in split_list(request.headers.get(REPEATED_HEADERS, ""))}
 
 
 # Answer without signing in: load balancers, Prometheus, and the CSS of the 401 page.
@@ -375,6 +427,20 @@ def init_app(app: Flask) -> None:
         raise ConfigError(str(exc)) from None
     app.extensions["idemdash_auth"] = auth
 
+    @app.before_request
+    def this_machine_only() -> None:
+        """AUTH=none: whoever can send a request is an operator, so only this machine may (before any other check)."""
+        if (auth.mode != "none" or app.config["ALLOW_UNAUTHENTICATED"] or request.endpoint == "static"
+                or request.blueprint == "probes" or is_loopback_request()):
+            return
+        log.warning("IDEMDASH_AUTH=none: refused %s %s for host %r from %s (not this machine)",
+                    request.method, request.path, request.host, request.remote_addr)
+        abort(403, f"refused: this dashboard runs without sign-in (IDEMDASH_AUTH=none), so it answers only "
+                   f"requests to localhost or a loopback address from this machine, and this one was for "
+                   f"{request.host[:100]!r} from {request.remote_addr}. Open it as http://127.0.0.1:<port>/ on this "
+                   "machine, set IDEMDASH_AUTH=basic or proxy to let others sign in, or set "
+                   "IDEMDASH_ALLOW_UNAUTHENTICATED=1 if something in front already restricts who can connect.")
+
     app.config.update(
         SESSION_COOKIE_NAME="idemdash_session",
         SESSION_COOKIE_HTTPONLY=True,
@@ -394,7 +460,7 @@ def init_app(app: Flask) -> None:
         g.user = None
         try:
             g.user = auth.identify()
-        except Unauthorized as exc:
+        except (Unauthorized, BadRequest) as exc:
             if _open_endpoint():
                 return
             if isinstance(exc, _Untrusted):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 import sys
 from typing import Any
 
@@ -196,6 +197,17 @@ def serve(bind: str | None, workers: int | None) -> None:
     except settings.ConfigError as exc:
         raise click.UsageError(str(exc)) from None
 
+    # one key for every worker (each builds its own app after the fork): a session or CSRF token one worker
+    # signed must hold on the next
+    secret_key = config["SECRET_KEY"] or secrets.token_hex(32)
+    if not config["SECRET_KEY"]:
+        logging.getLogger(__name__).warning(
+            "IDEMDASH_SECRET_KEY is not set: made one key for all %d workers of this server; sessions and CSRF "
+            "tokens (open forms) end when the server restarts. Set IDEMDASH_SECRET_KEY to keep them across "
+            "restarts.", options["workers"])
+    # several X-Forwarded-Groups lines would reach the app joined into one list: count them while gunicorn can
+    options["pre_request"] = auth.mark_repeated_headers
+
     class Gunicorn(BaseApplication):
         def load_config(self) -> None:
             for key, value in options.items():
@@ -204,7 +216,7 @@ def serve(bind: str | None, workers: int | None) -> None:
         def load(self):
             from dashboard import create_app
 
-            return create_app()
+            return create_app({"SECRET_KEY": secret_key})
 
     Gunicorn().run()
 

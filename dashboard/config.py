@@ -162,8 +162,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OUTBOX_TABLE", "outbox_event", _identifier,
             "Name of the transactional outbox table."),
     Setting("SECRET_KEY", "", str,
-            "Flask secret key for sessions and CSRF tokens. Unset: a random key per process "
-            "(fine for one process, not for several gunicorn workers)."),
+            "Flask secret key for sessions and CSRF tokens; the same value for every worker and replica. Unset: "
+            "`idemdash serve` makes one for all its workers (sessions end when it restarts), a gunicorn started by "
+            "hand with several workers refuses to start, and a single process uses a random key of its own."),
     Setting("AUTH", "none", _choice("none", "basic", "proxy"),
             "Who may use the dashboard: `none` (everyone is an operator; the demo and localhost only), "
             "`basic` (HTTP Basic with `IDEMDASH_USERS_FILE`) or `proxy` (user and groups headers from an "
@@ -172,9 +173,11 @@ SETTINGS: tuple[Setting, ...] = (
             "With `IDEMDASH_AUTH=basic`: the file of users, one `name:role:hash` a line (role `viewer` or "
             "`operator`; hash from `idemdash hash-password`). Read at startup."),
     Setting("PROXY_USER_HEADER", "X-Forwarded-User", _header_name,
-            "With `IDEMDASH_AUTH=proxy`: the header carrying the signed-in user's name (recorded in the audit log)."),
+            "With `IDEMDASH_AUTH=proxy`: the header carrying the signed-in user's name (recorded in the audit log). "
+            "Sent more than once: 400 (under `idemdash serve`)."),
     Setting("PROXY_GROUPS_HEADER", "X-Forwarded-Groups", _header_name,
-            "With `IDEMDASH_AUTH=proxy`: the header carrying the user's groups, comma separated."),
+            "With `IDEMDASH_AUTH=proxy`: the header carrying the user's groups, comma separated, in one header "
+            "(sent more than once: 400 under `idemdash serve`)."),
     Setting("PROXY_TRUSTED", "127.0.0.1,::1", _networks,
             "Addresses or CIDR networks of the proxy, comma separated. User, groups and `X-Forwarded-Proto` "
             "headers are believed only from these; other clients get 401 in proxy mode."),
@@ -182,8 +185,9 @@ SETTINGS: tuple[Setting, ...] = (
             "With `IDEMDASH_AUTH=proxy`: groups (comma separated, exact names) whose members are operators; "
             "everyone else is a viewer."),
     Setting("ALLOW_UNAUTHENTICATED", False, _bool,
-            "`1` lets `idemdash serve` and `idemdash demo --host` listen on a non-loopback address with "
-            "`IDEMDASH_AUTH=none` (only when something in front already restricts who can connect)."),
+            "`1` lets `IDEMDASH_AUTH=none` answer requests for any `Host` and from any address (otherwise: localhost "
+            "only, which also stops DNS rebinding), and lets `idemdash serve` and `idemdash demo --host` listen on a "
+            "non-loopback address. Only when something in front already restricts who can connect."),
     Setting("SESSION_COOKIE_SECURE", False, _bool,
             "`1` always marks the session cookie (it holds the CSRF token) `Secure`. Otherwise it is `Secure` "
             "when the request came over HTTPS (directly, or per `X-Forwarded-Proto` from a trusted proxy)."),

@@ -4,14 +4,16 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlencode
 from uuid import UUID
 
-from flask import Flask, Response, jsonify, make_response, redirect, render_template, request
+from flask import Flask, Response, g, jsonify, make_response, redirect, render_template, request, url_for
 from flask.json.provider import DefaultJSONProvider
 from jinja2_fragments.flask import render_block
 from werkzeug.exceptions import HTTPException
 
 import psycopg
+from psycopg import errors
 from psycopg_pool import PoolTimeout
 
 from dashboard.config import redact_dsn
@@ -55,15 +57,16 @@ def render(template: str, block: str | None = None, **context: Any) -> Response:
     return response
 
 
-def error_response(status: int, message: str) -> Response:
+def error_response(status: int, message: str, *, retry: bool | None = None) -> Response:
+    """JSON for the API, a fragment for htmx, else the error page (which reloads itself while ``retry``: 503)."""
     if wants_json():
         response = jsonify({"error": message})
-    elif request.headers.get("HX-Request") == "true":
+    elif request.htmx:
         # htmx swaps a 4xx answer into the form's target: a message, not a whole page
         response = make_response(render_template("_error_fragment.html", status=status, message=message))
     else:
         response = make_response(render_template("error.html", status=status, message=message,
-                                                 retry=status == 503))
+                                                 retry=status == 503 if retry is None else retry))
     response.status_code = status
     return response
 
@@ -105,16 +108,19 @@ def pretty_json(value: Any) -> str:
 
 
 def url_with(**changes: Any) -> str:
-    """This page's URL with some query arguments changed (None removes one); empty ones are dropped."""
-    from flask import url_for
+    """This page's URL with some query arguments changed (None removes one); empty ones are dropped.
 
+    The query string is built here, not by url_for: an argument named like a path variable (``scope``),
+    or like url_for's own (``_anchor``, ``_external``, ``endpoint``), must stay a plain query argument.
+    """
     args = {k: v for k, v in request.args.items() if v != ""}
     for name, value in changes.items():
         if value is None:
             args.pop(name, None)
         else:
             args[name] = value
-    return url_for(request.endpoint, **(request.view_args or {}), **args)
+    path = url_for(request.endpoint, **(request.view_args or {}))
+    return f"{path}?{urlencode(args)}" if args else path
 
 
 def init_app(app: Flask) -> None:
@@ -137,7 +143,7 @@ def init_app(app: Flask) -> None:
     @app.before_request
     def drop_empty_query_args():
         """A filter form submits empty fields; the address bar should only hold the filters that apply."""
-        if (request.method != "GET" or wants_json() or request.headers.get("HX-Request") == "true"
+        if (request.method != "GET" or wants_json() or request.htmx
                 or request.endpoint in (None, "static")):
             return None
         if any(v == "" for v in request.args.values()):
@@ -146,7 +152,7 @@ def init_app(app: Flask) -> None:
 
     @app.after_request
     def push_clean_url(response: Response) -> Response:
-        if (request.headers.get("HX-Request") == "true" and request.method == "GET" and request.endpoint
+        if (request.htmx and request.method == "GET" and request.endpoint
                 and any(v == "" for v in request.args.values()) and response.status_code == 200):
             response.headers["HX-Push-Url"] = url_with()
         return response
@@ -166,10 +172,28 @@ def init_app(app: Flask) -> None:
         detail = (exc.diag.message_primary or type(exc).__name__).strip()
         return error_response(400, f"a value in the request is not valid for the database: {detail}")
 
+    @app.errorhandler(errors.LockNotAvailable)
+    def row_locked(exc: errors.LockNotAvailable):
+        # 55P03: FOR UPDATE NOWAIT, or the lock timeout of the dashboard's own writes. The transaction was
+        # rolled back, and the application will finish with the row soon: a conflict, not an outage.
+        return error_response(409, "An application transaction holds this row right now; nothing was changed, "
+                                   "try again in a moment.")
+
+    @app.errorhandler(errors.QueryCanceled)
+    def query_timed_out(exc: errors.QueryCanceled):
+        # 57014: the statement timeout. Panels turn it into a degraded panel; this is for any other read.
+        timeout_ms = app.extensions["idemdash_db"].statement_timeout_ms
+        return error_response(
+            503, f"The database did not answer within the {timeout_ms} ms statement timeout "
+                 "(IDEMDASH_STATEMENT_TIMEOUT_MS), so this request timed out and nothing was changed. The database "
+                 "is reachable: a long query or a lock held by another transaction is in the way. Try again in a "
+                 "moment; `idemdash check` lists missing indexes.",
+            retry=False)  # no reload every 5 s: each would run the slow query again
+
     @app.errorhandler(psycopg.OperationalError)
     @app.errorhandler(PoolTimeout)
     def database_unreachable(exc: Exception):
-        # QueryCanceled is an OperationalError too, but panels handle it before it gets here.
+        # The lock and statement timeouts above are OperationalErrors too; what is left is the connection.
         app.logger.warning("database unreachable: %s", type(exc).__name__)
         response = error_response(
             503, "The database is unreachable right now, so there is nothing to show. idemdash keeps "
@@ -184,7 +208,8 @@ def init_app(app: Flask) -> None:
         message = panel.message or "query failed"
         if panel.index_sql:
             message += " " + panel.index_sql
-        return error_response(503, message)
+        # a slow query or a schema problem: reloading every 5 s like an outage page would not help
+        return error_response(503, message, retry=False)
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
@@ -192,5 +217,7 @@ def init_app(app: Flask) -> None:
 
     @app.context_processor
     def template_globals() -> dict[str, Any]:
-        return {"database_label": redact_dsn(app.config["DATABASE_URL"]),
+        # which database, only to someone signed in: a refused request (401, or 403 for another Host) learns nothing
+        label = redact_dsn(app.config["DATABASE_URL"]) if g.get("user") else ""
+        return {"database_label": label,
                 "lease_seconds": app.config["DEFAULT_LEASE_SECONDS"]}

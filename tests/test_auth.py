@@ -109,6 +109,121 @@ def test_none_mode_everyone_is_an_operator_named_by_address(guarded):
     assert app.actors == ["anonymous@127.0.0.1"] * 2
 
 
+REBOUND = {"Host": "evil.example:8000"}  # DNS rebinding: a hostile name pointed at 127.0.0.1
+REMOTE = {"REMOTE_ADDR": "10.0.0.5"}
+
+
+def _refused(response, *, json_body: bool) -> str:
+    assert response.status_code == 403, response.get_data(as_text=True)[:300]
+    text = response.get_json()["error"] if json_body else BeautifulSoup(response.data, "html.parser").get_text(" ")
+    assert "IDEMDASH_ALLOW_UNAUTHENTICATED" in text and "IDEMDASH_AUTH" in text
+    return text
+
+
+def test_none_mode_refuses_another_host_on_every_kind_of_request(guarded, conn):
+    app = guarded()
+    client = app.test_client()
+    token = page_token(client)  # a session and token from the real page: the form below is otherwise valid
+    page = client.get("/keys?status=stuck", headers=REBOUND)
+    assert "evil.example" in _refused(page, json_body=False)
+    # not even which database (the top bar names it on every page for someone allowed in)
+    label = str(BeautifulSoup(client.get("/keys").data, "html.parser").select_one(".dbname").string)
+    assert "dbname=idemdash_test" in label and label not in page.get_data(as_text=True)
+    _refused(client.get("/api/v1/keys?status=stuck", headers=REBOUND), json_body=True)
+    # a matching Origin passed the same-origin check before: the rebinding page is its own origin
+    purge = client.post("/api/v1/purges/run", json={"table": "keys", "dry_run": False},
+                        headers={**REBOUND, "Origin": "http://evil.example:8000"})
+    _refused(purge, json_body=True)
+    form = client.post("/test-action", data={"csrf_token": token}, headers=REBOUND)
+    _refused(form, json_body=False)
+    _refused(client.get("/metrics", headers=REBOUND), json_body=False)
+    _refused(client.get("/no-such-page", headers=REBOUND), json_body=False)
+    assert app.actors == []
+    assert conn.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 0
+    # what a container probe asks with the pod's address as Host keeps working
+    assert client.get("/healthz", headers=REBOUND).status_code == 200
+    assert client.get("/readyz", headers=REBOUND).status_code == 200
+    with client.get("/static/css/idemdash.css", headers=REBOUND) as css:
+        assert css.status_code == 200
+
+
+def test_none_mode_refuses_a_peer_on_another_machine(guarded):
+    app = guarded()
+    client = app.test_client()
+    # the Host says localhost, but the connection came from elsewhere
+    _refused(client.get("/test-whoami", environ_base=REMOTE), json_body=False)
+    _refused(client.get("/api/v1/audit", environ_base=REMOTE), json_body=True)
+    _refused(client.post("/api/v1/test-action", json={}, environ_base=REMOTE), json_body=True)
+    assert app.actors == []
+    assert client.get("/healthz", environ_base=REMOTE).status_code == 200
+
+
+@pytest.mark.parametrize("host", ["localhost", "localhost:8000", "LOCALHOST:8000", "localhost.", "localhost.:8000",
+                                  "127.0.0.1", "127.0.0.1:8000", "127.1.2.3:80", "[::1]:8000", "[::1]"])
+@pytest.mark.parametrize("peer", ["127.0.0.1", "::1", "::ffff:127.0.0.1"])
+def test_none_mode_answers_loopback_names_and_peers(guarded, host, peer):
+    client = guarded().test_client()
+    response = client.get("/test-whoami", headers={"Host": host}, environ_base={"REMOTE_ADDR": peer})
+    assert response.status_code == 200 and response.get_json()["role"] == "operator"
+
+
+@pytest.mark.parametrize("host", ["evil.example", "localhost.evil.example", "127.0.0.1.evil.example", "10.0.0.1:8000",
+                                  "0.0.0.0:8000", "[::]:8000", "foo.localhost", "127.0.0.1,evil.example",
+                                  "unix:/tmp/x", "[::1", "evil.example:8000\x00"])
+def test_none_mode_refuses_names_that_are_not_loopback(guarded, host):
+    client = guarded().test_client()
+    response = client.get("/test-whoami", headers={"Host": host})
+    assert response.status_code == 403
+
+
+def test_allow_unauthenticated_lets_other_hosts_and_peers_in(guarded):
+    app = guarded(ALLOW_UNAUTHENTICATED=True)
+    client = app.test_client()
+    assert client.get("/test-whoami", headers=REBOUND).get_json()["name"] == "anonymous@127.0.0.1"
+    assert client.get("/test-whoami", environ_base=REMOTE).get_json()["name"] == "anonymous@10.0.0.5"
+    response = client.post("/api/v1/test-action", json={}, headers={**REBOUND, "Origin": "http://evil.example:8000"})
+    assert response.status_code == 200
+    assert app.actors == ["anonymous@127.0.0.1"]
+
+
+def test_signed_in_modes_answer_any_host(guarded, users_file):
+    basic_client = guarded(AUTH="basic", USERS_FILE=users_file).test_client()
+    alice = basic("alice", "alice-pw")
+    assert basic_client.get("/test-whoami", headers={**REBOUND, **alice}).get_json()["name"] == "alice"
+    assert basic_client.get("/test-whoami", headers=alice, environ_base=REMOTE).get_json()["name"] == "alice"
+    proxy_client = guarded(AUTH="proxy").test_client()
+    proxied = {**OPERATOR_HEADERS, "Host": "idemdash.example.com"}
+    assert proxy_client.get("/test-whoami", headers=proxied).get_json()["name"] == "alice@example.com"
+
+
+def test_none_mode_refuses_another_host_through_a_real_server(guarded, live_server):
+    import http.client
+    from urllib.parse import urlsplit
+
+    url = urlsplit(live_server(guarded()))
+    for method, path, body, headers in [
+        ("GET", "/keys", None, {}),
+        ("POST", "/api/v1/purges/run", '{"table": "keys", "dry_run": false}',
+         {"Content-Type": "application/json", "Origin": "http://evil.example:8000"}),
+    ]:
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+        try:
+            connection.request(method, path, body=body, headers={"Host": "evil.example:8000", **headers})
+            response = connection.getresponse()
+            text = response.read().decode()
+        finally:
+            connection.close()
+        assert response.status == 403, text[:300]
+        assert "IDEMDASH_ALLOW_UNAUTHENTICATED" in text
+    # the same server answers its own name
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    try:
+        connection.request("GET", "/test-whoami")
+        assert connection.getresponse().status == 200
+    finally:
+        connection.close()
+
+
 def test_top_bar_shows_the_user_and_role(guarded):
     client = guarded(AUTH="proxy").test_client()
     soup = BeautifulSoup(client.get("/runbook/stuck-keys", headers=VIEWER_HEADERS).data, "html.parser")
@@ -320,6 +435,36 @@ def test_proxy_custom_headers_and_missing_user(guarded):
     missing = client.get("/api/v1/audit", headers=OPERATOR_HEADERS)
     assert missing.status_code == 401 and "X-Auth-Request-Email" in missing.get_json()["error"]
     assert client.get("/test-whoami", headers={"X-Auth-Request-Email": "x\x01y"}).status_code == 401
+
+
+@pytest.mark.parametrize("repeated", ["X-FORWARDED-GROUPS", "X-FORWARDED-USER", "HOST,X-FORWARDED-GROUPS"])
+def test_proxy_refuses_identity_headers_sent_more_than_once(guarded, repeated):
+    # what `idemdash serve` (auth.mark_repeated_headers) tells the app when a header line came more than once
+    app = guarded(AUTH="proxy")
+    client = app.test_client()
+    headers = {**OPERATOR_HEADERS, auth.REPEATED_HEADERS: repeated}
+    name = "X-Forwarded-Groups" if "GROUPS" in repeated else "X-Forwarded-User"
+    api = client.post("/api/v1/test-action", json={}, headers=headers)
+    assert api.status_code == 400
+    assert f"send exactly one {name} header" in api.get_json()["error"]
+    page = client.get("/test-whoami", headers=headers)
+    assert page.status_code == 400 and f"send exactly one {name} header" in page.get_data(as_text=True)
+    assert app.actors == []
+    assert client.get("/healthz", headers=headers).status_code == 200
+    # another repeated header is no reason to refuse
+    other = client.get("/test-whoami", headers={**OPERATOR_HEADERS, auth.REPEATED_HEADERS: "ACCEPT"})
+    assert other.get_json()["role"] == "operator"
+
+
+def test_proxy_names_the_configured_header_when_it_is_repeated(guarded):
+    client = guarded(AUTH="proxy", PROXY_GROUPS_HEADER="X-Auth-Request-Groups").test_client()
+    headers = {"X-Forwarded-User": "erin", "X-Auth-Request-Groups": "idemdash-operators",
+               auth.REPEATED_HEADERS: "X-AUTH-REQUEST-GROUPS"}
+    response = client.get("/api/v1/audit", headers=headers)
+    assert response.status_code == 400
+    assert "send exactly one X-Auth-Request-Groups header" in response.get_json()["error"]
+    # repeated headers from a client the proxy does not vouch for: not signed in, whatever it sent
+    assert client.get("/api/v1/audit", headers=headers, environ_base=UNTRUSTED).status_code == 401
 
 
 def test_bad_trusted_networks_are_a_config_error():

@@ -1,6 +1,8 @@
-"""Fuzz every JSON endpoint and every page's query parameters from the OpenAPI description: zero 5xx."""
+"""Fuzz every JSON endpoint and every page: the documented query parameters from the OpenAPI description, and
+query parameters of any name at all. Zero 5xx."""
 from __future__ import annotations
 
+import re
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -72,6 +74,53 @@ def test_get_endpoints_and_their_pages_never_answer_5xx(client, seeded, path):
         for url in _urls(path, query, scope, key):
             response = client.get(url)
             assert response.status_code < 500, (url, response.status_code, response.get_data(as_text=True)[:300])
+
+    run()
+
+
+# Every GET route of the app, path variables as {name}: the JSON twins, their pages, and the routes without a twin.
+OTHER_GET_ROUTES = ["/runbook/stuck-keys", "/healthz", "/readyz", "/metrics", "/api/v1/openapi.json"]
+ROUTES = sorted({*GET_PATHS, *(PAGES.get(p, p.replace("/api/v1", "", 1)) for p in GET_PATHS), *OTHER_GET_ROUTES})
+# Names that once broke URL building (url_for's own arguments, the path's variables) or look like other syntaxes
+NAMES = ["scope", "key", "endpoint", "_anchor", "_external", "_method", "_scheme", "values", "cursor", "limit",
+         "status", "a[b]", "a[]", "filter[scope]", "ünï", "名前", "", " ", "%", "%00", "\x00", "&", "=", "?", "#",
+         "a.b", "__class__"]
+
+
+def _documented(route: str) -> list[str]:
+    api = next((p for p, page in PAGES.items() if page == route),
+               route if route.startswith("/api/") else "/api/v1" + route)
+    return [p["name"] for p in SPEC["paths"].get(api, {}).get("get", {}).get("parameters", [])]
+
+
+def test_the_fuzzed_routes_are_every_get_route(client):
+    rules = {re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)
+             for rule in client.application.url_map.iter_rules() if "GET" in rule.methods and rule.endpoint != "static"}
+    assert rules == set(ROUTES)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_query_parameters_of_any_name_never_answer_5xx(client, seeded, route):
+    names = st.one_of(st.sampled_from(NAMES + _documented(route)), text)
+    values = st.one_of(st.just(""), nasty, text)
+
+    @settings(FUZZ, max_examples=25)
+    @given(pairs=st.lists(st.tuples(names, values), max_size=5), htmx=st.booleans(),
+           scope=st.one_of(st.just("create_order"), text.filter(bool)),
+           key=st.one_of(st.just("k0/x"), text.filter(bool)))
+    def run(pairs, htmx, scope, key):
+        path = route.replace("{scope}", quote(scope, safe="")).replace("{key}", quote(key, safe="/"))
+        url = path + ("?" + urlencode(pairs) if pairs else "")
+        headers = {"HX-Request": "true"} if htmx else {}
+        response = client.get(url, headers=headers)
+        assert response.status_code < 500, (url, response.status_code, response.get_data(as_text=True)[:300])
+        if response.status_code in (301, 302, 303, 307, 308):  # the clean URL an empty field redirects to
+            location = response.headers["Location"]
+            followed = client.get(location, headers=headers)
+            assert followed.status_code < 500, (url, location, followed.get_data(as_text=True)[:300])
+        if "HX-Push-Url" in response.headers:
+            pushed = client.get(response.headers["HX-Push-Url"])
+            assert pushed.status_code < 500, (url, response.headers["HX-Push-Url"])
 
     run()
 
