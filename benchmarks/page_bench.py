@@ -361,7 +361,7 @@ class RollupJob:
     """The scheduler's rollup job (jobs/rollups.py), run as the scheduler would: once now, then every interval."""
 
     def __init__(self, url: str, log: Callable[[str], None]) -> None:
-        from dashboard import config as settings
+        from core import settings
 
         self.config = settings.load(DATABASE_URL=url)
         self.log = log

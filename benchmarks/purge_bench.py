@@ -42,7 +42,7 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import psycopg
 from psycopg import sql
 
-from dashboard import config as settings
+from core import settings
 from queries import Tables
 from queries.app_schema import claim_key, complete_key, create_app_schema
 from queries.indexes import ADVICE

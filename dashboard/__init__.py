@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from flask import Flask
 from htmx_flask import Htmx
 
-from dashboard import config as settings
+from core import settings
 from dashboard.db import Database
 
 htmx = Htmx()

@@ -21,8 +21,9 @@ from dashboard.auth import current_user, json_action, operator_required
 from dashboard.db import get_db
 from dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
 from dashboard.params import parse_duration
-from dashboard.triage import suggest
-from dashboard.web import duration, render
+from core.triage import suggest
+from core.formatting import duration
+from dashboard.web import render
 from queries import keys as qkeys
 from queries import reclassify as q
 from queries.health import database_now

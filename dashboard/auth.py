@@ -39,7 +39,7 @@ from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import BadRequest, Unauthorized
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from dashboard.config import ConfigError, split_list
+from core.settings import ConfigError, split_list
 
 log = logging.getLogger(__name__)
 

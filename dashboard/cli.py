@@ -9,7 +9,7 @@ from typing import Any
 import click
 import psycopg
 
-from dashboard import config as settings
+from core import settings
 
 database_url_option = click.option(
     "--database-url", envvar="IDEMDASH_DATABASE_URL", default="", show_envvar=True,

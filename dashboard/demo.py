@@ -57,7 +57,7 @@ def _quiet() -> None:
 def _check_host(host: str) -> None:
     """The demo has no sign-in unless IDEMDASH_AUTH says otherwise: loopback only, unless allowed."""
     from dashboard import auth
-    from dashboard import config as settings
+    from core import settings
 
     try:
         config = settings.load()

@@ -9,7 +9,7 @@ from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
 from dashboard import panels, params
 from dashboard.db import get_db
-from dashboard.triage import OUTCOMES, suggest
+from core.triage import OUTCOMES, suggest
 from dashboard.web import render
 from queries import keys as q
 from queries.audit import list_audit_for_key

@@ -5,7 +5,7 @@ import re
 
 from flask import abort, request
 
-from dashboard.config import parse_duration
+from core.settings import parse_duration
 
 
 def text(name: str, max_length: int = 2000) -> str | None:

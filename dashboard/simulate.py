@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 import click
 import psycopg
 
-from dashboard.config import redact_dsn
+from core.settings import redact_dsn
 from queries import Tables
 from queries.app_schema import (MESSAGE_MISMATCH, NOT_PROCESSING, PAYLOAD_MISMATCH, Claim, claim_key, complete_key,
                                 consume_message, fail_key)

@@ -16,7 +16,8 @@ import psycopg
 from psycopg import errors
 from psycopg_pool import PoolTimeout
 
-from dashboard.config import redact_dsn
+from core.formatting import ago, duration, pretty_json
+from core.settings import redact_dsn
 from dashboard.panels import PanelError
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -69,42 +70,6 @@ def error_response(status: int, message: str, *, retry: bool | None = None) -> R
                                                  retry=status == 503 if retry is None else retry))
     response.status_code = status
     return response
-
-
-def duration(seconds: float | int | timedelta | None) -> str:
-    """A short human duration: 45 s, 3 min 20 s, 2 h 5 min, 3 d 4 h."""
-    if seconds is None:
-        return "-"
-    if isinstance(seconds, timedelta):
-        seconds = seconds.total_seconds()
-    total = int(abs(seconds))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        text = f"{days} d {hours} h" if hours else f"{days} d"
-    elif hours:
-        text = f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    elif minutes:
-        text = f"{minutes} min {secs} s" if secs else f"{minutes} min"
-    else:
-        text = f"{secs} s"
-    return ("-" if seconds < 0 else "") + text
-
-
-def ago(moment: datetime | None) -> str:
-    if moment is None:
-        return "never"
-    delta = (datetime.now(moment.tzinfo) - moment).total_seconds()
-    if delta < 0:
-        return "in " + duration(-delta)
-    return duration(delta) + " ago"
-
-
-def pretty_json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def url_with(**changes: Any) -> str:

@@ -9,7 +9,7 @@ import psycopg
 from psycopg import errors
 from psycopg.conninfo import conninfo_to_dict
 
-from dashboard.config import redact_dsn
+from core.settings import redact_dsn
 
 # libpq waits forever without one (psycopg: 130 s); a job must fail fast and try again at its next time.
 DEFAULT_CONNECT_TIMEOUT = 10

@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 import psycopg
 from psycopg import errors
 
-from dashboard.config import BY_NAME, ConfigError
+from core.settings import BY_NAME, ConfigError
 from jobs.db import connect, describe_error, describe_outage, lost
 from jobs.unrecorded import UNRECORDED, UnrecordedRun
 from queries import Tables

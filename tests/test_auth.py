@@ -18,7 +18,7 @@ from dashboard import auth
 from dashboard.auth import (actions_allowed, bind_host, current_user, is_loopback_host, json_action,
                             operator_required, parse_users)
 from dashboard.cli import main
-from dashboard.config import ConfigError
+from core.settings import ConfigError
 
 UNTRUSTED = {"REMOTE_ADDR": "10.9.8.7"}
 OPERATOR_HEADERS = {"X-Forwarded-User": "alice@example.com", "X-Forwarded-Groups": "sre, idemdash-operators"}
@@ -468,7 +468,7 @@ def test_proxy_names_the_configured_header_when_it_is_repeated(guarded):
 
 
 def test_bad_trusted_networks_are_a_config_error():
-    from dashboard.config import load
+    from core.settings import load
 
     with pytest.raises(ConfigError, match="IDEMDASH_PROXY_TRUSTED"):
         load({"IDEMDASH_PROXY_TRUSTED": "127.0.0.1,not-an-address"})

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import config
-from dashboard.config import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load, redact_dsn
+from core import settings as config
+from core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load, redact_dsn
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard import config as idemdash_settings
+from core import settings as idemdash_settings
 from jobs.purges import TABLES, run_purge
 
 DAY = 24 * 60  # minutes

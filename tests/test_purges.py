@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from dashboard import config as settings
+from core import settings
 from dashboard.cli import main
 from jobs.purges import TABLES, PurgeResult, describe_error, run_purge
 from queries import statement
@@ -297,7 +297,7 @@ def test_purges_of_different_tables_run_side_by_side(conn, database_url):
 
 KILLED_CHILD = """
 import sys, time
-from dashboard import config as settings
+from core import settings
 from jobs.purges import run_purge
 
 def on_batch(batches, rows):

@@ -11,7 +11,7 @@ from bs4 import BeautifulSoup
 from psycopg.types.json import Jsonb
 
 from benchmarks.datagen import SIZES, generate
-from dashboard import config as settings
+from core import settings
 from dashboard.rollups import FRESH_FACTOR, LIVE_BUDGET_MS, ROLLUPS
 from jobs.rollups import run_rollups
 from queries import rollups as q

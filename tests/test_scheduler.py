@@ -11,8 +11,8 @@ from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from dashboard import config as settings
-from dashboard.config import ConfigError
+from core import settings
+from core.settings import ConfigError
 from jobs import purges
 from jobs.scheduler import build
 

@@ -16,7 +16,7 @@ from psycopg import errors
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from dashboard import config as settings
+from core import settings
 from jobs import purges
 from jobs.db import unreachable
 from jobs.scheduler import build, last_outcomes

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 import psycopg
 
 from dashboard.checks import FAIL, OK, WARN, Check, KeyLink
-from dashboard.web import duration
+from core.formatting import duration
 from jobs.purges import TABLES as PURGE_TABLES
 from queries import Tables
 from queries import health as q

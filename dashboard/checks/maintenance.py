@@ -6,7 +6,7 @@ from typing import Any, Mapping
 import psycopg
 
 from dashboard.checks import OK, WARN, Check, roles
-from dashboard.web import ago
+from core.formatting import ago
 from queries import Tables
 from queries import health as q
 

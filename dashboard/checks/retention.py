@@ -7,7 +7,7 @@ from typing import Any, Mapping
 import psycopg
 
 from dashboard.checks import OK, WARN, Check
-from dashboard.web import duration
+from core.formatting import duration
 from queries import Tables
 from queries import health as q
 

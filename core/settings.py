@@ -10,7 +10,10 @@ import ipaddress
 import os
 import re
 from dataclasses import dataclass
+from datetime import timezone
 from typing import Any, Callable, Mapping
+
+from apscheduler.triggers.cron import CronTrigger
 
 PREFIX = "IDEMDASH_"
 
@@ -119,10 +122,6 @@ def _crontab(raw: str) -> str:
     Weekdays must be names (``mon-fri``, ``sat,sun``): APScheduler 3 numbers them from Monday = 0,
     crontab from Sunday = 0, so a number would silently mean another day.
     """
-    from datetime import timezone
-
-    from apscheduler.triggers.cron import CronTrigger
-
     value = " ".join(raw.split())
     if value.lower() == "off":
         return "off"

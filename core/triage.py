@@ -7,9 +7,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol, Sequence
 
-from dashboard.web import duration
-from queries.keys import KeyDetail, KeyOutboxRow
+from core.formatting import duration
+
+
+class KeyFacts(Protocol):
+    """What a suggestion reads of a key (a row of queries.keys)."""
+
+    status: str
+    stuck: bool
+    overdue_seconds: float | None
+    claimed_by: str | None
+    attempt_count: int
+    expires_at: datetime
+
+
+class OutboxFact(Protocol):
+    """What a suggestion reads of an outbox row written under the key."""
+
+    event_type: str
+    created_at: datetime
 
 OUTCOMES = {
     "safe_to_retry": "becomes failed_retryable with the lock cleared; the client's next retry re-claims it and runs again",
@@ -28,7 +46,7 @@ class Suggestion:
         return {"to": self.to, "evidence": self.evidence}
 
 
-def suggest(key: KeyDetail, outbox: list[KeyOutboxRow], *, hotspot_min_attempts: int, now: datetime) -> Suggestion:
+def suggest(key: KeyFacts, outbox: Sequence[OutboxFact], *, hotspot_min_attempts: int, now: datetime) -> Suggestion:
     if key.status != "processing":
         return Suggestion(None, [f"The key is {key.status}: it is finished, there is nothing to reclassify."])
     if not key.stuck:
