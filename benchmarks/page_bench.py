@@ -735,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
             report["apply_indexes_seconds"] = seconds
             phase("with_indexes")
         finally:
-            app.extensions["idemdash_db"].close()
+            app.extensions["idemdash_target"].close()
 
         report["http"] = []
         worker_counts = [int(w) for w in args.workers.split(",") if w.strip()]

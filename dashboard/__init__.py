@@ -13,7 +13,7 @@ from flask import Flask
 from htmx_flask import Htmx
 
 from core import settings
-from dashboard.db import Database
+from dashboard import db
 
 htmx = Htmx()
 
@@ -106,8 +106,8 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     # auth first: its checks (AUTH=none answers this machine only) come before anything else answers
     auth.init_app(app)
     web.init_app(app)
-    # one Database (and pool) per app: several apps in one process (tests) must not share a pool
-    Database().init_app(app)
+    # one target (and pool) per app: several apps in one process (tests) must not share a pool
+    db.init_app(app)
     htmx.init_app(app)
 
     from dashboard import (actions, audit, health, hotspots, inbox, keys, metrics, openapi, outbox, overview, probes,

@@ -18,7 +18,7 @@ from psycopg import errors
 
 from dashboard import panels
 from dashboard.auth import current_user, json_action, operator_required
-from dashboard.db import get_db
+from dashboard.db import get_target
 from dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
 from dashboard.params import parse_duration
 from core.triage import suggest
@@ -170,7 +170,7 @@ def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple
 # -- the actions ---------------------------------------------------------------
 
 def _current_key(scope: str, key: str):
-    db = get_db()
+    db = get_target()
     with db.read() as conn:
         return qkeys.get_key(conn, db.tables, scope, key, lease_seconds=current_app.config["DEFAULT_LEASE_SECONDS"])
 
@@ -181,7 +181,7 @@ def _key_json(row) -> dict | None:
 
 def reclassify(scope: str, key: str, fields: dict) -> dict:
     """Reclassify one key; returns the key's new row. Raises ActionError (404, 409)."""
-    db = get_db()
+    db = get_target()
     config = current_app.config
     lease = config["DEFAULT_LEASE_SECONDS"]
     before = _current_key(scope, key)
@@ -276,7 +276,7 @@ def filter_in_words(flt: Mapping[str, Any]) -> str:
 
 def bulk_preview(req: BulkRequest) -> dict:
     """Count and sample what the action would change, and record the preview for its confirmation."""
-    db = get_db()
+    db = get_target()
     lease = current_app.config["DEFAULT_LEASE_SECONDS"]
     with db.write() as conn:
         as_of = database_now(conn)
@@ -298,7 +298,7 @@ def bulk_preview(req: BulkRequest) -> dict:
 
 def bulk_apply(req: BulkRequest) -> dict:
     """Change what the preview at ``req.as_of`` showed, if the request names the same filter and outcome."""
-    db = get_db()
+    db = get_target()
     config = current_app.config
     lease, cap, horizon = config["DEFAULT_LEASE_SECONDS"], config["BULK_MAX_KEYS"], config["REPLAY_HORIZON"]
     actor = current_user().name
@@ -341,7 +341,7 @@ def bulk_apply(req: BulkRequest) -> dict:
 
 def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
     config = current_app.config
-    return q.reclassify_bulk_batch(conn, get_db().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
+    return q.reclassify_bulk_batch(conn, get_target().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
                                    actor=current_user().name, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
                                    replay_horizon_seconds=config["REPLAY_HORIZON"], batch_size=size,
                                    parent_id=parent_id)

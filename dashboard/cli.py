@@ -10,6 +10,7 @@ import click
 import psycopg
 
 from core import settings
+from queries.target import Target
 
 database_url_option = click.option(
     "--database-url", envvar="IDEMDASH_DATABASE_URL", default="", show_envvar=True,
@@ -136,6 +137,7 @@ def purge(database_url: str, tables: tuple[str, ...], dry_run: bool) -> None:
 
     config = _config(DATABASE_URL=database_url)
     _require_url(config)
+    target = Target.from_settings(config)
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         logging.getLogger("jobs.purges").setLevel(logging.WARNING)  # the lines below say it all
     try:
@@ -157,7 +159,7 @@ def purge(database_url: str, tables: tuple[str, ...], dry_run: bool) -> None:
                 click.echo(line)
 
         click.echo(f"{'dry run: counting' if dry_run else 'purging'} {table} ...")
-        result = run_purge(config, table, dry_run=dry_run, started_by=started_by, by_person=True,
+        result = run_purge(target, table, dry_run=dry_run, started_by=started_by, by_person=True,
                            on_start=run_ids.append, on_batch=on_batch)
         if live and result.batches:
             click.echo()

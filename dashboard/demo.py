@@ -138,7 +138,7 @@ def run_demo(*, fresh: bool, host: str, port: int, rate: float, backfill_days: i
             scheduler = app.extensions.get("idemdash_scheduler")
             if scheduler is not None:
                 scheduler.shutdown(wait=False)
-            app.extensions["idemdash_db"].close()
+            app.extensions["idemdash_target"].close()
         server.cleanup()
         click.echo("demo stopped; embedded PostgreSQL shut down")
     return 0

@@ -22,7 +22,7 @@ from dashboard.checks.activity import check_advisory_locks, check_sessions
 from dashboard.checks.maintenance import check_vacuum
 from dashboard.checks.retention import check_key_retention, check_retention_settings
 from dashboard.checks.schema import check_indexes, check_migrations, check_null_trap, check_tables
-from dashboard.db import get_db
+from dashboard.db import get_target
 from dashboard.web import render
 from queries import Tables
 
@@ -65,7 +65,7 @@ def summary(checks: list[Check]) -> dict[str, int]:
 
 
 def _checks() -> list[Check]:
-    db = get_db()
+    db = get_target()
     return run_checks(db.read, db.tables, current_app.config)
 
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from flask import Blueprint, current_app, jsonify
 
 from dashboard import panels, params, rollups
-from dashboard.db import get_db
+from dashboard.db import get_target
 from dashboard.keys import LIST_FIELDS
 from dashboard.web import render
 from queries import hotspots as q
@@ -22,7 +22,7 @@ def _hotspots() -> dict:
     config = current_app.config
     default = config["HOTSPOT_MIN_ATTEMPTS"]
     n = params.integer("min_attempts", minimum=1, maximum=1_000_000, default=default)
-    tables = get_db().tables
+    tables = get_target().tables
     lease = config["DEFAULT_LEASE_SECONDS"]
     # groups and histogram read every hotspot (or every key): precomputed at scale, see dashboard/rollups.py
     groups, histogram = rollups.load(("hotspot_groups", str(n)), ("attempt_histogram", ""))

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from flask import Blueprint, current_app, jsonify
 
 from dashboard import panels, params, rollups
-from dashboard.db import get_db
+from dashboard.db import get_target
 from dashboard.web import render
 from queries import inbox as q
 
@@ -33,7 +33,7 @@ def _definitions(retention_days: int) -> dict[str, str]:
 def _inbox() -> dict:
     consumer = params.text("consumer", 200)
     retention_days = current_app.config["INBOX_RETENTION_DAYS"]
-    tables = get_db().tables
+    tables = get_target().tables
     # every consumer's 7-day window: precomputed at scale, see dashboard/rollups.py
     consumers, totals = rollups.load(("inbox_consumers", ""), ("inbox_totals", ""))
     if consumer is not None:

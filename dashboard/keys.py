@@ -8,7 +8,7 @@ from urllib.parse import quote
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
 from dashboard import panels, params
-from dashboard.db import get_db
+from dashboard.db import get_target
 from core.triage import OUTCOMES, suggest
 from dashboard.web import render
 from queries import keys as q
@@ -47,7 +47,7 @@ def _list_panel():
     flt = _filter()
     limit = params.integer("limit", minimum=1, maximum=500, default=50)
     after = params.cursor()
-    db = get_db()
+    db = get_target()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
         panel = panels.load(q.list_keys, db.tables, flt, lease_seconds=current_app.config["DEFAULT_LEASE_SECONDS"],
@@ -60,7 +60,7 @@ def _list_panel():
 @bp.get("/keys")
 def list_page():
     flt, limit, after, panel = _list_panel()
-    scopes = panels.load(q.list_scopes, get_db().tables)
+    scopes = panels.load(q.list_scopes, get_target().tables)
     return render("keys.html", "keys_panel", flt=flt, limit=limit, after=after, panel=panel,
                   scopes=scopes.value or [], statuses=q.KEY_STATUSES, as_of=datetime.now(timezone.utc))
 
@@ -81,7 +81,7 @@ def detail_context(scope: str, key: str) -> dict:
 
 
 def _detail(scope: str, key: str) -> dict:
-    db = get_db()
+    db = get_target()
     config = current_app.config
     key_panel = panels.load(q.get_key, db.tables, scope, key, lease_seconds=config["DEFAULT_LEASE_SECONDS"])
     row = panels.require(key_panel)
@@ -157,7 +157,7 @@ def _required_scope_and_key() -> tuple[str, str]:
 def runbook():
     scope, key = params.text("scope"), params.text("key")
     return render("runbook_stuck.html", None, scope=scope, key=key, outcomes=OUTCOMES,
-                  inspection=inspection_sql(get_db().tables, scope, key))
+                  inspection=inspection_sql(get_target().tables, scope, key))
 
 
 def _path_safe(scope: str, key: str) -> bool:

@@ -17,7 +17,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from dashboard import rollups
-from dashboard.db import Database
+from queries.target import Target
 from queries import metrics as qm
 from queries import overview as qo
 
@@ -29,7 +29,7 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 class DatabaseCollector(Collector):
     """Reads the headline numbers through the app's pool, cached for ``ttl`` seconds."""
 
-    def __init__(self, db: Database, lease_seconds: int, ttl: float) -> None:
+    def __init__(self, db: Target, lease_seconds: int, ttl: float) -> None:
         self.db = db
         self.lease_seconds = lease_seconds
         self.ttl = ttl
@@ -101,7 +101,7 @@ def init_app(app: Flask) -> None:
     registry = CollectorRegistry(auto_describe=False)
     latency = Histogram("idemdash_http_request_duration_seconds", "Time to answer a request, by endpoint.",
                         ["endpoint", "method", "status"], registry=registry, buckets=LATENCY_BUCKETS)
-    registry.register(DatabaseCollector(app.extensions["idemdash_db"], app.config["DEFAULT_LEASE_SECONDS"],
+    registry.register(DatabaseCollector(app.extensions["idemdash_target"], app.config["DEFAULT_LEASE_SECONDS"],
                                         float(app.config["METRICS_CACHE_SECONDS"])))
     app.extensions["idemdash_metrics"] = registry
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from flask import Blueprint, abort, jsonify, request
 
 from dashboard import panels, params, rollups
-from dashboard.db import get_db
+from dashboard.db import get_target
 from dashboard.web import render
 from queries import outbox as q
 
@@ -42,7 +42,7 @@ def _outbox() -> dict:
     flt = _filter()
     limit = params.integer("limit", minimum=1, maximum=500, default=50)
     after = params.cursor()
-    tables = get_db().tables
+    tables = get_target().tables
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
         rows = panels.load(q.list_outbox, tables, flt, after=after, limit=limit,
@@ -68,7 +68,7 @@ def _outbox() -> dict:
 
 def _status_choices(current: str) -> list[str]:
     """The statuses present in the table for the filter; pending and published always, and the current one."""
-    found = panels.load(q.list_outbox_statuses, get_db().tables, index="index_outbox_status_created")
+    found = panels.load(q.list_outbox_statuses, get_target().tables, index="index_outbox_status_created")
     choices = ["pending", "published"]
     for status in [*(found.value or []), current]:
         if status not in choices:

@@ -8,7 +8,7 @@ from typing import Callable
 from flask import Blueprint, current_app, jsonify
 
 from dashboard import panels, rollups
-from dashboard.db import get_db
+from dashboard.db import get_target
 from dashboard.web import render
 from queries import overview as q
 from queries import snapshots as qs
@@ -78,7 +78,7 @@ def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
 
 
 def _overview() -> dict:
-    tables = get_db().tables
+    tables = get_target().tables
     lease = current_app.config["DEFAULT_LEASE_SECONDS"]
     window, inbox = rollups.load(("key_windows", ""), ("inbox_volume", ""))
     return {

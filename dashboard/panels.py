@@ -16,7 +16,7 @@ import psycopg
 from flask import g, has_request_context
 from psycopg import errors
 
-from dashboard.db import get_db
+from dashboard.db import get_target
 from queries.indexes import ADVICE
 
 T = TypeVar("T")
@@ -67,7 +67,7 @@ def _panel_timeout_ms(db) -> int:
 
 def load(fn: Callable[..., T], *args: Any, index: str | None = None, **kwargs: Any) -> Panel[T]:
     """Call ``fn(conn, *args, **kwargs)`` in a read transaction; ``index`` names the advice in indexes.sql."""
-    db = get_db()
+    db = get_target()
     timeout_ms = _panel_timeout_ms(db)
     try:
         with db.read(timeout_ms) as conn:

@@ -5,7 +5,7 @@ import psycopg
 from flask import Blueprint, jsonify
 from psycopg_pool import PoolTimeout
 
-from dashboard.db import get_db
+from dashboard.db import get_target
 from queries.health import ping
 
 bp = Blueprint("probes", __name__)
@@ -21,7 +21,7 @@ def healthz():
 def readyz():
     """The database answers a query within the statement timeout."""
     try:
-        with get_db().read() as conn:
+        with get_target().read() as conn:
             ping(conn)
     except (psycopg.Error, PoolTimeout) as exc:
         return jsonify({"status": "unavailable", "error": f"database unreachable: {type(exc).__name__}"}), 503

@@ -17,7 +17,7 @@ from flask import Blueprint, abort, current_app, jsonify, redirect, request, url
 
 from dashboard import panels, params
 from dashboard.auth import current_user, json_action, operator_required
-from dashboard.db import get_db
+from dashboard.db import get_target
 from dashboard.web import render
 from jobs import purges as engine
 from queries import purge_history as q
@@ -106,7 +106,7 @@ def _dry_run_ready(runs: q.TableRuns, running: list[q.PurgeRun], now: datetime) 
 
 def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[TableStatus]]:
     config = current_app.config
-    tables = get_db().tables
+    tables = get_target().tables
     runs = panels.load(q.list_purge_table_runs, TABLES)
     running = panels.load(q.list_running_purge_runs)
     statuses = []
@@ -168,7 +168,7 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> q.PurgeRun | N
     Raises StartError 409 when the engine skipped the run because another run of the table holds its lock,
     503 when the run could not start at all.
     """
-    config = dict(current_app.config)
+    target = get_target()
     state = _Start()
 
     def on_start(run_id: int) -> None:
@@ -177,7 +177,7 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> q.PurgeRun | N
 
     def work() -> None:
         try:
-            state.result = engine.run_purge(config, table, dry_run=dry_run, started_by=started_by, by_person=True,
+            state.result = engine.run_purge(target, table, dry_run=dry_run, started_by=started_by, by_person=True,
                                             on_start=on_start)
         except BaseException as exc:  # noqa: BLE001 - reported to the waiting view, and logged
             state.error = exc
@@ -189,14 +189,14 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> q.PurgeRun | N
     state.known.wait(START_WAIT_SECONDS)
     if state.error is not None and state.run_id is None:
         raise StartError(503, f"the {table} purge could not start: "
-                              f"{engine.describe_error(state.error, config['DATABASE_URL'])}. Nothing was deleted.")
+                              f"{engine.describe_error(state.error, target.dsn)}. Nothing was deleted.")
     result = state.result
     if state.run_id is None and result is not None and result.run_id is None:
         raise StartError(503, f"the {table} purge could not start: {result.error or 'no detail'}. Nothing was deleted.")
     run_id = state.run_id if state.run_id is not None else getattr(result, "run_id", None)
     if run_id is None:
         return None  # still starting after START_WAIT_SECONDS: the history shows it once it has its row
-    db = get_db()
+    db = get_target()
     with db.read() as conn:
         run = q.get_purge_run(conn, run_id)
     if run is not None and run.outcome == "skipped":

@@ -21,7 +21,7 @@ from flask import current_app, has_app_context
 from psycopg import errors
 
 from dashboard import panels
-from dashboard.db import get_db
+from dashboard.db import get_target
 from queries import Tables
 from queries import rollups as q
 
@@ -129,7 +129,7 @@ def _usable(row: q.StoredRollup, rollup: Rollup) -> bool:
 
 def load(*wanted: tuple[str, str]) -> list[panels.Panel]:
     """One panel per (rollup name, variant): precomputed when fresh and slow to compute live, else live."""
-    db = get_db()
+    db = get_target()
     config = current_app.config
     stored: dict[tuple[str, str], q.StoredRollup] = {}
     try:

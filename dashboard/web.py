@@ -147,7 +147,7 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(errors.QueryCanceled)
     def query_timed_out(exc: errors.QueryCanceled):
         # 57014: the statement timeout. Panels turn it into a degraded panel; this is for any other read.
-        timeout_ms = app.extensions["idemdash_db"].statement_timeout_ms
+        timeout_ms = app.extensions["idemdash_target"].statement_timeout_ms
         return error_response(
             503, f"The database did not answer within the {timeout_ms} ms statement timeout "
                  "(IDEMDASH_STATEMENT_TIMEOUT_MS), so this request timed out and nothing was changed. The database "

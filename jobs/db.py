@@ -1,7 +1,6 @@
-"""What every job shares about the database: a fresh connection per run, and one safe line per error.
+"""What every job shares about database trouble: whether it is an outage, and one safe line per error.
 
-Jobs hold no pool: each run connects anew, so a database that went away and came back needs nothing
-reset (a broken connection dies with the run that saw it).
+Jobs connect through their target (``Target.connect``: a fresh connection per run, with a connect timeout).
 """
 from __future__ import annotations
 
@@ -10,16 +9,6 @@ from psycopg import errors
 from psycopg.conninfo import conninfo_to_dict
 
 from core.settings import redact_dsn
-
-# libpq waits forever without one (psycopg: 130 s); a job must fail fast and try again at its next time.
-DEFAULT_CONNECT_TIMEOUT = 10
-
-
-def connect(dsn: str, application_name: str) -> psycopg.Connection:
-    """An autocommit connection; the DSN's own ``connect_timeout`` wins over the default."""
-    extra = {} if "connect_timeout" in conninfo_to_dict(dsn) else {"connect_timeout": DEFAULT_CONNECT_TIMEOUT}
-    return psycopg.connect(dsn, autocommit=True, application_name=application_name, **extra)
-
 
 def lost(conn: psycopg.Connection | None) -> bool:
     """True when there is no usable connection: it never opened, or the server went away under it."""

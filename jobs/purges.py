@@ -34,10 +34,11 @@ import psycopg
 from psycopg import errors
 
 from core.settings import BY_NAME, ConfigError
-from jobs.db import connect, describe_error, describe_outage, lost
+from jobs.db import describe_error, describe_outage, lost
 from jobs.unrecorded import UNRECORDED, UnrecordedRun
 from queries import Tables
 from queries import purges as q
+from queries.target import Target
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class _Progress:
     rows: int = 0
 
 
-def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_by: str, by_person: bool = False,
+def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_person: bool = False,
               on_start: Callable[[int], None] | None = None,
               on_batch: Callable[[int, int], None] | None = None) -> PurgeResult:
     """One purge run of ``table`` now; never raises for database trouble (the outcome says ``failed``).
@@ -125,9 +126,9 @@ def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_b
     """
     if table not in TABLES:
         raise ValueError(f"unknown purge table {table!r}: expected one of {', '.join(TABLES)}")
-    settings = PurgeSettings.from_config(config, table)
-    tables = Tables.from_config(config)
-    dsn = config["DATABASE_URL"]
+    settings = PurgeSettings.from_config(target.settings, table)
+    tables = target.tables
+    dsn = target.dsn
     progress = _Progress()
     run_id: int | None = None
     lock_conn: psycopg.Connection | None = None
@@ -137,7 +138,7 @@ def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_b
     interrupted: BaseException | None = None
     unreachable = False
     try:
-        lock_conn = _connect(dsn, f"idemdash-purge-{table}")
+        lock_conn = target.connect(f"idemdash-purge-{table}")
         UNRECORDED.flush(lock_conn, dsn)  # runs from an outage first, before this one could call them dead
         if not q.try_purge_lock(lock_conn, table):
             skipped = q.insert_skipped_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by,
@@ -155,7 +156,7 @@ def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_b
         log.info("purge %s: run %d started%s by %s", table, run_id, " (dry run)" if dry_run else "", started_by)
         if on_start is not None:
             on_start(run_id)
-        work_conn = _connect(dsn, f"idemdash-purge-{table}-batches")
+        work_conn = target.connect(f"idemdash-purge-{table}-batches")
         outcome, error = _batches(table, tables, settings, run_id, dry_run, work_conn, lock_conn, progress, on_batch)
     except Exception as exc:  # a purge never takes its caller (the scheduler, a web request) down with it
         # no run row and no connection: the database is unreachable, not merely refusing this statement
@@ -169,7 +170,7 @@ def run_purge(config: Mapping[str, Any], table: str, *, dry_run: bool, started_b
         if work_conn is not None:
             work_conn.close()  # a batch in flight is rolled back with its connection
 
-    if run_id is not None and not _finish(dsn, lock_conn, table, run_id, outcome, error):
+    if run_id is not None and not _finish(target, lock_conn, table, run_id, outcome, error):
         UNRECORDED.add(UnrecordedRun(dsn, table, dry_run, started_by, started_at, datetime.now(timezone.utc),
                                      outcome, error, run_id))
     if lock_conn is not None:
@@ -240,7 +241,7 @@ def _pause(pause_ms: int, deadline: float) -> None:
     time.sleep(max(0.0, min(seconds, deadline - time.monotonic())))
 
 
-def _finish(dsn: str, lock_conn: psycopg.Connection | None, table: str, run_id: int, outcome: str,
+def _finish(target: Target, lock_conn: psycopg.Connection | None, table: str, run_id: int, outcome: str,
             error: str | None) -> bool:
     """Close the run's row and release the lock; on a fresh connection if the lock's connection broke.
 
@@ -253,45 +254,41 @@ def _finish(dsn: str, lock_conn: psycopg.Connection | None, table: str, run_id: 
             return True
     except psycopg.Error as exc:
         log.warning("purge %s run %d: could not record the outcome on its own connection: %s", table, run_id,
-                    describe_error(exc, dsn))
+                    describe_error(exc, target.dsn))
     try:
-        with _connect(dsn, f"idemdash-purge-{table}") as conn:
+        with target.connect(f"idemdash-purge-{table}") as conn:
             q.finish_purge_run(conn, run_id, outcome, error)
             return True
     except psycopg.Error as exc:
         # Kept in memory and written when the database answers again (the next run writes it first).
         log.error("purge %s run %d: could not record outcome %s yet: %s", table, run_id, outcome,
-                  describe_error(exc, dsn))
+                  describe_error(exc, target.dsn))
         return False
-
-
-def _connect(dsn: str, application_name: str) -> psycopg.Connection:
-    return connect(dsn, application_name)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # the scheduled jobs (STYLE: jobs are named purge_<table>)
 
 
-def purge_keys(config: Mapping[str, Any]) -> PurgeResult | None:
-    return _scheduled(config, "keys")
+def purge_keys(target: Target) -> PurgeResult | None:
+    return _scheduled(target, "keys")
 
 
-def purge_inbox(config: Mapping[str, Any]) -> PurgeResult | None:
-    return _scheduled(config, "inbox")
+def purge_inbox(target: Target) -> PurgeResult | None:
+    return _scheduled(target, "inbox")
 
 
-def purge_outbox(config: Mapping[str, Any]) -> PurgeResult | None:
-    return _scheduled(config, "outbox")
+def purge_outbox(target: Target) -> PurgeResult | None:
+    return _scheduled(target, "outbox")
 
 
-JOBS: Mapping[str, Callable[[Mapping[str, Any]], PurgeResult | None]] = {
+JOBS: Mapping[str, Callable[[Target], PurgeResult | None]] = {
     "keys": purge_keys, "inbox": purge_inbox, "outbox": purge_outbox}
 
 
-def _scheduled(config: Mapping[str, Any], table: str) -> PurgeResult | None:
+def _scheduled(target: Target, table: str) -> PurgeResult | None:
     try:
-        return run_purge(config, table, dry_run=False, started_by="scheduler")
+        return run_purge(target, table, dry_run=False, started_by="scheduler")
     except ConfigError as exc:  # a bad setting: one line each time, and the scheduler runs the other jobs
         log.error("scheduled purge of %s could not run: %s", table, exc)
         return None
@@ -315,16 +312,16 @@ def schedule_trigger(config: Mapping[str, Any], table: str):
     return None if value == "off" else CronTrigger.from_crontab(value, timezone=timezone.utc)
 
 
-def register(scheduler, config: Mapping[str, Any]) -> list[str]:
+def register(scheduler, target: Target) -> list[str]:
     """Add the purge jobs whose schedule is not ``off``; returns their ids. Bad schedules raise ConfigError."""
-    triggers = {table: schedule_trigger(config, table) for table in TABLES}  # all validated before any is added
+    triggers = {table: schedule_trigger(target.settings, table) for table in TABLES}  # all validated first
     added = []
     for table, trigger in triggers.items():
         if trigger is None:
             log.info("purge of %s is not scheduled (%s=off)", table, BY_NAME[SCHEDULE_SETTING[table]].env)
             continue
         job = JOBS[table]
-        scheduler.add_job(job, trigger, args=[dict(config)], id=job.__name__, name=f"retention purge of {table}",
+        scheduler.add_job(job, trigger, args=[target], id=job.__name__, name=f"retention purge of {table}",
                           replace_existing=True)
         added.append(job.__name__)
     return added

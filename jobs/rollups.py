@@ -15,9 +15,10 @@ from typing import Any, Mapping
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import connect, describe_error, describe_failure, lost
+from jobs.db import describe_error, describe_failure, lost
 from queries import Tables, statement
 from queries import rollups as q
+from queries.target import Target
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +29,13 @@ STATEMENT_TIMEOUT_MS = 120_000
 SLACK_SECONDS = 5
 
 
-def run_rollups(config: Mapping[str, Any], *, force: bool = False) -> dict[str, float]:
+def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
     """Recompute the rollups that are due (all with ``force``); returns {name:variant: milliseconds}."""
     from dashboard.rollups import ROLLUPS
 
-    tables = Tables.from_config(config)
+    tables, config = target.tables, target.settings
     done: dict[str, float] = {}
-    with connect(config["DATABASE_URL"], "idemdash-rollups") as conn:
+    with target.connect("idemdash-rollups") as conn:
         if not q.try_rollup_lock(conn):
             log.debug("another replica is computing rollups; skipped")
             return done
@@ -73,19 +74,19 @@ def _compute_and_store(conn: psycopg.Connection, tables: Tables, config: Mapping
     return elapsed_ms
 
 
-def rollup_job(config: Mapping[str, Any]) -> str:
+def rollup_job(target: Target) -> str:
     """The scheduled entry point: a failed run is logged (one line) and the next one tries again.
 
     Returns 'succeeded' or 'failed'. Pages keep showing the last stored rollup, with its age, meanwhile.
     """
     try:
-        run_rollups(config)
+        run_rollups(target)
     except psycopg.Error as exc:
-        log.warning("rollups skipped: %s", describe_failure(exc, config["DATABASE_URL"]))
+        log.warning("rollups skipped: %s", describe_failure(exc, target.dsn))
         return "failed"
     return "succeeded"
 
 
-def register(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:
+def register(scheduler: BaseScheduler, target: Target) -> None:
     scheduler.add_job(rollup_job, "interval", seconds=INTERVAL_SECONDS, id=JOB_ID, name="rollups",
-                      args=[dict(config)], replace_existing=True, next_run_time=datetime.now(timezone.utc))
+                      args=[target], replace_existing=True, next_run_time=datetime.now(timezone.utc))

@@ -23,6 +23,9 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 
+from jobs import purges, rollups, snapshots, unrecorded
+from queries.target import Target
+
 log = logging.getLogger(__name__)
 
 JOB_DEFAULTS = {
@@ -33,15 +36,13 @@ JOB_DEFAULTS = {
 }
 
 
-def register_jobs(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:
-    """Add every scheduled job (DESIGN section 5). A bad schedule setting raises ConfigError naming it."""
-    from jobs import purges, rollups, snapshots, unrecorded
-
+def register_jobs(scheduler: BaseScheduler, target: Target) -> None:
+    """Add every scheduled job for the target's database. A bad schedule setting raises ConfigError naming it."""
     # Retention purges: purge_keys, purge_inbox, purge_outbox, each on its IDEMDASH_PURGE_*_SCHEDULE (UTC).
-    purges.register(scheduler, config)
-    unrecorded.register(scheduler, config)  # purge runs that failed during an outage, written once it ends
-    snapshots.register(scheduler, config)  # metric snapshots for the overview's trends
-    rollups.register(scheduler, config)  # aggregates too slow to count per page view at millions of rows
+    purges.register(scheduler, target)
+    unrecorded.register(scheduler, target)  # purge runs that failed during an outage, written once it ends
+    snapshots.register(scheduler, target)  # metric snapshots for the overview's trends
+    rollups.register(scheduler, target)  # aggregates too slow to count per page view at millions of rows
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def build(config: Mapping[str, Any], scheduler_class: type[BaseScheduler]) -> Ba
     monitor = JobMonitor()
     scheduler.add_listener(monitor, JobMonitor.MASK)
     _MONITORS[scheduler] = monitor
-    register_jobs(scheduler, config)
+    register_jobs(scheduler, Target.from_settings(config))
     return scheduler
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timezone
-from typing import Any, Mapping
 
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import connect, describe_failure
-from queries import Tables, statement
+from jobs.db import describe_failure
+from queries import statement
 from queries import snapshots as q
+from queries.target import Target
 
 log = logging.getLogger(__name__)
 
@@ -23,17 +23,18 @@ MIN_STATEMENT_TIMEOUT_MS = 10_000
 DELETE_BATCH = 5000
 
 
-def run_snapshot(config: Mapping[str, Any], *, min_gap_seconds: float | None = None) -> q.Snapshot | None:
+def run_snapshot(target: Target, *, min_gap_seconds: float | None = None) -> q.Snapshot | None:
     """Take one snapshot now; None when another replica took one moments ago (or holds the lock)."""
+    config = target.settings
     interval = config["SNAPSHOT_INTERVAL_SECONDS"]
     # A second scheduler replica finds the snapshot its twin just wrote and skips.
     gap = interval / 2 if min_gap_seconds is None else min_gap_seconds
     timeout = max(config["STATEMENT_TIMEOUT_MS"], MIN_STATEMENT_TIMEOUT_MS)
-    with connect(config["DATABASE_URL"], "idemdash-snapshot") as conn:
+    with target.connect("idemdash-snapshot") as conn:
         with conn.transaction():
             conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
             conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
-            snapshot = q.take_snapshot(conn, Tables.from_config(config),
+            snapshot = q.take_snapshot(conn, target.tables,
                                        lease_seconds=config["DEFAULT_LEASE_SECONDS"],
                                        interval_seconds=interval, min_gap_seconds=gap)
             deleted = q.delete_old_snapshots(conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"],
@@ -43,21 +44,21 @@ def run_snapshot(config: Mapping[str, Any], *, min_gap_seconds: float | None = N
     return snapshot
 
 
-def snapshot_job(config: Mapping[str, Any]) -> str:
+def snapshot_job(target: Target) -> str:
     """The scheduled entry point: a failed snapshot is logged (one line) and the next one tries again.
 
     Returns 'succeeded', 'skipped' (another replica took one) or 'failed'. A missed snapshot is not made up
     later: the trend has a gap where the database was away, which is what happened.
     """
     try:
-        return "succeeded" if run_snapshot(config) is not None else "skipped"
+        return "succeeded" if run_snapshot(target) is not None else "skipped"
     except psycopg.Error as exc:
-        log.warning("metric snapshot skipped: %s", describe_failure(exc, config["DATABASE_URL"]))
+        log.warning("metric snapshot skipped: %s", describe_failure(exc, target.dsn))
         return "failed"
 
 
-def register(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:
+def register(scheduler: BaseScheduler, target: Target) -> None:
     """Add the snapshot job; its first run is right away, so trends start with the scheduler."""
-    scheduler.add_job(snapshot_job, "interval", seconds=config["SNAPSHOT_INTERVAL_SECONDS"], id=JOB_ID,
-                      name="metric snapshot", args=[dict(config)], replace_existing=True,
+    scheduler.add_job(snapshot_job, "interval", seconds=target.settings["SNAPSHOT_INTERVAL_SECONDS"], id=JOB_ID,
+                      name="metric snapshot", args=[target], replace_existing=True,
                       next_run_time=datetime.now(timezone.utc))

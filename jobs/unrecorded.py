@@ -14,13 +14,13 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping
 
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import connect, describe_error
+from jobs.db import describe_error
 from queries import purges as q
+from queries.target import Target
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +109,13 @@ def _write(conn: psycopg.Connection, run: UnrecordedRun) -> None:
 UNRECORDED = UnrecordedRuns()
 
 
-def record_unrecorded_runs(config: Mapping[str, Any]) -> str:
+def record_unrecorded_runs(target: Target) -> str:
     """The scheduled flush: connects only when runs are waiting. Returns 'idle', 'succeeded' or 'failed'."""
-    dsn = config["DATABASE_URL"]
+    dsn = target.dsn
     if not UNRECORDED.waiting(dsn):
         return "idle"
     try:
-        with connect(dsn, "idemdash-purge-history") as conn:
+        with target.connect("idemdash-purge-history") as conn:
             UNRECORDED.flush(conn, dsn)
     except psycopg.Error as exc:
         log.info("%d purge run(s) from an outage wait for the database: %s", len(UNRECORDED.waiting(dsn)),
@@ -124,7 +124,7 @@ def record_unrecorded_runs(config: Mapping[str, Any]) -> str:
     return "failed" if UNRECORDED.waiting(dsn) else "succeeded"
 
 
-def register(scheduler: BaseScheduler, config: Mapping[str, Any]) -> None:
+def register(scheduler: BaseScheduler, target: Target) -> None:
     scheduler.add_job(record_unrecorded_runs, "interval", seconds=FLUSH_INTERVAL_SECONDS, id=JOB_ID,
-                      name="record purge runs that failed during an outage", args=[dict(config)],
+                      name="record purge runs that failed during an outage", args=[target],
                       replace_existing=True)

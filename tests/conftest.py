@@ -172,7 +172,7 @@ def make_app(database_url):
 
     yield make
     for app in apps:
-        app.extensions["idemdash_db"].close()
+        app.extensions["idemdash_target"].close()
 
 
 @pytest.fixture

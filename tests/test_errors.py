@@ -14,7 +14,7 @@ import pytest
 from bs4 import BeautifulSoup
 from flask import Blueprint, jsonify
 
-from dashboard.db import get_db
+from dashboard.db import get_target
 from queries import Tables
 from queries.app_schema import claim_key
 from queries.keys import list_scopes
@@ -33,12 +33,12 @@ def failing(make_app):
         bp = Blueprint("error_test", __name__)
 
         def write():
-            with get_db().write() as conn:
+            with get_target().write() as conn:
                 upsert_rollup(conn, "error_test", "", datetime.now(timezone.utc), 1.0, {"n": 1})
             return jsonify({"ok": True})
 
         def read():
-            db = get_db()
+            db = get_target()
             with db.read() as conn:
                 return jsonify({"scopes": list_scopes(conn, db.tables)})
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from core import settings as idemdash_settings
 from jobs.purges import TABLES, run_purge
+from queries.target import Target
 
 DAY = 24 * 60  # minutes
 TERMINAL = ("succeeded", "failed_final")
@@ -116,12 +117,12 @@ def test_a_purge_removes_exactly_the_eligible_rows_and_touches_nothing_else(requ
                 INBOX_RETENTION_DAYS=inbox_days, OUTBOX_RETENTION_DAYS=outbox_days)
 
             for table in TABLES:
-                dry = run_purge(config, table, dry_run=True, started_by="property")
+                dry = run_purge(Target.from_settings(config), table, dry_run=True, started_by="property")
                 assert (dry.outcome, dry.rows) == ("succeeded", len(eligible[table])), table
             assert _snapshot(conn) == before
 
             for table in TABLES:
-                real = run_purge(config, table, dry_run=False, started_by="property")
+                real = run_purge(Target.from_settings(config), table, dry_run=False, started_by="property")
                 assert (real.outcome, real.rows) == ("succeeded", len(eligible[table])), table
                 # batches of batch_size, plus the one that found fewer (possibly none)
                 assert real.batches == len(eligible[table]) // batch_size + 1

@@ -21,14 +21,15 @@ from dashboard.cli import main
 from jobs.purges import TABLES, PurgeResult, describe_error, run_purge
 from queries import statement
 from queries.indexes import ADVICE
+from queries.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = "app.idempotency_request"
 
 
-def make_config(database_url: str, **overrides):
+def make_target(database_url: str, **overrides) -> Target:
     overrides.setdefault("PURGE_PAUSE_MS", 0)
-    return settings.load({}, DATABASE_URL=database_url, **overrides)
+    return Target.from_settings(settings.load({}, DATABASE_URL=database_url, **overrides))
 
 
 def add_keys(conn, rows):
@@ -101,7 +102,7 @@ def test_keys_purge_deletes_only_expired_terminal_keys(request, status_type):
                 for status in ("processing", "succeeded", "failed_retryable", "failed_final")
                 for m in (-30 * DAY, -2, 2, 30 * DAY)]
         add_keys(conn, rows)
-        result = run_purge(make_config(url, PURGE_BATCH_SIZE=3), "keys", dry_run=False, started_by="test")
+        result = run_purge(make_target(url, PURGE_BATCH_SIZE=3), "keys", dry_run=False, started_by="test")
         assert result.outcome == "succeeded", result
         expected_gone = {(s, k) for s, k, st, m in rows if st in ("succeeded", "failed_final") and m < 0}
         assert len(expected_gone) == 4
@@ -112,12 +113,12 @@ def test_keys_purge_deletes_only_expired_terminal_keys(request, status_type):
 def test_inbox_purge_keeps_rows_inside_the_retention(conn, database_url):
     add_inbox(conn, [("billing", "a", 30 * DAY + 5), ("billing", "b", 30 * DAY - 5), ("shipping", "c", 90 * DAY),
                      ("shipping", "d", 1), ("analytics", "e", 31 * DAY)])
-    result = run_purge(make_config(database_url), "inbox", dry_run=False, started_by="test")
+    result = run_purge(make_target(database_url), "inbox", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 3)
     left = {r[0] for r in conn.execute("SELECT message_id FROM app.processed_message")}
     assert left == {"b", "d"}
     # the retention is a setting
-    result = run_purge(make_config(database_url, INBOX_RETENTION_DAYS=1), "inbox", dry_run=False, started_by="test")
+    result = run_purge(make_target(database_url, INBOX_RETENTION_DAYS=1), "inbox", dry_run=False, started_by="test")
     assert result.rows == 1
     assert {r[0] for r in conn.execute("SELECT message_id FROM app.processed_message")} == {"d"}
 
@@ -132,11 +133,11 @@ def test_outbox_purge_deletes_only_published_rows_past_the_retention(conn, datab
         ("published", None, 30 * DAY),         # 5: published without published_at: kept
         ("published", 365 * DAY, 366 * DAY),   # 6: goes
     ])
-    result = run_purge(make_config(database_url, PURGE_BATCH_SIZE=1), "outbox", dry_run=False, started_by="test")
+    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=1), "outbox", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 2)
     left = {r[0] for r in conn.execute("SELECT outbox_id FROM app.outbox_event")}
     assert left == {ids[i] for i in (1, 2, 3, 4, 5)}
-    result = run_purge(make_config(database_url, OUTBOX_RETENTION_DAYS=1), "outbox", dry_run=False,
+    result = run_purge(make_target(database_url, OUTBOX_RETENTION_DAYS=1), "outbox", dry_run=False,
                        started_by="test")
     assert result.rows == 1
     assert {r[0] for r in conn.execute("SELECT outbox_id FROM app.outbox_event")} == {ids[i] for i in (2, 3, 4, 5)}
@@ -144,7 +145,7 @@ def test_outbox_purge_deletes_only_published_rows_past_the_retention(conn, datab
 
 def test_unknown_table_is_refused():
     with pytest.raises(ValueError, match="keys, inbox, outbox"):
-        run_purge({"DATABASE_URL": "x"}, "idempotency_request", dry_run=True, started_by="test")
+        run_purge(make_target("x"), "idempotency_request", dry_run=True, started_by="test")
     assert TABLES == ("keys", "inbox", "outbox")
 
 
@@ -158,15 +159,15 @@ def test_dry_run_counts_deletes_nothing_and_a_real_run_deletes_that_many(conn, d
     add_inbox(conn, [("c", str(i), 40 * DAY) for i in range(7)] + [("c", "new", 1)])
     add_outbox(conn, [("published", 10 * DAY, 10 * DAY)] * 4 + [("pending", None, 10 * DAY)])
     before = {t: count(conn, t) for t in (KEYS, "app.processed_message", "app.outbox_event")}
-    config = make_config(database_url, PURGE_BATCH_SIZE=5)
+    target = make_target(database_url, PURGE_BATCH_SIZE=5)
 
-    dry = {t: run_purge(config, t, dry_run=True, started_by="test") for t in TABLES}
+    dry = {t: run_purge(target, t, dry_run=True, started_by="test") for t in TABLES}
     assert {t: (r.outcome, r.rows, r.dry_run) for t, r in dry.items()} == {
         "keys": ("succeeded", 23, True), "inbox": ("succeeded", 7, True), "outbox": ("succeeded", 4, True)}
     assert dry["keys"].batches == 5  # chunks of 5: 5+5+5+5+3
     assert {t: count(conn, t) for t in before} == before
 
-    real = {t: run_purge(config, t, dry_run=False, started_by="test") for t in TABLES}
+    real = {t: run_purge(target, t, dry_run=False, started_by="test") for t in TABLES}
     assert {t: r.rows for t, r in real.items()} == {t: r.rows for t, r in dry.items()}
     assert count(conn, KEYS) == 2 and count(conn, "app.processed_message") == 1
     assert count(conn, "app.outbox_event") == 1
@@ -191,7 +192,7 @@ def test_progress_is_visible_after_every_batch_while_running(conn, database_url)
                            " WHERE run_id = %s", (started[0],)).fetchone()
         seen.append(((batches, rows), row))
 
-    result = run_purge(make_config(database_url, PURGE_BATCH_SIZE=3), "keys", dry_run=False, started_by="test",
+    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=3), "keys", dry_run=False, started_by="test",
                        on_start=started.append, on_batch=on_batch)
     assert result == PurgeResult(started[0], "keys", "succeeded", 4, 10, False, None)
     assert [s[0] for s in seen] == [(1, 3), (2, 6), (3, 9), (4, 10)]
@@ -200,7 +201,7 @@ def test_progress_is_visible_after_every_batch_while_running(conn, database_url)
 
 
 def test_an_empty_table_is_one_empty_batch(conn, database_url):
-    result = run_purge(make_config(database_url), "keys", dry_run=False, started_by="test")
+    result = run_purge(make_target(database_url), "keys", dry_run=False, started_by="test")
     assert (result.outcome, result.batches, result.rows) == ("succeeded", 1, 0)
 
 
@@ -215,7 +216,7 @@ def test_a_locked_row_survives_and_the_purge_does_not_wait_for_it(conn, database
         # an application transaction holds one eligible key in the middle of the key order
         holder.execute(f"SELECT 1 FROM {KEYS} WHERE idempotency_key = 'k000013' FOR UPDATE")
         started = time.monotonic()
-        result = run_purge(make_config(database_url, PURGE_BATCH_SIZE=4, PURGE_LOCK_TIMEOUT_MS=5000,
+        result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=4, PURGE_LOCK_TIMEOUT_MS=5000,
                                        PURGE_STATEMENT_TIMEOUT_MS=10000), "keys", dry_run=False, started_by="test")
         elapsed = time.monotonic() - started
         assert (result.outcome, result.rows) == ("succeeded", 29)
@@ -224,7 +225,7 @@ def test_a_locked_row_survives_and_the_purge_does_not_wait_for_it(conn, database
     finally:
         holder.rollback()
         holder.close()
-    result = run_purge(make_config(database_url), "keys", dry_run=False, started_by="test")
+    result = run_purge(make_target(database_url), "keys", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 1)
     assert key_set(conn) == set()
 
@@ -235,7 +236,7 @@ def test_a_locked_row_survives_and_the_purge_does_not_wait_for_it(conn, database
 
 def test_two_purges_of_one_table_at_once_one_runs_one_is_skipped(conn, database_url):
     add_expired(conn, 12)
-    config = make_config(database_url, PURGE_BATCH_SIZE=5)
+    target = make_target(database_url, PURGE_BATCH_SIZE=5)
     barrier = threading.Barrier(2)
     loser_done = threading.Event()
     results: list[PurgeResult] = []
@@ -248,7 +249,7 @@ def test_two_purges_of_one_table_at_once_one_runs_one_is_skipped(conn, database_
     def purge():
         try:
             barrier.wait(5)
-            result = run_purge(config, "keys", dry_run=False, started_by=threading.current_thread().name,
+            result = run_purge(target, "keys", dry_run=False, started_by=threading.current_thread().name,
                                on_batch=hold)
             results.append(result)
             if result.outcome == "skipped":
@@ -280,14 +281,14 @@ def test_two_purges_of_one_table_at_once_one_runs_one_is_skipped(conn, database_
 def test_purges_of_different_tables_run_side_by_side(conn, database_url):
     add_expired(conn, 3)
     add_inbox(conn, [("c", "m", 40 * DAY)])
-    config = make_config(database_url)
+    target = make_target(database_url)
     inner: list[PurgeResult] = []
 
     def on_batch(batches, rows):
         if not inner:  # while holding the keys lock, the inbox purge still runs
-            inner.append(run_purge(config, "inbox", dry_run=False, started_by="test"))
+            inner.append(run_purge(target, "inbox", dry_run=False, started_by="test"))
 
-    outer = run_purge(config, "keys", dry_run=False, started_by="test", on_batch=on_batch)
+    outer = run_purge(target, "keys", dry_run=False, started_by="test", on_batch=on_batch)
     assert outer.outcome == "succeeded" and inner[0].outcome == "succeeded" and inner[0].rows == 1
 
 
@@ -299,12 +300,13 @@ KILLED_CHILD = """
 import sys, time
 from core import settings
 from jobs.purges import run_purge
+from queries.target import Target
 
 def on_batch(batches, rows):
     print("batch", batches, rows, flush=True)
     time.sleep(60)  # SIGKILLed here, holding the lock, its first batch committed
 
-run_purge(settings.load({}, DATABASE_URL=sys.argv[1], PURGE_BATCH_SIZE=10, PURGE_PAUSE_MS=0), "keys",
+run_purge(Target.from_settings(settings.load({}, DATABASE_URL=sys.argv[1], PURGE_BATCH_SIZE=10, PURGE_PAUSE_MS=0)), "keys",
           dry_run=False, started_by="doomed", on_batch=on_batch)
 """
 
@@ -346,7 +348,7 @@ def test_a_killed_runner_is_recorded_as_failed_and_the_next_run_finishes_the_wor
         "running", 1, 10, None)
     assert count(conn, KEYS) == 25
 
-    result = run_purge(make_config(database_url), "keys", dry_run=False, started_by="test")
+    result = run_purge(make_target(database_url), "keys", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 25)
     assert count(conn, KEYS) == 0
     killed, after = runs(conn)
@@ -357,14 +359,14 @@ def test_a_killed_runner_is_recorded_as_failed_and_the_next_run_finishes_the_wor
 
 def test_a_running_row_whose_runner_holds_the_lock_is_not_reaped(conn, database_url):
     add_expired(conn, 4)
-    config = make_config(database_url, PURGE_BATCH_SIZE=2)
+    target = make_target(database_url, PURGE_BATCH_SIZE=2)
     seen = []
 
     def on_batch(batches, rows):
         if batches == 1:  # a second runner arrives while the first is alive: it must not call it dead
-            seen.append(run_purge(config, "keys", dry_run=False, started_by="second"))
+            seen.append(run_purge(target, "keys", dry_run=False, started_by="second"))
 
-    first = run_purge(config, "keys", dry_run=False, started_by="first", on_batch=on_batch)
+    first = run_purge(target, "keys", dry_run=False, started_by="first", on_batch=on_batch)
     assert first.outcome == "succeeded" and seen[0].outcome == "skipped"
     assert [h["outcome"] for h in runs(conn)] == ["succeeded", "skipped"]
 
@@ -378,20 +380,20 @@ def test_a_terminated_connection_fails_the_run_and_the_next_run_finishes(conn, d
                          " WHERE application_name = 'idemdash-purge-keys-batches'")
             _wait_for_no_backend(conn, "idemdash-purge-keys-batches")
 
-    result = run_purge(make_config(database_url, PURGE_BATCH_SIZE=10), "keys", dry_run=False, started_by="test",
+    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=10), "keys", dry_run=False, started_by="test",
                        on_batch=kill_batches)
     assert (result.outcome, result.batches, result.rows) == ("failed", 1, 10)
     assert "terminat" in result.error
     (failed,) = runs(conn)
     assert (failed["outcome"], failed["batches"], failed["rows_deleted"], failed["error"]) == (
         "failed", 1, 10, result.error)
-    again = run_purge(make_config(database_url), "keys", dry_run=False, started_by="test")
+    again = run_purge(make_target(database_url), "keys", dry_run=False, started_by="test")
     assert (again.outcome, again.rows) == ("succeeded", 20)
 
 
 def test_a_database_that_is_down_fails_without_showing_the_password():
     url = "postgresql://alice:s3cr3t-pw@127.0.0.1:9/app?connect_timeout=2"
-    result = run_purge(make_config(url), "keys", dry_run=False, started_by="test")
+    result = run_purge(make_target(url), "keys", dry_run=False, started_by="test")
     assert (result.run_id, result.outcome, result.rows) == (None, "failed", 0)
     assert result.error.startswith("database unreachable: OperationalError: ")
     assert "s3cr3t-pw" not in result.error
@@ -400,18 +402,18 @@ def test_a_database_that_is_down_fails_without_showing_the_password():
 
 
 def test_without_idemdash_schema_the_run_fails_and_says_to_migrate(empty_database_url):
-    result = run_purge(make_config(empty_database_url), "keys", dry_run=False, started_by="test")
+    result = run_purge(make_target(empty_database_url), "keys", dry_run=False, started_by="test")
     assert (result.run_id, result.outcome) == (None, "failed")
     assert "idemdash migrate" in result.error
 
 
 def test_a_missing_application_table_is_a_recorded_failure(conn, database_url):
-    result = run_purge(make_config(database_url, APP_SCHEMA="billing"), "outbox", dry_run=False, started_by="test")
+    result = run_purge(make_target(database_url, APP_SCHEMA="billing"), "outbox", dry_run=False, started_by="test")
     assert result.outcome == "failed" and "billing.outbox_event" in result.error
     (row,) = runs(conn)
     assert (row["run_id"], row["outcome"], row["error"]) == (result.run_id, "failed", result.error)
     # the lock went with the failed run: the next one runs
-    assert run_purge(make_config(database_url), "outbox", dry_run=False, started_by="test").outcome == "succeeded"
+    assert run_purge(make_target(database_url), "outbox", dry_run=False, started_by="test").outcome == "succeeded"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -431,7 +433,7 @@ def test_a_batch_that_times_out_halves_the_batch_size_and_the_run_carries_on(con
     # any batch of more than 150 rows runs into the statement timeout; smaller ones are instant
     _slow_deletes(conn, "IF (SELECT count(*) FROM gone) > 150 THEN PERFORM pg_sleep(30); END IF;")
     sizes = []
-    result = run_purge(make_config(database_url, PURGE_BATCH_SIZE=800, PURGE_STATEMENT_TIMEOUT_MS=300),
+    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=800, PURGE_STATEMENT_TIMEOUT_MS=300),
                        "keys", dry_run=False, started_by="test",
                        on_batch=lambda batches, rows: sizes.append(rows))
     assert (result.outcome, result.rows, result.error) == ("succeeded", 350, None)
@@ -448,7 +450,7 @@ def test_batches_that_keep_timing_out_at_the_floor_fail_the_run(conn, database_u
     try:
         blocker.execute(f"LOCK TABLE {KEYS} IN ACCESS EXCLUSIVE MODE")
         started = time.monotonic()
-        result = run_purge(make_config(database_url, PURGE_BATCH_SIZE=400, PURGE_LOCK_TIMEOUT_MS=100), "keys",
+        result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=400, PURGE_LOCK_TIMEOUT_MS=100), "keys",
                            dry_run=False, started_by="test")
         elapsed = time.monotonic() - started
     finally:
@@ -465,9 +467,9 @@ def test_batches_that_keep_timing_out_at_the_floor_fail_the_run(conn, database_u
 def test_a_run_stops_at_its_time_budget_and_the_next_run_carries_on(conn, database_url):
     add_expired(conn, 200)
     _slow_deletes(conn, "PERFORM pg_sleep(0.2);")
-    config = make_config(database_url, PURGE_BATCH_SIZE=10, PURGE_TIME_BUDGET_SECONDS=1)
+    target = make_target(database_url, PURGE_BATCH_SIZE=10, PURGE_TIME_BUDGET_SECONDS=1)
     started = time.monotonic()
-    result = run_purge(config, "keys", dry_run=False, started_by="test")
+    result = run_purge(target, "keys", dry_run=False, started_by="test")
     elapsed = time.monotonic() - started
     assert result.outcome == "budget_exhausted" and result.error is None
     assert 1 <= result.batches <= 7 and result.rows == 10 * result.batches
@@ -477,7 +479,7 @@ def test_a_run_stops_at_its_time_budget_and_the_next_run_carries_on(conn, databa
     assert (row["outcome"], row["rows_deleted"]) == ("budget_exhausted", result.rows)
 
     conn.execute("DROP TRIGGER slow_purge ON app.idempotency_request")
-    rest = run_purge(config, "keys", dry_run=False, started_by="test")
+    rest = run_purge(target, "keys", dry_run=False, started_by="test")
     assert (rest.outcome, rest.rows) == ("succeeded", 200 - result.rows)
 
 

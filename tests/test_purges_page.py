@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 from bs4 import BeautifulSoup
+from queries.target import Target
 
 OPERATOR_HEADERS = {"X-Forwarded-User": "alice@example.com", "X-Forwarded-Groups": "idemdash-operators"}
 VIEWER_HEADERS = {"X-Forwarded-User": "bob@example.com", "X-Forwarded-Groups": "developers"}
@@ -474,7 +475,7 @@ def test_purges_started_by_people_are_in_the_audit_log_and_scheduled_ones_are_no
     wait_finished(conn, dry)
     real = run_api(client, {"table": "keys", "dry_run": False}).get_json()["run_id"]
     wait_finished(conn, real)
-    run_purge(make_app().config, "inbox", dry_run=False, started_by="scheduler")  # the scheduler's: not audited
+    run_purge(Target.from_settings(make_app().config), "inbox", dry_run=False, started_by="scheduler")  # the scheduler's: not audited
     with psycopg.connect(conn.info.dsn, autocommit=True) as holder:  # a skipped run a person asked for is audited
         holder.execute("SELECT pg_advisory_lock(hashtextextended('idemdash.purge.' || 'outbox', 0))")
         skipped = run_api(client, {"table": "outbox", "dry_run": True}).get_json()["run_id"]

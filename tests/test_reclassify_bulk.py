@@ -8,6 +8,7 @@ from bs4 import BeautifulSoup
 
 from queries import Tables
 from queries.app_schema import claim_key
+from queries.target import Target
 
 T = Tables()
 API = "/api/v1/keys/reclassify-bulk"
@@ -200,7 +201,7 @@ def test_a_bulk_decision_outlives_the_next_purge(make_app, conn):
     assert done["changed"] == 3
     expires = conn.execute("SELECT min(expires_at - now()) FROM app.idempotency_request").fetchone()[0]
     assert timedelta(hours=5, minutes=59) < expires <= timedelta(hours=6)
-    result = run_purge(app.config, "keys", dry_run=False, started_by="test")
+    result = run_purge(Target.from_settings(app.config), "keys", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 0)
     assert conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0] == 3
 

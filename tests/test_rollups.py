@@ -18,6 +18,7 @@ from queries import rollups as q
 from queries.hotspots import AttemptBucket, Bounded, HotspotGroups, ScopeHotspots
 from queries.overview import WindowCounts
 from queries.suppression import WINDOWS, ScopeSuppression, Suppression
+from queries.target import Target
 
 NOW = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
 
@@ -61,7 +62,7 @@ def test_decode_accepts_only_query_dataclasses():
 def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
     generate(database_url, SIZES["S"])
     config = _config(database_url)
-    done = run_rollups(config)
+    done = run_rollups(Target.from_settings(config))
     expected = {f"{r.name}:{v}" for r in ROLLUPS.values() for v in r.variants(config)}
     assert set(done) == expected
     assert "suppression:7d" in done and "hotspot_groups:5" in done
@@ -70,17 +71,17 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
     assert windows == WindowCounts(200, windows.failed_final_24h, windows.succeeded_24h)
     assert all(r.duration_ms > 0 and r.age_seconds < 60 for r in stored.values())
 
-    assert run_rollups(config) == {}  # all fresh: nothing to do
-    assert set(run_rollups(config, force=True)) == expected
+    assert run_rollups(Target.from_settings(config)) == {}  # all fresh: nothing to do
+    assert set(run_rollups(Target.from_settings(config), force=True)) == expected
 
 
 def test_one_writer_at_a_time(database_url):
     config = _config(database_url)
     with psycopg.connect(database_url, autocommit=True) as other:
         assert q.try_rollup_lock(other)
-        assert run_rollups(config, force=True) == {}
+        assert run_rollups(Target.from_settings(config), force=True) == {}
         q.release_rollup_lock(other)
-    assert run_rollups(config, force=True)
+    assert run_rollups(Target.from_settings(config), force=True)
 
 
 def test_page_shows_a_fresh_slow_rollup_and_says_so(client, conn):

@@ -15,6 +15,7 @@ from core import settings
 from core.settings import ConfigError
 from jobs import purges
 from jobs.scheduler import build
+from queries.target import Target
 
 PURGE_JOBS = {"purge_keys", "purge_inbox", "purge_outbox"}
 # jobs registered next to the purges by other features
@@ -38,7 +39,7 @@ def test_build_registers_the_three_purge_jobs_on_their_default_schedules():
     assert jobs["purge_outbox"].func is purges.purge_outbox
     for job_id in PURGE_JOBS:
         assert isinstance(jobs[job_id].trigger, CronTrigger)
-        assert jobs[job_id].args == (config,)
+        assert [target.settings for target in jobs[job_id].args] == [config]
     # */15 * * * *, 7 * * * *, 37 * * * *, in UTC
     assert _next(jobs["purge_keys"]) == datetime(2026, 3, 2, 10, 15, tzinfo=timezone.utc)
     assert _next(jobs["purge_inbox"]) == datetime(2026, 3, 2, 10, 7, tzinfo=timezone.utc)
@@ -105,7 +106,7 @@ def test_a_started_scheduler_runs_a_purge_job_against_the_database(conn, databas
 def test_a_failing_purge_job_is_logged_and_the_scheduler_keeps_running(caplog):
     config = settings.load({}, DATABASE_URL="postgresql://bob:hunter2-secret@127.0.0.1:9/app?connect_timeout=2")
     # the job function itself returns the failure instead of raising
-    result = purges.purge_outbox(config)
+    result = purges.purge_outbox(Target.from_settings(config))
     assert result is not None and result.outcome == "failed" and "hunter2-secret" not in result.error
 
     scheduler = build(config, BackgroundScheduler)
@@ -136,7 +137,7 @@ def test_a_failing_purge_job_is_logged_and_the_scheduler_keeps_running(caplog):
 def test_a_purge_job_that_cannot_even_start_does_not_raise(caplog):
     # a value no parser would let through, slipped in as an override: logged, the scheduler thread survives
     config = settings.load({}, DATABASE_URL="postgresql://unused/db", PURGE_BATCH_SIZE=0)
-    assert purges.purge_keys(config) is None
+    assert purges.purge_keys(Target.from_settings(config)) is None
     assert "scheduled purge of keys could not run" in caplog.text
     assert "IDEMDASH_PURGE_BATCH_SIZE" in caplog.text
 

@@ -26,6 +26,7 @@ from queries import purges as q
 from queries.app_schema import create_app_schema
 from queries.migrate import migrate
 from tests.waiting import wait_until
+from queries.target import Target
 
 PURGE_JOBS = ("purge_keys", "purge_inbox", "purge_outbox")
 # every job the scheduler runs, made frequent for the test (the purge schedules are crontab, a minute at best)
@@ -193,7 +194,7 @@ def test_the_next_purge_closes_a_run_that_lost_the_database_with_its_real_error(
     UNRECORDED.add(lost)
     UNRECORDED.add(_failure(database_url, "outbox"))
     config = settings.load({}, DATABASE_URL=database_url, PURGE_PAUSE_MS=0)
-    assert purges.run_purge(config, "keys", dry_run=False, started_by="test").outcome == "succeeded"
+    assert purges.run_purge(Target.from_settings(config), "keys", dry_run=False, started_by="test").outcome == "succeeded"
     rows = {r["run_id"]: r for r in _runs(database_url)}
     # written before the new run looked for dead runners, so not 'runner died'
     assert (rows[run_id]["outcome"], rows[run_id]["error"], rows[run_id]["finished_at"]) == (
@@ -204,14 +205,14 @@ def test_the_next_purge_closes_a_run_that_lost_the_database_with_its_real_error(
 
 
 def test_the_flush_job_connects_only_when_runs_wait(database_url):
-    config = settings.load({}, DATABASE_URL=database_url)
-    assert record_unrecorded_runs(config) == "idle"
+    target = Target.from_settings(settings.load({}, DATABASE_URL=database_url))
+    assert record_unrecorded_runs(target) == "idle"
     UNRECORDED.add(_failure(database_url))
-    assert record_unrecorded_runs(config) == "succeeded"
+    assert record_unrecorded_runs(target) == "succeeded"
     assert [r["outcome"] for r in _runs(database_url)] == ["failed"]
     unreachable_config = settings.load({}, DATABASE_URL="postgresql://u:pw-123@127.0.0.1:9/db?connect_timeout=2")
     UNRECORDED.add(_failure(unreachable_config["DATABASE_URL"]))
-    assert record_unrecorded_runs(unreachable_config) == "failed"
+    assert record_unrecorded_runs(Target.from_settings(unreachable_config)) == "failed"
     assert len(UNRECORDED.waiting(unreachable_config["DATABASE_URL"])) == 1
 
 

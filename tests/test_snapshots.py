@@ -12,6 +12,7 @@ from bs4 import BeautifulSoup
 from jobs import snapshots
 from jobs.scheduler import register_jobs
 from tests.test_overview import make_world
+from queries.target import Target
 
 EMPTY_TEXT = "trends appear after the snapshot job has run for a few minutes"
 
@@ -61,7 +62,7 @@ def add_snapshot(conn, ago: str, stuck: int, pending: int = 0, lag: float | None
 def test_snapshot_records_exactly_the_overview_numbers(app, conn):
     make_world(conn, 11)
     overview = app.test_client().get("/api/v1/overview").get_json()
-    taken = snapshots.run_snapshot(app.config, min_gap_seconds=0)
+    taken = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     assert taken is not None
     [row] = snapshot_rows(conn)
     assert row["taken_at"] == taken.taken_at
@@ -78,7 +79,7 @@ def test_snapshot_records_exactly_the_overview_numbers(app, conn):
 def test_rows_purged_counts_real_runs_finished_since_the_previous_snapshot(app, conn):
     add_finished_run(conn, 500, ago="10 minutes")   # before the first snapshot's interval: not counted
     add_finished_run(conn, 7, ago="5 seconds")      # within the first interval (60 s)
-    first = snapshots.run_snapshot(app.config, min_gap_seconds=0)
+    first = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     assert first.rows_purged == 7
 
     add_finished_run(conn, 100, ago="0 seconds")
@@ -86,24 +87,24 @@ def test_rows_purged_counts_real_runs_finished_since_the_previous_snapshot(app, 
     add_finished_run(conn, 30, outcome="budget_exhausted", ago="0 seconds")  # partial, but those rows are gone
     conn.execute("""INSERT INTO idemdash.purge_run (table_name, rows_deleted, dry_run, started_by)
                     VALUES ('keys', 999, false, 'test')""")  # still running: counted once it finishes
-    second = snapshots.run_snapshot(app.config, min_gap_seconds=0)
+    second = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     assert second.rows_purged == 130
 
-    third = snapshots.run_snapshot(app.config, min_gap_seconds=0)
+    third = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     assert third.rows_purged == 0  # nothing counted twice
     conn.execute("UPDATE idemdash.purge_run SET outcome = 'succeeded', finished_at = clock_timestamp() "
                  "WHERE outcome = 'running'")
-    assert snapshots.run_snapshot(app.config, min_gap_seconds=0).rows_purged == 999
+    assert snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0).rows_purged == 999
     assert [r["rows_purged"] for r in snapshot_rows(conn)] == [7, 130, 0, 999]
 
 
 def test_a_second_replica_does_not_double_the_snapshots(app, conn, database_url):
-    assert snapshots.run_snapshot(app.config) is not None
-    assert snapshots.run_snapshot(app.config) is None  # within half an interval of the last one
+    assert snapshots.run_snapshot(Target.from_settings(app.config)) is not None
+    assert snapshots.run_snapshot(Target.from_settings(app.config)) is None  # within half an interval of the last one
     # a writer holding the lock right now: skip, do not wait
     with psycopg.connect(database_url) as other:
         other.execute("SELECT pg_advisory_xact_lock(hashtextextended('idemdash.snapshot', 0))")
-        assert snapshots.run_snapshot(app.config, min_gap_seconds=0) is None
+        assert snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0) is None
     assert len(snapshot_rows(conn)) == 1
 
 
@@ -112,10 +113,10 @@ def test_old_snapshots_are_dropped_in_bounded_batches(app, conn, monkeypatch):
         add_snapshot(conn, f"{days} days", stuck=1)
     add_snapshot(conn, "29 days", stuck=2)
     monkeypatch.setattr(snapshots, "DELETE_BATCH", 5)
-    snapshots.run_snapshot(app.config, min_gap_seconds=0)
+    snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     rows = snapshot_rows(conn)
     assert len(rows) == 2 + 1 + 1  # 7 old - 5 dropped, the 29-day one, the new one
-    snapshots.run_snapshot(app.config, min_gap_seconds=0)
+    snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     rows = snapshot_rows(conn)
     assert [r["stuck_keys"] for r in rows][:1] == [2]  # every snapshot past 30 days is gone, the 29-day one stays
     assert len(rows) == 3
@@ -125,18 +126,19 @@ def test_snapshot_retention_follows_the_setting(make_app, conn):
     add_snapshot(conn, "3 days", stuck=1)
     add_snapshot(conn, "1 day", stuck=2)
     app = make_app(SNAPSHOT_RETENTION_DAYS=2)
-    snapshots.run_snapshot(app.config, min_gap_seconds=0)
+    snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     assert [r["stuck_keys"] for r in snapshot_rows(conn)][:1] == [2]
 
 
 def test_the_job_is_registered_with_the_interval_and_survives_an_outage(app, caplog):
     scheduler = BackgroundScheduler()
-    register_jobs(scheduler, {**app.config, "SNAPSHOT_INTERVAL_SECONDS": 45})
+    register_jobs(scheduler, Target.from_settings({**app.config, "SNAPSHOT_INTERVAL_SECONDS": 45}))
     jobs = {job.id: job for job in scheduler.get_jobs()}
     assert {"snapshot", "purge_keys", "purge_inbox", "purge_outbox"} <= set(jobs)
     assert jobs["snapshot"].trigger.interval == timedelta(seconds=45)
     # a database that does not answer: logged, no exception into the scheduler
-    snapshots.snapshot_job({**app.config, "DATABASE_URL": "postgresql://127.0.0.1:1/nothing?connect_timeout=1"})
+    snapshots.snapshot_job(Target.from_settings({**app.config,
+                                                 "DATABASE_URL": "postgresql://127.0.0.1:1/nothing?connect_timeout=1"}))
     assert "metric snapshot skipped" in caplog.text
 
 
@@ -160,7 +162,7 @@ def test_trends_draw_one_point_per_snapshot_from_the_job(app, conn):
                   f"k{stuck}-")
         add_pending(conn, pending - conn.execute("SELECT count(*) FROM app.outbox_event").fetchone()[0],
                     "2 minutes")
-        snapshots.run_snapshot(app.config, min_gap_seconds=0)
+        snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     response = client.get("/")
     lines = _polylines(response)
     assert set(lines) == {"stuck_keys", "outbox_pending", "outbox_lag_seconds", "rows_purged"}

@@ -39,6 +39,7 @@ from psycopg.types.json import Jsonb
 from jobs.purges import run_purge
 from queries import Tables
 from queries.app_schema import NOT_PROCESSING, OWNING_KINDS, claim_key, complete_key, consume_message, fail_key
+from queries.target import Target
 
 T = Tables()
 SEED = int(os.environ.get("IDEMDASH_SOAK_SEED", "20261123"))
@@ -348,7 +349,7 @@ def _purger(run: Run) -> None:
     config = {**run.app.config, "PURGE_BATCH_SIZE": 25, "PURGE_PAUSE_MS": 2}
     while not run.stop.is_set():
         for table in ("keys", "inbox"):
-            result = run_purge(config, table, dry_run=False, started_by="scheduler")
+            result = run_purge(Target.from_settings(config), table, dry_run=False, started_by="scheduler")
             if result.outcome not in ("succeeded", "skipped"):
                 run.errors.append(f"purge run {result.run_id}: {result.outcome}: {result.error}")
             if table == "keys":
