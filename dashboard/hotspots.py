@@ -15,7 +15,6 @@ from queries import hotspots as q
 bp = Blueprint("hotspots", __name__)
 
 TOP_KEYS = 20
-GROUP_LIMIT = 100
 
 
 def _hotspots() -> dict:
@@ -38,7 +37,7 @@ def _hotspots() -> dict:
                                 index="index_keys_attempts"),
         "histogram": histogram,
         "top_limit": TOP_KEYS,
-        "group_limit": GROUP_LIMIT,
+        "group_limit": q.GROUP_LIMIT,
     }
 
 
@@ -65,9 +64,9 @@ def api():
                                            histogram=data["histogram"]),
         "definitions": {
             "hotspot": f"a key with attempt_count >= {data['min_attempts']}",
-            "by_scope": f"hotspot keys grouped by idempotency_scope, the {GROUP_LIMIT} with the most first",
+            "by_scope": f"hotspot keys grouped by idempotency_scope, the {q.GROUP_LIMIT} with the most first",
             "by_worker": f"hotspot keys grouped by claimed_by (the worker that claimed the key last; null is "
-                         f"its own group), the {GROUP_LIMIT} with the most first",
+                         f"its own group), the {q.GROUP_LIMIT} with the most first",
             "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and claimed_at "
                      f"older than {current_app.config['DEFAULT_LEASE_SECONDS']} s",
             "processing": "status = 'processing', the stuck keys included",

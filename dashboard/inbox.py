@@ -13,7 +13,6 @@ from queries import inbox as q
 
 bp = Blueprint("inbox", __name__)
 
-CONSUMERS_SHOWN = 200
 OVERDUE, WITHIN = "purge overdue", "within retention"
 
 
@@ -26,7 +25,7 @@ def _definitions(retention_days: int) -> dict[str, str]:
         "newest_processed_at": "the latest processed_at: when the consumer last recorded a message",
         "retention": f"'{OVERDUE}' when the oldest row is older than the retention ({retention_days} days, "
                      f"IDEMDASH_INBOX_RETENTION_DAYS): the inbox purge has not removed it; '{WITHIN}' otherwise",
-        "consumers": f"consumers by name, at most {CONSUMERS_SHOWN}; totals count every consumer",
+        "consumers": f"consumers by name, at most {q.CONSUMERS_SHOWN}; totals count every consumer",
     }
 
 
@@ -45,12 +44,12 @@ def _inbox() -> dict:
                 [c for c in every.items if needle in c.consumer_name.lower()], truncated=False))
         else:
             consumers = panels.load(q.list_inbox_consumers, tables, retention_days=retention_days, consumer=consumer,
-                                    limit=CONSUMERS_SHOWN, index="index_inbox_consumer")
+                                    limit=q.CONSUMERS_SHOWN, index="index_inbox_consumer")
     return {
         "as_of": datetime.now(timezone.utc),
         "consumer": consumer,
         "retention_days": retention_days,
-        "consumers_shown": CONSUMERS_SHOWN,
+        "consumers_shown": q.CONSUMERS_SHOWN,
         "consumers": consumers,
         "totals": totals,
         "overdue_label": OVERDUE,

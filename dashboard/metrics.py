@@ -16,10 +16,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram,
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from dashboard import rollups
 from queries.target import Target
 from queries import metrics as qm
 from queries import overview as qo
+from queries import rollups as qr
 
 bp = Blueprint("metrics", __name__)
 
@@ -57,10 +57,10 @@ class DatabaseCollector(Collector):
         with self.db.read() as conn:
             # counts by status and window and the inbox volume: precomputed at scale (dashboard/rollups.py)
             keys = qo.KeyCounts.combine(qo.count_processing_keys(conn, tables, self.lease_seconds),
-                                        rollups.read(conn, tables, "key_windows"))
+                                        qr.read_value(conn, tables, self.db.settings, "key_windows"))
             by_scope = qm.count_stuck_keys_by_scope(conn, tables, self.lease_seconds)
             outbox = qo.get_outbox_backlog(conn, tables)
-            inbox = rollups.read(conn, tables, "inbox_volume")
+            inbox = qr.read_value(conn, tables, self.db.settings, "inbox_volume")
             purges = qm.list_purge_status_by_table(conn)
         stuck = GaugeMetricFamily("idemdash_stuck_keys", "Keys in processing whose lease has run out, by scope.",
                                   labels=["scope"])

@@ -16,7 +16,6 @@ bp = Blueprint("outbox", __name__)
 # A pending row whose delivery failed this often is probably a poison event: it will never publish on its own.
 MANY_ATTEMPTS = 3
 MANY_ATTEMPTS_SHOWN = 20
-EVENT_TYPES_SHOWN = 200
 STATUS_MAX_LENGTH = 100
 
 DEFINITIONS = {
@@ -24,7 +23,7 @@ DEFINITIONS = {
     "backlog.lag_seconds": "age of the oldest pending row: now() - min(created_at) over pending rows",
     "backlog.pending_many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS}",
     "by_event_type": "event types that have pending rows or rows published in the last 24 hours, most pending "
-                     f"first, at most {EVENT_TYPES_SHOWN}",
+                     f"first, at most {q.EVENT_TYPES_SHOWN}",
     "by_event_type.pending": "pending rows of this event type; oldest_pending_at and max_attempts over those rows",
     "by_event_type.published_24h": "rows of this event type whose published_at is within the last 24 hours",
     "many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS}, most attempts first, at most "
@@ -62,7 +61,7 @@ def _outbox() -> dict:
                                      limit=MANY_ATTEMPTS_SHOWN, index="index_outbox_attempts"),
         "many_attempts_threshold": MANY_ATTEMPTS,
         "many_attempts_shown": MANY_ATTEMPTS_SHOWN,
-        "event_types_shown": EVENT_TYPES_SHOWN,
+        "event_types_shown": q.EVENT_TYPES_SHOWN,
     }
 
 

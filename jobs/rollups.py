@@ -1,5 +1,5 @@
-"""The rollup job: recompute the aggregates pages cannot count live at scale (dashboard/rollups.py), each on its
-interval, and store them in ``idemdash.rollup``.
+"""The rollup job: recompute the aggregates pages cannot count live at scale (queries/rollups.py), each on its
+interval, and store their rows in ``idemdash.rollup``.
 
 One writer at a time across scheduler replicas (advisory lock); a rollup another replica refreshed recently is
 left alone. Each computation runs in its own READ ONLY transaction with a long statement timeout (it reads up
@@ -31,8 +31,6 @@ SLACK_SECONDS = 5
 
 def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
     """Recompute the rollups that are due (all with ``force``); returns {name:variant: milliseconds}."""
-    from dashboard.rollups import ROLLUPS
-
     tables, config = target.tables, target.settings
     done: dict[str, float] = {}
     with target.connect("idemdash-rollups") as conn:
@@ -41,7 +39,7 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
             return done
         try:
             ages = {(a.name, a.variant): a.age_seconds for a in q.list_rollup_ages(conn)}
-            for rollup in ROLLUPS.values():
+            for rollup in q.ROLLUPS.values():
                 for variant in rollup.variants(config):
                     age = ages.get((rollup.name, variant))
                     if not force and age is not None and age < rollup.every_seconds - SLACK_SECONDS:
@@ -52,25 +50,25 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
                         if lost(conn):
                             raise  # the database went away: the rest would fail the same way, one line each
                         log.warning("rollup %s:%s skipped: %s", rollup.name, variant,
-                                    describe_error(exc, config["DATABASE_URL"]))
+                                    describe_error(exc, target.dsn))
         finally:
             if not lost(conn):  # a lost connection took the lock with it
                 q.release_rollup_lock(conn)
     return done
 
 
-def _compute_and_store(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any], rollup,
+def _compute_and_store(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any], rollup: q.Rollup,
                        variant: str) -> float:
     with conn.transaction():
         conn.execute(statement("set_read_only"))
         conn.execute(statement("set_statement_timeout"), {"ms": str(STATEMENT_TIMEOUT_MS)})
         computed_at = q.get_clock(conn)
         started = time.perf_counter()
-        value = rollup.compute(conn, tables, config, variant)
+        rows = rollup.fetch(conn, tables, config, variant)
         elapsed_ms = (time.perf_counter() - started) * 1000
     with conn.transaction():
         conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
-        q.upsert_rollup(conn, rollup.name, variant, computed_at, elapsed_ms, value)
+        q.upsert_rollup(conn, rollup.name, variant, computed_at, elapsed_ms, rows)
     return elapsed_ms
 
 

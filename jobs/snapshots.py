@@ -34,9 +34,7 @@ def run_snapshot(target: Target, *, min_gap_seconds: float | None = None) -> q.S
         with conn.transaction():
             conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
             conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
-            snapshot = q.take_snapshot(conn, target.tables,
-                                       lease_seconds=config["DEFAULT_LEASE_SECONDS"],
-                                       interval_seconds=interval, min_gap_seconds=gap)
+            snapshot = q.take_snapshot(conn, target.tables, config, interval_seconds=interval, min_gap_seconds=gap)
             deleted = q.delete_old_snapshots(conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"],
                                              limit=DELETE_BATCH)
     if deleted:

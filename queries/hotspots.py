@@ -11,6 +11,8 @@ from queries.db import select_all
 from queries.keys import KeyRow
 
 T = TypeVar("T")
+# Hotspot groups shown per page (by scope, by worker); more are counted as "more".
+GROUP_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class HotspotGroups:
 
 
 @dataclass(frozen=True)
-class _GroupRow:
+class HotspotGroupRow:
     by_scope: bool
     scope: str | None
     claimed_by: str | None
@@ -83,11 +85,21 @@ def _bounded(rows: list[T], limit: int) -> Bounded[T]:
 
 
 def list_hotspot_groups(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
-                        limit: int = 100) -> HotspotGroups:
+                        limit: int = GROUP_LIMIT) -> HotspotGroups:
     """Hotspots by scope and by worker (one pass over the hotspot rows), at most ``limit`` groups of each."""
-    rows = select_all(conn, statement("list_hotspot_groups", tables),
+    return group_hotspots(list_hotspot_group_rows(conn, tables, min_attempts, lease_seconds=lease_seconds,
+                                                  limit=limit), limit)
+
+
+def list_hotspot_group_rows(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
+                            limit: int = GROUP_LIMIT) -> list[HotspotGroupRow]:
+    """The rows behind ``list_hotspot_groups`` (what the rollup stores): up to ``limit`` + 1 groups of each kind."""
+    return select_all(conn, statement("list_hotspot_groups", tables),
                       {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "limit": limit + 1},
-                      _GroupRow)
+                      HotspotGroupRow)
+
+
+def group_hotspots(rows: list[HotspotGroupRow], limit: int = GROUP_LIMIT) -> HotspotGroups:
     counts = lambda r: (r.hotspot_keys, r.stuck, r.processing, r.failed_retryable, r.failed_final,  # noqa: E731
                         r.succeeded, r.max_attempts)
     by_scope = [ScopeHotspots(r.scope, *counts(r)) for r in rows if r.by_scope]

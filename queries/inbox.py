@@ -10,6 +10,10 @@ from queries import Tables, statement
 from queries.db import select_all, select_one
 
 
+# Consumers listed on the inbox page; totals count every consumer.
+CONSUMERS_SHOWN = 200
+
+
 @dataclass(frozen=True)
 class ConsumerVolume:
     consumer_name: str
@@ -41,10 +45,20 @@ class InboxTotals:
 
 
 def list_inbox_consumers(conn: psycopg.Connection, tables: Tables, *, retention_days: int,
-                         consumer: str | None = None, limit: int = 200) -> ConsumerList:
+                         consumer: str | None = None, limit: int = CONSUMERS_SHOWN) -> ConsumerList:
     """Consumers by name (those whose name contains ``consumer``, case-insensitive), at most ``limit``."""
-    rows = select_all(conn, statement("list_inbox_consumers", tables),
+    return bounded_consumers(list_inbox_consumer_rows(conn, tables, retention_days=retention_days,
+                                                      consumer=consumer, limit=limit), limit)
+
+
+def list_inbox_consumer_rows(conn: psycopg.Connection, tables: Tables, *, retention_days: int,
+                             consumer: str | None = None, limit: int = CONSUMERS_SHOWN) -> list[ConsumerVolume]:
+    """Up to ``limit`` + 1 consumers: the rows behind ``list_inbox_consumers`` (what the rollup stores)."""
+    return select_all(conn, statement("list_inbox_consumers", tables),
                       {"retention_days": retention_days, "consumer": consumer, "limit": limit + 1}, ConsumerVolume)
+
+
+def bounded_consumers(rows: list[ConsumerVolume], limit: int = CONSUMERS_SHOWN) -> ConsumerList:
     return ConsumerList(rows[:limit], len(rows) > limit)
 
 

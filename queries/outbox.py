@@ -29,6 +29,10 @@ class OutboxSummary:
     pending_many_attempts: int
 
 
+# Event types listed on the outbox page, most pending first.
+EVENT_TYPES_SHOWN = 200
+
+
 @dataclass(frozen=True)
 class EventTypeSummary:
     event_type: str
@@ -66,7 +70,8 @@ def get_outbox_summary(conn: psycopg.Connection, tables: Tables, *, min_attempts
     return row
 
 
-def list_outbox_event_types(conn: psycopg.Connection, tables: Tables, limit: int = 200) -> list[EventTypeSummary]:
+def list_outbox_event_types(conn: psycopg.Connection, tables: Tables,
+                            limit: int = EVENT_TYPES_SHOWN) -> list[EventTypeSummary]:
     return select_all(conn, statement("list_outbox_event_types", tables), {"limit": limit}, EventTypeSummary)
 
 

@@ -1,24 +1,163 @@
-"""Stored rollups (``idemdash.rollup``): a query function's result, computed by the scheduler, read by pages.
+"""Rollups: aggregates that cannot be index-fast at millions of rows, precomputed by the scheduler.
 
-A value is a tree of the query modules' frozen dataclasses; it is stored as JSON with each dataclass tagged by
-its class (only ``queries.*`` dataclasses are accepted back) and datetimes tagged, so what a page reads back is
-the same value the query function returns.
+Each rollup in ``ROLLUPS`` names the query that fetches its rows, the one flat row type it stores, and how
+those rows become what a page shows (``assemble``). The rollup job (jobs/rollups.py) fetches each rollup's
+variants on its interval and stores the rows in ``idemdash.rollup`` with how long fetching them took; a reader
+(``read_value``, or a page's panel in dashboard/rollups.py) uses the stored rows only while they are fresh
+(younger than ``FRESH_FACTOR`` intervals) and only when fetching them live was measured to be slow (at least
+``LIVE_BUDGET_MS``): small tables are always read live, so a demo or a test database shows exact numbers.
+
+Stored rows are plain JSON objects of their row type's fields (times as ISO 8601); a stored value that does
+not decode into the row type (another idemdash version wrote it) is logged and fetched live instead.
 """
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import logging
+import typing
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import psycopg
+from psycopg import errors
 from psycopg.types.json import Jsonb
 
-from queries import statement
+from queries import Tables, statement
+from queries import hotspots, inbox, outbox, overview, suppression
 from queries.db import select_all
 
-_CLASS, _TIME, _DICT = "__class__", "__time__", "__dict__"
+log = logging.getLogger(__name__)
+
+# Fetching may take this long live; a rollup measured slower than this is read precomputed instead.
+LIVE_BUDGET_MS = 10.0
+# A stored value older than this many of its intervals is not used (the scheduler is behind or stopped).
+FRESH_FACTOR = 3
+
+Fetch = Callable[[psycopg.Connection, Tables, Mapping[str, Any], str], list]
+
+
+@dataclass(frozen=True)
+class Rollup:
+    name: str
+    row: type                                               # the dataclass of the rows it stores
+    fetch: Fetch                                            # (conn, tables, settings, variant) -> rows
+    assemble: Callable[[list], Any]                         # rows -> the value a page shows
+    variants: Callable[[Mapping[str, Any]], list[str]]      # the variants the job precomputes
+    index: str | None                                       # the index advice its live fetch needs
+    every_seconds: int                                      # how often the job recomputes it
+
+    def compute(self, conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], variant: str) -> Any:
+        return self.assemble(self.fetch(conn, tables, settings, variant))
+
+
+class RollupDecodeError(ValueError):
+    """A stored rollup's rows do not fit its row type (written by another idemdash version)."""
+
+
+def _single(settings: Mapping[str, Any]) -> list[str]:
+    return [""]
+
+
+def _one(rows: list) -> Any:
+    return rows[0]
+
+
+def _as_list(rows: list) -> Any:
+    return list(rows)
+
+
+ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
+    Rollup("key_windows", overview.WindowCounts,
+           lambda conn, tables, s, v: [overview.count_keys_by_window(conn, tables)],
+           _one, _single, "index_keys_updated", 60),
+    Rollup("inbox_volume", overview.InboxVolume,
+           lambda conn, tables, s, v: [overview.get_inbox_volume(conn, tables)],
+           _one, _single, "index_inbox_processed", 60),
+    Rollup("hotspot_groups", hotspots.HotspotGroupRow,
+           lambda conn, tables, s, v: hotspots.list_hotspot_group_rows(
+               conn, tables, int(v), lease_seconds=s["DEFAULT_LEASE_SECONDS"]),
+           hotspots.group_hotspots, lambda s: [str(s["HOTSPOT_MIN_ATTEMPTS"])], "index_keys_attempts", 60),
+    # every key in the table: the one aggregate that reads all of it (an index-only count), so less often
+    Rollup("attempt_histogram", hotspots.AttemptBucket,
+           lambda conn, tables, s, v: hotspots.count_keys_by_attempts(conn, tables),
+           _as_list, _single, "index_keys_attempts", 300),
+    Rollup("suppression", suppression.ScopeSuppression,
+           lambda conn, tables, s, v: suppression.list_suppression_rows(conn, tables, suppression.WINDOWS[v]),
+           suppression.assemble_suppression, lambda s: list(suppression.WINDOWS), "index_keys_created", 120),
+    Rollup("inbox_consumers", inbox.ConsumerVolume,
+           lambda conn, tables, s, v: inbox.list_inbox_consumer_rows(
+               conn, tables, retention_days=s["INBOX_RETENTION_DAYS"]),
+           inbox.bounded_consumers, _single, "index_inbox_consumer", 60),
+    Rollup("inbox_totals", inbox.InboxTotals,
+           lambda conn, tables, s, v: [inbox.get_inbox_totals(conn, tables, retention_days=s["INBOX_RETENTION_DAYS"])],
+           _one, _single, "index_inbox_processed", 60),
+    Rollup("outbox_event_types", outbox.EventTypeSummary,
+           lambda conn, tables, s, v: outbox.list_outbox_event_types(conn, tables),
+           _as_list, _single, "index_outbox_published", 60),
+)}
+
+
+def usable(stored: "StoredRollup", rollup: Rollup) -> bool:
+    """Fresh, and slow enough to fetch that reading it precomputed is worth its age."""
+    return stored.duration_ms >= LIVE_BUDGET_MS and stored.age_seconds <= FRESH_FACTOR * rollup.every_seconds
+
+
+# -- stored rows ------------------------------------------------------------------------------------------------
+
+def encode_rows(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{f.name: _plain(getattr(row, f.name)) for f in dataclasses.fields(row)} for row in rows]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"a rollup row holds a {type(value).__name__}: store plain values")
+
+
+def decode_rows(rollup: Rollup, payload: Any) -> list[Any]:
+    """The stored rows as ``rollup.row`` instances; RollupDecodeError when they do not fit."""
+    hints = typing.get_type_hints(rollup.row)
+    names = {f.name for f in dataclasses.fields(rollup.row)}
+    if not isinstance(payload, list):
+        raise RollupDecodeError(f"rollup {rollup.name!r}: expected a list of rows, got {type(payload).__name__}")
+    rows = []
+    for item in payload:
+        if not isinstance(item, dict) or set(item) != names:
+            got = sorted(item) if isinstance(item, dict) else type(item).__name__
+            raise RollupDecodeError(f"rollup {rollup.name!r}: a stored row has {got}, "
+                                    f"{rollup.row.__name__} has {sorted(names)}")
+        try:
+            rows.append(rollup.row(**{k: _typed(hints[k], v) for k, v in item.items()}))
+        except (TypeError, ValueError) as exc:
+            raise RollupDecodeError(f"rollup {rollup.name!r}: {exc}") from None
+    return rows
+
+
+def _typed(hint: Any, value: Any) -> Any:
+    if value is not None and datetime in (hint, *typing.get_args(hint)):
+        return datetime.fromisoformat(value)
+    return value
+
+
+def read_value(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], name: str,
+               variant: str = "") -> Any:
+    """A rollup's value for code that is not a page panel (the /metrics collector, the snapshot job), on the
+    caller's connection: precomputed when fresh and slow to fetch live, as for panels; otherwise fetched now."""
+    rollup = ROLLUPS[name]
+    try:
+        with conn.transaction():  # a savepoint: idemdash's schema missing must not abort the caller's reads
+            stored = list_rollups(conn, [(name, variant)])
+    except (errors.UndefinedTable, errors.InvalidSchemaName):
+        stored = []
+    if stored and usable(stored[0], rollup):
+        try:
+            return rollup.assemble(decode_rows(rollup, stored[0].payload))
+        except RollupDecodeError as exc:
+            log.warning("%s; computing it live", exc)
+    return rollup.compute(conn, tables, settings, variant)
 
 
 @dataclass(frozen=True)
@@ -38,45 +177,6 @@ class RollupAge:
     computed_at: datetime
     duration_ms: float
     age_seconds: float
-
-
-def encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        cls = type(value)
-        return {_CLASS: f"{cls.__module__}:{cls.__qualname__}",
-                **{f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
-    if isinstance(value, datetime):
-        return {_TIME: value.isoformat()}
-    if isinstance(value, (list, tuple)):
-        return [encode(v) for v in value]
-    if isinstance(value, dict):
-        # wrapped, so a stored JSON value that happens to hold a '__class__' key stays data
-        return {_DICT: {str(k): encode(v) for k, v in value.items()}}
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    raise TypeError(f"cannot store a {type(value).__name__} in a rollup")
-
-
-def decode(data: Any) -> Any:
-    if isinstance(data, list):
-        return [decode(v) for v in data]
-    if isinstance(data, dict):
-        if _DICT in data:
-            return {k: decode(v) for k, v in data[_DICT].items()}
-        if _TIME in data:
-            return datetime.fromisoformat(data[_TIME])
-        if _CLASS in data:
-            module, _, qualname = data[_CLASS].partition(":")
-            if not module.startswith("queries."):
-                raise ValueError(f"rollup names a class outside queries/: {data[_CLASS]!r}")
-            cls = importlib.import_module(module)
-            for part in qualname.split("."):
-                cls = getattr(cls, part)
-            if not dataclasses.is_dataclass(cls):
-                raise ValueError(f"rollup names a class that is not a dataclass: {data[_CLASS]!r}")
-            return cls(**{k: decode(v) for k, v in data.items() if k != _CLASS})
-        raise ValueError(f"not a stored rollup value: {sorted(data)!r}")
-    return data
 
 
 def list_rollups(conn: psycopg.Connection, wanted: Sequence[tuple[str, str]]) -> list[StoredRollup]:
@@ -104,6 +204,6 @@ def get_clock(conn: psycopg.Connection) -> datetime:
 
 
 def upsert_rollup(conn: psycopg.Connection, name: str, variant: str, computed_at: datetime, duration_ms: float,
-                  value: Any) -> None:
+                  rows: Sequence[Any]) -> None:
     conn.execute(statement("upsert_rollup"), {"name": name, "variant": variant, "computed_at": computed_at,
-                                              "duration_ms": duration_ms, "payload": Jsonb(encode(value))})
+                                              "duration_ms": duration_ms, "payload": Jsonb(encode_rows(rows))})

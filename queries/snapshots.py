@@ -2,17 +2,20 @@
 without scanning the application tables.
 
 The numbers come from ``queries.overview``'s own functions, so a snapshot and
-the overview can never disagree about what "stuck" or "lag" means.
+the overview can never disagree about what "stuck" or "lag" means; the counts
+the rollup job precomputes (by status and window, inbox volume) are taken from
+it while fresh instead of being counted a second time.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, Mapping
 
 import psycopg
 
 from queries import Tables, statement
-from queries import overview
+from queries import overview, rollups
 from queries.db import select_all, select_one
 from queries.health import database_now
 
@@ -83,7 +86,7 @@ def delete_old_snapshots(conn: psycopg.Connection, *, retention_days: int, limit
     return cur.rowcount
 
 
-def take_snapshot(conn: psycopg.Connection, tables: Tables, *, lease_seconds: int, interval_seconds: int,
+def take_snapshot(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], *, interval_seconds: int,
                   min_gap_seconds: float = 0.0) -> Snapshot | None:
     """Measure and record one snapshot inside the caller's transaction.
 
@@ -98,9 +101,10 @@ def take_snapshot(conn: psycopg.Connection, tables: Tables, *, lease_seconds: in
     previous = get_last_snapshot_at(conn)
     if previous is not None and (now - previous).total_seconds() < min_gap_seconds:
         return None
-    keys = overview.count_keys_by_state(conn, tables, lease_seconds)
+    keys = overview.KeyCounts.combine(overview.count_processing_keys(conn, tables, settings["DEFAULT_LEASE_SECONDS"]),
+                                      rollups.read_value(conn, tables, settings, "key_windows"))
     backlog = overview.get_outbox_backlog(conn, tables)
-    inbox = overview.get_inbox_volume(conn, tables)
+    inbox = rollups.read_value(conn, tables, settings, "inbox_volume")
     since = previous if previous is not None else now - timedelta(seconds=interval_seconds)
     snapshot = Snapshot(
         taken_at=now,

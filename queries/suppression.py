@@ -40,8 +40,17 @@ class Suppression:
 
 
 def get_suppression(conn: psycopg.Connection, tables: Tables, window: timedelta, limit: int = 200) -> Suppression:
-    rows = select_all(conn, statement("list_suppression_by_scope", tables), {"window": window, "limit": limit},
+    return assemble_suppression(list_suppression_rows(conn, tables, window, limit))
+
+
+def list_suppression_rows(conn: psycopg.Connection, tables: Tables, window: timedelta,
+                          limit: int = 200) -> list[ScopeSuppression]:
+    """One row per scope (at most ``limit``), then the totals row (what the rollup stores)."""
+    return select_all(conn, statement("list_suppression_by_scope", tables), {"window": window, "limit": limit},
                       ScopeSuppression)
+
+
+def assemble_suppression(rows: list[ScopeSuppression]) -> Suppression:
     *scopes, totals = rows
     assert totals.is_total and not any(r.is_total for r in scopes)
     return Suppression(since=totals.since, scopes=scopes, more=totals.scopes > len(scopes), totals=totals)

@@ -12,12 +12,13 @@ from psycopg.types.json import Jsonb
 
 from benchmarks.datagen import SIZES, generate
 from core import settings
-from dashboard.rollups import FRESH_FACTOR, LIVE_BUDGET_MS, ROLLUPS
 from jobs.rollups import run_rollups
 from queries import rollups as q
-from queries.hotspots import AttemptBucket, Bounded, HotspotGroups, ScopeHotspots
+from queries.hotspots import AttemptBucket, HotspotGroupRow
+from queries.inbox import CONSUMERS_SHOWN, ConsumerVolume
 from queries.overview import WindowCounts
-from queries.suppression import WINDOWS, ScopeSuppression, Suppression
+from queries.rollups import FRESH_FACTOR, LIVE_BUDGET_MS, ROLLUPS
+from queries.suppression import WINDOWS, ScopeSuppression
 from queries.target import Target
 
 NOW = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
@@ -27,36 +28,57 @@ def _config(url: str) -> dict:
     return settings.load({}, DATABASE_URL=url)
 
 
-def _store(conn: psycopg.Connection, name: str, variant: str, value, *, duration_ms: float = 500.0,
+def _store(conn: psycopg.Connection, name: str, variant: str, rows, *, duration_ms: float = 500.0,
            age: timedelta = timedelta(seconds=5)) -> None:
     conn.execute("INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
                  "VALUES (%s, %s, now() - %s, %s, %s) ON CONFLICT (name, variant) DO UPDATE "
                  "SET computed_at = EXCLUDED.computed_at, duration_ms = EXCLUDED.duration_ms, "
-                 "payload = EXCLUDED.payload", (name, variant, age, duration_ms, Jsonb(q.encode(value))))
+                 "payload = EXCLUDED.payload", (name, variant, age, duration_ms, Jsonb(rows)))
 
 
-def _suppression(scope: str, keys: int) -> Suppression:
+def _rows(*rows) -> list[dict]:
+    return q.encode_rows(rows)
+
+
+def _suppression(scope: str, keys: int) -> list[dict]:
     row = ScopeSuppression(False, scope, 1, keys, keys - 1, 1, 100.0 / keys, keys + 1, 1, 2, keys, 0, 0, 0, NOW)
-    total = replace(row, is_total=True, scope=None)
-    return Suppression(NOW, [row], False, total)
+    return _rows(row, replace(row, is_total=True, scope=None))
 
 
-def test_values_round_trip_through_json():
-    values = [
-        _suppression("x/y", 7),
-        Bounded([ScopeHotspots("s", 3, 1, 1, 1, 0, 1, 9)], more=True),
-        [AttemptBucket("1", 1, 1, 10), AttemptBucket("20+", 20, None, 1)],
-        {"__class__": "queries.overview:WindowCounts", "note": [NOW]},   # data that looks like a tag stays data
-    ]
-    for value in values:
-        assert q.decode(q.encode(value)) == value
+def _volume(name: str) -> ConsumerVolume:
+    return ConsumerVolume(name, 1, 2, 3, NOW, 60.0, False, NOW, 1.0)
 
 
-def test_decode_accepts_only_query_dataclasses():
-    with pytest.raises(ValueError, match="outside queries"):
-        q.decode({"__class__": "subprocess:Popen", "args": ["true"]})
-    with pytest.raises(ValueError):
-        q.decode({"plain": "dict"})
+def test_rows_round_trip_through_json_as_their_row_type():
+    cases = {
+        "suppression": [ScopeSuppression(False, "x/y", 1, 7, 6, 1, 14.2, 8, 1, 2, 7, 0, 0, 0, NOW)],
+        "hotspot_groups": [HotspotGroupRow(True, "s", None, 3, 1, 1, 1, 0, 1, 9)],
+        "attempt_histogram": [AttemptBucket("1", 1, 1, 10), AttemptBucket("20+", 20, None, 1)],
+        "inbox_consumers": [_volume("billing"), ConsumerVolume("idle", 0, 0, 0, None, None, False, None, None)],
+        "key_windows": [WindowCounts(1, 2, 3)],
+    }
+    for name, rows in cases.items():
+        assert q.decode_rows(ROLLUPS[name], q.encode_rows(rows)) == rows
+    assert set(cases) | {"inbox_volume", "inbox_totals", "outbox_event_types"} == set(ROLLUPS)
+
+
+@pytest.mark.parametrize("payload", [
+    {"failed_retryable": 1},                                                    # not a list of rows
+    [{"failed_retryable": 1, "failed_final_24h": 2}],                           # a field missing
+    [{"failed_retryable": 1, "failed_final_24h": 2, "succeeded_24h": 3, "x": 4}],  # a field it does not have
+    [{"__class__": "subprocess:Popen", "args": ["true"]}],                      # an old tagged value: data, not code
+])
+def test_rows_that_do_not_fit_their_type_are_refused(payload):
+    with pytest.raises(q.RollupDecodeError, match="key_windows"):
+        q.decode_rows(ROLLUPS["key_windows"], payload)
+
+
+def test_a_stored_rollup_that_does_not_decode_is_logged_and_read_live(client, conn, caplog):
+    _store(conn, "key_windows", "", [{"failed_retryable": 777}])
+    body = client.get("/api/v1/overview").get_json()
+    assert body["keys"]["failed_retryable"] == 0 and body["precomputed"] == {}
+    assert "rollup 'key_windows': a stored row has ['failed_retryable']" in caplog.text
+    assert "computing it live" in caplog.text
 
 
 def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
@@ -67,7 +89,7 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
     assert set(done) == expected
     assert "suppression:7d" in done and "hotspot_groups:5" in done
     stored = {(r.name, r.variant): r for r in q.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])}
-    windows = q.decode(stored[("key_windows", "")].payload)
+    [windows] = q.decode_rows(ROLLUPS["key_windows"], stored[("key_windows", "")].payload)
     assert windows == WindowCounts(200, windows.failed_final_24h, windows.succeeded_24h)
     assert all(r.duration_ms > 0 and r.age_seconds < 60 for r in stored.values())
 
@@ -112,7 +134,7 @@ def test_cheap_or_stale_rollups_are_not_shown(client, conn, duration_ms, age):
 
 
 def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client, conn):
-    _store(conn, "key_windows", "", WindowCounts(777, 55, 4242))
+    _store(conn, "key_windows", "", _rows(WindowCounts(777, 55, 4242)))
     conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                         claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at)
                     VALUES ('s', 'stuck-now', 'h', 'processing', 'api-1', now() - interval '1 hour',
@@ -130,8 +152,7 @@ def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client,
 
 
 def test_hotspot_threshold_other_than_the_precomputed_one_is_live(client, conn):
-    _store(conn, "hotspot_groups", "5", HotspotGroups(
-        Bounded([ScopeHotspots("precomputed-scope", 3, 0, 0, 0, 0, 3, 9)], False), Bounded([], False)))
+    _store(conn, "hotspot_groups", "5", _rows(HotspotGroupRow(True, "precomputed-scope", None, 3, 0, 0, 0, 0, 3, 9)))
     assert [s["scope"] for s in client.get("/api/v1/hotspots").get_json()["by_scope"]] == ["precomputed-scope"]
     assert client.get("/api/v1/hotspots?min_attempts=6").get_json()["by_scope"] == []
 
@@ -141,22 +162,17 @@ def test_suppression_windows_are_all_precomputed():
 
 
 def test_inbox_consumer_filter_reads_the_precomputed_list(client, conn):
-    from queries.inbox import ConsumerList, ConsumerVolume
-
-    def volume(name: str) -> ConsumerVolume:
-        return ConsumerVolume(name, 1, 2, 3, NOW, 60.0, False, NOW, 1.0)
-
-    _store(conn, "inbox_consumers", "", ConsumerList([volume("billing.eu"), volume("shipping")], truncated=False))
+    _store(conn, "inbox_consumers", "", _rows(_volume("billing.eu"), _volume("shipping")))
     body = client.get("/api/v1/inbox?consumer=BILL").get_json()
     assert [c["consumer_name"] for c in body["consumers"]] == ["billing.eu"]
     assert "consumers" in body["precomputed"]
     # a truncated precomputed list may lack the consumer asked for: read live instead
-    _store(conn, "inbox_consumers", "", ConsumerList([volume("shipping")], truncated=True))
+    _store(conn, "inbox_consumers", "", _rows(*(_volume(f"shipping-{i}") for i in range(CONSUMERS_SHOWN + 1))))
     assert client.get("/api/v1/inbox?consumer=bill").get_json()["consumers"] == []
 
 
 def test_metrics_read_precomputed_counts_and_live_stuck(client, conn):
-    _store(conn, "key_windows", "", WindowCounts(777, 55, 4242))
+    _store(conn, "key_windows", "", _rows(WindowCounts(777, 55, 4242)))
     text = client.get("/metrics").get_data(as_text=True)
     assert "idemdash_failed_retryable_keys 777.0" in text
     assert "idemdash_failed_final_keys_24h 55.0" in text

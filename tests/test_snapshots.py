@@ -239,3 +239,18 @@ def test_the_polling_fragment_carries_the_trends(client, conn):
     add_snapshot(conn, "2 minutes", stuck=1)
     add_snapshot(conn, "1 minute", stuck=4)
     assert len(_polylines(client.get("/", headers={"HX-Request": "true"}))["stuck_keys"]) == 2
+
+
+def test_a_snapshot_takes_the_precomputed_counts_instead_of_counting_again(app, conn):
+    """At scale the rollup job counts keys by status and window and the inbox volume; the snapshot reuses those."""
+    from psycopg.types.json import Jsonb
+
+    from queries.overview import InboxVolume, WindowCounts
+    from queries.rollups import encode_rows
+
+    for name, row in (("key_windows", WindowCounts(777, 55, 4242)), ("inbox_volume", InboxVolume(9001, 3))):
+        conn.execute("INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
+                     "VALUES (%s, '', now(), 900, %s)", (name, Jsonb(encode_rows([row]))))
+    taken = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    assert (taken.failed_retryable_keys, taken.failed_final_keys_24h, taken.inbox_rows_24h) == (777, 55, 9001)
+    assert taken.stuck_keys == 0  # stuck and processing stay live
