@@ -34,7 +34,7 @@ def failing(make_app):
 
         def write():
             with get_target().write() as conn:
-                upsert_rollup(conn, "error_test", "", datetime.now(timezone.utc), 1.0, {"n": 1})
+                upsert_rollup(conn, "error_test", "", datetime.now(timezone.utc), 1.0, [])
             return jsonify({"ok": True})
 
         def read():
