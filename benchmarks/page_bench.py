@@ -49,7 +49,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from benchmarks.datagen import SIZES, Size, generate
 from queries import Tables
 from queries import benchmark as qb
-from queries import check as qc
+from queries import indexes as qc
 from queries.datagen import count_generated_rows
 from queries.indexes import ADVICE
 

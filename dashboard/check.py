@@ -14,9 +14,9 @@ import click
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from dashboard.health import FAIL, run_checks
+from checks import FAIL, run_checks
 from queries import Tables
-from queries import check as q
+from queries import indexes as q
 from queries.db import read_tx
 
 Echo = Callable[[str], None]

@@ -81,8 +81,8 @@ def run_demo(*, fresh: bool, host: str, port: int, rate: float, backfill_days: i
     from dashboard.simulate import Simulator, backfill
     from queries import Tables
     from queries.app_schema import create_app_schema
-    from queries.check import create_index
-    from queries.check import list_index_status as index_status
+    from queries.indexes import create_index
+    from queries.indexes import list_index_status as index_status
     from queries.demo import ensure_database, has_any_key
     from queries.migrate import migrate
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from dashboard.checks import activity, maintenance
+from checks import activity, maintenance
 from dashboard.cli import main
 from queries import Tables
 from queries.app_schema import claim_key, create_app_schema

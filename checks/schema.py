@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 import psycopg
 
-from dashboard.checks import FAIL, OK, WARN, Check, qualified, roles
+from checks.finding import FAIL, OK, WARN, Check, qualified, roles
 from queries import Tables
 from queries import health as q
 from queries.indexes import ADVICE

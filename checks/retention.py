@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import psycopg
 
-from dashboard.checks import OK, WARN, Check
+from checks.finding import OK, WARN, Check
 from core.formatting import duration
 from queries import Tables
 from queries import health as q

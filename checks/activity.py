@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import psycopg
 
-from dashboard.checks import FAIL, OK, WARN, Check, KeyLink
+from checks.finding import FAIL, OK, WARN, Check, KeyLink
 from core.formatting import duration
 from jobs.purges import TABLES as PURGE_TABLES
 from queries import Tables

@@ -1,8 +1,7 @@
-"""The findings of `/health` and `idemdash check`: one module per concern, one function per check.
+"""A finding of a health check: what is wrong (or fine), and what fixes it.
 
-A check is ``(conn, tables, config) -> list[Check]``; ``dashboard.health.CHECKS`` lists them in the order the
-page shows them. Each finding says what is wrong and what fixes it (``fix_sql`` when SQL does, ``fix`` for a
-setting or a command).
+Each finding says what is wrong and what fixes it (``fix_sql`` when SQL does, ``fix`` for a setting or a
+command).
 """
 from __future__ import annotations
 

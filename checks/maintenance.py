@@ -5,7 +5,7 @@ from typing import Any, Mapping
 
 import psycopg
 
-from dashboard.checks import OK, WARN, Check, roles
+from checks.finding import OK, WARN, Check, roles
 from core.formatting import ago
 from queries import Tables
 from queries import health as q

@@ -1,0 +1,57 @@
+"""Health checks, one home for `/health`, `GET /api/v1/health/schema` and `idemdash check` alike.
+
+A check is one function ``(conn, tables, config) -> list[Check]`` in this package (one module per concern)
+listed in ``CHECKS``; each runs in its own READ ONLY transaction, so one that times out or trips over a missing
+table is reported and the others still run. Add a check by writing a function and appending it there.
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Callable, Mapping
+
+import psycopg
+from psycopg import errors
+
+from checks.activity import check_advisory_locks, check_sessions
+from checks.finding import FAIL, OK, SEVERITY, WARN, Check, CheckFn, KeyLink
+from checks.maintenance import check_vacuum
+from checks.retention import check_key_retention, check_retention_settings
+from checks.schema import check_indexes, check_migrations, check_null_trap, check_tables
+from queries import Tables
+
+__all__ = ["CHECKS", "FAIL", "OK", "SEVERITY", "WARN", "Check", "KeyLink", "run_checks", "summary"]
+
+CHECKS: tuple[tuple[str, str, CheckFn], ...] = (
+    ("migrations", "idemdash's schema", check_migrations),
+    ("tables", "Application tables and columns", check_tables),
+    ("null_trap", "Nullable columns in unique keys", check_null_trap),
+    ("retention.settings", "Inbox and outbox retention", check_retention_settings),
+    ("retention.keys", "Key retention", check_key_retention),
+    ("indexes", "Recommended indexes", check_indexes),
+    ("vacuum", "Dead tuples and vacuum", check_vacuum),
+    ("sessions", "Long-running and idle-in-transaction sessions", check_sessions),
+    ("advisory_lock", "Advisory locks", check_advisory_locks),
+)
+
+
+def run_checks(read: Callable[[], AbstractContextManager[psycopg.Connection]], tables: Tables,
+               config: Mapping[str, Any]) -> list[Check]:
+    """Every check, each in its own transaction from ``read()``; a check that cannot run says why."""
+    results: list[Check] = []
+    for check_id, title, fn in CHECKS:
+        try:
+            with read() as conn:
+                results.extend(fn(conn, tables, config))
+        except errors.QueryCanceled:
+            results.append(Check(check_id, WARN, f"{title}: the check timed out",
+                                 "Its catalog or sample query ran past the statement timeout; try again when the "
+                                 "database is less busy."))
+        except (errors.UndefinedTable, errors.UndefinedColumn, errors.InvalidSchemaName) as exc:
+            detail = (exc.diag.message_primary or str(exc)).strip()
+            results.append(Check(check_id, WARN, f"{title}: the check could not run",
+                                 f"{detail}. The table and column findings say what is missing."))
+    return results
+
+
+def summary(checks: list[Check]) -> dict[str, int]:
+    return {status: sum(c.status == status for c in checks) for status in (FAIL, WARN, OK)}
