@@ -37,7 +37,7 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import psycopg
 
 from queries import Tables
-from queries import datagen as q
+from queries.workload import datagen as q
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from benchmarks.datagen import SIZES, Size, generate
 from queries import Tables
-from queries import benchmark as qb
+from queries.workload import benchmark as qb
 from queries import indexes as qc
-from queries.datagen import count_generated_rows
+from queries.workload.datagen import count_generated_rows
 from queries.indexes import ADVICE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -425,7 +425,7 @@ def apply_recommended_indexes(url: str, tables: Tables, log: Callable[[str], Non
     """`idemdash check --apply-indexes`, as an operator would run it; then ANALYZE. Returns (seconds, output)."""
     started = time.perf_counter()
     env = dict(os.environ, IDEMDASH_DATABASE_URL=url)
-    result = subprocess.run([sys.executable, "-m", "dashboard.cli", "check", "--apply-indexes"], cwd=ROOT, env=env,
+    result = subprocess.run([sys.executable, "-m", "cli", "check", "--apply-indexes"], cwd=ROOT, env=env,
                             capture_output=True, text=True)
     seconds = time.perf_counter() - started
     built = [line.strip() for line in result.stdout.splitlines() if "building" in line or "done in" in line]

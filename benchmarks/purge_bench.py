@@ -148,7 +148,7 @@ def wal_lsn(conn: psycopg.Connection) -> int:
 def _purge_process(config: dict[str, Any], results, pgoptions: str) -> None:
     if pgoptions:
         os.environ["PGOPTIONS"] = pgoptions  # the purge's sessions only
-    from jobs.purges import run_purge
+    from jobs.purge_run import run_purge
 
     # time.monotonic() is CLOCK_MONOTONIC, one clock for every process on the machine
     started = time.monotonic()
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench(args: argparse.Namespace, url: str) -> int:
-    from dashboard.simulate import Simulator
+    from workload.simulator import Simulator
 
     tables = Tables(schema=SCHEMA)
     overrides: dict[str, Any] = {"DATABASE_URL": url, "APP_SCHEMA": SCHEMA}

@@ -8,9 +8,9 @@ import psycopg
 
 from checks.finding import FAIL, OK, WARN, Check, KeyLink
 from core.formatting import duration
-from jobs.purges import TABLES as PURGE_TABLES
 from queries import Tables
 from queries import health as q
+from queries.purges import TABLES as PURGE_TABLES
 
 # Sessions: one query running this long warns, a transaction idle this long warns; either this long fails.
 LONG_QUERY_SECONDS = 300

@@ -6,133 +6,15 @@ without documentation fails CI.
 """
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from dataclasses import dataclass
-from datetime import timezone
 from typing import Any, Callable, Mapping
 
-from apscheduler.triggers.cron import CronTrigger
+from core import parsers
+from core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface
 
 PREFIX = "IDEMDASH_"
-
-
-def _bool(raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"expected a boolean (1/0, true/false), got {raw!r}")
-
-
-def _identifier(raw: str) -> str:
-    # Identifiers are quoted with psycopg.sql.Identifier anyway; this only
-    # rejects values that are certainly typos (empty, whitespace, too long).
-    if not raw or raw != raw.strip() or len(raw) > 63:
-        raise ValueError(f"expected a PostgreSQL identifier of 1-63 characters, got {raw!r}")
-    if "%" in raw:
-        raise ValueError(f"identifiers containing '%' are not supported, got {raw!r}")
-    return raw
-
-
-def _positive_int(raw: str) -> int:
-    value = int(raw)
-    if value <= 0:
-        raise ValueError(f"expected a positive integer, got {raw!r}")
-    return value
-
-
-def _choice(*choices: str) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        value = raw.strip().lower()
-        if value not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {raw!r}")
-        return value
-
-    return parse
-
-
-def _networks(raw: str) -> str:
-    """Comma-separated addresses or CIDR networks; kept as text, parsed again where used."""
-    for part in raw.split(","):
-        if part.strip():
-            try:
-                ipaddress.ip_network(part.strip(), strict=False)
-            except ValueError:
-                raise ValueError(f"expected addresses or CIDR networks separated by commas, got {part.strip()!r}") from None
-    return raw.strip()
-
-
-_TOKEN = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
-
-
-def _header_name(raw: str) -> str:
-    value = raw.strip()
-    if not _TOKEN.match(value):
-        raise ValueError(f"expected an HTTP header name such as X-Forwarded-User, got {raw!r}")
-    return value
-
-
-def _names(raw: str) -> str:
-    """A non-empty comma-separated list of names (group names)."""
-    if not any(part.strip() for part in raw.split(",")):
-        raise ValueError(f"expected one or more names separated by commas, got {raw!r}")
-    return raw.strip()
-
-
-def split_list(raw: str) -> list[str]:
-    return [part.strip() for part in raw.split(",") if part.strip()]
-
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
-_UNIT_SECONDS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(raw: str) -> float:
-    """Seconds from '90', '90s', '15m', '2h' or '1d'; ValueError otherwise."""
-    match = _DURATION.match(raw)
-    if not match:
-        raise ValueError(f"not a duration: {raw!r}")
-    unit = match.group(2).lower() if match.group(2) else None
-    return float(match.group(1)) * _UNIT_SECONDS[unit]
-
-
-def _positive_duration(raw: str) -> int:
-    try:
-        seconds = int(parse_duration(raw))
-    except ValueError:
-        raise ValueError(f"expected a duration such as 24h, 90m, 2d or a number of seconds, got {raw!r}") from None
-    if seconds <= 0:
-        raise ValueError(f"expected a duration longer than zero, got {raw!r}")
-    return seconds
-
-
-def _non_negative_int(raw: str) -> int:
-    value = int(raw)
-    if value < 0:
-        raise ValueError(f"expected 0 or a positive integer, got {raw!r}")
-    return value
-
-
-def _crontab(raw: str) -> str:
-    """A five-field crontab line (minute hour day month weekday, UTC), or ``off``.
-
-    Weekdays must be names (``mon-fri``, ``sat,sun``): APScheduler 3 numbers them from Monday = 0,
-    crontab from Sunday = 0, so a number would silently mean another day.
-    """
-    value = " ".join(raw.split())
-    if value.lower() == "off":
-        return "off"
-    try:
-        fields = value.split(" ")
-        if len(fields) == 5 and any(c.isdigit() for c in fields[4]):
-            raise ValueError(f"write weekdays as names (mon-fri, sat,sun), not {fields[4]!r}")
-        CronTrigger.from_crontab(value, timezone=timezone.utc)
-    except ValueError as exc:
-        raise ValueError(f"expected a crontab line such as '*/15 * * * *' or 'off', got {raw!r} ({exc})") from None
-    return value
 
 
 @dataclass(frozen=True)
@@ -152,107 +34,107 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("DATABASE_URL", "", str,
             "libpq connection string or URL of the database that holds the application tables."),
-    Setting("APP_SCHEMA", "app", _identifier,
+    Setting("APP_SCHEMA", "app", parsers.identifier,
             "Schema of the application's idempotency, inbox and outbox tables."),
-    Setting("KEYS_TABLE", "idempotency_request", _identifier,
+    Setting("KEYS_TABLE", "idempotency_request", parsers.identifier,
             "Name of the idempotency-key table inside the application schema."),
-    Setting("INBOX_TABLE", "processed_message", _identifier,
+    Setting("INBOX_TABLE", "processed_message", parsers.identifier,
             "Name of the processed-message (inbox) table."),
-    Setting("OUTBOX_TABLE", "outbox_event", _identifier,
+    Setting("OUTBOX_TABLE", "outbox_event", parsers.identifier,
             "Name of the transactional outbox table."),
     Setting("SECRET_KEY", "", str,
             "Flask secret key for sessions and CSRF tokens; the same value for every worker and replica. Unset: "
             "`idemdash serve` makes one for all its workers (sessions end when it restarts), a gunicorn started by "
             "hand with several workers refuses to start, and a single process uses a random key of its own."),
-    Setting("AUTH", "none", _choice("none", "basic", "proxy"),
+    Setting("AUTH", "none", parsers.choice("none", "basic", "proxy"),
             "Who may use the dashboard: `none` (everyone is an operator; the demo and localhost only), "
             "`basic` (HTTP Basic with `IDEMDASH_USERS_FILE`) or `proxy` (user and groups headers from an "
             "SSO proxy at `IDEMDASH_PROXY_TRUSTED`). See docs/security.md."),
     Setting("USERS_FILE", "", str,
             "With `IDEMDASH_AUTH=basic`: the file of users, one `name:role:hash` a line (role `viewer` or "
             "`operator`; hash from `idemdash hash-password`). Read at startup."),
-    Setting("PROXY_USER_HEADER", "X-Forwarded-User", _header_name,
+    Setting("PROXY_USER_HEADER", "X-Forwarded-User", parsers.header_name,
             "With `IDEMDASH_AUTH=proxy`: the header carrying the signed-in user's name (recorded in the audit log). "
             "Sent more than once: 400 (under `idemdash serve`)."),
-    Setting("PROXY_GROUPS_HEADER", "X-Forwarded-Groups", _header_name,
+    Setting("PROXY_GROUPS_HEADER", "X-Forwarded-Groups", parsers.header_name,
             "With `IDEMDASH_AUTH=proxy`: the header carrying the user's groups, comma separated, in one header "
             "(sent more than once: 400 under `idemdash serve`)."),
-    Setting("PROXY_TRUSTED", "127.0.0.1,::1", _networks,
+    Setting("PROXY_TRUSTED", "127.0.0.1,::1", parsers.networks,
             "Addresses or CIDR networks of the proxy, comma separated. User, groups and `X-Forwarded-Proto` "
             "headers are believed only from these; other clients get 401 in proxy mode."),
-    Setting("OPERATOR_GROUPS", "idemdash-operators", _names,
+    Setting("OPERATOR_GROUPS", "idemdash-operators", parsers.names,
             "With `IDEMDASH_AUTH=proxy`: groups (comma separated, exact names) whose members are operators; "
             "everyone else is a viewer."),
-    Setting("ALLOW_UNAUTHENTICATED", False, _bool,
+    Setting("ALLOW_UNAUTHENTICATED", False, parsers.boolean,
             "`1` lets `IDEMDASH_AUTH=none` answer requests for any `Host` and from any address (otherwise: localhost "
             "only, which also stops DNS rebinding), and lets `idemdash serve` and `idemdash demo --host` listen on a "
             "non-loopback address. Only when something in front already restricts who can connect."),
-    Setting("SESSION_COOKIE_SECURE", False, _bool,
+    Setting("SESSION_COOKIE_SECURE", False, parsers.boolean,
             "`1` always marks the session cookie (it holds the CSRF token) `Secure`. Otherwise it is `Secure` "
             "when the request came over HTTPS (directly, or per `X-Forwarded-Proto` from a trusted proxy)."),
-    Setting("READ_ONLY", False, _bool,
+    Setting("READ_ONLY", False, parsers.boolean,
             "`1` hides and refuses every state-changing action (reclassify, purge), for every user."),
-    Setting("BULK_MAX_KEYS", 1000, _positive_int,
+    Setting("BULK_MAX_KEYS", 1000, parsers.positive_int,
             "Most keys one bulk reclassification changes; the operator repeats the call for more."),
     Setting("RUNBOOK_URL", "", str,
             "Runbook link template with `{scope}`, `{key}` and `{status}` (URL-encoded when filled in). "
             "Empty: the built-in runbook page for stuck keys."),
-    Setting("HOTSPOT_MIN_ATTEMPTS", 5, _positive_int,
+    Setting("HOTSPOT_MIN_ATTEMPTS", 5, parsers.positive_int,
             "`attempt_count` from which a key counts as a retry hotspot."),
-    Setting("INBOX_RETENTION_DAYS", 30, _positive_int,
+    Setting("INBOX_RETENTION_DAYS", 30, parsers.positive_int,
             "How long inbox rows are kept; the inbox page compares each consumer's oldest row with it."),
-    Setting("DEFAULT_LEASE_SECONDS", 300, _positive_int,
+    Setting("DEFAULT_LEASE_SECONDS", 300, parsers.positive_int,
             "Lease assumed for a `processing` key whose `locked_until` is NULL: it is stuck once "
             "`claimed_at` is older than this."),
-    Setting("STATEMENT_TIMEOUT_MS", 3000, _positive_int,
+    Setting("STATEMENT_TIMEOUT_MS", 3000, parsers.positive_int,
             "Statement timeout for page and API reads (READ ONLY transactions)."),
-    Setting("LOCK_TIMEOUT_MS", 500, _positive_int,
+    Setting("LOCK_TIMEOUT_MS", 500, parsers.positive_int,
             "Lock timeout for the dashboard's own writes."),
-    Setting("POOL_MIN_SIZE", 1, _positive_int, "Connections the pool keeps open."),
-    Setting("POOL_MAX_SIZE", 5, _positive_int, "Most connections one web worker opens."),
-    Setting("METRICS_CACHE_SECONDS", 15, _positive_int,
+    Setting("POOL_MIN_SIZE", 1, parsers.positive_int, "Connections the pool keeps open."),
+    Setting("POOL_MAX_SIZE", 5, parsers.positive_int, "Most connections one web worker opens."),
+    Setting("METRICS_CACHE_SECONDS", 15, parsers.positive_int,
             "How long /metrics reuses the numbers it read, so frequent scrapes do not load the database."),
-    Setting("POOL_TIMEOUT_SECONDS", 3, _positive_int,
+    Setting("POOL_TIMEOUT_SECONDS", 3, parsers.positive_int,
             "How long a request waits for a database connection before the page answers 503 "
             "(database unreachable)."),
-    Setting("RUN_JOBS", False, _bool,
+    Setting("RUN_JOBS", False, parsers.boolean,
             "`1` runs the scheduled jobs inside the web process (single-process setups; the demo "
             "does this). Otherwise run `idemdash scheduler` separately."),
     Setting("BIND", "127.0.0.1:8000", str, "Address `idemdash serve` listens on."),
-    Setting("WORKERS", 2, _positive_int, "gunicorn worker processes for `idemdash serve`."),
-    Setting("OUTBOX_RETENTION_DAYS", 7, _positive_int,
+    Setting("WORKERS", 2, parsers.positive_int, "gunicorn worker processes for `idemdash serve`."),
+    Setting("OUTBOX_RETENTION_DAYS", 7, parsers.positive_int,
             "How long published outbox rows are kept, counted from `published_at`; pending rows are never purged."),
-    Setting("PURGE_BATCH_SIZE", 5000, _positive_int,
+    Setting("PURGE_BATCH_SIZE", 5000, parsers.positive_int,
             "Rows one purge batch deletes (one short transaction each). Halved for the rest of a run after a "
             "batch times out, down to 100."),
-    Setting("PURGE_STATEMENT_TIMEOUT_MS", 2000, _positive_int,
+    Setting("PURGE_STATEMENT_TIMEOUT_MS", 2000, parsers.positive_int,
             "statement_timeout of every purge batch (SET LOCAL); a batch that hits it is rolled back and the "
             "batch size halves."),
-    Setting("PURGE_LOCK_TIMEOUT_MS", 500, _positive_int,
+    Setting("PURGE_LOCK_TIMEOUT_MS", 500, parsers.positive_int,
             "lock_timeout of every purge batch (SET LOCAL), so a purge never queues behind a table lock for long."),
-    Setting("PURGE_PAUSE_MS", 20, _non_negative_int,
+    Setting("PURGE_PAUSE_MS", 20, parsers.non_negative_int,
             "Pause between purge batches, jittered between half and one and a half times this; `0`: none."),
-    Setting("PURGE_TIME_BUDGET_SECONDS", 300, _positive_int,
+    Setting("PURGE_TIME_BUDGET_SECONDS", 300, parsers.positive_int,
             "A purge run stops after this long with outcome `budget_exhausted`; the next run carries on."),
-    Setting("PURGE_KEYS_SCHEDULE", "*/15 * * * *", _crontab,
+    Setting("PURGE_KEYS_SCHEDULE", "*/15 * * * *", parsers.crontab,
             "When `idemdash scheduler` purges expired idempotency keys: a crontab line in UTC (weekdays as "
             "names, `mon-fri`), or `off`."),
-    Setting("PURGE_INBOX_SCHEDULE", "7 * * * *", _crontab,
+    Setting("PURGE_INBOX_SCHEDULE", "7 * * * *", parsers.crontab,
             "When the scheduler purges inbox rows older than `IDEMDASH_INBOX_RETENTION_DAYS` (crontab, UTC, or `off`)."),
-    Setting("PURGE_OUTBOX_SCHEDULE", "37 * * * *", _crontab,
+    Setting("PURGE_OUTBOX_SCHEDULE", "37 * * * *", parsers.crontab,
             "When the scheduler purges published outbox rows older than `IDEMDASH_OUTBOX_RETENTION_DAYS` "
             "(crontab, UTC, or `off`)."),
-    Setting("REPLAY_HORIZON", 86400, _positive_duration,
+    Setting("REPLAY_HORIZON", 86400, parsers.positive_duration,
             "The longest time a client or a queue may still retry or redeliver (client retry window, broker "
             "redelivery, manual replays), as a duration (`24h`, `2d`, `90m`, or seconds). An operator's "
             "`already_succeeded` or `abandoned` keeps the key at least this long (its `expires_at` is pushed out), "
             "and no purge deletes a key within this long of an operator's decision on it. `/health` warns when a "
             "retention is shorter. The older `IDEMDASH_REPLAY_HORIZON_HOURS` is still read when this is unset.",
             legacy=("REPLAY_HORIZON_HOURS", lambda raw: raw.strip() + "h")),
-    Setting("SNAPSHOT_INTERVAL_SECONDS", 60, _positive_int,
+    Setting("SNAPSHOT_INTERVAL_SECONDS", 60, parsers.positive_int,
             "How often the scheduler records the overview's headline numbers into `idemdash.metric_snapshot` "
             "(the overview's trend lines)."),
-    Setting("SNAPSHOT_RETENTION_DAYS", 30, _positive_int,
+    Setting("SNAPSHOT_RETENTION_DAYS", 30, parsers.positive_int,
             "How long metric snapshots are kept; the snapshot job drops older ones in small batches."),
 )
 

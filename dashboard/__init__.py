@@ -13,7 +13,9 @@ from flask import Flask
 from htmx_flask import Htmx
 
 from core import settings
-from dashboard import db
+from dashboard import (actions, audit, auth, db, health, hotspots, inbox, keys, metrics, openapi, outbox, overview,
+                       probes, purges, suppression, web)
+from jobs.scheduler import start_in_background
 
 htmx = Htmx()
 
@@ -101,8 +103,6 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     if not app.config["SECRET_KEY"]:
         app.config["SECRET_KEY"] = _process_secret_key()
 
-    from dashboard import auth, web
-
     # auth first: its checks (AUTH=none answers this machine only) come before anything else answers
     auth.init_app(app)
     web.init_app(app)
@@ -110,16 +110,11 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     db.init_app(app)
     htmx.init_app(app)
 
-    from dashboard import (actions, audit, health, hotspots, inbox, keys, metrics, openapi, outbox, overview, probes,
-                           purges, suppression)
-
     for module in (probes, overview, keys, actions, hotspots, suppression, outbox, inbox, audit, metrics, openapi,
                    purges, health):
         app.register_blueprint(module.bp)
     metrics.init_app(app)
 
     if app.config["RUN_JOBS"]:
-        from jobs.scheduler import start_in_background
-
         app.extensions["idemdash_scheduler"] = start_in_background(app.config)
     return app

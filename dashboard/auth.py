@@ -19,33 +19,24 @@ state-changing ``/api/`` request is held to that, decorated or not).
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
-import ipaddress
 import logging
-import re
-import secrets
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import wraps
-from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 from flask import Flask, abort, current_app, g, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import BadRequest, Unauthorized
-from werkzeug.security import check_password_hash, generate_password_hash
 
 from core.settings import ConfigError, split_list
+from dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
+from dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
+from dashboard.web import error_response
 
 log = logging.getLogger(__name__)
 
-VIEWER = "viewer"
-OPERATOR = "operator"
-ROLES = (VIEWER, OPERATOR)
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 REALM = "idemdash"
@@ -78,185 +69,6 @@ def actions_allowed() -> bool:
     return bool(user and user.is_operator and not current_app.config["READ_ONLY"])
 
 
-# -- the users file (AUTH=basic) ----------------------------------------------------------
-
-_USER_NAME = re.compile(r"^[^\s:]{1,200}$")
-# What werkzeug.security.generate_password_hash produces: method$salt$hexdigest
-_PASSWORD_HASH = re.compile(r"^(scrypt|pbkdf2):[^$\s]+\$[^$\s]+\$[0-9a-f]+$")
-
-
-@dataclass(frozen=True)
-class Account:
-    name: str
-    role: str
-    password_hash: str
-
-
-def valid_user_name(name: str) -> bool:
-    return bool(_USER_NAME.match(name))
-
-
-def parse_users(text: str, source: str = "users file") -> dict[str, Account]:
-    """``name:role:hash`` a line; blank lines and ``#`` comments ignored. ConfigError names the line."""
-    accounts: dict[str, Account] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        where = f"{source}, line {number}"
-        name, sep1, rest = line.partition(":")
-        role, sep2, password_hash = rest.partition(":")
-        if not (sep1 and sep2):
-            raise ConfigError(f"{where}: expected name:role:hash (make the hash with `idemdash hash-password`)")
-        if not valid_user_name(name):
-            raise ConfigError(f"{where}: user name {name!r} must be 1-200 characters without spaces or ':'")
-        if role not in ROLES:
-            raise ConfigError(f"{where}: role must be viewer or operator, got {role!r}")
-        if not _PASSWORD_HASH.match(password_hash):
-            raise ConfigError(f"{where}: the password hash is not one werkzeug makes (scrypt:… or pbkdf2:…); "
-                              "make it with `idemdash hash-password`, never put a plain password here")
-        if name in accounts:
-            raise ConfigError(f"{where}: user {name!r} appears twice")
-        accounts[name] = Account(name, role, password_hash)
-    if not accounts:
-        raise ConfigError(f"{source} lists no users, so nobody could sign in")
-    return accounts
-
-
-def load_users(path: str) -> dict[str, Account]:
-    if not path:
-        raise ConfigError("IDEMDASH_AUTH=basic needs IDEMDASH_USERS_FILE: a file of name:role:hash lines "
-                          "(see docs/security.md)")
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"IDEMDASH_USERS_FILE: {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"IDEMDASH_USERS_FILE: cannot read {path}: {exc}") from None
-    return parse_users(text, f"IDEMDASH_USERS_FILE {path}")
-
-
-class _PasswordCheck:
-    """Checks Basic credentials; remembers recent successes so polling panels do not pay scrypt every time.
-
-    Only an HMAC of name and password under a per-process random key is kept, never the password.
-    """
-
-    MAX_REMEMBERED = 256
-
-    def __init__(self, accounts: Mapping[str, Account]) -> None:
-        self.accounts = dict(accounts)
-        self._key = secrets.token_bytes(32)
-        self._ok: OrderedDict[bytes, str] = OrderedDict()
-        self._lock = threading.Lock()
-        # An unknown user costs as much as a wrong password: no user-name oracle through timing.
-        self._dummy = generate_password_hash(secrets.token_hex(16))
-
-    def check(self, name: str, password: str) -> Account | None:
-        account = self.accounts.get(name)
-        digest = hmac.new(self._key, f"{name}\0{password}".encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
-        with self._lock:
-            if account is not None and self._ok.get(digest) == name:
-                self._ok.move_to_end(digest)
-                return account
-        try:
-            ok = check_password_hash(account.password_hash if account else self._dummy, password)
-        except (UnicodeError, ValueError):
-            ok = False
-        if not ok or account is None:
-            return None
-        with self._lock:
-            self._ok[digest] = name
-            while len(self._ok) > self.MAX_REMEMBERED:
-                self._ok.popitem(last=False)
-        return account
-
-
-# -- addresses -------------------------------------------------------------------------
-
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-def parse_networks(raw: str) -> tuple[Network, ...]:
-    return tuple(ipaddress.ip_network(part, strict=False) for part in split_list(raw))
-
-
-def _address(raw: str | None):
-    try:
-        address = ipaddress.ip_address((raw or "").split("%", 1)[0])
-    except ValueError:
-        return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
-def address_in(raw: str | None, networks: Iterable[Network]) -> bool:
-    address = _address(raw)
-    return address is not None and any(address.version == n.version and address in n for n in networks)
-
-
-def from_trusted_proxy() -> bool:
-    return address_in(request.remote_addr, current_app.extensions["idemdash_auth"].trusted)
-
-
-def request_scheme() -> str:
-    """http or https as the browser saw it: a trusted proxy's X-Forwarded-Proto counts."""
-    forwarded = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
-    if forwarded in ("http", "https") and from_trusted_proxy():
-        return forwarded
-    return request.scheme
-
-
-def host_of(hostport: str) -> str | None:
-    """The host part of 'host:port', '[v6]:port', a bare name or a bare IPv6 address; None for unix: and fd://."""
-    hostport = hostport.strip()
-    if hostport.startswith(("unix:", "fd://")):
-        return None
-    if hostport.startswith("["):
-        return hostport[1:].partition("]")[0]
-    if _address(hostport) is not None:  # a bare IPv6 address has colons but no port
-        return hostport
-    return hostport.rpartition(":")[0] if ":" in hostport else hostport
-
-
-def is_loopback_host(host: str) -> bool:
-    host = host.strip().strip("[]").lower()
-    if host in ("localhost", "localhost."):
-        return True
-    address = _address(host)
-    return address is not None and address.is_loopback
-
-
-def bind_host(bind: str) -> str | None:
-    """The host part of a gunicorn bind ('host:port', '[v6]:port', 'host'); None for unix: and fd://."""
-    return host_of(bind)
-
-
-def is_loopback_request() -> bool:
-    """The browser asked for a loopback name and the connection comes from this machine.
-
-    Both, because each alone is not enough: DNS rebinding points a hostile name at 127.0.0.1 (loopback
-    peer, foreign Host), and anyone can send ``Host: localhost`` from another machine.
-    """
-    host = host_of(request.host)
-    peer = _address(request.remote_addr)
-    return host is not None and is_loopback_host(host) and peer is not None and peer.is_loopback
-
-
-def check_bind(config: Mapping, host: str | None, *, what: str) -> None:
-    """Refuse AUTH=none on anything but loopback unless IDEMDASH_ALLOW_UNAUTHENTICATED=1 (ConfigError)."""
-    if config["AUTH"] != "none" or config["ALLOW_UNAUTHENTICATED"]:
-        return
-    if host is not None and is_loopback_host(host):
-        return
-    shown = "that socket" if host is None else ("all interfaces" if host in ("", "0.0.0.0", "::") else repr(host))
-    raise ConfigError(
-        f"refusing to listen on {shown} ({what}) with IDEMDASH_AUTH=none: anyone who can reach it could "
-        "reclassify keys as an operator. Set IDEMDASH_AUTH=basic or proxy (see docs/security.md), listen on "
-        "127.0.0.1, or set IDEMDASH_ALLOW_UNAUTHENTICATED=1 if something in front already restricts access.")
-
-
 def check_config(config: Mapping) -> None:
     """What create_app would refuse, checked before a server starts (ConfigError)."""
     if config["AUTH"] == "basic":
@@ -276,7 +88,7 @@ class _Auth:
         self.user_header = config["PROXY_USER_HEADER"]
         self.groups_header = config["PROXY_GROUPS_HEADER"]
         self.operator_groups = frozenset(split_list(config["OPERATOR_GROUPS"]))
-        self.passwords = _PasswordCheck(load_users(config["USERS_FILE"])) if self.mode == "basic" else None
+        self.passwords = PasswordCheck(load_users(config["USERS_FILE"])) if self.mode == "basic" else None
 
     def identify(self) -> User:
         if self.mode == "basic":
@@ -320,31 +132,6 @@ class _Auth:
                 raise BadRequest(f"send exactly one {header} header: this request carried several, as when the "
                                  "sign-in proxy adds its own to one the client sent. Configure the proxy to set the "
                                  "header, replacing any the client sent (see docs/security.md)")
-
-
-# -- headers sent more than once ------------------------------------------------------------------
-
-# A WSGI server joins repeated header lines with commas before the app sees them, which for a comma-separated
-# list such as the groups header hides that there were several. `idemdash serve` counts the raw lines in
-# gunicorn's pre_request hook and names the repeated ones in this header (a client's own copy is dropped first).
-REPEATED_HEADERS = "X-Idemdash-Repeated-Headers"
-
-
-def mark_repeated_headers(worker, req) -> None:
-    """gunicorn's ``pre_request`` hook: name the headers this request carries more than once in REPEATED_HEADERS."""
-    worker.log.debug("%s %s", req.method, req.path)  # what gunicorn's default hook does
-    marker = REPEATED_HEADERS.upper()
-    # gunicorn gives names upper case; '_' and '-' reach the WSGI environ as the same key
-    names = [name.upper().replace("_", "-") for name, _ in req.headers]
-    req.headers = [(name, value) for name, value in req.headers if name.upper().replace("_", "-") != marker]
-    repeated = sorted({name for name in names if names.count(name) > 1 and name != marker})
-    if repeated:
-        req.headers.append((marker, ",".join(repeated)))
-
-
-def repeated_headers() -> set[str]:
-    """Lower-case names of the headers the server saw more than once (known only under `idemdash serve`)."""
-    return {name.lower() for name in split_list(request.headers.get(REPEATED_HEADERS, ""))}
 
 
 # Answer without signing in: load balancers, Prometheus, and the CSS of the 401 page.
@@ -419,8 +206,6 @@ class _SessionInterface(SecureCookieSessionInterface):
 
 
 def init_app(app: Flask) -> None:
-    from dashboard.web import error_response
-
     try:
         auth = _Auth(app.config)
     except ValueError as exc:  # ConfigError, or a network list that bypassed settings.load

@@ -167,12 +167,14 @@ def _path_safe(scope: str, key: str) -> bool:
     return not any(segment in (".", "..") for segment in key.split("/"))
 
 
+@bp.app_template_global()
 def key_url(scope: str, key: str, *, api: bool = False, **query) -> str:
     if _path_safe(scope, key):
         return url_for("keys.detail_api" if api else "keys.detail_page", scope=scope, key=key, **query)
     return url_for("keys.detail_api_by_query" if api else "keys.detail_page_by_query", scope=scope, key=key, **query)
 
 
+@bp.app_template_global()
 def runbook_url(scope: str, key: str, status: str) -> str:
     template = current_app.config["RUNBOOK_URL"]
     if not template:

@@ -78,7 +78,7 @@ def _status_choices(current: str) -> list[str]:
 @bp.get("/outbox")
 def page():
     data = _outbox()
-    fragment = request.headers.get("HX-Request") == "true"
+    fragment = bool(request.htmx)
     # the filter form is outside the fragment: a fragment render needs no choices for it
     statuses = [data["flt"].status] if fragment else _status_choices(data["flt"].status)
     return render("outbox.html", "outbox_panel", **data, statuses=statuses)

@@ -1,14 +1,11 @@
 """`/purges` and its JSON twin: each table's retention and schedule, runs in progress, the run history,
 and "run now" (a dry run first on the page; scripts may purge directly through the API).
 
-A run started here runs in a daemon thread of this web process through the
-same engine as the scheduler (``jobs.purges.run_purge``), which records it in
-``idemdash.purge_run``; the view waits only until the run has its id.
+A run started here runs in this web process (dashboard/purge_start.py), through the scheduler's engine.
 """
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
@@ -19,16 +16,17 @@ from dashboard import panels, params
 from dashboard.auth import current_user, json_action, operator_required
 from dashboard.db import get_target
 from dashboard.web import render
-from jobs import purges as engine
+from dashboard.purge_start import StartError, start_purge
+from jobs.purge_run import RETENTION_SETTING
+from jobs.purge_run import TABLES as PURGE_TABLES
+from jobs.purges import SCHEDULE_SETTING, schedule_trigger
 from queries import purge_history as q
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("purges", __name__)
 
-TABLES: tuple[str, ...] = tuple(engine.TABLES)
-# How long a view waits for a started run to get its id before answering without it.
-START_WAIT_SECONDS = 10.0
+TABLES: tuple[str, ...] = tuple(PURGE_TABLES)
 # A "Purge now" follows a dry run of the same table at most this old, with no real run in between.
 DRY_RUN_FRESH = timedelta(hours=1)
 POLL_RUNNING, POLL_IDLE = "3s", "15s"
@@ -68,29 +66,21 @@ class TableStatus:
         }
 
 
-class StartError(Exception):
-    def __init__(self, status: int, message: str, run: q.PurgeRun | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.run = run
-
-
 def _run_json(run: q.PurgeRun | None) -> dict[str, Any] | None:
     return None if run is None else asdict(run)
 
 
 def _retention(table: str, config: Mapping[str, Any]) -> tuple[str, int | None]:
-    if engine.RETENTION_SETTING[table] is None:
+    if RETENTION_SETTING[table] is None:
         return "each key's own expires_at (the application sets it when it claims the key)", None
-    days = config[engine.RETENTION_SETTING[table]]
+    days = config[RETENTION_SETTING[table]]
     stamp = "processed_at" if table == "inbox" else "published_at"
     return f"{days} day{'' if days == 1 else 's'} after {stamp}", days
 
 
 def next_run_at(config: Mapping[str, Any], table: str, now: datetime) -> datetime | None:
     """When the table's crontab schedule (UTC) fires next, computed here: this process may not run the scheduler."""
-    trigger = engine.schedule_trigger(config, table)
+    trigger = schedule_trigger(config, table)
     return None if trigger is None else trigger.get_next_fire_time(None, now)
 
 
@@ -113,7 +103,7 @@ def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[Tab
     for table in TABLES:
         table_runs = (runs.value or {}).get(table) or q.TableRuns(table)
         table_running = [r for r in running.value or [] if r.table_name == table]
-        schedule = config.get(engine.SCHEDULE_SETTING[table])
+        schedule = config.get(SCHEDULE_SETTING[table])
         retention, days = _retention(table, config)
         statuses.append(TableStatus(
             table=table, label=LABELS.get(table, table), relation=f"{tables.schema}.{getattr(tables, table)}",
@@ -148,62 +138,6 @@ def _purges(flt: q.PurgeRunFilter | None = None, after: str | None = None, limit
 def _page_args(flt: q.PurgeRunFilter, after: str | None, limit: int) -> dict[str, Any]:
     return {k: v for k, v in {"table": flt.table, "run_id": flt.run_id, "cursor": after,
                               "limit": limit if limit != 50 else None}.items() if v is not None}
-
-
-# -- starting a run -------------------------------------------------------------------------------------------
-
-class _Start:
-    """What the view learns from the run's thread: its id as it starts, or how it ended, or what broke."""
-
-    def __init__(self) -> None:
-        self.known = threading.Event()
-        self.run_id: int | None = None
-        self.result: Any = None
-        self.error: BaseException | None = None
-
-
-def start_purge(table: str, *, dry_run: bool, started_by: str) -> q.PurgeRun | None:
-    """Start a run in a daemon thread and wait (briefly) for its id; the run as recorded, or None if slow.
-
-    Raises StartError 409 when the engine skipped the run because another run of the table holds its lock,
-    503 when the run could not start at all.
-    """
-    target = get_target()
-    state = _Start()
-
-    def on_start(run_id: int) -> None:
-        state.run_id = run_id
-        state.known.set()
-
-    def work() -> None:
-        try:
-            state.result = engine.run_purge(target, table, dry_run=dry_run, started_by=started_by, by_person=True,
-                                            on_start=on_start)
-        except BaseException as exc:  # noqa: BLE001 - reported to the waiting view, and logged
-            state.error = exc
-            log.exception("purge of %s (dry run: %s) started from the dashboard failed", table, dry_run)
-        finally:
-            state.known.set()
-
-    threading.Thread(target=work, name=f"idemdash-purge-{table}", daemon=True).start()
-    state.known.wait(START_WAIT_SECONDS)
-    if state.error is not None and state.run_id is None:
-        raise StartError(503, f"the {table} purge could not start: "
-                              f"{engine.describe_error(state.error, target.dsn)}. Nothing was deleted.")
-    result = state.result
-    if state.run_id is None and result is not None and result.run_id is None:
-        raise StartError(503, f"the {table} purge could not start: {result.error or 'no detail'}. Nothing was deleted.")
-    run_id = state.run_id if state.run_id is not None else getattr(result, "run_id", None)
-    if run_id is None:
-        return None  # still starting after START_WAIT_SECONDS: the history shows it once it has its row
-    db = get_target()
-    with db.read() as conn:
-        run = q.get_purge_run(conn, run_id)
-    if run is not None and run.outcome == "skipped":
-        raise StartError(409, f"a purge of {table} is already running, so this one was not started (recorded as "
-                              f"run {run.run_id}, outcome skipped): {run.error or 'the table is locked by another run'}. "
-                              "Wait for the running one to finish.", run)
-    return run
 
 
 def _table_arg(value: Any) -> str:
@@ -252,7 +186,7 @@ def run_form():
     """The page's buttons. Without htmx: 303 to the page (4xx with the page and the message on refusal).
     With htmx: the panel, refusals included, with 200 (htmx swaps no 4xx answer, so the message would be lost)."""
     form = request.form
-    htmx = request.headers.get("HX-Request") == "true"
+    htmx = bool(request.htmx)
     try:
         table = _table_arg(form.get("table"))
         if form.get("dry_run") not in ("1", "0"):

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from flask import Flask, Response, g, jsonify, make_response, redirect, render_template, request, url_for
 from flask.json.provider import DefaultJSONProvider
+from htmx_flask import make_response as htmx_response
 from jinja2_fragments.flask import render_block
 from werkzeug.exceptions import HTTPException
 
@@ -47,8 +48,7 @@ def wants_json() -> bool:
 def render(template: str, block: str | None = None, **context: Any) -> Response:
     """The whole page, or only ``block`` when htmx asks for a fragment of it."""
     # A history-restore request wants the whole page even though htmx sends it.
-    fragment = (request.headers.get("HX-Request") == "true"
-                and request.headers.get("HX-History-Restore-Request") != "true")
+    fragment = request.htmx and not request.htmx.history_restore_request
     if block is not None and fragment:
         body = render_block(template, block, **context)
     else:
@@ -89,13 +89,9 @@ def url_with(**changes: Any) -> str:
 
 
 def init_app(app: Flask) -> None:
-    from dashboard.keys import key_url, runbook_url
-
     # globals, not context: macros imported without context use them too
     app.add_template_global(url_with)
     app.add_template_global(lambda name: name in app.view_functions, "has_endpoint")
-    app.add_template_global(key_url)
-    app.add_template_global(runbook_url)
     # Keys may contain '//' and must reach the view unchanged.
     app.url_map.merge_slashes = False
     app.add_template_filter(pretty_json)
@@ -119,7 +115,7 @@ def init_app(app: Flask) -> None:
     def push_clean_url(response: Response) -> Response:
         if (request.htmx and request.method == "GET" and request.endpoint
                 and any(v == "" for v in request.args.values()) and response.status_code == 200):
-            response.headers["HX-Push-Url"] = url_with()
+            return htmx_response(response, push_url=url_with())
         return response
 
     @app.after_request

@@ -51,9 +51,10 @@ def _parse(source: str, text: str) -> dict[str, Query]:
     return found
 
 
-def load_all() -> dict[str, Query]:
+def load_all(package: str = __name__) -> dict[str, Query]:
+    """Every named block of the ``*.sql`` files directly in ``package`` (not its subpackages)."""
     queries: dict[str, Query] = {}
-    for entry in sorted(resources.files(__name__).iterdir(), key=lambda e: e.name):
+    for entry in sorted(resources.files(package).iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".sql"):
             continue
         for name, query in _parse(entry.name, entry.read_text(encoding="utf-8")).items():
@@ -98,7 +99,11 @@ class Tables:
 
 def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> sql.Composable:
     """The named statement, with table identifiers filled in when ``tables`` is given."""
-    text = QUERIES[name].text
+    return render(QUERIES[name], tables, **identifiers)
+
+
+def render(query: Query, tables: Tables | None = None, **identifiers: sql.Composable) -> sql.Composable:
+    text = query.text
     if tables is None and not identifiers:
         return sql.SQL(text)  # type: ignore[arg-type]
     names = tables.identifiers() if tables is not None else {}

@@ -1,6 +1,6 @@
 """Purge-run history as `/purges` shows it: the list, the runs in progress, each table's latest runs.
 
-The runs themselves are written by the purge engine (``jobs/purges.py``);
+The runs themselves are written by the purge engine (``jobs/purge_run.py``);
 this module only reads ``idemdash.purge_run``.
 """
 from __future__ import annotations

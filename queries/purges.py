@@ -22,6 +22,9 @@ from psycopg.rows import class_row
 from queries import Tables, statement
 from queries.db import select_all, select_one
 
+# The tables a purge runs over, by role (each has its own lock, schedule and history).
+TABLES = ("keys", "inbox", "outbox")
+
 # One cursor column (outbox_id) or two (the composite primary keys).
 CursorValue = Union[str, uuid.UUID, None]
 

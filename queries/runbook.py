@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from queries import Tables, statement
+from queries import QUERIES, Tables, statement
 
 _BLOCKS = ("runbook_inspect_key", "runbook_inspect_outbox", "runbook_inspect_locks")
 
@@ -15,6 +15,4 @@ def inspection_sql(tables: Tables, scope: str | None, key: str | None) -> list[t
         "key": sql.Literal(key) if key is not None else sql.SQL(":'key'"),
         "keys_regclass": sql.Literal(sql.Identifier(tables.schema, tables.keys).as_string(None)),
     }
-    from queries import QUERIES
-
     return [(QUERIES[name].description, statement(name, tables, **values).as_string(None)) for name in _BLOCKS]

@@ -10,6 +10,7 @@ databases and other table shapes are new targets and new shapes, not new code pa
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
@@ -32,6 +33,8 @@ class Target:
     tables: Tables
     settings: Mapping[str, Any]
     pool: ConnectionPool | None = field(default=None, repr=False)
+    _pool_pid: int | None = field(default=None, repr=False)
+    _pool_application_name: str = field(default="idemdash", repr=False)
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], name: str = "default") -> "Target":
@@ -51,6 +54,7 @@ class Target:
         """Open the pool without waiting for the database, so the web process starts (and ``/healthz`` answers)
         while it is unreachable."""
         s = self.settings
+        self._pool_pid, self._pool_application_name = os.getpid(), application_name
         self.pool = ConnectionPool(
             self.dsn, min_size=s["POOL_MIN_SIZE"], max_size=max(s["POOL_MAX_SIZE"], s["POOL_MIN_SIZE"]),
             open=True, timeout=float(s["POOL_TIMEOUT_SECONDS"]), name=f"idemdash-{self.name}",
@@ -76,6 +80,10 @@ class Target:
     def _pool(self) -> ConnectionPool:
         if self.pool is None:
             raise RuntimeError(f"database {self.name!r}: open_pool() first (the web app does)")
+        if self._pool_pid != os.getpid():
+            # forked after the pool opened (gunicorn --preload builds the app before forking its workers): the
+            # parent's connections and threads are not ours to use, so this process opens a pool of its own
+            self.open_pool(self._pool_application_name)
         return self.pool
 
     # -- a connection of its own: jobs and the command line ---------------------------------------------------

@@ -15,9 +15,10 @@ from flask import Blueprint, jsonify
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from dashboard import auth
-from dashboard.auth import (actions_allowed, bind_host, current_user, is_loopback_host, json_action,
-                            operator_required, parse_users)
-from dashboard.cli import main
+from dashboard.accounts import parse_users
+from dashboard.auth import actions_allowed, current_user, json_action, operator_required
+from dashboard.network import REPEATED_HEADERS, bind_host, is_loopback_host
+from cli import main
 from core.settings import ConfigError
 
 UNTRUSTED = {"REMOTE_ADDR": "10.9.8.7"}
@@ -439,10 +440,10 @@ def test_proxy_custom_headers_and_missing_user(guarded):
 
 @pytest.mark.parametrize("repeated", ["X-FORWARDED-GROUPS", "X-FORWARDED-USER", "HOST,X-FORWARDED-GROUPS"])
 def test_proxy_refuses_identity_headers_sent_more_than_once(guarded, repeated):
-    # what `idemdash serve` (auth.mark_repeated_headers) tells the app when a header line came more than once
+    # what `idemdash serve` (network.mark_repeated_headers) tells the app when a header line came more than once
     app = guarded(AUTH="proxy")
     client = app.test_client()
-    headers = {**OPERATOR_HEADERS, auth.REPEATED_HEADERS: repeated}
+    headers = {**OPERATOR_HEADERS, REPEATED_HEADERS: repeated}
     name = "X-Forwarded-Groups" if "GROUPS" in repeated else "X-Forwarded-User"
     api = client.post("/api/v1/test-action", json={}, headers=headers)
     assert api.status_code == 400
@@ -452,14 +453,14 @@ def test_proxy_refuses_identity_headers_sent_more_than_once(guarded, repeated):
     assert app.actors == []
     assert client.get("/healthz", headers=headers).status_code == 200
     # another repeated header is no reason to refuse
-    other = client.get("/test-whoami", headers={**OPERATOR_HEADERS, auth.REPEATED_HEADERS: "ACCEPT"})
+    other = client.get("/test-whoami", headers={**OPERATOR_HEADERS, REPEATED_HEADERS: "ACCEPT"})
     assert other.get_json()["role"] == "operator"
 
 
 def test_proxy_names_the_configured_header_when_it_is_repeated(guarded):
     client = guarded(AUTH="proxy", PROXY_GROUPS_HEADER="X-Auth-Request-Groups").test_client()
     headers = {"X-Forwarded-User": "erin", "X-Auth-Request-Groups": "idemdash-operators",
-               auth.REPEATED_HEADERS: "X-AUTH-REQUEST-GROUPS"}
+               REPEATED_HEADERS: "X-AUTH-REQUEST-GROUPS"}
     response = client.get("/api/v1/audit", headers=headers)
     assert response.status_code == 400
     assert "send exactly one X-Auth-Request-Groups header" in response.get_json()["error"]
@@ -660,12 +661,12 @@ class _Started(Exception):
 
 
 def test_demo_refuses_a_public_host_before_starting_anything(monkeypatch):
-    import dashboard.demo
+    import workload.demo
 
     def started():
         raise _Started
 
-    monkeypatch.setattr(dashboard.demo, "_quiet", started)  # the first thing the demo does after the check
+    monkeypatch.setattr(workload.demo, "_quiet", started)  # the first thing the demo does after the check
     refused = CliRunner().invoke(main, ["demo", "--host", "0.0.0.0"], env=_cli_env())
     assert refused.exit_code == 2
     assert "--host 0.0.0.0" in refused.output and "IDEMDASH_AUTH=none" in refused.output

@@ -4,7 +4,7 @@ from __future__ import annotations
 import psycopg
 from click.testing import CliRunner
 
-from dashboard.cli import main
+from cli import main
 from queries import Tables
 from queries.app_schema import create_app_schema
 from queries.indexes import ADVICE

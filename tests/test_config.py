@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from core import parsers
 from core import settings as config
 from core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load, redact_dsn
 
@@ -21,10 +22,10 @@ CORE_NAMES = {"DATABASE_URL", "APP_SCHEMA", "KEYS_TABLE", "INBOX_TABLE", "OUTBOX
 def synthetic(monkeypatch):
     """Replace the declared settings with one of each kind, so parsing is tested independently of features."""
     declared = (
-        Setting("FLAG", False, config._bool, "A boolean."),
-        Setting("COUNT", 7, config._positive_int, "A positive integer."),
-        Setting("MODE", "none", config._choice("none", "basic", "proxy"), "A choice."),
-        Setting("NAME", "app", config._identifier, "An identifier."),
+        Setting("FLAG", False, parsers.boolean, "A boolean."),
+        Setting("COUNT", 7, parsers.positive_int, "A positive integer."),
+        Setting("MODE", "none", parsers.choice("none", "basic", "proxy"), "A choice."),
+        Setting("NAME", "app", parsers.identifier, "An identifier."),
         Setting("TEXT", "", str, "Free text."),
     )
     monkeypatch.setattr(config, "SETTINGS", declared)

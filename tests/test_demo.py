@@ -34,7 +34,7 @@ def _postgres_processes(data_dir: Path) -> list[psutil.Process]:
 def test_demo_comes_up_with_numbers_and_ctrl_c_stops_postgres(tmp_path):
     port = _free_port()
     env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
-    demo = subprocess.Popen([sys.executable, "-m", "dashboard.cli", "demo", "--port", str(port), "--rate", "20"],
+    demo = subprocess.Popen([sys.executable, "-m", "cli", "demo", "--port", str(port), "--rate", "20"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     data_dir = tmp_path / "data" / "idemdash" / "demo-pgdata"
     try:

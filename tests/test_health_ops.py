@@ -17,7 +17,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from checks import activity, maintenance
-from dashboard.cli import main
+from cli import main
 from queries import Tables
 from queries.app_schema import claim_key, create_app_schema
 from queries.purges import try_purge_lock

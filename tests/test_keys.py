@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import random
 import threading
-import uuid
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 

@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 from psycopg import errors
 
-from dashboard.cli import main
+from cli import main
 from queries import QUERIES, Tables, statement
 from queries.app_schema import create_app_schema
-from queries.datagen import create_datagen_functions
+from queries.workload.datagen import create_datagen_functions
 from queries.migrate import Migration, MigrationError, list_migrations, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -292,7 +292,7 @@ def test_concurrent_migrators_serialise(empty_database_url):
 
 
 def test_concurrent_cli_processes_serialise(empty_database_url):
-    command = [sys.executable, "-c", "from dashboard.cli import main; main()", "migrate",
+    command = [sys.executable, "-c", "from cli import main; main()", "migrate",
                "--database-url", empty_database_url]
     procs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(3)]

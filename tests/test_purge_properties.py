@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import settings as idemdash_settings
-from jobs.purges import TABLES, run_purge
+from jobs.purge_run import TABLES, run_purge
 from queries.target import Target
 
 DAY = 24 * 60  # minutes

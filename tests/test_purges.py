@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from core import settings
-from dashboard.cli import main
-from jobs.purges import TABLES, PurgeResult, describe_error, run_purge
+from cli import main
+from jobs.purge_run import TABLES, PurgeResult, describe_error, run_purge
 from queries import statement
 from queries.indexes import ADVICE
 from queries.target import Target
@@ -299,7 +299,7 @@ def test_purges_of_different_tables_run_side_by_side(conn, database_url):
 KILLED_CHILD = """
 import sys, time
 from core import settings
-from jobs.purges import run_purge
+from jobs.purge_run import run_purge
 from queries.target import Target
 
 def on_batch(batches, rows):

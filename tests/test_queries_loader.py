@@ -12,10 +12,15 @@ from psycopg import sql
 
 import queries
 from queries import QUERIES, Query, Tables, _parse, load_all, statement
+from queries import workload
+
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_FIELDS = {"schema", "keys", "inbox", "outbox"}
 SQL_FILES = sorted((ROOT / "queries").glob("*.sql"))
+WORKLOAD_SQL_FILES = sorted((ROOT / "queries" / "workload").glob("*.sql"))
+# every package but queries/, where SQL must not be
+CODE_PACKAGES = ("core", "jobs", "checks", "workload", "dashboard", "cli")
 
 
 def python_files(*dirs: str) -> list[Path]:
@@ -44,6 +49,13 @@ def test_every_sql_file_is_loaded_and_every_block_is_complete():
         assert query.text and query.text == query.text.strip(), name
         # The body never swallows the next block's header (a header without description would).
         assert not re.search(r"^-- [a-z][a-z0-9_]* --$", query.text, re.MULTILINE), name
+
+
+def test_the_workload_statements_are_loaded_apart_from_the_products():
+    """The demo's, the simulator's and the benchmarks' SQL: its own registry, no name shared with the product's."""
+    assert WORKLOAD_SQL_FILES and {q.source for q in workload.QUERIES.values()} == {p.name for p in WORKLOAD_SQL_FILES}
+    assert not set(workload.QUERIES) & set(QUERIES)
+    assert "backfill_keys_and_outbox" in workload.QUERIES and "backfill_keys_and_outbox" not in QUERIES
 
 
 def test_block_count_matches_the_headers_in_the_files():
@@ -162,11 +174,16 @@ STATEMENT_CALL = re.compile(r"""\bstatement\(\s*(['"])([^'"]+)\1""")
 
 def test_every_statement_name_used_in_python_exists():
     used: dict[str, list[str]] = {}
-    for path in python_files("dashboard", "queries", "jobs"):
+    for path in python_files("queries", *CODE_PACKAGES):
         for match in STATEMENT_CALL.finditer(path.read_text(encoding="utf-8")):
             used.setdefault(match.group(2), []).append(str(path.relative_to(ROOT)))
     assert {"claim_key", "migration_lock", "ping"} <= set(used), "the scan found too little"
-    missing = {name: where for name, where in used.items() if name not in QUERIES}
+
+    def known(name: str, where: list[str]) -> bool:
+        registry = workload.QUERIES if all(w.startswith("queries/workload/") for w in where) else QUERIES
+        return name in registry
+
+    missing = {name: where for name, where in used.items() if not known(name, where)}
     assert not missing, f"statement() names with no SQL block: {missing}"
 
 
@@ -199,9 +216,9 @@ def test_the_static_check_finds_sql():
     assert [line for line, _ in sql_like_strings(source)] == [4, 5]
 
 
-def test_no_sql_in_dashboard_or_jobs():
+def test_no_sql_outside_queries():
     offenders = []
-    files = python_files("dashboard", "jobs")
+    files = python_files(*CODE_PACKAGES)
     assert files
     for path in files:
         for line, text in sql_like_strings(path.read_text(encoding="utf-8")):

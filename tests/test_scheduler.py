@@ -129,7 +129,7 @@ def test_a_failing_purge_job_is_logged_and_the_scheduler_keeps_running(caplog):
         scheduler.shutdown(wait=True)
     assert events[0].code == EVENT_JOB_EXECUTED and events[0].exception is None
     assert events[0].retval.outcome == "failed" and events[0].retval.run_id is None
-    logged = "\n".join(r.getMessage() for r in caplog.records if r.name == "jobs.purges")
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name == "jobs.purge_run")
     assert "purge inbox failed: database unreachable: OperationalError" in logged
     assert "hunter2-secret" not in caplog.text
 

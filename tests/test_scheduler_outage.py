@@ -18,6 +18,7 @@ from psycopg.rows import dict_row
 
 from core import settings
 from jobs import purges
+from jobs.purge_run import run_purge
 from jobs.db import unreachable
 from jobs.scheduler import build, last_outcomes
 from jobs.unrecorded import UNRECORDED, UnrecordedRun, UnrecordedRuns, record_unrecorded_runs
@@ -194,7 +195,7 @@ def test_the_next_purge_closes_a_run_that_lost_the_database_with_its_real_error(
     UNRECORDED.add(lost)
     UNRECORDED.add(_failure(database_url, "outbox"))
     config = settings.load({}, DATABASE_URL=database_url, PURGE_PAUSE_MS=0)
-    assert purges.run_purge(Target.from_settings(config), "keys", dry_run=False, started_by="test").outcome == "succeeded"
+    assert run_purge(Target.from_settings(config), "keys", dry_run=False, started_by="test").outcome == "succeeded"
     rows = {r["run_id"]: r for r in _runs(database_url)}
     # written before the new run looked for dead runners, so not 'runner died'
     assert (rows[run_id]["outcome"], rows[run_id]["error"], rows[run_id]["finished_at"]) == (

@@ -91,7 +91,7 @@ def _written_bytes(pid: int) -> int:
 def test_serve_without_a_secret_shares_one_key_among_its_workers(database_url, tmp_path):
     port = _free_port()
     log = tmp_path / "serve.log"
-    args = [sys.executable, "-m", "dashboard.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
+    args = [sys.executable, "-m", "cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
     with _running(args, _env(database_url, tmp_path), log, port) as server:
         workers = wait_until(lambda: pids if len(pids := _children(server.pid)) == 2 else None, what="two workers")
         status, headers, page = _request(port, "GET", "/purges")
@@ -149,7 +149,7 @@ def test_a_hand_started_gunicorn_that_shares_one_process_key_starts(database_url
 def test_serve_refuses_identity_headers_sent_twice(database_url, tmp_path):
     port = _free_port()
     log = tmp_path / "serve.log"
-    args = [sys.executable, "-m", "dashboard.cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+    args = [sys.executable, "-m", "cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
     operator = [("X-Forwarded-User", "alice@example.com"), ("X-Forwarded-Groups", "sre")]
     with _running(args, _env(database_url, tmp_path, AUTH="proxy", SECRET_KEY="s3cret"), log, port):
         # the client's line, then the proxy's: gunicorn would join them into "idemdash-operators,sre"

@@ -8,8 +8,9 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from dashboard.cli import main
-from dashboard.simulate import Simulator, backfill
+from cli import main
+from workload.backfill import backfill
+from workload.simulator import Simulator
 from tests.waiting import wait_until
 
 

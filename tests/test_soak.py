@@ -36,7 +36,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from jobs.purges import run_purge
+from jobs.purge_run import run_purge
 from queries import Tables
 from queries.app_schema import NOT_PROCESSING, OWNING_KINDS, claim_key, complete_key, consume_message, fail_key
 from queries.target import Target

@@ -13,8 +13,9 @@ from typing import Any, Sequence
 import psycopg
 from psycopg.types.json import Jsonb
 
-from queries import Tables, statement
+from queries import Tables
 from queries.db import select_all, select_one
+from queries.workload import statement
 
 
 @dataclass(frozen=True)

@@ -6,33 +6,45 @@ and no health check fails, 1 otherwise.
 """
 from __future__ import annotations
 
+import sys
 import time
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Mapping
+from typing import Callable
 
 import click
 import psycopg
-from psycopg_pool import ConnectionPool
 
 from checks import FAIL, run_checks
+from cli.common import connect, database_url_option, target
 from queries import Tables
 from queries import indexes as q
-from queries.db import read_tx
+from queries.target import Target
+
+
+@click.command()
+@database_url_option
+@click.option("--apply-indexes", is_flag=True,
+              help="Build the missing recommended indexes, concurrently and one at a time.")
+def check(database_url: str, apply_indexes: bool) -> None:
+    """The indexes the pages and purges need (statement and why for each), the schema checks; exit 1 if any missing."""
+    db = target(database_url)
+    connect(db).close()  # a clear error for a wrong URL before anything else
+    sys.exit(report(db, apply_indexes=apply_indexes))
+
 
 Echo = Callable[[str], None]
 
 
-def run(url: str, config: Mapping[str, Any], *, apply_indexes: bool, echo: Echo = click.echo) -> int:
+def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     """Print the report (building missing indexes first when asked); returns the exit status."""
-    tables = Tables.from_config(config)
-    with psycopg.connect(url, autocommit=True, application_name="idemdash-check") as conn:
+    tables = db.tables
+    with connect(db, "idemdash-check") as conn:
         statuses = q.list_index_status(conn, tables)
         build_failed = False
         if apply_indexes:
             build_failed = _apply(conn, tables, statuses, echo)
             statuses = q.list_index_status(conn, tables)
     _print_indexes(tables, statuses, echo)
-    failed_checks = _print_health(url, tables, config, echo)
+    failed_checks = _print_health(db, echo)
 
     missing = [s for s in statuses if s.missing]
     no_table = [s for s in statuses if s.state == q.NO_TABLE]
@@ -90,20 +102,13 @@ def _print_indexes(tables: Tables, statuses: list[q.IndexStatus], echo: Echo) ->
         echo(f"         {status.create_sql};")
 
 
-def _print_health(url: str, tables: Tables, config: Mapping[str, Any], echo: Echo) -> int:
-    """The /health findings (dashboard/health.py), minus its index findings (listed above); the count of fails."""
-
-    pool = ConnectionPool(url, min_size=1, max_size=1, open=True, name="idemdash-check",
-                          kwargs={"application_name": "idemdash-check"})
+def _print_health(db: Target, echo: Echo) -> int:
+    """The /health findings (checks/), minus its index findings (listed above); the count of fails."""
+    db.open_pool("idemdash-check")
     try:
-        @contextmanager
-        def read() -> Iterator[psycopg.Connection]:
-            with read_tx(pool, config["STATEMENT_TIMEOUT_MS"]) as conn:
-                yield conn
-
-        checks = [c for c in run_checks(read, tables, config) if not c.id.startswith("index")]
+        checks = [c for c in run_checks(db.read, db.tables, db.settings) if not c.id.startswith("index")]
     finally:
-        pool.close()
+        db.close()
     echo("")
     echo("Schema, retention and operational checks (the /health page):")
     for check in checks:

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from queries import Tables, statement
+from queries import Tables
 from queries.db import select_one
+from queries.workload import statement
 
 
 @dataclass(frozen=True)

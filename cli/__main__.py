@@ -1,0 +1,4 @@
+"""`python -m cli`: the same as the `idemdash` console script."""
+from cli import main
+
+main()

@@ -1,0 +1,35 @@
+"""`idemdash migrate` and `idemdash init-app-schema`: idemdash's own schema, and the reference application schema."""
+from __future__ import annotations
+
+import click
+
+from cli.common import connect, database_url_option, target
+from queries.app_schema import create_app_schema
+from queries.migrate import migrate as run_migrations
+
+
+@click.command()
+@database_url_option
+def migrate(database_url: str) -> None:
+    """Create or update idemdash's own schema (safe to run from several replicas at once)."""
+    with connect(target(database_url)) as conn:
+        applied = run_migrations(conn)
+    if applied:
+        for migration in applied:
+            click.echo(f"applied {migration.version:04d}_{migration.name}")
+    else:
+        click.echo("idemdash schema is up to date")
+
+
+@click.command("init-app-schema")
+@database_url_option
+@click.option("--status-type", type=click.Choice(["enum", "text"]), default="enum", show_default=True,
+              help="Make `status` a PostgreSQL enum or plain text.")
+def init_app_schema(database_url: str, status_type: str) -> None:
+    """Create the reference application tables and claim/complete/fail functions (safe to re-run)."""
+    db = target(database_url)
+    tables = db.tables
+    with connect(db) as conn:
+        create_app_schema(conn, tables, status_type)  # type: ignore[arg-type]
+    click.echo(f"reference schema ready in schema {tables.schema!r}: {tables.keys}, {tables.inbox}, "
+               f"{tables.outbox} and the claim/complete/fail/consume functions")

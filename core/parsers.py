@@ -1,0 +1,127 @@
+"""The parsers of settings: each turns the text of an environment variable into a value, or raises ValueError
+saying what it expected."""
+from __future__ import annotations
+
+import ipaddress
+import re
+from datetime import timezone
+from typing import Callable
+
+from apscheduler.triggers.cron import CronTrigger
+
+
+def boolean(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected a boolean (1/0, true/false), got {raw!r}")
+
+
+def identifier(raw: str) -> str:
+    # Identifiers are quoted with psycopg.sql.Identifier anyway; this only
+    # rejects values that are certainly typos (empty, whitespace, too long).
+    if not raw or raw != raw.strip() or len(raw) > 63:
+        raise ValueError(f"expected a PostgreSQL identifier of 1-63 characters, got {raw!r}")
+    if "%" in raw:
+        raise ValueError(f"identifiers containing '%' are not supported, got {raw!r}")
+    return raw
+
+
+def positive_int(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError(f"expected a positive integer, got {raw!r}")
+    return value
+
+
+def choice(*choices: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def networks(raw: str) -> str:
+    """Comma-separated addresses or CIDR networks; kept as text, parsed again where used."""
+    for part in raw.split(","):
+        if part.strip():
+            try:
+                ipaddress.ip_network(part.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"expected addresses or CIDR networks separated by commas, got {part.strip()!r}") from None
+    return raw.strip()
+
+
+_TOKEN = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+
+def header_name(raw: str) -> str:
+    value = raw.strip()
+    if not _TOKEN.match(value):
+        raise ValueError(f"expected an HTTP header name such as X-Forwarded-User, got {raw!r}")
+    return value
+
+
+def names(raw: str) -> str:
+    """A non-empty comma-separated list of names (group names)."""
+    if not any(part.strip() for part in raw.split(",")):
+        raise ValueError(f"expected one or more names separated by commas, got {raw!r}")
+    return raw.strip()
+
+
+def split_list(raw: str) -> list[str]:
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(raw: str) -> float:
+    """Seconds from '90', '90s', '15m', '2h' or '1d'; ValueError otherwise."""
+    match = _DURATION.match(raw)
+    if not match:
+        raise ValueError(f"not a duration: {raw!r}")
+    unit = match.group(2).lower() if match.group(2) else None
+    return float(match.group(1)) * _UNIT_SECONDS[unit]
+
+
+def positive_duration(raw: str) -> int:
+    try:
+        seconds = int(parse_duration(raw))
+    except ValueError:
+        raise ValueError(f"expected a duration such as 24h, 90m, 2d or a number of seconds, got {raw!r}") from None
+    if seconds <= 0:
+        raise ValueError(f"expected a duration longer than zero, got {raw!r}")
+    return seconds
+
+
+def non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"expected 0 or a positive integer, got {raw!r}")
+    return value
+
+
+def crontab(raw: str) -> str:
+    """A five-field crontab line (minute hour day month weekday, UTC), or ``off``.
+
+    Weekdays must be names (``mon-fri``, ``sat,sun``): APScheduler 3 numbers them from Monday = 0,
+    crontab from Sunday = 0, so a number would silently mean another day.
+    """
+    value = " ".join(raw.split())
+    if value.lower() == "off":
+        return "off"
+    try:
+        fields = value.split(" ")
+        if len(fields) == 5 and any(c.isdigit() for c in fields[4]):
+            raise ValueError(f"write weekdays as names (mon-fri, sat,sun), not {fields[4]!r}")
+        CronTrigger.from_crontab(value, timezone=timezone.utc)
+    except ValueError as exc:
+        raise ValueError(f"expected a crontab line such as '*/15 * * * *' or 'off', got {raw!r} ({exc})") from None
+    return value

@@ -1,0 +1,150 @@
+"""Bulk reclassification (DESIGN section 4): a preview states the filter in words with a count per scope and is
+recorded; a confirmation must name the same filter and outcome, acts only on keys stuck at the preview and still
+stuck, in batches that skip locked rows, and is one audit entry its per-key rows point to."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Mapping
+
+from flask import current_app
+
+from core.formatting import duration
+from core.settings import parse_duration
+from dashboard.auth import current_user
+from dashboard.db import get_target
+from dashboard import inputs
+from dashboard.inputs import MAX_REASON, ActionError
+from queries import reclassify as q
+from queries.health import database_now
+
+PREVIEW_MAX_AGE = timedelta(minutes=15)
+BULK_BATCH = 200
+BULK_FILTER_FIELDS = ("scope", "claimed_by", "min_attempts", "overdue")
+
+
+@dataclass(frozen=True)
+class BulkRequest:
+    flt: q.BulkFilter
+    to: str
+    reason: str
+    as_of: datetime | None
+    all_scopes: bool = False
+
+
+def bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
+    if not isinstance(data, Mapping):
+        raise ActionError(400, "send a JSON object")
+    raw = data.get("filter") or {}
+    if not isinstance(raw, Mapping):
+        raise ActionError(400, "filter must be an object with scope, claimed_by, min_attempts, overdue")
+    unknown = set(raw) - set(BULK_FILTER_FIELDS)
+    if unknown:
+        raise ActionError(400, f"unknown filter fields: {', '.join(sorted(unknown))}")
+    overdue = raw.get("overdue")
+    try:
+        overdue_seconds = None if overdue in (None, "") else (
+            float(overdue) if isinstance(overdue, (int, float)) and not isinstance(overdue, bool)
+            else parse_duration(str(overdue)))
+    except ValueError:
+        raise ActionError(400, "filter.overdue must be seconds or a duration such as 10m, 2h or 1d") from None
+    if overdue_seconds is not None and not 0 <= overdue_seconds <= 366 * 86400:
+        raise ActionError(400, "filter.overdue must be between 0 and 366 days")
+    flt = q.BulkFilter(scope=inputs.text(raw, "scope"), claimed_by=inputs.text(raw, "claimed_by"),
+                       min_attempts=inputs.whole_number(raw, "min_attempts"), min_overdue_seconds=overdue_seconds)
+    to = data.get("to")
+    if to not in q.BULK_OUTCOMES:
+        raise ActionError(400, f"bulk to must be {' or '.join(q.BULK_OUTCOMES)} (the other outcomes need one key at a time)")
+    all_scopes = data.get("all_scopes") in (True, "1", "true", "on")
+    if preview:
+        return BulkRequest(flt, to, (inputs.text(data, "reason", max_length=MAX_REASON) or "").strip(), None, all_scopes)
+    as_of = inputs.moment(data, "as_of")
+    if as_of is None:
+        raise ActionError(400, "as_of is required: the time of the preview you confirmed (preview first)")
+    return BulkRequest(flt, to, inputs.reason(data), as_of, all_scopes)
+
+
+def filter_in_words(flt: Mapping[str, Any]) -> str:
+    """A bulk filter (``BulkFilter.to_json()``) as a sentence: what the operator previews and confirms."""
+    parts = [f"in scope {flt['scope']!r}" if flt.get("scope") is not None else "in every scope"]
+    if flt.get("claimed_by") is not None:
+        parts.append(f"claimed by {flt['claimed_by']!r}")
+    if flt.get("min_attempts") is not None:
+        parts.append(f"with at least {flt['min_attempts']} attempts")
+    if flt.get("overdue_seconds") is not None:
+        parts.append(f"whose lease ended at least {duration(flt['overdue_seconds'])} ago")
+    return "stuck keys " + ", ".join(parts) + " (exact matches)"
+
+
+def bulk_preview(req: BulkRequest) -> dict:
+    """Count and sample what the action would change, and record the preview for its confirmation."""
+    db = get_target()
+    lease = current_app.config["DEFAULT_LEASE_SECONDS"]
+    with db.write() as conn:
+        as_of = database_now(conn)
+        count = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        # safe_to_retry leaves out keys whose effect committed (an outbox row): say how many
+        committed = 0 if req.to != "safe_to_retry" else q.count_bulk_candidates(
+            conn, db.tables, req.flt, as_of, to="abandoned", lease_seconds=lease) - count
+        by_scope = q.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        sample = q.list_bulk_sample(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        q.insert_bulk_preview(conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope,
+                              actor=current_user().name)
+    return {"as_of": as_of, "to": req.to, "count": count, "left_out_committed": committed,
+            "cap": current_app.config["BULK_MAX_KEYS"],
+            "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
+            "all_scopes": req.flt.scope is None,
+            "by_scope": [{"scope": s.scope, "keys": s.keys} for s in by_scope],
+            "sample": [s.__dict__ for s in sample]}
+
+
+def bulk_apply(req: BulkRequest) -> dict:
+    """Change what the preview at ``req.as_of`` showed, if the request names the same filter and outcome."""
+    db = get_target()
+    config = current_app.config
+    lease, cap = config["DEFAULT_LEASE_SECONDS"], config["BULK_MAX_KEYS"]
+    actor = current_user().name
+    assert req.as_of is not None
+    bulk_id = uuid.uuid4()
+    with db.write() as conn:
+        now = database_now(conn)
+        if req.as_of > now + timedelta(seconds=5):
+            raise ActionError(400, "as_of is in the future: use the as_of the preview returned")
+        if now - req.as_of > PREVIEW_MAX_AGE:
+            raise ActionError(409, "the preview is more than 15 minutes old: preview again and confirm what you see now")
+        preview = q.get_bulk_preview(conn, req.flt, req.to, req.as_of)
+        if preview is None:
+            raise ActionError(409, f"no preview was taken at {req.as_of.isoformat()}: preview first, then confirm "
+                                   "with the as_of it returns. Nothing was changed.")
+        if not preview.matches:
+            raise ActionError(409, f"this confirmation is for {filter_in_words(req.flt.to_json())} → {req.to}, but "
+                                   f"the preview at {req.as_of.isoformat()} showed {filter_in_words(preview.filter)} "
+                                   f"→ {preview.to_status} (were the filters changed after the preview?). Nothing "
+                                   "was changed: preview again and confirm what it shows.")
+        if req.flt.scope is None and not req.all_scopes:
+            raise ActionError(400, "this would change stuck keys in every scope: name one scope in the filter, or "
+                                   "confirm that you mean all of them (\"all_scopes\": true; on the page, tick "
+                                   "\"every scope\"). Nothing was changed.")
+        before = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
+        parent_id = q.insert_bulk_audit(conn, req.flt, req.to, req.as_of, reason=req.reason, actor=actor,
+                                        bulk_id=bulk_id, preview=preview, cap=cap)
+        changed = n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap))
+    while n and changed < cap:
+        with db.write() as conn:
+            n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap - changed))
+        changed += n
+    with db.read() as conn:
+        remaining = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
+    return {"bulk_id": str(bulk_id), "audit_id": parent_id, "as_of": req.as_of, "to": req.to,
+            "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
+            "previewed": preview.candidates, "changed": changed, "skipped": max(before - changed, 0),
+            "still_eligible": remaining, "cap": cap, "capped": changed >= cap and remaining > 0}
+
+
+def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
+    config = current_app.config
+    return q.reclassify_bulk_batch(conn, get_target().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
+                                   actor=current_user().name, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
+                                   replay_horizon_seconds=config["REPLAY_HORIZON"], batch_size=size,
+                                   parent_id=parent_id)
