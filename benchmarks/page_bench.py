@@ -684,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
 
         rollup_job = RollupJob(url, log)
 
-        from dashboard import create_app
+        from dashboard import create_app, db
 
         # /metrics caches its database numbers for 1 s here, so the benchmark can also time scrapes that miss
         app = create_app({"DATABASE_URL": url, "SECRET_KEY": "benchmark", "AUTH": "none", "METRICS_CACHE_SECONDS": 1})
@@ -735,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
             report["apply_indexes_seconds"] = seconds
             phase("with_indexes")
         finally:
-            app.extensions["idemdash_target"].close()
+            db.close(app)
 
         report["http"] = []
         worker_counts = [int(w) for w in args.workers.split(",") if w.strip()]

@@ -33,7 +33,20 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("DATABASE_URL", "", str,
-            "libpq connection string or URL of the database that holds the application tables."),
+            "libpq connection string or URL of the database that holds the application tables. With "
+            "`IDEMDASH_CONFIG`, each database's `url` instead."),
+    Setting("READ_DATABASE_URL", "", str,
+            "Optional: a hot standby of that database. Pages, JSON reads and /metrics read there while it is at "
+            "most `IDEMDASH_READ_MAX_LAG_SECONDS` behind; actions, purges, snapshots, rollups and the audit log "
+            "always write to the primary. With `IDEMDASH_CONFIG`, each database's `read_url`."),
+    Setting("READ_MAX_LAG_SECONDS", 30, parsers.positive_int,
+            "How far a standby may lag behind its primary before reads fall back to the primary (the header says "
+            "so)."),
+    Setting("CONFIG", "", str,
+            "A TOML file declaring several databases, one `[databases.<name>]` table each (`url`, optional "
+            "`read_url`, `app_schema`, table names, `environment`, and that database's retention and purge "
+            "settings; these environment variables are the defaults). Empty: one database, from "
+            "`IDEMDASH_DATABASE_URL`. See docs/databases.md."),
     Setting("APP_SCHEMA", "app", parsers.identifier,
             "Schema of the application's idempotency, inbox and outbox tables."),
     Setting("KEYS_TABLE", "idempotency_request", parsers.identifier,

@@ -13,8 +13,9 @@ from flask import Flask
 from htmx_flask import Htmx
 
 from core import settings
-from dashboard import (actions, audit, auth, db, health, hotspots, inbox, keys, metrics, openapi, outbox, overview,
-                       probes, purges, suppression, web)
+from dashboard import (actions, audit, auth, databases, db, health, hotspots, inbox, keys, metrics, openapi, outbox,
+                       overview, probes, purges, suppression, web)
+from dashboard.databases import DashboardApp
 from jobs.scheduler import start_in_background
 
 htmx = Htmx()
@@ -92,12 +93,7 @@ def _refuse_without_secret(workers: int | None, worker: Any) -> None:
 
 def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = False) -> Flask:
     values = settings.load(**dict(test_config or {}))
-    if not values["DATABASE_URL"]:
-        raise settings.ConfigError(
-            "IDEMDASH_DATABASE_URL is not set: point it at the database that holds the application's "
-            "idempotency tables (or run `idemdash demo` for an embedded one)")
-
-    app = Flask(__name__, template_folder=_asset_dir("templates"), static_folder=_asset_dir("static"))
+    app = DashboardApp(__name__, template_folder=_asset_dir("templates"), static_folder=_asset_dir("static"))
     app.config.update(values)
     app.config["TESTING"] = testing
     if not app.config["SECRET_KEY"]:
@@ -106,13 +102,14 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     # auth first: its checks (AUTH=none answers this machine only) come before anything else answers
     auth.init_app(app)
     web.init_app(app)
-    # one target (and pool) per app: several apps in one process (tests) must not share a pool
+    # one target (and pool) per database and app: several apps in one process (tests) must not share a pool
     db.init_app(app)
     htmx.init_app(app)
 
     for module in (probes, overview, keys, actions, hotspots, suppression, outbox, inbox, audit, metrics, openapi,
                    purges, health):
         app.register_blueprint(module.bp)
+    databases.init_app(app)  # after the blueprints: it gives each of their routes a per-database twin
     metrics.init_app(app)
 
     if app.config["RUN_JOBS"]:

@@ -1,21 +1,52 @@
-"""The web app's database target: built from the app's settings in ``init_app``, reached through ``get_target``.
+"""The web app's databases: one ``Target`` per database it serves (core.databases), built and opened in
+``init_app``; ``get_target`` is the one the current request is about.
 
-One pool per process: gunicorn workers each build their own app after the fork, and several apps in one
-process (the tests) each have their own.
+A request under /db/<name>/… (or /api/v1/db/<name>/…, see dashboard/databases.py) is about that database;
+any other request about the first one. One pool per database and process: gunicorn workers each build their
+own app after the fork, and several apps in one process (the tests) each have their own.
 """
 from __future__ import annotations
 
-from flask import Flask, current_app
+from flask import Flask, abort, current_app, g, has_request_context
 
+from core.databases import load_databases
 from queries.target import Target
 
 
-def init_app(app: Flask) -> Target:
-    target = Target.from_settings(app.config)
-    target.open_pool()
-    app.extensions["idemdash_target"] = target
-    return target
+def init_app(app: Flask) -> dict[str, Target]:
+    targets = {d.name: Target.from_settings(d.settings, d.name) for d in load_databases(app.config)}
+    for target in targets.values():
+        target.open_pool()
+    app.extensions["idemdash_targets"] = targets
+
+    @app.url_value_preprocessor
+    def pick_database(endpoint: str | None, values: dict | None) -> None:
+        name = values.pop("database", None) if values else None
+        if name is None:
+            return
+        if name not in targets:
+            abort(404, f"no database {name!r} here: this dashboard serves {', '.join(targets)}")
+        g.database = name
+
+    return targets
+
+
+def all_targets() -> dict[str, Target]:
+    """Every database this app serves, in the configured order (the first is the one plain URLs mean)."""
+    return current_app.extensions["idemdash_targets"]
+
+
+def current_database() -> str | None:
+    """The database named in the request's URL (/db/<name>/…), or None for a plain URL."""
+    return g.get("database") if has_request_context() else None
 
 
 def get_target() -> Target:
-    return current_app.extensions["idemdash_target"]
+    targets = all_targets()
+    name = current_database()
+    return targets[name] if name is not None else next(iter(targets.values()))
+
+
+def close(app: Flask) -> None:
+    for target in app.extensions["idemdash_targets"].values():
+        target.close()

@@ -101,7 +101,9 @@ def init_app(app: Flask) -> None:
     registry = CollectorRegistry(auto_describe=False)
     latency = Histogram("idemdash_http_request_duration_seconds", "Time to answer a request, by endpoint.",
                         ["endpoint", "method", "status"], registry=registry, buckets=LATENCY_BUCKETS)
-    registry.register(DatabaseCollector(app.extensions["idemdash_target"], app.config["DEFAULT_LEASE_SECONDS"],
+    # per database labels come with the multi-database work; the first database's numbers for now
+    target = next(iter(app.extensions["idemdash_targets"].values()))
+    registry.register(DatabaseCollector(target, target.settings["DEFAULT_LEASE_SECONDS"],
                                         float(app.config["METRICS_CACHE_SECONDS"])))
     app.extensions["idemdash_metrics"] = registry
 

@@ -78,6 +78,7 @@ SPEC: dict[str, Any] = {
         "/api/v1/purges": _get("Purge history, running runs and schedule", [
             _q("table", "Only this table's runs.", {"type": "string", "enum": ["keys", "inbox", "outbox"]}),
             _q("run_id", "Only this run.", {"type": "integer", "minimum": 1}), CURSOR, LIMIT]),
+        "/api/v1/databases": _get("Every database this dashboard serves, with its headline numbers (reachable or not)", []),
         "/api/v1/health/schema": _get("Schema, retention and operational checks (the /health findings)", []),
         "/api/v1/keys/reclassify": _post("Reclassify one stuck key", {
             "type": "object", "required": ["scope", "key", "to", "reason"],

@@ -19,6 +19,7 @@ from psycopg_pool import PoolTimeout
 
 from core.formatting import ago, duration, pretty_json
 from core.settings import redact_dsn
+from dashboard.db import get_target
 from dashboard.panels import PanelError
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -143,7 +144,7 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(errors.QueryCanceled)
     def query_timed_out(exc: errors.QueryCanceled):
         # 57014: the statement timeout. Panels turn it into a degraded panel; this is for any other read.
-        timeout_ms = app.extensions["idemdash_target"].statement_timeout_ms
+        timeout_ms = get_target().statement_timeout_ms
         return error_response(
             503, f"The database did not answer within the {timeout_ms} ms statement timeout "
                  "(IDEMDASH_STATEMENT_TIMEOUT_MS), so this request timed out and nothing was changed. The database "

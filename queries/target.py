@@ -1,29 +1,47 @@
 """Which database, and which tables of which shape: the one object every statement runs against.
 
-A ``Target`` says how to reach one database (its DSN, and the web's connection pool once opened), which
-schema, tables and columns hold the application's idempotency keys, inbox and outbox there (``Tables``), and
-the settings that apply to it. The web app, the jobs and the command line each build the targets they need
-from the settings and pass them down explicitly; nothing is kept at module level.
+A ``Target`` says how to reach one database (its DSN, an optional hot standby to read from, and the web's
+connection pools once opened), which schema, tables and columns hold the application's idempotency keys,
+inbox and outbox there (``Tables``), and the settings that apply to it. The web app, the jobs and the command
+line each build the targets they need from the settings (core.databases) and pass them down explicitly;
+nothing is kept at module level.
 
-Today there is one target per deployment (``name`` "default") and every table has seed 004's columns; several
-databases and other table shapes are new targets and new shapes, not new code paths.
+Every table has seed 004's columns today; another table shape is a new shape object with its own statements,
+not a new code path through every page.
 """
 from __future__ import annotations
 
 import os
+import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
+from core.settings import redact_dsn
 from queries import Tables
 from queries import db as qdb
+from queries import replication
 
 # libpq waits forever without one (psycopg: 130 s); a job or a command must fail fast and try again.
 DEFAULT_CONNECT_TIMEOUT = 10
+# How long a standby's lag is believed before it is measured again, and how long measuring it may take.
+REPLICA_CHECK_SECONDS = 2.0
+REPLICA_CHECK_TIMEOUT = 1.0
+
+
+@dataclass(frozen=True)
+class ReplicaStatus:
+    """Where reads go now: the standby while it answers and is at most ``max_lag_seconds`` behind."""
+
+    using_standby: bool
+    lag_seconds: float | None      # None: not measured (no standby, or it did not answer)
+    max_lag_seconds: int
+    problem: str | None            # why reads went to the primary
 
 
 @dataclass(eq=False)
@@ -32,13 +50,18 @@ class Target:
     dsn: str
     tables: Tables
     settings: Mapping[str, Any]
+    read_dsn: str | None = None
     pool: ConnectionPool | None = field(default=None, repr=False)
+    read_pool: ConnectionPool | None = field(default=None, repr=False)
     _pool_pid: int | None = field(default=None, repr=False)
-    _pool_application_name: str = field(default="idemdash", repr=False)
+    _application_name: str = field(default="idemdash", repr=False)
+    _replica: tuple[float, ReplicaStatus] | None = field(default=None, repr=False)
+    _replica_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], name: str = "default") -> "Target":
-        return cls(name, settings["DATABASE_URL"], Tables.from_config(settings), settings)
+        return cls(name, settings["DATABASE_URL"], Tables.from_config(settings), settings,
+                   read_dsn=settings.get("READ_DATABASE_URL") or None)
 
     @property
     def statement_timeout_ms(self) -> int:
@@ -48,48 +71,96 @@ class Target:
     def lock_timeout_ms(self) -> int:
         return self.settings["LOCK_TIMEOUT_MS"]
 
-    # -- the web's pool: pages and actions -----------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        """The database as a person may see it: its DSN without the password."""
+        return redact_dsn(self.dsn)
+
+    # -- the web's pools: pages and actions ----------------------------------------------------------------
 
     def open_pool(self, application_name: str = "idemdash") -> ConnectionPool:
-        """Open the pool without waiting for the database, so the web process starts (and ``/healthz`` answers)
-        while it is unreachable."""
-        s = self.settings
-        self._pool_pid, self._pool_application_name = os.getpid(), application_name
-        self.pool = ConnectionPool(
-            self.dsn, min_size=s["POOL_MIN_SIZE"], max_size=max(s["POOL_MAX_SIZE"], s["POOL_MIN_SIZE"]),
-            open=True, timeout=float(s["POOL_TIMEOUT_SECONDS"]), name=f"idemdash-{self.name}",
-            check=ConnectionPool.check_connection, kwargs={"application_name": application_name})
+        """Open the pools without waiting for the database, so the web process starts (and ``/healthz``
+        answers) while it is unreachable."""
+        self._pool_pid, self._application_name = os.getpid(), application_name
+        self.pool = self._new_pool(self.dsn, "")
+        self.read_pool = self._new_pool(self.read_dsn, "-standby") if self.read_dsn else None
         return self.pool
 
+    def _new_pool(self, dsn: str, suffix: str) -> ConnectionPool:
+        s = self.settings
+        return ConnectionPool(
+            dsn, min_size=s["POOL_MIN_SIZE"], max_size=max(s["POOL_MAX_SIZE"], s["POOL_MIN_SIZE"]), open=True,
+            timeout=float(s["POOL_TIMEOUT_SECONDS"]), name=f"idemdash-{self.name}{suffix}",
+            check=ConnectionPool.check_connection, kwargs={"application_name": self._application_name})
+
     @contextmanager
-    def read(self, statement_timeout_ms: int | None = None) -> Iterator[psycopg.Connection]:
-        """A READ ONLY transaction with the statement timeout (or a shorter one a page's time budget leaves)."""
-        with qdb.read_tx(self._pool(), statement_timeout_ms or self.statement_timeout_ms) as conn:
+    def read(self, statement_timeout_ms: int | None = None, *, primary: bool = False) -> Iterator[psycopg.Connection]:
+        """A READ ONLY transaction with the statement timeout (or a shorter one a page's time budget leaves), on
+        the standby while it is close enough (``replica_status``), else on the primary. ``primary``: reads
+        an action depends on, which must see what the primary sees."""
+        pool = self._pool()
+        if not primary and self.read_dsn and self.replica_status().using_standby:
+            pool = self.read_pool  # type: ignore[assignment]
+        with qdb.read_tx(pool, statement_timeout_ms or self.statement_timeout_ms) as conn:
             yield conn
 
     @contextmanager
     def write(self) -> Iterator[psycopg.Connection]:
-        """A transaction for the dashboard's own writes, with the lock timeout."""
+        """A transaction on the primary for the dashboard's own writes, with the lock timeout."""
         with qdb.write_tx(self._pool(), self.lock_timeout_ms) as conn:
             yield conn
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
+        for pool in (self.pool, self.read_pool):
+            if pool is not None:
+                pool.close()
 
     def _pool(self) -> ConnectionPool:
         if self.pool is None:
             raise RuntimeError(f"database {self.name!r}: open_pool() first (the web app does)")
         if self._pool_pid != os.getpid():
             # forked after the pool opened (gunicorn --preload builds the app before forking its workers): the
-            # parent's connections and threads are not ours to use, so this process opens a pool of its own
-            self.open_pool(self._pool_application_name)
+            # parent's connections and threads are not ours to use, so this process opens pools of its own
+            self.open_pool(self._application_name)
         return self.pool
+
+    # -- the standby ----------------------------------------------------------------------------------------
+
+    def replica_status(self) -> ReplicaStatus | None:
+        """None without a standby; else where reads go now, measured at most every REPLICA_CHECK_SECONDS."""
+        if not self.read_dsn:
+            return None
+        with self._replica_lock:
+            if self._replica is None or time.monotonic() - self._replica[0] > REPLICA_CHECK_SECONDS:
+                self._replica = (time.monotonic(), self._measure_replica())
+            return self._replica[1]
+
+    def _measure_replica(self) -> ReplicaStatus:
+        limit = self.settings["READ_MAX_LAG_SECONDS"]
+        self._pool()
+        try:
+            with self.pool.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:  # type: ignore[union-attr]
+                primary_lsn = replication.get_primary_wal_lsn(conn)
+            with self.read_pool.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:  # type: ignore[union-attr]
+                replay = replication.get_standby_replay(conn, primary_lsn)
+        except (psycopg.Error, PoolTimeout) as exc:
+            return ReplicaStatus(False, None, limit, f"the standby or the primary did not answer "
+                                                     f"({type(exc).__name__}): reading from the primary")
+        if not replay.in_recovery:
+            return ReplicaStatus(False, None, limit, "the read database is not a standby (not in recovery): "
+                                                     "reading from the primary")
+        lag = replay.lag_seconds
+        if lag > limit:
+            paused = " (its replay is paused)" if replay.paused else ""
+            return ReplicaStatus(False, lag, limit, f"the standby is {lag:.0f} s behind{paused}, more than "
+                                                    f"IDEMDASH_READ_MAX_LAG_SECONDS ({limit} s): reading from the "
+                                                    "primary")
+        return ReplicaStatus(True, lag, limit, None)
 
     # -- a connection of its own: jobs and the command line ---------------------------------------------------
 
     def connect(self, application_name: str) -> psycopg.Connection:
-        """A fresh autocommit connection; the DSN's own ``connect_timeout`` wins over the default.
+        """A fresh autocommit connection to the primary; the DSN's own ``connect_timeout`` wins over the default.
 
         Jobs hold no pool: each run connects anew, so a database that went away and came back needs nothing
         reset (a broken connection dies with the run that saw it).

@@ -160,7 +160,7 @@ def tables():
 @pytest.fixture
 def make_app(database_url):
     """Build the Flask app against a test database; settings as keyword overrides."""
-    from dashboard import create_app
+    from dashboard import create_app, db
 
     apps = []
 
@@ -172,7 +172,7 @@ def make_app(database_url):
 
     yield make
     for app in apps:
-        app.extensions["idemdash_target"].close()
+        db.close(app)
 
 
 @pytest.fixture

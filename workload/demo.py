@@ -125,7 +125,8 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
             scheduler = app.extensions.get("idemdash_scheduler")
             if scheduler is not None:
                 scheduler.shutdown(wait=False)
-            app.extensions["idemdash_target"].close()
+            for target in app.extensions["idemdash_targets"].values():
+                target.close()
         server.cleanup()
         click.echo("demo stopped; embedded PostgreSQL shut down")
     return 0

@@ -1,0 +1,99 @@
+"""Which databases one idemdash serves: the one of IDEMDASH_DATABASE_URL, or each ``[databases.<name>]`` table of
+the TOML file named by IDEMDASH_CONFIG.
+
+A database's settings are the environment's (``core.settings.load``) with the keys of its table on top; a key
+is a setting's name in lower case (``inbox_retention_days``), and ``url`` / ``read_url`` stand for
+``DATABASE_URL`` / ``READ_DATABASE_URL``. Only settings that belong to one database may appear there
+(``PER_DATABASE``); anything else is a ConfigError naming the file, the database and the key.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from core.settings import BY_NAME, ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+DEFAULT = "default"
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+ALIASES = {"url": "DATABASE_URL", "read_url": "READ_DATABASE_URL"}
+# Settings a database's table may set: where it is, its tables' shape, and what its data and jobs keep and do.
+PER_DATABASE = frozenset({
+    "DATABASE_URL", "READ_DATABASE_URL", "READ_MAX_LAG_SECONDS", "APP_SCHEMA", "KEYS_TABLE", "INBOX_TABLE",
+    "OUTBOX_TABLE", "ENVIRONMENT", "READ_ONLY", "BULK_MAX_KEYS", "HOTSPOT_MIN_ATTEMPTS", "DEFAULT_LEASE_SECONDS",
+    "INBOX_RETENTION_DAYS", "OUTBOX_RETENTION_DAYS", "REPLAY_HORIZON", "STATEMENT_TIMEOUT_MS", "LOCK_TIMEOUT_MS",
+    "SNAPSHOT_INTERVAL_SECONDS", "SNAPSHOT_RETENTION_DAYS", "POOL_MIN_SIZE", "POOL_MAX_SIZE",
+    "POOL_TIMEOUT_SECONDS",
+}) | {name for name in BY_NAME if name.startswith("PURGE_")}
+
+
+@dataclass(frozen=True)
+class DatabaseConfig:
+    name: str
+    settings: Mapping[str, Any]
+
+
+def load_databases(settings: Mapping[str, Any]) -> list[DatabaseConfig]:
+    """The databases to serve, in the file's order (the first is the one today's URLs mean)."""
+    path = settings["CONFIG"]
+    if not path:
+        if not settings["DATABASE_URL"]:
+            raise ConfigError("IDEMDASH_DATABASE_URL is not set: point it at the database that holds the "
+                              "application's idempotency tables, or name a file of several in IDEMDASH_CONFIG")
+        return [DatabaseConfig(DEFAULT, dict(settings))]
+    return [DatabaseConfig(name, values) for name, values in _read(Path(path), settings)]
+
+
+def _read(path: Path, base: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    where = f"IDEMDASH_CONFIG {path}"
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: the file does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot read it: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not valid TOML: {exc}") from None
+    unknown = set(document) - {"databases"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown table(s) {', '.join(sorted(unknown))}; declare databases as "
+                          "[databases.<name>]")
+    databases = document.get("databases")
+    if not isinstance(databases, dict) or not databases:
+        raise ConfigError(f"{where}: declares no database; add a [databases.<name>] table with a url")
+    result = []
+    for name, table in databases.items():
+        here = f"{where}: [databases.{name}]"
+        if not NAME.match(name):
+            raise ConfigError(f"{here}: a database name is 1-63 lower-case letters, digits, '-' or '_' (it is "
+                              "part of every URL under /db/<name>/)")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{here}: expected a table of settings")
+        result.append((name, _database_settings(here, table, base)))
+    return result
+
+
+def _database_settings(here: str, table: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    values = dict(base)
+    allowed = sorted(ALIASES) + sorted(n.lower() for n in PER_DATABASE if n in BY_NAME and n not in ALIASES.values())
+    for key, raw in table.items():
+        name = ALIASES.get(key, key.upper())
+        if key != key.lower() or name not in PER_DATABASE or name not in BY_NAME:
+            raise ConfigError(f"{here}: unknown key {key!r}; a database may set {', '.join(allowed)}")
+        if isinstance(raw, (dict, list)):
+            raise ConfigError(f"{here}: {key}: expected a single value")
+        text = str(raw).lower() if isinstance(raw, bool) else str(raw)
+        try:
+            values[name] = BY_NAME[name].parse(text)
+        except ValueError as exc:
+            raise ConfigError(f"{here}: {key}: {exc}") from None
+    if not table.get("url"):
+        raise ConfigError(f"{here}: url is required (the database that holds this service's idempotency tables)")
+    return values

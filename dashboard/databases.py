@@ -1,0 +1,163 @@
+"""Several databases in one dashboard: every page also under /db/<name>/…, every JSON route under
+/api/v1/db/<name>/…, links that stay in the database they were followed from, and the all-databases overview
+(`/databases`, `GET /api/v1/databases`).
+
+With IDEMDASH_CONFIG each route gets a twin with the database in its path (endpoint ``<endpoint>@db``); the
+plain routes mean the first database, so runbook links and bookmarks made before keep working. ``url_for``
+inside a database's page builds that database's twin, so templates and views name endpoints as before.
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from urllib.parse import urlencode
+
+from flask import Blueprint, Flask, current_app, g, has_request_context, jsonify, request, url_for
+
+from core.settings import redact_dsn
+from dashboard.db import all_targets, current_database
+from dashboard.web import render
+from queries import overview as q
+from queries.target import Target
+
+TWIN = "@db"
+# The all-databases overview asks every database at once and waits this long for them together: a database
+# that is down or slow marks its own row and never holds up the page.
+OVERVIEW_TIMEOUT_SECONDS = 2.0
+# ... and each database's statements may take this long
+OVERVIEW_STATEMENT_TIMEOUT_MS = 1500
+
+bp = Blueprint("databases", __name__)
+
+
+class DashboardApp(Flask):
+    """Flask, with ``url_for`` staying in the database of the page it is called from."""
+
+    def url_for(self, endpoint: str, *, _anchor: str | None = None, _method: str | None = None,
+                _scheme: str | None = None, _external: bool | None = None, **values: Any) -> str:
+        name = values.pop("database", None) or current_database()
+        if name is not None:
+            if endpoint.startswith(".") and has_request_context() and request.blueprint:
+                endpoint = request.blueprint + endpoint
+            twin = endpoint if endpoint.endswith(TWIN) else endpoint + TWIN
+            if twin in self.view_functions:
+                endpoint, values["database"] = twin, name
+        return super().url_for(endpoint, _anchor=_anchor, _method=_method, _scheme=_scheme, _external=_external,
+                               **values)
+
+
+def install_routes(app: Flask) -> None:
+    """Give every route (pages, JSON, actions) a twin with the database in its path; call after the blueprints
+    are registered. The twin runs the same view; dashboard.db takes the name out of the URL values."""
+    for rule in list(app.url_map.iter_rules()):
+        if rule.endpoint == "static" or rule.endpoint.startswith(f"{bp.name}."):
+            continue
+        if rule.rule.startswith("/api/v1/"):
+            path = "/api/v1/db/<database>/" + rule.rule[len("/api/v1/"):]
+        else:
+            path = "/db/<database>" + rule.rule
+        app.add_url_rule(path, endpoint=rule.endpoint + TWIN, view_func=app.view_functions[rule.endpoint],
+                         methods=rule.methods)
+
+
+def url_in_database(name: str) -> str:
+    """This page in database ``name`` (the header's switcher); the database's overview when the page has no
+    per-database twin."""
+    endpoint = plain_endpoint(request.endpoint)
+    if endpoint is None or request.method != "GET" or endpoint + TWIN not in current_app.view_functions:
+        return url_for("overview.page", database=name)
+    path = url_for(endpoint, database=name, **(request.view_args or {}))
+    query = urlencode([(k, v) for k, v in request.args.items(multi=True) if v != ""])
+    return f"{path}?{query}" if query else path
+
+
+def plain_endpoint(endpoint: str | None) -> str | None:
+    """The endpoint a page was reached through, without the database twin's mark (navigation compares it)."""
+    return endpoint.removesuffix(TWIN) if endpoint else endpoint
+
+
+# -- the all-databases overview -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DatabaseRow:
+    name: str
+    label: str                     # where it is, password hidden
+    reachable: bool
+    summary: q.DatabaseSummary | None
+    problem: str | None            # why there are no numbers
+    milliseconds: float | None     # how long it took to answer
+
+
+def _summary(target: Target) -> tuple[q.DatabaseSummary, float]:
+    started = time.perf_counter()
+    with target.read(OVERVIEW_STATEMENT_TIMEOUT_MS) as conn:
+        value = q.get_database_summary(conn, target.tables, target.settings["DEFAULT_LEASE_SECONDS"])
+    return value, (time.perf_counter() - started) * 1000
+
+
+def _problem(exc: BaseException) -> str:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return redact_dsn(f"{type(exc).__name__}: {first}"[:300])
+
+
+def database_rows() -> list[DatabaseRow]:
+    """Every database's headline numbers, asked in parallel; one that fails or is slow says so in its own row."""
+    targets = all_targets()
+    executor = ThreadPoolExecutor(max_workers=len(targets), thread_name_prefix="idemdash-databases")
+    try:
+        futures = {name: executor.submit(_summary, target) for name, target in targets.items()}
+        wait(futures.values(), timeout=OVERVIEW_TIMEOUT_SECONDS)
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)  # a database that does not answer keeps no one waiting
+    rows = []
+    for name, future in futures.items():
+        target = targets[name]
+        if not future.done():
+            rows.append(DatabaseRow(name, target.label, False, None,
+                                    f"no answer within {OVERVIEW_TIMEOUT_SECONDS:g} s", None))
+        elif future.exception() is not None:
+            rows.append(DatabaseRow(name, target.label, False, None, _problem(future.exception()), None))
+        else:
+            summary, ms = future.result()
+            rows.append(DatabaseRow(name, target.label, True, summary, None, ms))
+    return rows
+
+
+@bp.get("/databases")
+def page():
+    return render("databases.html", "databases_panel", rows=database_rows(), as_of=datetime.now(timezone.utc))
+
+
+@bp.get("/api/v1/databases")
+def api():
+    items = []
+    for row in database_rows():
+        item: dict[str, Any] = {"name": row.name, "database": row.label, "reachable": row.reachable,
+                                "problem": row.problem, "answered_ms": row.milliseconds}
+        if row.summary is not None:
+            keys, outbox = row.summary.keys, row.summary.outbox
+            item |= {"stuck": keys.stuck, "needs_review": keys.needs_review, "processing": keys.processing,
+                     "outbox_pending": outbox.pending, "outbox_lag_seconds": outbox.lag_seconds,
+                     "last_purge": asdict(row.summary.last_purge) if row.summary.last_purge else None}
+        items.append(item)
+    return jsonify({"items": items, "next_cursor": None, "as_of": datetime.now(timezone.utc)})
+
+
+def init_app(app: Flask) -> None:
+    """The overview and, with a config file, the per-database routes; the header's database context."""
+    app.register_blueprint(bp)
+    if app.config["CONFIG"]:
+        install_routes(app)
+    app.add_template_global(url_in_database)
+
+    @app.context_processor
+    def database_context() -> dict[str, Any]:
+        targets = all_targets()
+        name = g.get("database") or next(iter(targets))
+        target = targets[name]
+        return {"databases": list(targets) if app.config["CONFIG"] else [], "database_name": name,
+                "replica": target.replica_status(), "plain_endpoint": plain_endpoint(request.endpoint)}

@@ -1,0 +1,41 @@
+"""How far a hot standby is behind its primary (the Target reads from the standby only while it is close)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+
+from queries import statement
+from queries.db import select_one
+
+
+@dataclass(frozen=True)
+class _Lsn:
+    lsn: str
+
+
+@dataclass(frozen=True)
+class StandbyReplay:
+    in_recovery: bool
+    bytes_behind: float | None          # None: not a standby
+    seconds_since_replay: float | None  # None: it has replayed nothing since it started
+    paused: bool
+
+    @property
+    def lag_seconds(self) -> float:
+        """0 when it has replayed all the primary wrote; otherwise how long ago it replayed its last transaction."""
+        if not self.bytes_behind:
+            return 0.0
+        return self.seconds_since_replay if self.seconds_since_replay is not None else float("inf")
+
+
+def get_primary_wal_lsn(conn: psycopg.Connection) -> str:
+    row = select_one(conn, statement("get_primary_wal_lsn"), None, _Lsn)
+    assert row is not None
+    return row.lsn
+
+
+def get_standby_replay(conn: psycopg.Connection, primary_lsn: str) -> StandbyReplay:
+    row = select_one(conn, statement("get_standby_replay"), {"primary_lsn": primary_lsn}, StandbyReplay)
+    assert row is not None
+    return row
