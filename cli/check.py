@@ -8,27 +8,32 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 from typing import Callable
 
 import click
 import psycopg
 
 from checks import FAIL, run_checks
-from cli.common import connect, database_url_option, target
+from cli.common import connect, databases_option, heading, targets
 from queries import Tables
 from queries import indexes as q
 from queries.target import Target
 
 
 @click.command()
-@database_url_option
+@databases_option
 @click.option("--apply-indexes", is_flag=True,
               help="Build the missing recommended indexes, concurrently and one at a time.")
-def check(database_url: str, apply_indexes: bool) -> None:
+def check(database_url: str, database: str | None, apply_indexes: bool) -> None:
     """The indexes the pages and purges need (statement and why for each), the schema checks; exit 1 if any missing."""
-    db = target(database_url)
-    connect(db).close()  # a clear error for a wrong URL before anything else
-    sys.exit(report(db, apply_indexes=apply_indexes))
+    chosen = targets(database_url, database)
+    status = 0
+    for db in chosen:
+        heading(db, len(chosen) > 1)
+        connect(db).close()  # a clear error for a wrong URL before anything else
+        status = max(status, report(db, apply_indexes=apply_indexes))
+    sys.exit(status)
 
 
 Echo = Callable[[str], None]
@@ -106,7 +111,8 @@ def _print_health(db: Target, echo: Echo) -> int:
     """The /health findings (checks/), minus its index findings (listed above); the count of fails."""
     db.open_pool("idemdash-check")
     try:
-        checks = [c for c in run_checks(db.read, db.tables, db.settings) if not c.id.startswith("index")]
+        found = run_checks(partial(db.read, primary=True), db.tables, db.settings)
+        checks = [c for c in found if not c.id.startswith("index")]
     finally:
         db.close()
     echo("")

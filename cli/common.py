@@ -1,4 +1,5 @@
-"""What every command shares: the --database-url option, settings with their errors as usage errors, a target."""
+"""What every command shares: which databases it works on (--database-url, or --database NAME of
+IDEMDASH_CONFIG's file, default every one), settings with their errors as usage errors."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,11 +8,20 @@ import click
 import psycopg
 
 from core import settings
+from core.databases import load_databases
 from queries.target import Target
 
 database_url_option = click.option(
     "--database-url", envvar="IDEMDASH_DATABASE_URL", default="", show_envvar=True,
-    help="Database holding the application tables (and idemdash's own schema).")
+    help="Database holding the application tables (and idemdash's own schema); on the command line it wins "
+         "over IDEMDASH_CONFIG.")
+database_option = click.option(
+    "--database", "database", default=None, metavar="NAME",
+    help="With IDEMDASH_CONFIG: only this database of the file [default: every one].")
+
+
+def databases_option(command):
+    return database_url_option(database_option(command))
 
 
 def load_settings(**overrides: Any) -> dict[str, Any]:
@@ -25,6 +35,36 @@ def require_url(config: dict[str, Any]) -> str:
     if not config["DATABASE_URL"]:
         raise click.UsageError("no database: pass --database-url or set IDEMDASH_DATABASE_URL")
     return config["DATABASE_URL"]
+
+
+def targets(database_url: str = "", database: str | None = None) -> list[Target]:
+    """The databases a command works on: --database-url given on the command line (or no IDEMDASH_CONFIG), else
+    every database of the config file, or the one --database names."""
+    config = load_settings()
+    ctx = click.get_current_context(silent=True)
+    typed = ctx is not None and ctx.get_parameter_source("database_url") == click.core.ParameterSource.COMMANDLINE
+    if database_url and (typed or not config["CONFIG"]):
+        if database:
+            raise click.UsageError("--database picks one database of IDEMDASH_CONFIG; with --database-url there "
+                                   "is only that one")
+        return [target(database_url)]
+    try:
+        found = load_databases(config)
+    except settings.ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    if database is not None:
+        found = [d for d in found if d.name == database]
+        if not found:
+            declared = ", ".join(d.name for d in load_databases(config))
+            raise click.UsageError(f"no database {database!r} in {config['CONFIG'] or 'IDEMDASH_DATABASE_URL'}: "
+                                   f"it declares {declared}")
+    return [Target.from_settings(d.settings, d.name) for d in found]
+
+
+def heading(db: Target, several: bool) -> None:
+    """With several databases, a line saying which one the following lines are about."""
+    if several:
+        click.echo(f"== database {db.name} ({db.label})")
 
 
 def target(database_url: str = "", **overrides: Any) -> Target:

@@ -3,22 +3,25 @@ from __future__ import annotations
 
 import click
 
-from cli.common import connect, database_url_option, target
+from cli.common import connect, database_url_option, databases_option, heading, target, targets
 from queries.app_schema import create_app_schema
 from queries.migrate import migrate as run_migrations
 
 
 @click.command()
-@database_url_option
-def migrate(database_url: str) -> None:
-    """Create or update idemdash's own schema (safe to run from several replicas at once)."""
-    with connect(target(database_url)) as conn:
-        applied = run_migrations(conn)
-    if applied:
-        for migration in applied:
-            click.echo(f"applied {migration.version:04d}_{migration.name}")
-    else:
-        click.echo("idemdash schema is up to date")
+@databases_option
+def migrate(database_url: str, database: str | None) -> None:
+    """Create or update idemdash's own schema in each database (safe to run from several replicas at once)."""
+    chosen = targets(database_url, database)
+    for db in chosen:
+        heading(db, len(chosen) > 1)
+        with connect(db) as conn:
+            applied = run_migrations(conn)
+        if applied:
+            for migration in applied:
+                click.echo(f"applied {migration.version:04d}_{migration.name}")
+        else:
+            click.echo("idemdash schema is up to date")
 
 
 @click.command("init-app-schema")

@@ -8,19 +8,30 @@ import time
 
 import click
 
-from cli.common import database_url_option, load_settings, require_url, target
+from cli.common import databases_option, heading, load_settings, targets
 from jobs.purge_run import TABLES, run_purge
 from jobs.scheduler import run_blocking
 
 
 @click.command()
-@database_url_option
+@databases_option
 @click.option("--table", "tables", type=click.Choice(["keys", "inbox", "outbox"]), multiple=True,
               help="Purge only this table (repeatable) [default: keys, inbox and outbox].")
 @click.option("--dry-run", is_flag=True, help="Count what each purge would delete; delete nothing.")
-def purge(database_url: str, tables: tuple[str, ...], dry_run: bool) -> None:
-    """Run the retention purges now, one run per table, recorded in the purge history like scheduled runs."""
-    db = target(database_url)
+def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_run: bool) -> None:
+    """Run the retention purges now, one run per table and database, recorded in the purge history like
+    scheduled runs."""
+    chosen = targets(database_url, database)
+    failed = False
+    for db in chosen:
+        heading(db, len(chosen) > 1)
+        failed = _purge(db, tables, dry_run) or failed
+    if failed:
+        sys.exit(1)
+
+
+def _purge(db, tables: tuple[str, ...], dry_run: bool) -> bool:
+    """One database's purges; True when a run failed."""
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         logging.getLogger("jobs.purge_run").setLevel(logging.WARNING)  # the lines below say it all
     try:
@@ -57,16 +68,12 @@ def purge(database_url: str, tables: tuple[str, ...], dry_run: bool) -> None:
             click.echo("        time budget (IDEMDASH_PURGE_TIME_BUDGET_SECONDS) used up; the next run carries on")
         if result.error:
             click.echo(f"        {result.error}")
-    if any(result.outcome == "failed" for result, _ in results):
-        sys.exit(1)
-
-
+    return any(result.outcome == "failed" for result, _ in results)
 
 
 @click.command()
-@database_url_option
-def scheduler(database_url: str) -> None:
-    """Run the scheduled jobs in this process (APScheduler) until stopped."""
-    config = load_settings(DATABASE_URL=database_url)
-    require_url(config)
-    run_blocking(config)
+@databases_option
+def scheduler(database_url: str, database: str | None) -> None:
+    """Run the scheduled jobs of every database (or of --database NAME) in this process until stopped."""
+    chosen = targets(database_url, database)
+    run_blocking(load_settings(), chosen)

@@ -29,8 +29,15 @@ def identifier(raw: str) -> str:
     return raw
 
 
+def _whole_number(raw: str, expected: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"expected {expected}, got {raw!r}") from None
+
+
 def positive_int(raw: str) -> int:
-    value = int(raw)
+    value = _whole_number(raw, "a positive integer")
     if value <= 0:
         raise ValueError(f"expected a positive integer, got {raw!r}")
     return value
@@ -102,7 +109,7 @@ def positive_duration(raw: str) -> int:
 
 
 def non_negative_int(raw: str) -> int:
-    value = int(raw)
+    value = _whole_number(raw, "0 or a positive integer")
     if value < 0:
         raise ValueError(f"expected 0 or a positive integer, got {raw!r}")
     return value

@@ -90,7 +90,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("BULK_MAX_KEYS", 1000, parsers.positive_int,
             "Most keys one bulk reclassification changes; the operator repeats the call for more."),
     Setting("RUNBOOK_URL", "", str,
-            "Runbook link template with `{scope}`, `{key}` and `{status}` (URL-encoded when filled in). "
+            "Runbook link template with `{scope}`, `{key}`, `{status}` and `{database}` (URL-encoded when filled in). "
             "Empty: the built-in runbook page for stuck keys."),
     Setting("HOTSPOT_MIN_ATTEMPTS", 5, parsers.positive_int,
             "`attempt_count` from which a key counts as a retry hotspot."),

@@ -10,7 +10,7 @@ import json
 import uuid
 from typing import Any, Mapping
 
-from flask import Blueprint, abort, current_app, jsonify, redirect, request
+from flask import Blueprint, abort, jsonify, redirect, request
 from htmx_flask import make_response as htmx_response
 from psycopg import errors
 
@@ -75,9 +75,10 @@ def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple
 # -- the actions ---------------------------------------------------------------
 
 def _current_key(scope: str, key: str):
+    # actions read the primary: what they answer with must be what their compare-and-set saw, not a standby's past
     db = get_target()
-    with db.read() as conn:
-        return qkeys.get_key(conn, db.tables, scope, key, lease_seconds=current_app.config["DEFAULT_LEASE_SECONDS"])
+    with db.read(primary=True) as conn:
+        return qkeys.get_key(conn, db.tables, scope, key, lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"])
 
 
 def _key_json(row) -> dict | None:
@@ -87,12 +88,12 @@ def _key_json(row) -> dict | None:
 def reclassify(scope: str, key: str, fields: dict) -> dict:
     """Reclassify one key; returns the key's new row. Raises ActionError (404, 409)."""
     db = get_target()
-    config = current_app.config
+    config = get_target().settings
     lease = config["DEFAULT_LEASE_SECONDS"]
     before = _current_key(scope, key)
     if before is None:
         raise ActionError(404, f"no key {key!r} in scope {scope!r}")
-    with db.read() as conn:
+    with db.read(primary=True) as conn:
         outbox = qkeys.list_outbox_for_key(conn, db.tables, scope, key)
     evidence = suggest(before, outbox, hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"], now=before.as_of).evidence
     change = q.Reclassification(actor=current_user().name, evidence=evidence, **fields)
@@ -109,7 +110,7 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
                           _key_json(_current_key(scope, key))) from exc
     after = _current_key(scope, key)
     if not result.changed:
-        with db.read() as conn:  # the effect guard refuses safe_to_retry once an outbox row exists
+        with db.read(primary=True) as conn:  # the effect guard refuses safe_to_retry once an outbox row exists
             committed = change.to == "safe_to_retry" and bool(qkeys.list_outbox_for_key(conn, db.tables, scope, key))
         raise ActionError(409, _why_not(locked, change, committed), _key_json(after))
     return {**(_key_json(after) or {}), "audit_id": result.audit_id}

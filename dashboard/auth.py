@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Callable, Mapping
 
-from flask import Flask, abort, current_app, g, has_request_context, request
+from flask import Flask, abort, g, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.datastructures import WWWAuthenticate
@@ -34,6 +34,7 @@ from core.settings import ConfigError, split_list
 from dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
 from dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
 from dashboard.web import error_response
+from dashboard.db import get_target
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def current_user() -> User:
 
 def actions_allowed() -> bool:
     user = g.get("user")
-    return bool(user and user.is_operator and not current_app.config["READ_ONLY"])
+    return bool(user and user.is_operator and not get_target().settings["READ_ONLY"])
 
 
 def check_config(config: Mapping) -> None:
@@ -146,7 +147,7 @@ def _open_endpoint() -> bool:
 
 def _refuse_action() -> None:
     user = current_user()
-    if current_app.config["READ_ONLY"]:
+    if get_target().settings["READ_ONLY"]:
         abort(403, "idemdash runs read-only (IDEMDASH_READ_ONLY=1): actions are switched off")
     if not user.is_operator:
         abort(403, f"{user.name} is a viewer; reclassifying keys and running purges needs the operator role")

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Mapping
 
-from flask import current_app
 
 from core.formatting import duration
 from core.settings import parse_duration
@@ -80,7 +79,7 @@ def filter_in_words(flt: Mapping[str, Any]) -> str:
 def bulk_preview(req: BulkRequest) -> dict:
     """Count and sample what the action would change, and record the preview for its confirmation."""
     db = get_target()
-    lease = current_app.config["DEFAULT_LEASE_SECONDS"]
+    lease = get_target().settings["DEFAULT_LEASE_SECONDS"]
     with db.write() as conn:
         as_of = database_now(conn)
         count = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
@@ -92,7 +91,7 @@ def bulk_preview(req: BulkRequest) -> dict:
         q.insert_bulk_preview(conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope,
                               actor=current_user().name)
     return {"as_of": as_of, "to": req.to, "count": count, "left_out_committed": committed,
-            "cap": current_app.config["BULK_MAX_KEYS"],
+            "cap": get_target().settings["BULK_MAX_KEYS"],
             "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
             "all_scopes": req.flt.scope is None,
             "by_scope": [{"scope": s.scope, "keys": s.keys} for s in by_scope],
@@ -102,7 +101,7 @@ def bulk_preview(req: BulkRequest) -> dict:
 def bulk_apply(req: BulkRequest) -> dict:
     """Change what the preview at ``req.as_of`` showed, if the request names the same filter and outcome."""
     db = get_target()
-    config = current_app.config
+    config = get_target().settings
     lease, cap = config["DEFAULT_LEASE_SECONDS"], config["BULK_MAX_KEYS"]
     actor = current_user().name
     assert req.as_of is not None
@@ -134,7 +133,7 @@ def bulk_apply(req: BulkRequest) -> dict:
         with db.write() as conn:
             n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap - changed))
         changed += n
-    with db.read() as conn:
+    with db.read(primary=True) as conn:
         remaining = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
     return {"bulk_id": str(bulk_id), "audit_id": parent_id, "as_of": req.as_of, "to": req.to,
             "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
@@ -143,7 +142,7 @@ def bulk_apply(req: BulkRequest) -> dict:
 
 
 def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
-    config = current_app.config
+    config = get_target().settings
     return q.reclassify_bulk_batch(conn, get_target().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
                                    actor=current_user().name, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
                                    replay_horizon_seconds=config["REPLAY_HORIZON"], batch_size=size,

@@ -160,4 +160,5 @@ def init_app(app: Flask) -> None:
         name = g.get("database") or next(iter(targets))
         target = targets[name]
         return {"databases": list(targets) if app.config["CONFIG"] else [], "database_name": name,
-                "replica": target.replica_status(), "plain_endpoint": plain_endpoint(request.endpoint)}
+                "db_settings": target.settings, "replica": target.replica_status(),
+                "plain_endpoint": plain_endpoint(request.endpoint)}

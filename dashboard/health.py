@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime, timezone
+from functools import partial
 
 from flask import Blueprint, jsonify
 
@@ -16,7 +17,8 @@ bp = Blueprint("health", __name__)
 
 def _checks() -> list[Check]:
     target = get_target()
-    return run_checks(target.read, target.tables, target.settings)
+    # on the primary: its sessions, locks, vacuum and schema are what the checks are about, not a standby's
+    return run_checks(partial(target.read, primary=True), target.tables, target.settings)
 
 
 @bp.get("/health")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, jsonify
 
 from dashboard import panels, params, rollups
 from dashboard.db import get_target
@@ -18,7 +18,7 @@ TOP_KEYS = 20
 
 
 def _hotspots() -> dict:
-    config = current_app.config
+    config = get_target().settings
     default = config["HOTSPOT_MIN_ATTEMPTS"]
     n = params.integer("min_attempts", minimum=1, maximum=1_000_000, default=default)
     tables = get_target().tables
@@ -68,7 +68,7 @@ def api():
             "by_worker": f"hotspot keys grouped by claimed_by (the worker that claimed the key last; null is "
                          f"its own group), the {q.GROUP_LIMIT} with the most first",
             "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and claimed_at "
-                     f"older than {current_app.config['DEFAULT_LEASE_SECONDS']} s",
+                     f"older than {get_target().settings['DEFAULT_LEASE_SECONDS']} s",
             "processing": "status = 'processing', the stuck keys included",
             "top_keys": f"the {TOP_KEYS} hotspot keys with the most attempts, then the most recently changed",
             "histogram": "every key in the table (not only hotspots) counted by attempt_count; max null = no "

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, jsonify
 
 from dashboard import panels, params, rollups
 from dashboard.db import get_target
@@ -31,7 +31,7 @@ def _definitions(retention_days: int) -> dict[str, str]:
 
 def _inbox() -> dict:
     consumer = params.text("consumer", 200)
-    retention_days = current_app.config["INBOX_RETENTION_DAYS"]
+    retention_days = get_target().settings["INBOX_RETENTION_DAYS"]
     tables = get_target().tables
     # every consumer's 7-day window: precomputed at scale, see dashboard/rollups.py
     consumers, totals = rollups.load(("inbox_consumers", ""), ("inbox_totals", ""))

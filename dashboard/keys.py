@@ -50,7 +50,7 @@ def _list_panel():
     db = get_target()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
-        panel = panels.load(q.list_keys, db.tables, flt, lease_seconds=current_app.config["DEFAULT_LEASE_SECONDS"],
+        panel = panels.load(q.list_keys, db.tables, flt, lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"],
                             after=after, limit=limit, index=LIST_INDEX.get(flt.status, "index_keys_updated"))
     except ValueError as exc:
         abort(400, str(exc))
@@ -82,7 +82,7 @@ def detail_context(scope: str, key: str) -> dict:
 
 def _detail(scope: str, key: str) -> dict:
     db = get_target()
-    config = current_app.config
+    config = get_target().settings
     key_panel = panels.load(q.get_key, db.tables, scope, key, lease_seconds=config["DEFAULT_LEASE_SECONDS"])
     row = panels.require(key_panel)
     if row is None:
@@ -182,4 +182,5 @@ def runbook_url(scope: str, key: str, status: str) -> str:
     # str.replace, not str.format: a template may contain other braces.
     return (template.replace("{scope}", quote(scope, safe=""))
             .replace("{key}", quote(key, safe=""))
-            .replace("{status}", quote(status, safe="")))
+            .replace("{status}", quote(status, safe=""))
+            .replace("{database}", quote(get_target().name, safe="")))

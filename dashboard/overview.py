@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, jsonify
 
 from dashboard import panels, rollups
 from dashboard.db import get_target
@@ -79,7 +79,7 @@ def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
 
 def _overview() -> dict:
     tables = get_target().tables
-    lease = current_app.config["DEFAULT_LEASE_SECONDS"]
+    lease = get_target().settings["DEFAULT_LEASE_SECONDS"]
     window, inbox = rollups.load(("key_windows", ""), ("inbox_volume", ""))
     return {
         "as_of": datetime.now(timezone.utc),
@@ -113,7 +113,7 @@ def api():
         "precomputed": rollups.precomputed(keys=data["keys"], inbox=data["inbox"]),
         "trends": {
             "window_hours": TREND_HOURS,
-            "snapshot_interval_seconds": current_app.config["SNAPSHOT_INTERVAL_SECONDS"],
+            "snapshot_interval_seconds": get_target().settings["SNAPSHOT_INTERVAL_SECONDS"],
             # more snapshots than max_points come merged: 'snapshots' says how many a point stands for
             "max_points": TREND_MAX_POINTS,
             "points": [asdict(p) for p in data["trend"].value or []],

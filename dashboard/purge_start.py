@@ -70,7 +70,7 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> q.PurgeRun | N
     if run_id is None:
         return None  # still starting after START_WAIT_SECONDS: the history shows it once it has its row
     db = get_target()
-    with db.read() as conn:
+    with db.read(primary=True) as conn:
         run = q.get_purge_run(conn, run_id)
     if run is not None and run.outcome == "skipped":
         raise StartError(409, f"a purge of {table} is already running, so this one was not started (recorded as "

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
 
-from flask import Blueprint, abort, current_app, jsonify, redirect, request, url_for
+from flask import Blueprint, abort, jsonify, redirect, request, url_for
 
 from dashboard import panels, params
 from dashboard.auth import current_user, json_action, operator_required
@@ -95,7 +95,7 @@ def _dry_run_ready(runs: q.TableRuns, running: list[q.PurgeRun], now: datetime) 
 
 
 def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[TableStatus]]:
-    config = current_app.config
+    config = get_target().settings
     tables = get_target().tables
     runs = panels.load(q.list_purge_table_runs, TABLES)
     running = panels.load(q.list_running_purge_runs)

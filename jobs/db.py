@@ -1,4 +1,4 @@
-"""What every job shares about database trouble: whether it is an outage, and one safe line per error.
+"""What every job shares: its id per database, whether a failure is an outage, and one safe line per error.
 
 Jobs connect through their target (``Target.connect``: a fresh connection per run, with a connect timeout).
 """
@@ -8,7 +8,9 @@ import psycopg
 from psycopg import errors
 from psycopg.conninfo import conninfo_to_dict
 
+from core.databases import DEFAULT
 from core.settings import redact_dsn
+from queries.target import Target
 
 def lost(conn: psycopg.Connection | None) -> bool:
     """True when there is no usable connection: it never opened, or the server went away under it."""
@@ -51,3 +53,9 @@ def unreachable(exc: BaseException) -> bool:
 def describe_failure(exc: BaseException, dsn: str) -> str:
     """``describe_outage`` when the database was unreachable, else ``describe_error``."""
     return describe_outage(exc, dsn) if unreachable(exc) else describe_error(exc, dsn)
+
+
+def job_id(base: str, target: Target) -> str:
+    """A job's scheduler id: ``base`` for the one database of a deployment without a config file, else
+    ``base@<database>`` (each database has its own jobs, so one failing never stops the others')."""
+    return base if target.name == DEFAULT else f"{base}@{target.name}"

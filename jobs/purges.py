@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 from apscheduler.triggers.cron import CronTrigger
 
 from core.settings import BY_NAME, ConfigError
+from jobs.db import job_id
 from jobs.purge_run import TABLES, PurgeResult, run_purge, setting
 from queries.target import Target
 
@@ -64,7 +65,7 @@ def register(scheduler, target: Target) -> list[str]:
             log.info("purge of %s is not scheduled (%s=off)", table, BY_NAME[SCHEDULE_SETTING[table]].env)
             continue
         job = JOBS[table]
-        scheduler.add_job(job, trigger, args=[target], id=job.__name__, name=f"retention purge of {table}",
-                          replace_existing=True)
-        added.append(job.__name__)
+        scheduler.add_job(job, trigger, args=[target], id=job_id(job.__name__, target),
+                          name=f"retention purge of {table} ({target.name})", replace_existing=True)
+        added.append(job_id(job.__name__, target))
     return added

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import describe_error, describe_failure, lost
+from jobs.db import describe_error, describe_failure, job_id, lost
 from queries import Tables, statement
 from queries import rollups as q
 from queries.target import Target
@@ -86,5 +86,5 @@ def rollup_job(target: Target) -> str:
 
 
 def register(scheduler: BaseScheduler, target: Target) -> None:
-    scheduler.add_job(rollup_job, "interval", seconds=INTERVAL_SECONDS, id=JOB_ID, name="rollups",
+    scheduler.add_job(rollup_job, "interval", seconds=INTERVAL_SECONDS, id=job_id(JOB_ID, target), name="rollups",
                       args=[target], replace_existing=True, next_run_time=datetime.now(timezone.utc))

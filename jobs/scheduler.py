@@ -15,7 +15,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from apscheduler.events import (EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED,
                                 JobEvent, JobExecutionEvent)
@@ -23,6 +23,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 
+from core.databases import load_databases
 from jobs import purges, rollups, snapshots, unrecorded
 from queries.target import Target
 
@@ -104,12 +105,18 @@ def last_outcomes(scheduler: BaseScheduler) -> dict[str, JobOutcome]:
     return monitor.last() if monitor is not None else {}
 
 
-def build(config: Mapping[str, Any], scheduler_class: type[BaseScheduler]) -> BaseScheduler:
+def build(config: Mapping[str, Any], scheduler_class: type[BaseScheduler],
+          targets: Sequence[Target] | None = None) -> BaseScheduler:
+    """A scheduler with every job of ``targets`` (default: every database of IDEMDASH_CONFIG, or the one of
+    IDEMDASH_DATABASE_URL); each database's jobs are its own, so one failing never stops the others'."""
     scheduler = scheduler_class(timezone=timezone.utc, job_defaults=JOB_DEFAULTS)
     monitor = JobMonitor()
     scheduler.add_listener(monitor, JobMonitor.MASK)
     _MONITORS[scheduler] = monitor
-    register_jobs(scheduler, Target.from_settings(config))
+    if targets is None:
+        targets = [Target.from_settings(d.settings, d.name) for d in load_databases(config)]
+    for target in targets:
+        register_jobs(scheduler, target)
     return scheduler
 
 
@@ -120,8 +127,8 @@ def start_in_background(config: Mapping[str, Any]) -> BackgroundScheduler:
     return scheduler  # type: ignore[return-value]
 
 
-def run_blocking(config: Mapping[str, Any]) -> None:
-    scheduler = build(config, BlockingScheduler)
+def run_blocking(config: Mapping[str, Any], targets: Sequence[Target] | None = None) -> None:
+    scheduler = build(config, BlockingScheduler, targets)
     log.info("scheduler starting with %d job(s): %s", len(scheduler.get_jobs()),
              ", ".join(job.id for job in scheduler.get_jobs()) or "none yet")
     try:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import describe_failure
+from jobs.db import describe_failure, job_id
 from queries import statement
 from queries import snapshots as q
 from queries.target import Target
@@ -57,6 +57,6 @@ def snapshot_job(target: Target) -> str:
 
 def register(scheduler: BaseScheduler, target: Target) -> None:
     """Add the snapshot job; its first run is right away, so trends start with the scheduler."""
-    scheduler.add_job(snapshot_job, "interval", seconds=target.settings["SNAPSHOT_INTERVAL_SECONDS"], id=JOB_ID,
+    scheduler.add_job(snapshot_job, "interval", seconds=target.settings["SNAPSHOT_INTERVAL_SECONDS"], id=job_id(JOB_ID, target),
                       name="metric snapshot", args=[target], replace_existing=True,
                       next_run_time=datetime.now(timezone.utc))

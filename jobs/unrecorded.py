@@ -18,7 +18,7 @@ from datetime import datetime
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import describe_error
+from jobs.db import describe_error, job_id
 from queries import purges as q
 from queries.target import Target
 
@@ -125,6 +125,6 @@ def record_unrecorded_runs(target: Target) -> str:
 
 
 def register(scheduler: BaseScheduler, target: Target) -> None:
-    scheduler.add_job(record_unrecorded_runs, "interval", seconds=FLUSH_INTERVAL_SECONDS, id=JOB_ID,
+    scheduler.add_job(record_unrecorded_runs, "interval", seconds=FLUSH_INTERVAL_SECONDS, id=job_id(JOB_ID, target),
                       name="record purge runs that failed during an outage", args=[target],
                       replace_existing=True)
