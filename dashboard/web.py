@@ -18,7 +18,6 @@ from psycopg import errors
 from psycopg_pool import PoolTimeout
 
 from core.formatting import ago, duration, pretty_json
-from core.settings import redact_dsn
 from dashboard.db import get_target
 from dashboard.panels import PanelError
 
@@ -180,6 +179,6 @@ def init_app(app: Flask) -> None:
     @app.context_processor
     def template_globals() -> dict[str, Any]:
         # which database, only to someone signed in: a refused request (401, or 403 for another Host) learns nothing
-        label = redact_dsn(app.config["DATABASE_URL"]) if g.get("user") else ""
-        return {"database_label": label,
-                "lease_seconds": app.config["DEFAULT_LEASE_SECONDS"]}
+        target = get_target()
+        return {"database_label": target.label if g.get("user") else "",
+                "lease_seconds": target.settings["DEFAULT_LEASE_SECONDS"]}

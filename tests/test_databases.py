@@ -217,3 +217,29 @@ def test_migrate_check_and_purge_act_on_every_database_or_the_one_named(two, mon
         assert beta.execute("SELECT count(*) FROM idemdash.purge_run").fetchone()[0] == 1
     check = CliRunner().invoke(main, ["check", "--database", "alpha"])
     assert "Recommended indexes" in check.output and "beta" not in check.output
+
+
+@pytest.mark.browser
+def test_switching_database_in_the_header_keeps_the_view_and_the_url_reopens_it(two, make_app, live_server, page):
+    from playwright.sync_api import expect
+
+    base = live_server(make_app(CONFIG=two["config"]))
+    page.goto(base + "/keys?status=stuck&scope=payments")  # the plain URL: alpha, where payments has no keys
+    expect(page.locator(".db-switcher summary")).to_contain_text("alpha")
+    expect(page.locator("#keys-panel")).to_contain_text("No stuck keys match these filters")
+
+    page.locator(".db-switcher summary").click()
+    page.locator(".db-switcher a", has_text="beta").click()
+    expect(page).to_have_url(f"{base}/db/beta/keys?status=stuck&scope=payments")
+    expect(page.locator("#keys-panel tbody tr")).to_have_count(5)
+    expect(page.locator(".db-switcher summary")).to_contain_text("beta")
+
+    # filtering in place stays in beta, and the address bar keeps a URL that reopens this view
+    page.locator("#filters select[name=status]").select_option("processing")
+    expect(page).to_have_url(f"{base}/db/beta/keys?status=processing&scope=payments")
+    bookmark = page.url
+    page.goto(base + "/")
+    page.goto(bookmark)
+    expect(page.locator("#keys-panel tbody tr")).to_have_count(5)
+    expect(page.locator("#filters select[name=status]")).to_have_value("processing")
+    expect(page.locator(".db-switcher summary")).to_contain_text("beta")
