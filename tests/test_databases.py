@@ -22,6 +22,7 @@ from queries import Tables
 from queries.app_schema import create_app_schema
 from queries.migrate import migrate
 from tests.test_keys import insert_key
+from tests.waiting import wait_until
 
 
 def prepare(server_dsn: str, name: str) -> str:
@@ -179,9 +180,13 @@ def test_one_database_down_marks_its_own_row_and_the_others_keep_working(two, ma
     assert client.get("/db/alpha/keys").status_code == 200
     assert client.get("/api/v1/db/beta/overview").status_code == 503
 
-    two["start"]()
-    rows = {r["name"]: r for r in client.get("/api/v1/databases").get_json()["items"]}
-    assert rows["beta"]["reachable"] and rows["beta"]["stuck"] == 5
+    two["start"]()  # back without a restart of the dashboard, once its pool has reconnected
+
+    def beta_row():
+        row = {r["name"]: r for r in client.get("/api/v1/databases").get_json()["items"]}["beta"]
+        return row if row["reachable"] else None
+
+    assert wait_until(beta_row, timeout=30, what="beta's row to come back")["stuck"] == 5
 
 
 # -- the scheduler and the command line ----------------------------------------------------------------------------
