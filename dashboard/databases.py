@@ -8,9 +8,7 @@ inside a database's page builds that database's twin, so templates and views nam
 """
 from __future__ import annotations
 
-import time
-from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any
 
@@ -18,18 +16,11 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Flask, current_app, g, has_request_context, jsonify, request, url_for
 
-from core.settings import redact_dsn
+from dashboard.all_databases import AllDatabases, DatabaseRow
 from dashboard.db import all_targets, current_database
 from dashboard.web import render
-from queries import overview as q
-from queries.target import Target
 
 TWIN = "@db"
-# The all-databases overview asks every database at once and waits this long for them together: a database
-# that is down or slow marks its own row and never holds up the page.
-OVERVIEW_TIMEOUT_SECONDS = 2.0
-# ... and each database's statements may take this long
-OVERVIEW_STATEMENT_TIMEOUT_MS = 1500
 
 bp = Blueprint("databases", __name__)
 
@@ -82,49 +73,8 @@ def plain_endpoint(endpoint: str | None) -> str | None:
 
 # -- the all-databases overview -------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class DatabaseRow:
-    name: str
-    label: str                     # where it is, password hidden
-    reachable: bool
-    summary: q.DatabaseSummary | None
-    problem: str | None            # why there are no numbers
-    milliseconds: float | None     # how long it took to answer
-
-
-def _summary(target: Target) -> tuple[q.DatabaseSummary, float]:
-    started = time.perf_counter()
-    with target.read(OVERVIEW_STATEMENT_TIMEOUT_MS) as conn:
-        value = q.get_database_summary(conn, target.tables, target.settings["DEFAULT_LEASE_SECONDS"])
-    return value, (time.perf_counter() - started) * 1000
-
-
-def _problem(exc: BaseException) -> str:
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return redact_dsn(f"{type(exc).__name__}: {first}"[:300])
-
-
 def database_rows() -> list[DatabaseRow]:
-    """Every database's headline numbers, asked in parallel; one that fails or is slow says so in its own row."""
-    targets = all_targets()
-    executor = ThreadPoolExecutor(max_workers=len(targets), thread_name_prefix="idemdash-databases")
-    try:
-        futures = {name: executor.submit(_summary, target) for name, target in targets.items()}
-        wait(futures.values(), timeout=OVERVIEW_TIMEOUT_SECONDS)
-    finally:
-        executor.shutdown(wait=False, cancel_futures=True)  # a database that does not answer keeps no one waiting
-    rows = []
-    for name, future in futures.items():
-        target = targets[name]
-        if not future.done():
-            rows.append(DatabaseRow(name, target.label, False, None,
-                                    f"no answer within {OVERVIEW_TIMEOUT_SECONDS:g} s", None))
-        elif future.exception() is not None:
-            rows.append(DatabaseRow(name, target.label, False, None, _problem(future.exception()), None))
-        else:
-            summary, ms = future.result()
-            rows.append(DatabaseRow(name, target.label, True, summary, None, ms))
-    return rows
+    return current_app.extensions["idemdash_overview"].rows()
 
 
 @bp.get("/databases")
@@ -150,6 +100,7 @@ def api():
 def init_app(app: Flask) -> None:
     """The overview and, with a config file, the per-database routes; the header's database context."""
     app.register_blueprint(bp)
+    app.extensions["idemdash_overview"] = AllDatabases(app.extensions["idemdash_targets"])
     if app.config["CONFIG"]:
         install_routes(app)
     app.add_template_global(url_in_database)
