@@ -29,6 +29,9 @@ class OutboxFact(Protocol):
     event_type: str
     created_at: datetime
 
+# claimed_by of a key an operator holds for review (reclassified needs_review): still processing, long lease
+REVIEW_HOLDER = "idemdash:needs_review"
+
 OUTCOMES = {
     "safe_to_retry": "becomes failed_retryable with the lock cleared; the client's next retry re-claims it and runs again",
     "abandoned": "becomes failed_final (failure code 'abandoned', the reason as message); retries get the final failure",
@@ -49,11 +52,16 @@ class Suggestion:
 def suggest(key: KeyFacts, outbox: Sequence[OutboxFact], *, hotspot_min_attempts: int, now: datetime) -> Suggestion:
     if key.status != "processing":
         return Suggestion(None, [f"The key is {key.status}: it is finished, there is nothing to reclassify."])
+    held = key.claimed_by == REVIEW_HOLDER
+    if held and not key.stuck:
+        return _decide_held(key, outbox)
     if not key.stuck:
         left = -(key.overdue_seconds or 0)
         return Suggestion(None, [f"The lease is still live for {duration(left)} more: the worker "
                                  f"{key.claimed_by or '(unknown)'} may still finish. Wait for the lease to run out."])
     evidence: list[str] = []
+    if held:
+        evidence.append("It was held for review and the hold has ended: the next client retry re-claims it.")
     if outbox:
         kinds = ", ".join(sorted({row.event_type for row in outbox}))
         evidence.append(f"{len(outbox)} outbox row(s) exist for this scope and key ({kinds}), first written "
@@ -74,3 +82,14 @@ def suggest(key: KeyFacts, outbox: Sequence[OutboxFact], *, hotspot_min_attempts
     evidence.append(f"The lease ran out {duration(key.overdue_seconds or 0)} ago with {key.attempt_count} attempt(s): "
                     "the worker most likely died before the effect. A retry can safely run it again.")
     return Suggestion("safe_to_retry", evidence)
+
+
+def _decide_held(key: KeyFacts, outbox: Sequence[OutboxFact]) -> Suggestion:
+    """A key an operator holds for review: nothing re-runs it while the hold lasts; the evidence decides."""
+    held = (f"Held for review for {duration(-(key.overdue_seconds or 0))} more: a client's retry gets \"still "
+            "processing\" until then, so nothing runs it again while someone looks.")
+    if outbox:
+        return Suggestion("already_succeeded", [held, f"{len(outbox)} outbox row(s) exist for this scope and key: "
+                                                      "the business effect committed."])
+    return Suggestion(None, [held, "No outbox row exists for this scope and key. Decide when you know: "
+                                   "safe_to_retry if the effect did not happen, abandoned if it must not run again."])

@@ -7,13 +7,12 @@ from typing import Any
 
 import psycopg
 
+from core.triage import REVIEW_HOLDER
 from queries import Tables, cursor, statement
 from queries.cursor import Page
 from queries.db import select_all, select_one
 
 KEY_STATUSES = ("stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final")
-# claimed_by of a key an operator holds for review (reclassified needs_review): still processing, long lease
-REVIEW_HOLDER = "idemdash:needs_review"
 
 @dataclass(frozen=True)
 class KeyFilter:

@@ -72,3 +72,17 @@ def test_the_key_page_says_who_holds_a_key_and_when_a_finished_key_may_be_purged
     assert page.select_one("[data-hold]") is None
     purgeable = page.select_one("[data-purgeable]").get_text(" ", strip=True)
     assert "may delete this key from" in purgeable and detail["purgeable_from"][:16] in purgeable
+
+
+def test_a_held_key_is_not_called_a_live_lease_and_its_outbox_evidence_still_counts(client, conn):
+    hold(client, conn, "p1")
+    body = client.get("/api/v1/keys/payments/p1").get_json()
+    assert body["suggestion"]["to"] is None
+    assert body["suggestion"]["evidence"][0].startswith("Held for review for 3 h 59 min more")  # hold_for 4h
+    page = BeautifulSoup(client.get("/keys/payments/p1").data, "html.parser")
+    assert page.select_one("main p .badge.held").get_text() == "held for review"
+    assert "may still finish" not in page.get_text()
+    conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+                        idempotency_key, payload) VALUES ('payment.taken', 'payment', gen_random_uuid(), 'payments',
+                        'p1', '{}')""")
+    assert client.get("/api/v1/keys/payments/p1").get_json()["suggestion"]["to"] == "already_succeeded"
