@@ -14,7 +14,7 @@ import click
 import psycopg
 
 from checks import FAIL, run_checks
-from cli.common import connect, database_url_option, target
+from cli.common import connect, database_errors, database_url_option, target
 from queries import Tables
 from queries import indexes as q
 from queries.target import Target
@@ -28,7 +28,9 @@ def check(database_url: str, apply_indexes: bool) -> None:
     """The indexes the pages and purges need (statement and why for each), the schema checks; exit 1 if any missing."""
     db = target(database_url)
     connect(db).close()  # a clear error for a wrong URL before anything else
-    sys.exit(report(db, apply_indexes=apply_indexes))
+    with database_errors(db, "checking"):
+        status = report(db, apply_indexes=apply_indexes)
+    sys.exit(status)
 
 
 Echo = Callable[[str], None]
@@ -91,6 +93,9 @@ def _print_indexes(tables: Tables, statuses: list[q.IndexStatus], echo: Echo) ->
     echo(f"Recommended indexes (queries/indexes.sql) for {tables.schema}.{tables.keys}, "
          f"{tables.schema}.{tables.inbox} and {tables.schema}.{tables.outbox}:")
     for status in statuses:
+        if status.state == q.OK:  # present and valid: nothing to do, one line
+            echo(f"{status.state:<8} {status.index_name} on {status.table}")
+            continue
         echo("")
         echo(f"{status.state:<8} {status.index_name} on {status.table}  [{status.advice.name}]")
         echo(f"         why: {status.advice.why}")
@@ -110,7 +115,7 @@ def _print_health(db: Target, echo: Echo) -> int:
     finally:
         db.close()
     echo("")
-    echo("Schema, retention and operational checks (the /health page):")
+    echo("Schema, privileges, retention and operational checks (the /health page):")
     for check in checks:
         echo("")
         echo(f"{check.status:<8} {check.title}  [{check.id}]")

@@ -8,9 +8,10 @@ import time
 
 import click
 
-from cli.common import database_url_option, load_settings, require_url, target
+from cli.common import database_url_option, load_settings, preflight, require_url, target
 from jobs.purge_run import TABLES, run_purge
 from jobs.scheduler import run_blocking
+from queries.target import Target
 
 
 @click.command()
@@ -61,12 +62,11 @@ def purge(database_url: str, tables: tuple[str, ...], dry_run: bool) -> None:
         sys.exit(1)
 
 
-
-
 @click.command()
 @database_url_option
 def scheduler(database_url: str) -> None:
-    """Run the scheduled jobs in this process (APScheduler) until stopped."""
+    """Run the scheduled jobs in this process (APScheduler) until stopped (checks the database first)."""
     config = load_settings(DATABASE_URL=database_url)
     require_url(config)
+    preflight(Target.from_settings(config), "the scheduler")
     run_blocking(config)

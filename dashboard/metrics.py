@@ -2,11 +2,17 @@
 
 The database numbers are read at most once per IDEMDASH_METRICS_CACHE_SECONDS
 per worker, however often Prometheus (or several of them) scrape, so a scrape
-never loads the application's tables. Request latency is measured per
-worker process; with several gunicorn workers each reports its own share.
+never loads the application's tables.
+
+Request counts and latencies add up across gunicorn's workers: with ``PROMETHEUS_MULTIPROC_DIR`` set (``idemdash
+serve`` sets it for its workers) each worker writes its histogram to files there and a scrape, whichever worker
+answers it, sums every worker's files, including those of workers that have exited, so a counter never goes
+backwards between scrapes. Samples are summed per label set, so a label added later (which database) needs no
+change here. Without it (one process: ``flask run``, the demo, the tests) the process keeps them in memory.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any, Iterator
@@ -14,6 +20,7 @@ from typing import Any, Iterator
 from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from queries.target import Target
@@ -97,10 +104,20 @@ class DatabaseCollector(Collector):
         return out
 
 
+def multiprocess_dir() -> str | None:
+    """Where gunicorn's workers share their metrics (prometheus_client reads the variable when it is imported)."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
 def init_app(app: Flask) -> None:
     registry = CollectorRegistry(auto_describe=False)
+    shared = multiprocess_dir()
+    if shared:
+        # the histogram lives in files; every worker's, summed, are what a scrape reports
+        MultiProcessCollector(registry, path=shared)
     latency = Histogram("idemdash_http_request_duration_seconds", "Time to answer a request, by endpoint.",
-                        ["endpoint", "method", "status"], registry=registry, buckets=LATENCY_BUCKETS)
+                        ["endpoint", "method", "status"], registry=None if shared else registry,
+                        buckets=LATENCY_BUCKETS)
     registry.register(DatabaseCollector(app.extensions["idemdash_target"], app.config["DEFAULT_LEASE_SECONDS"],
                                         float(app.config["METRICS_CACHE_SECONDS"])))
     app.extensions["idemdash_metrics"] = registry
