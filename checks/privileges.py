@@ -3,7 +3,7 @@
 Reading needs USAGE on the schemas and SELECT on the three tables and on idemdash's own; operators'
 reclassifications need UPDATE on the keys table; each purge needs DELETE on its table, and UPDATE too, because
 its row locks (``FOR UPDATE SKIP LOCKED``) need it; actions, purges and snapshots write idemdash's own tables.
-Each finding carries the GRANT that fixes it. A missing table is the table check's finding, not this one's.
+Each finding carries the GRANT that fixes it (``queries.access``). A missing table is the table check's finding.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any, Mapping
 import psycopg
 
 from checks.finding import FAIL, OK, WARN, Check
-from core.diagnosis import quote_role
 from queries import Tables
-from queries.access import TableAccess, list_table_access
+from queries.access import (TableAccess, fix_grant_idemdash_tables, fix_grant_on_table, fix_grant_schema_usage,
+                            list_table_access)
 
 WHAT = {"keys": "idempotency keys", "inbox": "inbox", "outbox": "outbox"}
 
@@ -24,47 +24,53 @@ def check_privileges(conn: psycopg.Connection, tables: Tables, config: Mapping[s
     if not access:
         return []
     role = access[0].role_name
-    grantee = quote_role(role)
+    grantee = role
     findings: list[Check] = []
     for row in (a for a in access if a.role != "idemdash" and a.present):
         findings += _app_table(row, grantee, config)
     findings += _own_tables([a for a in access if a.role == "idemdash"], grantee)
     if not any(f.status != OK for f in findings):
         findings = [Check("privileges", OK, f"Role {role!r} has every privilege idemdash uses",
-                          "SELECT on the three tables and idemdash's own, UPDATE on the keys table (reclassify), "
-                          "DELETE and UPDATE for the purges, and writes to idemdash's schema.")]
+                          "It may read the three tables and idemdash's own, update the keys table (reclassify), "
+                          "delete and lock rows for the purges, and write idemdash's schema.")]
     return findings
 
 
 def _app_table(row: TableAccess, grantee: str, config: Mapping[str, Any]) -> list[Check]:
     name, what, table_role = row.qualified, WHAT[row.role], row.role
     if not row.readable:
-        grants = [] if row.schema_usage else [f"GRANT USAGE ON SCHEMA {row.schema_name} TO {grantee};"]
-        grants += [] if row.can_select else [f"GRANT SELECT ON {name} TO {grantee};"]
+        grants = [] if row.schema_usage else [fix_grant_schema_usage(row.schema_name, grantee) + ";"]
+        grants += [] if row.can_select else [_grant(row, ["SELECT"], grantee)]
         return [Check(f"privilege.{table_role}.select", FAIL, f"Role {row.role_name!r} may not read {name}",
                       f"Every page, API answer and metric about the {what} table fails with 'permission denied'. "
-                      "A viewer-only deployment needs SELECT on the three tables (and USAGE on their schema).",
+                      "A viewer-only deployment needs to read (SELECT) the three tables, with USAGE on their schema.",
                       fix_sql="\n".join(grants))]
     findings = []
     if table_role == "keys" and not row.can_update:
         if config.get("READ_ONLY"):
-            findings.append(Check("privilege.keys.update", OK, f"No UPDATE on {name}, and none needed",
+            findings.append(Check("privilege.keys.update", OK, f"Role {row.role_name!r} may not update {name}: none needed",
                                   "IDEMDASH_READ_ONLY=1 switches reclassifying off anyway."))
         else:
             findings.append(Check(
-                "privilege.keys.update", WARN, f"Reclassifying keys is switched off: no UPDATE on {name}",
-                f"Operators' reclassifications (single and bulk) fail with 'permission denied' for role "
-                f"{row.role_name!r}. Grant it, or set IDEMDASH_READ_ONLY=1 for a viewer-only deployment.",
-                fix_sql=f"GRANT UPDATE ON {name} TO {grantee};"))
+                "privilege.keys.update", WARN,
+                f"Reclassifying keys is switched off: role {row.role_name!r} may not update {name}",
+                "Operators' reclassifications (single and bulk) fail with 'permission denied'. Grant it, or set "
+                "IDEMDASH_READ_ONLY=1 for a viewer-only deployment.",
+                fix_sql=_grant(row, ["UPDATE"], grantee)))
     if not (row.can_delete and row.can_lock):
         missing = [p for p, ok in (("DELETE", row.can_delete), ("UPDATE", row.can_lock)) if not ok]
         findings.append(Check(
-            f"privilege.{table_role}.purge", WARN, f"Purges of the {what} table fail: no {' or '.join(missing)} on {name}",
-            f"The {what} purge deletes with DELETE and locks its rows first (FOR UPDATE SKIP LOCKED, which needs "
-            f"UPDATE), so the scheduler's runs and Run now fail as role {row.role_name!r}. Fine if the scheduler "
-            "connects as another role; otherwise the table grows without bound.",
-            fix_sql=f"GRANT {', '.join(missing)} ON {name} TO {grantee};"))
+            f"privilege.{table_role}.purge", WARN,
+            f"Purges of the {what} table fail: role {row.role_name!r} may not delete and lock rows of {name}",
+            "The purge deletes rows and first locks them, and a row lock needs the privilege to update, so the "
+            "scheduler's runs and Run now fail as this role. Fine if the scheduler connects as another role; "
+            "otherwise the table grows without bound.",
+            fix_sql=_grant(row, missing, grantee)))
     return findings
+
+
+def _grant(row: TableAccess, privileges: list[str], grantee: str) -> str:
+    return fix_grant_on_table(row.schema_name, row.table_name, privileges, grantee) + ";"
 
 
 def _own_tables(own: list[TableAccess], grantee: str) -> list[Check]:
@@ -74,15 +80,14 @@ def _own_tables(own: list[TableAccess], grantee: str) -> list[Check]:
     unreadable = [a.qualified for a in own if not a.readable]
     if unreadable:
         return [Check("privilege.idemdash.select", FAIL, f"Role {role!r} may not read idemdash's own tables",
-                      f"No SELECT (or no USAGE on schema idemdash) for {', '.join(unreadable)}: the audit log, purge "
+                      f"It may not read {', '.join(unreadable)} (or use schema idemdash): the audit log, purge "
                       "history, trends and the readiness probe fail.",
-                      fix_sql=f"GRANT USAGE ON SCHEMA idemdash TO {grantee};\n"
-                              f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO {grantee};")]
+                      fix_sql=fix_grant_idemdash_tables(grantee) + ";")]
     unwritable = [a.qualified for a in own if not (a.can_insert and a.can_update and a.can_delete)]
     if unwritable:
         return [Check("privilege.idemdash.write", WARN, f"Role {role!r} may not write idemdash's own tables",
-                      f"No INSERT, UPDATE or DELETE on {', '.join(unwritable)}: reclassifications (their audit rows), "
-                      "purges (their history), notes, snapshots and rollups fail as this role. A viewer-only "
+                      f"It may not insert, update and delete in {', '.join(unwritable)}: reclassifications (their audit "
+                      "rows), purges (their history), notes, snapshots and rollups fail as this role. A viewer-only "
                       "deployment with IDEMDASH_READ_ONLY=1 and no scheduler needs none of them.",
-                      fix_sql=f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO {grantee};")]
+                      fix_sql=fix_grant_idemdash_tables(grantee) + ";")]
     return []

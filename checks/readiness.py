@@ -24,9 +24,10 @@ def readiness(conn: psycopg.Connection, tables: Tables) -> list[Cause]:
         problems.append(Cause(IDEMDASH_SCHEMA, idemdash_schema_missing(), False))
     elif not all(a.readable for a in own):
         names = ", ".join(a.qualified for a in own if not a.readable)
-        problems.append(Cause(PRIVILEGE, privilege_missing(
-            database.role_name, "SELECT", "ALL TABLES IN SCHEMA idemdash", f"cannot read {names}") +
-            " (and USAGE ON SCHEMA idemdash)", False))
+        problems.append(Cause(PRIVILEGE, f"role {database.role_name!r} may not read idemdash's own tables ({names}): "
+                                         f"GRANT USAGE ON SCHEMA idemdash TO {quote_role(database.role_name)}; "
+                                         "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO "
+                                         f"{quote_role(database.role_name)};", False))
     else:
         applied = {m.version for m in list_applied_migrations(conn)}
         pending = [f"{m.version:04d}_{m.name}" for m in list_migrations() if m.version not in applied]
@@ -38,9 +39,9 @@ def readiness(conn: psycopg.Connection, tables: Tables) -> list[Cause]:
             setting = f"IDEMDASH_APP_SCHEMA and {TABLE_SETTING[table.role]}"
             problems.append(Cause(NO_TABLE, f"table {table_missing(table.qualified, setting)}", False))
         elif not table.readable:
-            what = "every page reads it"
-            fix = privilege_missing(table.role_name, "SELECT", table.qualified, what)
+            fix = privilege_missing(table.role_name, "SELECT", table.qualified)
             if not table.schema_usage:
-                fix += f" GRANT USAGE ON SCHEMA {table.schema_name} TO {quote_role(table.role_name)};"
+                fix = (f"role {table.role_name!r} may not use schema {table.schema_name}: GRANT USAGE ON SCHEMA "
+                       f"{table.schema_name} TO {quote_role(table.role_name)}; then " + fix)
             problems.append(Cause(PRIVILEGE, fix, False))
     return problems

@@ -14,6 +14,7 @@ import click
 import psycopg
 
 from checks import FAIL, run_checks
+from checks.readiness import readiness
 from cli.common import connect, database_errors, database_url_option, target
 from queries import Tables
 from queries import indexes as q
@@ -40,11 +41,16 @@ def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     """Print the report (building missing indexes first when asked); returns the exit status."""
     tables = db.tables
     with connect(db, "idemdash-check") as conn:
+        problems = readiness(conn, tables)
         statuses = q.list_index_status(conn, tables)
         build_failed = False
         if apply_indexes:
             build_failed = _apply(conn, tables, statuses, echo)
             statuses = q.list_index_status(conn, tables)
+    echo("Ready (what /readyz asks): " + ("yes" if not problems else "no"))
+    for problem in problems:
+        echo(f"  {problem.message}")
+    echo("")
     _print_indexes(tables, statuses, echo)
     failed_checks = _print_health(db, echo)
 
@@ -61,7 +67,7 @@ def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     if missing:
         echo("Run `idemdash check --apply-indexes` to build them (concurrently, one at a time: writes go on "
              "meanwhile), or run the statements above yourself, outside a transaction block.")
-    return 1 if (missing or no_table or failed_checks or build_failed) else 0
+    return 1 if (problems or missing or no_table or failed_checks or build_failed) else 0
 
 
 def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[q.IndexStatus], echo: Echo) -> bool:

@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from typing import Collection
+from typing import Mapping
 
 from core.dsn import Endpoint, endpoint, password_of
 
@@ -57,14 +57,15 @@ def _clean(text: str, dsn: str) -> str:
     return line[:500]
 
 
-def diagnose(exc: BaseException, dsn: str = "", *, schema: str | None = None, app_tables: Collection[str] = (),
-             privilege: str | None = None) -> Cause:
+def diagnose(exc: BaseException, dsn: str = "", *, schema: str | None = None,
+             app_tables: Mapping[str, str] | None = None, privilege: str | None = None) -> Cause:
     """The cause of ``exc`` (raised connecting to, or querying, ``dsn``) and its fix, in one line.
 
-    ``schema`` and ``app_tables`` name the application's schema and tables (PostgreSQL names a table bare when it
-    refuses it; any other table is idemdash's own), ``privilege`` what the failed statement needed (SELECT for a
-    read), when the caller knows.
+    ``schema`` and ``app_tables`` (bare name → the setting that names it) say which tables are the application's
+    (PostgreSQL names a table bare when it refuses it; any other is idemdash's own); ``privilege`` is what the
+    failed statement needed (SELECT for a read), when the caller knows.
     """
+    app_tables = app_tables or {}
     where = endpoint(dsn)
     text = _clean(str(exc), dsn)
     state = getattr(exc, "sqlstate", None)
@@ -113,10 +114,10 @@ def diagnose(exc: BaseException, dsn: str = "", *, schema: str | None = None, ap
     if state in ("57P01", "57P02", "08006", "08003") or "closed the connection unexpectedly" in lower:
         return _cause(LOST, f"the connection to {where.server} was lost ({text[:160]}): idemdash reconnects on its own.")
     if state in ("42P01", "3F000"):
-        return _missing_relation(text)
+        return _missing_relation(text, app_tables)
     if state == "42703":
         return _cause(NO_COLUMN, f"{text}: the table lacks a column idemdash reads. `idemdash check` lists each missing "
-                                 "column with the ALTER TABLE that adds it, and what works without it.")
+                                 "column, the statement that adds it, and what works without it.")
     if state == "42501":
         return _privilege(text, where, schema, app_tables, privilege)
     if state is None and type(exc).__name__ in ("OperationalError", "InterfaceError"):
@@ -150,10 +151,13 @@ def _tls(text: str, lower: str, where: Endpoint) -> Cause:
     return _cause(TLS, f"{fix} ({where.server}: {text[:200]}).")
 
 
-def _missing_relation(text: str) -> Cause:
+def _missing_relation(text: str, app_tables: Mapping[str, str]) -> Cause:
     name = _first_quoted(r'(?:relation|schema|table) "([^"]+)" does not exist', text) or text
     if name == "idemdash" or name.startswith("idemdash."):
         return _cause(IDEMDASH_SCHEMA, idemdash_schema_missing(name))
+    setting = app_tables.get(name.rpartition(".")[2])
+    if setting:
+        return _cause(NO_TABLE, "table " + table_missing(name, f"IDEMDASH_APP_SCHEMA and {setting}"))
     return _cause(NO_TABLE, table_missing(name))
 
 
@@ -168,15 +172,16 @@ def table_missing(name: str, setting: str = "IDEMDASH_APP_SCHEMA and IDEMDASH_KE
             "`idemdash init-app-schema`.")
 
 
-def privilege_missing(role: str, privilege: str, table: str, what: str) -> str:
-    return f"role {role!r} may not {privilege} {table} ({what}): GRANT {privilege} ON {table} TO {quote_role(role)};"
+def privilege_missing(role: str, privilege: str, table: str) -> str:
+    return (f"role {role!r} may not {privilege} {table}: GRANT {privilege} ON {table} TO {quote_role(role)}; "
+            "(`idemdash check` lists every grant this role lacks)")
 
 
 def quote_role(role: str) -> str:
     return role if re.fullmatch(r"[a-z_][a-z0-9_$]*", role) else '"' + role.replace('"', '""') + '"'
 
 
-def _privilege(text: str, where: Endpoint, schema: str | None, app_tables: Collection[str],
+def _privilege(text: str, where: Endpoint, schema: str | None, app_tables: Mapping[str, str],
                privilege: str | None) -> Cause:
     kind = _first_quoted(r"permission denied for (\w+)", text) or "table"
     name = _first_quoted(r"permission denied for \w+ (\S+)", text) or "?"
@@ -189,14 +194,13 @@ def _privilege(text: str, where: Endpoint, schema: str | None, app_tables: Colle
                                  f"INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO {role}; (`idemdash check` "
                                  "lists every grant this role lacks)")
     qualified = name if "." in name or not schema else f"{schema}.{name}"
-    needed = privilege or "SELECT"
-    return _cause(PRIVILEGE, f"role {where.user!r} lacks a privilege on {kind} {qualified} ({text}): GRANT {needed} ON "
-                             f"{qualified} TO {role}; (`idemdash check` lists every grant this role lacks)")
+    return _cause(PRIVILEGE, privilege_missing(where.user, privilege or "SELECT", qualified))
 
 
 class CauseLog:
     """Logs each cause once while the trouble lasts, not on every retry or request; and once when connecting
-    works again after a connection problem."""
+    works again after a connection problem (a missing table or grant is not forgotten by that: connecting never
+    was its trouble)."""
 
     MAX_REMEMBERED = 100
 
@@ -205,7 +209,7 @@ class CauseLog:
         self._what = what
         self._lock = threading.Lock()
         self._current: Cause | None = None
-        self._logged: set[str] = set()
+        self._logged: dict[str, str] = {}  # message -> kind
 
     @property
     def current(self) -> Cause | None:
@@ -219,15 +223,14 @@ class CauseLog:
                 self._current = cause
             if cause.message in self._logged or len(self._logged) >= self.MAX_REMEMBERED:
                 return
-            self._logged.add(cause.message)
+            self._logged[cause.message] = cause.kind
         self._logger.warning("%s: %s", self._what, cause.message)
 
     def recovered(self) -> None:
-        """Connecting worked: a connection problem is over (a missing table or grant is logged anew if it recurs)."""
+        """Connecting worked: a connection problem is over, and is logged again should it come back."""
         with self._lock:
-            if not self._logged:
+            if self._current is None:
                 return
-            was_down, self._current = self._current is not None, None
-            self._logged.clear()
-        if was_down:
-            self._logger.warning("%s: connecting works again", self._what)
+            self._current = None
+            self._logged = {message: kind for message, kind in self._logged.items() if kind not in CONNECT}
+        self._logger.warning("%s: connecting works again", self._what)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import psycopg
+from psycopg import sql
 
 from queries import Tables, statement
 from queries.db import select_all, select_one
@@ -46,12 +47,35 @@ class DatabaseAccess:
 
 def list_table_access(conn: psycopg.Connection, tables: Tables) -> list[TableAccess]:
     """The keys, inbox and outbox tables (in that order, present or not), then idemdash's own tables."""
-    return select_all(conn, statement("list_table_access"),
+    rows = select_all(conn, statement("list_table_access"),
                       {"schema": tables.schema, "keys": tables.keys, "inbox": tables.inbox, "outbox": tables.outbox},
                       TableAccess)
+    return sorted(rows, key=lambda row: (_ORDER.get(row.role, len(_ORDER)), row.table_name))
+
+
+_ORDER = {"keys": 0, "inbox": 1, "outbox": 2}
 
 
 def get_database_access(conn: psycopg.Connection) -> DatabaseAccess:
     row = select_one(conn, statement("get_database_access"), None, DatabaseAccess)
     assert row is not None
     return row
+
+
+# the privilege lists a grant may name (fixed words, never configured text)
+PRIVILEGES = ("SELECT", "UPDATE", "DELETE", "INSERT")
+
+
+def fix_grant_schema_usage(schema: str, role: str) -> str:
+    return statement("fix_grant_schema_usage", schema=sql.Identifier(schema), role=sql.Identifier(role)).as_string(None)
+
+
+def fix_grant_on_table(schema: str, table: str, privileges: list[str], role: str) -> str:
+    if not privileges or not set(privileges) <= set(PRIVILEGES):
+        raise ValueError(f"privileges must be some of {PRIVILEGES}, got {privileges}")
+    return statement("fix_grant_on_table", privileges=sql.SQL(", ").join(sql.SQL(p) for p in privileges),
+                     table=sql.Identifier(schema, table), role=sql.Identifier(role)).as_string(None)
+
+
+def fix_grant_idemdash_tables(role: str) -> str:
+    return statement("fix_grant_idemdash_tables", role=sql.Identifier(role)).as_string(None)

@@ -35,3 +35,16 @@ SELECT current_user AS role_name, current_database() AS database_name,
        has_database_privilege(current_database(), 'CREATE') AS can_create_schema
 FROM (SELECT 1) AS one
 LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = 'idemdash'
+
+-- fix_grant_schema_usage --
+-- The grant that lets a role use a schema's objects (shown, never run by idemdash).
+GRANT USAGE ON SCHEMA {schema} TO {role}
+
+-- fix_grant_on_table --
+-- The grant of the privileges idemdash lacks on one table (shown, never run by idemdash).
+GRANT {privileges} ON {table} TO {role}
+
+-- fix_grant_idemdash_tables --
+-- The grants that let a role use idemdash's own schema: read and write its tables (shown, never run by idemdash).
+GRANT USAGE ON SCHEMA idemdash TO {role};
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO {role}

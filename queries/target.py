@@ -100,7 +100,8 @@ class Target:
                                   "(IDEMDASH_POOL_TIMEOUT_SECONDS): the database is slow to accept connections, or "
                                   "every pooled connection is busy (IDEMDASH_POOL_MAX_SIZE).", True)
         t = self.tables
-        return diagnose(exc, self.dsn, schema=t.schema, app_tables=(t.keys, t.inbox, t.outbox), privilege=privilege)
+        names = {t.keys: "IDEMDASH_KEYS_TABLE", t.inbox: "IDEMDASH_INBOX_TABLE", t.outbox: "IDEMDASH_OUTBOX_TABLE"}
+        return diagnose(exc, self.dsn, schema=t.schema, app_tables=names, privilege=privilege)
 
     @contextmanager
     def read(self, statement_timeout_ms: int | None = None) -> Iterator[psycopg.Connection]:
