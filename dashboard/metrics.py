@@ -27,6 +27,7 @@ from queries.target import Target
 from queries import metrics as qm
 from queries import overview as qo
 from queries import rollups as qr
+from queries import snapshots as qs
 
 bp = Blueprint("metrics", __name__)
 
@@ -69,6 +70,8 @@ class DatabaseCollector(Collector):
             outbox = qo.get_outbox_backlog(conn, tables)
             inbox = qr.read_value(conn, tables, self.db.settings, "inbox_volume")
             purges = qm.list_purge_status_by_table(conn)
+            last_runs = qm.list_last_purge_run_by_table(conn)
+            last_snapshot = qs.get_last_snapshot_at(conn)
         stuck = GaugeMetricFamily("idemdash_stuck_keys", "Keys in processing whose lease has run out, by scope.",
                                   labels=["scope"])
         for row in by_scope:
@@ -100,7 +103,16 @@ class DatabaseCollector(Collector):
             if row.last_success_at is not None:
                 last_success.add_metric([row.table_name], row.last_success_at.timestamp())
             last_rows.add_metric([row.table_name], row.last_rows_deleted)
-        out += [last_success, last_rows]
+        last_failed = GaugeMetricFamily("idemdash_purge_last_run_failed",
+                                        "1 when the latest finished real purge run of each table failed.",
+                                        labels=["table"])
+        for run in last_runs:
+            last_failed.add_metric([run.table_name], 1.0 if run.failed else 0.0)
+        out += [last_success, last_rows, last_failed]
+        # the scheduler's heartbeat: it records a snapshot every IDEMDASH_SNAPSHOT_INTERVAL_SECONDS while it runs
+        if last_snapshot is not None:
+            gauge("idemdash_snapshot_last_timestamp_seconds",
+                  "When the scheduler last recorded a metric snapshot (its heartbeat).", last_snapshot.timestamp())
         return out
 
 
