@@ -154,7 +154,8 @@ def environment(raw: str) -> str:
 
 
 def split_environment(value: str) -> tuple[str, str] | None:
-    """(name, colour) of a parsed IDEMDASH_ENVIRONMENT, or None when unset."""
+    """(name, colour) of IDEMDASH_ENVIRONMENT (parsed or as given, e.g. in a test's settings), or None when unset."""
+    value = environment(value)
     if not value:
         return None
     name, _, colour = value.rpartition(":")
