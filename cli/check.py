@@ -87,8 +87,12 @@ def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[q.IndexStatu
             failed = True
             detail = (exc.diag.message_primary or str(exc)).strip()
             echo(f"        failed after {time.monotonic() - started:.1f} s: {detail}")
-            echo("        (a failed concurrent build leaves an invalid index; `idemdash check --apply-indexes` "
-                 "drops and rebuilds it)")
+            if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+                echo("        (only the table's owner or a superuser may create its indexes: run `idemdash check "
+                     "--apply-indexes` with the owner's database URL, or the statement below as the owner)")
+            else:
+                echo("        (a failed concurrent build leaves an invalid index; `idemdash check --apply-indexes` "
+                     "drops and rebuilds it)")
             continue
         echo(f"        done in {time.monotonic() - started:.1f} s")
     echo("")

@@ -2,12 +2,14 @@
 a gunicorn started by hand should too (docs/deploy.md).
 
 - ``pre_request`` counts identity headers sent more than once (``dashboard.network``);
+- ``post_fork`` gives the workers' warnings a time and a level;
 - the request metrics of all workers add up (``dashboard.metrics``): PROMETHEUS_MULTIPROC_DIR must be set in
   gunicorn's environment before it starts; its old files are removed when gunicorn starts, an exited worker's
   live gauges when it exits, and a directory `idemdash serve` made for itself when gunicorn stops.
 """
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,6 +23,12 @@ from dashboard.network import mark_repeated_headers
 OWN_METRICS_DIR_PREFIX = "idemdash-metrics-"
 
 pre_request = mark_repeated_headers
+
+
+def post_fork(server, worker) -> None:
+    """idemdash's own warnings (a database cause, once) with a time, the worker and the level, like gunicorn's."""
+    logging.basicConfig(level=logging.WARNING,
+                        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
 
 
 def on_starting(server) -> None:
