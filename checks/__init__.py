@@ -15,6 +15,7 @@ from psycopg import errors
 from checks.activity import check_advisory_locks, check_sessions
 from checks.finding import FAIL, OK, SEVERITY, WARN, Check, CheckFn, KeyLink
 from checks.maintenance import check_vacuum
+from checks.privileges import check_privileges
 from checks.retention import check_key_retention, check_retention_settings
 from checks.schema import check_indexes, check_migrations, check_null_trap, check_tables
 from queries import Tables
@@ -24,6 +25,7 @@ __all__ = ["CHECKS", "FAIL", "OK", "SEVERITY", "WARN", "Check", "KeyLink", "run_
 CHECKS: tuple[tuple[str, str, CheckFn], ...] = (
     ("migrations", "idemdash's schema", check_migrations),
     ("tables", "Application tables and columns", check_tables),
+    ("privileges", "Privileges of the database role", check_privileges),
     ("null_trap", "Nullable columns in unique keys", check_null_trap),
     ("retention.settings", "Inbox and outbox retention", check_retention_settings),
     ("retention.keys", "Key retention", check_key_retention),
@@ -46,7 +48,8 @@ def run_checks(read: Callable[[], AbstractContextManager[psycopg.Connection]], t
             results.append(Check(check_id, WARN, f"{title}: the check timed out",
                                  "Its catalog or sample query ran past the statement timeout; try again when the "
                                  "database is less busy."))
-        except (errors.UndefinedTable, errors.UndefinedColumn, errors.InvalidSchemaName) as exc:
+        except (errors.UndefinedTable, errors.UndefinedColumn, errors.InvalidSchemaName,
+                errors.InsufficientPrivilege) as exc:
             detail = (exc.diag.message_primary or str(exc)).strip()
             results.append(Check(check_id, WARN, f"{title}: the check could not run",
                                  f"{detail}. The table and column findings say what is missing."))

@@ -45,7 +45,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("consumer_name", "text", None),
         Column("message_id", "text", None),
         Column("processed_at", "timestamptz", None),
-        Column("message_hash", "text", "detecting a message id reused with a different payload (seed 004, section 10); "
+        Column("message_hash", "text", "detecting a message id reused with a different payload; "
                                        "idemdash itself does not read it"),
         Column("result_ref_type", "text", "answering a duplicate delivery with the first result; idemdash itself does "
                                           "not read it"),
@@ -196,7 +196,7 @@ def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Mapping[st
             f"{names} may be NULL in {key} of {tables.schema}.{table}: duplicates get through",
             f"PostgreSQL treats NULLs as distinct, so two rows that differ only by a NULL in {names} never conflict: "
             "the unique key does not stop the second one, INSERT ... ON CONFLICT never fires for it, and the "
-            "duplicate is written (seed 000, the NULL trap). Make the column NOT NULL and have the application write "
+            "duplicate is written (the NULL trap). Make the column NOT NULL and have the application write "
             "a sentinel ('' or a domain value for \"not applicable\") instead of NULL. SET NOT NULL fails while a "
             "NULL row exists, so give those rows their sentinel first (the comment counts them); it reads the whole "
             "table under an exclusive lock, so on a big table first add CHECK (column IS NOT NULL) NOT VALID and "

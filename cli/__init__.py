@@ -38,6 +38,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup)
+@click.version_option(package_name="idemdash", message="%(prog)s %(version)s")
 @click.option("-v", "--verbose", is_flag=True, help="Log debug detail.")
 def main(verbose: bool) -> None:
     """idemdash: dashboard and job runner for PostgreSQL idempotency keys, inbox and outbox."""

@@ -15,7 +15,8 @@ import click
 import psycopg
 
 from checks import FAIL, run_checks
-from cli.common import connect, databases_option, heading, targets
+from checks.readiness import readiness
+from cli.common import connect, database_errors, databases_option, heading, targets
 from queries import Tables
 from queries import indexes as q
 from queries.target import Target
@@ -32,7 +33,8 @@ def check(database_url: str, database: str | None, apply_indexes: bool) -> None:
     for db in chosen:
         heading(db, len(chosen) > 1)
         connect(db).close()  # a clear error for a wrong URL before anything else
-        status = max(status, report(db, apply_indexes=apply_indexes))
+        with database_errors(db, "checking"):
+            status = max(status, report(db, apply_indexes=apply_indexes))
     sys.exit(status)
 
 
@@ -43,11 +45,16 @@ def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     """Print the report (building missing indexes first when asked); returns the exit status."""
     tables = db.tables
     with connect(db, "idemdash-check") as conn:
+        problems = readiness(conn, tables)
         statuses = q.list_index_status(conn, tables)
         build_failed = False
         if apply_indexes:
             build_failed = _apply(conn, tables, statuses, echo)
             statuses = q.list_index_status(conn, tables)
+    echo("Ready (what /readyz asks): " + ("yes" if not problems else "no"))
+    for problem in problems:
+        echo(f"  {problem.message}")
+    echo("")
     _print_indexes(tables, statuses, echo)
     failed_checks = _print_health(db, echo)
 
@@ -64,7 +71,7 @@ def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     if missing:
         echo("Run `idemdash check --apply-indexes` to build them (concurrently, one at a time: writes go on "
              "meanwhile), or run the statements above yourself, outside a transaction block.")
-    return 1 if (missing or no_table or failed_checks or build_failed) else 0
+    return 1 if (problems or missing or no_table or failed_checks or build_failed) else 0
 
 
 def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[q.IndexStatus], echo: Echo) -> bool:
@@ -84,8 +91,12 @@ def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[q.IndexStatu
             failed = True
             detail = (exc.diag.message_primary or str(exc)).strip()
             echo(f"        failed after {time.monotonic() - started:.1f} s: {detail}")
-            echo("        (a failed concurrent build leaves an invalid index; `idemdash check --apply-indexes` "
-                 "drops and rebuilds it)")
+            if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+                echo("        (only the table's owner or a superuser may create its indexes: run `idemdash check "
+                     "--apply-indexes` with the owner's database URL, or the statement below as the owner)")
+            else:
+                echo("        (a failed concurrent build leaves an invalid index; `idemdash check --apply-indexes` "
+                     "drops and rebuilds it)")
             continue
         echo(f"        done in {time.monotonic() - started:.1f} s")
     echo("")
@@ -96,6 +107,9 @@ def _print_indexes(tables: Tables, statuses: list[q.IndexStatus], echo: Echo) ->
     echo(f"Recommended indexes (queries/indexes.sql) for {tables.schema}.{tables.keys}, "
          f"{tables.schema}.{tables.inbox} and {tables.schema}.{tables.outbox}:")
     for status in statuses:
+        if status.state == q.OK:  # present and valid: nothing to do, one line
+            echo(f"{status.state:<8} {status.index_name} on {status.table}")
+            continue
         echo("")
         echo(f"{status.state:<8} {status.index_name} on {status.table}  [{status.advice.name}]")
         echo(f"         why: {status.advice.why}")
@@ -116,7 +130,7 @@ def _print_health(db: Target, echo: Echo) -> int:
     finally:
         db.close()
     echo("")
-    echo("Schema, retention and operational checks (the /health page):")
+    echo("Schema, privileges, retention and operational checks (the /health page):")
     for check in checks:
         echo("")
         echo(f"{check.status:<8} {check.title}  [{check.id}]")

@@ -1,15 +1,21 @@
 """What every command shares: which databases it works on (--database-url, or --database NAME of
-IDEMDASH_CONFIG's file, default every one), settings with their errors as usage errors."""
+IDEMDASH_CONFIG's file, default every one), settings with their errors as usage errors, and database failures
+said in one line (the cause and its fix, ``core.diagnosis``), never a traceback."""
 from __future__ import annotations
 
-from typing import Any
+import logging
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import click
 import psycopg
 
+from checks.readiness import readiness
 from core import settings
 from core.databases import load_databases
 from queries.target import Target
+
+log = logging.getLogger(__name__)
 
 database_url_option = click.option(
     "--database-url", envvar="IDEMDASH_DATABASE_URL", default="", show_envvar=True,
@@ -76,6 +82,33 @@ def target(database_url: str = "", **overrides: Any) -> Target:
 
 def connect(target: Target, application_name: str = "idemdash-cli") -> psycopg.Connection:
     try:
-        return target.connect(application_name)
-    except psycopg.OperationalError as exc:
-        raise click.ClickException(f"cannot connect to {settings.redact_dsn(target.dsn)}: {exc}") from None
+        return target.connect(application_name, report=False)
+    except psycopg.Error as exc:
+        raise click.ClickException(f"cannot connect to the database: {target.cause_of(exc)}") from None
+
+
+@contextmanager
+def database_errors(target: Target, doing: str) -> Iterator[None]:
+    """A database error while ``doing`` something ends the command with its cause and fix in one line."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise click.ClickException(f"{doing} failed: {target.cause_of(exc)}") from None
+
+
+def preflight(target: Target, what: str) -> None:
+    """Before a long-running process starts: stop with the cause when the database cannot work as configured
+    (a wrong password or database, missing tables, schema or grants); only warn, once, when it is merely
+    unreachable right now (it may be starting too: the process rides that out)."""
+    try:
+        conn = target.connect(f"idemdash-{what}", report=False)
+    except psycopg.Error as exc:
+        cause = target.cause_of(exc)
+        if not cause.transient:
+            raise click.ClickException(f"{what} not started: {cause}") from None
+        log.warning("starting %s although the database is unreachable right now: %s", what, cause)
+        return
+    with conn, database_errors(target, "checking the database"):
+        problems = readiness(conn, target.tables)
+    if problems:
+        raise click.ClickException(f"{what} not started: " + "\n  ".join(p.message for p in problems))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from cli.common import connect, database_url_option, databases_option, heading, target, targets
+from cli.common import connect, database_errors, database_url_option, databases_option, heading, target, targets
 from queries.app_schema import create_app_schema
 from queries.migrate import migrate as run_migrations
 
@@ -15,7 +15,7 @@ def migrate(database_url: str, database: str | None) -> None:
     chosen = targets(database_url, database)
     for db in chosen:
         heading(db, len(chosen) > 1)
-        with connect(db) as conn:
+        with connect(db) as conn, database_errors(db, "migrating idemdash's schema"):
             applied = run_migrations(conn)
         if applied:
             for migration in applied:
@@ -32,7 +32,7 @@ def init_app_schema(database_url: str, status_type: str) -> None:
     """Create the reference application tables and claim/complete/fail functions (safe to re-run)."""
     db = target(database_url)
     tables = db.tables
-    with connect(db) as conn:
+    with connect(db) as conn, database_errors(db, "creating the reference schema"):
         create_app_schema(conn, tables, status_type)  # type: ignore[arg-type]
     click.echo(f"reference schema ready in schema {tables.schema!r}: {tables.keys}, {tables.inbox}, "
                f"{tables.outbox} and the claim/complete/fail/consume functions")

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from cli.common import databases_option, heading, load_settings, targets
+from cli.common import databases_option, heading, load_settings, preflight, targets
 from jobs.purge_run import TABLES, run_purge
 from jobs.scheduler import run_blocking
 
@@ -74,6 +74,9 @@ def _purge(db, tables: tuple[str, ...], dry_run: bool) -> bool:
 @click.command()
 @databases_option
 def scheduler(database_url: str, database: str | None) -> None:
-    """Run the scheduled jobs of every database (or of --database NAME) in this process until stopped."""
+    """Run the scheduled jobs of every database (or of --database NAME) in this process until stopped (checks
+    each database first)."""
     chosen = targets(database_url, database)
+    for db in chosen:
+        preflight(db, "the scheduler" if len(chosen) == 1 else f"the scheduler for database {db.name}")
     run_blocking(load_settings(), chosen)

@@ -1,56 +1,89 @@
-"""`idemdash serve` (the dashboard under gunicorn) and `idemdash hash-password` (a line for the users file)."""
+"""`idemdash serve` (the dashboard under gunicorn, which replaces the command's process) and
+`idemdash hash-password` (a line for the users file)."""
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import socket
+import sys
+import tempfile
 
 import click
-from gunicorn.app.base import BaseApplication
 from werkzeug.security import generate_password_hash
 
-from cli.common import load_settings, require_url
-from core import settings
-from dashboard import auth, create_app, network
+from cli.common import database_url_option, load_settings, preflight, targets
+from core import parsers, settings
+from dashboard import auth, gunicorn_config, network
 from dashboard.accounts import valid_user_name
 
 
+def _bind(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return parsers.bind(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @click.command()
-@click.option("--bind", default=None, help="host:port to listen on [default: IDEMDASH_BIND].")
+@database_url_option
+@click.option("--bind", default=None, callback=_bind,
+              help="HOST:PORT, [IPv6]:PORT, unix:PATH or fd://N to listen on [default: IDEMDASH_BIND].")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="gunicorn worker processes [default: IDEMDASH_WORKERS].")
-def serve(bind: str | None, workers: int | None) -> None:
-    """Serve the dashboard with gunicorn."""
-    config = load_settings()
-    require_url(config)
-    options = {"bind": bind or config["BIND"], "workers": workers or config["WORKERS"],
-               "accesslog": "-", "timeout": 30, "graceful_timeout": 10}
+def serve(database_url: str, bind: str | None, workers: int | None) -> None:
+    """Serve the dashboard with gunicorn (checks the address, the settings and the database first)."""
+    config = load_settings(DATABASE_URL=database_url)
+    checked = targets(database_url)  # --database-url, or every database of IDEMDASH_CONFIG
+    bind = bind or config["BIND"]
+    workers = workers or config["WORKERS"]
+    host = network.bind_host(bind)
     try:
         # before gunicorn starts: its workers would only fail one by one
-        network.check_bind(config, network.bind_host(options["bind"]), what=f"--bind {options['bind']}")
+        if host:
+            _resolves(host, bind)
+        network.check_bind(config, host, what=f"--bind {bind}")
         auth.check_config(config)
     except settings.ConfigError as exc:
         raise click.UsageError(str(exc)) from None
+    for target in checked:
+        preflight(target, "the web server" if len(checked) == 1 else f"the web server (database {target.name})")
 
-    # one key for every worker (each builds its own app after the fork): a session or CSRF token one worker
-    # signed must hold on the next
-    secret_key = config["SECRET_KEY"] or secrets.token_hex(32)
+    # the workers build the app from the environment: the databases checked here must be the ones they serve
+    env = dict(os.environ)
+    if database_url:
+        env["IDEMDASH_DATABASE_URL"] = database_url
+    typed = click.get_current_context().get_parameter_source("database_url") == click.core.ParameterSource.COMMANDLINE
+    if typed:  # --database-url on the command line wins over IDEMDASH_CONFIG's file
+        env.pop("IDEMDASH_CONFIG", None)
     if not config["SECRET_KEY"]:
+        # one key for every worker (each builds its own app after the fork): a session or CSRF token one worker
+        # signed must hold on the next
+        env["IDEMDASH_SECRET_KEY"] = secrets.token_hex(32)
         logging.getLogger(__name__).warning(
             "IDEMDASH_SECRET_KEY is not set: made one key for all %d workers of this server; sessions and CSRF "
             "tokens (open forms) end when the server restarts. Set IDEMDASH_SECRET_KEY to keep them across "
-            "restarts.", options["workers"])
-    # several X-Forwarded-Groups lines would reach the app joined into one list: count them while gunicorn can
-    options["pre_request"] = network.mark_repeated_headers
+            "restarts.", workers)
+    # the workers' request metrics add up in files here; prometheus_client reads the variable at import, so it
+    # is set before gunicorn (and the app) start: gunicorn replaces this process
+    if not env.get("PROMETHEUS_MULTIPROC_DIR"):
+        env["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=gunicorn_config.OWN_METRICS_DIR_PREFIX)
+    argv = [sys.executable, "-m", "gunicorn", "--config", "python:dashboard.gunicorn_config",
+            "--bind", bind, "--workers", str(workers), "--access-logfile", "-", "--timeout", "30",
+            "--graceful-timeout", "10", "dashboard:create_app()"]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, argv, env)
 
-    class Gunicorn(BaseApplication):
-        def load_config(self) -> None:
-            for key, value in options.items():
-                self.cfg.set(key, value)
 
-        def load(self):  # in each worker, after the fork
-            return create_app({"SECRET_KEY": secret_key})
-
-    Gunicorn().run()
+def _resolves(host: str, bind: str) -> None:
+    try:
+        socket.getaddrinfo(host.strip("[]"), None)
+    except OSError:
+        raise settings.ConfigError(f"--bind {bind}: the host {host!r} does not resolve to an address of this "
+                                   "machine; use an address (127.0.0.1, 0.0.0.0, [::1]) or a name that resolves") from None
 
 
 @click.command("hash-password")

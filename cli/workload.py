@@ -82,4 +82,5 @@ def demo(fresh: bool, host: str, port: int, rate: float, backfill_days: int) -> 
         auth.check_config(config)
     except settings.ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    sys.exit(run_demo(create_app, fresh=fresh, host=host, port=port, rate=rate, backfill_days=backfill_days))
+    sys.exit(run_demo(create_app, fresh=fresh, host=host, port=port, rate=rate, backfill_days=backfill_days,
+                      environment=config["ENVIRONMENT"]))

@@ -132,3 +132,73 @@ def crontab(raw: str) -> str:
     except ValueError as exc:
         raise ValueError(f"expected a crontab line such as '*/15 * * * *' or 'off', got {raw!r} ({exc})") from None
     return value
+
+
+# IDEMDASH_ENVIRONMENT's colours: classes in idemdash.css (the Content-Security-Policy allows no inline style)
+COLOURS = ("red", "orange", "yellow", "green", "blue", "purple", "grey")
+_DEFAULT_COLOUR = (({"production", "prod", "live"}, "red"),
+                   ({"staging", "stage", "preprod", "pre-production", "uat", "acceptance"}, "orange"),
+                   ({"development", "dev", "local", "test", "testing", "demo", "sandbox"}, "green"))
+_ENV_NAME = re.compile(r"^[\w][\w .+/-]{0,39}$")
+
+
+def environment(raw: str) -> str:
+    """'' (none), or 'name:colour': the colour given, else red for production, orange for staging, green for
+    development and test, blue otherwise."""
+    value = raw.strip()
+    if not value:
+        return ""
+    name, _, colour = value.partition(":")
+    name, colour = name.strip(), colour.strip().lower()
+    if not _ENV_NAME.match(name):
+        raise ValueError(f"expected a name of 1-40 letters, digits, spaces or . + / - (then optionally :colour), "
+                         f"got {raw!r}")
+    if colour and colour not in COLOURS:
+        raise ValueError(f"expected a colour out of {', '.join(COLOURS)} after the ':', got {colour!r}")
+    if not colour:
+        colour = next((c for names, c in _DEFAULT_COLOUR if name.lower() in names), "blue")
+    return f"{name}:{colour}"
+
+
+def split_environment(value: str) -> tuple[str, str] | None:
+    """(name, colour) of IDEMDASH_ENVIRONMENT (parsed or as given, e.g. in a test's settings), or None when unset."""
+    value = environment(value)
+    if not value:
+        return None
+    name, _, colour = value.rpartition(":")
+    return name, colour
+
+
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+
+
+def bind(raw: str) -> str:
+    """Where gunicorn listens: HOST:PORT, [IPv6]:PORT, unix:PATH or fd://N."""
+    value = raw.strip()
+    expected = f"expected HOST:PORT (127.0.0.1:8000, 0.0.0.0:8000, [::1]:8000), unix:PATH or fd://N, got {raw!r}"
+    if value.startswith("unix:"):
+        if len(value) == len("unix:"):
+            raise ValueError(expected)
+        return value
+    if value.startswith("fd://"):
+        if not value[len("fd://"):].isdigit():
+            raise ValueError(expected)
+        return value
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        if not rest.startswith(":"):
+            raise ValueError(expected)
+        port = rest[1:]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"{host!r} is not an IPv6 address; {expected}") from None
+    else:
+        host, sep, port = value.rpartition(":")
+        if not sep or ":" in host:
+            raise ValueError(expected)
+        if host and not _HOSTNAME.match(host):
+            raise ValueError(f"{host!r} is not a host name or address; {expected}")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"the port must be a number from 1 to 65535; {expected}")
+    return value

@@ -89,6 +89,11 @@ SETTINGS: tuple[Setting, ...] = (
             "`1` hides and refuses every state-changing action (reclassify, purge), for every user."),
     Setting("BULK_MAX_KEYS", 1000, parsers.positive_int,
             "Most keys one bulk reclassification changes; the operator repeats the call for more."),
+    Setting("ENVIRONMENT", "", parsers.environment,
+            "Which environment this is, shown as a coloured band in every page's header and at the start of its "
+            "title: a name, optionally `name:colour` (red, orange, yellow, green, blue, purple, grey). Without a "
+            "colour: red for production/prod/live, orange for staging/preprod/uat, green for development/test/demo, "
+            "blue otherwise. Empty: no band."),
     Setting("RUNBOOK_URL", "", str,
             "Runbook link template with `{scope}`, `{key}`, `{status}` and `{database}` (URL-encoded when filled in). "
             "Empty: the built-in runbook page for stuck keys."),
@@ -113,7 +118,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("RUN_JOBS", False, parsers.boolean,
             "`1` runs the scheduled jobs inside the web process (single-process setups; the demo "
             "does this). Otherwise run `idemdash scheduler` separately."),
-    Setting("BIND", "127.0.0.1:8000", str, "Address `idemdash serve` listens on."),
+    Setting("BIND", "127.0.0.1:8000", parsers.bind,
+            "Address `idemdash serve` listens on: `HOST:PORT`, `[IPv6]:PORT`, `unix:PATH` or `fd://N`."),
     Setting("WORKERS", 2, parsers.positive_int, "gunicorn worker processes for `idemdash serve`."),
     Setting("OUTBOX_RETENTION_DAYS", 7, parsers.positive_int,
             "How long published outbox rows are kept, counted from `published_at`; pending rows are never purged."),

@@ -13,7 +13,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Mapping
 
-from core.settings import redact_dsn
+from core.dsn import endpoint
+from core.parsers import split_environment
 from queries import overview as q
 from queries.target import Target
 
@@ -26,10 +27,12 @@ STATEMENT_TIMEOUT_MS = 1500
 @dataclass(frozen=True)
 class DatabaseRow:
     name: str
-    label: str                     # where it is, password hidden
+    label: str                     # where it is: host:port/database, never the password
+    environment: tuple[str, str] | None  # its IDEMDASH_ENVIRONMENT band: (name, colour)
     reachable: bool
     summary: q.DatabaseSummary | None
-    problem: str | None            # why there are no numbers
+    problem: str | None            # why there are no numbers: the cause and its fix (core.diagnosis)
+    transient: bool                # the problem may go away on its own (down, slow), not a setting to fix
     milliseconds: float | None     # how long it took to answer
 
 
@@ -67,7 +70,7 @@ class AllDatabases:
         return rows
 
     def _late(self, name: str, target: Target) -> DatabaseRow:
-        return DatabaseRow(name, target.label, False, None, f"no answer within {DEADLINE_SECONDS:g} s", None)
+        return _row(name, target, None, f"no answer within {DEADLINE_SECONDS:g} s: it is slow or unreachable", True)
 
     def _submit(self, name: str, target: Target) -> Future:
         return self._executor.submit(self._ask, name, target)
@@ -78,18 +81,20 @@ class AllDatabases:
             with target.read(STATEMENT_TIMEOUT_MS) as conn:
                 summary = q.get_database_summary(conn, target.tables, target.settings["DEFAULT_LEASE_SECONDS"])
         except Exception as exc:  # any failure is this database's row, never the page's
-            row = DatabaseRow(name, target.label, False, None, _problem(exc), None)
+            cause = target.cause_of(exc)
+            row = _row(name, target, None, cause.message, cause.transient)
             with self._lock:
                 self._down[name] = row
                 self._probing.pop(name, None)
             return row
-        row = DatabaseRow(name, target.label, True, summary, None, (time.perf_counter() - started) * 1000)
+        row = _row(name, target, summary, None, True, (time.perf_counter() - started) * 1000)
         with self._lock:
             self._down.pop(name, None)
             self._probing.pop(name, None)
         return row
 
 
-def _problem(exc: BaseException) -> str:
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return redact_dsn(f"{type(exc).__name__}: {first}"[:300])
+def _row(name: str, target: Target, summary: q.DatabaseSummary | None, problem: str | None, transient: bool,
+         milliseconds: float | None = None) -> DatabaseRow:
+    return DatabaseRow(name, endpoint(target.dsn).label, split_environment(target.settings["ENVIRONMENT"]),
+                       summary is not None, summary, problem, transient, milliseconds)

@@ -2,36 +2,66 @@
 
 The database numbers are read at most once per IDEMDASH_METRICS_CACHE_SECONDS
 per worker, however often Prometheus (or several of them) scrape, so a scrape
-never loads the application's tables. Request latency is measured per
-worker process; with several gunicorn workers each reports its own share.
+never loads the application's tables.
+
+Request counts and latencies add up across gunicorn's workers: with ``PROMETHEUS_MULTIPROC_DIR`` set (``idemdash
+serve`` sets it for its workers) each worker writes its histogram to files there and a scrape, whichever worker
+answers it, sums every worker's files, including those of workers that have exited, so a counter never goes
+backwards between scrapes. Samples are summed per label set. Every sample names its database (``database``:
+the name in IDEMDASH_CONFIG, ``default`` without it). Without it (one process: ``flask run``, the demo, the tests) the process keeps them in memory.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from queries.target import Target
+from dashboard.databases import plain_endpoint
+from dashboard.db import get_target
 from queries import metrics as qm
 from queries import overview as qo
 from queries import rollups as qr
+from queries import snapshots as qs
+from queries.target import Target
 
 bp = Blueprint("metrics", __name__)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
+# name: (help, labels besides ``database``)
+FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "idemdash_database_up": ("1 when the last read of the database succeeded.", ()),
+    "idemdash_stuck_keys": ("Keys in processing whose lease has run out, by scope.", ("scope",)),
+    "idemdash_stuck_keys_total": ("Keys in processing whose lease has run out, all scopes.", ()),
+    "idemdash_processing_keys": ("Keys in processing, stuck ones included.", ()),
+    "idemdash_needs_review_keys": ("Keys an operator holds for review (needs_review), held or hold ended.", ()),
+    "idemdash_failed_retryable_keys": ("Keys in failed_retryable.", ()),
+    "idemdash_failed_final_keys_24h": ("Keys that became failed_final in the last 24 hours.", ()),
+    "idemdash_outbox_pending": ("Outbox rows not yet published.", ()),
+    "idemdash_outbox_lag_seconds": ("Age of the oldest pending outbox row (0 when none).", ()),
+    "idemdash_inbox_rows_24h": ("Inbox rows recorded in the last 24 hours.", ()),
+    "idemdash_purge_last_success_timestamp_seconds": ("When the last successful real purge of each table "
+                                                      "finished.", ("table",)),
+    "idemdash_purge_last_rows_deleted": ("Rows the last successful real purge of each table deleted.", ("table",)),
+    "idemdash_purge_last_run_failed": ("1 when the latest finished real purge run of each table failed.", ("table",)),
+    "idemdash_snapshot_last_timestamp_seconds": ("When the scheduler last recorded a metric snapshot (its "
+                                                 "heartbeat).", ()),
+}
+
 
 class DatabaseCollector(Collector):
-    """Reads the headline numbers through the app's pool, cached for ``ttl`` seconds."""
+    """Reads every database's headline numbers through the app's pools, cached for ``ttl`` seconds; each sample
+    carries the database's name (``default`` without IDEMDASH_CONFIG) in a ``database`` label."""
 
-    def __init__(self, db: Target, lease_seconds: int, ttl: float) -> None:
-        self.db = db
-        self.lease_seconds = lease_seconds
+    def __init__(self, targets: Mapping[str, Target], ttl: float) -> None:
+        self.targets = targets
         self.ttl = ttl
         self._lock = threading.Lock()
         self._cached: tuple[float, list[GaugeMetricFamily]] | None = None
@@ -43,68 +73,72 @@ class DatabaseCollector(Collector):
             yield from self._cached[1]
 
     def _read(self) -> list[GaugeMetricFamily]:
-        up = GaugeMetricFamily("idemdash_database_up", "1 when the last read of the database succeeded.")
-        try:
-            families = self._families()
-        except Exception:  # an outage must not break the scrape; idemdash_database_up says what happened
-            up.add_metric([], 0)
-            return [up]
-        up.add_metric([], 1)
-        return [up, *families]
+        # every family is served, with its help line, even without a sample (no stuck keys): rules and panels
+        # that use it can be checked against a quiet database
+        families = {name: GaugeMetricFamily(name, doc, labels=["database", *labels])
+                    for name, (doc, labels) in FAMILIES.items()}
+        for database, target in self.targets.items():
+            samples: list[tuple[str, tuple[str, ...], float | None]] = []
+            try:
+                self._database(target, lambda name, labels, value: samples.append((name, labels, value)))
+            except Exception:  # an outage must not break the scrape; idemdash_database_up says what happened
+                samples = [("idemdash_database_up", (), 0)]
+            else:
+                samples.append(("idemdash_database_up", (), 1))
+            for name, labels, value in samples:
+                families[name].add_metric([database, *labels], float("nan") if value is None else value)
+        return list(families.values())
 
-    def _families(self) -> list[GaugeMetricFamily]:
-        tables = self.db.tables
-        with self.db.read() as conn:
-            # counts by status and window and the inbox volume: precomputed at scale (dashboard/rollups.py)
-            keys = qo.KeyCounts.combine(qo.count_processing_keys(conn, tables, self.lease_seconds),
-                                        qr.read_value(conn, tables, self.db.settings, "key_windows"))
-            by_scope = qm.count_stuck_keys_by_scope(conn, tables, self.lease_seconds)
+    @staticmethod
+    def _database(target: Target, sample: Callable[[str, tuple[str, ...], float | None], None]) -> None:
+        tables, lease = target.tables, target.settings["DEFAULT_LEASE_SECONDS"]
+        with target.read() as conn:
+            # counts by status and window and the inbox volume: precomputed at scale (queries/rollups.py)
+            keys = qo.KeyCounts.combine(qo.count_processing_keys(conn, tables, lease),
+                                        qr.read_value(conn, tables, target.settings, "key_windows"))
+            by_scope = qm.count_stuck_keys_by_scope(conn, tables, lease)
             outbox = qo.get_outbox_backlog(conn, tables)
-            inbox = qr.read_value(conn, tables, self.db.settings, "inbox_volume")
+            inbox = qr.read_value(conn, tables, target.settings, "inbox_volume")
             purges = qm.list_purge_status_by_table(conn)
-        stuck = GaugeMetricFamily("idemdash_stuck_keys", "Keys in processing whose lease has run out, by scope.",
-                                  labels=["scope"])
+            last_runs = qm.list_last_purge_run_by_table(conn)
+            last_snapshot = qs.get_last_snapshot_at(conn)
         for row in by_scope:
-            stuck.add_metric([row.scope], row.stuck)
-        out = [stuck]
-
-        def gauge(name: str, doc: str, value: float | None) -> None:
-            family = GaugeMetricFamily(name, doc)
-            family.add_metric([], float("nan") if value is None else value)
-            out.append(family)
-
-        gauge("idemdash_stuck_keys_total", "Keys in processing whose lease has run out, all scopes.", keys.stuck)
-        gauge("idemdash_processing_keys", "Keys in processing, stuck ones included.", keys.processing)
-        gauge("idemdash_needs_review_keys", "Keys an operator holds for review (needs_review), held or hold ended.",
-              keys.needs_review)
-        gauge("idemdash_failed_retryable_keys", "Keys in failed_retryable.", keys.failed_retryable)
-        gauge("idemdash_failed_final_keys_24h", "Keys that became failed_final in the last 24 hours.",
-              keys.failed_final_24h)
-        gauge("idemdash_outbox_pending", "Outbox rows not yet published.", outbox.pending)
-        gauge("idemdash_outbox_lag_seconds", "Age of the oldest pending outbox row (0 when none).",
-              outbox.lag_seconds or 0.0)
-        gauge("idemdash_inbox_rows_24h", "Inbox rows recorded in the last 24 hours.", inbox.rows_24h)
-        last_success = GaugeMetricFamily("idemdash_purge_last_success_timestamp_seconds",
-                                         "When the last successful real purge of each table finished.",
-                                         labels=["table"])
-        last_rows = GaugeMetricFamily("idemdash_purge_last_rows_deleted",
-                                      "Rows the last successful real purge of each table deleted.", labels=["table"])
+            sample("idemdash_stuck_keys", (row.scope,), row.stuck)
+        sample("idemdash_stuck_keys_total", (), keys.stuck)
+        sample("idemdash_processing_keys", (), keys.processing)
+        sample("idemdash_needs_review_keys", (), keys.needs_review)
+        sample("idemdash_failed_retryable_keys", (), keys.failed_retryable)
+        sample("idemdash_failed_final_keys_24h", (), keys.failed_final_24h)
+        sample("idemdash_outbox_pending", (), outbox.pending)
+        sample("idemdash_outbox_lag_seconds", (), outbox.lag_seconds or 0.0)
+        sample("idemdash_inbox_rows_24h", (), inbox.rows_24h)
         for row in purges:
             if row.last_success_at is not None:
-                last_success.add_metric([row.table_name], row.last_success_at.timestamp())
-            last_rows.add_metric([row.table_name], row.last_rows_deleted)
-        out += [last_success, last_rows]
-        return out
+                sample("idemdash_purge_last_success_timestamp_seconds", (row.table_name,),
+                       row.last_success_at.timestamp())
+            sample("idemdash_purge_last_rows_deleted", (row.table_name,), row.last_rows_deleted)
+        for run in last_runs:
+            sample("idemdash_purge_last_run_failed", (run.table_name,), 1.0 if run.failed else 0.0)
+        # the scheduler's heartbeat: it records a snapshot every IDEMDASH_SNAPSHOT_INTERVAL_SECONDS while it runs
+        if last_snapshot is not None:
+            sample("idemdash_snapshot_last_timestamp_seconds", (), last_snapshot.timestamp())
+
+
+def multiprocess_dir() -> str | None:
+    """Where gunicorn's workers share their metrics (prometheus_client reads the variable when it is imported)."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
 def init_app(app: Flask) -> None:
     registry = CollectorRegistry(auto_describe=False)
+    shared = multiprocess_dir()
+    if shared:
+        # the histogram lives in files; every worker's, summed, are what a scrape reports
+        MultiProcessCollector(registry, path=shared)
     latency = Histogram("idemdash_http_request_duration_seconds", "Time to answer a request, by endpoint.",
-                        ["endpoint", "method", "status"], registry=registry, buckets=LATENCY_BUCKETS)
-    # per database labels come with the multi-database work; the first database's numbers for now
-    target = next(iter(app.extensions["idemdash_targets"].values()))
-    registry.register(DatabaseCollector(target, target.settings["DEFAULT_LEASE_SECONDS"],
-                                        float(app.config["METRICS_CACHE_SECONDS"])))
+                        ["database", "endpoint", "method", "status"], registry=None if shared else registry,
+                        buckets=LATENCY_BUCKETS)
+    registry.register(DatabaseCollector(app.extensions["idemdash_targets"], float(app.config["METRICS_CACHE_SECONDS"])))
     app.extensions["idemdash_metrics"] = registry
 
     @app.before_request
@@ -115,8 +149,8 @@ def init_app(app: Flask) -> None:
     def observe(response: Response) -> Response:
         started = g.pop("request_started", None)
         if started is not None and request.endpoint not in (None, "static", "metrics.scrape"):
-            latency.labels(request.endpoint, request.method, str(response.status_code)).observe(
-                time.perf_counter() - started)
+            latency.labels(get_target().name, plain_endpoint(request.endpoint), request.method,
+                           str(response.status_code)).observe(time.perf_counter() - started)
         return response
 
 

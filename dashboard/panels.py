@@ -84,8 +84,10 @@ def load(fn: Callable[..., T], *args: Any, index: str | None = None, **kwargs: A
             index_sql=advice.as_text(db.tables) if advice else None,
             index_why=advice.why if advice else None)
     except (errors.UndefinedTable, errors.UndefinedColumn, errors.InvalidSchemaName,
-            errors.UndefinedFunction) as exc:
-        return Panel(problem="schema", message=_schema_message(exc, db))
+            errors.UndefinedFunction, errors.InsufficientPrivilege) as exc:
+        cause = db.cause_of(exc, privilege="SELECT")
+        db.problems.failed(cause)  # logged once, however many panels and requests trip over it
+        return Panel(problem="schema", message=_schema_message(exc, cause.message))
 
 
 def require(panel: Panel[T]) -> T:
@@ -94,11 +96,9 @@ def require(panel: Panel[T]) -> T:
     return panel.value  # type: ignore[return-value]
 
 
-def _schema_message(exc: psycopg.Error, db) -> str:
-    detail = (exc.diag.message_primary or str(exc)).strip()
-    if "idemdash." in detail:
-        return f"idemdash's own schema is missing or out of date ({detail}): run `idemdash migrate`."
-    t = db.tables
-    return (f"The application tables do not match what idemdash expects ({detail}). It reads "
-            f"{t.schema}.{t.keys}, {t.schema}.{t.inbox} and {t.schema}.{t.outbox}: check IDEMDASH_APP_SCHEMA "
-            "and the table settings, or create the reference schema with `idemdash init-app-schema`.")
+def _schema_message(exc: psycopg.Error, cause: str) -> str:
+    if isinstance(exc, errors.UndefinedFunction):  # not a missing table: say what PostgreSQL said
+        detail = (exc.diag.message_primary or str(exc)).strip()
+        return (f"The application tables do not match what idemdash expects ({detail}): `idemdash check` lists "
+                "what differs.")
+    return f"This panel cannot be read: {cause}"

@@ -5,8 +5,8 @@ import psycopg
 from flask import Blueprint, jsonify
 from psycopg_pool import PoolTimeout
 
+from checks.readiness import readiness
 from dashboard.db import get_target
-from queries.health import ping
 
 bp = Blueprint("probes", __name__)
 
@@ -19,10 +19,23 @@ def healthz():
 
 @bp.get("/readyz")
 def readyz():
-    """The database answers a query within the statement timeout."""
+    """Ready when the database answers, idemdash's schema is current and the application tables can be read.
+
+    Otherwise 503 with the cause in one line (``error``), its kind (``cause``) and, when the database answered,
+    every problem found (``problems``).
+    """
+    target = get_target()
     try:
-        with get_target().read() as conn:
-            ping(conn)
+        with target.read(primary=True) as conn:  # a standby that lags or is down is not an outage
+            problems = readiness(conn, target.tables)
     except (psycopg.Error, PoolTimeout) as exc:
-        return jsonify({"status": "unavailable", "error": f"database unreachable: {type(exc).__name__}"}), 503
+        cause = target.cause_of(exc)
+        target.problems.failed(cause)
+        error = f"database unreachable: {cause.message}" if cause.transient else cause.message
+        return jsonify({"status": "unavailable", "cause": cause.kind, "error": error}), 503
+    if problems:
+        for problem in problems:
+            target.problems.failed(problem)
+        return jsonify({"status": "unavailable", "cause": problems[0].kind, "error": problems[0].message,
+                        "problems": [{"cause": p.kind, "error": p.message} for p in problems]}), 503
     return jsonify({"status": "ok"})

@@ -18,6 +18,8 @@ from psycopg import errors
 from psycopg_pool import PoolTimeout
 
 from core.formatting import ago, duration, pretty_json
+from core.dsn import endpoint
+from core.parsers import split_environment
 from dashboard.db import get_target
 from dashboard.panels import PanelError
 
@@ -155,13 +157,37 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(PoolTimeout)
     def database_unreachable(exc: Exception):
         # The lock and statement timeouts above are OperationalErrors too; what is left is the connection.
-        app.logger.warning("database unreachable: %s", type(exc).__name__)
+        target = get_target()
+        cause = target.cause_of(exc)
+        target.problems.failed(cause)  # logged once per cause, however many requests fail on it
+        if not cause.transient:  # a wrong password or database name: reloading will not help until it is fixed
+            return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
         response = error_response(
-            503, "The database is unreachable right now, so there is nothing to show. idemdash keeps "
-                 "retrying on its own: this page reloads every 5 seconds and recovers as soon as the "
+            503, f"The database is unreachable right now, so there is nothing to show: {cause.message} idemdash "
+                 "keeps retrying on its own: this page reloads every 5 seconds and recovers as soon as the "
                  "database answers again. /healthz stays up; /readyz reports the outage.")
         response.headers["Retry-After"] = "5"
         return response
+
+    @app.errorhandler(errors.InsufficientPrivilege)
+    def missing_privilege(exc: errors.InsufficientPrivilege):
+        # 42501: the database role lacks a grant; a read needs SELECT, an action says which it lacked
+        target = get_target()
+        endpoint = request.endpoint or ""
+        needed = "SELECT" if request.method == "GET" else "DELETE, UPDATE" if "purge" in endpoint else "UPDATE"
+        cause = target.cause_of(exc, privilege=needed)
+        target.problems.failed(cause)
+        return error_response(403, f"The database refused idemdash's role: {cause.message}", retry=False)
+
+    @app.errorhandler(errors.UndefinedTable)
+    @app.errorhandler(errors.InvalidSchemaName)
+    @app.errorhandler(errors.UndefinedColumn)
+    def schema_missing(exc: psycopg.Error):
+        # a read outside a panel (panels degrade on their own), or an action, on a table that is not there
+        target = get_target()
+        cause = target.cause_of(exc)
+        target.problems.failed(cause)
+        return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
 
     @app.errorhandler(PanelError)
     def panel_error(exc: PanelError):
@@ -178,7 +204,12 @@ def init_app(app: Flask) -> None:
 
     @app.context_processor
     def template_globals() -> dict[str, Any]:
-        # which database, only to someone signed in: a refused request (401, or 403 for another Host) learns nothing
+        # which database and environment, only to someone signed in: a refused request (401, or 403 for another
+        # Host) learns nothing. Both are this request's database's own (IDEMDASH_CONFIG may give each its own).
         target = get_target()
-        return {"database_label": target.label if g.get("user") else "",
+        signed_in = bool(g.get("user"))
+        database = endpoint(target.dsn) if signed_in else None
+        return {"database": database,
+                "database_label": database.label if database else "",
+                "env_band": split_environment(target.settings["ENVIRONMENT"]) if signed_in else None,
                 "lease_seconds": target.settings["DEFAULT_LEASE_SECONDS"]}

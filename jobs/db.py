@@ -5,12 +5,13 @@ Jobs connect through their target (``Target.connect``: a fresh connection per ru
 from __future__ import annotations
 
 import psycopg
-from psycopg import errors
 from psycopg.conninfo import conninfo_to_dict
 
 from core.databases import DEFAULT
+from core.diagnosis import OTHER, CauseLog, diagnose
 from core.settings import redact_dsn
 from queries.target import Target
+
 
 def lost(conn: psycopg.Connection | None) -> bool:
     """True when there is no usable connection: it never opened, or the server went away under it."""
@@ -18,12 +19,12 @@ def lost(conn: psycopg.Connection | None) -> bool:
 
 
 def describe_error(exc: BaseException, dsn: str) -> str:
-    """One line for the run history and the log: the error's class and message, never the DSN's password."""
+    """One line for the run history and the log: the error's class and its cause with the fix
+    (``core.diagnosis``), or its message; never the DSN's password."""
     message = " ".join(str(exc).split()) or "(no message)"
     name = type(exc).__name__
-    text = f"{name}: {message}"
-    if isinstance(exc, errors.UndefinedTable) and "purge_run" in message:
-        text += " (idemdash's schema is missing: run `idemdash migrate`)"
+    cause = diagnose(exc, dsn) if isinstance(exc, psycopg.Error) else None
+    text = f"{name}: {cause.message if cause is not None and cause.kind != OTHER else message}"
     password = None
     if dsn:
         try:
@@ -48,6 +49,11 @@ def unreachable(exc: BaseException) -> bool:
     # exceptions; 57P01-57P03: shut down under us, or not accepting connections (starting, stopping)
     state = exc.sqlstate
     return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def already_logged(exc: BaseException, problems: CauseLog) -> bool:
+    """The job could not connect and its target has logged why (once): the job's own line can be quiet."""
+    return unreachable(exc) and problems.current is not None
 
 
 def describe_failure(exc: BaseException, dsn: str) -> str:

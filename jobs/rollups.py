@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import describe_error, describe_failure, job_id, lost
+from jobs.db import already_logged, describe_error, describe_failure, job_id, lost
 from queries import Tables, statement
 from queries import rollups as q
 from queries.target import Target
@@ -80,7 +80,9 @@ def rollup_job(target: Target) -> str:
     try:
         run_rollups(target)
     except psycopg.Error as exc:
-        log.warning("rollups skipped: %s", describe_failure(exc, target.dsn))
+        # an outage: the target logged its cause once; a line per run would repeat it every interval
+        say = log.debug if already_logged(exc, target.problems) else log.warning
+        say("rollups skipped: %s", describe_failure(exc, target.dsn))
         return "failed"
     return "succeeded"
 

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import describe_failure, job_id
+from jobs.db import already_logged, describe_failure, job_id
 from queries import statement
 from queries import snapshots as q
 from queries.target import Target
@@ -51,7 +51,9 @@ def snapshot_job(target: Target) -> str:
     try:
         return "succeeded" if run_snapshot(target) is not None else "skipped"
     except psycopg.Error as exc:
-        log.warning("metric snapshot skipped: %s", describe_failure(exc, target.dsn))
+        # an outage: the target logged its cause once; a line per run would repeat it every interval
+        say = log.debug if already_logged(exc, target.problems) else log.warning
+        say("metric snapshot skipped: %s", describe_failure(exc, target.dsn))
         return "failed"
 
 

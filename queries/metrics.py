@@ -23,6 +23,13 @@ class PurgeStatus:
     last_rows_deleted: int
 
 
+@dataclass(frozen=True)
+class LastPurgeRun:
+    table_name: str
+    finished_at: datetime
+    failed: bool
+
+
 def count_stuck_keys_by_scope(conn: psycopg.Connection, tables: Tables, lease_seconds: int,
                               limit: int = 500) -> list[ScopeStuck]:
     return select_all(conn, statement("count_stuck_keys_by_scope", tables),
@@ -31,3 +38,7 @@ def count_stuck_keys_by_scope(conn: psycopg.Connection, tables: Tables, lease_se
 
 def list_purge_status_by_table(conn: psycopg.Connection) -> list[PurgeStatus]:
     return select_all(conn, statement("list_purge_status_by_table"), None, PurgeStatus)
+
+
+def list_last_purge_run_by_table(conn: psycopg.Connection) -> list[LastPurgeRun]:
+    return select_all(conn, statement("list_last_purge_run_by_table"), None, LastPurgeRun)

@@ -11,6 +11,7 @@ not a new code path through every page.
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -22,10 +23,13 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from core.diagnosis import TIMEOUT, Cause, CauseLog, diagnose
 from core.settings import redact_dsn
 from queries import Tables
 from queries import db as qdb
 from queries import replication
+
+log = logging.getLogger(__name__)
 
 # libpq waits forever without one (psycopg: 130 s); a job or a command must fail fast and try again.
 DEFAULT_CONNECT_TIMEOUT = 10
@@ -57,6 +61,11 @@ class Target:
     _application_name: str = field(default="idemdash", repr=False)
     _replica: tuple[float, ReplicaStatus] | None = field(default=None, repr=False)
     _replica_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # why the database cannot be used right now, logged once per cause (not once per retry)
+    problems: CauseLog = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.problems = CauseLog(log, "database" if self.name == "default" else f"database {self.name}")
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], name: str = "default") -> "Target":
@@ -82,16 +91,50 @@ class Target:
         """Open the pools without waiting for the database, so the web process starts (and ``/healthz``
         answers) while it is unreachable."""
         self._pool_pid, self._application_name = os.getpid(), application_name
-        self.pool = self._new_pool(self.dsn, "")
-        self.read_pool = self._new_pool(self.read_dsn, "-standby") if self.read_dsn else None
+        _quiet_pool_retries()
+        self.pool = self._new_pool(self.dsn, "", self._watched_connection_class())
+        # the standby's failures are not the database's: replica_status sends reads to the primary instead
+        self.read_pool = self._new_pool(self.read_dsn, "-standby", psycopg.Connection) if self.read_dsn else None
         return self.pool
 
-    def _new_pool(self, dsn: str, suffix: str) -> ConnectionPool:
+    def _new_pool(self, dsn: str, suffix: str, connection_class: type[psycopg.Connection]) -> ConnectionPool:
         s = self.settings
         return ConnectionPool(
             dsn, min_size=s["POOL_MIN_SIZE"], max_size=max(s["POOL_MAX_SIZE"], s["POOL_MIN_SIZE"]), open=True,
             timeout=float(s["POOL_TIMEOUT_SECONDS"]), name=f"idemdash-{self.name}{suffix}",
-            check=ConnectionPool.check_connection, kwargs={"application_name": self._application_name})
+            check=ConnectionPool.check_connection, kwargs={"application_name": self._application_name},
+            connection_class=connection_class)
+
+    def _watched_connection_class(self) -> type[psycopg.Connection]:
+        """The pool's connections, each attempt reported to ``problems``: the cause is logged once, as soon as
+        the pool's background connect fails, and a request that then waits in vain can name it."""
+        target = self
+
+        class WatchedConnection(psycopg.Connection):
+            @classmethod
+            def connect(cls, *args: Any, **kwargs: Any):  # type: ignore[override]
+                try:
+                    conn = super().connect(*args, **kwargs)
+                except psycopg.Error as exc:
+                    target.problems.failed(target.cause_of(exc))
+                    raise
+                target.problems.recovered()
+                return conn
+
+        return WatchedConnection
+
+    def cause_of(self, exc: BaseException, *, privilege: str | None = None) -> Cause:
+        """Why ``exc`` happened here, in one line with its fix (a pool that timed out: why it has no connection)."""
+        if isinstance(exc, PoolTimeout):
+            known = self.problems.current
+            if known is not None:
+                return known
+            return Cause(TIMEOUT, f"no database connection within {self.settings['POOL_TIMEOUT_SECONDS']} s "
+                                  "(IDEMDASH_POOL_TIMEOUT_SECONDS): the database is slow to accept connections, or "
+                                  "every pooled connection is busy (IDEMDASH_POOL_MAX_SIZE).", True)
+        t = self.tables
+        names = {t.keys: "IDEMDASH_KEYS_TABLE", t.inbox: "IDEMDASH_INBOX_TABLE", t.outbox: "IDEMDASH_OUTBOX_TABLE"}
+        return diagnose(exc, self.dsn, schema=t.schema, app_tables=names, privilege=privilege)
 
     @contextmanager
     def read(self, statement_timeout_ms: int | None = None, *, primary: bool = False) -> Iterator[psycopg.Connection]:
@@ -159,11 +202,33 @@ class Target:
 
     # -- a connection of its own: jobs and the command line ---------------------------------------------------
 
-    def connect(self, application_name: str) -> psycopg.Connection:
+    def connect(self, application_name: str, *, report: bool = True) -> psycopg.Connection:
         """A fresh autocommit connection to the primary; the DSN's own ``connect_timeout`` wins over the default.
 
         Jobs hold no pool: each run connects anew, so a database that went away and came back needs nothing
-        reset (a broken connection dies with the run that saw it).
+        reset (a broken connection dies with the run that saw it). With ``report`` a failure's cause is logged
+        once (``problems``), however many runs retry; the command line says it itself instead.
         """
         extra = {} if "connect_timeout" in conninfo_to_dict(self.dsn) else {"connect_timeout": DEFAULT_CONNECT_TIMEOUT}
-        return psycopg.connect(self.dsn, autocommit=True, application_name=application_name, **extra)
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True, application_name=application_name, **extra)
+        except psycopg.Error as exc:
+            if report:
+                self.problems.failed(self.cause_of(exc))
+            raise
+        if report:
+            self.problems.recovered()
+        return conn
+
+
+class _PoolRetries(logging.Filter):
+    """psycopg_pool warns on every failed reconnection attempt; ``Target.problems`` says the cause once instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("error connecting in", "reconnection attempt in pool"))
+
+
+def _quiet_pool_retries() -> None:
+    pool_log = logging.getLogger("psycopg.pool")
+    if not any(isinstance(f, _PoolRetries) for f in pool_log.filters):
+        pool_log.addFilter(_PoolRetries())

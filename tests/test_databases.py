@@ -22,6 +22,7 @@ from queries import Tables
 from queries.app_schema import create_app_schema
 from queries.migrate import migrate
 from tests.test_keys import insert_key
+from tests.test_metrics import scrape
 from tests.waiting import wait_until
 
 
@@ -57,7 +58,8 @@ def two(database_url, own_server, tmp_path, conn):
         for i in range(5):
             insert_key(beta, "payments", f"beta-{i}")
     path = write_config(tmp_path / "idemdash.toml", {"alpha": {"url": database_url},
-                                                     "beta": {"url": beta_url, "inbox_retention_days": 9}})
+                                                     "beta": {"url": beta_url, "inbox_retention_days": 9,
+                                                              "environment": "production"}})
     return {"config": path, "alpha": database_url, "beta": beta_url, "stop": stop, "start": start}
 
 
@@ -124,6 +126,12 @@ def test_each_database_has_its_own_pages_and_numbers(two, make_app):
     assert switch["alpha"] == "/db/alpha/keys?status=stuck" and switch["beta"] == "/db/beta/keys?status=stuck"
     detail = BeautifulSoup(client.get(links[0]).data, "html.parser")
     assert detail.select_one("h1 .mono").get_text().startswith("beta-")
+    # each database's own environment band: beta is production, alpha has none
+    assert page.select_one(".env-band").get_text() == "production"
+    assert page.title.get_text().startswith("[PRODUCTION] ")
+    alpha = BeautifulSoup(client.get("/db/alpha/keys").data, "html.parser")
+    assert alpha.select_one(".env-band") is None and not alpha.title.get_text().startswith("[")
+    assert alpha.select_one(".topbar .dbname").get_text().endswith(two["alpha"].rsplit("dbname=", 1)[-1].split()[0])
 
     unknown = client.get("/api/v1/db/gamma/overview")
     assert unknown.status_code == 404 and "alpha, beta" in unknown.get_json()["error"]
@@ -163,15 +171,24 @@ def test_without_a_file_there_are_only_the_plain_routes(client):
 # -- the all-databases overview --------------------------------------------------------------------------------
 
 def test_one_database_down_marks_its_own_row_and_the_others_keep_working(two, make_app):
-    client = make_app(CONFIG=two["config"], POOL_TIMEOUT_SECONDS=1).test_client()
+    client = make_app(CONFIG=two["config"], POOL_TIMEOUT_SECONDS=1, METRICS_CACHE_SECONDS=0).test_client()
     rows = {r["name"]: r for r in client.get("/api/v1/databases").get_json()["items"]}
     assert (rows["alpha"]["stuck"], rows["beta"]["stuck"]) == (2, 5)
     assert rows["alpha"]["reachable"] and rows["beta"]["reachable"]
+    assert (rows["alpha"]["environment"], rows["beta"]["environment"]) == (None, "production")
+    assert scrape(client, "alpha")[("idemdash_stuck_keys_total", ())] == 2
+    assert scrape(client, "beta")[("idemdash_stuck_keys_total", ())] == 5
 
     two["stop"]()
     rows = {r["name"]: r for r in client.get("/api/v1/databases").get_json()["items"]}
     assert rows["alpha"]["reachable"] and rows["alpha"]["stuck"] == 2
-    assert not rows["beta"]["reachable"] and rows["beta"]["problem"] and "stuck" not in rows["beta"]
+    assert not rows["beta"]["reachable"] and "stuck" not in rows["beta"]
+    # the cause in one line, as the header and the logs say it: which server, and that it is not answering
+    assert "port" in rows["beta"]["problem"] and "Error:" not in rows["beta"]["problem"], rows["beta"]["problem"]
+    # /metrics: beta is down, alpha's numbers are still there
+    alpha_metrics, beta_metrics = scrape(client, "alpha"), scrape(client, "beta")
+    assert alpha_metrics[("idemdash_database_up", ())] == 1 and alpha_metrics[("idemdash_stuck_keys_total", ())] == 2
+    assert beta_metrics[("idemdash_database_up", ())] == 0 and ("idemdash_stuck_keys_total", ()) not in beta_metrics
     page = BeautifulSoup(client.get("/databases").data, "html.parser")
     beta = page.select_one('tr[data-database="beta"]')
     assert "unreachable" in beta["class"] and "unreachable" in beta.get_text()

@@ -62,6 +62,29 @@ def test_demo_comes_up_with_numbers_and_ctrl_c_stops_postgres(tmp_path):
         output, _ = demo.communicate(timeout=60)
     assert demo.returncode == 0, output
     assert f"http://127.0.0.1:{port}/" in output
+    # where its database is, and how to look inside
+    database = next(line.split(":", 1)[1].strip() for line in output.splitlines() if line.strip().startswith("database:"))
+    assert database.startswith("postgresql://") and "idemdash_demo" in database
+    assert any(line.strip().startswith("psql:") and f"psql '{database}'" in line for line in output.splitlines())
     assert "embedded PostgreSQL shut down" in output
     time.sleep(0.5)
     assert _postgres_processes(data_dir) == []
+
+
+def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, "-m", "cli", "demo", "--port", str(port)], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert f"idemdash demo --port {port + 1}" in result.stderr
+    assert "Traceback" not in result.stderr
+    # nothing was started: no PostgreSQL data directory, no backfill
+    assert not (tmp_path / "data" / "idemdash" / "demo-pgdata").exists()
+    assert "starting embedded PostgreSQL" not in result.stdout
+    assert time.monotonic() - started < 30

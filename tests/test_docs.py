@@ -35,3 +35,37 @@ def test_every_command_in_the_readme_table_exists():
     for name in documented:
         result = CliRunner().invoke(main, [name, "--help"])
         assert result.exit_code == 0, result.output
+
+
+DOCS = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_the_docs_stand_alone():
+    """No reference to files this repository does not contain: a design file, articles, someone's machine."""
+    outside = re.compile(r"DESIGN(\.md| section| §|'s)|STYLE\.md|\bseeds?\b(?! [=N])|/work/|shared/", re.I)
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}" for path in DOCS
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if outside.search(line) and "--seed" not in line]
+    assert not found, "\n".join(found)
+
+
+def test_every_relative_link_in_the_docs_exists():
+    missing = []
+    for path in DOCS:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
+            if not (path.parent / target).exists():
+                missing.append(f"{path.relative_to(ROOT)} -> {target}")
+    assert not missing, missing
+
+
+def test_the_interface_lists_every_route_setting_and_command(make_app):
+    from core.settings import SETTINGS
+
+    interface = (ROOT / "docs" / "interface.md").read_text(encoding="utf-8")
+    app = make_app()
+    routes = {rule.rule for rule in app.url_map.iter_rules()}
+    assert len(routes) > 30
+    missing = [route for route in routes if route not in interface]
+    missing += [s.env for s in SETTINGS if f"`{s.env}`" not in interface]
+    missing += [name for name in main.list_commands(click.Context(main)) if f"`idemdash {name}`" not in interface]
+    assert not missing, f"add to docs/interface.md: {missing}"

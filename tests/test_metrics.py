@@ -11,14 +11,18 @@ from queries.app_schema import claim_key
 T = Tables()
 
 
-def scrape(client) -> dict:
+def scrape(client, database: str = "default") -> dict:
+    """``database``'s samples, keyed by name and their other labels (every idemdash sample names its database)."""
     response = client.get("/metrics")
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("text/plain")
     samples = {}
     for family in text_string_to_metric_families(response.get_data(as_text=True)):
         for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+            labels = dict(sample.labels)
+            if sample.name.startswith("idemdash_") and labels.pop("database") != database:
+                continue
+            samples[(sample.name, tuple(sorted(labels.items())))] = sample.value
     return samples
 
 

@@ -174,9 +174,9 @@ def test_inbox_consumer_filter_reads_the_precomputed_list(client, conn):
 def test_metrics_read_precomputed_counts_and_live_stuck(client, conn):
     _store(conn, "key_windows", "", _rows(WindowCounts(777, 55, 4242)))
     text = client.get("/metrics").get_data(as_text=True)
-    assert "idemdash_failed_retryable_keys 777.0" in text
-    assert "idemdash_failed_final_keys_24h 55.0" in text
-    assert "idemdash_stuck_keys_total 0.0" in text
+    assert 'idemdash_failed_retryable_keys{database="default"} 777.0' in text
+    assert 'idemdash_failed_final_keys_24h{database="default"} 55.0' in text
+    assert 'idemdash_stuck_keys_total{database="default"} 0.0' in text
 
 
 def test_a_rollup_panel_that_times_out_live_asks_about_the_scheduler(make_app, database_url):

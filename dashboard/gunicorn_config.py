@@ -1,0 +1,55 @@
+"""gunicorn's settings for idemdash: `idemdash serve` runs ``gunicorn -c python:dashboard.gunicorn_config``, and
+a gunicorn started by hand should too (docs/deploy.md).
+
+- ``pre_request`` counts identity headers sent more than once (``dashboard.network``);
+- ``post_fork`` gives the workers' warnings a time and a level;
+- the request metrics of all workers add up (``dashboard.metrics``): PROMETHEUS_MULTIPROC_DIR must be set in
+  gunicorn's environment before it starts; its old files are removed when gunicorn starts, an exited worker's
+  live gauges when it exits, and a directory `idemdash serve` made for itself when gunicorn stops.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from prometheus_client import multiprocess
+
+from dashboard.metrics import multiprocess_dir
+from dashboard.network import mark_repeated_headers
+
+# the directory `idemdash serve` makes when PROMETHEUS_MULTIPROC_DIR is not set (removed when gunicorn stops)
+OWN_METRICS_DIR_PREFIX = "idemdash-metrics-"
+
+pre_request = mark_repeated_headers
+
+
+def post_fork(server, worker) -> None:
+    """idemdash's own warnings (a database cause, once) with a time, the worker and the level, like gunicorn's."""
+    logging.basicConfig(level=logging.WARNING,
+                        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+
+
+def on_starting(server) -> None:
+    """Counters start from zero with the server: files of an earlier run would be added to this one's."""
+    shared = multiprocess_dir()
+    if shared:
+        for stale in Path(shared).glob("*.db"):
+            stale.unlink()
+
+
+def child_exit(server, worker) -> None:
+    shared = multiprocess_dir()
+    if shared:
+        multiprocess.mark_process_dead(worker.pid, path=shared)
+
+
+def on_exit(server) -> None:
+    shared = multiprocess_dir()
+    if shared and _made_by_serve(Path(shared)):
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def _made_by_serve(path: Path) -> bool:
+    return path.name.startswith(OWN_METRICS_DIR_PREFIX) and path.parent == Path(tempfile.gettempdir())
