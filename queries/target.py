@@ -16,14 +16,14 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from core.diagnosis import TIMEOUT, Cause, CauseLog, diagnose
+from core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
 from core.settings import redact_dsn
 from queries import Tables
 from queries import db as qdb
@@ -134,7 +134,11 @@ class Target:
                                   "every pooled connection is busy (IDEMDASH_POOL_MAX_SIZE).", True)
         t = self.tables
         names = {t.keys: "IDEMDASH_KEYS_TABLE", t.inbox: "IDEMDASH_INBOX_TABLE", t.outbox: "IDEMDASH_OUTBOX_TABLE"}
-        return diagnose(exc, self.dsn, schema=t.schema, app_tables=names, privilege=privilege)
+        cause = diagnose(exc, self.dsn, schema=t.schema, app_tables=names, privilege=privilege)
+        if self.settings.get("CONFIG") and URL in cause.message:  # the URL to fix is the file's, not the variable
+            where = f"the url of [databases.{self.name}] in IDEMDASH_CONFIG ({self.settings['CONFIG']})"
+            cause = replace(cause, message=cause.message.replace(URL, where))
+        return cause
 
     @contextmanager
     def read(self, statement_timeout_ms: int | None = None, *, primary: bool = False) -> Iterator[psycopg.Connection]:
