@@ -185,6 +185,7 @@ def test_one_database_down_marks_its_own_row_and_the_others_keep_working(two, ma
     assert not rows["beta"]["reachable"] and "stuck" not in rows["beta"]
     # the cause in one line, as the header and the logs say it: which server, and that it is not answering
     assert "port" in rows["beta"]["problem"] and "Error:" not in rows["beta"]["problem"], rows["beta"]["problem"]
+    assert "[databases.beta] in IDEMDASH_CONFIG" in rows["beta"]["problem"]  # the url to check is the file's
     # /metrics: beta is down, alpha's numbers are still there
     alpha_metrics, beta_metrics = scrape(client, "alpha"), scrape(client, "beta")
     assert alpha_metrics[("idemdash_database_up", ())] == 1 and alpha_metrics[("idemdash_stuck_keys_total", ())] == 2
