@@ -51,7 +51,9 @@ from queries import Tables
 from queries.workload import benchmark as qb
 from queries import indexes as qc
 from queries.workload.datagen import count_generated_rows
+from queries.workload.demo import ensure_database as create_database_unless_exists
 from queries.indexes import ADVICE
+from queries.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_MS = 50.0
@@ -134,13 +136,8 @@ def database_dsn(server_dsn: str, name: str) -> str:
 
 
 def ensure_database(server_dsn: str, name: str) -> str:
-    from psycopg import sql
-
-    from queries import statement
-
     with psycopg.connect(server_dsn, autocommit=True) as conn:
-        if conn.execute(statement("database_exists"), {"name": name}).fetchone() is None:
-            conn.execute(statement("create_database", database=sql.Identifier(name)))
+        create_database_unless_exists(conn, name)
     return database_dsn(server_dsn, name)
 
 
@@ -363,7 +360,7 @@ class RollupJob:
     def __init__(self, url: str, log: Callable[[str], None]) -> None:
         from core import settings
 
-        self.config = settings.load(DATABASE_URL=url)
+        self.target = Target.from_settings(settings.load(DATABASE_URL=url))
         self.log = log
         self.runs: list[dict[str, float]] = []
         self._stop = threading.Event()
@@ -373,7 +370,7 @@ class RollupJob:
         from jobs.rollups import run_rollups
 
         started = time.perf_counter()
-        done = run_rollups(self.config, force=True)
+        done = run_rollups(self.target, force=True)
         self.log(f"rollup job: {len(done)} rollups in {time.perf_counter() - started:.1f} s "
                  f"({', '.join(f'{k} {v:.0f} ms' for k, v in done.items())})")
         self.runs.append(done)
@@ -388,7 +385,7 @@ class RollupJob:
             while not self._stop.wait(max(0.0, next_run - time.monotonic())):
                 next_run = max(next_run + INTERVAL_SECONDS, time.monotonic())
                 try:
-                    done = run_rollups(self.config)
+                    done = run_rollups(self.target)
                 except Exception as exc:  # the scheduler logs a failed run and tries again next time
                     self.log(f"rollup job failed: {type(exc).__name__}: {exc}")
                     continue
@@ -802,7 +799,7 @@ def print_report(report: dict[str, Any]) -> None:
     if rollups:
         out += ["", "| rollup (scheduler job) | ms to compute, with indexes | without indexes | recomputed every |",
                 "|---|---:|---:|---:|"]
-        from dashboard.rollups import ROLLUPS
+        from queries.rollups import ROLLUPS
 
         first_without = (without or {}).get("rollups_first_run_ms") or {}
         for name, ms in rollups.items():
