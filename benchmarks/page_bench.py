@@ -158,6 +158,7 @@ class Samples:
     stuck_key: qb.SampleKey | None = None
     unsafe_key: qb.SampleKey | None = None
     cursors: dict[str, str | None] = field(default_factory=dict)
+    outbox_id: str | None = None      # a pending outbox row (its page)
 
 
 def _q(path: str, **params: Any) -> str:
@@ -175,6 +176,8 @@ def find_samples(client, url: str, tables: Tables) -> Samples:
                        ("outbox_published", _q("/api/v1/outbox", status="published"))):
         response = client.get(path)
         samples.cursors[name] = response.get_json().get("next_cursor") if response.status_code == 200 else None
+        if name == "outbox_pending" and response.status_code == 200 and response.get_json()["items"]:
+            samples.outbox_id = response.get_json()["items"][0]["outbox_id"]
     return samples
 
 
@@ -214,7 +217,23 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
                                       _q("/api/v1/key", scope=unsafe.scope, key=unsafe.key) if unsafe else None, ())],
         "keys.runbook": [("/runbook/stuck-keys?scope=…&key=…",
                           _q("/runbook/stuck-keys", scope=key.scope, key=key.key) if key else None, ())],
+        "outbox_rows.detail_page": [("/outbox/<outbox_id>", f"/outbox/{samples.outbox_id}" if samples.outbox_id
+                                     else None, ())],
+        "outbox_rows.detail_api": [("/api/v1/outbox/<outbox_id>", f"/api/v1/outbox/{samples.outbox_id}"
+                                    if samples.outbox_id else None, ())],
     }
+    # the header's search box: a key pasted whole (found in one scope: the page redirects to it), the start of one,
+    # a scope's name, and a key that is nowhere (every scope probed, then walked from the prefix)
+    prefix = key.key[:6] if key else None
+    for base, endpoint in (("/search", "search.page"), ("/api/v1/search", "search.api")):
+        known[endpoint] = [
+            (base + "?q=<key>" + (" (one match: redirect)" if endpoint == "search.page" else ""),
+             _q(base, q=key.key) if key else None, ()),
+            (base + "?q=<key prefix>", _q(base, q=prefix) if key else None, ()),
+            (base + "?q=<key prefix>&scope=<scope>", _q(base, q=prefix, scope=key.scope) if key else None, ()),
+            (base + "?q=<scope name part>", _q(base, q="order"), ()),
+            (base + "?q=<no such key>", _q(base, q="no-such-key-0b6f1e"), ()),
+        ]
     for prefix, endpoint in (("/keys", "keys.list_page"), ("/api/v1/keys", "keys.list_api")):
         rows = [(_q(prefix, status=s), _q(prefix, status=s), ())
                 for s in ("stuck", "processing", "succeeded", "failed_retryable", "failed_final")]

@@ -13,8 +13,8 @@ from flask import Flask
 from htmx_flask import Htmx
 
 from core import settings
-from dashboard import (actions, audit, auth, db, health, hotspots, inbox, keys, metrics, openapi, outbox, overview,
-                       probes, purges, suppression, web)
+from dashboard import (actions, audit, auth, db, health, hotspots, inbox, keys, metrics, notes, openapi, outbox,
+                       outbox_rows, overview, probes, purges, search, suppression, web)
 from jobs.scheduler import start_in_background
 
 htmx = Htmx()
@@ -110,8 +110,8 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     db.init_app(app)
     htmx.init_app(app)
 
-    for module in (probes, overview, keys, actions, hotspots, suppression, outbox, inbox, audit, metrics, openapi,
-                   purges, health):
+    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, inbox,
+                   audit, metrics, openapi, purges, health):
         app.register_blueprint(module.bp)
     metrics.init_app(app)
 

@@ -17,7 +17,7 @@ import psycopg
 from psycopg import errors
 from psycopg_pool import PoolTimeout
 
-from core.formatting import ago, duration, pretty_json
+from core.formatting import ago, duration, pretty_json, utc
 from core.settings import redact_dsn
 from dashboard.panels import PanelError
 
@@ -97,6 +97,9 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(pretty_json)
     app.add_template_filter(duration)
     app.add_template_filter(ago)
+    app.add_template_filter(utc)
+    # scopes or workers whose name contains what was typed into an exact filter (the hint under an empty list)
+    app.jinja_env.tests["contains_text"] = lambda value, needle: str(needle).casefold() in str(value).casefold()
 
     app.json_provider_class = JSONProvider
     app.json = JSONProvider(app)
