@@ -38,9 +38,11 @@ def test_each_tab_counts_its_state(client, conn):
     assert current["href"] == "/keys?status=failed_final&scope=s"
     assert soup.select_one('nav.tabs a[data-tab="stuck"]')["href"] == "/keys?status=stuck&scope=s"
     assert "ignore the filters" in soup.select_one(".tab-note").get_text()
-    # the state travels with the filter form, from inside the panel a tab switch replaces
-    hidden = soup.select_one('#keys-panel input[type=hidden][name=status]')
-    assert (hidden["form"], hidden["value"]) == ("filters", "failed_final")
+    # the state travels with the filter form; a tab switched in place replaces it out of band
+    assert soup.select_one('#filters input[type=hidden][name=status]')["value"] == "failed_final"
+    fragment = BeautifulSoup(client.get("/keys?status=succeeded", headers={"HX-Request": "true"}).data, "html.parser")
+    oob = fragment.select_one("input#filter-status")
+    assert (oob["value"], oob["hx-swap-oob"]) == ("succeeded", "true")
 
     api = client.get("/api/v1/keys?status=stuck").get_json()
     assert api["counts"]["processing"] == {"count": 6, "more": False, "snapshot": None, "snapshot_at": None}
