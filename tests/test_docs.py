@@ -35,3 +35,9 @@ def test_every_command_in_the_readme_table_exists():
     for name in documented:
         result = CliRunner().invoke(main, [name, "--help"])
         assert result.exit_code == 0, result.output
+
+
+def test_the_readme_installs_the_axe_core_ci_installs():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    (version,) = set(re.findall(r"axe-core@([0-9][0-9.]*[0-9])", ci))
+    assert re.findall(r"axe-core@([0-9][0-9.]*[0-9])", README) == [version]
