@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Mapping
 
 import psycopg
 
@@ -156,13 +156,16 @@ class StateCounts:
     succeeded: int
 
 
-def count_keys_by_state(conn: psycopg.Connection, tables: Tables, *, lease_seconds: int, cap: int) -> StateCounts:
-    """Each count stops after ``cap + 1`` rows: a value over ``cap`` means more than ``cap``."""
-    row = select_one(conn, statement("count_keys_by_state", tables), {"cap": cap + 1, "lease_seconds": lease_seconds},
+def count_keys_by_state(conn: psycopg.Connection, tables: Tables, *, lease_seconds: int,
+                        caps: Mapping[str, int]) -> StateCounts:
+    """Each state counted up to ``caps[state] + 1`` rows (a larger value than the cap means "more"); a state whose
+    cap is 0 is not counted (0)."""
+    params = {f"cap_{state}": cap + 1 if cap > 0 else 0 for state, cap in caps.items()}
+    row = select_one(conn, statement("count_keys_by_state", tables), params | {"lease_seconds": lease_seconds},
                      StateCounts)
     assert row is not None  # scalar subqueries always answer one row
     # stuck adds two capped counts (with and without a lease)
-    return StateCounts(**{name: min(value, cap + 1) for name, value in row.__dict__.items()})
+    return StateCounts(**{name: min(value, caps[name] + 1) for name, value in row.__dict__.items()})
 
 
 def get_key(conn: psycopg.Connection, tables: Tables, scope: str, key: str, *, lease_seconds: int) -> KeyDetail | None:

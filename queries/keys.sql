@@ -154,17 +154,22 @@ WITH RECURSIVE scopes AS (
 SELECT idempotency_scope AS scope FROM scopes WHERE idempotency_scope IS NOT NULL LIMIT %(limit)s
 
 -- count_keys_by_state --
--- Keys per state tab of the key list, each counted exactly up to `cap` rows of its index and no further, so the tabs stay cheap at any table size.
+-- Keys per state tab of the key list, each counted exactly up to its cap (0: not counted) rows of its index in the index's order, so the tabs stay cheap at any table size.
 SELECT
-    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'processing' AND locked_until < now() LIMIT %(cap)s) s)
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'processing' AND locked_until < now()
+                           ORDER BY locked_until NULLS FIRST LIMIT %(cap_stuck)s) s)
     + (SELECT count(*) FROM (SELECT 1 FROM {keys}
                              WHERE status = 'processing' AND locked_until IS NULL
                                AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)
-                             LIMIT %(cap)s) s) AS stuck,
+                             ORDER BY claimed_at LIMIT %(cap_stuck)s) s) AS stuck,
     (SELECT count(*) FROM (SELECT 1 FROM {keys}
-                           WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review' LIMIT %(cap)s) s)
-        AS needs_review,
-    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'processing' LIMIT %(cap)s) s) AS processing,
-    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_retryable' LIMIT %(cap)s) s) AS failed_retryable,
-    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_final' LIMIT %(cap)s) s) AS failed_final,
-    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'succeeded' LIMIT %(cap)s) s) AS succeeded
+                           WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review'
+                           LIMIT %(cap_needs_review)s) s) AS needs_review,
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'processing'
+                           ORDER BY locked_until NULLS FIRST LIMIT %(cap_processing)s) s) AS processing,
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_retryable'
+                           ORDER BY updated_at DESC LIMIT %(cap_failed_retryable)s) s) AS failed_retryable,
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_final'
+                           ORDER BY updated_at DESC LIMIT %(cap_failed_final)s) s) AS failed_final,
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'succeeded'
+                           ORDER BY updated_at DESC LIMIT %(cap_succeeded)s) s) AS succeeded

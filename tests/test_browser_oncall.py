@@ -214,3 +214,27 @@ def test_copy_buttons_copy_the_key_the_sql_and_the_json(live_server, chromium, c
         assert page.evaluate("navigator.clipboard.readText()").startswith("SELECT event_type")
     finally:
         context.close()
+
+
+def test_without_javascript_tabs_search_and_notes_still_work(live_server, chromium, conn):
+    insert_key(conn, "s", "stuck-1")
+    insert_key(conn, "refund", "done-1", status="succeeded", locked_until=None)
+    context = chromium.new_context(java_script_enabled=False)
+    page = context.new_page()
+    try:
+        base = live_server()
+        page.goto(base + "/keys")
+        expect(page.locator("#tz-toggle")).to_be_hidden()         # what needs the script is not offered
+        page.locator('nav.tabs a[data-tab="succeeded"]').click()  # a plain link: a whole page
+        expect(page).to_have_url(f"{base}/keys?status=succeeded")
+        expect(page.locator("#keys-panel a.key")).to_have_text("done-1")
+        page.locator("#header-search").fill("done-1")
+        page.locator("#header-search").press("Enter")
+        expect(page.locator("h1 .mono")).to_have_text("done-1")
+        expect(page.locator("h1 button.copy")).to_be_hidden()
+        page.locator("textarea[name=text]").fill("read without a script")
+        page.get_by_role("button", name="Save note").click()
+        expect(page.locator("section.history tr[data-note]")).to_contain_text("read without a script")
+        expect(page.locator("section.history time").first).to_have_text(re.compile(r"ago$"))
+    finally:
+        context.close()

@@ -71,6 +71,21 @@ def test_past_the_cap_a_tab_shows_the_snapshot_or_a_plus(client, conn, monkeypat
     assert api["succeeded"] == {"count": 3, "more": True, "snapshot": None, "snapshot_at": None}
 
 
+def test_a_state_a_fresh_snapshot_puts_far_past_the_cap_is_not_counted_again(client, conn, monkeypatch):
+    monkeypatch.setattr(key_tabs, "COUNT_CAP", 3)
+    for i in range(2):
+        insert_key(conn, "s", f"stuck-{i}")   # live: 2, under the cap
+    snapshot = """INSERT INTO idemdash.metric_snapshot (taken_at, stuck_keys, processing_keys, failed_retryable_keys,
+                      failed_final_keys_24h, outbox_pending, outbox_lag_seconds, inbox_rows_24h)
+                  VALUES (now() - %s::interval, %s, 0, 0, 0, 0, NULL, 0)"""
+    conn.execute(snapshot, ("10 minutes", 700))   # older than 3 snapshot intervals: not trusted to skip
+    assert _tabs(client)[0]["stuck"] == "2"
+    conn.execute(snapshot, ("30 seconds", 900))   # fresh and far past the cap: the tab shows it, uncounted
+    counts, soup = _tabs(client)
+    assert counts["stuck"] == "≈900" and counts["processing"] == "2"
+    assert "taken 30 s ago" in soup.select_one('[data-count="stuck"]')["title"]
+
+
 def _walk(client, url, start_cursor=None, key="next_cursor"):
     items, cursor, pages = [], start_cursor, 0
     while True:
