@@ -659,7 +659,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", default="2,4", help="gunicorn worker counts, comma separated ('' skips)")
     parser.add_argument("--http-seconds", type=float, default=20.0)
     parser.add_argument("--http-clients", type=int, default=8)
-    parser.add_argument("--only", default="", help="time only requests whose label contains this text")
+    parser.add_argument("--only", default="", help="time only requests whose label contains this text (several: "
+                                                   "comma separated)")
     parser.add_argument("--json", type=Path, default=None, help="write every number here")
     args = parser.parse_args(argv)
 
@@ -710,7 +711,8 @@ def main(argv: list[str] | None = None) -> int:
             samples = find_samples(client, url, tables)
             requests, notes = build_requests(app, samples)
             if args.only:
-                requests = [r for r in requests if args.only in r.label]
+                wanted = [part for part in args.only.split(",") if part]
+                requests = [r for r in requests if any(part in r.label for part in wanted)]
             report["not_timed"] = notes
             for note in notes:
                 log("not timed: " + note)
@@ -727,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     entry["requests"] = time_requests(client, requests, runs=args.runs, warmup=args.warmup,
                                                       cap_seconds=args.cap_seconds, log=log)
-                    if not args.only or "metrics" in args.only:
+                    if not args.only or "metrics" in args.only.split(","):
                         metrics = time_metrics_uncached(client, app, runs=args.runs, log=log)
                         if metrics is not None:
                             entry["requests"].append(metrics)
