@@ -168,12 +168,17 @@
     (root || document).querySelectorAll("pre.sql, pre.json").forEach(function (pre) {
       if (pre.hasAttribute("data-copy-ready")) return;
       pre.setAttribute("data-copy-ready", "");
+      // the button sits in the block's top right corner: block and button share a positioned box
+      var box = document.createElement("div");
+      box.className = "copy-box";
+      pre.parentNode.insertBefore(box, pre);
+      box.appendChild(pre);
       var button = document.createElement("button");
       button.type = "button";
       button.className = "copy copy-pre";
       button.textContent = "Copy";
       button.setAttribute("aria-label", "Copy " + (pre.classList.contains("sql") ? "the SQL" : "the JSON"));
-      pre.parentNode.insertBefore(button, pre);
+      box.appendChild(button);
     });
     (root || document).querySelectorAll("button.copy[hidden]").forEach(function (b) { b.hidden = false; });
   }
@@ -183,7 +188,7 @@
     if (!button) return;
     var text = button.getAttribute("data-copy");
     if (text === null) {
-      var pre = button.nextElementSibling;
+      var pre = button.parentNode.querySelector("pre");
       text = pre ? pre.textContent : "";
     }
     copyText(text, button);
