@@ -51,7 +51,9 @@ from queries import Tables
 from queries.workload import benchmark as qb
 from queries import indexes as qc
 from queries.workload.datagen import count_generated_rows
+from queries.workload.demo import ensure_database as create_database_unless_exists
 from queries.indexes import ADVICE
+from queries.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_MS = 50.0
@@ -134,13 +136,8 @@ def database_dsn(server_dsn: str, name: str) -> str:
 
 
 def ensure_database(server_dsn: str, name: str) -> str:
-    from psycopg import sql
-
-    from queries import statement
-
     with psycopg.connect(server_dsn, autocommit=True) as conn:
-        if conn.execute(statement("database_exists"), {"name": name}).fetchone() is None:
-            conn.execute(statement("create_database", database=sql.Identifier(name)))
+        create_database_unless_exists(conn, name)
     return database_dsn(server_dsn, name)
 
 
@@ -161,6 +158,7 @@ class Samples:
     stuck_key: qb.SampleKey | None = None
     unsafe_key: qb.SampleKey | None = None
     cursors: dict[str, str | None] = field(default_factory=dict)
+    outbox_id: str | None = None      # a pending outbox row (its page)
 
 
 def _q(path: str, **params: Any) -> str:
@@ -178,6 +176,8 @@ def find_samples(client, url: str, tables: Tables) -> Samples:
                        ("outbox_published", _q("/api/v1/outbox", status="published"))):
         response = client.get(path)
         samples.cursors[name] = response.get_json().get("next_cursor") if response.status_code == 200 else None
+        if name == "outbox_pending" and response.status_code == 200 and response.get_json()["items"]:
+            samples.outbox_id = response.get_json()["items"][0]["outbox_id"]
     return samples
 
 
@@ -217,7 +217,23 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
                                       _q("/api/v1/key", scope=unsafe.scope, key=unsafe.key) if unsafe else None, ())],
         "keys.runbook": [("/runbook/stuck-keys?scope=…&key=…",
                           _q("/runbook/stuck-keys", scope=key.scope, key=key.key) if key else None, ())],
+        "outbox_rows.detail_page": [("/outbox/<outbox_id>", f"/outbox/{samples.outbox_id}" if samples.outbox_id
+                                     else None, ())],
+        "outbox_rows.detail_api": [("/api/v1/outbox/<outbox_id>", f"/api/v1/outbox/{samples.outbox_id}"
+                                    if samples.outbox_id else None, ())],
     }
+    # the header's search box: a key pasted whole (found in one scope: the page redirects to it), the start of one,
+    # a scope's name, and a key that is nowhere (every scope probed, then walked from the prefix)
+    prefix = key.key[:6] if key else None
+    for base, endpoint in (("/search", "search.page"), ("/api/v1/search", "search.api")):
+        known[endpoint] = [
+            (base + "?q=<key>" + (" (one match: redirect)" if endpoint == "search.page" else ""),
+             _q(base, q=key.key) if key else None, ()),
+            (base + "?q=<key prefix>", _q(base, q=prefix) if key else None, ()),
+            (base + "?q=<key prefix>&scope=<scope>", _q(base, q=prefix, scope=key.scope) if key else None, ()),
+            (base + "?q=<scope name part>", _q(base, q="order"), ()),
+            (base + "?q=<no such key>", _q(base, q="no-such-key-0b6f1e"), ()),
+        ]
     for prefix, endpoint in (("/keys", "keys.list_page"), ("/api/v1/keys", "keys.list_api")):
         rows = [(_q(prefix, status=s), _q(prefix, status=s), ())
                 for s in ("stuck", "processing", "succeeded", "failed_retryable", "failed_final")]
@@ -363,7 +379,7 @@ class RollupJob:
     def __init__(self, url: str, log: Callable[[str], None]) -> None:
         from core import settings
 
-        self.config = settings.load(DATABASE_URL=url)
+        self.target = Target.from_settings(settings.load(DATABASE_URL=url))
         self.log = log
         self.runs: list[dict[str, float]] = []
         self._stop = threading.Event()
@@ -373,7 +389,7 @@ class RollupJob:
         from jobs.rollups import run_rollups
 
         started = time.perf_counter()
-        done = run_rollups(self.config, force=True)
+        done = run_rollups(self.target, force=True)
         self.log(f"rollup job: {len(done)} rollups in {time.perf_counter() - started:.1f} s "
                  f"({', '.join(f'{k} {v:.0f} ms' for k, v in done.items())})")
         self.runs.append(done)
@@ -388,7 +404,7 @@ class RollupJob:
             while not self._stop.wait(max(0.0, next_run - time.monotonic())):
                 next_run = max(next_run + INTERVAL_SECONDS, time.monotonic())
                 try:
-                    done = run_rollups(self.config)
+                    done = run_rollups(self.target)
                 except Exception as exc:  # the scheduler logs a failed run and tries again next time
                     self.log(f"rollup job failed: {type(exc).__name__}: {exc}")
                     continue
@@ -643,7 +659,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", default="2,4", help="gunicorn worker counts, comma separated ('' skips)")
     parser.add_argument("--http-seconds", type=float, default=20.0)
     parser.add_argument("--http-clients", type=int, default=8)
-    parser.add_argument("--only", default="", help="time only requests whose label contains this text")
+    parser.add_argument("--only", default="", help="time only requests whose label contains this text (several: "
+                                                   "comma separated)")
     parser.add_argument("--json", type=Path, default=None, help="write every number here")
     args = parser.parse_args(argv)
 
@@ -694,7 +711,8 @@ def main(argv: list[str] | None = None) -> int:
             samples = find_samples(client, url, tables)
             requests, notes = build_requests(app, samples)
             if args.only:
-                requests = [r for r in requests if args.only in r.label]
+                wanted = [part for part in args.only.split(",") if part]
+                requests = [r for r in requests if any(part in r.label for part in wanted)]
             report["not_timed"] = notes
             for note in notes:
                 log("not timed: " + note)
@@ -711,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     entry["requests"] = time_requests(client, requests, runs=args.runs, warmup=args.warmup,
                                                       cap_seconds=args.cap_seconds, log=log)
-                    if not args.only or "metrics" in args.only:
+                    if not args.only or "metrics" in args.only.split(","):
                         metrics = time_metrics_uncached(client, app, runs=args.runs, log=log)
                         if metrics is not None:
                             entry["requests"].append(metrics)
@@ -802,7 +820,7 @@ def print_report(report: dict[str, Any]) -> None:
     if rollups:
         out += ["", "| rollup (scheduler job) | ms to compute, with indexes | without indexes | recomputed every |",
                 "|---|---:|---:|---:|"]
-        from dashboard.rollups import ROLLUPS
+        from queries.rollups import ROLLUPS
 
         first_without = (without or {}).get("rollups_first_run_ms") or {}
         for name, ms in rollups.items():

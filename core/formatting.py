@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 
@@ -34,6 +34,11 @@ def ago(moment: datetime | None) -> str:
     if delta < 0:
         return "in " + duration(-delta)
     return duration(delta) + " ago"
+
+
+def utc(moment: datetime, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """An absolute time in UTC, with its zone: pages show every time in UTC (a browser may switch to local)."""
+    return moment.astimezone(timezone.utc).strftime(fmt) + " UTC"
 
 
 def pretty_json(value: Any) -> str:

@@ -95,8 +95,9 @@ SETTINGS: tuple[Setting, ...] = (
             "colour: red for production/prod/live, orange for staging/preprod/uat, green for development/test/demo, "
             "blue otherwise. Empty: no band."),
     Setting("RUNBOOK_URL", "", str,
-            "Runbook link template with `{scope}`, `{key}`, `{status}` and `{database}` (URL-encoded when filled in). "
-            "Empty: the built-in runbook page for stuck keys."),
+            "Runbook link template with `{scope}`, `{key}`, `{status}`, `{database}` and `{runbook}` (URL-encoded "
+            "when filled in; `{runbook}` is `stuck-keys` or `outbox-backlog`). With `{runbook}` it serves both "
+            "runbooks; without, only the stuck-key one. Empty: the built-in runbooks."),
     Setting("HOTSPOT_MIN_ATTEMPTS", 5, parsers.positive_int,
             "`attempt_count` from which a key counts as a retry hotspot."),
     Setting("INBOX_RETENTION_DAYS", 30, parsers.positive_int,

@@ -13,8 +13,8 @@ from flask import Flask
 from htmx_flask import Htmx
 
 from core import settings
-from dashboard import (actions, audit, auth, databases, db, health, hotspots, inbox, keys, metrics, openapi, outbox,
-                       overview, probes, purges, suppression, web)
+from dashboard import (actions, audit, auth, databases, db, health, hotspots, inbox, keys, metrics, notes, openapi,
+                       outbox, outbox_rows, overview, probes, purges, search, suppression, web)
 from dashboard.databases import DashboardApp
 from jobs.scheduler import start_in_background
 
@@ -106,8 +106,8 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     db.init_app(app)
     htmx.init_app(app)
 
-    for module in (probes, overview, keys, actions, hotspots, suppression, outbox, inbox, audit, metrics, openapi,
-                   purges, health):
+    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, inbox,
+                   audit, metrics, openapi, purges, health):
         app.register_blueprint(module.bp)
     databases.init_app(app)  # after the blueprints: it gives each of their routes a per-database twin
     metrics.init_app(app)

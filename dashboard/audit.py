@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from flask import Blueprint, abort, jsonify
+from flask import Blueprint, abort, jsonify, request
 
 from dashboard import panels, params
 from dashboard.web import render
@@ -11,14 +11,25 @@ from queries import audit as q
 
 bp = Blueprint("audit", __name__)
 
+ACTION_LABELS = {"reclassify": "Reclassify one key", "reclassify-bulk": "Bulk reclassify", "note": "Note",
+                 "purge": "Purge", "purge-dry-run": "Purge dry run"}
+assert set(ACTION_LABELS) == set(q.ACTION_KINDS)
+
 FIELDS = ("audit_id", "at", "actor", "action", "scope", "key", "from_status", "to_status", "reason",
           "evidence", "detail", "parent_id", "children")
 
 
 def _filter() -> q.AuditFilter:
+    action = request.args.get("action", "")
+    if action and action not in q.ACTION_KINDS:
+        abort(400, f"action must be one of {', '.join(q.ACTION_KINDS)} (got {action!r})")
+    since, until = params.moment("since"), params.moment("until")
+    if since is not None and until is not None and since > until:
+        abort(400, "since is after until: the time range is empty")
     return q.AuditFilter(scope=params.text("scope"), key=params.text("key", max_length=10_000),
                          actor=params.text("actor", max_length=500),
-                         parent=params.integer("parent", minimum=1, maximum=2**62))
+                         parent=params.integer("parent", minimum=1, maximum=2**62),
+                         action=action or None, since=since, until=until)
 
 
 def _list_panel():
@@ -37,7 +48,7 @@ def _list_panel():
 def page():
     flt, limit, after, panel = _list_panel()
     return render("audit.html", "audit_panel", flt=flt, limit=limit, after=after, panel=panel,
-                  as_of=datetime.now(timezone.utc))
+                  as_of=datetime.now(timezone.utc), action_kinds=ACTION_LABELS)
 
 
 @bp.get("/api/v1/audit")

@@ -7,13 +7,15 @@ from urllib.parse import quote
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
-from dashboard import panels, params
+from dashboard import key_tabs, panels, params
 from dashboard.db import get_target
 from core.triage import OUTCOMES, suggest
 from dashboard.web import render
 from queries import keys as q
 from queries.audit import list_audit_for_key
+from queries.notes import list_notes_for_key
 from queries.runbook import inspection_sql
+from queries.search import list_recent_workers
 
 bp = Blueprint("keys", __name__)
 
@@ -47,29 +49,39 @@ def _list_panel():
     flt = _filter()
     limit = params.integer("limit", minimum=1, maximum=500, default=50)
     after = params.cursor()
+    order = params.choice("order", ("asc", "desc"), q.DEFAULT_ORDER[flt.status])
     db = get_target()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
-        panel = panels.load(q.list_keys, db.tables, flt, lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"],
-                            after=after, limit=limit, index=LIST_INDEX.get(flt.status, "index_keys_updated"))
+        panel = panels.load(q.list_keys, db.tables, flt, lease_seconds=db.settings["DEFAULT_LEASE_SECONDS"],
+                            after=after, limit=limit, order=order,
+                            index=LIST_INDEX.get(flt.status, "index_keys_updated"))
     except ValueError as exc:
         abort(400, str(exc))
-    return flt, limit, after, panel
+    return flt, limit, after, order, panel
 
 
 @bp.get("/keys")
 def list_page():
-    flt, limit, after, panel = _list_panel()
-    scopes = panels.load(q.list_scopes, get_target().tables)
-    return render("keys.html", "keys_panel", flt=flt, limit=limit, after=after, panel=panel,
-                  scopes=scopes.value or [], statuses=q.KEY_STATUSES, as_of=datetime.now(timezone.utc))
+    flt, limit, after, order, panel = _list_panel()
+    tables = get_target().tables
+    scopes = panels.load(q.list_scopes, tables)
+    # the worker suggestions sit in the filter form, outside the fragment a refresh swaps: full pages, or a hint
+    workers = (panels.load(list_recent_workers, tables, index="index_keys_processing")
+               if not request.htmx or flt.claimed_by else panels.Panel(value=[]))
+    return render("keys.html", "keys_panel", flt=flt, limit=limit, after=after, order=order, panel=panel,
+                  tabs=key_tabs.load(flt.status), scopes=scopes.value or [], workers=workers.value or [],
+                  statuses=q.KEY_STATUSES, as_of=datetime.now(timezone.utc))
 
 
 @bp.get("/api/v1/keys")
 def list_api():
-    flt, limit, after, panel = _list_panel()
+    flt, limit, after, order, panel = _list_panel()
     page = panels.require(panel)
-    return jsonify({"items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor})
+    tabs = key_tabs.load(flt.status)
+    return jsonify({"items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor,
+                    "prev_cursor": page.prev_cursor, "order": order,
+                    "counts": key_tabs.counts_json(panels.require(tabs)), "count_cap": key_tabs.COUNT_CAP})
 
 
 def detail_context(scope: str, key: str) -> dict:
@@ -89,9 +101,10 @@ def _detail(scope: str, key: str) -> dict:
         abort(404, f"no key {key!r} in scope {scope!r}: it may have been purged, or the scope is different")
     outbox = panels.load(q.list_outbox_for_key, db.tables, scope, key, index="index_outbox_key")
     audit = panels.load(list_audit_for_key, scope, key, limit=100)
+    notes = panels.load(list_notes_for_key, scope, key, limit=100)
     suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"],
                          now=row.as_of)
-    return {"key": row, "outbox": outbox, "audit": audit, "suggestion": suggestion,
+    return {"key": row, "outbox": outbox, "audit": audit, "notes": notes, "suggestion": suggestion,
             "purgeable_from": purgeable_from(row, audit.value or [], config["REPLAY_HORIZON"])}
 
 
@@ -120,7 +133,8 @@ def detail_page_by_query():
 
 def _render_detail(scope: str, key: str):
     done = params.integer("done", minimum=1, maximum=2**62)
-    return render("key.html", None, **detail_context(scope, key), done=done)
+    noted = params.integer("noted", minimum=1, maximum=2**62)
+    return render("key.html", None, **detail_context(scope, key), done=done, noted=noted)
 
 
 @bp.get("/api/v1/keys/<scope>/<path:key>")
@@ -141,6 +155,7 @@ def _detail_json(scope: str, key: str):
         "key": key_json(row, DETAIL_FIELDS) | {"stuck": row.stuck, "purgeable_from": data["purgeable_from"]},
         "outbox_events": [asdict(r) for r in data["outbox"].value or []],
         "audit": [asdict(r) for r in data["audit"].value or []],
+        "notes": [asdict(r) for r in data["notes"].value or []],
         "suggestion": data["suggestion"].to_json(),
         "runbook_url": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status),
     })
@@ -174,13 +189,25 @@ def key_url(scope: str, key: str, *, api: bool = False, **query) -> str:
     return url_for("keys.detail_api_by_query" if api else "keys.detail_page_by_query", scope=scope, key=key, **query)
 
 
+# the built-in runbooks, by the name IDEMDASH_RUNBOOK_URL's {runbook} is filled with
+RUNBOOKS = {"stuck-keys": "keys.runbook", "outbox-backlog": "outbox_rows.runbook"}
+
+
 @bp.app_template_global()
-def runbook_url(scope: str, key: str, status: str) -> str:
+def runbook_url(scope: str, key: str, status: str, kind: str = "stuck-keys") -> str:
+    """The runbook link: IDEMDASH_RUNBOOK_URL filled in, or the built-in runbook ``kind``.
+
+    A template with ``{runbook}`` serves every runbook (filled with ``stuck-keys`` or ``outbox-backlog``); one
+    without it was written for stuck keys, and the outbox keeps its built-in runbook.
+    """
     template = current_app.config["RUNBOOK_URL"]
-    if not template:
-        return url_for("keys.runbook", scope=scope, key=key)
+    if not template or (kind != "stuck-keys" and "{runbook}" not in template):
+        if kind == "stuck-keys":
+            return url_for("keys.runbook", scope=scope, key=key)
+        return url_for(RUNBOOKS[kind])
     # str.replace, not str.format: a template may contain other braces.
     return (template.replace("{scope}", quote(scope, safe=""))
             .replace("{key}", quote(key, safe=""))
             .replace("{status}", quote(status, safe=""))
-            .replace("{database}", quote(get_target().name, safe="")))
+            .replace("{database}", quote(get_target().name, safe=""))
+            .replace("{runbook}", quote(kind, safe="")))

@@ -53,11 +53,18 @@ SPEC: dict[str, Any] = {
              "description": "Every page's JSON twin, and the operator actions. Times are ISO 8601 with a zone. "
                             "Lists are {items, next_cursor}. Errors are {error} with a 4xx/503 status."},
     "paths": {
-        "/api/v1/overview": _get("Headline numbers", []),
-        "/api/v1/keys": _get("Key list", [
+        "/api/v1/overview": _get("Headline numbers", [
+            _q("range", "Time range of the trends (default 24h).", {"type": "string", "enum": ["1h", "6h", "24h", "7d"]})]),
+        "/api/v1/keys": _get("Key list, with prev_cursor and the count of every state (exact up to count_cap)", [
             _q("status", "Which keys.", {"type": "string", "enum": ["stuck", "needs_review", "processing", "succeeded",
                                                                      "failed_retryable", "failed_final"]}),
-            *KEY_FILTERS, CURSOR, LIMIT]),
+            *KEY_FILTERS,
+            _q("order", "asc or desc by the list's sort column: lease end (stuck, needs_review, processing; default "
+                        "asc) or last change (default desc).", {"type": "string", "enum": ["asc", "desc"]}),
+            _q("cursor", "Opaque: the next_cursor or prev_cursor of another page."), LIMIT]),
+        "/api/v1/search": _get("Find a key: exact in every scope (or one), else by prefix; scopes and workers by name", [
+            {**_q("q", "The key, or the start of one ('scope/key' and a pasted key URL work too)."), "required": True},
+            _q("scope", "Only this scope (prefix search lists up to 50 keys of it).")]),
         "/api/v1/keys/{scope}/{key}": _get("One key with evidence (the key may contain '/')",
                                            [_path("scope", "Idempotency scope."), _path("key", "Idempotency key.")],
                                            {"404": {"$ref": "#/components/responses/NotFound"}}),
@@ -70,11 +77,22 @@ SPEC: dict[str, Any] = {
             _q("window", "Time window.", {"type": "string", "enum": ["1h", "24h", "7d"]})]),
         "/api/v1/outbox": _get("Outbox backlog and rows", [
             _q("status", "Row status (default pending)."), _q("event_type", "Only this event type."), CURSOR, LIMIT]),
+        "/api/v1/outbox/poison": _get("Likely poison rows: pending, many delivery attempts, oldest first", [
+            _q("min_attempts", "At least this many attempts (3 or more).", {"type": "integer", "minimum": 3}),
+            CURSOR, LIMIT]),
+        "/api/v1/outbox/{outbox_id}": _get("One outbox row with its payload and the key it was written under",
+                                           [{**_path("outbox_id", "The row's outbox_id."),
+                                             "schema": {"type": "string", "format": "uuid"}}],
+                                           {"404": {"$ref": "#/components/responses/NotFound"}}),
         "/api/v1/inbox": _get("Inbox volume per consumer", [_q("consumer", "Consumer name contains.")]),
         "/api/v1/audit": _get("Operator actions, one item per decision (a bulk action's keys: parent=)", [
             _q("scope", "Scope."), _q("key", "Key (its history includes the per-key rows of bulk actions)."),
             _q("actor", "Who."), _q("parent", "The per-key rows of this bulk action (its audit_id).",
-                                    {"type": "integer", "minimum": 1}), CURSOR, LIMIT]),
+                                    {"type": "integer", "minimum": 1}),
+            _q("action", "The kind of action.", {"type": "string", "enum": ["reclassify", "reclassify-bulk", "purge",
+                                                                             "purge-dry-run", "note"]}),
+            _q("since", "From this time (ISO 8601, UTC unless it names a zone), or this long ago (24h)."),
+            _q("until", "Up to this time, or this long ago."), CURSOR, LIMIT]),
         "/api/v1/purges": _get("Purge history, running runs and schedule", [
             _q("table", "Only this table's runs.", {"type": "string", "enum": ["keys", "inbox", "outbox"]}),
             _q("run_id", "Only this run.", {"type": "integer", "minimum": 1}), CURSOR, LIMIT]),
@@ -97,6 +115,10 @@ SPEC: dict[str, Any] = {
                            "to": {"enum": ["safe_to_retry", "abandoned"]}, "reason": {"type": "string"},
                            "as_of": {"type": "string", "format": "date-time"}, "preview": {"type": "boolean"},
                            "all_scopes": {"type": "boolean"}}}),
+        "/api/v1/keys/notes": _post("Write a triage note on a key (shown in its history and in the audit log)", {
+            "type": "object", "required": ["scope", "key", "text"],
+            "properties": {"scope": {"type": "string"}, "key": {"type": "string"},
+                           "text": {"type": "string", "minLength": 1, "maxLength": 4000}}}, "201"),
         "/api/v1/purges/run": _post("Start a purge run now", {
             "type": "object", "required": ["table", "dry_run"],
             "properties": {"table": {"enum": ["keys", "inbox", "outbox"]}, "dry_run": {"type": "boolean"}}}, "202"),
@@ -106,7 +128,7 @@ SPEC: dict[str, Any] = {
             "type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}}}
         for name, description in (("BadInput", "Bad input: the message says what to send"),
                                   ("Forbidden", "Not allowed (viewer, read-only mode, cross-origin)"),
-                                  ("NotFound", "No such key"),
+                                  ("NotFound", "No such key or outbox row"),
                                   ("Conflict", "State changed: nothing was overwritten"),
                                   ("NotJson", "The body must be application/json"),
                                   ("Unavailable", "Database unreachable, or a query timed out (the message names the index)"))}},

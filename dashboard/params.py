@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta, timezone
 
 from flask import abort, request
 
@@ -59,3 +60,24 @@ def cursor() -> str | None:
     if value and (len(value) > 8192 or not re.fullmatch(r"[A-Za-z0-9_-]+", value)):
         abort(400, "cursor is not valid: use the next_cursor value from the previous page")
     return value or None
+
+
+def moment(name: str) -> datetime | None:
+    """A point in time: ISO 8601 (a time without a zone is UTC), or a duration meaning that long ago (``24h``)."""
+    raw = request.args.get(name, "").strip()
+    if raw == "":
+        return None
+    try:
+        seconds = parse_duration(raw)
+    except ValueError:
+        seconds = None
+    if seconds is not None:
+        if seconds > 100 * 366 * 86400:
+            abort(400, f"{name} must be at most 100 years ago (got {raw!r})")
+        return datetime.now(timezone.utc) - timedelta(seconds=seconds)
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        abort(400, f"{name} must be a time such as 2026-11-21 04:30 or 2026-11-21T04:30:00+01:00 (UTC unless it "
+                   f"names a zone), or how long ago, such as 90m, 24h or 7d (got {raw!r})")
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)

@@ -17,8 +17,8 @@ import psycopg
 from psycopg import errors
 from psycopg_pool import PoolTimeout
 
-from core.formatting import ago, duration, pretty_json
 from core.dsn import endpoint
+from core.formatting import ago, duration, pretty_json, utc
 from core.parsers import split_environment
 from dashboard.db import get_target
 from dashboard.panels import PanelError
@@ -99,6 +99,9 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(pretty_json)
     app.add_template_filter(duration)
     app.add_template_filter(ago)
+    app.add_template_filter(utc)
+    # scopes or workers whose name contains what was typed into an exact filter (the hint under an empty list)
+    app.jinja_env.tests["contains_text"] = lambda value, needle: str(needle).casefold() in str(value).casefold()
 
     app.json_provider_class = JSONProvider
     app.json = JSONProvider(app)

@@ -18,6 +18,14 @@ class AuditFilter:
     key: str | None = None
     actor: str | None = None
     parent: int | None = None     # the per-key rows of one bulk action
+    action: str | None = None     # the kind of action (ACTION_KINDS)
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+# What comes before the ':' of an action: one key reclassified, a bulk reclassification (one line, its keys under it),
+# a purge or dry run started by a person, a triage note.
+ACTION_KINDS = ("reclassify", "reclassify-bulk", "purge", "purge-dry-run", "note")
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,7 @@ def list_audit(conn: psycopg.Connection, flt: AuditFilter, *, after: str | None 
                limit: int = 50) -> Page[AuditEntry]:
     """One page of the audit log, newest first; ``after`` is the previous page's next_cursor (ValueError if malformed)."""
     params: dict[str, Any] = {"scope": flt.scope, "key": flt.key, "actor": flt.actor, "parent": flt.parent,
+                              "action": flt.action, "since": flt.since, "until": flt.until,
                               "limit": limit + 1,
                               "has_cursor": after is not None, "c_at": None, "c_id": None}
     if after is not None:

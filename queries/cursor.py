@@ -22,6 +22,7 @@ class Page(Generic[T]):
 
     items: list[T]
     next_cursor: str | None
+    prev_cursor: str | None = None    # the page before this one, where a list can go back
 
 
 def encode(values: list[Any]) -> str:

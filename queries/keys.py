@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Mapping
 
 import psycopg
 
@@ -76,37 +76,95 @@ class Scope:
     scope: str
 
 
+# The order each list is read in by default, and the other way; both are one index read forwards or backwards.
+DEFAULT_ORDER = {"stuck": "asc", "needs_review": "asc", "processing": "asc",
+                 "succeeded": "desc", "failed_retryable": "desc", "failed_final": "desc"}
+_PROCESSING_STATUSES = ("stuck", "needs_review", "processing")
+_BAD_CURSOR = "cursor is not valid: use the next_cursor or prev_cursor value of the page you came from"
+# The last element of a cursor that goes back a page (prev_cursor) instead of forward.
+_BACK = "prev"
+
+
+def _decode(after: str) -> tuple[Any, Any, Any, bool]:
+    """A key list cursor: (sort value, scope, key, backwards)."""
+    try:
+        *values, direction = cursor.decode(after, 4)
+        if direction != _BACK:
+            raise ValueError(_BAD_CURSOR)
+        return (*values, True)  # type: ignore[return-value]
+    except ValueError:
+        return (*cursor.decode(after, 3), False)  # type: ignore[return-value]
+
+
 def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int,
-              after: str | None = None, limit: int = 50) -> Page[KeyRow]:
-    """One page of keys; ``after`` is the previous page's next_cursor (ValueError if malformed)."""
+              after: str | None = None, limit: int = 50, order: str | None = None) -> Page[KeyRow]:
+    """One page of keys in ``order`` (``asc`` or ``desc`` by the list's sort column: the lease end for processing
+    lists, the last change otherwise; default ``DEFAULT_ORDER``). ``after`` is a next_cursor or prev_cursor of an
+    earlier page (ValueError if malformed)."""
+    order = order or DEFAULT_ORDER[flt.status]
     params: dict[str, Any] = {"scope": flt.scope, "claimed_by": flt.claimed_by, "min_attempts": flt.min_attempts,
                               "limit": limit + 1, "has_cursor": after is not None,
                               "c_null": False, "c_ts": None, "c_scope": None, "c_key": None}
-    if flt.status in ("stuck", "needs_review", "processing"):
-        if after is not None:
-            ts, params["c_scope"], params["c_key"] = cursor.decode(after, 3)
-            params["c_ts"] = cursor.parse_time(ts)
-            params["c_null"] = ts is None
+    backwards = False
+    if after is not None:
+        ts, params["c_scope"], params["c_key"], backwards = _decode(after)
+        params["c_ts"] = cursor.parse_time(ts)
+        params["c_null"] = ts is None
+        if not isinstance(params["c_scope"], str) or not isinstance(params["c_key"], str):
+            raise ValueError(_BAD_CURSOR)
+    # going back a page reads the list the other way from the first row shown, then turns the rows round
+    read_order = ("desc" if order == "asc" else "asc") if backwards else order
+    if flt.status in _PROCESSING_STATUSES:
         params.update(stuck_only=flt.status == "stuck", held_only=flt.status == "needs_review",
-                      lease_seconds=lease_seconds,
-                      min_overdue=flt.min_overdue_seconds)
-        rows = select_all(conn, statement("list_processing_keys", tables), params, KeyRow)
+                      lease_seconds=lease_seconds, min_overdue=flt.min_overdue_seconds)
+        name = "list_processing_keys" if read_order == "asc" else "list_processing_keys_desc"
         sort_value = lambda row: row.locked_until  # noqa: E731
     else:
-        if after is not None:
-            ts, params["c_scope"], params["c_key"] = cursor.decode(after, 3)
-            params["c_ts"] = cursor.parse_time(ts)
-            if params["c_ts"] is None:
-                raise ValueError("cursor is not valid: use the next_cursor value from the previous page")
+        if after is not None and params["c_ts"] is None:
+            raise ValueError(_BAD_CURSOR)
         params["status"] = flt.status
-        rows = select_all(conn, statement("list_keys_by_status", tables), params, KeyRow)
+        name = "list_keys_by_status" if read_order == "desc" else "list_keys_by_status_asc"
         sort_value = lambda row: row.updated_at  # noqa: E731
-    next_cursor = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        last = rows[-1]
-        next_cursor = cursor.encode([sort_value(last), last.scope, last.key])
-    return Page(rows, next_cursor)
+    rows = select_all(conn, statement(name, tables), params, KeyRow)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    if backwards:
+        rows.reverse()
+
+    def position(row: KeyRow, *extra: str) -> str:
+        return cursor.encode([sort_value(row), row.scope, row.key, *extra])
+
+    if not rows:
+        return Page(rows, None)
+    if backwards:
+        # came back from a later page: there is one after these; earlier ones when the read found more
+        return Page(rows, position(rows[-1]), prev_cursor=position(rows[0], _BACK) if more else None)
+    return Page(rows, position(rows[-1]) if more else None,
+                prev_cursor=position(rows[0], _BACK) if after is not None else None)
+
+
+@dataclass(frozen=True)
+class StateCounts:
+    """Keys per state tab, each exact up to the cap it was counted with (a larger value means "cap or more")."""
+
+    stuck: int
+    needs_review: int
+    processing: int
+    failed_retryable: int
+    failed_final: int
+    succeeded: int
+
+
+def count_keys_by_state(conn: psycopg.Connection, tables: Tables, *, lease_seconds: int,
+                        caps: Mapping[str, int]) -> StateCounts:
+    """Each state counted up to ``caps[state] + 1`` rows (a larger value than the cap means "more"); a state whose
+    cap is 0 is not counted (0)."""
+    params = {f"cap_{state}": cap + 1 if cap > 0 else 0 for state, cap in caps.items()}
+    row = select_one(conn, statement("count_keys_by_state", tables), params | {"lease_seconds": lease_seconds},
+                     StateCounts)
+    assert row is not None  # scalar subqueries always answer one row
+    # stuck adds two capped counts (with and without a lease)
+    return StateCounts(**{name: min(value, caps[name] + 1) for name, value in row.__dict__.items()})
 
 
 def get_key(conn: psycopg.Connection, tables: Tables, scope: str, key: str, *, lease_seconds: int) -> KeyDetail | None:

@@ -37,6 +37,46 @@ WHERE k.status = 'processing'
 ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
 LIMIT %(limit)s
 
+-- list_processing_keys_desc --
+-- The same list the other way round, latest lease end first (the index read backwards); keyset on (locked_until DESC NULLS LAST, scope DESC, key DESC).
+SELECT k.idempotency_scope AS scope, k.idempotency_key AS key, k.status::text AS status, k.request_hash, k.claimed_by,
+       k.claimed_at, k.locked_until,
+       extract(epoch FROM now() - coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s)))::double precision
+           AS overdue_seconds,
+       k.attempt_count, k.created_at, k.updated_at, k.expires_at,
+       hold.held_by, hold.hold_reason, hold.held_at
+FROM {keys} k
+LEFT JOIN LATERAL (
+    -- the operator decision that holds the key (only looked up for held keys)
+    SELECT a.actor AS held_by, a.reason AS hold_reason, a.at AS held_at
+    FROM idemdash.audit_log a
+    WHERE k.claimed_by = 'idemdash:needs_review'
+      AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action = 'reclassify:needs_review'
+    ORDER BY a.at DESC
+    LIMIT 1
+) hold ON true
+WHERE k.status = 'processing'
+  AND (NOT %(stuck_only)s
+       OR k.locked_until < now()
+       OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
+  AND (NOT %(held_only)s OR k.claimed_by = 'idemdash:needs_review')
+  AND (%(min_overdue)s::double precision IS NULL
+       OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
+          <= now() - make_interval(secs => %(min_overdue)s::double precision))
+  AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
+  AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
+  -- "+ 0" keeps the planner on the lease-ordered index (stop at the limit) instead of AND-ing it with the
+  -- attempts index, which reads every processing hotspot at millions of keys
+  AND (%(min_attempts)s::integer IS NULL OR k.attempt_count + 0 >= %(min_attempts)s::integer)
+  AND (NOT %(has_cursor)s
+       OR (%(c_null)s AND k.locked_until IS NULL
+                      AND (k.idempotency_scope, k.idempotency_key) < (%(c_scope)s::text, %(c_key)s::text))
+       OR (NOT %(c_null)s AND (k.locked_until IS NULL
+                               OR (k.locked_until, k.idempotency_scope, k.idempotency_key)
+                                  < (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text))))
+ORDER BY k.locked_until DESC NULLS LAST, k.idempotency_scope DESC, k.idempotency_key DESC
+LIMIT %(limit)s
+
 -- list_keys_by_status --
 -- Keys in one terminal or failed status, most recently changed first; keyset on (updated_at, scope, key) descending.
 SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
@@ -50,6 +90,21 @@ WHERE status = %(status)s
   AND (NOT %(has_cursor)s
        OR (updated_at, idempotency_scope, idempotency_key) < (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text))
 ORDER BY updated_at DESC, idempotency_scope DESC, idempotency_key DESC
+LIMIT %(limit)s
+
+-- list_keys_by_status_asc --
+-- The same list the other way round, least recently changed first (the index read forwards); keyset on (updated_at, scope, key).
+SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
+       claimed_at, locked_until, NULL::double precision AS overdue_seconds,
+       attempt_count, created_at, updated_at, expires_at
+FROM {keys}
+WHERE status = %(status)s
+  AND (%(scope)s::text IS NULL OR idempotency_scope = %(scope)s::text)
+  AND (%(claimed_by)s::text IS NULL OR claimed_by = %(claimed_by)s::text)
+  AND (%(min_attempts)s::integer IS NULL OR attempt_count >= %(min_attempts)s::integer)
+  AND (NOT %(has_cursor)s
+       OR (updated_at, idempotency_scope, idempotency_key) > (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text))
+ORDER BY updated_at, idempotency_scope, idempotency_key
 LIMIT %(limit)s
 
 -- get_key --
@@ -97,3 +152,24 @@ WITH RECURSIVE scopes AS (
     WHERE s.idempotency_scope IS NOT NULL
 )
 SELECT idempotency_scope AS scope FROM scopes WHERE idempotency_scope IS NOT NULL LIMIT %(limit)s
+
+-- count_keys_by_state --
+-- Keys per state tab of the key list, each counted exactly up to its cap (0: not counted) rows of its index in the index's order, so the tabs stay cheap at any table size.
+SELECT
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'processing' AND locked_until < now()
+                           ORDER BY locked_until NULLS FIRST LIMIT %(cap_stuck)s) s)
+    + (SELECT count(*) FROM (SELECT 1 FROM {keys}
+                             WHERE status = 'processing' AND locked_until IS NULL
+                               AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)
+                             ORDER BY claimed_at LIMIT %(cap_stuck)s) s) AS stuck,
+    (SELECT count(*) FROM (SELECT 1 FROM {keys}
+                           WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review'
+                           LIMIT %(cap_needs_review)s) s) AS needs_review,
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'processing'
+                           ORDER BY locked_until NULLS FIRST LIMIT %(cap_processing)s) s) AS processing,
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_retryable'
+                           ORDER BY updated_at DESC LIMIT %(cap_failed_retryable)s) s) AS failed_retryable,
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_final'
+                           ORDER BY updated_at DESC LIMIT %(cap_failed_final)s) s) AS failed_final,
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'succeeded'
+                           ORDER BY updated_at DESC LIMIT %(cap_succeeded)s) s) AS succeeded

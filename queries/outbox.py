@@ -29,6 +29,10 @@ class OutboxSummary:
     pending_many_attempts: int
 
 
+# Pending rows with this many delivery attempts are likely poison events (they never publish on their own);
+# the partial index index_outbox_poison and list_outbox_poison hold the same number.
+POISON_MIN_ATTEMPTS = 3
+
 # Event types listed on the outbox page, most pending first.
 EVENT_TYPES_SHOWN = 200
 
@@ -60,6 +64,11 @@ class OutboxRow:
 
 
 @dataclass(frozen=True)
+class OutboxDetail(OutboxRow):
+    key_exists: bool          # the key it was written under is still in the key table
+
+
+@dataclass(frozen=True)
 class Status:
     status: str
 
@@ -81,14 +90,9 @@ def list_outbox_many_attempts(conn: psycopg.Connection, tables: Tables, *, min_a
                       {"min_attempts": min_attempts, "limit": limit}, OutboxRow)
 
 
-def list_outbox(conn: psycopg.Connection, tables: Tables, flt: OutboxFilter, *, after: str | None = None,
-                limit: int = 50) -> Page[OutboxRow]:
-    """One page of rows: pending oldest first, any other status newest first.
-
-    ``after`` is the previous page's next_cursor; a malformed one raises ValueError (the caller's bad input).
-    """
-    params: dict[str, Any] = {"event_type": flt.event_type, "limit": limit + 1, "has_cursor": after is not None,
-                              "c_ts": None, "c_id": None}
+def _keyset(after: str | None) -> dict[str, Any]:
+    """The (created_at, outbox_id) keyset parameters of a next_cursor (ValueError when malformed)."""
+    params: dict[str, Any] = {"has_cursor": after is not None, "c_ts": None, "c_id": None}
     if after is not None:
         ts, outbox_id = cursor.decode(after, 2)
         params["c_ts"] = cursor.parse_time(ts)
@@ -98,17 +102,40 @@ def list_outbox(conn: psycopg.Connection, tables: Tables, flt: OutboxFilter, *, 
             params["c_id"] = str(uuid.UUID(outbox_id))
         except ValueError:
             raise ValueError(_BAD_CURSOR) from None
+    return params
+
+
+def _page(rows: list[OutboxRow], limit: int) -> Page[OutboxRow]:
+    if len(rows) <= limit:
+        return Page(rows, None)
+    rows = rows[:limit]
+    return Page(rows, cursor.encode([rows[-1].created_at, rows[-1].outbox_id]))
+
+
+def get_outbox_row(conn: psycopg.Connection, tables: Tables, outbox_id: uuid.UUID) -> OutboxDetail | None:
+    return select_one(conn, statement("get_outbox_row", tables), {"outbox_id": str(outbox_id)}, OutboxDetail)
+
+
+def list_outbox_poison(conn: psycopg.Connection, tables: Tables, *, min_attempts: int = POISON_MIN_ATTEMPTS,
+                       after: str | None = None, limit: int = 50) -> Page[OutboxRow]:
+    """Pending rows with at least ``min_attempts`` (never fewer than POISON_MIN_ATTEMPTS) attempts, oldest first."""
+    params = _keyset(after) | {"min_attempts": max(min_attempts, POISON_MIN_ATTEMPTS), "limit": limit + 1}
+    return _page(select_all(conn, statement("list_outbox_poison", tables), params, OutboxRow), limit)
+
+
+def list_outbox(conn: psycopg.Connection, tables: Tables, flt: OutboxFilter, *, after: str | None = None,
+                limit: int = 50) -> Page[OutboxRow]:
+    """One page of rows: pending oldest first, any other status newest first.
+
+    ``after`` is the previous page's next_cursor; a malformed one raises ValueError (the caller's bad input).
+    """
+    params = _keyset(after) | {"event_type": flt.event_type, "limit": limit + 1}
     if flt.status == "pending":
         rows = select_all(conn, statement("list_outbox_pending", tables), params, OutboxRow)
     else:
         params["status"] = flt.status
         rows = select_all(conn, statement("list_outbox_by_status", tables), params, OutboxRow)
-    next_cursor = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        last = rows[-1]
-        next_cursor = cursor.encode([last.created_at, last.outbox_id])
-    return Page(rows, next_cursor)
+    return _page(rows, limit)
 
 
 def list_outbox_statuses(conn: psycopg.Connection, tables: Tables, limit: int = 50) -> list[str]:

@@ -79,3 +79,25 @@ WITH RECURSIVE statuses AS (
     WHERE s.status IS NOT NULL
 )
 SELECT status FROM statuses WHERE status IS NOT NULL LIMIT %(limit)s
+
+-- get_outbox_row --
+-- One outbox row with every column the page shows, and whether the key it was written under still exists.
+SELECT o.outbox_id::text AS outbox_id, o.event_type, o.aggregate_type, o.aggregate_id::text AS aggregate_id,
+       o.idempotency_scope, o.idempotency_key, o.status::text AS status, o.attempt_count, o.created_at,
+       o.published_at, extract(epoch FROM now() - o.created_at)::double precision AS age_seconds, o.payload,
+       EXISTS (SELECT 1 FROM {keys} k
+               WHERE k.idempotency_scope = o.idempotency_scope AND k.idempotency_key = o.idempotency_key) AS key_exists
+FROM {outbox} o
+WHERE o.outbox_id = %(outbox_id)s::uuid
+
+-- list_outbox_poison --
+-- Likely poison rows (pending, at least 3 and at least min_attempts delivery attempts), oldest first; keyset on (created_at, outbox_id).
+-- The literal 3 (POISON_MIN_ATTEMPTS) lets every plan use the partial index of these rows, whatever min_attempts is.
+SELECT outbox_id::text AS outbox_id, event_type, aggregate_type, aggregate_id::text AS aggregate_id,
+       idempotency_scope, idempotency_key, status, attempt_count, created_at, published_at,
+       extract(epoch FROM now() - created_at)::double precision AS age_seconds, payload
+FROM {outbox} o
+WHERE status = 'pending' AND attempt_count >= 3 AND attempt_count >= %(min_attempts)s
+  AND (NOT %(has_cursor)s OR (o.created_at, o.outbox_id) > (%(c_ts)s::timestamptz, %(c_id)s::uuid))
+ORDER BY o.created_at, o.outbox_id
+LIMIT %(limit)s

@@ -120,5 +120,9 @@ def take_snapshot(conn: psycopg.Connection, tables: Tables, settings: Mapping[st
     return insert_metric_snapshot(conn, snapshot)
 
 
+def get_latest_snapshot(conn: psycopg.Connection) -> Snapshot | None:
+    return select_one(conn, statement("get_latest_snapshot"), None, Snapshot)
+
+
 def list_snapshot_trend(conn: psycopg.Connection, *, hours: int = 24, max_points: int = 240) -> list[TrendPoint]:
     return select_all(conn, statement("list_snapshot_trend"), {"hours": hours, "max_points": max_points}, TrendPoint)

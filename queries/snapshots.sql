@@ -51,3 +51,11 @@ FROM (
 ) s
 GROUP BY bucket
 ORDER BY bucket
+
+-- get_latest_snapshot --
+-- The newest snapshot (its counts stand in for live counts that would be too slow to take on every page view).
+SELECT taken_at, stuck_keys, processing_keys, failed_retryable_keys, failed_final_keys_24h, outbox_pending,
+       outbox_lag_seconds, inbox_rows_24h, rows_purged
+FROM idemdash.metric_snapshot
+ORDER BY taken_at DESC
+LIMIT 1

@@ -23,7 +23,7 @@ def test_filter_the_audit_log_in_place(live_server, page, conn):
     expect(rows).to_have_count(2)
     expect(page.locator("#audit-panel")).to_contain_text("<b>customer gave up</b>")  # shown as text
 
-    page.keyboard.press("/")
+    page.keyboard.press("f")
     expect(page.locator("#filters input[name=scope]")).to_be_focused()
     page.keyboard.type("refund")
     page.keyboard.press("Enter")

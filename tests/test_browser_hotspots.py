@@ -58,7 +58,7 @@ def test_hotspots_filter_and_histogram_bars(live_server, page, conn):
     assert full.bounding_box()["width"] > 100
     assert page.locator('#histogram tr[data-bucket="20+"] svg rect').bounding_box()["width"] < full.bounding_box()["width"]
 
-    page.keyboard.press("/")
+    page.keyboard.press("f")
     expect(page.locator("input[name=min_attempts]")).to_be_focused()
     page.keyboard.press("Control+A")
     page.keyboard.type("2")

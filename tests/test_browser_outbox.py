@@ -28,8 +28,8 @@ def test_filter_open_key_and_back_keeps_the_filter(live_server, page, conn):
     rows = page.locator('#outbox-panel table[data-rows="list"] tbody tr')
     expect(rows).to_have_count(6)
 
-    # "/" focuses the event-type filter; Enter swaps the panel through htmx and pushes the URL
-    page.keyboard.press("/")
+    # "f" focuses the event-type filter; Enter swaps the panel through htmx and pushes the URL
+    page.keyboard.press("f")
     expect(page.locator("input[name=event_type]")).to_be_focused()
     page.keyboard.type("refund.issued")
     page.keyboard.press("Enter")

@@ -25,7 +25,7 @@ def test_operator_reclassifies_from_the_key_page(live_server, page, conn):
     page.get_by_role("button", name="Reclassify").click()
 
     expect(page.locator(".flash.ok")).to_contain_text("Reclassified")
-    expect(page.locator('section[aria-label="Audit history"]')).to_contain_text("INC-42: customer cancelled")
+    expect(page.locator('section.history')).to_contain_text("INC-42: customer cancelled")
     expect(page.locator("main p .badge")).to_have_text("failed_final")
 
     page.goto(base + "/keys?status=stuck")

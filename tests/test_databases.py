@@ -258,11 +258,11 @@ def test_switching_database_in_the_header_keeps_the_view_and_the_url_reopens_it(
     expect(page.locator(".db-switcher summary")).to_contain_text("beta")
 
     # filtering in place stays in beta, and the address bar keeps a URL that reopens this view
-    page.locator("#filters select[name=status]").select_option("processing")
+    page.locator('#keys-panel a[data-tab="processing"]').click()
     expect(page).to_have_url(f"{base}/db/beta/keys?status=processing&scope=payments")
     bookmark = page.url
     page.goto(base + "/")
     page.goto(bookmark)
     expect(page.locator("#keys-panel tbody tr")).to_have_count(5)
-    expect(page.locator("#filters select[name=status]")).to_have_value("processing")
+    expect(page.locator('#keys-panel a[data-tab="processing"]')).to_have_attribute("aria-current", "page")
     expect(page.locator(".db-switcher summary")).to_contain_text("beta")

@@ -69,3 +69,9 @@ def test_the_interface_lists_every_route_setting_and_command(make_app):
     missing += [s.env for s in SETTINGS if f"`{s.env}`" not in interface]
     missing += [name for name in main.list_commands(click.Context(main)) if f"`idemdash {name}`" not in interface]
     assert not missing, f"add to docs/interface.md: {missing}"
+
+
+def test_the_readme_installs_the_axe_core_ci_installs():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    (version,) = set(re.findall(r"axe-core@([0-9][0-9.]*[0-9])", ci))
+    assert re.findall(r"axe-core@([0-9][0-9.]*[0-9])", README) == [version]

@@ -13,6 +13,7 @@ from dashboard.openapi import SPEC
 from queries import Tables
 from queries.app_schema import claim_key, complete_key
 
+OUTBOX_ID = "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01"
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -48,18 +49,26 @@ def seeded(conn):
         claim_key(conn, tables, "create_order", f"k{i}/x", "h", "api-1", lock_seconds=0)
     claim_key(conn, tables, "refund", "done", "h", "api-2")
     complete_key(conn, tables, "refund", "done", "r", None, {"ok": True}, 1)
-    conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
-                        idempotency_key, payload) VALUES ('e', 'a', gen_random_uuid(), 'create_order', 'k0/x', '{}')""")
+    conn.execute("""INSERT INTO app.outbox_event (outbox_id, event_type, aggregate_type, aggregate_id, idempotency_scope,
+                        idempotency_key, payload) VALUES (%s, 'e', 'a', gen_random_uuid(), 'create_order', 'k0/x', '{}')""",
+                 (OUTBOX_ID,))
     conn.execute("""INSERT INTO app.processed_message (consumer_name, message_id, message_hash)
                     VALUES ('billing', 'm1', 'h')""")
 
 
+def _concrete(path: str, scope: str, key: str) -> str:
+    """The path with its variables filled in; a key may carry '/', an outbox_id is a UUID or (to be refused) text."""
+    outbox_id = OUTBOX_ID if scope == "create_order" else quote(scope, safe="")
+    return (path.replace("{scope}", quote(scope, safe="")).replace("{key}", quote(key, safe="/"))
+            .replace("{outbox_id}", outbox_id))
+
+
 def _urls(path: str, query: dict, scope: str, key: str) -> list[str]:
-    concrete = path.replace("{scope}", quote(scope, safe="")).replace("{key}", quote(key, safe="/"))
+    concrete = _concrete(path, scope, key)
     qs = ("?" + urlencode(query)) if query else ""
     urls = [concrete + qs]
     page = PAGES.get(path, path.replace("/api/v1", "", 1))
-    urls.append(page.replace("{scope}", quote(scope, safe="")).replace("{key}", quote(key, safe="/")) + qs)
+    urls.append(_concrete(page, scope, key) + qs)
     return urls
 
 
@@ -79,7 +88,8 @@ def test_get_endpoints_and_their_pages_never_answer_5xx(client, seeded, path):
 
 
 # Every GET route of the app, path variables as {name}: the JSON twins, their pages, and the routes without a twin.
-OTHER_GET_ROUTES = ["/runbook/stuck-keys", "/healthz", "/readyz", "/metrics", "/api/v1/openapi.json"]
+OTHER_GET_ROUTES = ["/runbook/stuck-keys", "/runbook/outbox-backlog", "/healthz", "/readyz", "/metrics",
+                    "/api/v1/openapi.json"]
 ROUTES = sorted({*GET_PATHS, *(PAGES.get(p, p.replace("/api/v1", "", 1)) for p in GET_PATHS), *OTHER_GET_ROUTES})
 # Names that once broke URL building (url_for's own arguments, the path's variables) or look like other syntaxes
 NAMES = ["scope", "key", "endpoint", "_anchor", "_external", "_method", "_scheme", "values", "cursor", "limit",
@@ -109,7 +119,7 @@ def test_query_parameters_of_any_name_never_answer_5xx(client, seeded, route):
            scope=st.one_of(st.just("create_order"), text.filter(bool)),
            key=st.one_of(st.just("k0/x"), text.filter(bool)))
     def run(pairs, htmx, scope, key):
-        path = route.replace("{scope}", quote(scope, safe="")).replace("{key}", quote(key, safe="/"))
+        path = _concrete(route, scope, key)
         url = path + ("?" + urlencode(pairs) if pairs else "")
         headers = {"HX-Request": "true"} if htmx else {}
         response = client.get(url, headers=headers)

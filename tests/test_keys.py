@@ -264,7 +264,9 @@ def test_empty_states(client):
         response = client.get(f"/keys?status={status}")
         assert response.status_code == 200
         assert BeautifulSoup(response.data, "html.parser").select_one("p.empty") is not None
-        assert client.get(f"/api/v1/keys?status={status}").get_json() == {"items": [], "next_cursor": None}
+        body = client.get(f"/api/v1/keys?status={status}").get_json()
+        assert (body["items"], body["next_cursor"], body["prev_cursor"]) == ([], None, None)
+        assert body["counts"][status] == {"count": 0, "more": False, "snapshot": None, "snapshot_at": None}
 
 
 def test_a_timed_out_panel_says_so_and_names_the_index(make_app, conn, database_url):

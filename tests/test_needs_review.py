@@ -41,7 +41,8 @@ def test_held_keys_have_their_own_list_count_and_say_who_and_why(client, conn):
     rows = page.select("#keys-panel table.keys tbody tr")
     assert [r.select_one("a.key").get_text() for r in rows] == ["p1", "p2"]
     assert "checking with the bank" in rows[1].get_text()
-    assert page.select_one("select[name=status] option[selected]")["value"] == "needs_review"
+    assert page.select_one('nav.tabs a[aria-current="page"]')["data-tab"] == "needs_review"
+    assert page.select_one('[data-count="needs_review"]').get_text(strip=True) == "2"
     card = BeautifulSoup(client.get("/").data, "html.parser").select_one("#card-needs-review")
     assert card.select_one("[data-metric=needs_review]").get_text() == "2"
     assert card["href"] == "/keys?status=needs_review"

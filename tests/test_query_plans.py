@@ -32,6 +32,12 @@ WHOLE_TABLE_AGGREGATES = {
 }
 
 
+# Counts of exactly the rows a partial index holds (every processing key, every pending outbox row): the partial
+# index, read whole and index-only, is the answer (the overview's processing count, the outbox backlog). Bounded by
+# what the predicate selects (1 % and 2.5 % of the tables at size L), not by the table.
+PARTIAL_INDEX_COUNTS = {"count_processing_keys", "get_outbox_summary"}
+
+
 # Partial indexes that hold only a handful of rows by what they are (keys an operator holds for review): reading
 # the whole index is reading exactly those rows.
 SMALL_BY_PREDICATE = {ADVICE["index_keys_held"].index_name(TABLES)}
@@ -60,7 +66,8 @@ def indexed_s(database_url):
     with psycopg.connect(database_url, autocommit=True) as conn:
         for advice in ADVICE.values():
             conn.execute(advice.create_statement(TABLES))
-        conn.execute("ANALYZE")
+        # as after a bulk load at size L (datagen): the visibility map set, so index-only scans cost what they will
+        conn.execute("VACUUM (ANALYZE)")
     return database_url
 
 
@@ -84,7 +91,9 @@ def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypat
     for request in requests:
         current = request.label
         response = client.get(request.path, headers=dict(request.headers))
-        assert response.status_code == 200, (request.label, response.status_code)
+        # 302: the search for a key only one scope has goes to its page
+        assert response.status_code == (302 if "redirect" in request.label else 200), (request.label,
+                                                                                        response.status_code)
     monkeypatch.undo()
 
     names = _statement_names()
@@ -106,7 +115,7 @@ def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypat
                 if kind == "Seq Scan":
                     problems.append(f"{name} ({label}): Seq Scan on {node['Relation Name']}")
                 elif (kind in ("Index Scan", "Index Only Scan") and "Index Cond" not in node
-                      and "Limit" not in parents and name not in WHOLE_TABLE_AGGREGATES
+                      and "Limit" not in parents and name not in WHOLE_TABLE_AGGREGATES | PARTIAL_INDEX_COUNTS
                       and node["Index Name"] not in SMALL_BY_PREDICATE):
                     problems.append(f"{name} ({label}): unbounded {kind} of {node['Index Name']}")
     assert not problems, "\n".join(problems)

@@ -65,16 +65,253 @@
     if (event.detail.successful) banner("");
   });
 
-  // "/" focuses the page's filter, as in most dashboards.
-  document.addEventListener("keydown", function (event) {
-    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
-    var target = event.target;
-    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
-    var filter = document.querySelector("[data-filter-focus]");
-    if (filter) {
-      event.preventDefault();
-      filter.focus();
-      if (filter.select) filter.select();
+  // -- times: relative ones keep ticking; absolute ones in UTC or local time (the header's toggle) ----------
+  var TZ = "idemdash.tz";
+
+  function localTime() {
+    try { return window.localStorage.getItem(TZ) === "local"; } catch (e) { return false; }
+  }
+
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+
+  // the same words as core/formatting.py's duration(): 45 s, 3 min 20 s, 2 h 5 min, 3 d 4 h
+  function duration(seconds) {
+    var total = Math.floor(Math.abs(seconds));
+    var days = Math.floor(total / 86400), hours = Math.floor(total % 86400 / 3600);
+    var minutes = Math.floor(total % 3600 / 60), secs = total % 60;
+    if (days) return days + " d" + (hours ? " " + hours + " h" : "");
+    if (hours) return hours + " h" + (minutes ? " " + minutes + " min" : "");
+    if (minutes) return minutes + " min" + (secs ? " " + secs + " s" : "");
+    return secs + " s";
+  }
+
+  function relative(date) {
+    var delta = (Date.now() - date.getTime()) / 1000;
+    return delta < 0 ? "in " + duration(-delta) : duration(delta) + " ago";
+  }
+
+  var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+  function zoneName(date) {
+    try {
+      var parts = new Intl.DateTimeFormat(undefined, {timeZoneName: "short"}).formatToParts(date);
+      for (var i = 0; i < parts.length; i++) if (parts[i].type === "timeZoneName") return parts[i].value;
+    } catch (e) { /* an old browser: the offset below */ }
+    var offset = -date.getTimezoneOffset();
+    return "UTC" + (offset < 0 ? "-" : "+") + pad(Math.floor(Math.abs(offset) / 60)) + ":" + pad(Math.abs(offset) % 60);
+  }
+
+  function absolute(date, form, local) {
+    var y = local ? date.getFullYear() : date.getUTCFullYear();
+    var mo = local ? date.getMonth() : date.getUTCMonth();
+    var d = local ? date.getDate() : date.getUTCDate();
+    var h = local ? date.getHours() : date.getUTCHours();
+    var mi = local ? date.getMinutes() : date.getUTCMinutes();
+    var s = local ? date.getSeconds() : date.getUTCSeconds();
+    var zone = local ? zoneName(date) : "UTC";
+    if (form === "time") return pad(h) + ":" + pad(mi) + ":" + pad(s) + " " + zone;
+    if (form === "short") return MONTHS[mo] + " " + pad(d) + " " + pad(h) + ":" + pad(mi) + " " + zone;
+    return y + "-" + pad(mo + 1) + "-" + pad(d) + " " + pad(h) + ":" + pad(mi) + ":" + pad(s) + " " + zone;
+  }
+
+  function renderTimes(root) {
+    var local = localTime();
+    (root || document).querySelectorAll("time[data-rel], time[data-abs]").forEach(function (el) {
+      var date = new Date(el.getAttribute("datetime"));
+      if (isNaN(date.getTime())) return;
+      if (el.hasAttribute("data-rel")) {
+        el.textContent = relative(date);
+        el.title = absolute(date, "", local);
+      } else {
+        el.textContent = absolute(date, el.getAttribute("data-abs"), local);
+        el.title = relative(date);
+      }
+    });
+    var toggle = document.getElementById("tz-toggle");
+    if (toggle) {
+      toggle.textContent = local ? "Local time" : "UTC";
+      toggle.setAttribute("aria-pressed", local ? "true" : "false");
+      toggle.title = "Times are shown in " + (local ? "this browser's time zone" : "UTC") +
+        ": select (or press t) for " + (local ? "UTC" : "local time") + ". Remembered in this browser.";
     }
+  }
+
+  function toggleZone() {
+    try { window.localStorage.setItem(TZ, localTime() ? "utc" : "local"); } catch (e) { return; }
+    renderTimes();
+  }
+
+  // -- copy buttons: keys, SQL and JSON -------------------------------------------------------------------
+  function copyText(text, button) {
+    function done(ok) {
+      var label = button.textContent;
+      button.textContent = ok ? "Copied" : "Select and copy";
+      window.setTimeout(function () { button.textContent = label; }, 1500);
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () { done(true); }, function () { done(false); });
+      return;
+    }
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "copy-buffer";
+    document.body.appendChild(area);
+    area.select();
+    var ok = false;
+    try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+    document.body.removeChild(area);
+    done(ok);
+  }
+
+  function addCopyButtons(root) {
+    (root || document).querySelectorAll("pre.sql, pre.json").forEach(function (pre) {
+      if (pre.hasAttribute("data-copy-ready")) return;
+      pre.setAttribute("data-copy-ready", "");
+      // the button sits in the block's top right corner: block and button share a positioned box
+      var box = document.createElement("div");
+      box.className = "copy-box";
+      pre.parentNode.insertBefore(box, pre);
+      box.appendChild(pre);
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy copy-pre";
+      button.textContent = "Copy";
+      button.setAttribute("aria-label", "Copy " + (pre.classList.contains("sql") ? "the SQL" : "the JSON"));
+      box.appendChild(button);
+    });
+    (root || document).querySelectorAll("button.copy[hidden]").forEach(function (b) { b.hidden = false; });
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button.copy");
+    if (!button) return;
+    var text = button.getAttribute("data-copy");
+    if (text === null) {
+      var pre = button.parentNode.querySelector("pre");
+      text = pre ? pre.textContent : "";
+    }
+    copyText(text, button);
+  });
+
+  // -- a table wider than the screen scrolls in its own box (the stylesheet, on phones): reachable by keyboard ----
+  function markScrollingTables(root) {
+    (root && root.querySelectorAll ? root : document).querySelectorAll("table.data").forEach(function (table) {
+      var scrolls = table.scrollWidth > table.clientWidth + 1;
+      if (scrolls && !table.hasAttribute("tabindex")) {
+        table.setAttribute("tabindex", "0");
+        table.setAttribute("data-scrolls", "");
+      } else if (!scrolls && table.hasAttribute("data-scrolls")) {
+        table.removeAttribute("tabindex");
+        table.removeAttribute("data-scrolls");
+      }
+    });
+  }
+  var resizing = 0;
+  window.addEventListener("resize", function () {
+    window.clearTimeout(resizing);
+    resizing = window.setTimeout(function () { markScrollingTables(); }, 100);
+  });
+
+  // -- keyboard: / search, f filter, ? help, g <key> go, j/k rows, t time zone ----------------------------------
+  var pendingGo = 0;
+
+  function typing(target) {
+    return target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+  }
+
+  function focusField(field) {
+    if (!field) return false;
+    field.focus();
+    if (field.select) field.select();
+    return true;
+  }
+
+  function rows() {
+    return Array.prototype.filter.call(document.querySelectorAll("main table.data tbody tr"), function (tr) {
+      return tr.querySelector("a[href]") && tr.offsetParent !== null;
+    });
+  }
+
+  function moveRow(step) {
+    var list = rows();
+    if (!list.length) return;
+    var current = document.querySelector("tr.row-current");
+    var index = list.indexOf(current);
+    index = index < 0 ? (step > 0 ? 0 : list.length - 1) : Math.min(list.length - 1, Math.max(0, index + step));
+    if (current) current.classList.remove("row-current");
+    var row = list[index];
+    row.classList.add("row-current");
+    var link = row.querySelector("a.key[href]") || row.querySelector("a[href]");
+    link.focus();   // Enter opens it
+    row.scrollIntoView({block: "nearest"});
+  }
+
+  function showShortcuts() {
+    var dialog = document.getElementById("shortcuts");
+    if (dialog && dialog.showModal && !dialog.open) dialog.showModal();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    var dialog = document.getElementById("shortcuts");
+    if (dialog && dialog.open) return;
+    var key = event.key;
+    if (pendingGo && Date.now() - pendingGo < 1500) {
+      pendingGo = 0;
+      var target = document.querySelector('header nav a[data-go="' + key + '"]');
+      if (target) {
+        event.preventDefault();
+        window.location.assign(target.href);
+      }
+      return;
+    }
+    pendingGo = 0;
+    if (key === "/") {
+      if (focusField(document.getElementById("header-search"))) event.preventDefault();
+    } else if (key === "f") {
+      if (focusField(document.querySelector("main [data-filter-focus]"))) event.preventDefault();
+    } else if (key === "?") {
+      event.preventDefault();
+      showShortcuts();
+    } else if (key === "g") {
+      pendingGo = Date.now();
+    } else if (key === "j" || key === "k") {
+      event.preventDefault();
+      moveRow(key === "j" ? 1 : -1);
+    } else if (key === "t") {
+      toggleZone();
+    }
+  });
+
+  // Escape leaves the search box or a filter, so the shortcuts work again
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && typing(event.target) && event.target.blur) event.target.blur();
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var zone = document.getElementById("tz-toggle");
+    if (zone) {
+      zone.hidden = false;
+      zone.addEventListener("click", toggleZone);
+    }
+    var help = document.getElementById("shortcuts-button");
+    if (help) {
+      help.hidden = false;
+      help.addEventListener("click", showShortcuts);
+    }
+    renderTimes();
+    addCopyButtons();
+    markScrollingTables();
+    window.setInterval(function () {
+      if (!document.hidden) renderTimes();
+    }, 10000);
+  });
+
+  // content htmx swapped in: the same treatment
+  document.addEventListener("htmx:load", function (event) {
+    renderTimes(event.detail.elt);
+    addCopyButtons(event.detail.elt);
+    markScrollingTables(event.detail.elt);
   });
 })();

@@ -1,0 +1,71 @@
+"""The state tabs of the key list, each with a count that stays cheap on a big table.
+
+A count is exact up to ``COUNT_CAP``; past it, the tab shows the snapshot job's number with its age where the
+snapshot records that state (stuck, processing, failed_retryable), and "10,000+" otherwise, as River UI does since
+its count timeouts. Counting every row on every view (and every 15 s refresh) would read the whole index each time.
+A state a fresh snapshot already puts far past the cap is not counted at all: its number is the snapshot's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from flask import current_app
+
+from dashboard import panels
+from dashboard.db import get_target
+from queries import keys as q
+from queries import snapshots as qs
+
+COUNT_CAP = 10_000
+# a snapshot this many snapshot intervals old still stands in for a count, when it is past SKIP_FACTOR x the cap
+FRESH_INTERVALS = 3
+SKIP_FACTOR = 2
+
+LABELS = {"stuck": "Stuck", "needs_review": "Needs review", "processing": "Processing",
+          "failed_retryable": "Failed, retryable", "failed_final": "Failed, final", "succeeded": "Succeeded"}
+# the snapshot column that records a state's full count (the overview's headline numbers)
+SNAPSHOT_FIELDS = {"stuck": "stuck_keys", "processing": "processing_keys", "failed_retryable": "failed_retryable_keys"}
+
+
+@dataclass(frozen=True)
+class Tab:
+    status: str
+    label: str
+    count: int                         # exact when not ``more``; COUNT_CAP when more
+    more: bool                         # more than COUNT_CAP
+    snapshot: int | None = None        # the snapshot job's count, when ``more`` and it records this state
+    snapshot_at: datetime | None = None
+    current: bool = False
+
+
+def load(current: str) -> panels.Panel[list[Tab]]:
+    """One tab per key status, in KEY_STATUSES order, ``current`` marked."""
+    config = current_app.config
+    snapshot = panels.load(qs.get_latest_snapshot).value
+    fresh = snapshot is not None and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds() \
+        <= FRESH_INTERVALS * config["SNAPSHOT_INTERVAL_SECONDS"]
+    far_past_cap = {status for status, field in SNAPSHOT_FIELDS.items()
+                    if fresh and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP}
+    caps = {status: 0 if status in far_past_cap else COUNT_CAP for status in q.KEY_STATUSES}
+    counted = panels.load(q.count_keys_by_state, get_target().tables, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
+                          caps=caps, index="index_keys_updated")
+    if not counted.ok:
+        return panels.Panel(problem=counted.problem, message=counted.message, index_sql=counted.index_sql,
+                            index_why=counted.index_why)
+    tabs = []
+    for status in q.KEY_STATUSES:
+        value = getattr(counted.value, status)
+        more = status in far_past_cap or value > COUNT_CAP
+        from_snapshot = getattr(snapshot, SNAPSHOT_FIELDS[status]) \
+            if more and snapshot is not None and status in SNAPSHOT_FIELDS else None
+        tabs.append(Tab(status, LABELS[status], COUNT_CAP if status in far_past_cap else min(value, COUNT_CAP),
+                        more, from_snapshot, snapshot.taken_at if from_snapshot is not None else None,
+                        status == current))
+    return panels.Panel(value=tabs)
+
+
+def counts_json(tabs: list[Tab]) -> dict[str, Any]:
+    return {t.status: {"count": t.count, "more": t.more, "snapshot": t.snapshot, "snapshot_at": t.snapshot_at}
+            for t in tabs}

@@ -1,0 +1,61 @@
+"""Triage notes on a key (`POST /api/v1/keys/notes`, and the form on the key page): who, when, what.
+
+A note and its audit row are one statement (queries/notes.sql), so it shows in the key's history and in /audit
+or nowhere. Writing one is an operator action, like a reclassification: refused to viewers and in read-only mode.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Mapping
+
+from flask import Blueprint, abort, jsonify, redirect, request
+
+from dashboard import inputs
+from dashboard.auth import current_user, json_action, operator_required
+from dashboard.db import get_target
+from dashboard.inputs import ActionError
+from dashboard.keys import key_url
+from queries import notes as q
+
+bp = Blueprint("notes", __name__)
+
+
+def parse_note(data: Any) -> tuple[str, str, str]:
+    if not isinstance(data, Mapping):
+        raise ActionError(400, 'send a JSON object: {"scope": "...", "key": "...", "text": "..."}')
+    scope = inputs.text(data, "scope", required=True)
+    key = inputs.text(data, "key", required=True, max_length=100_000)
+    text = (inputs.text(data, "text", max_length=q.MAX_NOTE) or "").strip()
+    if not text:
+        raise ActionError(400, "text is required: what you found or did, for the next person on call")
+    return scope, key, text  # type: ignore[return-value]
+
+
+def write_note(scope: str, key: str, text: str) -> q.Note:
+    target = get_target()
+    with target.write() as conn:
+        note = q.insert_triage_note(conn, target.tables, scope, key, author=current_user().name, text=text)
+    if note is None:
+        raise ActionError(404, f"no key {key!r} in scope {scope!r}: a note needs a key that exists")
+    return note
+
+
+@bp.post("/api/v1/keys/notes")
+@json_action
+def api():
+    try:
+        note = write_note(*parse_note(request.get_json(silent=True)))
+    except ActionError as exc:
+        return jsonify({"error": exc.message}), exc.status
+    return jsonify(asdict(note)), 201
+
+
+@bp.post("/keys/notes")
+@operator_required
+def form():
+    try:
+        scope, key, text = parse_note(request.form)
+        note = write_note(scope, key, text)
+    except ActionError as exc:
+        abort(exc.status, exc.message)
+    return redirect(key_url(scope, key, noted=note.note_id, _anchor="history"), code=303)

@@ -1,0 +1,79 @@
+"""One outbox row (`/outbox/<id>`), the likely poison rows (`/outbox/poison`), the outbox backlog runbook, and
+their JSON twins."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict
+from datetime import datetime, timezone
+
+from flask import Blueprint, abort, jsonify
+
+from dashboard import panels, params
+from dashboard.db import get_target
+from dashboard.keys import key_url, runbook_url
+from dashboard.web import render
+from queries import outbox as q
+from queries.runbook import outbox_inspection_sql
+
+bp = Blueprint("outbox_rows", __name__)
+
+
+def _row(outbox_id: uuid.UUID) -> q.OutboxDetail:
+    row = panels.require(panels.load(q.get_outbox_row, get_target().tables, outbox_id))
+    if row is None:
+        abort(404, f"no outbox row {outbox_id}: it may have been published and purged "
+                   "(published rows are kept IDEMDASH_OUTBOX_RETENTION_DAYS)")
+    return row
+
+
+@bp.get("/outbox/<uuid:outbox_id>")
+def detail_page(outbox_id: uuid.UUID):
+    return render("outbox_row.html", None, row=_row(outbox_id), poison_min=q.POISON_MIN_ATTEMPTS,
+                  runbook=runbook_url("", "", "outbox_backlog", kind="outbox-backlog"))
+
+
+@bp.get("/api/v1/outbox/<uuid:outbox_id>")
+def detail_api(outbox_id: uuid.UUID):
+    row = _row(outbox_id)
+    return jsonify(asdict(row) | {
+        "key_url": key_url(row.idempotency_scope, row.idempotency_key),
+        "likely_poison": row.status == "pending" and row.attempt_count >= q.POISON_MIN_ATTEMPTS,
+    })
+
+
+def _poison():
+    min_attempts = params.integer("min_attempts", minimum=q.POISON_MIN_ATTEMPTS, maximum=1_000_000,
+                                  default=q.POISON_MIN_ATTEMPTS)
+    limit = params.integer("limit", minimum=1, maximum=500, default=50)
+    after = params.cursor()
+    try:
+        # a malformed cursor raises ValueError from inside the query function: bad input, 400
+        panel = panels.load(q.list_outbox_poison, get_target().tables, min_attempts=min_attempts, after=after,
+                            limit=limit, index="index_outbox_poison")
+    except ValueError as exc:
+        abort(400, str(exc))
+    return min_attempts, limit, after, panel
+
+
+@bp.get("/outbox/poison")
+def poison_page():
+    min_attempts, limit, after, panel = _poison()
+    return render("outbox_poison.html", "poison_panel", min_attempts=min_attempts, limit=limit, after=after,
+                  panel=panel, poison_min=q.POISON_MIN_ATTEMPTS, as_of=datetime.now(timezone.utc),
+                  runbook=runbook_url("", "", "outbox_backlog", kind="outbox-backlog"))
+
+
+@bp.get("/api/v1/outbox/poison")
+def poison_api():
+    min_attempts, limit, after, panel = _poison()
+    page = panels.require(panel)
+    return jsonify({"items": [asdict(row) for row in page.items], "next_cursor": page.next_cursor,
+                    "min_attempts": min_attempts,
+                    "definitions": {"items": f"pending outbox rows with attempt_count >= min_attempts (at least "
+                                             f"{q.POISON_MIN_ATTEMPTS}), oldest first"}})
+
+
+@bp.get("/runbook/outbox-backlog")
+def runbook():
+    return render("runbook_outbox.html", None, inspection=outbox_inspection_sql(get_target().tables),
+                  poison_min=q.POISON_MIN_ATTEMPTS)
