@@ -133,6 +133,13 @@ def test_each_database_has_its_own_pages_and_numbers(two, make_app):
     assert alpha.select_one(".env-band") is None and not alpha.title.get_text().startswith("[")
     assert alpha.select_one(".topbar .dbname").get_text().endswith(two["alpha"].rsplit("dbname=", 1)[-1].split()[0])
 
+    # the header's search looks in this database only, and its answer links stay in it
+    found = client.get("/api/v1/db/beta/search?q=beta-3").get_json()
+    assert found["match"] == "exact" and [i["url"] for i in found["items"]] == ["/db/beta/keys/payments/beta-3"]
+    assert client.get("/api/v1/db/alpha/search?q=beta-3").get_json()["match"] == "none"
+    jump = client.get("/db/beta/search?q=beta-3")
+    assert jump.status_code in (302, 303) and jump.headers["Location"].endswith("/db/beta/keys/payments/beta-3")
+
     unknown = client.get("/api/v1/db/gamma/overview")
     assert unknown.status_code == 404 and "alpha, beta" in unknown.get_json()["error"]
 
@@ -150,6 +157,12 @@ def test_an_action_under_a_database_changes_that_database_only(two, make_app, co
     # the answer's links point at beta
     detail = client.get("/api/v1/db/beta/keys/payments/beta-0").get_json()
     assert detail["key"]["status"] == "failed_final"
+    # a note too is written in beta, with its audit row
+    note = client.post("/api/v1/db/beta/keys/notes", json={"scope": "payments", "key": "beta-1", "text": "INC-1 seen"})
+    assert note.status_code == 201, note.get_json()
+    with psycopg.connect(two["beta"]) as beta:
+        assert beta.execute("SELECT count(*) FROM idemdash.audit_log WHERE action = 'note'").fetchone()[0] == 1
+    assert conn.execute("SELECT count(*) FROM idemdash.audit_log").fetchone()[0] == 0
 
 
 def test_the_runbook_link_can_name_the_database(two, make_app):
