@@ -125,3 +125,15 @@ def crontab(raw: str) -> str:
     except ValueError as exc:
         raise ValueError(f"expected a crontab line such as '*/15 * * * *' or 'off', got {raw!r} ({exc})") from None
     return value
+
+
+def percent(raw: str) -> int:
+    """A whole percentage from 1 to 100 (a trailing ``%`` is allowed)."""
+    text = raw.strip().removesuffix("%").strip()
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"expected a percentage from 1 to 100, got {raw!r}") from None
+    if not 1 <= value <= 100:
+        raise ValueError(f"expected a percentage from 1 to 100, got {raw!r}")
+    return value

@@ -49,3 +49,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (claimed_at) WHER
 -- index_keys_held --
 -- Keys held for review (needs_review): their list and the overview's count, without reading every processing key.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NULLS FIRST, idempotency_scope, idempotency_key) WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review'
+
+-- index_keys_due --
+-- The keys purge: terminal keys in the order they expire, so a run reads only the keys that are due (without it every run walks the whole primary key).
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (expires_at, idempotency_scope, idempotency_key) WHERE status IN ('succeeded', 'failed_final')
