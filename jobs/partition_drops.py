@@ -56,7 +56,8 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
     """Drop (dry run: list) every partition of the table whose rows are all eligible.
 
     Returns an outcome when the run must stop here ('budget_exhausted'), else None, and the qualified names of
-    the partitions whose rows are accounted for (a dry run's would-drop partitions: its batches skip them).
+    the partitions batches need not visit: a dry run's would-drop partitions (their rows are counted), and
+    partitions of the due column itself whose range starts at or after the cutoff (none of their rows can be due).
     """
     conn = ctx.work_conn
     parts = qp.list_table_partitions(conn, ctx.tables, ctx.table)
@@ -76,7 +77,7 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
     cutoffs = qp.get_purge_cutoffs(conn, s.inbox_retention_days, s.outbox_retention_days)
     cutoff = getattr(cutoffs, ctx.table)
     concurrent = conn.info.server_version >= qp.CONCURRENT_DETACH_VERSION and not any(p.is_default for p in parts)
-    accounted: set[str] = set()
+    accounted = {p.qualified for p in parts if p.nothing_due(ctx.table, cutoff)}
     for part in parts:
         if not part.droppable_by(ctx.table) or part.bound_to is None or part.bound_to > cutoff or part.detach_pending:
             continue

@@ -22,9 +22,11 @@ from psycopg import sql
 from queries import Tables, statement
 from queries.db import select_all, select_one
 
-# The time columns a table may be range-partitioned by for whole partitions to be dropped (DESIGN section 5).
+# The time columns a table may be range-partitioned by for whole partitions to be dropped (DESIGN section 5) ...
 DROP_COLUMNS = {"keys": ("expires_at", "created_at"), "inbox": ("processed_at",),
                 "outbox": ("created_at", "published_at")}
+# ... and the one of them that says when a row is due: a partition of it starting after the cutoff holds nothing due.
+DUE_COLUMN = {"keys": "expires_at", "inbox": "processed_at", "outbox": "published_at"}
 TIMESTAMPTZ = "timestamp with time zone"
 # DETACH PARTITION ... CONCURRENTLY exists from PostgreSQL 14
 CONCURRENT_DETACH_VERSION = 140000
@@ -57,6 +59,11 @@ class Partition:
         """Partitioned on a time column whose range alone can say a partition is wholly past the cutoff."""
         return (self.single_column_range and self.key_column in DROP_COLUMNS[table] and self.key_type == TIMESTAMPTZ
                 and not self.is_default)
+
+    def nothing_due(self, table: str, cutoff: datetime) -> bool:
+        """Partitioned by the due column itself and starting at or after the cutoff: no row in it can be due."""
+        return (self.droppable_by(table) and self.key_column == DUE_COLUMN[table] and not self.subpartitioned
+                and self.bound_from is not None and self.bound_from >= cutoff)
 
     def identifiers(self) -> dict[str, sql.Composable]:
         return {"parent": sql.Identifier(self.parent_schema, self.parent_name),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import psycopg
+from psycopg import sql
 
 from queries import statement
 from queries.db import select_all, select_one
@@ -117,3 +118,27 @@ def set_purge_timeouts(conn: psycopg.Connection, statement_timeout_ms: int, lock
     """SET LOCAL statement_timeout and lock_timeout (call inside the batch's transaction)."""
     conn.execute(statement("set_purge_timeouts"),
                  {"statement_ms": str(statement_timeout_ms), "lock_ms": str(lock_timeout_ms)})
+
+
+@dataclass(frozen=True)
+class ServerSetting:
+    name: str
+    setting: str
+    unit: str | None
+    choices: list[str]
+    default_value: str | None
+    source: str
+
+
+def list_delete_settings(conn: psycopg.Connection) -> dict[str, ServerSetting]:
+    """wal_compression, checkpoint_timeout, max_wal_size and full_page_writes as the server has them."""
+    return {s.name: s for s in select_all(conn, statement("list_delete_settings"), None, ServerSetting)}
+
+
+def fix_wal_compression(method: str) -> str:
+    return statement("fix_wal_compression", method=sql.Literal(method)).as_string(None)
+
+
+def fix_checkpoint_spacing(timeout: str, wal_size: str) -> str:
+    return statement("fix_checkpoint_spacing", timeout=sql.Literal(timeout),
+                     wal_size=sql.Literal(wal_size)).as_string(None)

@@ -110,3 +110,22 @@ WITH keep AS (
     DELETE FROM idemdash.purge_run WHERE run_id IN (SELECT run_id FROM old) RETURNING 1
 )
 SELECT count(*)::int AS deleted FROM gone
+
+-- list_delete_settings --
+-- The server settings that decide how much WAL a purge's deletes write: full-page image compression and how far apart checkpoints are.
+SELECT name, setting, unit, coalesce(enumvals, ARRAY[]::text[]) AS choices, boot_val AS default_value,
+       source
+FROM pg_catalog.pg_settings
+WHERE name IN ('wal_compression', 'checkpoint_timeout', 'max_wal_size', 'full_page_writes')
+ORDER BY name
+
+-- fix_wal_compression --
+-- The statements that have the server compress full-page images in the WAL (shown, never run by idemdash).
+ALTER SYSTEM SET wal_compression = {method};
+SELECT pg_reload_conf()
+
+-- fix_checkpoint_spacing --
+-- The statements that space checkpoints further apart, so fewer changes log a whole page (shown, never run by idemdash).
+ALTER SYSTEM SET checkpoint_timeout = {timeout};
+ALTER SYSTEM SET max_wal_size = {wal_size};
+SELECT pg_reload_conf()
