@@ -92,8 +92,8 @@ def purge(database_url: str, tables: tuple[str, ...], dry_run: bool) -> None:
             click.echo(f"        {result.partitions_dropped} partition(s) dropped whole")
         if result.method:
             click.echo(f"        batches {METHODS.get(result.method, result.method)}"
-                       + ("; `idemdash check` names the index that would spare reading the whole table"
-                          if result.method == "primary_key" else ""))
+                       + (" (no index gave the due rows in order; on a big table `idemdash check` names the one "
+                          "that would)" if result.method == "primary_key" else ""))
         if result.outcome == "budget_exhausted":
             click.echo("        time budget (IDEMDASH_PURGE_TIME_BUDGET_SECONDS) used up; the next run carries on")
         if result.error:

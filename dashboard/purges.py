@@ -39,7 +39,7 @@ DELETES = {
     "outbox": "Published outbox rows whose published_at is older than the retention; never pending rows.",
 }
 LABELS = {"keys": "Idempotency keys", "inbox": "Inbox", "outbox": "Outbox"}
-METHODS = {"due_index": "through the index of due rows", "primary_key": "walking the whole primary key"}
+METHODS = {"due_index": "through the index of due rows", "primary_key": "walking the primary key"}
 
 
 @dataclass(frozen=True)

@@ -73,10 +73,10 @@ def create_app_schema(conn: psycopg.Connection, tables: Tables, status_type: Sta
             conn.execute(statement("create_app_status_enum", tables, status_enum=enum))
         if partitioned:
             conn.execute(statement("create_app_partitioned_tables", tables))
-            conn.execute(statement(
-                "create_app_partitioned_indexes", tables,
-                inbox_index=sql.Identifier(ADVICE["index_inbox_processed"].index_name(tables)),
-                outbox_index=sql.Identifier(ADVICE["index_outbox_published"].index_name(tables))))
+            # every recommended index of the two, now: CREATE INDEX CONCURRENTLY cannot build them later
+            for advice in ADVICE.values():
+                if advice.table in PARTITIONED_TABLES:
+                    conn.execute(advice.create_statement_in_transaction(tables))
         conn.execute(statement("create_app_tables", tables, status_type=enum if status_type == "enum" else sql.SQL("text")))
         conn.execute(statement("create_app_functions", tables))
         if partitioned:

@@ -446,8 +446,3 @@ SELECT to_regprocedure(%(signature)s) IS NOT NULL AS present
 -- fix_create_time_partitions --
 -- The call that makes the next week's daily partitions of a partitioned reference table now (shown, never run by idemdash).
 SELECT {schema}.create_time_partitions({table}, now(), now() + interval '7 days', {unique_columns})
-
--- create_app_partitioned_indexes --
--- The purge indexes of the partitioned inbox and outbox (idemdash's recommended ones, under their names), built with the tables: on a partitioned table CREATE INDEX CONCURRENTLY is not possible later.
-CREATE INDEX IF NOT EXISTS {inbox_index} ON {inbox} (processed_at, consumer_name);
-CREATE INDEX IF NOT EXISTS {outbox_index} ON {outbox} (published_at, event_type) WHERE published_at IS NOT NULL
