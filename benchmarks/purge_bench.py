@@ -190,65 +190,75 @@ def _load(conn: psycopg.Connection, tables: Tables, total: int, due: int, due_in
 # ---------------------------------------------------------------------------------------------- (c) latency
 
 def latency(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> None:
-    from workload.simulator import Simulator
-
     tables = Tables(schema=SCHEMA)
     total = args.rows + args.live_rows
     rows = []
     with psycopg.connect(url, autocommit=True) as conn:
         out(f"machine: {d.describe_machine(d.machine(conn))}")
         for method in args.methods.split(","):
-            for duty in [int(x) for x in args.duty_cycles.split(",")]:
-                config = bench_settings(url, args, PURGE_DUTY_CYCLE=duty)
-                _load(conn, tables, total, args.rows, due_index=method == "due_index")
-                alone = measure_run(conn, tables, config)
-                assert alone["result"].method == method, alone["result"]
-                _load(conn, tables, total, args.rows, due_index=method == "due_index")
-                as_of = conn.execute("SELECT now() + interval '10 minutes'").fetchone()[0]
-                live = d.count_keys(conn, tables, as_of).live
-                simulator = Simulator(url, tables, rate=args.rate, clients=args.clients, seed=7)
-                probe = d.Probe(url, tables, args.probe_interval_ms / 1000)
-                simulator.start()
-                probe.start()
-                time.sleep(3)  # warm-up
-                load_start = d.load_average()
-                t0 = time.monotonic()
-                time.sleep(args.baseline_seconds)
-                before = (t0, time.monotonic())
-                busy = measure_run(conn, tables, config)
-                t1 = time.monotonic()
-                time.sleep(args.baseline_seconds)
-                after = (t1, time.monotonic())
-                load_end = d.load_average()
-                probe.stop.set()
-                probe.join(10)
-                simulator.stop()
-                # the workload's own keys come and go; the loaded ones must all be there
-                assert d.count_keys(conn, tables, as_of).live[:2] >= live[:2], "the purge touched a live key"
-                windows = {"before": probe.window(*before), "during": probe.window(busy["started"], busy["ended"]),
-                           "after": probe.window(*after)}
-                p = {k: (d.percentile(v, 50) * 1000, d.percentile(v, 99) * 1000, len(v)) for k, v in windows.items()}
-                rows.append((method, duty, alone, busy, p, load_start, load_end))
-                out(f"{method} duty {duty}%: alone {alone['result'].rows / alone['seconds']:,.0f} rows/s, under load "
-                    f"{busy['result'].rows / busy['seconds']:,.0f} rows/s, p99 {p['before'][1]:.2f} → "
-                    f"{p['during'][1]:.2f} ms ({d.load_average()})")
+            for size in [int(x) for x in args.batch_sizes.split(",")]:
+                for duty in [int(x) for x in args.duty_cycles.split(",")]:
+                    config = bench_settings(url, args, PURGE_DUTY_CYCLE=duty, PURGE_BATCH_SIZE=size)
+                    row = _latency_run(conn, tables, url, args, config, method, total)
+                    rows.append((method, size, duty, *row))
+                    alone, busy, p = row[:3]
+                    out(f"{method} batch {size} duty {duty}%: alone {alone['result'].rows / alone['seconds']:,.0f} "
+                        f"rows/s, under load {busy['result'].rows / busy['seconds']:,.0f} rows/s, p99 "
+                        f"{p['before'][1]:.2f} → {p['during'][1]:.2f} ms ({d.load_average()})")
     out("")
-    out(f"purge settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms (jittered); "
+    out(f"purge settings: pause {config['PURGE_PAUSE_MS']} ms (jittered); "
         f"workload: simulator {args.rate:g} req/s x {args.clients} clients, probe claim every "
         f"{args.probe_interval_ms:g} ms; {args.rows:,} due keys among {total:,}")
     out("")
-    out("| batches through | duty cycle | alone: rows/s | alone: WAL per row | under load: rows/s | claim p50 / p99 "
-        "before | during | after | p99 during / before | load average (start → end) |")
-    out("|---|---:|---:|---:|---:|---|---|---|---:|---|")
-    for method, duty, alone, busy, p, load_start, load_end in rows:
+    out("| batches through | batch | duty cycle | alone: rows/s | alone: WAL per row (most in one batch) | under load: "
+        "rows/s | claim p50 / p99 before | during | after | p99 during / before | load average (start → end) |")
+    out("|---|---:|---:|---:|---:|---:|---|---|---|---:|---|")
+    for method, size, duty, alone, busy, p, load_start, load_end in rows:
         a, b = alone["result"], busy["result"]
-        out(f"| {method} | {duty} % | {a.rows / alone['seconds']:,.0f} | {alone['wal'] / max(a.rows, 1):,.0f} B | "
+        out(f"| {method} | {size:,} | {duty} % | {a.rows / alone['seconds']:,.0f} | "
+            f"{alone['wal'] / max(a.rows, 1):,.0f} B ({alone['burst'] / 2**20:,.1f} MiB) | "
             f"{b.rows / busy['seconds']:,.0f} | {p['before'][0]:.2f} / {p['before'][1]:.2f} ms "
             f"({p['before'][2]:,}) | {p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | "
             f"{p['after'][0]:.2f} / {p['after'][1]:.2f} ms ({p['after'][2]:,}) | "
             f"**{p['during'][1] / p['before'][1]:.2f}x** | {load_start} → {load_end} |")
     out("")
     out(f"`uptime` at the end: {d.uptime()}")
+
+
+def _latency_run(conn: psycopg.Connection, tables: Tables, url: str, args: argparse.Namespace,
+                 config: dict[str, Any], method: str, total: int):
+    """One configuration: a run alone, then one under the claim workload between two windows without."""
+    from workload.simulator import Simulator
+
+    _load(conn, tables, total, args.rows, due_index=method == "due_index")
+    alone = measure_run(conn, tables, config)
+    assert alone["result"].method == method, alone["result"]
+    _load(conn, tables, total, args.rows, due_index=method == "due_index")
+    as_of = conn.execute("SELECT now() + interval '10 minutes'").fetchone()[0]
+    live = d.count_keys(conn, tables, as_of).live
+    simulator = Simulator(url, tables, rate=args.rate, clients=args.clients, seed=7)
+    probe = d.Probe(url, tables, args.probe_interval_ms / 1000)
+    simulator.start()
+    probe.start()
+    time.sleep(3)  # warm-up
+    load_start = d.load_average()
+    t0 = time.monotonic()
+    time.sleep(args.baseline_seconds)
+    before = (t0, time.monotonic())
+    busy = measure_run(conn, tables, config)
+    t1 = time.monotonic()
+    time.sleep(args.baseline_seconds)
+    after = (t1, time.monotonic())
+    load_end = d.load_average()
+    probe.stop.set()
+    probe.join(10)
+    simulator.stop()
+    # the workload's own keys come and go; the loaded ones must all be there
+    assert d.count_keys(conn, tables, as_of).live[:2] >= live[:2], "the purge touched a live key"
+    windows = {"before": probe.window(*before), "during": probe.window(busy["started"], busy["ended"]),
+               "after": probe.window(*after)}
+    p = {k: (d.percentile(v, 50) * 1000, d.percentile(v, 99) * 1000, len(v)) for k, v in windows.items()}
+    return alone, busy, p, load_start, load_end
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -273,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="mostly-due: runs")
     parser.add_argument("--methods", default="primary_key,due_index", help="latency: which batch orders")
     parser.add_argument("--duty-cycles", default="50", help="latency: IDEMDASH_PURGE_DUTY_CYCLE values to try")
+    parser.add_argument("--batch-sizes", default="5000", help="latency: IDEMDASH_PURGE_BATCH_SIZE values to try")
     parser.add_argument("--rate", type=float, default=200.0, help="simulator requests/s")
     parser.add_argument("--clients", type=int, default=4, help="simulator client threads")
     parser.add_argument("--probe-interval-ms", type=float, default=5.0, help="time between probe claims")

@@ -28,6 +28,7 @@ from psycopg import errors
 from jobs.db import describe_error
 from jobs.purge_batches import RunContext
 from queries import partitions as qp
+from queries import purges as q
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
             continue
         if time.monotonic() >= ctx.deadline:
             return "budget_exhausted", accounted
+        q.check_purge_connection(ctx.lock_conn)  # lost it: the lock is gone, so stop before another partition
         try:
             with conn.transaction():
                 qp.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import AbstractSet, Callable
 
 import psycopg
 from psycopg import errors, sql
@@ -71,9 +71,9 @@ class Unit:
     order: str
 
 
-def plan_units(ctx: RunContext, skip: set[str] = frozenset()) -> list[Unit]:  # type: ignore[assignment]
+def plan_units(ctx: RunContext, skip: AbstractSet[str] = frozenset()) -> list[Unit]:
     """The tables to run batches on, each with the order its indexes allow; ``skip``: qualified names of
-    partitions whose rows are already accounted for (a dry run's partitions it would drop)."""
+    partitions batches need not visit (``jobs.partition_drops.drop_partitions`` says which)."""
     if not qp.list_table_partitions(ctx.work_conn, ctx.tables, ctx.table):
         return [Unit(None, None, _order(ctx, None, None))]
     return [Unit(leaf.identifier, leaf.partition_name, _order(ctx, leaf.identifier, leaf.partition_name))
