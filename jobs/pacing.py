@@ -4,9 +4,10 @@ smaller batches after a timeout.
 - **Duty cycle** (``IDEMDASH_PURGE_DUTY_CYCLE``, p percent): after a batch that took t seconds the run pauses at
   least t × (100 − p) / p, so batches hold at most p % of the run's wall time, however fast or slow the server
   is today. ``IDEMDASH_PURGE_PAUSE_MS`` (jittered) is the least pause.
-- **Slow batches**: a batch whose time per row is more than ``SLOW_FACTOR`` times the usual (a moving average
-  over this run's batches) met lock waits, I/O or a busy server: the next batch is half the size and the pause
-  is longer by what the batch took. Later normal batches grow the size back.
+- **Slow batches**: a batch that took more than ``SLOW_FACTOR`` times the usual for its size (a moving average
+  over this run's batches of that size: a smaller batch costs more per row, since each has a fixed cost of its
+  own) met lock waits, I/O or a busy server: the next batch is half the size and the pause is longer by what
+  the batch took. A normal batch grows the size back.
 - **Timeouts**: a batch that hit ``statement_timeout`` or ``lock_timeout`` halves the size, and the size stays at
   most that for the rest of the run (a size that timed out will again).
 """
@@ -33,8 +34,8 @@ class Pacer:
     pause_ms: int            # the least pause (jittered)
     size: int = field(init=False)
     ceiling: int = field(init=False)       # lowered by timeouts for the rest of the run
-    usual: float | None = None             # seconds per row of a normal batch (moving average)
-    normal_batches: int = 0
+    usual: dict[int, float] = field(default_factory=dict)   # batch size -> seconds per row (moving average)
+    normal: dict[int, int] = field(default_factory=dict)    # batch size -> normal batches seen
     slow_batches: int = 0
 
     def __post_init__(self) -> None:
@@ -43,16 +44,18 @@ class Pacer:
     def after_batch(self, seconds: float, taken: int) -> float:
         """Seconds to pause after a committed batch that took ``seconds`` for ``taken`` rows; sets the next size."""
         pause = self._least_pause() + seconds * (1 - self.duty_cycle) / self.duty_cycle
-        if taken < max(1, COMPARABLE_SHARE * self.size):
+        size = self.size
+        if taken < max(1, COMPARABLE_SHARE * size):
             return pause
         per_row = seconds / taken
-        if self.usual is not None and self.normal_batches >= SETTLE_BATCHES and per_row > SLOW_FACTOR * self.usual:
+        usual = self.usual.get(size)
+        if usual is not None and self.normal.get(size, 0) >= SETTLE_BATCHES and per_row > SLOW_FACTOR * usual:
             self.slow_batches += 1
-            self.size = max(self.floor, self.size // 2)
+            self.size = max(self.floor, size // 2)
             return pause + seconds
-        self.usual = per_row if self.usual is None else (1 - AVERAGE_WEIGHT) * self.usual + AVERAGE_WEIGHT * per_row
-        self.normal_batches += 1
-        self.size = min(self.ceiling, self.size * 2)
+        self.usual[size] = per_row if usual is None else (1 - AVERAGE_WEIGHT) * usual + AVERAGE_WEIGHT * per_row
+        self.normal[size] = self.normal.get(size, 0) + 1
+        self.size = min(self.ceiling, size * 2)
         return pause
 
     def after_timeout(self) -> bool:

@@ -54,18 +54,37 @@ def test_a_batch_slower_than_usual_halves_the_next_and_pauses_longer_then_the_si
     for _ in range(SETTLE_BATCHES):
         assert pacer.after_batch(0.1, 1000) == pytest.approx(0.1)
     assert (pacer.size, pacer.slow_batches) == (1000, 0)
-    # five times slower per row than usual: lock waits, I/O
+    # five times slower than usual for its size: lock waits, I/O
     assert pacer.after_batch(0.5, 1000) == pytest.approx(0.5 + 0.5)
     assert (pacer.size, pacer.slow_batches) == (500, 1)
-    assert pacer.after_batch(0.4, 500) == pytest.approx(0.4 + 0.4)   # still slow: halves again
-    assert pacer.size == 250
-    pacer.after_batch(0.025, 250)   # normal again
+    # a half batch costs more per row than a whole one (each batch has a fixed cost): it is not compared with
+    # the whole ones, and being normal for its size, the size grows back
+    assert pacer.after_batch(0.08, 500) == pytest.approx(0.08)
+    assert (pacer.size, pacer.slow_batches) == (1000, 1)
+    pacer.after_batch(0.5, 1000)    # still slow at the full size: halves again
     assert pacer.size == 500
-    pacer.after_batch(0.05, 500)
-    pacer.after_batch(0.1, 1000)
+    pacer.after_batch(0.07, 500)
+    pacer.after_batch(0.1, 1000)    # normal again
     assert pacer.size == 1000       # never beyond the configured size
     # the usual speed was not dragged up by the slow batches
-    assert pacer.usual == pytest.approx(0.0001)
+    assert pacer.usual[1000] == pytest.approx(0.0001)
+
+
+def test_small_batches_that_cost_more_per_row_do_not_shrink_the_size_to_the_floor():
+    # each batch has a fixed cost (planning, round trips, the commit): 10 ms, plus 3 µs a row
+    def cost(rows: int) -> float:
+        return 0.010 + rows * 0.000003
+
+    pacer = Pacer(batch_size=1000, floor=100, duty_cycle=1.0, pause_ms=0)
+    for _ in range(SETTLE_BATCHES):
+        pacer.after_batch(cost(1000), 1000)
+    pacer.after_batch(5 * cost(1000), 1000)   # two slow ones in a row (a checkpoint, say)
+    pacer.after_batch(5 * cost(500), 500)
+    assert pacer.size == 1000   # the 500-row one had no usual of its own yet: normal, and the size grew back
+    for _ in range(20):
+        size = pacer.size
+        pacer.after_batch(cost(size), size)
+    assert (pacer.size, pacer.slow_batches) == (1000, 1)
 
 
 def test_a_small_last_batch_says_nothing_about_speed():
