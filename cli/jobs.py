@@ -9,8 +9,51 @@ import time
 import click
 
 from cli.common import databases_option, heading, load_settings, preflight, targets
-from jobs.purge_run import TABLES, run_purge
+from jobs.purge_run import TABLES, PartitionEvent, run_purge
 from jobs.scheduler import run_blocking
+
+
+# Without a terminal (a log, a pipe), one progress line for the first batch and then every this many.
+PROGRESS_EVERY = 10
+METHODS = {"due_index": "through the index of due rows", "primary_key": "walking the primary key"}
+
+
+class _Progress:
+    """Rows, rate and elapsed time of one run as it goes: a line that updates in place on a terminal, one line
+    per ``PROGRESS_EVERY`` batches otherwise."""
+
+    def __init__(self, table: str, verb: str, live: bool) -> None:
+        self.table, self.verb, self.live = table, verb, live
+        self.started = time.monotonic()
+        self.width = 0
+        self.open = False
+
+    def batch(self, batches: int, rows: int) -> None:
+        if not self.live and batches != 1 and batches % PROGRESS_EVERY:
+            return
+        seconds = time.monotonic() - self.started
+        rate = rows / seconds if seconds > 0 else 0.0
+        line = (f"  {self.table}: {rows:,} rows {self.verb}, {rate:,.0f} rows/s, {seconds:.1f} s "
+                f"({batches:,} batch{'' if batches == 1 else 'es'})")
+        if self.live:
+            click.echo("\r" + line.ljust(self.width), nl=False)  # pad over a longer previous line
+            self.width = len(line)
+            self.open = True
+        else:
+            click.echo(line)
+
+    def partition(self, event: PartitionEvent) -> None:
+        self.end_line()
+        rows = f" ({event.rows:,} rows)" if event.rows is not None else ""
+        what = {"dropped": "dropped partition", "would_drop": "would drop partition",
+                "kept": "kept partition", "attached_again": "attached again partition",
+                "detached": "detached partition"}.get(event.action, event.action)
+        click.echo(f"  {self.table}: {what} {event.partition}{rows}" + (f": {event.detail}" if event.detail else ""))
+
+    def end_line(self) -> None:
+        if self.open:
+            click.echo()
+            self.open = False
 
 
 @click.command()
@@ -33,7 +76,8 @@ def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_
 def _purge(db, tables: tuple[str, ...], dry_run: bool) -> bool:
     """One database's purges; True when a run failed."""
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
-        logging.getLogger("jobs.purge_run").setLevel(logging.WARNING)  # the lines below say it all
+        for name in ("jobs.purge_run", "jobs.partition_drops"):
+            logging.getLogger(name).setLevel(logging.WARNING)  # the lines below say it all
     try:
         started_by = f"cli:{getpass.getuser()}"
     except Exception:  # no user name in this environment (some containers)
@@ -42,28 +86,25 @@ def _purge(db, tables: tuple[str, ...], dry_run: bool) -> bool:
     verb = "to delete" if dry_run else "deleted"
     results = []
     for table in [t for t in TABLES if not tables or t in tables]:
-        started = time.monotonic()
-        run_ids: list[int] = []
-
-        def on_batch(batches: int, rows: int, table: str = table) -> None:
-            line = f"  {table}: batch {batches}, {rows:,} rows {verb}"
-            if live:
-                click.echo("\r" + line, nl=False)
-            else:
-                click.echo(line)
-
+        progress = _Progress(table, verb, live)
         click.echo(f"{'dry run: counting' if dry_run else 'purging'} {table} ...")
         result = run_purge(db, table, dry_run=dry_run, started_by=started_by, by_person=True,
-                           on_start=run_ids.append, on_batch=on_batch)
-        if live and result.batches:
-            click.echo()
-        results.append((result, time.monotonic() - started))
+                           on_batch=progress.batch, on_partition=progress.partition)
+        progress.end_line()
+        results.append((result, time.monotonic() - progress.started))
 
     click.echo("")
     for result, seconds in results:
         run = f"run {result.run_id}" if result.run_id is not None else "not recorded"
+        rate = f", {result.rows / seconds:,.0f} rows/s" if seconds > 0 and result.rows else ""
         click.echo(f"{result.table:<7} {result.outcome:<17} {run:<12} {result.batches:>6,} batches "
-                   f"{result.rows:>12,} rows {verb}  {seconds:.1f}s")
+                   f"{result.rows:>12,} rows {verb}  {seconds:.1f}s{rate}")
+        if result.partitions_dropped:
+            click.echo(f"        {result.partitions_dropped} partition(s) dropped whole")
+        if result.method:
+            click.echo(f"        batches {METHODS.get(result.method, result.method)}"
+                       + (" (no index gave the due rows in order; on a big table `idemdash check` names the one "
+                          "that would)" if result.method == "primary_key" else ""))
         if result.outcome == "budget_exhausted":
             click.echo("        time budget (IDEMDASH_PURGE_TIME_BUDGET_SECONDS) used up; the next run carries on")
         if result.error:

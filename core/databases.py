@@ -31,7 +31,7 @@ PER_DATABASE = frozenset({
     "INBOX_RETENTION_DAYS", "OUTBOX_RETENTION_DAYS", "REPLAY_HORIZON", "STATEMENT_TIMEOUT_MS", "LOCK_TIMEOUT_MS",
     "SNAPSHOT_INTERVAL_SECONDS", "SNAPSHOT_RETENTION_DAYS", "POOL_MIN_SIZE", "POOL_MAX_SIZE",
     "POOL_TIMEOUT_SECONDS",
-}) | {name for name in BY_NAME if name.startswith("PURGE_")}
+}) | {name for name in BY_NAME if name.startswith(("PURGE_", "PARTITIONS_"))}
 
 
 @dataclass(frozen=True)

@@ -202,3 +202,15 @@ def bind(raw: str) -> str:
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"the port must be a number from 1 to 65535; {expected}")
     return value
+
+
+def percent(raw: str) -> int:
+    """A whole percentage from 1 to 100 (a trailing ``%`` is allowed)."""
+    text = raw.strip().removesuffix("%").strip()
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"expected a percentage from 1 to 100, got {raw!r}") from None
+    if not 1 <= value <= 100:
+        raise ValueError(f"expected a percentage from 1 to 100, got {raw!r}")
+    return value

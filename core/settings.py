@@ -136,6 +136,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Pause between purge batches, jittered between half and one and a half times this; `0`: none."),
     Setting("PURGE_TIME_BUDGET_SECONDS", 300, parsers.positive_int,
             "A purge run stops after this long with outcome `budget_exhausted`; the next run carries on."),
+    Setting("PURGE_DUTY_CYCLE", 50, parsers.percent,
+            "Most of the database's time one purge run may take, in percent: after a batch of t seconds the run "
+            "pauses at least t × (100 − p) / p (at 50, as long as the batch took), and longer after a batch slower "
+            "than usual (lock waits, I/O). `100`: only `IDEMDASH_PURGE_PAUSE_MS`."),
+    Setting("PURGE_HISTORY_RETENTION_DAYS", 90, parsers.positive_int,
+            "How long idemdash keeps its own purge-run history (`idemdash.purge_run` and the partitions each run "
+            "dropped); each run forgets older runs of its table, keeping the latest successful purge and dry run."),
     Setting("PURGE_KEYS_SCHEDULE", "*/15 * * * *", parsers.crontab,
             "When `idemdash scheduler` purges expired idempotency keys: a crontab line in UTC (weekdays as "
             "names, `mon-fri`), or `off`."),
@@ -144,6 +151,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("PURGE_OUTBOX_SCHEDULE", "37 * * * *", parsers.crontab,
             "When the scheduler purges published outbox rows older than `IDEMDASH_OUTBOX_RETENTION_DAYS` "
             "(crontab, UTC, or `off`)."),
+    Setting("PARTITIONS_SCHEDULE", "23 * * * *", parsers.crontab,
+            "When the scheduler creates upcoming partitions of the reference schema's partitioned inbox and outbox "
+            "(`idemdash init-app-schema --partitioned`): a crontab line in UTC, or `off`. Other tables are left "
+            "alone."),
+    Setting("PARTITIONS_AHEAD_DAYS", 7, parsers.positive_int,
+            "How many days of partitions that job keeps ready ahead of now, so that no insert ever finds no "
+            "partition for its row."),
     Setting("REPLAY_HORIZON", 86400, parsers.positive_duration,
             "The longest time a client or a queue may still retry or redeliver (client retry window, broker "
             "redelivery, manual replays), as a duration (`24h`, `2d`, `90m`, or seconds). An operator's "

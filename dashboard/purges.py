@@ -20,6 +20,7 @@ from dashboard.purge_start import StartError, start_purge
 from jobs.purge_run import RETENTION_SETTING
 from jobs.purge_run import TABLES as PURGE_TABLES
 from jobs.purges import SCHEDULE_SETTING, schedule_trigger
+from queries import partitions as qp
 from queries import purge_history as q
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ DELETES = {
     "outbox": "Published outbox rows whose published_at is older than the retention; never pending rows.",
 }
 LABELS = {"keys": "Idempotency keys", "inbox": "Inbox", "outbox": "Outbox"}
+METHODS = {"due_index": "through the index of due rows", "primary_key": "walking the primary key"}
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,20 @@ def _purges(flt: q.PurgeRunFilter | None = None, after: str | None = None, limit
     runs, running, statuses = _table_statuses(now)
     # The panels are separate reads: poll fast while any of them shows a run in progress.
     in_progress = bool(running.value) or any(r.outcome == "running" for r in (history.value.items if history.ok else []))
+    partitions = _partitions([r.run_id for r in history.value.items if r.partitions_dropped or r.dry_run]
+                             if history.ok else [])
     return {"as_of": now, "history": history, "flt": flt, "after": after, "limit": limit, "table_runs": runs,
-            "running": running, "tables": statuses, "poll": POLL_RUNNING if in_progress else POLL_IDLE}
+            "running": running, "tables": statuses, "poll": POLL_RUNNING if in_progress else POLL_IDLE,
+            "partitions": partitions, "methods": METHODS}
+
+
+def _partitions(run_ids: list[int]) -> dict[int, list[qp.PartitionRecord]]:
+    """What each of these runs did with partitions (dropped, would drop, kept), by run."""
+    found: dict[int, list[qp.PartitionRecord]] = {}
+    panel = panels.load(qp.list_run_partitions, run_ids) if run_ids else None
+    for record in (panel.value or []) if panel is not None else []:
+        found.setdefault(record.run_id, []).append(record)
+    return found
 
 
 def _page_args(flt: q.PurgeRunFilter, after: str | None, limit: int) -> dict[str, Any]:
@@ -259,10 +273,17 @@ def api():
     history = panels.require(data["history"])
     panels.require(data["table_runs"])
     panels.require(data["running"])
+    partitions = data["partitions"]
     return jsonify({
-        "items": [asdict(run) for run in history.items],
+        "items": [asdict(run) | {"partitions": [_partition_json(p) for p in partitions.get(run.run_id, [])]}
+                  for run in history.items],
         "next_cursor": history.next_cursor,
         "as_of": data["as_of"],
         "running": [asdict(run) for run in data["running"].value],
         "tables": [t.to_json() for t in data["tables"]],
     })
+
+
+def _partition_json(record: qp.PartitionRecord) -> dict[str, Any]:
+    return {"partition": f"{record.partition_schema}.{record.partition_name}", "action": record.action,
+            "rows": record.rows, "from": record.bound_from, "to": record.bound_to, "detail": record.detail}

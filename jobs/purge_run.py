@@ -8,14 +8,21 @@
 
 A run holds a session-level advisory lock for its table on a connection of its
 own (a second runner records ``skipped`` and returns at once), reaps runs of the
-table left ``running`` by a runner that died, then deletes batch by batch on a
-second connection: each batch one short transaction with ``SET LOCAL``
-``statement_timeout`` and ``lock_timeout``, rows taken in primary-key order
-after the previous batch's last key with ``FOR UPDATE SKIP LOCKED`` (a row an
-application transaction holds is left for the next run, never waited for), and
-the run's progress updated by the same statement. A batch that times out is
-rolled back and the batch size halves; a run stops at its time budget. A dry
-run counts the same rows in key-ordered chunks and deletes nothing.
+table left ``running`` by a runner that died, forgets its table's runs older than
+the history retention, then works on a second connection:
+
+1. a table range-partitioned by time first loses the partitions in which every row
+   is eligible (``jobs.partition_drops``);
+2. the rest goes in batches (``jobs.purge_batches``): each one short transaction
+   with ``SET LOCAL`` ``statement_timeout`` and ``lock_timeout``, rows taken in the
+   order they became due through an index of due rows (or, without one, along the
+   primary key) after the previous batch's last row with ``FOR UPDATE SKIP
+   LOCKED`` (a row an application transaction holds is left for the next run,
+   never waited for), the run's progress updated by the same statement, and paced
+   by a duty cycle (``jobs.pacing``).
+
+A run stops at its time budget. A dry run counts the same rows in the same order
+(and lists the partitions it would drop) and deletes nothing.
 
 A run that cannot reach the database, or loses it before its outcome is
 written, is kept in memory (``jobs.unrecorded``) and recorded with its real
@@ -24,36 +31,29 @@ times once the database answers: the next run writes it before it starts.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 import psycopg
-from psycopg import errors
 
-from core.settings import BY_NAME, ConfigError
 from jobs.db import describe_error, describe_outage, lost
+from jobs.partition_drops import PartitionEvent, drop_partitions
+from jobs.purge_batches import RunContext, plan_units, run_batches
+from jobs.purge_settings import RETENTION_SETTING, PurgeSettings, setting
 from jobs.unrecorded import UNRECORDED, UnrecordedRun
-from queries import Tables
+from queries import purge_batches as qb
 from queries import purges as q
 from queries.target import Target
 
 log = logging.getLogger(__name__)
 
+__all__ = ["OUTCOMES", "RETENTION_SETTING", "TABLES", "PartitionEvent", "PurgeResult", "PurgeSettings",
+           "describe_error", "run_purge", "setting"]
+
 TABLES = q.TABLES
 OUTCOMES = ("succeeded", "failed", "skipped", "budget_exhausted")
-# A timed-out batch halves the batch size down to this floor (or the configured size, if smaller) ...
-MIN_BATCH_SIZE = 100
-# ... and a run whose batches still time out this many times in a row at the floor gives up as failed.
-TIMEOUTS_AT_FLOOR = 3
-# Which setting holds each table's retention (keys carry their own expires_at) and schedule.
-RETENTION_SETTING = {"keys": None, "inbox": "INBOX_RETENTION_DAYS", "outbox": "OUTBOX_RETENTION_DAYS"}
-
-_DELETE = {"keys": q.delete_expired_keys, "inbox": q.delete_old_inbox_rows,
-           "outbox": q.delete_old_published_outbox_rows}
-_COUNT = {"keys": q.count_expired_keys, "inbox": q.count_old_inbox_rows, "outbox": q.count_old_published_outbox_rows}
 
 
 @dataclass(frozen=True)
@@ -63,55 +63,17 @@ class PurgeResult:
     table: str                # 'keys', 'inbox' or 'outbox'
     outcome: str              # 'succeeded' | 'failed' | 'skipped' | 'budget_exhausted'
     batches: int              # committed batches (dry run: counted chunks)
-    rows: int                 # rows deleted (dry run: rows that would be deleted)
+    rows: int                 # rows deleted (dry run: rows that would be deleted), dropped partitions' rows included
     dry_run: bool
     error: str | None
-
-
-@dataclass(frozen=True)
-class PurgeSettings:
-    batch_size: int
-    statement_timeout_ms: int
-    lock_timeout_ms: int
-    pause_ms: int
-    time_budget_seconds: float
-    retention_days: int | None
-    replay_horizon_seconds: int
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any], table: str) -> "PurgeSettings":
-        retention = RETENTION_SETTING[table]
-        return cls(
-            batch_size=_positive(config, "PURGE_BATCH_SIZE"),
-            statement_timeout_ms=_positive(config, "PURGE_STATEMENT_TIMEOUT_MS"),
-            lock_timeout_ms=_positive(config, "PURGE_LOCK_TIMEOUT_MS"),
-            pause_ms=setting(config, "PURGE_PAUSE_MS"),
-            time_budget_seconds=_positive(config, "PURGE_TIME_BUDGET_SECONDS"),
-            retention_days=_positive(config, retention) if retention else None,
-            replay_horizon_seconds=_positive(config, "REPLAY_HORIZON"),
-        )
-
-
-def setting(config: Mapping[str, Any], name: str) -> Any:
-    return config.get(name, BY_NAME[name].default)
-
-
-def _positive(config: Mapping[str, Any], name: str) -> Any:
-    value = setting(config, name)
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(f"{BY_NAME[name].env}: expected a positive number, got {value!r}")
-    return value
-
-
-@dataclass
-class _Progress:
-    batches: int = 0
-    rows: int = 0
+    method: str | None = None        # 'due_index' or 'primary_key': how the batches found their rows
+    partitions_dropped: int = 0      # whole partitions dropped (a dry run: none)
 
 
 def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_person: bool = False,
               on_start: Callable[[int], None] | None = None,
-              on_batch: Callable[[int, int], None] | None = None) -> PurgeResult:
+              on_batch: Callable[[int, int], None] | None = None,
+              on_partition: Callable[[PartitionEvent], None] | None = None) -> PurgeResult:
     """One purge run of ``table`` now; never raises for database trouble (the outcome says ``failed``).
 
     ``by_person``: started from the dashboard, the API or the command line (not the scheduler), so the run is
@@ -121,21 +83,22 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
     the database).
 
     ``on_start(run_id)`` is called as soon as the run's ``idemdash.purge_run`` row exists (also for a
-    skipped run); ``on_batch(batches, rows)`` after every committed batch with the running totals.
+    skipped run); ``on_batch(batches, rows)`` after every committed batch with the running totals;
+    ``on_partition(event)`` for each partition dropped, listed (dry run) or kept.
     """
     if table not in TABLES:
         raise ValueError(f"unknown purge table {table!r}: expected one of {', '.join(TABLES)}")
     settings = PurgeSettings.from_config(target.settings, table)
-    tables = target.tables
     dsn = target.dsn
-    progress = _Progress()
     run_id: int | None = None
+    ctx: RunContext | None = None
     lock_conn: psycopg.Connection | None = None
     work_conn: psycopg.Connection | None = None
     started = time.monotonic()
     started_at = datetime.now(timezone.utc)
     interrupted: BaseException | None = None
     unreachable = False
+    method = None
     try:
         lock_conn = target.connect(f"idemdash-purge-{table}")
         UNRECORDED.flush(lock_conn, dsn)  # runs from an outage first, before this one could call them dead
@@ -152,11 +115,17 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
         # We hold the table's lock, so no other runner is alive: any other 'running' row is a dead runner's.
         for dead in q.fail_dead_purge_runs(lock_conn, table, run_id):
             log.warning("purge %s: run %d was left 'running' by a runner that died; recorded as failed", table, dead)
+        forgotten = q.delete_old_purge_runs(lock_conn, table, settings.history_retention_days)
+        if forgotten:
+            log.info("purge %s: forgot %d run(s) older than %d days", table, forgotten,
+                     settings.history_retention_days)
         log.info("purge %s: run %d started%s by %s", table, run_id, " (dry run)" if dry_run else "", started_by)
         if on_start is not None:
             on_start(run_id)
         work_conn = target.connect(f"idemdash-purge-{table}-batches")
-        outcome, error = _batches(table, tables, settings, run_id, dry_run, work_conn, lock_conn, progress, on_batch)
+        ctx = RunContext(table, target.tables, settings, run_id, dry_run, work_conn, lock_conn,
+                         deadline=started + settings.time_budget_seconds, on_batch=on_batch)
+        outcome, error, method = _work(ctx, lambda: target.connect(f"idemdash-purge-{table}-detach"), on_partition)
     except Exception as exc:  # a purge never takes its caller (the scheduler, a web request) down with it
         # no run row and no connection: the database is unreachable, not merely refusing this statement
         unreachable = run_id is None and isinstance(exc, psycopg.OperationalError) and lost(lock_conn)
@@ -183,61 +152,26 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
         log.error("purge %s failed: %s (recorded when the database answers; %d run(s) waiting)", table, error,
                   waiting)
         return PurgeResult(None, table, outcome, 0, 0, dry_run, error)
-    log.info("purge %s: run %s %s: %d batch(es), %d row(s)%s in %.1fs", table, run_id, outcome, progress.batches,
-             progress.rows, " counted" if dry_run else " deleted", time.monotonic() - started)
-    return PurgeResult(run_id, table, outcome, progress.batches, progress.rows, dry_run, error)
+    progress = ctx.progress if ctx is not None else None
+    batches, rows = (progress.batches, progress.rows) if progress else (0, 0)
+    dropped = progress.partitions_dropped if progress else 0
+    log.info("purge %s: run %s %s: %d batch(es)%s, %d row(s)%s in %.1fs", table, run_id, outcome, batches,
+             f" ({method})" if method else "", rows, " counted" if dry_run else " deleted",
+             time.monotonic() - started)
+    return PurgeResult(run_id, table, outcome, batches, rows, dry_run, error, method, dropped)
 
 
-def _batches(table: str, tables: Tables, settings: PurgeSettings, run_id: int, dry_run: bool,
-             work_conn: psycopg.Connection, lock_conn: psycopg.Connection, progress: _Progress,
-             on_batch: Callable[[int, int], None] | None) -> tuple[str, str | None]:
-    deadline = time.monotonic() + settings.time_budget_seconds
-    size = settings.batch_size
-    floor = min(MIN_BATCH_SIZE, size)
-    step = _COUNT[table] if dry_run else _DELETE[table]
-    # keys carry their own expiry but stay while an operator's decision is within the replay horizon
-    extra = ({"replay_horizon_seconds": settings.replay_horizon_seconds} if settings.retention_days is None
-             else {"retention_days": settings.retention_days})
-    after = None
-    timeouts_at_floor = 0
-    while True:
-        if time.monotonic() >= deadline:
-            return "budget_exhausted", None
-        try:
-            with work_conn.transaction():
-                q.set_purge_timeouts(work_conn, settings.statement_timeout_ms, settings.lock_timeout_ms)
-                batch = step(work_conn, tables, run_id, size, after, **extra)
-        except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
-            # statement_timeout (or a cancel) or lock_timeout: nothing of this batch committed
-            what = "lock_timeout" if isinstance(exc, errors.LockNotAvailable) else "statement_timeout"
-            if size > floor:
-                size = max(floor, size // 2)
-                log.warning("purge %s run %d: a batch hit %s; batch size now %d", table, run_id, what, size)
-            else:
-                timeouts_at_floor += 1
-                if timeouts_at_floor >= TIMEOUTS_AT_FLOOR:
-                    return "failed", (f"{TIMEOUTS_AT_FLOOR} batches of {size} rows in a row hit {what} "
-                                      f"({settings.statement_timeout_ms} ms statement, {settings.lock_timeout_ms} ms "
-                                      f"lock): {describe_error(exc, '')}")
-                log.warning("purge %s run %d: a batch of %d (the floor) hit %s", table, run_id, size, what)
-            _pause(settings.pause_ms, deadline)
-            continue
-        timeouts_at_floor = 0
-        progress.batches += 1
-        progress.rows += batch.rows
-        if on_batch is not None:
-            on_batch(progress.batches, progress.rows)
-        if batch.taken < size or batch.after is None:
-            return "succeeded", None  # the key-ordered scan reached the end of the table
-        after = batch.after
-        q.check_purge_connection(lock_conn)  # lost it: the lock is gone, so stop before another batch
-        _pause(settings.pause_ms, deadline)
-
-
-def _pause(pause_ms: int, deadline: float) -> None:
-    # jittered so that replicas' and tables' purges do not fall into step
-    seconds = random.uniform(0.5, 1.5) * pause_ms / 1000
-    time.sleep(max(0.0, min(seconds, deadline - time.monotonic())))
+def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],
+          on_partition: Callable[[PartitionEvent], None] | None) -> tuple[str, str | None, str | None]:
+    """Partitions first, then batches; the outcome, error and the batches' method."""
+    stop, accounted = drop_partitions(ctx, connect, on_partition)
+    if stop is not None:
+        return stop, None, None
+    units = plan_units(ctx, accounted)
+    method = qb.DUE if units and all(u.order == qb.DUE for u in units) else qb.BY_KEY
+    q.set_purge_run_method(ctx.lock_conn, ctx.run_id, method)
+    outcome, error = run_batches(ctx, units)
+    return outcome, error, method
 
 
 def _finish(target: Target, lock_conn: psycopg.Connection | None, table: str, run_id: int, outcome: str,

@@ -24,7 +24,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 
 from core.databases import load_databases
-from jobs import purges, rollups, snapshots, unrecorded
+from jobs import partitions, purges, rollups, snapshots, unrecorded
 from queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ def register_jobs(scheduler: BaseScheduler, target: Target) -> None:
     unrecorded.register(scheduler, target)  # purge runs that failed during an outage, written once it ends
     snapshots.register(scheduler, target)  # metric snapshots for the overview's trends
     rollups.register(scheduler, target)  # aggregates too slow to count per page view at millions of rows
+    partitions.register(scheduler, target)  # upcoming partitions of the partitioned reference inbox and outbox
 
 
 @dataclass(frozen=True)

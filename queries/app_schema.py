@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 import psycopg
@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 
 from queries import Tables, statement
 from queries.db import select_one
+from queries.indexes import ADVICE
 
 StatusType = Literal["enum", "text"]
 
@@ -46,8 +47,23 @@ class Claim:
         return self.claim_kind in OWNING_KINDS
 
 
-def create_app_schema(conn: psycopg.Connection, tables: Tables, status_type: StatusType = "enum") -> None:
-    """Create the reference tables and functions; safe to run again."""
+# The unique index each daily partition gets (the deduplication that holds within one partition).
+PARTITION_UNIQUE_COLUMNS = {"inbox": ["consumer_name", "message_id"],
+                            "outbox": ["idempotency_scope", "idempotency_key", "event_type"]}
+PARTITIONED_TABLES = tuple(PARTITION_UNIQUE_COLUMNS)
+_PARTITION_FUNCTION = "create_time_partitions(regclass, timestamptz, timestamptz, text[])"
+
+
+def create_app_schema(conn: psycopg.Connection, tables: Tables, status_type: StatusType = "enum",
+                      partitioned: bool = False, partitions_from: datetime | None = None,
+                      partitions_to: datetime | None = None) -> None:
+    """Create the reference tables and functions; safe to run again.
+
+    ``partitioned``: the inbox and outbox are range-partitioned by day (inbox by ``processed_at``, outbox by
+    ``created_at``), with daily partitions from ``partitions_from`` (default: today) to ``partitions_to``
+    (default: a week ahead); the scheduler's partitions job keeps making the upcoming ones. Tables that exist
+    are left as they are, partitioned or not.
+    """
     if status_type not in ("enum", "text"):
         raise ValueError("status_type must be 'enum' or 'text'")
     enum = sql.Identifier(tables.schema, "idempotency_status")
@@ -55,8 +71,37 @@ def create_app_schema(conn: psycopg.Connection, tables: Tables, status_type: Sta
         conn.execute(statement("create_app_schema_only", tables))
         if status_type == "enum":
             conn.execute(statement("create_app_status_enum", tables, status_enum=enum))
+        if partitioned:
+            conn.execute(statement("create_app_partitioned_tables", tables))
+            # every recommended index of the two, now: CREATE INDEX CONCURRENTLY cannot build them later
+            for advice in ADVICE.values():
+                if advice.table in PARTITIONED_TABLES:
+                    conn.execute(advice.create_statement_in_transaction(tables))
         conn.execute(statement("create_app_tables", tables, status_type=enum if status_type == "enum" else sql.SQL("text")))
         conn.execute(statement("create_app_functions", tables))
+        if partitioned:
+            conn.execute(statement("create_app_partition_functions", tables))
+            now = datetime.now(timezone.utc)
+            for table in PARTITIONED_TABLES:
+                create_time_partitions(conn, tables, table, partitions_from or now,
+                                       partitions_to or now + timedelta(days=7))
+
+
+def has_partition_function(conn: psycopg.Connection, tables: Tables) -> bool:
+    """Whether the application schema has the partitioned reference schema's ``create_time_partitions``."""
+    signature = sql.Identifier(tables.schema).as_string(conn) + "." + _PARTITION_FUNCTION
+    row = conn.execute(statement("get_partition_function"), {"signature": signature}).fetchone()
+    return bool(row and row[0])
+
+
+def create_time_partitions(conn: psycopg.Connection, tables: Tables, table: str, start: datetime,
+                           end: datetime) -> int:
+    """The missing daily partitions of the reference ``table`` ('inbox' or 'outbox') from ``start`` to ``end``."""
+    relation = sql.Identifier(tables.schema, getattr(tables, table)).as_string(conn)
+    row = conn.execute(statement("create_time_partitions", tables),
+                       {"table": relation, "from": start, "to": end,
+                        "unique_columns": PARTITION_UNIQUE_COLUMNS[table]}).fetchone()
+    return int(row[0]) if row else 0
 
 
 def claim_key(conn: psycopg.Connection, tables: Tables, scope: str, key: str, request_hash: str,
@@ -89,3 +134,10 @@ def consume_message(conn: psycopg.Connection, tables: Tables, consumer: str, mes
                         "result_ref_type": result_ref_type, "result_ref_id": result_ref_id}).fetchone()
     assert row is not None
     return row[0]
+
+
+def fix_create_time_partitions(tables: Tables, table: str) -> str:
+    """The call that makes the next week's partitions of the reference ``table`` (shown on /health, never run)."""
+    relation = sql.Identifier(tables.schema, getattr(tables, table)).as_string(None)
+    return statement("fix_create_time_partitions", tables, table=sql.Literal(relation),
+                     unique_columns=sql.Literal(PARTITION_UNIQUE_COLUMNS[table])).as_string(None)

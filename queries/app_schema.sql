@@ -318,3 +318,131 @@ SELECT {schema}.fail_idempotency_key(
 -- Record an inbound message once through the reference function.
 SELECT {schema}.consume_message_once(
     %(consumer)s, %(message_id)s, %(message_hash)s, %(result_ref_type)s, %(result_ref_id)s) AS outcome
+
+-- create_app_partitioned_tables --
+-- The inbox and outbox of the reference schema range-partitioned by day (init-app-schema --partitioned), if absent; the keys table stays whole (a claim needs one unique key over all of it).
+-- A partitioned table's unique keys must contain the partition column, so uniqueness of (consumer_name, message_id) and of (scope, key, event_type) holds within a partition only: create_time_partitions gives every partition its own unique index.
+CREATE TABLE IF NOT EXISTS {inbox} (
+    consumer_name text NOT NULL,
+    message_id text NOT NULL,
+    message_hash text NOT NULL,
+    processed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    result_ref_type text,
+    result_ref_id uuid,
+    PRIMARY KEY (consumer_name, message_id, processed_at)
+) PARTITION BY RANGE (processed_at);
+
+CREATE TABLE IF NOT EXISTS {outbox} (
+    outbox_id uuid NOT NULL DEFAULT gen_random_uuid(),
+    event_type text NOT NULL,
+    aggregate_type text NOT NULL,
+    aggregate_id uuid NOT NULL,
+    idempotency_scope text NOT NULL,
+    idempotency_key text NOT NULL,
+    payload jsonb NOT NULL,
+    status text NOT NULL DEFAULT 'pending',
+    attempt_count integer NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    published_at timestamptz,
+    PRIMARY KEY (outbox_id, created_at)
+) PARTITION BY RANGE (created_at)
+
+-- create_app_partition_functions --
+-- The partitioned reference schema's functions: daily partitions made ahead of time, and consume_message_once looking in every partition before it inserts.
+CREATE OR REPLACE FUNCTION {schema}.create_time_partitions(
+    p_table regclass,
+    p_from timestamptz,
+    p_to timestamptz,
+    p_unique_columns text[]
+)
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+-- One partition per UTC day from p_from up to p_to that no partition covers yet, named <table>_pYYYYMMDD, each
+-- with a unique index on p_unique_columns (the deduplication that holds within one partition). Returns how many
+-- it created; a day another partition already covers is left alone.
+DECLARE
+    v_schema text;
+    v_table text;
+    v_day timestamptz := date_trunc('day', p_from AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
+    v_name text;
+    v_columns text;
+    v_created integer := 0;
+BEGIN
+    SELECT n.nspname, c.relname INTO v_schema, v_table
+    FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = p_table;
+    SELECT string_agg(quote_ident(col), ', ') INTO v_columns FROM unnest(p_unique_columns) AS col;
+    WHILE v_day < p_to LOOP
+        v_name := left(v_table, 53) || '_p' || to_char(v_day AT TIME ZONE 'UTC', 'YYYYMMDD');
+        IF to_regclass(format('%I.%I', v_schema, v_name)) IS NULL THEN
+            BEGIN
+                EXECUTE format('CREATE TABLE %I.%I PARTITION OF %s FOR VALUES FROM (%L) TO (%L)',
+                               v_schema, v_name, p_table, v_day, v_day + interval '1 day');
+                EXECUTE format('CREATE UNIQUE INDEX ON %I.%I (%s)', v_schema, v_name, v_columns);
+                v_created := v_created + 1;
+            EXCEPTION WHEN invalid_object_definition THEN
+                NULL;  -- another partition covers (part of) this day
+            END;
+        END IF;
+        v_day := v_day + interval '1 day';
+    END LOOP;
+    RETURN v_created;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION {schema}.consume_message_once(
+    p_consumer text,
+    p_message_id text,
+    p_message_hash text,
+    p_result_ref_type text DEFAULT NULL,
+    p_result_ref_id uuid DEFAULT NULL
+)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+-- 'processed' the first time, 'duplicate_ignored' for a redelivery of the same message; the same id with
+-- another payload is rejected (P4050). The inbox is partitioned and its unique index holds within one
+-- partition, so this looks in every partition first; only two deliveries racing on either side of a partition
+-- boundary both count as new (what partitioning costs, seed 003).
+DECLARE
+    v_inserted integer;
+    v_hash text;
+BEGIN
+    LOOP
+        SELECT pm.message_hash INTO v_hash
+        FROM {inbox} pm
+        WHERE pm.consumer_name = p_consumer AND pm.message_id = p_message_id
+        LIMIT 1;
+        EXIT WHEN FOUND;
+        -- no conflict target: the partition's own unique index on (consumer_name, message_id) decides
+        INSERT INTO {inbox} (consumer_name, message_id, message_hash, result_ref_type, result_ref_id)
+        VALUES (p_consumer, p_message_id, p_message_hash, p_result_ref_type, p_result_ref_id)
+        ON CONFLICT DO NOTHING;
+        GET DIAGNOSTICS v_inserted = ROW_COUNT;
+        IF v_inserted = 1 THEN
+            RETURN 'processed';
+        END IF;
+        -- a concurrent delivery of the same message won in this partition: read its row
+    END LOOP;
+    IF v_hash = p_message_hash THEN
+        RETURN 'duplicate_ignored';
+    END IF;
+    RAISE EXCEPTION USING
+        ERRCODE = 'P4050',
+        MESSAGE = 'message id reused with a different payload',
+        DETAIL = format('consumer=%s message_id=%s', p_consumer, p_message_id);
+END;
+$$
+
+-- create_time_partitions --
+-- Make the daily partitions of one partitioned reference table that are missing between two times (returns how many).
+SELECT {schema}.create_time_partitions(%(table)s::regclass, %(from)s, %(to)s, %(unique_columns)s::text[]) AS created
+
+-- get_partition_function --
+-- Whether the application schema has the reference schema's create_time_partitions (init-app-schema --partitioned made it).
+SELECT to_regprocedure(%(signature)s) IS NOT NULL AS present
+
+-- fix_create_time_partitions --
+-- The call that makes the next week's daily partitions of a partitioned reference table now (shown, never run by idemdash).
+SELECT {schema}.create_time_partitions({table}, now(), now() + interval '7 days', {unique_columns})

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from queries import QUERIES, Tables, statement
+from queries import QUERIES, Query, Tables, render, statement
 from queries.db import select_all
 
 
@@ -23,6 +23,13 @@ class IndexAdvice:
 
     def create_statement(self, tables: Tables) -> sql.Composable:
         return statement(self.name, tables, index_name=sql.Identifier(self.index_name(tables)))
+
+    def create_statement_in_transaction(self, tables: Tables) -> sql.Composable:
+        """The same index built inside a transaction (no CONCURRENTLY): for a table being created, and the only
+        way on a partitioned table, where PostgreSQL cannot build an index concurrently."""
+        query = QUERIES[self.name]
+        plain = Query(query.name, query.description, query.text.replace(" CONCURRENTLY", "", 1), query.source)
+        return render(plain, tables, index_name=sql.Identifier(self.index_name(tables)))
 
     def as_text(self, tables: Tables) -> str:
         return self.create_statement(tables).as_string(None)

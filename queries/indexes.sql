@@ -23,7 +23,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (created_at, ou
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (idempotency_scope, idempotency_key)
 
 -- index_inbox_processed --
--- Inbox volume per consumer over time windows.
+-- Inbox volume per consumer over time windows, and the inbox purge: it reads only the rows past the retention, oldest first.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {inbox} (processed_at, consumer_name)
 
 -- index_outbox_status_created --
@@ -31,7 +31,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {inbox} (processed_at, c
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (status, created_at DESC, outbox_id DESC)
 
 -- index_outbox_published --
--- Outbox rows published in the last 24 hours, per event type.
+-- Outbox rows published in the last 24 hours, per event type, and the outbox purge: it reads only rows published before the retention, oldest first.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (published_at, event_type) WHERE published_at IS NOT NULL
 
 -- index_outbox_attempts --
@@ -53,3 +53,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NUL
 -- index_outbox_poison --
 -- Likely poison outbox rows (pending, 3 or more delivery attempts), oldest first: the poison list, one page at a time.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (created_at, outbox_id) WHERE status = 'pending' AND attempt_count >= 3
+
+-- index_keys_due --
+-- The keys purge: terminal keys in the order they expire, so a run reads only the keys that are due (without it every run walks the whole primary key).
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (expires_at, idempotency_scope, idempotency_key) WHERE status IN ('succeeded', 'failed_final')

@@ -31,6 +31,15 @@ class PurgeRun:
     error: str | None
     started_by: str
     duration_seconds: float | None
+    method: str | None = None        # 'due_index' or 'primary_key' (runs before issue 13: None)
+    partitions_dropped: int = 0
+
+    @property
+    def rate(self) -> float | None:
+        """Rows a second so far (dry run: counted), or None before there is anything to divide."""
+        if not self.duration_seconds or not self.rows_deleted:
+            return None
+        return self.rows_deleted / self.duration_seconds
 
 
 @dataclass(frozen=True)

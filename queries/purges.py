@@ -1,46 +1,21 @@
-"""Retention purges (DESIGN section 5): the batch statements, the per-table lock and the run history.
+"""Retention purges (DESIGN section 5): the per-table lock, the run history and its own retention.
 
-Each batch is one statement: select the next rows in primary-key order after a
-cursor with ``FOR UPDATE SKIP LOCKED``, delete exactly those (by ``ctid``, with
-the eligibility checked again), and add the batch to the run's
-``idemdash.purge_run`` row, so progress and deletions commit together.
-A dry-run chunk counts the same rows (same predicate and order) without
-locking or deleting. The batch statements are run unprepared so that each is
-planned with its cursor and limit known (the ``IS NULL`` of the first batch
-folds away and the primary-key index drives the scan).
+The batches themselves are in ``queries/purge_batches.py``, partitions dropped whole in
+``queries/partitions.py``.
 """
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Union
 
 import psycopg
-from psycopg.rows import class_row
+from psycopg import sql
 
-from queries import Tables, statement
+from queries import statement
 from queries.db import select_all, select_one
 
 # The tables a purge runs over, by role (each has its own lock, schedule and history).
 TABLES = ("keys", "inbox", "outbox")
-
-# One cursor column (outbox_id) or two (the composite primary keys).
-CursorValue = Union[str, uuid.UUID, None]
-
-
-@dataclass(frozen=True)
-class Batch:
-    """What one batch deleted (or one dry-run chunk counted) and the cursor after it (the last key it took)."""
-
-    rows: int                # deleted (dry run: counted)
-    taken: int               # rows the key-ordered scan returned; fewer than the limit: the end of the table
-    after_1: CursorValue
-    after_2: CursorValue
-
-    @property
-    def after(self) -> tuple[CursorValue, CursorValue] | None:
-        return None if self.after_1 is None else (self.after_1, self.after_2)
 
 
 @dataclass(frozen=True)
@@ -122,58 +97,48 @@ def finish_unrecorded_purge_run(conn: psycopg.Connection, run_id: int, outcome: 
     return row is not None
 
 
+def set_purge_run_method(conn: psycopg.Connection, run_id: int, method: str) -> None:
+    """How the run's batches find their rows: 'due_index' or 'primary_key' (queries.purge_batches)."""
+    conn.execute(statement("set_purge_run_method"), {"run_id": run_id, "method": method})
+
+
+def delete_old_purge_runs(conn: psycopg.Connection, table: str, retention_days: int, limit: int = 1000) -> int:
+    """Forget finished runs of ``table`` older than the retention (at most ``limit`` a call), keeping the latest
+    successful purge and dry run; returns how many went."""
+    row = conn.execute(statement("delete_old_purge_runs"),
+                       {"table": table, "retention_days": retention_days, "limit": limit}).fetchone()
+    return int(row[0]) if row else 0
+
+
 # ---------------------------------------------------------------------------------------------------------------
-# one batch (call inside the batch's transaction, after set_purge_timeouts)
+# one batch's transaction
 
 
 def set_purge_timeouts(conn: psycopg.Connection, statement_timeout_ms: int, lock_timeout_ms: int) -> None:
+    """SET LOCAL statement_timeout and lock_timeout (call inside the batch's transaction)."""
     conn.execute(statement("set_purge_timeouts"),
                  {"statement_ms": str(statement_timeout_ms), "lock_ms": str(lock_timeout_ms)})
 
 
-def _batch(conn: psycopg.Connection, name: str, tables: Tables, params: dict[str, Any]) -> Batch:
-    with conn.cursor(row_factory=class_row(Batch)) as cur:
-        # prepare=False: planned with this batch's cursor and limit, never a generic plan
-        cur.execute(statement(name, tables), params, prepare=False)
-        row = cur.fetchone()
-    assert row is not None
-    return row
+@dataclass(frozen=True)
+class ServerSetting:
+    name: str
+    setting: str
+    unit: str | None
+    choices: list[str]
+    default_value: str | None
+    source: str
 
 
-def _params(run_id: int, limit: int, after: tuple[CursorValue, CursorValue] | None, **extra: Any) -> dict[str, Any]:
-    after_1, after_2 = after if after is not None else (None, None)
-    return {"run_id": run_id, "limit": limit, "after_1": after_1, "after_2": after_2, **extra}
+def list_delete_settings(conn: psycopg.Connection) -> dict[str, ServerSetting]:
+    """wal_compression, checkpoint_timeout, max_wal_size and full_page_writes as the server has them."""
+    return {s.name: s for s in select_all(conn, statement("list_delete_settings"), None, ServerSetting)}
 
 
-def delete_expired_keys(conn: psycopg.Connection, tables: Tables, run_id: int, limit: int,
-                        after: tuple[CursorValue, CursorValue] | None, replay_horizon_seconds: int) -> Batch:
-    return _batch(conn, "delete_expired_keys", tables,
-                  _params(run_id, limit, after, replay_horizon_seconds=replay_horizon_seconds))
+def fix_wal_compression(method: str) -> str:
+    return statement("fix_wal_compression", method=sql.Literal(method)).as_string(None)
 
 
-def count_expired_keys(conn: psycopg.Connection, tables: Tables, run_id: int, limit: int,
-                       after: tuple[CursorValue, CursorValue] | None, replay_horizon_seconds: int) -> Batch:
-    return _batch(conn, "count_expired_keys", tables,
-                  _params(run_id, limit, after, replay_horizon_seconds=replay_horizon_seconds))
-
-
-def delete_old_inbox_rows(conn: psycopg.Connection, tables: Tables, run_id: int, limit: int,
-                          after: tuple[CursorValue, CursorValue] | None, retention_days: int) -> Batch:
-    return _batch(conn, "delete_old_inbox_rows", tables, _params(run_id, limit, after, retention_days=retention_days))
-
-
-def count_old_inbox_rows(conn: psycopg.Connection, tables: Tables, run_id: int, limit: int,
-                         after: tuple[CursorValue, CursorValue] | None, retention_days: int) -> Batch:
-    return _batch(conn, "count_old_inbox_rows", tables, _params(run_id, limit, after, retention_days=retention_days))
-
-
-def delete_old_published_outbox_rows(conn: psycopg.Connection, tables: Tables, run_id: int, limit: int,
-                                     after: tuple[CursorValue, CursorValue] | None, retention_days: int) -> Batch:
-    return _batch(conn, "delete_old_published_outbox_rows", tables,
-                  _params(run_id, limit, after, retention_days=retention_days))
-
-
-def count_old_published_outbox_rows(conn: psycopg.Connection, tables: Tables, run_id: int, limit: int,
-                                    after: tuple[CursorValue, CursorValue] | None, retention_days: int) -> Batch:
-    return _batch(conn, "count_old_published_outbox_rows", tables,
-                  _params(run_id, limit, after, retention_days=retention_days))
+def fix_checkpoint_spacing(timeout: str, wal_size: str) -> str:
+    return statement("fix_checkpoint_spacing", timeout=sql.Literal(timeout),
+                     wal_size=sql.Literal(wal_size)).as_string(None)

@@ -87,194 +87,45 @@ RETURNING run_id
 -- SET LOCAL statement_timeout and lock_timeout for one purge batch's transaction.
 SELECT set_config('statement_timeout', %(statement_ms)s, true), set_config('lock_timeout', %(lock_ms)s, true)
 
--- delete_expired_keys --
--- One purge batch: expired terminal keys (succeeded, failed_final) in primary-key order after the cursor, locked rows skipped; records progress.
--- Never processing or failed_retryable, nor a key an operator decided on within the replay horizon. The cursor (after_1, after_2) is the last key of the previous batch.
-WITH doomed AS (
-    SELECT ctid AS row_id, idempotency_scope, idempotency_key
-    FROM {keys}
-    WHERE status IN ('succeeded', 'failed_final')
-      AND expires_at < now()
-      AND NOT EXISTS (
-          -- an operator decided on this key within the replay horizon: a client's retry may still need it
-          SELECT 1 FROM idemdash.audit_log a
-          WHERE a.scope = {keys}.idempotency_scope AND a.key = {keys}.idempotency_key
-            AND a.action LIKE 'reclassify%%'
-            AND a.at > now() - make_interval(secs => %(replay_horizon_seconds)s))
-      AND (%(after_1)s::text IS NULL
-           OR (idempotency_scope, idempotency_key) > (%(after_1)s::text, %(after_2)s::text))
-    ORDER BY idempotency_scope, idempotency_key
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
-gone AS (
-    -- by ctid, a Tid Scan of exactly the rows locked above (a join on the key may be planned as a hash join
-    -- over the whole table); the predicate again, so nothing that stopped qualifying can go
-    DELETE FROM {keys}
-    WHERE ctid = ANY (ARRAY(SELECT row_id FROM doomed))
-      AND status IN ('succeeded', 'failed_final')
-      AND expires_at < now()
-    RETURNING 1
-),
-progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + 1, rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
-    WHERE run_id = %(run_id)s
-    RETURNING run_id
-)
-SELECT (SELECT count(*) FROM gone)::int AS rows, (SELECT count(*) FROM doomed)::int AS taken,
-       last.idempotency_scope AS after_1, last.idempotency_key AS after_2
-FROM (SELECT count(*) FROM progress) p
-LEFT JOIN LATERAL (
-    SELECT idempotency_scope, idempotency_key FROM doomed
-    ORDER BY idempotency_scope DESC, idempotency_key DESC
-    LIMIT 1
-) last ON true
+-- set_purge_run_method --
+-- How a run's batches find their rows: 'due_index' (an index of due rows, in due order) or 'primary_key' (a walk of the whole key).
+UPDATE idemdash.purge_run SET method = %(method)s WHERE run_id = %(run_id)s
 
--- count_expired_keys --
--- Dry-run chunk: how many keys the purge would delete, counted in primary-key order after the cursor; records progress.
-WITH chunk AS (
-    SELECT idempotency_scope, idempotency_key
-    FROM {keys}
-    WHERE status IN ('succeeded', 'failed_final')
-      AND expires_at < now()
-      AND NOT EXISTS (
-          -- an operator decided on this key within the replay horizon: a client's retry may still need it
-          SELECT 1 FROM idemdash.audit_log a
-          WHERE a.scope = {keys}.idempotency_scope AND a.key = {keys}.idempotency_key
-            AND a.action LIKE 'reclassify%%'
-            AND a.at > now() - make_interval(secs => %(replay_horizon_seconds)s))
-      AND (%(after_1)s::text IS NULL
-           OR (idempotency_scope, idempotency_key) > (%(after_1)s::text, %(after_2)s::text))
-    ORDER BY idempotency_scope, idempotency_key
+-- delete_old_purge_runs --
+-- idemdash's own retention: finished runs of one table older than the retention, a bounded number a call; the latest successful purge and dry run stay (/purges shows them).
+WITH keep AS (
+    SELECT max(run_id) AS run_id FROM idemdash.purge_run
+    WHERE table_name = %(table)s AND outcome = 'succeeded' GROUP BY dry_run
+), old AS (
+    SELECT r.run_id FROM idemdash.purge_run r
+    WHERE r.table_name = %(table)s
+      AND r.outcome <> 'running'
+      AND r.started_at < now() - make_interval(days => %(retention_days)s)
+      AND r.run_id NOT IN (SELECT run_id FROM keep)
+      -- a partition detached by a run that died before dropping it: the next run needs that record
+      AND NOT EXISTS (SELECT 1 FROM idemdash.purge_partition p WHERE p.run_id = r.run_id AND p.action = 'detached')
+    ORDER BY r.started_at
     LIMIT %(limit)s
-),
-progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + 1, rows_deleted = rows_deleted + (SELECT count(*) FROM chunk)
-    WHERE run_id = %(run_id)s
-    RETURNING run_id
+), gone AS (
+    DELETE FROM idemdash.purge_run WHERE run_id IN (SELECT run_id FROM old) RETURNING 1
 )
-SELECT (SELECT count(*) FROM chunk)::int AS rows, (SELECT count(*) FROM chunk)::int AS taken,
-       last.idempotency_scope AS after_1, last.idempotency_key AS after_2
-FROM (SELECT count(*) FROM progress) p
-LEFT JOIN LATERAL (
-    SELECT idempotency_scope, idempotency_key FROM chunk
-    ORDER BY idempotency_scope DESC, idempotency_key DESC
-    LIMIT 1
-) last ON true
+SELECT count(*)::int AS deleted FROM gone
 
--- delete_old_inbox_rows --
--- One purge batch: inbox rows processed more than the retention ago, in primary-key order after the cursor, locked rows skipped; records progress.
-WITH doomed AS (
-    SELECT ctid AS row_id, consumer_name, message_id
-    FROM {inbox}
-    WHERE processed_at < now() - make_interval(days => %(retention_days)s)
-      AND (%(after_1)s::text IS NULL
-           OR (consumer_name, message_id) > (%(after_1)s::text, %(after_2)s::text))
-    ORDER BY consumer_name, message_id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
-gone AS (
-    -- by ctid, a Tid Scan of exactly the rows locked above (a join on the key may be planned as a hash join
-    -- over the whole table); the predicate again, so nothing that stopped qualifying can go
-    DELETE FROM {inbox}
-    WHERE ctid = ANY (ARRAY(SELECT row_id FROM doomed))
-      AND processed_at < now() - make_interval(days => %(retention_days)s)
-    RETURNING 1
-),
-progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + 1, rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
-    WHERE run_id = %(run_id)s
-    RETURNING run_id
-)
-SELECT (SELECT count(*) FROM gone)::int AS rows, (SELECT count(*) FROM doomed)::int AS taken,
-       last.consumer_name AS after_1, last.message_id AS after_2
-FROM (SELECT count(*) FROM progress) p
-LEFT JOIN LATERAL (
-    SELECT consumer_name, message_id FROM doomed
-    ORDER BY consumer_name DESC, message_id DESC
-    LIMIT 1
-) last ON true
+-- list_delete_settings --
+-- The server settings that decide how much WAL a purge's deletes write: full-page image compression and how far apart checkpoints are.
+SELECT name, setting, unit, coalesce(enumvals, ARRAY[]::text[]) AS choices, boot_val AS default_value,
+       source
+FROM pg_catalog.pg_settings
+WHERE name IN ('wal_compression', 'checkpoint_timeout', 'max_wal_size', 'full_page_writes')
+ORDER BY name
 
--- count_old_inbox_rows --
--- Dry-run chunk: how many inbox rows the purge would delete, counted in primary-key order after the cursor; records progress.
-WITH chunk AS (
-    SELECT consumer_name, message_id
-    FROM {inbox}
-    WHERE processed_at < now() - make_interval(days => %(retention_days)s)
-      AND (%(after_1)s::text IS NULL
-           OR (consumer_name, message_id) > (%(after_1)s::text, %(after_2)s::text))
-    ORDER BY consumer_name, message_id
-    LIMIT %(limit)s
-),
-progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + 1, rows_deleted = rows_deleted + (SELECT count(*) FROM chunk)
-    WHERE run_id = %(run_id)s
-    RETURNING run_id
-)
-SELECT (SELECT count(*) FROM chunk)::int AS rows, (SELECT count(*) FROM chunk)::int AS taken,
-       last.consumer_name AS after_1, last.message_id AS after_2
-FROM (SELECT count(*) FROM progress) p
-LEFT JOIN LATERAL (
-    SELECT consumer_name, message_id FROM chunk
-    ORDER BY consumer_name DESC, message_id DESC
-    LIMIT 1
-) last ON true
+-- fix_wal_compression --
+-- The statements that have the server compress full-page images in the WAL (shown, never run by idemdash).
+ALTER SYSTEM SET wal_compression = {method};
+SELECT pg_reload_conf()
 
--- delete_old_published_outbox_rows --
--- One purge batch: outbox rows published more than the retention ago, in outbox_id order after the cursor, locked rows skipped; records progress.
--- Only status 'published' with published_at set: never pending or any other status.
-WITH doomed AS (
-    SELECT ctid AS row_id, outbox_id
-    FROM {outbox}
-    WHERE status = 'published'
-      AND published_at < now() - make_interval(days => %(retention_days)s)
-      AND (%(after_1)s::uuid IS NULL OR outbox_id > %(after_1)s::uuid)
-    ORDER BY outbox_id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
-gone AS (
-    -- by ctid, a Tid Scan of exactly the rows locked above (a join on the key may be planned as a hash join
-    -- over the whole table); the predicate again, so nothing that stopped qualifying can go
-    DELETE FROM {outbox}
-    WHERE ctid = ANY (ARRAY(SELECT row_id FROM doomed))
-      AND status = 'published'
-      AND published_at < now() - make_interval(days => %(retention_days)s)
-    RETURNING 1
-),
-progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + 1, rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
-    WHERE run_id = %(run_id)s
-    RETURNING run_id
-)
-SELECT (SELECT count(*) FROM gone)::int AS rows, (SELECT count(*) FROM doomed)::int AS taken,
-       last.outbox_id AS after_1, NULL::text AS after_2
-FROM (SELECT count(*) FROM progress) p
-LEFT JOIN LATERAL (SELECT outbox_id FROM doomed ORDER BY outbox_id DESC LIMIT 1) last ON true
-
--- count_old_published_outbox_rows --
--- Dry-run chunk: how many outbox rows the purge would delete, counted in outbox_id order after the cursor; records progress.
-WITH chunk AS (
-    SELECT outbox_id
-    FROM {outbox}
-    WHERE status = 'published'
-      AND published_at < now() - make_interval(days => %(retention_days)s)
-      AND (%(after_1)s::uuid IS NULL OR outbox_id > %(after_1)s::uuid)
-    ORDER BY outbox_id
-    LIMIT %(limit)s
-),
-progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + 1, rows_deleted = rows_deleted + (SELECT count(*) FROM chunk)
-    WHERE run_id = %(run_id)s
-    RETURNING run_id
-)
-SELECT (SELECT count(*) FROM chunk)::int AS rows, (SELECT count(*) FROM chunk)::int AS taken, last.outbox_id AS after_1, NULL::text AS after_2
-FROM (SELECT count(*) FROM progress) p
-LEFT JOIN LATERAL (SELECT outbox_id FROM chunk ORDER BY outbox_id DESC LIMIT 1) last ON true
+-- fix_checkpoint_spacing --
+-- The statements that space checkpoints further apart, so fewer changes log a whole page (shown, never run by idemdash).
+ALTER SYSTEM SET checkpoint_timeout = {timeout};
+ALTER SYSTEM SET max_wal_size = {wal_size};
+SELECT pg_reload_conf()

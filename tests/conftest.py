@@ -50,6 +50,11 @@ def pg_server_dsn():
                 # a throwaway server: durability buys nothing, and tests create many databases
                 for setting in ("fsync", "synchronous_commit", "full_page_writes"):
                     admin.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+                # what /health advises for deletes, so that its other findings read ok here; the advice itself is
+                # tested against a server with the defaults (tests/test_purge_advice.py, own_server)
+                for setting, value in (("wal_compression", "on"), ("checkpoint_timeout", "15min")):
+                    admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(setting),
+                                                                            sql.Literal(value)))
                 admin.execute("SELECT pg_reload_conf()")
             yield server.get_uri("postgres")
         finally:

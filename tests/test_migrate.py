@@ -40,6 +40,13 @@ EXPECTED_TABLES = {
         "run_id": "bigint", "table_name": "text", "started_at": "timestamp with time zone",
         "finished_at": "timestamp with time zone", "batches": "integer", "rows_deleted": "bigint",
         "dry_run": "boolean", "outcome": "text", "error": "text", "started_by": "text",
+        "method": "text", "partitions_dropped": "integer",
+    },
+    "purge_partition": {
+        "run_id": "bigint", "table_name": "text", "partition_schema": "text", "partition_name": "text",
+        "parent_schema": "text", "parent_name": "text", "bound_from": "timestamp with time zone",
+        "bound_to": "timestamp with time zone", "rows": "bigint", "action": "text", "detail": "text",
+        "at": "timestamp with time zone",
     },
     "metric_snapshot": {
         "taken_at": "timestamp with time zone", "stuck_keys": "bigint", "processing_keys": "bigint",

@@ -1,4 +1,6 @@
-"""Property: after the three purges exactly the eligible rows are gone and every other row is unchanged.
+"""Property: after the three purges exactly the eligible rows are gone and every other row is unchanged, whether
+batches walk the primary key or read an index of due rows, and whether the tables are partitioned (where no
+partition holding a live row is ever dropped).
 
 Hypothesis writes rows of every status and age into all three tables (keys of
 any text, processing and failed_retryable keys long past expires_at, pending
@@ -11,13 +13,19 @@ boundary, so the seconds a purge takes cannot move a row across it.
 """
 from __future__ import annotations
 
+from datetime import timedelta
+
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from psycopg.conninfo import make_conninfo
+
 from core import settings as idemdash_settings
 from jobs.purge_run import TABLES, run_purge
+from queries import Tables
+from queries.indexes import ADVICE
 from queries.target import Target
 
 DAY = 24 * 60  # minutes
@@ -96,10 +104,16 @@ def _write_outbox(conn, outbox_rows, outbox_days):
     return eligible
 
 
-@pytest.mark.parametrize("status_type", ["enum", "text"])
-def test_a_purge_removes_exactly_the_eligible_rows_and_touches_nothing_else(request, status_type):
+@pytest.mark.parametrize("status_type, order", [("enum", "primary_key"), ("text", "primary_key"),
+                                                ("enum", "due_index"), ("text", "due_index")])
+def test_a_purge_removes_exactly_the_eligible_rows_and_touches_nothing_else(request, status_type, order):
     url = request.getfixturevalue("database_url" if status_type == "enum" else "text_status_database_url")
     with psycopg.connect(url, autocommit=True) as conn:
+        if order == "due_index":
+            for advice in ADVICE.values():
+                conn.execute(advice.create_statement(Tables()))
+            # tables this small would be read whole and sorted; the point here is the due-ordered statements
+            url = make_conninfo(url, options="-c enable_seqscan=off -c enable_sort=off")
 
         @settings(max_examples=20, deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -123,12 +137,114 @@ def test_a_purge_removes_exactly_the_eligible_rows_and_touches_nothing_else(requ
 
             for table in TABLES:
                 real = run_purge(Target.from_settings(config), table, dry_run=False, started_by="property")
-                assert (real.outcome, real.rows) == ("succeeded", len(eligible[table])), table
+                assert (real.outcome, real.rows, real.method) == ("succeeded", len(eligible[table]), order), table
                 # batches of batch_size, plus the one that found fewer (possibly none)
                 assert real.batches == len(eligible[table]) // batch_size + 1
             after = _snapshot(conn)
             for table in TABLES:
                 expected = {pk: row for pk, row in before[table].items() if pk not in eligible[table]}
                 assert after[table] == expected, table
+
+        check()
+
+
+# -- partitioned tables ----------------------------------------------------------------------------------------
+
+# Offsets that fit the partitions below: inbox rows around its retention, outbox rows of the last 40 days.
+outbox_recent = st.lists(st.tuples(st.sampled_from(["pending", "published", "failed", "Published"]),
+                                   st.none() | st.integers(-2, 40 * DAY).filter(lambda m: abs(m) > 1),
+                                   st.integers(0, 40 * DAY)),
+                         min_size=3, max_size=25)
+KEY_RANGE_DAYS = 50
+
+
+def _partitioned_schema(conn):
+    """The partitioned reference inbox and outbox, and a keys table partitioned by expires_at in 50-day ranges."""
+    from queries.app_schema import create_app_schema
+    from queries.migrate import migrate
+
+    migrate(conn)
+    create_app_schema(conn, Tables(), "enum", partitioned=True)
+    conn.execute("ALTER TABLE app.idempotency_request RENAME TO idempotency_request_whole")
+    conn.execute("ALTER INDEX app.idempotency_request_pkey RENAME TO idempotency_request_whole_pkey")
+    conn.execute("CREATE TABLE app.idempotency_request (LIKE app.idempotency_request_whole INCLUDING DEFAULTS,"
+                 " PRIMARY KEY (idempotency_scope, idempotency_key, expires_at)) PARTITION BY RANGE (expires_at)")
+
+
+def _ensure_partitions(conn):
+    """Every partition the rows of one example may need (a purge dropped some of them in the previous example)."""
+    from queries.app_schema import create_time_partitions
+
+    now = conn.execute("SELECT now()").fetchone()[0]
+    for table in ("inbox", "outbox"):
+        create_time_partitions(conn, Tables(), table, now - timedelta(days=45), now + timedelta(days=3))
+    start = now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=9 * KEY_RANGE_DAYS)
+    for i in range(18):
+        lo = start + timedelta(days=i * KEY_RANGE_DAYS)
+        name = f"keys_p{lo:%Y%m%d}"
+        if conn.execute("SELECT to_regclass(%s)", (f"app.{name}",)).fetchone()[0] is None:
+            conn.execute(psycopg.sql.SQL("CREATE TABLE app.{} PARTITION OF app.idempotency_request FOR VALUES FROM ({})"
+                                         " TO ({})").format(psycopg.sql.Identifier(name), psycopg.sql.Literal(lo),
+                                                            psycopg.sql.Literal(lo + timedelta(days=KEY_RANGE_DAYS))))
+
+
+def _where(conn):
+    """Every row's partition, by table and primary key."""
+    return {
+        "keys": {(s, k): p for s, k, p in conn.execute(
+            "SELECT idempotency_scope, idempotency_key, tableoid::regclass::text FROM app.idempotency_request")},
+        "inbox": {(c, m): p for c, m, p in conn.execute(
+            "SELECT consumer_name, message_id, tableoid::regclass::text FROM app.processed_message")},
+        "outbox": dict(conn.execute("SELECT outbox_id::text, tableoid::regclass::text FROM app.outbox_event")),
+    }
+
+
+def _partition_names(conn):
+    return {r[0] for r in conn.execute(
+        "SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+        " WHERE i.inhparent IN ('app.idempotency_request'::regclass, 'app.processed_message'::regclass,"
+        " 'app.outbox_event'::regclass)")}
+
+
+def test_on_partitioned_tables_exactly_the_eligible_rows_go_and_no_partition_with_a_live_row_is_dropped(
+        empty_database_url):
+    url = empty_database_url
+    with psycopg.connect(url, autocommit=True) as conn:
+        _partitioned_schema(conn)
+
+        @settings(max_examples=15, deadline=None, database=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+        @given(key_rows=keys, inbox_rows=inbox, outbox_rows=outbox_recent, batch_size=st.integers(1, 3),
+               inbox_days=st.sampled_from([1, 30]), outbox_days=st.sampled_from([1, 7]))
+        def check(key_rows, inbox_rows, outbox_rows, batch_size, inbox_days, outbox_days):
+            _ensure_partitions(conn)
+            eligible = _write(conn, key_rows, inbox_rows, inbox_days)
+            eligible["outbox"] = _write_outbox(conn, outbox_rows, outbox_days)
+            before, where, parts = _snapshot(conn), _where(conn), _partition_names(conn)
+            config = idemdash_settings.load(
+                {}, DATABASE_URL=url, PURGE_BATCH_SIZE=batch_size, PURGE_PAUSE_MS=0,
+                INBOX_RETENTION_DAYS=inbox_days, OUTBOX_RETENTION_DAYS=outbox_days)
+
+            for table in TABLES:
+                dry = run_purge(Target.from_settings(config), table, dry_run=True, started_by="property")
+                assert (dry.outcome, dry.rows) == ("succeeded", len(eligible[table])), table
+            assert _snapshot(conn) == before and _partition_names(conn) == parts
+
+            dropped = 0
+            for table in TABLES:
+                real = run_purge(Target.from_settings(config), table, dry_run=False, started_by="property")
+                assert (real.outcome, real.rows) == ("succeeded", len(eligible[table])), table
+                dropped += real.partitions_dropped
+            after = _snapshot(conn)
+            for table in TABLES:
+                expected = {pk: row for pk, row in before[table].items() if pk not in eligible[table]}
+                assert after[table] == expected, table
+            gone = parts - _partition_names(conn)
+            assert len(gone) == dropped
+            for table in TABLES:
+                holding_live = {where[table][pk] for pk in before[table] if pk not in eligible[table]}
+                assert not holding_live & gone, f"{table}: a partition holding a live row was dropped"
+            # the old partitions with due rows (or none) went whole
+            assert any(name.startswith("app.processed_message_p") for name in gone)
 
         check()

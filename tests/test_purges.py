@@ -4,12 +4,14 @@ crashes, timeouts, the time budget, the run history, the CLI.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psycopg
@@ -19,8 +21,9 @@ from click.testing import CliRunner
 from core import settings
 from cli import main
 from jobs.purge_run import TABLES, PurgeResult, describe_error, run_purge
-from queries import statement
+from queries import Tables, statement
 from queries.indexes import ADVICE
+from queries.purge_batches import due_index
 from queries.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,7 +197,7 @@ def test_progress_is_visible_after_every_batch_while_running(conn, database_url)
 
     result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=3), "keys", dry_run=False, started_by="test",
                        on_start=started.append, on_batch=on_batch)
-    assert result == PurgeResult(started[0], "keys", "succeeded", 4, 10, False, None)
+    assert result == PurgeResult(started[0], "keys", "succeeded", 4, 10, False, None, "primary_key")
     assert [s[0] for s in seen] == [(1, 3), (2, 6), (3, 9), (4, 10)]
     assert [s[1] for s in seen] == [("running", 1, 3, None), ("running", 2, 6, None), ("running", 3, 9, None),
                                     ("running", 4, 10, None)]
@@ -484,7 +487,7 @@ def test_a_run_stops_at_its_time_budget_and_the_next_run_carries_on(conn, databa
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# the plan: the primary key drives every batch
+# the plan: an index of due rows drives every batch; without one, the primary key
 
 
 def _nodes(plan):
@@ -493,41 +496,93 @@ def _nodes(plan):
         yield from _nodes(child)
 
 
+DUE_INDEX = {"idempotency_request": ADVICE["index_keys_due"].index_name(Tables()),
+             "processed_message": ADVICE["index_inbox_processed"].index_name(Tables()),
+             "outbox_event": ADVICE["index_outbox_published"].index_name(Tables())}
+AT = datetime(2020, 1, 1, tzinfo=timezone.utc)
+
 PLAN_CASES = [
-    ("delete_expired_keys", "idempotency_request", {"after_1": "s", "after_2": "k000500",
+    ("delete_expired_keys", "idempotency_request", {"after_1": AT, "after_2": "s", "after_3": "k000500",
                                                     "replay_horizon_seconds": 86400}),
-    ("delete_expired_keys", "idempotency_request", {"after_1": None, "after_2": None, "replay_horizon_seconds": 86400}),
-    ("count_expired_keys", "idempotency_request", {"after_1": "s", "after_2": "k000500",
+    ("delete_expired_keys", "idempotency_request", {"replay_horizon_seconds": 86400}),
+    ("count_expired_keys", "idempotency_request", {"after_1": AT, "after_2": "s", "after_3": "k000500",
                                                    "replay_horizon_seconds": 86400}),
-    ("delete_old_inbox_rows", "processed_message", {"after_1": "c", "after_2": "m500", "retention_days": 30}),
-    ("count_old_inbox_rows", "processed_message", {"after_1": None, "after_2": None, "retention_days": 30}),
+    ("delete_old_inbox_rows", "processed_message", {"after_1": AT, "after_2": "c", "after_3": "m500",
+                                                    "retention_days": 30}),
+    ("count_old_inbox_rows", "processed_message", {"retention_days": 30}),
     ("delete_old_published_outbox_rows", "outbox_event",
-     {"after_1": uuid.UUID(int=2 ** 127), "after_2": None, "retention_days": 7}),
-    ("count_old_published_outbox_rows", "outbox_event", {"after_1": None, "after_2": None, "retention_days": 7}),
+     {"after_1": AT, "after_2": uuid.UUID(int=2 ** 127), "retention_days": 7}),
+    ("count_old_published_outbox_rows", "outbox_event", {"retention_days": 7}),
+]
+KEY_PLAN_CASES = [
+    ("delete_expired_keys_by_key", "idempotency_request", {"after_1": "s", "after_2": "k000500",
+                                                           "replay_horizon_seconds": 86400}),
+    ("delete_expired_keys_by_key", "idempotency_request", {"replay_horizon_seconds": 86400}),
+    ("count_expired_keys_by_key", "idempotency_request", {"after_1": "s", "after_2": "k000500",
+                                                          "replay_horizon_seconds": 86400}),
+    ("delete_old_inbox_rows_by_key", "processed_message", {"after_1": "c", "after_2": "m500", "retention_days": 30}),
+    ("count_old_inbox_rows_by_key", "processed_message", {"retention_days": 30}),
+    ("delete_old_published_outbox_rows_by_key", "outbox_event", {"after_1": uuid.UUID(int=2 ** 127),
+                                                                 "retention_days": 7}),
+    ("count_old_published_outbox_rows_by_key", "outbox_event", {"retention_days": 7}),
 ]
 
 
-def test_batches_walk_the_primary_key_and_delete_by_tid(conn, tables):
+def _fill_for_plans(conn):
     # tables where one batch is a quarter of it: the size at which a join on the key turned into a hash join
     add_expired(conn, 20000)
+    # as rows arrive: each at its own time (the due order's ties are the exception)
     conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
-                 " SELECT 'c', 'm' || g, 'h', now() - interval '40 days' FROM generate_series(1, 20000) g")
+                 " SELECT 'c' || g % 7, 'm' || g, 'h', now() - interval '40 days' - g * interval '1 second'"
+                 " FROM generate_series(1, 20000) g")
     conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
                  " idempotency_key, payload, status, created_at, published_at)"
-                 " SELECT 'e', 'a', gen_random_uuid(), 's', g::text, '{}', 'published', now() - interval '9 days',"
-                 " now() - interval '9 days' FROM generate_series(1, 20000) g")
-    for advice in ADVICE.values():  # with every index idemdash recommends, the primary key still drives
+                 " SELECT 'e', 'a', gen_random_uuid(), 's', g::text, '{}', 'published',"
+                 " now() - interval '9 days' - g * interval '1 second', now() - interval '9 days' - g * interval '1 second'"
+                 " FROM generate_series(1, 20000) g")
+
+
+def _scans(conn, tables, name, table, params):
+    explain = psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ") + statement(name, tables)
+    values = {"run_id": 0, "limit": 5000, "after_1": None, "after_2": None, "after_3": None, **params}
+    (plan,) = conn.execute(explain, values, prepare=False).fetchone()[0]
+    return sorted((n["Node Type"], n.get("Index Name")) for n in _nodes(plan["Plan"])
+                  if n.get("Relation Name") == table and n["Node Type"] != "ModifyTable")
+
+
+def test_with_the_recommended_indexes_batches_read_only_due_rows_through_them_and_delete_by_tid(conn, tables):
+    _fill_for_plans(conn)
+    for advice in ADVICE.values():
         conn.execute(advice.create_statement(tables))
     conn.execute("ANALYZE")
     for name, table, params in PLAN_CASES:
-        explain = psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ") + statement(name, tables)
-        (plan,) = conn.execute(explain, {"run_id": 0, "limit": 5000, **params}, prepare=False).fetchone()[0]
-        on_table = [(n["Node Type"], n.get("Index Name")) for n in _nodes(plan["Plan"])
-                    if n.get("Relation Name") == table and n["Node Type"] != "ModifyTable"]
+        # a dry-run count may read the index alone (its visibility map says the heap pages are all visible)
+        scans = [("Index Scan" if node == "Index Only Scan" else node, index)
+                 for node, index in _scans(conn, tables, name, table, params)]
+        expected = [("Index Scan", DUE_INDEX[table])]
+        if name.startswith("delete"):
+            expected.append(("Tid Scan", None))
+        assert scans == sorted(expected), (name, params)
+    for role, table in (("keys", "idempotency_request"), ("inbox", "processed_message"), ("outbox", "outbox_event")):
+        predicate = {"keys": {"replay_horizon_seconds": 86400}, "inbox": {"retention_days": 30},
+                     "outbox": {"retention_days": 7}}[role]
+        assert due_index(conn, tables, role, limit=5000, **predicate) == DUE_INDEX[table]
+
+
+def test_without_an_index_of_due_rows_batches_walk_the_primary_key_and_delete_by_tid(conn, tables):
+    _fill_for_plans(conn)
+    for advice in ADVICE.values():  # every other recommended index: the primary key still drives
+        if advice.index_name(tables) not in DUE_INDEX.values():
+            conn.execute(advice.create_statement(tables))
+    conn.execute("ANALYZE")
+    for name, table, params in KEY_PLAN_CASES:
         expected = [("Index Scan", f"{table}_pkey")]
         if name.startswith("delete"):
             expected.append(("Tid Scan", None))
-        assert sorted(on_table) == sorted(expected), (name, params)
+        assert _scans(conn, tables, name, table, params) == sorted(expected), (name, params)
+    assert due_index(conn, tables, "keys", limit=5000, replay_horizon_seconds=86400) is None
+    assert due_index(conn, tables, "inbox", limit=5000, retention_days=30) is None
+    assert due_index(conn, tables, "outbox", limit=5000, retention_days=7) is None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -535,21 +590,29 @@ def test_batches_walk_the_primary_key_and_delete_by_tid(conn, tables):
 
 
 def test_cli_dry_run_prints_progress_and_a_summary_and_deletes_nothing(conn, database_url):
-    add_expired(conn, 7)
+    add_expired(conn, 25)
     add_inbox(conn, [("c", "m", 40 * DAY)])
     result = CliRunner().invoke(main, ["purge", "--dry-run", "--database-url", database_url],
-                                env={"IDEMDASH_PURGE_BATCH_SIZE": "3", "IDEMDASH_PURGE_PAUSE_MS": "0"})
+                                env={"IDEMDASH_PURGE_BATCH_SIZE": "2", "IDEMDASH_PURGE_PAUSE_MS": "0"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[:4] == ["dry run: counting keys ...", "  keys: batch 1, 3 rows to delete",
-                         "  keys: batch 2, 6 rows to delete", "  keys: batch 3, 7 rows to delete"]
-    assert "  inbox: batch 1, 1 rows to delete" in lines
+    assert lines[0] == "dry run: counting keys ..."
+    # not a terminal: a progress line for the first batch and then every tenth, with rows, rate and time
+    progress = [re.fullmatch(r"  keys: ([\d,]+) rows to delete, ([\d,]+) rows/s, (\d+\.\d) s \((\d+) batch(es)?\)", line)
+                for line in lines[1:3]]
+    assert all(progress), lines[:4]
+    assert [(m.group(1), m.group(4)) for m in progress] == [("2", "1"), ("20", "10")]
+    assert lines[3] == "dry run: counting inbox ..."
+    assert re.fullmatch(r"  inbox: 1 rows to delete, [\d,]+ rows/s, \d+\.\d s \(1 batch\)", lines[4])
     summary = [line.split() for line in lines if line.split()[:1] in (["keys"], ["inbox"], ["outbox"])]
     assert [(s[0], s[1], s[4], s[6]) for s in summary] == [
-        ("keys", "succeeded", "3", "7"), ("inbox", "succeeded", "1", "1"), ("outbox", "succeeded", "1", "0")]
-    assert count(conn, KEYS) == 7
-    assert [(h["table_name"], h["dry_run"], h["rows_deleted"]) for h in runs(conn)] == [
-        ("keys", True, 7), ("inbox", True, 1), ("outbox", True, 0)]
+        ("keys", "succeeded", "13", "25"), ("inbox", "succeeded", "1", "1"), ("outbox", "succeeded", "1", "0")]
+    # without the recommended indexes the summary says how batches went and where to look
+    assert lines.count("        batches walking the primary key (no index gave the due rows in order; on a big table "
+                       "`idemdash check` names the one that would)") == 3
+    assert count(conn, KEYS) == 25
+    assert [(h["table_name"], h["dry_run"], h["rows_deleted"], h["method"]) for h in runs(conn)] == [
+        ("keys", True, 25, "primary_key"), ("inbox", True, 1, "primary_key"), ("outbox", True, 0, "primary_key")]
     assert all(h["started_by"].startswith("cli") for h in runs(conn))
 
 
@@ -559,7 +622,7 @@ def test_cli_purges_the_tables_asked_for(conn, database_url):
     result = CliRunner().invoke(main, ["purge", "--table", "keys", "--database-url", database_url],
                                 env={"IDEMDASH_PURGE_PAUSE_MS": "0"})
     assert result.exit_code == 0, result.output
-    assert "  keys: batch 1, 4 rows deleted" in result.stdout.splitlines()
+    assert re.fullmatch(r"  keys: 4 rows deleted, [\d,]+ rows/s, \d+\.\d s \(1 batch\)", result.stdout.splitlines()[1])
     assert "inbox" not in result.stdout
     assert count(conn, KEYS) == 0 and count(conn, "app.processed_message") == 1
 

@@ -107,6 +107,8 @@ def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypat
         conn.execute("SET enable_seqscan = off")
         for text, (query, params, label) in recorded.items():
             name = names.get(text, "?")
+            if text.startswith("EXPLAIN"):
+                continue  # /health asks for a purge batch's plan (explain_purge_batch): planning reads no rows
             (plan,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + query, params, prepare=False).fetchone()[0]
             for node, parents in _nodes(plan["Plan"]):
                 if node.get("Relation Name") not in APP_TABLES:

@@ -130,17 +130,19 @@ def _client(run: Run, index: int) -> None:
             now = time.monotonic()
             open_ = [i for i in intents if not i.done]
             resendable = [i for i in intents if i.done and now < i.covered_until - RESEND_MARGIN]
+            # an intent whose retry is due goes first: a client retries within the replay horizon (the product's
+            # contract); one that let a parked intent wait behind new ones would ask again after an operator's
+            # decision had been purged, and rightly run its intent a second time
+            due = [i for i in open_ if i.due <= now]
             if resendable and rng.random() < 0.15:
                 _resend(run, conn, rng.choice(resendable), worker)
+            elif due:
+                _attempt(run, conn, rng, rng.choice(due), worker)
             elif len(open_) < 3:
                 scope = rng.choice(("orders", "emails", LEGACY))
                 intent = Intent(scope, f"{scope}-{index}-{len(intents)}", f"h-{rng.random():.6f}")
                 intents.append(intent)
                 _attempt(run, conn, rng, intent, worker)
-            else:
-                due = [i for i in open_ if i.due <= now]
-                if due:
-                    _attempt(run, conn, rng, rng.choice(due), worker)
             time.sleep(rng.uniform(0.005, 0.03))
 
 

@@ -1,0 +1,147 @@
+"""The batches of one purge run: which tables they run on, in which order, and the loop that paces them.
+
+A plain table is one unit; a partitioned one is purged leaf partition by leaf partition (after whole partitions
+were dropped, ``jobs.partition_drops``). Each unit's batches go in due order when an index delivers it
+(``queries.purge_batches.due_index``) and along the primary key otherwise, one short transaction each with
+``SET LOCAL`` timeouts, paced by ``jobs.pacing.Pacer``.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import AbstractSet, Callable
+
+import psycopg
+from psycopg import errors, sql
+
+from jobs.db import describe_error
+from jobs.pacing import Pacer
+from jobs.purge_settings import PurgeSettings
+from queries import Tables
+from queries import partitions as qp
+from queries import purge_batches as qb
+from queries import purges as q
+
+log = logging.getLogger(__name__)
+
+# A timed-out batch halves the batch size down to this floor (or the configured size, if smaller) ...
+MIN_BATCH_SIZE = 100
+# ... and a run whose batches still time out this many times in a row at the floor gives up as failed.
+TIMEOUTS_AT_FLOOR = 3
+
+
+@dataclass
+class Progress:
+    batches: int = 0
+    rows: int = 0
+    partitions_dropped: int = 0
+
+
+@dataclass
+class RunContext:
+    """What every part of one run shares."""
+
+    table: str
+    tables: Tables
+    settings: PurgeSettings
+    run_id: int
+    dry_run: bool
+    work_conn: psycopg.Connection
+    lock_conn: psycopg.Connection
+    deadline: float
+    on_batch: Callable[[int, int], None] | None = None
+    progress: Progress = field(default_factory=Progress)
+    pacer: Pacer = field(init=False)
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        self.pacer = Pacer(s.batch_size, min(MIN_BATCH_SIZE, s.batch_size), s.duty_cycle, s.pause_ms)
+
+    def pause(self, seconds: float) -> None:
+        time.sleep(max(0.0, min(seconds, self.deadline - time.monotonic())))
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One table the batches run on: the configured one (relation None) or one leaf partition of it."""
+
+    relation: sql.Identifier | None
+    name: str | None
+    order: str
+
+
+def plan_units(ctx: RunContext, skip: AbstractSet[str] = frozenset()) -> list[Unit]:
+    """The tables to run batches on, each with the order its indexes allow; ``skip``: qualified names of
+    partitions batches need not visit (``jobs.partition_drops.drop_partitions`` says which)."""
+    if not qp.list_table_partitions(ctx.work_conn, ctx.tables, ctx.table):
+        return [Unit(None, None, _order(ctx, None, None))]
+    return [Unit(leaf.identifier, leaf.partition_name, _order(ctx, leaf.identifier, leaf.partition_name))
+            for leaf in qp.list_leaf_partitions(ctx.work_conn, ctx.tables, ctx.table)
+            if leaf.identifier.as_string(None) not in skip]
+
+
+def _order(ctx: RunContext, relation: sql.Identifier | None, name: str | None) -> str:
+    """Due order when the planner reads the due rows through an index; the primary key otherwise (also when it
+    could not be asked in time: planning waits for a table lock like a batch, and a batch then says why)."""
+    s = ctx.settings
+    try:
+        with ctx.work_conn.transaction():
+            q.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
+            index = qb.due_index(ctx.work_conn, ctx.tables, ctx.table, limit=s.batch_size, relation=relation,
+                                 relation_name=name, **s.predicate())
+    except (errors.QueryCanceled, errors.LockNotAvailable):
+        return qb.BY_KEY
+    return qb.DUE if index else qb.BY_KEY
+
+
+def run_batches(ctx: RunContext, units: list[Unit]) -> tuple[str, str | None]:
+    """Every unit's batches in turn; the run's outcome and error."""
+    for unit in units:
+        outcome, error = _unit_batches(ctx, unit)
+        if outcome != "succeeded":
+            return outcome, error
+    return "succeeded", None
+
+
+def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
+    s, pacer, progress = ctx.settings, ctx.pacer, ctx.progress
+    where = f"{ctx.table}{f' ({unit.name})' if unit.name else ''}"
+    after = None
+    timeouts_at_floor = 0
+    while True:
+        if time.monotonic() >= ctx.deadline:
+            return "budget_exhausted", None
+        size = pacer.size
+        started = time.monotonic()
+        try:
+            with ctx.work_conn.transaction():
+                q.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
+                batch = qb.run_batch(ctx.work_conn, ctx.tables, ctx.table, dry_run=ctx.dry_run, order=unit.order,
+                                     run_id=ctx.run_id, limit=size, after=after, relation=unit.relation,
+                                     **s.predicate())
+        except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
+            # statement_timeout (or a cancel) or lock_timeout: nothing of this batch committed
+            what = "lock_timeout" if isinstance(exc, errors.LockNotAvailable) else "statement_timeout"
+            if pacer.after_timeout():
+                log.warning("purge %s run %d: a batch hit %s; batch size now %d", where, ctx.run_id, what, pacer.size)
+            else:
+                timeouts_at_floor += 1
+                if timeouts_at_floor >= TIMEOUTS_AT_FLOOR:
+                    return "failed", (f"{TIMEOUTS_AT_FLOOR} batches of {size} rows in a row hit {what} "
+                                      f"({s.statement_timeout_ms} ms statement, {s.lock_timeout_ms} ms "
+                                      f"lock): {describe_error(exc, '')}")
+                log.warning("purge %s run %d: a batch of %d (the floor) hit %s", where, ctx.run_id, size, what)
+            ctx.pause(pacer.after_batch(time.monotonic() - started, 0))
+            continue
+        seconds = time.monotonic() - started
+        timeouts_at_floor = 0
+        progress.batches += 1
+        progress.rows += batch.rows
+        if ctx.on_batch is not None:
+            ctx.on_batch(progress.batches, progress.rows)
+        if batch.taken < size or batch.after is None:
+            return "succeeded", None  # no more due rows (due order), or the end of the key range
+        after = batch.after
+        q.check_purge_connection(ctx.lock_conn)  # lost it: the lock is gone, so stop before another batch
+        ctx.pause(pacer.after_batch(seconds, batch.taken))

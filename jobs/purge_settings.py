@@ -1,0 +1,62 @@
+"""A purge run's settings, read once from the target's settings and checked before touching the database."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from core.settings import BY_NAME, ConfigError
+
+# Which setting holds each table's retention (keys carry their own expires_at).
+RETENTION_SETTING = {"keys": None, "inbox": "INBOX_RETENTION_DAYS", "outbox": "OUTBOX_RETENTION_DAYS"}
+
+
+@dataclass(frozen=True)
+class PurgeSettings:
+    batch_size: int
+    statement_timeout_ms: int
+    lock_timeout_ms: int
+    pause_ms: int
+    duty_cycle: float           # 0 < share <= 1 of the time batches may take
+    time_budget_seconds: float
+    retention_days: int | None  # None for keys
+    inbox_retention_days: int   # every table's cutoff is read at once (partitions of any table need theirs)
+    outbox_retention_days: int
+    replay_horizon_seconds: int
+    history_retention_days: int
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], table: str) -> "PurgeSettings":
+        retention = RETENTION_SETTING[table]
+        duty = _positive(config, "PURGE_DUTY_CYCLE")
+        if duty > 100:
+            raise ConfigError(f"{BY_NAME['PURGE_DUTY_CYCLE'].env}: expected a percentage from 1 to 100, got {duty!r}")
+        return cls(
+            batch_size=_positive(config, "PURGE_BATCH_SIZE"),
+            statement_timeout_ms=_positive(config, "PURGE_STATEMENT_TIMEOUT_MS"),
+            lock_timeout_ms=_positive(config, "PURGE_LOCK_TIMEOUT_MS"),
+            pause_ms=setting(config, "PURGE_PAUSE_MS"),
+            duty_cycle=duty / 100,
+            time_budget_seconds=_positive(config, "PURGE_TIME_BUDGET_SECONDS"),
+            retention_days=_positive(config, retention) if retention else None,
+            inbox_retention_days=_positive(config, "INBOX_RETENTION_DAYS"),
+            outbox_retention_days=_positive(config, "OUTBOX_RETENTION_DAYS"),
+            replay_horizon_seconds=_positive(config, "REPLAY_HORIZON"),
+            history_retention_days=_positive(config, "PURGE_HISTORY_RETENTION_DAYS"),
+        )
+
+    def predicate(self) -> dict[str, int]:
+        """The parameters of the table's eligibility condition: its retention, or for keys the replay horizon."""
+        if self.retention_days is None:
+            return {"replay_horizon_seconds": self.replay_horizon_seconds}
+        return {"retention_days": self.retention_days}
+
+
+def setting(config: Mapping[str, Any], name: str) -> Any:
+    return config.get(name, BY_NAME[name].default)
+
+
+def _positive(config: Mapping[str, Any], name: str) -> Any:
+    value = setting(config, name)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{BY_NAME[name].env}: expected a positive number, got {value!r}")
+    return value
