@@ -124,7 +124,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("WORKERS", 2, parsers.positive_int, "gunicorn worker processes for `idemdash serve`."),
     Setting("OUTBOX_RETENTION_DAYS", 7, parsers.positive_int,
             "How long published outbox rows are kept, counted from `published_at`; pending rows are never purged."),
-    Setting("PURGE_BATCH_SIZE", 5000, parsers.positive_int,
+    Setting("PURGE_BATCH_SIZE", 1000, parsers.positive_int,
             "Rows one purge batch deletes (one short transaction each). Halved for the rest of a run after a "
             "batch times out, down to 100."),
     Setting("PURGE_STATEMENT_TIMEOUT_MS", 2000, parsers.positive_int,
@@ -132,7 +132,7 @@ SETTINGS: tuple[Setting, ...] = (
             "batch size halves."),
     Setting("PURGE_LOCK_TIMEOUT_MS", 500, parsers.positive_int,
             "lock_timeout of every purge batch (SET LOCAL), so a purge never queues behind a table lock for long."),
-    Setting("PURGE_PAUSE_MS", 20, parsers.non_negative_int,
+    Setting("PURGE_PAUSE_MS", 5, parsers.non_negative_int,
             "Pause between purge batches, jittered between half and one and a half times this; `0`: none."),
     Setting("PURGE_TIME_BUDGET_SECONDS", 300, parsers.positive_int,
             "A purge run stops after this long with outcome `budget_exhausted`; the next run carries on."),
