@@ -69,8 +69,9 @@ def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     parts.append(f"{failed_checks} health check{'s' if failed_checks != 1 else ''} failed")
     echo("summary: " + "; ".join(parts))
     if missing:
-        echo("Run `idemdash check --apply-indexes` to build them (concurrently, one at a time: writes go on "
-             "meanwhile), or run the statements above yourself, outside a transaction block.")
+        echo("Run `idemdash check --apply-indexes` with the tables' owner's database URL (`--database-url`; only the "
+             "owner may build indexes) to build them concurrently, one at a time (writes go on meanwhile), or have "
+             "the owner run the statements above, outside a transaction block.")
     return 1 if (problems or missing or no_table or failed_checks or build_failed) else 0
 
 

@@ -103,8 +103,9 @@ def _purge(db, tables: tuple[str, ...], dry_run: bool) -> bool:
             click.echo(f"        {result.partitions_dropped} partition(s) dropped whole")
         if result.method:
             click.echo(f"        batches {METHODS.get(result.method, result.method)}"
-                       + (" (no index gave the due rows in order; on a big table `idemdash check` names the one "
-                          "that would)" if result.method == "primary_key" else ""))
+                       + (" (the planner did not read the due rows through an index: usual on a small table or "
+                          "when most rows are due; on a big table `idemdash check` names the index that would)"
+                          if result.method == "primary_key" else ""))
         if result.outcome == "budget_exhausted":
             click.echo("        time budget (IDEMDASH_PURGE_TIME_BUDGET_SECONDS) used up; the next run carries on")
         if result.error:

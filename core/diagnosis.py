@@ -189,6 +189,10 @@ def _privilege(text: str, where: Endpoint, schema: str | None, app_tables: Mappi
     if kind == "schema":
         return _cause(PRIVILEGE, f"role {where.user!r} may not use schema {name}: GRANT USAGE ON SCHEMA {name} TO "
                                  f"{role}; (`idemdash check` lists every grant this role lacks)")
+    if kind == "database":
+        return _cause(PRIVILEGE, f"role {where.user!r} may not create schemas in database {name}: GRANT CREATE ON "
+                                 f"DATABASE {name} TO {role}; (`idemdash migrate` needs it only while schema "
+                                 "idemdash does not exist yet)")
     if app_tables and name not in app_tables and "." not in name:
         return _cause(PRIVILEGE, f"role {where.user!r} may not use idemdash's own table {name} ({text}): GRANT SELECT, "
                                  f"INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO {role}; (`idemdash check` "

@@ -3,8 +3,13 @@
 SELECT pg_advisory_xact_lock(hashtextextended('idemdash.migrate', 0))
 
 -- create_migration_table --
--- Bookkeeping for idemdash's own schema; created before any migration runs.
-CREATE SCHEMA IF NOT EXISTS idemdash;
+-- Bookkeeping for idemdash's own schema; created before any migration runs. The schema only when it is missing:
+-- CREATE SCHEMA IF NOT EXISTS asks for CREATE on the database even when the schema exists.
+DO $$ BEGIN
+    IF to_regnamespace('idemdash') IS NULL THEN
+        CREATE SCHEMA idemdash;
+    END IF;
+END $$;
 CREATE TABLE IF NOT EXISTS idemdash.schema_migration (
     version integer PRIMARY KEY,
     name text NOT NULL,

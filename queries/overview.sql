@@ -41,7 +41,8 @@ WHERE processed_at >= now() - interval '24 hours'
 -- list_recent_purge_runs --
 -- The most recent purge runs of any table, newest first.
 SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
-       extract(epoch FROM coalesce(finished_at, now()) - started_at)::double precision AS duration_seconds
+       extract(epoch FROM coalesce(finished_at, now()) - started_at)::double precision AS duration_seconds,
+       method, partitions_dropped
 FROM idemdash.purge_run
 ORDER BY started_at DESC, run_id DESC
 LIMIT %(limit)s

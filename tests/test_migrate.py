@@ -438,3 +438,30 @@ def test_cli_init_app_schema_rejects_an_unknown_status_type(empty_database_url):
                                        "--status-type", "varchar"])
     assert result.exit_code == 2
     assert "varchar" in result.output
+
+
+def test_migrate_needs_create_on_the_database_only_until_the_schema_exists(empty, empty_database_url):
+    """The README lets the migrating role lose CREATE on the database after the first migrate: later ones (every
+    upgrade) still work, and without the schema the failure names the grant that is missing."""
+    import uuid
+
+    role = f"migrator_{uuid.uuid4().hex[:8]}"
+    database = empty.info.dbname
+    empty.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
+    url = psycopg.conninfo.make_conninfo(empty_database_url, user=role, password="pw")
+    try:
+        refused = CliRunner().invoke(main, ["migrate", "--database-url", url])
+        assert refused.exit_code == 1
+        assert f"may not create schemas in database {database}: GRANT CREATE ON DATABASE {database} TO {role};" \
+            in refused.output, refused.output
+
+        empty.execute(f'GRANT CREATE ON DATABASE "{database}" TO {role}')
+        assert CliRunner().invoke(main, ["migrate", "--database-url", url]).exit_code == 0
+        empty.execute(f'REVOKE CREATE ON DATABASE "{database}" FROM {role}')
+        again = CliRunner().invoke(main, ["migrate", "--database-url", url])
+        assert again.exit_code == 0, again.output
+        assert "up to date" in again.output
+    finally:
+        empty.execute("DROP SCHEMA IF EXISTS idemdash CASCADE")
+        empty.execute(f'REVOKE ALL ON DATABASE "{database}" FROM {role}')
+        empty.execute(f"DROP ROLE {role}")

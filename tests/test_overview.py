@@ -174,14 +174,16 @@ def test_overview_with_text_status_column(make_app, text_status_database_url):
 
 def test_last_purges_listed_newest_first(client, conn):
     conn.execute("""INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted,
-                        dry_run, outcome, started_by)
+                        dry_run, outcome, started_by, method, partitions_dropped)
                     VALUES ('idempotency_request', now() - interval '2 hours', now() - interval '2 hours', 3, 12000,
-                            false, 'succeeded', 'scheduler'),
+                            false, 'succeeded', 'scheduler', 'due_index', 2),
                            ('outbox_event', now() - interval '1 hour', now() - interval '1 hour', 0, 0,
-                            true, 'failed', 'alice')""")
+                            true, 'failed', 'alice', NULL, 0)""")
     runs = client.get("/api/v1/overview").get_json()["last_purges"]
     assert [r["table_name"] for r in runs] == ["outbox_event", "idempotency_request"]
     assert runs[1]["rows_deleted"] == 12000
+    # the same fields as /api/v1/purges: how its batches went, and the partitions it dropped
+    assert (runs[1]["method"], runs[1]["partitions_dropped"]) == ("due_index", 2)
     page = BeautifulSoup(client.get("/").data, "html.parser").get_text()
     assert "12,000" in page and "alice" in page
 

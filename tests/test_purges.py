@@ -608,8 +608,9 @@ def test_cli_dry_run_prints_progress_and_a_summary_and_deletes_nothing(conn, dat
     assert [(s[0], s[1], s[4], s[6]) for s in summary] == [
         ("keys", "succeeded", "13", "25"), ("inbox", "succeeded", "1", "1"), ("outbox", "succeeded", "1", "0")]
     # without the recommended indexes the summary says how batches went and where to look
-    assert lines.count("        batches walking the primary key (no index gave the due rows in order; on a big table "
-                       "`idemdash check` names the one that would)") == 3
+    assert lines.count("        batches walking the primary key (the planner did not read the due rows through an "
+                       "index: usual on a small table or when most rows are due; on a big table `idemdash check` "
+                       "names the index that would)") == 3
     assert count(conn, KEYS) == 25
     assert [(h["table_name"], h["dry_run"], h["rows_deleted"], h["method"]) for h in runs(conn)] == [
         ("keys", True, 25, "primary_key"), ("inbox", True, 1, "primary_key"), ("outbox", True, 0, "primary_key")]
