@@ -1,12 +1,21 @@
 """/purges in a real Chromium: dry run first, then purge now; the history shows what was deleted."""
 from __future__ import annotations
 
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import psycopg
 import pytest
 from playwright.sync_api import expect
 
+from queries import Tables
+from queries.app_schema import create_time_partitions
+from tests.test_purge_advice import partitioned_url  # noqa: F401 (a fixture)
 from tests.test_purges_page import add_inbox, count
 
 pytestmark = pytest.mark.browser
+SHOTS = os.environ.get("IDEMDASH_SCREENSHOTS")  # a directory: keep a screenshot of the page to look at
 
 
 def test_operator_dry_runs_then_purges_the_inbox(live_server, page, conn):
@@ -33,3 +42,43 @@ def test_operator_dry_runs_then_purges_the_inbox(live_server, page, conn):
     # the panel was swapped in place: still one page, one panel
     assert page.locator("header.topbar").count() == 1
     assert page.locator("#purges-panel").count() == 1
+
+
+def test_operator_purges_a_partitioned_inbox_and_sees_the_partitions_dropped_whole(
+        live_server, make_app, page, partitioned_url):
+    """Dry run, then purge, on the partitioned reference inbox: the dry run lists the day it would drop with its
+    rows, the purge drops it whole, and the history unfolds the partitions under the run."""
+    with psycopg.connect(partitioned_url, autocommit=True) as conn:
+        now = datetime.now(timezone.utc)
+        create_time_partitions(conn, Tables(), "inbox", now - timedelta(days=40), now)
+        conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
+                     " SELECT 'c', 'm' || g, 'h', now() - interval '35 days' FROM generate_series(1, 12) g")
+        conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
+                     " SELECT 'c', 'new' || g, 'h', now() - interval '1 day' FROM generate_series(1, 3) g")
+        day = conn.execute("SELECT tableoid::regclass::text FROM app.processed_message WHERE message_id = 'm1'"
+                           ).fetchone()[0]
+    page.goto(live_server(make_app(partitioned_url)) + "/purges")
+    card = page.locator('article[data-table="inbox"]')
+    card.locator('button[data-action="dry-run"]').click()
+    expect(card.locator("[data-dry-count]")).to_have_text("12", timeout=15_000)
+    dry = page.locator("tr.partitions").first
+    expect(dry.locator("summary")).to_contain_text("would be dropped whole (12 rows)")
+    dry.locator("summary").click()
+    expect(dry.locator(f'li[data-partition="{day}"]')).to_contain_text("would be dropped, 12 rows")
+
+    card.locator('button[data-action="purge"]').click()
+    finished = page.locator('table.purge-history tbody tr[data-outcome="succeeded"]', has_text="purge")
+    expect(finished.first.locator("[data-rows]")).to_have_text("12", timeout=15_000)
+    expect(card.locator("[data-last-success]")).to_contain_text("12 deleted")
+    expect(card.locator("[data-last-success]")).to_contain_text("dropped whole")
+    dropped = page.locator("tr.partitions").first
+    expect(dropped.locator("summary")).to_contain_text("dropped whole (12 rows)")
+    dropped.locator("summary").click()
+    expect(dropped.locator(f'li[data-partition="{day}"][data-action="dropped"]')).to_contain_text(
+        "partition dropped, 12 rows")
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / "purges-partitions.png"), full_page=True)
+    with psycopg.connect(partitioned_url) as conn:
+        left = {r[0] for r in conn.execute("SELECT message_id FROM app.processed_message")}
+        gone = conn.execute("SELECT to_regclass(%s)", (day,)).fetchone()[0]
+    assert left == {"new1", "new2", "new3"} and gone is None
