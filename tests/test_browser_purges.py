@@ -11,7 +11,6 @@ from playwright.sync_api import expect
 
 from queries import Tables
 from queries.app_schema import create_time_partitions
-from tests.test_purge_advice import partitioned_url  # noqa: F401 (a fixture)
 from tests.test_purges_page import add_inbox, count
 
 pytestmark = pytest.mark.browser

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import psycopg
-import pytest
 from bs4 import BeautifulSoup
 
 from jobs.purge_run import run_purge
@@ -69,15 +68,7 @@ def test_on_a_server_with_the_defaults_health_advises_wal_compression_and_checkp
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# partitioned tables
-
-
-@pytest.fixture
-def partitioned_url(empty_database_url):
-    with psycopg.connect(empty_database_url, autocommit=True) as conn:
-        migrate(conn)
-        create_app_schema(conn, T, partitioned=True)
-    return empty_database_url
+# partitioned tables (partitioned_url: tests/conftest.py)
 
 
 def test_health_says_what_partitioning_costs_the_inbox_and_outbox(partitioned_url, make_app):
