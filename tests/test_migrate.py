@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import types
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -443,8 +444,6 @@ def test_cli_init_app_schema_rejects_an_unknown_status_type(empty_database_url):
 def test_migrate_needs_create_on_the_database_only_until_the_schema_exists(empty, empty_database_url):
     """The README lets the migrating role lose CREATE on the database after the first migrate: later ones (every
     upgrade) still work, and without the schema the failure names the grant that is missing."""
-    import uuid
-
     role = f"migrator_{uuid.uuid4().hex[:8]}"
     database = empty.info.dbname
     empty.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
