@@ -76,9 +76,10 @@ def check_delete_settings(conn: psycopg.Connection, tables: Tables, config: Mapp
         findings.append(Check(
             "purge.wal_compression", WARN, "wal_compression is off: deletes write whole pages to the WAL",
             "The first change to a table page after each checkpoint writes the whole 8 kB page to the WAL (a full "
-            "page image). A purge batch changes thousands of pages, so most of its WAL is such images, and an "
-            "application's commit waits behind them to reach the disk. Compressing them typically halves the WAL "
-            "a purge writes, for a little CPU. It needs no restart.",
+            "page image). A purge changes many pages, so most of its WAL is such images, and an application's "
+            "commit waits behind them to reach the disk. Compressing them cut the WAL a purge wrote by about a "
+            "third in idemdash's benchmark (pglz, 356 to 248 bytes per deleted key), for CPU time: lz4 or zstd, "
+            "where the server has them, cost less than pglz. It needs no restart.",
             fix_sql=q.fix_wal_compression(best)))
     timeout = found.get("checkpoint_timeout")
     wal = found.get("max_wal_size")
