@@ -139,7 +139,7 @@ def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Mapping
                 "purged row by row",
                 "Detaching a partition needs the owner of the partitioned table, and dropping it the owner of the "
                 "partition. Without that the purge deletes an old partition's rows in batches (it still empties "
-                "it, at the cost of row-by-row deletes, WAL and vacuum) and records it as kept. Run the purges as "
+                "it, at the cost of row-by-row deletes, WAL and vacuum). Run the purges as "
                 "the tables' owner (or a role that is a member of it) to drop whole partitions."))
         closed = [p for p in parts if not p.writable]
         if closed:

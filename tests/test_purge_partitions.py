@@ -365,8 +365,7 @@ def test_a_role_that_does_not_own_the_table_empties_old_partitions_in_batches_an
         done = run_purge(make_target(url), "inbox", dry_run=False, started_by="test", on_partition=events.append)
         assert (done.outcome, done.rows, done.partitions_dropped) == ("succeeded", 10, 0)
         assert old in partitions(pconn)  # still there, empty: only the owner may drop it
-        kept = [e for e in events if old in e.partition]
-        assert [e.action for e in kept] == ["kept"] and "owner" in kept[0].detail
+        assert events == []  # not read to be dropped, nor recorded on every run: /health says why once
         left = {r[0] for r in pconn.execute("SELECT message_id FROM app.processed_message")}
         assert left == {f"live{g}" for g in range(1, 5)}
     finally:
