@@ -29,12 +29,12 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import psycopg
 from psycopg import sql
 
-from dashboard import create_app, db
-from queries import Tables
-from queries.app_schema import create_app_schema
-from queries.indexes import list_index_status, create_index
-from queries.migrate import migrate
-from workload.backfill import backfill
+from idemdash.dashboard import create_app, db
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.indexes import list_index_status, create_index
+from idemdash.queries.migrate import migrate
+from idemdash.workload.backfill import backfill
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -36,8 +36,8 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 
 import psycopg
 
-from queries import Tables
-from queries.workload import datagen as q
+from idemdash.queries import Tables
+from idemdash.queries.workload import datagen as q
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
     timings = Timings(size.name)
     with psycopg.connect(url, autocommit=True, application_name="idemdash-datagen") as conn:
         if q.count_missing_app_tables(conn, tables):
-            from queries.app_schema import create_app_schema
+            from idemdash.queries.app_schema import create_app_schema
 
             create_app_schema(conn, tables, status_type)  # type: ignore[arg-type]
             say(f"created the reference schema in {tables.schema!r} (status {status_type})")

@@ -47,13 +47,13 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from benchmarks.datagen import SIZES, Size, generate
-from queries import Tables
-from queries.workload import benchmark as qb
-from queries import indexes as qc
-from queries.workload.datagen import count_generated_rows
-from queries.workload.demo import ensure_database as create_database_unless_exists
-from queries.indexes import ADVICE
-from queries.target import Target
+from idemdash.queries import Tables
+from idemdash.queries.workload import benchmark as qb
+from idemdash.queries import indexes as qc
+from idemdash.queries.workload.datagen import count_generated_rows
+from idemdash.queries.workload.demo import ensure_database as create_database_unless_exists
+from idemdash.queries.indexes import ADVICE
+from idemdash.queries.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_MS = 50.0
@@ -377,7 +377,7 @@ class RollupJob:
     """The scheduler's rollup job (jobs/rollups.py), run as the scheduler would: once now, then every interval."""
 
     def __init__(self, url: str, log: Callable[[str], None]) -> None:
-        from core import settings
+        from idemdash.core import settings
 
         self.target = Target.from_settings(settings.load(DATABASE_URL=url))
         self.log = log
@@ -386,7 +386,7 @@ class RollupJob:
         self._thread: threading.Thread | None = None
 
     def run_now(self) -> dict[str, float]:
-        from jobs.rollups import run_rollups
+        from idemdash.jobs.rollups import run_rollups
 
         started = time.perf_counter()
         done = run_rollups(self.target, force=True)
@@ -396,7 +396,7 @@ class RollupJob:
         return done
 
     def start(self) -> None:
-        from jobs.rollups import INTERVAL_SECONDS, run_rollups
+        from idemdash.jobs.rollups import INTERVAL_SECONDS, run_rollups
 
         def loop() -> None:
             # as APScheduler's interval trigger: a run starts every INTERVAL_SECONDS (right after a longer one)
@@ -441,7 +441,7 @@ def apply_recommended_indexes(url: str, tables: Tables, log: Callable[[str], Non
     """`idemdash check --apply-indexes`, as an operator would run it; then ANALYZE. Returns (seconds, output)."""
     started = time.perf_counter()
     env = dict(os.environ, IDEMDASH_DATABASE_URL=url)
-    result = subprocess.run([sys.executable, "-m", "cli", "check", "--apply-indexes"], cwd=ROOT, env=env,
+    result = subprocess.run([sys.executable, "-m", "idemdash", "check", "--apply-indexes"], cwd=ROOT, env=env,
                             capture_output=True, text=True)
     seconds = time.perf_counter() - started
     built = [line.strip() for line in result.stdout.splitlines() if "building" in line or "done in" in line]
@@ -486,7 +486,7 @@ def run_gunicorn(url: str, workers: int, *, seconds: float, clients: int, probe_
     # gunicorn's log goes to a file: a pipe nobody reads fills up and blocks the workers
     errlog = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind",
-                             f"127.0.0.1:{port}", "--log-level", "warning", "dashboard:create_app()"],
+                             f"127.0.0.1:{port}", "--log-level", "warning", "idemdash.dashboard:create_app()"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=errlog, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -680,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}}
     tables = Tables()
     try:
-        from queries.migrate import migrate
+        from idemdash.queries.migrate import migrate
 
         with psycopg.connect(url, autocommit=True) as conn:
             migrate(conn)
@@ -701,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
 
         rollup_job = RollupJob(url, log)
 
-        from dashboard import create_app, db
+        from idemdash.dashboard import create_app, db
 
         # /metrics caches its database numbers for 1 s here, so the benchmark can also time scrapes that miss
         app = create_app({"DATABASE_URL": url, "SECRET_KEY": "benchmark", "AUTH": "none", "METRICS_CACHE_SECONDS": 1})
@@ -820,7 +820,7 @@ def print_report(report: dict[str, Any]) -> None:
     if rollups:
         out += ["", "| rollup (scheduler job) | ms to compute, with indexes | without indexes | recomputed every |",
                 "|---|---:|---:|---:|"]
-        from queries.rollups import ROLLUPS
+        from idemdash.queries.rollups import ROLLUPS
 
         first_without = (without or {}).get("rollups_first_run_ms") or {}
         for name, ms in rollups.items():

@@ -17,8 +17,8 @@ from psycopg import sql
 
 from benchmarks import purge_data as d
 from benchmarks.purge_bench import RUN_HEADER, SCHEMA, bench_settings, describe_run, fresh_schema, measure_run
-from queries import Tables
-from queries.indexes import ADVICE
+from idemdash.queries import Tables
+from idemdash.queries.indexes import ADVICE
 
 # Benchmark data only: rows spread evenly over one day, from %(day)s.
 INSERT_INBOX = """
@@ -51,7 +51,7 @@ def partition(args: argparse.Namespace, url: str, out: Callable[[str], None]) ->
         for partitioned in (True, False):
             fresh_schema(conn, tables, partitioned=partitioned)
             if partitioned:
-                from queries.app_schema import create_time_partitions
+                from idemdash.queries.app_schema import create_time_partitions
                 create_time_partitions(conn, tables, "inbox", old_day - timedelta(days=1), today + timedelta(days=2))
             else:
                 for advice in ADVICE.values():

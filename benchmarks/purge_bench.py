@@ -43,11 +43,11 @@ import psycopg
 from psycopg import sql
 
 from benchmarks import purge_data as d
-from core import settings
-from queries import Tables
-from queries.app_schema import create_app_schema
-from queries.indexes import ADVICE, IndexAdvice
-from queries.migrate import migrate
+from idemdash.core import settings
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.indexes import ADVICE, IndexAdvice
+from idemdash.queries.migrate import migrate
 
 SCHEMA = "purge_bench"
 STATUS_TYPE = sql.Identifier(SCHEMA, "idempotency_status")  # the reference schema's enum
@@ -228,7 +228,7 @@ def latency(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> N
 def _latency_run(conn: psycopg.Connection, tables: Tables, url: str, args: argparse.Namespace,
                  config: dict[str, Any], method: str, total: int):
     """One configuration: a run alone, then one under the claim workload between two windows without."""
-    from workload.simulator import Simulator
+    from idemdash.workload.simulator import Simulator
 
     _load(conn, tables, total, args.rows, due_index=method == "due_index")
     alone = measure_run(conn, tables, config)

@@ -24,8 +24,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from queries import Tables
-from queries.app_schema import claim_key, complete_key
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key, complete_key
 
 CHUNK = 250_000
 
@@ -181,8 +181,8 @@ def describe_machine(info: dict[str, str]) -> str:
 def _purge_process(settings: dict[str, Any], table: str, results, pgoptions: str) -> None:
     if pgoptions:
         os.environ["PGOPTIONS"] = pgoptions  # the purge's sessions only
-    from jobs.purge_run import run_purge
-    from queries.target import Target
+    from idemdash.jobs.purge_run import run_purge
+    from idemdash.queries.target import Target
 
     target = Target.from_settings(settings)
     batches: list[int] = []  # WAL position after each batch, read on a connection of our own

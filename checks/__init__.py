@@ -12,14 +12,14 @@ from typing import Any, Callable, Mapping
 import psycopg
 from psycopg import errors
 
-from checks.activity import check_advisory_locks, check_sessions
-from checks.finding import FAIL, OK, SEVERITY, WARN, Check, CheckFn, KeyLink
-from checks.maintenance import check_vacuum
-from checks.privileges import check_privileges
-from checks.purging import check_delete_settings, check_partitioning, check_purge_indexes
-from checks.retention import check_key_retention, check_retention_settings
-from checks.schema import check_indexes, check_migrations, check_null_trap, check_tables
-from queries import Tables
+from idemdash.checks.activity import check_advisory_locks, check_sessions
+from idemdash.checks.finding import FAIL, OK, SEVERITY, WARN, Check, CheckFn, KeyLink
+from idemdash.checks.maintenance import check_vacuum
+from idemdash.checks.privileges import check_privileges
+from idemdash.checks.purging import check_delete_settings, check_partitioning, check_purge_indexes
+from idemdash.checks.retention import check_key_retention, check_retention_settings
+from idemdash.checks.schema import check_indexes, check_migrations, check_null_trap, check_tables
+from idemdash.queries import Tables
 
 __all__ = ["CHECKS", "FAIL", "OK", "SEVERITY", "WARN", "Check", "KeyLink", "run_checks", "summary"]
 

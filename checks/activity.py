@@ -6,11 +6,11 @@ from typing import Any, Mapping
 
 import psycopg
 
-from checks.finding import FAIL, OK, WARN, Check, KeyLink
-from core.formatting import duration
-from queries import Tables
-from queries import health as q
-from queries.purges import TABLES as PURGE_TABLES
+from idemdash.checks.finding import FAIL, OK, WARN, Check, KeyLink
+from idemdash.core.formatting import duration
+from idemdash.queries import Tables
+from idemdash.queries import health as q
+from idemdash.queries.purges import TABLES as PURGE_TABLES
 
 # Sessions: one query running this long warns, a transaction idle this long warns; either this long fails.
 LONG_QUERY_SECONDS = 300

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping
 
 import psycopg
 
-from queries import Tables
+from idemdash.queries import Tables
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 SEVERITY = {FAIL: 0, WARN: 1, OK: 2}

@@ -5,10 +5,10 @@ from typing import Any, Mapping
 
 import psycopg
 
-from checks.finding import OK, WARN, Check, roles
-from core.formatting import ago
-from queries import Tables
-from queries import health as q
+from idemdash.checks.finding import OK, WARN, Check, roles
+from idemdash.core.formatting import ago
+from idemdash.queries import Tables
+from idemdash.queries import health as q
 
 # Dead tuples: a table warns above max(DEAD_TUPLES_MIN, DEAD_TUPLES_SHARE of its live rows) ...
 DEAD_TUPLES_MIN = 10_000

@@ -11,9 +11,9 @@ from typing import Any, Mapping
 
 import psycopg
 
-from checks.finding import FAIL, OK, WARN, Check
-from queries import Tables
-from queries.access import (TableAccess, fix_grant_idemdash_tables, fix_grant_on_table, fix_grant_schema_usage,
+from idemdash.checks.finding import FAIL, OK, WARN, Check
+from idemdash.queries import Tables
+from idemdash.queries.access import (TableAccess, fix_grant_idemdash_tables, fix_grant_on_table, fix_grant_schema_usage,
                             list_table_access)
 
 WHAT = {"keys": "idempotency keys", "inbox": "inbox", "outbox": "outbox"}

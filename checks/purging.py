@@ -14,15 +14,15 @@ from typing import Any, Mapping
 import psycopg
 from psycopg import sql
 
-from checks.finding import FAIL, OK, WARN, Check, qualified
-from core.formatting import duration
-from queries import Tables
-from queries import partitions as qp
-from queries import purges as q
-from queries.app_schema import PARTITION_UNIQUE_COLUMNS, fix_create_time_partitions
-from queries.indexes import ADVICE, list_index_status
-from queries.indexes import OK as OK_STATE
-from queries.purge_batches import due_index
+from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified
+from idemdash.core.formatting import duration
+from idemdash.queries import Tables
+from idemdash.queries import partitions as qp
+from idemdash.queries import purges as q
+from idemdash.queries.app_schema import PARTITION_UNIQUE_COLUMNS, fix_create_time_partitions
+from idemdash.queries.indexes import ADVICE, list_index_status
+from idemdash.queries.indexes import OK as OK_STATE
+from idemdash.queries.purge_batches import due_index
 
 # The recommended index that gives each table's purge its due order.
 PURGE_INDEX = {"keys": "index_keys_due", "inbox": "index_inbox_processed", "outbox": "index_outbox_published"}

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import psycopg
 
-from checks.schema import TABLE_SETTING
-from core.diagnosis import (IDEMDASH_SCHEMA, NO_TABLE, PRIVILEGE, Cause, idemdash_schema_missing, privilege_missing,
+from idemdash.checks.schema import TABLE_SETTING
+from idemdash.core.diagnosis import (IDEMDASH_SCHEMA, NO_TABLE, PRIVILEGE, Cause, idemdash_schema_missing, privilege_missing,
                             quote_role, table_missing)
-from queries import Tables
-from queries.access import get_database_access, list_table_access
-from queries.health import list_applied_migrations
-from queries.migrate import list_migrations
+from idemdash.queries import Tables
+from idemdash.queries.access import get_database_access, list_table_access
+from idemdash.queries.health import list_applied_migrations
+from idemdash.queries.migrate import list_migrations
 
 
 def readiness(conn: psycopg.Connection, tables: Tables) -> list[Cause]:

@@ -6,10 +6,10 @@ from typing import Any, Mapping
 
 import psycopg
 
-from checks.finding import OK, WARN, Check
-from core.formatting import duration
-from queries import Tables
-from queries import health as q
+from idemdash.checks.finding import OK, WARN, Check
+from idemdash.core.formatting import duration
+from idemdash.queries import Tables
+from idemdash.queries import health as q
 
 KEY_SAMPLE = 10_000        # most recent keys the key-retention check looks at
 MAX_SCOPE_FINDINGS = 20    # scopes listed one by one before the rest are summed up

@@ -7,11 +7,11 @@ from typing import Any, Mapping
 
 import psycopg
 
-from checks.finding import FAIL, OK, WARN, Check, qualified, roles
-from queries import Tables
-from queries import health as q
-from queries.indexes import ADVICE
-from queries.migrate import list_migrations
+from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified, roles
+from idemdash.queries import Tables
+from idemdash.queries import health as q
+from idemdash.queries.indexes import ADVICE
+from idemdash.queries.migrate import list_migrations
 
 
 @dataclass(frozen=True)

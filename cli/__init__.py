@@ -5,6 +5,9 @@ and `scheduler` never load the web app or Flask; `serve` and `demo` do.
 """
 from __future__ import annotations
 
+if not __name__.startswith("idemdash."):  # imported by its old top-level name, from a checkout
+    raise ImportError(f"{__name__!r} is 'idemdash.cli' since idemdash 0.2: the idemdash command, or python -m idemdash")
+
 import importlib
 import logging
 
@@ -12,15 +15,15 @@ import click
 
 # command name -> "module:function" in this package
 COMMANDS = {
-    "demo": "cli.workload:demo",
-    "migrate": "cli.database:migrate",
-    "init-app-schema": "cli.database:init_app_schema",
-    "check": "cli.check:check",
-    "purge": "cli.jobs:purge",
-    "scheduler": "cli.jobs:scheduler",
-    "serve": "cli.web:serve",
-    "hash-password": "cli.web:hash_password",
-    "simulate": "cli.workload:simulate",
+    "demo": "idemdash.cli.workload:demo",
+    "migrate": "idemdash.cli.database:migrate",
+    "init-app-schema": "idemdash.cli.database:init_app_schema",
+    "check": "idemdash.cli.check:check",
+    "purge": "idemdash.cli.jobs:purge",
+    "scheduler": "idemdash.cli.jobs:scheduler",
+    "serve": "idemdash.cli.web:serve",
+    "hash-password": "idemdash.cli.web:hash_password",
+    "simulate": "idemdash.cli.workload:simulate",
 }
 
 

@@ -1,4 +1,4 @@
-"""`python -m cli`: the same as the `idemdash` console script."""
-from cli import main
+"""`python -m idemdash.cli`: the same as the `idemdash` console script."""
+from idemdash.cli import main
 
 main()

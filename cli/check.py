@@ -14,12 +14,12 @@ from typing import Callable
 import click
 import psycopg
 
-from checks import FAIL, run_checks
-from checks.readiness import readiness
-from cli.common import connect, database_errors, databases_option, heading, targets
-from queries import Tables
-from queries import indexes as q
-from queries.target import Target
+from idemdash.checks import FAIL, run_checks
+from idemdash.checks.readiness import readiness
+from idemdash.cli.common import connect, database_errors, databases_option, heading, targets
+from idemdash.queries import Tables
+from idemdash.queries import indexes as q
+from idemdash.queries.target import Target
 
 
 @click.command()

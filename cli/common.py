@@ -10,10 +10,10 @@ from typing import Any, Iterator
 import click
 import psycopg
 
-from checks.readiness import readiness
-from core import settings
-from core.databases import load_databases
-from queries.target import Target
+from idemdash.checks.readiness import readiness
+from idemdash.core import settings
+from idemdash.core.databases import load_databases
+from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ import time
 
 import click
 
-from cli.common import databases_option, heading, load_settings, preflight, targets
-from jobs.purge_run import TABLES, PartitionEvent, run_purge
-from jobs.scheduler import run_blocking
+from idemdash.cli.common import databases_option, heading, load_settings, preflight, targets
+from idemdash.jobs.purge_run import TABLES, PartitionEvent, run_purge
+from idemdash.jobs.scheduler import run_blocking
 
 
 # Without a terminal (a log, a pipe), one progress line for the first batch and then every this many.
@@ -76,7 +76,7 @@ def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_
 def _purge(db, tables: tuple[str, ...], dry_run: bool) -> bool:
     """One database's purges; True when a run failed."""
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
-        for name in ("jobs.purge_run", "jobs.partition_drops"):
+        for name in ("idemdash.jobs.purge_run", "idemdash.jobs.partition_drops"):
             logging.getLogger(name).setLevel(logging.WARNING)  # the lines below say it all
     try:
         started_by = f"cli:{getpass.getuser()}"

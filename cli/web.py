@@ -12,10 +12,10 @@ import tempfile
 import click
 from werkzeug.security import generate_password_hash
 
-from cli.common import database_url_option, load_settings, preflight, targets
-from core import parsers, settings
-from dashboard import auth, gunicorn_config, network
-from dashboard.accounts import valid_user_name
+from idemdash.cli.common import database_url_option, load_settings, preflight, targets
+from idemdash.core import parsers, settings
+from idemdash.dashboard import auth, gunicorn_config, network
+from idemdash.dashboard.accounts import valid_user_name
 
 
 def _bind(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -70,9 +70,9 @@ def serve(database_url: str, bind: str | None, workers: int | None) -> None:
     # is set before gunicorn (and the app) start: gunicorn replaces this process
     if not env.get("PROMETHEUS_MULTIPROC_DIR"):
         env["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=gunicorn_config.OWN_METRICS_DIR_PREFIX)
-    argv = [sys.executable, "-m", "gunicorn", "--config", "python:dashboard.gunicorn_config",
+    argv = [sys.executable, "-m", "gunicorn", "--config", "python:idemdash.dashboard.gunicorn_config",
             "--bind", bind, "--workers", str(workers), "--access-logfile", "-", "--timeout", "30",
-            "--graceful-timeout", "10", "dashboard:create_app()"]
+            "--graceful-timeout", "10", "idemdash.dashboard:create_app()"]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, argv, env)

@@ -7,14 +7,14 @@ import time
 
 import click
 
-from cli.common import connect, database_url_option, target
-from core import settings
-from core.settings import redact_dsn
-from dashboard import auth, create_app, network
-from queries.workload.simulate import list_missing_reference_objects
-from workload.backfill import backfill
-from workload.demo import run_demo
-from workload.simulator import Simulator
+from idemdash.cli.common import connect, database_url_option, target
+from idemdash.core import settings
+from idemdash.core.settings import redact_dsn
+from idemdash.dashboard import auth, create_app, network
+from idemdash.queries.workload.simulate import list_missing_reference_objects
+from idemdash.workload.backfill import backfill
+from idemdash.workload.demo import run_demo
+from idemdash.workload.simulator import Simulator
 
 REPORT_EVERY_SECONDS = 10.0
 

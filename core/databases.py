@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from core.settings import BY_NAME, ConfigError
+from idemdash.core.settings import BY_NAME, ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib

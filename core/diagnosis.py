@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from typing import Mapping
 
-from core.dsn import Endpoint, endpoint, password_of
+from idemdash.core.dsn import Endpoint, endpoint, password_of
 
 URL = "the database URL (IDEMDASH_DATABASE_URL or --database-url)"
 

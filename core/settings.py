@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from core import parsers
-from core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface
+from idemdash.core import parsers
+from idemdash.core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface
 
 PREFIX = "IDEMDASH_"
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, Sequence
 
-from core.formatting import duration
+from idemdash.core.formatting import duration
 
 
 class KeyFacts(Protocol):

@@ -1,6 +1,9 @@
 """idemdash: the Flask application factory."""
 from __future__ import annotations
 
+if not __name__.startswith("idemdash."):  # imported by its old top-level name, from a checkout
+    raise ImportError(f"{__name__!r} is 'idemdash.dashboard' since idemdash 0.2: gunicorn 'idemdash.dashboard:create_app()', gunicorn -c python:idemdash.dashboard.gunicorn_config, flask --app idemdash.dashboard")
+
 import logging
 import os
 import secrets
@@ -12,11 +15,11 @@ from typing import Any, Mapping
 from flask import Flask
 from htmx_flask import Htmx
 
-from core import settings
-from dashboard import (actions, audit, auth, databases, db, health, hotspots, inbox, keys, metrics, notes, openapi,
+from idemdash.core import settings
+from idemdash.dashboard import (actions, audit, auth, databases, db, health, hotspots, inbox, keys, metrics, notes, openapi,
                        outbox, outbox_rows, overview, probes, purges, search, suppression, web)
-from dashboard.databases import DashboardApp
-from jobs.scheduler import start_in_background
+from idemdash.dashboard.databases import DashboardApp
+from idemdash.jobs.scheduler import start_in_background
 
 htmx = Htmx()
 

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from core.settings import ConfigError
+from idemdash.core.settings import ConfigError
 
 VIEWER = "viewer"
 OPERATOR = "operator"

@@ -14,15 +14,15 @@ from flask import Blueprint, abort, jsonify, redirect, request
 from htmx_flask import make_response as htmx_response
 from psycopg import errors
 
-from core.triage import suggest
-from dashboard import bulk, inputs
-from dashboard.auth import current_user, json_action, operator_required
-from dashboard.db import get_target
-from dashboard.inputs import ActionError
-from dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
-from dashboard.web import render
-from queries import keys as qkeys
-from queries import reclassify as q
+from idemdash.core.triage import suggest
+from idemdash.dashboard import bulk, inputs
+from idemdash.dashboard.auth import current_user, json_action, operator_required
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.inputs import ActionError
+from idemdash.dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
+from idemdash.dashboard.web import render
+from idemdash.queries import keys as qkeys
+from idemdash.queries import reclassify as q
 
 bp = Blueprint("actions", __name__)
 bp.add_app_template_filter(bulk.filter_in_words, "bulk_filter_text")

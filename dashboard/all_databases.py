@@ -13,10 +13,10 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Mapping
 
-from core.dsn import endpoint
-from core.parsers import split_environment
-from queries import overview as q
-from queries.target import Target
+from idemdash.core.dsn import endpoint
+from idemdash.core.parsers import split_environment
+from idemdash.queries import overview as q
+from idemdash.queries.target import Target
 
 # how long a request waits for the databases it asks, all together
 DEADLINE_SECONDS = 2.0

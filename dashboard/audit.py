@@ -5,9 +5,9 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort, jsonify, request
 
-from dashboard import panels, params
-from dashboard.web import render
-from queries import audit as q
+from idemdash.dashboard import panels, params
+from idemdash.dashboard.web import render
+from idemdash.queries import audit as q
 
 bp = Blueprint("audit", __name__)
 

@@ -30,11 +30,11 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import BadRequest, Unauthorized
 
-from core.settings import ConfigError, split_list
-from dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
-from dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
-from dashboard.web import error_response
-from dashboard.db import get_target
+from idemdash.core.settings import ConfigError, split_list
+from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
+from idemdash.dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
+from idemdash.dashboard.web import error_response
+from idemdash.dashboard.db import get_target
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,14 @@ from datetime import datetime, timedelta
 from typing import Any, Mapping
 
 
-from core.formatting import duration
-from core.settings import parse_duration
-from dashboard.auth import current_user
-from dashboard.db import get_target
-from dashboard import inputs
-from dashboard.inputs import MAX_REASON, ActionError
-from queries import reclassify as q
-from queries.health import database_now
+from idemdash.core.formatting import duration
+from idemdash.core.settings import parse_duration
+from idemdash.dashboard.auth import current_user
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard import inputs
+from idemdash.dashboard.inputs import MAX_REASON, ActionError
+from idemdash.queries import reclassify as q
+from idemdash.queries.health import database_now
 
 PREVIEW_MAX_AGE = timedelta(minutes=15)
 BULK_BATCH = 200

@@ -16,9 +16,9 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Flask, current_app, g, has_request_context, jsonify, request, url_for
 
-from dashboard.all_databases import AllDatabases, DatabaseRow
-from dashboard.db import all_targets, current_database
-from dashboard.web import render
+from idemdash.dashboard.all_databases import AllDatabases, DatabaseRow
+from idemdash.dashboard.db import all_targets, current_database
+from idemdash.dashboard.web import render
 
 TWIN = "@db"
 

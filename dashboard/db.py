@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from flask import Flask, abort, current_app, g, has_request_context
 
-from core.databases import load_databases
-from queries.target import Target
+from idemdash.core.databases import load_databases
+from idemdash.queries.target import Target
 
 
 def init_app(app: Flask) -> dict[str, Target]:

@@ -1,4 +1,4 @@
-"""gunicorn's settings for idemdash: `idemdash serve` runs ``gunicorn -c python:dashboard.gunicorn_config``, and
+"""gunicorn's settings for idemdash: `idemdash serve` runs ``gunicorn -c python:idemdash.dashboard.gunicorn_config``, and
 a gunicorn started by hand should too (docs/deploy.md).
 
 - ``pre_request`` counts identity headers sent more than once (``dashboard.network``);
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from prometheus_client import multiprocess
 
-from dashboard.metrics import multiprocess_dir
-from dashboard.network import mark_repeated_headers
+from idemdash.dashboard.metrics import multiprocess_dir
+from idemdash.dashboard.network import mark_repeated_headers
 
 # the directory `idemdash serve` makes when PROMETHEUS_MULTIPROC_DIR is not set (removed when gunicorn stops)
 OWN_METRICS_DIR_PREFIX = "idemdash-metrics-"

@@ -8,9 +8,9 @@ from functools import partial
 
 from flask import Blueprint, jsonify
 
-from checks import FAIL, OK, SEVERITY, WARN, Check, run_checks, summary
-from dashboard.db import get_target
-from dashboard.web import render
+from idemdash.checks import FAIL, OK, SEVERITY, WARN, Check, run_checks, summary
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.web import render
 
 bp = Blueprint("health", __name__)
 

@@ -6,11 +6,11 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from dashboard import panels, params, rollups
-from dashboard.db import get_target
-from dashboard.keys import LIST_FIELDS
-from dashboard.web import render
-from queries import hotspots as q
+from idemdash.dashboard import panels, params, rollups
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.keys import LIST_FIELDS
+from idemdash.dashboard.web import render
+from idemdash.queries import hotspots as q
 
 bp = Blueprint("hotspots", __name__)
 

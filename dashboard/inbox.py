@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from dashboard import panels, params, rollups
-from dashboard.db import get_target
-from dashboard.web import render
-from queries import inbox as q
+from idemdash.dashboard import panels, params, rollups
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.web import render
+from idemdash.queries import inbox as q
 
 bp = Blueprint("inbox", __name__)
 

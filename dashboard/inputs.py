@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Mapping
 
-from core.settings import parse_duration
+from idemdash.core.settings import parse_duration
 
 MAX_REASON = 2000
 MAX_HOLD = timedelta(days=30)

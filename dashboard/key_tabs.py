@@ -13,10 +13,10 @@ from typing import Any
 
 from flask import current_app
 
-from dashboard import panels
-from dashboard.db import get_target
-from queries import keys as q
-from queries import snapshots as qs
+from idemdash.dashboard import panels
+from idemdash.dashboard.db import get_target
+from idemdash.queries import keys as q
+from idemdash.queries import snapshots as qs
 
 COUNT_CAP = 10_000
 # a snapshot this many snapshot intervals old still stands in for a count, when it is past SKIP_FACTOR x the cap

@@ -7,15 +7,15 @@ from urllib.parse import quote
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
-from dashboard import key_tabs, panels, params
-from dashboard.db import get_target
-from core.triage import OUTCOMES, suggest
-from dashboard.web import render
-from queries import keys as q
-from queries.audit import list_audit_for_key
-from queries.notes import list_notes_for_key
-from queries.runbook import inspection_sql
-from queries.search import list_recent_workers
+from idemdash.dashboard import key_tabs, panels, params
+from idemdash.dashboard.db import get_target
+from idemdash.core.triage import OUTCOMES, suggest
+from idemdash.dashboard.web import render
+from idemdash.queries import keys as q
+from idemdash.queries.audit import list_audit_for_key
+from idemdash.queries.notes import list_notes_for_key
+from idemdash.queries.runbook import inspection_sql
+from idemdash.queries.search import list_recent_workers
 
 bp = Blueprint("keys", __name__)
 

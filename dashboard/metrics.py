@@ -23,13 +23,13 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from dashboard.databases import plain_endpoint
-from dashboard.db import get_target
-from queries import metrics as qm
-from queries import overview as qo
-from queries import rollups as qr
-from queries import snapshots as qs
-from queries.target import Target
+from idemdash.dashboard.databases import plain_endpoint
+from idemdash.dashboard.db import get_target
+from idemdash.queries import metrics as qm
+from idemdash.queries import overview as qo
+from idemdash.queries import rollups as qr
+from idemdash.queries import snapshots as qs
+from idemdash.queries.target import Target
 
 bp = Blueprint("metrics", __name__)
 

@@ -7,7 +7,7 @@ from typing import Iterable, Mapping
 
 from flask import current_app, request
 
-from core.settings import ConfigError, split_list
+from idemdash.core.settings import ConfigError, split_list
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 

@@ -10,12 +10,12 @@ from typing import Any, Mapping
 
 from flask import Blueprint, abort, jsonify, redirect, request
 
-from dashboard import inputs
-from dashboard.auth import current_user, json_action, operator_required
-from dashboard.db import get_target
-from dashboard.inputs import ActionError
-from dashboard.keys import key_url
-from queries import notes as q
+from idemdash.dashboard import inputs
+from idemdash.dashboard.auth import current_user, json_action, operator_required
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.inputs import ActionError
+from idemdash.dashboard.keys import key_url
+from idemdash.queries import notes as q
 
 bp = Blueprint("notes", __name__)
 

@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort, jsonify, request
 
-from dashboard import panels, params, rollups
-from dashboard.db import get_target
-from dashboard.web import render
-from queries import outbox as q
+from idemdash.dashboard import panels, params, rollups
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.web import render
+from idemdash.queries import outbox as q
 
 bp = Blueprint("outbox", __name__)
 

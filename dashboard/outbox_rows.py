@@ -8,12 +8,12 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort, jsonify
 
-from dashboard import panels, params
-from dashboard.db import get_target
-from dashboard.keys import key_url, runbook_url
-from dashboard.web import render
-from queries import outbox as q
-from queries.runbook import outbox_inspection_sql
+from idemdash.dashboard import panels, params
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.keys import key_url, runbook_url
+from idemdash.dashboard.web import render
+from idemdash.queries import outbox as q
+from idemdash.queries.runbook import outbox_inspection_sql
 
 bp = Blueprint("outbox_rows", __name__)
 

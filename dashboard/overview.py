@@ -6,11 +6,11 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from dashboard import panels, params, rollups, trends
-from dashboard.db import get_target
-from dashboard.web import render
-from queries import overview as q
-from queries import snapshots as qs
+from idemdash.dashboard import panels, params, rollups, trends
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.web import render
+from idemdash.queries import overview as q
+from idemdash.queries import snapshots as qs
 
 bp = Blueprint("overview", __name__)
 

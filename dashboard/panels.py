@@ -16,8 +16,8 @@ import psycopg
 from flask import g, has_request_context
 from psycopg import errors
 
-from dashboard.db import get_target
-from queries.indexes import ADVICE
+from idemdash.dashboard.db import get_target
+from idemdash.queries.indexes import ADVICE
 
 T = TypeVar("T")
 

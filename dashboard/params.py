@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 from flask import abort, request
 
-from core.settings import parse_duration
+from idemdash.core.settings import parse_duration
 
 
 def text(name: str, max_length: int = 2000) -> str | None:

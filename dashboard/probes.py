@@ -5,8 +5,8 @@ import psycopg
 from flask import Blueprint, jsonify
 from psycopg_pool import PoolTimeout
 
-from checks.readiness import readiness
-from dashboard.db import get_target
+from idemdash.checks.readiness import readiness
+from idemdash.dashboard.db import get_target
 
 bp = Blueprint("probes", __name__)
 

@@ -7,9 +7,9 @@ import logging
 import threading
 from typing import Any
 
-from dashboard.db import get_target
-from jobs.purge_run import describe_error, run_purge
-from queries import purge_history as q
+from idemdash.dashboard.db import get_target
+from idemdash.jobs.purge_run import describe_error, run_purge
+from idemdash.queries import purge_history as q
 
 log = logging.getLogger(__name__)
 

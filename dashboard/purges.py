@@ -12,16 +12,16 @@ from typing import Any, Mapping
 
 from flask import Blueprint, abort, jsonify, redirect, request, url_for
 
-from dashboard import panels, params
-from dashboard.auth import current_user, json_action, operator_required
-from dashboard.db import get_target
-from dashboard.web import render
-from dashboard.purge_start import StartError, start_purge
-from jobs.purge_run import RETENTION_SETTING
-from jobs.purge_run import TABLES as PURGE_TABLES
-from jobs.purges import SCHEDULE_SETTING, schedule_trigger
-from queries import partitions as qp
-from queries import purge_history as q
+from idemdash.dashboard import panels, params
+from idemdash.dashboard.auth import current_user, json_action, operator_required
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.web import render
+from idemdash.dashboard.purge_start import StartError, start_purge
+from idemdash.jobs.purge_run import RETENTION_SETTING
+from idemdash.jobs.purge_run import TABLES as PURGE_TABLES
+from idemdash.jobs.purges import SCHEDULE_SETTING, schedule_trigger
+from idemdash.queries import partitions as qp
+from idemdash.queries import purge_history as q
 
 log = logging.getLogger(__name__)
 

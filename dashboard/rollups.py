@@ -10,9 +10,9 @@ from typing import Any
 
 from psycopg import errors
 
-from dashboard import panels
-from dashboard.db import get_target
-from queries import rollups as q
+from idemdash.dashboard import panels
+from idemdash.dashboard.db import get_target
+from idemdash.queries import rollups as q
 
 log = logging.getLogger(__name__)
 

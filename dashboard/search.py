@@ -5,11 +5,11 @@ from dataclasses import asdict
 
 from flask import Blueprint, abort, jsonify, redirect
 
-from dashboard import panels, params
-from dashboard.db import get_target
-from dashboard.keys import key_url
-from dashboard.web import render
-from queries import search as q
+from idemdash.dashboard import panels, params
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.keys import key_url
+from idemdash.dashboard.web import render
+from idemdash.queries import search as q
 
 bp = Blueprint("search", __name__)
 

@@ -5,9 +5,9 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from dashboard import panels, params, rollups
-from dashboard.web import render
-from queries import suppression as q
+from idemdash.dashboard import panels, params, rollups
+from idemdash.dashboard.web import render
+from idemdash.queries import suppression as q
 
 bp = Blueprint("suppression", __name__)
 

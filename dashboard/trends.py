@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
 
-from queries import snapshots as qs
+from idemdash.queries import snapshots as qs
 
 # the ranges a person can pick, in hours; the overview shows 24 h unless asked
 RANGES = {"1h": 1, "6h": 6, "24h": 24, "7d": 168}

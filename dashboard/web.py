@@ -17,11 +17,11 @@ import psycopg
 from psycopg import errors
 from psycopg_pool import PoolTimeout
 
-from core.dsn import endpoint
-from core.formatting import ago, duration, pretty_json, utc
-from core.parsers import split_environment
-from dashboard.db import get_target
-from dashboard.panels import PanelError
+from idemdash.core.dsn import endpoint
+from idemdash.core.formatting import ago, duration, pretty_json, utc
+from idemdash.core.parsers import split_environment
+from idemdash.dashboard.db import get_target
+from idemdash.dashboard.panels import PanelError
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from core.databases import DEFAULT
-from core.diagnosis import OTHER, CauseLog, diagnose
-from core.settings import redact_dsn
-from queries.target import Target
+from idemdash.core.databases import DEFAULT
+from idemdash.core.diagnosis import OTHER, CauseLog, diagnose
+from idemdash.core.settings import redact_dsn
+from idemdash.queries.target import Target
 
 
 def lost(conn: psycopg.Connection | None) -> bool:

@@ -25,10 +25,10 @@ from typing import Callable
 import psycopg
 from psycopg import errors
 
-from jobs.db import describe_error
-from jobs.purge_batches import RunContext
-from queries import partitions as qp
-from queries import purges as q
+from idemdash.jobs.db import describe_error
+from idemdash.jobs.purge_batches import RunContext
+from idemdash.queries import partitions as qp
+from idemdash.queries import purges as q
 
 log = logging.getLogger(__name__)
 

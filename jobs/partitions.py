@@ -15,13 +15,13 @@ import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from core.settings import BY_NAME, ConfigError
-from jobs.db import describe_failure, job_id
-from jobs.purge_settings import setting
-from queries import partitions as qp
-from queries import purges as q
-from queries.app_schema import PARTITIONED_TABLES, create_time_partitions, has_partition_function
-from queries.target import Target
+from idemdash.core.settings import BY_NAME, ConfigError
+from idemdash.jobs.db import describe_failure, job_id
+from idemdash.jobs.purge_settings import setting
+from idemdash.queries import partitions as qp
+from idemdash.queries import purges as q
+from idemdash.queries.app_schema import PARTITIONED_TABLES, create_time_partitions, has_partition_function
+from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
 

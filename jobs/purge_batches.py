@@ -15,13 +15,13 @@ from typing import AbstractSet, Callable
 import psycopg
 from psycopg import errors, sql
 
-from jobs.db import describe_error
-from jobs.pacing import Pacer
-from jobs.purge_settings import PurgeSettings
-from queries import Tables
-from queries import partitions as qp
-from queries import purge_batches as qb
-from queries import purges as q
+from idemdash.jobs.db import describe_error
+from idemdash.jobs.pacing import Pacer
+from idemdash.jobs.purge_settings import PurgeSettings
+from idemdash.queries import Tables
+from idemdash.queries import partitions as qp
+from idemdash.queries import purge_batches as qb
+from idemdash.queries import purges as q
 
 log = logging.getLogger(__name__)
 

@@ -38,14 +38,14 @@ from typing import Callable
 
 import psycopg
 
-from jobs.db import describe_error, describe_outage, lost
-from jobs.partition_drops import PartitionEvent, drop_partitions
-from jobs.purge_batches import RunContext, plan_units, run_batches
-from jobs.purge_settings import RETENTION_SETTING, PurgeSettings, setting
-from jobs.unrecorded import UNRECORDED, UnrecordedRun
-from queries import purge_batches as qb
-from queries import purges as q
-from queries.target import Target
+from idemdash.jobs.db import describe_error, describe_outage, lost
+from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
+from idemdash.jobs.purge_batches import RunContext, plan_units, run_batches
+from idemdash.jobs.purge_settings import RETENTION_SETTING, PurgeSettings, setting
+from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun
+from idemdash.queries import purge_batches as qb
+from idemdash.queries import purges as q
+from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
 

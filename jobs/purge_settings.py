@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from core.settings import BY_NAME, ConfigError
+from idemdash.core.settings import BY_NAME, ConfigError
 
 # Which setting holds each table's retention (keys carry their own expires_at).
 RETENTION_SETTING = {"keys": None, "inbox": "INBOX_RETENTION_DAYS", "outbox": "OUTBOX_RETENTION_DAYS"}

@@ -8,10 +8,10 @@ from typing import Any, Callable, Mapping
 
 from apscheduler.triggers.cron import CronTrigger
 
-from core.settings import BY_NAME, ConfigError
-from jobs.db import job_id
-from jobs.purge_run import TABLES, PurgeResult, run_purge, setting
-from queries.target import Target
+from idemdash.core.settings import BY_NAME, ConfigError
+from idemdash.jobs.db import job_id
+from idemdash.jobs.purge_run import TABLES, PurgeResult, run_purge, setting
+from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from typing import Any, Mapping
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import already_logged, describe_error, describe_failure, job_id, lost
-from queries import Tables, statement
-from queries import rollups as q
-from queries.target import Target
+from idemdash.jobs.db import already_logged, describe_error, describe_failure, job_id, lost
+from idemdash.queries import Tables, statement
+from idemdash.queries import rollups as q
+from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 
-from core.databases import load_databases
-from jobs import partitions, purges, rollups, snapshots, unrecorded
-from queries.target import Target
+from idemdash.core.databases import load_databases
+from idemdash.jobs import partitions, purges, rollups, snapshots, unrecorded
+from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import already_logged, describe_failure, job_id
-from queries import statement
-from queries import snapshots as q
-from queries.target import Target
+from idemdash.jobs.db import already_logged, describe_failure, job_id
+from idemdash.queries import statement
+from idemdash.queries import snapshots as q
+from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
 

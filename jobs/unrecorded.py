@@ -18,9 +18,9 @@ from datetime import datetime
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from jobs.db import describe_error, job_id
-from queries import purges as q
-from queries.target import Target
+from idemdash.jobs.db import describe_error, job_id
+from idemdash.queries import purges as q
+from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
 

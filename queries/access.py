@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from queries import Tables, statement
-from queries.db import select_all, select_one
+from idemdash.queries import Tables, statement
+from idemdash.queries.db import select_all, select_one
 
 
 @dataclass(frozen=True)

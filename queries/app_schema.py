@@ -16,9 +16,9 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from queries import Tables, statement
-from queries.db import select_one
-from queries.indexes import ADVICE
+from idemdash.queries import Tables, statement
+from idemdash.queries.db import select_one
+from idemdash.queries.indexes import ADVICE
 
 StatusType = Literal["enum", "text"]
 

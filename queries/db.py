@@ -14,7 +14,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import class_row, dict_row
 
-from queries import statement
+from idemdash.queries import statement
 
 T = TypeVar("T")
 

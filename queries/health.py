@@ -8,9 +8,9 @@ from datetime import datetime
 import psycopg
 from psycopg import sql
 
-from queries import QUERIES, Tables, statement
-from queries.db import select_all, select_one
-from queries.migrate import AppliedMigration
+from idemdash.queries import QUERIES, Tables, statement
+from idemdash.queries.db import select_all, select_one
+from idemdash.queries.migrate import AppliedMigration
 
 
 def ping(conn: psycopg.Connection) -> bool:

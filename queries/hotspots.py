@@ -6,9 +6,9 @@ from typing import Generic, TypeVar
 
 import psycopg
 
-from queries import Tables, statement
-from queries.db import select_all
-from queries.keys import KeyRow
+from idemdash.queries import Tables, statement
+from idemdash.queries.db import select_all
+from idemdash.queries.keys import KeyRow
 
 T = TypeVar("T")
 # Hotspot groups shown per page (by scope, by worker); more are counted as "more".

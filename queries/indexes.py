@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from queries import QUERIES, Query, Tables, render, statement
-from queries.db import select_all
+from idemdash.queries import QUERIES, Query, Tables, render, statement
+from idemdash.queries.db import select_all
 
 
 @dataclass(frozen=True)

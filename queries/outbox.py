@@ -8,9 +8,9 @@ from typing import Any
 
 import psycopg
 
-from queries import Tables, cursor, statement
-from queries.db import select_all, select_one
-from queries.cursor import Page
+from idemdash.queries import Tables, cursor, statement
+from idemdash.queries.db import select_all, select_one
+from idemdash.queries.cursor import Page
 
 _BAD_CURSOR = "cursor is not valid: use the next_cursor value from the previous page"
 

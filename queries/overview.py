@@ -6,9 +6,9 @@ from datetime import datetime
 
 import psycopg
 
-from queries import Tables, statement
-from queries.db import select_all, select_one
-from queries.purge_history import PurgeRun
+from idemdash.queries import Tables, statement
+from idemdash.queries.db import select_all, select_one
+from idemdash.queries.purge_history import PurgeRun
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from typing import Any, Mapping
 import psycopg
 from psycopg import sql
 
-from queries import Tables, statement
-from queries.db import select_all, select_one
+from idemdash.queries import Tables, statement
+from idemdash.queries.db import select_all, select_one
 
 # The time columns a table may be range-partitioned by for whole partitions to be dropped (DESIGN section 5) ...
 DROP_COLUMNS = {"keys": ("expires_at", "created_at"), "inbox": ("processed_at",),

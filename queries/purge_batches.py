@@ -30,7 +30,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
-from queries import Tables, statement
+from idemdash.queries import Tables, statement
 
 DUE, BY_KEY = "due_index", "primary_key"
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import psycopg
 
-from queries import cursor, statement
-from queries.db import select_all
-from queries.cursor import Page
+from idemdash.queries import cursor, statement
+from idemdash.queries.db import select_all
+from idemdash.queries.cursor import Page
 
 _BAD_CURSOR = "cursor is not valid: use the next_cursor value from the previous page"
 

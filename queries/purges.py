@@ -11,8 +11,8 @@ from datetime import datetime
 import psycopg
 from psycopg import sql
 
-from queries import statement
-from queries.db import select_all, select_one
+from idemdash.queries import statement
+from idemdash.queries.db import select_all, select_one
 
 # The tables a purge runs over, by role (each has its own lock, schedule and history).
 TABLES = ("keys", "inbox", "outbox")

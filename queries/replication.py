@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from queries import statement
-from queries.db import select_one
+from idemdash.queries import statement
+from idemdash.queries.db import select_one
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ import psycopg
 from psycopg import errors
 from psycopg.types.json import Jsonb
 
-from queries import Tables, statement
-from queries import hotspots, inbox, outbox, overview, suppression
-from queries.db import select_all
+from idemdash.queries import Tables, statement
+from idemdash.queries import hotspots, inbox, outbox, overview, suppression
+from idemdash.queries.db import select_all
 
 log = logging.getLogger(__name__)
 

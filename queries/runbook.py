@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from queries import QUERIES, Tables, statement
+from idemdash.queries import QUERIES, Tables, statement
 
 _BLOCKS = ("runbook_inspect_key", "runbook_inspect_outbox", "runbook_inspect_locks")
 _OUTBOX_BLOCKS = ("runbook_outbox_backlog", "runbook_outbox_poison", "runbook_outbox_recent_publishes",

@@ -13,9 +13,9 @@ from urllib.parse import unquote, urlsplit
 
 import psycopg
 
-from queries import Tables, statement
-from queries.db import select_all
-from queries.keys import list_scopes
+from idemdash.queries import Tables, statement
+from idemdash.queries.db import select_all
+from idemdash.queries.keys import list_scopes
 
 # Scopes probed for a key at most (the loose index scan stops there); the answer says when there were more.
 MAX_SCOPES = 1000

@@ -14,10 +14,10 @@ from typing import Any, Mapping
 
 import psycopg
 
-from queries import Tables, statement
-from queries import overview, rollups
-from queries.db import select_all, select_one
-from queries.health import database_now
+from idemdash.queries import Tables, statement
+from idemdash.queries import overview, rollups
+from idemdash.queries.db import select_all, select_one
+from idemdash.queries.health import database_now
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
-from core.settings import redact_dsn
-from queries import Tables
-from queries import db as qdb
-from queries import replication
+from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
+from idemdash.core.settings import redact_dsn
+from idemdash.queries import Tables
+from idemdash.queries import db as qdb
+from idemdash.queries import replication
 
 log = logging.getLogger(__name__)
 

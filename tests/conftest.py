@@ -19,9 +19,9 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from queries import Tables
-from queries.app_schema import create_app_schema
-from queries.migrate import migrate
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.migrate import migrate
 
 TEMPLATE = "idemdash_test_template"
 TEMPLATE_TEXT_STATUS = "idemdash_test_template_text"
@@ -174,7 +174,7 @@ def tables():
 @pytest.fixture
 def make_app(database_url):
     """Build the Flask app against a test database; settings as keyword overrides."""
-    from dashboard import create_app, db
+    from idemdash.dashboard import create_app, db
 
     apps = []
 

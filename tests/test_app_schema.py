@@ -16,8 +16,8 @@ import pytest
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from queries import Tables
-from queries.app_schema import (
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import (
     CLAIM_KINDS,
     MESSAGE_MISMATCH,
     NOT_PROCESSING,

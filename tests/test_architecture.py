@@ -28,28 +28,28 @@ def test_the_import_contracts_hold():
 
 
 @pytest.mark.parametrize("modules", [
-    ["core.settings", "core.parsers", "core.formatting", "core.triage"],         # the core
-    ["cli.jobs"],        # idemdash purge, idemdash scheduler
-    ["cli.check"],       # idemdash check
-    ["cli.database"],    # idemdash migrate, idemdash init-app-schema
-    ["jobs.scheduler", "jobs.purge_run", "checks", "queries.target"],
+    ["idemdash.core.settings", "idemdash.core.parsers", "idemdash.core.formatting", "idemdash.core.triage"],
+    ["idemdash.cli.jobs"],        # idemdash purge, idemdash scheduler
+    ["idemdash.cli.check"],       # idemdash check
+    ["idemdash.cli.database"],    # idemdash migrate, idemdash init-app-schema
+    ["idemdash.jobs.scheduler", "idemdash.jobs.purge_run", "idemdash.checks", "idemdash.queries.target"],
 ])
 def test_the_scheduler_purge_check_and_migrate_never_load_flask(modules):
     code = ("import importlib, json, sys\n"
             f"for name in {modules!r}: importlib.import_module(name)\n"
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('flask', 'werkzeug', "
-            "'jinja2', 'flask_wtf', 'htmx_flask', 'dashboard'))))")
+            "'jinja2', 'flask_wtf', 'htmx_flask') or m.startswith('idemdash.dashboard'))))")
     result = _run_python(code)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [], f"{modules} load the web stack"
 
 
 def test_the_command_line_resolves_each_command_without_loading_the_others():
-    result = _run_python("import json, sys\nfrom cli import main\nimport click\n"
+    result = _run_python("import json, sys\nfrom idemdash.cli import main\nimport click\n"
                          "main.get_command(click.Context(main), 'purge')\n"
-                         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('flask', 'cli.')))))")
+                         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('flask', 'idemdash.cli.')))))")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == ["cli.common", "cli.jobs"]
+    assert json.loads(result.stdout) == ["idemdash.cli.common", "idemdash.cli.jobs"]
 
 
 def test_no_module_is_over_about_300_lines():

@@ -7,8 +7,8 @@ from urllib.parse import quote
 import pytest
 from bs4 import BeautifulSoup
 
-from queries import Tables
-from queries.app_schema import claim_key
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key
 from tests.test_audit_page import BASE, insert_audit
 
 

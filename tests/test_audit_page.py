@@ -8,7 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 from psycopg.types.json import Jsonb
 
-from queries import cursor
+from idemdash.queries import cursor
 
 FIELDS = {"audit_id", "at", "actor", "action", "scope", "key", "from_status", "to_status", "reason", "evidence",
           "detail", "parent_id", "children"}
@@ -215,8 +215,8 @@ def test_sign_in_applies_to_the_audit_log(make_app, conn):
 
 
 def test_a_bulk_action_is_one_line_that_expands_to_its_keys(client, conn):
-    from queries import Tables
-    from queries.app_schema import claim_key
+    from idemdash.queries import Tables
+    from idemdash.queries.app_schema import claim_key
 
     for i in range(4):
         claim_key(conn, Tables(), "refund", f"r{i}", "h", "api-1", lock_seconds=0)

@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from flask import Blueprint, jsonify
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from dashboard import auth
-from dashboard.accounts import parse_users
-from dashboard.auth import actions_allowed, current_user, json_action, operator_required
-from dashboard.network import REPEATED_HEADERS, bind_host, is_loopback_host
-from cli import main
-from core.settings import ConfigError
+from idemdash.dashboard import auth
+from idemdash.dashboard.accounts import parse_users
+from idemdash.dashboard.auth import actions_allowed, current_user, json_action, operator_required
+from idemdash.dashboard.network import REPEATED_HEADERS, bind_host, is_loopback_host
+from idemdash.cli import main
+from idemdash.core.settings import ConfigError
 
 UNTRUSTED = {"REMOTE_ADDR": "10.9.8.7"}
 OPERATOR_HEADERS = {"X-Forwarded-User": "alice@example.com", "X-Forwarded-Groups": "sre, idemdash-operators"}
@@ -470,7 +470,7 @@ def test_proxy_names_the_configured_header_when_it_is_repeated(guarded):
 
 
 def test_bad_trusted_networks_are_a_config_error():
-    from core.settings import load
+    from idemdash.core.settings import load
 
     with pytest.raises(ConfigError, match="IDEMDASH_PROXY_TRUSTED"):
         load({"IDEMDASH_PROXY_TRUSTED": "127.0.0.1,not-an-address"})
@@ -663,12 +663,12 @@ class _Started(Exception):
 
 
 def test_demo_refuses_a_public_host_before_starting_anything(monkeypatch):
-    import workload.demo
+    from idemdash.workload import demo
 
     def started():
         raise _Started
 
-    monkeypatch.setattr(workload.demo, "_quiet", started)  # the first thing the demo does after the check
+    monkeypatch.setattr(demo, "_quiet", started)  # the first thing the demo does after the check
     refused = CliRunner().invoke(main, ["demo", "--host", "0.0.0.0"], env=_cli_env())
     assert refused.exit_code == 2
     assert "--host 0.0.0.0" in refused.output and "IDEMDASH_AUTH=none" in refused.output

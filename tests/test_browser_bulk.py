@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from queries import Tables
-from queries.app_schema import claim_key
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key
 
 pytestmark = pytest.mark.browser
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from playwright.sync_api import expect
 
-from queries import Tables
-from queries.app_schema import claim_key
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key
 from tests.test_keys import insert_key
 from tests.test_outbox import Event, insert_events, now_of
 from tests.world import HOSTILE_PAYLOAD

@@ -9,8 +9,8 @@ import psycopg
 import pytest
 from playwright.sync_api import expect
 
-from queries import Tables
-from queries.app_schema import create_time_partitions
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_time_partitions
 from tests.test_purges_page import add_inbox, count
 
 pytestmark = pytest.mark.browser

@@ -4,10 +4,10 @@ from __future__ import annotations
 import psycopg
 from click.testing import CliRunner
 
-from cli import main
-from queries import Tables
-from queries.app_schema import create_app_schema
-from queries.indexes import ADVICE
+from idemdash.cli import main
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.indexes import ADVICE
 
 TABLES = Tables()
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from core import parsers
-from core import settings as config
-from core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load, redact_dsn
+from idemdash.core import parsers
+from idemdash.core import settings as config
+from idemdash.core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load, redact_dsn
 
 ROOT = Path(__file__).resolve().parent.parent
 

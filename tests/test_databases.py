@@ -13,14 +13,14 @@ from bs4 import BeautifulSoup
 from click.testing import CliRunner
 from psycopg import sql
 
-from cli import main
-from core import settings
-from core.databases import load_databases
-from core.settings import ConfigError
-from jobs.scheduler import build
-from queries import Tables
-from queries.app_schema import create_app_schema
-from queries.migrate import migrate
+from idemdash.cli import main
+from idemdash.core import settings
+from idemdash.core.databases import load_databases
+from idemdash.core.settings import ConfigError
+from idemdash.jobs.scheduler import build
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.migrate import migrate
 from tests.test_keys import insert_key
 from tests.test_metrics import scrape
 from tests.waiting import wait_until

@@ -8,8 +8,8 @@ import psycopg
 import pytest
 
 from benchmarks.datagen import CONSUMERS, SCOPES, SIZES, WORKERS, generate, main
-from queries import Tables
-from queries.overview import count_keys_by_state
+from idemdash.queries import Tables
+from idemdash.queries.overview import count_keys_by_state
 
 S = SIZES["S"]
 

@@ -34,7 +34,7 @@ def _postgres_processes(data_dir: Path) -> list[psutil.Process]:
 def test_demo_comes_up_with_numbers_and_ctrl_c_stops_postgres(tmp_path):
     port = _free_port()
     env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
-    demo = subprocess.Popen([sys.executable, "-m", "cli", "demo", "--port", str(port), "--rate", "20"],
+    demo = subprocess.Popen([sys.executable, "-m", "idemdash", "demo", "--port", str(port), "--rate", "20"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     data_dir = tmp_path / "data" / "idemdash" / "demo-pgdata"
     try:
@@ -78,7 +78,7 @@ def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
         port = taken.getsockname()[1]
         env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
         started = time.monotonic()
-        result = subprocess.run([sys.executable, "-m", "cli", "demo", "--port", str(port)], cwd=tmp_path, env=env,
+        result = subprocess.run([sys.executable, "-m", "idemdash", "demo", "--port", str(port)], cwd=tmp_path, env=env,
                                 capture_output=True, text=True, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr

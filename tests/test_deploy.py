@@ -20,7 +20,7 @@ import click
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cli import main
+from idemdash.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from cli import main
+from idemdash.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -59,7 +59,7 @@ def test_every_relative_link_in_the_docs_exists():
 
 
 def test_the_interface_lists_every_route_setting_and_command(make_app):
-    from core.settings import SETTINGS
+    from idemdash.core.settings import SETTINGS
 
     interface = (ROOT / "docs" / "interface.md").read_text(encoding="utf-8")
     app = make_app()

@@ -14,11 +14,11 @@ import pytest
 from bs4 import BeautifulSoup
 from flask import Blueprint, jsonify
 
-from dashboard.db import get_target
-from queries import Tables
-from queries.app_schema import claim_key
-from queries.keys import list_scopes
-from queries.rollups import upsert_rollup
+from idemdash.dashboard.db import get_target
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key
+from idemdash.queries.keys import list_scopes
+from idemdash.queries.rollups import upsert_rollup
 
 LOCKED = "An application transaction holds this row right now; nothing was changed, try again in a moment."
 BULK = "/api/v1/keys/reclassify-bulk"

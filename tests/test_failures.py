@@ -21,10 +21,10 @@ from click.testing import CliRunner
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from cli import main
-from queries import Tables
-from queries.app_schema import create_app_schema
-from queries.migrate import migrate
+from idemdash.cli import main
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.migrate import migrate
 
 PASSWORD = "right-Horse-8attery"
 WRONG = "wr0ng-Staple-93"

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard.openapi import SPEC
-from queries import Tables
-from queries.app_schema import claim_key, complete_key
+from idemdash.dashboard.openapi import SPEC
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key, complete_key
 
 OUTBOX_ID = "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01"
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,

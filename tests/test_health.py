@@ -5,9 +5,9 @@ import psycopg
 import pytest
 from bs4 import BeautifulSoup
 
-from queries import Tables
-from queries.indexes import ADVICE
-from queries.migrate import list_migrations, migrate
+from idemdash.queries import Tables
+from idemdash.queries.indexes import ADVICE
+from idemdash.queries.migrate import list_migrations, migrate
 
 
 def checks(client) -> dict[str, dict]:

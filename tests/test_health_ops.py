@@ -16,11 +16,11 @@ from click.testing import CliRunner
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from checks import activity, maintenance
-from cli import main
-from queries import Tables
-from queries.app_schema import claim_key, create_app_schema
-from queries.purges import try_purge_lock
+from idemdash.checks import activity, maintenance
+from idemdash.cli import main
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key, create_app_schema
+from idemdash.queries.purges import try_purge_lock
 from tests.waiting import wait_until
 
 TRAP = Tables(schema="trap")

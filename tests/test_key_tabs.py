@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from bs4 import BeautifulSoup
 
-from dashboard import key_tabs
+from idemdash.dashboard import key_tabs
 from tests.test_keys import insert_key
 
 

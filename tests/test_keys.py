@@ -11,8 +11,8 @@ import pytest
 from bs4 import BeautifulSoup
 from psycopg.types.json import Jsonb
 
-from queries import Tables
-from queries.app_schema import create_app_schema
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_app_schema
 
 LEASE = 300
 
@@ -312,7 +312,7 @@ def test_missing_table_degrades_the_panel_not_the_page(make_app):
 def test_other_schema_and_table_names(make_app, empty_database_url):
     tables = Tables(schema="Ops Data", keys="Idem Keys", inbox="in box", outbox="out box")
     with psycopg.connect(empty_database_url, autocommit=True) as c:
-        from queries.migrate import migrate
+        from idemdash.queries.migrate import migrate
 
         migrate(c)
         create_app_schema(c, tables, "text")

@@ -5,8 +5,8 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from queries import Tables
-from queries.app_schema import claim_key
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key
 
 T = Tables()
 

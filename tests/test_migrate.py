@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner
 from psycopg import errors
 
-from cli import main
-from queries import QUERIES, Tables, statement
-from queries.app_schema import create_app_schema
-from queries.workload.datagen import create_datagen_functions
-from queries.migrate import Migration, MigrationError, list_migrations, migrate
+from idemdash.cli import main
+from idemdash.queries import QUERIES, Tables, statement
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.workload.datagen import create_datagen_functions
+from idemdash.queries.migrate import Migration, MigrationError, list_migrations, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,7 +112,7 @@ def test_migration_files_are_numbered_without_gaps():
 def _fake_package(monkeypatch, tmp_path: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    import queries.migrate as module
+    import idemdash.queries.migrate as module
 
     monkeypatch.setattr(module, "resources", types.SimpleNamespace(files=lambda package: tmp_path))
 
@@ -214,7 +214,7 @@ def test_an_edited_migration_file_is_refused(empty, monkeypatch):
     migrate(empty)
     real = list_migrations()
     edited = [Migration(real[0].version, real[0].name, real[0].text + "\n-- edited later\n"), *real[1:]]
-    monkeypatch.setattr("queries.migrate.list_migrations", lambda: edited)
+    monkeypatch.setattr("idemdash.queries.migrate.list_migrations", lambda: edited)
     with pytest.raises(MigrationError, match="append-only"):
         migrate(empty)
 
@@ -224,7 +224,7 @@ def test_a_new_migration_is_applied_after_the_old_ones(empty, monkeypatch):
     real = list_migrations()
     extra = Migration(len(real) + 1, "add_widget", "CREATE TABLE idemdash.widget (id int);\n"
                                                    "INSERT INTO idemdash.widget VALUES (7);")
-    monkeypatch.setattr("queries.migrate.list_migrations", lambda: [*real, extra])
+    monkeypatch.setattr("idemdash.queries.migrate.list_migrations", lambda: [*real, extra])
 
     assert migrate(empty) == [extra]
     assert empty.execute("SELECT id FROM idemdash.widget").fetchall() == [(7,)]
@@ -235,14 +235,14 @@ def test_a_new_migration_is_applied_after_the_old_ones(empty, monkeypatch):
 def test_a_failing_migration_applies_nothing(empty, monkeypatch):
     real = list_migrations()
     broken = Migration(len(real) + 1, "broken", "CREATE TABLE idemdash.half_done (id int);\nSELECT 1 / 0;")
-    monkeypatch.setattr("queries.migrate.list_migrations", lambda: [*real, broken])
+    monkeypatch.setattr("idemdash.queries.migrate.list_migrations", lambda: [*real, broken])
 
     with pytest.raises(errors.DivisionByZero):
         migrate(empty)
     # One transaction: not even the good migrations before it, nor the bookkeeping table.
     assert not schema_exists(empty)
 
-    monkeypatch.setattr("queries.migrate.list_migrations", lambda: real)
+    monkeypatch.setattr("idemdash.queries.migrate.list_migrations", lambda: real)
     assert [m.version for m in migrate(empty)] == [m.version for m in real]
     assert empty.execute("SELECT to_regclass('idemdash.half_done')").fetchone() == (None,)
 
@@ -300,7 +300,7 @@ def test_concurrent_migrators_serialise(empty_database_url):
 
 
 def test_concurrent_cli_processes_serialise(empty_database_url):
-    command = [sys.executable, "-c", "from cli import main; main()", "migrate",
+    command = [sys.executable, "-c", "from idemdash.cli import main; main()", "migrate",
                "--database-url", empty_database_url]
     procs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(3)]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from bs4 import BeautifulSoup
 
-from queries import Tables
-from queries.app_schema import claim_key
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key
 
 T = Tables()
 

@@ -7,9 +7,9 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 from bs4 import BeautifulSoup
 
-from queries import Tables
-from queries.app_schema import claim_key, create_app_schema
-from queries.migrate import migrate
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key, create_app_schema
+from idemdash.queries.migrate import migrate
 
 
 def test_pages_answer_503_during_an_outage_and_recover_without_a_restart(own_server, make_app):

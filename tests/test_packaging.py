@@ -7,16 +7,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # the layers of docs/architecture.md, top to bottom
-TOP_LEVEL = ("dashboard", "jobs", "checks", "queries", "core")
+TOP_LEVEL = ("cli", "dashboard", "jobs", "checks", "workload", "queries", "core")
 
 
 def test_every_python_package_is_listed_in_pyproject():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {
-        ".".join(init.parent.relative_to(ROOT).parts)
+        ".".join(("idemdash", *init.parent.relative_to(ROOT).parts))
         for top in TOP_LEVEL
         for init in (ROOT / top).rglob("__init__.py")
         if "__pycache__" not in init.parts
     }
-    assert found >= set(TOP_LEVEL)
+    assert found >= {f"idemdash.{name}" for name in TOP_LEVEL}
     assert not found - listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"

@@ -7,7 +7,7 @@ import time
 import psycopg
 from bs4 import BeautifulSoup
 
-from dashboard.panels import MIN_PANEL_TIMEOUT_MS, PAGE_BUDGET_TIMEOUTS
+from idemdash.dashboard.panels import MIN_PANEL_TIMEOUT_MS, PAGE_BUDGET_TIMEOUTS
 
 
 def test_later_panels_get_what_is_left_of_the_page_budget(make_app, database_url):

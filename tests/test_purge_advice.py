@@ -7,11 +7,11 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 from bs4 import BeautifulSoup
 
-from jobs.purge_run import run_purge
-from queries import Tables
-from queries.app_schema import create_app_schema
-from queries.indexes import ADVICE
-from queries.migrate import migrate
+from idemdash.jobs.purge_run import run_purge
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.indexes import ADVICE
+from idemdash.queries.migrate import migrate
 from tests.test_health import checks
 from tests.test_purge_partitions import make_target
 
@@ -121,7 +121,7 @@ def test_a_default_partition_is_flagged_and_the_health_page_shows_the_findings(p
 
 def test_purges_page_shows_how_batches_went_and_the_partitions_a_run_dropped(partitioned_url, make_app):
     with psycopg.connect(partitioned_url, autocommit=True) as conn:
-        from queries.app_schema import create_time_partitions
+        from idemdash.queries.app_schema import create_time_partitions
         now = datetime.now(timezone.utc)
         create_time_partitions(conn, T, "inbox", now - timedelta(days=40), now)
         conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from core import settings
-from core.settings import ConfigError
-from jobs.pacing import SETTLE_BATCHES, Pacer
-from jobs.purge_run import run_purge
-from queries.target import Target
+from idemdash.core import settings
+from idemdash.core.settings import ConfigError
+from idemdash.jobs.pacing import SETTLE_BATCHES, Pacer
+from idemdash.jobs.purge_run import run_purge
+from idemdash.queries.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = "app.idempotency_request"
@@ -166,7 +166,7 @@ def test_on_a_terminal_the_progress_line_updates_in_place(conn, database_url):
     leader, follower = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "IDEMDASH_PURGE_BATCH_SIZE": "2", "IDEMDASH_PURGE_PAUSE_MS": "0",
            "COLUMNS": "120"}
-    child = subprocess.Popen([sys.executable, "-m", "cli", "purge", "--table", "keys", "--database-url", database_url],
+    child = subprocess.Popen([sys.executable, "-m", "idemdash", "purge", "--table", "keys", "--database-url", database_url],
                              cwd=ROOT, stdin=subprocess.DEVNULL, stdout=follower, stderr=subprocess.PIPE, env=env)
     os.close(follower)
     output = b""

@@ -11,13 +11,13 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from core import settings
-from jobs.partitions import create_partitions
-from jobs.purge_run import run_purge
-from queries import Tables
-from queries.app_schema import consume_message, create_app_schema, create_time_partitions
-from queries.target import Target
+from idemdash.cli import main
+from idemdash.core import settings
+from idemdash.jobs.partitions import create_partitions
+from idemdash.jobs.purge_run import run_purge
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import consume_message, create_app_schema, create_time_partitions
+from idemdash.queries.target import Target
 
 T = Tables()
 DAY = timedelta(days=1)
@@ -34,7 +34,7 @@ def make_target(url: str, **overrides) -> Target:
 @pytest.fixture
 def pconn(empty_database_url):
     """A database with idemdash migrated and the partitioned reference schema: daily partitions from 40 days ago."""
-    from queries.migrate import migrate
+    from idemdash.queries.migrate import migrate
 
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         migrate(conn)
@@ -332,7 +332,7 @@ def test_init_app_schema_partitioned_from_the_command_line(empty_database_url):
 def test_a_role_that_does_not_own_the_table_empties_old_partitions_in_batches_and_health_says_why(pconn):
     """Detaching and dropping need the owner; batches address each partition, which grants on the parent do not
     reach. Without those grants /health fails with the GRANTs; with them the old days are emptied row by row."""
-    from checks.purging import check_partitioning
+    from idemdash.checks.purging import check_partitioning
 
     role = f"purger_{uuid.uuid4().hex[:8]}"
     pconn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")

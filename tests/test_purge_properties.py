@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 
 from psycopg.conninfo import make_conninfo
 
-from core import settings as idemdash_settings
-from jobs.purge_run import TABLES, run_purge
-from queries import Tables
-from queries.indexes import ADVICE
-from queries.target import Target
+from idemdash.core import settings as idemdash_settings
+from idemdash.jobs.purge_run import TABLES, run_purge
+from idemdash.queries import Tables
+from idemdash.queries.indexes import ADVICE
+from idemdash.queries.target import Target
 
 DAY = 24 * 60  # minutes
 TERMINAL = ("succeeded", "failed_final")
@@ -160,8 +160,8 @@ KEY_RANGE_DAYS = 50
 
 def _partitioned_schema(conn):
     """The partitioned reference inbox and outbox, and a keys table partitioned by expires_at in 50-day ranges."""
-    from queries.app_schema import create_app_schema
-    from queries.migrate import migrate
+    from idemdash.queries.app_schema import create_app_schema
+    from idemdash.queries.migrate import migrate
 
     migrate(conn)
     create_app_schema(conn, Tables(), "enum", partitioned=True)
@@ -173,7 +173,7 @@ def _partitioned_schema(conn):
 
 def _ensure_partitions(conn):
     """Every partition the rows of one example may need (a purge dropped some of them in the previous example)."""
-    from queries.app_schema import create_time_partitions
+    from idemdash.queries.app_schema import create_time_partitions
 
     now = conn.execute("SELECT now()").fetchone()[0]
     for table in ("inbox", "outbox"):

@@ -18,13 +18,13 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from core import settings
-from cli import main
-from jobs.purge_run import TABLES, PurgeResult, describe_error, run_purge
-from queries import Tables, statement
-from queries.indexes import ADVICE
-from queries.purge_batches import due_index
-from queries.target import Target
+from idemdash.core import settings
+from idemdash.cli import main
+from idemdash.jobs.purge_run import TABLES, PurgeResult, describe_error, run_purge
+from idemdash.queries import Tables, statement
+from idemdash.queries.indexes import ADVICE
+from idemdash.queries.purge_batches import due_index
+from idemdash.queries.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = "app.idempotency_request"
@@ -301,9 +301,9 @@ def test_purges_of_different_tables_run_side_by_side(conn, database_url):
 
 KILLED_CHILD = """
 import sys, time
-from core import settings
-from jobs.purge_run import run_purge
-from queries.target import Target
+from idemdash.core import settings
+from idemdash.jobs.purge_run import run_purge
+from idemdash.queries.target import Target
 
 def on_batch(batches, rows):
     print("batch", batches, rows, flush=True)

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 from bs4 import BeautifulSoup
-from queries.target import Target
+from idemdash.queries.target import Target
 
 OPERATOR_HEADERS = {"X-Forwarded-User": "alice@example.com", "X-Forwarded-Groups": "idemdash-operators"}
 VIEWER_HEADERS = {"X-Forwarded-User": "bob@example.com", "X-Forwarded-Groups": "developers"}
@@ -468,7 +468,7 @@ def test_a_run_that_cannot_start_is_a_503_that_says_why(make_app, conn):
 
 
 def test_purges_started_by_people_are_in_the_audit_log_and_scheduled_ones_are_not(client, conn, make_app):
-    from jobs.purge_run import run_purge
+    from idemdash.jobs.purge_run import run_purge
 
     add_keys(conn)
     dry = run_api(client, {"table": "keys", "dry_run": True}).get_json()["run_id"]
@@ -494,7 +494,7 @@ def test_purges_started_by_people_are_in_the_audit_log_and_scheduled_ones_are_no
 def test_a_purge_from_the_command_line_is_audited_with_the_os_user(conn, database_url):
     from click.testing import CliRunner
 
-    from cli import main
+    from idemdash.cli import main
 
     result = CliRunner().invoke(main, ["purge", "--table", "inbox", "--dry-run", "--database-url", database_url])
     assert result.exit_code == 0, result.output

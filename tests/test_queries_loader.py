@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from psycopg import sql
 
-import queries
-from queries import QUERIES, Query, Tables, _parse, load_all, statement
-from queries import workload
+from idemdash import queries
+from idemdash.queries import QUERIES, Query, Tables, _parse, load_all, statement
+from idemdash.queries import workload
 
 
 ROOT = Path(__file__).resolve().parent.parent

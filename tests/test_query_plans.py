@@ -18,8 +18,8 @@ from psycopg import sql
 
 from benchmarks.datagen import SIZES, generate
 from benchmarks.page_bench import build_requests, find_samples
-from queries import QUERIES, Tables, statement
-from queries.indexes import ADVICE
+from idemdash.queries import QUERIES, Tables, statement
+from idemdash.queries.indexes import ADVICE
 
 TABLES = Tables()
 APP_TABLES = {TABLES.keys, TABLES.inbox, TABLES.outbox}

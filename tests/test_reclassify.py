@@ -9,9 +9,9 @@ import psycopg
 import pytest
 from bs4 import BeautifulSoup
 
-from queries import Tables
-from queries.app_schema import claim_key, complete_key
-from queries.target import Target
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key, complete_key
+from idemdash.queries.target import Target
 
 T = Tables()
 API = "/api/v1/keys/reclassify"
@@ -244,7 +244,7 @@ def test_hostile_key_text_in_the_form_is_inert(client, conn):
 def test_a_decision_on_a_long_stuck_key_survives_the_next_purge(make_app, conn, to, extra):
     """A key stuck past its own expiry (a 24 h needs_review hold, say) is kept for the replay horizon after the
     decision: the next purge must not delete it, or the client's retry would claim it afresh and run it again."""
-    from jobs.purge_run import run_purge
+    from idemdash.jobs.purge_run import run_purge
 
     stuck_key(conn, "k")
     conn.execute("UPDATE app.idempotency_request SET created_at = now() - interval '3 days', "
@@ -272,7 +272,7 @@ def test_a_later_expiry_is_never_shortened_by_a_decision(client, conn):
 
 def test_the_purge_keeps_a_key_decided_within_the_horizon_even_if_its_expiry_passed(make_app, conn):
     """Belt and braces: the application may set expires_at itself afterwards; the decision still holds the key."""
-    from jobs.purge_run import run_purge
+    from idemdash.jobs.purge_run import run_purge
 
     stuck_key(conn, "decided")
     stuck_key(conn, "other")

@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 import psycopg
 from bs4 import BeautifulSoup
 
-from queries import Tables
-from queries.app_schema import claim_key
-from queries.target import Target
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key
+from idemdash.queries.target import Target
 
 T = Tables()
 API = "/api/v1/keys/reclassify-bulk"
@@ -187,7 +187,7 @@ def test_a_confirmation_with_another_filter_than_its_preview_is_refused(client, 
 
 def test_a_bulk_decision_outlives_the_next_purge(make_app, conn):
     """abandoned keys whose expires_at had long passed are kept for the replay horizon, not purged at once."""
-    from jobs.purge_run import run_purge
+    from idemdash.jobs.purge_run import run_purge
 
     for i in range(3):
         stuck(conn, f"k{i}")

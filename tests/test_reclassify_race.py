@@ -13,8 +13,8 @@ import time
 import psycopg
 import pytest
 
-from queries import Tables
-from queries.app_schema import NOT_PROCESSING, claim_key, complete_key
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import NOT_PROCESSING, claim_key, complete_key
 
 T = Tables()
 KEYS_PER_ROUND = 24

@@ -11,15 +11,15 @@ from bs4 import BeautifulSoup
 from psycopg.types.json import Jsonb
 
 from benchmarks.datagen import SIZES, generate
-from core import settings
-from jobs.rollups import run_rollups
-from queries import rollups as q
-from queries.hotspots import AttemptBucket, HotspotGroupRow
-from queries.inbox import CONSUMERS_SHOWN, ConsumerVolume
-from queries.overview import WindowCounts
-from queries.rollups import FRESH_FACTOR, LIVE_BUDGET_MS, ROLLUPS
-from queries.suppression import WINDOWS, ScopeSuppression
-from queries.target import Target
+from idemdash.core import settings
+from idemdash.jobs.rollups import run_rollups
+from idemdash.queries import rollups as q
+from idemdash.queries.hotspots import AttemptBucket, HotspotGroupRow
+from idemdash.queries.inbox import CONSUMERS_SHOWN, ConsumerVolume
+from idemdash.queries.overview import WindowCounts
+from idemdash.queries.rollups import FRESH_FACTOR, LIVE_BUDGET_MS, ROLLUPS
+from idemdash.queries.suppression import WINDOWS, ScopeSuppression
+from idemdash.queries.target import Target
 
 NOW = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
 

@@ -11,11 +11,11 @@ from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from core import settings
-from core.settings import ConfigError
-from jobs import purges
-from jobs.scheduler import build
-from queries.target import Target
+from idemdash.core import settings
+from idemdash.core.settings import ConfigError
+from idemdash.jobs import purges
+from idemdash.jobs.scheduler import build
+from idemdash.queries.target import Target
 
 PURGE_JOBS = {"purge_keys", "purge_inbox", "purge_outbox"}
 # jobs registered next to the purges by other features
@@ -129,7 +129,7 @@ def test_a_failing_purge_job_is_logged_and_the_scheduler_keeps_running(caplog):
         scheduler.shutdown(wait=True)
     assert events[0].code == EVENT_JOB_EXECUTED and events[0].exception is None
     assert events[0].retval.outcome == "failed" and events[0].retval.run_id is None
-    logged = "\n".join(r.getMessage() for r in caplog.records if r.name == "jobs.purge_run")
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name == "idemdash.jobs.purge_run")
     assert "purge inbox failed: database unreachable: OperationalError" in logged
     assert "hunter2-secret" not in caplog.text
 

@@ -16,18 +16,18 @@ from psycopg import errors
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from core import settings
-from jobs import purges
-from jobs.purge_run import run_purge
-from jobs.db import unreachable
-from jobs.scheduler import build, last_outcomes
-from jobs.unrecorded import UNRECORDED, UnrecordedRun, UnrecordedRuns, record_unrecorded_runs
-from queries import Tables
-from queries import purges as q
-from queries.app_schema import create_app_schema
-from queries.migrate import migrate
+from idemdash.core import settings
+from idemdash.jobs import purges
+from idemdash.jobs.purge_run import run_purge
+from idemdash.jobs.db import unreachable
+from idemdash.jobs.scheduler import build, last_outcomes
+from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun, UnrecordedRuns, record_unrecorded_runs
+from idemdash.queries import Tables
+from idemdash.queries import purges as q
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.migrate import migrate
 from tests.waiting import wait_until
-from queries.target import Target
+from idemdash.queries.target import Target
 
 PURGE_JOBS = ("purge_keys", "purge_inbox", "purge_outbox")
 # every job the scheduler runs, made frequent for the test (the purge schedules are crontab, a minute at best)
@@ -48,7 +48,7 @@ def _runs(url: str) -> list[dict]:
 
 
 def test_jobs_survive_an_outage_and_its_failed_purges_are_recorded_when_the_database_returns(own_server, caplog):
-    caplog.set_level(logging.INFO, logger="jobs")
+    caplog.set_level(logging.INFO, logger="idemdash.jobs")
     server_url, stop, start = own_server
     url = make_conninfo(server_url, connect_timeout=2)
     with psycopg.connect(url, autocommit=True) as conn:
@@ -174,7 +174,7 @@ def test_memory_keeps_the_newest_runs_only(conn, database_url, caplog):
     for run in runs:
         kept.add(run)
     assert kept.waiting() == runs[2:] and kept.dropped == 2
-    caplog.set_level(logging.INFO, logger="jobs.unrecorded")
+    caplog.set_level(logging.INFO, logger="idemdash.jobs.unrecorded")
     assert kept.flush(conn, database_url) == 3
     assert "2 older one(s) were not kept" in caplog.text
 

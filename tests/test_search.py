@@ -8,7 +8,7 @@ from urllib.parse import quote, unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from queries import search as qsearch
+from idemdash.queries import search as qsearch
 from tests.test_keys import NASTY_KEYS, insert_key
 
 

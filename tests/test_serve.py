@@ -91,7 +91,7 @@ def _written_bytes(pid: int) -> int:
 def test_serve_without_a_secret_shares_one_key_among_its_workers(database_url, tmp_path):
     port = _free_port()
     log = tmp_path / "serve.log"
-    args = [sys.executable, "-m", "cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
+    args = [sys.executable, "-m", "idemdash", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
     with _running(args, _env(database_url, tmp_path), log, port) as server:
         workers = wait_until(lambda: pids if len(pids := _children(server.pid)) == 2 else None, what="two workers")
         status, headers, page = _request(port, "GET", "/purges")
@@ -124,7 +124,7 @@ def test_serve_without_a_secret_shares_one_key_among_its_workers(database_url, t
 def test_a_hand_started_gunicorn_with_several_workers_and_no_secret_refuses_to_start(database_url, tmp_path):
     port = _free_port()
     started = time.monotonic()
-    result = subprocess.run([str(BIN / "gunicorn"), "-w", "2", "-b", f"127.0.0.1:{port}", "dashboard:create_app()"],
+    result = subprocess.run([str(BIN / "gunicorn"), "-w", "2", "-b", f"127.0.0.1:{port}", "idemdash.dashboard:create_app()"],
                             env=_env(database_url, tmp_path), capture_output=True, text=True, timeout=30,
                             cwd=ROOT)
     output = result.stdout + result.stderr
@@ -139,7 +139,7 @@ def test_a_hand_started_gunicorn_with_several_workers_and_no_secret_refuses_to_s
 def test_a_hand_started_gunicorn_that_shares_one_process_key_starts(database_url, tmp_path, options):
     port = _free_port()
     log = tmp_path / "gunicorn.log"
-    args = [str(BIN / "gunicorn"), *options, "-b", f"127.0.0.1:{port}", "dashboard:create_app()"]
+    args = [str(BIN / "gunicorn"), *options, "-b", f"127.0.0.1:{port}", "idemdash.dashboard:create_app()"]
     with _running(args, _env(database_url, tmp_path), log, port):
         status, _, body = _request(port, "GET", "/api/v1/overview")
         assert status == 200, body[:300]
@@ -149,7 +149,7 @@ def test_a_hand_started_gunicorn_that_shares_one_process_key_starts(database_url
 def test_serve_refuses_identity_headers_sent_twice(database_url, tmp_path):
     port = _free_port()
     log = tmp_path / "serve.log"
-    args = [sys.executable, "-m", "cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+    args = [sys.executable, "-m", "idemdash", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
     operator = [("X-Forwarded-User", "alice@example.com"), ("X-Forwarded-Groups", "sre")]
     with _running(args, _env(database_url, tmp_path, AUTH="proxy", SECRET_KEY="s3cret"), log, port):
         # the client's line, then the proxy's: gunicorn would join them into "idemdash-operators,sre"

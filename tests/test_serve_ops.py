@@ -14,7 +14,7 @@ from tests.waiting import wait_until
 
 
 def _serve(port: int, workers: int = 1) -> list[str]:
-    return [sys.executable, "-m", "cli", "serve", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+    return [sys.executable, "-m", "idemdash", "serve", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
 
 
 def test_serve_refuses_a_database_it_cannot_use_in_one_line(pg_server_dsn, tmp_path):

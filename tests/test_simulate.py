@@ -8,9 +8,9 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from cli import main
-from workload.backfill import backfill
-from workload.simulator import Simulator
+from idemdash.cli import main
+from idemdash.workload.backfill import backfill
+from idemdash.workload.simulator import Simulator
 from tests.waiting import wait_until
 
 

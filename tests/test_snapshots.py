@@ -9,10 +9,10 @@ import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 from bs4 import BeautifulSoup
 
-from jobs import snapshots
-from jobs.scheduler import register_jobs
+from idemdash.jobs import snapshots
+from idemdash.jobs.scheduler import register_jobs
 from tests.test_overview import make_world
-from queries.target import Target
+from idemdash.queries.target import Target
 
 EMPTY_TEXT = "trends appear after the snapshot job has run for a few minutes"
 
@@ -246,8 +246,8 @@ def test_a_snapshot_takes_the_precomputed_counts_instead_of_counting_again(app, 
     """At scale the rollup job counts keys by status and window and the inbox volume; the snapshot reuses those."""
     from psycopg.types.json import Jsonb
 
-    from queries.overview import InboxVolume, WindowCounts
-    from queries.rollups import encode_rows
+    from idemdash.queries.overview import InboxVolume, WindowCounts
+    from idemdash.queries.rollups import encode_rows
 
     for name, row in (("key_windows", WindowCounts(777, 55, 4242)), ("inbox_volume", InboxVolume(9001, 3))):
         conn.execute("INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "

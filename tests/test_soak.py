@@ -36,10 +36,10 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from jobs.purge_run import run_purge
-from queries import Tables
-from queries.app_schema import NOT_PROCESSING, OWNING_KINDS, claim_key, complete_key, consume_message, fail_key
-from queries.target import Target
+from idemdash.jobs.purge_run import run_purge
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import NOT_PROCESSING, OWNING_KINDS, claim_key, complete_key, consume_message, fail_key
+from idemdash.queries.target import Target
 
 T = Tables()
 SEED = int(os.environ.get("IDEMDASH_SOAK_SEED", "20261123"))

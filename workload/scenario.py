@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Mapping
 
-from queries import Tables
+from idemdash.queries import Tables
 
 
 @dataclass(frozen=True)

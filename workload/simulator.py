@@ -21,10 +21,10 @@ from typing import Callable
 
 import psycopg
 
-from queries import Tables
-from workload.broker import Consumer, Publisher
-from workload.client import Client
-from workload.scenario import Run, Stats
+from idemdash.queries import Tables
+from idemdash.workload.broker import Consumer, Publisher
+from idemdash.workload.client import Client
+from idemdash.workload.scenario import Run, Stats
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from queries import Tables, load_all, render
+from idemdash.queries import Tables, load_all, render
 
 QUERIES = load_all(__name__)
 

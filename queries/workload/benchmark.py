@@ -6,9 +6,9 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from queries import Tables
-from queries.db import select_all, select_one
-from queries.workload import statement
+from idemdash.queries import Tables
+from idemdash.queries.db import select_all, select_one
+from idemdash.queries.workload import statement
 
 # Seed 004 §19's operational queries, and the page each is compared with.
 SEED_QUERIES = {

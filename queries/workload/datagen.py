@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from queries import Tables
-from queries.db import select_one
-from queries.workload import statement
+from idemdash.queries import Tables
+from idemdash.queries.db import select_one
+from idemdash.queries.workload import statement
 
 
 @dataclass(frozen=True)

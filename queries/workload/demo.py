@@ -4,8 +4,8 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from queries import Tables
-from queries.workload import statement
+from idemdash.queries import Tables
+from idemdash.queries.workload import statement
 
 
 def ensure_database(admin: psycopg.Connection, name: str) -> bool:

@@ -13,9 +13,9 @@ from typing import Any, Sequence
 import psycopg
 from psycopg.types.json import Jsonb
 
-from queries import Tables
-from queries.db import select_all, select_one
-from queries.workload import statement
+from idemdash.queries import Tables
+from idemdash.queries.db import select_all, select_one
+from idemdash.queries.workload import statement
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,4 @@
+"""`python -m idemdash`: the same as the `idemdash` console script."""
+from idemdash.cli import main
+
+main()

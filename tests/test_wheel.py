@@ -1,0 +1,86 @@
+"""The wheel installs one import name, `idemdash`, and lives beside the projects that own generic names.
+
+Built the way `pip install .` builds it (an isolated build from this checkout), then installed next to two
+small distributions that own the top-level names `queries` (a PostgreSQL client of that name exists on the
+package index) and `core`: each keeps its own files, and `idemdash --version` runs.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.system
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (built,) = out.glob("idemdash-*.whl")
+    return built
+
+
+def _other_wheel(directory: Path, dist: str, package: str) -> Path:
+    """A minimal wheel of another project that owns the top-level name `package`."""
+    path = directory / f"{dist}-1.0-py3-none-any.whl"
+    files = {
+        f"{package}/__init__.py": f"OWNER = {dist!r}\n",
+        f"{dist}-1.0.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n",
+        f"{dist}-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist}-1.0.dist-info/top_level.txt": f"{package}\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text.encode())}")
+    record.append(f"{dist}-1.0.dist-info/RECORD,,")
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr(f"{dist}-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+def test_the_wheel_has_one_top_level_name_and_every_part_of_the_app(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+        assert archive.read(top_level).decode().split() == ["idemdash"]
+    assert {n.split("/")[0] for n in names if not n.startswith("idemdash-")} == {"idemdash"}
+    for part in ("idemdash/__init__.py", "idemdash/cli/__init__.py", "idemdash/dashboard/__init__.py",
+                 "idemdash/queries/keys.sql", "idemdash/queries/migrations/0001_init.sql",
+                 "idemdash/dashboard/templates/base.html", "idemdash/dashboard/static/favicon.svg",
+                 "idemdash/jobs/scheduler.py", "idemdash/checks/schema.py", "idemdash/workload/demo.py"):
+        assert part in names, part
+
+
+def test_installed_beside_owners_of_queries_and_core_each_keeps_its_files(wheel, tmp_path):
+    target = tmp_path / "site"
+    others = [_other_wheel(tmp_path, "pg_queries_client", "queries"), _other_wheel(tmp_path, "core_owner", "core")]
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                             str(target), str(wheel), *map(str, others)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    # run outside the checkout, so that only the installed files are importable under these names
+    version = subprocess.run([str(target / "bin" / "idemdash"), "--version"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0, version.stderr[-3000:]
+    assert version.stdout.startswith("idemdash ")
+    owners = subprocess.run(
+        [sys.executable, "-c", "import queries, core, idemdash.queries, idemdash.core.settings as s; "
+         "print(queries.OWNER, core.OWNER, idemdash.queries.__file__, s.__file__, sep='\\n')"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert owners.returncode == 0, owners.stderr[-3000:]
+    lines = owners.stdout.split()
+    assert lines[:2] == ["pg_queries_client", "core_owner"]
+    assert all(line.startswith(str(target / "idemdash")) for line in lines[2:]), lines
