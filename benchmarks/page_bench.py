@@ -701,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
 
         rollup_job = RollupJob(url, log)
 
-        from idemdash.dashboard import create_app, db
+        from idemdash.dashboard import create_app, targets
 
         # /metrics caches its database numbers for 1 s here, so the benchmark can also time scrapes that miss
         app = create_app({"DATABASE_URL": url, "SECRET_KEY": "benchmark", "AUTH": "none", "METRICS_CACHE_SECONDS": 1})
@@ -753,7 +753,7 @@ def main(argv: list[str] | None = None) -> int:
             report["apply_indexes_seconds"] = seconds
             phase("with_indexes")
         finally:
-            db.close(app)
+            targets.close(app)
 
         report["http"] = []
         worker_counts = [int(w) for w in args.workers.split(",") if w.strip()]

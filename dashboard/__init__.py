@@ -16,8 +16,8 @@ from flask import Flask
 from htmx_flask import Htmx
 
 from idemdash.core import settings
-from idemdash.dashboard import (actions, audit, auth, databases, db, health, hotspots, inbox, keys, metrics, notes, openapi,
-                       outbox, outbox_rows, overview, probes, purges, search, suppression, web)
+from idemdash.dashboard import (actions, audit, auth, databases, health, hotspots, inbox, keys, metrics, notes, openapi,
+                       outbox, outbox_rows, overview, probes, purges, search, suppression, targets, web)
 from idemdash.dashboard.databases import DashboardApp
 from idemdash.jobs.scheduler import start_in_background
 
@@ -106,7 +106,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     auth.init_app(app)
     web.init_app(app)
     # one target (and pool) per database and app: several apps in one process (tests) must not share a pool
-    db.init_app(app)
+    targets.init_app(app)
     htmx.init_app(app)
 
     for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, inbox,

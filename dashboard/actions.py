@@ -15,10 +15,10 @@ from htmx_flask import make_response as htmx_response
 from psycopg import errors
 
 from idemdash.core.triage import suggest
-from idemdash.dashboard import bulk, inputs
+from idemdash.dashboard import bulk, request_body
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.db import get_target
-from idemdash.dashboard.inputs import ActionError
+from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.request_body import ActionError
 from idemdash.dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
 from idemdash.dashboard.web import render
 from idemdash.queries import keys as qkeys
@@ -37,21 +37,21 @@ KEYS_CHANGED = "keys-changed"
 def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple[str, str, dict]:
     if not isinstance(data, Mapping):
         raise ActionError(400, "send a JSON object")
-    scope = inputs.text(data, "scope", required=True)
-    key = inputs.text(data, "key", required=True, max_length=100_000)
+    scope = request_body.text(data, "scope", required=True)
+    key = request_body.text(data, "key", required=True, max_length=100_000)
     to = data.get("to")
     if to not in q.OUTCOMES:
         raise ActionError(400, f"to must be one of {', '.join(q.OUTCOMES)}")
-    change: dict[str, Any] = {"to": to, "reason": inputs.reason(data),
-                              "expected_attempt_count": inputs.whole_number(data, "expected_attempt_count")}
+    change: dict[str, Any] = {"to": to, "reason": request_body.reason(data),
+                              "expected_attempt_count": request_body.whole_number(data, "expected_attempt_count")}
     # The form always carries what it displayed (an empty value means "there was no lease");
     # in JSON the field is optional and checked only when present.
     if from_form or "expected_locked_until" in data:
         change["check_locked_until"] = True
-        change["expected_locked_until"] = inputs.moment(data, "expected_locked_until")
+        change["expected_locked_until"] = request_body.moment(data, "expected_locked_until")
     if to == "already_succeeded":
-        change["result_ref_type"] = inputs.text(data, "result_ref_type", max_length=200)
-        ref_id = inputs.text(data, "result_ref_id", max_length=100)
+        change["result_ref_type"] = request_body.text(data, "result_ref_type", max_length=200)
+        ref_id = request_body.text(data, "result_ref_id", max_length=100)
         if ref_id is not None:
             try:
                 ref_id = str(uuid.UUID(ref_id))
@@ -68,7 +68,7 @@ def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple
                 raise ActionError(400, f"response_body is not valid JSON: {exc}") from None
         change["response_body"] = body
     if to == "needs_review":
-        change["hold_seconds"] = inputs.hold_seconds(data)
+        change["hold_seconds"] = request_body.hold_seconds(data)
     return scope, key, change  # type: ignore[return-value]
 
 

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort, jsonify, request
 
-from idemdash.dashboard import panels, params
+from idemdash.dashboard import panels, query_args
 from idemdash.dashboard.web import render
 from idemdash.queries import audit as q
 
@@ -23,19 +23,19 @@ def _filter() -> q.AuditFilter:
     action = request.args.get("action", "")
     if action and action not in q.ACTION_KINDS:
         abort(400, f"action must be one of {', '.join(q.ACTION_KINDS)} (got {action!r})")
-    since, until = params.moment("since"), params.moment("until")
+    since, until = query_args.moment("since"), query_args.moment("until")
     if since is not None and until is not None and since > until:
         abort(400, "since is after until: the time range is empty")
-    return q.AuditFilter(scope=params.text("scope"), key=params.text("key", max_length=10_000),
-                         actor=params.text("actor", max_length=500),
-                         parent=params.integer("parent", minimum=1, maximum=2**62),
+    return q.AuditFilter(scope=query_args.text("scope"), key=query_args.text("key", max_length=10_000),
+                         actor=query_args.text("actor", max_length=500),
+                         parent=query_args.integer("parent", minimum=1, maximum=2**62),
                          action=action or None, since=since, until=until)
 
 
 def _list_panel():
     flt = _filter()
-    limit = params.integer("limit", minimum=1, maximum=500, default=50)
-    after = params.cursor()
+    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
+    after = query_args.cursor()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
         panel = panels.load(q.list_audit, flt, after=after, limit=limit)

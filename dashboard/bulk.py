@@ -12,9 +12,9 @@ from typing import Any, Mapping
 from idemdash.core.formatting import duration
 from idemdash.core.settings import parse_duration
 from idemdash.dashboard.auth import current_user
-from idemdash.dashboard.db import get_target
-from idemdash.dashboard import inputs
-from idemdash.dashboard.inputs import MAX_REASON, ActionError
+from idemdash.dashboard.targets import get_target
+from idemdash.dashboard import request_body
+from idemdash.dashboard.request_body import MAX_REASON, ActionError
 from idemdash.queries import reclassify as q
 from idemdash.queries.health import database_now
 
@@ -50,18 +50,18 @@ def bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
         raise ActionError(400, "filter.overdue must be seconds or a duration such as 10m, 2h or 1d") from None
     if overdue_seconds is not None and not 0 <= overdue_seconds <= 366 * 86400:
         raise ActionError(400, "filter.overdue must be between 0 and 366 days")
-    flt = q.BulkFilter(scope=inputs.text(raw, "scope"), claimed_by=inputs.text(raw, "claimed_by"),
-                       min_attempts=inputs.whole_number(raw, "min_attempts"), min_overdue_seconds=overdue_seconds)
+    flt = q.BulkFilter(scope=request_body.text(raw, "scope"), claimed_by=request_body.text(raw, "claimed_by"),
+                       min_attempts=request_body.whole_number(raw, "min_attempts"), min_overdue_seconds=overdue_seconds)
     to = data.get("to")
     if to not in q.BULK_OUTCOMES:
         raise ActionError(400, f"bulk to must be {' or '.join(q.BULK_OUTCOMES)} (the other outcomes need one key at a time)")
     all_scopes = data.get("all_scopes") in (True, "1", "true", "on")
     if preview:
-        return BulkRequest(flt, to, (inputs.text(data, "reason", max_length=MAX_REASON) or "").strip(), None, all_scopes)
-    as_of = inputs.moment(data, "as_of")
+        return BulkRequest(flt, to, (request_body.text(data, "reason", max_length=MAX_REASON) or "").strip(), None, all_scopes)
+    as_of = request_body.moment(data, "as_of")
     if as_of is None:
         raise ActionError(400, "as_of is required: the time of the preview you confirmed (preview first)")
-    return BulkRequest(flt, to, inputs.reason(data), as_of, all_scopes)
+    return BulkRequest(flt, to, request_body.reason(data), as_of, all_scopes)
 
 
 def filter_in_words(flt: Mapping[str, Any]) -> str:

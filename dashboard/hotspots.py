@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from idemdash.dashboard import panels, params, rollups
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args, rollups
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.keys import LIST_FIELDS
 from idemdash.dashboard.web import render
 from idemdash.queries import hotspots as q
@@ -20,7 +20,7 @@ TOP_KEYS = 20
 def _hotspots() -> dict:
     config = get_target().settings
     default = config["HOTSPOT_MIN_ATTEMPTS"]
-    n = params.integer("min_attempts", minimum=1, maximum=1_000_000, default=default)
+    n = query_args.integer("min_attempts", minimum=1, maximum=1_000_000, default=default)
     tables = get_target().tables
     lease = config["DEFAULT_LEASE_SECONDS"]
     # groups and histogram read every hotspot (or every key): precomputed at scale, see dashboard/rollups.py

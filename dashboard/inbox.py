@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from idemdash.dashboard import panels, params, rollups
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args, rollups
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import inbox as q
 
@@ -30,7 +30,7 @@ def _definitions(retention_days: int) -> dict[str, str]:
 
 
 def _inbox() -> dict:
-    consumer = params.text("consumer", 200)
+    consumer = query_args.text("consumer", 200)
     retention_days = get_target().settings["INBOX_RETENTION_DAYS"]
     tables = get_target().tables
     # every consumer's 7-day window: precomputed at scale, see dashboard/rollups.py

@@ -14,7 +14,7 @@ from typing import Any
 from flask import current_app
 
 from idemdash.dashboard import panels
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.queries import keys as q
 from idemdash.queries import snapshots as qs
 

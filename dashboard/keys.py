@@ -7,8 +7,8 @@ from urllib.parse import quote
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
-from idemdash.dashboard import key_tabs, panels, params
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import key_tabs, panels, query_args
+from idemdash.dashboard.targets import get_target
 from idemdash.core.triage import OUTCOMES, suggest
 from idemdash.dashboard.web import render
 from idemdash.queries import keys as q
@@ -37,19 +37,19 @@ def key_json(row: q.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
 
 def _filter() -> q.KeyFilter:
     return q.KeyFilter(
-        status=params.choice("status", q.KEY_STATUSES, "stuck"),
-        scope=params.text("scope"),
-        claimed_by=params.text("claimed_by"),
-        min_attempts=params.integer("min_attempts", minimum=1, maximum=1_000_000),
-        min_overdue_seconds=params.duration("overdue"),
+        status=query_args.choice("status", q.KEY_STATUSES, "stuck"),
+        scope=query_args.text("scope"),
+        claimed_by=query_args.text("claimed_by"),
+        min_attempts=query_args.integer("min_attempts", minimum=1, maximum=1_000_000),
+        min_overdue_seconds=query_args.duration("overdue"),
     )
 
 
 def _list_panel():
     flt = _filter()
-    limit = params.integer("limit", minimum=1, maximum=500, default=50)
-    after = params.cursor()
-    order = params.choice("order", ("asc", "desc"), q.DEFAULT_ORDER[flt.status])
+    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
+    after = query_args.cursor()
+    order = query_args.choice("order", ("asc", "desc"), q.DEFAULT_ORDER[flt.status])
     db = get_target()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
@@ -132,8 +132,8 @@ def detail_page_by_query():
 
 
 def _render_detail(scope: str, key: str):
-    done = params.integer("done", minimum=1, maximum=2**62)
-    noted = params.integer("noted", minimum=1, maximum=2**62)
+    done = query_args.integer("done", minimum=1, maximum=2**62)
+    noted = query_args.integer("noted", minimum=1, maximum=2**62)
     return render("key.html", None, **detail_context(scope, key), done=done, noted=noted)
 
 
@@ -170,7 +170,7 @@ def _required_scope_and_key() -> tuple[str, str]:
 
 @bp.get("/runbook/stuck-keys")
 def runbook():
-    scope, key = params.text("scope"), params.text("key")
+    scope, key = query_args.text("scope"), query_args.text("key")
     return render("runbook_stuck.html", None, scope=scope, key=key, outcomes=OUTCOMES,
                   inspection=inspection_sql(get_target().tables, scope, key))
 

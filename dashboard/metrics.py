@@ -24,7 +24,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from idemdash.dashboard.databases import plain_endpoint
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.queries import metrics as qm
 from idemdash.queries import overview as qo
 from idemdash.queries import rollups as qr

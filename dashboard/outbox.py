@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort, jsonify, request
 
-from idemdash.dashboard import panels, params, rollups
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args, rollups
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import outbox as q
 
@@ -33,14 +33,14 @@ DEFINITIONS = {
 
 
 def _filter() -> q.OutboxFilter:
-    return q.OutboxFilter(status=params.text("status", STATUS_MAX_LENGTH) or "pending",
-                          event_type=params.text("event_type"))
+    return q.OutboxFilter(status=query_args.text("status", STATUS_MAX_LENGTH) or "pending",
+                          event_type=query_args.text("event_type"))
 
 
 def _outbox() -> dict:
     flt = _filter()
-    limit = params.integer("limit", minimum=1, maximum=500, default=50)
-    after = params.cursor()
+    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
+    after = query_args.cursor()
     tables = get_target().tables
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort, jsonify
 
-from idemdash.dashboard import panels, params
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.keys import key_url, runbook_url
 from idemdash.dashboard.web import render
 from idemdash.queries import outbox as q
@@ -42,10 +42,10 @@ def detail_api(outbox_id: uuid.UUID):
 
 
 def _poison():
-    min_attempts = params.integer("min_attempts", minimum=q.POISON_MIN_ATTEMPTS, maximum=1_000_000,
+    min_attempts = query_args.integer("min_attempts", minimum=q.POISON_MIN_ATTEMPTS, maximum=1_000_000,
                                   default=q.POISON_MIN_ATTEMPTS)
-    limit = params.integer("limit", minimum=1, maximum=500, default=50)
-    after = params.cursor()
+    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
+    after = query_args.cursor()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
         panel = panels.load(q.list_outbox_poison, get_target().tables, min_attempts=min_attempts, after=after,

@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from idemdash.dashboard import panels, params, rollups, trends
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args, rollups, trends
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import overview as q
 from idemdash.queries import snapshots as qs
@@ -25,7 +25,7 @@ def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
 
 
 def _overview() -> dict:
-    trend_range = params.choice("range", tuple(trends.RANGES), trends.DEFAULT_RANGE)
+    trend_range = query_args.choice("range", tuple(trends.RANGES), trends.DEFAULT_RANGE)
     hours = trends.RANGES[trend_range]
     tables = get_target().tables
     lease = get_target().settings["DEFAULT_LEASE_SECONDS"]

@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any
 
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.jobs.purge_run import describe_error, run_purge
 from idemdash.queries import purge_history as q
 

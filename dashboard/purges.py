@@ -12,9 +12,9 @@ from typing import Any, Mapping
 
 from flask import Blueprint, abort, jsonify, redirect, request, url_for
 
-from idemdash.dashboard import panels, params
+from idemdash.dashboard import panels, query_args
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.dashboard.purge_start import StartError, start_purge
 from idemdash.jobs.purge_run import RETENTION_SETTING
@@ -116,10 +116,10 @@ def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[Tab
 
 
 def _history_filter() -> q.PurgeRunFilter:
-    table = params.text("table", 50)
+    table = query_args.text("table", 50)
     if table is not None and table not in TABLES:
         abort(400, f"table must be one of {', '.join(TABLES)} (got {table!r})")
-    return q.PurgeRunFilter(table=table, run_id=params.integer("run_id", minimum=1, maximum=2**62))
+    return q.PurgeRunFilter(table=table, run_id=query_args.integer("run_id", minimum=1, maximum=2**62))
 
 
 def _purges(flt: q.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50) -> dict[str, Any]:
@@ -251,14 +251,14 @@ def _check_dry_run_first(table: str, after_dry_run: str) -> None:
 # -- pages ----------------------------------------------------------------------------------------------------
 
 def _read_args() -> tuple[q.PurgeRunFilter, str | None, int]:
-    return _history_filter(), params.cursor(), params.integer("limit", minimum=1, maximum=500, default=50)
+    return _history_filter(), query_args.cursor(), query_args.integer("limit", minimum=1, maximum=500, default=50)
 
 
 @bp.get("/purges")
 def page():
     flt, after, limit = _read_args()
     message = None
-    started = params.integer("started", minimum=0, maximum=2**62)
+    started = query_args.integer("started", minimum=0, maximum=2**62)
     if started is not None:
         message = ("ok", f"Run {started} started; its progress and result show below." if started
                    else "The run started; it appears in the history below.")

@@ -11,7 +11,7 @@ from typing import Any
 from psycopg import errors
 
 from idemdash.dashboard import panels
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.queries import rollups as q
 
 log = logging.getLogger(__name__)

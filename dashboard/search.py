@@ -5,8 +5,8 @@ from dataclasses import asdict
 
 from flask import Blueprint, abort, jsonify, redirect
 
-from idemdash.dashboard import panels, params
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.keys import key_url
 from idemdash.dashboard.web import render
 from idemdash.queries import search as q
@@ -17,8 +17,8 @@ MAX_QUERY = 10_000   # keys are arbitrary text; a primary-key entry holds at mos
 
 
 def _search():
-    text = params.text("q", max_length=MAX_QUERY)
-    scope = params.text("scope")
+    text = query_args.text("q", max_length=MAX_QUERY)
+    scope = query_args.text("scope")
     if text is None:
         return None, scope, None
     target = get_target()

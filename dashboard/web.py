@@ -20,7 +20,7 @@ from psycopg_pool import PoolTimeout
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, pretty_json, utc
 from idemdash.core.parsers import split_environment
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.panels import PanelError
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

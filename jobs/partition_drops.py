@@ -25,7 +25,7 @@ from typing import Callable
 import psycopg
 from psycopg import errors
 
-from idemdash.jobs.db import describe_error
+from idemdash.jobs.failures import describe_error
 from idemdash.jobs.purge_batches import RunContext
 from idemdash.queries import partitions as qp
 from idemdash.queries import purges as q

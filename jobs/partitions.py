@@ -16,7 +16,8 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from idemdash.core.settings import BY_NAME, ConfigError
-from idemdash.jobs.db import describe_failure, job_id
+from idemdash.jobs.failures import describe_failure
+from idemdash.jobs.job_ids import job_id
 from idemdash.jobs.purge_settings import setting
 from idemdash.queries import partitions as qp
 from idemdash.queries import purges as q

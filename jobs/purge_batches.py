@@ -15,7 +15,7 @@ from typing import AbstractSet, Callable
 import psycopg
 from psycopg import errors, sql
 
-from idemdash.jobs.db import describe_error
+from idemdash.jobs.failures import describe_error
 from idemdash.jobs.pacing import Pacer
 from idemdash.jobs.purge_settings import PurgeSettings
 from idemdash.queries import Tables

@@ -38,7 +38,7 @@ from typing import Callable
 
 import psycopg
 
-from idemdash.jobs.db import describe_error, describe_outage, lost
+from idemdash.jobs.failures import describe_error, describe_outage, lost
 from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
 from idemdash.jobs.purge_batches import RunContext, plan_units, run_batches
 from idemdash.jobs.purge_settings import RETENTION_SETTING, PurgeSettings, setting

@@ -15,7 +15,8 @@ from typing import Any, Mapping
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from idemdash.jobs.db import already_logged, describe_error, describe_failure, job_id, lost
+from idemdash.jobs.failures import already_logged, describe_error, describe_failure, lost
+from idemdash.jobs.job_ids import job_id
 from idemdash.queries import Tables, statement
 from idemdash.queries import rollups as q
 from idemdash.queries.target import Target

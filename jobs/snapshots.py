@@ -10,7 +10,8 @@ from datetime import datetime, timezone
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from idemdash.jobs.db import already_logged, describe_failure, job_id
+from idemdash.jobs.failures import already_logged, describe_failure
+from idemdash.jobs.job_ids import job_id
 from idemdash.queries import statement
 from idemdash.queries import snapshots as q
 from idemdash.queries.target import Target

@@ -18,7 +18,8 @@ from datetime import datetime
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from idemdash.jobs.db import describe_error, job_id
+from idemdash.jobs.failures import describe_error
+from idemdash.jobs.job_ids import job_id
 from idemdash.queries import purges as q
 from idemdash.queries.target import Target
 

@@ -9,7 +9,7 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import QUERIES, Tables, statement
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 from idemdash.queries.migrate import AppliedMigration
 
 

@@ -20,7 +20,7 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
 # The time columns a table may be range-partitioned by for whole partitions to be dropped (DESIGN section 5) ...
 DROP_COLUMNS = {"keys": ("expires_at", "created_at"), "inbox": ("processed_at",),

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import statement
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
 # The tables a purge runs over, by role (each has its own lock, schedule and history).
 TABLES = ("keys", "inbox", "outbox")

@@ -27,7 +27,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
 OUTCOMES = ("safe_to_retry", "abandoned", "already_succeeded", "needs_review")
 BULK_OUTCOMES = ("safe_to_retry", "abandoned")

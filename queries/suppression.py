@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import psycopg
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all
+from idemdash.queries.transactions import select_all
 
 WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
 

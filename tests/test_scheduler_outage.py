@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 from idemdash.core import settings
 from idemdash.jobs import purges
 from idemdash.jobs.purge_run import run_purge
-from idemdash.jobs.db import unreachable
+from idemdash.jobs.failures import unreachable
 from idemdash.jobs.scheduler import build, last_outcomes
 from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun, UnrecordedRuns, record_unrecorded_runs
 from idemdash.queries import Tables

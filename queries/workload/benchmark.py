@@ -7,7 +7,7 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import Tables
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 from idemdash.queries.workload import statement
 
 # Seed 004 §19's operational queries, and the page each is compared with.
