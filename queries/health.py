@@ -13,11 +13,6 @@ from idemdash.queries.transactions import select_all, select_one
 from idemdash.queries.migrate import AppliedMigration
 
 
-def ping(conn: psycopg.Connection) -> bool:
-    row = conn.execute(statement("ping")).fetchone()
-    return row is not None and row[0] == 1
-
-
 def database_now(conn: psycopg.Connection):
     """The database's clock: previews and their confirmations compare against it, not the web host's."""
     row = conn.execute(statement("get_database_now")).fetchone()

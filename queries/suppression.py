@@ -39,10 +39,6 @@ class Suppression:
     totals: ScopeSuppression
 
 
-def get_suppression(conn: psycopg.Connection, tables: Tables, window: timedelta, limit: int = 200) -> Suppression:
-    return assemble_suppression(list_suppression_rows(conn, tables, window, limit))
-
-
 def list_suppression_rows(conn: psycopg.Connection, tables: Tables, window: timedelta,
                           limit: int = 200) -> list[ScopeSuppression]:
     """One row per scope (at most ``limit``), then the totals row (what the rollup stores)."""
