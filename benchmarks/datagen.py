@@ -6,7 +6,7 @@ Sizes (keys / inbox rows / outbox rows):
 
     S      10,000 /     10,000 /     2,000   tests (well under a second)
     M   1,000,000 /  1,000,000 /   200,000
-    L  10,000,000 / 10,000,000 / 2,000,000   the performance budget (DESIGN.md §9)
+    L  10,000,000 / 10,000,000 / 2,000,000   the performance budget (docs/benchmarks.md)
 
 At every size, exactly: 1 % of keys processing, of which keys/500 stuck (20,000 at L; 5 % of those
 with a NULL locked_until and an old claimed_at), 2 % failed_retryable, 3 % failed_final, the rest

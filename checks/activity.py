@@ -1,5 +1,5 @@
 """Activity checks: long-running and idle-in-transaction sessions, and advisory locks with the session that
-holds each and the key it guards where that can be worked out (seed 001)."""
+holds each and the key it guards where that can be worked out (docs/concepts.md, Advisory locks per key)."""
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -118,7 +118,7 @@ def idemdash_locks() -> dict[str, str]:
 
 
 def check_advisory_locks(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
-    """(h) Who holds advisory locks (seed 001), linked to the processing key each guards where that can be told."""
+    """(h) Who holds advisory locks (docs/concepts.md, Advisory locks per key), linked to the processing key each guards where that can be told."""
     locks = health.list_advisory_locks(conn, idemdash_locks(), limit=MAX_LOCK_FINDINGS)
     if not locks:
         return [Check("advisory_lock", OK, "No advisory locks held in this database",

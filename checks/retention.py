@@ -1,4 +1,4 @@
-"""Retention checks: rows are kept at least as long as a retry or redelivery may still come (seed 003)."""
+"""Retention checks: rows are kept at least as long as a retry or redelivery may still come (docs/concepts.md, Retention shorter than the replay horizon)."""
 from __future__ import annotations
 
 import math

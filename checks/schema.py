@@ -1,5 +1,5 @@
 """Schema checks: idemdash's migrations, the application tables' columns, the recommended indexes and the
-NULL trap (seed 000)."""
+NULL trap (docs/concepts.md, NULLs never conflict in a unique key)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ class Column:
     feature: str | None  # None: required; otherwise what stops working without it
 
 
-# DESIGN section 1. Required columns are what the counts, stuck lists and purges cannot do without.
+# The README's column contract (docs/concepts.md, The three tables). Required columns are what the counts, stuck lists and purges cannot do without.
 COLUMNS: dict[str, tuple[Column, ...]] = {
     "keys": (
         Column("idempotency_scope", "text", None),
@@ -110,7 +110,7 @@ def check_migrations(conn: psycopg.Connection, tables: Tables, config: Mapping[s
 
 
 def check_tables(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
-    """(b) The three application tables exist with the columns of DESIGN section 1."""
+    """(b) The three application tables exist with the columns of the README's column contract."""
     present = health.list_table_columns(conn, tables)
     findings = []
     for role, expected in COLUMNS.items():
@@ -175,7 +175,7 @@ def check_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str,
 
 
 def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
-    """(e) No unique key of the three tables has a nullable column: NULLs never conflict (seed 000)."""
+    """(e) No unique key of the three tables has a nullable column: NULLs never conflict (docs/concepts.md, NULLs never conflict in a unique key)."""
     role_of = roles(tables)
     traps: dict[tuple[str, str], list[health.NullableUniqueColumn]] = {}
     nulls_equal = set()

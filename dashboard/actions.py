@@ -1,4 +1,4 @@
-"""Operator actions on keys: reclassify one stuck key, or many with a preview (DESIGN section 4).
+"""Operator actions on keys: reclassify one stuck key, or many with a preview (docs/concepts.md, Reclassification).
 
 Views validate input (400), ask the database to make the change, and turn
 "the database said no" into 404 / 409 with the current row. They never

@@ -1,4 +1,4 @@
-"""Who is asking, and may they act (DESIGN section 8; docs/security.md).
+"""Who is asking, and may they act (docs/security.md).
 
 Every request gets ``g.user``, from one of three modes (``IDEMDASH_AUTH``):
 

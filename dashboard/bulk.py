@@ -1,4 +1,4 @@
-"""Bulk reclassification (DESIGN section 4): a preview states the filter in words with a count per scope and is
+"""Bulk reclassification (docs/concepts.md, Reclassification): a preview states the filter in words with a count per scope and is
 recorded; a confirmation must name the same filter and outcome, acts only on keys stuck at the preview and still
 stuck, in batches that skip locked rows, and is one audit entry its per-key rows point to."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Retention purges (DESIGN section 5): what may go, in small batches, one runner per table, every run recorded.
+"""Retention purges (docs/operations.md, Retention purges): what may go, in small batches, one runner per table, every run recorded.
 
 - keys: terminal rows (``succeeded``, ``failed_final``) whose ``expires_at`` has passed. Never
   ``processing`` or ``failed_retryable``, however old.

@@ -5,7 +5,7 @@ A batch selects the next due rows after a cursor with ``FOR UPDATE SKIP LOCKED``
 progress and deletions commit together. A dry-run chunk counts the same rows in the same order without locking
 or deleting.
 
-Two orders (DESIGN section 5):
+Two orders (docs/concepts.md, Purge orders):
 
 - **due order** (``delete_expired_keys``, ...): the order rows became due, through an index of due rows (keys
   by ``expires_at`` of terminal rows, inbox by ``processed_at``, outbox by ``published_at``). A run reads only

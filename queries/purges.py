@@ -1,4 +1,4 @@
-"""Retention purges (DESIGN section 5): the per-table lock, the run history and its own retention.
+"""Retention purges (docs/operations.md, Retention purges): the per-table lock, the run history and its own retention.
 
 The batches themselves are in ``queries/purge_batches.py``, partitions dropped whole in
 ``queries/partitions.py``.

@@ -1,4 +1,4 @@
-"""Reclassifying stuck keys (DESIGN section 4). Every safety rule is in the SQL.
+"""Reclassifying stuck keys (docs/concepts.md, Reclassification). Every safety rule is in the SQL.
 
 One key: lock it with NOWAIT (an application transaction holding it makes
 the action fail at once instead of waiting), then one UPDATE whose WHERE

@@ -1,4 +1,4 @@
-"""Suppression numbers (seed 004 §19): per scope, keys created in a window that ran once vs were retried."""
+"""Suppression numbers (docs/concepts.md, Suppression): per scope, keys created in a window that ran once vs were retried."""
 from __future__ import annotations
 
 from dataclasses import dataclass

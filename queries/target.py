@@ -6,7 +6,7 @@ inbox and outbox there (``Tables``), and the settings that apply to it. The web 
 line each build the targets they need from the settings (core.databases) and pass them down explicitly;
 nothing is kept at module level.
 
-Every table has seed 004's columns today; another table shape is a new shape object with its own statements,
+Every table has the README's column contract today; another table shape is a new shape object with its own statements,
 not a new code path through every page.
 """
 from __future__ import annotations
