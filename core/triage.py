@@ -1,4 +1,4 @@
-"""Suggested classification of a key, with the evidence behind it (DESIGN section 4).
+"""Suggested classification of a key, with the evidence behind it (docs/concepts.md, Reclassification).
 
 A suggestion is evidence for a person to weigh, never an action: nothing
 here changes a row.

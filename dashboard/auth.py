@@ -1,4 +1,4 @@
-"""Who is asking, and may they act (DESIGN section 8; docs/security.md).
+"""Who is asking, and may they act (docs/security.md).
 
 Every request gets ``g.user``, from one of three modes (``IDEMDASH_AUTH``):
 
@@ -34,7 +34,7 @@ from idemdash.core.settings import ConfigError, split_list
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
 from idemdash.dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
 from idemdash.dashboard.web import error_response
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 
 log = logging.getLogger(__name__)
 

@@ -24,11 +24,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from idemdash.dashboard.databases import plain_endpoint
-from idemdash.dashboard.db import get_target
-from idemdash.queries import metrics as qm
-from idemdash.queries import overview as qo
-from idemdash.queries import rollups as qr
-from idemdash.queries import snapshots as qs
+from idemdash.dashboard.targets import get_target
+from idemdash.queries import metrics
+from idemdash.queries import overview
+from idemdash.queries import rollups
+from idemdash.queries import snapshots
 from idemdash.queries.target import Target
 
 bp = Blueprint("metrics", __name__)
@@ -94,14 +94,14 @@ class DatabaseCollector(Collector):
         tables, lease = target.tables, target.settings["DEFAULT_LEASE_SECONDS"]
         with target.read() as conn:
             # counts by status and window and the inbox volume: precomputed at scale (queries/rollups.py)
-            keys = qo.KeyCounts.combine(qo.count_processing_keys(conn, tables, lease),
-                                        qr.read_value(conn, tables, target.settings, "key_windows"))
-            by_scope = qm.count_stuck_keys_by_scope(conn, tables, lease)
-            outbox = qo.get_outbox_backlog(conn, tables)
-            inbox = qr.read_value(conn, tables, target.settings, "inbox_volume")
-            purges = qm.list_purge_status_by_table(conn)
-            last_runs = qm.list_last_purge_run_by_table(conn)
-            last_snapshot = qs.get_last_snapshot_at(conn)
+            keys = overview.KeyCounts.combine(overview.count_processing_keys(conn, tables, lease),
+                                              rollups.read_value(conn, tables, target.settings, "key_windows"))
+            by_scope = metrics.count_stuck_keys_by_scope(conn, tables, lease)
+            outbox = overview.get_outbox_backlog(conn, tables)
+            inbox = rollups.read_value(conn, tables, target.settings, "inbox_volume")
+            purges = metrics.list_purge_status_by_table(conn)
+            last_runs = metrics.list_last_purge_run_by_table(conn)
+            last_snapshot = snapshots.get_last_snapshot_at(conn)
         for row in by_scope:
             sample("idemdash_stuck_keys", (row.scope,), row.stuck)
         sample("idemdash_stuck_keys_total", (), keys.stuck)

@@ -16,7 +16,7 @@ import psycopg
 from flask import g, has_request_context
 from psycopg import errors
 
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.queries.indexes import ADVICE
 
 T = TypeVar("T")

@@ -5,11 +5,11 @@ from dataclasses import asdict
 
 from flask import Blueprint, abort, jsonify, redirect
 
-from idemdash.dashboard import panels, params
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.keys import key_url
 from idemdash.dashboard.web import render
-from idemdash.queries import search as q
+from idemdash.queries import search
 
 bp = Blueprint("search", __name__)
 
@@ -17,17 +17,17 @@ MAX_QUERY = 10_000   # keys are arbitrary text; a primary-key entry holds at mos
 
 
 def _search():
-    text = params.text("q", max_length=MAX_QUERY)
-    scope = params.text("scope")
+    text = query_args.text("q", max_length=MAX_QUERY)
+    scope = query_args.text("scope")
     if text is None:
         return None, scope, None
     target = get_target()
-    panel = panels.load(q.search_keys, target.tables, text, scope=scope,
+    panel = panels.load(search.search_keys, target.tables, text, scope=scope,
                         lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"])
     return text, scope, panel
 
 
-def _hit_json(hit: q.SearchHit) -> dict:
+def _hit_json(hit: search.SearchHit) -> dict:
     return asdict(hit) | {"url": key_url(hit.scope, hit.key)}
 
 
@@ -38,7 +38,7 @@ def page():
         hit = panel.value.items[0]
         return redirect(key_url(hit.scope, hit.key), code=302)   # one key has this name: go there
     return render("search.html", None, q=text, scope=scope, panel=panel,
-                  max_scopes=q.MAX_SCOPES, prefix_limit=q.PREFIX_LIMIT, per_scope=q.PREFIX_PER_SCOPE_ACROSS)
+                  max_scopes=search.MAX_SCOPES, prefix_limit=search.PREFIX_LIMIT, per_scope=search.PREFIX_PER_SCOPE_ACROSS)
 
 
 @bp.get("/api/v1/search")
@@ -61,12 +61,12 @@ def api():
         "definitions": {
             "match": "exact: keys named exactly q (in scope, or in every scope; 'scope/key' and a pasted key URL "
                      "are understood too); prefix: no exact match, keys starting with q; none: neither",
-            "items": f"exact matches, or at most {q.PREFIX_LIMIT} prefix matches (with no scope: at most "
-                     f"{q.PREFIX_PER_SCOPE_ACROSS} per scope)",
+            "items": f"exact matches, or at most {search.PREFIX_LIMIT} prefix matches (with no scope: at most "
+                     f"{search.PREFIX_PER_SCOPE_ACROSS} per scope)",
             "scopes": "scope names containing q, ignoring case",
-            "workers": f"workers (claimed_by) containing q, ignoring case, among those of the {q.WORKER_SAMPLE} "
+            "workers": f"workers (claimed_by) containing q, ignoring case, among those of the {search.WORKER_SAMPLE} "
                        "processing keys with the latest leases",
-            "scopes_truncated": f"true when there are more than {q.MAX_SCOPES} scopes: keys in the others were "
+            "scopes_truncated": f"true when there are more than {search.MAX_SCOPES} scopes: keys in the others were "
                                 "not looked for (name the scope)",
         },
     })

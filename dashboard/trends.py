@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
 
-from idemdash.queries import snapshots as qs
+from idemdash.queries import snapshots
 
 # the ranges a person can pick, in hours; the overview shows 24 h unless asked
 RANGES = {"1h": 1, "6h": 6, "24h": 24, "7d": 168}
@@ -59,7 +59,7 @@ class Chart:
         return self.points[-1].end
 
 
-def _layout(trend: list[qs.TrendPoint], values: list[float]) -> list[Point]:
+def _layout(trend: list[snapshots.TrendPoint], values: list[float]) -> list[Point]:
     start, end = trend[0].taken_at, trend[-1].until
     span = (end - start).total_seconds()
     peak = max(values)
@@ -86,15 +86,15 @@ def _table(points: list[Point], summed: bool) -> list[Point]:
     return rows
 
 
-def chart(key: str, title: str, unit: str, means: str, trend: list[qs.TrendPoint],
-          value: Callable[[qs.TrendPoint], float | None]) -> Chart:
+def chart(key: str, title: str, unit: str, means: str, trend: list[snapshots.TrendPoint],
+          value: Callable[[snapshots.TrendPoint], float | None]) -> Chart:
     values = [float(value(p) or 0) for p in trend]
     points = _layout(trend, values)
     return Chart(key, title, unit, means, points, " ".join(f"{p.x:g},{p.y:g}" for p in points), values[-1],
                  max(values), min(values), sum(values), _table(points, summed=unit == "rows"))
 
 
-def charts(trend: list[qs.TrendPoint]) -> list[Chart]:
+def charts(trend: list[snapshots.TrendPoint]) -> list[Chart]:
     if len(trend) < 2:
         return []
     return [

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 from apscheduler.triggers.cron import CronTrigger
 
 from idemdash.core.settings import BY_NAME, ConfigError, setting
-from idemdash.jobs.db import job_id
+from idemdash.jobs.job_ids import job_id
 from idemdash.jobs.purge_run import TABLES, PurgeResult, run_purge
 from idemdash.queries.target import Target
 

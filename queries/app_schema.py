@@ -17,7 +17,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_one
+from idemdash.queries.transactions import select_one
 from idemdash.queries.indexes import ADVICE
 
 StatusType = Literal["enum", "text"]

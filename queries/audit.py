@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 
 from idemdash.queries import cursor, statement
-from idemdash.queries.db import select_all
+from idemdash.queries.transactions import select_all
 from idemdash.queries.cursor import Page
 
 

@@ -7,7 +7,7 @@ from typing import Generic, TypeVar
 import psycopg
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all
+from idemdash.queries.transactions import select_all
 from idemdash.queries.keys import KeyRow
 
 T = TypeVar("T")

@@ -8,7 +8,7 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import QUERIES, Query, Tables, render, statement
-from idemdash.queries.db import select_all
+from idemdash.queries.transactions import select_all
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from psycopg import sql
 from idemdash.core.triage import REVIEW_HOLDER
 from idemdash.queries import Tables, cursor, statement
 from idemdash.queries.cursor import Page
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
 KEY_STATUSES = ("stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final")
 

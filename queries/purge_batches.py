@@ -6,7 +6,8 @@ progress and deletions commit together. A dry-run chunk counts the same rows in 
 or deleting.
 
 Both are one statement each (``purge_batch``, ``count_purge_batch``), filled in with the table's eligibility
-(the ``purgeable_<table>`` fragment, the same one the partition checks use) and the columns of one of two orders:
+(the ``purgeable_<table>`` fragment, the same one the partition checks use) and the columns of one of two orders
+(docs/concepts.md, Purge orders):
 
 - **due order**: the order rows became due, through an index of due rows (keys
   by ``expires_at`` of terminal rows, inbox by ``processed_at``, outbox by ``published_at``). A run reads only

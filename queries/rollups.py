@@ -25,7 +25,7 @@ from psycopg.types.json import Jsonb
 
 from idemdash.queries import Tables, statement
 from idemdash.queries import hotspots, inbox, outbox, overview, suppression
-from idemdash.queries.db import select_all
+from idemdash.queries.transactions import select_all
 
 log = logging.getLogger(__name__)
 

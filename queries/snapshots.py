@@ -16,7 +16,7 @@ import psycopg
 
 from idemdash.queries import Tables, statement
 from idemdash.queries import overview, rollups
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 from idemdash.queries.health import database_now
 
 

@@ -6,7 +6,7 @@ inbox and outbox there (``Tables``), and the settings that apply to it. The web 
 line each build the targets they need from the settings (core.databases) and pass them down explicitly;
 nothing is kept at module level.
 
-Every table has seed 004's columns today; another table shape is a new shape object with its own statements,
+Every table has the README's column contract today; another table shape is a new shape object with its own statements,
 not a new code path through every page.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
 from idemdash.core.settings import redact_dsn
 from idemdash.queries import Tables
-from idemdash.queries import db as qdb
+from idemdash.queries import transactions
 from idemdash.queries import replication
 
 log = logging.getLogger(__name__)
@@ -148,13 +148,13 @@ class Target:
         pool = self._pool()
         if not primary and self.read_dsn and self.replica_status().using_standby:
             pool = self.read_pool  # type: ignore[assignment]
-        with qdb.read_tx(pool, statement_timeout_ms or self.statement_timeout_ms) as conn:
+        with transactions.read_tx(pool, statement_timeout_ms or self.statement_timeout_ms) as conn:
             yield conn
 
     @contextmanager
     def write(self) -> Iterator[psycopg.Connection]:
         """A transaction on the primary for the dashboard's own writes, with the lock timeout."""
-        with qdb.write_tx(self._pool(), self.lock_timeout_ms) as conn:
+        with transactions.write_tx(self._pool(), self.lock_timeout_ms) as conn:
             yield conn
 
     def close(self) -> None:

@@ -1,7 +1,7 @@
 """The reference application schema: every claim outcome, fencing, the inbox, races.
 
 Every behavioural test runs against both flavours of the reference schema
-(``status`` as a PostgreSQL enum and as plain text), because DESIGN section 1
+(``status`` as a PostgreSQL enum and as plain text), because the README's column contract
 says both must work.
 """
 from __future__ import annotations

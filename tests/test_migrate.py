@@ -23,7 +23,7 @@ from idemdash.queries.migrate import Migration, MigrationError, list_migrations,
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# What the rest of the code is written against (DESIGN section 2): table -> column -> data type.
+# What the rest of the code is written against (the README's column contract): table -> column -> data type.
 EXPECTED_TABLES = {
     "schema_migration": {
         "version": "integer", "name": "text", "checksum": "text", "applied_at": "timestamp with time zone",

@@ -14,7 +14,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from idemdash.queries import Tables
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 from idemdash.queries.workload import statement
 
 

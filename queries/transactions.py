@@ -8,11 +8,11 @@ never queues behind an application transaction for long.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence, TypeVar
+from typing import Any, Iterator, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import class_row, dict_row
+from psycopg.rows import class_row
 
 from idemdash.queries import statement
 
@@ -47,9 +47,3 @@ def select_one(conn: psycopg.Connection, query: sql.Composable, params: Any, row
     with conn.cursor(row_factory=class_row(row_type)) as cur:
         cur.execute(query, params)
         return cur.fetchone()
-
-
-def select_dicts(conn: psycopg.Connection, query: sql.Composable, params: Any = None) -> Sequence[dict]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchall()
