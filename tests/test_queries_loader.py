@@ -225,7 +225,10 @@ def test_every_sql_block_has_a_caller():
     prefixes = {m.group(2) or m.group(4) for m in NAME_PREFIX.finditer(sources)}
     assert {"fragment_set_", "index_"} <= prefixes, "the scan found too little"
     blocks = set(QUERIES) | set(workload.QUERIES)
-    unused = sorted(name for name in blocks
+    # a fragment another block names as a {field} is filled in by the loader: it runs inside that block
+    composed = {field for query in [*QUERIES.values(), *workload.QUERIES.values()]
+                for field in format_fields(query.text) if field in blocks}
+    unused = sorted(name for name in blocks - composed
                     if name not in literals and not any(name.startswith(prefix) for prefix in prefixes))
     assert not unused, f"SQL blocks no code runs: {unused}"
 
