@@ -90,7 +90,7 @@ class ScanStats:
     heap_rows_scanned: int
     deleted: int
 
-    def __sub__(self, other: "ScanStats") -> "ScanStats":
+    def __sub__(self, other: ScanStats) -> ScanStats:
         return ScanStats(self.index_entries_read - other.index_entries_read,
                          self.heap_rows_scanned - other.heap_rows_scanned, self.deleted - other.deleted)
 

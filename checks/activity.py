@@ -2,7 +2,8 @@
 holds each and the key it guards where that can be worked out (seed 001)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 

@@ -1,7 +1,8 @@
 """Maintenance checks: dead tuples, vacuum and analyze of the three tables."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 

@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import click
 
-from idemdash.cli.common import connect, database_errors, database_url_option, databases_option, heading, target, targets
+from idemdash.cli.common import (
+    connect,
+    database_errors,
+    database_url_option,
+    databases_option,
+    heading,
+    target,
+    targets,
+)
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.migrate import migrate as run_migrations
 

@@ -5,9 +5,10 @@ here changes a row.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from idemdash.core.formatting import duration
 

@@ -20,9 +20,9 @@ state-changing ``/api/`` request is held to that, decorated or not).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import wraps
-from typing import Callable, Mapping
 
 from flask import Flask, abort, g, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
@@ -32,9 +32,9 @@ from werkzeug.exceptions import BadRequest, Unauthorized
 
 from idemdash.core.settings import ConfigError, split_list
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
+from idemdash.dashboard.db import get_target
 from idemdash.dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
 from idemdash.dashboard.web import error_response
-from idemdash.dashboard.db import get_target
 
 log = logging.getLogger(__name__)
 

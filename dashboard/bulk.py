@@ -4,16 +4,16 @@ stuck, in batches that skip locked rows, and is one audit entry its per-key rows
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
-
+from typing import Any
 
 from idemdash.core.formatting import duration
 from idemdash.core.settings import parse_duration
+from idemdash.dashboard import inputs
 from idemdash.dashboard.auth import current_user
 from idemdash.dashboard.db import get_target
-from idemdash.dashboard import inputs
 from idemdash.dashboard.inputs import MAX_REASON, ActionError
 from idemdash.queries import reclassify as q
 from idemdash.queries.health import database_now

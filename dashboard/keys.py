@@ -7,9 +7,9 @@ from urllib.parse import quote
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
+from idemdash.core.triage import OUTCOMES, suggest
 from idemdash.dashboard import key_tabs, panels, params
 from idemdash.dashboard.db import get_target
-from idemdash.core.triage import OUTCOMES, suggest
 from idemdash.dashboard.web import render
 from idemdash.queries import keys as q
 from idemdash.queries.audit import list_audit_for_key

@@ -5,8 +5,9 @@ or nowhere. Writing one is an operator action, like a reclassification: refused 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Blueprint, abort, jsonify, redirect, request
 

@@ -8,9 +8,10 @@ the contract) degrades the panel the same way, with what to check.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import psycopg
 from flask import g, has_request_context

@@ -6,17 +6,18 @@ A run started here runs in this web process (dashboard/purge_start.py), through 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Blueprint, abort, jsonify, redirect, request, url_for
 
 from idemdash.dashboard import panels, params
 from idemdash.dashboard.auth import current_user, json_action, operator_required
 from idemdash.dashboard.db import get_target
-from idemdash.dashboard.web import render
 from idemdash.dashboard.purge_start import StartError, start_purge
+from idemdash.dashboard.web import render
 from idemdash.jobs.purge_run import RETENTION_SETTING
 from idemdash.jobs.purge_run import TABLES as PURGE_TABLES
 from idemdash.jobs.purges import SCHEDULE_SETTING, schedule_trigger

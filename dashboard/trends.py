@@ -2,9 +2,9 @@
 a value on hover for every point, and the same values as a table for screen readers and the curious."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable
 
 from idemdash.queries import snapshots as qs
 

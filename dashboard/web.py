@@ -7,15 +7,14 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+import psycopg
 from flask import Flask, Response, g, jsonify, make_response, redirect, render_template, request, url_for
 from flask.json.provider import DefaultJSONProvider
 from htmx_flask import make_response as htmx_response
 from jinja2_fragments.flask import render_block
-from werkzeug.exceptions import HTTPException
-
-import psycopg
 from psycopg import errors
 from psycopg_pool import PoolTimeout
+from werkzeug.exceptions import HTTPException
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, pretty_json, utc

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable
+from typing import AbstractSet
 
 import psycopg
 from psycopg import errors, sql

@@ -13,12 +13,19 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from apscheduler.events import (EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED,
-                                JobEvent, JobExecutionEvent)
+from apscheduler.events import (
+    EVENT_JOB_ERROR,
+    EVENT_JOB_EXECUTED,
+    EVENT_JOB_MAX_INSTANCES,
+    EVENT_JOB_MISSED,
+    JobEvent,
+    JobExecutionEvent,
+)
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
@@ -97,7 +104,7 @@ class JobMonitor:
             return dict(self._last)
 
 
-_MONITORS: "weakref.WeakKeyDictionary[BaseScheduler, JobMonitor]" = weakref.WeakKeyDictionary()
+_MONITORS: weakref.WeakKeyDictionary[BaseScheduler, JobMonitor] = weakref.WeakKeyDictionary()
 
 
 def last_outcomes(scheduler: BaseScheduler) -> dict[str, JobOutcome]:

@@ -11,8 +11,8 @@ import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
 from idemdash.jobs.db import already_logged, describe_failure, job_id
-from idemdash.queries import statement
 from idemdash.queries import snapshots as q
+from idemdash.queries import statement
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)

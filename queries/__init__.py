@@ -84,7 +84,7 @@ class Tables:
                 raise ValueError(f"table name setting {field_name}={name!r} must be non-empty and contain no '%'")
 
     @classmethod
-    def from_config(cls, config) -> "Tables":
+    def from_config(cls, config) -> Tables:
         return cls(config["APP_SCHEMA"], config["KEYS_TABLE"], config["INBOX_TABLE"],
                    config["OUTBOX_TABLE"])
 

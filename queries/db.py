@@ -7,8 +7,9 @@ never queues behind an application transaction for long.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql

@@ -1,9 +1,10 @@
 """Idempotency keys: the stuck and status lists, one key's detail, its outbox evidence."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 

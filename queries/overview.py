@@ -37,7 +37,7 @@ class KeyCounts:
     oldest_stuck_lease: datetime | None
 
     @classmethod
-    def combine(cls, live: ProcessingCounts, window: WindowCounts) -> "KeyCounts":
+    def combine(cls, live: ProcessingCounts, window: WindowCounts) -> KeyCounts:
         return cls(live.stuck, live.processing, live.needs_review, window.failed_retryable, window.failed_final_24h,
                    window.succeeded_24h, live.oldest_stuck_lease)
 

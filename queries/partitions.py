@@ -12,9 +12,10 @@ range bounds (timestamps read from the catalog) through ``psycopg.sql.Literal``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from psycopg import sql

@@ -15,9 +15,10 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -25,9 +26,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
 from idemdash.core.settings import redact_dsn
-from idemdash.queries import Tables
+from idemdash.queries import Tables, replication
 from idemdash.queries import db as qdb
-from idemdash.queries import replication
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class Target:
         self.problems = CauseLog(log, "database" if self.name == "default" else f"database {self.name}")
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], name: str = "default") -> "Target":
+    def from_settings(cls, settings: Mapping[str, Any], name: str = "default") -> Target:
         return cls(name, settings["DATABASE_URL"], Tables.from_config(settings), settings,
                    read_dsn=settings.get("READ_DATABASE_URL") or None)
 

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 from bs4 import BeautifulSoup
+
 from idemdash.queries.target import Target
 
 OPERATOR_HEADERS = {"X-Forwarded-User": "alice@example.com", "X-Forwarded-Groups": "idemdash-operators"}

@@ -15,8 +15,9 @@ import socket
 import subprocess
 import threading
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import click
 import psycopg
