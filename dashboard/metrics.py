@@ -79,16 +79,18 @@ class DatabaseCollector(Collector):
         families = {name: GaugeMetricFamily(name, doc, labels=["database", *labels])
                     for name, (doc, labels) in FAMILIES.items()}
         for database, target in self.targets.items():
-            samples: list[tuple[str, tuple[str, ...], float | None]] = []
-            try:
-                self._database(target, lambda name, labels, value: samples.append((name, labels, value)))
-            except Exception:  # an outage must not break the scrape; idemdash_database_up says what happened
-                samples = [("idemdash_database_up", (), 0)]
-            else:
-                samples.append(("idemdash_database_up", (), 1))
-            for name, labels, value in samples:
+            for name, labels, value in self._samples(target):
                 families[name].add_metric([database, *labels], float("nan") if value is None else value)
         return list(families.values())
+
+    def _samples(self, target: Target) -> list[tuple[str, tuple[str, ...], float | None]]:
+        samples: list[tuple[str, tuple[str, ...], float | None]] = []
+        try:
+            self._database(target, lambda name, labels, value: samples.append((name, labels, value)))
+        except Exception:  # an outage must not break the scrape; idemdash_database_up says what happened
+            return [("idemdash_database_up", (), 0)]
+        samples.append(("idemdash_database_up", (), 1))
+        return samples
 
     @staticmethod
     def _database(target: Target, sample: Callable[[str, tuple[str, ...], float | None], None]) -> None:

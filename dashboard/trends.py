@@ -66,7 +66,7 @@ def _layout(trend: list[qs.TrendPoint], values: list[float]) -> list[Point]:
     width, height = RIGHT - LEFT, BOTTOM - TOP
     xs = [LEFT + (width * (p.taken_at - start).total_seconds() / span if span > 0 else width) for p in trend]
     points = []
-    for i, (p, v) in enumerate(zip(trend, values)):
+    for i, (p, v) in enumerate(zip(trend, values, strict=True)):
         # each point's hover band reaches halfway to its neighbours
         left = LEFT if i == 0 else (xs[i - 1] + xs[i]) / 2
         right = RIGHT if i == len(xs) - 1 else (xs[i] + xs[i + 1]) / 2

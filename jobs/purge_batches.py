@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
-from typing import AbstractSet
 
 import psycopg
 from psycopg import errors, sql
@@ -72,7 +71,7 @@ class Unit:
     order: str
 
 
-def plan_units(ctx: RunContext, skip: AbstractSet[str] = frozenset()) -> list[Unit]:
+def plan_units(ctx: RunContext, skip: Set[str] = frozenset()) -> list[Unit]:
     """The tables to run batches on, each with the order its indexes allow; ``skip``: qualified names of
     partitions batches need not visit (``jobs.partition_drops.drop_partitions`` says which)."""
     if not qp.list_table_partitions(ctx.work_conn, ctx.tables, ctx.table):

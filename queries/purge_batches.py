@@ -24,7 +24,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Union
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -46,7 +46,7 @@ _STATEMENTS = {
 }
 
 # One to three cursor columns: a time (due order), text keys, or an outbox_id.
-CursorValue = Union[str, uuid.UUID, datetime, None]
+CursorValue = str | uuid.UUID | datetime | None
 Cursor = tuple[CursorValue, CursorValue, CursorValue]
 
 
