@@ -97,15 +97,19 @@ class Tables:
         }
 
 
-def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> sql.Composable:
+# What statement() gives: a whole statement psycopg can execute (a bare Composable may be a mere fragment).
+Statement = sql.SQL | sql.Composed
+
+
+def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     """The named statement, with table identifiers filled in when ``tables`` is given."""
     return render(QUERIES[name], tables, **identifiers)
 
 
-def render(query: Query, tables: Tables | None = None, **identifiers: sql.Composable) -> sql.Composable:
+def render(query: Query, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     text = query.text
     if tables is None and not identifiers:
-        return sql.SQL(text)  # type: ignore[arg-type]
+        return sql.SQL(text)
     names = tables.identifiers() if tables is not None else {}
     names.update(identifiers)
-    return sql.SQL(text).format(**names)  # type: ignore[arg-type]
+    return sql.SQL(text).format(**names)

@@ -12,10 +12,9 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import class_row, dict_row
 
-from idemdash.queries import statement
+from idemdash.queries import Statement, statement
 
 T = TypeVar("T")
 
@@ -38,19 +37,19 @@ def write_tx(pool, lock_timeout_ms: int = 500, statement_timeout_ms: int = 10000
             yield conn
 
 
-def select_all(conn: psycopg.Connection, query: sql.Composable, params: Any, row_type: type[T]) -> list[T]:
+def select_all(conn: psycopg.Connection, query: Statement, params: Any, row_type: type[T]) -> list[T]:
     with conn.cursor(row_factory=class_row(row_type)) as cur:
         cur.execute(query, params)
         return cur.fetchall()
 
 
-def select_one(conn: psycopg.Connection, query: sql.Composable, params: Any, row_type: type[T]) -> T | None:
+def select_one(conn: psycopg.Connection, query: Statement, params: Any, row_type: type[T]) -> T | None:
     with conn.cursor(row_factory=class_row(row_type)) as cur:
         cur.execute(query, params)
         return cur.fetchone()
 
 
-def select_dicts(conn: psycopg.Connection, query: sql.Composable, params: Any = None) -> Sequence[dict]:
+def select_dicts(conn: psycopg.Connection, query: Statement, params: Any = None) -> Sequence[dict]:
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, params)
         return cur.fetchall()

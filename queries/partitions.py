@@ -161,16 +161,16 @@ def set_detach_timeouts(conn: psycopg.Connection, statement_timeout_ms: int, loc
 
 
 def detach_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:
-    conn.execute(statement("detach_partition", **identifiers))
+    conn.execute(statement("detach_partition", None, **identifiers))
 
 
 def detach_partition_concurrently(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:
     """Needs an autocommit connection (two transactions of its own)."""
-    conn.execute(statement("detach_partition_concurrently", **identifiers))
+    conn.execute(statement("detach_partition_concurrently", None, **identifiers))
 
 
 def finalize_detach_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:
-    conn.execute(statement("finalize_detach_partition", **identifiers))
+    conn.execute(statement("finalize_detach_partition", None, **identifiers))
 
 
 def lock_detached_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:
@@ -180,7 +180,7 @@ def lock_detached_partition(conn: psycopg.Connection, identifiers: Mapping[str, 
 def attach_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable],
                      bound_from: datetime | None, bound_to: datetime) -> None:
     lower = sql.SQL("MINVALUE") if bound_from is None else sql.Literal(bound_from)
-    conn.execute(statement("attach_partition", **identifiers, bound_from=lower, bound_to=sql.Literal(bound_to)))
+    conn.execute(statement("attach_partition", None, **identifiers, bound_from=lower, bound_to=sql.Literal(bound_to)))
 
 
 def drop_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:

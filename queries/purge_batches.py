@@ -30,7 +30,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import class_row
 
-from idemdash.queries import Tables, statement
+from idemdash.queries import Statement, Tables, statement
 
 DUE, BY_KEY = "due_index", "primary_key"
 
@@ -69,7 +69,7 @@ def statement_name(table: str, dry_run: bool, order: str) -> str:
     return _STATEMENTS[(table, dry_run, order)]
 
 
-def _render(table: str, name: str, tables: Tables, relation: sql.Composable | None) -> sql.Composable:
+def _render(table: str, name: str, tables: Tables, relation: sql.Composable | None) -> Statement:
     return statement(name, tables, **({table: relation} if relation is not None else {}))
 
 
