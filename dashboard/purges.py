@@ -17,7 +17,7 @@ from idemdash.dashboard import panels, params
 from idemdash.dashboard.auth import current_user, json_action, operator_required
 from idemdash.dashboard.db import get_target
 from idemdash.dashboard.purge_start import StartError, start_purge
-from idemdash.dashboard.web import render
+from idemdash.dashboard.web import htmx_request, render
 from idemdash.jobs.purge_run import RETENTION_SETTING
 from idemdash.jobs.purge_run import TABLES as PURGE_TABLES
 from idemdash.jobs.purges import SCHEDULE_SETTING, schedule_trigger
@@ -201,7 +201,7 @@ def run_form():
     """The page's buttons. Without htmx: 303 to the page (4xx with the page and the message on refusal).
     With htmx: the panel, refusals included, with 200 (htmx swaps no 4xx answer, so the message would be lost)."""
     form = request.form
-    htmx = bool(request.htmx)
+    htmx = bool(htmx_request())
     try:
         table = _table_arg(form.get("table"))
         if form.get("dry_run") not in ("1", "0"):
