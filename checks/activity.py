@@ -174,7 +174,7 @@ def _lock_finding(lock: q.AdvisoryLock, keys: list[q.LockedKey]) -> Check:
         if blockers:
             fix_sql = ("-- check first what the holding session does; ending it releases its locks and rolls back "
                        "its transaction:\n" + ";\n".join(q.fix_terminate_backend(pid) for pid in blockers))
-    elif held_idle:
+    elif held_idle and lock.pid is not None:  # idle in a transaction: a session's, so it has a pid
         status = WARN
         parts.append(f"Its session has been idle in a transaction for {duration(lock.state_seconds)} while holding "
                      "it: the lock stays until the application commits or disconnects, and a worker that gave up "

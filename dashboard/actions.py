@@ -35,7 +35,7 @@ KEYS_CHANGED = "keys-changed"
 
 # -- input -------------------------------------------------------------------
 
-def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple[str, str, dict]:
+def parse_reclassification(data: object, *, from_form: bool) -> tuple[str, str, dict]:
     if not isinstance(data, Mapping):
         raise ActionError(400, "send a JSON object")
     scope = inputs.text(data, "scope", required=True)
@@ -70,7 +70,7 @@ def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple
         change["response_body"] = body
     if to == "needs_review":
         change["hold_seconds"] = inputs.hold_seconds(data)
-    return scope, key, change  # type: ignore[return-value]
+    return scope, key, change  # type: ignore[return-value]  # inputs.text(required=True) never gives None
 
 
 # -- the actions ---------------------------------------------------------------

@@ -32,7 +32,7 @@ class BulkRequest:
     all_scopes: bool = False
 
 
-def bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
+def bulk_request(data: object, *, preview: bool) -> BulkRequest:
     if not isinstance(data, Mapping):
         raise ActionError(400, "send a JSON object")
     raw = data.get("filter") or {}
@@ -142,6 +142,7 @@ def bulk_apply(req: BulkRequest) -> dict:
 
 
 def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
+    assert req.as_of is not None  # bulk_apply's requests carry the preview's time
     config = get_target().settings
     return q.reclassify_bulk_batch(conn, get_target().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
                                    actor=current_user().name, lease_seconds=config["DEFAULT_LEASE_SECONDS"],

@@ -61,7 +61,7 @@ def load(current: str) -> panels.Panel[list[Tab]]:
         from_snapshot = getattr(snapshot, SNAPSHOT_FIELDS[status]) \
             if more and snapshot is not None and status in SNAPSHOT_FIELDS else None
         tabs.append(Tab(status, LABELS[status], COUNT_CAP if status in far_past_cap else min(value, COUNT_CAP),
-                        more, from_snapshot, snapshot.taken_at if from_snapshot is not None else None,
+                        more, from_snapshot, snapshot.taken_at if snapshot is not None and from_snapshot is not None else None,
                         status == current))
     return panels.Panel(value=tabs)
 

@@ -20,7 +20,7 @@ def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
         return live
     if not window.ok:
         return window
-    return panels.Panel(value=q.KeyCounts.combine(live.value, window.value), computed_at=window.computed_at,
+    return panels.Panel(value=q.KeyCounts.combine(panels.require(live), panels.require(window)), computed_at=window.computed_at,
                         computed_ms=window.computed_ms)
 
 

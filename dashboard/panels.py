@@ -94,7 +94,7 @@ def load(fn: Callable[..., T], *args: Any, index: str | None = None, **kwargs: A
 def require(panel: Panel[T]) -> T:
     if not panel.ok:
         raise PanelError(panel)
-    return panel.value  # type: ignore[return-value]
+    return panel.value  # type: ignore[return-value]  # a panel that is ok holds its T
 
 
 def _schema_message(exc: psycopg.Error, cause: str) -> str:

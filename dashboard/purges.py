@@ -74,9 +74,10 @@ def _run_json(run: q.PurgeRun | None) -> dict[str, Any] | None:
 
 
 def _retention(table: str, config: Mapping[str, Any]) -> tuple[str, int | None]:
-    if RETENTION_SETTING[table] is None:
+    setting = RETENTION_SETTING[table]
+    if setting is None:
         return "each key's own expires_at (the application sets it when it claims the key)", None
-    days = config[RETENTION_SETTING[table]]
+    days = config[setting]
     stamp = "processed_at" if table == "inbox" else "published_at"
     return f"{days} day{'' if days == 1 else 's'} after {stamp}", days
 
@@ -133,8 +134,8 @@ def _purges(flt: q.PurgeRunFilter | None = None, after: str | None = None, limit
         abort(400, str(exc))
     runs, running, statuses = _table_statuses(now)
     # The panels are separate reads: poll fast while any of them shows a run in progress.
-    in_progress = bool(running.value) or any(r.outcome == "running" for r in (history.value.items if history.ok else []))
-    partitions = _partitions([r.run_id for r in history.value.items if r.partitions_dropped or r.dry_run]
+    in_progress = bool(running.value) or any(r.outcome == "running" for r in (panels.require(history).items if history.ok else []))
+    partitions = _partitions([r.run_id for r in panels.require(history).items if r.partitions_dropped or r.dry_run]
                              if history.ok else [])
     return {"as_of": now, "history": history, "flt": flt, "after": after, "limit": limit, "table_runs": runs,
             "running": running, "tables": statuses, "poll": POLL_RUNNING if in_progress else POLL_IDLE,
@@ -252,7 +253,8 @@ def _check_dry_run_first(table: str, after_dry_run: str) -> None:
 # -- pages ----------------------------------------------------------------------------------------------------
 
 def _read_args() -> tuple[q.PurgeRunFilter, str | None, int]:
-    return _history_filter(), params.cursor(), params.integer("limit", minimum=1, maximum=500, default=50)
+    limit = params.integer("limit", minimum=1, maximum=500, default=50)
+    return _history_filter(), params.cursor(), limit  # type: ignore[return-value]  # a default: never None
 
 
 @bp.get("/purges")

@@ -92,9 +92,9 @@ def _decode(after: str) -> tuple[Any, Any, Any, bool]:
         *values, direction = cursor.decode(after, 4)
         if direction != _BACK:
             raise ValueError(_BAD_CURSOR)
-        return (*values, True)  # type: ignore[return-value]
+        return (*values, True)
     except ValueError:
-        return (*cursor.decode(after, 3), False)  # type: ignore[return-value]
+        return (*cursor.decode(after, 3), False)
 
 
 def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int,
