@@ -44,7 +44,7 @@ def init_app_schema(database_url: str, status_type: str, partitioned: bool) -> N
     db = target(database_url)
     tables = db.tables
     with connect(db) as conn, database_errors(db, "creating the reference schema"):
-        create_app_schema(conn, tables, status_type, partitioned=partitioned)  # type: ignore[arg-type]
+        create_app_schema(conn, tables, status_type, partitioned=partitioned)  # type: ignore[arg-type]  # a click.Choice
     click.echo(f"reference schema ready in schema {tables.schema!r}: {tables.keys}, {tables.inbox}, "
                f"{tables.outbox} and the claim/complete/fail/consume functions")
     if partitioned:

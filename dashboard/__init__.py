@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from flask import Flask
@@ -65,7 +66,7 @@ def _gunicorn_callers() -> tuple[Any, Any]:
     from gunicorn.workers.base import Worker
 
     application = worker = None
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         owner = frame.f_locals.get("self")
         if isinstance(owner, BaseApplication) and application is None:

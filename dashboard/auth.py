@@ -104,6 +104,7 @@ class _Auth:
         if credentials is None or credentials.type != "basic":
             raise Unauthorized("sign in: idemdash asks for a user name and password (IDEMDASH_AUTH=basic)",
                                www_authenticate=challenge)
+        assert self.passwords is not None  # set whenever the mode is basic
         account = self.passwords.check(credentials.username or "", credentials.password or "")
         if account is None:
             raise Unauthorized("wrong user name or password", www_authenticate=challenge)

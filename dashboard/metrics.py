@@ -115,11 +115,11 @@ class DatabaseCollector(Collector):
         sample("idemdash_outbox_pending", (), outbox.pending)
         sample("idemdash_outbox_lag_seconds", (), outbox.lag_seconds or 0.0)
         sample("idemdash_inbox_rows_24h", (), inbox.rows_24h)
-        for row in purges:
-            if row.last_success_at is not None:
-                sample("idemdash_purge_last_success_timestamp_seconds", (row.table_name,),
-                       row.last_success_at.timestamp())
-            sample("idemdash_purge_last_rows_deleted", (row.table_name,), row.last_rows_deleted)
+        for status in purges:
+            if status.last_success_at is not None:
+                sample("idemdash_purge_last_success_timestamp_seconds", (status.table_name,),
+                       status.last_success_at.timestamp())
+            sample("idemdash_purge_last_rows_deleted", (status.table_name,), status.last_rows_deleted)
         for run in last_runs:
             sample("idemdash_purge_last_run_failed", (run.table_name,), 1.0 if run.failed else 0.0)
         # the scheduler's heartbeat: it records a snapshot every IDEMDASH_SNAPSHOT_INTERVAL_SECONDS while it runs

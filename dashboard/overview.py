@@ -20,8 +20,8 @@ def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
         return live
     if not window.ok:
         return window
-    return panels.Panel(value=q.KeyCounts.combine(panels.require(live), panels.require(window)), computed_at=window.computed_at,
-                        computed_ms=window.computed_ms)
+    return panels.Panel(value=q.KeyCounts.combine(panels.require(live), panels.require(window)),
+                        computed_at=window.computed_at, computed_ms=window.computed_ms)
 
 
 def _overview() -> dict:

@@ -91,6 +91,7 @@ def url_with(**changes: Any) -> str:
             args.pop(name, None)
         else:
             args[name] = value
+    assert request.endpoint is not None, "url_with() needs a request that matched a route"
     path = url_for(request.endpoint, **(request.view_args or {}))
     return f"{path}?{urlencode(args)}" if args else path
 

@@ -168,8 +168,9 @@ def _detach_concurrently(ctx: RunContext, part: qp.Partition, connect, report) -
             return
     else:
         _record(ctx, part, None, "detached", None)
+    assert part.bound_to is not None  # drop_partitions passes only partitions with an upper bound past the cutoff
     record = qp.PartitionRecord(ctx.run_id, ctx.table, part.partition_schema, part.partition_name, part.parent_schema,
-                                part.parent_name, part.bound_from, part.bound_to, None, "detached", None)  # type: ignore[arg-type]
+                                part.parent_name, part.bound_from, part.bound_to, None, "detached", None)
     report(finish_detached(ctx, record))
 
 

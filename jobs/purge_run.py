@@ -181,7 +181,7 @@ def _finish(target: Target, lock_conn: psycopg.Connection | None, table: str, ru
     False when the outcome could not be written (the row stays 'running' until it is).
     """
     try:
-        if not lost(lock_conn):
+        if lock_conn is not None and not lost(lock_conn):
             q.finish_purge_run(lock_conn, run_id, outcome, error)
             q.release_purge_lock(lock_conn, table)
             return True
