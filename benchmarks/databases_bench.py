@@ -32,7 +32,7 @@ from psycopg import sql
 from idemdash.dashboard import create_app, targets
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import create_app_schema
-from idemdash.queries.indexes import list_index_status, create_index
+from idemdash.queries.indexes import create_index, list_index_status
 from idemdash.queries.migrate import migrate
 from idemdash.workload.backfill import backfill
 

@@ -35,9 +35,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote, urlencode
 
 if __package__ in (None, ""):  # run as a file: make the checkout importable
@@ -47,13 +48,12 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from benchmarks.datagen import SIZES, Size, generate
-from idemdash.queries import Tables
-from idemdash.queries.workload import benchmark
-from idemdash.queries import indexes
-from idemdash.queries.workload.datagen import count_generated_rows
-from idemdash.queries.workload.demo import ensure_database as create_database_unless_exists
+from idemdash.queries import Tables, indexes
 from idemdash.queries.indexes import ADVICE
 from idemdash.queries.target import Target
+from idemdash.queries.workload import benchmark
+from idemdash.queries.workload.datagen import count_generated_rows
+from idemdash.queries.workload.demo import ensure_database as create_database_unless_exists
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_MS = 50.0

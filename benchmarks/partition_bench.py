@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Callable
 
 import psycopg
 from psycopg import sql

@@ -33,8 +33,9 @@ import logging
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

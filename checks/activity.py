@@ -2,14 +2,14 @@
 holds each and the key it guards where that can be worked out (docs/concepts.md, Advisory locks per key)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, KeyLink
 from idemdash.core.formatting import duration
-from idemdash.queries import Tables
-from idemdash.queries import health
+from idemdash.queries import Tables, health
 from idemdash.queries.purges import TABLES as PURGE_TABLES
 
 # Sessions: one query running this long warns, a transaction idle this long warns; either this long fails.
@@ -173,7 +173,7 @@ def _lock_finding(lock: health.AdvisoryLock, keys: list[health.LockedKey]) -> Ch
         if blockers:
             fix_sql = ("-- check first what the holding session does; ending it releases its locks and rolls back "
                        "its transaction:\n" + ";\n".join(health.fix_terminate_backend(pid) for pid in blockers))
-    elif held_idle:
+    elif held_idle and lock.pid is not None:  # idle in a transaction: a session's, so it has a pid
         status = WARN
         parts.append(f"Its session has been idle in a transaction for {duration(lock.state_seconds)} while holding "
                      "it: the lock stays until the application commits or disconnects, and a worker that gave up "

@@ -1,14 +1,14 @@
 """Maintenance checks: dead tuples, vacuum and analyze of the three tables."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import OK, WARN, Check, roles
 from idemdash.core.formatting import ago
-from idemdash.queries import Tables
-from idemdash.queries import health
+from idemdash.queries import Tables, health
 
 # Dead tuples: a table warns above max(DEAD_TUPLES_MIN, DEAD_TUPLES_SHARE of its live rows) ...
 DEAD_TUPLES_MIN = 10_000

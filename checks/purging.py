@@ -8,8 +8,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -17,9 +18,7 @@ from psycopg import sql
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified
 from idemdash.core.formatting import duration
 from idemdash.core.settings import setting
-from idemdash.queries import Tables
-from idemdash.queries import partitions
-from idemdash.queries import purges
+from idemdash.queries import Tables, partitions, purges
 from idemdash.queries.app_schema import PARTITION_UNIQUE_COLUMNS, fix_create_time_partitions
 from idemdash.queries.indexes import ADVICE, list_index_status
 from idemdash.queries.indexes import OK as OK_STATE
@@ -116,8 +115,8 @@ def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Mapping
         if not parts:
             continue
         name = qualified(tables, table)
-        ranged = [p for p in parts if p.bound_from is not None and p.bound_to is not None]
-        width = max((p.bound_to - p.bound_from for p in ranged), default=None)  # type: ignore[operator]
+        ranged = [(p.bound_from, p.bound_to) for p in parts if p.bound_from is not None and p.bound_to is not None]
+        width = max((bound_to - bound_from for bound_from, bound_to in ranged), default=None)
         findings.append(_uniqueness(table, name, width, config))
         droppable = [p for p in parts if p.droppable_by(table)]
         if not droppable:
@@ -146,7 +145,7 @@ def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Mapping
         closed = [p for p in parts if not p.writable]
         if closed:
             findings.append(_partition_grants(table, name, closed, conn.info.user))
-        newest = max((p.bound_to for p in ranged), default=None)
+        newest = max((bound_to for _, bound_to in ranged), default=None)
         if newest is not None and not any(p.is_default for p in parts) and newest - now < AHEAD_WARN:
             findings.append(_no_partition_ahead(table, name, newest, now, tables))
     return findings

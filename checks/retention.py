@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import OK, WARN, Check
 from idemdash.core.formatting import duration
-from idemdash.queries import Tables
-from idemdash.queries import health
+from idemdash.queries import Tables, health
 
 KEY_SAMPLE = 10_000        # most recent keys the key-retention check looks at
 MAX_SCOPE_FINDINGS = 20    # scopes listed one by one before the rest are summed up

@@ -2,14 +2,14 @@
 NULL trap (docs/concepts.md, NULLs never conflict in a unique key)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified, roles
-from idemdash.queries import Tables
-from idemdash.queries import health
+from idemdash.queries import Tables, health
 from idemdash.queries.indexes import ADVICE
 from idemdash.queries.migrate import list_migrations
 

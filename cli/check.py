@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 import click
 import psycopg
@@ -17,8 +17,7 @@ import psycopg
 from idemdash.checks import FAIL, run_checks
 from idemdash.checks.readiness import readiness
 from idemdash.cli.common import connect, database_errors, databases_option, heading, targets
-from idemdash.queries import Tables
-from idemdash.queries import indexes
+from idemdash.queries import Tables, indexes
 from idemdash.queries.target import Target
 
 

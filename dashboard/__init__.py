@@ -11,15 +11,36 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Flask
 from htmx_flask import Htmx
 
 from idemdash.core import settings
-from idemdash.dashboard import (actions, audit, auth, databases, health, hotspots, inbox, keys, metrics, notes, openapi,
-                       outbox, outbox_rows, overview, probes, purges, search, suppression, targets, web)
+from idemdash.dashboard import (
+    actions,
+    audit,
+    auth,
+    databases,
+    health,
+    hotspots,
+    inbox,
+    keys,
+    metrics,
+    notes,
+    openapi,
+    outbox,
+    outbox_rows,
+    overview,
+    probes,
+    purges,
+    search,
+    suppression,
+    targets,
+    web,
+)
 from idemdash.dashboard.databases import DashboardApp
 from idemdash.jobs.scheduler import start_in_background
 

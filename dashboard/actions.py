@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from flask import Blueprint, abort, jsonify, redirect, request
 from htmx_flask import make_response as htmx_response
@@ -17,9 +18,9 @@ from psycopg import errors
 from idemdash.core.triage import suggest
 from idemdash.dashboard import bulk, request_body
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.targets import get_target
-from idemdash.dashboard.request_body import ActionError
 from idemdash.dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
+from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import keys
 from idemdash.queries import reclassify as reclassify_queries
@@ -34,7 +35,7 @@ KEYS_CHANGED = "keys-changed"
 
 # -- input -------------------------------------------------------------------
 
-def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple[str, str, dict]:
+def parse_reclassification(data: object, *, from_form: bool) -> tuple[str, str, dict]:
     if not isinstance(data, Mapping):
         raise ActionError(400, "send a JSON object")
     scope = request_body.text(data, "scope", required=True)
@@ -69,7 +70,7 @@ def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple
         change["response_body"] = body
     if to == "needs_review":
         change["hold_seconds"] = request_body.hold_seconds(data)
-    return scope, key, change  # type: ignore[return-value]
+    return scope, key, change  # type: ignore[return-value]  # request_body.text(required=True) never gives None
 
 
 # -- the actions ---------------------------------------------------------------

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Mapping
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.parsers import split_environment

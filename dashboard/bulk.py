@@ -4,17 +4,17 @@ stuck, in batches that skip locked rows, and is one audit entry its per-key rows
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
-
+from typing import Any
 
 from idemdash.core.formatting import duration
 from idemdash.core.settings import parse_duration
-from idemdash.dashboard.auth import current_user
-from idemdash.dashboard.targets import get_target
 from idemdash.dashboard import request_body
+from idemdash.dashboard.auth import current_user
 from idemdash.dashboard.request_body import MAX_REASON, ActionError
+from idemdash.dashboard.targets import get_target
 from idemdash.queries import reclassify
 from idemdash.queries.health import database_now
 
@@ -32,7 +32,7 @@ class BulkRequest:
     all_scopes: bool = False
 
 
-def bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
+def bulk_request(data: object, *, preview: bool) -> BulkRequest:
     if not isinstance(data, Mapping):
         raise ActionError(400, "send a JSON object")
     raw = data.get("filter") or {}
@@ -145,6 +145,7 @@ def bulk_apply(req: BulkRequest) -> dict:
 
 
 def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
+    assert req.as_of is not None  # bulk_apply's requests carry the preview's time
     config = get_target().settings
     return reclassify.reclassify_bulk_batch(conn, get_target().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
                                             actor=current_user().name, lease_seconds=config["DEFAULT_LEASE_SECONDS"],

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any
-
 from urllib.parse import urlencode
 
 from flask import Blueprint, Flask, current_app, g, has_request_context, jsonify, request, url_for

@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 from flask import Blueprint, jsonify
 
 from idemdash.dashboard import panels, query_args, rollups
-from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.keys import LIST_FIELDS
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import hotspots
 
@@ -25,8 +25,8 @@ def _hotspots() -> dict:
     lease = config["DEFAULT_LEASE_SECONDS"]
     # groups and histogram read every hotspot (or every key): precomputed at scale, see dashboard/rollups.py
     groups, histogram = rollups.load(("hotspot_groups", str(n)), ("attempt_histogram", ""))
-    by_scope = replace(groups, value=groups.value.by_scope) if groups.ok else groups
-    by_worker = replace(groups, value=groups.value.by_worker) if groups.ok else groups
+    by_scope = replace(groups, value=panels.require(groups).by_scope) if groups.ok else groups
+    by_worker = replace(groups, value=panels.require(groups).by_worker) if groups.ok else groups
     return {
         "as_of": datetime.now(timezone.utc),
         "min_attempts": n,

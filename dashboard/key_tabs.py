@@ -15,8 +15,7 @@ from flask import current_app
 
 from idemdash.dashboard import panels
 from idemdash.dashboard.targets import get_target
-from idemdash.queries import keys
-from idemdash.queries import snapshots
+from idemdash.queries import keys, snapshots
 
 COUNT_CAP = 10_000
 # a snapshot this many snapshot intervals old still stands in for a count, when it is past SKIP_FACTOR x the cap
@@ -60,9 +59,9 @@ def load(current: str) -> panels.Panel[list[Tab]]:
         more = status in far_past_cap or value > COUNT_CAP
         from_snapshot = getattr(snapshot, SNAPSHOT_FIELDS[status]) \
             if more and snapshot is not None and status in SNAPSHOT_FIELDS else None
+        taken_at = snapshot.taken_at if snapshot is not None and from_snapshot is not None else None
         tabs.append(Tab(status, LABELS[status], COUNT_CAP if status in far_past_cap else min(value, COUNT_CAP),
-                        more, from_snapshot, snapshot.taken_at if from_snapshot is not None else None,
-                        status == current))
+                        more, from_snapshot, taken_at, status == current))
     return panels.Panel(value=tabs)
 
 

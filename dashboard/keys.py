@@ -7,10 +7,10 @@ from urllib.parse import quote
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
+from idemdash.core.triage import OUTCOMES, suggest
 from idemdash.dashboard import key_tabs, panels, query_args
 from idemdash.dashboard.targets import get_target
-from idemdash.core.triage import OUTCOMES, suggest
-from idemdash.dashboard.web import render
+from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import keys
 from idemdash.queries.audit import list_audit_for_key
 from idemdash.queries.notes import list_notes_for_key
@@ -68,7 +68,7 @@ def list_page():
     scopes = panels.load(keys.list_scopes, tables)
     # the worker suggestions sit in the filter form, outside the fragment a refresh swaps: full pages, or a hint
     workers = (panels.load(list_recent_workers, tables, index="index_keys_processing")
-               if not request.htmx or flt.claimed_by else panels.Panel(value=[]))
+               if not htmx_request() or flt.claimed_by else panels.Panel(value=[]))
     return render("keys.html", "keys_panel", flt=flt, limit=limit, after=after, order=order, panel=panel,
                   tabs=key_tabs.load(flt.status), scopes=scopes.value or [], workers=workers.value or [],
                   statuses=keys.KEY_STATUSES, as_of=datetime.now(timezone.utc))

@@ -5,16 +5,17 @@ or nowhere. Writing one is an operator action, like a reclassification: refused 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Blueprint, abort, jsonify, redirect, request
 
 from idemdash.dashboard import request_body
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.targets import get_target
-from idemdash.dashboard.request_body import ActionError
 from idemdash.dashboard.keys import key_url
+from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.targets import get_target
 from idemdash.queries import notes
 
 bp = Blueprint("notes", __name__)
@@ -28,7 +29,7 @@ def parse_note(data: Any) -> tuple[str, str, str]:
     text = (request_body.text(data, "text", max_length=notes.MAX_NOTE) or "").strip()
     if not text:
         raise ActionError(400, "text is required: what you found or did, for the next person on call")
-    return scope, key, text  # type: ignore[return-value]
+    return scope, key, text  # type: ignore[return-value]  # inputs.text(required=True) never gives None
 
 
 def write_note(scope: str, key: str, text: str) -> notes.Note:

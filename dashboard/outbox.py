@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import datetime, timezone
 
-from flask import Blueprint, abort, jsonify, request
+from flask import Blueprint, abort, jsonify
 
 from idemdash.dashboard import panels, query_args, rollups
 from idemdash.dashboard.targets import get_target
-from idemdash.dashboard.web import render
+from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import outbox
 
 bp = Blueprint("outbox", __name__)
@@ -78,7 +78,7 @@ def _status_choices(current: str) -> list[str]:
 @bp.get("/outbox")
 def page():
     data = _outbox()
-    fragment = bool(request.htmx)
+    fragment = bool(htmx_request())
     # the filter form is outside the fragment: a fragment render needs no choices for it
     statuses = [data["flt"].status] if fragment else _status_choices(data["flt"].status)
     return render("outbox.html", "outbox_panel", **data, statuses=statuses)

@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 from flask import Blueprint, abort, jsonify
 
 from idemdash.dashboard import panels, query_args
-from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.keys import key_url, runbook_url
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import outbox
 from idemdash.queries.runbook import outbox_inspection_sql

@@ -9,8 +9,7 @@ from flask import Blueprint, jsonify
 from idemdash.dashboard import panels, query_args, rollups, trends
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
-from idemdash.queries import overview
-from idemdash.queries import snapshots
+from idemdash.queries import overview, snapshots
 
 bp = Blueprint("overview", __name__)
 
@@ -20,8 +19,8 @@ def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
         return live
     if not window.ok:
         return window
-    return panels.Panel(value=overview.KeyCounts.combine(live.value, window.value), computed_at=window.computed_at,
-                        computed_ms=window.computed_ms)
+    return panels.Panel(value=overview.KeyCounts.combine(panels.require(live), panels.require(window)),
+                        computed_at=window.computed_at, computed_ms=window.computed_ms)
 
 
 def _overview() -> dict:

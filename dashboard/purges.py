@@ -6,17 +6,18 @@ A run started here runs in this web process (dashboard/purge_start.py), through 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Blueprint, abort, jsonify, redirect, request, url_for
 
 from idemdash.dashboard import panels, query_args
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.targets import get_target
-from idemdash.dashboard.web import render
 from idemdash.dashboard.purge_start import StartError, start_purge
+from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.web import htmx_request, render
 from idemdash.jobs.purge_run import RETENTION_SETTING
 from idemdash.jobs.purge_run import TABLES as PURGE_TABLES
 from idemdash.jobs.purges import SCHEDULE_SETTING, schedule_trigger
@@ -73,9 +74,10 @@ def _run_json(run: purge_history.PurgeRun | None) -> dict[str, Any] | None:
 
 
 def _retention(table: str, config: Mapping[str, Any]) -> tuple[str, int | None]:
-    if RETENTION_SETTING[table] is None:
+    setting = RETENTION_SETTING[table]
+    if setting is None:
         return "each key's own expires_at (the application sets it when it claims the key)", None
-    days = config[RETENTION_SETTING[table]]
+    days = config[setting]
     stamp = "processed_at" if table == "inbox" else "published_at"
     return f"{days} day{'' if days == 1 else 's'} after {stamp}", days
 
@@ -132,8 +134,8 @@ def _purges(flt: purge_history.PurgeRunFilter | None = None, after: str | None =
         abort(400, str(exc))
     runs, running, statuses = _table_statuses(now)
     # The panels are separate reads: poll fast while any of them shows a run in progress.
-    in_progress = bool(running.value) or any(r.outcome == "running" for r in (history.value.items if history.ok else []))
-    partitions = _partitions([r.run_id for r in history.value.items if r.partitions_dropped or r.dry_run]
+    in_progress = bool(running.value) or any(r.outcome == "running" for r in (panels.require(history).items if history.ok else []))
+    partitions = _partitions([r.run_id for r in panels.require(history).items if r.partitions_dropped or r.dry_run]
                              if history.ok else [])
     return {"as_of": now, "history": history, "flt": flt, "after": after, "limit": limit, "table_runs": runs,
             "running": running, "tables": statuses, "poll": POLL_RUNNING if in_progress else POLL_IDLE,
@@ -200,7 +202,7 @@ def run_form():
     """The page's buttons. Without htmx: 303 to the page (4xx with the page and the message on refusal).
     With htmx: the panel, refusals included, with 200 (htmx swaps no 4xx answer, so the message would be lost)."""
     form = request.form
-    htmx = bool(request.htmx)
+    htmx = bool(htmx_request())
     try:
         table = _table_arg(form.get("table"))
         if form.get("dry_run") not in ("1", "0"):
@@ -251,7 +253,9 @@ def _check_dry_run_first(table: str, after_dry_run: str) -> None:
 # -- pages ----------------------------------------------------------------------------------------------------
 
 def _read_args() -> tuple[purge_history.PurgeRunFilter, str | None, int]:
-    return _history_filter(), query_args.cursor(), query_args.integer("limit", minimum=1, maximum=500, default=50)
+    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
+    assert limit is not None  # it has a default
+    return _history_filter(), query_args.cursor(), limit
 
 
 @bp.get("/purges")

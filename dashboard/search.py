@@ -6,8 +6,8 @@ from dataclasses import asdict
 from flask import Blueprint, abort, jsonify, redirect
 
 from idemdash.dashboard import panels, query_args
-from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.keys import key_url
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import search
 

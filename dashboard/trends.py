@@ -2,9 +2,9 @@
 a value on hover for every point, and the same values as a table for screen readers and the curious."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable
 
 from idemdash.queries import snapshots
 
@@ -66,7 +66,7 @@ def _layout(trend: list[snapshots.TrendPoint], values: list[float]) -> list[Poin
     width, height = RIGHT - LEFT, BOTTOM - TOP
     xs = [LEFT + (width * (p.taken_at - start).total_seconds() / span if span > 0 else width) for p in trend]
     points = []
-    for i, (p, v) in enumerate(zip(trend, values)):
+    for i, (p, v) in enumerate(zip(trend, values, strict=True)):
         # each point's hover band reaches halfway to its neighbours
         left = LEFT if i == 0 else (xs[i - 1] + xs[i]) / 2
         right = RIGHT if i == len(xs) - 1 else (xs[i] + xs[i + 1]) / 2

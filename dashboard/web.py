@@ -3,25 +3,25 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 from uuid import UUID
 
+import psycopg
 from flask import Flask, Response, current_app, g, jsonify, make_response, redirect, render_template, request, url_for
 from flask.json.provider import DefaultJSONProvider
 from htmx_flask import make_response as htmx_response
+from htmx_flask.requests import HtmxAwareRequest, HtmxHeaders
 from jinja2_fragments.flask import render_block
-from werkzeug.exceptions import HTTPException
-
-import psycopg
 from psycopg import errors
 from psycopg_pool import PoolTimeout
+from werkzeug.exceptions import HTTPException
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, pretty_json, utc
 from idemdash.core.parsers import split_environment
-from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.panels import PanelError
+from idemdash.dashboard.targets import get_target
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
@@ -47,10 +47,15 @@ def wants_json() -> bool:
     return request.path.startswith("/api/")
 
 
+def htmx_request() -> HtmxHeaders:
+    """The request's htmx headers, falsy unless htmx sent it (Htmx() makes every request an HtmxAwareRequest)."""
+    return cast(HtmxAwareRequest, request).htmx
+
+
 def render(template: str, block: str | None = None, **context: Any) -> Response:
     """The whole page, or only ``block`` when htmx asks for a fragment of it."""
     # A history-restore request wants the whole page even though htmx sends it.
-    fragment = request.htmx and not request.htmx.history_restore_request
+    fragment = htmx_request() and not htmx_request().history_restore_request
     if block is not None and fragment:
         body = render_block(template, block, **context)
     else:
@@ -64,7 +69,7 @@ def error_response(status: int, message: str, *, retry: bool | None = None) -> R
     """JSON for the API, a fragment for htmx, else the error page (which reloads itself while ``retry``: 503)."""
     if wants_json():
         response = jsonify({"error": message})
-    elif request.htmx:
+    elif htmx_request():
         # htmx swaps a 4xx answer into the form's target: a message, not a whole page
         response = make_response(render_template("_error_fragment.html", status=status, message=message))
     else:
@@ -86,13 +91,14 @@ def url_with(**changes: Any) -> str:
             args.pop(name, None)
         else:
             args[name] = value
+    assert request.endpoint is not None, "url_with() needs a request that matched a route"
     path = url_for(request.endpoint, **(request.view_args or {}))
     return f"{path}?{urlencode(args)}" if args else path
 
 
 def drop_empty_query_args():
     """A filter form submits empty fields; the address bar should only hold the filters that apply."""
-    if (request.method != "GET" or wants_json() or request.htmx
+    if (request.method != "GET" or wants_json() or htmx_request()
             or request.endpoint in (None, "static")):
         return None
     if any(v == "" for v in request.args.values()):
@@ -101,7 +107,7 @@ def drop_empty_query_args():
 
 
 def push_clean_url(response: Response) -> Response:
-    if (request.htmx and request.method == "GET" and request.endpoint
+    if (htmx_request() and request.method == "GET" and request.endpoint
             and any(v == "" for v in request.args.values()) and response.status_code == 200):
         return htmx_response(response, push_url=url_with())
     return response

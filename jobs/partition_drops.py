@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import psycopg
 from psycopg import errors
 
 from idemdash.jobs.failures import describe_error
 from idemdash.jobs.purge_batches import RunContext
-from idemdash.queries import partitions
-from idemdash.queries import purges
+from idemdash.queries import partitions, purges
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +167,10 @@ def _detach_concurrently(ctx: RunContext, part: partitions.Partition, connect, r
             return
     else:
         _record(ctx, part, None, "detached", None)
-    record = partitions.PartitionRecord(ctx.run_id, ctx.table, part.partition_schema, part.partition_name, part.parent_schema,
-                                        part.parent_name, part.bound_from, part.bound_to, None, "detached", None)  # type: ignore[arg-type]
+    assert part.bound_to is not None  # drop_partitions passes only partitions with an upper bound past the cutoff
+    record = partitions.PartitionRecord(ctx.run_id, ctx.table, part.partition_schema, part.partition_name,
+                                        part.parent_schema, part.parent_name, part.bound_from, part.bound_to, None,
+                                        "detached", None)
     report(finish_detached(ctx, record))
 
 

@@ -18,8 +18,7 @@ from apscheduler.triggers.cron import CronTrigger
 from idemdash.core.settings import BY_NAME, ConfigError, setting
 from idemdash.jobs.failures import describe_failure
 from idemdash.jobs.job_ids import job_id
-from idemdash.queries import partitions
-from idemdash.queries import purges
+from idemdash.queries import partitions, purges
 from idemdash.queries.app_schema import PARTITIONED_TABLES, create_time_partitions, has_partition_function
 from idemdash.queries.target import Target
 

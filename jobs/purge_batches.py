@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable
 
 import psycopg
 from psycopg import errors, sql
@@ -18,10 +18,7 @@ from psycopg import errors, sql
 from idemdash.jobs.failures import describe_error
 from idemdash.jobs.pacing import Pacer
 from idemdash.jobs.purge_settings import PurgeSettings
-from idemdash.queries import Tables
-from idemdash.queries import partitions
-from idemdash.queries import purge_batches
-from idemdash.queries import purges
+from idemdash.queries import Tables, partitions, purge_batches, purges
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +68,7 @@ class Unit:
     order: str
 
 
-def plan_units(ctx: RunContext, skip: AbstractSet[str] = frozenset()) -> list[Unit]:
+def plan_units(ctx: RunContext, skip: Set[str] = frozenset()) -> list[Unit]:
     """The tables to run batches on, each with the order its indexes allow; ``skip``: qualified names of
     partitions batches need not visit (``jobs.partition_drops.drop_partitions`` says which)."""
     if not partitions.list_table_partitions(ctx.work_conn, ctx.tables, ctx.table):

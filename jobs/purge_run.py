@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable
 
 import psycopg
 
@@ -43,8 +43,7 @@ from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
 from idemdash.jobs.purge_batches import RunContext, plan_units, run_batches
 from idemdash.jobs.purge_settings import RETENTION_SETTING, PurgeSettings
 from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun
-from idemdash.queries import purge_batches
-from idemdash.queries import purges
+from idemdash.queries import purge_batches, purges
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -181,7 +180,7 @@ def _finish(target: Target, lock_conn: psycopg.Connection | None, table: str, ru
     False when the outcome could not be written (the row stays 'running' until it is).
     """
     try:
-        if not lost(lock_conn):
+        if lock_conn is not None and not lost(lock_conn):
             purges.finish_purge_run(lock_conn, run_id, outcome, error)
             purges.release_purge_lock(lock_conn, table)
             return True

@@ -3,8 +3,9 @@ line of its schedule setting, each a run of ``jobs.purge_run.run_purge``."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from datetime import timezone
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 

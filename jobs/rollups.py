@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
 from idemdash.jobs.failures import already_logged, describe_error, describe_failure, lost
 from idemdash.jobs.job_ids import job_id
-from idemdash.queries import Tables, statement
-from idemdash.queries import rollups
+from idemdash.queries import Tables, rollups, statement
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,7 @@ from apscheduler.schedulers.base import BaseScheduler
 
 from idemdash.jobs.failures import already_logged, describe_failure
 from idemdash.jobs.job_ids import job_id
-from idemdash.queries import statement
-from idemdash.queries import snapshots
+from idemdash.queries import snapshots, statement
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)

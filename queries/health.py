@@ -9,8 +9,8 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import QUERIES, Tables, statement
-from idemdash.queries.transactions import select_all, select_one
 from idemdash.queries.migrate import AppliedMigration
+from idemdash.queries.transactions import select_all, select_one
 
 
 def database_now(conn: psycopg.Connection):

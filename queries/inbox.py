@@ -9,7 +9,6 @@ import psycopg
 from idemdash.queries import Tables, statement
 from idemdash.queries.transactions import select_all, select_one
 
-
 # Consumers listed on the inbox page; totals count every consumer.
 CONSUMERS_SHOWN = 200
 

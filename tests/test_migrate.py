@@ -18,8 +18,8 @@ from psycopg import errors
 from idemdash.cli import main
 from idemdash.queries import QUERIES, Tables, statement
 from idemdash.queries.app_schema import create_app_schema
-from idemdash.queries.workload.datagen import create_datagen_functions
 from idemdash.queries.migrate import Migration, MigrationError, list_migrations, migrate
+from idemdash.queries.workload.datagen import create_datagen_functions
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,6 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from psycopg.conninfo import make_conninfo
 
 from idemdash.core import settings as idemdash_settings

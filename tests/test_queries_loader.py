@@ -11,9 +11,7 @@ import pytest
 from psycopg import sql
 
 from idemdash import queries
-from idemdash.queries import QUERIES, Query, Tables, _parse, load_all, statement
-from idemdash.queries import workload
-
+from idemdash.queries import QUERIES, Query, Tables, _parse, load_all, statement, workload
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_FIELDS = {"schema", "keys", "inbox", "outbox"}

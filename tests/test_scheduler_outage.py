@@ -18,16 +18,16 @@ from psycopg.rows import dict_row
 
 from idemdash.core import settings
 from idemdash.jobs import purges
-from idemdash.jobs.purge_run import run_purge
 from idemdash.jobs.failures import unreachable
+from idemdash.jobs.purge_run import run_purge
 from idemdash.jobs.scheduler import build, last_outcomes
 from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun, UnrecordedRuns, record_unrecorded_runs
 from idemdash.queries import Tables
 from idemdash.queries import purges as purges_queries
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.migrate import migrate
-from tests.waiting import wait_until
 from idemdash.queries.target import Target
+from tests.waiting import wait_until
 
 PURGE_JOBS = ("purge_keys", "purge_inbox", "purge_outbox")
 # every job the scheduler runs, made frequent for the test (the purge schedules are crontab, a minute at best)

@@ -6,9 +6,10 @@ The claim / complete / fail / consume calls themselves go through
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
