@@ -93,13 +93,15 @@ def _refuse_without_secret(workers: int | None) -> None:
 
     Every worker refuses at once, and the arbiter trips over a second failed worker while it is already
     stopping (a traceback of its own). So one worker, the first to create a file named after the arbiter's pid,
-    fails; the others wait a little for the arbiter's stop signal (SIGTERM) and then leave quietly.
+    fails; the others wait for the arbiter's stop signal (SIGTERM) and leave quietly, also when it is slow to come
+    (a busy machine): a worker that exits cleanly is only replaced, and its replacement waits the same way.
     """
     from gunicorn.errors import AppImportError
 
     if not _first_to_refuse(Path(tempfile.gettempdir()) / f"idemdash-refused-{os.getppid()}"):
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
         time.sleep(10)
+        sys.exit(0)
     raise AppImportError(
         f"IDEMDASH_SECRET_KEY is not set and gunicorn runs {workers or 'an unknown number of'} workers, which "
         "would each sign sessions and CSRF tokens with a key of their own: set IDEMDASH_SECRET_KEY (the same "
