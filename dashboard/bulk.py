@@ -83,9 +83,9 @@ def bulk_preview(req: BulkRequest) -> dict:
     with db.write() as conn:
         as_of = database_now(conn)
         count = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
-        # safe_to_retry leaves out keys whose effect committed (an outbox row): say how many
-        committed = 0 if req.to != "safe_to_retry" else q.count_bulk_candidates(
-            conn, db.tables, req.flt, as_of, to="abandoned", lease_seconds=lease) - count
+        # both outcomes leave out keys whose effect committed (an outbox row): say how many
+        committed = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease,
+                                            guarded=False) - count
         by_scope = q.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
         sample = q.list_bulk_sample(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
         q.insert_bulk_preview(conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope,
