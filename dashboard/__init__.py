@@ -17,7 +17,7 @@ from htmx_flask import Htmx
 
 from idemdash.core import settings
 from idemdash.dashboard import (actions, audit, auth, databases, db, health, hotspots, inbox, keys, metrics, notes, openapi,
-                       outbox, outbox_rows, overview, probes, purges, search, suppression, web)
+                       outbox, outbox_actions, outbox_rows, overview, probes, purges, search, suppression, web)
 from idemdash.dashboard.databases import DashboardApp
 from idemdash.jobs.scheduler import start_in_background
 
@@ -109,7 +109,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     db.init_app(app)
     htmx.init_app(app)
 
-    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, inbox,
+    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, inbox,
                    audit, metrics, openapi, purges, health):
         app.register_blueprint(module.bp)
     databases.init_app(app)  # after the blueprints: it gives each of their routes a per-database twin
