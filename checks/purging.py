@@ -16,6 +16,7 @@ from psycopg import sql
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified
 from idemdash.core.formatting import duration
+from idemdash.core.settings import setting
 from idemdash.queries import Tables
 from idemdash.queries import partitions as qp
 from idemdash.queries import purges as q
@@ -47,7 +48,7 @@ def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Mappin
         relation = leaves[0] if leaves else None
         predicate = ({"replay_horizon_seconds": config["REPLAY_HORIZON"]} if table == "keys"
                      else {"retention_days": config[RETENTION[table]]})
-        index = due_index(conn, tables, table, limit=config.get("PURGE_BATCH_SIZE", 5000),
+        index = due_index(conn, tables, table, limit=setting(config, "PURGE_BATCH_SIZE"),
                           relation=relation.identifier if relation else None,
                           relation_name=relation.partition_name if relation else None, **predicate)
         if index is not None or states.get(advice_name) == OK_STATE:

@@ -4,7 +4,7 @@ the TOML file named by IDEMDASH_CONFIG.
 A database's settings are the environment's (``core.settings.load``) with the keys of its table on top; a key
 is a setting's name in lower case (``inbox_retention_days``), and ``url`` / ``read_url`` stand for
 ``DATABASE_URL`` / ``READ_DATABASE_URL``. Only settings that belong to one database may appear there
-(``PER_DATABASE``); anything else is a ConfigError naming the file, the database and the key.
+(``per_database`` in their declaration); anything else is a ConfigError naming the file, the database and the key.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from idemdash.core.settings import BY_NAME, ConfigError
+from idemdash.core.settings import BY_NAME, PER_DATABASE, ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,16 +24,6 @@ else:  # pragma: no cover - Python 3.10
 DEFAULT = "default"
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 ALIASES = {"url": "DATABASE_URL", "read_url": "READ_DATABASE_URL"}
-# Settings a database's table may set: where it is, its tables' shape, and what its data and jobs keep and do.
-PER_DATABASE = frozenset({
-    "DATABASE_URL", "READ_DATABASE_URL", "READ_MAX_LAG_SECONDS", "APP_SCHEMA", "KEYS_TABLE", "INBOX_TABLE",
-    "OUTBOX_TABLE", "ENVIRONMENT", "READ_ONLY", "BULK_MAX_KEYS", "HOTSPOT_MIN_ATTEMPTS", "DEFAULT_LEASE_SECONDS",
-    "INBOX_RETENTION_DAYS", "OUTBOX_RETENTION_DAYS", "REPLAY_HORIZON", "STATEMENT_TIMEOUT_MS", "LOCK_TIMEOUT_MS",
-    "SNAPSHOT_INTERVAL_SECONDS", "SNAPSHOT_RETENTION_DAYS", "POOL_MIN_SIZE", "POOL_MAX_SIZE",
-    "POOL_TIMEOUT_SECONDS",
-}) | {name for name in BY_NAME if name.startswith(("PURGE_", "PARTITIONS_"))}
-
-
 @dataclass(frozen=True)
 class DatabaseConfig:
     name: str
@@ -82,10 +72,10 @@ def _read(path: Path, base: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]
 
 def _database_settings(here: str, table: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
     values = dict(base)
-    allowed = sorted(ALIASES) + sorted(n.lower() for n in PER_DATABASE if n in BY_NAME and n not in ALIASES.values())
+    allowed = sorted(ALIASES) + sorted(n.lower() for n in PER_DATABASE if n not in ALIASES.values())
     for key, raw in table.items():
         name = ALIASES.get(key, key.upper())
-        if key != key.lower() or name not in PER_DATABASE or name not in BY_NAME:
+        if key != key.lower() or name not in PER_DATABASE:
             raise ConfigError(f"{here}: unknown key {key!r}; a database may set {', '.join(allowed)}")
         if isinstance(raw, (dict, list)):
             raise ConfigError(f"{here}: {key}: expected a single value")

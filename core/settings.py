@@ -25,6 +25,9 @@ class Setting:
     doc: str
     # an older name of this setting, still read when the new one is unset, and how to turn its value into ours
     legacy: tuple[str, Callable[[str], str]] | None = None
+    # belongs to one database: a database's table in IDEMDASH_CONFIG may set it (where it is, its tables' shape,
+    # what its data and jobs keep and do)
+    per_database: bool = False
 
     @property
     def env(self) -> str:
@@ -34,27 +37,27 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("DATABASE_URL", "", str,
             "libpq connection string or URL of the database that holds the application tables. With "
-            "`IDEMDASH_CONFIG`, each database's `url` instead."),
+            "`IDEMDASH_CONFIG`, each database's `url` instead.", per_database=True),
     Setting("READ_DATABASE_URL", "", str,
             "Optional: a hot standby of that database. Pages, JSON reads and /metrics read there while it is at "
             "most `IDEMDASH_READ_MAX_LAG_SECONDS` behind; actions, purges, snapshots, rollups and the audit log "
-            "always write to the primary. With `IDEMDASH_CONFIG`, each database's `read_url`."),
+            "always write to the primary. With `IDEMDASH_CONFIG`, each database's `read_url`.", per_database=True),
     Setting("READ_MAX_LAG_SECONDS", 30, parsers.positive_int,
             "How far a standby may lag behind its primary before reads fall back to the primary (the header says "
-            "so)."),
+            "so).", per_database=True),
     Setting("CONFIG", "", str,
             "A TOML file declaring several databases, one `[databases.<name>]` table each (`url`, optional "
             "`read_url`, `app_schema`, table names, `environment`, and that database's retention and purge "
             "settings; these environment variables are the defaults). Empty: one database, from "
             "`IDEMDASH_DATABASE_URL`. See docs/databases.md."),
     Setting("APP_SCHEMA", "app", parsers.identifier,
-            "Schema of the application's idempotency, inbox and outbox tables."),
+            "Schema of the application's idempotency, inbox and outbox tables.", per_database=True),
     Setting("KEYS_TABLE", "idempotency_request", parsers.identifier,
-            "Name of the idempotency-key table inside the application schema."),
+            "Name of the idempotency-key table inside the application schema.", per_database=True),
     Setting("INBOX_TABLE", "processed_message", parsers.identifier,
-            "Name of the processed-message (inbox) table."),
+            "Name of the processed-message (inbox) table.", per_database=True),
     Setting("OUTBOX_TABLE", "outbox_event", parsers.identifier,
-            "Name of the transactional outbox table."),
+            "Name of the transactional outbox table.", per_database=True),
     Setting("SECRET_KEY", "", str,
             "Flask secret key for sessions and CSRF tokens; the same value for every worker and replica. Unset: "
             "`idemdash serve` makes one for all its workers (sessions end when it restarts), a gunicorn started by "
@@ -86,36 +89,38 @@ SETTINGS: tuple[Setting, ...] = (
             "`1` always marks the session cookie (it holds the CSRF token) `Secure`. Otherwise it is `Secure` "
             "when the request came over HTTPS (directly, or per `X-Forwarded-Proto` from a trusted proxy)."),
     Setting("READ_ONLY", False, parsers.boolean,
-            "`1` hides and refuses every state-changing action (reclassify, purge), for every user."),
+            "`1` hides and refuses every state-changing action (reclassify, purge), for every user.",
+            per_database=True),
     Setting("BULK_MAX_KEYS", 1000, parsers.positive_int,
-            "Most keys one bulk reclassification changes; the operator repeats the call for more."),
+            "Most keys one bulk reclassification changes; the operator repeats the call for more.", per_database=True),
     Setting("ENVIRONMENT", "", parsers.environment,
             "Which environment this is, shown as a coloured band in every page's header and at the start of its "
             "title: a name, optionally `name:colour` (red, orange, yellow, green, blue, purple, grey). Without a "
             "colour: red for production/prod/live, orange for staging/preprod/uat, green for development/test/demo, "
-            "blue otherwise. Empty: no band."),
+            "blue otherwise. Empty: no band.", per_database=True),
     Setting("RUNBOOK_URL", "", str,
             "Runbook link template with `{scope}`, `{key}`, `{status}`, `{database}` and `{runbook}` (URL-encoded "
             "when filled in; `{runbook}` is `stuck-keys` or `outbox-backlog`). With `{runbook}` it serves both "
             "runbooks; without, only the stuck-key one. Empty: the built-in runbooks."),
     Setting("HOTSPOT_MIN_ATTEMPTS", 5, parsers.positive_int,
-            "`attempt_count` from which a key counts as a retry hotspot."),
+            "`attempt_count` from which a key counts as a retry hotspot.", per_database=True),
     Setting("INBOX_RETENTION_DAYS", 30, parsers.positive_int,
-            "How long inbox rows are kept; the inbox page compares each consumer's oldest row with it."),
+            "How long inbox rows are kept; the inbox page compares each consumer's oldest row with it.",
+            per_database=True),
     Setting("DEFAULT_LEASE_SECONDS", 300, parsers.positive_int,
             "Lease assumed for a `processing` key whose `locked_until` is NULL: it is stuck once "
-            "`claimed_at` is older than this."),
+            "`claimed_at` is older than this.", per_database=True),
     Setting("STATEMENT_TIMEOUT_MS", 3000, parsers.positive_int,
-            "Statement timeout for page and API reads (READ ONLY transactions)."),
+            "Statement timeout for page and API reads (READ ONLY transactions).", per_database=True),
     Setting("LOCK_TIMEOUT_MS", 500, parsers.positive_int,
-            "Lock timeout for the dashboard's own writes."),
-    Setting("POOL_MIN_SIZE", 1, parsers.positive_int, "Connections the pool keeps open."),
-    Setting("POOL_MAX_SIZE", 5, parsers.positive_int, "Most connections one web worker opens."),
+            "Lock timeout for the dashboard's own writes.", per_database=True),
+    Setting("POOL_MIN_SIZE", 1, parsers.positive_int, "Connections the pool keeps open.", per_database=True),
+    Setting("POOL_MAX_SIZE", 5, parsers.positive_int, "Most connections one web worker opens.", per_database=True),
     Setting("METRICS_CACHE_SECONDS", 15, parsers.positive_int,
             "How long /metrics reuses the numbers it read, so frequent scrapes do not load the database."),
     Setting("POOL_TIMEOUT_SECONDS", 3, parsers.positive_int,
             "How long a request waits for a database connection before the page answers 503 "
-            "(database unreachable)."),
+            "(database unreachable).", per_database=True),
     Setting("RUN_JOBS", False, parsers.boolean,
             "`1` runs the scheduled jobs inside the web process (single-process setups; the demo "
             "does this). Otherwise run `idemdash scheduler` separately."),
@@ -123,56 +128,70 @@ SETTINGS: tuple[Setting, ...] = (
             "Address `idemdash serve` listens on: `HOST:PORT`, `[IPv6]:PORT`, `unix:PATH` or `fd://N`."),
     Setting("WORKERS", 2, parsers.positive_int, "gunicorn worker processes for `idemdash serve`."),
     Setting("OUTBOX_RETENTION_DAYS", 7, parsers.positive_int,
-            "How long published outbox rows are kept, counted from `published_at`; pending rows are never purged."),
+            "How long published outbox rows are kept, counted from `published_at`; pending rows are never purged.",
+            per_database=True),
     Setting("PURGE_BATCH_SIZE", 1000, parsers.positive_int,
             "Rows one purge batch deletes (one short transaction each). Halved for the rest of a run after a "
-            "batch times out, down to 100."),
+            "batch times out, down to 100.", per_database=True),
     Setting("PURGE_STATEMENT_TIMEOUT_MS", 2000, parsers.positive_int,
             "statement_timeout of every purge batch (SET LOCAL); a batch that hits it is rolled back and the "
-            "batch size halves."),
+            "batch size halves.", per_database=True),
     Setting("PURGE_LOCK_TIMEOUT_MS", 500, parsers.positive_int,
-            "lock_timeout of every purge batch (SET LOCAL), so a purge never queues behind a table lock for long."),
+            "lock_timeout of every purge batch (SET LOCAL), so a purge never queues behind a table lock for long.",
+            per_database=True),
     Setting("PURGE_PAUSE_MS", 5, parsers.non_negative_int,
-            "Pause between purge batches, jittered between half and one and a half times this; `0`: none."),
+            "Pause between purge batches, jittered between half and one and a half times this; `0`: none.",
+            per_database=True),
     Setting("PURGE_TIME_BUDGET_SECONDS", 300, parsers.positive_int,
-            "A purge run stops after this long with outcome `budget_exhausted`; the next run carries on."),
+            "A purge run stops after this long with outcome `budget_exhausted`; the next run carries on.",
+            per_database=True),
     Setting("PURGE_DUTY_CYCLE", 50, parsers.percent,
             "Most of the database's time one purge run may take, in percent: after a batch of t seconds the run "
             "pauses at least t × (100 − p) / p (at 50, as long as the batch took), and longer after a batch slower "
-            "than usual (lock waits, I/O). `100`: only `IDEMDASH_PURGE_PAUSE_MS`."),
+            "than usual (lock waits, I/O). `100`: only `IDEMDASH_PURGE_PAUSE_MS`.", per_database=True),
     Setting("PURGE_HISTORY_RETENTION_DAYS", 90, parsers.positive_int,
             "How long idemdash keeps its own purge-run history (`idemdash.purge_run` and the partitions each run "
-            "dropped); each run forgets older runs of its table, keeping the latest successful purge and dry run."),
+            "dropped); each run forgets older runs of its table, keeping the latest successful purge and dry run.",
+            per_database=True),
     Setting("PURGE_KEYS_SCHEDULE", "*/15 * * * *", parsers.crontab,
             "When `idemdash scheduler` purges expired idempotency keys: a crontab line in UTC (weekdays as "
-            "names, `mon-fri`), or `off`."),
+            "names, `mon-fri`), or `off`.", per_database=True),
     Setting("PURGE_INBOX_SCHEDULE", "7 * * * *", parsers.crontab,
-            "When the scheduler purges inbox rows older than `IDEMDASH_INBOX_RETENTION_DAYS` (crontab, UTC, or `off`)."),
+            "When the scheduler purges inbox rows older than `IDEMDASH_INBOX_RETENTION_DAYS` (crontab, UTC, or `off`).",
+            per_database=True),
     Setting("PURGE_OUTBOX_SCHEDULE", "37 * * * *", parsers.crontab,
             "When the scheduler purges published outbox rows older than `IDEMDASH_OUTBOX_RETENTION_DAYS` "
-            "(crontab, UTC, or `off`)."),
+            "(crontab, UTC, or `off`).", per_database=True),
     Setting("PARTITIONS_SCHEDULE", "23 * * * *", parsers.crontab,
             "When the scheduler creates upcoming partitions of the reference schema's partitioned inbox and outbox "
             "(`idemdash init-app-schema --partitioned`): a crontab line in UTC, or `off`. Other tables are left "
-            "alone."),
+            "alone.", per_database=True),
     Setting("PARTITIONS_AHEAD_DAYS", 7, parsers.positive_int,
             "How many days of partitions that job keeps ready ahead of now, so that no insert ever finds no "
-            "partition for its row."),
+            "partition for its row.", per_database=True),
     Setting("REPLAY_HORIZON", 86400, parsers.positive_duration,
             "The longest time a client or a queue may still retry or redeliver (client retry window, broker "
             "redelivery, manual replays), as a duration (`24h`, `2d`, `90m`, or seconds). An operator's "
             "`already_succeeded` or `abandoned` keeps the key at least this long (its `expires_at` is pushed out), "
             "and no purge deletes a key within this long of an operator's decision on it. `/health` warns when a "
             "retention is shorter. The older `IDEMDASH_REPLAY_HORIZON_HOURS` is still read when this is unset.",
-            legacy=("REPLAY_HORIZON_HOURS", lambda raw: raw.strip() + "h")),
+            legacy=("REPLAY_HORIZON_HOURS", lambda raw: raw.strip() + "h"), per_database=True),
     Setting("SNAPSHOT_INTERVAL_SECONDS", 60, parsers.positive_int,
             "How often the scheduler records the overview's headline numbers into `idemdash.metric_snapshot` "
-            "(the overview's trend lines)."),
+            "(the overview's trend lines).", per_database=True),
     Setting("SNAPSHOT_RETENTION_DAYS", 30, parsers.positive_int,
-            "How long metric snapshots are kept; the snapshot job drops older ones in small batches."),
+            "How long metric snapshots are kept; the snapshot job drops older ones in small batches.",
+            per_database=True),
 )
 
 BY_NAME = {s.name: s for s in SETTINGS}
+PER_DATABASE = frozenset(s.name for s in SETTINGS if s.per_database)
+
+
+def setting(config: Mapping[str, Any], name: str) -> Any:
+    """The setting's value in ``config`` (what ``load`` returned, or part of it), else its default: the one place a
+    default is read from."""
+    return config.get(name, BY_NAME[name].default)
 
 
 class ConfigError(ValueError):

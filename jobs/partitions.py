@@ -15,9 +15,8 @@ import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from idemdash.core.settings import BY_NAME, ConfigError
+from idemdash.core.settings import BY_NAME, ConfigError, setting
 from idemdash.jobs.db import describe_failure, job_id
-from idemdash.jobs.purge_settings import setting
 from idemdash.queries import partitions as qp
 from idemdash.queries import purges as q
 from idemdash.queries.app_schema import PARTITIONED_TABLES, create_time_partitions, has_partition_function

@@ -41,7 +41,7 @@ import psycopg
 from idemdash.jobs.db import describe_error, describe_outage, lost
 from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
 from idemdash.jobs.purge_batches import RunContext, plan_units, run_batches
-from idemdash.jobs.purge_settings import RETENTION_SETTING, PurgeSettings, setting
+from idemdash.jobs.purge_settings import RETENTION_SETTING, PurgeSettings
 from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun
 from idemdash.queries import purge_batches as qb
 from idemdash.queries import purges as q
@@ -50,7 +50,7 @@ from idemdash.queries.target import Target
 log = logging.getLogger(__name__)
 
 __all__ = ["OUTCOMES", "RETENTION_SETTING", "TABLES", "PartitionEvent", "PurgeResult", "PurgeSettings",
-           "describe_error", "run_purge", "setting"]
+           "describe_error", "run_purge"]
 
 TABLES = q.TABLES
 OUTCOMES = ("succeeded", "failed", "skipped", "budget_exhausted")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from idemdash.core.settings import BY_NAME, ConfigError
+from idemdash.core.settings import BY_NAME, ConfigError, setting
 
 # Which setting holds each table's retention (keys carry their own expires_at).
 RETENTION_SETTING = {"keys": None, "inbox": "INBOX_RETENTION_DAYS", "outbox": "OUTBOX_RETENTION_DAYS"}
@@ -51,12 +51,8 @@ class PurgeSettings:
         return {"retention_days": self.retention_days}
 
 
-def setting(config: Mapping[str, Any], name: str) -> Any:
-    return config.get(name, BY_NAME[name].default)
-
-
 def _positive(config: Mapping[str, Any], name: str) -> Any:
-    value = setting(config, name)
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(f"{BY_NAME[name].env}: expected a positive number, got {value!r}")
-    return value
+    found = setting(config, name)
+    if not isinstance(found, (int, float)) or isinstance(found, bool) or found <= 0:
+        raise ConfigError(f"{BY_NAME[name].env}: expected a positive number, got {found!r}")
+    return found

@@ -8,9 +8,9 @@ from typing import Any, Callable, Mapping
 
 from apscheduler.triggers.cron import CronTrigger
 
-from idemdash.core.settings import BY_NAME, ConfigError
+from idemdash.core.settings import BY_NAME, ConfigError, setting
 from idemdash.jobs.db import job_id
-from idemdash.jobs.purge_run import TABLES, PurgeResult, run_purge, setting
+from idemdash.jobs.purge_run import TABLES, PurgeResult, run_purge
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)

@@ -8,12 +8,18 @@ Statements over the application's tables name them ``{keys}``, ``{inbox}``
 ``psycopg.sql.Identifier`` from the configured names, never by string
 formatting. A literal brace in such a block is written ``{{`` / ``}}``.
 Values are always bound parameters (``%(name)s``).
+
+A rule several statements share is written once, as a block of its own (a
+fragment: an expression, not a statement), and a statement names it as a field:
+``WHERE {purgeable_keys}``. A field that names a block and is not passed by the
+caller is filled with that block, rendered with the same tables and identifiers.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from importlib import resources
+from string import Formatter
 
 from psycopg import sql
 
@@ -104,8 +110,16 @@ def statement(name: str, tables: Tables | None = None, **identifiers: sql.Compos
 
 def render(query: Query, tables: Tables | None = None, **identifiers: sql.Composable) -> sql.Composable:
     text = query.text
-    if tables is None and not identifiers:
+    fragments = [f for f in fragment_fields(text) if f not in identifiers]
+    if tables is None and not identifiers and not fragments:
         return sql.SQL(text)  # type: ignore[arg-type]
     names = tables.identifiers() if tables is not None else {}
     names.update(identifiers)
+    for field in fragments:
+        names[field] = render(QUERIES[field], tables, **identifiers)
     return sql.SQL(text).format(**names)  # type: ignore[arg-type]
+
+
+def fragment_fields(text: str) -> list[str]:
+    """The format fields of ``text`` that name another block (a shared fragment)."""
+    return [field for _, field, _, _ in Formatter().parse(text) if field and field in QUERIES]

@@ -20,7 +20,7 @@ T = TypeVar("T")
 
 
 @contextmanager
-def read_tx(pool, statement_timeout_ms: int = 3000) -> Iterator[psycopg.Connection]:
+def read_tx(pool, statement_timeout_ms: int) -> Iterator[psycopg.Connection]:
     with pool.connection() as conn:
         with conn.transaction():
             conn.execute(statement("set_read_only"))
@@ -29,7 +29,7 @@ def read_tx(pool, statement_timeout_ms: int = 3000) -> Iterator[psycopg.Connecti
 
 
 @contextmanager
-def write_tx(pool, lock_timeout_ms: int = 500, statement_timeout_ms: int = 10000) -> Iterator[psycopg.Connection]:
+def write_tx(pool, lock_timeout_ms: int, statement_timeout_ms: int = 10000) -> Iterator[psycopg.Connection]:
     with pool.connection() as conn:
         with conn.transaction():
             conn.execute(statement("set_lock_timeout"), {"ms": str(lock_timeout_ms)})

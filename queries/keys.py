@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 import psycopg
+from psycopg import sql
 
 from idemdash.core.triage import REVIEW_HOLDER
 from idemdash.queries import Tables, cursor, statement
@@ -81,6 +82,12 @@ DEFAULT_ORDER = {"stuck": "asc", "needs_review": "asc", "processing": "asc",
                  "succeeded": "desc", "failed_retryable": "desc", "failed_final": "desc"}
 _PROCESSING_STATUSES = ("stuck", "needs_review", "processing")
 _BAD_CURSOR = "cursor is not valid: use the next_cursor or prev_cursor value of the page you came from"
+# A list read one way or the other: ORDER BY's direction, where a NULL lease end goes (first either way in the
+# list's own order), and the comparison that finds the rows past a keyset cursor in that direction.
+DIRECTIONS: dict[str, dict[str, sql.Composable]] = {
+    "asc": {"direction": sql.SQL("ASC"), "nulls": sql.SQL("FIRST"), "after": sql.SQL(">")},
+    "desc": {"direction": sql.SQL("DESC"), "nulls": sql.SQL("LAST"), "after": sql.SQL("<")},
+}
 # The last element of a cursor that goes back a page (prev_cursor) instead of forward.
 _BACK = "prev"
 
@@ -116,16 +123,17 @@ def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease
     read_order = ("desc" if order == "asc" else "asc") if backwards else order
     if flt.status in _PROCESSING_STATUSES:
         params.update(stuck_only=flt.status == "stuck", held_only=flt.status == "needs_review",
-                      lease_seconds=lease_seconds, min_overdue=flt.min_overdue_seconds)
-        name = "list_processing_keys" if read_order == "asc" else "list_processing_keys_desc"
+                      lease_seconds=lease_seconds, min_overdue=flt.min_overdue_seconds,
+                      descending=read_order == "desc")
+        name = "list_processing_keys"
         sort_value = lambda row: row.locked_until  # noqa: E731
     else:
         if after is not None and params["c_ts"] is None:
             raise ValueError(_BAD_CURSOR)
         params["status"] = flt.status
-        name = "list_keys_by_status" if read_order == "desc" else "list_keys_by_status_asc"
+        name = "list_keys_by_status"
         sort_value = lambda row: row.updated_at  # noqa: E731
-    rows = select_all(conn, statement(name, tables), params, KeyRow)
+    rows = select_all(conn, list_statement(name, tables, read_order), params, KeyRow)
     more = len(rows) > limit
     rows = rows[:limit]
     if backwards:
@@ -141,6 +149,11 @@ def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease
         return Page(rows, position(rows[-1]), prev_cursor=position(rows[0], _BACK) if more else None)
     return Page(rows, position(rows[-1]) if more else None,
                 prev_cursor=position(rows[0], _BACK) if after is not None else None)
+
+
+def list_statement(name: str, tables: Tables, order: str) -> sql.Composable:
+    """A key list's statement read in ``order`` (``asc`` or ``desc``: nothing else reaches the SQL)."""
+    return statement(name, tables, **DIRECTIONS[order])
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 -- list_processing_keys --
--- Processing keys (all, only stuck ones, or only those held for review), most overdue first, each hold with who and why; keyset on (locked_until NULLS FIRST, scope, key).
+-- Processing keys (all, only stuck ones, or only those held for review) by lease end, each hold with who and why; keyset on (locked_until NULLS FIRST, scope, key) read either way: most overdue first (ASC, after: >) or latest lease end first (DESC, after: <), the index read forwards or backwards.
 SELECT k.idempotency_scope AS scope, k.idempotency_key AS key, k.status::text AS status, k.request_hash, k.claimed_by,
        k.claimed_at, k.locked_until,
        extract(epoch FROM now() - coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s)))::double precision
@@ -29,56 +29,19 @@ WHERE k.status = 'processing'
   -- "+ 0" keeps the planner on the lease-ordered index (stop at the limit) instead of AND-ing it with the
   -- attempts index, which reads every processing hotspot at millions of keys
   AND (%(min_attempts)s::integer IS NULL OR k.attempt_count + 0 >= %(min_attempts)s::integer)
-  AND (NOT %(has_cursor)s
-       OR (%(c_null)s AND (k.locked_until IS NOT NULL
-                            OR (k.idempotency_scope, k.idempotency_key) > (%(c_scope)s::text, %(c_key)s::text)))
-       OR (NOT %(c_null)s AND (k.locked_until, k.idempotency_scope, k.idempotency_key)
-                              > (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text)))
-ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
-LIMIT %(limit)s
-
--- list_processing_keys_desc --
--- The same list the other way round, latest lease end first (the index read backwards); keyset on (locked_until DESC NULLS LAST, scope DESC, key DESC).
-SELECT k.idempotency_scope AS scope, k.idempotency_key AS key, k.status::text AS status, k.request_hash, k.claimed_by,
-       k.claimed_at, k.locked_until,
-       extract(epoch FROM now() - coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s)))::double precision
-           AS overdue_seconds,
-       k.attempt_count, k.created_at, k.updated_at, k.expires_at,
-       hold.held_by, hold.hold_reason, hold.held_at
-FROM {keys} k
-LEFT JOIN LATERAL (
-    -- the operator decision that holds the key (only looked up for held keys)
-    SELECT a.actor AS held_by, a.reason AS hold_reason, a.at AS held_at
-    FROM idemdash.audit_log a
-    WHERE k.claimed_by = 'idemdash:needs_review'
-      AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action = 'reclassify:needs_review'
-    ORDER BY a.at DESC
-    LIMIT 1
-) hold ON true
-WHERE k.status = 'processing'
-  AND (NOT %(stuck_only)s
-       OR k.locked_until < now()
-       OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
-  AND (NOT %(held_only)s OR k.claimed_by = 'idemdash:needs_review')
-  AND (%(min_overdue)s::double precision IS NULL
-       OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
-          <= now() - make_interval(secs => %(min_overdue)s::double precision))
-  AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
-  AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
-  -- "+ 0" keeps the planner on the lease-ordered index (stop at the limit) instead of AND-ing it with the
-  -- attempts index, which reads every processing hotspot at millions of keys
-  AND (%(min_attempts)s::integer IS NULL OR k.attempt_count + 0 >= %(min_attempts)s::integer)
+  -- past the cursor in the order read, where a key without a lease end comes before every other
   AND (NOT %(has_cursor)s
        OR (%(c_null)s AND k.locked_until IS NULL
-                      AND (k.idempotency_scope, k.idempotency_key) < (%(c_scope)s::text, %(c_key)s::text))
-       OR (NOT %(c_null)s AND (k.locked_until IS NULL
-                               OR (k.locked_until, k.idempotency_scope, k.idempotency_key)
-                                  < (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text))))
-ORDER BY k.locked_until DESC NULLS LAST, k.idempotency_scope DESC, k.idempotency_key DESC
+                      AND (k.idempotency_scope, k.idempotency_key) {after} (%(c_scope)s::text, %(c_key)s::text))
+       OR (%(c_null)s AND NOT %(descending)s AND k.locked_until IS NOT NULL)
+       OR (NOT %(c_null)s AND %(descending)s AND k.locked_until IS NULL)
+       OR (NOT %(c_null)s AND (k.locked_until, k.idempotency_scope, k.idempotency_key)
+                              {after} (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text)))
+ORDER BY k.locked_until {direction} NULLS {nulls}, k.idempotency_scope {direction}, k.idempotency_key {direction}
 LIMIT %(limit)s
 
 -- list_keys_by_status --
--- Keys in one terminal or failed status, most recently changed first; keyset on (updated_at, scope, key) descending.
+-- Keys in one terminal or failed status by last change; keyset on (updated_at, scope, key) read either way: most recently changed first (DESC, after: <) or least recently (ASC, after: >), the index read backwards or forwards.
 SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
        claimed_at, locked_until, NULL::double precision AS overdue_seconds,
        attempt_count, created_at, updated_at, expires_at
@@ -88,23 +51,8 @@ WHERE status = %(status)s
   AND (%(claimed_by)s::text IS NULL OR claimed_by = %(claimed_by)s::text)
   AND (%(min_attempts)s::integer IS NULL OR attempt_count >= %(min_attempts)s::integer)
   AND (NOT %(has_cursor)s
-       OR (updated_at, idempotency_scope, idempotency_key) < (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text))
-ORDER BY updated_at DESC, idempotency_scope DESC, idempotency_key DESC
-LIMIT %(limit)s
-
--- list_keys_by_status_asc --
--- The same list the other way round, least recently changed first (the index read forwards); keyset on (updated_at, scope, key).
-SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
-       claimed_at, locked_until, NULL::double precision AS overdue_seconds,
-       attempt_count, created_at, updated_at, expires_at
-FROM {keys}
-WHERE status = %(status)s
-  AND (%(scope)s::text IS NULL OR idempotency_scope = %(scope)s::text)
-  AND (%(claimed_by)s::text IS NULL OR claimed_by = %(claimed_by)s::text)
-  AND (%(min_attempts)s::integer IS NULL OR attempt_count >= %(min_attempts)s::integer)
-  AND (NOT %(has_cursor)s
-       OR (updated_at, idempotency_scope, idempotency_key) > (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text))
-ORDER BY updated_at, idempotency_scope, idempotency_key
+       OR (updated_at, idempotency_scope, idempotency_key) {after} (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text))
+ORDER BY updated_at {direction}, idempotency_scope {direction}, idempotency_key {direction}
 LIMIT %(limit)s
 
 -- get_key --

@@ -143,7 +143,8 @@ def get_purge_cutoffs(conn: psycopg.Connection, inbox_days: int, outbox_days: in
 def get_partition_rows(conn: psycopg.Connection, table: str, partition: sql.Composable,
                        predicate: Mapping[str, Any]) -> PartitionRows:
     """How many rows the partition holds and how many of them are live (not eligible for the purge): a scan."""
-    row = select_one(conn, statement(f"get_partition_rows_{table}", partition=partition), dict(predicate),
+    purgeable = statement(f"purgeable_{table}", **{table: partition})
+    row = select_one(conn, statement("get_partition_rows", partition=partition, purgeable=purgeable), dict(predicate),
                      PartitionRows)
     assert row is not None
     return row

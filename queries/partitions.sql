@@ -44,31 +44,10 @@ SELECT now() AS now,
        now() - make_interval(days => %(inbox_days)s) AS inbox,
        now() - make_interval(days => %(outbox_days)s) AS outbox
 
--- get_partition_rows_keys --
--- Rows of one keys partition, and how many of them a purge may not delete (live: not terminal, not expired, or decided on by an operator within the replay horizon).
+-- get_partition_rows --
+-- Rows of one partition, and how many of them a purge may not delete (live: the table's eligibility, the purgeable_<table> fragment, is not true of them).
 SELECT count(*) AS rows,
-       count(*) FILTER (WHERE (status IN ('succeeded', 'failed_final')
-                               AND expires_at < now()
-                               AND NOT EXISTS (
-                                   SELECT 1 FROM idemdash.audit_log a
-                                   WHERE a.scope = {partition}.idempotency_scope AND a.key = {partition}.idempotency_key
-                                     AND a.action LIKE 'reclassify%%'
-                                     AND a.at > now() - make_interval(secs => %(replay_horizon_seconds)s)))
-                              IS NOT TRUE) AS live
-FROM {partition}
-
--- get_partition_rows_inbox --
--- Rows of one inbox partition, and how many of them are within the retention (live).
-SELECT count(*) AS rows,
-       count(*) FILTER (WHERE (processed_at < now() - make_interval(days => %(retention_days)s)) IS NOT TRUE) AS live
-FROM {partition}
-
--- get_partition_rows_outbox --
--- Rows of one outbox partition, and how many of them a purge may not delete (live: not published, or published within the retention, or without published_at).
-SELECT count(*) AS rows,
-       count(*) FILTER (WHERE (status = 'published'
-                               AND published_at < now() - make_interval(days => %(retention_days)s))
-                              IS NOT TRUE) AS live
+       count(*) FILTER (WHERE ({purgeable}) IS NOT TRUE) AS live
 FROM {partition}
 
 -- set_partition_timeouts --

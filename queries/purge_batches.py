@@ -5,17 +5,18 @@ A batch selects the next due rows after a cursor with ``FOR UPDATE SKIP LOCKED``
 progress and deletions commit together. A dry-run chunk counts the same rows in the same order without locking
 or deleting.
 
-Two orders (DESIGN section 5):
+Both are one statement each (``purge_batch``, ``count_purge_batch``), filled in with the table's eligibility
+(the ``purgeable_<table>`` fragment, the same one the partition checks use) and the columns of one of two orders:
 
-- **due order** (``delete_expired_keys``, ...): the order rows became due, through an index of due rows (keys
+- **due order**: the order rows became due, through an index of due rows (keys
   by ``expires_at`` of terminal rows, inbox by ``processed_at``, outbox by ``published_at``). A run reads only
   due rows and stops where the due rows end; rows that became due together sit together in the heap, so a
   batch dirties few pages.
-- **key order** (``..._by_key``): the primary key, walked from end to end, every row read to test it. The
+- **key order**: the primary key, walked from end to end, every row read to test it. The
   fallback when no index delivers the due order (``due_index`` says which applies).
 
-The statements run unprepared so that each is planned with its cursor and limit known (the ``IS NULL`` of the
-first batch folds away and the index drives the scan). ``relation`` names a partition to run on instead of
+The statements run unprepared so that each is planned with its cursor and limit known (the first batch's
+``NOT has_cursor`` folds away and the index drives the scan). ``relation`` names a partition to run on instead of
 the configured table: a partitioned table is purged partition by partition (``ctid`` is only unique within
 one).
 """
@@ -28,22 +29,25 @@ from typing import Any, Union
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import class_row
 
 from idemdash.queries import Tables, statement
 
 DUE, BY_KEY = "due_index", "primary_key"
 
-# statement per (table, dry run, order)
-_STATEMENTS = {
-    ("keys", False, DUE): "delete_expired_keys", ("keys", True, DUE): "count_expired_keys",
-    ("inbox", False, DUE): "delete_old_inbox_rows", ("inbox", True, DUE): "count_old_inbox_rows",
-    ("outbox", False, DUE): "delete_old_published_outbox_rows", ("outbox", True, DUE): "count_old_published_outbox_rows",
-    ("keys", False, BY_KEY): "delete_expired_keys_by_key", ("keys", True, BY_KEY): "count_expired_keys_by_key",
-    ("inbox", False, BY_KEY): "delete_old_inbox_rows_by_key", ("inbox", True, BY_KEY): "count_old_inbox_rows_by_key",
-    ("outbox", False, BY_KEY): "delete_old_published_outbox_rows_by_key",
-    ("outbox", True, BY_KEY): "count_old_published_outbox_rows_by_key",
+# The columns each (table, order) walks, in that order: the due order leads with the column that says when a row
+# became due, the key order is the primary key. A batch's cursor holds one value per column.
+ORDERS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("keys", DUE): ("expires_at", "idempotency_scope", "idempotency_key"),
+    ("inbox", DUE): ("processed_at", "consumer_name", "message_id"),
+    ("outbox", DUE): ("published_at", "outbox_id"),
+    ("keys", BY_KEY): ("idempotency_scope", "idempotency_key"),
+    ("inbox", BY_KEY): ("consumer_name", "message_id"),
+    ("outbox", BY_KEY): ("outbox_id",),
 }
+
+# What a batch checks again on the rows it locked, when less than the whole eligibility: a key's own row (an
+# operator's decision is never made on a terminal key, so the audit log need not be read again).
+RECHECK = {"keys": "expired_keys"}
 
 # One to three cursor columns: a time (due order), text keys, or an outbox_id.
 CursorValue = Union[str, uuid.UUID, datetime, None]
@@ -57,35 +61,43 @@ class Batch:
     rows: int                # deleted (dry run: counted)
     taken: int               # rows the ordered scan returned; fewer than the limit: no more due rows
     after_1: CursorValue
-    after_2: CursorValue
-    after_3: CursorValue
+    after_2: CursorValue = None
+    after_3: CursorValue = None
 
     @property
     def after(self) -> Cursor | None:
         return None if self.after_1 is None else (self.after_1, self.after_2, self.after_3)
 
 
-def statement_name(table: str, dry_run: bool, order: str) -> str:
-    return _STATEMENTS[(table, dry_run, order)]
+def batch_statement(tables: Tables, table: str, *, dry_run: bool, order: str,
+                    relation: sql.Composable | None = None) -> sql.Composable:
+    """The batch (or dry-run chunk) of ``table`` in ``order``: the one batch statement with the table's eligibility
+    (``purgeable_<table>``) and the order's columns filled in; ``relation``: a partition to run on instead."""
+    target = relation if relation is not None else tables.identifiers()[table]
+    columns = ORDERS[(table, order)]
+    return statement("count_purge_batch" if dry_run else "purge_batch", tables,
+                     relation=target,
+                     purgeable=statement(f"purgeable_{table}", tables, **{table: target}),
+                     recheck=statement(RECHECK.get(table, f"purgeable_{table}"), tables, **{table: target}),
+                     columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+                     cursor=sql.SQL(", ").join(sql.Placeholder(f"after_{i}") for i in range(1, len(columns) + 1)))
 
 
-def _render(table: str, name: str, tables: Tables, relation: sql.Composable | None) -> sql.Composable:
-    return statement(name, tables, **({table: relation} if relation is not None else {}))
+def _params(run_id: int, limit: int, after: Cursor | None, predicate: dict[str, Any]) -> dict[str, Any]:
+    after_1, after_2, after_3 = after if after is not None else (None, None, None)
+    return {"run_id": run_id, "limit": limit, "has_cursor": after is not None,
+            "after_1": after_1, "after_2": after_2, "after_3": after_3, **predicate}
 
 
 def run_batch(conn: psycopg.Connection, tables: Tables, table: str, *, dry_run: bool, order: str, run_id: int,
               limit: int, after: Cursor | None, relation: sql.Composable | None = None, **predicate: Any) -> Batch:
     """One batch of ``table`` (``keys``, ``inbox`` or ``outbox``) in ``order``; ``predicate``: the table's
     ``retention_days`` or, for keys, ``replay_horizon_seconds``. Call inside the batch's transaction."""
-    after_1, after_2, after_3 = after if after is not None else (None, None, None)
-    params = {"run_id": run_id, "limit": limit, "after_1": after_1, "after_2": after_2, "after_3": after_3,
-              **predicate}
-    with conn.cursor(row_factory=class_row(Batch)) as cur:
-        # prepare=False: planned with this batch's cursor and limit, never a generic plan
-        cur.execute(_render(table, statement_name(table, dry_run, order), tables, relation), params, prepare=False)
-        row = cur.fetchone()
+    query = batch_statement(tables, table, dry_run=dry_run, order=order, relation=relation)
+    # prepare=False: planned with this batch's cursor and limit, never a generic plan
+    row = conn.execute(query, _params(run_id, limit, after, predicate), prepare=False).fetchone()
     assert row is not None
-    return row
+    return Batch(*row)
 
 
 def due_index(conn: psycopg.Connection, tables: Tables, table: str, *, limit: int,
@@ -98,9 +110,9 @@ def due_index(conn: psycopg.Connection, tables: Tables, table: str, *, limit: in
     (an incremental sort within ties of the index's leading column is fine). Any index that does this counts,
     whatever its name; without one, a due-ordered batch would sort every due row of the table each time.
     """
-    batch = _render(table, statement_name(table, True, DUE), tables, relation)
-    params = {"run_id": 0, "limit": limit, "after_1": None, "after_2": None, "after_3": None, **predicate}
-    row = conn.execute(statement("explain_purge_batch", batch=batch), params, prepare=False).fetchone()
+    batch = batch_statement(tables, table, dry_run=True, order=DUE, relation=relation)
+    row = conn.execute(statement("explain_purge_batch", batch=batch), _params(0, limit, None, predicate),
+                       prepare=False).fetchone()
     assert row is not None
     name = relation_name or getattr(tables, table)
     scans = [(node, above) for node, above in _nodes(row[0][0]["Plan"], ()) if node.get("Relation Name") == name]

@@ -264,3 +264,28 @@ def test_every_setting_is_in_the_readme_configuration_table():
     legacy = {PREFIX + s.legacy[0] for s in SETTINGS if s.legacy}
     unknown = documented - {s.env for s in SETTINGS} - legacy - {"IDEMDASH_TEST_DATABASE_URL"}
     assert not unknown, f"README.md's table documents settings that do not exist: {sorted(unknown)}"
+
+
+def test_a_setting_missing_from_a_partial_config_reads_its_declared_default():
+    assert config.setting({}, "PURGE_BATCH_SIZE") == BY_NAME["PURGE_BATCH_SIZE"].default == 1000
+    assert config.setting({"PURGE_BATCH_SIZE": 7}, "PURGE_BATCH_SIZE") == 7
+
+
+def test_which_settings_a_database_may_set_is_said_in_their_declarations():
+    assert config.PER_DATABASE == {s.name for s in SETTINGS if s.per_database}
+    assert {"DATABASE_URL", "REPLAY_HORIZON", "PURGE_BATCH_SIZE", "PARTITIONS_SCHEDULE"} <= config.PER_DATABASE
+    # the process's own: its secret, who may sign in, where it listens
+    assert not {"SECRET_KEY", "AUTH", "BIND", "WORKERS", "CONFIG"} & config.PER_DATABASE
+
+
+def test_no_setting_is_given_a_second_default_outside_its_declaration():
+    """``config.get("PURGE_BATCH_SIZE", 5000)`` would disagree with the declared default: read it with
+    ``settings.setting`` (or ``config[NAME]``) instead."""
+    names = "|".join(BY_NAME)
+    redefault = re.compile(rf"""\.get\(\s*["']({names})["']\s*,""")
+    offenders = [f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+                 for package in ("cli", "dashboard", "jobs", "checks", "workload", "queries", "core")
+                 for path in sorted((ROOT / package).rglob("*.py"))
+                 for text in [path.read_text(encoding="utf-8")]
+                 for m in redefault.finditer(text)]
+    assert not offenders, "\n".join(offenders)

@@ -21,9 +21,9 @@ from click.testing import CliRunner
 from idemdash.core import settings
 from idemdash.cli import main
 from idemdash.jobs.purge_run import TABLES, PurgeResult, describe_error, run_purge
-from idemdash.queries import Tables, statement
+from idemdash.queries import Tables
 from idemdash.queries.indexes import ADVICE
-from idemdash.queries.purge_batches import due_index
+from idemdash.queries.purge_batches import BY_KEY, DUE, batch_statement, due_index
 from idemdash.queries.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -501,30 +501,26 @@ DUE_INDEX = {"idempotency_request": ADVICE["index_keys_due"].index_name(Tables()
              "outbox_event": ADVICE["index_outbox_published"].index_name(Tables())}
 AT = datetime(2020, 1, 1, tzinfo=timezone.utc)
 
+CURSOR_KEYS = {"after_1": AT, "after_2": "s", "after_3": "k000500"}
+# (table, dry run, its relation, parameters): each batch in due order, with and without a cursor
 PLAN_CASES = [
-    ("delete_expired_keys", "idempotency_request", {"after_1": AT, "after_2": "s", "after_3": "k000500",
-                                                    "replay_horizon_seconds": 86400}),
-    ("delete_expired_keys", "idempotency_request", {"replay_horizon_seconds": 86400}),
-    ("count_expired_keys", "idempotency_request", {"after_1": AT, "after_2": "s", "after_3": "k000500",
-                                                   "replay_horizon_seconds": 86400}),
-    ("delete_old_inbox_rows", "processed_message", {"after_1": AT, "after_2": "c", "after_3": "m500",
-                                                    "retention_days": 30}),
-    ("count_old_inbox_rows", "processed_message", {"retention_days": 30}),
-    ("delete_old_published_outbox_rows", "outbox_event",
-     {"after_1": AT, "after_2": uuid.UUID(int=2 ** 127), "retention_days": 7}),
-    ("count_old_published_outbox_rows", "outbox_event", {"retention_days": 7}),
+    ("keys", False, "idempotency_request", {**CURSOR_KEYS, "replay_horizon_seconds": 86400}),
+    ("keys", False, "idempotency_request", {"replay_horizon_seconds": 86400}),
+    ("keys", True, "idempotency_request", {**CURSOR_KEYS, "replay_horizon_seconds": 86400}),
+    ("inbox", False, "processed_message", {"after_1": AT, "after_2": "c", "after_3": "m500", "retention_days": 30}),
+    ("inbox", True, "processed_message", {"retention_days": 30}),
+    ("outbox", False, "outbox_event", {"after_1": AT, "after_2": uuid.UUID(int=2 ** 127), "retention_days": 7}),
+    ("outbox", True, "outbox_event", {"retention_days": 7}),
 ]
+# the same along the primary key
 KEY_PLAN_CASES = [
-    ("delete_expired_keys_by_key", "idempotency_request", {"after_1": "s", "after_2": "k000500",
-                                                           "replay_horizon_seconds": 86400}),
-    ("delete_expired_keys_by_key", "idempotency_request", {"replay_horizon_seconds": 86400}),
-    ("count_expired_keys_by_key", "idempotency_request", {"after_1": "s", "after_2": "k000500",
-                                                          "replay_horizon_seconds": 86400}),
-    ("delete_old_inbox_rows_by_key", "processed_message", {"after_1": "c", "after_2": "m500", "retention_days": 30}),
-    ("count_old_inbox_rows_by_key", "processed_message", {"retention_days": 30}),
-    ("delete_old_published_outbox_rows_by_key", "outbox_event", {"after_1": uuid.UUID(int=2 ** 127),
-                                                                 "retention_days": 7}),
-    ("count_old_published_outbox_rows_by_key", "outbox_event", {"retention_days": 7}),
+    ("keys", False, "idempotency_request", {"after_1": "s", "after_2": "k000500", "replay_horizon_seconds": 86400}),
+    ("keys", False, "idempotency_request", {"replay_horizon_seconds": 86400}),
+    ("keys", True, "idempotency_request", {"after_1": "s", "after_2": "k000500", "replay_horizon_seconds": 86400}),
+    ("inbox", False, "processed_message", {"after_1": "c", "after_2": "m500", "retention_days": 30}),
+    ("inbox", True, "processed_message", {"retention_days": 30}),
+    ("outbox", False, "outbox_event", {"after_1": uuid.UUID(int=2 ** 127), "retention_days": 7}),
+    ("outbox", True, "outbox_event", {"retention_days": 7}),
 ]
 
 
@@ -542,9 +538,10 @@ def _fill_for_plans(conn):
                  " FROM generate_series(1, 20000) g")
 
 
-def _scans(conn, tables, name, table, params):
-    explain = psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ") + statement(name, tables)
-    values = {"run_id": 0, "limit": 5000, "after_1": None, "after_2": None, "after_3": None, **params}
+def _scans(conn, tables, role, dry_run, order, table, params):
+    explain = psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ") + batch_statement(tables, role, dry_run=dry_run, order=order)
+    values = {"run_id": 0, "limit": 5000, "after_1": None, "after_2": None, "after_3": None,
+              "has_cursor": "after_1" in params, **params}
     (plan,) = conn.execute(explain, values, prepare=False).fetchone()[0]
     return sorted((n["Node Type"], n.get("Index Name")) for n in _nodes(plan["Plan"])
                   if n.get("Relation Name") == table and n["Node Type"] != "ModifyTable")
@@ -555,14 +552,14 @@ def test_with_the_recommended_indexes_batches_read_only_due_rows_through_them_an
     for advice in ADVICE.values():
         conn.execute(advice.create_statement(tables))
     conn.execute("ANALYZE")
-    for name, table, params in PLAN_CASES:
+    for role, dry_run, table, params in PLAN_CASES:
         # a dry-run count may read the index alone (its visibility map says the heap pages are all visible)
         scans = [("Index Scan" if node == "Index Only Scan" else node, index)
-                 for node, index in _scans(conn, tables, name, table, params)]
+                 for node, index in _scans(conn, tables, role, dry_run, DUE, table, params)]
         expected = [("Index Scan", DUE_INDEX[table])]
-        if name.startswith("delete"):
+        if not dry_run:
             expected.append(("Tid Scan", None))
-        assert scans == sorted(expected), (name, params)
+        assert scans == sorted(expected), (role, dry_run, params)
     for role, table in (("keys", "idempotency_request"), ("inbox", "processed_message"), ("outbox", "outbox_event")):
         predicate = {"keys": {"replay_horizon_seconds": 86400}, "inbox": {"retention_days": 30},
                      "outbox": {"retention_days": 7}}[role]
@@ -575,11 +572,11 @@ def test_without_an_index_of_due_rows_batches_walk_the_primary_key_and_delete_by
         if advice.index_name(tables) not in DUE_INDEX.values():
             conn.execute(advice.create_statement(tables))
     conn.execute("ANALYZE")
-    for name, table, params in KEY_PLAN_CASES:
+    for role, dry_run, table, params in KEY_PLAN_CASES:
         expected = [("Index Scan", f"{table}_pkey")]
-        if name.startswith("delete"):
+        if not dry_run:
             expected.append(("Tid Scan", None))
-        assert _scans(conn, tables, name, table, params) == sorted(expected), (name, params)
+        assert _scans(conn, tables, role, dry_run, BY_KEY, table, params) == sorted(expected), (role, dry_run, params)
     assert due_index(conn, tables, "keys", limit=5000, replay_horizon_seconds=86400) is None
     assert due_index(conn, tables, "inbox", limit=5000, retention_days=30) is None
     assert due_index(conn, tables, "outbox", limit=5000, retention_days=7) is None

@@ -147,7 +147,8 @@ def test_every_placeholder_block_formats_with_tables():
             # Sent verbatim when called without tables: an escaped brace would reach the server doubled.
             assert "{{" not in query.text and "}}" not in query.text, f"{name}: '{{{{' in a block without placeholders"
             continue
-        extras = {field: sql.Literal("x") for field in fields if field not in TABLE_FIELDS}
+        # a field naming another block is that shared fragment, filled in by the loader
+        extras = {field: sql.Literal("x") for field in fields if field not in TABLE_FIELDS and field not in QUERIES}
         for extra in extras:
             assert re.search(rf"\b{extra}\s*=|[\"']{extra}[\"']", sources), (
                 f"{name}: placeholder {{{extra}}} is not passed by any caller in queries/")
@@ -155,6 +156,31 @@ def test_every_placeholder_block_formats_with_tables():
         assert not re.search(r"\{(schema|keys|inbox|outbox)\}", rendered), name
         formatted += 1
     assert formatted >= 4  # the reference schema blocks at least
+
+
+def test_a_field_naming_a_block_is_filled_with_that_block_rendered_alike(monkeypatch):
+    monkeypatch.setitem(QUERIES, "frag_inner", Query("frag_inner", "Inner.", "{keys}.a = %(v)s", "t.sql"))
+    monkeypatch.setitem(QUERIES, "frag_outer", Query("frag_outer", "Outer.", "({frag_inner} AND b)", "t.sql"))
+    monkeypatch.setitem(QUERIES, "frag_use", Query("frag_use", "Use.", "SELECT 1 FROM {keys} WHERE {frag_outer}",
+                                                   "t.sql"))
+    assert statement("frag_use", Tables("s", "k")).as_string() == 'SELECT 1 FROM "s"."k" WHERE ("s"."k".a = %(v)s AND b)'
+    # identifiers passed reach the fragments too (a partition in place of the table)
+    assert statement("frag_use", keys=sql.Identifier("p")).as_string() == 'SELECT 1 FROM "p" WHERE ("p".a = %(v)s AND b)'
+    # a caller's own value for the field wins over the block
+    assert statement("frag_use", Tables(), frag_outer=sql.SQL("true")).as_string().endswith("WHERE true")
+
+
+def test_each_purge_rule_is_written_once():
+    """The eligibility of each table lives in its fragment alone; the statements and the index name it."""
+    texts = {name: query.text for name, query in QUERIES.items()}
+    for rule in ("status IN ('succeeded', 'failed_final')", "AND a.action LIKE 'reclassify%%'",
+                 "processed_at < now() - make_interval(days => %(retention_days)s)",
+                 "published_at < now() - make_interval(days => %(retention_days)s)"):
+        assert len([name for name, text in texts.items() if rule in text]) == 1, rule
+    assert "{terminal_keys}" in texts["index_keys_due"] and "{terminal_keys}" in texts["expired_keys"]
+    assert "{expired_keys}" in texts["purgeable_keys"]
+    rendered = statement("index_keys_due", Tables(), index_name=sql.Identifier("i")).as_string()
+    assert rendered.endswith("WHERE status IN ('succeeded', 'failed_final')")
 
 
 def test_table_identifiers():

@@ -20,6 +20,7 @@ from benchmarks.datagen import SIZES, generate
 from benchmarks.page_bench import build_requests, find_samples
 from idemdash.queries import QUERIES, Tables, statement
 from idemdash.queries.indexes import ADVICE
+from idemdash.queries.keys import DIRECTIONS, list_statement
 
 TABLES = Tables()
 APP_TABLES = {TABLES.keys, TABLES.inbox, TABLES.outbox}
@@ -51,6 +52,9 @@ def _statement_names() -> dict[str, str]:
             names[statement(name, TABLES).as_string(None)] = name
         except (KeyError, IndexError, ValueError):
             continue  # needs identifiers other than the tables (index names, columns): not a page read
+    for name in ("list_processing_keys", "list_keys_by_status"):  # key lists, read either way
+        for order in DIRECTIONS:
+            names[list_statement(name, TABLES, order).as_string(None)] = name
     return names
 
 
