@@ -9,7 +9,8 @@ import psycopg
 
 from idemdash.checks.finding import OK, WARN, Check, qualified
 from idemdash.queries import Tables
-from idemdash.queries.outbox_actions import get_outbox_status_type, list_outbox_status_checks
+from idemdash.queries.outbox_actions import (fix_status_check, fix_status_enum, get_outbox_status_type,
+                                              list_outbox_status_checks)
 
 
 def check_outbox_parked(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
@@ -25,10 +26,10 @@ def check_outbox_parked(conn: psycopg.Connection, tables: Tables, config: Mappin
     for found in refusing:
         if found.name.startswith("enum "):
             type_name = found.name.removeprefix("enum ")
-            fix = f"ALTER TYPE {type_name} ADD VALUE IF NOT EXISTS 'parked';"
+            fix = fix_status_enum(type_name) + ";"
             what = f"its enum type {type_name} ({found.definition})"
         else:
-            fix = _widen_check(table, found.name, found.definition)
+            fix = fix_status_check(tables, found.name, found.definition) + ";"
             what = f"CHECK constraint {found.name}: {found.definition}"
         findings.append(Check(
             "outbox.parked", WARN, f"{table}.status refuses 'parked': operators cannot park a poison row",
@@ -37,12 +38,3 @@ def check_outbox_parked(conn: psycopg.Connection, tables: Tables, config: Mappin
             "does not change: parked rows are simply not pending).", fix_sql=fix))
     return findings
 
-
-def _widen_check(table: str, name: str, definition: str) -> str:
-    """The constraint again with 'parked' allowed: added NOT VALID (no scan under lock), then validated."""
-    if "ARRAY[" in definition:
-        widened = definition.replace("ARRAY[", "ARRAY['parked'::text, ", 1)
-    else:
-        widened = f"CHECK ((status = 'parked') OR ({definition.removeprefix('CHECK ')}))"
-    return (f"ALTER TABLE {table} DROP CONSTRAINT {name},\n    ADD CONSTRAINT {name} {widened} NOT VALID;\n"
-            f"ALTER TABLE {table} VALIDATE CONSTRAINT {name};")

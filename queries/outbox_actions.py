@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import psycopg
+from psycopg import sql
 
 from idemdash.queries import Tables, statement
 from idemdash.queries.db import select_all, select_one
@@ -79,3 +80,19 @@ def get_outbox_status_type(conn: psycopg.Connection, tables: Tables) -> str | No
     row = select_one(conn, statement("get_outbox_status_type", tables),
                      {"schema": tables.schema, "table": tables.outbox}, _StatusType)
     return None if row is None else row.data_type
+
+
+def fix_status_check(tables: Tables, constraint: str, definition: str) -> str:
+    """SQL that allows 'parked' in a CHECK constraint on status. ``definition`` is the catalog's own text
+    (pg_get_constraintdef), widened: an IN list (``ANY (ARRAY[...])``) gets the value, anything else an OR."""
+    if "ARRAY[" in definition:
+        widened = definition.replace("ARRAY[", "ARRAY['parked'::text, ", 1)
+    else:
+        widened = f"CHECK ((status = 'parked') OR ({definition.removeprefix('CHECK ')}))"
+    return statement("fix_outbox_status_check", tables, constraint=sql.Identifier(constraint),
+                     definition=sql.SQL(widened)).as_string(None)
+
+
+def fix_status_enum(type_name: str) -> str:
+    """SQL that adds 'parked' to the enum type of status (``type_name`` as format_type gives it, quoted)."""
+    return statement("fix_outbox_status_enum", type_name=sql.SQL(type_name)).as_string(None)

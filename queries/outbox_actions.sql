@@ -54,3 +54,13 @@ SELECT format_type(a.atttypid, a.atttypmod) AS data_type
 FROM pg_attribute a
 WHERE a.attrelid = to_regclass(quote_ident(%(schema)s) || '.' || quote_ident(%(table)s)) AND a.attname = 'status'
   AND NOT a.attisdropped
+
+-- fix_outbox_status_check --
+-- The outbox's CHECK constraint on status again with 'parked' allowed: added NOT VALID (no scan under lock), then validated (shown, never run by idemdash).
+ALTER TABLE {outbox} DROP CONSTRAINT {constraint},
+    ADD CONSTRAINT {constraint} {definition} NOT VALID;
+ALTER TABLE {outbox} VALIDATE CONSTRAINT {constraint}
+
+-- fix_outbox_status_enum --
+-- The outbox's status enum type with the label 'parked' added (shown, never run by idemdash).
+ALTER TYPE {type_name} ADD VALUE IF NOT EXISTS 'parked'

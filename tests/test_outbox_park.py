@@ -168,3 +168,18 @@ def test_health_warns_when_a_check_constraint_refuses_parked_and_its_fix_allows_
     conn.execute(found["fix_sql"])
     assert finding()["status"] == "ok"
     assert client.post(PARK, json={"outbox_id": poison[0], "reason": "x"}).status_code == 200
+
+
+def test_an_enum_status_without_parked_is_named_and_the_page_still_reads(client, conn, poison):
+    conn.execute("CREATE TYPE app.outbox_status AS ENUM ('pending', 'published')")
+    conn.execute("ALTER TABLE app.outbox_event ALTER COLUMN status DROP DEFAULT, "
+                 "ALTER COLUMN status TYPE app.outbox_status USING status::app.outbox_status, "
+                 "ALTER COLUMN status SET DEFAULT 'pending'")
+    found = next(c for c in client.get("/api/v1/health/schema").get_json()["items"] if c["id"] == "outbox.parked")
+    assert found["status"] == "warn" and "app.outbox_status" in found["fix_sql"]
+    assert client.get("/outbox").status_code == 200
+    assert client.get("/api/v1/outbox").get_json()["parked"] == []
+    assert client.post(PARK, json={"outbox_id": poison[0], "reason": "x"}).status_code == 409
+    conn.execute(found["fix_sql"])
+    assert client.post(PARK, json={"outbox_id": poison[0], "reason": "x"}).status_code == 200
+    assert client.get("/api/v1/outbox").get_json()["parked"][0]["outbox_id"] == poison[0]
