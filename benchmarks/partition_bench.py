@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Callable
 
 import psycopg
 from psycopg import sql
 
-from benchmarks import purge_data as d
+from benchmarks import purge_data
 from benchmarks.purge_bench import RUN_HEADER, SCHEMA, bench_settings, describe_run, fresh_schema, measure_run
 from idemdash.queries import Tables
 from idemdash.queries.indexes import ADVICE
@@ -31,8 +31,8 @@ FROM generate_series(%(lo)s::bigint, %(hi)s::bigint - 1) AS g
 
 def _fill(conn: psycopg.Connection, tables: Tables, rows: int, day: datetime, salt: str) -> None:
     query = sql.SQL(INSERT_INBOX).format(**tables.identifiers())
-    for lo in range(0, rows, d.CHUNK):
-        conn.execute(query, {"lo": lo, "hi": min(rows, lo + d.CHUNK), "rows": rows, "day": day, "salt": salt})
+    for lo in range(0, rows, purge_data.CHUNK):
+        conn.execute(query, {"lo": lo, "hi": min(rows, lo + purge_data.CHUNK), "rows": rows, "day": day, "salt": salt})
 
 
 def partition(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> None:
@@ -42,7 +42,7 @@ def partition(args: argparse.Namespace, url: str, out: Callable[[str], None]) ->
     recent = max(1000, args.rows // 10)
     config = bench_settings(url, args)
     with psycopg.connect(url, autocommit=True) as conn:
-        out(f"machine: {d.describe_machine(d.machine(conn))}")
+        out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
         out(f"settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
             f"{config['PURGE_DUTY_CYCLE']} %, inbox retention {config['INBOX_RETENTION_DAYS']} days; {args.rows:,} "
             f"rows processed on {old_day:%Y-%m-%d}, {recent:,} recent rows that stay")
@@ -60,7 +60,7 @@ def partition(args: argparse.Namespace, url: str, out: Callable[[str], None]) ->
             t0 = time.monotonic()
             _fill(conn, tables, args.rows, old_day, "old")
             _fill(conn, tables, recent, recent_day, "recent")
-            d.vacuum(conn, tables.identifiers()["inbox"])
+            purge_data.vacuum(conn, tables.identifiers()["inbox"])
             out(f"<!-- loaded {'partitioned' if partitioned else 'unpartitioned'} inbox in "
                 f"{time.monotonic() - t0:.0f} s -->")
             m = measure_run(conn, tables, config, table="inbox")
@@ -72,4 +72,4 @@ def partition(args: argparse.Namespace, url: str, out: Callable[[str], None]) ->
                      else "unpartitioned: batches")
             out(describe_run(label, m))
     out("")
-    out(f"`uptime` at the end: {d.uptime()}")
+    out(f"`uptime` at the end: {purge_data.uptime()}")

@@ -1,4 +1,4 @@
-"""What a purge run costs, and what it does to the application's claims (DESIGN section 9, issue 13).
+"""What a purge run costs, and what it does to the application's claims (docs/benchmarks.md, Retention purges).
 
     python -m benchmarks.purge_bench steady --keys 10000000 --due-share 0.01   # (a) a big table, little due
     python -m benchmarks.purge_bench mostly-due --rows 1000000 --live-rows 200000   # (b) rows/s
@@ -21,7 +21,7 @@ application writes them (``benchmarks/purge_data.py``): in time order, each expi
   and each ``--duty-cycles``: load, one run alone (rows/s, WAL per row), load again, then the project's
   workload simulator plus a probe that times a claim transaction every ``--probe-interval-ms``:
   ``--baseline-seconds`` without a purge ("before"), one run ("during"), ``--baseline-seconds`` again
-  ("after"; autovacuum often cleans up then). p99 during / before is the number DESIGN section 9 bounds by 2x.
+  ("after"; autovacuum often cleans up then). p99 during / before is the number the performance budget bounds by 2x (docs/benchmarks.md, Pacing: claim p99 during a purge).
 - **partition**: a partitioned reference inbox (``init-app-schema --partitioned``) with one day partition of
   ``--rows`` rows past the retention, purged (the partition is detached and dropped), against the same rows in
   an unpartitioned inbox purged in batches.
@@ -33,8 +33,9 @@ import logging
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 if __package__ in (None, ""):  # run as a file: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -42,7 +43,7 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import psycopg
 from psycopg import sql
 
-from benchmarks import purge_data as d
+from benchmarks import purge_data
 from idemdash.core import settings
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import create_app_schema
@@ -83,14 +84,14 @@ def measure_run(conn: psycopg.Connection, tables: Tables, config: dict[str, Any]
                 pgoptions: str = "") -> dict[str, Any]:
     """One purge run alone: its result, seconds, WAL, and what it read from the table."""
     relation = sql.Identifier(tables.schema, getattr(tables, table)).as_string(conn)
-    stats = d.scan_stats(conn, relation)
-    wal = d.wal_lsn(conn)
-    load = d.load_average()
-    result, started, ended, burst = d.run_purge_in_process(config, table, pgoptions)
-    wal = d.wal_lsn(conn) - wal
-    stats = d.scan_stats(conn, relation) - stats
+    stats = purge_data.scan_stats(conn, relation)
+    wal = purge_data.wal_lsn(conn)
+    load = purge_data.load_average()
+    result, started, ended, burst = purge_data.run_purge_in_process(config, table, pgoptions)
+    wal = purge_data.wal_lsn(conn) - wal
+    stats = purge_data.scan_stats(conn, relation) - stats
     return {"result": result, "seconds": ended - started, "wal": wal, "stats": stats, "load_before": load,
-            "load_after": d.load_average(), "started": started, "ended": ended, "burst": burst}
+            "load_after": purge_data.load_average(), "started": started, "ended": ended, "burst": burst}
 
 
 def describe_run(label: str, m: dict[str, Any]) -> str:
@@ -113,13 +114,13 @@ def steady(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> No
     tables = Tables(schema=SCHEMA)
     due = int(args.keys * args.due_share)
     with psycopg.connect(url, autocommit=True) as conn:
-        out(f"machine: {d.describe_machine(d.machine(conn))}")
+        out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
         counts = _existing_counts(conn, tables)
         if counts is None or counts.total - counts.due != args.keys - due or args.reload:
-            out(f"loading {args.keys:,} keys ({due:,} of them the oldest, expired) ... ({d.uptime()})")
+            out(f"loading {args.keys:,} keys ({due:,} of them the oldest, expired) ... ({purge_data.uptime()})")
             t0 = time.monotonic()
             fresh_schema(conn, tables)
-            d.load_keys(conn, tables, STATUS_TYPE, args.keys, due)
+            purge_data.load_keys(conn, tables, STATUS_TYPE, args.keys, due)
             build_indexes(conn, tables, key_indexes(due=True))
             out(f"loaded with the recommended key indexes in {time.monotonic() - t0:.0f} s")
         else:
@@ -127,7 +128,7 @@ def steady(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> No
         _restore_due(conn, tables, args.keys, due, out)
         config = bench_settings(url, args)
         as_of = conn.execute("SELECT now() + interval '10 minutes'").fetchone()[0]  # past every run below
-        before = d.count_keys(conn, tables, as_of)
+        before = purge_data.count_keys(conn, tables, as_of)
         out(f"keys: {before.total:,}; due {before.due:,}; live (processing, failed_retryable, expiring after the "
             f"runs) {before.live}")
         out(f"settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
@@ -138,27 +139,27 @@ def steady(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> No
             if not with_due:
                 conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
                     sql.Identifier(SCHEMA, DUE_ADVICE.index_name(tables))))
-            d.vacuum(conn, tables.identifiers()["keys"])
+            purge_data.vacuum(conn, tables.identifiers()["keys"])
             m = measure_run(conn, tables, config)
             out(describe_run(label, m))
-            after = d.count_keys(conn, tables, as_of)
+            after = purge_data.count_keys(conn, tables, as_of)
             assert after.live == before.live, f"the purge touched a live key: {before.live} -> {after.live}"
             _restore_due(conn, tables, args.keys, due, out=lambda _: None)
         build_indexes(conn, tables, key_indexes(due=True))
     out("")
-    out(f"`uptime` at the end: {d.uptime()}")
+    out(f"`uptime` at the end: {purge_data.uptime()}")
 
 
-def _existing_counts(conn: psycopg.Connection, tables: Tables) -> d.KeyCounts | None:
+def _existing_counts(conn: psycopg.Connection, tables: Tables) -> purge_data.KeyCounts | None:
     if conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{tables.keys}",)).fetchone()[0] is None:
         return None
-    return d.count_keys(conn, tables)
+    return purge_data.count_keys(conn, tables)
 
 
 def _restore_due(conn: psycopg.Connection, tables: Tables, total: int, due: int, out) -> None:
     """Write the oldest keys again where a previous run purged them (they fill the space it freed)."""
     conn.execute(sql.SQL("VACUUM {}").format(tables.identifiers()["keys"]))
-    d.load_keys(conn, tables, STATUS_TYPE, total, due, first=0, last=due)
+    purge_data.load_keys(conn, tables, STATUS_TYPE, total, due, first=0, last=due)
 
 
 # ---------------------------------------------------------------------------------------------- (b) mostly due
@@ -166,25 +167,25 @@ def _restore_due(conn: psycopg.Connection, tables: Tables, total: int, due: int,
 def mostly_due(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> None:
     tables = Tables(schema=SCHEMA)
     with psycopg.connect(url, autocommit=True) as conn:
-        out(f"machine: {d.describe_machine(d.machine(conn))}")
+        out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
         config = bench_settings(url, args)
         out(RUN_HEADER)
         for run in range(args.repeat):
             _load(conn, tables, args.rows + args.live_rows, args.rows, due_index=True)
             as_of = conn.execute("SELECT now() + interval '10 minutes'").fetchone()[0]
-            before = d.count_keys(conn, tables, as_of)
+            before = purge_data.count_keys(conn, tables, as_of)
             m = measure_run(conn, tables, config)
             out(describe_run(f"{args.rows:,} due of {before.total:,} (run {run + 1})", m))
-            assert d.count_keys(conn, tables, as_of).live == before.live, "the purge touched a live key"
+            assert purge_data.count_keys(conn, tables, as_of).live == before.live, "the purge touched a live key"
     out("")
-    out(f"`uptime` at the end: {d.uptime()}")
+    out(f"`uptime` at the end: {purge_data.uptime()}")
 
 
 def _load(conn: psycopg.Connection, tables: Tables, total: int, due: int, due_index: bool) -> None:
     fresh_schema(conn, tables)
-    d.load_keys(conn, tables, STATUS_TYPE, total, due)
+    purge_data.load_keys(conn, tables, STATUS_TYPE, total, due)
     build_indexes(conn, tables, key_indexes(due=due_index))
-    d.vacuum(conn, tables.identifiers()["keys"])
+    purge_data.vacuum(conn, tables.identifiers()["keys"])
 
 
 # ---------------------------------------------------------------------------------------------- (c) latency
@@ -194,7 +195,7 @@ def latency(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> N
     total = args.rows + args.live_rows
     rows = []
     with psycopg.connect(url, autocommit=True) as conn:
-        out(f"machine: {d.describe_machine(d.machine(conn))}")
+        out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
         for method in args.methods.split(","):
             for size in [int(x) for x in args.batch_sizes.split(",")]:
                 for duty in [int(x) for x in args.duty_cycles.split(",")]:
@@ -204,7 +205,7 @@ def latency(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> N
                     alone, busy, p = row[:3]
                     out(f"{method} batch {size} duty {duty}%: alone {alone['result'].rows / alone['seconds']:,.0f} "
                         f"rows/s, under load {busy['result'].rows / busy['seconds']:,.0f} rows/s, p99 "
-                        f"{p['before'][1]:.2f} → {p['during'][1]:.2f} ms ({d.load_average()})")
+                        f"{p['before'][1]:.2f} → {p['during'][1]:.2f} ms ({purge_data.load_average()})")
     out("")
     out(f"purge settings: pause {config['PURGE_PAUSE_MS']} ms (jittered); "
         f"workload: simulator {args.rate:g} req/s x {args.clients} clients, probe claim every "
@@ -222,7 +223,7 @@ def latency(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> N
             f"{p['after'][0]:.2f} / {p['after'][1]:.2f} ms ({p['after'][2]:,}) | "
             f"**{p['during'][1] / p['before'][1]:.2f}x** | {load_start} → {load_end} |")
     out("")
-    out(f"`uptime` at the end: {d.uptime()}")
+    out(f"`uptime` at the end: {purge_data.uptime()}")
 
 
 def _latency_run(conn: psycopg.Connection, tables: Tables, url: str, args: argparse.Namespace,
@@ -235,13 +236,13 @@ def _latency_run(conn: psycopg.Connection, tables: Tables, url: str, args: argpa
     assert alone["result"].method == method, alone["result"]
     _load(conn, tables, total, args.rows, due_index=method == "due_index")
     as_of = conn.execute("SELECT now() + interval '10 minutes'").fetchone()[0]
-    live = d.count_keys(conn, tables, as_of).live
+    live = purge_data.count_keys(conn, tables, as_of).live
     simulator = Simulator(url, tables, rate=args.rate, clients=args.clients, seed=7)
-    probe = d.Probe(url, tables, args.probe_interval_ms / 1000)
+    probe = purge_data.Probe(url, tables, args.probe_interval_ms / 1000)
     simulator.start()
     probe.start()
     time.sleep(3)  # warm-up
-    load_start = d.load_average()
+    load_start = purge_data.load_average()
     t0 = time.monotonic()
     time.sleep(args.baseline_seconds)
     before = (t0, time.monotonic())
@@ -249,15 +250,16 @@ def _latency_run(conn: psycopg.Connection, tables: Tables, url: str, args: argpa
     t1 = time.monotonic()
     time.sleep(args.baseline_seconds)
     after = (t1, time.monotonic())
-    load_end = d.load_average()
+    load_end = purge_data.load_average()
     probe.stop.set()
     probe.join(10)
     simulator.stop()
     # the workload's own keys come and go; the loaded ones must all be there
-    assert d.count_keys(conn, tables, as_of).live[:2] >= live[:2], "the purge touched a live key"
+    assert purge_data.count_keys(conn, tables, as_of).live[:2] >= live[:2], "the purge touched a live key"
     windows = {"before": probe.window(*before), "during": probe.window(busy["started"], busy["ended"]),
                "after": probe.window(*after)}
-    p = {k: (d.percentile(v, 50) * 1000, d.percentile(v, 99) * 1000, len(v)) for k, v in windows.items()}
+    p = {k: (purge_data.percentile(v, 50) * 1000, purge_data.percentile(v, 99) * 1000, len(v))
+         for k, v in windows.items()}
     return alone, busy, p, load_start, load_end
 
 
@@ -298,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     def out(line: str) -> None:
         print(line, flush=True)
 
-    out(f"`uptime` at the start: {d.uptime()}")
+    out(f"`uptime` at the start: {purge_data.uptime()}")
     if args.scenario == "partition":
         from benchmarks.partition_bench import partition
         scenario = partition

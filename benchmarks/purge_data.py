@@ -19,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import pairwise
 from typing import Any
 
 import psycopg
@@ -90,7 +91,7 @@ class ScanStats:
     heap_rows_scanned: int
     deleted: int
 
-    def __sub__(self, other: "ScanStats") -> "ScanStats":
+    def __sub__(self, other: ScanStats) -> ScanStats:
         return ScanStats(self.index_entries_read - other.index_entries_read,
                          self.heap_rows_scanned - other.heap_rows_scanned, self.deleted - other.deleted)
 
@@ -196,7 +197,7 @@ def _purge_process(settings: dict[str, Any], table: str, results, pgoptions: str
         result = run_purge(target, table, dry_run=False, started_by="purge_bench", on_batch=on_batch)
         ended = time.monotonic()
     # the most WAL between two batches' ends: one batch's burst (other sessions' WAL included, if any)
-    burst = max((b - a for a, b in zip(batches, batches[1:])), default=0)
+    burst = max((b - a for a, b in pairwise(batches)), default=0)
     results.put((result, started, ended, burst))
 
 

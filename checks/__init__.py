@@ -6,8 +6,9 @@ table is reported and the others still run. Add a check by writing a function an
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import psycopg
 from psycopg import errors

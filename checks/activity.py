@@ -1,15 +1,15 @@
 """Activity checks: long-running and idle-in-transaction sessions, and advisory locks with the session that
-holds each and the key it guards where that can be worked out (seed 001)."""
+holds each and the key it guards where that can be worked out (docs/concepts.md, Advisory locks per key)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, KeyLink
 from idemdash.core.formatting import duration
-from idemdash.queries import Tables
-from idemdash.queries import health as q
+from idemdash.queries import Tables, health
 from idemdash.queries.purges import TABLES as PURGE_TABLES
 
 # Sessions: one query running this long warns, a transaction idle this long warns; either this long fails.
@@ -36,9 +36,9 @@ LOCK_DERIVATIONS = (
 
 def check_sessions(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
     """(g) No session runs one query for long or sits idle in an open transaction (they hold locks and vacuum)."""
-    sessions = q.list_long_sessions(conn, active_seconds=LONG_QUERY_SECONDS, idle_seconds=IDLE_IN_TRANSACTION_SECONDS,
-                                    query_chars=QUERY_CHARS, limit=MAX_SESSION_FINDINGS + 1)
-    count = q.count_sessions(conn)
+    sessions = health.list_long_sessions(conn, active_seconds=LONG_QUERY_SECONDS, idle_seconds=IDLE_IN_TRANSACTION_SECONDS,
+                                         query_chars=QUERY_CHARS, limit=MAX_SESSION_FINDINGS + 1)
+    count = health.count_sessions(conn)
     findings = [_session_finding(s) for s in sessions[:MAX_SESSION_FINDINGS]]
     if len(sessions) > MAX_SESSION_FINDINGS:
         findings.append(Check("session.more", WARN, f"More long or idle-in-transaction sessions than the "
@@ -52,7 +52,7 @@ def check_sessions(conn: psycopg.Connection, tables: Tables, config: Mapping[str
             "of pg_read_all_stats, so idemdash cannot tell whether those sessions run long or sit idle in a "
             "transaction, nor who holds an advisory lock. Grant that role to the one idemdash connects as (it also "
             "lets it read every session's query text), or accept that these checks cover its own sessions only.",
-            fix_sql=q.fix_grant_read_all_stats(count.role)))
+            fix_sql=health.fix_grant_read_all_stats(count.role)))
     if not sessions:
         findings.append(Check(
             "sessions", OK, "No long-running or idle-in-transaction sessions",
@@ -62,7 +62,7 @@ def check_sessions(conn: psycopg.Connection, tables: Tables, config: Mapping[str
     return findings
 
 
-def _session_finding(session: q.Session) -> Check:
+def _session_finding(session: health.Session) -> Check:
     idle = session.state.startswith("idle in transaction")
     seconds = (session.state_seconds if idle else session.query_seconds) or 0
     longest = max(seconds, session.transaction_seconds or 0)
@@ -72,18 +72,18 @@ def _session_finding(session: q.Session) -> Check:
         why = ("An open transaction keeps every row lock it took (a claimed key row stays locked: reclassifying and "
                "purging skip it or wait) and its snapshot stops VACUUM from removing dead tuples in every table.")
         fix_sql = ("-- check first that nobody works in it (ask the application's owner); ending it rolls its "
-                   f"transaction back and releases its locks:\n{q.fix_terminate_backend(session.pid)}")
+                   f"transaction back and releases its locks:\n{health.fix_terminate_backend(session.pid)}")
         fix = (f"idle_in_transaction_session_timeout, so PostgreSQL ends such sessions itself: "
-               f"{q.fix_idle_in_transaction_timeout(session.user_name, IDLE_TIMEOUT_SUGGESTED)}"
+               f"{health.fix_idle_in_transaction_timeout(session.user_name, IDLE_TIMEOUT_SUGGESTED)}"
                if session.user_name else "idle_in_transaction_session_timeout")
     else:
         title = f"Session {session.pid} running one query for {duration(seconds)}"
         why = ("A long query holds its snapshot, so VACUUM cannot remove dead tuples newer than it in any table, and "
                "it may hold locks that purges, claims and reclassifications wait for.")
         fix_sql = ("-- check first what it is (the query above); cancelling stops the query, the session stays:\n"
-                   f"{q.fix_cancel_backend(session.pid)};\n"
+                   f"{health.fix_cancel_backend(session.pid)};\n"
                    "-- if it does not stop, end the session (its transaction rolls back):\n"
-                   f"{q.fix_terminate_backend(session.pid)}")
+                   f"{health.fix_terminate_backend(session.pid)}")
         fix = None
     return Check(
         f"session.{session.pid}", FAIL if longest >= LONG_SESSION_FAIL_SECONDS else WARN, title,
@@ -108,27 +108,27 @@ def _query_text(query: str | None) -> str:
 def idemdash_locks() -> dict[str, str]:
     """The text idemdash hashes for each of its own advisory locks → what holds it."""
     own = {
-        q.lock_name("migration_lock"): "idemdash migrate",
-        q.lock_name("try_rollup_lock"): "idemdash's rollup writer",
-        q.lock_name("try_snapshot_lock"): "idemdash's snapshot writer",
+        health.lock_name("migration_lock"): "idemdash migrate",
+        health.lock_name("try_rollup_lock"): "idemdash's rollup writer",
+        health.lock_name("try_snapshot_lock"): "idemdash's snapshot writer",
     }
-    prefix = q.lock_name("try_purge_lock")  # the statement appends the table: 'idemdash.purge.' || table
+    prefix = health.lock_name("try_purge_lock")  # the statement appends the table: 'idemdash.purge.' || table
     own.update({f"{prefix}{table}": f"idemdash's {table} purge" for table in PURGE_TABLES})
     return own
 
 
 def check_advisory_locks(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
-    """(h) Who holds advisory locks (seed 001), linked to the processing key each guards where that can be told."""
-    locks = q.list_advisory_locks(conn, idemdash_locks(), limit=MAX_LOCK_FINDINGS)
+    """(h) Who holds advisory locks (docs/concepts.md, Advisory locks per key), linked to the processing key each guards where that can be told."""
+    locks = health.list_advisory_locks(conn, idemdash_locks(), limit=MAX_LOCK_FINDINGS)
     if not locks:
         return [Check("advisory_lock", OK, "No advisory locks held in this database",
                       "Neither the application nor idemdash (migrations, purges, rollups, snapshots) holds one.")]
-    guarded: dict[tuple[int, bool], list[q.LockedKey]] = {}
+    guarded: dict[tuple[int, bool], list[health.LockedKey]] = {}
     others = [lock for lock in locks if lock.idemdash_lock is None]
     key_columns = {"idempotency_scope", "idempotency_key", "status", "claimed_by", "locked_until"}
-    if others and key_columns <= set(q.list_table_columns(conn, tables).get("keys", {})):
-        for match in q.list_advisory_lock_keys(conn, tables, others, candidates=LOCK_KEY_CANDIDATES,
-                                               per_lock=LOCKED_KEYS_PER_LOCK):
+    if others and key_columns <= set(health.list_table_columns(conn, tables).get("keys", {})):
+        for match in health.list_advisory_lock_keys(conn, tables, others, candidates=LOCK_KEY_CANDIDATES,
+                                                    per_lock=LOCKED_KEYS_PER_LOCK):
             guarded.setdefault((match.lock_key, match.two_keys), []).append(match)
     findings = [_lock_finding(lock, guarded.get((lock.lock_key, lock.two_keys), [])) for lock in locks]
     if locks[0].total > len(locks):
@@ -138,7 +138,7 @@ def check_advisory_locks(conn: psycopg.Connection, tables: Tables, config: Mappi
     return findings
 
 
-def _lock_finding(lock: q.AdvisoryLock, keys: list[q.LockedKey]) -> Check:
+def _lock_finding(lock: health.AdvisoryLock, keys: list[health.LockedKey]) -> Check:
     idle = (lock.state or "").startswith("idle in transaction")
     held_idle = lock.granted and idle and (lock.state_seconds or 0) >= ADVISORY_LOCK_IDLE_SECONDS
     what = f"{lock.idemdash_lock}'s lock" if lock.idemdash_lock else f"advisory lock {lock.key_text}"
@@ -172,14 +172,14 @@ def _lock_finding(lock: q.AdvisoryLock, keys: list[q.LockedKey]) -> Check:
                      "holder unlocks, ends its transaction (for a transaction-level lock) or disconnects.")
         if blockers:
             fix_sql = ("-- check first what the holding session does; ending it releases its locks and rolls back "
-                       "its transaction:\n" + ";\n".join(q.fix_terminate_backend(pid) for pid in blockers))
-    elif held_idle:
+                       "its transaction:\n" + ";\n".join(health.fix_terminate_backend(pid) for pid in blockers))
+    elif held_idle and lock.pid is not None:  # idle in a transaction: a session's, so it has a pid
         status = WARN
         parts.append(f"Its session has been idle in a transaction for {duration(lock.state_seconds)} while holding "
                      "it: the lock stays until the application commits or disconnects, and a worker that gave up "
                      "mid-request on a pooled connection looks just like this.")
         fix_sql = ("-- check first that nobody works in it; ending it releases the lock and rolls back its "
-                   f"transaction:\n{q.fix_terminate_backend(lock.pid)}")
+                   f"transaction:\n{health.fix_terminate_backend(lock.pid)}")
         fix = "idle_in_transaction_session_timeout, so PostgreSQL ends such sessions itself"
     key_id = f"{lock.key1}.{lock.key2}" if lock.two_keys else str(lock.lock_key)
     shared = ".shared" if lock.mode == "ShareLock" else ""
@@ -187,13 +187,13 @@ def _lock_finding(lock: q.AdvisoryLock, keys: list[q.LockedKey]) -> Check:
                  fix_sql=fix_sql, fix=fix, keys=tuple(KeyLink(k.scope, k.key) for k in keys))
 
 
-def _guarded_text(keys: list[q.LockedKey]) -> str:
+def _guarded_text(keys: list[health.LockedKey]) -> str:
     tried = (f"Compared with these derivations of the {LOCK_KEY_CANDIDATES:,} most recently leased processing keys "
              f"(hashtext's int4 widened to bigint): {'; '.join(LOCK_DERIVATIONS)}; and with claimed_by = the "
              "holder's application_name.")
     if not keys:
         return f"Not linked to a key: nothing matched. {tried}"
-    if keys[0].derivation == q.BY_HOLDER:
+    if keys[0].derivation == health.BY_HOLDER:
         listed = ", ".join(f"{k.key!r} in scope {k.scope!r}" for k in keys)
         return (f"No derivation matched, but processing key(s) {listed} are claimed_by this session's "
                 f"application_name, so it probably guards one of them. {tried}")

@@ -1,14 +1,14 @@
 """Maintenance checks: dead tuples, vacuum and analyze of the three tables."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import OK, WARN, Check, roles
 from idemdash.core.formatting import ago
-from idemdash.queries import Tables
-from idemdash.queries import health as q
+from idemdash.queries import Tables, health
 
 # Dead tuples: a table warns above max(DEAD_TUPLES_MIN, DEAD_TUPLES_SHARE of its live rows) ...
 DEAD_TUPLES_MIN = 10_000
@@ -22,7 +22,7 @@ KEYS_AUTOVACUUM_SCALE_FACTOR = 0.02
 def check_vacuum(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
     """(f) Dead tuples stay bounded and each busy table has been vacuumed and analyzed."""
     role_of = roles(tables)
-    stats = q.list_table_vacuum_stats(conn, tables)
+    stats = health.list_table_vacuum_stats(conn, tables)
     findings = []
     for table in stats:
         reasons = []
@@ -56,16 +56,16 @@ _VACUUM_THRESHOLDS = (f"counted since the statistics were last reset. A table wa
                       f"{NEVER_VACUUMED_CHANGES:,} rows changed and it was never vacuumed or analyzed.")
 
 
-def _vacuum_numbers(table: q.VacuumStats) -> str:
+def _vacuum_numbers(table: health.VacuumStats) -> str:
     return (f"{table.live_tuples:,} live and {table.dead_tuples:,} dead tuples, last vacuumed {ago(table.vacuumed)}, "
             f"last analyzed {ago(table.analyzed)}")
 
 
-def _fix_vacuum(tables: Tables, role: str, table: q.VacuumStats) -> str:
-    fix = q.fix_vacuum(tables, table.table_name)
+def _fix_vacuum(tables: Tables, role: str, table: health.VacuumStats) -> str:
+    fix = health.fix_vacuum(tables, table.table_name)
     if role == "keys" and "autovacuum_vacuum_scale_factor" not in table.options:
         fix += (";\n-- and have autovacuum visit this hot table after "
                 f"{KEYS_AUTOVACUUM_SCALE_FACTOR:.0%} of its rows changed instead of the default 20%:\n"
-                + q.fix_autovacuum_scale_factor(tables, table.table_name, KEYS_AUTOVACUUM_SCALE_FACTOR))
+                + health.fix_autovacuum_scale_factor(tables, table.table_name, KEYS_AUTOVACUUM_SCALE_FACTOR))
     return fix
 

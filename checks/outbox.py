@@ -9,8 +9,12 @@ import psycopg
 
 from idemdash.checks.finding import OK, WARN, Check, qualified
 from idemdash.queries import Tables
-from idemdash.queries.outbox_actions import (fix_status_check, fix_status_enum, get_outbox_status_type,
-                                              list_outbox_status_checks)
+from idemdash.queries.outbox_actions import (
+    fix_status_check,
+    fix_status_enum,
+    get_outbox_status_type,
+    list_outbox_status_checks,
+)
 
 
 def check_outbox_parked(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:

@@ -7,14 +7,20 @@ Each finding carries the GRANT that fixes it (``queries.access``). A missing tab
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check
 from idemdash.queries import Tables
-from idemdash.queries.access import (TableAccess, fix_grant_idemdash_tables, fix_grant_on_table, fix_grant_schema_usage,
-                            list_table_access)
+from idemdash.queries.access import (
+    TableAccess,
+    fix_grant_idemdash_tables,
+    fix_grant_on_table,
+    fix_grant_schema_usage,
+    list_table_access,
+)
 
 WHAT = {"keys": "idempotency keys", "inbox": "inbox", "outbox": "outbox"}
 

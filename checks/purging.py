@@ -8,8 +8,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -17,9 +18,7 @@ from psycopg import sql
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified
 from idemdash.core.formatting import duration
 from idemdash.core.settings import setting
-from idemdash.queries import Tables
-from idemdash.queries import partitions as qp
-from idemdash.queries import purges as q
+from idemdash.queries import Tables, partitions, purges
 from idemdash.queries.app_schema import PARTITION_UNIQUE_COLUMNS, fix_create_time_partitions
 from idemdash.queries.indexes import ADVICE, list_index_status
 from idemdash.queries.indexes import OK as OK_STATE
@@ -44,7 +43,8 @@ def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Mappin
     for table, advice_name in PURGE_INDEX.items():
         advice = ADVICE[advice_name]
         name = qualified(tables, table)
-        leaves = qp.list_leaf_partitions(conn, tables, table) if qp.list_table_partitions(conn, tables, table) else []
+        partitioned = partitions.list_table_partitions(conn, tables, table)
+        leaves = partitions.list_leaf_partitions(conn, tables, table) if partitioned else []
         relation = leaves[0] if leaves else None
         predicate = ({"replay_horizon_seconds": config["REPLAY_HORIZON"]} if table == "keys"
                      else {"retention_days": config[RETENTION[table]]})
@@ -69,7 +69,7 @@ def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Mappin
 
 def check_delete_settings(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
     """The server settings that decide how much WAL a purge writes per deleted row."""
-    found = q.list_delete_settings(conn)
+    found = purges.list_delete_settings(conn)
     findings = []
     compression = found.get("wal_compression")
     if compression is not None and compression.setting == "off":
@@ -81,7 +81,7 @@ def check_delete_settings(conn: psycopg.Connection, tables: Tables, config: Mapp
             "commit waits behind them to reach the disk. Compressing them cut the WAL a purge wrote by about a "
             "third in idemdash's benchmark (pglz, 356 to 248 bytes per deleted key), for CPU time: lz4 or zstd, "
             "where the server has them, cost less than pglz. It needs no restart.",
-            fix_sql=q.fix_wal_compression(best)))
+            fix_sql=purges.fix_wal_compression(best)))
     timeout = found.get("checkpoint_timeout")
     wal = found.get("max_wal_size")
     if timeout is not None and wal is not None:
@@ -97,7 +97,7 @@ def check_delete_settings(conn: psycopg.Connection, tables: Tables, config: Mapp
                 f"page of WAL. {duration(CHECKPOINT_SECONDS)} between checkpoints and a max_wal_size that lets them "
                 "come by time rather than by volume cut that; crash recovery takes longer in proportion. Neither "
                 "needs a restart.",
-                fix_sql=q.fix_checkpoint_spacing(f"{CHECKPOINT_SECONDS // 60}min", f"{max(4096, 2 * megabytes)}MB")))
+                fix_sql=purges.fix_checkpoint_spacing(f"{CHECKPOINT_SECONDS // 60}min", f"{max(4096, 2 * megabytes)}MB")))
     if not findings:
         findings.append(Check("purge.server", OK, "The server's WAL settings suit batched deletes",
                               f"wal_compression {compression.setting if compression else '?'}, checkpoint_timeout "
@@ -111,12 +111,12 @@ def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Mapping
     findings = []
     now = datetime.now(timezone.utc)
     for table in ("keys", "inbox", "outbox"):
-        parts = qp.list_table_partitions(conn, tables, table)
+        parts = partitions.list_table_partitions(conn, tables, table)
         if not parts:
             continue
         name = qualified(tables, table)
-        ranged = [p for p in parts if p.bound_from is not None and p.bound_to is not None]
-        width = max((p.bound_to - p.bound_from for p in ranged), default=None)  # type: ignore[operator]
+        ranged = [(p.bound_from, p.bound_to) for p in parts if p.bound_from is not None and p.bound_to is not None]
+        width = max((bound_to - bound_from for bound_from, bound_to in ranged), default=None)
         findings.append(_uniqueness(table, name, width, config))
         droppable = [p for p in parts if p.droppable_by(table)]
         if not droppable:
@@ -124,7 +124,7 @@ def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Mapping
             findings.append(Check(
                 f"partition.drops.{table}", WARN, f"{name} is partitioned, but by {key}: purged row by row",
                 f"A purge drops a partition whole only when the table is range-partitioned by one timestamptz column "
-                f"that says when its rows are due ({', '.join(qp.DROP_COLUMNS[table])}); otherwise it deletes in "
+                f"that says when its rows are due ({', '.join(partitions.DROP_COLUMNS[table])}); otherwise it deletes in "
                 "batches, partition by partition."))
         elif any(p.is_default for p in parts):
             findings.append(Check(
@@ -145,13 +145,13 @@ def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Mapping
         closed = [p for p in parts if not p.writable]
         if closed:
             findings.append(_partition_grants(table, name, closed, conn.info.user))
-        newest = max((p.bound_to for p in ranged), default=None)
+        newest = max((bound_to for _, bound_to in ranged), default=None)
         if newest is not None and not any(p.is_default for p in parts) and newest - now < AHEAD_WARN:
             findings.append(_no_partition_ahead(table, name, newest, now, tables))
     return findings
 
 
-def _partition_grants(table: str, name: str, closed: list[qp.Partition], role: str) -> Check:
+def _partition_grants(table: str, name: str, closed: list[partitions.Partition], role: str) -> Check:
     listed = ", ".join(p.qualified for p in closed[:5]) + (f" and {len(closed) - 5} more" if len(closed) > 5 else "")
     grantee = sql.Identifier(role).as_string(None)
     grants = "\n".join(f"GRANT SELECT, UPDATE, DELETE ON {p.qualified} TO {grantee};" for p in closed)
@@ -202,11 +202,11 @@ def _no_partition_ahead(table: str, name: str, newest: datetime, now: datetime, 
         fix_sql=fix_create_time_partitions(tables, table) if table in PARTITION_UNIQUE_COLUMNS else None)
 
 
-def _seconds(s: q.ServerSetting) -> int:
+def _seconds(s: purges.ServerSetting) -> int:
     factor = {"ms": 0.001, "s": 1, "min": 60, "h": 3600, "d": 86400}.get(s.unit or "s", 1)
     return int(float(s.setting) * factor)
 
 
-def _megabytes(s: q.ServerSetting) -> int:
+def _megabytes(s: purges.ServerSetting) -> int:
     factor = {"kB": 1 / 1024, "8kB": 8 / 1024, "MB": 1, "GB": 1024}.get(s.unit or "MB", 1)
     return int(float(s.setting) * factor)

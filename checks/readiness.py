@@ -6,8 +6,16 @@ from __future__ import annotations
 import psycopg
 
 from idemdash.checks.schema import TABLE_SETTING
-from idemdash.core.diagnosis import (IDEMDASH_SCHEMA, NO_TABLE, PRIVILEGE, Cause, idemdash_schema_missing, privilege_missing,
-                            quote_role, table_missing)
+from idemdash.core.diagnosis import (
+    IDEMDASH_SCHEMA,
+    NO_TABLE,
+    PRIVILEGE,
+    Cause,
+    idemdash_schema_missing,
+    privilege_missing,
+    quote_role,
+    table_missing,
+)
 from idemdash.queries import Tables
 from idemdash.queries.access import get_database_access, list_table_access
 from idemdash.queries.health import list_applied_migrations

@@ -1,15 +1,15 @@
-"""Retention checks: rows are kept at least as long as a retry or redelivery may still come (seed 003)."""
+"""Retention checks: rows are kept at least as long as a retry or redelivery may still come (docs/concepts.md, Retention shorter than the replay horizon)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import OK, WARN, Check
 from idemdash.core.formatting import duration
-from idemdash.queries import Tables
-from idemdash.queries import health as q
+from idemdash.queries import Tables, health
 
 KEY_SAMPLE = 10_000        # most recent keys the key-retention check looks at
 MAX_SCOPE_FINDINGS = 20    # scopes listed one by one before the rest are summed up
@@ -48,7 +48,7 @@ def check_retention_settings(conn: psycopg.Connection, tables: Tables, config: M
 def check_key_retention(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
     """(c) Each scope's keys live (expires_at - created_at) at least the replay horizon."""
     horizon = config["REPLAY_HORIZON"]
-    scopes = q.list_key_retention_by_scope(conn, tables, sample=KEY_SAMPLE)
+    scopes = health.list_key_retention_by_scope(conn, tables, sample=KEY_SAMPLE)
     short = [s for s in scopes if s.min_retention_seconds < horizon - RETENTION_SLACK_SECONDS]
     findings = []
     for scope in short[:MAX_SCOPE_FINDINGS]:
@@ -60,7 +60,7 @@ def check_key_retention(conn: psycopg.Connection, tables: Tables, config: Mappin
             "recently created. Once such a key is purged, a client retry with the same key runs the command a second "
             "time. Have the application set expires_at at least the horizon after created_at (the reference claim "
             "function's p_retention); the SQL below extends the keys already written (batch it on a big table).",
-            fix_sql=q.fix_extend_key_retention(tables, scope.scope, horizon)))
+            fix_sql=health.fix_extend_key_retention(tables, scope.scope, horizon)))
     if len(short) > MAX_SCOPE_FINDINGS:
         rest = short[MAX_SCOPE_FINDINGS:]
         findings.append(Check("retention.keys.more", WARN, f"{len(rest)} more scopes expire keys before the horizon",

@@ -1,15 +1,15 @@
 """Schema checks: idemdash's migrations, the application tables' columns, the recommended indexes and the
-NULL trap (seed 000)."""
+NULL trap (docs/concepts.md, NULLs never conflict in a unique key)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified, roles
-from idemdash.queries import Tables
-from idemdash.queries import health as q
+from idemdash.queries import Tables, health
 from idemdash.queries.indexes import ADVICE
 from idemdash.queries.migrate import list_migrations
 
@@ -21,7 +21,7 @@ class Column:
     feature: str | None  # None: required; otherwise what stops working without it
 
 
-# DESIGN section 1. Required columns are what the counts, stuck lists and purges cannot do without.
+# The README's column contract (docs/concepts.md, The three tables). Required columns are what the counts, stuck lists and purges cannot do without.
 COLUMNS: dict[str, tuple[Column, ...]] = {
     "keys": (
         Column("idempotency_scope", "text", None),
@@ -75,12 +75,12 @@ TABLE_SETTING = {"keys": "IDEMDASH_KEYS_TABLE", "inbox": "IDEMDASH_INBOX_TABLE",
 def check_migrations(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
     """(a) idemdash's own schema has every migration this version ships, unedited."""
     known = list_migrations()
-    if not q.get_migration_table(conn):
+    if not health.get_migration_table(conn):
         return [Check("migrations", FAIL, "idemdash's own schema is not installed",
                       "The idemdash schema (audit log, purge runs, metric snapshots) does not exist in this database, "
                       "so purges cannot be recorded and actions cannot be audited. Run `idemdash migrate` (safe to "
                       "run while other replicas start: it takes an advisory lock).", fix="idemdash migrate")]
-    applied = {m.version: m for m in q.list_applied_migrations(conn)}
+    applied = {m.version: m for m in health.list_applied_migrations(conn)}
     findings = []
     edited = [m for m in known if m.version in applied and applied[m.version].checksum != m.checksum]
     if edited:
@@ -110,8 +110,8 @@ def check_migrations(conn: psycopg.Connection, tables: Tables, config: Mapping[s
 
 
 def check_tables(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
-    """(b) The three application tables exist with the columns of DESIGN section 1."""
-    present = q.list_table_columns(conn, tables)
+    """(b) The three application tables exist with the columns of the README's column contract."""
+    present = health.list_table_columns(conn, tables)
     findings = []
     for role, expected in COLUMNS.items():
         name = qualified(tables, role)
@@ -126,7 +126,7 @@ def check_tables(conn: psycopg.Connection, tables: Tables, config: Mapping[str, 
         columns = present[role]
         missing = [c for c in expected if c.name not in columns]
         for column in missing:
-            fix_sql = q.fix_add_column(tables, role, column.name, column.data_type)
+            fix_sql = health.fix_add_column(tables, role, column.name, column.data_type)
             if column.feature is None:
                 findings.append(Check(
                     f"column.{role}.{column.name}", FAIL, f"{name} has no column {column.name}",
@@ -145,9 +145,9 @@ def check_tables(conn: psycopg.Connection, tables: Tables, config: Mapping[str, 
 
 def check_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
     """(d) The recommended indexes (queries/indexes.sql) exist and are valid."""
-    found = q.list_table_indexes(conn, tables)
+    found = health.list_table_indexes(conn, tables)
     valid = {i.index_name: i.valid for i in found}
-    existing_tables = set(q.list_table_columns(conn, tables))
+    existing_tables = set(health.list_table_columns(conn, tables))
     findings = []
     checked = 0
     for advice in ADVICE.values():
@@ -167,7 +167,7 @@ def check_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str,
                 f"index.{advice.name}", WARN, f"Index {name} is invalid",
                 "An index build (CONCURRENTLY) that failed or was cancelled leaves an invalid index: PostgreSQL "
                 "maintains it on every write but never uses it. Drop it and create it again.",
-                fix_sql=f"{q.fix_drop_index(tables, name)};\n{create}"))
+                fix_sql=f"{health.fix_drop_index(tables, name)};\n{create}"))
     if not findings and checked:
         findings.append(Check("index", OK, f"All {checked} recommended indexes exist",
                               "Listed by `idemdash check` and in queries/indexes.sql."))
@@ -175,11 +175,11 @@ def check_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str,
 
 
 def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
-    """(e) No unique key of the three tables has a nullable column: NULLs never conflict (seed 000)."""
+    """(e) No unique key of the three tables has a nullable column: NULLs never conflict (docs/concepts.md, NULLs never conflict in a unique key)."""
     role_of = roles(tables)
-    traps: dict[tuple[str, str], list[q.NullableUniqueColumn]] = {}
+    traps: dict[tuple[str, str], list[health.NullableUniqueColumn]] = {}
     nulls_equal = set()
-    for column in q.list_nullable_unique_columns(conn, tables):
+    for column in health.list_nullable_unique_columns(conn, tables):
         if column.nulls_not_distinct:
             nulls_equal.add(f"{column.index_name} ({column.column_name})")
         else:
@@ -212,9 +212,9 @@ def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Mapping[st
     return findings
 
 
-def _fix_null_trap(tables: Tables, table: str, columns: list[q.NullableUniqueColumn]) -> str:
+def _fix_null_trap(tables: Tables, table: str, columns: list[health.NullableUniqueColumn]) -> str:
     lines = ["-- first give the rows these count a value (SET NOT NULL fails while one is NULL):"]
-    lines += [f"-- {q.fix_count_nulls(tables, table, c.column_name)};" for c in columns]
-    lines.append(";\n".join(q.fix_set_not_null(tables, table, c.column_name) for c in columns))
+    lines += [f"-- {health.fix_count_nulls(tables, table, c.column_name)};" for c in columns]
+    lines.append(";\n".join(health.fix_set_not_null(tables, table, c.column_name) for c in columns))
     return "\n".join(lines)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 import click
 import psycopg
@@ -17,8 +17,7 @@ import psycopg
 from idemdash.checks import FAIL, run_checks
 from idemdash.checks.readiness import readiness
 from idemdash.cli.common import connect, database_errors, databases_option, heading, targets
-from idemdash.queries import Tables
-from idemdash.queries import indexes as q
+from idemdash.queries import Tables, indexes
 from idemdash.queries.target import Target
 
 
@@ -46,11 +45,11 @@ def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     tables = db.tables
     with connect(db, "idemdash-check") as conn:
         problems = readiness(conn, tables)
-        statuses = q.list_index_status(conn, tables)
+        statuses = indexes.list_index_status(conn, tables)
         build_failed = False
         if apply_indexes:
             build_failed = _apply(conn, tables, statuses, echo)
-            statuses = q.list_index_status(conn, tables)
+            statuses = indexes.list_index_status(conn, tables)
     echo("Ready (what /readyz asks): " + ("yes" if not problems else "no"))
     for problem in problems:
         echo(f"  {problem.message}")
@@ -59,7 +58,7 @@ def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     failed_checks = _print_health(db, echo)
 
     missing = [s for s in statuses if s.missing]
-    no_table = [s for s in statuses if s.state == q.NO_TABLE]
+    no_table = [s for s in statuses if s.state == indexes.NO_TABLE]
     echo("")
     parts = [f"{len(statuses) - len(missing) - len(no_table)} of {len(statuses)} recommended indexes present"]
     if missing:
@@ -75,7 +74,7 @@ def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     return 1 if (problems or missing or no_table or failed_checks or build_failed) else 0
 
 
-def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[q.IndexStatus], echo: Echo) -> bool:
+def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[indexes.IndexStatus], echo: Echo) -> bool:
     todo = [s for s in statuses if s.missing]
     if not todo:
         echo("every recommended index already exists; nothing to build")
@@ -83,11 +82,11 @@ def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[q.IndexStatu
         return False
     failed = False
     for n, status in enumerate(todo, 1):
-        what = "rebuilding invalid" if status.state == q.INVALID else "building"
+        what = "rebuilding invalid" if status.state == indexes.INVALID else "building"
         echo(f"[{n}/{len(todo)}] {what} {status.index_name} on {status.table} ...")
         started = time.monotonic()
         try:
-            q.create_index(conn, tables, status)
+            indexes.create_index(conn, tables, status)
         except psycopg.Error as exc:
             failed = True
             detail = (exc.diag.message_primary or str(exc)).strip()
@@ -104,20 +103,20 @@ def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[q.IndexStatu
     return failed
 
 
-def _print_indexes(tables: Tables, statuses: list[q.IndexStatus], echo: Echo) -> None:
+def _print_indexes(tables: Tables, statuses: list[indexes.IndexStatus], echo: Echo) -> None:
     echo(f"Recommended indexes (queries/indexes.sql) for {tables.schema}.{tables.keys}, "
          f"{tables.schema}.{tables.inbox} and {tables.schema}.{tables.outbox}:")
     for status in statuses:
-        if status.state == q.OK:  # present and valid: nothing to do, one line
+        if status.state == indexes.OK:  # present and valid: nothing to do, one line
             echo(f"{status.state:<8} {status.index_name} on {status.table}")
             continue
         echo("")
         echo(f"{status.state:<8} {status.index_name} on {status.table}  [{status.advice.name}]")
         echo(f"         why: {status.advice.why}")
-        if status.state == q.INVALID:
+        if status.state == indexes.INVALID:
             echo("         (exists but is invalid: a concurrent build failed; it is maintained on every write and "
                  "never used. --apply-indexes drops and rebuilds it)")
-        if status.state == q.NO_TABLE:
+        if status.state == indexes.NO_TABLE:
             echo(f"         ({status.table} does not exist: check IDEMDASH_APP_SCHEMA and the table settings)")
         echo(f"         {status.create_sql};")
 

@@ -4,8 +4,9 @@ said in one line (the cause and its fix, ``core.diagnosis``), never a traceback.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import click
 import psycopg

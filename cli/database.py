@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import click
 
-from idemdash.cli.common import connect, database_errors, database_url_option, databases_option, heading, target, targets
+from idemdash.cli.common import (
+    connect,
+    database_errors,
+    database_url_option,
+    databases_option,
+    heading,
+    target,
+    targets,
+)
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.migrate import migrate as run_migrations
 
@@ -36,7 +44,7 @@ def init_app_schema(database_url: str, status_type: str, partitioned: bool) -> N
     db = target(database_url)
     tables = db.tables
     with connect(db) as conn, database_errors(db, "creating the reference schema"):
-        create_app_schema(conn, tables, status_type, partitioned=partitioned)  # type: ignore[arg-type]
+        create_app_schema(conn, tables, status_type, partitioned=partitioned)  # type: ignore[arg-type]  # a click.Choice
     click.echo(f"reference schema ready in schema {tables.schema!r}: {tables.keys}, {tables.inbox}, "
                f"{tables.outbox} and the claim/complete/fail/consume functions")
     if partitioned:

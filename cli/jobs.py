@@ -12,7 +12,6 @@ from idemdash.cli.common import databases_option, heading, load_settings, prefli
 from idemdash.jobs.purge_run import TABLES, PartitionEvent, run_purge
 from idemdash.jobs.scheduler import run_blocking
 
-
 # Without a terminal (a log, a pipe), one progress line for the first batch and then every this many.
 PROGRESS_EVERY = 10
 METHODS = {"due_index": "through the index of due rows", "primary_key": "walking the primary key"}

@@ -49,7 +49,7 @@ def simulate(database_url: str, rate: float, clients: int, backfill_days: int, d
 
     sim = Simulator(url, tables, rate=rate, clients=clients, seed=seed)
     click.echo(f"simulating {rate:g} requests/s with {clients} clients against {redact_dsn(url)} "
-               f"({'for %gs' % duration if duration else 'Ctrl-C to stop'})")
+               f"({f'for {duration:g}s' if duration else 'Ctrl-C to stop'})")
     sim.start()
     started = time.monotonic()
     next_report = started + REPORT_EVERY_SECONDS

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from idemdash.core.settings import BY_NAME, PER_DATABASE, ConfigError
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from idemdash.core.dsn import Endpoint, endpoint, password_of
 
@@ -141,8 +141,8 @@ def _tls(text: str, lower: str, where: Endpoint) -> Cause:
         fix = ("the server does not offer TLS but the URL asks for it (sslmode=require or stricter): enable ssl on the "
                "server, or use sslmode=prefer")
     elif "no encryption" in lower:
-        fix = ("the server accepts user {!r} only over TLS: add sslmode=require (or verify-full with sslrootcert) "
-               "to {}").format(where.user, URL)
+        fix = (f"the server accepts user {where.user!r} only over TLS: add sslmode=require (or verify-full with "
+               f"sslrootcert) to {URL}")
     elif "certificate" in lower:
         fix = ("the server's TLS certificate could not be verified: give its CA with sslrootcert=..., or check the "
                "host name it was issued for (sslmode=verify-full)")

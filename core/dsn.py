@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import getpass
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict

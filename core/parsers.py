@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from datetime import timezone
-from typing import Callable
 
 from apscheduler.triggers.cron import CronTrigger
 

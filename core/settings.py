@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from idemdash.core import parsers
 from idemdash.core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface

@@ -1,33 +1,42 @@
-"""Suggested classification of a key, with the evidence behind it (DESIGN section 4).
+"""Suggested classification of a key, with the evidence behind it (docs/concepts.md, Reclassification).
 
 A suggestion is evidence for a person to weigh, never an action: nothing
 here changes a row.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from idemdash.core.formatting import duration
 
 
 class KeyFacts(Protocol):
-    """What a suggestion reads of a key (a row of queries.keys)."""
+    """What a suggestion reads of a key (a row of queries.keys; read-only, so frozen dataclasses fit)."""
 
-    status: str
-    stuck: bool
-    overdue_seconds: float | None
-    claimed_by: str | None
-    attempt_count: int
-    expires_at: datetime
+    @property
+    def status(self) -> str: ...
+    @property
+    def stuck(self) -> bool: ...
+    @property
+    def overdue_seconds(self) -> float | None: ...
+    @property
+    def claimed_by(self) -> str | None: ...
+    @property
+    def attempt_count(self) -> int: ...
+    @property
+    def expires_at(self) -> datetime: ...
 
 
 class OutboxFact(Protocol):
-    """What a suggestion reads of an outbox row written under the key."""
+    """What a suggestion reads of an outbox row written under the key (read-only)."""
 
-    event_type: str
-    created_at: datetime
+    @property
+    def event_type(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
 
 # claimed_by of a key an operator holds for review (reclassified needs_review): still processing, long lease
 REVIEW_HOLDER = "idemdash:needs_review"

@@ -7,17 +7,42 @@ if not __name__.startswith("idemdash."):  # imported by its old top-level name, 
 import logging
 import os
 import secrets
+import signal
 import sys
+import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Flask
 from htmx_flask import Htmx
 
 from idemdash.core import settings
-from idemdash.dashboard import (actions, audit, auth, databases, db, health, hotspots, inbox, keys, metrics, notes, openapi,
-                       outbox, outbox_actions, outbox_rows, overview, probes, purges, search, suppression, web)
+from idemdash.dashboard import (
+    actions,
+    audit,
+    auth,
+    databases,
+    health,
+    hotspots,
+    inbox,
+    keys,
+    metrics,
+    notes,
+    openapi,
+    outbox,
+    outbox_actions,
+    outbox_rows,
+    overview,
+    probes,
+    purge_cancel,
+    purges,
+    search,
+    suppression,
+    targets,
+    web,
+)
 from idemdash.dashboard.databases import DashboardApp
 from idemdash.jobs.scheduler import start_in_background
 
@@ -34,25 +59,20 @@ def _asset_dir(name: str) -> str:
     return str(_HERE.parent / name)
 
 
-def _gunicorn_callers() -> tuple[Any, Any]:
-    """gunicorn's application object and worker that are building this app (None for each not found).
+def _gunicorn_workers() -> int | None:
+    """How many apps gunicorn builds, each with its own process key: 1 with --preload (the master builds one for all
+    its workers), else its worker count; None when it cannot tell.
 
-    gunicorn builds the app inside its application object (``BaseApplication.wsgi``): in each worker after
-    the fork, or once in the master with --preload. Both are on the call stack, with their settings.
+    gunicorn resolves its settings again here, with its own parser, from what it was started with: the command line
+    (the workers inherit the master's argv), GUNICORN_CMD_ARGS, a config file and WEB_CONCURRENCY.
     """
-    from gunicorn.app.base import BaseApplication
-    from gunicorn.workers.base import Worker
+    from gunicorn.app.wsgiapp import WSGIApplication
 
-    application = worker = None
-    frame = sys._getframe(1)
-    while frame is not None:
-        owner = frame.f_locals.get("self")
-        if isinstance(owner, BaseApplication) and application is None:
-            application = owner
-        elif isinstance(owner, Worker) and worker is None:
-            worker = owner
-        frame = frame.f_back
-    return application, worker
+    try:
+        cfg = WSGIApplication("%(prog)s [OPTIONS] [APP_MODULE]").cfg
+    except (Exception, SystemExit):  # not gunicorn's own command line (an embedding server): unknown
+        return None
+    return 1 if cfg.preload_app else cfg.workers
 
 
 def _process_secret_key() -> str:
@@ -62,36 +82,45 @@ def _process_secret_key() -> str:
     to another worker than the one that served it would be refused at random.
     """
     if os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/"):
-        application, worker = _gunicorn_callers()
-        cfg = getattr(application, "cfg", None)
-        workers = None if cfg is None else 1 if cfg.preload_app else cfg.workers  # --preload: one app for all
+        workers = _gunicorn_workers()
         if workers != 1:
-            _refuse_without_secret(workers, worker)
+            _refuse_without_secret(workers)
     logging.getLogger(__name__).warning(
         "IDEMDASH_SECRET_KEY is not set; using a random key for this process only")
     return secrets.token_hex(32)
 
 
-def _refuse_without_secret(workers: int | None, worker: Any) -> None:
+def _refuse_without_secret(workers: int | None) -> None:
     """Stop gunicorn with one line: AppImportError is printed without a traceback and halts the arbiter.
 
     Every worker refuses at once, and the arbiter trips over a second failed worker while it is already
-    stopping (a traceback of its own). So the oldest worker fails first; the others wait a little for the
-    arbiter's stop signal and then leave quietly.
+    stopping (a traceback of its own). So one worker, the first to create a file named after the arbiter's pid,
+    fails; the others wait a little for the arbiter's stop signal (SIGTERM) and then leave quietly.
     """
     from gunicorn.errors import AppImportError
 
-    if worker is not None:
-        deadline = time.monotonic() + min(worker.age - 1, 10)
-        while worker.alive and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not worker.alive:
-            sys.exit(0)
+    if not _first_to_refuse(Path(tempfile.gettempdir()) / f"idemdash-refused-{os.getppid()}"):
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+        time.sleep(10)
     raise AppImportError(
         f"IDEMDASH_SECRET_KEY is not set and gunicorn runs {workers or 'an unknown number of'} workers, which "
         "would each sign sessions and CSRF tokens with a key of their own: set IDEMDASH_SECRET_KEY (the same "
         "value for every worker and replica), or start it with `idemdash serve`, which makes one key for all "
         "its workers.")
+
+
+def _first_to_refuse(marker: Path) -> bool:
+    """True for the one process that creates ``marker``; a marker older than a minute is an earlier arbiter's."""
+    try:
+        if time.time() - marker.stat().st_mtime > 60:
+            marker.unlink()
+    except FileNotFoundError:
+        pass
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
 
 
 def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = False) -> Flask:
@@ -106,11 +135,11 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     auth.init_app(app)
     web.init_app(app)
     # one target (and pool) per database and app: several apps in one process (tests) must not share a pool
-    db.init_app(app)
+    targets.init_app(app)
     htmx.init_app(app)
 
     for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, inbox,
-                   audit, metrics, openapi, purges, health):
+                   audit, metrics, openapi, purges, purge_cancel, health):
         app.register_blueprint(module.bp)
     databases.init_app(app)  # after the blueprints: it gives each of their routes a per-database twin
     metrics.init_app(app)

@@ -7,9 +7,9 @@ import re
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from werkzeug.security import check_password_hash, generate_password_hash
 

@@ -1,4 +1,4 @@
-"""Operator actions on keys: reclassify one stuck key, or many with a preview (DESIGN section 4).
+"""Operator actions on keys: reclassify one stuck key, or many with a preview (docs/concepts.md, Reclassification).
 
 Views validate input (400), ask the database to make the change, and turn
 "the database said no" into 404 / 409 with the current row. They never
@@ -8,22 +8,23 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from flask import Blueprint, abort, jsonify, redirect, request
 from htmx_flask import make_response as htmx_response
 from psycopg import errors
 
 from idemdash.core.triage import suggest
-from idemdash.dashboard import bulk, inputs, refusals
+from idemdash.dashboard import bulk, refusals, request_body
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.db import get_target
-from idemdash.dashboard.inputs import ActionError
 from idemdash.dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
+from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
-from idemdash.queries import audit as qaudit
-from idemdash.queries import keys as qkeys
-from idemdash.queries import reclassify as q
+from idemdash.queries import audit as audit_queries
+from idemdash.queries import keys
+from idemdash.queries import reclassify as reclassify_queries
 
 bp = Blueprint("actions", __name__)
 bp.add_app_template_filter(bulk.filter_in_words, "bulk_filter_text")
@@ -35,24 +36,24 @@ KEYS_CHANGED = "keys-changed"
 
 # -- input -------------------------------------------------------------------
 
-def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple[str, str, dict]:
+def parse_reclassification(data: object, *, from_form: bool) -> tuple[str, str, dict]:
     if not isinstance(data, Mapping):
         raise ActionError(400, "send a JSON object")
-    scope = inputs.text(data, "scope", required=True)
-    key = inputs.text(data, "key", required=True, max_length=100_000)
+    scope = request_body.text(data, "scope", required=True)
+    key = request_body.text(data, "key", required=True, max_length=100_000)
     to = data.get("to")
-    if to not in q.OUTCOMES:
-        raise ActionError(400, f"to must be one of {', '.join(q.OUTCOMES)}")
-    change: dict[str, Any] = {"to": to, "reason": inputs.reason(data),
-                              "expected_attempt_count": inputs.whole_number(data, "expected_attempt_count")}
+    if to not in reclassify_queries.OUTCOMES:
+        raise ActionError(400, f"to must be one of {', '.join(reclassify_queries.OUTCOMES)}")
+    change: dict[str, Any] = {"to": to, "reason": request_body.reason(data),
+                              "expected_attempt_count": request_body.whole_number(data, "expected_attempt_count")}
     # The form always carries what it displayed (an empty value means "there was no lease");
     # in JSON the field is optional and checked only when present.
     if from_form or "expected_locked_until" in data:
         change["check_locked_until"] = True
-        change["expected_locked_until"] = inputs.moment(data, "expected_locked_until")
+        change["expected_locked_until"] = request_body.moment(data, "expected_locked_until")
     if to == "already_succeeded":
-        change["result_ref_type"] = inputs.text(data, "result_ref_type", max_length=200)
-        ref_id = inputs.text(data, "result_ref_id", max_length=100)
+        change["result_ref_type"] = request_body.text(data, "result_ref_type", max_length=200)
+        ref_id = request_body.text(data, "result_ref_id", max_length=100)
         if ref_id is not None:
             try:
                 ref_id = str(uuid.UUID(ref_id))
@@ -69,7 +70,7 @@ def parse_reclassification(data: Mapping[str, Any], *, from_form: bool) -> tuple
                 raise ActionError(400, f"response_body is not valid JSON: {exc}") from None
         change["response_body"] = body
     if to == "needs_review":
-        change["hold_seconds"] = inputs.hold_seconds(data)
+        change["hold_seconds"] = request_body.hold_seconds(data)
     override = data.get("override_evidence")
     if override not in (None, False, "", "0", "false"):
         if override not in (True, "1", "true", "on"):
@@ -87,7 +88,7 @@ def _current_key(scope: str, key: str):
     # actions read the primary: what they answer with must be what their compare-and-set saw, not a standby's past
     db = get_target()
     with db.read(primary=True) as conn:
-        return qkeys.get_key(conn, db.tables, scope, key, lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"])
+        return keys.get_key(conn, db.tables, scope, key, lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"])
 
 
 def _key_json(row) -> dict | None:
@@ -103,16 +104,16 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
     if before is None:
         raise ActionError(404, f"no key {key!r} in scope {scope!r}")
     with db.read(primary=True) as conn:
-        outbox = qkeys.list_outbox_for_key(conn, db.tables, scope, key)
+        outbox = keys.list_outbox_for_key(conn, db.tables, scope, key)
     evidence = suggest(before, outbox, hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"], now=before.as_of).evidence
-    change = q.Reclassification(actor=current_user().name, evidence=evidence, **fields)
+    change = reclassify_queries.Reclassification(actor=current_user().name, evidence=evidence, **fields)
     try:
         with db.write() as conn:
-            locked = q.lock_key_for_action(conn, db.tables, scope, key)
+            locked = reclassify_queries.lock_key_for_action(conn, db.tables, scope, key)
             if locked is None:
                 raise ActionError(404, f"no key {key!r} in scope {scope!r}: it was deleted meanwhile")
-            result = q.reclassify_key(conn, db.tables, locked, change, lease_seconds=lease,
-                                      replay_horizon_seconds=config["REPLAY_HORIZON"])
+            result = reclassify_queries.reclassify_key(conn, db.tables, locked, change, lease_seconds=lease,
+                                                       replay_horizon_seconds=config["REPLAY_HORIZON"])
     except errors.LockNotAvailable as exc:  # 55P03: FOR UPDATE NOWAIT, or the lock timeout
         raise ActionError(409, "an application transaction holds this key right now (its worker may be finishing "
                                "it), so nothing was changed: try again in a moment",
@@ -120,9 +121,9 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
     after = _current_key(scope, key)
     if not result.changed:
         with db.read(primary=True) as conn:
-            guarded = change.to in q.EVIDENCE_GUARDED and not change.override_evidence
-            rows = qkeys.list_outbox_for_key(conn, db.tables, scope, key) if guarded else []
-            last = next(iter(qaudit.list_audit_for_key(conn, scope, key, limit=1)), None)
+            guarded = change.to in reclassify_queries.EVIDENCE_GUARDED and not change.override_evidence
+            rows = keys.list_outbox_for_key(conn, db.tables, scope, key) if guarded else []
+            last = next(iter(audit_queries.list_audit_for_key(conn, scope, key, limit=1)), None)
         raise ActionError(409, refusals.why_not(locked, change, rows, last, now=before.as_of), _key_json(after))
     return {**(_key_json(after) or {}), "audit_id": result.audit_id}
 

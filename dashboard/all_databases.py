@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Mapping
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.parsers import split_environment
-from idemdash.queries import overview as q
+from idemdash.queries import overview
 from idemdash.queries.target import Target
 
 # how long a request waits for the databases it asks, all together
@@ -30,7 +30,7 @@ class DatabaseRow:
     label: str                     # where it is: host:port/database, never the password
     environment: tuple[str, str] | None  # its IDEMDASH_ENVIRONMENT band: (name, colour)
     reachable: bool
-    summary: q.DatabaseSummary | None
+    summary: overview.DatabaseSummary | None
     problem: str | None            # why there are no numbers: the cause and its fix (core.diagnosis)
     transient: bool                # the problem may go away on its own (down, slow), not a setting to fix
     milliseconds: float | None     # how long it took to answer
@@ -79,7 +79,7 @@ class AllDatabases:
         started = time.perf_counter()
         try:
             with target.read(STATEMENT_TIMEOUT_MS) as conn:
-                summary = q.get_database_summary(conn, target.tables, target.settings["DEFAULT_LEASE_SECONDS"])
+                summary = overview.get_database_summary(conn, target.tables, target.settings["DEFAULT_LEASE_SECONDS"])
         except Exception as exc:  # any failure is this database's row, never the page's
             cause = target.cause_of(exc)
             row = _row(name, target, None, cause.message, cause.transient)
@@ -94,7 +94,7 @@ class AllDatabases:
         return row
 
 
-def _row(name: str, target: Target, summary: q.DatabaseSummary | None, problem: str | None, transient: bool,
+def _row(name: str, target: Target, summary: overview.DatabaseSummary | None, problem: str | None, transient: bool,
          milliseconds: float | None = None) -> DatabaseRow:
     return DatabaseRow(name, endpoint(target.dsn).label, split_environment(target.settings["ENVIRONMENT"]),
                        summary is not None, summary, problem, transient, milliseconds)

@@ -1,4 +1,4 @@
-"""Who is asking, and may they act (DESIGN section 8; docs/security.md).
+"""Who is asking, and may they act (docs/security.md).
 
 Every request gets ``g.user``, from one of three modes (``IDEMDASH_AUTH``):
 
@@ -20,9 +20,9 @@ state-changing ``/api/`` request is held to that, decorated or not).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import wraps
-from typing import Callable, Mapping
 
 from flask import Flask, abort, g, has_request_context, request
 from flask.sessions import SecureCookieSessionInterface
@@ -33,8 +33,8 @@ from werkzeug.exceptions import BadRequest, Unauthorized
 from idemdash.core.settings import ConfigError, split_list
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
 from idemdash.dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import error_response
-from idemdash.dashboard.db import get_target
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,7 @@ class _Auth:
         if credentials is None or credentials.type != "basic":
             raise Unauthorized("sign in: idemdash asks for a user name and password (IDEMDASH_AUTH=basic)",
                                www_authenticate=challenge)
+        assert self.passwords is not None  # set whenever the mode is basic
         account = self.passwords.check(credentials.username or "", credentials.password or "")
         if account is None:
             raise Unauthorized("wrong user name or password", www_authenticate=challenge)

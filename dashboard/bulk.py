@@ -1,21 +1,21 @@
-"""Bulk reclassification (DESIGN section 4): a preview states the filter in words with a count per scope and is
+"""Bulk reclassification (docs/concepts.md, Reclassification): a preview states the filter in words with a count per scope and is
 recorded; a confirmation must name the same filter and outcome, acts only on keys stuck at the preview and still
 stuck, in batches that skip locked rows, and is one audit entry its per-key rows point to."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
-
+from typing import Any
 
 from idemdash.core.formatting import duration
 from idemdash.core.settings import parse_duration
+from idemdash.dashboard import request_body
 from idemdash.dashboard.auth import current_user
-from idemdash.dashboard.db import get_target
-from idemdash.dashboard import inputs
-from idemdash.dashboard.inputs import MAX_REASON, ActionError
-from idemdash.queries import reclassify as q
+from idemdash.dashboard.request_body import MAX_REASON, ActionError
+from idemdash.dashboard.targets import get_target
+from idemdash.queries import reclassify
 from idemdash.queries.health import database_now
 
 PREVIEW_MAX_AGE = timedelta(minutes=15)
@@ -25,14 +25,14 @@ BULK_FILTER_FIELDS = ("scope", "claimed_by", "min_attempts", "overdue")
 
 @dataclass(frozen=True)
 class BulkRequest:
-    flt: q.BulkFilter
+    flt: reclassify.BulkFilter
     to: str
     reason: str
     as_of: datetime | None
     all_scopes: bool = False
 
 
-def bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
+def bulk_request(data: object, *, preview: bool) -> BulkRequest:
     if not isinstance(data, Mapping):
         raise ActionError(400, "send a JSON object")
     raw = data.get("filter") or {}
@@ -50,18 +50,20 @@ def bulk_request(data: Mapping[str, Any], *, preview: bool) -> BulkRequest:
         raise ActionError(400, "filter.overdue must be seconds or a duration such as 10m, 2h or 1d") from None
     if overdue_seconds is not None and not 0 <= overdue_seconds <= 366 * 86400:
         raise ActionError(400, "filter.overdue must be between 0 and 366 days")
-    flt = q.BulkFilter(scope=inputs.text(raw, "scope"), claimed_by=inputs.text(raw, "claimed_by"),
-                       min_attempts=inputs.whole_number(raw, "min_attempts"), min_overdue_seconds=overdue_seconds)
+    flt = reclassify.BulkFilter(scope=request_body.text(raw, "scope"), claimed_by=request_body.text(raw, "claimed_by"),
+                                min_attempts=request_body.whole_number(raw, "min_attempts"),
+                                min_overdue_seconds=overdue_seconds)
     to = data.get("to")
-    if to not in q.BULK_OUTCOMES:
-        raise ActionError(400, f"bulk to must be {' or '.join(q.BULK_OUTCOMES)} (the other outcomes need one key at a time)")
+    if to not in reclassify.BULK_OUTCOMES:
+        raise ActionError(400, f"bulk to must be {' or '.join(reclassify.BULK_OUTCOMES)} "
+                               "(the other outcomes need one key at a time)")
     all_scopes = data.get("all_scopes") in (True, "1", "true", "on")
     if preview:
-        return BulkRequest(flt, to, (inputs.text(data, "reason", max_length=MAX_REASON) or "").strip(), None, all_scopes)
-    as_of = inputs.moment(data, "as_of")
+        return BulkRequest(flt, to, (request_body.text(data, "reason", max_length=MAX_REASON) or "").strip(), None, all_scopes)
+    as_of = request_body.moment(data, "as_of")
     if as_of is None:
         raise ActionError(400, "as_of is required: the time of the preview you confirmed (preview first)")
-    return BulkRequest(flt, to, inputs.reason(data), as_of, all_scopes)
+    return BulkRequest(flt, to, request_body.reason(data), as_of, all_scopes)
 
 
 def filter_in_words(flt: Mapping[str, Any]) -> str:
@@ -82,13 +84,13 @@ def bulk_preview(req: BulkRequest) -> dict:
     lease = get_target().settings["DEFAULT_LEASE_SECONDS"]
     with db.write() as conn:
         as_of = database_now(conn)
-        count = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        count = reclassify.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
         # both outcomes leave out keys whose effect committed (an outbox row): say how many
-        committed = q.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease,
+        committed = reclassify.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease,
                                             guarded=False) - count
-        by_scope = q.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
-        sample = q.list_bulk_sample(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
-        q.insert_bulk_preview(conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope,
+        by_scope = reclassify.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        sample = reclassify.list_bulk_sample(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        reclassify.insert_bulk_preview(conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope,
                               actor=current_user().name)
     return {"as_of": as_of, "to": req.to, "count": count, "left_out_committed": committed,
             "cap": get_target().settings["BULK_MAX_KEYS"],
@@ -112,7 +114,7 @@ def bulk_apply(req: BulkRequest) -> dict:
             raise ActionError(400, "as_of is in the future: use the as_of the preview returned")
         if now - req.as_of > PREVIEW_MAX_AGE:
             raise ActionError(409, "the preview is more than 15 minutes old: preview again and confirm what you see now")
-        preview = q.get_bulk_preview(conn, req.flt, req.to, req.as_of)
+        preview = reclassify.get_bulk_preview(conn, req.flt, req.to, req.as_of)
         if preview is None:
             raise ActionError(409, f"no preview was taken at {req.as_of.isoformat()}: preview first, then confirm "
                                    "with the as_of it returns. Nothing was changed.")
@@ -125,16 +127,16 @@ def bulk_apply(req: BulkRequest) -> dict:
             raise ActionError(400, "this would change stuck keys in every scope: name one scope in the filter, or "
                                    "confirm that you mean all of them (\"all_scopes\": true; on the page, tick "
                                    "\"every scope\"). Nothing was changed.")
-        before = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
-        parent_id = q.insert_bulk_audit(conn, req.flt, req.to, req.as_of, reason=req.reason, actor=actor,
-                                        bulk_id=bulk_id, preview=preview, cap=cap)
+        before = reclassify.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
+        parent_id = reclassify.insert_bulk_audit(conn, req.flt, req.to, req.as_of, reason=req.reason, actor=actor,
+                                                 bulk_id=bulk_id, preview=preview, cap=cap)
         changed = n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap))
     while n and changed < cap:
         with db.write() as conn:
             n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap - changed))
         changed += n
     with db.read(primary=True) as conn:
-        remaining = q.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
+        remaining = reclassify.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
     return {"bulk_id": str(bulk_id), "audit_id": parent_id, "as_of": req.as_of, "to": req.to,
             "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
             "previewed": preview.candidates, "changed": changed, "skipped": max(before - changed, 0),
@@ -142,8 +144,9 @@ def bulk_apply(req: BulkRequest) -> dict:
 
 
 def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
+    assert req.as_of is not None  # bulk_apply's requests carry the preview's time
     config = get_target().settings
-    return q.reclassify_bulk_batch(conn, get_target().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
-                                   actor=current_user().name, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
-                                   replay_horizon_seconds=config["REPLAY_HORIZON"], batch_size=size,
-                                   parent_id=parent_id)
+    return reclassify.reclassify_bulk_batch(conn, get_target().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
+                                            actor=current_user().name, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
+                                            replay_horizon_seconds=config["REPLAY_HORIZON"], batch_size=size,
+                                            parent_id=parent_id)

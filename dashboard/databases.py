@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any
-
 from urllib.parse import urlencode
 
 from flask import Blueprint, Flask, current_app, g, has_request_context, jsonify, request, url_for
 
 from idemdash.dashboard.all_databases import AllDatabases, DatabaseRow
-from idemdash.dashboard.db import all_targets, current_database
+from idemdash.dashboard.targets import all_targets, current_database
 from idemdash.dashboard.web import render
 
 TWIN = "@db"
@@ -43,7 +42,7 @@ class DashboardApp(Flask):
 
 def install_routes(app: Flask) -> None:
     """Give every route (pages, JSON, actions) a twin with the database in its path; call after the blueprints
-    are registered. The twin runs the same view; dashboard.db takes the name out of the URL values."""
+    are registered. The twin runs the same view; dashboard/targets.py takes the name out of the URL values."""
     for rule in list(app.url_map.iter_rules()):
         if rule.endpoint == "static" or rule.endpoint.startswith(f"{bp.name}."):
             continue

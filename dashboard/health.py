@@ -9,7 +9,7 @@ from functools import partial
 from flask import Blueprint, jsonify
 
 from idemdash.checks import FAIL, OK, SEVERITY, WARN, Check, run_checks, summary
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 
 bp = Blueprint("health", __name__)

@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from idemdash.dashboard import panels, params, rollups
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args, rollups
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
-from idemdash.queries import inbox as q
+from idemdash.queries import inbox
 
 bp = Blueprint("inbox", __name__)
 
@@ -25,12 +25,12 @@ def _definitions(retention_days: int) -> dict[str, str]:
         "newest_processed_at": "the latest processed_at: when the consumer last recorded a message",
         "retention": f"'{OVERDUE}' when the oldest row is older than the retention ({retention_days} days, "
                      f"IDEMDASH_INBOX_RETENTION_DAYS): the inbox purge has not removed it; '{WITHIN}' otherwise",
-        "consumers": f"consumers by name, at most {q.CONSUMERS_SHOWN}; totals count every consumer",
+        "consumers": f"consumers by name, at most {inbox.CONSUMERS_SHOWN}; totals count every consumer",
     }
 
 
 def _inbox() -> dict:
-    consumer = params.text("consumer", 200)
+    consumer = query_args.text("consumer", 200)
     retention_days = get_target().settings["INBOX_RETENTION_DAYS"]
     tables = get_target().tables
     # every consumer's 7-day window: precomputed at scale, see dashboard/rollups.py
@@ -40,16 +40,16 @@ def _inbox() -> dict:
         if every is not None and not every.truncated:
             # the precomputed list has every consumer: filter it as the query would (name contains, any case)
             needle = consumer.lower()
-            consumers = replace(consumers, value=q.ConsumerList(
+            consumers = replace(consumers, value=inbox.ConsumerList(
                 [c for c in every.items if needle in c.consumer_name.lower()], truncated=False))
         else:
-            consumers = panels.load(q.list_inbox_consumers, tables, retention_days=retention_days, consumer=consumer,
-                                    limit=q.CONSUMERS_SHOWN, index="index_inbox_consumer")
+            consumers = panels.load(inbox.list_inbox_consumers, tables, retention_days=retention_days, consumer=consumer,
+                                    limit=inbox.CONSUMERS_SHOWN, index="index_inbox_consumer")
     return {
         "as_of": datetime.now(timezone.utc),
         "consumer": consumer,
         "retention_days": retention_days,
-        "consumers_shown": q.CONSUMERS_SHOWN,
+        "consumers_shown": inbox.CONSUMERS_SHOWN,
         "consumers": consumers,
         "totals": totals,
         "overdue_label": OVERDUE,

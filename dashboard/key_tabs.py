@@ -14,9 +14,8 @@ from typing import Any
 from flask import current_app
 
 from idemdash.dashboard import panels
-from idemdash.dashboard.db import get_target
-from idemdash.queries import keys as q
-from idemdash.queries import snapshots as qs
+from idemdash.dashboard.targets import get_target
+from idemdash.queries import keys, snapshots
 
 COUNT_CAP = 10_000
 # a snapshot this many snapshot intervals old still stands in for a count, when it is past SKIP_FACTOR x the cap
@@ -43,26 +42,26 @@ class Tab:
 def load(current: str) -> panels.Panel[list[Tab]]:
     """One tab per key status, in KEY_STATUSES order, ``current`` marked."""
     config = current_app.config
-    snapshot = panels.load(qs.get_latest_snapshot).value
+    snapshot = panels.load(snapshots.get_latest_snapshot).value
     fresh = snapshot is not None and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds() \
         <= FRESH_INTERVALS * config["SNAPSHOT_INTERVAL_SECONDS"]
     far_past_cap = {status for status, field in SNAPSHOT_FIELDS.items()
                     if fresh and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP}
-    caps = {status: 0 if status in far_past_cap else COUNT_CAP for status in q.KEY_STATUSES}
-    counted = panels.load(q.count_keys_by_state, get_target().tables, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
+    caps = {status: 0 if status in far_past_cap else COUNT_CAP for status in keys.KEY_STATUSES}
+    counted = panels.load(keys.count_keys_by_state, get_target().tables, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
                           caps=caps, index="index_keys_updated")
     if not counted.ok:
         return panels.Panel(problem=counted.problem, message=counted.message, index_sql=counted.index_sql,
                             index_why=counted.index_why)
     tabs = []
-    for status in q.KEY_STATUSES:
+    for status in keys.KEY_STATUSES:
         value = getattr(counted.value, status)
         more = status in far_past_cap or value > COUNT_CAP
         from_snapshot = getattr(snapshot, SNAPSHOT_FIELDS[status]) \
             if more and snapshot is not None and status in SNAPSHOT_FIELDS else None
+        taken_at = snapshot.taken_at if snapshot is not None and from_snapshot is not None else None
         tabs.append(Tab(status, LABELS[status], COUNT_CAP if status in far_past_cap else min(value, COUNT_CAP),
-                        more, from_snapshot, snapshot.taken_at if from_snapshot is not None else None,
-                        status == current))
+                        more, from_snapshot, taken_at, status == current))
     return panels.Panel(value=tabs)
 
 

@@ -7,11 +7,11 @@ from urllib.parse import quote
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
-from idemdash.dashboard import key_tabs, panels, params
-from idemdash.dashboard.db import get_target
 from idemdash.core.triage import OUTCOMES, suggest
-from idemdash.dashboard.web import render
-from idemdash.queries import keys as q
+from idemdash.dashboard import key_tabs, panels, query_args
+from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.web import htmx_request, render
+from idemdash.queries import keys
 from idemdash.queries.audit import list_audit_for_key
 from idemdash.queries.notes import list_notes_for_key
 from idemdash.queries.runbook import inspection_sql
@@ -27,7 +27,7 @@ DETAIL_FIELDS = LIST_FIELDS + ("response_body", "result_ref_type", "result_ref_i
 LIST_INDEX = {"stuck": "index_keys_processing", "processing": "index_keys_processing", "needs_review": "index_keys_held"}
 
 
-def key_json(row: q.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
+def key_json(row: keys.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
     """A key as the JSON API shows it; a key held for review also says until when, by whom and why."""
     hold = None
     if row.held:
@@ -35,25 +35,25 @@ def key_json(row: q.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
     return {f: getattr(row, f) for f in fields} | {"hold": hold}
 
 
-def _filter() -> q.KeyFilter:
-    return q.KeyFilter(
-        status=params.choice("status", q.KEY_STATUSES, "stuck"),
-        scope=params.text("scope"),
-        claimed_by=params.text("claimed_by"),
-        min_attempts=params.integer("min_attempts", minimum=1, maximum=1_000_000),
-        min_overdue_seconds=params.duration("overdue"),
+def _filter() -> keys.KeyFilter:
+    return keys.KeyFilter(
+        status=query_args.choice("status", keys.KEY_STATUSES, "stuck"),
+        scope=query_args.text("scope"),
+        claimed_by=query_args.text("claimed_by"),
+        min_attempts=query_args.integer("min_attempts", minimum=1, maximum=1_000_000),
+        min_overdue_seconds=query_args.duration("overdue"),
     )
 
 
 def _list_panel():
     flt = _filter()
-    limit = params.integer("limit", minimum=1, maximum=500, default=50)
-    after = params.cursor()
-    order = params.choice("order", ("asc", "desc"), q.DEFAULT_ORDER[flt.status])
+    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
+    after = query_args.cursor()
+    order = query_args.choice("order", ("asc", "desc"), keys.DEFAULT_ORDER[flt.status])
     db = get_target()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
-        panel = panels.load(q.list_keys, db.tables, flt, lease_seconds=db.settings["DEFAULT_LEASE_SECONDS"],
+        panel = panels.load(keys.list_keys, db.tables, flt, lease_seconds=db.settings["DEFAULT_LEASE_SECONDS"],
                             after=after, limit=limit, order=order,
                             index=LIST_INDEX.get(flt.status, "index_keys_updated"))
     except ValueError as exc:
@@ -65,13 +65,13 @@ def _list_panel():
 def list_page():
     flt, limit, after, order, panel = _list_panel()
     tables = get_target().tables
-    scopes = panels.load(q.list_scopes, tables)
+    scopes = panels.load(keys.list_scopes, tables)
     # the worker suggestions sit in the filter form, outside the fragment a refresh swaps: full pages, or a hint
     workers = (panels.load(list_recent_workers, tables, index="index_keys_processing")
-               if not request.htmx or flt.claimed_by else panels.Panel(value=[]))
+               if not htmx_request() or flt.claimed_by else panels.Panel(value=[]))
     return render("keys.html", "keys_panel", flt=flt, limit=limit, after=after, order=order, panel=panel,
                   tabs=key_tabs.load(flt.status), scopes=scopes.value or [], workers=workers.value or [],
-                  statuses=q.KEY_STATUSES, as_of=datetime.now(timezone.utc))
+                  statuses=keys.KEY_STATUSES, as_of=datetime.now(timezone.utc))
 
 
 @bp.get("/api/v1/keys")
@@ -95,11 +95,11 @@ def detail_context(scope: str, key: str) -> dict:
 def _detail(scope: str, key: str) -> dict:
     db = get_target()
     config = get_target().settings
-    key_panel = panels.load(q.get_key, db.tables, scope, key, lease_seconds=config["DEFAULT_LEASE_SECONDS"])
+    key_panel = panels.load(keys.get_key, db.tables, scope, key, lease_seconds=config["DEFAULT_LEASE_SECONDS"])
     row = panels.require(key_panel)
     if row is None:
         abort(404, f"no key {key!r} in scope {scope!r}: it may have been purged, or the scope is different")
-    outbox = panels.load(q.list_outbox_for_key, db.tables, scope, key, index="index_outbox_key")
+    outbox = panels.load(keys.list_outbox_for_key, db.tables, scope, key, index="index_outbox_key")
     audit = panels.load(list_audit_for_key, scope, key, limit=100)
     notes = panels.load(list_notes_for_key, scope, key, limit=100)
     suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"],
@@ -108,7 +108,7 @@ def _detail(scope: str, key: str) -> dict:
             "purgeable_from": purgeable_from(row, audit.value or [], config["REPLAY_HORIZON"])}
 
 
-def purgeable_from(row: q.KeyRow, audit: list, replay_horizon_seconds: int) -> datetime | None:
+def purgeable_from(row: keys.KeyRow, audit: list, replay_horizon_seconds: int) -> datetime | None:
     """When the keys purge may delete this key: a terminal key once its expires_at has passed and no operator
     decision on it is within the replay horizon. None while it is processing or failed_retryable: never purged."""
     if row.status not in ("succeeded", "failed_final"):
@@ -132,8 +132,8 @@ def detail_page_by_query():
 
 
 def _render_detail(scope: str, key: str):
-    done = params.integer("done", minimum=1, maximum=2**62)
-    noted = params.integer("noted", minimum=1, maximum=2**62)
+    done = query_args.integer("done", minimum=1, maximum=2**62)
+    noted = query_args.integer("noted", minimum=1, maximum=2**62)
     return render("key.html", None, **detail_context(scope, key), done=done, noted=noted)
 
 
@@ -170,7 +170,7 @@ def _required_scope_and_key() -> tuple[str, str]:
 
 @bp.get("/runbook/stuck-keys")
 def runbook():
-    scope, key = params.text("scope"), params.text("key")
+    scope, key = query_args.text("scope"), query_args.text("key")
     return render("runbook_stuck.html", None, scope=scope, key=key, outcomes=OUTCOMES,
                   inspection=inspection_sql(get_target().tables, scope, key))
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
@@ -24,11 +25,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from idemdash.dashboard.databases import plain_endpoint
-from idemdash.dashboard.db import get_target
-from idemdash.queries import metrics as qm
-from idemdash.queries import overview as qo
-from idemdash.queries import rollups as qr
-from idemdash.queries import snapshots as qs
+from idemdash.dashboard.targets import get_target
+from idemdash.queries import metrics, overview, rollups, snapshots
 from idemdash.queries.target import Target
 
 bp = Blueprint("metrics", __name__)
@@ -78,30 +76,32 @@ class DatabaseCollector(Collector):
         families = {name: GaugeMetricFamily(name, doc, labels=["database", *labels])
                     for name, (doc, labels) in FAMILIES.items()}
         for database, target in self.targets.items():
-            samples: list[tuple[str, tuple[str, ...], float | None]] = []
-            try:
-                self._database(target, lambda name, labels, value: samples.append((name, labels, value)))
-            except Exception:  # an outage must not break the scrape; idemdash_database_up says what happened
-                samples = [("idemdash_database_up", (), 0)]
-            else:
-                samples.append(("idemdash_database_up", (), 1))
-            for name, labels, value in samples:
+            for name, labels, value in self._samples(target):
                 families[name].add_metric([database, *labels], float("nan") if value is None else value)
         return list(families.values())
+
+    def _samples(self, target: Target) -> list[tuple[str, tuple[str, ...], float | None]]:
+        samples: list[tuple[str, tuple[str, ...], float | None]] = []
+        try:
+            self._database(target, lambda name, labels, value: samples.append((name, labels, value)))
+        except Exception:  # an outage must not break the scrape; idemdash_database_up says what happened
+            return [("idemdash_database_up", (), 0)]
+        samples.append(("idemdash_database_up", (), 1))
+        return samples
 
     @staticmethod
     def _database(target: Target, sample: Callable[[str, tuple[str, ...], float | None], None]) -> None:
         tables, lease = target.tables, target.settings["DEFAULT_LEASE_SECONDS"]
         with target.read() as conn:
             # counts by status and window and the inbox volume: precomputed at scale (queries/rollups.py)
-            keys = qo.KeyCounts.combine(qo.count_processing_keys(conn, tables, lease),
-                                        qr.read_value(conn, tables, target.settings, "key_windows"))
-            by_scope = qm.count_stuck_keys_by_scope(conn, tables, lease)
-            outbox = qo.get_outbox_backlog(conn, tables)
-            inbox = qr.read_value(conn, tables, target.settings, "inbox_volume")
-            purges = qm.list_purge_status_by_table(conn)
-            last_runs = qm.list_last_purge_run_by_table(conn)
-            last_snapshot = qs.get_last_snapshot_at(conn)
+            keys = overview.KeyCounts.combine(overview.count_processing_keys(conn, tables, lease),
+                                              rollups.read_value(conn, tables, target.settings, "key_windows"))
+            by_scope = metrics.count_stuck_keys_by_scope(conn, tables, lease)
+            outbox = overview.get_outbox_backlog(conn, tables)
+            inbox = rollups.read_value(conn, tables, target.settings, "inbox_volume")
+            purges = metrics.list_purge_status_by_table(conn)
+            last_runs = metrics.list_last_purge_run_by_table(conn)
+            last_snapshot = snapshots.get_last_snapshot_at(conn)
         for row in by_scope:
             sample("idemdash_stuck_keys", (row.scope,), row.stuck)
         sample("idemdash_stuck_keys_total", (), keys.stuck)
@@ -112,11 +112,11 @@ class DatabaseCollector(Collector):
         sample("idemdash_outbox_pending", (), outbox.pending)
         sample("idemdash_outbox_lag_seconds", (), outbox.lag_seconds or 0.0)
         sample("idemdash_inbox_rows_24h", (), inbox.rows_24h)
-        for row in purges:
-            if row.last_success_at is not None:
-                sample("idemdash_purge_last_success_timestamp_seconds", (row.table_name,),
-                       row.last_success_at.timestamp())
-            sample("idemdash_purge_last_rows_deleted", (row.table_name,), row.last_rows_deleted)
+        for status in purges:
+            if status.last_success_at is not None:
+                sample("idemdash_purge_last_success_timestamp_seconds", (status.table_name,),
+                       status.last_success_at.timestamp())
+            sample("idemdash_purge_last_rows_deleted", (status.table_name,), status.last_rows_deleted)
         for run in last_runs:
             sample("idemdash_purge_last_run_failed", (run.table_name,), 1.0 if run.failed else 0.0)
         # the scheduler's heartbeat: it records a snapshot every IDEMDASH_SNAPSHOT_INTERVAL_SECONDS while it runs

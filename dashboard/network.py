@@ -3,7 +3,7 @@ X-Forwarded-Proto, gunicorn binds, and header lines sent more than once."""
 from __future__ import annotations
 
 import ipaddress
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from flask import current_app, request
 

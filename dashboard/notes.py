@@ -5,17 +5,18 @@ or nowhere. Writing one is an operator action, like a reclassification: refused 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Blueprint, abort, jsonify, redirect, request
 
-from idemdash.dashboard import inputs
+from idemdash.dashboard import request_body
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.db import get_target
-from idemdash.dashboard.inputs import ActionError
 from idemdash.dashboard.keys import key_url
-from idemdash.queries import notes as q
+from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.targets import get_target
+from idemdash.queries import notes
 
 bp = Blueprint("notes", __name__)
 
@@ -23,18 +24,18 @@ bp = Blueprint("notes", __name__)
 def parse_note(data: Any) -> tuple[str, str, str]:
     if not isinstance(data, Mapping):
         raise ActionError(400, 'send a JSON object: {"scope": "...", "key": "...", "text": "..."}')
-    scope = inputs.text(data, "scope", required=True)
-    key = inputs.text(data, "key", required=True, max_length=100_000)
-    text = (inputs.text(data, "text", max_length=q.MAX_NOTE) or "").strip()
+    scope = request_body.text(data, "scope", required=True)
+    key = request_body.text(data, "key", required=True, max_length=100_000)
+    text = (request_body.text(data, "text", max_length=notes.MAX_NOTE) or "").strip()
     if not text:
         raise ActionError(400, "text is required: what you found or did, for the next person on call")
-    return scope, key, text  # type: ignore[return-value]
+    return scope, key, text  # type: ignore[return-value]  # request_body.text(required=True) never gives None
 
 
-def write_note(scope: str, key: str, text: str) -> q.Note:
+def write_note(scope: str, key: str, text: str) -> notes.Note:
     target = get_target()
     with target.write() as conn:
-        note = q.insert_triage_note(conn, target.tables, scope, key, author=current_user().name, text=text)
+        note = notes.insert_triage_note(conn, target.tables, scope, key, author=current_user().name, text=text)
     if note is None:
         raise ActionError(404, f"no key {key!r} in scope {scope!r}: a note needs a key that exists")
     return note

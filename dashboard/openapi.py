@@ -1,4 +1,4 @@
-"""`GET /api/v1/openapi.json`: the JSON API described as OpenAPI 3.1 (DESIGN section 3 is the contract)."""
+"""`GET /api/v1/openapi.json`: the JSON API described as OpenAPI 3.1 (docs/api.md is the contract)."""
 from __future__ import annotations
 
 from typing import Any

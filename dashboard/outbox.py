@@ -4,13 +4,12 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import datetime, timezone
 
-from flask import Blueprint, abort, jsonify, request
+from flask import Blueprint, abort, jsonify
 
-from idemdash.dashboard import panels, params, rollups
-from idemdash.dashboard.db import get_target
-from idemdash.dashboard.web import render
-from idemdash.queries import outbox as q
-from idemdash.queries import outbox_actions
+from idemdash.dashboard import panels, query_args, rollups
+from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.web import htmx_request, render
+from idemdash.queries import outbox, outbox_actions
 
 bp = Blueprint("outbox", __name__)
 
@@ -29,7 +28,7 @@ DEFINITIONS = {
     "parked": "rows an operator parked (status = 'parked'): the relay publishes only pending rows, so they wait "
               f"until released; oldest first, at most {outbox_actions.PARKED_SHOWN}",
     "by_event_type": "event types that have pending rows or rows published in the last 24 hours, most pending "
-                     f"first, at most {q.EVENT_TYPES_SHOWN}",
+                     f"first, at most {outbox.EVENT_TYPES_SHOWN}",
     "by_event_type.pending": "pending rows of this event type; oldest_pending_at and max_attempts over those rows",
     "by_event_type.published_24h": "rows of this event type whose published_at is within the last 24 hours",
     "many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS}, most attempts first, at most "
@@ -38,19 +37,19 @@ DEFINITIONS = {
 }
 
 
-def _filter() -> q.OutboxFilter:
-    return q.OutboxFilter(status=params.text("status", STATUS_MAX_LENGTH) or "pending",
-                          event_type=params.text("event_type"))
+def _filter() -> outbox.OutboxFilter:
+    return outbox.OutboxFilter(status=query_args.text("status", STATUS_MAX_LENGTH) or "pending",
+                               event_type=query_args.text("event_type"))
 
 
 def _outbox() -> dict:
     flt = _filter()
-    limit = params.integer("limit", minimum=1, maximum=500, default=50)
-    after = params.cursor()
+    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
+    after = query_args.cursor()
     tables = get_target().tables
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
-        rows = panels.load(q.list_outbox, tables, flt, after=after, limit=limit,
+        rows = panels.load(outbox.list_outbox, tables, flt, after=after, limit=limit,
                            index="index_outbox_pending" if flt.status == "pending" else "index_outbox_status_created")
     except ValueError as exc:
         abort(400, str(exc))
@@ -60,14 +59,14 @@ def _outbox() -> dict:
         "limit": limit,
         "after": after,
         "rows": rows,
-        "summary": panels.load(q.get_outbox_summary, tables, min_attempts=MANY_ATTEMPTS, index="index_outbox_pending"),
+        "summary": panels.load(outbox.get_outbox_summary, tables, min_attempts=MANY_ATTEMPTS, index="index_outbox_pending"),
         # pending rows and a day of published ones per type: precomputed at scale, see dashboard/rollups.py
         "event_types": rollups.load_one("outbox_event_types"),
-        "many_attempts": panels.load(q.list_outbox_many_attempts, tables, min_attempts=MANY_ATTEMPTS,
+        "many_attempts": panels.load(outbox.list_outbox_many_attempts, tables, min_attempts=MANY_ATTEMPTS,
                                      limit=MANY_ATTEMPTS_SHOWN, index="index_outbox_attempts"),
         "many_attempts_threshold": MANY_ATTEMPTS,
         "many_attempts_shown": MANY_ATTEMPTS_SHOWN,
-        "event_types_shown": q.EVENT_TYPES_SHOWN,
+        "event_types_shown": outbox.EVENT_TYPES_SHOWN,
     }
 
 
@@ -81,7 +80,7 @@ def _parked(statuses: list[str]) -> panels.Panel:
 
 def _status_choices(current: str) -> list[str]:
     """The statuses present in the table for the filter; pending and published always, and the current one."""
-    found = panels.load(q.list_outbox_statuses, get_target().tables, index="index_outbox_status_created")
+    found = panels.load(outbox.list_outbox_statuses, get_target().tables, index="index_outbox_status_created")
     choices = ["pending", "published"]
     for status in [*(found.value or []), current]:
         if status not in choices:
@@ -92,7 +91,7 @@ def _status_choices(current: str) -> list[str]:
 @bp.get("/outbox")
 def page():
     data = _outbox()
-    fragment = bool(request.htmx)
+    fragment = bool(htmx_request())
     # the filter form is outside the fragment: a fragment render needs no choices for it
     statuses = _status_choices(data["flt"].status)
     return render("outbox.html", "outbox_panel", **data, statuses=[data["flt"].status] if fragment else statuses,

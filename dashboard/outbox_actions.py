@@ -8,16 +8,17 @@ operator saw, when given), never waits behind the relay, and writes the audit ro
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Blueprint, abort, jsonify, redirect, request, url_for
 from psycopg import errors
 
-from idemdash.dashboard import inputs, outbox_rows
+from idemdash.dashboard import outbox_rows, request_body
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.db import get_target
-from idemdash.dashboard.inputs import ActionError
+from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.targets import get_target
 from idemdash.queries import outbox as outbox_queries
 from idemdash.queries import outbox_actions
 
@@ -31,12 +32,12 @@ def parse_move(data: Any) -> tuple[uuid.UUID, str, int | None]:
     if unknown:
         raise ActionError(400, f"unknown fields: {', '.join(sorted(unknown))} (outbox_id, reason, "
                                "expected_attempt_count)")
-    raw = inputs.text(data, "outbox_id", required=True, max_length=100)
+    raw = request_body.text(data, "outbox_id", required=True, max_length=100)
     try:
         outbox_id = uuid.UUID(str(raw))
     except ValueError:
         raise ActionError(400, "outbox_id must be a UUID (the outbox row's id)") from None
-    return outbox_id, inputs.reason(data), inputs.whole_number(data, "expected_attempt_count")
+    return outbox_id, request_body.reason(data), request_body.whole_number(data, "expected_attempt_count")
 
 
 def move(outbox_id: uuid.UUID, action: str, reason: str, expected_attempt_count: int | None) -> dict:

@@ -9,18 +9,18 @@ from typing import Any
 
 from flask import Blueprint, abort, jsonify
 
-from idemdash.dashboard import panels, params
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args
 from idemdash.dashboard.keys import key_url, runbook_url
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
-from idemdash.queries import outbox as q
+from idemdash.queries import outbox
 from idemdash.queries.runbook import outbox_inspection_sql
 
 bp = Blueprint("outbox_rows", __name__)
 
 
-def _row(outbox_id: uuid.UUID) -> q.OutboxDetail:
-    row = panels.require(panels.load(q.get_outbox_row, get_target().tables, outbox_id))
+def _row(outbox_id: uuid.UUID) -> outbox.OutboxDetail:
+    row = panels.require(panels.load(outbox.get_outbox_row, get_target().tables, outbox_id))
     if row is None:
         abort(404, f"no outbox row {outbox_id}: it may have been published and purged "
                    "(published rows are kept IDEMDASH_OUTBOX_RETENTION_DAYS)")
@@ -29,9 +29,9 @@ def _row(outbox_id: uuid.UUID) -> q.OutboxDetail:
 
 @bp.get("/outbox/<uuid:outbox_id>")
 def detail_page(outbox_id: uuid.UUID, action_error: str | None = None, form: Any = None):
-    return render("outbox_row.html", None, row=_row(outbox_id), poison_min=q.POISON_MIN_ATTEMPTS,
+    return render("outbox_row.html", None, row=_row(outbox_id), poison_min=outbox.POISON_MIN_ATTEMPTS,
                   runbook=runbook_url("", "", "outbox_backlog", kind="outbox-backlog"),
-                  action_error=action_error, form=form or {}, done=params.integer("done", minimum=1, maximum=2**62))
+                  action_error=action_error, form=form or {}, done=query_args.integer("done", minimum=1, maximum=2**62))
 
 
 @bp.get("/api/v1/outbox/<uuid:outbox_id>")
@@ -39,18 +39,18 @@ def detail_api(outbox_id: uuid.UUID):
     row = _row(outbox_id)
     return jsonify(asdict(row) | {
         "key_url": key_url(row.idempotency_scope, row.idempotency_key),
-        "likely_poison": row.status == "pending" and row.attempt_count >= q.POISON_MIN_ATTEMPTS,
+        "likely_poison": row.status == "pending" and row.attempt_count >= outbox.POISON_MIN_ATTEMPTS,
     })
 
 
 def _poison():
-    min_attempts = params.integer("min_attempts", minimum=q.POISON_MIN_ATTEMPTS, maximum=1_000_000,
-                                  default=q.POISON_MIN_ATTEMPTS)
-    limit = params.integer("limit", minimum=1, maximum=500, default=50)
-    after = params.cursor()
+    min_attempts = query_args.integer("min_attempts", minimum=outbox.POISON_MIN_ATTEMPTS, maximum=1_000_000,
+                                  default=outbox.POISON_MIN_ATTEMPTS)
+    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
+    after = query_args.cursor()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
-        panel = panels.load(q.list_outbox_poison, get_target().tables, min_attempts=min_attempts, after=after,
+        panel = panels.load(outbox.list_outbox_poison, get_target().tables, min_attempts=min_attempts, after=after,
                             limit=limit, index="index_outbox_poison")
     except ValueError as exc:
         abort(400, str(exc))
@@ -61,7 +61,7 @@ def _poison():
 def poison_page():
     min_attempts, limit, after, panel = _poison()
     return render("outbox_poison.html", "poison_panel", min_attempts=min_attempts, limit=limit, after=after,
-                  panel=panel, poison_min=q.POISON_MIN_ATTEMPTS, as_of=datetime.now(timezone.utc),
+                  panel=panel, poison_min=outbox.POISON_MIN_ATTEMPTS, as_of=datetime.now(timezone.utc),
                   runbook=runbook_url("", "", "outbox_backlog", kind="outbox-backlog"))
 
 
@@ -72,10 +72,10 @@ def poison_api():
     return jsonify({"items": [asdict(row) for row in page.items], "next_cursor": page.next_cursor,
                     "min_attempts": min_attempts,
                     "definitions": {"items": f"pending outbox rows with attempt_count >= min_attempts (at least "
-                                             f"{q.POISON_MIN_ATTEMPTS}), oldest first"}})
+                                             f"{outbox.POISON_MIN_ATTEMPTS}), oldest first"}})
 
 
 @bp.get("/runbook/outbox-backlog")
 def runbook():
     return render("runbook_outbox.html", None, inspection=outbox_inspection_sql(get_target().tables),
-                  poison_min=q.POISON_MIN_ATTEMPTS)
+                  poison_min=outbox.POISON_MIN_ATTEMPTS)

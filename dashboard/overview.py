@@ -6,11 +6,10 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from idemdash.dashboard import panels, params, rollups, trends
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args, rollups, trends
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
-from idemdash.queries import overview as q
-from idemdash.queries import snapshots as qs
+from idemdash.queries import overview, snapshots
 
 bp = Blueprint("overview", __name__)
 
@@ -20,24 +19,24 @@ def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
         return live
     if not window.ok:
         return window
-    return panels.Panel(value=q.KeyCounts.combine(live.value, window.value), computed_at=window.computed_at,
-                        computed_ms=window.computed_ms)
+    return panels.Panel(value=overview.KeyCounts.combine(panels.require(live), panels.require(window)),
+                        computed_at=window.computed_at, computed_ms=window.computed_ms)
 
 
 def _overview() -> dict:
-    trend_range = params.choice("range", tuple(trends.RANGES), trends.DEFAULT_RANGE)
+    trend_range = query_args.choice("range", tuple(trends.RANGES), trends.DEFAULT_RANGE)
     hours = trends.RANGES[trend_range]
     tables = get_target().tables
     lease = get_target().settings["DEFAULT_LEASE_SECONDS"]
     window, inbox = rollups.load(("key_windows", ""), ("inbox_volume", ""))
     return {
         "as_of": datetime.now(timezone.utc),
-        "keys": _key_counts(panels.load(q.count_processing_keys, tables, lease, index="index_keys_processing"),
+        "keys": _key_counts(panels.load(overview.count_processing_keys, tables, lease, index="index_keys_processing"),
                             window),
-        "outbox": panels.load(q.get_outbox_backlog, tables, index="index_outbox_pending"),
+        "outbox": panels.load(overview.get_outbox_backlog, tables, index="index_outbox_pending"),
         "inbox": inbox,
-        "last_purges": panels.load(q.list_recent_purge_runs),
-        "trend": panels.load(qs.list_snapshot_trend, hours=hours, max_points=trends.MAX_POINTS),
+        "last_purges": panels.load(overview.list_recent_purge_runs),
+        "trend": panels.load(snapshots.list_snapshot_trend, hours=hours, max_points=trends.MAX_POINTS),
         "trend_hours": hours,
         "trend_range": trend_range,
         "trend_ranges": trends.RANGES,

@@ -8,15 +8,16 @@ the contract) degrades the panel the same way, with what to check.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import psycopg
 from flask import g, has_request_context
 from psycopg import errors
 
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.queries.indexes import ADVICE
 
 T = TypeVar("T")
@@ -93,7 +94,7 @@ def load(fn: Callable[..., T], *args: Any, index: str | None = None, **kwargs: A
 def require(panel: Panel[T]) -> T:
     if not panel.ok:
         raise PanelError(panel)
-    return panel.value  # type: ignore[return-value]
+    return panel.value  # type: ignore[return-value]  # a panel that is ok holds its T
 
 
 def _schema_message(exc: psycopg.Error, cause: str) -> str:

@@ -6,7 +6,7 @@ from flask import Blueprint, jsonify
 from psycopg_pool import PoolTimeout
 
 from idemdash.checks.readiness import readiness
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 
 bp = Blueprint("probes", __name__)
 

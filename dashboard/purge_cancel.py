@@ -11,7 +11,7 @@ from typing import Any
 from flask import Blueprint, abort, jsonify, redirect, request, url_for
 
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.queries import purge_history
 from idemdash.queries import purges as purge_queries
 

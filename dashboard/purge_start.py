@@ -7,9 +7,9 @@ import logging
 import threading
 from typing import Any
 
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.jobs.purge_run import describe_error, run_purge
-from idemdash.queries import purge_history as q
+from idemdash.queries import purge_history
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +18,7 @@ START_WAIT_SECONDS = 10.0
 
 
 class StartError(Exception):
-    def __init__(self, status: int, message: str, run: q.PurgeRun | None = None) -> None:
+    def __init__(self, status: int, message: str, run: purge_history.PurgeRun | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -35,7 +35,7 @@ class _Start:
         self.error: BaseException | None = None
 
 
-def start_purge(table: str, *, dry_run: bool, started_by: str) -> q.PurgeRun | None:
+def start_purge(table: str, *, dry_run: bool, started_by: str) -> purge_history.PurgeRun | None:
     """Start a run in a daemon thread and wait (briefly) for its id; the run as recorded, or None if slow.
 
     Raises StartError 409 when the engine skipped the run because another run of the table holds its lock,
@@ -71,7 +71,7 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> q.PurgeRun | N
         return None  # still starting after START_WAIT_SECONDS: the history shows it once it has its row
     db = get_target()
     with db.read(primary=True) as conn:
-        run = q.get_purge_run(conn, run_id)
+        run = purge_history.get_purge_run(conn, run_id)
     if run is not None and run.outcome == "skipped":
         raise StartError(409, f"a purge of {table} is already running, so this one was not started (recorded as "
                               f"run {run.run_id}, outcome skipped): {run.error or 'the table is locked by another run'}. "

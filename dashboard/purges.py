@@ -6,22 +6,23 @@ A run started here runs in this web process (dashboard/purge_start.py), through 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from typing import Any
 
 from flask import Blueprint, abort, jsonify, redirect, request, url_for
 
-from idemdash.dashboard import panels, params
+from idemdash.dashboard import panels, query_args
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.db import get_target
-from idemdash.dashboard.web import render
 from idemdash.dashboard.purge_start import StartError, start_purge
+from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.web import htmx_request, render
 from idemdash.jobs.purge_run import RETENTION_SETTING
 from idemdash.jobs.purge_run import TABLES as PURGE_TABLES
 from idemdash.jobs.purges import SCHEDULE_SETTING, schedule_trigger
-from idemdash.queries import partitions as qp
-from idemdash.queries import purge_history as q
+from idemdash.queries import partitions as partitions_queries
+from idemdash.queries import purge_history
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +53,9 @@ class TableStatus:
     retention_days: int | None
     schedule: str | None     # crontab line in UTC, 'off', or None when not configured
     next_run_at: datetime | None
-    runs: q.TableRuns
-    running: list[q.PurgeRun] = field(default_factory=list)
-    dry_run_ready: q.PurgeRun | None = None   # the dry run a "Purge now" follows, when there is one
+    runs: purge_history.TableRuns
+    running: list[purge_history.PurgeRun] = field(default_factory=list)
+    dry_run_ready: purge_history.PurgeRun | None = None   # the dry run a "Purge now" follows, when there is one
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,14 +69,15 @@ class TableStatus:
         }
 
 
-def _run_json(run: q.PurgeRun | None) -> dict[str, Any] | None:
+def _run_json(run: purge_history.PurgeRun | None) -> dict[str, Any] | None:
     return None if run is None else asdict(run)
 
 
 def _retention(table: str, config: Mapping[str, Any]) -> tuple[str, int | None]:
-    if RETENTION_SETTING[table] is None:
+    setting = RETENTION_SETTING[table]
+    if setting is None:
         return "each key's own expires_at (the application sets it when it claims the key)", None
-    days = config[RETENTION_SETTING[table]]
+    days = config[setting]
     stamp = "processed_at" if table == "inbox" else "published_at"
     return f"{days} day{'' if days == 1 else 's'} after {stamp}", days
 
@@ -86,7 +88,7 @@ def next_run_at(config: Mapping[str, Any], table: str, now: datetime) -> datetim
     return None if trigger is None else trigger.get_next_fire_time(None, now)
 
 
-def _dry_run_ready(runs: q.TableRuns, running: list[q.PurgeRun], now: datetime) -> q.PurgeRun | None:
+def _dry_run_ready(runs: purge_history.TableRuns, running: list[purge_history.PurgeRun], now: datetime) -> purge_history.PurgeRun | None:
     dry = runs.last_dry_run
     if dry is None or running or dry.finished_at is None or now - dry.finished_at > DRY_RUN_FRESH:
         return None
@@ -99,11 +101,11 @@ def _dry_run_ready(runs: q.TableRuns, running: list[q.PurgeRun], now: datetime) 
 def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[TableStatus]]:
     config = get_target().settings
     tables = get_target().tables
-    runs = panels.load(q.list_purge_table_runs, TABLES)
-    running = panels.load(q.list_running_purge_runs)
+    runs = panels.load(purge_history.list_purge_table_runs, TABLES)
+    running = panels.load(purge_history.list_running_purge_runs)
     statuses = []
     for table in TABLES:
-        table_runs = (runs.value or {}).get(table) or q.TableRuns(table)
+        table_runs = (runs.value or {}).get(table) or purge_history.TableRuns(table)
         table_running = [r for r in running.value or [] if r.table_name == table]
         schedule = config.get(SCHEDULE_SETTING[table])
         retention, days = _retention(table, config)
@@ -115,41 +117,41 @@ def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[Tab
     return runs, running, statuses
 
 
-def _history_filter() -> q.PurgeRunFilter:
-    table = params.text("table", 50)
+def _history_filter() -> purge_history.PurgeRunFilter:
+    table = query_args.text("table", 50)
     if table is not None and table not in TABLES:
         abort(400, f"table must be one of {', '.join(TABLES)} (got {table!r})")
-    return q.PurgeRunFilter(table=table, run_id=params.integer("run_id", minimum=1, maximum=2**62))
+    return purge_history.PurgeRunFilter(table=table, run_id=query_args.integer("run_id", minimum=1, maximum=2**62))
 
 
-def _purges(flt: q.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50) -> dict[str, Any]:
+def _purges(flt: purge_history.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50) -> dict[str, Any]:
     now = datetime.now(timezone.utc)
-    flt = flt or q.PurgeRunFilter()
+    flt = flt or purge_history.PurgeRunFilter()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
-        history = panels.load(q.list_purge_runs, flt, after=after, limit=limit)
+        history = panels.load(purge_history.list_purge_runs, flt, after=after, limit=limit)
     except ValueError as exc:
         abort(400, str(exc))
     runs, running, statuses = _table_statuses(now)
     # The panels are separate reads: poll fast while any of them shows a run in progress.
-    in_progress = bool(running.value) or any(r.outcome == "running" for r in (history.value.items if history.ok else []))
-    partitions = _partitions([r.run_id for r in history.value.items if r.partitions_dropped or r.dry_run]
+    in_progress = bool(running.value) or any(r.outcome == "running" for r in (panels.require(history).items if history.ok else []))
+    partitions = _partitions([r.run_id for r in panels.require(history).items if r.partitions_dropped or r.dry_run]
                              if history.ok else [])
     return {"as_of": now, "history": history, "flt": flt, "after": after, "limit": limit, "table_runs": runs,
             "running": running, "tables": statuses, "poll": POLL_RUNNING if in_progress else POLL_IDLE,
             "partitions": partitions, "methods": METHODS}
 
 
-def _partitions(run_ids: list[int]) -> dict[int, list[qp.PartitionRecord]]:
+def _partitions(run_ids: list[int]) -> dict[int, list[partitions_queries.PartitionRecord]]:
     """What each of these runs did with partitions (dropped, would drop, kept), by run."""
-    found: dict[int, list[qp.PartitionRecord]] = {}
-    panel = panels.load(qp.list_run_partitions, run_ids) if run_ids else None
+    found: dict[int, list[partitions_queries.PartitionRecord]] = {}
+    panel = panels.load(partitions_queries.list_run_partitions, run_ids) if run_ids else None
     for record in (panel.value or []) if panel is not None else []:
         found.setdefault(record.run_id, []).append(record)
     return found
 
 
-def _page_args(flt: q.PurgeRunFilter, after: str | None, limit: int) -> dict[str, Any]:
+def _page_args(flt: purge_history.PurgeRunFilter, after: str | None, limit: int) -> dict[str, Any]:
     return {k: v for k, v in {"table": flt.table, "run_id": flt.run_id, "cursor": after,
                               "limit": limit if limit != 50 else None}.items() if v is not None}
 
@@ -200,7 +202,7 @@ def run_form():
     """The page's buttons. Without htmx: 303 to the page (4xx with the page and the message on refusal).
     With htmx: the panel, refusals included, with 200 (htmx swaps no 4xx answer, so the message would be lost)."""
     form = request.form
-    htmx = bool(request.htmx)
+    htmx = bool(htmx_request())
     try:
         table = _table_arg(form.get("table"))
         if form.get("dry_run") not in ("1", "0"):
@@ -221,7 +223,7 @@ def run_form():
     return render("purges.html", "purges_panel", **_purges(), page_args={}, message=_started_message(run, table, dry_run))
 
 
-def _started_message(run: q.PurgeRun | None, table: str, dry_run: bool) -> tuple[str, str]:
+def _started_message(run: purge_history.PurgeRun | None, table: str, dry_run: bool) -> tuple[str, str]:
     kind = "Dry run" if dry_run else "Purge"
     if run is None:
         return "ok", f"{kind} of {table} started; it has not reported its run id yet: it appears in the history below."
@@ -250,15 +252,17 @@ def _check_dry_run_first(table: str, after_dry_run: str) -> None:
 
 # -- pages ----------------------------------------------------------------------------------------------------
 
-def _read_args() -> tuple[q.PurgeRunFilter, str | None, int]:
-    return _history_filter(), params.cursor(), params.integer("limit", minimum=1, maximum=500, default=50)
+def _read_args() -> tuple[purge_history.PurgeRunFilter, str | None, int]:
+    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
+    assert limit is not None  # it has a default
+    return _history_filter(), query_args.cursor(), limit
 
 
 @bp.get("/purges")
 def page():
     flt, after, limit = _read_args()
     message = None
-    started = params.integer("started", minimum=0, maximum=2**62)
+    started = query_args.integer("started", minimum=0, maximum=2**62)
     if started is not None:
         message = ("ok", f"Run {started} started; its progress and result show below." if started
                    else "The run started; it appears in the history below.")
@@ -284,6 +288,6 @@ def api():
     })
 
 
-def _partition_json(record: qp.PartitionRecord) -> dict[str, Any]:
+def _partition_json(record: partitions_queries.PartitionRecord) -> dict[str, Any]:
     return {"partition": f"{record.partition_schema}.{record.partition_name}", "action": record.action,
             "rows": record.rows, "from": record.bound_from, "to": record.bound_to, "detail": record.detail}

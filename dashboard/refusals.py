@@ -6,8 +6,9 @@ who and when, a worker's finish with the worker.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from idemdash.core.formatting import duration
 from idemdash.queries.audit import AuditEntry

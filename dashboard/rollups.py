@@ -11,8 +11,8 @@ from typing import Any
 from psycopg import errors
 
 from idemdash.dashboard import panels
-from idemdash.dashboard.db import get_target
-from idemdash.queries import rollups as q
+from idemdash.dashboard.targets import get_target
+from idemdash.queries import rollups
 
 log = logging.getLogger(__name__)
 
@@ -20,22 +20,22 @@ log = logging.getLogger(__name__)
 def load(*wanted: tuple[str, str]) -> list[panels.Panel]:
     """One panel per (rollup name, variant)."""
     target = get_target()
-    stored: dict[tuple[str, str], q.StoredRollup] = {}
+    stored: dict[tuple[str, str], rollups.StoredRollup] = {}
     try:
         with target.read() as conn:
-            stored = {(r.name, r.variant): r for r in q.list_rollups(conn, wanted)}
+            stored = {(r.name, r.variant): r for r in rollups.list_rollups(conn, wanted)}
     except (errors.UndefinedTable, errors.InvalidSchemaName, errors.QueryCanceled):
         pass  # idemdash's schema not migrated yet, or the lookup itself timed out: compute live
     return [_panel(target, name, variant, stored.get((name, variant))) for name, variant in wanted]
 
 
-def _panel(target, name: str, variant: str, stored: q.StoredRollup | None) -> panels.Panel:
-    rollup = q.ROLLUPS[name]
-    if stored is not None and q.usable(stored, rollup):
+def _panel(target, name: str, variant: str, stored: rollups.StoredRollup | None) -> panels.Panel:
+    rollup = rollups.ROLLUPS[name]
+    if stored is not None and rollups.usable(stored, rollup):
         try:
-            return panels.Panel(value=rollup.assemble(q.decode_rows(rollup, stored.payload)),
+            return panels.Panel(value=rollup.assemble(rollups.decode_rows(rollup, stored.payload)),
                                 computed_at=stored.computed_at, computed_ms=stored.duration_ms)
-        except q.RollupDecodeError as exc:
+        except rollups.RollupDecodeError as exc:
             log.warning("%s; computing it live", exc)
     panel = panels.load(rollup.compute, target.tables, target.settings, variant, index=rollup.index)
     if panel.problem == "timeout":

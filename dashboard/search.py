@@ -5,11 +5,11 @@ from dataclasses import asdict
 
 from flask import Blueprint, abort, jsonify, redirect, url_for
 
-from idemdash.dashboard import panels, params
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard import panels, query_args
 from idemdash.dashboard.keys import key_url
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
-from idemdash.queries import search as q
+from idemdash.queries import search
 
 bp = Blueprint("search", __name__)
 
@@ -18,26 +18,26 @@ MAX_QUERY = 10_000   # keys are arbitrary text; a primary-key entry holds at mos
 
 def _search():
     # what a paste adds around a key (a space, a newline) is not part of it
-    typed = params.text("q", max_length=MAX_QUERY)
+    typed = query_args.text("q", max_length=MAX_QUERY)
     text = (typed or "").strip() or None
-    scope = (params.text("scope") or "").strip() or None
+    scope = (query_args.text("scope") or "").strip() or None
     if text is None:
         return None, scope, None
     target = get_target()
-    panel = panels.load(q.search_keys, target.tables, text, scope=scope, typed=typed,
+    panel = panels.load(search.search_keys, target.tables, text, scope=scope, typed=typed,
                         lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"])
     return text, scope, panel
 
 
-def _hit_json(hit: q.SearchHit) -> dict:
+def _hit_json(hit: search.SearchHit) -> dict:
     return asdict(hit) | {"url": key_url(hit.scope, hit.key)}
 
 
-def _outbox_json(hit: q.OutboxHit) -> dict:
+def _outbox_json(hit: search.OutboxHit) -> dict:
     return asdict(hit) | {"url": url_for("outbox_rows.detail_page", outbox_id=hit.outbox_id)}
 
 
-def _only_place(result: q.SearchResult) -> str | None:
+def _only_place(result: search.SearchResult) -> str | None:
     """The one page the text names, if it names exactly one thing: a key, or an outbox row by its id."""
     if result.match == "exact" and len(result.items) == 1 and not result.outbox and not result.messages:
         return key_url(result.items[0].scope, result.items[0].key)
@@ -53,7 +53,7 @@ def page():
     if place is not None:
         return redirect(place, code=302)   # one key or outbox row has this name: go there
     return render("search.html", None, q=text, scope=scope, panel=panel,
-                  max_scopes=q.MAX_SCOPES, prefix_limit=q.PREFIX_LIMIT, per_scope=q.PREFIX_PER_SCOPE_ACROSS)
+                  max_scopes=search.MAX_SCOPES, prefix_limit=search.PREFIX_LIMIT, per_scope=search.PREFIX_PER_SCOPE_ACROSS)
 
 
 @bp.get("/api/v1/search")
@@ -79,19 +79,19 @@ def api():
         "definitions": {
             "match": "exact: keys named exactly q (in scope, or in every scope; 'scope/key' and a pasted key URL "
                      "are understood too); prefix: no exact match, keys starting with q; none: neither",
-            "items": f"exact matches, or at most {q.PREFIX_LIMIT} prefix matches (with no scope: at most "
-                     f"{q.PREFIX_PER_SCOPE_ACROSS} per scope)",
+            "items": f"exact matches, or at most {search.PREFIX_LIMIT} prefix matches (with no scope: at most "
+                     f"{search.PREFIX_PER_SCOPE_ACROSS} per scope)",
             "scopes": "scope names containing q, ignoring case",
-            "workers": f"workers (claimed_by) containing q, ignoring case, among those of the {q.WORKER_SAMPLE} "
+            "workers": f"workers (claimed_by) containing q, ignoring case, among those of the {search.WORKER_SAMPLE} "
                        "processing keys with the latest leases",
             "q": "the text searched, white space around it trimmed; a UUID-shaped text is also looked for in lower "
                  "and upper case",
             "outbox": f"outbox rows whose outbox_id is q, else those whose aggregate_id is q (at most "
-                      f"{q.OTHER_ROWS_LIMIT}; only when q is a UUID and no scope is named)",
-            "messages": f"inbox rows whose message_id is q, in every consumer (at most {q.OTHER_ROWS_LIMIT})",
+                      f"{search.OTHER_ROWS_LIMIT}; only when q is a UUID and no scope is named)",
+            "messages": f"inbox rows whose message_id is q, in every consumer (at most {search.OTHER_ROWS_LIMIT})",
             "nearest": f"when nothing else matched: the keys just before and after q in each scope's key order "
-                       f"that share a start with it, longest shared start first (at most {q.NEAREST_SHOWN})",
-            "scopes_truncated": f"true when there are more than {q.MAX_SCOPES} scopes: keys in the others were "
+                       f"that share a start with it, longest shared start first (at most {search.NEAREST_SHOWN})",
+            "scopes_truncated": f"true when there are more than {search.MAX_SCOPES} scopes: keys in the others were "
                                 "not looked for (name the scope)",
         },
     })

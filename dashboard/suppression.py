@@ -5,9 +5,9 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, jsonify
 
-from idemdash.dashboard import panels, params, rollups
+from idemdash.dashboard import panels, query_args, rollups
 from idemdash.dashboard.web import render
-from idemdash.queries import suppression as q
+from idemdash.queries import suppression
 
 bp = Blueprint("suppression", __name__)
 
@@ -26,7 +26,7 @@ def counts_sentence(window: str) -> str:
 
 
 def _suppression() -> dict:
-    window = params.choice("window", tuple(q.WINDOWS), "24h")
+    window = query_args.choice("window", tuple(suppression.WINDOWS), "24h")
     return {
         "as_of": datetime.now(timezone.utc),
         "window": window,

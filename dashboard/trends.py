@@ -2,11 +2,11 @@
 a value on hover for every point, and the same values as a table for screen readers and the curious."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable
 
-from idemdash.queries import snapshots as qs
+from idemdash.queries import snapshots
 
 # the ranges a person can pick, in hours; the overview shows 24 h unless asked
 RANGES = {"1h": 1, "6h": 6, "24h": 24, "7d": 168}
@@ -59,14 +59,14 @@ class Chart:
         return self.points[-1].end
 
 
-def _layout(trend: list[qs.TrendPoint], values: list[float]) -> list[Point]:
+def _layout(trend: list[snapshots.TrendPoint], values: list[float]) -> list[Point]:
     start, end = trend[0].taken_at, trend[-1].until
     span = (end - start).total_seconds()
     peak = max(values)
     width, height = RIGHT - LEFT, BOTTOM - TOP
     xs = [LEFT + (width * (p.taken_at - start).total_seconds() / span if span > 0 else width) for p in trend]
     points = []
-    for i, (p, v) in enumerate(zip(trend, values)):
+    for i, (p, v) in enumerate(zip(trend, values, strict=True)):
         # each point's hover band reaches halfway to its neighbours
         left = LEFT if i == 0 else (xs[i - 1] + xs[i]) / 2
         right = RIGHT if i == len(xs) - 1 else (xs[i] + xs[i + 1]) / 2
@@ -86,15 +86,15 @@ def _table(points: list[Point], summed: bool) -> list[Point]:
     return rows
 
 
-def chart(key: str, title: str, unit: str, means: str, trend: list[qs.TrendPoint],
-          value: Callable[[qs.TrendPoint], float | None]) -> Chart:
+def chart(key: str, title: str, unit: str, means: str, trend: list[snapshots.TrendPoint],
+          value: Callable[[snapshots.TrendPoint], float | None]) -> Chart:
     values = [float(value(p) or 0) for p in trend]
     points = _layout(trend, values)
     return Chart(key, title, unit, means, points, " ".join(f"{p.x:g},{p.y:g}" for p in points), values[-1],
                  max(values), min(values), sum(values), _table(points, summed=unit == "rows"))
 
 
-def charts(trend: list[qs.TrendPoint]) -> list[Chart]:
+def charts(trend: list[snapshots.TrendPoint]) -> list[Chart]:
     if len(trend) < 2:
         return []
     return [

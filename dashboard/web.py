@@ -3,25 +3,25 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 from uuid import UUID
 
-from flask import Flask, Response, g, jsonify, make_response, redirect, render_template, request, url_for
+import psycopg
+from flask import Flask, Response, current_app, g, jsonify, make_response, redirect, render_template, request, url_for
 from flask.json.provider import DefaultJSONProvider
 from htmx_flask import make_response as htmx_response
+from htmx_flask.requests import HtmxAwareRequest, HtmxHeaders
 from jinja2_fragments.flask import render_block
-from werkzeug.exceptions import HTTPException
-
-import psycopg
 from psycopg import errors
 from psycopg_pool import PoolTimeout
+from werkzeug.exceptions import HTTPException
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, pretty_json, utc
 from idemdash.core.parsers import split_environment
-from idemdash.dashboard.db import get_target
 from idemdash.dashboard.panels import PanelError
+from idemdash.dashboard.targets import get_target
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
@@ -47,10 +47,15 @@ def wants_json() -> bool:
     return request.path.startswith("/api/")
 
 
+def htmx_request() -> HtmxHeaders:
+    """The request's htmx headers, falsy unless htmx sent it (Htmx() makes every request an HtmxAwareRequest)."""
+    return cast(HtmxAwareRequest, request).htmx
+
+
 def render(template: str, block: str | None = None, **context: Any) -> Response:
     """The whole page, or only ``block`` when htmx asks for a fragment of it."""
     # A history-restore request wants the whole page even though htmx sends it.
-    fragment = request.htmx and not request.htmx.history_restore_request
+    fragment = htmx_request() and not htmx_request().history_restore_request
     if block is not None and fragment:
         body = render_block(template, block, **context)
     else:
@@ -69,7 +74,7 @@ def error_response(status: int, message: str, *, retry: bool | None = None) -> R
     """JSON for the API, a fragment for htmx, else the error page (which reloads itself while ``retry``: 503)."""
     if wants_json():
         response = jsonify({"error": message})
-    elif request.htmx:
+    elif htmx_request():
         # htmx swaps a 4xx answer into the form's target: a message, not a whole page
         response = make_response(render_template("_error_fragment.html", status=status, message=message))
     else:
@@ -96,14 +101,131 @@ def url_with(**changes: Any) -> str:
             args.pop(name, None)
         else:
             args[name] = value
+    assert request.endpoint is not None, "url_with() needs a request that matched a route"
     path = url_for(request.endpoint, **(request.view_args or {}))
     return f"{path}?{urlencode(args)}" if args else path
+
+
+def drop_empty_query_args():
+    """A filter form submits empty fields; the address bar should only hold the filters that apply."""
+    if (request.method != "GET" or wants_json() or htmx_request()
+            or request.endpoint in (None, "static")):
+        return None
+    if any(v == "" for v in request.args.values()):
+        return redirect(url_with(), code=302)
+    return None
+
+
+def push_clean_url(response: Response) -> Response:
+    if (htmx_request() and request.method == "GET" and request.endpoint
+            and any(v == "" for v in request.args.values()) and response.status_code == 200):
+        return htmx_response(response, push_url=url_with())
+    return response
+
+
+def security_headers(response: Response) -> Response:
+    response.headers.setdefault("Content-Security-Policy", CSP)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "same-origin")
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    return response
+
+
+def bad_value(exc: psycopg.DataError):
+    # Every value is a bound parameter, so a DataError means the caller sent a value the
+    # database cannot hold (a NUL character, an out-of-range number): bad input.
+    detail = (exc.diag.message_primary or type(exc).__name__).strip()
+    return error_response(400, f"a value in the request is not valid for the database: {detail}")
+
+
+def row_locked(exc: errors.LockNotAvailable):
+    # 55P03: FOR UPDATE NOWAIT, or the lock timeout of the dashboard's own writes. The transaction was
+    # rolled back, and the application will finish with the row soon: a conflict, not an outage.
+    return error_response(409, "An application transaction holds this row right now; nothing was changed, "
+                               "try again in a moment.")
+
+
+def query_timed_out(exc: errors.QueryCanceled):
+    # 57014: the statement timeout. Panels turn it into a degraded panel; this is for any other read.
+    timeout_ms = get_target().statement_timeout_ms
+    return error_response(
+        503, f"The database did not answer within the {timeout_ms} ms statement timeout "
+             "(IDEMDASH_STATEMENT_TIMEOUT_MS), so this request timed out and nothing was changed. The database "
+             "is reachable: a long query or a lock held by another transaction is in the way. Try again in a "
+             "moment; `idemdash check` lists missing indexes.",
+        retry=False)  # no reload every 5 s: each would run the slow query again
+
+
+def database_unreachable(exc: Exception):
+    # The lock and statement timeouts above are OperationalErrors too; what is left is the connection.
+    target = get_target()
+    cause = target.cause_of(exc)
+    target.problems.failed(cause)  # logged once per cause, however many requests fail on it
+    if not cause.transient:  # a wrong password or database name: reloading will not help until it is fixed
+        return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
+    if request.method in ("GET", "HEAD"):
+        message = (f"The database is unreachable right now, so there is nothing to show: {cause.message} idemdash "
+                   "keeps retrying on its own: this page reloads every 5 seconds and recovers as soon as the "
+                   "database answers again. /healthz stays up; /readyz reports the outage.")
+    else:
+        message = (f"The database is unreachable right now, so nothing was saved or changed: {cause.message} "
+                   "Send it again once the database answers (/readyz says when).")
+    response = error_response(503, message)
+    response.headers["Retry-After"] = "5"
+    return response
+
+
+def missing_privilege(exc: errors.InsufficientPrivilege):
+    # 42501: the database role lacks a grant; a read needs SELECT, an action says which it lacked
+    target = get_target()
+    endpoint = request.endpoint or ""
+    needed = "SELECT" if request.method == "GET" else "DELETE, UPDATE" if "purge" in endpoint else "UPDATE"
+    cause = target.cause_of(exc, privilege=needed)
+    target.problems.failed(cause)
+    return error_response(403, f"The database refused idemdash's role: {cause.message}", retry=False)
+
+
+def schema_missing(exc: psycopg.Error):
+    # a read outside a panel (panels degrade on their own), or an action, on a table that is not there
+    target = get_target()
+    cause = target.cause_of(exc)
+    target.problems.failed(cause)
+    return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
+
+
+def panel_error(exc: PanelError):
+    panel = exc.panel
+    message = panel.message or "query failed"
+    if panel.index_sql:
+        message += " " + panel.index_sql
+    # a slow query or a schema problem: reloading every 5 s like an outage page would not help
+    return error_response(503, message, retry=False)
+
+
+def http_error(exc: HTTPException):
+    return error_response(exc.code or 500, exc.description or exc.name)
+
+
+def template_globals() -> dict[str, Any]:
+    # which database and environment, only to someone signed in: a refused request (401, or 403 for another
+    # Host) learns nothing. Both are this request's database's own (IDEMDASH_CONFIG may give each its own).
+    target = get_target()
+    signed_in = bool(g.get("user"))
+    database = endpoint(target.dsn) if signed_in else None
+    return {"database": database,
+            "database_label": database.label if database else "",
+            "env_band": split_environment(target.settings["ENVIRONMENT"]) if signed_in else None,
+            "lease_seconds": target.settings["DEFAULT_LEASE_SECONDS"]}
+
+
+def _has_endpoint(name: str) -> bool:
+    return name in current_app.view_functions
 
 
 def init_app(app: Flask) -> None:
     # globals, not context: macros imported without context use them too
     app.add_template_global(url_with)
-    app.add_template_global(lambda name: name in app.view_functions, "has_endpoint")
+    app.add_template_global(_has_endpoint, "has_endpoint")
     # Keys may contain '//' and must reach the view unchanged.
     app.url_map.merge_slashes = False
     app.add_template_filter(pretty_json)
@@ -116,117 +238,18 @@ def init_app(app: Flask) -> None:
     app.json_provider_class = JSONProvider
     app.json = JSONProvider(app)
 
-    @app.before_request
-    def drop_empty_query_args():
-        """A filter form submits empty fields; the address bar should only hold the filters that apply."""
-        if (request.method != "GET" or wants_json() or request.htmx
-                or request.endpoint in (None, "static")):
-            return None
-        if any(v == "" for v in request.args.values()):
-            return redirect(url_with(), code=302)
-        return None
-
-    @app.after_request
-    def push_clean_url(response: Response) -> Response:
-        if (request.htmx and request.method == "GET" and request.endpoint
-                and any(v == "" for v in request.args.values()) and response.status_code == 200):
-            return htmx_response(response, push_url=url_with())
-        return response
-
-    @app.after_request
-    def security_headers(response: Response) -> Response:
-        response.headers.setdefault("Content-Security-Policy", CSP)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        return response
-
-    @app.errorhandler(psycopg.DataError)
-    def bad_value(exc: psycopg.DataError):
-        # Every value is a bound parameter, so a DataError means the caller sent a value the
-        # database cannot hold (a NUL character, an out-of-range number): bad input.
-        detail = (exc.diag.message_primary or type(exc).__name__).strip()
-        return error_response(400, f"a value in the request is not valid for the database: {detail}")
-
-    @app.errorhandler(errors.LockNotAvailable)
-    def row_locked(exc: errors.LockNotAvailable):
-        # 55P03: FOR UPDATE NOWAIT, or the lock timeout of the dashboard's own writes. The transaction was
-        # rolled back, and the application will finish with the row soon: a conflict, not an outage.
-        return error_response(409, "An application transaction holds this row right now; nothing was changed, "
-                                   "try again in a moment.")
-
-    @app.errorhandler(errors.QueryCanceled)
-    def query_timed_out(exc: errors.QueryCanceled):
-        # 57014: the statement timeout. Panels turn it into a degraded panel; this is for any other read.
-        timeout_ms = get_target().statement_timeout_ms
-        return error_response(
-            503, f"The database did not answer within the {timeout_ms} ms statement timeout "
-                 "(IDEMDASH_STATEMENT_TIMEOUT_MS), so this request timed out and nothing was changed. The database "
-                 "is reachable: a long query or a lock held by another transaction is in the way. Try again in a "
-                 "moment; `idemdash check` lists missing indexes.",
-            retry=False)  # no reload every 5 s: each would run the slow query again
-
-    @app.errorhandler(psycopg.OperationalError)
-    @app.errorhandler(PoolTimeout)
-    def database_unreachable(exc: Exception):
-        # The lock and statement timeouts above are OperationalErrors too; what is left is the connection.
-        target = get_target()
-        cause = target.cause_of(exc)
-        target.problems.failed(cause)  # logged once per cause, however many requests fail on it
-        if not cause.transient:  # a wrong password or database name: reloading will not help until it is fixed
-            return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
-        if request.method in ("GET", "HEAD"):
-            message = (f"The database is unreachable right now, so there is nothing to show: {cause.message} "
-                       "idemdash keeps retrying on its own: this page reloads every 5 seconds and recovers as soon "
-                       "as the database answers again. /healthz stays up; /readyz reports the outage.")
-        else:
-            message = (f"The database is unreachable right now, so nothing was saved or changed: {cause.message} "
-                       "Send it again once the database answers (/readyz says when).")
-        response = error_response(503, message)
-        response.headers["Retry-After"] = "5"
-        return response
-
-    @app.errorhandler(errors.InsufficientPrivilege)
-    def missing_privilege(exc: errors.InsufficientPrivilege):
-        # 42501: the database role lacks a grant; a read needs SELECT, an action says which it lacked
-        target = get_target()
-        endpoint = request.endpoint or ""
-        needed = "SELECT" if request.method == "GET" else "DELETE, UPDATE" if "purge" in endpoint else "UPDATE"
-        cause = target.cause_of(exc, privilege=needed)
-        target.problems.failed(cause)
-        return error_response(403, f"The database refused idemdash's role: {cause.message}", retry=False)
-
-    @app.errorhandler(errors.UndefinedTable)
-    @app.errorhandler(errors.InvalidSchemaName)
-    @app.errorhandler(errors.UndefinedColumn)
-    def schema_missing(exc: psycopg.Error):
-        # a read outside a panel (panels degrade on their own), or an action, on a table that is not there
-        target = get_target()
-        cause = target.cause_of(exc)
-        target.problems.failed(cause)
-        return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
-
-    @app.errorhandler(PanelError)
-    def panel_error(exc: PanelError):
-        panel = exc.panel
-        message = panel.message or "query failed"
-        if panel.index_sql:
-            message += " " + panel.index_sql
-        # a slow query or a schema problem: reloading every 5 s like an outage page would not help
-        return error_response(503, message, retry=False)
-
-    @app.errorhandler(HTTPException)
-    def http_error(exc: HTTPException):
-        return error_response(exc.code or 500, exc.description or exc.name)
-
-    @app.context_processor
-    def template_globals() -> dict[str, Any]:
-        # which database and environment, only to someone signed in: a refused request (401, or 403 for another
-        # Host) learns nothing. Both are this request's database's own (IDEMDASH_CONFIG may give each its own).
-        target = get_target()
-        signed_in = bool(g.get("user"))
-        database = endpoint(target.dsn) if signed_in else None
-        return {"database": database,
-                "database_label": database.label if database else "",
-                "env_band": split_environment(target.settings["ENVIRONMENT"]) if signed_in else None,
-                "lease_seconds": target.settings["DEFAULT_LEASE_SECONDS"]}
+    app.before_request(drop_empty_query_args)
+    app.after_request(push_clean_url)
+    app.after_request(security_headers)
+    app.register_error_handler(psycopg.DataError, bad_value)
+    app.register_error_handler(errors.LockNotAvailable, row_locked)
+    app.register_error_handler(errors.QueryCanceled, query_timed_out)
+    app.register_error_handler(psycopg.OperationalError, database_unreachable)
+    app.register_error_handler(PoolTimeout, database_unreachable)
+    app.register_error_handler(errors.InsufficientPrivilege, missing_privilege)
+    app.register_error_handler(errors.UndefinedTable, schema_missing)
+    app.register_error_handler(errors.InvalidSchemaName, schema_missing)
+    app.register_error_handler(errors.UndefinedColumn, schema_missing)
+    app.register_error_handler(PanelError, panel_error)
+    app.register_error_handler(HTTPException, http_error)
+    app.context_processor(template_globals)

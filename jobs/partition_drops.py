@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import psycopg
 from psycopg import errors
 
-from idemdash.jobs.db import describe_error
+from idemdash.jobs.failures import describe_error
 from idemdash.jobs.purge_batches import CANCELLED, RunContext
-from idemdash.queries import partitions as qp
-from idemdash.queries import purges as q
+from idemdash.queries import partitions
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ class PartitionEvent:
 
 
 class _LiveRow(Exception):
-    def __init__(self, rows: qp.PartitionRows) -> None:
+    def __init__(self, rows: partitions.PartitionRows) -> None:
         super().__init__(f"{rows.live:,} live row(s)")
         self.rows = rows
 
@@ -61,7 +60,7 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
     partitions of the due column itself whose range starts at or after the cutoff (none of their rows can be due).
     """
     conn = ctx.work_conn
-    parts = qp.list_table_partitions(conn, ctx.tables, ctx.table)
+    parts = partitions.list_table_partitions(conn, ctx.tables, ctx.table)
     if not parts:
         return None, set()
 
@@ -73,11 +72,11 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
 
     if not ctx.dry_run:
         _settle_leftovers(ctx, parts, connect, report)
-        parts = qp.list_table_partitions(conn, ctx.tables, ctx.table)
+        parts = partitions.list_table_partitions(conn, ctx.tables, ctx.table)
     s = ctx.settings
-    cutoffs = qp.get_purge_cutoffs(conn, s.inbox_retention_days, s.outbox_retention_days)
+    cutoffs = partitions.get_purge_cutoffs(conn, s.inbox_retention_days, s.outbox_retention_days)
     cutoff = getattr(cutoffs, ctx.table)
-    concurrent = conn.info.server_version >= qp.CONCURRENT_DETACH_VERSION and not any(p.is_default for p in parts)
+    concurrent = conn.info.server_version >= partitions.CONCURRENT_DETACH_VERSION and not any(p.is_default for p in parts)
     accounted = {p.qualified for p in parts if p.nothing_due(ctx.table, cutoff)}
     not_owned = 0
     for part in parts:
@@ -92,8 +91,8 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
             return CANCELLED, accounted
         try:
             with conn.transaction():
-                qp.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms)
-                rows = qp.get_partition_rows(conn, ctx.table, part.identifiers()["partition"], s.predicate())
+                partitions.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms)
+                rows = partitions.get_partition_rows(conn, ctx.table, part.identifiers()["partition"], s.predicate())
         except errors.QueryCanceled as exc:
             report(_record(ctx, part, None, "kept", f"checking its rows timed out ({describe_error(exc, '')}); "
                                                    "purged in batches"))
@@ -116,31 +115,31 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
     return None, accounted
 
 
-def _record(ctx: RunContext, part: qp.Partition | qp.PartitionRecord, rows: int | None, action: str,
+def _record(ctx: RunContext, part: partitions.Partition | partitions.PartitionRecord, rows: int | None, action: str,
             detail: str | None) -> PartitionEvent:
-    qp.insert_purge_partition(ctx.work_conn, ctx.run_id, ctx.table, part, rows, action, detail)
+    partitions.insert_purge_partition(ctx.work_conn, ctx.run_id, ctx.table, part, rows, action, detail)
     if action == "dropped":
         ctx.progress.partitions_dropped += 1
         ctx.progress.rows += rows or 0
     return PartitionEvent(action, qualified(part), rows, detail)
 
 
-def qualified(part: qp.Partition | qp.PartitionRecord) -> str:
-    return qp.Leaf(part.partition_schema, part.partition_name).identifier.as_string(None)
+def qualified(part: partitions.Partition | partitions.PartitionRecord) -> str:
+    return partitions.Leaf(part.partition_schema, part.partition_name).identifier.as_string(None)
 
 
-def _detach_and_drop(ctx: RunContext, part: qp.Partition, report) -> None:
+def _detach_and_drop(ctx: RunContext, part: partitions.Partition, report) -> None:
     """One transaction: detach (ACCESS EXCLUSIVE on the parent), check every row, drop; a live row rolls back."""
     conn, s = ctx.work_conn, ctx.settings
     names = part.identifiers()
     try:
         with conn.transaction():
-            qp.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms)
-            qp.detach_partition(conn, names)
-            rows = qp.get_partition_rows(conn, ctx.table, names["partition"], s.predicate())
+            partitions.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms)
+            partitions.detach_partition(conn, names)
+            rows = partitions.get_partition_rows(conn, ctx.table, names["partition"], s.predicate())
             if rows.live:
                 raise _LiveRow(rows)
-            qp.drop_partition(conn, names)
+            partitions.drop_partition(conn, names)
             event = _record(ctx, part, rows.rows, "dropped", "detached and dropped in one transaction")
     except _LiveRow as live:
         event = _record(ctx, part, live.rows.rows, "kept",
@@ -150,15 +149,15 @@ def _detach_and_drop(ctx: RunContext, part: qp.Partition, report) -> None:
     report(event)
 
 
-def _detach_concurrently(ctx: RunContext, part: qp.Partition, connect, report) -> None:
+def _detach_concurrently(ctx: RunContext, part: partitions.Partition, connect, report) -> None:
     names = part.identifiers()
     try:
         with connect() as detacher:  # its own session: DETACH ... CONCURRENTLY runs outside a transaction block
-            qp.set_detach_timeouts(detacher, DETACH_WAIT_MS, DETACH_WAIT_MS)
-            qp.detach_partition_concurrently(detacher, names)
+            partitions.set_detach_timeouts(detacher, DETACH_WAIT_MS, DETACH_WAIT_MS)
+            partitions.detach_partition_concurrently(detacher, names)
     except (errors.QueryCanceled, errors.LockNotAvailable, errors.ObjectNotInPrerequisiteState,
             errors.FeatureNotSupported, errors.InsufficientPrivilege) as exc:
-        state = qp.get_relation_state(ctx.work_conn, part.partition_schema, part.partition_name)
+        state = partitions.get_relation_state(ctx.work_conn, part.partition_schema, part.partition_name)
         if not state.detach_pending:
             report(_record(ctx, part, None, "kept", f"could not detach it ({describe_error(exc, '')}); "
                                                    "purged in batches"))
@@ -169,16 +168,18 @@ def _detach_concurrently(ctx: RunContext, part: qp.Partition, connect, report) -
             return
     else:
         _record(ctx, part, None, "detached", None)
-    record = qp.PartitionRecord(ctx.run_id, ctx.table, part.partition_schema, part.partition_name, part.parent_schema,
-                                part.parent_name, part.bound_from, part.bound_to, None, "detached", None)  # type: ignore[arg-type]
+    assert part.bound_to is not None  # drop_partitions passes only partitions with an upper bound past the cutoff
+    record = partitions.PartitionRecord(ctx.run_id, ctx.table, part.partition_schema, part.partition_name,
+                                        part.parent_schema, part.parent_name, part.bound_from, part.bound_to, None,
+                                        "detached", None)
     report(finish_detached(ctx, record))
 
 
-def _finalize(ctx: RunContext, part: qp.Partition | qp.PartitionRecord, connect, report) -> bool:
+def _finalize(ctx: RunContext, part: partitions.Partition | partitions.PartitionRecord, connect, report) -> bool:
     try:
         with connect() as detacher:
-            qp.set_detach_timeouts(detacher, DETACH_WAIT_MS, DETACH_WAIT_MS)
-            qp.finalize_detach_partition(detacher, part.identifiers())
+            partitions.set_detach_timeouts(detacher, DETACH_WAIT_MS, DETACH_WAIT_MS)
+            partitions.finalize_detach_partition(detacher, part.identifiers())
         return True
     except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
         log.warning("purge %s run %d: partition %s is still detach pending (%s); the next run finishes it",
@@ -186,21 +187,21 @@ def _finalize(ctx: RunContext, part: qp.Partition | qp.PartitionRecord, connect,
         return False
 
 
-def finish_detached(ctx: RunContext, record: qp.PartitionRecord) -> PartitionEvent:
+def finish_detached(ctx: RunContext, record: partitions.PartitionRecord) -> PartitionEvent:
     """The last step for a detached partition: lock it, check every row, drop it, or attach it back."""
     conn, s = ctx.work_conn, ctx.settings
     names = record.identifiers()
     try:
         with conn.transaction():
-            qp.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms)
-            qp.lock_detached_partition(conn, names)
-            rows = qp.get_partition_rows(conn, ctx.table, names["partition"], s.predicate())
+            partitions.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms)
+            partitions.lock_detached_partition(conn, names)
+            rows = partitions.get_partition_rows(conn, ctx.table, names["partition"], s.predicate())
             if rows.live:
-                qp.attach_partition(conn, names, record.bound_from, record.bound_to)
+                partitions.attach_partition(conn, names, record.bound_from, record.bound_to)
                 return _record(ctx, record, rows.rows, "attached_again",
                                f"{rows.live:,} live row(s) got in before it was detached: attached again, purged in "
                                "batches")
-            qp.drop_partition(conn, names)
+            partitions.drop_partition(conn, names)
             return _record(ctx, record, rows.rows, "dropped", "detached concurrently, checked and dropped")
     except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
         # stays 'detached': the next run of the table tries again before anything else
@@ -208,24 +209,24 @@ def finish_detached(ctx: RunContext, record: qp.PartitionRecord) -> PartitionEve
                               f"could not finish yet ({describe_error(exc, '')}); the next run does")
 
 
-def _settle_leftovers(ctx: RunContext, parts: list[qp.Partition], connect, report) -> None:
+def _settle_leftovers(ctx: RunContext, parts: list[partitions.Partition], connect, report) -> None:
     """Finish what an earlier run left half done: partitions detach pending, and detached ones not yet dropped."""
     for part in parts:
         if part.detach_pending and _finalize(ctx, part, connect, report):
             _record(ctx, part, None, "detached", "found detach pending; finalized")
-    for record in qp.list_detached_partitions(ctx.work_conn, ctx.table):
-        state = qp.get_relation_state(ctx.work_conn, record.partition_schema, record.partition_name)
+    for record in partitions.list_detached_partitions(ctx.work_conn, ctx.table):
+        state = partitions.get_relation_state(ctx.work_conn, record.partition_schema, record.partition_name)
         mine = record.run_id == ctx.run_id
         if not state.present:
             event = PartitionEvent("dropped", qualified(record), None, "already gone")
-            qp.settle_detached_partition(ctx.work_conn, record, "dropped", "gone before a later run could drop it")
+            partitions.settle_detached_partition(ctx.work_conn, record, "dropped", "gone before a later run could drop it")
         elif state.is_partition and not state.detach_pending:
             event = PartitionEvent("attached_again", qualified(record), None, "attached again by someone else")
-            qp.settle_detached_partition(ctx.work_conn, record, "attached_again", "found attached again")
+            partitions.settle_detached_partition(ctx.work_conn, record, "attached_again", "found attached again")
         elif state.detach_pending:
             continue  # could not be finalized above; the next run tries again
         else:
             event = finish_detached(ctx, record)
             if not mine and event.action in ("dropped", "attached_again"):
-                qp.settle_detached_partition(ctx.work_conn, record, event.action, f"finished by run {ctx.run_id}")
+                partitions.settle_detached_partition(ctx.work_conn, record, event.action, f"finished by run {ctx.run_id}")
         report(event)

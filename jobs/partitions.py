@@ -16,9 +16,9 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from idemdash.core.settings import BY_NAME, ConfigError, setting
-from idemdash.jobs.db import describe_failure, job_id
-from idemdash.queries import partitions as qp
-from idemdash.queries import purges as q
+from idemdash.jobs.failures import describe_failure
+from idemdash.jobs.job_ids import job_id
+from idemdash.queries import partitions, purges
 from idemdash.queries.app_schema import PARTITIONED_TABLES, create_time_partitions, has_partition_function
 from idemdash.queries.target import Target
 
@@ -37,10 +37,10 @@ def create_partitions(target: Target) -> dict[str, int]:
             return created
         now = datetime.now(timezone.utc)
         for table in PARTITIONED_TABLES:
-            if not qp.list_table_partitions(conn, target.tables, table):
+            if not partitions.list_table_partitions(conn, target.tables, table):
                 continue
             with conn.transaction():
-                q.set_purge_timeouts(conn, TIMEOUT_MS, TIMEOUT_MS)
+                purges.set_purge_timeouts(conn, TIMEOUT_MS, TIMEOUT_MS)
                 created[table] = create_time_partitions(conn, target.tables, table, now, now + timedelta(days=ahead))
             if created[table]:
                 log.info("created %d upcoming partition(s) of %s", created[table], getattr(target.tables, table))

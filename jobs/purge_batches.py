@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable
 
 import psycopg
 from psycopg import errors, sql
 
-from idemdash.jobs.db import describe_error
+from idemdash.jobs.failures import describe_error
 from idemdash.jobs.pacing import Pacer
 from idemdash.jobs.purge_settings import PurgeSettings
-from idemdash.queries import Tables
-from idemdash.queries import partitions as qp
-from idemdash.queries import purge_batches as qb
-from idemdash.queries import purges as q
+from idemdash.queries import Tables, partitions, purge_batches, purges
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +64,7 @@ class RunContext:
         """Who asked to cancel the run: in this process, or through the database (the dashboard, the API). The
         database is asked on the lock-holding connection, which also proves that connection and its lock live."""
         local = self.cancel() if self.cancel is not None else None
-        return local or q.get_purge_cancel(self.lock_conn, self.run_id)
+        return local or purges.get_purge_cancel(self.lock_conn, self.run_id)
 
 
 CANCELLED = "cancelled"
@@ -87,13 +84,13 @@ class Unit:
     order: str
 
 
-def plan_units(ctx: RunContext, skip: AbstractSet[str] = frozenset()) -> list[Unit]:
+def plan_units(ctx: RunContext, skip: Set[str] = frozenset()) -> list[Unit]:
     """The tables to run batches on, each with the order its indexes allow; ``skip``: qualified names of
     partitions batches need not visit (``jobs.partition_drops.drop_partitions`` says which)."""
-    if not qp.list_table_partitions(ctx.work_conn, ctx.tables, ctx.table):
+    if not partitions.list_table_partitions(ctx.work_conn, ctx.tables, ctx.table):
         return [Unit(None, None, _order(ctx, None, None))]
     return [Unit(leaf.identifier, leaf.partition_name, _order(ctx, leaf.identifier, leaf.partition_name))
-            for leaf in qp.list_leaf_partitions(ctx.work_conn, ctx.tables, ctx.table)
+            for leaf in partitions.list_leaf_partitions(ctx.work_conn, ctx.tables, ctx.table)
             if leaf.identifier.as_string(None) not in skip]
 
 
@@ -103,12 +100,12 @@ def _order(ctx: RunContext, relation: sql.Identifier | None, name: str | None) -
     s = ctx.settings
     try:
         with ctx.work_conn.transaction():
-            q.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
-            index = qb.due_index(ctx.work_conn, ctx.tables, ctx.table, limit=s.batch_size, relation=relation,
-                                 relation_name=name, **s.predicate())
+            purges.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
+            index = purge_batches.due_index(ctx.work_conn, ctx.tables, ctx.table, limit=s.batch_size, relation=relation,
+                                            relation_name=name, **s.predicate())
     except (errors.QueryCanceled, errors.LockNotAvailable):
-        return qb.BY_KEY
-    return qb.DUE if index else qb.BY_KEY
+        return purge_batches.BY_KEY
+    return purge_batches.DUE if index else purge_batches.BY_KEY
 
 
 def run_batches(ctx: RunContext, units: list[Unit]) -> tuple[str, str | None]:
@@ -135,10 +132,10 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
         started = time.monotonic()
         try:
             with ctx.work_conn.transaction():
-                q.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
-                batch = qb.run_batch(ctx.work_conn, ctx.tables, ctx.table, dry_run=ctx.dry_run, order=unit.order,
-                                     run_id=ctx.run_id, limit=size, after=after, relation=unit.relation,
-                                     **s.predicate())
+                purges.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
+                batch = purge_batches.run_batch(ctx.work_conn, ctx.tables, ctx.table, dry_run=ctx.dry_run, order=unit.order,
+                                                run_id=ctx.run_id, limit=size, after=after, relation=unit.relation,
+                                                **s.predicate())
         except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
             # statement_timeout (or a cancel) or lock_timeout: nothing of this batch committed
             what = "lock_timeout" if isinstance(exc, errors.LockNotAvailable) else "statement_timeout"

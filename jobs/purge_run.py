@@ -1,4 +1,4 @@
-"""Retention purges (DESIGN section 5): what may go, in small batches, one runner per table, every run recorded.
+"""Retention purges (docs/operations.md, Retention purges): what may go, in small batches, one runner per table, every run recorded.
 
 - keys: terminal rows (``succeeded``, ``failed_final``) whose ``expires_at`` has passed. Never
   ``processing`` or ``failed_retryable``, however old.
@@ -32,19 +32,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable
 
 import psycopg
 
-from idemdash.jobs.db import describe_error, describe_outage, lost
+from idemdash.jobs.failures import describe_error, describe_outage, lost
 from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
 from idemdash.jobs.purge_batches import CANCELLED, RunContext, cancelled_error, plan_units, run_batches
 from idemdash.jobs.purge_settings import RETENTION_SETTING, PurgeSettings
 from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun
-from idemdash.queries import purge_batches as qb
-from idemdash.queries import purges as q
+from idemdash.queries import purge_batches, purges
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -52,7 +51,7 @@ log = logging.getLogger(__name__)
 __all__ = ["OUTCOMES", "RETENTION_SETTING", "TABLES", "PartitionEvent", "PurgeResult", "PurgeSettings",
            "describe_error", "run_purge"]
 
-TABLES = q.TABLES
+TABLES = purges.TABLES
 OUTCOMES = ("succeeded", "failed", "skipped", "budget_exhausted", "cancelled")
 
 
@@ -105,20 +104,20 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
     try:
         lock_conn = target.connect(f"idemdash-purge-{table}")
         UNRECORDED.flush(lock_conn, dsn)  # runs from an outage first, before this one could call them dead
-        if not q.try_purge_lock(lock_conn, table):
-            skipped = q.insert_skipped_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by,
-                                                 audited=by_person)
+        if not purges.try_purge_lock(lock_conn, table):
+            skipped = purges.insert_skipped_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by,
+                                                      audited=by_person)
             lock_conn.close()
             log.info("purge %s: skipped (run %d): %s", table, skipped.run_id, skipped.error)
             if on_start is not None:
                 on_start(skipped.run_id)
             return PurgeResult(skipped.run_id, table, "skipped", 0, 0, dry_run, skipped.error)
 
-        run_id = q.insert_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by, audited=by_person)
+        run_id = purges.insert_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by, audited=by_person)
         # We hold the table's lock, so no other runner is alive: any other 'running' row is a dead runner's.
-        for dead in q.fail_dead_purge_runs(lock_conn, table, run_id):
+        for dead in purges.fail_dead_purge_runs(lock_conn, table, run_id):
             log.warning("purge %s: run %d was left 'running' by a runner that died; recorded as failed", table, dead)
-        forgotten = q.delete_old_purge_runs(lock_conn, table, settings.history_retention_days)
+        forgotten = purges.delete_old_purge_runs(lock_conn, table, settings.history_retention_days)
         if forgotten:
             log.info("purge %s: forgot %d run(s) older than %d days", table, forgotten,
                      settings.history_retention_days)
@@ -172,8 +171,8 @@ def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],
         by = ctx.cancelled_by() if stop == CANCELLED else None
         return stop, None if by is None else cancelled_error(by, ctx.progress), None
     units = plan_units(ctx, accounted)
-    method = qb.DUE if units and all(u.order == qb.DUE for u in units) else qb.BY_KEY
-    q.set_purge_run_method(ctx.lock_conn, ctx.run_id, method)
+    method = purge_batches.DUE if units and all(u.order == purge_batches.DUE for u in units) else purge_batches.BY_KEY
+    purges.set_purge_run_method(ctx.lock_conn, ctx.run_id, method)
     outcome, error = run_batches(ctx, units)
     return outcome, error, method
 
@@ -185,16 +184,16 @@ def _finish(target: Target, lock_conn: psycopg.Connection | None, table: str, ru
     False when the outcome could not be written (the row stays 'running' until it is).
     """
     try:
-        if not lost(lock_conn):
-            q.finish_purge_run(lock_conn, run_id, outcome, error)
-            q.release_purge_lock(lock_conn, table)
+        if lock_conn is not None and not lost(lock_conn):
+            purges.finish_purge_run(lock_conn, run_id, outcome, error)
+            purges.release_purge_lock(lock_conn, table)
             return True
     except psycopg.Error as exc:
         log.warning("purge %s run %d: could not record the outcome on its own connection: %s", table, run_id,
                     describe_error(exc, target.dsn))
     try:
         with target.connect(f"idemdash-purge-{table}") as conn:
-            q.finish_purge_run(conn, run_id, outcome, error)
+            purges.finish_purge_run(conn, run_id, outcome, error)
             return True
     except psycopg.Error as exc:
         # Kept in memory and written when the database answers again (the next run writes it first).

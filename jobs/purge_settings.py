@@ -1,8 +1,9 @@
 """A purge run's settings, read once from the target's settings and checked before touching the database."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from idemdash.core.settings import BY_NAME, ConfigError, setting
 
@@ -25,7 +26,7 @@ class PurgeSettings:
     history_retention_days: int
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], table: str) -> "PurgeSettings":
+    def from_config(cls, config: Mapping[str, Any], table: str) -> PurgeSettings:
         retention = RETENTION_SETTING[table]
         duty = _positive(config, "PURGE_DUTY_CYCLE")
         if duty > 100:

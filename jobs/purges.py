@@ -3,13 +3,14 @@ line of its schedule setting, each a run of ``jobs.purge_run.run_purge``."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from datetime import timezone
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 
 from idemdash.core.settings import BY_NAME, ConfigError, setting
-from idemdash.jobs.db import job_id
+from idemdash.jobs.job_ids import job_id
 from idemdash.jobs.purge_run import TABLES, PurgeResult, run_purge
 from idemdash.queries.target import Target
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from idemdash.jobs.db import already_logged, describe_error, describe_failure, job_id, lost
-from idemdash.queries import Tables, statement
-from idemdash.queries import rollups as q
+from idemdash.jobs.failures import already_logged, describe_error, describe_failure, lost
+from idemdash.jobs.job_ids import job_id
+from idemdash.queries import Tables, rollups, statement
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -34,12 +35,12 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
     tables, config = target.tables, target.settings
     done: dict[str, float] = {}
     with target.connect("idemdash-rollups") as conn:
-        if not q.try_rollup_lock(conn):
+        if not rollups.try_rollup_lock(conn):
             log.debug("another replica is computing rollups; skipped")
             return done
         try:
-            ages = {(a.name, a.variant): a.age_seconds for a in q.list_rollup_ages(conn)}
-            for rollup in q.ROLLUPS.values():
+            ages = {(a.name, a.variant): a.age_seconds for a in rollups.list_rollup_ages(conn)}
+            for rollup in rollups.ROLLUPS.values():
                 for variant in rollup.variants(config):
                     age = ages.get((rollup.name, variant))
                     if not force and age is not None and age < rollup.every_seconds - SLACK_SECONDS:
@@ -53,22 +54,22 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
                                     describe_error(exc, target.dsn))
         finally:
             if not lost(conn):  # a lost connection took the lock with it
-                q.release_rollup_lock(conn)
+                rollups.release_rollup_lock(conn)
     return done
 
 
-def _compute_and_store(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any], rollup: q.Rollup,
+def _compute_and_store(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any], rollup: rollups.Rollup,
                        variant: str) -> float:
     with conn.transaction():
         conn.execute(statement("set_read_only"))
         conn.execute(statement("set_statement_timeout"), {"ms": str(STATEMENT_TIMEOUT_MS)})
-        computed_at = q.get_clock(conn)
+        computed_at = rollups.get_clock(conn)
         started = time.perf_counter()
         rows = rollup.fetch(conn, tables, config, variant)
         elapsed_ms = (time.perf_counter() - started) * 1000
     with conn.transaction():
         conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
-        q.upsert_rollup(conn, rollup.name, variant, computed_at, elapsed_ms, rows)
+        rollups.upsert_rollup(conn, rollup.name, variant, computed_at, elapsed_ms, rows)
     return elapsed_ms
 
 

@@ -13,12 +13,19 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any, TypeVar
 
-from apscheduler.events import (EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED,
-                                JobEvent, JobExecutionEvent)
+from apscheduler.events import (
+    EVENT_JOB_ERROR,
+    EVENT_JOB_EXECUTED,
+    EVENT_JOB_MAX_INSTANCES,
+    EVENT_JOB_MISSED,
+    JobEvent,
+    JobExecutionEvent,
+)
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
@@ -28,6 +35,9 @@ from idemdash.jobs import partitions, purges, rollups, snapshots, unrecorded
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
+
+# build() hands back the kind of scheduler it was asked for (background for the web app, blocking for the command)
+S = TypeVar("S", bound=BaseScheduler)
 
 JOB_DEFAULTS = {
     # A run that was missed while the process was down runs once, not N times.
@@ -97,7 +107,7 @@ class JobMonitor:
             return dict(self._last)
 
 
-_MONITORS: "weakref.WeakKeyDictionary[BaseScheduler, JobMonitor]" = weakref.WeakKeyDictionary()
+_MONITORS: weakref.WeakKeyDictionary[BaseScheduler, JobMonitor] = weakref.WeakKeyDictionary()
 
 
 def last_outcomes(scheduler: BaseScheduler) -> dict[str, JobOutcome]:
@@ -106,8 +116,8 @@ def last_outcomes(scheduler: BaseScheduler) -> dict[str, JobOutcome]:
     return monitor.last() if monitor is not None else {}
 
 
-def build(config: Mapping[str, Any], scheduler_class: type[BaseScheduler],
-          targets: Sequence[Target] | None = None) -> BaseScheduler:
+def build(config: Mapping[str, Any], scheduler_class: type[S],
+          targets: Sequence[Target] | None = None) -> S:
     """A scheduler with every job of ``targets`` (default: every database of IDEMDASH_CONFIG, or the one of
     IDEMDASH_DATABASE_URL); each database's jobs are its own, so one failing never stops the others'."""
     scheduler = scheduler_class(timezone=timezone.utc, job_defaults=JOB_DEFAULTS)
@@ -125,7 +135,7 @@ def start_in_background(config: Mapping[str, Any]) -> BackgroundScheduler:
     scheduler = build(config, BackgroundScheduler)
     scheduler.start()
     log.info("scheduler started in the background with %d job(s)", len(scheduler.get_jobs()))
-    return scheduler  # type: ignore[return-value]
+    return scheduler
 
 
 def run_blocking(config: Mapping[str, Any], targets: Sequence[Target] | None = None) -> None:

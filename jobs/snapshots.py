@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from idemdash.jobs.db import already_logged, describe_failure, job_id
-from idemdash.queries import statement
-from idemdash.queries import snapshots as q
+from idemdash.jobs.failures import already_logged, describe_failure
+from idemdash.jobs.job_ids import job_id
+from idemdash.queries import snapshots, statement
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ MIN_STATEMENT_TIMEOUT_MS = 10_000
 DELETE_BATCH = 5000
 
 
-def run_snapshot(target: Target, *, min_gap_seconds: float | None = None) -> q.Snapshot | None:
+def run_snapshot(target: Target, *, min_gap_seconds: float | None = None) -> snapshots.Snapshot | None:
     """Take one snapshot now; None when another replica took one moments ago (or holds the lock)."""
     config = target.settings
     interval = config["SNAPSHOT_INTERVAL_SECONDS"]
@@ -34,9 +34,9 @@ def run_snapshot(target: Target, *, min_gap_seconds: float | None = None) -> q.S
         with conn.transaction():
             conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
             conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
-            snapshot = q.take_snapshot(conn, target.tables, config, interval_seconds=interval, min_gap_seconds=gap)
-            deleted = q.delete_old_snapshots(conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"],
-                                             limit=DELETE_BATCH)
+            snapshot = snapshots.take_snapshot(conn, target.tables, config, interval_seconds=interval, min_gap_seconds=gap)
+            deleted = snapshots.delete_old_snapshots(conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"],
+                                                     limit=DELETE_BATCH)
     if deleted:
         log.info("dropped %d metric snapshot(s) older than %d days", deleted, config["SNAPSHOT_RETENTION_DAYS"])
     return snapshot

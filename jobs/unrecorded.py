@@ -18,8 +18,9 @@ from datetime import datetime
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from idemdash.jobs.db import describe_error, job_id
-from idemdash.queries import purges as q
+from idemdash.jobs.failures import describe_error
+from idemdash.jobs.job_ids import job_id
+from idemdash.queries import purges
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -98,11 +99,11 @@ class UnrecordedRuns:
 
 def _write(conn: psycopg.Connection, run: UnrecordedRun) -> None:
     if run.run_id is None:
-        q.insert_unrecorded_purge_run(conn, run.table, dry_run=run.dry_run, started_by=run.started_by,
-                                      started_at=run.started_at, finished_at=run.finished_at,
-                                      error=run.error or "database unreachable")
+        purges.insert_unrecorded_purge_run(conn, run.table, dry_run=run.dry_run, started_by=run.started_by,
+                                           started_at=run.started_at, finished_at=run.finished_at,
+                                           error=run.error or "database unreachable")
     else:
-        q.finish_unrecorded_purge_run(conn, run.run_id, run.outcome, run.finished_at, run.error)
+        purges.finish_unrecorded_purge_run(conn, run.run_id, run.outcome, run.finished_at, run.error)
 
 
 # This process's runs (the scheduler's, the CLI's, the web process's "Run now").

@@ -90,7 +90,7 @@ class Tables:
                 raise ValueError(f"table name setting {field_name}={name!r} must be non-empty and contain no '%'")
 
     @classmethod
-    def from_config(cls, config) -> "Tables":
+    def from_config(cls, config) -> Tables:
         return cls(config["APP_SCHEMA"], config["KEYS_TABLE"], config["INBOX_TABLE"],
                    config["OUTBOX_TABLE"])
 
@@ -103,21 +103,25 @@ class Tables:
         }
 
 
-def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> sql.Composable:
+# What statement() gives: a whole statement psycopg can execute (a bare Composable may be a mere fragment).
+Statement = sql.SQL | sql.Composed
+
+
+def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     """The named statement, with table identifiers filled in when ``tables`` is given."""
     return render(QUERIES[name], tables, **identifiers)
 
 
-def render(query: Query, tables: Tables | None = None, **identifiers: sql.Composable) -> sql.Composable:
+def render(query: Query, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     text = query.text
     fragments = [f for f in fragment_fields(text) if f not in identifiers]
     if tables is None and not identifiers and not fragments:
-        return sql.SQL(text)  # type: ignore[arg-type]
+        return sql.SQL(text)
     names = tables.identifiers() if tables is not None else {}
     names.update(identifiers)
     for field in fragments:
         names[field] = render(QUERIES[field], tables, **identifiers)
-    return sql.SQL(text).format(**names)  # type: ignore[arg-type]
+    return sql.SQL(text).format(**names)
 
 
 def fragment_fields(text: str) -> list[str]:

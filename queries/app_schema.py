@@ -17,8 +17,8 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_one
 from idemdash.queries.indexes import ADVICE
+from idemdash.queries.transactions import select_one
 
 StatusType = Literal["enum", "text"]
 

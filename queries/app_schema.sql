@@ -13,7 +13,7 @@ END
 $$
 
 -- create_app_tables --
--- The three application tables of DESIGN section 1 (reference schema), if absent.
+-- The three application tables of the README's column contract (docs/reference-schema.md), if absent.
 CREATE TABLE IF NOT EXISTS {keys} (
     idempotency_scope text NOT NULL,
     idempotency_key text NOT NULL,
@@ -404,7 +404,7 @@ AS $$
 -- 'processed' the first time, 'duplicate_ignored' for a redelivery of the same message; the same id with
 -- another payload is rejected (P4050). The inbox is partitioned and its unique index holds within one
 -- partition, so this looks in every partition first; only two deliveries racing on either side of a partition
--- boundary both count as new (what partitioning costs, seed 003).
+-- boundary both count as new (what partitioning costs: docs/concepts.md, Retention shorter than the replay horizon).
 DECLARE
     v_inserted integer;
     v_hash text;

@@ -9,13 +9,8 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import QUERIES, Tables, statement
-from idemdash.queries.db import select_all, select_one
 from idemdash.queries.migrate import AppliedMigration
-
-
-def ping(conn: psycopg.Connection) -> bool:
-    row = conn.execute(statement("ping")).fetchone()
-    return row is not None and row[0] == 1
+from idemdash.queries.transactions import select_all, select_one
 
 
 def database_now(conn: psycopg.Connection):

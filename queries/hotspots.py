@@ -7,8 +7,8 @@ from typing import Generic, TypeVar
 import psycopg
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all
 from idemdash.queries.keys import KeyRow
+from idemdash.queries.transactions import select_all
 
 T = TypeVar("T")
 # Hotspot groups shown per page (by scope, by worker); more are counted as "more".
@@ -102,7 +102,8 @@ def list_hotspot_group_rows(conn: psycopg.Connection, tables: Tables, min_attemp
 def group_hotspots(rows: list[HotspotGroupRow], limit: int = GROUP_LIMIT) -> HotspotGroups:
     counts = lambda r: (r.hotspot_keys, r.stuck, r.processing, r.failed_retryable, r.failed_final,  # noqa: E731
                         r.succeeded, r.max_attempts)
-    by_scope = [ScopeHotspots(r.scope, *counts(r)) for r in rows if r.by_scope]
+    # a by_scope row always has its scope (the grouping set is the scope); the row type cannot say so
+    by_scope = [ScopeHotspots(r.scope, *counts(r)) for r in rows if r.by_scope]  # type: ignore[arg-type]
     by_worker = [WorkerHotspots(r.claimed_by, *counts(r)) for r in rows if not r.by_scope]
     return HotspotGroups(_bounded(by_scope, limit), _bounded(by_worker, limit))
 

@@ -34,7 +34,7 @@ WHERE rank <= %(limit)s
 ORDER BY by_scope DESC, rank
 
 -- list_top_hotspot_keys --
--- The keys with the most attempts (at least N), most attempts then most recently changed first (seed 004 §19).
+-- The keys with the most attempts (at least N), most attempts then most recently changed first (docs/concepts.md, Retry hotspots).
 SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
        claimed_at, locked_until,
        CASE WHEN status = 'processing' THEN

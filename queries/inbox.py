@@ -7,8 +7,7 @@ from datetime import datetime
 import psycopg
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all, select_one
-
+from idemdash.queries.transactions import select_all, select_one
 
 # Consumers listed on the inbox page; totals count every consumer.
 CONSUMERS_SHOWN = 200

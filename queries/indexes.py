@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from idemdash.queries import QUERIES, Query, Tables, render, statement
-from idemdash.queries.db import select_all
+from idemdash.queries import QUERIES, Query, Statement, Tables, render, statement
+from idemdash.queries.transactions import select_all
 
 
 @dataclass(frozen=True)
@@ -21,10 +21,10 @@ class IndexAdvice:
         base = getattr(tables, self.table)
         return f"{base}_{self.name.removeprefix('index_').split('_', 1)[1]}_idemdash_idx"[:63]
 
-    def create_statement(self, tables: Tables) -> sql.Composable:
+    def create_statement(self, tables: Tables) -> Statement:
         return statement(self.name, tables, index_name=sql.Identifier(self.index_name(tables)))
 
-    def create_statement_in_transaction(self, tables: Tables) -> sql.Composable:
+    def create_statement_in_transaction(self, tables: Tables) -> Statement:
         """The same index built inside a transaction (no CONCURRENTLY): for a table being created, and the only
         way on a partitioned table, where PostgreSQL cannot build an index concurrently."""
         query = QUERIES[self.name]

@@ -1,17 +1,18 @@
 """Idempotency keys: the stuck and status lists, one key's detail, its outbox evidence."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from idemdash.core.triage import REVIEW_HOLDER
-from idemdash.queries import Tables, cursor, statement
+from idemdash.queries import Statement, Tables, cursor, statement
 from idemdash.queries.cursor import Page
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
 KEY_STATUSES = ("stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final")
 
@@ -98,9 +99,9 @@ def _decode(after: str) -> tuple[Any, Any, Any, bool]:
         *values, direction = cursor.decode(after, 4)
         if direction != _BACK:
             raise ValueError(_BAD_CURSOR)
-        return (*values, True)  # type: ignore[return-value]
+        return (*values, True)
     except ValueError:
-        return (*cursor.decode(after, 3), False)  # type: ignore[return-value]
+        return (*cursor.decode(after, 3), False)
 
 
 def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int,
@@ -151,7 +152,7 @@ def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease
                 prev_cursor=position(rows[0], _BACK) if after is not None else None)
 
 
-def list_statement(name: str, tables: Tables, order: str) -> sql.Composable:
+def list_statement(name: str, tables: Tables, order: str) -> Statement:
     """A key list's statement read in ``order`` (``asc`` or ``desc``: nothing else reaches the SQL)."""
     return statement(name, tables, **DIRECTIONS[order])
 

@@ -17,7 +17,7 @@ from importlib import resources
 import psycopg
 
 from idemdash.queries import statement
-from idemdash.queries.db import select_all
+from idemdash.queries.transactions import select_all
 
 _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 

@@ -1,5 +1,5 @@
 -- migration_lock --
--- Serialise migrators across processes; released when the transaction ends (seed 002).
+-- Serialise migrators across processes; released when the transaction ends (docs/concepts.md, Migrations serialised under an advisory lock).
 SELECT pg_advisory_xact_lock(hashtextextended('idemdash.migrate', 0))
 
 -- create_migration_table --

@@ -7,7 +7,7 @@ from datetime import datetime
 import psycopg
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
 MAX_NOTE = 4000
 

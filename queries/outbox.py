@@ -9,8 +9,8 @@ from typing import Any
 import psycopg
 
 from idemdash.queries import Tables, cursor, statement
-from idemdash.queries.db import select_all, select_one
 from idemdash.queries.cursor import Page
+from idemdash.queries.transactions import select_all, select_one
 
 _BAD_CURSOR = "cursor is not valid: use the next_cursor value from the previous page"
 

@@ -15,7 +15,7 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
 PARK, RELEASE = "park", "release"
 # action -> (status it needs, status it sets)

@@ -7,8 +7,8 @@ from datetime import datetime
 import psycopg
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all, select_one
 from idemdash.queries.purge_history import PurgeRun
+from idemdash.queries.transactions import select_all, select_one
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class KeyCounts:
     oldest_stuck_lease: datetime | None
 
     @classmethod
-    def combine(cls, live: ProcessingCounts, window: WindowCounts) -> "KeyCounts":
+    def combine(cls, live: ProcessingCounts, window: WindowCounts) -> KeyCounts:
         return cls(live.stuck, live.processing, live.needs_review, window.failed_retryable, window.failed_final_24h,
                    window.succeeded_24h, live.oldest_stuck_lease)
 

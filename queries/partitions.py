@@ -1,7 +1,7 @@
 """Application tables range-partitioned by time: their partitions, and dropping whole the ones a purge may.
 
 A purge drops a partition only when every row in it is eligible, checked in the transaction that drops it
-while nothing else can reach the partition (DESIGN section 5). Where the server allows, the partition is
+while nothing else can reach the partition (docs/operations.md, Partitioned tables). Where the server allows, the partition is
 first detached with ``DETACH PARTITION ... CONCURRENTLY`` (the application's reads and writes go on), then
 locked, checked and dropped; a live row found at that point puts the partition back. Otherwise the detach
 happens inside the checking transaction. What happened to each partition is recorded in
@@ -12,17 +12,18 @@ range bounds (timestamps read from the catalog) through ``psycopg.sql.Literal``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
-# The time columns a table may be range-partitioned by for whole partitions to be dropped (DESIGN section 5) ...
+# The time columns a table may be range-partitioned by for whole partitions to be dropped (docs/operations.md, Partitioned tables) ...
 DROP_COLUMNS = {"keys": ("expires_at", "created_at"), "inbox": ("processed_at",),
                 "outbox": ("created_at", "published_at")}
 # ... and the one of them that says when a row is due: a partition of it starting after the cutoff holds nothing due.
@@ -143,7 +144,7 @@ def get_purge_cutoffs(conn: psycopg.Connection, inbox_days: int, outbox_days: in
 def get_partition_rows(conn: psycopg.Connection, table: str, partition: sql.Composable,
                        predicate: Mapping[str, Any]) -> PartitionRows:
     """How many rows the partition holds and how many of them are live (not eligible for the purge): a scan."""
-    purgeable = statement(f"purgeable_{table}", **{table: partition})
+    purgeable = statement(f"purgeable_{table}", None, **{table: partition})
     row = select_one(conn, statement("get_partition_rows", partition=partition, purgeable=purgeable), dict(predicate),
                      PartitionRows)
     assert row is not None
@@ -161,16 +162,16 @@ def set_detach_timeouts(conn: psycopg.Connection, statement_timeout_ms: int, loc
 
 
 def detach_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:
-    conn.execute(statement("detach_partition", **identifiers))
+    conn.execute(statement("detach_partition", None, **identifiers))
 
 
 def detach_partition_concurrently(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:
     """Needs an autocommit connection (two transactions of its own)."""
-    conn.execute(statement("detach_partition_concurrently", **identifiers))
+    conn.execute(statement("detach_partition_concurrently", None, **identifiers))
 
 
 def finalize_detach_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:
-    conn.execute(statement("finalize_detach_partition", **identifiers))
+    conn.execute(statement("finalize_detach_partition", None, **identifiers))
 
 
 def lock_detached_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:
@@ -180,7 +181,7 @@ def lock_detached_partition(conn: psycopg.Connection, identifiers: Mapping[str, 
 def attach_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable],
                      bound_from: datetime | None, bound_to: datetime) -> None:
     lower = sql.SQL("MINVALUE") if bound_from is None else sql.Literal(bound_from)
-    conn.execute(statement("attach_partition", **identifiers, bound_from=lower, bound_to=sql.Literal(bound_to)))
+    conn.execute(statement("attach_partition", None, **identifiers, bound_from=lower, bound_to=sql.Literal(bound_to)))
 
 
 def drop_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:

@@ -6,7 +6,8 @@ progress and deletions commit together. A dry-run chunk counts the same rows in 
 or deleting.
 
 Both are one statement each (``purge_batch``, ``count_purge_batch``), filled in with the table's eligibility
-(the ``purgeable_<table>`` fragment, the same one the partition checks use) and the columns of one of two orders:
+(the ``purgeable_<table>`` fragment, the same one the partition checks use) and the columns of one of two orders
+(docs/concepts.md, Purge orders):
 
 - **due order**: the order rows became due, through an index of due rows (keys
   by ``expires_at`` of terminal rows, inbox by ``processed_at``, outbox by ``published_at``). A run reads only
@@ -25,12 +26,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Union
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from idemdash.queries import Tables, statement
+from idemdash.queries import Statement, Tables, statement
 
 DUE, BY_KEY = "due_index", "primary_key"
 
@@ -50,7 +51,7 @@ ORDERS: dict[tuple[str, str], tuple[str, ...]] = {
 RECHECK = {"keys": "expired_keys"}
 
 # One to three cursor columns: a time (due order), text keys, or an outbox_id.
-CursorValue = Union[str, uuid.UUID, datetime, None]
+CursorValue = str | uuid.UUID | datetime | None
 Cursor = tuple[CursorValue, CursorValue, CursorValue]
 
 
@@ -70,7 +71,7 @@ class Batch:
 
 
 def batch_statement(tables: Tables, table: str, *, dry_run: bool, order: str,
-                    relation: sql.Composable | None = None) -> sql.Composable:
+                    relation: sql.Composable | None = None) -> Statement:
     """The batch (or dry-run chunk) of ``table`` in ``order``: the one batch statement with the table's eligibility
     (``purgeable_<table>``) and the order's columns filled in; ``relation``: a partition to run on instead."""
     target = relation if relation is not None else tables.identifiers()[table]

@@ -12,8 +12,8 @@ from typing import Any
 import psycopg
 
 from idemdash.queries import cursor, statement
-from idemdash.queries.db import select_all
 from idemdash.queries.cursor import Page
+from idemdash.queries.transactions import select_all
 
 _BAD_CURSOR = "cursor is not valid: use the next_cursor value from the previous page"
 

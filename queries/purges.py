@@ -1,4 +1,4 @@
-"""Retention purges (DESIGN section 5): the per-table lock, the run history and its own retention.
+"""Retention purges (docs/operations.md, Retention purges): the per-table lock, the run history and its own retention.
 
 The batches themselves are in ``queries/purge_batches.py``, partitions dropped whole in
 ``queries/partitions.py``.
@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import statement
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
 # The tables a purge runs over, by role (each has its own lock, schedule and history).
 TABLES = ("keys", "inbox", "outbox")

@@ -1,4 +1,4 @@
-"""Reclassifying stuck keys (DESIGN section 4). Every safety rule is in the SQL.
+"""Reclassifying stuck keys (docs/concepts.md, Reclassification). Every safety rule is in the SQL.
 
 One key: lock it with NOWAIT (an application transaction holding it makes
 the action fail at once instead of waiting), then one UPDATE whose WHERE
@@ -30,7 +30,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 
 OUTCOMES = ("safe_to_retry", "abandoned", "already_succeeded", "needs_review")
 BULK_OUTCOMES = ("safe_to_retry", "abandoned")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import psycopg
 
 from idemdash.queries import statement
-from idemdash.queries.db import select_one
+from idemdash.queries.transactions import select_one
 
 
 @dataclass(frozen=True)

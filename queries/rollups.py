@@ -15,17 +15,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import psycopg
 from psycopg import errors
 from psycopg.types.json import Jsonb
 
-from idemdash.queries import Tables, statement
-from idemdash.queries import hotspots, inbox, outbox, overview, suppression
-from idemdash.queries.db import select_all
+from idemdash.queries import Tables, hotspots, inbox, outbox, overview, statement, suppression
+from idemdash.queries.transactions import select_all
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
 )}
 
 
-def usable(stored: "StoredRollup", rollup: Rollup) -> bool:
+def usable(stored: StoredRollup, rollup: Rollup) -> bool:
     """Fresh, and slow enough to fetch that reading it precomputed is worth its age."""
     return stored.duration_ms >= LIVE_BUDGET_MS and stored.age_seconds <= FRESH_FACTOR * rollup.every_seconds
 

@@ -19,8 +19,8 @@ from urllib.parse import unquote, urlsplit
 import psycopg
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all
 from idemdash.queries.keys import list_scopes
+from idemdash.queries.transactions import select_all
 
 # Scopes probed for a key at most (the loose index scan stops there); the answer says when there were more.
 MAX_SCOPES = 1000

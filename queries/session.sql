@@ -10,10 +10,6 @@ SELECT set_config('statement_timeout', %(ms)s, true)
 -- Lock timeout for the rest of the current transaction only.
 SELECT set_config('lock_timeout', %(ms)s, true)
 
--- ping --
--- Cheapest round trip that proves the database answers (readiness probe).
-SELECT 1 AS ok
-
 -- get_database_now --
 -- The database's clock (transaction start time).
 SELECT now() AS now

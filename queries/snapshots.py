@@ -8,16 +8,16 @@ it while fresh instead of being counted a second time.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 
-from idemdash.queries import Tables, statement
-from idemdash.queries import overview, rollups
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries import Tables, overview, rollups, statement
 from idemdash.queries.health import database_now
+from idemdash.queries.transactions import select_all, select_one
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Suppression numbers (seed 004 §19): per scope, keys created in a window that ran once vs were retried."""
+"""Suppression numbers (docs/concepts.md, Suppression): per scope, keys created in a window that ran once vs were retried."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import psycopg
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.db import select_all
+from idemdash.queries.transactions import select_all
 
 WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
 
@@ -37,10 +37,6 @@ class Suppression:
     scopes: list[ScopeSuppression]
     more: bool                   # scopes past the limit (still in the totals)
     totals: ScopeSuppression
-
-
-def get_suppression(conn: psycopg.Connection, tables: Tables, window: timedelta, limit: int = 200) -> Suppression:
-    return assemble_suppression(list_suppression_rows(conn, tables, window, limit))
 
 
 def list_suppression_rows(conn: psycopg.Connection, tables: Tables, window: timedelta,

@@ -6,7 +6,7 @@ inbox and outbox there (``Tables``), and the settings that apply to it. The web 
 line each build the targets they need from the settings (core.databases) and pass them down explicitly;
 nothing is kept at module level.
 
-Every table has seed 004's columns today; another table shape is a new shape object with its own statements,
+Every table has the README's column contract today; another table shape is a new shape object with its own statements,
 not a new code path through every page.
 """
 from __future__ import annotations
@@ -15,9 +15,10 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -25,9 +26,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
 from idemdash.core.settings import redact_dsn
-from idemdash.queries import Tables
-from idemdash.queries import db as qdb
-from idemdash.queries import replication
+from idemdash.queries import Tables, replication, transactions
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +67,7 @@ class Target:
         self.problems = CauseLog(log, "database" if self.name == "default" else f"database {self.name}")
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], name: str = "default") -> "Target":
+    def from_settings(cls, settings: Mapping[str, Any], name: str = "default") -> Target:
         return cls(name, settings["DATABASE_URL"], Tables.from_config(settings), settings,
                    read_dsn=settings.get("READ_DATABASE_URL") or None)
 
@@ -112,7 +111,7 @@ class Target:
 
         class WatchedConnection(psycopg.Connection):
             @classmethod
-            def connect(cls, *args: Any, **kwargs: Any):  # type: ignore[override]
+            def connect(cls, *args: Any, **kwargs: Any):
                 try:
                     conn = super().connect(*args, **kwargs)
                 except psycopg.Error as exc:
@@ -146,15 +145,16 @@ class Target:
         the standby while it is close enough (``replica_status``), else on the primary. ``primary``: reads
         an action depends on, which must see what the primary sees."""
         pool = self._pool()
-        if not primary and self.read_dsn and self.replica_status().using_standby:
-            pool = self.read_pool  # type: ignore[assignment]
-        with qdb.read_tx(pool, statement_timeout_ms or self.statement_timeout_ms) as conn:
+        status = None if primary else self.replica_status()  # None without a standby
+        if status is not None and status.using_standby and self.read_pool is not None:
+            pool = self.read_pool
+        with transactions.read_tx(pool, statement_timeout_ms or self.statement_timeout_ms) as conn:
             yield conn
 
     @contextmanager
     def write(self) -> Iterator[psycopg.Connection]:
         """A transaction on the primary for the dashboard's own writes, with the lock timeout."""
-        with qdb.write_tx(self._pool(), self.lock_timeout_ms) as conn:
+        with transactions.write_tx(self._pool(), self.lock_timeout_ms) as conn:
             yield conn
 
     def close(self) -> None:
@@ -184,11 +184,13 @@ class Target:
 
     def _measure_replica(self) -> ReplicaStatus:
         limit = self.settings["READ_MAX_LAG_SECONDS"]
-        self._pool()
+        primary = self._pool()
+        standby = self.read_pool
+        assert standby is not None  # measured only with a read_dsn, whose pool opens with the primary's
         try:
-            with self.pool.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:  # type: ignore[union-attr]
+            with primary.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:
                 primary_lsn = replication.get_primary_wal_lsn(conn)
-            with self.read_pool.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:  # type: ignore[union-attr]
+            with standby.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:
                 replay = replication.get_standby_replay(conn, primary_lsn)
         except (psycopg.Error, PoolTimeout) as exc:
             return ReplicaStatus(False, None, limit, f"the standby or the primary did not answer "
@@ -213,7 +215,8 @@ class Target:
         reset (a broken connection dies with the run that saw it). With ``report`` a failure's cause is logged
         once (``problems``), however many runs retry; the command line says it itself instead.
         """
-        extra = {} if "connect_timeout" in conninfo_to_dict(self.dsn) else {"connect_timeout": DEFAULT_CONNECT_TIMEOUT}
+        extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(self.dsn)
+                                 else {"connect_timeout": DEFAULT_CONNECT_TIMEOUT})
         try:
             conn = psycopg.connect(self.dsn, autocommit=True, application_name=application_name, **extra)
         except psycopg.Error as exc:

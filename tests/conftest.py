@@ -174,7 +174,7 @@ def tables():
 @pytest.fixture
 def make_app(database_url):
     """Build the Flask app against a test database; settings as keyword overrides."""
-    from idemdash.dashboard import create_app, db
+    from idemdash.dashboard import create_app, targets
 
     apps = []
 
@@ -186,7 +186,7 @@ def make_app(database_url):
 
     yield make
     for app in apps:
-        db.close(app)
+        targets.close(app)
 
 
 @pytest.fixture

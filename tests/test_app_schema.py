@@ -1,15 +1,16 @@
 """The reference application schema: every claim outcome, fencing, the inbox, races.
 
 Every behavioural test runs against both flavours of the reference schema
-(``status`` as a PostgreSQL enum and as plain text), because DESIGN section 1
+(``status`` as a PostgreSQL enum and as plain text), because the README's column contract
 says both must work.
 """
 from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 import psycopg
 import pytest
@@ -444,7 +445,7 @@ def test_concurrent_consumers_process_a_message_once(conn, database_url):
     try:
         for n in range(3):
             message = f"race-{n}"
-            results = race(conns, lambda i, c: consume_message(c, TABLES, "billing", message, "h"))
+            results = race(conns, lambda i, c, message=message: consume_message(c, TABLES, "billing", message, "h"))
             no_errors(results)
             assert results.count("processed") == 1, results
             assert results.count("duplicate_ignored") == THREADS - 1
@@ -461,7 +462,7 @@ def test_concurrent_consumers_process_a_message_once(conn, database_url):
 def test_concurrent_claims_of_one_key_elect_exactly_one_owner(db, worker_conns):
     for n in range(5):
         key = f"race-{n}"
-        results = race(worker_conns, lambda i, c: claim(c, key, claimed_by=f"worker-{i}"))
+        results = race(worker_conns, lambda i, c, key=key: claim(c, key, claimed_by=f"worker-{i}"))
         no_errors(results)
         kinds = [r.claim_kind for r in results]
         assert kinds.count("new_claim") == 1, kinds
@@ -485,7 +486,7 @@ def test_concurrent_reclaims_take_over_exactly_once(db, worker_conns):
         else:
             fail_key(db, TABLES, SCOPE, key, True, "timeout", "retry me", attempt=first.attempt_count)
 
-        results = race(worker_conns, lambda i, c: claim(c, key, claimed_by=f"worker-{i}"))
+        results = race(worker_conns, lambda i, c, key=key: claim(c, key, claimed_by=f"worker-{i}"))
         no_errors(results)
         kinds = [r.claim_kind for r in results]
         assert kinds.count(expected_kind) == 1, kinds
@@ -505,7 +506,7 @@ def test_late_complete_racing_a_stale_reclaim_has_one_consistent_winner(db, app_
             claim(db, key, claimed_by="worker-slow")
             expire_lease(db, key)
 
-            def work(i, c):
+            def work(i, c, key=key):
                 if i == 0:
                     complete_key(c, TABLES, SCOPE, key, None, None, {"by": "worker-slow"}, attempt=1)
                     return "completed"

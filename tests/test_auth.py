@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from flask import Blueprint, jsonify
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from idemdash.cli import main
+from idemdash.core.settings import ConfigError
 from idemdash.dashboard import auth
 from idemdash.dashboard.accounts import parse_users
 from idemdash.dashboard.auth import actions_allowed, current_user, json_action, operator_required
 from idemdash.dashboard.network import REPEATED_HEADERS, bind_host, is_loopback_host
-from idemdash.cli import main
-from idemdash.core.settings import ConfigError
 
 UNTRUSTED = {"REMOTE_ADDR": "10.9.8.7"}
 OPERATOR_HEADERS = {"X-Forwarded-User": "alice@example.com", "X-Forwarded-Groups": "sre, idemdash-operators"}

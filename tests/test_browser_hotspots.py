@@ -43,7 +43,8 @@ def test_suppression_window_select_swaps_the_table_and_pushes_the_url(live_serve
 
 
 def test_hotspots_filter_and_histogram_bars(live_server, page, conn):
-    from tests.test_hotspots import Key as HotKey, insert as insert_hot
+    from tests.test_hotspots import Key as HotKey
+    from tests.test_hotspots import insert as insert_hot
 
     now = _now(conn)
     insert_hot(conn, [HotKey("create_order", f"k-{i}", "processing", "api-1", attempts, now - timedelta(hours=1),

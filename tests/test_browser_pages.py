@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import world as w
+from tests import world
 
 pytestmark = pytest.mark.browser
 
@@ -26,8 +26,8 @@ AXE_VERSION = re.search(r"axe-core@(\S+)", (Path(__file__).parent.parent / ".ci"
 @pytest.fixture
 def site(make_app, live_server, conn):
     app = make_app()
-    world = w.seed(conn, app.test_client())
-    return live_server(app), w.page_urls(app, world)
+    seeded = world.seed(conn, app.test_client())
+    return live_server(app), world.page_urls(app, seeded)
 
 
 def test_no_page_scrolls_sideways_on_a_phone(chromium, site, allowed_console_errors):

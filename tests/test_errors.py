@@ -14,7 +14,7 @@ import pytest
 from bs4 import BeautifulSoup
 from flask import Blueprint, jsonify
 
-from idemdash.dashboard.db import get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key
 from idemdash.queries.keys import list_scopes

@@ -18,12 +18,12 @@ from psycopg import errors
 from idemdash.cli import main
 from idemdash.queries import QUERIES, Tables, statement
 from idemdash.queries.app_schema import create_app_schema
-from idemdash.queries.workload.datagen import create_datagen_functions
 from idemdash.queries.migrate import Migration, MigrationError, list_migrations, migrate
+from idemdash.queries.workload.datagen import create_datagen_functions
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# What the rest of the code is written against (DESIGN section 2): table -> column -> data type.
+# What the rest of the code is written against (the README's column contract): table -> column -> data type.
 EXPECTED_TABLES = {
     "schema_migration": {
         "version": "integer", "name": "text", "checksum": "text", "applied_at": "timestamp with time zone",

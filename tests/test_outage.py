@@ -4,8 +4,8 @@ from __future__ import annotations
 import time
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 from bs4 import BeautifulSoup
+from psycopg.conninfo import make_conninfo
 
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, create_app_schema

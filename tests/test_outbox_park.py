@@ -12,7 +12,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from idemdash.queries import Tables
-from idemdash.queries.workload.simulate import list_pending_outbox_events_for_publish, mark_outbox_published
+from idemdash.queries.workload.simulate import list_pending_outbox_events_for_publish
 from tests.test_outbox import Event, insert_events, now_of
 
 T = Tables()

@@ -2,8 +2,9 @@
 install) and breaks `pip install .` with an ImportError."""
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 # the layers of docs/architecture.md, top to bottom

@@ -8,6 +8,7 @@ import select
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,7 @@ def test_a_run_keeps_its_batches_to_the_duty_cycle(conn, database_url):
                        started_by="test", on_batch=lambda b, r: ends.append(time.monotonic()))
     assert (result.outcome, result.batches, result.rows) == ("succeeded", 5, 12)
     # between two batches' ends: a pause at least as long as the batch (50 %), then the next batch
-    gaps = [b - a for a, b in zip(ends, ends[1:])]
+    gaps = [b - a for a, b in pairwise(ends)]
     assert all(gap >= 2 * 0.1 * 0.95 for gap in gaps), gaps
 
 

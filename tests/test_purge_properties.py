@@ -7,7 +7,7 @@ any text, processing and failed_retryable keys long past expires_at, pending
 outbox rows from a year ago, published rows without published_at, inbox rows
 on both sides of the retention boundary), runs a dry run and then a real purge
 of each table with tiny batches, and compares whole rows (``to_jsonb``) before
-and after with what DESIGN section 5 allows. One database per status type; each
+and after with what docs/operations.md (What is deleted, and what never is) allows. One database per status type; each
 example empties the tables first. Rows keep at least a minute from every
 boundary, so the seconds a purge takes cannot move a row across it.
 """
@@ -19,7 +19,6 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from psycopg.conninfo import make_conninfo
 
 from idemdash.core import settings as idemdash_settings

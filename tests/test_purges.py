@@ -18,8 +18,8 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from idemdash.core import settings
 from idemdash.cli import main
+from idemdash.core import settings
 from idemdash.jobs.purge_run import TABLES, PurgeResult, describe_error, run_purge
 from idemdash.queries import Tables
 from idemdash.queries.indexes import ADVICE

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 import pytest
 from bs4 import BeautifulSoup
+
 from idemdash.queries.target import Target
 
 OPERATOR_HEADERS = {"X-Forwarded-User": "alice@example.com", "X-Forwarded-Groups": "idemdash-operators"}
@@ -78,7 +79,7 @@ def wait_finished(conn, run_id: int, timeout: float = 20.0) -> dict:
                            "FROM idemdash.purge_run WHERE run_id = %s", (run_id,)).fetchone()
         if row is not None and row[0] != "running":
             return dict(zip(("outcome", "rows_deleted", "batches", "dry_run", "table_name", "started_by", "error"),
-                            row))
+                            row, strict=True))
         assert time.monotonic() < deadline, f"run {run_id} did not finish in {timeout} s: {row}"
         time.sleep(0.05)
 

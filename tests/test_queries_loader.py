@@ -11,9 +11,7 @@ import pytest
 from psycopg import sql
 
 from idemdash import queries
-from idemdash.queries import QUERIES, Query, Tables, _parse, load_all, statement
-from idemdash.queries import workload
-
+from idemdash.queries import QUERIES, Query, Tables, _parse, load_all, statement, workload
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_FIELDS = {"schema", "keys", "inbox", "outbox"}
@@ -127,7 +125,7 @@ def test_load_all_rejects_a_name_in_two_files(monkeypatch, tmp_path):
 
 
 def test_statement_without_tables_is_the_text_verbatim():
-    assert statement("ping").as_string() == QUERIES["ping"].text
+    assert statement("get_database_now").as_string() == QUERIES["get_database_now"].text
 
 
 def test_statement_quotes_the_configured_names():
@@ -203,7 +201,7 @@ def test_every_statement_name_used_in_python_exists():
     for path in python_files("queries", *CODE_PACKAGES):
         for match in STATEMENT_CALL.finditer(path.read_text(encoding="utf-8")):
             used.setdefault(match.group(2), []).append(str(path.relative_to(ROOT)))
-    assert {"claim_key", "migration_lock", "ping"} <= set(used), "the scan found too little"
+    assert {"claim_key", "migration_lock", "get_database_now"} <= set(used), "the scan found too little"
 
     def known(name: str, where: list[str]) -> bool:
         registry = workload.QUERIES if all(w.startswith("queries/workload/") for w in where) else QUERIES
@@ -211,6 +209,26 @@ def test_every_statement_name_used_in_python_exists():
 
     missing = {name: where for name, where in used.items() if not known(name, where)}
     assert not missing, f"statement() names with no SQL block: {missing}"
+
+
+QUOTED_NAME = re.compile(r"""(['"])([a-z][a-z0-9_]*)\1""")
+# names built at run time: statement(f"fragment_set_{to}"), or every block whose name starts with "index_"
+NAME_PREFIX = re.compile(r"""statement\(\s*f(['"])([a-z][a-z0-9_]*)\{|startswith\(\s*(['"])([a-z][a-z0-9_]*)\3\)""")
+
+
+def test_every_sql_block_has_a_caller():
+    """A block no Python code names (literally, or by a prefix it builds the name from) is dead SQL."""
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in python_files("queries", "benchmarks", *CODE_PACKAGES))
+    literals = {m.group(2) for m in QUOTED_NAME.finditer(sources)}
+    prefixes = {m.group(2) or m.group(4) for m in NAME_PREFIX.finditer(sources)}
+    assert {"fragment_set_", "index_"} <= prefixes, "the scan found too little"
+    blocks = set(QUERIES) | set(workload.QUERIES)
+    # a fragment another block names as a {field} is filled in by the loader: it runs inside that block
+    composed = {field for query in [*QUERIES.values(), *workload.QUERIES.values()]
+                for field in format_fields(query.text) if field in blocks}
+    unused = sorted(name for name in blocks - composed
+                    if name not in literals and not any(name.startswith(prefix) for prefix in prefixes))
+    assert not unused, f"SQL blocks no code runs: {unused}"
 
 
 SQL_IN_STRING = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE|DELETE\s+FROM|CREATE\s+(TABLE|INDEX|SCHEMA)|"

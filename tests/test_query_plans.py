@@ -10,7 +10,8 @@ the rollup job precomputes (dashboard/rollups.py).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest

@@ -230,7 +230,7 @@ def test_form_with_invalid_json_body_is_400(client, conn):
 def test_hostile_key_text_in_the_form_is_inert(client, conn):
     key = "<script>alert(1)</script>\"'><img src=x>"
     stuck_key(conn, key)
-    fields = _form_fields(client, "/key?scope=create_order&key=" + re.sub("[<>\"'/ ]", lambda m: "%%%02X" % ord(m.group()), key))
+    fields = _form_fields(client, "/key?scope=create_order&key=" + re.sub("[<>\"'/ ]", lambda m: f"%{ord(m.group()):02X}", key))
     assert fields["key"] == key
     response = client.post("/keys/reclassify", data=fields | {"to": "abandoned", "reason": "<b>why</b>"})
     assert response.status_code == 303

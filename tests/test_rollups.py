@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 from benchmarks.datagen import SIZES, generate
 from idemdash.core import settings
 from idemdash.jobs.rollups import run_rollups
-from idemdash.queries import rollups as q
+from idemdash.queries import rollups
 from idemdash.queries.hotspots import AttemptBucket, HotspotGroupRow
 from idemdash.queries.inbox import CONSUMERS_SHOWN, ConsumerVolume
 from idemdash.queries.overview import WindowCounts
@@ -37,7 +37,7 @@ def _store(conn: psycopg.Connection, name: str, variant: str, rows, *, duration_
 
 
 def _rows(*rows) -> list[dict]:
-    return q.encode_rows(rows)
+    return rollups.encode_rows(rows)
 
 
 def _suppression(scope: str, keys: int) -> list[dict]:
@@ -58,7 +58,7 @@ def test_rows_round_trip_through_json_as_their_row_type():
         "key_windows": [WindowCounts(1, 2, 3)],
     }
     for name, rows in cases.items():
-        assert q.decode_rows(ROLLUPS[name], q.encode_rows(rows)) == rows
+        assert rollups.decode_rows(ROLLUPS[name], rollups.encode_rows(rows)) == rows
     assert set(cases) | {"inbox_volume", "inbox_totals", "outbox_event_types"} == set(ROLLUPS)
 
 
@@ -69,8 +69,8 @@ def test_rows_round_trip_through_json_as_their_row_type():
     [{"__class__": "subprocess:Popen", "args": ["true"]}],                      # an old tagged value: data, not code
 ])
 def test_rows_that_do_not_fit_their_type_are_refused(payload):
-    with pytest.raises(q.RollupDecodeError, match="key_windows"):
-        q.decode_rows(ROLLUPS["key_windows"], payload)
+    with pytest.raises(rollups.RollupDecodeError, match="key_windows"):
+        rollups.decode_rows(ROLLUPS["key_windows"], payload)
 
 
 def test_a_stored_rollup_that_does_not_decode_is_logged_and_read_live(client, conn, caplog):
@@ -88,8 +88,8 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
     expected = {f"{r.name}:{v}" for r in ROLLUPS.values() for v in r.variants(config)}
     assert set(done) == expected
     assert "suppression:7d" in done and "hotspot_groups:5" in done
-    stored = {(r.name, r.variant): r for r in q.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])}
-    [windows] = q.decode_rows(ROLLUPS["key_windows"], stored[("key_windows", "")].payload)
+    stored = {(r.name, r.variant): r for r in rollups.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])}
+    [windows] = rollups.decode_rows(ROLLUPS["key_windows"], stored[("key_windows", "")].payload)
     assert windows == WindowCounts(200, windows.failed_final_24h, windows.succeeded_24h)
     assert all(r.duration_ms > 0 and r.age_seconds < 60 for r in stored.values())
 
@@ -100,9 +100,9 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
 def test_one_writer_at_a_time(database_url):
     config = _config(database_url)
     with psycopg.connect(database_url, autocommit=True) as other:
-        assert q.try_rollup_lock(other)
+        assert rollups.try_rollup_lock(other)
         assert run_rollups(Target.from_settings(config), force=True) == {}
-        q.release_rollup_lock(other)
+        rollups.release_rollup_lock(other)
     assert run_rollups(Target.from_settings(config), force=True)
 
 

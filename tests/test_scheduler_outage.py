@@ -18,16 +18,16 @@ from psycopg.rows import dict_row
 
 from idemdash.core import settings
 from idemdash.jobs import purges
+from idemdash.jobs.failures import unreachable
 from idemdash.jobs.purge_run import run_purge
-from idemdash.jobs.db import unreachable
 from idemdash.jobs.scheduler import build, last_outcomes
 from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun, UnrecordedRuns, record_unrecorded_runs
 from idemdash.queries import Tables
-from idemdash.queries import purges as q
+from idemdash.queries import purges as purges_queries
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.migrate import migrate
-from tests.waiting import wait_until
 from idemdash.queries.target import Target
+from tests.waiting import wait_until
 
 PURGE_JOBS = ("purge_keys", "purge_inbox", "purge_outbox")
 # every job the scheduler runs, made frequent for the test (the purge schedules are crontab, a minute at best)
@@ -188,7 +188,7 @@ def test_a_failed_flush_keeps_the_runs_for_the_next_one(empty_database_url):
 
 
 def test_the_next_purge_closes_a_run_that_lost_the_database_with_its_real_error(conn, database_url):
-    run_id = q.insert_purge_run(conn, "keys", dry_run=False, started_by="scheduler")
+    run_id = purges_queries.insert_purge_run(conn, "keys", dry_run=False, started_by="scheduler")
     lost = UnrecordedRun(database_url, "keys", False, "scheduler", datetime.now(timezone.utc),
                          datetime.now(timezone.utc), "failed",
                          "AdminShutdown: terminating connection due to administrator command", run_id)

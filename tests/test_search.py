@@ -8,7 +8,7 @@ from urllib.parse import quote, unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from idemdash.queries import search as qsearch
+from idemdash.queries import search
 from tests.test_keys import NASTY_KEYS, insert_key
 
 
@@ -72,7 +72,7 @@ def test_prefix_search_within_a_scope_and_across_scopes(client, conn):
 
     within = _search(client, q="cart/", scope="create_order")
     assert within["match"] == "prefix"
-    assert [i["key"] for i in within["items"]] == [f"cart/{i:03d}" for i in range(qsearch.PREFIX_LIMIT)]
+    assert [i["key"] for i in within["items"]] == [f"cart/{i:03d}" for i in range(search.PREFIX_LIMIT)]
     assert within["prefix_limited"] is True  # 60 match, 50 shown: type more
 
     exact_prefix = _search(client, q="cart/05", scope="create_order")
@@ -80,7 +80,7 @@ def test_prefix_search_within_a_scope_and_across_scopes(client, conn):
     assert exact_prefix["prefix_limited"] is False
 
     across = _search(client, q="cart")
-    per = qsearch.PREFIX_PER_SCOPE_ACROSS
+    per = search.PREFIX_PER_SCOPE_ACROSS
     assert [(i["scope"], i["key"]) for i in across["items"]] == (
         [("create_order", f"cart/{i:03d}") for i in range(per)] + [("refund", f"cart/r{i}") for i in range(per)])
     assert across["prefix_limited"] is True
@@ -145,7 +145,7 @@ def test_the_header_box_is_on_every_page_and_keeps_the_query(client, conn):
 
 
 def test_more_scopes_than_the_cap_are_said_to_be_left_out(client, conn, monkeypatch):
-    monkeypatch.setattr(qsearch, "MAX_SCOPES", 3)
+    monkeypatch.setattr(search, "MAX_SCOPES", 3)
     for scope in ("a", "b", "c", "d"):
         insert_key(conn, scope, "k" + scope)
     body = _search(client, q="kd")

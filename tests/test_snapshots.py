@@ -11,8 +11,8 @@ from bs4 import BeautifulSoup
 
 from idemdash.jobs import snapshots
 from idemdash.jobs.scheduler import register_jobs
-from tests.test_overview import make_world
 from idemdash.queries.target import Target
+from tests.test_overview import make_world
 
 EMPTY_TEXT = "trends appear after the snapshot job has run for a few minutes"
 

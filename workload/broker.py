@@ -9,11 +9,25 @@ from collections import deque
 import psycopg
 
 from idemdash.queries.app_schema import MESSAGE_MISMATCH, consume_message
-from idemdash.queries.workload.simulate import (PendingEvent, list_pending_outbox_events_for_publish, mark_outbox_published,
-                                       record_outbox_publish_failures)
-from idemdash.workload.scenario import (CONSUMER_RESULTS, CONSUMER_ROUTES, MESSAGE_MISMATCH_RATE, PUBLISH_BATCH,
-                               PUBLISH_FAILURE_RATE, PUBLISH_RETRY_FRACTION, REDELIVERY_RATE, UNROUTABLE_EVENT,
-                               Delivery, Run, digest)
+from idemdash.queries.workload.simulate import (
+    PendingEvent,
+    list_pending_outbox_events_for_publish,
+    mark_outbox_published,
+    record_outbox_publish_failures,
+)
+from idemdash.workload.scenario import (
+    CONSUMER_RESULTS,
+    CONSUMER_ROUTES,
+    MESSAGE_MISMATCH_RATE,
+    PUBLISH_BATCH,
+    PUBLISH_FAILURE_RATE,
+    PUBLISH_RETRY_FRACTION,
+    REDELIVERY_RATE,
+    UNROUTABLE_EVENT,
+    Delivery,
+    Run,
+    digest,
+)
 
 
 class Publisher:

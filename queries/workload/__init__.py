@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from idemdash.queries import Tables, load_all, render
+from idemdash.queries import Statement, Tables, load_all, render
 
 QUERIES = load_all(__name__)
 
 
-def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> sql.Composable:
+def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     return render(QUERIES[name], tables, **identifiers)

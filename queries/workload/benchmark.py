@@ -1,4 +1,4 @@
-"""Statements only the benchmark (``benchmarks/page_bench.py``) runs: seed 004 §19's queries as written, and setup."""
+"""Statements only the benchmark (``benchmarks/page_bench.py``) runs: the four textbook queries as written (docs/concepts.md, The four textbook queries), and setup."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,15 +7,15 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import Tables
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 from idemdash.queries.workload import statement
 
-# Seed 004 §19's operational queries, and the page each is compared with.
-SEED_QUERIES = {
-    "seed004_stuck_keys": "active keys older than their lock horizon",
-    "seed004_high_retry_commands": "high retry commands",
-    "seed004_suppression_by_scope": "duplicate suppression rate by scope",
-    "seed004_pending_outbox": "pending outbox rows",
+# The four textbook queries (docs/concepts.md, The four textbook queries), and the page each is compared with.
+TEXTBOOK_QUERIES = {
+    "textbook_stuck_keys": "active keys older than their lock horizon",
+    "textbook_high_retry_commands": "high retry commands",
+    "textbook_suppression_by_scope": "duplicate suppression rate by scope",
+    "textbook_pending_outbox": "pending outbox rows",
 }
 
 
@@ -44,9 +44,9 @@ class SampleKey:
     key: str
 
 
-def run_seed_query(conn: psycopg.Connection, name: str) -> int:
-    """Run one of seed 004's queries exactly as written and fetch every row; returns the row count."""
-    if name not in SEED_QUERIES:
+def run_textbook_query(conn: psycopg.Connection, name: str) -> int:
+    """Run one of the textbook queries exactly as written and fetch every row; returns the row count."""
+    if name not in TEXTBOOK_QUERIES:
         raise KeyError(name)
     with conn.cursor() as cur:
         cur.execute(statement(name))

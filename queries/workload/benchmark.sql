@@ -1,20 +1,20 @@
--- seed004_stuck_keys --
--- Seed 004 §19, verbatim: "Find active keys older than their lock horizon" (the benchmark's baseline for /keys?status=stuck).
+-- textbook_stuck_keys --
+-- A textbook query, verbatim (docs/concepts.md, The four textbook queries): "Find active keys older than their lock horizon" (the benchmark's baseline for /keys?status=stuck).
 SELECT *
 FROM app.idempotency_request ir
 WHERE ir.status = 'processing'
   AND ir.locked_until < clock_timestamp()
 ORDER BY ir.locked_until
 
--- seed004_high_retry_commands --
--- Seed 004 §19, verbatim: "Find high retry commands" (the baseline for /hotspots).
+-- textbook_high_retry_commands --
+-- A textbook query, verbatim (docs/concepts.md, The four textbook queries): "Find high retry commands" (the baseline for /hotspots).
 SELECT *
 FROM app.idempotency_request ir
 WHERE ir.attempt_count >= 5
 ORDER BY ir.attempt_count DESC, ir.updated_at DESC
 
--- seed004_suppression_by_scope --
--- Seed 004 §19, verbatim: "Find duplicate suppression rate by scope" (the baseline for /suppression).
+-- textbook_suppression_by_scope --
+-- A textbook query, verbatim (docs/concepts.md, The four textbook queries): "Find duplicate suppression rate by scope" (the baseline for /suppression).
 SELECT
     ir.idempotency_scope,
     count(*) FILTER (WHERE ir.attempt_count = 1) AS first_attempt_count,
@@ -24,8 +24,8 @@ FROM app.idempotency_request ir
 GROUP BY ir.idempotency_scope
 ORDER BY retried_count DESC
 
--- seed004_pending_outbox --
--- Seed 004 §19, verbatim: "Find pending outbox rows" (the baseline for /outbox).
+-- textbook_pending_outbox --
+-- A textbook query, verbatim (docs/concepts.md, The four textbook queries): "Find pending outbox rows" (the baseline for /outbox).
 SELECT *
 FROM app.outbox_event oe
 WHERE oe.status = 'pending'

@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import Tables
-from idemdash.queries.db import select_one
+from idemdash.queries.transactions import select_one
 from idemdash.queries.workload import statement
 
 

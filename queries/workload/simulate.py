@@ -6,15 +6,16 @@ The claim / complete / fail / consume calls themselves go through
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from idemdash.queries import Tables
-from idemdash.queries.db import select_all, select_one
+from idemdash.queries.transactions import select_all, select_one
 from idemdash.queries.workload import statement
 
 

@@ -1,4 +1,4 @@
-"""What every job shares: its id per database, whether a failure is an outage, and one safe line per error.
+"""How a job's failure is told: whether it is an outage, and one safe line per error.
 
 Jobs connect through their target (``Target.connect``: a fresh connection per run, with a connect timeout).
 """
@@ -7,10 +7,8 @@ from __future__ import annotations
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from idemdash.core.databases import DEFAULT
 from idemdash.core.diagnosis import OTHER, CauseLog, diagnose
 from idemdash.core.settings import redact_dsn
-from idemdash.queries.target import Target
 
 
 def lost(conn: psycopg.Connection | None) -> bool:
@@ -60,8 +58,3 @@ def describe_failure(exc: BaseException, dsn: str) -> str:
     """``describe_outage`` when the database was unreachable, else ``describe_error``."""
     return describe_outage(exc, dsn) if unreachable(exc) else describe_error(exc, dsn)
 
-
-def job_id(base: str, target: Target) -> str:
-    """A job's scheduler id: ``base`` for the one database of a deployment without a config file, else
-    ``base@<database>`` (each database has its own jobs, so one failing never stops the others')."""
-    return base if target.name == DEFAULT else f"{base}@{target.name}"

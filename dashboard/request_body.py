@@ -2,8 +2,9 @@
 send; ``ActionError`` carries the status an action answers with (400 bad input, 404, 409 state changed)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any
 
 from idemdash.core.settings import parse_duration
 

@@ -7,14 +7,14 @@ never queues behind an application transaction for long.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
-from psycopg import sql
-from psycopg.rows import class_row, dict_row
+from psycopg.rows import class_row
 
-from idemdash.queries import statement
+from idemdash.queries import Statement, statement
 
 T = TypeVar("T")
 
@@ -37,19 +37,13 @@ def write_tx(pool, lock_timeout_ms: int, statement_timeout_ms: int = 10000) -> I
             yield conn
 
 
-def select_all(conn: psycopg.Connection, query: sql.Composable, params: Any, row_type: type[T]) -> list[T]:
+def select_all(conn: psycopg.Connection, query: Statement, params: Any, row_type: type[T]) -> list[T]:
     with conn.cursor(row_factory=class_row(row_type)) as cur:
         cur.execute(query, params)
         return cur.fetchall()
 
 
-def select_one(conn: psycopg.Connection, query: sql.Composable, params: Any, row_type: type[T]) -> T | None:
+def select_one(conn: psycopg.Connection, query: Statement, params: Any, row_type: type[T]) -> T | None:
     with conn.cursor(row_factory=class_row(row_type)) as cur:
         cur.execute(query, params)
         return cur.fetchone()
-
-
-def select_dicts(conn: psycopg.Connection, query: sql.Composable, params: Any = None) -> Sequence[dict]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(query, params)
-        return cur.fetchall()
