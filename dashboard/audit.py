@@ -12,7 +12,8 @@ from idemdash.queries import audit
 bp = Blueprint("audit", __name__)
 
 ACTION_LABELS = {"reclassify": "Reclassify one key", "reclassify-bulk": "Bulk reclassify", "note": "Note",
-                 "purge": "Purge", "purge-dry-run": "Purge dry run", "outbox-park": "Park an outbox row",
+                 "purge": "Purge", "purge-dry-run": "Purge dry run", "purge-cancel": "Cancel a purge",
+                 "outbox-park": "Park an outbox row",
                  "outbox-release": "Release an outbox row"}
 assert set(ACTION_LABELS) == set(audit.ACTION_KINDS)
 

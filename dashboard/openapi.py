@@ -90,7 +90,7 @@ SPEC: dict[str, Any] = {
             _q("actor", "Who."), _q("parent", "The per-key rows of this bulk action (its audit_id).",
                                     {"type": "integer", "minimum": 1}),
             _q("action", "The kind of action.", {"type": "string", "enum": ["reclassify", "reclassify-bulk", "purge",
-                                                                             "purge-dry-run", "note", "outbox-park",
+                                                                             "purge-dry-run", "purge-cancel", "note", "outbox-park",
                                                                              "outbox-release"]}),
             _q("since", "From this time (ISO 8601, UTC unless it names a zone), or this long ago (24h)."),
             _q("until", "Up to this time, or this long ago."), CURSOR, LIMIT]),
@@ -128,6 +128,12 @@ SPEC: dict[str, Any] = {
                            "expected_attempt_count": {"type": "integer", "minimum": 0}}})
            for action, summary in (("park", "Park a pending outbox row: the relay leaves it alone until released"),
                                    ("release", "Release a parked outbox row back to pending"))},
+        "/api/v1/purges/{run_id}/cancel": {"post": {
+            **_post("Cancel a running purge: it stops after its current batch", {
+                "type": "object", "properties": {"reason": {"type": "string", "maxLength": 2000}},
+                "additionalProperties": False}, "202")["post"],
+            "parameters": [{"name": "run_id", "in": "path", "required": True,
+                            "schema": {"type": "integer", "minimum": 1}}]}},
         "/api/v1/purges/run": _post("Start a purge run now", {
             "type": "object", "required": ["table", "dry_run"],
             "properties": {"table": {"enum": ["keys", "inbox", "outbox"]}, "dry_run": {"type": "boolean"}}}, "202"),

@@ -135,7 +135,7 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
         if not unreachable:
             log.error("purge %s%s failed: %s", table, f" run {run_id}" if run_id else "", error)
     except KeyboardInterrupt as exc:  # Ctrl-C on `idemdash purge`: record it, then stop as asked
-        outcome, error, interrupted = "failed", "interrupted (Ctrl-C) before the run finished", exc
+        outcome, error, interrupted = CANCELLED, "cancelled at once (Ctrl-C twice): the batch in flight was rolled back", exc
     finally:
         if work_conn is not None:
             work_conn.close()  # a batch in flight is rolled back with its connection
