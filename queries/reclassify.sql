@@ -63,7 +63,7 @@ locked_until = clock_timestamp() + make_interval(secs => %(hold_seconds)s), clai
 updated_at = clock_timestamp()
 
 -- fragment_bulk_filter --
--- WHERE conditions shared by bulk preview and change: stuck already at as_of and still now, not held for review, the operator's filters, and for safe_to_retry and abandoned no committed effect.
+-- WHERE conditions shared by bulk preview and change: stuck already at as_of and still now, not held for review, the operator's filters (the suggested outcome among them), and for safe_to_retry and abandoned no committed effect.
 k.status = 'processing'
 AND (k.locked_until < %(as_of)s::timestamptz
      OR (k.locked_until IS NULL AND k.claimed_at < %(as_of)s::timestamptz - make_interval(secs => %(lease_seconds)s)))
@@ -76,6 +76,7 @@ AND (%(min_attempts)s::integer IS NULL OR k.attempt_count >= %(min_attempts)s::i
 AND (%(min_overdue)s::double precision IS NULL
      OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
         <= %(as_of)s::timestamptz - make_interval(secs => %(min_overdue)s::double precision))
+AND (%(suggested)s::text IS NULL OR ({suggested_outcome}) = %(suggested)s::text)
 AND {effect_guard}
 
 -- count_bulk_candidates --
