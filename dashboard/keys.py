@@ -110,7 +110,11 @@ def _detail(scope: str, key: str) -> dict:
     notes = panels.load(list_notes_for_key, scope, key, limit=100)
     suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"],
                          now=row.as_of)
+    # examples to copy a response_body from, for the form's already_succeeded (only where it can be chosen)
+    examples = (panels.load(keys.list_recent_responses, db.tables, scope, index="index_keys_updated")
+                if row.status == "processing" else panels.Panel(value=[]))
     return {"key": row, "outbox": outbox, "audit": audit, "notes": notes, "suggestion": suggestion,
+            "examples": examples, "replay_horizon": config["REPLAY_HORIZON"],
             "purgeable_from": purgeable_from(row, audit.value or [], config["REPLAY_HORIZON"])}
 
 

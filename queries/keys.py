@@ -208,3 +208,17 @@ def list_outbox_for_key(conn: psycopg.Connection, tables: Tables, scope: str, ke
 
 def list_scopes(conn: psycopg.Connection, tables: Tables, limit: int = 200) -> list[str]:
     return [s.scope for s in select_all(conn, statement("list_scopes", tables), {"limit": limit}, Scope)]
+
+
+@dataclass(frozen=True)
+class RecentResponse:
+    key: str
+    response_body: Any
+    result_ref_type: str | None
+    updated_at: datetime
+
+
+def list_recent_responses(conn: psycopg.Connection, tables: Tables, scope: str, limit: int = 3) -> list[RecentResponse]:
+    """The latest stored responses of succeeded keys in ``scope``: what an already_succeeded response looks like."""
+    return select_all(conn, statement("list_recent_responses", tables), {"scope": scope, "limit": limit},
+                      RecentResponse)

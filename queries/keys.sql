@@ -140,3 +140,11 @@ CASE WHEN EXISTS (SELECT 1 FROM {outbox} o
      WHEN k.expires_at < now() THEN 'abandoned'
      ELSE 'safe_to_retry'
 END
+
+-- list_recent_responses --
+-- The latest succeeded keys of one scope with a stored response: examples to copy from when marking a stuck key already_succeeded (the status index read newest first, stopping at the limit).
+SELECT k.idempotency_key AS key, k.response_body, k.result_ref_type, k.updated_at
+FROM {keys} k
+WHERE k.status = 'succeeded' AND k.idempotency_scope = %(scope)s AND k.response_body IS NOT NULL
+ORDER BY k.updated_at DESC
+LIMIT %(limit)s

@@ -179,6 +179,17 @@
     renderTimes();
   }
 
+  // -- "Use this": fill a form field from an example (the key page's recent responses) ----------------------
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-fill]") : null;
+    if (!button) return;
+    var field = document.getElementById(button.getAttribute("data-fill"));
+    if (!field) return;
+    try { field.value = JSON.stringify(JSON.parse(button.getAttribute("data-value")), null, 2); }
+    catch (e) { field.value = button.getAttribute("data-value"); }
+    field.focus();
+  });
+
   // -- copy buttons: keys, SQL and JSON -------------------------------------------------------------------
   function copyText(text, button) {
     function done(ok) {
