@@ -16,6 +16,7 @@ from psycopg import errors
 from idemdash.checks.activity import check_advisory_locks, check_sessions
 from idemdash.checks.finding import FAIL, OK, SEVERITY, WARN, Check, CheckFn, KeyLink
 from idemdash.checks.maintenance import check_vacuum
+from idemdash.checks.outbox import check_outbox_parked
 from idemdash.checks.privileges import check_privileges
 from idemdash.checks.purging import check_delete_settings, check_partitioning, check_purge_indexes
 from idemdash.checks.retention import check_key_retention, check_retention_settings
@@ -38,6 +39,7 @@ CHECKS: tuple[tuple[str, str, CheckFn], ...] = (
     ("purge.index", "Purges read only due rows", check_purge_indexes),
     ("purge.server", "Server settings for deletes", check_delete_settings),
     ("partition", "Partitioned tables", check_partitioning),
+    ("outbox.parked", "Outbox rows can be parked", check_outbox_parked),
 )
 
 

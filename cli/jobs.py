@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import getpass
 import logging
+import signal
 import sys
 import time
 
@@ -65,14 +66,44 @@ def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_
     scheduled runs."""
     chosen = targets(database_url, database)
     failed = False
-    for db in chosen:
-        heading(db, len(chosen) > 1)
-        failed = _purge(db, tables, dry_run) or failed
+    with _CtrlC() as ctrl_c:
+        for db in chosen:
+            heading(db, len(chosen) > 1)
+            failed = _purge(db, tables, dry_run, ctrl_c) or failed
+            if ctrl_c.asked:
+                break
+    if ctrl_c.asked:
+        sys.exit(130)  # stopped by Ctrl-C, as a shell reports it
     if failed:
         sys.exit(1)
 
 
-def _purge(db, tables: tuple[str, ...], dry_run: bool) -> bool:
+class _CtrlC:
+    """The first Ctrl-C asks the running purge to stop after its current batch (the run is recorded as cancelled,
+    by whoever ran the command) and starts no other; a second one stops at once."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.by = "cli"
+
+    def __enter__(self) -> _CtrlC:
+        self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.asked:
+            raise KeyboardInterrupt
+        self.asked = True
+        click.echo("\nCtrl-C: stopping after the current batch (Ctrl-C again to stop at once)", err=True)
+
+    def cancelled_by(self) -> str | None:
+        return f"{self.by} (Ctrl-C)" if self.asked else None
+
+
+def _purge(db, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -> bool:
     """One database's purges; True when a run failed."""
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         for name in ("idemdash.jobs.purge_run", "idemdash.jobs.partition_drops"):
@@ -81,14 +112,17 @@ def _purge(db, tables: tuple[str, ...], dry_run: bool) -> bool:
         started_by = f"cli:{getpass.getuser()}"
     except Exception:  # no user name in this environment (some containers)
         started_by = "cli"
+    ctrl_c.by = started_by
     live = sys.stdout.isatty()
     verb = "to delete" if dry_run else "deleted"
     results = []
     for table in [t for t in TABLES if not tables or t in tables]:
+        if ctrl_c.asked:
+            break
         progress = _Progress(table, verb, live)
         click.echo(f"{'dry run: counting' if dry_run else 'purging'} {table} ...")
         result = run_purge(db, table, dry_run=dry_run, started_by=started_by, by_person=True,
-                           on_batch=progress.batch, on_partition=progress.partition)
+                           on_batch=progress.batch, on_partition=progress.partition, cancel=ctrl_c.cancelled_by)
         progress.end_line()
         results.append((result, time.monotonic() - progress.started))
 

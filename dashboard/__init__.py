@@ -32,9 +32,11 @@ from idemdash.dashboard import (
     notes,
     openapi,
     outbox,
+    outbox_actions,
     outbox_rows,
     overview,
     probes,
+    purge_cancel,
     purges,
     search,
     suppression,
@@ -138,8 +140,8 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     targets.init_app(app)
     htmx.init_app(app)
 
-    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, inbox,
-                   audit, metrics, openapi, purges, health):
+    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, inbox,
+                   audit, metrics, openapi, purges, purge_cancel, health):
         app.register_blueprint(module.bp)
     databases.init_app(app)  # after the blueprints: it gives each of their routes a per-database twin
     metrics.init_app(app)

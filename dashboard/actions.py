@@ -16,12 +16,13 @@ from htmx_flask import make_response as htmx_response
 from psycopg import errors
 
 from idemdash.core.triage import suggest
-from idemdash.dashboard import bulk, request_body
+from idemdash.dashboard import bulk, refusals, request_body
 from idemdash.dashboard.auth import current_user, json_action, operator_required
 from idemdash.dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
 from idemdash.dashboard.request_body import ActionError
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
+from idemdash.queries import audit as audit_queries
 from idemdash.queries import keys
 from idemdash.queries import reclassify as reclassify_queries
 
@@ -70,7 +71,15 @@ def parse_reclassification(data: object, *, from_form: bool) -> tuple[str, str, 
         change["response_body"] = body
     if to == "needs_review":
         change["hold_seconds"] = request_body.hold_seconds(data)
-    return scope, key, change  # type: ignore[return-value]  # request_body.text(required=True) never gives None
+    override = data.get("override_evidence")
+    if override not in (None, False, "", "0", "false"):
+        if override not in (True, "1", "true", "on"):
+            raise ActionError(400, "override_evidence must be true or false")
+        if to != "abandoned":
+            raise ActionError(400, "override_evidence applies to abandoned only: safe_to_retry with an outbox row "
+                                   "would run a committed effect a second time")
+        change["override_evidence"] = True
+    return scope, key, change  # type: ignore[return-value]
 
 
 # -- the actions ---------------------------------------------------------------
@@ -111,29 +120,12 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
                           _key_json(_current_key(scope, key))) from exc
     after = _current_key(scope, key)
     if not result.changed:
-        with db.read(primary=True) as conn:  # the effect guard refuses safe_to_retry once an outbox row exists
-            committed = change.to == "safe_to_retry" and bool(keys.list_outbox_for_key(conn, db.tables, scope, key))
-        raise ActionError(409, _why_not(locked, change, committed), _key_json(after))
+        with db.read(primary=True) as conn:
+            guarded = change.to in reclassify_queries.EVIDENCE_GUARDED and not change.override_evidence
+            rows = keys.list_outbox_for_key(conn, db.tables, scope, key) if guarded else []
+            last = next(iter(audit_queries.list_audit_for_key(conn, scope, key, limit=1)), None)
+        raise ActionError(409, refusals.why_not(locked, change, rows, last, now=before.as_of), _key_json(after))
     return {**(_key_json(after) or {}), "audit_id": result.audit_id}
-
-
-def _why_not(locked: reclassify_queries.LockedKey, change: reclassify_queries.Reclassification, committed: bool) -> str:
-    if locked.status != "processing":
-        return (f"the key is {locked.status} now, not stuck: its worker or a retry finished it first. "
-                "Nothing was overwritten.")
-    if change.expected_attempt_count is not None and locked.attempt_count != change.expected_attempt_count:
-        return (f"changed since you looked: attempt_count is {locked.attempt_count}, you saw "
-                f"{change.expected_attempt_count} (a retry re-claimed it). Nothing was changed.")
-    if change.check_locked_until and locked.locked_until != change.expected_locked_until:
-        return ("changed since you looked: locked_until is "
-                f"{locked.locked_until.isoformat() if locked.locked_until else 'NULL'}, you saw "
-                f"{change.expected_locked_until.isoformat() if change.expected_locked_until else 'NULL'}. "
-                "Nothing was changed.")
-    if committed:
-        return ("an outbox row exists for this key now: its business effect committed, so a retry would run it a "
-                "second time. Nothing was changed: look at the key again and choose already_succeeded (or "
-                "abandoned).")
-    return "the key is not stuck: its lease is live (a worker holds it). Nothing was changed."
 
 
 # -- views -----------------------------------------------------------------------

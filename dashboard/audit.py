@@ -12,7 +12,9 @@ from idemdash.queries import audit
 bp = Blueprint("audit", __name__)
 
 ACTION_LABELS = {"reclassify": "Reclassify one key", "reclassify-bulk": "Bulk reclassify", "note": "Note",
-                 "purge": "Purge", "purge-dry-run": "Purge dry run"}
+                 "purge": "Purge", "purge-dry-run": "Purge dry run", "purge-cancel": "Cancel a purge",
+                 "outbox-park": "Park an outbox row",
+                 "outbox-release": "Release an outbox row"}
 assert set(ACTION_LABELS) == set(audit.ACTION_KINDS)
 
 FIELDS = ("audit_id", "at", "actor", "action", "scope", "key", "from_status", "to_status", "reason",

@@ -17,10 +17,11 @@ from idemdash.dashboard.request_body import MAX_REASON, ActionError
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import reclassify
 from idemdash.queries.health import database_now
+from idemdash.queries.key_matching import SUGGESTIONS
 
 PREVIEW_MAX_AGE = timedelta(minutes=15)
 BULK_BATCH = 200
-BULK_FILTER_FIELDS = ("scope", "claimed_by", "min_attempts", "overdue")
+BULK_FILTER_FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class BulkRequest:
     reason: str
     as_of: datetime | None
     all_scopes: bool = False
+    hold_seconds: float = 86400.0     # needs_review: how long each key is held
 
 
 def bulk_request(data: object, *, preview: bool) -> BulkRequest:
@@ -37,7 +39,7 @@ def bulk_request(data: object, *, preview: bool) -> BulkRequest:
         raise ActionError(400, "send a JSON object")
     raw = data.get("filter") or {}
     if not isinstance(raw, Mapping):
-        raise ActionError(400, "filter must be an object with scope, claimed_by, min_attempts, overdue")
+        raise ActionError(400, "filter must be an object with scope, claimed_by, min_attempts, overdue, suggested")
     unknown = set(raw) - set(BULK_FILTER_FIELDS)
     if unknown:
         raise ActionError(400, f"unknown filter fields: {', '.join(sorted(unknown))}")
@@ -50,20 +52,26 @@ def bulk_request(data: object, *, preview: bool) -> BulkRequest:
         raise ActionError(400, "filter.overdue must be seconds or a duration such as 10m, 2h or 1d") from None
     if overdue_seconds is not None and not 0 <= overdue_seconds <= 366 * 86400:
         raise ActionError(400, "filter.overdue must be between 0 and 366 days")
+    suggested = request_body.text(raw, "suggested")
+    if suggested is not None and suggested not in SUGGESTIONS:
+        raise ActionError(400, f"filter.suggested must be one of {', '.join(SUGGESTIONS)}")
     flt = reclassify.BulkFilter(scope=request_body.text(raw, "scope"), claimed_by=request_body.text(raw, "claimed_by"),
                                 min_attempts=request_body.whole_number(raw, "min_attempts"),
-                                min_overdue_seconds=overdue_seconds)
+                                min_overdue_seconds=overdue_seconds, suggested=suggested,
+                                hotspot_min_attempts=get_target().settings["HOTSPOT_MIN_ATTEMPTS"])
     to = data.get("to")
     if to not in reclassify.BULK_OUTCOMES:
         raise ActionError(400, f"bulk to must be {' or '.join(reclassify.BULK_OUTCOMES)} "
                                "(the other outcomes need one key at a time)")
     all_scopes = data.get("all_scopes") in (True, "1", "true", "on")
+    hold = request_body.hold_seconds(data) if to == "needs_review" else 86400.0
     if preview:
-        return BulkRequest(flt, to, (request_body.text(data, "reason", max_length=MAX_REASON) or "").strip(), None, all_scopes)
+        reason = (request_body.text(data, "reason", max_length=MAX_REASON) or "").strip()
+        return BulkRequest(flt, to, reason, None, all_scopes, hold)
     as_of = request_body.moment(data, "as_of")
     if as_of is None:
         raise ActionError(400, "as_of is required: the time of the preview you confirmed (preview first)")
-    return BulkRequest(flt, to, request_body.reason(data), as_of, all_scopes)
+    return BulkRequest(flt, to, request_body.reason(data), as_of, all_scopes, hold)
 
 
 def filter_in_words(flt: Mapping[str, Any]) -> str:
@@ -75,6 +83,8 @@ def filter_in_words(flt: Mapping[str, Any]) -> str:
         parts.append(f"with at least {flt['min_attempts']} attempts")
     if flt.get("overdue_seconds") is not None:
         parts.append(f"whose lease ended at least {duration(flt['overdue_seconds'])} ago")
+    if flt.get("suggested") is not None:
+        parts.append(f"whose suggested outcome is {flt['suggested']}")
     return "stuck keys " + ", ".join(parts) + " (exact matches)"
 
 
@@ -85,14 +95,13 @@ def bulk_preview(req: BulkRequest) -> dict:
     with db.write() as conn:
         as_of = database_now(conn)
         count = reclassify.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
-        # safe_to_retry leaves out keys whose effect committed (an outbox row): say how many
-        committed = 0 if req.to != "safe_to_retry" else reclassify.count_bulk_candidates(
-            conn, db.tables, req.flt, as_of, to="abandoned", lease_seconds=lease) - count
-        by_scope = reclassify.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, to=req.to,
-                                                             lease_seconds=lease)
+        # both outcomes leave out keys whose effect committed (an outbox row): say how many
+        committed = reclassify.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease,
+                                            guarded=False) - count
+        by_scope = reclassify.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
         sample = reclassify.list_bulk_sample(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
         reclassify.insert_bulk_preview(conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope,
-                                       actor=current_user().name)
+                              actor=current_user().name)
     return {"as_of": as_of, "to": req.to, "count": count, "left_out_committed": committed,
             "cap": get_target().settings["BULK_MAX_KEYS"],
             "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
@@ -150,4 +159,5 @@ def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
     return reclassify.reclassify_bulk_batch(conn, get_target().tables, req.flt, req.as_of, to=req.to, reason=req.reason,
                                             actor=current_user().name, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
                                             replay_horizon_seconds=config["REPLAY_HORIZON"], batch_size=size,
+                                            hold_seconds=req.hold_seconds,
                                             parent_id=parent_id)

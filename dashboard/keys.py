@@ -8,7 +8,7 @@ from urllib.parse import quote
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
 from idemdash.core.triage import OUTCOMES, suggest
-from idemdash.dashboard import key_tabs, panels, query_args
+from idemdash.dashboard import key_filters, key_tabs, panels, query_args
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import keys
@@ -23,6 +23,13 @@ LIST_FIELDS = ("scope", "key", "status", "request_hash", "claimed_by", "claimed_
                "overdue_seconds", "attempt_count", "created_at", "updated_at", "expires_at")
 DETAIL_FIELDS = LIST_FIELDS + ("response_body", "result_ref_type", "result_ref_id", "failure_code",
                                "failure_message")
+# a group of stuck keys by suggested outcome, as the stuck list names it: the evidence, then the question
+SUGGESTION_WORDS = {
+    "already_succeeded": ("with an outbox row", "already succeeded?"),
+    "safe_to_retry": ("with no effect recorded", "safe to retry"),
+    "needs_review": ("attempted many times", "needs review"),
+    "abandoned": ("past their replay window", "abandoned?"),
+}
 # the index a key list needs (named in a timed-out panel)
 LIST_INDEX = {"stuck": "index_keys_processing", "processing": "index_keys_processing", "needs_review": "index_keys_held"}
 
@@ -35,18 +42,8 @@ def key_json(row: keys.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
     return {f: getattr(row, f) for f in fields} | {"hold": hold}
 
 
-def _filter() -> keys.KeyFilter:
-    return keys.KeyFilter(
-        status=query_args.choice("status", keys.KEY_STATUSES, "stuck"),
-        scope=query_args.text("scope"),
-        claimed_by=query_args.text("claimed_by"),
-        min_attempts=query_args.integer("min_attempts", minimum=1, maximum=1_000_000),
-        min_overdue_seconds=query_args.duration("overdue"),
-    )
-
-
-def _list_panel():
-    flt = _filter()
+def _list_panel(*, api: bool):
+    flt, ignored = key_filters.read(api=api)
     limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
     after = query_args.cursor()
     order = query_args.choice("order", ("asc", "desc"), keys.DEFAULT_ORDER[flt.status])
@@ -55,33 +52,42 @@ def _list_panel():
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
         panel = panels.load(keys.list_keys, db.tables, flt, lease_seconds=db.settings["DEFAULT_LEASE_SECONDS"],
                             after=after, limit=limit, order=order,
+                            hotspot_min_attempts=db.settings["HOTSPOT_MIN_ATTEMPTS"],
                             index=LIST_INDEX.get(flt.status, "index_keys_updated"))
     except ValueError as exc:
         abort(400, str(exc))
-    return flt, limit, after, order, panel
+    return flt, ignored, limit, after, order, panel
 
 
 @bp.get("/keys")
 def list_page():
-    flt, limit, after, order, panel = _list_panel()
+    flt, ignored, limit, after, order, panel = _list_panel(api=False)
     tables = get_target().tables
     scopes = panels.load(keys.list_scopes, tables)
     # the worker suggestions sit in the filter form, outside the fragment a refresh swaps: full pages, or a hint
     workers = (panels.load(list_recent_workers, tables, index="index_keys_processing")
                if not htmx_request() or flt.claimed_by else panels.Panel(value=[]))
+    matching = key_filters.matching(flt)
+    empty = panel.ok and panel.value is not None and not panel.value.items and after is None
     return render("keys.html", "keys_panel", flt=flt, limit=limit, after=after, order=order, panel=panel,
                   tabs=key_tabs.load(flt.status), scopes=scopes.value or [], workers=workers.value or [],
-                  statuses=keys.KEY_STATUSES, as_of=datetime.now(timezone.utc))
+                  statuses=keys.KEY_STATUSES, as_of=datetime.now(timezone.utc), ignored=ignored,
+                  filters_text=key_filters.in_words(flt), matching=matching, applies=key_filters.APPLIES,
+                  groups=key_filters.suggestion_groups(flt), suggestions=SUGGESTION_WORDS,
+                  loosened=key_filters.without_each(flt) if empty and key_filters.filtered(flt) else [])
 
 
 @bp.get("/api/v1/keys")
 def list_api():
-    flt, limit, after, order, panel = _list_panel()
+    flt, _, limit, after, order, panel = _list_panel(api=True)
     page = panels.require(panel)
     tabs = key_tabs.load(flt.status)
+    groups = panels.require(key_filters.suggestion_groups(flt))
     return jsonify({"items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor,
                     "prev_cursor": page.prev_cursor, "order": order,
-                    "counts": key_tabs.counts_json(panels.require(tabs)), "count_cap": key_tabs.COUNT_CAP})
+                    "counts": key_tabs.counts_json(panels.require(tabs)), "count_cap": key_tabs.COUNT_CAP,
+                    "matching": panels.require(key_filters.matching(flt)).to_json(),
+                    "suggestions": [{"suggested": g.suggested, "keys": g.keys} for g in groups]})
 
 
 def detail_context(scope: str, key: str) -> dict:
@@ -104,7 +110,11 @@ def _detail(scope: str, key: str) -> dict:
     notes = panels.load(list_notes_for_key, scope, key, limit=100)
     suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"],
                          now=row.as_of)
+    # examples to copy a response_body from, for the form's already_succeeded (only where it can be chosen)
+    examples = (panels.load(keys.list_recent_responses, db.tables, scope, index="index_keys_updated")
+                if row.status == "processing" else panels.Panel(value=[]))
     return {"key": row, "outbox": outbox, "audit": audit, "notes": notes, "suggestion": suggestion,
+            "examples": examples, "replay_horizon": config["REPLAY_HORIZON"],
             "purgeable_from": purgeable_from(row, audit.value or [], config["REPLAY_HORIZON"])}
 
 

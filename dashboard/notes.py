@@ -29,7 +29,7 @@ def parse_note(data: Any) -> tuple[str, str, str]:
     text = (request_body.text(data, "text", max_length=notes.MAX_NOTE) or "").strip()
     if not text:
         raise ActionError(400, "text is required: what you found or did, for the next person on call")
-    return scope, key, text  # type: ignore[return-value]  # inputs.text(required=True) never gives None
+    return scope, key, text  # type: ignore[return-value]  # request_body.text(required=True) never gives None
 
 
 def write_note(scope: str, key: str, text: str) -> notes.Note:

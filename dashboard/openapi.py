@@ -90,7 +90,8 @@ SPEC: dict[str, Any] = {
             _q("actor", "Who."), _q("parent", "The per-key rows of this bulk action (its audit_id).",
                                     {"type": "integer", "minimum": 1}),
             _q("action", "The kind of action.", {"type": "string", "enum": ["reclassify", "reclassify-bulk", "purge",
-                                                                             "purge-dry-run", "note"]}),
+                                                                             "purge-dry-run", "purge-cancel", "note", "outbox-park",
+                                                                             "outbox-release"]}),
             _q("since", "From this time (ISO 8601, UTC unless it names a zone), or this long ago (24h)."),
             _q("until", "Up to this time, or this long ago."), CURSOR, LIMIT]),
         "/api/v1/purges": _get("Purge history, running runs and schedule", [
@@ -106,7 +107,8 @@ SPEC: dict[str, Any] = {
                            "expected_attempt_count": {"type": "integer"},
                            "expected_locked_until": {"type": ["string", "null"], "format": "date-time"},
                            "result_ref_type": {"type": "string"}, "result_ref_id": {"type": "string", "format": "uuid"},
-                           "response_body": {}, "hold_for": {"type": ["string", "number"]}}}),
+                           "response_body": {}, "hold_for": {"type": ["string", "number"]},
+                           "override_evidence": {"type": "boolean"}}}),
         "/api/v1/keys/reclassify-bulk": _post("Preview, then reclassify many stuck keys", {
             "type": "object", "required": ["to"],
             "properties": {"filter": {"type": "object", "properties": {
@@ -119,6 +121,19 @@ SPEC: dict[str, Any] = {
             "type": "object", "required": ["scope", "key", "text"],
             "properties": {"scope": {"type": "string"}, "key": {"type": "string"},
                            "text": {"type": "string", "minLength": 1, "maxLength": 4000}}}, "201"),
+        **{f"/api/v1/outbox/{action}": _post(summary, {
+            "type": "object", "required": ["outbox_id", "reason"],
+            "properties": {"outbox_id": {"type": "string", "format": "uuid"},
+                           "reason": {"type": "string", "minLength": 1, "maxLength": 2000},
+                           "expected_attempt_count": {"type": "integer", "minimum": 0}}})
+           for action, summary in (("park", "Park a pending outbox row: the relay leaves it alone until released"),
+                                   ("release", "Release a parked outbox row back to pending"))},
+        "/api/v1/purges/{run_id}/cancel": {"post": {
+            **_post("Cancel a running purge: it stops after its current batch", {
+                "type": "object", "properties": {"reason": {"type": "string", "maxLength": 2000}},
+                "additionalProperties": False}, "202")["post"],
+            "parameters": [{"name": "run_id", "in": "path", "required": True,
+                            "schema": {"type": "integer", "minimum": 1}}]}},
         "/api/v1/purges/run": _post("Start a purge run now", {
             "type": "object", "required": ["table", "dry_run"],
             "properties": {"table": {"enum": ["keys", "inbox", "outbox"]}, "dry_run": {"type": "boolean"}}}, "202"),

@@ -9,7 +9,7 @@ from flask import Blueprint, abort, jsonify
 from idemdash.dashboard import panels, query_args, rollups
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
-from idemdash.queries import outbox
+from idemdash.queries import outbox, outbox_actions
 
 bp = Blueprint("outbox", __name__)
 
@@ -21,7 +21,12 @@ STATUS_MAX_LENGTH = 100
 DEFINITIONS = {
     "backlog.pending": "outbox rows with status = 'pending'",
     "backlog.lag_seconds": "age of the oldest pending row: now() - min(created_at) over pending rows",
-    "backlog.pending_many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS}",
+    "backlog.pending_many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS} (likely poison)",
+    "backlog.healthy_lag_seconds": f"age of the oldest pending row with attempt_count < {MANY_ATTEMPTS}: how far "
+                                   "behind the relay is, without the poison rows it keeps failing on",
+    "backlog.oldest_poison_at": f"created_at of the oldest pending row with attempt_count >= {MANY_ATTEMPTS}",
+    "parked": "rows an operator parked (status = 'parked'): the relay publishes only pending rows, so they wait "
+              f"until released; oldest first, at most {outbox_actions.PARKED_SHOWN}",
     "by_event_type": "event types that have pending rows or rows published in the last 24 hours, most pending "
                      f"first, at most {outbox.EVENT_TYPES_SHOWN}",
     "by_event_type.pending": "pending rows of this event type; oldest_pending_at and max_attempts over those rows",
@@ -65,6 +70,14 @@ def _outbox() -> dict:
     }
 
 
+def _parked(statuses: list[str]) -> panels.Panel:
+    """Parked rows, read only when the table holds any (the status list says so): a status type without the
+    value 'parked' would refuse the comparison."""
+    if "parked" not in statuses:
+        return panels.Panel(value=[])
+    return panels.load(outbox_actions.list_outbox_parked, get_target().tables, index="index_outbox_status_created")
+
+
 def _status_choices(current: str) -> list[str]:
     """The statuses present in the table for the filter; pending and published always, and the current one."""
     found = panels.load(outbox.list_outbox_statuses, get_target().tables, index="index_outbox_status_created")
@@ -80,14 +93,16 @@ def page():
     data = _outbox()
     fragment = bool(htmx_request())
     # the filter form is outside the fragment: a fragment render needs no choices for it
-    statuses = [data["flt"].status] if fragment else _status_choices(data["flt"].status)
-    return render("outbox.html", "outbox_panel", **data, statuses=statuses)
+    statuses = _status_choices(data["flt"].status)
+    return render("outbox.html", "outbox_panel", **data, statuses=[data["flt"].status] if fragment else statuses,
+                  parked=_parked(statuses))
 
 
 @bp.get("/api/v1/outbox")
 def api():
     data = _outbox()
     rows = panels.require(data["rows"])
+    parked = panels.require(_parked(_status_choices(data["flt"].status)))
     return jsonify({
         "items": [asdict(row) for row in rows.items],
         "next_cursor": rows.next_cursor,
@@ -97,6 +112,7 @@ def api():
         "backlog": asdict(panels.require(data["summary"])) | {"many_attempts_threshold": MANY_ATTEMPTS},
         "by_event_type": [asdict(t) for t in panels.require(data["event_types"])],
         "many_attempts": [asdict(row) for row in panels.require(data["many_attempts"])],
+        "parked": [asdict(row) for row in parked],
         "definitions": DEFINITIONS,
         "precomputed": rollups.precomputed(by_event_type=data["event_types"]),
     })

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import asdict
 from datetime import datetime, timezone
+from typing import Any
 
 from flask import Blueprint, abort, jsonify
 
@@ -27,9 +28,10 @@ def _row(outbox_id: uuid.UUID) -> outbox.OutboxDetail:
 
 
 @bp.get("/outbox/<uuid:outbox_id>")
-def detail_page(outbox_id: uuid.UUID):
+def detail_page(outbox_id: uuid.UUID, action_error: str | None = None, form: Any = None):
     return render("outbox_row.html", None, row=_row(outbox_id), poison_min=outbox.POISON_MIN_ATTEMPTS,
-                  runbook=runbook_url("", "", "outbox_backlog", kind="outbox-backlog"))
+                  runbook=runbook_url("", "", "outbox_backlog", kind="outbox-backlog"),
+                  action_error=action_error, form=form or {}, done=query_args.integer("done", minimum=1, maximum=2**62))
 
 
 @bp.get("/api/v1/outbox/<uuid:outbox_id>")

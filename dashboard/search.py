@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from flask import Blueprint, abort, jsonify, redirect
+from flask import Blueprint, abort, jsonify, redirect, url_for
 
 from idemdash.dashboard import panels, query_args
 from idemdash.dashboard.keys import key_url
@@ -17,12 +17,14 @@ MAX_QUERY = 10_000   # keys are arbitrary text; a primary-key entry holds at mos
 
 
 def _search():
-    text = query_args.text("q", max_length=MAX_QUERY)
-    scope = query_args.text("scope")
+    # what a paste adds around a key (a space, a newline) is not part of it
+    typed = query_args.text("q", max_length=MAX_QUERY)
+    text = (typed or "").strip() or None
+    scope = (query_args.text("scope") or "").strip() or None
     if text is None:
         return None, scope, None
     target = get_target()
-    panel = panels.load(search.search_keys, target.tables, text, scope=scope,
+    panel = panels.load(search.search_keys, target.tables, text, scope=scope, typed=typed,
                         lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"])
     return text, scope, panel
 
@@ -31,12 +33,25 @@ def _hit_json(hit: search.SearchHit) -> dict:
     return asdict(hit) | {"url": key_url(hit.scope, hit.key)}
 
 
+def _outbox_json(hit: search.OutboxHit) -> dict:
+    return asdict(hit) | {"url": url_for("outbox_rows.detail_page", outbox_id=hit.outbox_id)}
+
+
+def _only_place(result: search.SearchResult) -> str | None:
+    """The one page the text names, if it names exactly one thing: a key, or an outbox row by its id."""
+    if result.match == "exact" and len(result.items) == 1 and not result.outbox and not result.messages:
+        return key_url(result.items[0].scope, result.items[0].key)
+    if not result.items and not result.messages and [h.matched for h in result.outbox] == ["outbox_id"]:
+        return url_for("outbox_rows.detail_page", outbox_id=result.outbox[0].outbox_id)
+    return None
+
+
 @bp.get("/search")
 def page():
     text, scope, panel = _search()
-    if panel is not None and panel.ok and panel.value.match == "exact" and len(panel.value.items) == 1:
-        hit = panel.value.items[0]
-        return redirect(key_url(hit.scope, hit.key), code=302)   # one key has this name: go there
+    place = _only_place(panel.value) if panel is not None and panel.ok else None
+    if place is not None:
+        return redirect(place, code=302)   # one key or outbox row has this name: go there
     return render("search.html", None, q=text, scope=scope, panel=panel,
                   max_scopes=search.MAX_SCOPES, prefix_limit=search.PREFIX_LIMIT, per_scope=search.PREFIX_PER_SCOPE_ACROSS)
 
@@ -58,6 +73,9 @@ def api():
         "scopes_searched": result.scopes_searched,
         "scopes_truncated": result.scopes_truncated,
         "prefix_limited": result.prefix_limited,
+        "outbox": [_outbox_json(hit) for hit in result.outbox],
+        "messages": [asdict(hit) for hit in result.messages],
+        "nearest": [asdict(near) | {"url": key_url(near.scope, near.key)} for near in result.nearest],
         "definitions": {
             "match": "exact: keys named exactly q (in scope, or in every scope; 'scope/key' and a pasted key URL "
                      "are understood too); prefix: no exact match, keys starting with q; none: neither",
@@ -66,6 +84,13 @@ def api():
             "scopes": "scope names containing q, ignoring case",
             "workers": f"workers (claimed_by) containing q, ignoring case, among those of the {search.WORKER_SAMPLE} "
                        "processing keys with the latest leases",
+            "q": "the text searched, white space around it trimmed; a UUID-shaped text is also looked for in lower "
+                 "and upper case",
+            "outbox": f"outbox rows whose outbox_id is q, else those whose aggregate_id is q (at most "
+                      f"{search.OTHER_ROWS_LIMIT}; only when q is a UUID and no scope is named)",
+            "messages": f"inbox rows whose message_id is q, in every consumer (at most {search.OTHER_ROWS_LIMIT})",
+            "nearest": f"when nothing else matched: the keys just before and after q in each scope's key order "
+                       f"that share a start with it, longest shared start first (at most {search.NEAREST_SHOWN})",
             "scopes_truncated": f"true when there are more than {search.MAX_SCOPES} scopes: keys in the others were "
                                 "not looked for (name the scope)",
         },

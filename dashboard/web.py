@@ -65,6 +65,11 @@ def render(template: str, block: str | None = None, **context: Any) -> Response:
     return response
 
 
+# Form fields a person types, shown editable when a post failed and is offered again (the rest ride along hidden).
+RESEND_TEXT_FIELDS = {"text": "Note", "reason": "Reason", "response_body": "response_body (JSON)",
+                      "result_ref_type": "result_ref_type", "result_ref_id": "result_ref_id", "hold_for": "Hold for"}
+
+
 def error_response(status: int, message: str, *, retry: bool | None = None) -> Response:
     """JSON for the API, a fragment for htmx, else the error page (which reloads itself while ``retry``: 503)."""
     if wants_json():
@@ -73,8 +78,13 @@ def error_response(status: int, message: str, *, retry: bool | None = None) -> R
         # htmx swaps a 4xx answer into the form's target: a message, not a whole page
         response = make_response(render_template("_error_fragment.html", status=status, message=message))
     else:
-        response = make_response(render_template("error.html", status=status, message=message,
-                                                 retry=status == 503 if retry is None else retry))
+        # Only a read reloads itself: a browser reloads a page by GET, and a POST-only URL then answers 405 with
+        # the typed text gone. A form post that failed shows what was sent, with a button to send it again.
+        read = request.method in ("GET", "HEAD")
+        resend = list(request.form.items(multi=True)) if not read and status >= 500 else None
+        response = make_response(render_template(
+            "error.html", status=status, message=message, resend=resend, resend_text_fields=RESEND_TEXT_FIELDS,
+            retry=read and (status == 503 if retry is None else retry)))
     response.status_code = status
     return response
 
@@ -153,10 +163,14 @@ def database_unreachable(exc: Exception):
     target.problems.failed(cause)  # logged once per cause, however many requests fail on it
     if not cause.transient:  # a wrong password or database name: reloading will not help until it is fixed
         return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
-    response = error_response(
-        503, f"The database is unreachable right now, so there is nothing to show: {cause.message} idemdash "
-             "keeps retrying on its own: this page reloads every 5 seconds and recovers as soon as the "
-             "database answers again. /healthz stays up; /readyz reports the outage.")
+    if request.method in ("GET", "HEAD"):
+        message = (f"The database is unreachable right now, so there is nothing to show: {cause.message} idemdash "
+                   "keeps retrying on its own: this page reloads every 5 seconds and recovers as soon as the "
+                   "database answers again. /healthz stays up; /readyz reports the outage.")
+    else:
+        message = (f"The database is unreachable right now, so nothing was saved or changed: {cause.message} "
+                   "Send it again once the database answers (/readyz says when).")
+    response = error_response(503, message)
     response.headers["Retry-After"] = "5"
     return response
 

@@ -26,8 +26,8 @@ import psycopg
 from psycopg import errors
 
 from idemdash.jobs.failures import describe_error
-from idemdash.jobs.purge_batches import RunContext
-from idemdash.queries import partitions, purges
+from idemdash.jobs.purge_batches import CANCELLED, RunContext
+from idemdash.queries import partitions
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
                     on_partition: Callable[[PartitionEvent], None] | None = None) -> tuple[str | None, set[str]]:
     """Drop (dry run: list) every partition of the table whose rows are all eligible.
 
-    Returns an outcome when the run must stop here ('budget_exhausted'), else None, and the qualified names of
+    Returns an outcome when the run must stop here ('budget_exhausted', 'cancelled'), else None, and the qualified names of
     the partitions batches need not visit: a dry run's would-drop partitions (their rows are counted), and
     partitions of the due column itself whose range starts at or after the cutoff (none of their rows can be due).
     """
@@ -87,7 +87,8 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
             continue
         if time.monotonic() >= ctx.deadline:
             return "budget_exhausted", accounted
-        purges.check_purge_connection(ctx.lock_conn)  # lost it: the lock is gone, so stop before another partition
+        if ctx.cancelled_by() is not None:  # raises when the lock's connection is gone: stop before another partition
+            return CANCELLED, accounted
         try:
             with conn.transaction():
                 partitions.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms)

@@ -48,6 +48,8 @@ class RunContext:
     lock_conn: psycopg.Connection
     deadline: float
     on_batch: Callable[[int, int], None] | None = None
+    # who asked, in this process, to stop after the current batch (Ctrl-C on `idemdash purge`); None: nobody
+    cancel: Callable[[], str | None] | None = None
     progress: Progress = field(default_factory=Progress)
     pacer: Pacer = field(init=False)
 
@@ -57,6 +59,20 @@ class RunContext:
 
     def pause(self, seconds: float) -> None:
         time.sleep(max(0.0, min(seconds, self.deadline - time.monotonic())))
+
+    def cancelled_by(self) -> str | None:
+        """Who asked to cancel the run: in this process, or through the database (the dashboard, the API). The
+        database is asked on the lock-holding connection, which also proves that connection and its lock live."""
+        local = self.cancel() if self.cancel is not None else None
+        return local or purges.get_purge_cancel(self.lock_conn, self.run_id)
+
+
+CANCELLED = "cancelled"
+
+
+def cancelled_error(by: str, progress: Progress) -> str:
+    return (f"cancelled by {by} after {progress.batches:,} batch(es) and {progress.rows:,} row(s); what is left goes "
+            "at the next run")
 
 
 @dataclass(frozen=True)
@@ -95,6 +111,9 @@ def _order(ctx: RunContext, relation: sql.Identifier | None, name: str | None) -
 def run_batches(ctx: RunContext, units: list[Unit]) -> tuple[str, str | None]:
     """Every unit's batches in turn; the run's outcome and error."""
     for unit in units:
+        by = ctx.cancelled_by()
+        if by is not None:
+            return CANCELLED, cancelled_error(by, ctx.progress)
         outcome, error = _unit_batches(ctx, unit)
         if outcome != "succeeded":
             return outcome, error
@@ -140,5 +159,7 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
         if batch.taken < size or batch.after is None:
             return "succeeded", None  # no more due rows (due order), or the end of the key range
         after = batch.after
-        purges.check_purge_connection(ctx.lock_conn)  # lost it: the lock is gone, so stop before another batch
+        by = ctx.cancelled_by()  # raises when the lock's connection is gone: stop before another batch
+        if by is not None:
+            return CANCELLED, cancelled_error(by, progress)
         ctx.pause(pacer.after_batch(seconds, batch.taken))

@@ -40,7 +40,7 @@ import psycopg
 
 from idemdash.jobs.failures import describe_error, describe_outage, lost
 from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
-from idemdash.jobs.purge_batches import RunContext, plan_units, run_batches
+from idemdash.jobs.purge_batches import CANCELLED, RunContext, cancelled_error, plan_units, run_batches
 from idemdash.jobs.purge_settings import RETENTION_SETTING, PurgeSettings
 from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun
 from idemdash.queries import purge_batches, purges
@@ -52,7 +52,7 @@ __all__ = ["OUTCOMES", "RETENTION_SETTING", "TABLES", "PartitionEvent", "PurgeRe
            "describe_error", "run_purge"]
 
 TABLES = purges.TABLES
-OUTCOMES = ("succeeded", "failed", "skipped", "budget_exhausted")
+OUTCOMES = ("succeeded", "failed", "skipped", "budget_exhausted", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class PurgeResult:
     run_id: int | None        # None only when the run could not even be recorded (database unreachable:
                               # then it is recorded later, see jobs.unrecorded)
     table: str                # 'keys', 'inbox' or 'outbox'
-    outcome: str              # 'succeeded' | 'failed' | 'skipped' | 'budget_exhausted'
+    outcome: str              # 'succeeded' | 'failed' | 'skipped' | 'budget_exhausted' | 'cancelled'
     batches: int              # committed batches (dry run: counted chunks)
     rows: int                 # rows deleted (dry run: rows that would be deleted), dropped partitions' rows included
     dry_run: bool
@@ -72,7 +72,8 @@ class PurgeResult:
 def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_person: bool = False,
               on_start: Callable[[int], None] | None = None,
               on_batch: Callable[[int, int], None] | None = None,
-              on_partition: Callable[[PartitionEvent], None] | None = None) -> PurgeResult:
+              on_partition: Callable[[PartitionEvent], None] | None = None,
+              cancel: Callable[[], str | None] | None = None) -> PurgeResult:
     """One purge run of ``table`` now; never raises for database trouble (the outcome says ``failed``).
 
     ``by_person``: started from the dashboard, the API or the command line (not the scheduler), so the run is
@@ -83,7 +84,9 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
 
     ``on_start(run_id)`` is called as soon as the run's ``idemdash.purge_run`` row exists (also for a
     skipped run); ``on_batch(batches, rows)`` after every committed batch with the running totals;
-    ``on_partition(event)`` for each partition dropped, listed (dry run) or kept.
+    ``on_partition(event)`` for each partition dropped, listed (dry run) or kept. ``cancel()`` says who, in this
+    process, asked the run to stop after its current batch (None: nobody); a cancel asked through the database
+    (``POST /api/v1/purges/<run_id>/cancel``) is read between batches too. Either ends the run ``cancelled``.
     """
     if table not in TABLES:
         raise ValueError(f"unknown purge table {table!r}: expected one of {', '.join(TABLES)}")
@@ -123,7 +126,7 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
             on_start(run_id)
         work_conn = target.connect(f"idemdash-purge-{table}-batches")
         ctx = RunContext(table, target.tables, settings, run_id, dry_run, work_conn, lock_conn,
-                         deadline=started + settings.time_budget_seconds, on_batch=on_batch)
+                         deadline=started + settings.time_budget_seconds, on_batch=on_batch, cancel=cancel)
         outcome, error, method = _work(ctx, lambda: target.connect(f"idemdash-purge-{table}-detach"), on_partition)
     except Exception as exc:  # a purge never takes its caller (the scheduler, a web request) down with it
         # no run row and no connection: the database is unreachable, not merely refusing this statement
@@ -132,7 +135,7 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
         if not unreachable:
             log.error("purge %s%s failed: %s", table, f" run {run_id}" if run_id else "", error)
     except KeyboardInterrupt as exc:  # Ctrl-C on `idemdash purge`: record it, then stop as asked
-        outcome, error, interrupted = "failed", "interrupted (Ctrl-C) before the run finished", exc
+        outcome, error, interrupted = CANCELLED, "cancelled at once (Ctrl-C twice): the batch in flight was rolled back", exc
     finally:
         if work_conn is not None:
             work_conn.close()  # a batch in flight is rolled back with its connection
@@ -165,7 +168,8 @@ def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],
     """Partitions first, then batches; the outcome, error and the batches' method."""
     stop, accounted = drop_partitions(ctx, connect, on_partition)
     if stop is not None:
-        return stop, None, None
+        by = ctx.cancelled_by() if stop == CANCELLED else None
+        return stop, None if by is None else cancelled_error(by, ctx.progress), None
     units = plan_units(ctx, accounted)
     method = purge_batches.DUE if units and all(u.order == purge_batches.DUE for u in units) else purge_batches.BY_KEY
     purges.set_purge_run_method(ctx.lock_conn, ctx.run_id, method)

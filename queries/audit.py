@@ -24,8 +24,9 @@ class AuditFilter:
 
 
 # What comes before the ':' of an action: one key reclassified, a bulk reclassification (one line, its keys under it),
-# a purge or dry run started by a person, a triage note.
-ACTION_KINDS = ("reclassify", "reclassify-bulk", "purge", "purge-dry-run", "note")
+# a purge or dry run started by a person, a run's cancel, a triage note, an outbox row parked or released.
+ACTION_KINDS = ("reclassify", "reclassify-bulk", "purge", "purge-dry-run", "purge-cancel", "note", "outbox-park",
+                "outbox-release")
 
 
 @dataclass(frozen=True)

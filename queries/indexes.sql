@@ -57,3 +57,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (created_at, ou
 -- index_keys_due --
 -- The keys purge: terminal keys in the order they expire, so a run reads only the keys that are due (without it every run walks the whole primary key).
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (expires_at, idempotency_scope, idempotency_key) WHERE {terminal_keys}
+
+-- index_outbox_aggregate --
+-- Search by a pasted aggregate id (an order's or invoice's id): its outbox rows, without reading the whole outbox.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (aggregate_id)

@@ -23,6 +23,7 @@ class KeyFilter:
     claimed_by: str | None = None
     min_attempts: int | None = None
     min_overdue_seconds: float | None = None
+    suggested: str | None = None     # stuck keys whose suggested outcome is this (queries/key_matching.py)
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class Scope:
 # The order each list is read in by default, and the other way; both are one index read forwards or backwards.
 DEFAULT_ORDER = {"stuck": "asc", "needs_review": "asc", "processing": "asc",
                  "succeeded": "desc", "failed_retryable": "desc", "failed_final": "desc"}
-_PROCESSING_STATUSES = ("stuck", "needs_review", "processing")
+PROCESSING_STATUSES = ("stuck", "needs_review", "processing")
 _BAD_CURSOR = "cursor is not valid: use the next_cursor or prev_cursor value of the page you came from"
 # A list read one way or the other: ORDER BY's direction, where a NULL lease end goes (first either way in the
 # list's own order), and the comparison that finds the rows past a keyset cursor in that direction.
@@ -104,15 +105,31 @@ def _decode(after: str) -> tuple[Any, Any, Any, bool]:
         return (*cursor.decode(after, 3), False)
 
 
+def filter_params(flt: KeyFilter, *, lease_seconds: int, hotspot_min_attempts: int | None) -> dict[str, Any]:
+    """The parameters of a key list's WHERE fragment (``processing_key_filter`` or ``status_key_filter``) for
+    ``flt``; the list adds its cursor and order, a count its cap. ``hotspot_min_attempts`` decides the suggested
+    outcome, needed when ``flt.suggested`` is set."""
+    params: dict[str, Any] = {"scope": flt.scope, "claimed_by": flt.claimed_by, "min_attempts": flt.min_attempts}
+    if flt.status in PROCESSING_STATUSES:
+        if flt.suggested is not None and hotspot_min_attempts is None:
+            raise ValueError("a suggested filter needs hotspot_min_attempts")
+        params.update(stuck_only=flt.status == "stuck", held_only=flt.status == "needs_review",
+                      lease_seconds=lease_seconds, min_overdue=flt.min_overdue_seconds,
+                      suggested=flt.suggested, hotspot_min_attempts=hotspot_min_attempts)
+    else:
+        params["status"] = flt.status
+    return params
+
+
 def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int,
-              after: str | None = None, limit: int = 50, order: str | None = None) -> Page[KeyRow]:
+              after: str | None = None, limit: int = 50, order: str | None = None,
+              hotspot_min_attempts: int | None = None) -> Page[KeyRow]:
     """One page of keys in ``order`` (``asc`` or ``desc`` by the list's sort column: the lease end for processing
     lists, the last change otherwise; default ``DEFAULT_ORDER``). ``after`` is a next_cursor or prev_cursor of an
     earlier page (ValueError if malformed)."""
     order = order or DEFAULT_ORDER[flt.status]
-    params: dict[str, Any] = {"scope": flt.scope, "claimed_by": flt.claimed_by, "min_attempts": flt.min_attempts,
-                              "limit": limit + 1, "has_cursor": after is not None,
-                              "c_null": False, "c_ts": None, "c_scope": None, "c_key": None}
+    params = filter_params(flt, lease_seconds=lease_seconds, hotspot_min_attempts=hotspot_min_attempts)
+    params.update(limit=limit + 1, has_cursor=after is not None, c_null=False, c_ts=None, c_scope=None, c_key=None)
     backwards = False
     if after is not None:
         ts, params["c_scope"], params["c_key"], backwards = _decode(after)
@@ -122,16 +139,13 @@ def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease
             raise ValueError(_BAD_CURSOR)
     # going back a page reads the list the other way from the first row shown, then turns the rows round
     read_order = ("desc" if order == "asc" else "asc") if backwards else order
-    if flt.status in _PROCESSING_STATUSES:
-        params.update(stuck_only=flt.status == "stuck", held_only=flt.status == "needs_review",
-                      lease_seconds=lease_seconds, min_overdue=flt.min_overdue_seconds,
-                      descending=read_order == "desc")
+    if flt.status in PROCESSING_STATUSES:
+        params["descending"] = read_order == "desc"
         name = "list_processing_keys"
         sort_value = lambda row: row.locked_until  # noqa: E731
     else:
         if after is not None and params["c_ts"] is None:
             raise ValueError(_BAD_CURSOR)
-        params["status"] = flt.status
         name = "list_keys_by_status"
         sort_value = lambda row: row.updated_at  # noqa: E731
     rows = select_all(conn, list_statement(name, tables, read_order), params, KeyRow)
@@ -194,3 +208,17 @@ def list_outbox_for_key(conn: psycopg.Connection, tables: Tables, scope: str, ke
 
 def list_scopes(conn: psycopg.Connection, tables: Tables, limit: int = 200) -> list[str]:
     return [s.scope for s in select_all(conn, statement("list_scopes", tables), {"limit": limit}, Scope)]
+
+
+@dataclass(frozen=True)
+class RecentResponse:
+    key: str
+    response_body: Any
+    result_ref_type: str | None
+    updated_at: datetime
+
+
+def list_recent_responses(conn: psycopg.Connection, tables: Tables, scope: str, limit: int = 3) -> list[RecentResponse]:
+    """The latest stored responses of succeeded keys in ``scope``: what an already_succeeded response looks like."""
+    return select_all(conn, statement("list_recent_responses", tables), {"scope": scope, "limit": limit},
+                      RecentResponse)

@@ -12,23 +12,11 @@ LEFT JOIN LATERAL (
     SELECT a.actor AS held_by, a.reason AS hold_reason, a.at AS held_at
     FROM idemdash.audit_log a
     WHERE k.claimed_by = 'idemdash:needs_review'
-      AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action = 'reclassify:needs_review'
+      AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action IN ('reclassify:needs_review', 'reclassify-bulk:needs_review')
     ORDER BY a.at DESC
     LIMIT 1
 ) hold ON true
-WHERE k.status = 'processing'
-  AND (NOT %(stuck_only)s
-       OR k.locked_until < now()
-       OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
-  AND (NOT %(held_only)s OR k.claimed_by = 'idemdash:needs_review')
-  AND (%(min_overdue)s::double precision IS NULL
-       OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
-          <= now() - make_interval(secs => %(min_overdue)s::double precision))
-  AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
-  AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
-  -- "+ 0" keeps the planner on the lease-ordered index (stop at the limit) instead of AND-ing it with the
-  -- attempts index, which reads every processing hotspot at millions of keys
-  AND (%(min_attempts)s::integer IS NULL OR k.attempt_count + 0 >= %(min_attempts)s::integer)
+WHERE {processing_key_filter}
   -- past the cursor in the order read, where a key without a lease end comes before every other
   AND (NOT %(has_cursor)s
        OR (%(c_null)s AND k.locked_until IS NULL
@@ -45,11 +33,8 @@ LIMIT %(limit)s
 SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
        claimed_at, locked_until, NULL::double precision AS overdue_seconds,
        attempt_count, created_at, updated_at, expires_at
-FROM {keys}
-WHERE status = %(status)s
-  AND (%(scope)s::text IS NULL OR idempotency_scope = %(scope)s::text)
-  AND (%(claimed_by)s::text IS NULL OR claimed_by = %(claimed_by)s::text)
-  AND (%(min_attempts)s::integer IS NULL OR attempt_count >= %(min_attempts)s::integer)
+FROM {keys} k
+WHERE {status_key_filter}
   AND (NOT %(has_cursor)s
        OR (updated_at, idempotency_scope, idempotency_key) {after} (%(c_ts)s::timestamptz, %(c_scope)s::text, %(c_key)s::text))
 ORDER BY updated_at {direction}, idempotency_scope {direction}, idempotency_key {direction}
@@ -74,7 +59,7 @@ LEFT JOIN LATERAL (
     SELECT a.actor AS held_by, a.reason AS hold_reason, a.at AS held_at
     FROM idemdash.audit_log a
     WHERE k.status = 'processing' AND k.claimed_by = 'idemdash:needs_review'
-      AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action = 'reclassify:needs_review'
+      AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action IN ('reclassify:needs_review', 'reclassify-bulk:needs_review')
     ORDER BY a.at DESC
     LIMIT 1
 ) hold ON true
@@ -121,3 +106,45 @@ SELECT
                            ORDER BY updated_at DESC LIMIT %(cap_failed_final)s) s) AS failed_final,
     (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'succeeded'
                            ORDER BY updated_at DESC LIMIT %(cap_succeeded)s) s) AS succeeded
+
+-- processing_key_filter --
+-- WHERE conditions of a processing key list and its matching count: every processing key, only stuck ones or only held ones; the operator's filters; and for stuck keys the outcome suggested for them.
+k.status = 'processing'
+  AND (NOT %(stuck_only)s
+       OR k.locked_until < now()
+       OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
+  AND (NOT %(held_only)s OR k.claimed_by = 'idemdash:needs_review')
+  AND (%(min_overdue)s::double precision IS NULL
+       OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
+          <= now() - make_interval(secs => %(min_overdue)s::double precision))
+  AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
+  AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
+  -- "+ 0" keeps the planner on the lease-ordered index (stop at the limit) instead of AND-ing it with the
+  -- attempts index, which reads every processing hotspot at millions of keys
+  AND (%(min_attempts)s::integer IS NULL OR k.attempt_count + 0 >= %(min_attempts)s::integer)
+  AND (%(suggested)s::text IS NULL OR ({suggested_outcome}) = %(suggested)s::text)
+
+-- status_key_filter --
+-- WHERE conditions of a key list in one terminal or failed status and its matching count: the status and the operator's filters.
+k.status = %(status)s
+  AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
+  AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
+  AND (%(min_attempts)s::integer IS NULL OR k.attempt_count >= %(min_attempts)s::integer)
+
+-- suggested_outcome --
+-- The reclassification suggested for a stuck key, as core/triage.py's suggest() decides it (tests/test_key_matching.py holds the two together): an outbox row means the effect committed; else many attempts want a look; else a key past its replay window is abandoned; else it is safe to retry.
+CASE WHEN EXISTS (SELECT 1 FROM {outbox} o
+                  WHERE o.idempotency_scope = k.idempotency_scope AND o.idempotency_key = k.idempotency_key)
+          THEN 'already_succeeded'
+     WHEN k.attempt_count >= %(hotspot_min_attempts)s THEN 'needs_review'
+     WHEN k.expires_at < now() THEN 'abandoned'
+     ELSE 'safe_to_retry'
+END
+
+-- list_recent_responses --
+-- The latest succeeded keys of one scope with a stored response: examples to copy from when marking a stuck key already_succeeded (the status index read newest first, stopping at the limit).
+SELECT k.idempotency_key AS key, k.response_body, k.result_ref_type, k.updated_at
+FROM {keys} k
+WHERE k.status = 'succeeded' AND k.idempotency_scope = %(scope)s AND k.response_body IS NOT NULL
+ORDER BY k.updated_at DESC
+LIMIT %(limit)s

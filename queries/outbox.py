@@ -26,7 +26,10 @@ class OutboxSummary:
     pending: int
     oldest_pending_at: datetime | None
     lag_seconds: float | None
-    pending_many_attempts: int
+    pending_many_attempts: int           # likely poison: failed at least min_attempts times
+    oldest_healthy_at: datetime | None   # the oldest pending row that is not likely poison
+    healthy_lag_seconds: float | None    # its age: how far behind the relay is
+    oldest_poison_at: datetime | None
 
 
 # Pending rows with this many delivery attempts are likely poison events (they never publish on their own);

@@ -1,10 +1,14 @@
 -- get_outbox_summary --
--- The outbox backlog: pending rows, the age of the oldest (lag), and how many have failed at least min_attempts times.
+-- The outbox backlog: pending rows, the age of the oldest (lag), how many have failed at least min_attempts times (likely poison), and the lag of the others apart: a poison row's age says nothing about how far behind the relay is.
 SELECT
     count(*) AS pending,
     min(created_at) AS oldest_pending_at,
     extract(epoch FROM now() - min(created_at))::double precision AS lag_seconds,
-    count(*) FILTER (WHERE attempt_count >= %(min_attempts)s) AS pending_many_attempts
+    count(*) FILTER (WHERE attempt_count >= %(min_attempts)s) AS pending_many_attempts,
+    min(created_at) FILTER (WHERE attempt_count < %(min_attempts)s) AS oldest_healthy_at,
+    extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count < %(min_attempts)s))::double precision
+        AS healthy_lag_seconds,
+    min(created_at) FILTER (WHERE attempt_count >= %(min_attempts)s) AS oldest_poison_at
 FROM {outbox}
 WHERE status = 'pending'
 

@@ -33,6 +33,7 @@ class PurgeRun:
     duration_seconds: float | None
     method: str | None = None        # 'due_index' or 'primary_key' (runs before issue 13: None)
     partitions_dropped: int = 0
+    cancel_requested_by: str | None = None   # who asked the run to stop after its current batch
 
     @property
     def rate(self) -> float | None:

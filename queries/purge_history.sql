@@ -1,7 +1,7 @@
 -- list_purge_runs --
 -- Purge runs newest first, optionally of one table or one run; keyset on (started_at, run_id) descending.
 SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
-       method, partitions_dropped,
+       method, partitions_dropped, cancel_requested_by,
        extract(epoch FROM coalesce(finished_at, now()) - started_at)::double precision AS duration_seconds
 FROM idemdash.purge_run r
 WHERE (%(table)s::text IS NULL OR r.table_name = %(table)s::text)
@@ -13,7 +13,7 @@ LIMIT %(limit)s
 -- list_running_purge_runs --
 -- Runs still in progress (outcome 'running'), oldest first: what the live progress panel shows.
 SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
-       method, partitions_dropped,
+       method, partitions_dropped, cancel_requested_by,
        extract(epoch FROM now() - started_at)::double precision AS duration_seconds
 FROM idemdash.purge_run
 WHERE outcome = 'running'
@@ -27,7 +27,7 @@ SELECT t.table_name AS table_key, 'last_run' AS kind, r.*
 FROM unnest(%(tables)s::text[]) AS t(table_name)
 CROSS JOIN LATERAL (
     SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
-           method, partitions_dropped,
+           method, partitions_dropped, cancel_requested_by,
            extract(epoch FROM coalesce(finished_at, now()) - started_at)::double precision AS duration_seconds
     FROM idemdash.purge_run p
     WHERE p.table_name = t.table_name
@@ -38,7 +38,7 @@ SELECT t.table_name, 'last_real_run', r.*
 FROM unnest(%(tables)s::text[]) AS t(table_name)
 CROSS JOIN LATERAL (
     SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
-           method, partitions_dropped,
+           method, partitions_dropped, cancel_requested_by,
            extract(epoch FROM coalesce(finished_at, now()) - started_at)::double precision AS duration_seconds
     FROM idemdash.purge_run p
     WHERE p.table_name = t.table_name AND NOT p.dry_run AND p.outcome <> 'skipped'
@@ -49,7 +49,7 @@ SELECT t.table_name, 'last_success', r.*
 FROM unnest(%(tables)s::text[]) AS t(table_name)
 CROSS JOIN LATERAL (
     SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
-           method, partitions_dropped,
+           method, partitions_dropped, cancel_requested_by,
            extract(epoch FROM finished_at - started_at)::double precision AS duration_seconds
     FROM idemdash.purge_run p
     WHERE p.table_name = t.table_name AND p.outcome = 'succeeded' AND NOT p.dry_run
@@ -60,7 +60,7 @@ SELECT t.table_name, 'last_dry_run', r.*
 FROM unnest(%(tables)s::text[]) AS t(table_name)
 CROSS JOIN LATERAL (
     SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
-           method, partitions_dropped,
+           method, partitions_dropped, cancel_requested_by,
            extract(epoch FROM finished_at - started_at)::double precision AS duration_seconds
     FROM idemdash.purge_run p
     WHERE p.table_name = t.table_name AND p.outcome = 'succeeded' AND p.dry_run

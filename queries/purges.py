@@ -71,9 +71,31 @@ def insert_skipped_purge_run(conn: psycopg.Connection, table: str, *, dry_run: b
     return row
 
 
-def check_purge_connection(conn: psycopg.Connection) -> None:
-    """Raises if the connection holding the table's lock has gone (and the lock with it)."""
-    conn.execute(statement("check_purge_connection")).fetchone()
+@dataclass(frozen=True)
+class _CancelAsked:
+    cancel_requested_by: str | None
+
+
+@dataclass(frozen=True)
+class CancelRequest:
+    run_id: int
+    table_name: str
+    cancel_requested_by: str
+    cancel_requested_at: datetime
+    audit_id: int
+
+
+def get_purge_cancel(conn: psycopg.Connection, run_id: int) -> str | None:
+    """Who asked to cancel the run (None: nobody). Raises if the connection holding the table's lock has gone
+    (and the lock with it): the batches call it between batches on that connection."""
+    row = select_one(conn, statement("get_purge_cancel"), {"run_id": run_id}, _CancelAsked)
+    return None if row is None else row.cancel_requested_by
+
+
+def request_purge_cancel(conn: psycopg.Connection, run_id: int, *, actor: str, reason: str) -> CancelRequest | None:
+    """Ask a running run to stop after its current batch; None when the run is not running."""
+    return select_one(conn, statement("request_purge_cancel"), {"run_id": run_id, "actor": actor, "reason": reason},
+                      CancelRequest)
 
 
 def finish_purge_run(conn: psycopg.Connection, run_id: int, outcome: str, error: str | None) -> None:

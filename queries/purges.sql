@@ -52,9 +52,27 @@ WITH run AS (
 )
 SELECT run_id, error FROM run
 
--- check_purge_connection --
--- Round trip on the lock-holding connection between batches: if it is gone, so is the lock.
-SELECT 1 AS ok
+-- get_purge_cancel --
+-- Between batches, on the lock-holding connection: who asked to cancel this run, if anyone (a round trip that also proves the connection, and so the lock, is still there).
+SELECT cancel_requested_by FROM idemdash.purge_run WHERE run_id = %(run_id)s
+
+-- request_purge_cancel --
+-- Ask a running run to stop after its current batch (it reads this between batches); audited in the same statement. No row: the run is not running.
+WITH asked AS (
+    UPDATE idemdash.purge_run
+    SET cancel_requested_by = coalesce(cancel_requested_by, %(actor)s),
+        cancel_requested_at = coalesce(cancel_requested_at, clock_timestamp())
+    WHERE run_id = %(run_id)s AND outcome = 'running'
+    RETURNING run_id, table_name, cancel_requested_by, cancel_requested_at
+), audit AS (
+    INSERT INTO idemdash.audit_log (actor, action, scope, key, from_status, to_status, reason, evidence, detail)
+    SELECT %(actor)s, 'purge-cancel:' || a.table_name, NULL, NULL, 'running', 'cancelled', %(reason)s, '[]'::jsonb,
+           jsonb_build_object('run_id', a.run_id)
+    FROM asked a
+    RETURNING audit_id
+)
+SELECT a.run_id, a.table_name, a.cancel_requested_by, a.cancel_requested_at, (SELECT audit_id FROM audit) AS audit_id
+FROM asked a
 
 -- finish_purge_run --
 -- Close a run: its outcome, end time and error (batches and rows were kept current batch by batch).

@@ -5,6 +5,9 @@ the action fail at once instead of waiting), then one UPDATE whose WHERE
 says "still stuck now (or held for review by idemdash) and unchanged since
 the operator looked", with the audit row inserted by the same statement.
 
+``safe_to_retry`` and ``abandoned`` change only a key with no outbox row (its effect did not commit), in the
+same UPDATE; ``abandoned`` may override that for one key, explicitly and audited as such.
+
 ``already_succeeded`` and ``abandoned`` push ``expires_at`` out to at least
 now plus the replay horizon in the same UPDATE, so no purge deletes the
 decision while a client's retry may still come.
@@ -18,7 +21,7 @@ preview's ``as_of`` and still be stuck now.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -30,8 +33,11 @@ from idemdash.queries import Tables, statement
 from idemdash.queries.transactions import select_all, select_one
 
 OUTCOMES = ("safe_to_retry", "abandoned", "already_succeeded", "needs_review")
-BULK_OUTCOMES = ("safe_to_retry", "abandoned")
-BULK_TO_STATUS = {"safe_to_retry": "failed_retryable", "abandoned": "failed_final"}
+BULK_OUTCOMES = ("safe_to_retry", "abandoned", "needs_review")
+BULK_TO_STATUS = {"safe_to_retry": "failed_retryable", "abandoned": "failed_final", "needs_review": "processing"}
+# Outcomes an outbox row contradicts: the effect committed, so a retry must not run it again (safe_to_retry)
+# and the client must not be told the request failed (abandoned).
+EVIDENCE_GUARDED = ("safe_to_retry", "abandoned")
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,7 @@ class Reclassification:
     result_ref_id: str | None = None
     response_body: Any = None
     hold_seconds: float = 86400.0
+    override_evidence: bool = False   # abandoned although an outbox row exists (a known false positive)
 
 
 @dataclass(frozen=True)
@@ -72,11 +79,18 @@ class BulkFilter:
     claimed_by: str | None = None
     min_attempts: int | None = None
     min_overdue_seconds: float | None = None
+    suggested: str | None = None      # the suggested outcome of the keys (queries/keys.sql, suggested_outcome)
+    # the attempts that make a stuck key's suggestion needs_review (IDEMDASH_HOTSPOT_MIN_ATTEMPTS): what the
+    # suggested groups mean, not a filter of its own
+    hotspot_min_attempts: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The filter as recorded with a preview and in the audit log, and compared at confirmation."""
-        return {"scope": self.scope, "claimed_by": self.claimed_by, "min_attempts": self.min_attempts,
-                "overdue_seconds": self.min_overdue_seconds}
+        recorded: dict[str, Any] = {"scope": self.scope, "claimed_by": self.claimed_by,
+                                    "min_attempts": self.min_attempts, "overdue_seconds": self.min_overdue_seconds}
+        if self.suggested is not None:  # absent otherwise: previews recorded before it existed still compare equal
+            recorded["suggested"] = self.suggested
+        return recorded
 
 
 @dataclass(frozen=True)
@@ -134,7 +148,7 @@ def reclassify_key(conn: psycopg.Connection, tables: Tables, locked: LockedKey, 
                    lease_seconds: int, replay_horizon_seconds: int) -> ChangeResult:
     """Change the locked key if the database agrees it is still eligible; the audit row commits with it."""
     query = statement("reclassify_key", tables, set_clause=statement(f"fragment_set_{change.to}"),
-                      effect_guard=_effect_guard(tables, change.to))
+                      effect_guard=_effect_guard(tables, change.to, override=change.override_evidence))
     params = {
         "scope": locked.scope, "key": locked.key, "lease_seconds": lease_seconds,
         "expected_attempt_count": change.expected_attempt_count,
@@ -145,7 +159,8 @@ def reclassify_key(conn: psycopg.Connection, tables: Tables, locked: LockedKey, 
         "detail": Jsonb({"attempt_count": locked.attempt_count, "claimed_by": locked.claimed_by,
                          "locked_until": locked.locked_until.isoformat() if locked.locked_until else None,
                          "hold_seconds": change.hold_seconds if change.to == "needs_review" else None,
-                         "result_ref_type": change.result_ref_type, "result_ref_id": change.result_ref_id}),
+                         "result_ref_type": change.result_ref_type, "result_ref_id": change.result_ref_id,
+                         "override_evidence": change.override_evidence}),
         "result_ref_type": change.result_ref_type, "result_ref_id": change.result_ref_id,
         "response_body": Jsonb(change.response_body), "hold_seconds": change.hold_seconds,
         "replay_horizon_seconds": replay_horizon_seconds,
@@ -158,21 +173,25 @@ def reclassify_key(conn: psycopg.Connection, tables: Tables, locked: LockedKey, 
 
 def _bulk_params(tables: Tables, flt: BulkFilter, as_of: datetime, lease_seconds: int) -> dict[str, Any]:
     return {"scope": flt.scope, "claimed_by": flt.claimed_by, "min_attempts": flt.min_attempts,
-            "min_overdue": flt.min_overdue_seconds, "as_of": as_of, "lease_seconds": lease_seconds}
+            "min_overdue": flt.min_overdue_seconds, "as_of": as_of, "lease_seconds": lease_seconds,
+            "suggested": flt.suggested, "hotspot_min_attempts": flt.hotspot_min_attempts}
 
 
-def _effect_guard(tables: Tables, to: str) -> sql.Composable:
-    """safe_to_retry re-runs the work, so it changes only keys with no outbox row (no committed effect)."""
-    return statement("fragment_no_committed_effect", tables) if to == "safe_to_retry" else statement("fragment_true")
+def _effect_guard(tables: Tables, to: str, *, override: bool = False) -> sql.Composable:
+    """safe_to_retry and abandoned change only keys with no outbox row (no committed effect), checked when the
+    row changes; an explicit override lets abandoned through (never safe_to_retry: that would run it twice)."""
+    guarded = to in EVIDENCE_GUARDED and not (override and to == "abandoned")
+    return statement("fragment_no_committed_effect", tables) if guarded else statement("fragment_true")
 
 
-def _bulk_filter(tables: Tables, to: str) -> sql.Composable:
-    return statement("fragment_bulk_filter", tables, effect_guard=_effect_guard(tables, to))
+def _bulk_filter(tables: Tables, to: str, *, guarded: bool = True) -> sql.Composable:
+    return statement("fragment_bulk_filter", tables, effect_guard=_effect_guard(tables, to, override=not guarded))
 
 
 def count_bulk_candidates(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
-                          to: str, lease_seconds: int) -> int:
-    query = statement("count_bulk_candidates", tables, bulk_filter=_bulk_filter(tables, to))
+                          to: str, lease_seconds: int, guarded: bool = True) -> int:
+    """How many keys the bulk action would change; ``guarded=False`` counts those with an outbox row too."""
+    query = statement("count_bulk_candidates", tables, bulk_filter=_bulk_filter(tables, to, guarded=guarded))
     row = select_one(conn, query, _bulk_params(tables, flt, as_of, lease_seconds), _Count)
     return row.candidates if row else 0
 
@@ -222,15 +241,16 @@ def insert_bulk_audit(conn: psycopg.Connection, flt: BulkFilter, to: str, as_of:
 
 def reclassify_bulk_batch(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
                           to: str, reason: str, actor: str, lease_seconds: int, replay_horizon_seconds: int,
-                          batch_size: int, parent_id: int) -> int:
-    """One batch in the caller's transaction; returns how many keys changed (0: none left that it could lock)."""
+                          batch_size: int, parent_id: int, hold_seconds: float = 86400.0) -> int:
+    """One batch in the caller's transaction; returns how many keys changed (0: none left that it could lock).
+    ``hold_seconds``: how long needs_review holds each key."""
     if to not in BULK_OUTCOMES:
         raise ValueError(f"bulk reclassification is only {' or '.join(BULK_OUTCOMES)}")
     query = statement("reclassify_bulk_batch", tables, bulk_filter=_bulk_filter(tables, to),
                       set_clause=statement(f"fragment_set_{to}"))
     params = _bulk_params(tables, flt, as_of, lease_seconds) | {
         "batch_size": batch_size, "actor": actor, "action": f"reclassify-bulk:{to}", "reason": reason,
-        "replay_horizon_seconds": replay_horizon_seconds, "parent_id": parent_id,
+        "replay_horizon_seconds": replay_horizon_seconds, "parent_id": parent_id, "hold_seconds": hold_seconds,
     }
     row = select_one(conn, query, params, _Batch)
     assert row is not None and row.changed == row.audited

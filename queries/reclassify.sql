@@ -31,12 +31,12 @@ WITH changed AS (
 SELECT (SELECT audit_id FROM audit) AS audit_id, (SELECT count(*) FROM changed) AS changed
 
 -- fragment_no_committed_effect --
--- WHERE condition for safe_to_retry: no outbox row for the key, i.e. its business effect did not commit (checked when the row is changed, not when the operator looked: a retry would run a committed effect twice).
+-- WHERE condition for safe_to_retry and abandoned: no outbox row for the key, i.e. its business effect did not commit (checked when the row is changed, not when the operator looked: a retry would run a committed effect twice, a final failure would deny one that exists).
 NOT EXISTS (SELECT 1 FROM {outbox} o
             WHERE o.idempotency_scope = k.idempotency_scope AND o.idempotency_key = k.idempotency_key)
 
 -- fragment_true --
--- WHERE condition that holds: the outcomes that never re-run the work need no effect guard.
+-- WHERE condition that holds: the outcomes an outbox row does not contradict (already_succeeded, needs_review), and an explicit override.
 true
 
 -- fragment_set_safe_to_retry --
@@ -63,7 +63,7 @@ locked_until = clock_timestamp() + make_interval(secs => %(hold_seconds)s), clai
 updated_at = clock_timestamp()
 
 -- fragment_bulk_filter --
--- WHERE conditions shared by bulk preview and change: stuck already at as_of and still now, not held for review, the operator's filters, and for safe_to_retry no committed effect.
+-- WHERE conditions shared by bulk preview and change: stuck already at as_of and still now, not held for review, the operator's filters (the suggested outcome among them), and for safe_to_retry and abandoned no committed effect.
 k.status = 'processing'
 AND (k.locked_until < %(as_of)s::timestamptz
      OR (k.locked_until IS NULL AND k.claimed_at < %(as_of)s::timestamptz - make_interval(secs => %(lease_seconds)s)))
@@ -76,6 +76,7 @@ AND (%(min_attempts)s::integer IS NULL OR k.attempt_count >= %(min_attempts)s::i
 AND (%(min_overdue)s::double precision IS NULL
      OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
         <= %(as_of)s::timestamptz - make_interval(secs => %(min_overdue)s::double precision))
+AND (%(suggested)s::text IS NULL OR ({suggested_outcome}) = %(suggested)s::text)
 AND {effect_guard}
 
 -- count_bulk_candidates --

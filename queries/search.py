@@ -1,4 +1,8 @@
-"""Find a key from text someone pasted: the exact key in any scope, keys by prefix, scopes and workers by name.
+"""Find a key from text someone pasted: the exact key in any scope, keys by prefix, scopes and workers by name,
+outbox rows by their id or their aggregate's, inbox rows by message id, and the nearest keys when nothing matches.
+
+The text is forgiven what a paste adds: surrounding white space is trimmed (by the caller), and a UUID-shaped text
+is looked for as typed, in lower and in upper case (one primary-key probe each).
 
 Every lookup walks the primary key ``(idempotency_scope, idempotency_key)``: the scopes come from a loose index
 scan of it (``list_scopes``), and each scope is then probed for the key, or walked from the prefix for a bounded
@@ -7,6 +11,7 @@ so that it works on every version and the plan cannot flip to a sequential scan 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import unquote, urlsplit
@@ -26,6 +31,13 @@ PREFIX_EXAMINE = 500
 # Processing keys whose workers are offered as suggestions (those with the latest leases).
 WORKER_SAMPLE = 2000
 NAMES_SHOWN = 20
+# Outbox and inbox rows a search lists at most; inbox consumers it probes at most.
+OTHER_ROWS_LIMIT = 20
+MAX_CONSUMERS = 1000
+# Nearest keys offered when nothing matches.
+NEAREST_SHOWN = 5
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,33 @@ class Worker:
 
 
 @dataclass(frozen=True)
+class OutboxHit:
+    outbox_id: str
+    event_type: str
+    status: str
+    scope: str | None
+    key: str | None
+    aggregate_type: str
+    aggregate_id: str
+    created_at: datetime
+    matched: str                      # 'outbox_id' or 'aggregate_id'
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    consumer: str
+    message_id: str
+    processed_at: datetime
+
+
+@dataclass(frozen=True)
+class NearKey:
+    scope: str
+    key: str
+    common_prefix: str                # what the key and the text share from the start
+
+
+@dataclass(frozen=True)
 class SearchResult:
     q: str
     scope: str | None
@@ -56,6 +95,9 @@ class SearchResult:
     scopes_searched: int
     scopes_truncated: bool            # more scopes exist than MAX_SCOPES: keys in those were not looked for
     prefix_limited: bool = field(default=False)   # the prefix list may go on: type more of the key
+    outbox: list[OutboxHit] = field(default_factory=list)      # outbox rows with this id or aggregate id
+    messages: list[MessageHit] = field(default_factory=list)   # inbox rows with this message id
+    nearest: list[NearKey] = field(default_factory=list)       # when nothing matches: the keys nearest in key order
 
 
 def find_keys_exact(conn: psycopg.Connection, tables: Tables, pairs: list[tuple[str, str]], *,
@@ -82,10 +124,27 @@ def list_recent_workers(conn: psycopg.Connection, tables: Tables, *, sample: int
                                        {"sample": sample, "limit": limit}, Worker)]
 
 
+def spellings(q: str) -> list[str]:
+    """The text as typed, and for a UUID-shaped text its lower- and upper-case forms (keys are case-sensitive text,
+    but a UUID pasted from a log or a ticket may not be in the case the client sent)."""
+    if not _UUID.fullmatch(q):
+        return [q]
+    return list(dict.fromkeys([q, q.lower(), q.upper()]))
+
+
+def as_uuid(q: str) -> str | None:
+    """The text as a UUID, if it is one (any case, with or without dashes)."""
+    if not _UUID.fullmatch(q):
+        return None
+    digits = q.replace("-", "").lower()
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
 def candidate_pairs(q: str, scopes: list[str]) -> list[tuple[str, str]]:
-    """(scope, key) pairs the text may mean: the key itself in every scope; ``scope/key`` or ``scope key`` when it
-    starts with a scope's name; the scope and key of a pasted idemdash key URL (``…/keys/<scope>/<key>``)."""
-    pairs = [(scope, q) for scope in scopes]
+    """(scope, key) pairs the text may mean: the key itself in every scope (in each of its spellings);
+    ``scope/key`` or ``scope key`` when it starts with a scope's name; the scope and key of a pasted idemdash key
+    URL (``…/keys/<scope>/<key>``)."""
+    pairs = [(scope, text) for text in spellings(q) for scope in scopes]
     for scope in scopes:
         for separator in ("/", " "):
             if q.startswith(scope + separator) and len(q) > len(scope) + 1:
@@ -99,24 +158,69 @@ def candidate_pairs(q: str, scopes: list[str]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
+def find_outbox_rows(conn: psycopg.Connection, tables: Tables, q: str) -> list[OutboxHit]:
+    """Outbox rows whose id is the text, then those of the aggregate it names (both only for a UUID)."""
+    uuid_text = as_uuid(q)
+    if uuid_text is None:
+        return []
+    params = {"ids": [uuid_text], "limit": OTHER_ROWS_LIMIT}
+    rows = select_all(conn, statement("find_outbox_by_id", tables), params, OutboxHit)
+    return rows or select_all(conn, statement("find_outbox_by_aggregate", tables), params, OutboxHit)
+
+
+def find_inbox_messages(conn: psycopg.Connection, tables: Tables, q: str) -> list[MessageHit]:
+    return select_all(conn, statement("find_inbox_messages", tables),
+                      {"ids": spellings(q), "max_consumers": MAX_CONSUMERS, "limit": OTHER_ROWS_LIMIT}, MessageHit)
+
+
+def list_nearest_keys(conn: psycopg.Connection, tables: Tables, scopes: list[str], q: str) -> list[NearKey]:
+    """The keys nearest the text in each scope's key order, those sharing the longest start with it first."""
+    if not scopes:
+        return []
+    found = select_all(conn, statement("list_nearest_keys", tables), {"scopes": scopes, "q": q}, _ScopedKey)
+    near = [NearKey(f.scope, f.key, _common_prefix(q, f.key)) for f in found]
+    near = [n for n in near if n.common_prefix]
+    near.sort(key=lambda n: (-len(n.common_prefix), n.scope, n.key))
+    return near[:NEAREST_SHOWN]
+
+
+@dataclass(frozen=True)
+class _ScopedKey:
+    scope: str
+    key: str
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
 def _containing(q: str, names: list[str]) -> list[str]:
     needle = q.casefold()
     return [n for n in names if needle in n.casefold()][:NAMES_SHOWN]
 
 
 def search_keys(conn: psycopg.Connection, tables: Tables, q: str, *, scope: str | None = None,
-                lease_seconds: int) -> SearchResult:
-    """The exact key (in ``scope``, or in every scope); failing that, keys starting with ``q``."""
+                lease_seconds: int, typed: str | None = None) -> SearchResult:
+    """The exact key (in ``scope``, or in every scope); failing that, keys starting with ``q``. ``typed`` is the
+    text before its surrounding white space was trimmed: a key that really has such white space is found too."""
     known = list_scopes(conn, tables, limit=MAX_SCOPES + 1)
     truncated = len(known) > MAX_SCOPES
     known = known[:MAX_SCOPES]
     scopes = [scope] if scope is not None else known
-    exact = find_keys_exact(conn, tables, [(scope, q)] if scope is not None else candidate_pairs(q, scopes),
-                            lease_seconds=lease_seconds)
+    pairs = [(scope, text) for text in spellings(q)] if scope is not None else candidate_pairs(q, scopes)
+    if typed is not None and typed != q:
+        pairs += [(s, typed) for s in scopes]
+    exact = find_keys_exact(conn, tables, pairs, lease_seconds=lease_seconds)
     workers = _containing(q, list_recent_workers(conn, tables)) if scope is None else []
     matching_scopes = _containing(q, known) if scope is None else []
+    others: dict = {}
+    if scope is None:
+        others = {"outbox": find_outbox_rows(conn, tables, q), "messages": find_inbox_messages(conn, tables, q)}
     if exact:
-        return SearchResult(q, scope, "exact", exact, matching_scopes, workers, len(scopes), truncated)
+        return SearchResult(q, scope, "exact", exact, matching_scopes, workers, len(scopes), truncated, **others)
     per_scope = PREFIX_LIMIT if scope is not None else PREFIX_PER_SCOPE_ACROSS
     found = list_keys_with_prefix(conn, tables, scopes, q, per_scope=per_scope + 1, lease_seconds=lease_seconds)
     by_scope: dict[str, list[SearchHit]] = {}
@@ -124,5 +228,7 @@ def search_keys(conn: psycopg.Connection, tables: Tables, q: str, *, scope: str 
         by_scope.setdefault(hit.scope, []).append(hit)
     limited = any(len(hits) > per_scope for hits in by_scope.values())
     items = [hit for hits in by_scope.values() for hit in hits[:per_scope]][:PREFIX_LIMIT]
+    nothing = not (items or matching_scopes or workers or others.get("outbox") or others.get("messages"))
+    nearest = list_nearest_keys(conn, tables, scopes, q) if nothing else []
     return SearchResult(q, scope, "prefix" if items else "none", items, matching_scopes, workers, len(scopes),
-                        truncated, prefix_limited=limited or len(found) > PREFIX_LIMIT)
+                        truncated, prefix_limited=limited or len(found) > PREFIX_LIMIT, nearest=nearest, **others)

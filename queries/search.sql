@@ -40,3 +40,54 @@ FROM (SELECT claimed_by FROM {keys}
       LIMIT %(sample)s) w
 ORDER BY w.claimed_by
 LIMIT %(limit)s
+
+-- find_outbox_by_id --
+-- Outbox rows by their id (the primary key): a pasted outbox_id.
+SELECT o.outbox_id::text AS outbox_id, o.event_type, o.status::text AS status, o.idempotency_scope AS scope,
+       o.idempotency_key AS key, o.aggregate_type, o.aggregate_id::text AS aggregate_id, o.created_at,
+       'outbox_id' AS matched
+FROM {outbox} o
+WHERE o.outbox_id = ANY(%(ids)s::uuid[])
+ORDER BY o.created_at DESC
+LIMIT %(limit)s
+
+-- find_outbox_by_aggregate --
+-- Outbox rows of an aggregate (a pasted order or invoice id), newest first, through index_outbox_aggregate.
+SELECT o.outbox_id::text AS outbox_id, o.event_type, o.status::text AS status, o.idempotency_scope AS scope,
+       o.idempotency_key AS key, o.aggregate_type, o.aggregate_id::text AS aggregate_id, o.created_at,
+       'aggregate_id' AS matched
+FROM {outbox} o
+WHERE o.aggregate_id = ANY(%(ids)s::uuid[])
+ORDER BY o.created_at DESC
+LIMIT %(limit)s
+
+-- find_inbox_messages --
+-- Inbox rows with one of the given message ids in every consumer: the consumers from a loose index scan of the primary key (consumer_name, message_id), then one primary-key probe per consumer and id.
+WITH RECURSIVE consumers AS (
+    (SELECT consumer_name FROM {inbox} ORDER BY consumer_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT i.consumer_name FROM {inbox} i
+            WHERE i.consumer_name > c.consumer_name ORDER BY i.consumer_name LIMIT 1)
+    FROM consumers c
+    WHERE c.consumer_name IS NOT NULL
+)
+SELECT m.consumer_name AS consumer, m.message_id, m.processed_at
+FROM (SELECT consumer_name FROM consumers WHERE consumer_name IS NOT NULL LIMIT %(max_consumers)s) c
+CROSS JOIN unnest(%(ids)s::text[]) AS wanted(id)
+JOIN {inbox} m ON m.consumer_name = c.consumer_name AND m.message_id = wanted.id
+ORDER BY m.processed_at DESC, m.consumer_name
+LIMIT %(limit)s
+
+-- list_nearest_keys --
+-- The key just before and just after the text in each scope's key order (two primary-key probes per scope): what the operator may have meant when nothing matches.
+SELECT s.scope, n.key
+FROM unnest(%(scopes)s::text[]) AS s(scope)
+CROSS JOIN LATERAL (
+    (SELECT k.idempotency_key AS key FROM {keys} k
+     WHERE k.idempotency_scope = s.scope AND k.idempotency_key > %(q)s
+     ORDER BY k.idempotency_key LIMIT 1)
+    UNION ALL
+    (SELECT k.idempotency_key FROM {keys} k
+     WHERE k.idempotency_scope = s.scope AND k.idempotency_key < %(q)s
+     ORDER BY k.idempotency_key DESC LIMIT 1)
+) n

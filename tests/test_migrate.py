@@ -41,7 +41,8 @@ EXPECTED_TABLES = {
         "run_id": "bigint", "table_name": "text", "started_at": "timestamp with time zone",
         "finished_at": "timestamp with time zone", "batches": "integer", "rows_deleted": "bigint",
         "dry_run": "boolean", "outcome": "text", "error": "text", "started_by": "text",
-        "method": "text", "partitions_dropped": "integer",
+        "method": "text", "partitions_dropped": "integer", "cancel_requested_by": "text",
+        "cancel_requested_at": "timestamp with time zone",
     },
     "purge_partition": {
         "run_id": "bigint", "table_name": "text", "partition_schema": "text", "partition_name": "text",

@@ -88,7 +88,7 @@ def test_poison_rows_oldest_first_one_page_at_a_time(client, conn):
     assert client.get("/outbox/poison?min_attempts=2").status_code == 400   # below the poison threshold
     assert client.get("/api/v1/outbox/poison?cursor=bad!").status_code == 400
     outbox = BeautifulSoup(client.get("/outbox").data, "html.parser")
-    assert outbox.select_one('#many-attempts a[href="/outbox/poison"]') is not None
+    assert outbox.select_one('a#card-many-attempts[href="/outbox/poison"]') is not None
 
 
 def test_the_outbox_runbook_sits_beside_the_stuck_key_runbook(client, conn):

@@ -113,7 +113,8 @@ def test_locked_keys_are_skipped_not_waited_for(client, conn, database_url):
 def test_bulk_refuses_what_it_must(client, conn):
     stuck(conn, "k")
     cases = [
-        ({"filter": {}, "to": "needs_review", "preview": True}, 400, "bulk to must be"),
+        ({"filter": {}, "to": "needs_review", "preview": True, "hold_for": "forever"}, 400, "hold_for"),
+        ({"filter": {"suggested": "maybe"}, "to": "abandoned", "preview": True}, 400, "filter.suggested"),
         ({"filter": {}, "to": "already_succeeded", "reason": "x", "as_of": datetime.now().astimezone().isoformat()},
          400, "bulk to must be"),
         ({"filter": {}, "to": "abandoned", "reason": "x"}, 400, "as_of is required"),

@@ -151,3 +151,93 @@ def test_more_scopes_than_the_cap_are_said_to_be_left_out(client, conn, monkeypa
     body = _search(client, q="kd")
     assert (body["match"], body["scopes_searched"], body["scopes_truncated"]) == ("none", 3, True)
     assert _search(client, q="kd", scope="d")["match"] == "exact"
+
+
+# -- forgiving search: white space, case, other ids, nearest keys -------------------------------------------------
+
+def _outbox_row(conn, scope, key, aggregate_id="0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55") -> str:
+    return conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+                               idempotency_key, payload)
+                           VALUES ('order.created', 'order', %s, %s, %s, '{}') RETURNING outbox_id::text""",
+                        (aggregate_id, scope, key)).fetchone()[0]
+
+
+@pytest.mark.parametrize("pasted", ["cart/42/checkout ", "  cart/42/checkout", "cart/42/checkout\n", "\tcart/42/checkout "])
+def test_white_space_around_a_pasted_key_is_ignored(client, conn, pasted):
+    insert_key(conn, "create_order", "cart/42/checkout")
+    body = _search(client, q=pasted)
+    assert body["q"] == "cart/42/checkout" and body["match"] == "exact"
+    assert [i["key"] for i in body["items"]] == ["cart/42/checkout"]
+    assert client.get("/search", query_string={"q": pasted}).status_code == 302
+
+
+def test_a_key_that_really_ends_in_a_space_is_still_found(client, conn):
+    insert_key(conn, "create_order", "odd ")
+    assert [i["key"] for i in _search(client, q="odd ")["items"]] == ["odd "]
+
+
+def test_a_uuid_key_is_found_in_either_case(client, conn):
+    key = "7f3c2b1a-9d8e-4f6a-b5c4-d3e2f1a0b9c8"
+    insert_key(conn, "create_order", key)
+    insert_key(conn, "refund", key.upper())
+    for pasted in (key.upper(), key, " " + key.upper() + " "):
+        body = _search(client, q=pasted)
+        assert {(i["scope"], i["key"]) for i in body["items"]} == {("create_order", key), ("refund", key.upper())}
+    # text that is not a UUID keeps its case
+    insert_key(conn, "create_order", "Cart-9")
+    assert _search(client, q="cart-9")["match"] != "exact"
+
+
+def test_an_outbox_id_finds_its_row_and_the_page_goes_there(client, conn):
+    insert_key(conn, "create_order", "k1")
+    outbox_id = _outbox_row(conn, "create_order", "k1")
+    body = _search(client, q=outbox_id.upper())
+    assert [(o["outbox_id"], o["matched"], o["key"]) for o in body["outbox"]] == [(outbox_id, "outbox_id", "k1")]
+    response = client.get("/search", query_string={"q": outbox_id})
+    assert response.status_code == 302 and response.headers["Location"].endswith(f"/outbox/{outbox_id}")
+
+
+def test_an_aggregate_id_lists_the_outbox_rows_of_that_aggregate(client, conn):
+    order = "5d0c9a2e-1f3b-4e7a-8c6d-2b1a0f9e8d7c"
+    insert_key(conn, "create_order", "k1")
+    insert_key(conn, "send_invoice", "k2")
+    ids = {_outbox_row(conn, "create_order", "k1", order), _outbox_row(conn, "send_invoice", "k2", order)}
+    _outbox_row(conn, "create_order", "k3")     # another aggregate
+    body = _search(client, q=order)
+    assert {o["outbox_id"] for o in body["outbox"]} == ids
+    assert {o["matched"] for o in body["outbox"]} == {"aggregate_id"}
+    soup = BeautifulSoup(client.get("/search", query_string={"q": order}).data, "html.parser")
+    assert len(soup.select("[data-outbox-hits] tbody tr")) == 2
+
+
+def test_an_inbox_message_id_finds_every_consumer_that_processed_it(client, conn):
+    for consumer in ("billing", "shipping"):
+        conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash) "
+                     "VALUES (%s, 'msg-123', 'h')", (consumer,))
+    conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash) "
+                 "VALUES ('billing', 'msg-999', 'h')")
+    body = _search(client, q=" msg-123 ")
+    assert sorted((m["consumer"], m["message_id"]) for m in body["messages"]) == [
+        ("billing", "msg-123"), ("shipping", "msg-123")]
+    soup = BeautifulSoup(client.get("/search", query_string={"q": "msg-123"}).data, "html.parser")
+    assert len(soup.select("[data-message-hits] tbody tr")) == 2
+
+
+def test_when_nothing_matches_the_nearest_keys_are_offered(client, conn):
+    insert_key(conn, "create_order", "cart/42/checkout")
+    insert_key(conn, "create_order", "zebra")
+    body = _search(client, q="cart/43")
+    assert body["match"] == "none"
+    nearest = body["nearest"]
+    assert nearest[0]["key"] == "cart/42/checkout" and nearest[0]["common_prefix"] == "cart/4"
+    assert all(n["common_prefix"] for n in nearest)
+    soup = BeautifulSoup(client.get("/search?q=cart/43").data, "html.parser")
+    offered = soup.select_one("[data-nearest]")
+    assert offered is not None and "cart/42/checkout" in offered.get_text()
+    assert "live lease" not in soup.get_text()
+
+
+def test_an_empty_or_blank_query_is_a_400_in_the_api(client, conn):
+    for blank in ("", "   "):
+        response = client.get("/api/v1/search", query_string={"q": blank})
+        assert response.status_code == 400 and "q is required" in response.get_json()["error"]

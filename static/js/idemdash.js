@@ -42,27 +42,65 @@
     });
   });
 
-  // A refresh or action that failed with a server error keeps what is on the page and says so
-  // in the banner; the next successful refresh clears it.
-  function banner(text) {
+  // A refresh that failed with a server error keeps what is on the page and says so in the banner; the next
+  // successful refresh clears it. An action (a POST) that failed keeps its form as it was, with what was typed
+  // in it, and the banner offers to send it again: nothing typed is lost to an outage.
+  var failedForm = null;
+
+  function banner(text, resendable) {
     var el = document.getElementById("status-banner");
     if (!el) return;
-    el.textContent = text || "";
+    var words = el.querySelector("[data-banner-text]");
+    var resend = el.querySelector("[data-banner-resend]");
+    if (words) words.textContent = text || "";
+    if (resend) resend.hidden = !resendable;
     el.hidden = !text;
   }
+
+  function isAction(event) {
+    var config = event.detail.requestConfig;
+    return !!config && config.verb && config.verb.toLowerCase() !== "get";
+  }
+
+  function actionFailed(event, why) {
+    var elt = event.detail.elt;
+    failedForm = elt && elt.closest ? (elt.tagName === "FORM" ? elt : elt.closest("form")) : null;
+    banner("Not sent: " + why + " What you typed is still in the form; send it again when idemdash answers.",
+           !!failedForm);
+  }
+
   document.addEventListener("htmx:responseError", function (event) {
     var xhr = event.detail.xhr;
-    if (xhr && xhr.status >= 500) {
-      var message = "The last refresh failed (" + xhr.status + ")";
-      if (xhr.status === 503) message += ": the database is unreachable or too slow; showing the last data and retrying";
-      banner(message + ".");
+    if (!xhr || xhr.status < 500) return;
+    if (isAction(event)) {
+      actionFailed(event, xhr.status === 503 ? "the database is unreachable or too slow (503)."
+                                             : "idemdash answered with an error (" + xhr.status + ").");
+      return;
     }
+    var message = "The last refresh failed (" + xhr.status + ")";
+    if (xhr.status === 503) message += ": the database is unreachable or too slow; showing the last data and retrying";
+    banner(message + ".", false);
   });
-  document.addEventListener("htmx:sendError", function () {
-    banner("idemdash itself is unreachable; showing the last data and retrying.");
+  document.addEventListener("htmx:sendError", function (event) {
+    if (isAction(event)) {
+      actionFailed(event, "idemdash itself is unreachable.");
+      return;
+    }
+    banner("idemdash itself is unreachable; showing the last data and retrying.", false);
+  });
+  document.addEventListener("htmx:timeout", function (event) {
+    if (isAction(event)) actionFailed(event, "idemdash did not answer in time.");
   });
   document.addEventListener("htmx:afterRequest", function (event) {
-    if (event.detail.successful) banner("");
+    if (event.detail.successful && (isAction(event) || !failedForm)) {
+      failedForm = null;
+      banner("", false);
+    }
+  });
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-banner-resend]") : null;
+    if (!button || !failedForm) return;
+    if (failedForm.requestSubmit) failedForm.requestSubmit(); else failedForm.submit();
   });
 
   // -- times: relative ones keep ticking; absolute ones in UTC or local time (the header's toggle) ----------
@@ -140,6 +178,17 @@
     try { window.localStorage.setItem(TZ, localTime() ? "utc" : "local"); } catch (e) { return; }
     renderTimes();
   }
+
+  // -- "Use this": fill a form field from an example (the key page's recent responses) ----------------------
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-fill]") : null;
+    if (!button) return;
+    var field = document.getElementById(button.getAttribute("data-fill"));
+    if (!field) return;
+    try { field.value = JSON.stringify(JSON.parse(button.getAttribute("data-value")), null, 2); }
+    catch (e) { field.value = button.getAttribute("data-value"); }
+    field.focus();
+  });
 
   // -- copy buttons: keys, SQL and JSON -------------------------------------------------------------------
   function copyText(text, button) {

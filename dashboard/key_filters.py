@@ -1,0 +1,103 @@
+"""The key list's filters: read from the query string, which tab each applies to, said in words, and how many keys
+match them (``matching``), with the stuck keys grouped by suggested outcome.
+
+A filter that does not apply to a tab is never silently ignored: the JSON API refuses it (400, naming the tabs it
+applies to), and the page shows it disabled with a note.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from flask import abort
+
+from idemdash.core.formatting import duration
+from idemdash.dashboard import panels, query_args
+from idemdash.dashboard.targets import get_target
+from idemdash.queries import key_matching, keys
+
+COUNT_CAP = 10_000
+# the tabs a filter means something on: a lease's end, and the outcome suggested for a stuck key
+APPLIES = {"overdue": ("stuck", "needs_review", "processing"), "suggested": ("stuck",)}
+FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested")
+
+
+def read(*, api: bool) -> tuple[keys.KeyFilter, list[str]]:
+    """The filter of this request, and the names of the filters it carries that do not apply to its tab (only the
+    page gets here with any: the API answers 400)."""
+    status = query_args.choice("status", keys.KEY_STATUSES, "stuck")
+    suggested = query_args.text("suggested")
+    if suggested is not None and suggested not in key_matching.SUGGESTIONS:
+        abort(400, f"suggested must be one of {', '.join(key_matching.SUGGESTIONS)} (got {suggested!r})")
+    flt = keys.KeyFilter(status=status, scope=query_args.text("scope"), claimed_by=query_args.text("claimed_by"),
+                         min_attempts=query_args.integer("min_attempts", minimum=1, maximum=1_000_000),
+                         min_overdue_seconds=query_args.duration("overdue"), suggested=suggested)
+    given = {"overdue": flt.min_overdue_seconds, "suggested": flt.suggested}
+    ignored = [name for name, value in given.items() if value is not None and status not in APPLIES[name]]
+    if ignored and api:
+        name = ignored[0]
+        abort(400, f"{name} applies to the {', '.join(APPLIES[name])} keys only, not to status={status}: "
+                   f"remove it (it would be ignored)")
+    if "overdue" in ignored:
+        flt = replace(flt, min_overdue_seconds=None)
+    if "suggested" in ignored:
+        flt = replace(flt, suggested=None)
+    return flt, ignored
+
+
+def in_words(flt: keys.KeyFilter) -> str:
+    """The filters in force, as the page says them: "scope = refund, overdue ≥ 1 d"."""
+    parts = []
+    if flt.scope is not None:
+        parts.append(f"scope = {flt.scope}")
+    if flt.claimed_by is not None:
+        parts.append(f"claimed by = {flt.claimed_by}")
+    if flt.min_attempts is not None:
+        parts.append(f"attempts ≥ {flt.min_attempts}")
+    if flt.min_overdue_seconds is not None:
+        parts.append(f"overdue ≥ {duration(flt.min_overdue_seconds)}")
+    if flt.suggested is not None:
+        parts.append(f"suggested {flt.suggested}")
+    return ", ".join(parts)
+
+
+def filtered(flt: keys.KeyFilter) -> bool:
+    return bool(in_words(flt))
+
+
+def _count(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
+    target = get_target()
+    return panels.load(key_matching.count_keys_matching, target.tables, flt,
+                       lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
+                       hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=COUNT_CAP,
+                       index="index_keys_processing" if flt.status in keys.PROCESSING_STATUSES
+                       else "index_keys_updated")
+
+
+def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
+    """Keys on this tab that match every filter, exact up to COUNT_CAP."""
+    return _count(flt)
+
+
+def without_each(flt: keys.KeyFilter) -> list[tuple[str, key_matching.Matching]]:
+    """For an empty filtered list: how many would match with each filter left out (what each one hides)."""
+    loosened = {"scope": replace(flt, scope=None), "claimed by": replace(flt, claimed_by=None),
+                "attempts": replace(flt, min_attempts=None), "overdue": replace(flt, min_overdue_seconds=None),
+                "suggested": replace(flt, suggested=None)}
+    found = []
+    for label, other in loosened.items():
+        if other != flt:
+            count = _count(other)
+            if count.ok and count.value is not None and count.value.count:
+                found.append((label, count.value))
+    return found
+
+
+def suggestion_groups(flt: keys.KeyFilter) -> panels.Panel[list[key_matching.SuggestionGroup]]:
+    """The stuck keys matching the other filters, per suggested outcome (stuck tab only; else empty)."""
+    if flt.status != "stuck":
+        return panels.Panel(value=[])
+    target = get_target()
+    return panels.load(key_matching.count_stuck_keys_by_suggestion, target.tables, flt,
+                       lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
+                       hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=COUNT_CAP,
+                       index="index_keys_processing")

@@ -1,0 +1,121 @@
+"""Park a poison outbox row so the relay leaves it alone, and release it again (`POST /api/v1/outbox/park`,
+`POST /api/v1/outbox/release`, and the buttons on the row's page).
+
+The relay publishes only ``pending`` rows (docs/interface.md, The outbox contract). The database statement is the
+judge: it changes the row only while its status is the one the action needs (and its attempt count the one the
+operator saw, when given), never waits behind the relay, and writes the audit row in the same statement.
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from flask import Blueprint, abort, jsonify, redirect, request, url_for
+from psycopg import errors
+
+from idemdash.dashboard import outbox_rows, request_body
+from idemdash.dashboard.auth import current_user, json_action, operator_required
+from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.targets import get_target
+from idemdash.queries import outbox as outbox_queries
+from idemdash.queries import outbox_actions
+
+bp = Blueprint("outbox_actions", __name__)
+
+
+def parse_move(data: Any) -> tuple[uuid.UUID, str, int | None]:
+    if not isinstance(data, Mapping):
+        raise ActionError(400, 'send a JSON object: {"outbox_id": "…", "reason": "…"}')
+    unknown = set(data) - {"outbox_id", "reason", "expected_attempt_count", "csrf_token"}
+    if unknown:
+        raise ActionError(400, f"unknown fields: {', '.join(sorted(unknown))} (outbox_id, reason, "
+                               "expected_attempt_count)")
+    raw = request_body.text(data, "outbox_id", required=True, max_length=100)
+    try:
+        outbox_id = uuid.UUID(str(raw))
+    except ValueError:
+        raise ActionError(400, "outbox_id must be a UUID (the outbox row's id)") from None
+    return outbox_id, request_body.reason(data), request_body.whole_number(data, "expected_attempt_count")
+
+
+def move(outbox_id: uuid.UUID, action: str, reason: str, expected_attempt_count: int | None) -> dict:
+    """Park or release the row; returns it as it is now. Raises ActionError (404, 409)."""
+    target = get_target()
+    try:
+        with target.write() as conn:
+            result = outbox_actions.move_outbox_row(conn, target.tables, outbox_id, action, actor=current_user().name,
+                                                    reason=reason, expected_attempt_count=expected_attempt_count)
+    except errors.LockNotAvailable as exc:
+        raise ActionError(409, "the relay holds this row right now (it may be publishing it), so nothing was "
+                               "changed: look at the row again in a moment") from exc
+    except (errors.CheckViolation, errors.InvalidTextRepresentation) as exc:
+        raise ActionError(409, "the outbox table refuses status 'parked' (a CHECK constraint or an enum without "
+                               "that value), so nothing was changed: /health (outbox.parked) gives the SQL that "
+                               "allows it") from exc
+    with target.read(primary=True) as conn:
+        row = outbox_queries.get_outbox_row(conn, target.tables, outbox_id)
+    if row is None:
+        raise ActionError(404, f"no outbox row {outbox_id}")
+    if not result.changed:
+        raise ActionError(409, _why_not(action, row, expected_attempt_count), asdict(row))
+    return asdict(row) | {"audit_id": result.audit_id}
+
+
+def _why_not(action: str, row: Any, expected_attempt_count: int | None) -> str:
+    needed, _ = outbox_actions.MOVES[action]
+    if row.status != needed:
+        if row.status == "published":
+            return "the row is published: the relay delivered it, and a published row is never changed"
+        return (f"the row is {row.status} now, not {needed}: someone or the relay changed it since you looked. "
+                "Nothing was changed.")
+    return (f"changed since you looked: attempt_count is {row.attempt_count}, you saw {expected_attempt_count} "
+            "(the relay tried it again). Nothing was changed.")
+
+
+def _api(action: str):
+    try:
+        outbox_id, reason, expected = parse_move(request.get_json(silent=True))
+        return jsonify(move(outbox_id, action, reason, expected))
+    except ActionError as exc:
+        body: dict[str, Any] = {"error": exc.message}
+        if exc.key is not None:
+            body["row"] = exc.key
+        return jsonify(body), exc.status
+
+
+@bp.post("/api/v1/outbox/park")
+@json_action
+def park_api():
+    return _api(outbox_actions.PARK)
+
+
+@bp.post("/api/v1/outbox/release")
+@json_action
+def release_api():
+    return _api(outbox_actions.RELEASE)
+
+
+@bp.post("/outbox/<uuid:outbox_id>/park")
+@operator_required
+def park_form(outbox_id: uuid.UUID):
+    return _form(outbox_id, outbox_actions.PARK)
+
+
+@bp.post("/outbox/<uuid:outbox_id>/release")
+@operator_required
+def release_form(outbox_id: uuid.UUID):
+    return _form(outbox_id, outbox_actions.RELEASE)
+
+
+def _form(outbox_id: uuid.UUID, action: str):
+    try:
+        _, reason, expected = parse_move({**request.form.to_dict(), "outbox_id": str(outbox_id)})
+        result = move(outbox_id, action, reason, expected)
+    except ActionError as exc:
+        if exc.status == 404:
+            abort(404, exc.message)
+        # the row's page again, with the refusal and what was typed
+        return outbox_rows.detail_page(outbox_id, action_error=exc.message, form=request.form), exc.status
+    return redirect(url_for("outbox_rows.detail_page", outbox_id=outbox_id, done=result["audit_id"]), code=303)
