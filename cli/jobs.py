@@ -10,6 +10,7 @@ import time
 import click
 
 from idemdash.cli.common import databases_option, heading, load_settings, preflight, targets
+from idemdash.core.formatting import plural
 from idemdash.jobs.purge_run import TABLES, PartitionEvent, run_purge
 from idemdash.jobs.scheduler import run_blocking
 
@@ -133,7 +134,7 @@ def _purge(db, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -> bool:
         click.echo(f"{result.table:<7} {result.outcome:<17} {run:<12} {result.batches:>6,} batches "
                    f"{result.rows:>12,} rows {verb}  {seconds:.1f}s{rate}")
         if result.partitions_dropped:
-            click.echo(f"        {result.partitions_dropped} partition(s) dropped whole")
+            click.echo(f"        {plural(result.partitions_dropped, 'partition')} dropped whole")
         if result.method:
             click.echo(f"        batches {METHODS.get(result.method, result.method)}"
                        + (" (the planner did not read the due rows through an index: usual on a small table or "

@@ -9,6 +9,7 @@ import click
 
 from idemdash.cli.common import connect, database_url_option, target
 from idemdash.core import settings
+from idemdash.core.formatting import plural
 from idemdash.core.settings import redact_dsn
 from idemdash.dashboard import auth, create_app, network
 from idemdash.queries.workload.simulate import list_missing_reference_objects
@@ -44,7 +45,7 @@ def simulate(database_url: str, rate: float, clients: int, backfill_days: int, d
         if backfill_days:
             started = time.monotonic()
             written = backfill(conn, tables, backfill_days)
-            click.echo(f"backfilled {backfill_days} day(s) in {time.monotonic() - started:.1f}s: "
+            click.echo(f"backfilled {plural(backfill_days, 'day')} in {time.monotonic() - started:.1f}s: "
                        + " ".join(f"{name}={count}" for name, count in written.items()))
 
     sim = Simulator(url, tables, rate=rate, clients=clients, seed=seed)

@@ -43,3 +43,9 @@ def utc(moment: datetime, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
 
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
+    """``1 attempt``, ``3 attempts``, ``1,234 batches``: the count with its noun in the right number."""
+    word = noun if count == 1 else (plural_noun or (noun + "es" if noun.endswith(("s", "ch", "sh", "x")) else noun + "s"))
+    return f"{count:,} {word}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from idemdash.core.formatting import duration
+from idemdash.core.formatting import duration, plural
 
 
 class KeyFacts(Protocol):
@@ -73,7 +73,8 @@ def suggest(key: KeyFacts, outbox: Sequence[OutboxFact], *, hotspot_min_attempts
         evidence.append("It was held for review and the hold has ended: the next client retry re-claims it.")
     if outbox:
         kinds = ", ".join(sorted({row.event_type for row in outbox}))
-        evidence.append(f"{len(outbox)} outbox row(s) exist for this scope and key ({kinds}), first written "
+        evidence.append(f"{plural(len(outbox), 'outbox row')} exist{'s' if len(outbox) == 1 else ''} for this scope and key "
+                        f"({kinds}), first written "
                         f"{outbox[0].created_at.isoformat(timespec='seconds')}: the business effect committed, "
                         "only the completion is missing.")
         if key.attempt_count >= hotspot_min_attempts:
@@ -88,7 +89,7 @@ def suggest(key: KeyFacts, outbox: Sequence[OutboxFact], *, hotspot_min_attempts
         evidence.append(f"Its replay window ended at {key.expires_at.isoformat(timespec='seconds')}: "
                         "clients are no longer expected to retry it.")
         return Suggestion("abandoned", evidence)
-    evidence.append(f"The lease ran out {duration(key.overdue_seconds or 0)} ago with {key.attempt_count} attempt(s): "
+    evidence.append(f"The lease ran out {duration(key.overdue_seconds or 0)} ago with {plural(key.attempt_count, 'attempt')}: "
                     "the worker most likely died before the effect. A retry can safely run it again.")
     return Suggestion("safe_to_retry", evidence)
 
@@ -98,7 +99,7 @@ def _decide_held(key: KeyFacts, outbox: Sequence[OutboxFact]) -> Suggestion:
     held = (f"Held for review for {duration(-(key.overdue_seconds or 0))} more: a client's retry gets \"still "
             "processing\" until then, so nothing runs it again while someone looks.")
     if outbox:
-        return Suggestion("already_succeeded", [held, f"{len(outbox)} outbox row(s) exist for this scope and key: "
+        return Suggestion("already_succeeded", [held, f"{plural(len(outbox), 'outbox row')} exist{'s' if len(outbox) == 1 else ''} for this scope and key: "
                                                       "the business effect committed."])
     return Suggestion(None, [held, "No outbox row exists for this scope and key. Decide when you know: "
                                    "safe_to_retry if the effect did not happen, abandoned if it must not run again."])

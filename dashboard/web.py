@@ -18,7 +18,7 @@ from psycopg_pool import PoolTimeout
 from werkzeug.exceptions import HTTPException
 
 from idemdash.core.dsn import endpoint
-from idemdash.core.formatting import ago, duration, pretty_json, utc
+from idemdash.core.formatting import ago, duration, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
 from idemdash.dashboard.panels import PanelError
 from idemdash.dashboard.targets import get_target
@@ -232,6 +232,7 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(duration)
     app.add_template_filter(ago)
     app.add_template_filter(utc)
+    app.add_template_filter(plural)
     # scopes or workers whose name contains what was typed into an exact filter (the hint under an empty list)
     app.jinja_env.tests["contains_text"] = lambda value, needle: str(needle).casefold() in str(value).casefold()
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import psycopg
 from psycopg import errors, sql
 
+from idemdash.core.formatting import plural
 from idemdash.jobs.failures import describe_error
 from idemdash.jobs.pacing import Pacer
 from idemdash.jobs.purge_settings import PurgeSettings
@@ -71,8 +72,8 @@ CANCELLED = "cancelled"
 
 
 def cancelled_error(by: str, progress: Progress) -> str:
-    return (f"cancelled by {by} after {progress.batches:,} batch(es) and {progress.rows:,} row(s); what is left goes "
-            "at the next run")
+    return (f"cancelled by {by} after {plural(progress.batches, 'batch')} and {plural(progress.rows, 'row')}; what is "
+            "left goes at the next run")
 
 
 @dataclass(frozen=True)
