@@ -40,11 +40,17 @@ _counter = itertools.count()
 
 
 def pytest_collection_modifyitems(config, items):
-    """A browser test is a system test: it needs Chromium and takes seconds, so the fast loop leaves it out."""
-    system = pytest.mark.system
+    """A browser test is a system test: it needs Chromium and takes seconds, so the fast loop leaves it out.
+
+    Under xdist (``--dist loadgroup``) the browser tests run one after another on one worker: two Chromiums
+    beside two PostgreSQL servers overload a small machine until pages answer 503.
+    """
+    system, one_browser = pytest.mark.system, pytest.mark.xdist_group("browser")
     for item in items:
-        if item.get_closest_marker("browser") and not item.get_closest_marker("system"):
-            item.add_marker(system)
+        if item.get_closest_marker("browser"):
+            if not item.get_closest_marker("system"):
+                item.add_marker(system)
+            item.add_marker(one_browser)
 
 
 def _dsn_for(server_dsn: str, dbname: str) -> str:
