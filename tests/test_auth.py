@@ -32,6 +32,12 @@ def _fast_hash(password: str) -> str:
     return generate_password_hash(password, method="pbkdf2:sha256:1000")
 
 
+@pytest.fixture(scope="module")
+def database_url(shared_database_url):
+    """The tests here only read the database (the guards are what they test): one database for the module."""
+    return shared_database_url
+
+
 @pytest.fixture
 def users_file(tmp_path):
     path = tmp_path / "users"

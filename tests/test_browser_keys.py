@@ -45,8 +45,12 @@ def test_live_toggle_pauses_polling(live_server, page, conn):
     expect(rows).to_have_count(1)
     page.locator("#live-toggle").uncheck()
     insert_key(conn, "s", "second")
+    # htmx asks before every request (htmx:beforeRequest, synchronously on the trigger): <body> records the answers
+    page.evaluate("""() => { document.addEventListener("htmx:beforeRequest", (e) => {
+        const answer = e.defaultPrevented ? "refused" : "sent";
+        document.body.dataset.requests = (document.body.dataset.requests || "") + answer; }); }""")
     page.locator("#keys-panel").dispatch_event("refresh")
-    page.wait_for_timeout(500)
-    expect(rows).to_have_count(1)  # paused: the refresh was not sent
+    expect(page.locator("body")).to_have_attribute("data-requests", "refused")  # paused: the refresh was not sent
+    expect(rows).to_have_count(1)
     page.locator("#live-toggle").check()  # switching Live back on refreshes at once
     expect(rows).to_have_count(2)

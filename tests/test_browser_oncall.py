@@ -133,7 +133,7 @@ def test_an_outbox_row_page_renders_a_hostile_payload_inert(live_server, page, c
     page.locator(f'a[href="/outbox/{row.outbox_id}"]').click()
     expect(page.locator("pre[data-payload]")).to_contain_text('</pre><script>window.pwned = 1</script><img src=x')
     expect(page.locator("[data-poison]")).to_contain_text("Delivery failed 6 times")
-    page.wait_for_timeout(300)
+    page.wait_for_load_state("load")  # every element parsed, every image loaded or failed: its handlers have run
     assert page.evaluate("typeof window.pwned") == "undefined"
     assert page.locator("main img, main script").count() == 0
     assert dialogs == []

@@ -46,8 +46,14 @@ def test_filter_open_key_and_back_keeps_the_filter(live_server, page, conn):
     first.locator("details summary").click()
     expect(first.locator("pre.json")).to_contain_text('"note": "<b>not bold</b>"')
     # the periodic refresh swaps the panel but leaves an opened payload open
+    # wait for htmx to settle a new panel in place of the one on screen now (marked stale); the page's CSP
+    # forbids eval, so the listener leaves a mark on <body> for expect() rather than a wait_for_function
+    page.evaluate("""() => { document.getElementById("outbox-panel").dataset.stale = "1";
+        document.addEventListener("htmx:afterSettle", (e) => {
+            const fresh = e.target.id === "outbox-panel" && !e.target.dataset.stale;
+            if (fresh) document.body.dataset.settled = "1"; }); }""")
     page.locator("#outbox-panel").dispatch_event("refresh")
-    page.wait_for_timeout(500)
+    expect(page.locator("body")).to_have_attribute("data-settled", "1")
     expect(page.locator("#outbox-panel").locator("details[open] pre.json")).to_have_count(1)
     expect(rows).to_have_count(3)
 

@@ -105,6 +105,7 @@ def test_each_database_takes_the_environment_as_defaults_and_its_own_keys_on_top
 
 # -- pages and JSON per database -------------------------------------------------------------------------------
 
+@pytest.mark.system
 def test_each_database_has_its_own_pages_and_numbers(two, make_app):
     client = make_app(CONFIG=two["config"]).test_client()
     assert client.get("/api/v1/db/alpha/overview").get_json()["keys"]["stuck"] == 2
@@ -144,6 +145,7 @@ def test_each_database_has_its_own_pages_and_numbers(two, make_app):
     assert unknown.status_code == 404 and "alpha, beta" in unknown.get_json()["error"]
 
 
+@pytest.mark.system
 def test_an_action_under_a_database_changes_that_database_only(two, make_app, conn):
     client = make_app(CONFIG=two["config"]).test_client()
     response = client.post("/api/v1/db/beta/keys/reclassify", json={"scope": "payments", "key": "beta-0",
@@ -165,6 +167,7 @@ def test_an_action_under_a_database_changes_that_database_only(two, make_app, co
     assert conn.execute("SELECT count(*) FROM idemdash.audit_log").fetchone()[0] == 0
 
 
+@pytest.mark.system
 def test_the_runbook_link_can_name_the_database(two, make_app):
     client = make_app(CONFIG=two["config"], RUNBOOK_URL="https://wiki/{database}/{scope}/{key}").test_client()
     assert client.get("/api/v1/db/beta/keys/payments/beta-1").get_json()["runbook_url"] == (
@@ -183,6 +186,7 @@ def test_without_a_file_there_are_only_the_plain_routes(client):
 
 # -- the all-databases overview --------------------------------------------------------------------------------
 
+@pytest.mark.system
 def test_one_database_down_marks_its_own_row_and_the_others_keep_working(two, make_app):
     client = make_app(CONFIG=two["config"], POOL_TIMEOUT_SECONDS=1, METRICS_CACHE_SECONDS=0).test_client()
     rows = {r["name"]: r for r in client.get("/api/v1/databases").get_json()["items"]}
@@ -222,6 +226,7 @@ def test_one_database_down_marks_its_own_row_and_the_others_keep_working(two, ma
 
 # -- the scheduler and the command line ----------------------------------------------------------------------------
 
+@pytest.mark.system
 def test_the_scheduler_serves_every_database_and_one_failing_stops_none_of_the_others(two, conn):
     for i in range(3):
         insert_key(conn, "orders", f"done-{i}", "succeeded", locked_until=None, claimed_ago=timedelta(days=3),
@@ -237,6 +242,7 @@ def test_the_scheduler_serves_every_database_and_one_failing_stops_none_of_the_o
     assert (alpha.outcome, alpha.rows) == ("succeeded", 3)
 
 
+@pytest.mark.system
 def test_migrate_check_and_purge_act_on_every_database_or_the_one_named(two, monkeypatch):
     monkeypatch.setenv("IDEMDASH_CONFIG", two["config"])
     monkeypatch.delenv("IDEMDASH_DATABASE_URL", raising=False)

@@ -12,6 +12,9 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+import pytest
+
+pytestmark = pytest.mark.system  # see the Tests section of the README
 
 ROOT = Path(__file__).resolve().parent.parent
 

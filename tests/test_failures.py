@@ -117,6 +117,7 @@ def _one_line_with(text: str, fragment: str) -> None:
     assert any(fragment in line for line in text.splitlines()), f"{fragment!r} not in one line of:\n{text}"
 
 
+@pytest.mark.system
 def test_each_failure_is_named_on_the_page_readyz_check_and_the_log(case, make_app, caplog):
     name, url, kind, fragment = case
     caplog.set_level(logging.WARNING)

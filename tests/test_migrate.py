@@ -300,6 +300,7 @@ def test_concurrent_migrators_serialise(empty_database_url):
         assert set(idemdash_columns(conn)) == set(EXPECTED_TABLES)
 
 
+@pytest.mark.system
 def test_concurrent_cli_processes_serialise(empty_database_url):
     command = [sys.executable, "-c", "from idemdash.cli import main; main()", "migrate",
                "--database-url", empty_database_url]

@@ -4,12 +4,15 @@ from __future__ import annotations
 import time
 
 import psycopg
+import pytest
 from bs4 import BeautifulSoup
 from psycopg.conninfo import make_conninfo
 
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, create_app_schema
 from idemdash.queries.migrate import migrate
+
+pytestmark = pytest.mark.system  # see the Tests section of the README
 
 
 def test_pages_answer_503_during_an_outage_and_recover_without_a_restart(own_server, make_app):

@@ -193,6 +193,7 @@ def test_probes(client):
     assert client.get("/readyz").get_json() == {"status": "ok"}
 
 
+@pytest.mark.system
 def test_readyz_fails_when_the_database_is_unreachable(make_app):
     app = make_app("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1", POOL_MIN_SIZE=1)
     client = app.test_client()

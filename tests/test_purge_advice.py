@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import psycopg
+import pytest
 from bs4 import BeautifulSoup
 
 from idemdash.jobs.purge_run import run_purge
@@ -46,6 +47,7 @@ def test_without_the_index_of_due_rows_health_names_it_and_its_fix_makes_the_pur
 # the server's settings for deletes (a server with PostgreSQL's defaults: the test server has what /health advises)
 
 
+@pytest.mark.system
 def test_on_a_server_with_the_defaults_health_advises_wal_compression_and_checkpoint_spacing(own_server, make_app):
     url, _stop, _start = own_server
     with psycopg.connect(url, autocommit=True) as conn:

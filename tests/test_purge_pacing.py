@@ -162,6 +162,7 @@ def test_a_run_forgets_its_tables_runs_past_the_history_retention_but_the_last_s
 # progress on a terminal
 
 
+@pytest.mark.system
 def test_on_a_terminal_the_progress_line_updates_in_place(conn, database_url):
     add_expired(conn, 25)
     leader, follower = pty.openpty()

@@ -325,6 +325,7 @@ def _wait_for_no_backend(conn, prefix, timeout=10.0):
     raise AssertionError(f"backends {prefix}* still there after {timeout}s")
 
 
+@pytest.mark.system
 def test_a_killed_runner_is_recorded_as_failed_and_the_next_run_finishes_the_work(conn, database_url):
     add_expired(conn, 35)
     child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, database_url], cwd=ROOT, stdout=subprocess.PIPE,

@@ -47,6 +47,7 @@ def _runs(url: str) -> list[dict]:
                             " FROM idemdash.purge_run ORDER BY started_at, run_id").fetchall()
 
 
+@pytest.mark.system
 def test_jobs_survive_an_outage_and_its_failed_purges_are_recorded_when_the_database_returns(own_server, caplog):
     caplog.set_level(logging.INFO, logger="idemdash.jobs")
     server_url, stop, start = own_server

@@ -19,6 +19,8 @@ from bs4 import BeautifulSoup
 
 from tests.waiting import wait_until
 
+pytestmark = pytest.mark.system  # see the Tests section of the README
+
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parent.parent  # the checkout under test, whatever the current directory
 

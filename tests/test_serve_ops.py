@@ -6,11 +6,14 @@ import subprocess
 import sys
 import time
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from tests.test_serve import ROOT, _children, _env, _free_port, _request, _running, _written_bytes
 from tests.waiting import wait_until
+
+pytestmark = pytest.mark.system  # see the Tests section of the README
 
 
 def _serve(port: int, workers: int = 1) -> list[str]:

@@ -24,6 +24,7 @@ def _sim_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("idemdash-sim-")]
 
 
+@pytest.mark.system
 def test_live_run_produces_every_kind_of_row(database_url, conn):
     sim = Simulator(database_url, rate=300, clients=4, seed=7, lease_seconds=1, publish_interval=0.3)
     sim.start()

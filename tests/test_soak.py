@@ -1,6 +1,7 @@
 """The product's promises under load, all at once: nothing runs twice, nothing is lost, nothing live is purged.
 
-Real threads and real commits for about half a minute against one database:
+Real threads and real commits for about ten seconds against one database (IDEMDASH_SOAK_SECONDS, default 10;
+the run goes on, up to three times as long, until every kind of event below has happened):
 
 - clients send intents through the reference functions and retry them until they get an answer; a worker that
   owns a claim records the business effect in the test's own table, in the same transaction as completing the
@@ -18,8 +19,8 @@ Real threads and real commits for about half a minute against one database:
 Afterwards, over the whole history: no intent's effect recorded twice; no worker's completed result overwritten;
 every purged row was terminal and expired, and none was decided on by an operator within the replay horizon;
 every bulk action changed only keys matching its filter; the reference functions raised nothing but their
-fencing errors. The seed is printed with every failure (IDEMDASH_SOAK_SEED reruns it; IDEMDASH_SOAK_SECONDS
-runs it longer).
+fencing errors. The seed is printed with every failure (IDEMDASH_SOAK_SEED reruns it). IDEMDASH_SOAK_SECONDS=60
+runs it longer (before a release, say): the number of times each kind of event must happen grows with the time.
 """
 from __future__ import annotations
 
@@ -41,9 +42,12 @@ from idemdash.queries import Tables
 from idemdash.queries.app_schema import NOT_PROCESSING, OWNING_KINDS, claim_key, complete_key, consume_message, fail_key
 from idemdash.queries.target import Target
 
+pytestmark = pytest.mark.system  # see the Tests section of the README
+
 T = Tables()
 SEED = int(os.environ.get("IDEMDASH_SOAK_SEED", "20261123"))
-SECONDS = float(os.environ.get("IDEMDASH_SOAK_SECONDS", "30"))
+SECONDS = float(os.environ.get("IDEMDASH_SOAK_SECONDS", "10"))
+PER_30_SECONDS = SECONDS / 30          # the counts below are what 30 s of this workload at least produce
 CLIENTS = 6
 # expires_at = claim + 4 s: purges have work all the time, yet a key outlives its slowest worker (lease + 0.4 s)
 # and the client's next attempt: a retention shorter than the work would let a purge run an intent twice
@@ -388,6 +392,26 @@ def _history(conn, scope: str, key: str) -> str:
 
 # -- the test --------------------------------------------------------------------------------------------------
 
+def _missing_events(run: Run) -> list[str]:
+    """The kinds of event that have not yet happened as often as the run's length asks, with their counts."""
+    kinds, consumed = dict(run.claims), dict(run.consumed)
+    wanted = [
+        ("new_claim", kinds.get("new_claim", 0), 300), ("replay_success", kinds.get("replay_success", 0), 50),
+        ("stale_reclaim", kinds.get("stale_reclaim", 0), 5), ("retry_reclaim", kinds.get("retry_reclaim", 0), 5),
+        ("purged", run.purged, 100), ("bulk_runs", run.bulk_runs, 2),
+        # redeliveries raced the inbox purge: some found their row, some were recorded afresh, none raised
+        ("duplicate_ignored", consumed.get("duplicate_ignored", 0), 10), ("processed", consumed.get("processed", 0), 100),
+    ]
+    missing = [f"{name}: {count} (wanted > {floor * PER_30_SECONDS:g})" for name, count, floor in wanted
+               if not count > floor * PER_30_SECONDS]
+    if not run.fenced > 0:
+        missing.append("fenced: 0 (a slow worker's completion refused)")
+    decided = set(run.decisions)
+    if not {"safe_to_retry", "abandoned", "already_succeeded"} <= decided:
+        missing.append(f"decisions: {sorted(decided)}")
+    return missing
+
+
 @pytest.fixture
 def soak_db(conn, database_url):
     conn.execute(SCHEMA)
@@ -405,6 +429,9 @@ def test_the_promises_hold_under_concurrent_clients_operators_and_purges(soak_db
     for thread in threads:
         thread.start()
     run.stop.wait(SECONDS)
+    deadline = time.monotonic() + 2 * SECONDS  # rare events (a fenced slow worker) may need a little longer
+    while _missing_events(run) and time.monotonic() < deadline and not run.errors:
+        time.sleep(0.1)
     run.stop.set()
     for thread in threads:
         thread.join(30)
@@ -412,13 +439,7 @@ def test_the_promises_hold_under_concurrent_clients_operators_and_purges(soak_db
     assert not run.errors, f"{seed}\n" + "\n".join(run.errors[:10])
 
     # it did what it says: every kind of event happened, many times
-    kinds = run.claims
-    assert kinds.get("new_claim", 0) > 300 and kinds.get("replay_success", 0) > 50, (kinds, seed)
-    assert kinds.get("stale_reclaim", 0) > 5 and kinds.get("retry_reclaim", 0) > 5, (kinds, seed)
-    assert run.fenced > 0 and run.purged > 100 and run.bulk_runs > 2, (run.fenced, run.purged, run.bulk_runs, seed)
-    assert {"safe_to_retry", "abandoned", "already_succeeded"} <= set(run.decisions), (run.decisions, seed)
-    # redeliveries raced the inbox purge: some found their row, some were recorded afresh, none raised
-    assert run.consumed.get("duplicate_ignored", 0) > 10 and run.consumed.get("processed", 0) > 100, (run.consumed, seed)
+    assert not _missing_events(run), (_missing_events(run), seed)
 
     # no intent's business effect happened twice
     twice = conn.execute("SELECT scope, key, count(*) FROM soak.effect GROUP BY 1, 2 HAVING count(*) > 1").fetchall()

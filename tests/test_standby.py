@@ -21,6 +21,8 @@ from idemdash.queries.migrate import migrate
 from tests.test_keys import insert_key
 from tests.waiting import wait_until
 
+pytestmark = pytest.mark.system  # see the Tests section of the README
+
 
 @pytest.fixture(scope="module")
 def replicated():

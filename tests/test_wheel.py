@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.system
+# one worker builds the wheel: two builds at once share the checkout's build/ directory
+pytestmark = [pytest.mark.system, pytest.mark.xdist_group("wheel")]
 
 
 @pytest.fixture(scope="module")
