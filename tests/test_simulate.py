@@ -181,7 +181,7 @@ def test_cli_backfills_then_runs_for_the_duration(database_url, conn):
                                        "--backfill", "1", "--rate", "50", "--seed", "5"])
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started < 10
-    assert "backfilled 1 day(s)" in result.output
+    assert "backfilled 1 day in" in result.output
     assert "final: requests=" in result.output
     assert _sim_threads() == []
     # the live rows are the ones newer than the backfill's newest slice
