@@ -122,6 +122,99 @@ def _clone_as(server_dsn: str, name: str, template: str | None) -> None:
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
+# -- a test's database, reused -----------------------------------------------------------------------------------
+# Cloning the template costs about 0.25 s (CREATE DATABASE copies its files and checkpoints); emptying the tables a
+# test wrote to costs milliseconds. So after a test its database goes back to a pool of spares when its structure is
+# still exactly the template's (the catalog fingerprint below: tables, columns, constraints, indexes, types, enum
+# labels, functions, triggers, privileges, owners, settings, the migration bookkeeping) and every table is emptied
+# with its identities restarted; a test that changed anything of that is dropped as before. The next test gets a
+# database indistinguishable from a fresh clone.
+
+_FINGERPRINT = """
+SELECT md5(concat_ws('|',
+  (SELECT string_agg(format('%s.%s:%s:%s:%s', n.nspname, c.relname, c.relkind, c.relpersistence,
+                            c.relowner::regrole), ',' ORDER BY n.nspname, c.relname)
+   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'),
+  (SELECT string_agg(format('%s.%s:%s:%s:%s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod),
+                            a.attnotnull, pg_get_expr(d.adbin, d.adrelid)), ',' ORDER BY 1)
+   FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+   LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+     AND a.attnum > 0 AND NOT a.attisdropped),
+  (SELECT string_agg(format('%s.%s:%s', conrelid::regclass, conname, pg_get_constraintdef(oid)), ',' ORDER BY 1)
+   FROM pg_constraint WHERE connamespace <> 'pg_catalog'::regnamespace),
+  (SELECT string_agg(pg_get_indexdef(i.indexrelid), ',' ORDER BY 1)
+   FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace <> 'pg_catalog'::regnamespace
+     AND c.relnamespace <> 'pg_toast'::regnamespace),
+  (SELECT string_agg(format('%s.%s:%s', t.typnamespace::regnamespace, t.typname,
+                            (SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum e
+                             WHERE e.enumtypid = t.oid)), ',' ORDER BY 1)
+   FROM pg_type t WHERE t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)),
+  (SELECT string_agg(format('%s:%s:%s', p.oid::regprocedure, md5(p.prosrc), p.proacl), ',' ORDER BY 1)
+   FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)),
+  (SELECT string_agg(format('%s.%s:%s', tgrelid::regclass, tgname, tgenabled), ',' ORDER BY 1)
+   FROM pg_trigger WHERE NOT tgisinternal),
+  (SELECT string_agg(format('%s:%s:%s', nspname, nspowner::regrole, nspacl), ',' ORDER BY 1) FROM pg_namespace),
+  (SELECT string_agg(format('%s:%s', c.oid::regclass, c.relacl), ',' ORDER BY 1)
+   FROM pg_class c WHERE c.relacl IS NOT NULL AND c.relnamespace <> 'pg_catalog'::regnamespace),
+  (SELECT string_agg(format('%s:%s', extname, extversion), ',' ORDER BY 1) FROM pg_extension),
+  (SELECT string_agg(setconfig::text, ',' ORDER BY 1) FROM pg_db_role_setting
+   WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())),
+  (SELECT format('%s:%s', datacl, datdba::regrole) FROM pg_database WHERE datname = current_database()),
+  (SELECT string_agg(format('%s:%s:%s', version, name, checksum), ',' ORDER BY version)
+   FROM idemdash.schema_migration)
+))
+"""
+_fingerprints: dict[str, str] = {}
+_spares: dict[str, list[str]] = {}
+
+
+def _fingerprint(dsn: str) -> str:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute(_FINGERPRINT).fetchone()[0]  # type: ignore[index]
+
+
+def _take(server_dsn: str, template: str) -> str:
+    """A database just like a fresh clone of ``template``: a spare one emptied after an earlier test, or a clone."""
+    spares = _spares.setdefault(template, [])
+    if spares:
+        return spares.pop()
+    name = _clone(server_dsn, template)
+    if template not in _fingerprints:
+        _fingerprints[template] = _fingerprint(_dsn_for(server_dsn, name))
+    return name
+
+
+def _give_back(server_dsn: str, name: str, template: str) -> None:
+    """Keep the database as a spare if it still has the template's structure (emptied), else drop it."""
+    if os.environ.get("IDEMDASH_TEST_DATABASE_URL") is None and _empty_if_unchanged(server_dsn, name, template):
+        _spares.setdefault(template, []).append(name)
+    else:
+        _drop(server_dsn, name)
+
+
+def _empty_if_unchanged(server_dsn: str, name: str, template: str) -> bool:
+    try:
+        with psycopg.connect(server_dsn, autocommit=True) as admin:  # the test's own sessions are over
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
+        with psycopg.connect(_dsn_for(server_dsn, name), autocommit=True) as conn:
+            conn.execute("SET lock_timeout = '2s'")
+            if conn.execute(_FINGERPRINT).fetchone()[0] != _fingerprints.get(template):  # type: ignore[index]
+                return False
+            tables = [t for (t,) in conn.execute(
+                "SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables "
+                "WHERE (schemaname, relname) <> ('idemdash', 'schema_migration')")]
+            # replica role: the audit log's append-only triggers refuse TRUNCATE, rightly, everywhere but here
+            conn.execute("SET session_replication_role = replica")
+            conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
+                sql.SQL(", ").join(sql.SQL(t) for t in tables)))
+        return True
+    except psycopg.Error:
+        return False
+
+
 def _drop(server_dsn: str, name: str) -> None:
     with psycopg.connect(server_dsn, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -130,9 +223,9 @@ def _drop(server_dsn: str, name: str) -> None:
 @pytest.fixture
 def database_url(pg_server_dsn, pg_templates):
     """A fresh database with idemdash migrated and the reference schema (status enum)."""
-    name = _clone(pg_server_dsn, pg_templates["enum"])
+    name = _take(pg_server_dsn, pg_templates["enum"])
     yield _dsn_for(pg_server_dsn, name)
-    _drop(pg_server_dsn, name)
+    _give_back(pg_server_dsn, name, pg_templates["enum"])
 
 
 @pytest.fixture(scope="module")
@@ -150,9 +243,9 @@ def shared_database_url(pg_server_dsn, pg_templates):
 @pytest.fixture
 def text_status_database_url(pg_server_dsn, pg_templates):
     """Like ``database_url`` but ``status`` is a plain text column."""
-    name = _clone(pg_server_dsn, pg_templates["text"])
+    name = _take(pg_server_dsn, pg_templates["text"])
     yield _dsn_for(pg_server_dsn, name)
-    _drop(pg_server_dsn, name)
+    _give_back(pg_server_dsn, name, pg_templates["text"])
 
 
 @pytest.fixture

@@ -2,10 +2,12 @@
 query parameters of any name at all. Zero 5xx."""
 from __future__ import annotations
 
+import random
 import re
 from urllib.parse import quote, urlencode
 
 import psycopg
+import psycopg_pool.base
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,7 +16,18 @@ from idemdash.dashboard.openapi import SPEC
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, complete_key
 
+pytestmark = pytest.mark.system  # Hypothesis over every route: a slow property, so the fast loop leaves it to the full run
+
 OUTBOX_ID = "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01"
+
+
+@pytest.fixture(autouse=True)
+def _pool_jitter_off_the_global_random(monkeypatch):
+    """psycopg_pool draws its reconnect and lifetime jitter from the global ``random``, sometimes on its own
+    threads while Hypothesis is generating an example; Hypothesis then reports a flaky strategy
+    (FlakyStrategyDefinition). The pools get a Random of their own here."""
+    monkeypatch.setattr(psycopg_pool.base, "random", random.Random(20).random)
+
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 

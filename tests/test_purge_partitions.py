@@ -19,6 +19,8 @@ from idemdash.queries import Tables
 from idemdash.queries.app_schema import consume_message, create_app_schema, create_time_partitions
 from idemdash.queries.target import Target
 
+pytestmark = pytest.mark.system  # partitioned schemas built, detached and dropped: seconds a test, so the full run's
+
 T = Tables()
 DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
