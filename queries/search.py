@@ -17,6 +17,7 @@ from datetime import datetime
 from urllib.parse import unquote, urlsplit
 
 import psycopg
+from psycopg import sql
 
 from idemdash.queries import Tables, statement
 from idemdash.queries.keys import list_scopes
@@ -163,9 +164,12 @@ def find_outbox_rows(conn: psycopg.Connection, tables: Tables, q: str) -> list[O
     uuid_text = as_uuid(q)
     if uuid_text is None:
         return []
-    params = {"ids": [uuid_text], "limit": OTHER_ROWS_LIMIT}
-    rows = select_all(conn, statement("find_outbox_by_id", tables), params, OutboxHit)
-    return rows or select_all(conn, statement("find_outbox_by_aggregate", tables), params, OutboxHit)
+    for column in ("outbox_id", "aggregate_id"):
+        rows = select_all(conn, statement("find_outbox_rows", tables, column=sql.Identifier(column)),
+                          {"ids": [uuid_text], "limit": OTHER_ROWS_LIMIT, "matched": column}, OutboxHit)
+        if rows:
+            return rows
+    return []
 
 
 def find_inbox_messages(conn: psycopg.Connection, tables: Tables, q: str) -> list[MessageHit]:

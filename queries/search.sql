@@ -41,23 +41,13 @@ FROM (SELECT claimed_by FROM {keys}
 ORDER BY w.claimed_by
 LIMIT %(limit)s
 
--- find_outbox_by_id --
--- Outbox rows by their id (the primary key): a pasted outbox_id.
+-- find_outbox_rows --
+-- Outbox rows whose {column} is one of the given UUIDs, newest first: outbox_id through the primary key (a pasted row id), aggregate_id through index_outbox_aggregate (an order's or invoice's id).
 SELECT o.outbox_id::text AS outbox_id, o.event_type, o.status::text AS status, o.idempotency_scope AS scope,
        o.idempotency_key AS key, o.aggregate_type, o.aggregate_id::text AS aggregate_id, o.created_at,
-       'outbox_id' AS matched
+       %(matched)s::text AS matched
 FROM {outbox} o
-WHERE o.outbox_id = ANY(%(ids)s::uuid[])
-ORDER BY o.created_at DESC
-LIMIT %(limit)s
-
--- find_outbox_by_aggregate --
--- Outbox rows of an aggregate (a pasted order or invoice id), newest first, through index_outbox_aggregate.
-SELECT o.outbox_id::text AS outbox_id, o.event_type, o.status::text AS status, o.idempotency_scope AS scope,
-       o.idempotency_key AS key, o.aggregate_type, o.aggregate_id::text AS aggregate_id, o.created_at,
-       'aggregate_id' AS matched
-FROM {outbox} o
-WHERE o.aggregate_id = ANY(%(ids)s::uuid[])
+WHERE o.{column} = ANY(%(ids)s::uuid[])
 ORDER BY o.created_at DESC
 LIMIT %(limit)s
 

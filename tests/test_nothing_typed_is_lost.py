@@ -31,6 +31,18 @@ def outage(own_server, make_app):
     return url, app, stop, start
 
 
+def wait_until_ready(base: str, seconds: float = 20) -> None:
+    """Until /readyz says the database answers again (the server was started again)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(base + "/readyz", timeout=5).status == 200:
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{base}/readyz did not answer 200 within {seconds} s")
+
+
 def _notes(url: str) -> list[str]:
     with psycopg.connect(url) as conn:
         return [r[0] for r in conn.execute("SELECT note FROM idemdash.triage_note ORDER BY note_id")]
@@ -106,13 +118,7 @@ def test_in_chromium_a_note_survives_the_outage_and_sends_again(outage, live_ser
         assert "405" not in page.title() and "Method Not Allowed" not in page.content()
     finally:
         start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(base + "/readyz", timeout=5).status == 200:
-                break
-        except OSError:
-            time.sleep(0.2)
+    wait_until_ready(base)
     page.get_by_role("button", name="Send again").click()
     expect(page.locator("[data-noted]")).to_contain_text("Note saved")
     assert _notes(url) == ["INC-10: typed at 3 a.m."]
@@ -136,13 +142,7 @@ def test_in_chromium_an_htmx_action_that_fails_keeps_its_form_and_offers_to_send
         expect(page.locator("details.bulk [name=reason]")).to_have_value("INC-11: worker w died")
     finally:
         start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(base + "/readyz", timeout=5).status == 200:
-                break
-        except OSError:
-            time.sleep(0.2)
+    wait_until_ready(base)
     banner.locator("[data-banner-resend]").click()
     expect(page.locator("[data-bulk-count]")).to_have_text("1")
     expect(banner).to_be_hidden()
