@@ -14,7 +14,7 @@ pytestmark = pytest.mark.system  # see the Tests section of the README
 
 
 def test_later_panels_get_what_is_left_of_the_page_budget(make_app, database_url):
-    timeout_ms = 1000
+    timeout_ms = 2000  # three panels read the outbox: the bound below must stay under three whole timeouts
     client = make_app(STATEMENT_TIMEOUT_MS=timeout_ms).test_client()
     locked, release = threading.Event(), threading.Event()
 
@@ -37,7 +37,7 @@ def test_later_panels_get_what_is_left_of_the_page_budget(make_app, database_url
         holder.join(30)
     assert page.status_code == 200
     problems = BeautifulSoup(page.data, "html.parser").select(".panel-problem.timeout")
-    assert len(problems) >= 4, "the outbox page reads the outbox in several panels"
+    assert len(problems) >= 3, "the outbox page reads the outbox in several panels"
     # one full timeout, half of one, then the floor for each of the rest; far less than a timeout each
     bound = timeout_ms * PAGE_BUDGET_TIMEOUTS + (len(problems) - 2) * MIN_PANEL_TIMEOUT_MS + 1500
     assert elapsed_ms < bound < len(problems) * timeout_ms
