@@ -100,6 +100,8 @@ def pg_templates(pg_server_dsn):
     _build_template(pg_server_dsn, TEMPLATE, "enum")
     _build_template(pg_server_dsn, TEMPLATE_TEXT_STATUS, "text")
     yield {"enum": TEMPLATE, "text": TEMPLATE_TEXT_STATUS}
+    for name in [name for name, _ in _finished] + [name for spares in _spares.values() for name in spares]:
+        _drop(pg_server_dsn, name)
     with psycopg.connect(pg_server_dsn, autocommit=True) as admin:
         for name in (TEMPLATE, TEMPLATE_TEXT_STATUS):
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -168,6 +170,10 @@ SELECT md5(concat_ws('|',
 """
 _fingerprints: dict[str, str] = {}
 _spares: dict[str, list[str]] = {}
+# databases of finished tests, given back at the next test's setup: a test's database is torn down before fixtures
+# set up earlier (a live server, a browser page still polling it), so emptying it at its own teardown would cut
+# their connections mid-request
+_finished: list[tuple[str, str]] = []
 
 
 def _fingerprint(dsn: str) -> str:
@@ -177,6 +183,8 @@ def _fingerprint(dsn: str) -> str:
 
 def _take(server_dsn: str, template: str) -> str:
     """A database just like a fresh clone of ``template``: a spare one emptied after an earlier test, or a clone."""
+    while _finished:
+        _give_back(server_dsn, *_finished.pop())
     spares = _spares.setdefault(template, [])
     if spares:
         return spares.pop()
@@ -225,7 +233,7 @@ def database_url(pg_server_dsn, pg_templates):
     """A fresh database with idemdash migrated and the reference schema (status enum)."""
     name = _take(pg_server_dsn, pg_templates["enum"])
     yield _dsn_for(pg_server_dsn, name)
-    _give_back(pg_server_dsn, name, pg_templates["enum"])
+    _finished.append((name, pg_templates["enum"]))
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +253,7 @@ def text_status_database_url(pg_server_dsn, pg_templates):
     """Like ``database_url`` but ``status`` is a plain text column."""
     name = _take(pg_server_dsn, pg_templates["text"])
     yield _dsn_for(pg_server_dsn, name)
-    _give_back(pg_server_dsn, name, pg_templates["text"])
+    _finished.append((name, pg_templates["text"]))
 
 
 @pytest.fixture
