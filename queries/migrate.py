@@ -47,7 +47,7 @@ class MigrationError(RuntimeError):
 
 def list_migrations() -> list[Migration]:
     found = []
-    for entry in resources.files("queries.migrations").iterdir():
+    for entry in resources.files(f"{__package__}.migrations").iterdir():
         match = _FILE.match(entry.name)
         if match:
             found.append(Migration(int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))

@@ -88,6 +88,16 @@ def test_installed_beside_owners_of_queries_and_core_each_keeps_its_files(wheel,
         [sys.executable, "-c", "import queries, core, idemdash.queries, idemdash.core.settings as s; "
          "print(queries.OWNER, core.OWNER, idemdash.queries.__file__, s.__file__, sep='\\n')"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    # what the installed package reads from its own files by package name: the SQL, the migrations, the pages
+    shipped = subprocess.run(
+        [sys.executable, "-c", "from idemdash.queries import QUERIES, workload; "
+         "from idemdash.queries.migrate import list_migrations; from idemdash.dashboard import _asset_dir; "
+         "import os; print(len(QUERIES), len(workload.QUERIES), len(list_migrations()), "
+         "os.path.isfile(os.path.join(_asset_dir('templates'), 'base.html')))"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert shipped.returncode == 0, shipped.stderr[-3000:]
+    blocks, workload_blocks, migrations, templates = shipped.stdout.split()
+    assert int(blocks) > 100 and int(workload_blocks) > 5 and int(migrations) >= 7 and templates == "True"
     assert owners.returncode == 0, owners.stderr[-3000:]
     lines = owners.stdout.split()
     assert lines[:2] == ["pg_queries_client", "core_owner"]
