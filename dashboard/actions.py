@@ -130,13 +130,6 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
 
 # -- views -----------------------------------------------------------------------
 
-def _json_error(exc: ActionError):
-    body: dict[str, Any] = {"error": exc.message}
-    if exc.key is not None:
-        body["key"] = exc.key
-    return jsonify(body), exc.status
-
-
 @bp.post("/api/v1/keys/reclassify")
 @json_action
 def reclassify_api():
@@ -144,7 +137,7 @@ def reclassify_api():
         scope, key, fields = parse_reclassification(request.get_json(silent=True), from_form=False)
         return jsonify(reclassify(scope, key, fields))
     except ActionError as exc:
-        return _json_error(exc)
+        return exc.json()
 
 
 @bp.post("/keys/reclassify")
@@ -172,7 +165,7 @@ def bulk_api():
         req = bulk.bulk_request(data, preview=preview)
         return jsonify(bulk.bulk_preview(req) if preview else bulk.bulk_apply(req))
     except ActionError as exc:
-        return _json_error(exc)
+        return exc.json()
 
 
 @bp.post("/keys/reclassify-bulk")

@@ -64,18 +64,14 @@ def filtered(flt: keys.KeyFilter) -> bool:
     return bool(in_words(flt))
 
 
-def _count(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
+def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
+    """Keys on this tab that match every filter, exact up to COUNT_CAP."""
     target = get_target()
     return panels.load(key_matching.count_keys_matching, target.tables, flt,
                        lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
                        hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=COUNT_CAP,
                        index="index_keys_processing" if flt.status in keys.PROCESSING_STATUSES
                        else "index_keys_updated")
-
-
-def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
-    """Keys on this tab that match every filter, exact up to COUNT_CAP."""
-    return _count(flt)
 
 
 def without_each(flt: keys.KeyFilter) -> list[tuple[str, key_matching.Matching]]:
@@ -86,7 +82,7 @@ def without_each(flt: keys.KeyFilter) -> list[tuple[str, key_matching.Matching]]
     found = []
     for label, other in loosened.items():
         if other != flt:
-            count = _count(other)
+            count = matching(other)
             if count.ok and count.value is not None and count.value.count:
                 found.append((label, count.value))
     return found

@@ -47,7 +47,7 @@ def api():
     try:
         note = write_note(*parse_note(request.get_json(silent=True)))
     except ActionError as exc:
-        return jsonify({"error": exc.message}), exc.status
+        return exc.json()
     return jsonify(asdict(note)), 201
 
 

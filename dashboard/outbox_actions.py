@@ -79,10 +79,7 @@ def _api(action: str):
         outbox_id, reason, expected = parse_move(request.get_json(silent=True))
         return jsonify(move(outbox_id, action, reason, expected))
     except ActionError as exc:
-        body: dict[str, Any] = {"error": exc.message}
-        if exc.key is not None:
-            body["row"] = exc.key
-        return jsonify(body), exc.status
+        return exc.json(current="row")
 
 
 @bp.post("/api/v1/outbox/park")

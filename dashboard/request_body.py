@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from flask import Response, jsonify
+
 from idemdash.core.settings import parse_duration
 
 MAX_REASON = 2000
@@ -18,6 +20,13 @@ class ActionError(Exception):
         self.status = status
         self.message = message
         self.key = key
+
+    def json(self, current: str = "key") -> tuple[Response, int]:
+        """The JSON API's answer: ``{"error"}`` with the status, and the row as it is now under ``current``."""
+        body: dict[str, Any] = {"error": self.message}
+        if self.key is not None:
+            body[current] = self.key
+        return jsonify(body), self.status
 
 
 def text(data: Mapping[str, Any], name: str, *, required: bool = False, max_length: int = 2000) -> str | None:

@@ -2,14 +2,7 @@
 -- Per consumer (at most limit, by name): rows in the last 1h / 24h / 7d, oldest and newest processed_at, oldest vs retention.
 -- Consumers come from a loose index scan on the primary key (consumer_name, message_id); each one's numbers
 -- from index range scans on (consumer_name, processed_at): the 7-day window, and the first and last row.
-WITH RECURSIVE consumers AS (
-    (SELECT consumer_name FROM {inbox} ORDER BY consumer_name LIMIT 1)
-    UNION ALL
-    SELECT (SELECT i.consumer_name FROM {inbox} i
-            WHERE i.consumer_name > c.consumer_name ORDER BY i.consumer_name LIMIT 1)
-    FROM consumers c
-    WHERE c.consumer_name IS NOT NULL
-),
+WITH RECURSIVE {inbox_consumers_scan},
 shown AS (
     SELECT consumer_name
     FROM consumers
@@ -59,3 +52,14 @@ SELECT
     (SELECT max(processed_at) FROM {inbox}) AS newest_processed_at
 FROM {inbox}
 WHERE processed_at >= now() - interval '7 days'
+
+-- inbox_consumers_scan --
+-- The CTE "consumers": every consumer_name of the inbox, by a loose index scan of the primary key (consumer_name, message_id), one index descent per consumer (a trailing NULL row ends it).
+consumers AS (
+    (SELECT consumer_name FROM {inbox} ORDER BY consumer_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT i.consumer_name FROM {inbox} i
+            WHERE i.consumer_name > c.consumer_name ORDER BY i.consumer_name LIMIT 1)
+    FROM consumers c
+    WHERE c.consumer_name IS NOT NULL
+)

@@ -53,14 +53,7 @@ LIMIT %(limit)s
 
 -- find_inbox_messages --
 -- Inbox rows with one of the given message ids in every consumer: the consumers from a loose index scan of the primary key (consumer_name, message_id), then one primary-key probe per consumer and id.
-WITH RECURSIVE consumers AS (
-    (SELECT consumer_name FROM {inbox} ORDER BY consumer_name LIMIT 1)
-    UNION ALL
-    SELECT (SELECT i.consumer_name FROM {inbox} i
-            WHERE i.consumer_name > c.consumer_name ORDER BY i.consumer_name LIMIT 1)
-    FROM consumers c
-    WHERE c.consumer_name IS NOT NULL
-)
+WITH RECURSIVE {inbox_consumers_scan}
 SELECT m.consumer_name AS consumer, m.message_id, m.processed_at
 FROM (SELECT consumer_name FROM consumers WHERE consumer_name IS NOT NULL LIMIT %(max_consumers)s) c
 CROSS JOIN unnest(%(ids)s::text[]) AS wanted(id)
