@@ -11,7 +11,8 @@ from dataclasses import replace
 from flask import abort
 
 from idemdash.core.formatting import duration
-from idemdash.dashboard import panels, query_args
+from idemdash.dashboard import panels
+from idemdash.dashboard.schemas.keys import KeyListQuery
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import key_matching, keys
 
@@ -21,16 +22,12 @@ APPLIES = {"overdue": ("stuck", "needs_review", "processing"), "suggested": ("st
 FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested")
 
 
-def read(*, api: bool) -> tuple[keys.KeyFilter, list[str]]:
+def read(args: KeyListQuery, *, api: bool) -> tuple[keys.KeyFilter, list[str]]:
     """The filter of this request, and the names of the filters it carries that do not apply to its tab (only the
     page gets here with any: the API answers 400)."""
-    status = query_args.choice("status", keys.KEY_STATUSES, "stuck")
-    suggested = query_args.text("suggested")
-    if suggested is not None and suggested not in key_matching.SUGGESTIONS:
-        abort(400, f"suggested must be one of {', '.join(key_matching.SUGGESTIONS)} (got {suggested!r})")
-    flt = keys.KeyFilter(status=status, scope=query_args.text("scope"), claimed_by=query_args.text("claimed_by"),
-                         min_attempts=query_args.integer("min_attempts", minimum=1, maximum=1_000_000),
-                         min_overdue_seconds=query_args.duration("overdue"), suggested=suggested)
+    status = args.status
+    flt = keys.KeyFilter(status=status, scope=args.scope, claimed_by=args.claimed_by, min_attempts=args.min_attempts,
+                         min_overdue_seconds=args.overdue, suggested=args.suggested)
     given = {"overdue": flt.min_overdue_seconds, "suggested": flt.suggested}
     ignored = [name for name, value in given.items() if value is not None and status not in APPLIES[name]]
     if ignored and api:

@@ -15,15 +15,18 @@ MAX_HOLD = timedelta(days=30)
 
 
 class ActionError(Exception):
-    def __init__(self, status: int, message: str, key: Any = None) -> None:
+    def __init__(self, status: int, message: str, key: Any = None, *, fields: list[dict[str, str]] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.key = key
+        self.fields = fields  # a 400 from a request model: each field and what to send
 
     def json(self, current: str = "key") -> tuple[Response, int]:
         """The JSON API's answer: ``{"error"}`` with the status, and the row as it is now under ``current``."""
         body: dict[str, Any] = {"error": self.message}
+        if self.fields:
+            body["fields"] = self.fields
         if self.key is not None:
             body[current] = self.key
         return jsonify(body), self.status

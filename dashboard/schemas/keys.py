@@ -1,0 +1,136 @@
+"""The key lists (`GET /api/v1/keys`), one key (`GET /api/v1/keys/{scope}/{key}`, `GET /api/v1/key`) and its
+actions (`POST /api/v1/keys/reclassify`, `POST /api/v1/keys/reclassify-bulk`)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from idemdash.dashboard.schemas.audit import AuditEntry, Note
+from idemdash.dashboard.schemas.common import (
+    Answer,
+    Cursor,
+    Duration,
+    Key,
+    Limit,
+    Name,
+    Query,
+)
+
+Status = Literal["stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final"]
+Suggested = Literal["already_succeeded", "safe_to_retry", "needs_review", "abandoned"]
+KeyState = Literal["processing", "succeeded", "failed_retryable", "failed_final"]
+
+
+class KeyListQuery(Query):
+    status: Status = Field("stuck", description="Which keys: a state tab.")
+    scope: Name | None = Field(None, description="Only this scope (the whole name).")
+    claimed_by: Name | None = Field(None, description="Only keys last claimed by this worker (the whole name).")
+    min_attempts: int | None = Field(None, ge=1, le=1_000_000, description="attempt_count at least this.")
+    overdue: Duration | None = Field(None, description="Lease ended at least this long ago (stuck, needs_review "
+                                                       "and processing only).")
+    suggested: Suggested | None = Field(None, description="Only stuck keys whose suggested outcome is this "
+                                                          "(stuck only).")
+    order: Literal["asc", "desc"] | None = Field(None, description="By the list's sort column: lease end (stuck, "
+                                                                   "needs_review, processing; default asc) or last "
+                                                                   "change (default desc).")
+    cursor: Cursor | None = None
+    limit: Limit = 50
+
+
+class KeyRef(Query):
+    scope: Name = Field(description="Idempotency scope.")
+    key: Key = Field(description="Idempotency key.")
+
+
+class Hold(Answer):
+    until: datetime | None
+    by: str | None
+    reason: str | None
+    at: datetime | None
+
+
+class KeyItem(Answer):
+    scope: str
+    key: str
+    status: KeyState
+    request_hash: str
+    claimed_by: str | None
+    claimed_at: datetime | None
+    locked_until: datetime | None
+    overdue_seconds: float | None = Field(description="Seconds since the lease ended (processing keys), else null.")
+    attempt_count: int
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    hold: Hold | None = Field(description="A key held for review: until when, by whom and why; else null.")
+
+
+class KeyDetail(KeyItem):
+    response_body: Any = Field(description="The stored response (JSON) a retry receives, or null.")
+    result_ref_type: str | None
+    result_ref_id: str | None
+    failure_code: str | None
+    failure_message: str | None
+    stuck: bool
+
+
+class KeyAnswer(KeyDetail):
+    purgeable_from: datetime | None = Field(description="When the keys purge may delete this key; null while it "
+                                                        "is processing or failed_retryable (never purged).")
+
+
+class TabCount(Answer):
+    count: int = Field(description="Exact when not more; the cap when more.")
+    more: bool
+    snapshot: int | None = Field(description="The snapshot job's full count, when more and it records the state.")
+    snapshot_at: datetime | None
+
+
+class Matching(Answer):
+    count: int = Field(description="Keys of this tab matching every filter, exact up to the cap.")
+    more: bool = Field(description="More keys match than the cap.")
+
+
+class SuggestionGroup(Answer):
+    suggested: Suggested
+    keys: int
+
+
+class KeyList(Answer):
+    items: list[KeyItem]
+    next_cursor: str | None
+    prev_cursor: str | None
+    order: Literal["asc", "desc"]
+    counts: dict[Status, TabCount] = Field(description="Every state tab's count, over every scope.")
+    count_cap: int
+    matching: Matching
+    suggestions: list[SuggestionGroup] = Field(description="The stuck tab: stuck keys matching the other "
+                                                           "filters, per suggested outcome; empty on the others.")
+
+
+class OutboxEvent(Answer):
+    outbox_id: str
+    event_type: str
+    aggregate_type: str
+    aggregate_id: str
+    status: str
+    attempt_count: int
+    created_at: datetime
+    published_at: datetime | None
+    payload: Any
+
+
+class Suggestion(Answer):
+    to: Suggested | None = Field(description="The outcome the evidence points to, or null (not stuck).")
+    evidence: list[str]
+
+
+class KeyPage(Answer):
+    key: KeyAnswer
+    outbox_events: list[OutboxEvent]
+    audit: list[AuditEntry]
+    notes: list[Note]
+    suggestion: Suggestion
+    runbook_url: str
