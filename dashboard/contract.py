@@ -85,11 +85,11 @@ def query(model: type[M]) -> M:
     """This request's query string as ``model``. The JSON API is strict (a parameter given twice or empty is a
     400); a page takes the first value and treats an empty one as absent, as its filter forms expect."""
     strict = wants_json()
-    fields = model.model_fields
+    known = model.model_fields
     values: dict[str, Any] = {}
     for name in request.args:
         given = request.args.getlist(name)
-        if name not in fields:
+        if name not in known:
             continue  # another page's parameter (done=, noted=) or a cache buster: not this operation's
         if strict and len(given) > 1:
             abort(400, f"{name} is given {len(given)} times: give it once")
@@ -110,13 +110,21 @@ def query(model: type[M]) -> M:
         abort(400, message)
 
 
-def body(model: type[M], data: Any = None) -> M:
-    """The JSON body (or ``data``, a form made into the same fields) as ``model``; ActionError(400) when it is
-    not one."""
-    if data is None:
-        data = request.get_json(silent=True)
-    if not isinstance(data, Mapping):
-        raise ActionError(400, f"send a JSON object with {', '.join(_names(model))}")
+def body(model: type[M]) -> M:
+    """The request's JSON body as ``model``, read strictly (a number is not a string, true is not 1); ActionError(400)
+    naming each field when it is not one."""
+    try:
+        return model.model_validate_json(request.get_data() or b"null", strict=True)
+    except ValidationError as exc:
+        if any(e["type"] in ("json_invalid", "model_type", "model_attributes_type", "dict_type") and not e["loc"]
+               for e in exc.errors()):
+            raise ActionError(400, f"send a JSON object with {', '.join(_names(model))}") from None
+        message, fields = _messages(exc, model)
+        raise ActionError(400, message, fields=fields) from None
+
+
+def form(model: type[M], data: Mapping[str, Any]) -> M:
+    """A form's fields (strings, the page's own conversions done) as ``model``; ActionError(400) as for a body."""
     try:
         return model.model_validate(dict(data))
     except ValidationError as exc:
@@ -151,8 +159,11 @@ _SAID = {
 }
 
 
-def _said(error: Any) -> str:
+def _said(error: Any, model: type[BaseModel]) -> str:
     kind, ctx = error["type"], error.get("ctx") or {}
+    hints: dict[str, str] = getattr(model, "field_hints", {})
+    if kind == "extra_forbidden" and str(error["loc"][-1]) in hints:
+        return hints[str(error["loc"][-1])]
     if kind in _SAID:
         return _SAID[kind]
     if kind in ("union_tag_invalid", "literal_error"):
@@ -181,7 +192,7 @@ def _messages(exc: ValidationError, model: type[BaseModel]) -> tuple[str, list[d
         where = ".".join(str(part) for part in loc)
         if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
             where = str((error.get("ctx") or {}).get("discriminator", "'to'")).strip("'")
-        text = _said(error)
+        text = _said(error, model)
         given = error.get("input")
         if error["type"] not in ("missing", "extra_forbidden", "union_tag_not_found", "value_error") \
                 and not isinstance(given, (dict, list)) and given is not None:

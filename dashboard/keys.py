@@ -85,11 +85,11 @@ def list_api() -> schema.KeyList:
     page = panels.require(panel)
     tabs = key_tabs.load(flt.status)
     groups = panels.require(key_filters.suggestion_groups(flt))
-    return schema.KeyList(items=[key_json(row) for row in page.items], next_cursor=page.next_cursor,
-                          prev_cursor=page.prev_cursor, order=order,
-                          counts=key_tabs.counts_json(panels.require(tabs)), count_cap=key_tabs.COUNT_CAP,
-                          matching=panels.require(key_filters.matching(flt)),
-                          suggestions=groups)
+    return schema.KeyList.model_validate({
+        "items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor,
+        "prev_cursor": page.prev_cursor, "order": order, "counts": key_tabs.counts_json(panels.require(tabs)),
+        "count_cap": key_tabs.COUNT_CAP, "matching": panels.require(key_filters.matching(flt)),
+        "suggestions": groups})
 
 
 def detail_context(scope: str, key: str) -> dict:
@@ -167,11 +167,11 @@ def detail_api_by_query() -> schema.KeyPage:
 def _detail_json(scope: str, key: str) -> schema.KeyPage:
     data = _detail(scope, key)
     row = data["key"]
-    return schema.KeyPage(
-        key=key_json(row, DETAIL_FIELDS) | {"stuck": row.stuck, "purgeable_from": data["purgeable_from"]},
-        outbox_events=data["outbox"].value or [], audit=data["audit"].value or [], notes=data["notes"].value or [],
-        suggestion=data["suggestion"],
-        runbook_url=runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status))
+    return schema.KeyPage.model_validate({
+        "key": key_json(row, DETAIL_FIELDS) | {"stuck": row.stuck, "purgeable_from": data["purgeable_from"]},
+        "outbox_events": data["outbox"].value or [], "audit": data["audit"].value or [],
+        "notes": data["notes"].value or [], "suggestion": data["suggestion"],
+        "runbook_url": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status)})
 
 
 @bp.get("/runbook/stuck-keys")

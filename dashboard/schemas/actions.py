@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 from uuid import UUID
 
-from pydantic import Field, RootModel, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, RootModel, model_validator
 
 from idemdash.dashboard.schemas.common import (
     Answer,
@@ -59,6 +59,16 @@ class ReclassifyBody(RootModel[Annotated[SafeToRetry | Abandoned | AlreadySuccee
                                          Field(discriminator="to")]]):
     """One stuck key's new state; the fields besides the common ones depend on ``to``."""
 
+    # a field of another outcome, said as why it does not belong to this one
+    field_hints: ClassVar[dict[str, str]] = {
+        "override_evidence": "applies to abandoned only: safe_to_retry with an outbox row would run a committed "
+                             "effect a second time",
+        "hold_for": "applies to needs_review only",
+        "response_body": "applies to already_succeeded only",
+        "result_ref_type": "applies to already_succeeded only",
+        "result_ref_id": "applies to already_succeeded only",
+    }
+
 
 class Reclassified(KeyDetail):
     audit_id: int = Field(description="The audit row of this decision.")
@@ -73,6 +83,13 @@ class KeyConflict(Error):
 BulkOutcome = Literal["safe_to_retry", "abandoned", "needs_review"]
 
 
+def _bulk_outcome(value: Any) -> Any:
+    if value in ("already_succeeded",):
+        raise ValueError("bulk to must be safe_to_retry, abandoned or needs_review (already_succeeded needs one "
+                         "key at a time: each key's response_body is its own)")
+    return value
+
+
 class BulkFilterBody(Body):
     scope: Name | None = None
     claimed_by: Name | None = None
@@ -81,7 +98,7 @@ class BulkFilterBody(Body):
     suggested: Suggested | None = None
 
 
-_REQUIRED_WHEN = [
+_REQUIRED_WHEN: Any = [
     {"if": {"properties": {"preview": {"const": True}}, "required": ["preview"]},
      "else": {"required": ["reason", "as_of"]}},
     {"if": {"properties": {"to": {"const": "needs_review"}}}, "else": {"not": {"required": ["hold_for"]}}},
@@ -89,10 +106,10 @@ _REQUIRED_WHEN = [
 
 
 class BulkBody(Body):
-    model_config = Body.model_config | {"json_schema_extra": {"allOf": _REQUIRED_WHEN}}
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"allOf": _REQUIRED_WHEN})
 
-    filter: BulkFilterBody = Field(default_factory=BulkFilterBody, description="Which stuck keys (all: none).")
-    to: BulkOutcome
+    filter: BulkFilterBody = Field(default_factory=lambda: BulkFilterBody.model_validate({}), description="Which stuck keys (all: none).")
+    to: Annotated[BulkOutcome, BeforeValidator(_bulk_outcome)]
     preview: bool = Field(False, description="true: count and sample, change nothing, and record the preview.")
     reason: Reason | None = Field(None, description="Why (required to confirm).")
     as_of: Timestamp | None = Field(None, description="The as_of of the preview you confirm (required to confirm).")
@@ -104,8 +121,9 @@ class BulkBody(Body):
         if not self.preview:
             missing = [name for name in ("reason", "as_of") if getattr(self, name) is None]
             if missing:
-                raise ValueError(f"{' and '.join(missing)} required to confirm: preview first (\"preview\": true), "
-                                 "then confirm with its as_of and a reason")
+                raise ValueError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required to confirm: "
+                                 "preview first (\"preview\": true), then confirm with the as_of it returns and a "
+                                 "reason")
         if self.hold_for is not None and self.to != "needs_review":
             raise ValueError("hold_for applies to needs_review only")
         return self

@@ -146,7 +146,7 @@ Window = Literal["1h", "24h", "7d"]
 # a field's pattern, said as what to send (dashboard/contract.py words validation errors with it)
 PATTERN_MESSAGES = {
     NO_NUL: "must not contain a NUL character",
-    SAYS_SOMETHING: "must say something (not only spaces), without NUL characters",
+    SAYS_SOMETHING: "is required: it must say something (not only spaces), without NUL characters",
     r"^[A-Za-z0-9_-]+$": "is not valid: use the next_cursor value from the previous page",
 }
 
