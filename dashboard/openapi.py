@@ -50,7 +50,7 @@ class Document(Answer):
     openapi: str
 
 
-def _path(rule: Rule) -> tuple[str, list[dict[str, Any]]]:
+def _path(app: Flask, rule: Rule) -> tuple[str, list[dict[str, Any]]]:
     """The OpenAPI path of a route ({name} for <converter:name>) and its path parameters."""
     params = []
     for converter, _args, name in _parts(rule):
@@ -60,7 +60,7 @@ def _path(rule: Rule) -> tuple[str, list[dict[str, Any]]]:
         elif converter == "uuid":
             schema = {"type": "string", "format": "uuid"}
         elif name == "database":
-            schema = {"type": "string", "enum": list(current_app.extensions["idemdash_targets"])}
+            schema = {"type": "string", "enum": list(app.extensions["idemdash_targets"])}
         elif converter != "path":
             schema["pattern"] = "^[^/]+$"
         params.append({"name": name, "in": "path", "required": True, "schema": schema,
@@ -121,7 +121,7 @@ def build(app: Flask) -> dict[str, Any]:
     refs, definitions = models_json_schema(list(dict.fromkeys(models)), ref_template=REF)
     paths: dict[str, dict[str, Any]] = {}
     for rule, op in operations:
-        path, path_params = _path(rule)
+        path, path_params = _path(app, rule)
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
             entry: dict[str, Any] = {
                 "operationId": f"{method.lower()}_{rule.endpoint.replace('.', '_').replace('@', '_')}",

@@ -31,6 +31,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.migrate import migrate
+from tests.contract_check import ContractCheck
 
 # one pair of templates per xdist worker ("gw0", "gw1", ...; "" without xdist)
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
@@ -363,17 +364,23 @@ def make_app(request):
     from idemdash.dashboard import create_app, targets
 
     apps = []
+    checks = []
 
     def make(url: str | None = None, **settings):
         settings.setdefault("SECRET_KEY", "test-secret")
         url = url or request.getfixturevalue("database_url")
         app = create_app({"DATABASE_URL": url, **settings}, testing=True)
+        check = ContractCheck(app)  # every JSON answer against the OpenAPI document (tests/contract_check.py)
+        app.after_request(check)
         apps.append(app)
+        checks.append(check)
         return app
 
     yield make
     for app in apps:
         targets.close(app)
+    problems = [problem for check in checks for problem in check.problems]
+    assert not problems, "answers that the OpenAPI document does not describe:\n" + "\n".join(problems[:20])
 
 
 @pytest.fixture
