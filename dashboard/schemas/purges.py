@@ -1,0 +1,136 @@
+"""The purges: the history and each table's retention and schedule (`GET /api/v1/purges`), starting a run
+(`POST /api/v1/purges/run`) and cancelling one (`POST /api/v1/purges/{run_id}/cancel`)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, StrictBool
+
+from idemdash.dashboard.schemas.common import (
+    BLANK,
+    NO_NUL,
+    Answer,
+    Body,
+    Cursor,
+    Error,
+    Limit,
+    Name,
+    PositiveInt,
+    Query,
+)
+
+# the tables a purge empties (jobs/purge_run.py TABLES) and how a run ends ('running' until it does; the CHECK
+# constraint of idemdash.purge_run, jobs/purge_run.py OUTCOMES): tests/test_purges_page.py holds them together
+PurgeTable = Literal["keys", "inbox", "outbox"]
+PurgeOutcome = Literal["running", "succeeded", "failed", "skipped", "budget_exhausted", "cancelled"]
+PartitionAction = Literal["dropped", "would_drop", "kept", "detached", "attached_again"]
+
+
+class PurgesQuery(Query):
+    table: PurgeTable | None = Field(None, description="Only runs of this table.")
+    run_id: PositiveInt | None = Field(None, description="Only this run.")
+    outcome: PurgeOutcome | None = Field(None, description="Only runs that ended so (running: still in progress).")
+    started_by: Name | None = Field(None, description="Only runs started by this person, or by 'scheduler' (the "
+                                                      "whole name).")
+    cursor: Cursor | None = None
+    limit: Limit = 50
+
+
+class PurgesPageQuery(PurgesQuery):
+    """The page's own parameter besides: the run just started there (0: started, its id not known yet)."""
+
+    started: int | None = Field(None, ge=0, le=2**62)
+
+
+class PurgeRun(Answer):
+    run_id: int
+    table_name: str = Field(description="keys, inbox or outbox.")
+    started_at: datetime
+    finished_at: datetime | None
+    batches: int
+    rows_deleted: int = Field(description="Rows deleted (a dry run: rows it would delete).")
+    dry_run: bool
+    outcome: PurgeOutcome
+    error: str | None
+    started_by: str
+    duration_seconds: float | None
+    method: str | None = Field(
+        description="due_index: the batches read the due rows through an index, in the order they became due; "
+                    "primary_key: they walked the primary key; null for runs before it was recorded.")
+    partitions_dropped: int
+    cancel_requested_by: str | None = Field(description="Who asked the run to stop after its current batch.")
+
+
+class PartitionRecord(Answer):
+    partition: str = Field(description="schema.name of the partition.")
+    action: PartitionAction
+    rows: int | None
+    from_: datetime | None = Field(alias="from", description="The partition's lower bound (null: MINVALUE).")
+    to: datetime
+    detail: str | None
+
+
+class HistoryRun(PurgeRun):
+    partitions: list[PartitionRecord] = Field(description="What the run did with whole partitions of a table "
+                                                          "partitioned by time.")
+
+
+class TableStatus(Answer):
+    table: PurgeTable
+    relation: str = Field(description="schema.table, as configured.")
+    deletes: str = Field(description="What a purge of this table deletes.")
+    retention: str
+    retention_days: int | None = Field(description="null: the keys' own expires_at decides.")
+    schedule: str | None = Field(description="The crontab line (UTC), 'off', or null when not configured.")
+    next_run_at: datetime | None
+    last_run: PurgeRun | None
+    last_success_at: datetime | None
+    last_dry_run: PurgeRun | None
+    running: list[PurgeRun]
+
+
+class PurgeHistory(Answer):
+    items: list[HistoryRun]
+    next_cursor: str | None
+    as_of: datetime
+    running: list[PurgeRun]
+    tables: list[TableStatus]
+
+
+class RunBody(Body):
+    table: PurgeTable = Field(description="The table to purge.")
+    dry_run: StrictBool = Field(description="true counts what would go; false deletes it.")
+
+
+class RunStarted(Answer):
+    run_id: int | None = Field(description="null: the run had no id yet after 10 s; the history shows it once "
+                                           "it has.")
+    table: PurgeTable
+    dry_run: bool
+    outcome: PurgeOutcome
+    status_url: str = Field(description="Where to follow the run (also the Location header).")
+
+
+class RunConflict(Error):
+    run_id: int = Field(description="The skipped run, as recorded.")
+    outcome: PurgeOutcome
+    status_url: str
+
+
+def _trimmed(value: str) -> str:
+    return value.strip(BLANK)
+
+
+class CancelBody(Body):
+    reason: Annotated[str, Field(max_length=2000, pattern=NO_NUL), AfterValidator(_trimmed)] | None = Field(
+        None, description="Why, for the audit log (optional).")
+
+
+class CancelRequested(Answer):
+    run_id: int
+    table: str
+    cancel_requested_by: str
+    cancel_requested_at: datetime
+    audit_id: int
+    status_url: str = Field(description="Where to follow the run: it ends cancelled after its current batch.")
