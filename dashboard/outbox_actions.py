@@ -99,7 +99,7 @@ def _form(outbox_id: uuid.UUID, action: str):
     # the form's fields as the API's body: the token is the form's own, an empty field is one left out
     fields = {name: value for name, value in request.form.items() if name != "csrf_token" and value != ""}
     try:
-        body = contract.body(schema.MoveBody, fields | {"outbox_id": str(outbox_id)})
+        body = contract.form(schema.MoveBody, fields | {"outbox_id": str(outbox_id)})
         result = move(outbox_id, action, body.reason, body.expected_attempt_count)
     except ActionError as exc:
         if exc.status == 404:

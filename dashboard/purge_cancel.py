@@ -53,7 +53,8 @@ def api(run_id: int) -> Any:
 @operator_required
 def form(run_id: int):
     try:
-        body = contract.body(schema.CancelBody, {"reason": request.form.get("reason")})
+        reason = request.form.get("reason", "")
+        body = contract.form(schema.CancelBody, {"reason": reason} if reason.strip() else {})
         cancel(run_id, body.reason or "")
     except ActionError as exc:
         abort(exc.status, exc.message)
