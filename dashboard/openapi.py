@@ -63,6 +63,10 @@ def _path(app: Flask, rule: Rule) -> tuple[str, list[dict[str, Any]]]:
             schema = {"type": "string", "enum": list(app.extensions["idemdash_targets"])}
         elif converter != "path":
             schema["pattern"] = "^[^/]+$"
+        if name in PATH_EXAMPLES:
+            schema["examples"] = [PATH_EXAMPLES[name]]
+        elif name == "database":
+            schema["examples"] = schema["enum"][:1]
         params.append({"name": name, "in": "path", "required": True, "schema": schema,
                        "description": PATH_WORDS.get(name, name)})
     return re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule), params
@@ -71,6 +75,11 @@ def _path(app: Flask, rule: Rule) -> tuple[str, list[dict[str, Any]]]:
 PATH_WORDS = {"database": "A database's name, as IDEMDASH_CONFIG lists it.", "scope": "Idempotency scope.",
               "key": "Idempotency key (it may contain '/').", "outbox_id": "The row's outbox_id.",
               "run_id": "The purge run's run_id."}
+
+
+# an example of each path variable: a key of the demo's and the tests' seeded data
+PATH_EXAMPLES: dict[str, Any] = {"scope": "create_order", "key": "cart/0/checkout-0000",
+                                 "outbox_id": "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01", "run_id": 1}
 
 
 def _parts(rule: Rule) -> list[tuple[str, str, str]]:

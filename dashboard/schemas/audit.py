@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from idemdash.dashboard.schemas.common import (
+    CURSOR_TEXT,
     Answer,
     Body,
-    Cursor,
     Key,
     Limit,
     Moment,
@@ -17,7 +17,10 @@ from idemdash.dashboard.schemas.common import (
     NoteText,
     PositiveInt,
     Query,
+    cursor_of,
 )
+
+AuditCursor = Annotated[str, CURSOR_TEXT, cursor_of("audit")]
 
 ActionKind = Literal["reclassify", "reclassify-bulk", "purge", "purge-dry-run", "purge-cancel", "note",
                      "outbox-park", "outbox-release"]
@@ -47,7 +50,7 @@ class AuditQuery(Query):
     action: ActionKind | None = Field(None, description="The kind of action.")
     since: Moment | None = Field(None, description="From this time, or this long ago (24h).")
     until: Moment | None = Field(None, description="Up to this time, or this long ago.")
-    cursor: Cursor | None = None
+    cursor: AuditCursor | None = None
     limit: Limit = 50
 
 

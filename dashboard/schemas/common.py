@@ -97,10 +97,20 @@ def _aware(value: datetime) -> datetime:
 Timestamp = Annotated[datetime, AfterValidator(_aware), WithJsonSchema({"type": "string", "format": "date-time"})]
 
 CURSOR_FORMAT = "idemdash-cursor"
-# a list's cursor: the next_cursor (or prev_cursor) of another page, passed back unchanged
-Cursor = Annotated[str, Field(max_length=8192, pattern=r"^[A-Za-z0-9_-]+$"), WithJsonSchema(
-    {"type": "string", "format": CURSOR_FORMAT, "maxLength": 8192,
-     "description": "Opaque: the next_cursor (or prev_cursor) of another page of this list, unchanged."})]
+
+
+CURSOR_TEXT = Field(max_length=8192, pattern=r"^[A-Za-z0-9_-]+$")
+
+
+def cursor_of(listing: str) -> WithJsonSchema:
+    """How a list's cursor is documented: the next_cursor (or prev_cursor) of another page of the same list, passed
+    back unchanged. Its format names the list (``idemdash-cursor-keys``): a cursor of another list is refused.
+    A list's cursor type is ``Annotated[str, CURSOR_TEXT, cursor_of("keys")]``."""
+    return WithJsonSchema({"type": "string", "format": f"{CURSOR_FORMAT}-{listing}", "maxLength": 8192,
+                           "description": f"Opaque: the next_cursor (or prev_cursor) of another page of this list "
+                                          f"({listing}), unchanged."})
+
+
 Limit = Annotated[int, Field(ge=1, le=500, description="Rows per page.")]
 # a whole number a query string or body carries as an id or a count
 PositiveInt = Annotated[int, Field(ge=1, le=2**62)]

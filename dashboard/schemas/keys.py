@@ -3,20 +3,23 @@ actions (`POST /api/v1/keys/reclassify`, `POST /api/v1/keys/reclassify-bulk`).""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from idemdash.dashboard.schemas.audit import AuditEntry, Note
 from idemdash.dashboard.schemas.common import (
+    CURSOR_TEXT,
     Answer,
-    Cursor,
     Duration,
     Key,
     Limit,
     Name,
     Query,
+    cursor_of,
 )
+
+KeysCursor = Annotated[str, CURSOR_TEXT, cursor_of("keys")]
 
 Status = Literal["stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final"]
 Suggested = Literal["already_succeeded", "safe_to_retry", "needs_review", "abandoned"]
@@ -35,7 +38,7 @@ class KeyListQuery(Query):
     order: Literal["asc", "desc"] | None = Field(None, description="By the list's sort column: lease end (stuck, "
                                                                    "needs_review, processing; default asc) or last "
                                                                    "change (default desc).")
-    cursor: Cursor | None = None
+    cursor: KeysCursor | None = None
     limit: Limit = 50
 
 

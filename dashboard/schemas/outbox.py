@@ -10,15 +10,16 @@ from uuid import UUID
 from pydantic import Field
 
 from idemdash.dashboard.schemas.common import (
+    CURSOR_TEXT,
     NO_NUL,
     Answer,
     Body,
-    Cursor,
     Error,
     Limit,
     PositiveInt,
     Query,
     Reason,
+    cursor_of,
 )
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
 
@@ -32,7 +33,7 @@ class OutboxQuery(Query):
     status: StatusText = Field("pending", description="Rows with this status (pending: oldest first; any other "
                                                       "status: newest first).")
     event_type: EventType | None = Field(None, description="Only rows of this event type (the whole name).")
-    cursor: Cursor | None = None
+    cursor: Annotated[str, CURSOR_TEXT, cursor_of("outbox")] | None = None
     limit: Limit = 50
 
 
@@ -40,7 +41,7 @@ class PoisonQuery(Query):
     min_attempts: int = Field(POISON_MIN_ATTEMPTS, ge=POISON_MIN_ATTEMPTS, le=1_000_000,
                               description=f"Pending rows with at least this many delivery attempts (at least "
                                           f"{POISON_MIN_ATTEMPTS}).")
-    cursor: Cursor | None = None
+    cursor: Annotated[str, CURSOR_TEXT, cursor_of("poison")] | None = None
     limit: Limit = 50
 
 

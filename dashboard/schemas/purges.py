@@ -9,16 +9,19 @@ from pydantic import AfterValidator, Field, StrictBool
 
 from idemdash.dashboard.schemas.common import (
     BLANK,
+    CURSOR_TEXT,
     NO_NUL,
     Answer,
     Body,
-    Cursor,
     Error,
     Limit,
     Name,
     PositiveInt,
     Query,
+    cursor_of,
 )
+
+PurgesCursor = Annotated[str, CURSOR_TEXT, cursor_of("purges")]
 
 # the tables a purge empties (jobs/purge_run.py TABLES) and how a run ends ('running' until it does; the CHECK
 # constraint of idemdash.purge_run, jobs/purge_run.py OUTCOMES): tests/test_purges_page.py holds them together
@@ -33,7 +36,7 @@ class PurgesQuery(Query):
     outcome: PurgeOutcome | None = Field(None, description="Only runs that ended so (running: still in progress).")
     started_by: Name | None = Field(None, description="Only runs started by this person, or by 'scheduler' (the "
                                                       "whole name).")
-    cursor: Cursor | None = None
+    cursor: PurgesCursor | None = None
     limit: Limit = 50
 
 
