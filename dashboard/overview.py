@@ -57,24 +57,24 @@ def page():
 def api() -> schema.Overview:
     data = _overview()
     trend = data["trend"]
-    return schema.Overview(
-        as_of=data["as_of"],
-        keys=panels.require(data["keys"]),
-        outbox=panels.require(data["outbox"]),
-        inbox=panels.require(data["inbox"]),
-        last_purges=panels.require(data["last_purges"]),
+    return schema.Overview.model_validate({
+        "as_of": data["as_of"],
+        "keys": panels.require(data["keys"]),
+        "outbox": panels.require(data["outbox"]),
+        "inbox": panels.require(data["inbox"]),
+        "last_purges": panels.require(data["last_purges"]),
         # sections the scheduler precomputed (large tables): when, and how long counting them took
-        precomputed=rollups.precomputed(keys=data["keys"], inbox=data["inbox"]),
-        trends=schema.Trends(
-            window_hours=data["trend_hours"],
-            range=data["trend_range"],
-            snapshot_interval_seconds=get_target().settings["SNAPSHOT_INTERVAL_SECONDS"],
+        "precomputed": rollups.precomputed(keys=data["keys"], inbox=data["inbox"]),
+        "trends": {
+            "window_hours": data["trend_hours"],
+            "range": data["trend_range"],
+            "snapshot_interval_seconds": get_target().settings["SNAPSHOT_INTERVAL_SECONDS"],
             # more snapshots than max_points come merged: 'snapshots' says how many a point stands for
-            max_points=trends.MAX_POINTS,
-            points=trend.value or [],
-            problem=trend.to_json() if not trend.ok else None,
-        ),
-        definitions=schema.OverviewDefinitions.model_validate({
+            "max_points": trends.MAX_POINTS,
+            "points": trend.value or [],
+            "problem": trend.to_json() if not trend.ok else None,
+        },
+        "definitions": {
             "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and "
                      f"claimed_at older than {data['lease_seconds']} s",
             "needs_review": "status = 'processing' and claimed_by = 'idemdash:needs_review': held for review by an "
@@ -88,5 +88,5 @@ def api() -> schema.Overview:
                              "consecutive snapshots are merged (stuck_keys, outbox_pending and outbox_lag_seconds: "
                              "the peak; rows_purged: the sum)",
             "trends.points.rows_purged": "rows deleted by real purge runs that finished since the previous snapshot",
-        }),
-    )
+        },
+    })

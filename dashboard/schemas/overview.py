@@ -16,7 +16,7 @@ class OverviewQuery(Query):
     range: TrendRange = Field("24h", description="The time range of trends.points.")
 
 
-class KeyCounts(Answer):
+class OverviewKeys(Answer):
     stuck: int = Field(description="Processing keys whose lease ran out (definitions.stuck).")
     processing: int = Field(description="Every key in status processing, stuck or not.")
     needs_review: int = Field(description="Processing keys held for review by an operator.")
@@ -26,18 +26,18 @@ class KeyCounts(Answer):
     oldest_stuck_lease: datetime | None = Field(description="When the oldest stuck key's lease ended, or null.")
 
 
-class OutboxBacklog(Answer):
+class OverviewOutbox(Answer):
     pending: int
     oldest_pending_at: datetime | None
     lag_seconds: float | None = Field(description="Age of the oldest pending row, or null when none is pending.")
 
 
-class InboxVolume(Answer):
+class OverviewInbox(Answer):
     rows_24h: int
     consumers_24h: int
 
 
-class PurgeRun(Answer):
+class LastPurge(Answer):
     run_id: int
     table_name: str
     started_at: datetime
@@ -56,7 +56,7 @@ class PurgeRun(Answer):
     cancel_requested_by: str | None = Field(description="Who asked the run to stop after its current batch.")
 
 
-class TrendPoint(Answer):
+class OverviewTrendPoint(Answer):
     taken_at: datetime = Field(description="The first snapshot the point stands for.")
     until: datetime = Field(description="The last snapshot the point stands for.")
     snapshots: int = Field(description="How many consecutive snapshots the point merges.")
@@ -74,12 +74,12 @@ class PanelProblem(Answer):
     index: str | None = Field(description="The CREATE INDEX that would make it fast, when one would.")
 
 
-class Trends(Answer):
+class OverviewTrends(Answer):
     window_hours: int
     range: TrendRange
     snapshot_interval_seconds: int
     max_points: int = Field(description="More snapshots than this come merged into points (see snapshots).")
-    points: list[TrendPoint] = Field(description="Oldest first; empty when the snapshots could not be read.")
+    points: list[OverviewTrendPoint] = Field(description="Oldest first; empty when the snapshots could not be read.")
     problem: PanelProblem | None = Field(description="Why points is empty although snapshots exist, or null.")
 
 
@@ -96,12 +96,12 @@ class OverviewDefinitions(Answer):
 
 class Overview(Answer):
     as_of: datetime
-    keys: KeyCounts
-    outbox: OutboxBacklog
-    inbox: InboxVolume
-    last_purges: list[PurgeRun] = Field(description="The newest purge runs, newest first (at most 5).")
+    keys: OverviewKeys
+    outbox: OverviewOutbox
+    inbox: OverviewInbox
+    last_purges: list[LastPurge] = Field(description="The newest purge runs, newest first (at most 5).")
     precomputed: dict[Literal["keys", "inbox"], Precomputed] = Field(
         description="The sections the scheduler's rollup job computed, when and how long that took; empty when "
                     "everything was read now.")
-    trends: Trends
+    trends: OverviewTrends
     definitions: OverviewDefinitions = Field(description="What each number counts, in words.")
