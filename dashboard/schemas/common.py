@@ -178,3 +178,11 @@ HoldFor = Annotated[float, BeforeValidator(_hold), WithJsonSchema(
      "examples": ["4h", "2d", 3600],
      "description": "How long the key is held: 1 minute to 30 days, as seconds or a duration such as 30m, 4h, "
                     "2d (a string in the idemdash-hold format: the same duration syntax, between 60 s and 30 d)."})]
+
+
+class Precomputed(Answer):
+    """A section of an answer that the scheduler's rollup job computed (dashboard/rollups.py), not read now."""
+
+    computed_at: datetime = Field(description="When the rollup job computed it.")
+    computed_ms: float = Field(description="How long computing it took, in milliseconds.")
+
