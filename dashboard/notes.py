@@ -48,7 +48,7 @@ def form():
     # the form's own fields (its CSRF token is not the note's)
     fields = {name: request.form[name] for name in NoteBody.model_fields if name in request.form}
     try:
-        note = contract.body(NoteBody, fields)
+        note = contract.form(NoteBody, fields)
         written = write_note(note)
     except ActionError as exc:
         abort(exc.status, exc.message)
