@@ -72,7 +72,10 @@ SPEC: dict[str, Any] = {
             {**_q("scope", "Idempotency scope."), "required": True},
             {**_q("key", "Idempotency key."), "required": True}], {"404": {"$ref": "#/components/responses/NotFound"}}),
         "/api/v1/hotspots": _get("Retry hotspots", [_q("min_attempts", "Hotspot threshold.",
-                                                       {"type": "integer", "minimum": 1})]),
+                                                       {"type": "integer", "minimum": 1}),
+                                                    _q("window", "Keys whose updated_at is within this window "
+                                                       "(default 24h; all: every key).",
+                                                       {"type": "string", "enum": ["1h", "24h", "7d", "all"]})]),
         "/api/v1/suppression": _get("First-attempt vs retried keys per scope", [
             _q("window", "Time window.", {"type": "string", "enum": ["1h", "24h", "7d"]})]),
         "/api/v1/outbox": _get("Outbox backlog and rows", [
