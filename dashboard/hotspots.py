@@ -40,7 +40,7 @@ def _hotspots() -> dict:
     config = get_target().settings
     default = config["HOTSPOT_MIN_ATTEMPTS"]
     window = query_args.choice("window", tuple(hotspots.WINDOWS), DEFAULT_WINDOW)
-    n = query_args.integer("min_attempts", minimum=1, maximum=1_000_000, default=default)
+    n: int = query_args.integer("min_attempts", minimum=1, maximum=1_000_000, default=default) or default
     tables = get_target().tables
     lease = config["DEFAULT_LEASE_SECONDS"]
     span = hotspots.WINDOWS[window]
