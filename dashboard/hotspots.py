@@ -63,7 +63,7 @@ def _hotspots() -> dict:
         "by_scope": by_scope,
         "by_worker": by_worker,
         "top_keys": panels.load(hotspots.list_top_hotspot_keys, tables, n, lease_seconds=lease, window=span,
-                                limit=TOP_KEYS, index="index_keys_attempts"),
+                                limit=TOP_KEYS, index="index_keys_hotspots"),
         "histogram": histogram,
         "top_limit": TOP_KEYS,
         "group_limit": hotspots.GROUP_LIMIT,

@@ -81,12 +81,12 @@ ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
                window=hotspots.WINDOWS[v.partition(":")[0]]),
            hotspots.group_hotspots,
            lambda s: [hotspot_variant(w, s["HOTSPOT_MIN_ATTEMPTS"]) for w in hotspots.WINDOWS],
-           "index_keys_attempts", 60),
+           "index_keys_hotspots", 60),
     # variant: the window. Window 'all' counts every key in the table, the one aggregate that reads all of it
     # (an index-only count), so less often
     Rollup("attempt_histogram", hotspots.AttemptBucket,
            lambda conn, tables, s, v: hotspots.count_keys_by_attempts(conn, tables, hotspots.WINDOWS[v]),
-           _as_list, lambda s: list(hotspots.WINDOWS), "index_keys_attempts", 300),
+           _as_list, lambda s: list(hotspots.WINDOWS), "index_keys_hotspots", 300),
     Rollup("suppression", suppression.ScopeSuppression,
            lambda conn, tables, s, v: suppression.list_suppression_rows(conn, tables, suppression.WINDOWS[v]),
            suppression.assemble_suppression, lambda s: list(suppression.WINDOWS), "index_keys_created", 120),
