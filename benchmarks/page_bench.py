@@ -159,6 +159,8 @@ class Samples:
     unsafe_key: benchmark.SampleKey | None = None
     cursors: dict[str, str | None] = field(default_factory=dict)
     outbox_id: str | None = None      # a pending outbox row (its page)
+    aggregate_id: str | None = None   # that row's aggregate_id (the search for an order's id)
+    message_id: str | None = None     # an inbox message id (the search for a pasted message id)
 
 
 def _q(path: str, **params: Any) -> str:
@@ -170,6 +172,8 @@ def find_samples(client, url: str, tables: Tables) -> Samples:
     with psycopg.connect(url) as conn:
         samples.stuck_key = benchmark.get_sample_stuck_key_with_outbox(conn, tables, path_safe=True)
         samples.unsafe_key = benchmark.get_sample_stuck_key_with_outbox(conn, tables, path_safe=False)
+        message = benchmark.get_sample_inbox_message(conn, tables)
+        samples.message_id = message.message_id if message else None
     for name, path in (("stuck", _q("/api/v1/keys", status="stuck")),
                        ("succeeded", _q("/api/v1/keys", status="succeeded")),
                        ("outbox_pending", "/api/v1/outbox"),
@@ -178,7 +182,11 @@ def find_samples(client, url: str, tables: Tables) -> Samples:
         samples.cursors[name] = response.get_json().get("next_cursor") if response.status_code == 200 else None
         if name == "outbox_pending" and response.status_code == 200 and response.get_json()["items"]:
             samples.outbox_id = response.get_json()["items"][0]["outbox_id"]
+            samples.aggregate_id = response.get_json()["items"][0]["aggregate_id"]
     return samples
+
+
+HOTSPOT_WINDOWS = ("1h", "24h", "7d", "all")
 
 
 def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
@@ -194,8 +202,12 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
     known: dict[str, list[tuple[str, str | None, tuple]]] = {
         "overview.page": [("/", "/", ()), ("/ (htmx refresh)", "/", hx)],
         "overview.api": [("/api/v1/overview", "/api/v1/overview", ())],
-        "hotspots.page": [("/hotspots", "/hotspots", ()), ("/hotspots?min_attempts=10", "/hotspots?min_attempts=10", ())],
-        "hotspots.api": [("/api/v1/hotspots", "/api/v1/hotspots", ())],
+        "hotspots.page": [("/hotspots", "/hotspots", ()), ("/hotspots?min_attempts=10", "/hotspots?min_attempts=10", ())]
+        + [(f"/hotspots?window={w}", f"/hotspots?window={w}", ()) for w in HOTSPOT_WINDOWS]
+        + [("/hotspots?window=7d&min_attempts=10", "/hotspots?window=7d&min_attempts=10", ()),
+           ("/hotspots?window=7d (htmx refresh)", "/hotspots?window=7d", hx)],
+        "hotspots.api": [("/api/v1/hotspots", "/api/v1/hotspots", ())]
+        + [(f"/api/v1/hotspots?window={w}", f"/api/v1/hotspots?window={w}", ()) for w in HOTSPOT_WINDOWS],
         "suppression.page": [(f"/suppression?window={w}", f"/suppression?window={w}", ()) for w in ("1h", "24h", "7d")],
         "suppression.api": [(f"/api/v1/suppression?window={w}", f"/api/v1/suppression?window={w}", ())
                             for w in ("1h", "24h", "7d")],
@@ -234,6 +246,15 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
             (base + "?q=<scope name part>", _q(base, q="order"), ()),
             (base + "?q=<no such key>", _q(base, q="no-such-key-0b6f1e"), ()),
         ]
+    # ids that are not keys: an outbox row's id (the page would redirect to the row), an order's id (its outbox
+    # rows by aggregate_id), an inbox message id (probed in every consumer)
+    known["search.api"] += [
+        ("/api/v1/search?q=<outbox_id>", _q("/api/v1/search", q=samples.outbox_id) if samples.outbox_id else None, ()),
+        ("/api/v1/search?q=<aggregate_id>",
+         _q("/api/v1/search", q=samples.aggregate_id) if samples.aggregate_id else None, ()),
+        ("/api/v1/search?q=<inbox message id>",
+         _q("/api/v1/search", q=samples.message_id) if samples.message_id else None, ()),
+    ]
     for prefix, endpoint in (("/keys", "keys.list_page"), ("/api/v1/keys", "keys.list_api")):
         rows = [(_q(prefix, status=s), _q(prefix, status=s), ())
                 for s in ("stuck", "processing", "succeeded", "failed_retryable", "failed_final")]
@@ -241,6 +262,8 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
                  (_q(prefix, status="stuck", claimed_by="worker-07"), None, ()),
                  (_q(prefix, status="stuck", min_attempts=5), None, ()),
                  (_q(prefix, status="stuck", overdue="1d"), None, ()),
+                 (_q(prefix, status="stuck", suggested="safe_to_retry"), None, ()),
+                 (_q(prefix, status="stuck", scope="create_order", overdue="1d"), None, ()),
                  (_q(prefix, status="succeeded", scope="refund"), None, ()),
                  (_q(prefix, status="failed_final", claimed_by="worker-07"), None, ()),
                  (prefix + "?status=stuck&cursor=<page 2>",

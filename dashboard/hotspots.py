@@ -1,40 +1,70 @@
-"""/hotspots and its JSON twin: keys attempted at least N times, by scope and worker, top keys, histogram."""
+"""/hotspots and its JSON twin: keys attempted at least N times, by scope and worker, top keys, histogram, over
+the keys last changed within a window (1h, 24h, 7d) or all of them."""
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 
-from flask import Blueprint, jsonify
+from flask import Blueprint
 
-from idemdash.dashboard import panels, query_args, rollups
-from idemdash.dashboard.keys import LIST_FIELDS
+from idemdash.dashboard import contract, panels, rollups
+from idemdash.dashboard.schemas import hotspots as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import hotspots
+from idemdash.queries.rollups import hotspot_variant
 
 bp = Blueprint("hotspots", __name__)
 
 TOP_KEYS = 20
+# the window in words: after "in the last" for a time window (the headline, the tabs' titles); the tabs' labels
+WINDOW_WORDS = {"1h": "hour", "24h": "24 hours", "7d": "7 days", "all": "all time"}
+WINDOW_TABS = {"1h": "1 hour", "24h": "24 hours", "7d": "7 days", "all": "All time"}
+DEFAULT_WINDOW = "24h"
+
+
+def window_phrase(window: str) -> str:
+    return "of all time" if hotspots.WINDOWS[window] is None else f"in the last {WINDOW_WORDS[window]}"
+
+
+def window_definition(window: str) -> str:
+    if hotspots.WINDOWS[window] is None:
+        return "window=all: every key in the table, whatever its age"
+    return (f"window={window}: only keys whose updated_at is within the last {WINDOW_WORDS[window]} (since = as_of "
+            "minus the window). The claim function sets updated_at (and claimed_at) on every attempt and complete/"
+            "fail set it again, so a key is in the window when its last attempt or its outcome is. A precomputed "
+            "section's window ends at its computed_at.")
 
 
 def _hotspots() -> dict:
     config = get_target().settings
     default = config["HOTSPOT_MIN_ATTEMPTS"]
-    n = query_args.integer("min_attempts", minimum=1, maximum=1_000_000, default=default)
+    args = contract.query(schema.HotspotsQuery)
+    window = args.window
+    n: int = args.min_attempts or default
     tables = get_target().tables
     lease = config["DEFAULT_LEASE_SECONDS"]
-    # groups and histogram read every hotspot (or every key): precomputed at scale, see dashboard/rollups.py
-    groups, histogram = rollups.load(("hotspot_groups", str(n)), ("attempt_histogram", ""))
+    span = hotspots.WINDOWS[window]
+    as_of = datetime.now(timezone.utc)
+    # groups and histogram read every hotspot (or every key) in the window: precomputed at scale, see
+    # dashboard/rollups.py; the rollups are per window
+    groups, histogram = rollups.load(("hotspot_groups", hotspot_variant(window, n)), ("attempt_histogram", window))
     by_scope = replace(groups, value=panels.require(groups).by_scope) if groups.ok else groups
     by_worker = replace(groups, value=panels.require(groups).by_worker) if groups.ok else groups
     return {
-        "as_of": datetime.now(timezone.utc),
+        "as_of": as_of,
+        "window": window,
+        "since": None if span is None else as_of - span,
+        "window_phrase": window_phrase(window),
+        "windows": WINDOW_TABS,
+        "window_words": WINDOW_WORDS,
+        "default_window": DEFAULT_WINDOW,
         "min_attempts": n,
         "default_min_attempts": default,
         "by_scope": by_scope,
         "by_worker": by_worker,
-        "top_keys": panels.load(hotspots.list_top_hotspot_keys, tables, n, lease_seconds=lease, limit=TOP_KEYS,
-                                index="index_keys_attempts"),
+        "top_keys": panels.load(hotspots.list_top_hotspot_keys, tables, n, lease_seconds=lease, window=span,
+                                limit=TOP_KEYS, index="index_keys_hotspots"),
         "histogram": histogram,
         "top_limit": TOP_KEYS,
         "group_limit": hotspots.GROUP_LIMIT,
@@ -47,23 +77,29 @@ def page():
 
 
 @bp.get("/api/v1/hotspots")
-def api():
+@contract.operation("Retry hotspots in a window: by scope and worker, the top keys, the attempt histogram",
+                    query=schema.HotspotsQuery, ok=schema.Hotspots)
+def api() -> schema.Hotspots:
     data = _hotspots()
     by_scope = panels.require(data["by_scope"])
     by_worker = panels.require(data["by_worker"])
-    return jsonify({
+    window = data["window"]
+    return schema.Hotspots.model_validate({
+        "window": window,
+        "since": data["since"],
         "min_attempts": data["min_attempts"],
         "as_of": data["as_of"],
-        "by_scope": [asdict(row) for row in by_scope.items],
-        "by_worker": [asdict(row) for row in by_worker.items],
-        "top_keys": [{f: getattr(row, f) for f in LIST_FIELDS} | {"stuck": row.stuck}
-                     for row in panels.require(data["top_keys"])],
-        "histogram": [asdict(b) for b in panels.require(data["histogram"])],
+        "by_scope": by_scope.items,
+        "by_worker": by_worker.items,
+        "top_keys": panels.require(data["top_keys"]),
+        "histogram": panels.require(data["histogram"]),
         "truncated": {"by_scope": by_scope.more, "by_worker": by_worker.more},
         "precomputed": rollups.precomputed(by_scope=data["by_scope"], by_worker=data["by_worker"],
                                            histogram=data["histogram"]),
         "definitions": {
-            "hotspot": f"a key with attempt_count >= {data['min_attempts']}",
+            "window": window_definition(window),
+            "hotspot": f"a key with attempt_count >= {data['min_attempts']}"
+                       + ("" if data["since"] is None else " and updated_at >= since"),
             "by_scope": f"hotspot keys grouped by idempotency_scope, the {hotspots.GROUP_LIMIT} with the most first",
             "by_worker": f"hotspot keys grouped by claimed_by (the worker that claimed the key last; null is "
                          f"its own group), the {hotspots.GROUP_LIMIT} with the most first",
@@ -71,7 +107,8 @@ def api():
                      f"older than {get_target().settings['DEFAULT_LEASE_SECONDS']} s",
             "processing": "status = 'processing', the stuck keys included",
             "top_keys": f"the {TOP_KEYS} hotspot keys with the most attempts, then the most recently changed",
-            "histogram": "every key in the table (not only hotspots) counted by attempt_count; max null = no "
-                         "upper bound",
+            "histogram": ("every key in the table" if data["since"] is None else
+                          "every key with updated_at >= since") + " (not only hotspots) counted by attempt_count; "
+                         "max null = no upper bound",
         },
     })

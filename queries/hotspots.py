@@ -1,7 +1,9 @@
-"""Retry hotspots: keys with attempt_count >= N by scope and by worker, the top keys, the attempt histogram."""
+"""Retry hotspots: keys with attempt_count >= N by scope and by worker, the top keys, the attempt histogram,
+over the keys last changed (``updated_at``) within a window, or all of them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Generic, TypeVar
 
 import psycopg
@@ -13,6 +15,11 @@ from idemdash.queries.transactions import select_all
 T = TypeVar("T")
 # Hotspot groups shown per page (by scope, by worker); more are counted as "more".
 GROUP_LIMIT = 100
+# A key is in a window when its updated_at is within it: the claim function sets updated_at (and claimed_at) on
+# every attempt, and complete/fail set it again, so updated_at is the key's last attempt or its outcome.
+# None: every key, whatever its age.
+WINDOWS: dict[str, timedelta | None] = {"1h": timedelta(hours=1), "24h": timedelta(hours=24),
+                                        "7d": timedelta(days=7), "all": None}
 
 
 @dataclass(frozen=True)
@@ -85,17 +92,18 @@ def _bounded(rows: list[T], limit: int) -> Bounded[T]:
 
 
 def list_hotspot_groups(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
-                        limit: int = GROUP_LIMIT) -> HotspotGroups:
+                        window: timedelta | None = None, limit: int = GROUP_LIMIT) -> HotspotGroups:
     """Hotspots by scope and by worker (one pass over the hotspot rows), at most ``limit`` groups of each."""
     return group_hotspots(list_hotspot_group_rows(conn, tables, min_attempts, lease_seconds=lease_seconds,
-                                                  limit=limit), limit)
+                                                  window=window, limit=limit), limit)
 
 
 def list_hotspot_group_rows(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
-                            limit: int = GROUP_LIMIT) -> list[HotspotGroupRow]:
+                            window: timedelta | None = None, limit: int = GROUP_LIMIT) -> list[HotspotGroupRow]:
     """The rows behind ``list_hotspot_groups`` (what the rollup stores): up to ``limit`` + 1 groups of each kind."""
     return select_all(conn, statement("list_hotspot_groups", tables),
-                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "limit": limit + 1},
+                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "window": window,
+                       "limit": limit + 1},
                       HotspotGroupRow)
 
 
@@ -109,10 +117,12 @@ def group_hotspots(rows: list[HotspotGroupRow], limit: int = GROUP_LIMIT) -> Hot
 
 
 def list_top_hotspot_keys(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
-                          limit: int = 20) -> list[HotKey]:
+                          window: timedelta | None = None, limit: int = 20) -> list[HotKey]:
     return select_all(conn, statement("list_top_hotspot_keys", tables),
-                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "limit": limit}, HotKey)
+                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "window": window,
+                       "limit": limit}, HotKey)
 
 
-def count_keys_by_attempts(conn: psycopg.Connection, tables: Tables) -> list[AttemptBucket]:
-    return select_all(conn, statement("count_keys_by_attempts", tables), None, AttemptBucket)
+def count_keys_by_attempts(conn: psycopg.Connection, tables: Tables,
+                           window: timedelta | None = None) -> list[AttemptBucket]:
+    return select_all(conn, statement("count_keys_by_attempts", tables), {"window": window}, AttemptBucket)

@@ -1,5 +1,5 @@
 -- list_hotspot_groups --
--- Retry hotspots (attempt_count >= N) per scope and per claimed_by (NULL is its own group), in one pass over them.
+-- Retry hotspots (attempt_count >= N, updated_at within the window) per scope and per claimed_by (NULL is its own group), in one pass over them.
 -- Per group: how many, stuck / in each status, the most attempts; the `limit` with the most hotspots of each kind.
 -- GROUPING SETS reads each hotspot row once for both groupings (the rows are spread over the table: the heap
 -- fetches are the cost).
@@ -20,6 +20,8 @@ WITH grouped AS (
            max(attempt_count) AS max_attempts
     FROM {keys}
     WHERE attempt_count >= %(min_attempts)s
+      -- a NULL window is all time; the claim function sets updated_at on every attempt
+      AND updated_at >= coalesce(now() - %(window)s::interval, '-infinity'::timestamptz)
     GROUP BY GROUPING SETS ((idempotency_scope), (claimed_by))
 ),
 ranked AS (
@@ -34,7 +36,7 @@ WHERE rank <= %(limit)s
 ORDER BY by_scope DESC, rank
 
 -- list_top_hotspot_keys --
--- The keys with the most attempts (at least N), most attempts then most recently changed first (docs/concepts.md, Retry hotspots).
+-- The keys with the most attempts (at least N) changed within the window, most attempts then most recently changed first (docs/concepts.md, Retry hotspots).
 SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS status, request_hash, claimed_by,
        claimed_at, locked_until,
        CASE WHEN status = 'processing' THEN
@@ -46,22 +48,26 @@ SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS statu
              OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))) AS stuck
 FROM {keys}
 WHERE attempt_count >= %(min_attempts)s
+  AND updated_at >= coalesce(now() - %(window)s::interval, '-infinity'::timestamptz)
 ORDER BY attempt_count DESC, updated_at DESC, idempotency_scope, idempotency_key
 LIMIT %(limit)s
 
 -- count_keys_by_attempts --
--- Every key in the table (not only hotspots) counted into attempt buckets 1, 2, 3, 4, 5-9, 10-19, 20+.
+-- Every key changed within the window (not only hotspots; a NULL window is the whole table) counted into attempt buckets 1, 2, 3, 4, 5-9, 10-19, 20+.
 WITH retried AS (
     -- keys attempted more than once are few: the partial attempts index serves them. width_bucket gives
     -- 2 for attempt_count 2, ..., 5 for 5-9, 6 for 10-19, 7 for 20 and more.
     SELECT width_bucket(attempt_count, ARRAY[2, 3, 4, 5, 10, 20]) + 1 AS i, count(*) AS keys
     FROM {keys}
     WHERE attempt_count >= 2
+      AND updated_at >= coalesce(now() - %(window)s::interval, '-infinity'::timestamptz)
     GROUP BY 1
 ),
 total AS (
-    -- the first-attempt bucket is the rest: a plain count, the cheapest way to visit every row
+    -- the first-attempt bucket is the rest: a plain count, the cheapest way to visit every row (all time), or
+    -- an index-only count of the window's rows by updated_at
     SELECT count(*) AS keys FROM {keys}
+    WHERE updated_at >= coalesce(now() - %(window)s::interval, '-infinity'::timestamptz)
 )
 SELECT b.bucket, b.min, b.max,
        CASE WHEN b.i = 1 THEN (SELECT keys FROM total) - (SELECT coalesce(sum(keys), 0) FROM retried)

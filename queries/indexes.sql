@@ -6,9 +6,9 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NUL
 -- Key lists by status ordered by last change, and the 24-hour failed/succeeded counts.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (status, updated_at DESC, idempotency_scope DESC, idempotency_key DESC)
 
--- index_keys_attempts --
--- Retry hotspots: keys with many attempts, without scanning the table.
-CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (attempt_count DESC) WHERE attempt_count >= 2
+-- index_keys_hotspots --
+-- Retry hotspots over a window: keys with many attempts, most first, and when each last changed (updated_at, read in the index), without scanning the table.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (attempt_count DESC, updated_at DESC) WHERE attempt_count >= 2
 
 -- index_keys_created --
 -- Suppression numbers per scope over a time window of creation.

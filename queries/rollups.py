@@ -74,14 +74,19 @@ ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
     Rollup("inbox_volume", overview.InboxVolume,
            lambda conn, tables, s, v: [overview.get_inbox_volume(conn, tables)],
            _one, _single, "index_inbox_processed", 60),
+    # variant '<window>:<min_attempts>' (hotspot_variant), each window at the default min_attempts
     Rollup("hotspot_groups", hotspots.HotspotGroupRow,
            lambda conn, tables, s, v: hotspots.list_hotspot_group_rows(
-               conn, tables, int(v), lease_seconds=s["DEFAULT_LEASE_SECONDS"]),
-           hotspots.group_hotspots, lambda s: [str(s["HOTSPOT_MIN_ATTEMPTS"])], "index_keys_attempts", 60),
-    # every key in the table: the one aggregate that reads all of it (an index-only count), so less often
+               conn, tables, int(v.partition(":")[2]), lease_seconds=s["DEFAULT_LEASE_SECONDS"],
+               window=hotspots.WINDOWS[v.partition(":")[0]]),
+           hotspots.group_hotspots,
+           lambda s: [hotspot_variant(w, s["HOTSPOT_MIN_ATTEMPTS"]) for w in hotspots.WINDOWS],
+           "index_keys_hotspots", 60),
+    # variant: the window. Window 'all' counts every key in the table, the one aggregate that reads all of it
+    # (an index-only count), so less often
     Rollup("attempt_histogram", hotspots.AttemptBucket,
-           lambda conn, tables, s, v: hotspots.count_keys_by_attempts(conn, tables),
-           _as_list, _single, "index_keys_attempts", 300),
+           lambda conn, tables, s, v: hotspots.count_keys_by_attempts(conn, tables, hotspots.WINDOWS[v]),
+           _as_list, lambda s: list(hotspots.WINDOWS), "index_keys_hotspots", 300),
     Rollup("suppression", suppression.ScopeSuppression,
            lambda conn, tables, s, v: suppression.list_suppression_rows(conn, tables, suppression.WINDOWS[v]),
            suppression.assemble_suppression, lambda s: list(suppression.WINDOWS), "index_keys_created", 120),
@@ -96,6 +101,11 @@ ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
            lambda conn, tables, s, v: outbox.list_outbox_event_types(conn, tables),
            _as_list, _single, "index_outbox_published", 60),
 )}
+
+
+def hotspot_variant(window: str, min_attempts: int) -> str:
+    """The hotspot_groups rollup's variant: its window and its min_attempts."""
+    return f"{window}:{min_attempts}"
 
 
 def usable(stored: StoredRollup, rollup: Rollup) -> bool:

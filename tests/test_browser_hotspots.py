@@ -68,3 +68,59 @@ def test_hotspots_filter_and_histogram_bars(live_server, page, conn):
     expect(top).to_have_count(4)
     expect(page.locator('#by-scope tr[data-scope="create_order"] [data-col="stuck"]')).to_have_text("4")
     assert page.locator("header.topbar").count() == 1
+
+
+SHOTS = __import__("os").environ.get("IDEMDASH_SCREENSHOTS")  # a directory: keep screenshots to look at
+
+
+def test_hotspot_window_tabs_swap_the_panel_and_keep_the_threshold(live_server, page, conn):
+    from tests.test_hotspots import Key as HotKey
+    from tests.test_hotspots import insert as insert_hot
+
+    now = _now(conn)
+    # one hot key per age: 10 minutes, 2 hours, 3 days, 20 days since its last change
+    ages = {"fresh": timedelta(minutes=10), "two-hours": timedelta(hours=2), "three-days": timedelta(days=3),
+            "last-month": timedelta(days=20)}
+    insert_hot(conn, [HotKey(scope, f"{scope}-{i}", "failed_retryable", f"worker-{i}", 6 + i, now - age,
+                             None, now - age) for i, (scope, age) in enumerate(ages.items())])
+    base = live_server()
+    page.goto(base + "/hotspots?min_attempts=6")
+    rows = page.locator("#by-scope tbody tr")
+    headline = page.locator("h1")
+    expect(headline).to_have_text("Retry hotspots in the last 24 hours")
+    expect(rows).to_have_count(2)
+
+    page.locator('nav.tabs a[data-tab="7d"]').click()
+    expect(page).to_have_url(f"{base}/hotspots?window=7d&min_attempts=6")
+    expect(rows).to_have_count(3)
+    expect(headline).to_have_text("Retry hotspots in the last 7 days")  # swapped in out of band
+    expect(page.locator("#hotspots-panel")).to_have_attribute("hx-get", "/hotspots?window=7d&min_attempts=6")
+    assert page.locator("header.topbar").count() == 1 and page.locator("h1").count() == 1
+
+    # the threshold form keeps the window
+    page.locator("input[name=min_attempts]").fill("7")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{base}/hotspots?window=7d&min_attempts=7")
+    expect(rows).to_have_count(2)   # three-days (8 attempts) and two-hours (7)
+    expect(page.locator('nav.tabs a[data-tab="1h"]')).to_have_attribute("href", "/hotspots?window=1h&min_attempts=7")
+
+    page.locator('nav.tabs a[data-tab="1h"]').click()
+    expect(page).to_have_url(f"{base}/hotspots?window=1h&min_attempts=7")
+    expect(page.locator("#hotspots-panel p.empty").first).to_contain_text("No key changed in the last hour")
+    page.go_back()
+    expect(page).to_have_url(f"{base}/hotspots?window=7d&min_attempts=7")
+    expect(rows).to_have_count(2)
+
+    if SHOTS:
+        from pathlib import Path
+
+        page.goto(base + "/hotspots?window=all&min_attempts=6")
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            for width in (1440, 390):
+                page.set_viewport_size({"width": width, "height": 900})
+                page.screenshot(path=str(Path(SHOTS) / f"hotspots-{width}-{scheme}.png"), full_page=True)
+    # no tab row pushes a phone-width page sideways
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(base + "/hotspots?window=all&min_attempts=6")
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390

@@ -172,7 +172,11 @@ def test_page_shows_the_same_numbers_and_links_to_the_matching_keys(make_app, co
     assert all(widths[b] < 100.0 for b in widths if want["histogram"][b] < want["histogram"][biggest])
     # buckets that hold keys with >= 6 attempts are highlighted, the others not
     assert [tr["data-bucket"] for tr in bars if "hot" in tr.get("class", [])] == ["5-9", "10-19", "20+"]
-    assert "every key in the table" in soup.select_one('[aria-label="Attempt histogram"]').get_text().lower()
+    # the default window is 24 hours (every key here changed within it); window=all is the whole table
+    assert "every key changed in the last 24 hours" in soup.select_one(
+        '[aria-label="Attempt histogram"]').get_text().lower()
+    whole = BeautifulSoup(client.get("/hotspots?min_attempts=6&window=all").data, "html.parser")
+    assert "every key in the table" in whole.select_one('[aria-label="Attempt histogram"]').get_text().lower()
 
     # a stuck count links to the key list with the same filters, and that list holds exactly that many keys
     scope = next(s for s, c in want["by_scope"].items() if c["stuck"])
@@ -288,9 +292,13 @@ def test_empty_tables_render_empty_states(client):
     assert response.status_code == 200
     soup = BeautifulSoup(response.data, "html.parser")
     empties = [p.get_text(" ", strip=True) for p in soup.select("p.empty")]
+    assert empties.count("No key changed in the last 24 hours was attempted 5 times or more.") == 3
+    assert "No key changed in the last 24 hours." in empties
+    assert soup.select("table") == []
+    whole = BeautifulSoup(client.get("/hotspots?window=all").data, "html.parser")
+    empties = [p.get_text(" ", strip=True) for p in whole.select("p.empty")]
     assert empties.count("No key has been attempted 5 times or more.") == 3
     assert "The table has no keys yet." in empties
-    assert soup.select("table") == []
 
 
 def test_htmx_request_returns_only_the_fragment(client, conn):

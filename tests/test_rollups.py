@@ -87,7 +87,9 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
     done = run_rollups(Target.from_settings(config))
     expected = {f"{r.name}:{v}" for r in ROLLUPS.values() for v in r.variants(config)}
     assert set(done) == expected
-    assert "suppression:7d" in done and "hotspot_groups:5" in done
+    assert "suppression:7d" in done and "hotspot_groups:5" not in done
+    assert {f"hotspot_groups:{w}:5" for w in ("1h", "24h", "7d", "all")} <= set(done)
+    assert {f"attempt_histogram:{w}" for w in ("1h", "24h", "7d", "all")} <= set(done)
     stored = {(r.name, r.variant): r for r in rollups.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])}
     [windows] = rollups.decode_rows(ROLLUPS["key_windows"], stored[("key_windows", "")].payload)
     assert windows == WindowCounts(200, windows.failed_final_24h, windows.succeeded_24h)
@@ -151,10 +153,19 @@ def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client,
     assert "Failed and succeeded counts" in page.select_one("[data-precomputed]").get_text()
 
 
-def test_hotspot_threshold_other_than_the_precomputed_one_is_live(client, conn):
-    _store(conn, "hotspot_groups", "5", _rows(HotspotGroupRow(True, "precomputed-scope", None, 3, 0, 0, 0, 0, 3, 9)))
+def test_hotspot_threshold_or_window_other_than_the_precomputed_one_is_live(client, conn):
+    _store(conn, "hotspot_groups", "24h:5",
+           _rows(HotspotGroupRow(True, "precomputed-scope", None, 3, 0, 0, 0, 0, 3, 9)))
     assert [s["scope"] for s in client.get("/api/v1/hotspots").get_json()["by_scope"]] == ["precomputed-scope"]
     assert client.get("/api/v1/hotspots?min_attempts=6").get_json()["by_scope"] == []
+    # a window's rollup serves only that window
+    assert client.get("/api/v1/hotspots?window=7d").get_json()["by_scope"] == []
+    _store(conn, "hotspot_groups", "7d:5", _rows(HotspotGroupRow(True, "seven-days", None, 4, 0, 0, 0, 0, 4, 9)))
+    body = client.get("/api/v1/hotspots?window=7d").get_json()
+    assert [s["scope"] for s in body["by_scope"]] == ["seven-days"] and set(body["precomputed"]) == {
+        "by_scope", "by_worker"}
+    assert [s["scope"] for s in client.get("/api/v1/hotspots?window=24h").get_json()["by_scope"]] == [
+        "precomputed-scope"]
 
 
 def test_suppression_windows_are_all_precomputed():

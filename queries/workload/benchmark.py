@@ -75,6 +75,16 @@ def get_sample_stuck_key_with_outbox(conn: psycopg.Connection, tables: Tables, *
                       SampleKey)
 
 
+@dataclass(frozen=True)
+class SampleMessage:
+    consumer: str
+    message_id: str
+
+
+def get_sample_inbox_message(conn: psycopg.Connection, tables: Tables) -> SampleMessage | None:
+    return select_one(conn, statement("get_sample_inbox_message", tables), None, SampleMessage)
+
+
 def get_setting(conn: psycopg.Connection, name: str) -> str:
     row = conn.execute(statement("get_setting"), {"name": name}).fetchone()
     assert row is not None

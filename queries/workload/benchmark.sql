@@ -64,6 +64,13 @@ WHERE k.status = 'processing' AND k.locked_until < now()
 ORDER BY (strpos(k.idempotency_scope, '/') > 0) = %(path_safe)s, k.locked_until
 LIMIT 1
 
+-- get_sample_inbox_message --
+-- One inbox message id (the header's search for a pasted message id): the first row of the primary key.
+SELECT consumer_name AS consumer, message_id
+FROM {inbox}
+ORDER BY consumer_name, message_id
+LIMIT 1
+
 -- get_setting --
 -- One server setting's current value (the benchmark's embedded server is tuned before it runs).
 SELECT current_setting(%(name)s) AS value
