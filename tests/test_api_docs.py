@@ -53,10 +53,12 @@ def _field_names(schema: dict, seen: set[int] | None = None) -> set[str]:
     if id(schema) in seen:
         return set()
     seen.add(id(schema))
-    names = set(schema.get("properties", {}))
+    # an object's fields, and the names a dict's keys may take (the key list's counts per state)
+    names = set(schema.get("properties", {})) | set((schema.get("propertyNames") or {}).get("enum", []))
     for child in [*schema.get("properties", {}).values(), *schema.get("anyOf", []), *schema.get("oneOf", []),
-                  *schema.get("allOf", []), schema.get("items") or {}, schema.get("additionalProperties") or {}]:
-        if isinstance(child, dict):
+                  *schema.get("allOf", []), schema.get("items"), schema.get("additionalProperties"),
+                  schema.get("propertyNames")]:
+        if isinstance(child, dict) and child:
             names |= _field_names(child, seen)
     return names
 
@@ -83,9 +85,12 @@ def test_the_section_names_every_query_parameter(route):
     params = {p["name"] for p in OPERATIONS[route]["parameters"] if p["in"] == "query"}
     missing = {name for name in params if not re.search(rf"`{name}[`=]|[?&]{name}=", section)}
     assert not missing, f"docs/api.md does not name {sorted(missing)} for {route}"
-    # a query string written out in the section's title or bullet lists exactly the route's parameters
-    first_line = section.splitlines()[0]
-    written = set(re.findall(r"[?&]([a-z_]+)=", first_line))
+    # a query string written out with the route's own path in its title or bullet names only its parameters
+    path, method = route
+    written = set()
+    for raw in re.findall(rf"`{method.upper()} (/api/v1/[^`\s]*)`", section.splitlines()[0]):
+        if _doc_path(raw) == path and "?" in raw:
+            written |= set(re.findall(r"[?&]([a-z_]+)=", raw))
     assert written <= params, f"docs/api.md lists {sorted(written - params)} for {route}, which it does not take"
 
 
@@ -96,7 +101,7 @@ def test_every_field_the_section_shows_is_a_field_of_the_route(route):
     shown = set()
     for block in re.findall(r"```json\n(.*?)```", section, re.S):
         shown |= set(re.findall(r'"([a-z_][a-z0-9_]*)"\s*:', block))
-    for shape in re.findall(r"`(\{[^`]*\})`", section):
-        shown |= set(re.findall(r'"([a-z_][a-z0-9_]*)"', shape))
+    for shape in re.findall(r"`(\{[^`]*\})`", section):  # {"a", "b": [{"c"}]}: names, not the values after ':'
+        shown |= set(re.findall(r'(?<![:|] )"([a-z_][a-z0-9_]*)"', shape))
     unknown = shown - known
     assert not unknown, f"docs/api.md shows {sorted(unknown)} for {route}, which are not in its schemas"

@@ -103,7 +103,8 @@ def test_a_repeated_parameter_is_a_400_on_the_api_and_the_first_value_on_the_pag
 def test_a_nul_in_a_query_value_names_the_parameter(client):
     response = client.get("/api/v1/key?scope=create_order&key=a%00b")
     assert response.status_code == 400
-    assert response.get_json()["fields"] == [{"field": "key", "message": "must not contain a NUL character"}]
+    [error] = response.get_json()["fields"]
+    assert error["field"] == "key" and error["message"].startswith("must not contain a NUL character")
 
 
 @pytest.mark.parametrize("path, body", [

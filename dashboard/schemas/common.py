@@ -142,11 +142,17 @@ class FieldError(Answer):
     message: str
 
 
+def _error_example(schema: dict[str, Any], model: type) -> None:
+    if model is Error:  # not its subclasses: a 409's body has fields of its own
+        schema["examples"] = [{"error": "min_attempts must be at least 1 (got 0)",
+                               "fields": [{"field": "min_attempts", "message": "must be at least 1 (got 0)"}]}]
+
+
 class Error(Answer):
     """Every error answer: what went wrong and what to do."""
 
     model_config = ConfigDict(from_attributes=True, frozen=True, extra="allow",
-                              json_schema_extra={"examples": [{"error": "min_attempts: must be at least 1 (got 0)"}]})
+                              json_schema_extra=lambda schema, model: _error_example(schema, model))
     error: str = Field(description="What went wrong and what to do, in one message.")
     fields: list[FieldError] | None = Field(None, description="A 400 from a request's model: each field in error.")
 
