@@ -103,8 +103,6 @@ def bulk_apply(req: BulkRequest) -> dict:
     bulk_id = uuid.uuid4()
     with db.write() as conn:
         now = database_now(conn)
-        if req.as_of > now + timedelta(seconds=5):
-            raise ActionError(400, "as_of is in the future: use the as_of the preview returned")
         if now - req.as_of > PREVIEW_MAX_AGE:
             raise ActionError(409, "the preview is more than 15 minutes old: preview again and confirm what you see now")
         preview = reclassify.get_bulk_preview(conn, req.flt, req.to, req.as_of)

@@ -1,14 +1,13 @@
 """The key list's filters: read from the query string, which tab each applies to, said in words, and how many keys
 match them (``matching``), with the stuck keys grouped by suggested outcome.
 
-A filter that does not apply to a tab is never silently ignored: the JSON API refuses it (400, naming the tabs it
-applies to), and the page shows it disabled with a note.
+A filter that does not apply to a tab is never silently ignored: it is not applied, and the JSON API's answer names
+it with the tabs it applies to (``not_applied``), as the page shows it disabled with a note. (A 400 would refuse a
+request the OpenAPI document cannot call invalid: a document cannot tie one query parameter to another's value.)
 """
 from __future__ import annotations
 
 from dataclasses import replace
-
-from flask import abort
 
 from idemdash.core.formatting import duration
 from idemdash.dashboard import panels
@@ -22,18 +21,14 @@ APPLIES = {"overdue": ("stuck", "needs_review", "processing"), "suggested": ("st
 FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested")
 
 
-def read(args: KeyListQuery, *, api: bool) -> tuple[keys.KeyFilter, list[str]]:
-    """The filter of this request, and the names of the filters it carries that do not apply to its tab (only the
-    page gets here with any: the API answers 400)."""
+def read(args: KeyListQuery) -> tuple[keys.KeyFilter, list[str]]:
+    """The filter of this request, and the names of the filters it carries that do not apply to its tab: those are
+    not applied, and said so (the page shows them disabled, the API lists them in ``not_applied``)."""
     status = args.status
     flt = keys.KeyFilter(status=status, scope=args.scope, claimed_by=args.claimed_by, min_attempts=args.min_attempts,
                          min_overdue_seconds=args.overdue, suggested=args.suggested)
     given = {"overdue": flt.min_overdue_seconds, "suggested": flt.suggested}
     ignored = [name for name, value in given.items() if value is not None and status not in APPLIES[name]]
-    if ignored and api:
-        name = ignored[0]
-        abort(400, f"{name} applies to the {', '.join(APPLIES[name])} keys only, not to status={status}: "
-                   f"remove it (it would be ignored)")
     if "overdue" in ignored:
         flt = replace(flt, min_overdue_seconds=None)
     if "suggested" in ignored:

@@ -42,9 +42,9 @@ def key_json(row: keys.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
     return {f: getattr(row, f) for f in fields} | {"hold": hold}
 
 
-def _list_panel(*, api: bool):
+def _list_panel():
     args = contract.query(schema.KeyListQuery)
-    flt, ignored = key_filters.read(args, api=api)
+    flt, ignored = key_filters.read(args)
     limit, after, order = args.limit, args.cursor, args.order or keys.DEFAULT_ORDER[flt.status]
     db = get_target()
     try:
@@ -60,7 +60,7 @@ def _list_panel(*, api: bool):
 
 @bp.get("/keys")
 def list_page():
-    flt, ignored, limit, after, order, panel = _list_panel(api=False)
+    flt, ignored, limit, after, order, panel = _list_panel()
     tables = get_target().tables
     scopes = panels.load(keys.list_scopes, tables)
     # the worker suggestions sit in the filter form, outside the fragment a refresh swaps: full pages, or a hint
@@ -81,7 +81,7 @@ def list_page():
                     "match the filters, and the stuck keys per suggested outcome", query=schema.KeyListQuery,
                     ok=schema.KeyList)
 def list_api() -> schema.KeyList:
-    flt, _, limit, after, order, panel = _list_panel(api=True)
+    flt, ignored, limit, after, order, panel = _list_panel()
     page = panels.require(panel)
     tabs = key_tabs.load(flt.status)
     groups = panels.require(key_filters.suggestion_groups(flt))
@@ -89,7 +89,8 @@ def list_api() -> schema.KeyList:
         "items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor,
         "prev_cursor": page.prev_cursor, "order": order, "counts": key_tabs.counts_json(panels.require(tabs)),
         "count_cap": key_tabs.COUNT_CAP, "matching": panels.require(key_filters.matching(flt)),
-        "suggestions": groups})
+        "suggestions": groups,
+        "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored]})
 
 
 def detail_context(scope: str, key: str) -> dict:

@@ -145,7 +145,14 @@ def build(app: Flask) -> dict[str, Any]:
                 entry["deprecated"] = True
             if op.body is not None:
                 entry["requestBody"] = {"required": True, "content": _content(refs[(op.body, "validation")])}
-            for status in op.errors:
+            # a database the path names that this dashboard does not serve: 404
+            errors = (*op.errors, 404) if "{database}" in path and 404 not in op.errors else op.errors
+            if method == "GET" and entry["parameters"]:
+                # a request line longer than the server takes (gunicorn's limit_request_line, 4094 bytes by
+                # default) is refused by the server before idemdash sees it, with a body of its own
+                entry["responses"]["414"] = {"description": "URI too long: the request line is longer than the "
+                                                            "server takes (a long key: use its page's JSON by path)"}
+            for status in sorted(errors):
                 if status == 409 and op.conflict is not None:
                     entry["responses"]["409"] = {"description": ERRORS[409][1],
                                                  "content": _content(refs[(op.conflict, "serialization")])}

@@ -10,6 +10,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, RootModel, model_valida
 
 from idemdash.dashboard.schemas.common import (
     Answer,
+    AttemptCount,
     Body,
     BodyDuration,
     Error,
@@ -26,7 +27,7 @@ class _Reclassify(Body):
     scope: Name = Field(description="Idempotency scope.")
     key: Key = Field(description="Idempotency key.")
     reason: Reason = Field(description="Why: for the audit log and the next person on call.")
-    expected_attempt_count: int | None = Field(None, ge=1, le=2_000_000_000,
+    expected_attempt_count: AttemptCount | None = Field(None,
                                                description="The attempt_count you saw: refused (409) if it changed.")
     expected_locked_until: Timestamp | None = Field(
         None, description="The lease end you saw (null: there was no lease): refused (409) if it changed. Checked "
@@ -93,15 +94,18 @@ def _bulk_outcome(value: Any) -> Any:
 class BulkFilterBody(Body):
     scope: Name | None = None
     claimed_by: Name | None = None
-    min_attempts: int | None = Field(None, ge=1, le=2_000_000_000)
+    min_attempts: AttemptCount | None = None
     overdue: BodyDuration | None = Field(None, description="Lease ended at least this long ago.")
     suggested: Suggested | None = None
 
 
+# to confirm (no "preview": true), reason and as_of are required and not null; hold_for is for needs_review only
 _REQUIRED_WHEN: Any = [
     {"if": {"properties": {"preview": {"const": True}}, "required": ["preview"]},
-     "else": {"required": ["reason", "as_of"]}},
-    {"if": {"properties": {"to": {"const": "needs_review"}}}, "else": {"not": {"required": ["hold_for"]}}},
+     "else": {"required": ["reason", "as_of"],
+              "properties": {"reason": {"type": "string"}, "as_of": {"type": "string"}}}},
+    {"if": {"properties": {"to": {"const": "needs_review"}}},
+     "else": {"properties": {"hold_for": {"type": "null"}}}},
 ]
 
 

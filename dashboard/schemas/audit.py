@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field
 
 from idemdash.dashboard.schemas.common import (
     CURSOR_TEXT,
@@ -52,14 +52,6 @@ class AuditQuery(Query):
     until: Moment | None = Field(None, description="Up to this time, or this long ago.")
     cursor: AuditCursor | None = None
     limit: Limit = 50
-
-    @field_validator("until")
-    @classmethod
-    def _not_before_since(cls, until: datetime | None, info: ValidationInfo) -> datetime | None:
-        since = info.data.get("since")
-        if until is not None and since is not None and since > until:
-            raise ValueError("is before since: the time range is empty")
-        return until
 
 
 class AuditPage(Answer):

@@ -112,6 +112,15 @@ def cursor_of(listing: str) -> WithJsonSchema:
 
 
 Limit = Annotated[int, Field(ge=1, le=500, description="Rows per page.")]
+def _whole(value: Any) -> Any:
+    # JSON Schema counts 457.0 as an integer: a body's whole number may be written so
+    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**63 else value
+
+
+# whole numbers in a JSON body (read strictly: a string or a boolean is not one, 457.0 is); the bounds come before
+# the conversion, or the document would carry them as pydantic's own words (ge, le) instead of minimum, maximum
+AttemptCount = Annotated[int, Field(ge=1, le=2_000_000_000), BeforeValidator(_whole)]
+OutboxAttemptCount = Annotated[int, Field(ge=0, le=2_000_000_000), BeforeValidator(_whole)]
 # a whole number a query string or body carries as an id or a count
 PositiveInt = Annotated[int, Field(ge=1, le=2**62)]
 # the JSON encoding of a UUID, a Decimal and a timedelta (seconds), as every answer writes them

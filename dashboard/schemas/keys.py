@@ -101,6 +101,11 @@ class SuggestionGroup(Answer):
     keys: int
 
 
+class NotApplied(Answer):
+    filter: Literal["overdue", "suggested"]
+    applies_to: list[Status] = Field(description="The tabs (status) the filter means something on.")
+
+
 class KeyList(Answer):
     items: list[KeyItem]
     next_cursor: str | None
@@ -111,6 +116,8 @@ class KeyList(Answer):
     matching: Matching
     suggestions: list[SuggestionGroup] = Field(description="The stuck tab: stuck keys matching the other "
                                                            "filters, per suggested outcome; empty on the others.")
+    not_applied: list[NotApplied] = Field(description="Filters given that do not apply to this tab: not applied "
+                                                      "(overdue off the lease tabs, suggested off stuck).")
 
 
 class OutboxEvent(Answer):

@@ -16,6 +16,7 @@ from idemdash.dashboard.schemas.common import (
     Body,
     Error,
     Limit,
+    OutboxAttemptCount,
     PositiveInt,
     Query,
     Reason,
@@ -139,7 +140,7 @@ class PoisonPage(Answer):
 class MoveBody(Body):
     outbox_id: UUID = Field(description="The outbox row's id.")
     reason: Reason = Field(description="Why: for the audit log and the next person on call.")
-    expected_attempt_count: int | None = Field(None, ge=1, le=2_000_000_000,
+    expected_attempt_count: OutboxAttemptCount | None = Field(None,
                                                description="The attempt_count you saw: refused (409) if it changed.")
 
 
