@@ -1,6 +1,6 @@
 """Layout in a real Chromium at 1440 px: the audit log's evidence opens into a column wide enough to read, and a
 key of usual length (a UUID) is shown whole, not cut with '…'; at 390 px the opened evidence and the key page's
-form stay inside the screen."""
+form stay inside the screen, and the form shows the fields of the outcome chosen, not of the one suggested."""
 from __future__ import annotations
 
 import uuid
@@ -80,5 +80,9 @@ def test_opened_evidence_and_the_reclassify_form_fit_a_phone(chromium, audited, 
         for outcome in ("safe_to_retry", "abandoned", "already_succeeded", "needs_review"):
             page.locator(f"input[name=to][value={outcome}]").check()
             assert page.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"], outcome
+            # only the chosen outcome's own fields are open (not the suggestion's, after choosing another)
+            opened = page.locator("form.reclassify details[data-for][open]").evaluate_all(
+                "els => els.map(el => el.dataset.for)")
+            assert opened == ([outcome] if outcome in ("already_succeeded", "needs_review") else []), outcome
     finally:
         context.close()
