@@ -103,6 +103,11 @@ def test_hotspot_window_tabs_swap_the_panel_and_keep_the_threshold(live_server, 
     expect(page).to_have_url(f"{base}/hotspots?window=7d&min_attempts=7")
     expect(rows).to_have_count(2)   # three-days (8 attempts) and two-hours (7)
     expect(page.locator('nav.tabs a[data-tab="1h"]')).to_have_attribute("href", "/hotspots?window=1h&min_attempts=7")
+    # the links outside the panel follow it
+    expect(page.locator("#json-link")).to_have_attribute("href", "/api/v1/hotspots?min_attempts=7&window=7d")
+    expect(page.locator("#back-default a")).to_have_attribute("href", "/hotspots?window=7d")
+    # Enter sent the form twice (change, then submit): let both answers land before the panel is swapped again
+    page.wait_for_load_state("networkidle")
 
     page.locator('nav.tabs a[data-tab="1h"]').click()
     expect(page).to_have_url(f"{base}/hotspots?window=1h&min_attempts=7")

@@ -1,6 +1,7 @@
 """A small world with something on every page, for the tests that visit them all (phone width, accessibility):
 stuck, held, finished and failed keys (long and hostile ones among them), outbox rows (a poison one with a
-hostile payload), inbox rows, a bulk action and a note in the audit log, snapshots for the trends, a purge run."""
+hostile payload, a parked one), inbox rows, a bulk action, a note and a reclassification over the outbox's evidence in
+the audit log, snapshots for the trends, purge runs (finished, cancelled, one running)."""
 from __future__ import annotations
 
 import re
@@ -23,6 +24,7 @@ class World:
     scope: str
     key: str
     poison_id: str
+    parked_id: str
 
 
 def seed(conn, client) -> World:
@@ -58,7 +60,12 @@ def seed(conn, client) -> World:
     conn.execute("""INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted,
                         dry_run, outcome, started_by)
                     VALUES ('keys', now() - interval '1 hour', now() - interval '59 minutes', 3, 12000, false,
-                            'succeeded', 'scheduler')""")
+                            'succeeded', 'scheduler'),
+                           ('inbox', now() - interval '2 hours', now() - interval '119 minutes', 2, 800, false,
+                            'cancelled', 'alice')""")
+    # running now (as a scheduler's runner writes it): the page offers its Cancel button
+    conn.execute("INSERT INTO idemdash.purge_run (table_name, started_by, batches, rows_deleted, dry_run) "
+                 "VALUES ('outbox', 'scheduler', 4, 4000, false)")
 
     api = "/api/v1/keys/reclassify-bulk"
     preview = client.post(api, json={"filter": {"scope": "send_invoice"}, "to": "abandoned", "preview": True})
@@ -69,7 +76,18 @@ def seed(conn, client) -> World:
     note = client.post("/api/v1/keys/notes", json={"scope": "create_order", "key": "cart/0/checkout-0000",
                                                    "text": "INC-5: looking at the payment provider"})
     assert note.status_code == 201, note.get_json()
-    return World("create_order", "cart/0/checkout-0000", str(poison.outbox_id))
+    # abandoned although an outbox row says the effect committed: the override is in the audit line
+    insert_events(conn, [Event("order.created", "pending", now - timedelta(minutes=30), scope="create_order",
+                               key="cart/6/checkout-0006")])
+    done = client.post("/api/v1/keys/reclassify", json={
+        "scope": "create_order", "key": "cart/6/checkout-0006", "to": "abandoned", "override_evidence": True,
+        "reason": "INC-7: the outbox row is a test event written by the load test"})
+    assert done.status_code == 200, done.get_json()
+    parked = conn.execute("SELECT outbox_id::text FROM app.outbox_event WHERE idempotency_key = 'cart/3/checkout-0003'"
+                          ).fetchone()[0]
+    done = client.post("/api/v1/outbox/park", json={"outbox_id": parked, "reason": "INC-5: payload fails the schema"})
+    assert done.status_code == 200, done.get_json()
+    return World("create_order", "cart/0/checkout-0000", str(poison.outbox_id), parked)
 
 
 def page_urls(app, world: World) -> list[str]:
@@ -88,5 +106,6 @@ def page_urls(app, world: World) -> list[str]:
                                            "failed_final")]
     urls += ["/search?q=cart", "/search?q=nothing-like-it", f"/key?scope=create_order&key={quote(LONG_KEY)}",
              f"/key?scope=refund&key={quote(HOSTILE_KEY)}", "/audit?action=reclassify-bulk", "/?range=7d",
-             "/keys?scope=cap"]
+             "/keys?scope=cap", f"/outbox/{world.parked_id}", "/keys/create_order/cart/6/checkout-0006",
+             "/keys/create_order/done-1", "/keys?status=stuck&scope=nothing-like-it"]
     return urls

@@ -190,6 +190,15 @@
     field.focus();
   });
 
+  // -- the key page's form: choosing an outcome opens its own fields and folds the other outcome's away --------
+  document.addEventListener("change", function (event) {
+    var radio = event.target;
+    if (radio.name !== "to" || !radio.form || !radio.form.classList.contains("reclassify")) return;
+    radio.form.querySelectorAll("details[data-for]").forEach(function (details) {
+      details.open = details.getAttribute("data-for") === radio.value;
+    });
+  });
+
   // -- copy buttons: keys, SQL and JSON -------------------------------------------------------------------
   function copyText(text, button) {
     function done(ok) {

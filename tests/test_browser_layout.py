@@ -1,0 +1,92 @@
+"""Layout in a real Chromium at 1440 px: the audit log's evidence opens into a column wide enough to read, and a
+key of usual length (a UUID) is shown whole, not cut with '…'; at 390 px the opened evidence and the key page's
+form stay inside the screen, and the form shows the fields of the outcome chosen, not of the one suggested."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.test_keys import insert_key
+
+pytestmark = pytest.mark.browser
+
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+KEY = str(uuid.UUID("5f67913e-4ee1-459f-b3d4-e4e6f4789f3c"))
+
+
+@pytest.fixture
+def audited(make_app, live_server, conn):
+    """An abandoned key with a UUID for its name, over an outbox row's evidence, and a note: two audit lines."""
+    app = make_app()
+    client = app.test_client()
+    insert_key(conn, "create_order", KEY, claimed_by="worker-2")
+    conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+                        idempotency_key, payload)
+                    VALUES ('order.created', 'order', '0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55', 'create_order', %s,
+                            '{}')""", (KEY,))
+    done = client.post("/api/v1/keys/reclassify", json={
+        "scope": "create_order", "key": KEY, "to": "abandoned", "override_evidence": True,
+        "reason": "INC-7: the outbox row is a test event written by the load test, not a real order"})
+    assert done.status_code == 200, done.get_json()
+    note = client.post("/api/v1/keys/notes", json={"scope": "create_order", "key": KEY, "text": "INC-7: checked"})
+    assert note.status_code == 201, note.get_json()
+    return live_server(app)
+
+
+_KEY_BOX = """el => ({text: el.textContent, sw: el.scrollWidth, cw: el.clientWidth, sh: el.scrollHeight,
+                      ch: el.clientHeight, lines: Math.round(el.getBoundingClientRect().height /
+                                                         parseFloat(getComputedStyle(el).lineHeight))})"""
+
+
+def test_the_audit_evidence_opens_wide_and_a_uuid_key_is_whole_at_1440(chromium, audited):
+    context = chromium.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    try:
+        page.goto(audited + "/audit")
+        rows = page.locator("#audit-panel tbody tr")
+        assert rows.count() == 2
+        for summary in page.locator("#audit-panel td.evidence details > summary").all():
+            summary.click()
+        for i in range(2):
+            cell = rows.nth(i).locator("td.evidence")
+            assert cell.locator("details[open] pre.json").count() >= 1
+            width = cell.bounding_box()["width"]
+            assert width >= 320, f"evidence column {width} px"
+            # the evidence's JSON wraps inside its column: no line of it is cut or scrolls sideways
+            for pre in cell.locator("pre.json").all():
+                assert pre.evaluate("el => el.scrollWidth <= el.clientWidth"), pre.text_content()
+            key = rows.nth(i).locator("td.keycell a.key").evaluate(_KEY_BOX)
+            assert key["text"] == KEY
+            assert key["sw"] <= key["cw"] and key["sh"] <= key["ch"], key   # nothing hidden, no '…'
+            assert key["lines"] == 1, key
+            # the actor's name (user@host) breaks after the @ if at all, not into pieces
+            actor = rows.nth(i).locator("td.actor a").evaluate(
+                "el => [el.textContent, new Set(Array.from(el.getClientRects(), r => Math.round(r.top))).size]")
+            assert actor[0] == "anonymous@127.0.0.1" and actor[1] <= 2, actor   # at most user@ / host
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= DESKTOP["width"]
+    finally:
+        context.close()
+
+
+def test_opened_evidence_and_the_reclassify_form_fit_a_phone(chromium, audited, conn):
+    insert_key(conn, "create_order", "cart/1/checkout-0001")
+    context = chromium.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(audited + "/audit")
+        for summary in page.locator("#audit-panel td.evidence details > summary").all():
+            summary.click()
+        assert page.locator("#audit-panel details[open]").count() == 2
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
+        page.goto(audited + "/keys/create_order/cart/1/checkout-0001")
+        for outcome in ("safe_to_retry", "abandoned", "already_succeeded", "needs_review"):
+            page.locator(f"input[name=to][value={outcome}]").check()
+            assert page.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"], outcome
+            # only the chosen outcome's own fields are open (not the suggestion's, after choosing another)
+            opened = page.locator("form.reclassify details[data-for][open]").evaluate_all(
+                "els => els.map(el => el.dataset.for)")
+            assert opened == ([outcome] if outcome in ("already_succeeded", "needs_review") else []), outcome
+    finally:
+        context.close()
