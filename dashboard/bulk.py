@@ -12,7 +12,7 @@ from typing import Any
 from idemdash.core.formatting import duration
 from idemdash.dashboard import contract
 from idemdash.dashboard.auth import current_user
-from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.schemas.actions import BulkBody
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import reclassify

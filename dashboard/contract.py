@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from functools import wraps
 from typing import Any, TypeVar
 
-from flask import abort, jsonify, request
+from flask import Response, abort, jsonify, request
 from pydantic import BaseModel, RootModel, ValidationError
 
-from idemdash.dashboard.request_body import ActionError
 from idemdash.dashboard.schemas.common import PATTERN_MESSAGES
 from idemdash.dashboard.web import wants_json
 
@@ -29,6 +28,27 @@ M = TypeVar("M", bound=BaseModel)
 # the error statuses every operation may answer with, and those of state-changing ones (docs/api.md, Errors)
 READ_ERRORS = (400, 401, 403, 503)
 ACTION_ERRORS = (400, 401, 403, 404, 409, 415, 503)
+
+
+class ActionError(Exception):
+    """What an action answers with when it does not act: 400 bad input, 404, 409 the state changed (with the row as
+    it is now)."""
+
+    def __init__(self, status: int, message: str, key: Any = None, *, fields: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.key = key
+        self.fields = fields  # a 400 from a request model: each field and what to send
+
+    def json(self, current: str = "key") -> tuple[Response, int]:
+        """The JSON API's answer: ``{"error"}`` with the status, and the row as it is now under ``current``."""
+        body: dict[str, Any] = {"error": self.message}
+        if self.fields:
+            body["fields"] = self.fields
+        if self.key is not None:
+            body[current] = self.key
+        return jsonify(body), self.status
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from urllib.parse import quote
 from flask import Blueprint, abort, current_app, url_for
 
 from idemdash.core.triage import OUTCOMES, suggest
-from idemdash.dashboard import contract, key_filters, key_tabs, panels, query_args
+from idemdash.dashboard import contract, key_filters, key_tabs, panels
 from idemdash.dashboard.schemas import keys as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
@@ -145,8 +145,8 @@ def detail_page_by_query():
 
 
 def _render_detail(scope: str, key: str):
-    done = query_args.integer("done", minimum=1, maximum=2**62)
-    noted = query_args.integer("noted", minimum=1, maximum=2**62)
+    shown = contract.query(schema.KeyPageQuery)
+    done, noted = shown.done, shown.noted
     return render("key.html", None, **detail_context(scope, key), done=done, noted=noted)
 
 
@@ -177,7 +177,8 @@ def _detail_json(scope: str, key: str) -> schema.KeyPage:
 
 @bp.get("/runbook/stuck-keys")
 def runbook():
-    scope, key = query_args.text("scope"), query_args.text("key")
+    shown = contract.query(schema.RunbookQuery)
+    scope, key = shown.scope, shown.key
     return render("runbook_stuck.html", None, scope=scope, key=key, outcomes=OUTCOMES,
                   inspection=inspection_sql(get_target().tables, scope, key))
 

@@ -9,8 +9,8 @@ from flask import Blueprint, abort, redirect, request
 
 from idemdash.dashboard import contract
 from idemdash.dashboard.auth import current_user, json_action, operator_required
+from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.keys import key_url
-from idemdash.dashboard.request_body import ActionError
 from idemdash.dashboard.schemas.audit import Note, NoteBody
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import notes

@@ -16,7 +16,7 @@ from psycopg import errors
 
 from idemdash.dashboard import contract, outbox_rows
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.schemas import outbox as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import outbox as outbox_queries

@@ -12,7 +12,7 @@ from flask import Blueprint, abort, redirect, request, url_for
 
 from idemdash.dashboard import contract
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.schemas import purges as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import purge_history

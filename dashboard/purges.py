@@ -15,8 +15,8 @@ from flask import Blueprint, Response, abort, after_this_request, jsonify, redir
 
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.auth import current_user, json_action, operator_required
+from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.purge_start import StartError, start_purge
-from idemdash.dashboard.request_body import ActionError
 from idemdash.dashboard.schemas import purges as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render

@@ -15,6 +15,7 @@ from idemdash.dashboard.schemas.common import (
     Key,
     Limit,
     Name,
+    PositiveInt,
     Query,
     cursor_of,
 )
@@ -45,6 +46,18 @@ class KeyListQuery(Query):
 class KeyRef(Query):
     scope: Name = Field(description="Idempotency scope.")
     key: Key = Field(description="Idempotency key.")
+
+
+class KeyPageQuery(Query):
+    """The key page after an action: which audit row or note to point out."""
+
+    done: PositiveInt | None = None
+    noted: PositiveInt | None = None
+
+
+class RunbookQuery(Query):
+    scope: Name | None = None
+    key: Key | None = None
 
 
 class Hold(Answer):
