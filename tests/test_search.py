@@ -238,6 +238,6 @@ def test_when_nothing_matches_the_nearest_keys_are_offered(client, conn):
 
 
 def test_an_empty_or_blank_query_is_a_400_in_the_api(client, conn):
-    for blank, words in (("", "q is empty"), ("   ", "q must say something")):
+    for blank, words in (("", "q is empty"), ("   ", "q is required: it must say something")):
         response = client.get("/api/v1/search", query_string={"q": blank})
         assert response.status_code == 400 and words in response.get_json()["error"], response.get_json()

@@ -71,7 +71,7 @@ class PanelProblem(Answer):
 
     problem: Literal["timeout", "schema"]
     message: str | None
-    index: str | None = Field(description="The CREATE INDEX that would make it fast, when one would.")
+    index: str | None = Field(description="The index statement that would make it fast, when one would.")
 
 
 class OverviewTrends(Answer):
