@@ -67,7 +67,7 @@ def stop_leftover_server(embedded: ModuleType, pgdata: Path) -> None:
 
 def psql_command(embedded: ModuleType, url: str) -> str:
     """How to open a psql session on the demo's database: this machine's psql, else the embedded PostgreSQL's."""
-    bundled = Path(embedded.__file__).parent / "pginstall" / "bin" / "psql"
+    bundled = Path(embedded.__file__ or "").parent / "pginstall" / "bin" / "psql"
     psql = shutil.which("psql") or (str(bundled) if bundled.exists() else "psql")
     return f"{psql} '{url}'"
 

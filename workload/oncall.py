@@ -8,7 +8,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import psycopg
 from psycopg import errors
@@ -42,19 +42,18 @@ def _change(to: str, detail: key_queries.KeyDetail, outbox: list[key_queries.Key
             evidence: list[str]) -> Reclassification | None:
     """What the on-call decides for a suggestion: the suggested outcome; a hotspot (suggested needs_review) is
     closed as abandoned, since the on-call has looked and retrying would fail the same way."""
-    base = {"actor": ACTOR, "evidence": evidence, "expected_attempt_count": detail.attempt_count,
-            "check_locked_until": True, "expected_locked_until": detail.locked_until}
+    base = Reclassification(to=to, reason=REASONS.get(to, ""), actor=ACTOR, evidence=evidence,
+                            expected_attempt_count=detail.attempt_count, check_locked_until=True,
+                            expected_locked_until=detail.locked_until)
     if to == "already_succeeded" and outbox:
         effect = outbox[0]
-        return Reclassification(to=to, reason=REASONS[to], result_ref_type=effect.aggregate_type,
-                                result_ref_id=effect.aggregate_id,
-                                response_body={"id": effect.aggregate_id, "status": "ok", "completed_by": ACTOR},
-                                **base)
+        return replace(base, result_ref_type=effect.aggregate_type, result_ref_id=effect.aggregate_id,
+                       response_body={"id": effect.aggregate_id, "status": "ok", "completed_by": ACTOR})
     if to in ("safe_to_retry", "abandoned"):
-        return Reclassification(to=to, reason=REASONS[to], **base)
+        return base
     if to == "needs_review":
-        return Reclassification(to="abandoned", reason=REASONS["abandoned"] + f" (attempted {detail.attempt_count} "
-                                "times: a retry would fail the same way)", **base)
+        return replace(base, to="abandoned", reason=REASONS["abandoned"] + f" (attempted {detail.attempt_count} "
+                       "times: a retry would fail the same way)")
     return None
 
 
