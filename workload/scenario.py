@@ -65,8 +65,8 @@ SCENARIOS: Mapping[str, float] = {
 # The demo's mix: crashes are rare outside an incident (workload/incidents.py) and clients retry a crashed key
 # less eagerly, so stuck keys stay a handful that the simulated on-call keeps up with, instead of piling up by
 # the hundred.
-STEADY_SCENARIOS: Mapping[str, float] = {**SCENARIOS, "crash_after_claim": 0.4, "crash_after_effect": 0.4,
-                                         "impatient_retry": 0.5}
+STEADY_SCENARIOS: Mapping[str, float] = {**SCENARIOS, "crash_after_claim": 0.25, "crash_after_effect": 0.25,
+                                         "impatient_retry": 1}
 
 PUBLISH_FAILURE_RATE = 0.05
 PUBLISH_BATCH = 500
