@@ -132,42 +132,37 @@ def _clone_as(server_dsn: str, name: str, template: str | None) -> None:
 # with its identities restarted; a test that changed anything of that is dropped as before. The next test gets a
 # database indistinguishable from a fresh clone.
 
-_FINGERPRINT = """
-SELECT md5(concat_ws('|',
-  (SELECT string_agg(format('%s.%s:%s:%s:%s', n.nspname, c.relname, c.relkind, c.relpersistence,
-                            c.relowner::regrole), ',' ORDER BY n.nspname, c.relname)
-   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'),
-  (SELECT string_agg(format('%s.%s:%s:%s:%s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod),
-                            a.attnotnull, pg_get_expr(d.adbin, d.adrelid)), ',' ORDER BY 1)
-   FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-   LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
-     AND a.attnum > 0 AND NOT a.attisdropped),
-  (SELECT string_agg(format('%s.%s:%s', conrelid::regclass, conname, pg_get_constraintdef(oid)), ',' ORDER BY 1)
-   FROM pg_constraint WHERE connamespace <> 'pg_catalog'::regnamespace),
-  (SELECT string_agg(pg_get_indexdef(i.indexrelid), ',' ORDER BY 1)
-   FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace <> 'pg_catalog'::regnamespace
-     AND c.relnamespace <> 'pg_toast'::regnamespace),
-  (SELECT string_agg(format('%s.%s:%s', t.typnamespace::regnamespace, t.typname,
-                            (SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum e
-                             WHERE e.enumtypid = t.oid)), ',' ORDER BY 1)
-   FROM pg_type t WHERE t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)),
-  (SELECT string_agg(format('%s:%s:%s', p.oid::regprocedure, md5(p.prosrc), p.proacl), ',' ORDER BY 1)
-   FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)),
-  (SELECT string_agg(format('%s.%s:%s', tgrelid::regclass, tgname, tgenabled), ',' ORDER BY 1)
-   FROM pg_trigger WHERE NOT tgisinternal),
-  (SELECT string_agg(format('%s:%s:%s', nspname, nspowner::regrole, nspacl), ',' ORDER BY 1) FROM pg_namespace),
-  (SELECT string_agg(format('%s:%s', c.oid::regclass, c.relacl), ',' ORDER BY 1)
-   FROM pg_class c WHERE c.relacl IS NOT NULL AND c.relnamespace <> 'pg_catalog'::regnamespace),
-  (SELECT string_agg(format('%s:%s', extname, extversion), ',' ORDER BY 1) FROM pg_extension),
-  (SELECT string_agg(setconfig::text, ',' ORDER BY 1) FROM pg_db_role_setting
-   WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())),
-  (SELECT format('%s:%s', datacl, datdba::regrole) FROM pg_database WHERE datname = current_database()),
-  (SELECT string_agg(format('%s:%s:%s', version, name, checksum), ',' ORDER BY version)
-   FROM idemdash.schema_migration)
-))
-"""
+_SORTED = "(SELECT string_agg(x, ',' ORDER BY x COLLATE \"C\") FROM (SELECT {} AS x {}) s)"
+_FINGERPRINT = "SELECT md5(concat_ws('|', {}))".format(",\n".join(_SORTED.format(*part) for part in (
+    ("format('%s.%s:%s:%s:%s', n.nspname, c.relname, c.relkind, c.relpersistence, c.relowner::regrole)",
+     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+     "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"),
+    ("format('%s.%s:%s:%s:%s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
+     "pg_get_expr(d.adbin, d.adrelid))",
+     "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+     "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+     "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%' "
+     "AND a.attnum > 0 AND NOT a.attisdropped"),
+    ("format('%s.%s:%s', conrelid::regclass, conname, pg_get_constraintdef(oid))",
+     "FROM pg_constraint WHERE connamespace <> 'pg_catalog'::regnamespace"),
+    ("pg_get_indexdef(i.indexrelid)",
+     "FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace <> 'pg_catalog'::regnamespace "
+     "AND c.relnamespace <> 'pg_toast'::regnamespace"),
+    ("format('%s.%s:%s', t.typnamespace::regnamespace, t.typname, (SELECT string_agg(enumlabel, ',' ORDER BY "
+     "enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid))",
+     "FROM pg_type t WHERE t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"),
+    ("format('%s:%s:%s', p.oid::regprocedure, md5(p.prosrc), p.proacl)",
+     "FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"),
+    ("format('%s.%s:%s', tgrelid::regclass, tgname, tgenabled)", "FROM pg_trigger WHERE NOT tgisinternal"),
+    ("format('%s:%s:%s', nspname, nspowner::regrole, nspacl)", "FROM pg_namespace"),
+    ("format('%s:%s', c.oid::regclass, c.relacl)",
+     "FROM pg_class c WHERE c.relacl IS NOT NULL AND c.relnamespace <> 'pg_catalog'::regnamespace"),
+    ("format('%s:%s', extname, extversion)", "FROM pg_extension"),
+    ("setconfig::text",
+     "FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())"),
+    ("format('%s:%s', datacl, datdba::regrole)", "FROM pg_database WHERE datname = current_database()"),
+    ("format('%s:%s:%s', version, name, checksum)", "FROM idemdash.schema_migration"),
+)))
 _fingerprints: dict[str, str] = {}
 _spares: dict[str, list[str]] = {}
 # databases of finished tests, given back at the next test's setup: a test's database is torn down before fixtures
