@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from pathlib import Path
 
 import psycopg
@@ -213,9 +214,13 @@ def _empty_if_unchanged(server_dsn: str, name: str, template: str) -> bool:
     try:
         with psycopg.connect(_dsn_for(server_dsn, name), autocommit=True) as conn:
             conn.execute("SET lock_timeout = '2s'")
-            # the test's own sessions are over
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                         "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            # the test's own sessions are over, and gone (each reports its statistics as it exits)
+            others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            conn.execute("SELECT pg_terminate_backend(pid) " + others)
+            deadline = time.monotonic() + 2
+            while (conn.execute("SELECT count(*) " + others + " AND backend_type = 'client backend'").fetchone()[0]
+                   and time.monotonic() < deadline):
+                time.sleep(0.005)
             if conn.execute(_FINGERPRINT).fetchone()[0] != _fingerprints.get(template):  # type: ignore[index]
                 return False
             tables, sequences = conn.execute(_USED).fetchone()  # type: ignore[misc]
@@ -225,6 +230,9 @@ def _empty_if_unchanged(server_dsn: str, name: str, template: str) -> bool:
                 conn.execute(sql.SQL("TRUNCATE {} CASCADE").format(sql.SQL(", ").join(sql.SQL(t) for t in tables)))
             for sequence in sequences or ():
                 conn.execute(sql.SQL("ALTER SEQUENCE {} RESTART").format(sql.SQL(sequence)))
+            # a fresh clone has no statistics (rows changed, last vacuum and analyze: /health reads them)
+            conn.execute("SELECT pg_stat_force_next_flush()")  # this session's own counts, before the reset
+            conn.execute("SELECT pg_stat_reset()")
         return True
     except psycopg.Error:
         return False
