@@ -46,7 +46,11 @@ DESCRIPTION = (
 class Document(Answer):
     """This document (OpenAPI 3.1)."""
 
-    model_config = Answer.model_config | {"extra": "allow"}
+    model_config = Answer.model_config | {"extra": "allow", "json_schema_extra": {"examples": [{
+        "openapi": "3.1.0", "info": {"title": "idemdash JSON API", "version": __version__},
+        "paths": {"/api/v1/overview": {"get": {
+            "operationId": "get_overview_api", "summary": "The overview's headline numbers",
+            "responses": {"200": {"description": "OK"}}}}}}]}}
     openapi: str
 
 

@@ -4,13 +4,14 @@ an empty or repeated query parameter is a 400 naming it, an unknown body field i
 is a 415, a 405 says what is allowed."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
-from idemdash.dashboard import create_app, openapi
+from idemdash.dashboard import contract, create_app, openapi
 
 TWO_DATABASES = """
 [databases.orders]
@@ -75,6 +76,61 @@ def test_every_example_in_the_document_validates_against_its_schema(document):
             assert not errors, (name, example, errors)
             seen += 1
     assert seen >= 1
+    missing = sorted({f"{method.upper()} {path}: {name}" for path, method, _status, name in _answers(spec)
+                      if not spec["components"]["schemas"][name].get("examples")})
+    assert not missing, "answers without an example: " + "; ".join(missing)
+
+
+def test_every_answer_example_is_what_its_model_writes(document):
+    """The JSON Schema allows fields it does not name: each example goes through its model and is written back by
+    the app as an answer is, unchanged, so a misspelt or missing field, or a value of the wrong kind, shows."""
+    app, spec = document
+    seen = set()
+    for rule in app.url_map.iter_rules():
+        op = contract.operation_of(app.view_functions[rule.endpoint])
+        for model in (op.ok, op.conflict) if op else ():
+            if model is None or model in seen:
+                continue
+            seen.add(model)
+            [example] = model.model_json_schema()["examples"]
+            answer = model.model_validate(example).model_dump(mode="python", by_alias=True, exclude_unset=True)
+            assert json.loads(app.json.dumps(answer)) == example, model.__name__
+    assert len(seen) >= 20
+
+
+def _answers(spec):
+    """Every operation's success answer and its documented 409 body: (path, method, status, schema name)."""
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            for status, response in op["responses"].items():
+                if status.startswith("2") or (status == "409" and "content" in response):
+                    ref = response["content"]["application/json"]["schema"]["$ref"]
+                    yield path, method, status, ref.rsplit("/", 1)[1]
+
+
+def _raw_constraints(node, where="#"):
+    """Where a schema carries pydantic's constraint words (ge, le, gt, lt) as keys instead of JSON Schema's."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _raw_constraints(item, f"{where}/{i}")
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("ge", "le", "gt", "lt"):
+                yield f"{where}/{key}"
+            if key in ("properties", "patternProperties", "$defs", "schemas", "paths", "responses"):
+                # a map of names (a field may be called le): its values are the schemas
+                for name, child in value.items():
+                    yield from _raw_constraints(child, f"{where}/{key}/{name}")
+            elif key not in ("examples", "example", "default", "const", "enum"):
+                yield from _raw_constraints(value, f"{where}/{key}")
+
+
+def test_no_schema_carries_pydantics_own_constraint_words(document):
+    _, spec = document
+    assert list(_answers(spec))
+    assert not list(_raw_constraints(spec)), "minimum/maximum, not ge/le: put a BeforeValidator after Field(...)"
+    assert list(_raw_constraints({"properties": {"limit": {"type": "integer", "ge": 1}}})) == [
+        "#/properties/limit/ge"]
 
 
 def test_the_document_is_served_and_matches_the_build(client):

@@ -20,6 +20,7 @@ from idemdash.dashboard.schemas.common import (
     Reason,
     Timestamp,
 )
+from idemdash.dashboard.schemas.examples import RETRYABLE_KEY
 from idemdash.dashboard.schemas.keys import KeyDetail, Suggested
 
 
@@ -72,10 +73,18 @@ class ReclassifyBody(RootModel[Annotated[SafeToRetry | Abandoned | AlreadySuccee
 
 
 class Reclassified(KeyDetail):
+    model_config = ConfigDict(from_attributes=True, frozen=True,
+                              json_schema_extra={"examples": [{**RETRYABLE_KEY, "audit_id": 8}]})
+
     audit_id: int = Field(description="The audit row of this decision.")
 
 
 class KeyConflict(Error):
+    model_config = ConfigDict(from_attributes=True, frozen=True, extra="allow", json_schema_extra={"examples": [{
+        "error": "the key is failed_retryable now, not stuck: alice marked it safe to retry 12 s ago. Nothing was "
+                 "overwritten.",
+        "key": RETRYABLE_KEY}]})
+
     key: KeyDetail | None = Field(None, description="The key as it is now (null: it is gone).")
 
 
@@ -182,5 +191,19 @@ class BulkResult(Answer):
     capped: bool
 
 
+_BULK_FILTER: dict[str, Any] = {"scope": "refund", "claimed_by": None, "min_attempts": None, "overdue_seconds": None,
+                "suggested": None}
+
+
 class BulkAnswer(RootModel[BulkPreview | BulkResult]):
     """A preview's counts, or a confirmation's result."""
+
+    # a preview (a confirmation answers a BulkResult: bulk_id, audit_id, previewed, changed, skipped, ...)
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "as_of": "2026-11-24T21:47:48.594128+00:00", "to": "needs_review", "count": 5, "left_out_committed": 0,
+        "cap": 1000, "filter": _BULK_FILTER, "filter_text": "stuck keys in scope 'refund' (exact matches)",
+        "all_scopes": False, "by_scope": [{"scope": "refund", "keys": 5}],
+        "sample": [{"scope": "refund", "key": "cart/11/checkout-0011", "claimed_by": "worker-3", "attempt_count": 6,
+                    "locked_until": "2026-11-24T21:31:48.159412+00:00"},
+                   {"scope": "refund", "key": "cart/8/checkout-0008", "claimed_by": "worker-0", "attempt_count": 3,
+                    "locked_until": "2026-11-24T21:34:48.158931+00:00"}]}]})

@@ -4,9 +4,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from idemdash.dashboard.schemas.common import Answer
+from idemdash.dashboard.schemas.examples import AS_OF, RUNNING_PURGE
 from idemdash.dashboard.schemas.overview import LastPurge
 
 # what a database that answered adds to its row (absent from the row of one that did not)
@@ -36,6 +37,19 @@ class DatabaseItem(Answer):
 
 
 class Databases(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "items": [
+            {"name": "orders", "database": "orders-db.internal:5432/orders", "environment": "production",
+             "reachable": True, "problem": None, "answered_ms": 9.376822, "stuck": 13, "needs_review": 0,
+             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "last_purge": RUNNING_PURGE},
+            {"name": "billing", "database": "billing-db.internal:5432/billing", "environment": "production",
+             "reachable": False, "problem": "connection refused by billing-db.internal port 5432: no PostgreSQL is "
+                                            "listening there. Check the host and port in the url of "
+                                            "[databases.billing] in IDEMDASH_CONFIG (/etc/idemdash/databases.toml), "
+                                            "and that the server is running.",
+             "answered_ms": None}],
+        "next_cursor": None, "as_of": AS_OF}]})
+
     items: list[DatabaseItem] = Field(description="Every database of IDEMDASH_CONFIG, in its order.")
     next_cursor: None = Field(description="Always null: every database is in one answer.")
     as_of: datetime
@@ -64,6 +78,22 @@ class HealthCounts(Answer):
 
 
 class Health(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "status": "warn", "counts": {"fail": 0, "warn": 1, "ok": 14},
+        "items": [
+            {"id": "migrations", "status": "ok", "title": "idemdash's schema is up to date",
+             "detail": "7 migrations applied, the latest 0007_purge_cancel.", "fix_sql": None, "fix": None, "keys": []},
+            {"id": "purge.index.keys", "status": "warn",
+             "title": "The keys purge reads all of app.idempotency_request to find what is due",
+             "detail": "No index gives the purge terminal keys in the order they expire (expires_at), so every run "
+                       "walks the whole primary key and reads every row to test it. The statement does not block "
+                       "writes (run it outside a transaction block).",
+             "fix_sql": "CREATE INDEX CONCURRENTLY IF NOT EXISTS \"idempotency_request_due_idemdash_idx\" ON "
+                        "\"app\".\"idempotency_request\" (expires_at, idempotency_scope, idempotency_key) WHERE "
+                        "status IN ('succeeded', 'failed_final')",
+             "fix": None, "keys": []}],
+        "next_cursor": None}]})
+
     status: Literal["ok", "warn", "fail"] = Field(description="The worst finding's status.")
     counts: HealthCounts
     items: list[Finding] = Field(description="Every finding, in the order the checks ran.")

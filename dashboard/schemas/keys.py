@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from idemdash.dashboard.schemas.audit import AuditEntry, Note
 from idemdash.dashboard.schemas.common import (
@@ -19,6 +19,7 @@ from idemdash.dashboard.schemas.common import (
     Query,
     cursor_of,
 )
+from idemdash.dashboard.schemas.examples import ACTOR, KEY, KEY_DETAIL, OUTBOX_ROW
 
 KeysCursor = Annotated[str, CURSOR_TEXT, cursor_of("keys")]
 
@@ -119,7 +120,25 @@ class NotApplied(Answer):
     applies_to: list[Status] = Field(description="The tabs (status) the filter means something on.")
 
 
+def _tab(count: int) -> dict[str, Any]:
+    return {"count": count, "more": False, "snapshot": None, "snapshot_at": None}
+
+
 class KeyList(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "items": [{**KEY, "scope": "refund", "key": "cart/2/checkout-0002", "claimed_by": "worker-2",
+                   "locked_until": "2026-11-24T21:40:48.149746+00:00", "overdue_seconds": 420.201813,
+                   "attempt_count": 3}, KEY],
+        "next_cursor": "WyIyMDI2LTExLTI0VDIxOjQyOjQ4LjE0MTg4MCswMDowMCIsImNyZWF0ZV9v"
+                       "cmRlciIsImNhcnQvMC9jaGVja291dC0wMDAwIl0",
+        "prev_cursor": None, "order": "asc",
+        "counts": {"stuck": _tab(13), "needs_review": _tab(0), "processing": _tab(14), "succeeded": _tab(6),
+                   "failed_retryable": _tab(6), "failed_final": _tab(10)},
+        "count_cap": 10000, "matching": {"count": 13, "more": False},
+        "suggestions": [{"suggested": "already_succeeded", "keys": 2}, {"suggested": "safe_to_retry", "keys": 6},
+                        {"suggested": "needs_review", "keys": 5}],
+        "not_applied": []}]})
+
     items: list[KeyItem]
     next_cursor: str | None
     prev_cursor: str | None
@@ -151,6 +170,22 @@ class Suggestion(Answer):
 
 
 class KeyPage(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "key": {**KEY_DETAIL, "purgeable_from": None},
+        "outbox_events": [{name: OUTBOX_ROW[name] for name in ("outbox_id", "event_type", "aggregate_type",
+                           "aggregate_id", "status", "attempt_count", "created_at", "published_at", "payload")}],
+        "audit": [{"audit_id": 5, "at": "2026-11-24T21:47:48.334892+00:00", "actor": ACTOR, "action": "note",
+                   "scope": "create_order", "key": "cart/0/checkout-0000", "from_status": None, "to_status": None,
+                   "reason": "INC-5: looking at the payment provider", "evidence": {}, "detail": {"note_id": 1},
+                   "parent_id": None, "children": 0}],
+        "notes": [{"note_id": 1, "scope": "create_order", "key": "cart/0/checkout-0000",
+                   "at": "2026-11-24T21:47:48.334892+00:00", "author": ACTOR,
+                   "text": "INC-5: looking at the payment provider", "audit_id": 5}],
+        "suggestion": {"to": "already_succeeded", "evidence": [
+            "1 outbox row exists for this scope and key (invoice.sent), first written 2026-11-24T18:47:48+00:00: "
+            "the business effect committed, only the completion is missing."]},
+        "runbook_url": "/runbook/stuck-keys?scope=create_order&key=cart/0/checkout-0000"}]})
+
     key: KeyAnswer
     outbox_events: list[OutboxEvent]
     audit: list[AuditEntry]

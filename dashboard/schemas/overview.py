@@ -4,9 +4,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
+from idemdash.dashboard.schemas.examples import AS_OF, PURGE_RUN, RUNNING_PURGE
 
 TrendRange = Literal["1h", "6h", "24h", "7d"]
 PurgeOutcome = Literal["running", "succeeded", "failed", "skipped", "budget_exhausted", "cancelled"]
@@ -95,6 +96,39 @@ class OverviewDefinitions(Answer):
 
 
 class Overview(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "as_of": AS_OF,
+        "keys": {"stuck": 13, "processing": 14, "needs_review": 0, "failed_retryable": 6, "failed_final_24h": 10,
+                 "succeeded_24h": 6, "oldest_stuck_lease": "2026-11-24T21:31:48.159412+00:00"},
+        "outbox": {"pending": 2, "oldest_pending_at": "2026-11-24T18:47:48.135812+00:00", "lag_seconds": 10800.215747},
+        "inbox": {"rows_24h": 5, "consumers_24h": 2},
+        "last_purges": [RUNNING_PURGE, PURGE_RUN],
+        "precomputed": {},
+        "trends": {
+            "window_hours": 24, "range": "24h", "snapshot_interval_seconds": 60, "max_points": 240,
+            "points": [{"taken_at": "2026-11-24T21:27:48.174676+00:00", "until": "2026-11-24T21:27:48.174676+00:00",
+                        "snapshots": 1, "stuck_keys": 2, "outbox_pending": 2, "outbox_lag_seconds": 120.0,
+                        "rows_purged": 20},
+                       {"taken_at": "2026-11-24T21:37:48.174676+00:00", "until": "2026-11-24T21:37:48.174676+00:00",
+                        "snapshots": 1, "stuck_keys": 1, "outbox_pending": 1, "outbox_lag_seconds": 60.0,
+                        "rows_purged": 10}],
+            "problem": None},
+        "definitions": {
+            "stuck": "status = 'processing' and locked_until < now(), or locked_until is NULL and claimed_at older "
+                     "than 300 s",
+            "needs_review": "status = 'processing' and claimed_by = 'idemdash:needs_review': held for review by an "
+                            "operator (a hold that ended is counted in stuck too)",
+            "failed_final_24h": "status = 'failed_final' and updated_at within the last 24 hours",
+            "succeeded_24h": "status = 'succeeded' and updated_at within the last 24 hours",
+            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest",
+            "inbox.rows_24h": "inbox rows with processed_at within the last 24 hours",
+            "trends.points": "metric snapshots of the range (range: 1h, 6h, 24h or 7d; window_hours), oldest first, "
+                             "recorded by the scheduler's snapshot job; when there are more than max_points, "
+                             "consecutive snapshots are merged (stuck_keys, outbox_pending and outbox_lag_seconds: "
+                             "the peak; rows_purged: the sum)",
+            "trends.points.rows_purged": "rows deleted by real purge runs that finished since the previous "
+                                         "snapshot"}}]})
+
     as_of: datetime
     keys: OverviewKeys
     outbox: OverviewOutbox

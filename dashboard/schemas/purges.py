@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StrictBool
+from pydantic import AfterValidator, ConfigDict, Field, StrictBool
 
 from idemdash.dashboard.schemas.common import (
     BLANK,
@@ -20,6 +20,7 @@ from idemdash.dashboard.schemas.common import (
     Query,
     cursor_of,
 )
+from idemdash.dashboard.schemas.examples import ACTOR, PURGE_RUN, RUNNING_PURGE
 
 PurgesCursor = Annotated[str, CURSOR_TEXT, cursor_of("purges")]
 
@@ -94,6 +95,23 @@ class TableStatus(Answer):
 
 
 class PurgeHistory(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "items": [{**RUNNING_PURGE, "partitions": []}, {**PURGE_RUN, "partitions": []}],
+        "next_cursor": "WyIyMDI2LTExLTI0VDIwOjQ3OjQ4LjIwMTY2MCswMDowMCIsMV0",
+        "as_of": "2026-11-24T21:47:48.675476+00:00", "running": [RUNNING_PURGE],
+        "tables": [
+            {"table": "keys", "relation": "app.idempotency_request",
+             "deletes": "Terminal idempotency keys (succeeded, failed_final) whose expires_at has passed; never "
+                        "processing or failed_retryable keys.",
+             "retention": "each key's own expires_at (the application sets it when it claims the key)",
+             "retention_days": None, "schedule": "*/15 * * * *", "next_run_at": "2026-11-24T22:00:00+00:00",
+             "last_run": PURGE_RUN, "last_success_at": PURGE_RUN["finished_at"], "last_dry_run": None, "running": []},
+            {"table": "outbox", "relation": "app.outbox_event",
+             "deletes": "Published outbox rows whose published_at is older than the retention; never pending rows.",
+             "retention": "7 days after published_at", "retention_days": 7, "schedule": "37 * * * *",
+             "next_run_at": "2026-11-24T22:37:00+00:00", "last_run": RUNNING_PURGE, "last_success_at": None,
+             "last_dry_run": None, "running": [RUNNING_PURGE]}]}]})
+
     items: list[HistoryRun]
     next_cursor: str | None
     as_of: datetime
@@ -107,6 +125,10 @@ class RunBody(Body):
 
 
 class RunStarted(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "run_id": 4, "table": "inbox", "dry_run": True, "outcome": "running",
+        "status_url": "/api/v1/purges?run_id=4"}]})
+
     run_id: int | None = Field(description="null: the run had no id yet after 10 s; the history shows it once "
                                            "it has.")
     table: PurgeTable
@@ -116,6 +138,11 @@ class RunStarted(Answer):
 
 
 class RunConflict(Error):
+    model_config = ConfigDict(from_attributes=True, frozen=True, extra="allow", json_schema_extra={"examples": [{
+        "error": "a purge of outbox is already running, so this one was not started (recorded as run 5, outcome "
+                 "skipped): another purge of this table is running. Wait for the running one to finish.",
+        "run_id": 5, "outcome": "skipped", "status_url": "/api/v1/purges?run_id=5"}]})
+
     run_id: int = Field(description="The skipped run, as recorded.")
     outcome: PurgeOutcome
     status_url: str
@@ -131,6 +158,11 @@ class CancelBody(Body):
 
 
 class CancelRequested(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "run_id": 3, "table": "outbox", "cancel_requested_by": ACTOR,
+        "cancel_requested_at": "2026-11-24T21:47:48.623597+00:00", "audit_id": 18,
+        "status_url": "/api/v1/purges?run_id=3"}]})
+
     run_id: int
     table: str
     cancel_requested_by: str

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from idemdash.dashboard.schemas.common import SAYS_SOMETHING, Answer, Name, Query
 
@@ -77,7 +77,40 @@ class SearchDefinitions(Answer):
     scopes_truncated: str
 
 
+_HIT: dict[str, Any] = {
+    "scope": "capture_payment", "key": "cart/1/checkout-0001", "status": "processing", "claimed_by": "worker-1",
+    "attempt_count": 2, "locked_until": "2026-11-24T21:41:48.147136+00:00",
+    "updated_at": "2026-11-24T20:47:48.147136+00:00", "stuck": True,
+    "url": "/keys/capture_payment/cart/1/checkout-0001",
+}
+
+
 class SearchResult(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "q": "cart/1", "scope": None, "match": "prefix",
+        "items": [_HIT, {**_HIT, "key": "cart/10/checkout-0010", "claimed_by": "worker-2", "attempt_count": 5,
+                         "locked_until": "2026-11-24T21:32:48.159254+00:00",
+                         "updated_at": "2026-11-24T20:47:48.159254+00:00",
+                         "url": "/keys/capture_payment/cart/10/checkout-0010"}],
+        "next_cursor": None, "scopes": [], "workers": [], "scopes_searched": 4, "scopes_truncated": False,
+        "prefix_limited": False, "outbox": [], "messages": [], "nearest": [],
+        "definitions": {
+            "match": "exact: keys named exactly q (in scope, or in every scope; 'scope/key' and a pasted key URL are "
+                     "understood too); prefix: no exact match, keys starting with q; none: neither",
+            "items": "exact matches, or at most 50 prefix matches (with no scope: at most 5 per scope)",
+            "scopes": "scope names containing q, ignoring case",
+            "workers": "workers (claimed_by) containing q, ignoring case, among those of the 2000 processing keys "
+                       "with the latest leases",
+            "q": "the text searched, white space around it trimmed; a UUID-shaped text is also looked for in lower "
+                 "and upper case",
+            "outbox": "outbox rows whose outbox_id is q, else those whose aggregate_id is q (at most 20; only when q "
+                      "is a UUID and no scope is named)",
+            "messages": "inbox rows whose message_id is q, in every consumer (at most 20)",
+            "nearest": "when nothing else matched: the keys just before and after q in each scope's key order that "
+                       "share a start with it, longest shared start first (at most 5)",
+            "scopes_truncated": "true when there are more than 1000 scopes: keys in the others were not looked for "
+                                "(name the scope)"}}]})
+
     q: str = Field(description="The text searched, white space around it trimmed.")
     scope: str | None
     match: Literal["exact", "prefix", "none"]
