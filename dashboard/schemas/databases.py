@@ -83,15 +83,10 @@ class Health(Answer):
         "items": [
             {"id": "migrations", "status": "ok", "title": "idemdash's schema is up to date",
              "detail": "7 migrations applied, the latest 0007_purge_cancel.", "fix_sql": None, "fix": None, "keys": []},
-            {"id": "purge.index.keys", "status": "warn",
-             "title": "The keys purge reads all of app.idempotency_request to find what is due",
-             "detail": "No index gives the purge terminal keys in the order they expire (expires_at), so every run "
-                       "walks the whole primary key and reads every row to test it. The statement does not block "
-                       "writes (run it outside a transaction block).",
-             "fix_sql": "CREATE INDEX CONCURRENTLY IF NOT EXISTS \"idempotency_request_due_idemdash_idx\" ON "
-                        "\"app\".\"idempotency_request\" (expires_at, idempotency_scope, idempotency_key) WHERE "
-                        "status IN ('succeeded', 'failed_final')",
-             "fix": None, "keys": []}],
+            {"id": "retention.outbox", "status": "warn",
+             "title": "Published outbox rows are kept for ever",
+             "detail": "IDEMDASH_OUTBOX_RETENTION_DAYS is 0, so no purge deletes published rows: 2,140,311 are kept.",
+             "fix_sql": None, "fix": "IDEMDASH_OUTBOX_RETENTION_DAYS=7", "keys": []}],
         "next_cursor": None}]})
 
     status: Literal["ok", "warn", "fail"] = Field(description="The worst finding's status.")
