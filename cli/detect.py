@@ -37,9 +37,19 @@ def detect(database_url: str, database: str | None, as_json: bool) -> None:
             click.echo("no known table shape in this database")
         for entry in entries:
             click.echo(f"# {describe(entry)}")
-            click.echo(entry["toml"])
+            if entry["served"]:
+                click.echo(entry["toml"])
+                continue
+            # found, but this release reads only the reference tables: what its entry will be, commented out so that
+            # pasting it changes nothing (IDEMDASH_CONFIG refuses the profile key today)
+            click.echo(f"# idemdash does not read {entry['profile']} tables yet; its entry will be:")
+            click.echo("\n".join(f"# {line}" for line in entry["toml"].splitlines()))
     if as_json:
         click.echo(json.dumps(documents, indent=2))
+
+
+# the one profile this release's pages, jobs and IDEMDASH_CONFIG read (the others are detected only)
+SERVED = "reference"
 
 
 def describe(entry: dict) -> str:
@@ -56,15 +66,18 @@ def entries_for(found: list[Found]) -> list[dict]:
             _unique(_name(f"{shape.profile}-{shape.schema}"), names)
         names.add(name)
         settings = settings_for(shape)
-        entries.append({"name": name, "profile": shape.profile, "version": shape.version, "schema": shape.schema,
+        entries.append({"name": name, "profile": shape.profile, "served": shape.profile == SERVED,
+                        "version": shape.version, "schema": shape.schema,
                         "naming": shape.naming, "tables": dict(shape.tables), "settings": settings,
                         "toml": toml(name, settings)})
     return entries
 
 
 def settings_for(shape: Found) -> dict[str, str]:
-    """profile, app_schema, and each table-name key whose table is not at the profile's default name."""
-    settings = {"profile": shape.profile, "app_schema": shape.schema}
+    """profile (but the default one's), app_schema, and each table-name key whose table is not at the profile's
+    default name."""
+    settings = {"app_schema": shape.schema} if shape.profile == SERVED else \
+        {"profile": shape.profile, "app_schema": shape.schema}
     for table in profile(shape.profile).tables:
         actual = shape.table(table.role)
         if actual is not None and actual != table.name:

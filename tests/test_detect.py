@@ -12,6 +12,8 @@ import tomllib
 from click.testing import CliRunner
 
 from idemdash.cli import main
+from idemdash.core import settings
+from idemdash.core.databases import load_databases
 from idemdash.core.profiles import PROFILES
 from idemdash.core.profiles.detect import snake_case
 from tests import library_ddl as ddl
@@ -95,7 +97,7 @@ def test_every_profile_has_a_case_here():
     assert {case[0] for case in CASES} | {"reference"} == set(PROFILES)
 
 
-def test_the_reference_tables_are_found_and_print_lines_to_paste(database_url):
+def test_the_reference_tables_are_found_and_print_lines_to_paste(database_url, tmp_path):
     assert found(database_url) == [("reference", None, "app", {"keys": "idempotency_request",
                                                                "inbox": "processed_message",
                                                                "outbox": "outbox_event"})]
@@ -103,7 +105,21 @@ def test_the_reference_tables_are_found_and_print_lines_to_paste(database_url):
     assert output.startswith("# reference in schema app: idempotency_request (keys)")
     config = tomllib.loads(output)
     assert config == {"databases": {"reference": {"url": "postgresql://USER:PASSWORD@HOST:5432/DATABASE",
-                                                  "profile": "reference", "app_schema": "app"}}}
+                                                  "app_schema": "app"}}}
+    # what it prints is what IDEMDASH_CONFIG takes, once the url is filled in
+    path = tmp_path / "idemdash.toml"
+    path.write_text(output.replace("postgresql://USER:PASSWORD@HOST:5432/DATABASE", database_url))
+    [database] = load_databases(settings.load({}, CONFIG=str(path)))
+    assert database.name == "reference"
+
+
+def test_another_librarys_entry_is_printed_commented_out_until_idemdash_reads_it(empty_database_url):
+    _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    output = run(empty_database_url)
+    assert "# idemdash does not read spring-modulith tables yet; its entry will be:" in output
+    assert tomllib.loads(output) == {}  # pasted as it is, it changes nothing
+    uncommented = "\n".join(line[2:] for line in output.splitlines() if line.startswith("# [") or " = " in line)
+    assert tomllib.loads(uncommented)["databases"]["spring-modulith"]["profile"] == "spring-modulith"
 
 
 def test_nothing_is_found_in_an_empty_database(empty_database_url):
@@ -118,7 +134,10 @@ def test_two_libraries_in_one_database_are_both_named_with_their_lines(empty_dat
     assert [(p, v, s) for p, v, s, _ in found(empty_database_url)] == [
         ("spring-modulith", "v2", "modulith"), ("masstransit", None, "public"),
         ("nservicebus", None, "public"), ("nservicebus", None, "public")]
-    config = tomllib.loads(run(empty_database_url))["databases"]
+    (document,) = json.loads(run(empty_database_url, "--json"))
+    assert not any(entry["served"] for entry in document["found"])
+    config = {name: body for entry in document["found"]
+              for name, body in tomllib.loads(entry["toml"])["databases"].items()}
     assert config["spring-modulith"] == {"url": "postgresql://USER:PASSWORD@HOST:5432/DATABASE",
                                          "profile": "spring-modulith", "app_schema": "modulith"}
     assert {k: v for k, v in config["masstransit"].items() if k != "url"} == {
