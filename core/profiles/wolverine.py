@@ -64,12 +64,12 @@ PROFILE = Profile(
         State(PENDING, "inbox", "{status} = 'Incoming' AND {owner_id} = 0", "unowned: any node may recover it"),
         State(IN_PROGRESS, "inbox", "{status} = 'Incoming' AND {owner_id} <> 0", "owned by node number owner_id"),
         State(STUCK, "inbox", "{status} = 'Incoming' AND {owner_id} <> 0 "
-                             "AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})",
+                             "AND {owner_id} NOT IN {nodes}.{node_number}",
               "owned by a node missing from wolverine_nodes; Scheduled rows past execution_time are overdue"),
         State(DONE, "inbox", "{status} = 'Handled'", "kept until keep_until as the idempotency record"),
         State(PURGEABLE, "inbox", "{status} = 'Handled' AND {keep_until} <= now()"),
         State(PENDING, "outbox", "true", "a row exists until it is sent, then it is deleted"),
-        State(STUCK, "outbox", "{owner_id} <> 0 AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})"),
+        State(STUCK, "outbox", "{owner_id} <> 0 AND {owner_id} NOT IN {nodes}.{node_number}"),
         State(FAILED, "dead_letters", "true", "every row; replayable = true is queued for replay"),
     ),
     cleanup="Deletes Handled incoming rows whose keep_until has passed (5 min after handling by default) in ctid "
