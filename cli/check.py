@@ -16,7 +16,8 @@ import psycopg
 
 from idemdash.checks import FAIL, run_checks
 from idemdash.checks.readiness import readiness
-from idemdash.cli.common import connect, database_errors, databases_option, heading, targets
+from idemdash.cli.common import connect, database_errors, databases_option, targets
+from idemdash.cli.fleet import Outcome, each_database, keep_going_option
 from idemdash.queries import Tables, indexes
 from idemdash.queries.target import Target
 
@@ -25,16 +26,22 @@ from idemdash.queries.target import Target
 @databases_option
 @click.option("--apply-indexes", is_flag=True,
               help="Build the missing recommended indexes, concurrently and one at a time.")
-def check(database_url: str, database: str | None, apply_indexes: bool) -> None:
+@keep_going_option
+def check(database_url: str, database: str | None, apply_indexes: bool, keep_going: bool) -> None:
     """The indexes the pages and purges need (statement and why for each), the schema checks; exit 1 if any missing."""
-    chosen = targets(database_url, database)
-    status = 0
-    for db in chosen:
-        heading(db, len(chosen) > 1)
-        connect(db).close()  # a clear error for a wrong URL before anything else
-        with database_errors(db, "checking"):
-            status = max(status, report(db, apply_indexes=apply_indexes))
-    sys.exit(status)
+    sys.exit(each_database(targets(database_url, database), partial(_check, apply_indexes=apply_indexes),
+                           keep_going=keep_going))
+
+
+def _check(db: Target, *, apply_indexes: bool) -> Outcome:
+    """One database's report. Findings (an index missing, a check failing) give status 1 but are no failure:
+    --fail-fast stops only at a database that could not be checked."""
+    connect(db).close()  # a clear error for a wrong URL before anything else
+    with database_errors(db, "checking"):
+        status = report(db, apply_indexes=apply_indexes)
+    if status == 0:
+        return Outcome("passed")
+    return Outcome("with findings", status, "not ready, an index missing or a check failing: see its summary above")
 
 
 Echo = Callable[[str], None]

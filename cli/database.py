@@ -1,6 +1,8 @@
 """`idemdash migrate` and `idemdash init-app-schema`: idemdash's own schema, and the reference application schema."""
 from __future__ import annotations
 
+import sys
+
 import click
 
 from idemdash.cli.common import (
@@ -8,28 +10,37 @@ from idemdash.cli.common import (
     database_errors,
     database_url_option,
     databases_option,
-    heading,
     target,
     targets,
 )
+from idemdash.cli.fleet import Outcome, each_database, keep_going_option
+from idemdash.core.formatting import plural
 from idemdash.queries.app_schema import create_app_schema
+from idemdash.queries.migrate import MigrationError
 from idemdash.queries.migrate import migrate as run_migrations
+from idemdash.queries.target import Target
 
 
 @click.command()
 @databases_option
-def migrate(database_url: str, database: str | None) -> None:
+@keep_going_option
+def migrate(database_url: str, database: str | None, keep_going: bool) -> None:
     """Create or update idemdash's own schema in each database (safe to run from several replicas at once)."""
-    chosen = targets(database_url, database)
-    for db in chosen:
-        heading(db, len(chosen) > 1)
-        with connect(db) as conn, database_errors(db, "migrating idemdash's schema"):
+    sys.exit(each_database(targets(database_url, database), _migrate, keep_going=keep_going))
+
+
+def _migrate(db: Target) -> Outcome:
+    with connect(db) as conn, database_errors(db, "migrating idemdash's schema"):
+        try:
             applied = run_migrations(conn)
-        if applied:
-            for migration in applied:
-                click.echo(f"applied {migration.version:04d}_{migration.name}")
-        else:
-            click.echo("idemdash schema is up to date")
+        except MigrationError as exc:  # an edited migration: nothing was applied
+            raise click.ClickException(f"migrating idemdash's schema failed: {exc}") from None
+    if not applied:
+        click.echo("idemdash schema is up to date")
+        return Outcome("up to date")
+    for migration in applied:
+        click.echo(f"applied {migration.version:04d}_{migration.name}")
+    return Outcome("migrated", detail=f"{plural(len(applied), 'migration')} applied")
 
 
 @click.command("init-app-schema")

@@ -9,10 +9,12 @@ import time
 
 import click
 
-from idemdash.cli.common import databases_option, heading, load_settings, preflight, targets
+from idemdash.cli.common import connect, databases_option, load_settings, preflight, targets
+from idemdash.cli.fleet import Outcome, each_database, failure, keep_going_option
 from idemdash.core.formatting import plural
 from idemdash.jobs.purge_run import TABLES, PartitionEvent, run_purge
 from idemdash.jobs.scheduler import run_blocking
+from idemdash.queries.target import Target
 
 # Without a terminal (a log, a pipe), one progress line for the first batch and then every this many.
 PROGRESS_EVERY = 10
@@ -62,21 +64,29 @@ class _Progress:
 @click.option("--table", "tables", type=click.Choice(["keys", "inbox", "outbox"]), multiple=True,
               help="Purge only this table (repeatable) [default: keys, inbox and outbox].")
 @click.option("--dry-run", is_flag=True, help="Count what each purge would delete; delete nothing.")
-def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_run: bool) -> None:
+@keep_going_option
+def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_run: bool, keep_going: bool) -> None:
     """Run the retention purges now, one run per table and database, recorded in the purge history like
     scheduled runs."""
     chosen = targets(database_url, database)
-    failed = False
     with _CtrlC() as ctrl_c:
-        for db in chosen:
-            heading(db, len(chosen) > 1)
-            failed = _purge(db, tables, dry_run, ctrl_c) or failed
+        several = len(chosen) > 1
+
+        def one(db: Target) -> Outcome:
+            if several:
+                connect(db, "idemdash-purge").close()  # unreachable: one line, and none of its tables tried
+            failed = _purge(db, tables, dry_run, ctrl_c)
             if ctrl_c.asked:
-                break
+                return Outcome("cancelled (Ctrl-C)", 130)
+            if failed:
+                return failure("; ".join(failed))
+            return Outcome("counted" if dry_run else "purged")
+
+        status = each_database(chosen, one, keep_going=keep_going,
+                               stop=lambda: "Ctrl-C" if ctrl_c.asked else None)
     if ctrl_c.asked:
-        sys.exit(130)  # stopped by Ctrl-C, as a shell reports it
-    if failed:
-        sys.exit(1)
+        sys.exit(130)  # stopped by Ctrl-C, as a shell reports it: never "keep going"
+    sys.exit(status)
 
 
 class _CtrlC:
@@ -104,8 +114,8 @@ class _CtrlC:
         return f"{self.by} (Ctrl-C)" if self.asked else None
 
 
-def _purge(db, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -> bool:
-    """One database's purges; True when a run failed."""
+def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -> list[str]:
+    """One database's purges; each failed run's table and cause."""
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         for name in ("idemdash.jobs.purge_run", "idemdash.jobs.partition_drops"):
             logging.getLogger(name).setLevel(logging.WARNING)  # the lines below say it all
@@ -144,7 +154,7 @@ def _purge(db, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -> bool:
             click.echo("        time budget (IDEMDASH_PURGE_TIME_BUDGET_SECONDS) used up; the next run carries on")
         if result.error:
             click.echo(f"        {result.error}")
-    return any(result.outcome == "failed" for result, _ in results)
+    return [f"{result.table}: {result.error}" for result, _ in results if result.outcome == "failed"]
 
 
 @click.command()
