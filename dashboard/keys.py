@@ -74,6 +74,7 @@ def list_page():
                   statuses=keys.KEY_STATUSES, as_of=datetime.now(timezone.utc), ignored=ignored,
                   filters_text=key_filters.in_words(flt), matching=matching, applies=key_filters.APPLIES,
                   groups=key_filters.suggestion_groups(flt), suggestions=SUGGESTION_WORDS,
+                  suggestion_cap=key_filters.SUGGESTION_CAP,
                   loosened=key_filters.without_each(flt) if empty and key_filters.filtered(flt) else [])
 
 
@@ -87,7 +88,8 @@ def list_api():
                     "prev_cursor": page.prev_cursor, "order": order,
                     "counts": key_tabs.counts_json(panels.require(tabs)), "count_cap": key_tabs.COUNT_CAP,
                     "matching": panels.require(key_filters.matching(flt)).to_json(),
-                    "suggestions": [{"suggested": g.suggested, "keys": g.keys} for g in groups]})
+                    "suggestions": [{"suggested": g.suggested, "keys": g.keys, "more": g.more} for g in groups],
+                    "suggestions_cap": key_filters.SUGGESTION_CAP})
 
 
 def detail_context(scope: str, key: str) -> dict:
