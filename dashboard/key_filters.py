@@ -80,7 +80,7 @@ def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
     return panels.load(key_matching.count_keys_matching, target.tables, flt,
                        lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
                        hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=COUNT_CAP,
-                       index="index_keys_processing" if flt.status in keys.PROCESSING_STATUSES
+                       index="index_keys_leases" if flt.status in keys.PROCESSING_STATUSES
                        else "index_keys_updated")
 
 
@@ -110,5 +110,5 @@ def suggestion_groups(flt: keys.KeyFilter) -> panels.Panel[list[key_matching.Sug
         read[others] = panels.load(key_matching.count_stuck_keys_by_suggestion, target.tables, others,
                                    lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
                                    hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=SUGGESTION_CAP,
-                                   index="index_keys_processing")
+                                   index="index_keys_leases")
     return read[others]

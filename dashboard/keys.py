@@ -31,7 +31,7 @@ SUGGESTION_WORDS = {
     "abandoned": ("past their replay window", "abandoned?"),
 }
 # the index a key list needs (named in a timed-out panel)
-LIST_INDEX = {"stuck": "index_keys_processing", "processing": "index_keys_processing", "needs_review": "index_keys_held"}
+LIST_INDEX = {"stuck": "index_keys_leases", "processing": "index_keys_leases", "needs_review": "index_keys_held"}
 
 
 def key_json(row: keys.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
@@ -65,7 +65,7 @@ def list_page():
     tables = get_target().tables
     scopes = panels.load(keys.list_scopes, tables)
     # the worker suggestions sit in the filter form, outside the fragment a refresh swaps: full pages, or a hint
-    workers = (panels.load(list_recent_workers, tables, index="index_keys_processing")
+    workers = (panels.load(list_recent_workers, tables, index="index_keys_leases")
                if not htmx_request() or flt.claimed_by else panels.Panel(value=[]))
     matching = key_filters.matching(flt)
     empty = panel.ok and panel.value is not None and not panel.value.items and after is None

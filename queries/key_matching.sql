@@ -17,7 +17,7 @@ SELECT count(*)::integer AS count
 FROM (SELECT 1 FROM {keys} k WHERE {status_key_filter} LIMIT %(cap)s + 1) m
 
 -- count_stuck_keys_by_suggestion --
--- The first cap stuck keys that match the filters, most overdue first (no lease, then by lease end, as the list: each range read in index_keys_processing's order, the leased one only for what the unleased left of cap + 1), grouped by the outcome suggested for each (one outbox probe per key); more: further stuck keys match, left unread.
+-- The first cap stuck keys that match the filters, most overdue first (no lease, then by lease end, as the list: each range read in index_keys_leases's order, the leased one only for what the unleased left of cap + 1), grouped by the outcome suggested for each (one outbox probe per key); more: further stuck keys match, left unread.
 WITH unleased AS MATERIALIZED (
     SELECT 0 AS part, k.locked_until, k.idempotency_scope, k.idempotency_key, k.attempt_count, k.expires_at
     FROM {keys} k WHERE {stuck_keys_unleased}
@@ -48,7 +48,7 @@ k.status = 'processing' AND k.locked_until IS NULL
   AND {key_operator_filter}
 
 -- stuck_keys_leased --
--- Stuck keys whose lease has ended that match the operator's filters and overdue: one range of index_keys_processing (lease end before now, or before now minus overdue).
+-- Stuck keys whose lease has ended that match the operator's filters and overdue: one range of index_keys_leases (lease end before now, or before now minus overdue).
 k.status = 'processing' AND k.locked_until < now()
   AND (%(min_overdue)s::double precision IS NULL
        OR k.locked_until <= now() - make_interval(secs => %(min_overdue)s::double precision))
