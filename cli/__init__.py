@@ -19,6 +19,7 @@ COMMANDS = {
     "migrate": "idemdash.cli.database:migrate",
     "init-app-schema": "idemdash.cli.database:init_app_schema",
     "check": "idemdash.cli.check:check",
+    "detect": "idemdash.cli.detect:detect",
     "purge": "idemdash.cli.jobs:purge",
     "scheduler": "idemdash.cli.jobs:scheduler",
     "serve": "idemdash.cli.web:serve",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -14,7 +15,8 @@ from idemdash.core.settings import redact_dsn
 from idemdash.dashboard import auth, create_app, network
 from idemdash.queries.workload.simulate import list_missing_reference_objects
 from idemdash.workload.backfill import backfill
-from idemdash.workload.demo import run_demo
+from idemdash.workload.demo import Pace, run_demo
+from idemdash.workload.oncall import OnCallSettings
 from idemdash.workload.simulator import Simulator
 
 REPORT_EVERY_SECONDS = 10.0
@@ -69,19 +71,36 @@ def simulate(database_url: str, rate: float, clients: int, backfill_days: int, d
 
 @click.command()
 @click.option("--fresh", is_flag=True, help="Delete the demo database and start over.")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the embedded PostgreSQL keeps its data, kept between runs "
+                   "[default: the user's data directory, e.g. ~/.local/share/idemdash/demo-pgdata].")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8000, show_default=True)
 @click.option("--rate", type=click.FloatRange(min=0.1), default=15.0, show_default=True,
               help="Simulated client requests per second.")
 @click.option("--backfill", "backfill_days", type=click.IntRange(min=0), default=3, show_default=True,
               help="Days of history written when the demo database is new.")
-def demo(fresh: bool, host: str, port: int, rate: float, backfill_days: int) -> None:
-    """Embedded PostgreSQL, reference schema, live workload, scheduler and web app, all in one."""
+@click.option("--incident-every", type=click.FloatRange(min=1), default=Pace.incident_every, show_default=True,
+              help="Seconds between bad deploys, on average.")
+@click.option("--incident-length", type=click.FloatRange(min=1), default=Pace.incident_length, show_default=True,
+              help="Seconds a bad deploy lasts.")
+@click.option("--oncall-after", type=click.FloatRange(min=0), default=OnCallSettings.after_seconds,
+              show_default=True, help="The on-call resolves keys stuck (lease run out) at least this many seconds.")
+@click.option("--oncall-every", type=click.FloatRange(min=1), default=OnCallSettings.every_seconds,
+              show_default=True, help="Seconds between the on-call's looks at the stuck keys.")
+def demo(fresh: bool, data_dir: Path | None, host: str, port: int, rate: float, backfill_days: int,
+         incident_every: float, incident_length: float, oncall_after: float, oncall_every: float) -> None:
+    """Embedded PostgreSQL, reference schema, live workload with incidents and an on-call, scheduler and web app."""
     try:  # no sign-in unless IDEMDASH_AUTH says otherwise: loopback only, unless allowed
         config = settings.load()
         network.check_bind(config, host, what=f"--host {host}")
         auth.check_config(config)
     except settings.ConfigError as exc:
         raise click.UsageError(str(exc)) from None
+    oncall = OnCallSettings(after_seconds=oncall_after, every_seconds=oncall_every,
+                            lease_seconds=config["DEFAULT_LEASE_SECONDS"],
+                            replay_horizon_seconds=int(config["REPLAY_HORIZON"]),
+                            hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"])
+    pace = Pace(incident_every=incident_every, incident_length=incident_length, oncall=oncall)
     sys.exit(run_demo(create_app, fresh=fresh, host=host, port=port, rate=rate, backfill_days=backfill_days,
-                      environment=config["ENVIRONMENT"]))
+                      environment=config["ENVIRONMENT"], data_dir=data_dir, pace=pace))

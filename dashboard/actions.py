@@ -7,19 +7,19 @@ decide eligibility themselves: that is the UPDATE's WHERE clause.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Blueprint, abort, jsonify, redirect, request
+from flask import Blueprint, abort, redirect, request
 from htmx_flask import make_response as htmx_response
 from psycopg import errors
 
 from idemdash.core.triage import suggest
-from idemdash.dashboard import bulk, refusals, request_body
+from idemdash.dashboard import bulk, contract, refusals
 from idemdash.dashboard.auth import current_user, json_action, operator_required
+from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
-from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.schemas import actions as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import audit as audit_queries
@@ -36,50 +36,49 @@ KEYS_CHANGED = "keys-changed"
 
 # -- input -------------------------------------------------------------------
 
-def parse_reclassification(data: object, *, from_form: bool) -> tuple[str, str, dict]:
-    if not isinstance(data, Mapping):
-        raise ActionError(400, "send a JSON object")
-    scope = request_body.text(data, "scope", required=True)
-    key = request_body.text(data, "key", required=True, max_length=100_000)
-    to = data.get("to")
-    if to not in reclassify_queries.OUTCOMES:
-        raise ActionError(400, f"to must be one of {', '.join(reclassify_queries.OUTCOMES)}")
-    change: dict[str, Any] = {"to": to, "reason": request_body.reason(data),
-                              "expected_attempt_count": request_body.whole_number(data, "expected_attempt_count")}
-    # The form always carries what it displayed (an empty value means "there was no lease");
-    # in JSON the field is optional and checked only when present.
-    if from_form or "expected_locked_until" in data:
-        change["check_locked_until"] = True
-        change["expected_locked_until"] = request_body.moment(data, "expected_locked_until")
+# the form fields each outcome takes besides the common ones (the key page's form carries them all)
+OUTCOME_FIELDS = {"safe_to_retry": (), "abandoned": ("override_evidence",),
+                  "already_succeeded": ("response_body", "result_ref_type", "result_ref_id"),
+                  "needs_review": ("hold_for",)}
+COMMON_FIELDS = ("scope", "key", "to", "reason", "expected_attempt_count", "expected_locked_until")
+
+
+def form_reclassification(form: Mapping[str, str]) -> schema.ReclassifyBody:
+    """The key page's form as the API's body: its empty fields absent but the lease it displayed (empty: there was
+    none, which is checked too), only the chosen outcome's fields, response_body parsed as JSON."""
+    to = form.get("to", "")
+    data: dict[str, Any] = {name: form[name] for name in COMMON_FIELDS + OUTCOME_FIELDS.get(to, ())
+                            if form.get(name, "") != ""}
+    data["expected_locked_until"] = form.get("expected_locked_until") or None
     if to == "already_succeeded":
-        change["result_ref_type"] = request_body.text(data, "result_ref_type", max_length=200)
-        ref_id = request_body.text(data, "result_ref_id", max_length=100)
-        if ref_id is not None:
-            try:
-                ref_id = str(uuid.UUID(ref_id))
-            except ValueError:
-                raise ActionError(400, "result_ref_id must be a UUID (the column is uuid)") from None
-        change["result_ref_id"] = ref_id
-        if "response_body" not in data or (from_form and not str(data.get("response_body", "")).strip()):
+        if not form.get("response_body", "").strip():
             raise ActionError(400, "already_succeeded needs the response_body retries should get replayed")
-        body = data["response_body"]
-        if from_form:
-            try:
-                body = json.loads(body)
-            except ValueError as exc:
-                raise ActionError(400, f"response_body is not valid JSON: {exc}") from None
-        change["response_body"] = body
-    if to == "needs_review":
-        change["hold_seconds"] = request_body.hold_seconds(data)
-    override = data.get("override_evidence")
-    if override not in (None, False, "", "0", "false"):
-        if override not in (True, "1", "true", "on"):
-            raise ActionError(400, "override_evidence must be true or false")
-        if to != "abandoned":
-            raise ActionError(400, "override_evidence applies to abandoned only: safe_to_retry with an outbox row "
-                                   "would run a committed effect a second time")
+        try:
+            data["response_body"] = json.loads(form["response_body"])
+        except ValueError as exc:
+            raise ActionError(400, f"response_body is not valid JSON: {exc}") from None
+    if "override_evidence" in data:
+        data["override_evidence"] = data["override_evidence"] in ("1", "true", "on")
+    return contract.form(schema.ReclassifyBody, data)
+
+
+def change_of(body: schema.ReclassifyBody) -> tuple[str, str, dict[str, Any]]:
+    """The request as the fields of a Reclassification (queries/reclassify.py)."""
+    request = body.root
+    change: dict[str, Any] = {"to": request.to, "reason": request.reason,
+                              "expected_attempt_count": request.expected_attempt_count}
+    # checked only when given: JSON null means "there was no lease" (the form always gives it)
+    if "expected_locked_until" in request.model_fields_set:
+        change["check_locked_until"] = True
+        change["expected_locked_until"] = request.expected_locked_until
+    if isinstance(request, schema.AlreadySucceeded):
+        change |= {"result_ref_type": request.result_ref_type, "response_body": request.response_body,
+                   "result_ref_id": None if request.result_ref_id is None else str(request.result_ref_id)}
+    elif isinstance(request, schema.NeedsReview):
+        change["hold_seconds"] = request.hold_for
+    elif isinstance(request, schema.Abandoned) and request.override_evidence:
         change["override_evidence"] = True
-    return scope, key, change  # type: ignore[return-value]
+    return request.scope, request.key, change
 
 
 # -- the actions ---------------------------------------------------------------
@@ -131,11 +130,12 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
 # -- views -----------------------------------------------------------------------
 
 @bp.post("/api/v1/keys/reclassify")
+@contract.operation("Reclassify one stuck key: compare-and-set on what you saw, with a reason, audited",
+                    body=schema.ReclassifyBody, ok=schema.Reclassified, conflict=schema.KeyConflict)
 @json_action
 def reclassify_api():
     try:
-        scope, key, fields = parse_reclassification(request.get_json(silent=True), from_form=False)
-        return jsonify(reclassify(scope, key, fields))
+        return schema.Reclassified.model_validate(reclassify(*change_of(contract.body(schema.ReclassifyBody))))
     except ActionError as exc:
         return exc.json()
 
@@ -146,7 +146,7 @@ def reclassify_form():
     form = request.form
     scope, key = form.get("scope", ""), form.get("key", "")
     try:
-        scope, key, fields = parse_reclassification(form, from_form=True)
+        scope, key, fields = change_of(form_reclassification(form))
         result = reclassify(scope, key, fields)
     except ActionError as exc:
         if not scope or not key or exc.status == 404:
@@ -157,13 +157,13 @@ def reclassify_form():
 
 
 @bp.post("/api/v1/keys/reclassify-bulk")
+@contract.operation("Preview, then reclassify many stuck keys: a confirmation names the preview's as_of and acts "
+                    "only on what it showed", body=schema.BulkBody, ok=schema.BulkAnswer)
 @json_action
 def bulk_api():
-    data = request.get_json(silent=True)
     try:
-        preview = isinstance(data, Mapping) and data.get("preview") is True
-        req = bulk.bulk_request(data, preview=preview)
-        return jsonify(bulk.bulk_preview(req) if preview else bulk.bulk_apply(req))
+        req = bulk.bulk_request(contract.body(schema.BulkBody))
+        return schema.BulkAnswer.model_validate(bulk.bulk_preview(req) if req.preview else bulk.bulk_apply(req))
     except ActionError as exc:
         return exc.json()
 
@@ -174,22 +174,19 @@ def bulk_form():
     """The stuck list's bulk box. Its filter fields come from the list's own filter form (hx-include="#filters"),
     so preview and confirmation take the filters on screen, whatever was changed in place."""
     form = request.form
-    # The filters on screen come from the list's filter form (htmx sends it along); without JavaScript, the form
-    # carries the ones it was rendered with as default_<name>.
-    data = {"filter": {k: form[k] if k in form else form.get(f"default_{k}", "") for k in bulk.BULK_FILTER_FIELDS},
-            "to": form.get("to"), "reason": form.get("reason", ""), "as_of": form.get("as_of", ""),
-            "all_scopes": form.get("all_scopes", "")}
+    # the filters on screen, as the result shows them (bulk.form_request reads them the same way)
+    filters = {k: form[k] if k in form else form.get(f"default_{k}", "") for k in bulk.BULK_FILTER_FIELDS}
     preview = form.get("step") != "confirm"
     try:
         if form.get("status", "stuck") != "stuck":
             raise ActionError(400, "bulk reclassification acts on stuck keys: switch the list back to stuck first")
-        req = bulk.bulk_request(data, preview=preview)
+        req = bulk.bulk_request(bulk.form_request(form, preview=preview))
         if preview:
             return render("bulk.html", "bulk_panel", step="preview", req=req, result=bulk.bulk_preview(req),
-                          filters=data["filter"])
+                          filters=filters)
         result = bulk.bulk_apply(req)
-        body = render("bulk.html", "bulk_panel", step="done", req=req, result=result, filters=data["filter"])
+        body = render("bulk.html", "bulk_panel", step="done", req=req, result=result, filters=filters)
         return htmx_response(body, trigger=KEYS_CHANGED)
     except ActionError as exc:
         return render("bulk.html", "bulk_panel", step="error", error=exc.message, req=None, result=None,
-                      filters=data["filter"]), exc.status
+                      filters=filters), exc.status

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import get_args
 
-from flask import Blueprint, abort, jsonify, request
+from flask import Blueprint, abort
 
-from idemdash.dashboard import panels, query_args
+from idemdash.dashboard import contract, panels
+from idemdash.dashboard.schemas.audit import ActionKind, AuditPage, AuditQuery
 from idemdash.dashboard.web import render
 from idemdash.queries import audit
 
@@ -15,35 +17,19 @@ ACTION_LABELS = {"reclassify": "Reclassify one key", "reclassify-bulk": "Bulk re
                  "purge": "Purge", "purge-dry-run": "Purge dry run", "purge-cancel": "Cancel a purge",
                  "outbox-park": "Park an outbox row",
                  "outbox-release": "Release an outbox row"}
-assert set(ACTION_LABELS) == set(audit.ACTION_KINDS)
-
-FIELDS = ("audit_id", "at", "actor", "action", "scope", "key", "from_status", "to_status", "reason",
-          "evidence", "detail", "parent_id", "children")
-
-
-def _filter() -> audit.AuditFilter:
-    action = request.args.get("action", "")
-    if action and action not in audit.ACTION_KINDS:
-        abort(400, f"action must be one of {', '.join(audit.ACTION_KINDS)} (got {action!r})")
-    since, until = query_args.moment("since"), query_args.moment("until")
-    if since is not None and until is not None and since > until:
-        abort(400, "since is after until: the time range is empty")
-    return audit.AuditFilter(scope=query_args.text("scope"), key=query_args.text("key", max_length=10_000),
-                             actor=query_args.text("actor", max_length=500),
-                             parent=query_args.integer("parent", minimum=1, maximum=2**62),
-                             action=action or None, since=since, until=until)
+assert set(ACTION_LABELS) == set(audit.ACTION_KINDS) == set(get_args(ActionKind))
 
 
 def _list_panel():
-    flt = _filter()
-    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
-    after = query_args.cursor()
+    args = contract.query(AuditQuery)
+    flt = audit.AuditFilter(scope=args.scope, key=args.key, actor=args.actor, parent=args.parent, action=args.action,
+                            since=args.since, until=args.until)
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
-        panel = panels.load(audit.list_audit, flt, after=after, limit=limit)
+        panel = panels.load(audit.list_audit, flt, after=args.cursor, limit=args.limit)
     except ValueError as exc:
         abort(400, str(exc))
-    return flt, limit, after, panel
+    return flt, args.limit, args.cursor, panel
 
 
 @bp.get("/audit")
@@ -54,8 +40,9 @@ def page():
 
 
 @bp.get("/api/v1/audit")
-def api():
-    flt, limit, after, panel = _list_panel()
+@contract.operation("The audit log: every operator decision, newest first, one item per decision (a bulk action "
+                    "expands to its keys with parent=)", query=AuditQuery, ok=AuditPage)
+def api() -> AuditPage:
+    _, _, _, panel = _list_panel()
     result = panels.require(panel)
-    return jsonify({"items": [{f: getattr(row, f) for f in FIELDS} for row in result.items],
-                    "next_cursor": result.next_cursor})
+    return AuditPage(items=result.items, next_cursor=result.next_cursor)

@@ -10,14 +10,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from idemdash.core.formatting import duration
-from idemdash.core.settings import parse_duration
-from idemdash.dashboard import request_body
+from idemdash.dashboard import contract
 from idemdash.dashboard.auth import current_user
-from idemdash.dashboard.request_body import MAX_REASON, ActionError
+from idemdash.dashboard.contract import ActionError
+from idemdash.dashboard.schemas.actions import BulkBody
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import reclassify
 from idemdash.queries.health import database_now
-from idemdash.queries.key_matching import SUGGESTIONS
 
 PREVIEW_MAX_AGE = timedelta(minutes=15)
 BULK_BATCH = 200
@@ -32,46 +31,30 @@ class BulkRequest:
     as_of: datetime | None
     all_scopes: bool = False
     hold_seconds: float = 86400.0     # needs_review: how long each key is held
+    preview: bool = False
 
 
-def bulk_request(data: object, *, preview: bool) -> BulkRequest:
-    if not isinstance(data, Mapping):
-        raise ActionError(400, "send a JSON object")
-    raw = data.get("filter") or {}
-    if not isinstance(raw, Mapping):
-        raise ActionError(400, "filter must be an object with scope, claimed_by, min_attempts, overdue, suggested")
-    unknown = set(raw) - set(BULK_FILTER_FIELDS)
-    if unknown:
-        raise ActionError(400, f"unknown filter fields: {', '.join(sorted(unknown))}")
-    overdue = raw.get("overdue")
-    try:
-        overdue_seconds = None if overdue in (None, "") else (
-            float(overdue) if isinstance(overdue, (int, float)) and not isinstance(overdue, bool)
-            else parse_duration(str(overdue)))
-    except ValueError:
-        raise ActionError(400, "filter.overdue must be seconds or a duration such as 10m, 2h or 1d") from None
-    if overdue_seconds is not None and not 0 <= overdue_seconds <= 366 * 86400:
-        raise ActionError(400, "filter.overdue must be between 0 and 366 days")
-    suggested = request_body.text(raw, "suggested")
-    if suggested is not None and suggested not in SUGGESTIONS:
-        raise ActionError(400, f"filter.suggested must be one of {', '.join(SUGGESTIONS)}")
-    flt = reclassify.BulkFilter(scope=request_body.text(raw, "scope"), claimed_by=request_body.text(raw, "claimed_by"),
-                                min_attempts=request_body.whole_number(raw, "min_attempts"),
-                                min_overdue_seconds=overdue_seconds, suggested=suggested,
+def bulk_request(body: BulkBody) -> BulkRequest:
+    """The request as the queries take it (the body's model checked every field)."""
+    raw = body.filter
+    flt = reclassify.BulkFilter(scope=raw.scope, claimed_by=raw.claimed_by, min_attempts=raw.min_attempts,
+                                min_overdue_seconds=raw.overdue, suggested=raw.suggested,
                                 hotspot_min_attempts=get_target().settings["HOTSPOT_MIN_ATTEMPTS"])
-    to = data.get("to")
-    if to not in reclassify.BULK_OUTCOMES:
-        raise ActionError(400, f"bulk to must be {' or '.join(reclassify.BULK_OUTCOMES)} "
-                               "(the other outcomes need one key at a time)")
-    all_scopes = data.get("all_scopes") in (True, "1", "true", "on")
-    hold = request_body.hold_seconds(data) if to == "needs_review" else 86400.0
-    if preview:
-        reason = (request_body.text(data, "reason", max_length=MAX_REASON) or "").strip()
-        return BulkRequest(flt, to, reason, None, all_scopes, hold)
-    as_of = request_body.moment(data, "as_of")
-    if as_of is None:
-        raise ActionError(400, "as_of is required: the time of the preview you confirmed (preview first)")
-    return BulkRequest(flt, to, request_body.reason(data), as_of, all_scopes, hold)
+    return BulkRequest(flt, body.to, body.reason or "", body.as_of, body.all_scopes,
+                       body.hold_for if body.hold_for is not None else 86400.0, body.preview)
+
+
+def form_request(form: Mapping[str, str], *, preview: bool) -> BulkBody:
+    """The stuck list's bulk box as the API's body. Its filter fields come from the list's own filter form
+    (hx-include="#filters"); without JavaScript the form carries the ones it was rendered with as default_<name>.
+    Empty fields are absent."""
+    filters = {k: form[k] if k in form else form.get(f"default_{k}", "") for k in BULK_FILTER_FIELDS}
+    data: dict[str, Any] = {"filter": {k: v for k, v in filters.items() if v.strip()}, "to": form.get("to", ""),
+                            "preview": preview, "all_scopes": form.get("all_scopes", "") in ("1", "true", "on")}
+    for name in ("reason", "hold_for") + (() if preview else ("as_of",)):
+        if form.get(name, "").strip():
+            data[name] = form[name]
+    return contract.form(BulkBody, data)
 
 
 def filter_in_words(flt: Mapping[str, Any]) -> str:
@@ -120,8 +103,6 @@ def bulk_apply(req: BulkRequest) -> dict:
     bulk_id = uuid.uuid4()
     with db.write() as conn:
         now = database_now(conn)
-        if req.as_of > now + timedelta(seconds=5):
-            raise ActionError(400, "as_of is in the future: use the as_of the preview returned")
         if now - req.as_of > PREVIEW_MAX_AGE:
             raise ActionError(409, "the preview is more than 15 minutes old: preview again and confirm what you see now")
         preview = reclassify.get_bulk_preview(conn, req.flt, req.to, req.as_of)

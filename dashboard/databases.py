@@ -8,14 +8,15 @@ inside a database's page builds that database's twin, so templates and views nam
 """
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, Flask, current_app, g, has_request_context, jsonify, request, url_for
+from flask import Blueprint, Flask, current_app, g, has_request_context, request, url_for
 
+from idemdash.dashboard import contract
 from idemdash.dashboard.all_databases import AllDatabases, DatabaseRow
+from idemdash.dashboard.schemas.databases import DatabaseItem, Databases
 from idemdash.dashboard.targets import all_targets, current_database
 from idemdash.dashboard.web import render
 
@@ -82,7 +83,9 @@ def page():
 
 
 @bp.get("/api/v1/databases")
-def api():
+@contract.operation("Every database of IDEMDASH_CONFIG at once: stuck and held keys, the outbox backlog and lag, "
+                    "the last purge, or why it cannot answer", ok=Databases)
+def api() -> Databases:
     items = []
     for row in database_rows():
         item: dict[str, Any] = {"name": row.name, "database": row.label,
@@ -92,9 +95,9 @@ def api():
             keys, outbox = row.summary.keys, row.summary.outbox
             item |= {"stuck": keys.stuck, "needs_review": keys.needs_review, "processing": keys.processing,
                      "outbox_pending": outbox.pending, "outbox_lag_seconds": outbox.lag_seconds,
-                     "last_purge": asdict(row.summary.last_purge) if row.summary.last_purge else None}
-        items.append(item)
-    return jsonify({"items": items, "next_cursor": None, "as_of": datetime.now(timezone.utc)})
+                     "last_purge": row.summary.last_purge}
+        items.append(DatabaseItem.model_validate(item))
+    return Databases(items=items, next_cursor=None, as_of=datetime.now(timezone.utc))
 
 
 def init_app(app: Flask) -> None:

@@ -2,13 +2,14 @@
 fixes it."""
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime, timezone
 from functools import partial
 
-from flask import Blueprint, jsonify
+from flask import Blueprint
 
 from idemdash.checks import FAIL, OK, SEVERITY, WARN, Check, run_checks, summary
+from idemdash.dashboard import contract
+from idemdash.dashboard.schemas.databases import Health
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 
@@ -29,12 +30,14 @@ def page():
 
 
 @bp.get("/api/v1/health/schema")
-def api():
+@contract.operation("The health checks' findings (schema, indexes, retention, vacuum, sessions, locks, purges), each "
+                    "with what fixes it", ok=Health)
+def api() -> Health:
     checks = _checks()
     counts = summary(checks)
-    return jsonify({
+    return Health.model_validate({
         "status": FAIL if counts[FAIL] else WARN if counts[WARN] else OK,
         "counts": counts,
-        "items": [asdict(c) for c in checks],
+        "items": checks,
         "next_cursor": None,
     })

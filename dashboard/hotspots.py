@@ -2,13 +2,13 @@
 the keys last changed within a window (1h, 24h, 7d) or all of them."""
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 
-from flask import Blueprint, jsonify
+from flask import Blueprint
 
-from idemdash.dashboard import panels, query_args, rollups
-from idemdash.dashboard.keys import LIST_FIELDS
+from idemdash.dashboard import contract, panels, rollups
+from idemdash.dashboard.schemas import hotspots as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import hotspots
@@ -39,8 +39,9 @@ def window_definition(window: str) -> str:
 def _hotspots() -> dict:
     config = get_target().settings
     default = config["HOTSPOT_MIN_ATTEMPTS"]
-    window = query_args.choice("window", tuple(hotspots.WINDOWS), DEFAULT_WINDOW)
-    n: int = query_args.integer("min_attempts", minimum=1, maximum=1_000_000, default=default) or default
+    args = contract.query(schema.HotspotsQuery)
+    window = args.window
+    n: int = args.min_attempts or default
     tables = get_target().tables
     lease = config["DEFAULT_LEASE_SECONDS"]
     span = hotspots.WINDOWS[window]
@@ -76,21 +77,22 @@ def page():
 
 
 @bp.get("/api/v1/hotspots")
-def api():
+@contract.operation("Retry hotspots in a window: by scope and worker, the top keys, the attempt histogram",
+                    query=schema.HotspotsQuery, ok=schema.Hotspots)
+def api() -> schema.Hotspots:
     data = _hotspots()
     by_scope = panels.require(data["by_scope"])
     by_worker = panels.require(data["by_worker"])
     window = data["window"]
-    return jsonify({
+    return schema.Hotspots.model_validate({
         "window": window,
         "since": data["since"],
         "min_attempts": data["min_attempts"],
         "as_of": data["as_of"],
-        "by_scope": [asdict(row) for row in by_scope.items],
-        "by_worker": [asdict(row) for row in by_worker.items],
-        "top_keys": [{f: getattr(row, f) for f in LIST_FIELDS} | {"stuck": row.stuck}
-                     for row in panels.require(data["top_keys"])],
-        "histogram": [asdict(b) for b in panels.require(data["histogram"])],
+        "by_scope": by_scope.items,
+        "by_worker": by_worker.items,
+        "top_keys": panels.require(data["top_keys"]),
+        "histogram": panels.require(data["histogram"]),
         "truncated": {"by_scope": by_scope.more, "by_worker": by_worker.more},
         "precomputed": rollups.precomputed(by_scope=data["by_scope"], by_worker=data["by_worker"],
                                            histogram=data["histogram"]),

@@ -4,16 +4,18 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
 
-from flask import Blueprint, jsonify
+from flask import Blueprint
 
-from idemdash.dashboard import panels, query_args, rollups
+from idemdash.dashboard import contract, panels, rollups
+from idemdash.dashboard.schemas import inbox as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import inbox
 
 bp = Blueprint("inbox", __name__)
 
-OVERDUE, WITHIN = "purge overdue", "within retention"
+OVERDUE: schema.Retention = "purge overdue"
+WITHIN: schema.Retention = "within retention"
 
 
 def _definitions(retention_days: int) -> dict[str, str]:
@@ -30,7 +32,7 @@ def _definitions(retention_days: int) -> dict[str, str]:
 
 
 def _inbox() -> dict:
-    consumer = query_args.text("consumer", 200)
+    consumer = contract.query(schema.InboxQuery).consumer
     retention_days = get_target().settings["INBOX_RETENTION_DAYS"]
     tables = get_target().tables
     # every consumer's 7-day window: precomputed at scale, see dashboard/rollups.py
@@ -57,7 +59,7 @@ def _inbox() -> dict:
     }
 
 
-def _retention(overdue: bool) -> str:
+def _retention(overdue: bool) -> schema.Retention:
     return OVERDUE if overdue else WITHIN
 
 
@@ -67,11 +69,13 @@ def page():
 
 
 @bp.get("/api/v1/inbox")
-def api():
+@contract.operation("Inbox volume per consumer (1 h, 24 h, 7 d) and each consumer's oldest row against the "
+                    "retention", query=schema.InboxQuery, ok=schema.Inbox)
+def api() -> schema.Inbox:
     data = _inbox()
     consumers = panels.require(data["consumers"])
     totals = panels.require(data["totals"])
-    return jsonify({
+    return schema.Inbox.model_validate({
         "retention_days": data["retention_days"],
         "as_of": data["as_of"],
         "consumer": data["consumer"],

@@ -1,17 +1,19 @@
 """The key list's filters: read from the query string, which tab each applies to, said in words, and how many keys
 match them (``matching``), with the stuck keys grouped by suggested outcome.
 
-A filter that does not apply to a tab is never silently ignored: the JSON API refuses it (400, naming the tabs it
-applies to), and the page shows it disabled with a note.
+A filter that does not apply to a tab is never silently ignored: it is not applied, and the JSON API's answer names
+it with the tabs it applies to (``not_applied``), as the page shows it disabled with a note. (A 400 would refuse a
+request the OpenAPI document cannot call invalid: a document cannot tie one query parameter to another's value.)
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from flask import abort, g
+from flask import g
 
 from idemdash.core.formatting import duration
-from idemdash.dashboard import panels, query_args
+from idemdash.dashboard import panels
+from idemdash.dashboard.schemas.keys import KeyListQuery
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import key_matching, keys
 
@@ -24,22 +26,14 @@ APPLIES = {"overdue": ("stuck", "needs_review", "processing"), "suggested": ("st
 FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested")
 
 
-def read(*, api: bool) -> tuple[keys.KeyFilter, list[str]]:
-    """The filter of this request, and the names of the filters it carries that do not apply to its tab (only the
-    page gets here with any: the API answers 400)."""
-    status = query_args.choice("status", keys.KEY_STATUSES, "stuck")
-    suggested = query_args.text("suggested")
-    if suggested is not None and suggested not in key_matching.SUGGESTIONS:
-        abort(400, f"suggested must be one of {', '.join(key_matching.SUGGESTIONS)} (got {suggested!r})")
-    flt = keys.KeyFilter(status=status, scope=query_args.text("scope"), claimed_by=query_args.text("claimed_by"),
-                         min_attempts=query_args.integer("min_attempts", minimum=1, maximum=1_000_000),
-                         min_overdue_seconds=query_args.duration("overdue"), suggested=suggested)
+def read(args: KeyListQuery) -> tuple[keys.KeyFilter, list[str]]:
+    """The filter of this request, and the names of the filters it carries that do not apply to its tab: those are
+    not applied, and said so (the page shows them disabled, the API lists them in ``not_applied``)."""
+    status = args.status
+    flt = keys.KeyFilter(status=status, scope=args.scope, claimed_by=args.claimed_by, min_attempts=args.min_attempts,
+                         min_overdue_seconds=args.overdue, suggested=args.suggested)
     given = {"overdue": flt.min_overdue_seconds, "suggested": flt.suggested}
     ignored = [name for name, value in given.items() if value is not None and status not in APPLIES[name]]
-    if ignored and api:
-        name = ignored[0]
-        abort(400, f"{name} applies to the {', '.join(APPLIES[name])} keys only, not to status={status}: "
-                   f"remove it (it would be ignored)")
     if "overdue" in ignored:
         flt = replace(flt, min_overdue_seconds=None)
     if "suggested" in ignored:

@@ -1,14 +1,14 @@
 """Key lists (`/keys`), one key (`/keys/<scope>/<key>`), the built-in runbook, and their JSON twins."""
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from urllib.parse import quote
 
-from flask import Blueprint, abort, current_app, jsonify, request, url_for
+from flask import Blueprint, abort, current_app, url_for
 
 from idemdash.core.triage import OUTCOMES, suggest
-from idemdash.dashboard import key_filters, key_tabs, panels, query_args
+from idemdash.dashboard import contract, key_filters, key_tabs, panels
+from idemdash.dashboard.schemas import keys as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import keys
@@ -42,11 +42,10 @@ def key_json(row: keys.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
     return {f: getattr(row, f) for f in fields} | {"hold": hold}
 
 
-def _list_panel(*, api: bool):
-    flt, ignored = key_filters.read(api=api)
-    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
-    after = query_args.cursor()
-    order = query_args.choice("order", ("asc", "desc"), keys.DEFAULT_ORDER[flt.status])
+def _list_panel():
+    args = contract.query(schema.KeyListQuery)
+    flt, ignored = key_filters.read(args)
+    limit, after, order = args.limit, args.cursor, args.order or keys.DEFAULT_ORDER[flt.status]
     db = get_target()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
@@ -61,7 +60,7 @@ def _list_panel(*, api: bool):
 
 @bp.get("/keys")
 def list_page():
-    flt, ignored, limit, after, order, panel = _list_panel(api=False)
+    flt, ignored, limit, after, order, panel = _list_panel()
     tables = get_target().tables
     scopes = panels.load(keys.list_scopes, tables)
     # the worker suggestions sit in the filter form, outside the fragment a refresh swaps: full pages, or a hint
@@ -79,17 +78,20 @@ def list_page():
 
 
 @bp.get("/api/v1/keys")
-def list_api():
-    flt, _, limit, after, order, panel = _list_panel(api=True)
+@contract.operation("Key list, with prev_cursor, the count of every state (exact up to count_cap), how many keys "
+                    "match the filters, and the stuck keys per suggested outcome", query=schema.KeyListQuery,
+                    ok=schema.KeyList)
+def list_api() -> schema.KeyList:
+    flt, ignored, limit, after, order, panel = _list_panel()
     page = panels.require(panel)
     tabs = key_tabs.load(flt.status)
     groups = panels.require(key_filters.suggestion_groups(flt))
-    return jsonify({"items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor,
-                    "prev_cursor": page.prev_cursor, "order": order,
-                    "counts": key_tabs.counts_json(panels.require(tabs)), "count_cap": key_tabs.COUNT_CAP,
-                    "matching": panels.require(key_filters.matching(flt)).to_json(),
-                    "suggestions": [{"suggested": g.suggested, "keys": g.keys, "more": g.more} for g in groups],
-                    "suggestions_cap": key_filters.SUGGESTION_CAP})
+    return schema.KeyList.model_validate({
+        "items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor,
+        "prev_cursor": page.prev_cursor, "order": order, "counts": key_tabs.counts_json(panels.require(tabs)),
+        "count_cap": key_tabs.COUNT_CAP, "matching": panels.require(key_filters.matching(flt)),
+        "suggestions": groups, "suggestions_cap": key_filters.SUGGESTION_CAP,
+        "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored]})
 
 
 def detail_context(scope: str, key: str) -> dict:
@@ -139,50 +141,45 @@ def detail_page(scope: str, key: str):
 @bp.get("/key")
 def detail_page_by_query():
     """The same page for keys a path cannot carry (a scope with '/', '.' or '..' segments)."""
-    scope, key = _required_scope_and_key()
-    return _render_detail(scope, key)
+    ref = contract.query(schema.KeyRef)
+    return _render_detail(ref.scope, ref.key)
 
 
 def _render_detail(scope: str, key: str):
-    done = query_args.integer("done", minimum=1, maximum=2**62)
-    noted = query_args.integer("noted", minimum=1, maximum=2**62)
+    shown = contract.query(schema.KeyPageQuery)
+    done, noted = shown.done, shown.noted
     return render("key.html", None, **detail_context(scope, key), done=done, noted=noted)
 
 
 @bp.get("/api/v1/keys/<scope>/<path:key>")
-def detail_api(scope: str, key: str):
+@contract.operation("One key with its evidence (the key may contain '/')", ok=schema.KeyPage,
+                    errors=(*contract.READ_ERRORS, 404))
+def detail_api(scope: str, key: str) -> schema.KeyPage:
     return _detail_json(scope, key)
 
 
 @bp.get("/api/v1/key")
-def detail_api_by_query():
-    scope, key = _required_scope_and_key()
-    return _detail_json(scope, key)
+@contract.operation("One key, for keys a path cannot carry", query=schema.KeyRef, ok=schema.KeyPage,
+                    errors=(*contract.READ_ERRORS, 404))
+def detail_api_by_query() -> schema.KeyPage:
+    ref = contract.query(schema.KeyRef)
+    return _detail_json(ref.scope, ref.key)
 
 
-def _detail_json(scope: str, key: str):
+def _detail_json(scope: str, key: str) -> schema.KeyPage:
     data = _detail(scope, key)
     row = data["key"]
-    return jsonify({
+    return schema.KeyPage.model_validate({
         "key": key_json(row, DETAIL_FIELDS) | {"stuck": row.stuck, "purgeable_from": data["purgeable_from"]},
-        "outbox_events": [asdict(r) for r in data["outbox"].value or []],
-        "audit": [asdict(r) for r in data["audit"].value or []],
-        "notes": [asdict(r) for r in data["notes"].value or []],
-        "suggestion": data["suggestion"].to_json(),
-        "runbook_url": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status),
-    })
-
-
-def _required_scope_and_key() -> tuple[str, str]:
-    scope, key = request.args.get("scope", ""), request.args.get("key", "")
-    if not scope or not key:
-        abort(400, "scope and key are both required, e.g. ?scope=create_order&key=abc-123")
-    return scope, key
+        "outbox_events": data["outbox"].value or [], "audit": data["audit"].value or [],
+        "notes": data["notes"].value or [], "suggestion": data["suggestion"],
+        "runbook_url": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status)})
 
 
 @bp.get("/runbook/stuck-keys")
 def runbook():
-    scope, key = query_args.text("scope"), query_args.text("key")
+    shown = contract.query(schema.RunbookQuery)
+    scope, key = shown.scope, shown.key
     return render("runbook_stuck.html", None, scope=scope, key=key, outcomes=OUTCOMES,
                   inspection=inspection_sql(get_target().tables, scope, key))
 

@@ -1,158 +1,190 @@
-"""`GET /api/v1/openapi.json`: the JSON API described as OpenAPI 3.1 (docs/api.md is the contract)."""
+"""`GET /api/v1/openapi.json`: the JSON API as OpenAPI 3.1, made from the app's routes and the models each
+operation declares (dashboard/contract.py, dashboard/schemas/): every route under /api (the per-database
+twins included), every parameter, body and answer with its schema, and every error with the error body.
+Nothing here is written by hand but the words."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, Flask, current_app, jsonify
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+from werkzeug.routing import Rule
+
+from idemdash import __version__
+from idemdash.dashboard import contract
+from idemdash.dashboard.schemas.common import Answer, Error
 
 bp = Blueprint("openapi", __name__)
 
-
-def _q(name: str, description: str, schema: dict | None = None) -> dict:
-    return {"name": name, "in": "query", "required": False, "description": description,
-            "schema": schema or {"type": "string"}}
-
-
-def _path(name: str, description: str) -> dict:
-    return {"name": name, "in": "path", "required": True, "description": description, "schema": {"type": "string"}}
-
-
-CURSOR = _q("cursor", "Opaque: the next_cursor of the previous page.")
-LIMIT = _q("limit", "Rows per page.", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50})
-ERRORS = {code: {"$ref": f"#/components/responses/{name}"}
-          for code, name in (("400", "BadInput"), ("503", "Unavailable"))}
-ACTION_ERRORS = {code: {"$ref": f"#/components/responses/{name}"}
-                 for code, name in (("400", "BadInput"), ("403", "Forbidden"), ("404", "NotFound"),
-                                    ("409", "Conflict"), ("415", "NotJson"),
-                                    ("503", "Unavailable"))}
-
-
-def _get(summary: str, parameters: list[dict], extra: dict | None = None) -> dict:
-    return {"get": {"summary": summary, "parameters": parameters,
-                    "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}},
-                                  **ERRORS, **(extra or {})}}}
-
-
-def _post(summary: str, body: dict, ok: str = "200") -> dict:
-    return {"post": {"summary": summary,
-                     "requestBody": {"required": True, "content": {"application/json": {"schema": body}}},
-                     "responses": {ok: {"description": "Done", "content": {"application/json": {"schema": {"type": "object"}}}},
-                                   **ACTION_ERRORS}}}
-
-
-KEY_FILTERS = [
-    _q("scope", "Only this scope."),
-    _q("claimed_by", "Only keys last claimed by this worker."),
-    _q("min_attempts", "attempt_count at least this.", {"type": "integer", "minimum": 1}),
-    _q("overdue", "Lease ended at least this long ago: 90s, 10m, 2h, 1d (stuck/processing only)."),
-]
-
-SPEC: dict[str, Any] = {
-    "openapi": "3.1.0",
-    "info": {"title": "idemdash JSON API", "version": "1",
-             "description": "Every page's JSON twin, and the operator actions. Times are ISO 8601 with a zone. "
-                            "Lists are {items, next_cursor}. Errors are {error} with a 4xx/503 status."},
-    "paths": {
-        "/api/v1/overview": _get("Headline numbers", [
-            _q("range", "Time range of the trends (default 24h).", {"type": "string", "enum": ["1h", "6h", "24h", "7d"]})]),
-        "/api/v1/keys": _get("Key list, with prev_cursor and the count of every state (exact up to count_cap)", [
-            _q("status", "Which keys.", {"type": "string", "enum": ["stuck", "needs_review", "processing", "succeeded",
-                                                                     "failed_retryable", "failed_final"]}),
-            *KEY_FILTERS,
-            _q("order", "asc or desc by the list's sort column: lease end (stuck, needs_review, processing; default "
-                        "asc) or last change (default desc).", {"type": "string", "enum": ["asc", "desc"]}),
-            _q("cursor", "Opaque: the next_cursor or prev_cursor of another page."), LIMIT]),
-        "/api/v1/search": _get("Find a key: exact in every scope (or one), else by prefix; scopes and workers by name", [
-            {**_q("q", "The key, or the start of one ('scope/key' and a pasted key URL work too)."), "required": True},
-            _q("scope", "Only this scope (prefix search lists up to 50 keys of it).")]),
-        "/api/v1/keys/{scope}/{key}": _get("One key with evidence (the key may contain '/')",
-                                           [_path("scope", "Idempotency scope."), _path("key", "Idempotency key.")],
-                                           {"404": {"$ref": "#/components/responses/NotFound"}}),
-        "/api/v1/key": _get("One key, for keys a path cannot carry", [
-            {**_q("scope", "Idempotency scope."), "required": True},
-            {**_q("key", "Idempotency key."), "required": True}], {"404": {"$ref": "#/components/responses/NotFound"}}),
-        "/api/v1/hotspots": _get("Retry hotspots", [_q("min_attempts", "Hotspot threshold.",
-                                                       {"type": "integer", "minimum": 1}),
-                                                    _q("window", "Keys whose updated_at is within this window "
-                                                       "(default 24h; all: every key).",
-                                                       {"type": "string", "enum": ["1h", "24h", "7d", "all"]})]),
-        "/api/v1/suppression": _get("First-attempt vs retried keys per scope", [
-            _q("window", "Time window.", {"type": "string", "enum": ["1h", "24h", "7d"]})]),
-        "/api/v1/outbox": _get("Outbox backlog and rows", [
-            _q("status", "Row status (default pending)."), _q("event_type", "Only this event type."), CURSOR, LIMIT]),
-        "/api/v1/outbox/poison": _get("Likely poison rows: pending, many delivery attempts, oldest first", [
-            _q("min_attempts", "At least this many attempts (3 or more).", {"type": "integer", "minimum": 3}),
-            CURSOR, LIMIT]),
-        "/api/v1/outbox/{outbox_id}": _get("One outbox row with its payload and the key it was written under",
-                                           [{**_path("outbox_id", "The row's outbox_id."),
-                                             "schema": {"type": "string", "format": "uuid"}}],
-                                           {"404": {"$ref": "#/components/responses/NotFound"}}),
-        "/api/v1/inbox": _get("Inbox volume per consumer", [_q("consumer", "Consumer name contains.")]),
-        "/api/v1/audit": _get("Operator actions, one item per decision (a bulk action's keys: parent=)", [
-            _q("scope", "Scope."), _q("key", "Key (its history includes the per-key rows of bulk actions)."),
-            _q("actor", "Who."), _q("parent", "The per-key rows of this bulk action (its audit_id).",
-                                    {"type": "integer", "minimum": 1}),
-            _q("action", "The kind of action.", {"type": "string", "enum": ["reclassify", "reclassify-bulk", "purge",
-                                                                             "purge-dry-run", "purge-cancel", "note", "outbox-park",
-                                                                             "outbox-release"]}),
-            _q("since", "From this time (ISO 8601, UTC unless it names a zone), or this long ago (24h)."),
-            _q("until", "Up to this time, or this long ago."), CURSOR, LIMIT]),
-        "/api/v1/purges": _get("Purge history, running runs and schedule", [
-            _q("table", "Only this table's runs.", {"type": "string", "enum": ["keys", "inbox", "outbox"]}),
-            _q("run_id", "Only this run.", {"type": "integer", "minimum": 1}), CURSOR, LIMIT]),
-        "/api/v1/databases": _get("Every database this dashboard serves, with its headline numbers (reachable or not)", []),
-        "/api/v1/health/schema": _get("Schema, retention and operational checks (the /health findings)", []),
-        "/api/v1/keys/reclassify": _post("Reclassify one stuck key", {
-            "type": "object", "required": ["scope", "key", "to", "reason"],
-            "properties": {"scope": {"type": "string"}, "key": {"type": "string"},
-                           "to": {"enum": ["safe_to_retry", "abandoned", "already_succeeded", "needs_review"]},
-                           "reason": {"type": "string", "minLength": 1, "maxLength": 2000},
-                           "expected_attempt_count": {"type": "integer"},
-                           "expected_locked_until": {"type": ["string", "null"], "format": "date-time"},
-                           "result_ref_type": {"type": "string"}, "result_ref_id": {"type": "string", "format": "uuid"},
-                           "response_body": {}, "hold_for": {"type": ["string", "number"]},
-                           "override_evidence": {"type": "boolean"}}}),
-        "/api/v1/keys/reclassify-bulk": _post("Preview, then reclassify many stuck keys", {
-            "type": "object", "required": ["to"],
-            "properties": {"filter": {"type": "object", "properties": {
-                               "scope": {"type": "string"}, "claimed_by": {"type": "string"},
-                               "min_attempts": {"type": "integer"}, "overdue": {"type": ["string", "number"]}}},
-                           "to": {"enum": ["safe_to_retry", "abandoned"]}, "reason": {"type": "string"},
-                           "as_of": {"type": "string", "format": "date-time"}, "preview": {"type": "boolean"},
-                           "all_scopes": {"type": "boolean"}}}),
-        "/api/v1/keys/notes": _post("Write a triage note on a key (shown in its history and in the audit log)", {
-            "type": "object", "required": ["scope", "key", "text"],
-            "properties": {"scope": {"type": "string"}, "key": {"type": "string"},
-                           "text": {"type": "string", "minLength": 1, "maxLength": 4000}}}, "201"),
-        **{f"/api/v1/outbox/{action}": _post(summary, {
-            "type": "object", "required": ["outbox_id", "reason"],
-            "properties": {"outbox_id": {"type": "string", "format": "uuid"},
-                           "reason": {"type": "string", "minLength": 1, "maxLength": 2000},
-                           "expected_attempt_count": {"type": "integer", "minimum": 0}}})
-           for action, summary in (("park", "Park a pending outbox row: the relay leaves it alone until released"),
-                                   ("release", "Release a parked outbox row back to pending"))},
-        "/api/v1/purges/{run_id}/cancel": {"post": {
-            **_post("Cancel a running purge: it stops after its current batch", {
-                "type": "object", "properties": {"reason": {"type": "string", "maxLength": 2000}},
-                "additionalProperties": False}, "202")["post"],
-            "parameters": [{"name": "run_id", "in": "path", "required": True,
-                            "schema": {"type": "integer", "minimum": 1}}]}},
-        "/api/v1/purges/run": _post("Start a purge run now", {
-            "type": "object", "required": ["table", "dry_run"],
-            "properties": {"table": {"enum": ["keys", "inbox", "outbox"]}, "dry_run": {"type": "boolean"}}}, "202"),
-    },
-    "components": {"responses": {
-        name: {"description": description, "content": {"application/json": {"schema": {
-            "type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}}}
-        for name, description in (("BadInput", "Bad input: the message says what to send"),
-                                  ("Forbidden", "Not allowed (viewer, read-only mode, cross-origin)"),
-                                  ("NotFound", "No such key or outbox row"),
-                                  ("Conflict", "State changed: nothing was overwritten"),
-                                  ("NotJson", "The body must be application/json"),
-                                  ("Unavailable", "Database unreachable, or a query timed out (the message names the index)"))}},
+REF = "#/components/schemas/{model}"
+# the error answers, by status: what each means (docs/api.md, Errors)
+ERRORS = {
+    400: ("BadInput", "Bad input: the message says what to send (fields: each field in error)"),
+    401: ("NotSignedIn", "Not signed in (IDEMDASH_AUTH=basic or proxy)"),
+    403: ("Forbidden", "Not allowed: a viewer, read-only mode, a cross-origin request, another host with "
+                       "IDEMDASH_AUTH=none, or a database privilege idemdash's role lacks"),
+    404: ("NotFound", "No such key, outbox row, purge run or database"),
+    409: ("Conflict", "The state changed: nothing was overwritten (the answer carries the row as it is now)"),
+    415: ("NotJson", "The body must be application/json"),
+    503: ("Unavailable", "The database is unreachable (Retry-After), cannot be used as configured, or a query "
+                         "ran past the statement timeout (the message names the index that would help)"),
 }
+DESCRIPTION = (
+    "Every page's JSON twin, and the operator actions. Times are ISO 8601 with a zone. Lists are "
+    "{items, next_cursor}. Errors are {error} with a 4xx or 503 status.\n\n"
+    "Input: a query parameter given twice or empty is a 400 naming it; a body must be application/json, an "
+    "object of the documented fields only. Formats of our own: `idemdash-cursor` is a next_cursor or "
+    "prev_cursor of the same list, unchanged; `idemdash-hold` is a duration (the pattern's syntax) between 60 "
+    "seconds and 30 days.\n\n"
+    "Compatibility: within /api/v1 changes are additive only (a new route, parameter or answer field). A field "
+    "or route that must go is first marked `deprecated` here and answered with a `Deprecation` header, for at "
+    "least one minor release, before a /api/v2 drops it.")
+
+
+class Document(Answer):
+    """This document (OpenAPI 3.1)."""
+
+    model_config = Answer.model_config | {"extra": "allow", "json_schema_extra": {"examples": [{
+        "openapi": "3.1.0", "info": {"title": "idemdash JSON API", "version": __version__},
+        "paths": {"/api/v1/overview": {"get": {
+            "operationId": "get_overview_api", "summary": "The overview's headline numbers",
+            "responses": {"200": {"description": "OK"}}}}}}]}}
+    openapi: str
+
+
+def _path(app: Flask, rule: Rule) -> tuple[str, list[dict[str, Any]]]:
+    """The OpenAPI path of a route ({name} for <converter:name>) and its path parameters."""
+    params = []
+    for converter, _args, name in _parts(rule):
+        schema: dict[str, Any] = {"type": "string", "minLength": 1}
+        if converter == "int":
+            schema = {"type": "integer", "minimum": 0}
+        elif converter == "uuid":
+            schema = {"type": "string", "format": "uuid"}
+        elif name == "database":
+            schema = {"type": "string", "enum": list(app.extensions["idemdash_targets"])}
+        elif converter != "path":
+            schema["pattern"] = "^[^/]+$"
+        if name in PATH_EXAMPLES:
+            schema["examples"] = [PATH_EXAMPLES[name]]
+        elif name == "database":
+            schema["examples"] = schema["enum"][:1]
+        params.append({"name": name, "in": "path", "required": True, "schema": schema,
+                       "description": PATH_WORDS.get(name, name)})
+    return re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule), params
+
+
+PATH_WORDS = {"database": "A database's name, as IDEMDASH_CONFIG lists it.", "scope": "Idempotency scope.",
+              "key": "Idempotency key (it may contain '/').", "outbox_id": "The row's outbox_id.",
+              "run_id": "The purge run's run_id."}
+
+
+# an example of each path variable: a key of the demo's and the tests' seeded data
+PATH_EXAMPLES: dict[str, Any] = {"scope": "create_order", "key": "cart/0/checkout-0000",
+                                 "outbox_id": "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01", "run_id": 1}
+
+
+def _parts(rule: Rule) -> list[tuple[str, str, str]]:
+    return [(m.group(1) or "default", "", m.group(2)) for m in re.finditer(r"<(?:([a-z]+):)?([a-z_]+)>", rule.rule)]
+
+
+def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema(ref_template=REF)
+    required = set(schema.get("required", []))
+    params = []
+    for name, prop in schema["properties"].items():
+        prop = dict(prop)
+        prop.pop("title", None)
+        options = prop.pop("anyOf", None)
+        if options is not None:  # ``X | None``: absent is None, so the parameter is X
+            kept = [o for o in options if o.get("type") != "null"]
+            prop = {**(kept[0] if len(kept) == 1 else {"anyOf": kept}), **prop}
+        if prop.get("default") is None:
+            prop.pop("default", None)
+        description = prop.pop("description", None)
+        param = {"name": name, "in": "query", "required": name in required, "schema": prop}
+        if description:
+            param["description"] = description
+        params.append(param)
+    return params
+
+
+def _content(ref: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": ref}}
+
+
+def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
+    """The document of ``app``'s routes under /api. Every one must declare its operation (LookupError otherwise);
+    ``strict=False`` leaves out those that do not (a test's own route)."""
+    operations = []
+    for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
+        if not rule.rule.startswith("/api/"):
+            continue
+        op = contract.operation_of(app.view_functions[rule.endpoint])
+        if op is None and not strict:
+            continue
+        if op is None:
+            raise LookupError(f"{rule.rule} ({rule.endpoint}) declares no operation (dashboard/contract.py)")
+        operations.append((rule, op))
+    models: list[tuple[type[BaseModel], Any]] = [(Error, "serialization")]
+    for _rule, op in operations:
+        models.append((op.ok, "serialization"))
+        if op.body is not None:
+            models.append((op.body, "validation"))
+        if op.conflict is not None:
+            models.append((op.conflict, "serialization"))
+    refs, definitions = models_json_schema(list(dict.fromkeys(models)), ref_template=REF)
+    paths: dict[str, dict[str, Any]] = {}
+    for rule, op in operations:
+        path, path_params = _path(app, rule)
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            entry: dict[str, Any] = {
+                "operationId": f"{method.lower()}_{rule.endpoint.replace('.', '_').replace('@', '_')}",
+                "summary": op.summary,
+                "parameters": path_params + (_query_parameters(op.query) if op.query else []),
+                "responses": {str(op.status): {"description": op.ok.__doc__ or "OK",
+                                               "content": _content(refs[(op.ok, "serialization")])}},
+            }
+            if op.description:
+                entry["description"] = op.description
+            if op.deprecated:
+                entry["deprecated"] = True
+            if op.body is not None:
+                entry["requestBody"] = {"required": True, "content": _content(refs[(op.body, "validation")])}
+            # a database the path names that this dashboard does not serve: 404
+            errors = (*op.errors, 404) if "{database}" in path and 404 not in op.errors else op.errors
+            if method == "GET" and entry["parameters"]:
+                # a request line longer than the server takes (gunicorn's limit_request_line, 4094 bytes by
+                # default) is refused by the server before idemdash sees it, with a body of its own
+                entry["responses"]["414"] = {"description": "URI too long: the request line is longer than the "
+                                                            "server takes (a long key: use its page's JSON by path)"}
+            for status in sorted(errors):
+                if status == 409 and op.conflict is not None:
+                    entry["responses"]["409"] = {"description": ERRORS[409][1],
+                                                 "content": _content(refs[(op.conflict, "serialization")])}
+                else:
+                    entry["responses"][str(status)] = {"$ref": f"#/components/responses/{ERRORS[status][0]}"}
+            paths.setdefault(path, {})[method.lower()] = entry
+    error_ref = refs[(Error, "serialization")]
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "idemdash JSON API", "version": __version__, "description": DESCRIPTION},
+        "paths": paths,
+        "components": {
+            "schemas": definitions.get("$defs", {}),
+            "responses": {name: {"description": words, "content": _content(error_ref)}
+                          for name, words in ERRORS.values()},
+        },
+    }
 
 
 @bp.get("/api/v1/openapi.json")
-def spec():
-    return jsonify(SPEC)
+@contract.operation("This document: the JSON API as OpenAPI 3.1", ok=Document, errors=())
+def spec() -> Any:
+    app = current_app._get_current_object()  # type: ignore[attr-defined]  # the app, not its proxy
+    document = app.extensions.get("idemdash_openapi")
+    if document is None:
+        document = app.extensions["idemdash_openapi"] = build(app)
+    return jsonify(document)

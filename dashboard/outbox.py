@@ -4,9 +4,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from datetime import datetime, timezone
 
-from flask import Blueprint, abort, jsonify
+from flask import Blueprint, abort
 
-from idemdash.dashboard import panels, query_args, rollups
+from idemdash.dashboard import contract, panels, rollups
+from idemdash.dashboard.schemas import outbox as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import outbox, outbox_actions
@@ -16,7 +17,6 @@ bp = Blueprint("outbox", __name__)
 # A pending row whose delivery failed this often is probably a poison event: it will never publish on its own.
 MANY_ATTEMPTS = 3
 MANY_ATTEMPTS_SHOWN = 20
-STATUS_MAX_LENGTH = 100
 
 DEFINITIONS = {
     "backlog.pending": "outbox rows with status = 'pending'",
@@ -37,15 +37,10 @@ DEFINITIONS = {
 }
 
 
-def _filter() -> outbox.OutboxFilter:
-    return outbox.OutboxFilter(status=query_args.text("status", STATUS_MAX_LENGTH) or "pending",
-                               event_type=query_args.text("event_type"))
-
-
 def _outbox() -> dict:
-    flt = _filter()
-    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
-    after = query_args.cursor()
+    args = contract.query(schema.OutboxQuery)
+    flt = outbox.OutboxFilter(status=args.status, event_type=args.event_type)
+    limit, after = args.limit, args.cursor
     tables = get_target().tables
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
@@ -99,20 +94,17 @@ def page():
 
 
 @bp.get("/api/v1/outbox")
-def api():
+@contract.operation("The outbox: its backlog and lag, per event type, likely poison rows, parked rows, and one page "
+                    "of rows in a status", query=schema.OutboxQuery, ok=schema.OutboxPage)
+def api() -> schema.OutboxPage:
     data = _outbox()
     rows = panels.require(data["rows"])
     parked = panels.require(_parked(_status_choices(data["flt"].status)))
-    return jsonify({
-        "items": [asdict(row) for row in rows.items],
-        "next_cursor": rows.next_cursor,
-        "status": data["flt"].status,
-        "event_type": data["flt"].event_type,
-        "as_of": data["as_of"],
-        "backlog": asdict(panels.require(data["summary"])) | {"many_attempts_threshold": MANY_ATTEMPTS},
-        "by_event_type": [asdict(t) for t in panels.require(data["event_types"])],
-        "many_attempts": [asdict(row) for row in panels.require(data["many_attempts"])],
-        "parked": [asdict(row) for row in parked],
-        "definitions": DEFINITIONS,
-        "precomputed": rollups.precomputed(by_event_type=data["event_types"]),
-    })
+    summary = panels.require(data["summary"])
+    return schema.OutboxPage(
+        items=rows.items, next_cursor=rows.next_cursor, status=data["flt"].status,
+        event_type=data["flt"].event_type, as_of=data["as_of"],
+        backlog=schema.Backlog.model_validate(asdict(summary) | {"many_attempts_threshold": MANY_ATTEMPTS}),
+        by_event_type=panels.require(data["event_types"]), many_attempts=panels.require(data["many_attempts"]),
+        parked=parked, definitions=DEFINITIONS,
+        precomputed=rollups.precomputed(by_event_type=data["event_types"]))

@@ -8,16 +8,16 @@ operator saw, when given), never waits behind the relay, and writes the audit ro
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from flask import Blueprint, abort, jsonify, redirect, request, url_for
+from flask import Blueprint, abort, redirect, request, url_for
 from psycopg import errors
 
-from idemdash.dashboard import outbox_rows, request_body
+from idemdash.dashboard import contract, outbox_rows
 from idemdash.dashboard.auth import current_user, json_action, operator_required
-from idemdash.dashboard.request_body import ActionError
+from idemdash.dashboard.contract import ActionError
+from idemdash.dashboard.schemas import outbox as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import outbox as outbox_queries
 from idemdash.queries import outbox_actions
@@ -25,22 +25,7 @@ from idemdash.queries import outbox_actions
 bp = Blueprint("outbox_actions", __name__)
 
 
-def parse_move(data: Any) -> tuple[uuid.UUID, str, int | None]:
-    if not isinstance(data, Mapping):
-        raise ActionError(400, 'send a JSON object: {"outbox_id": "…", "reason": "…"}')
-    unknown = set(data) - {"outbox_id", "reason", "expected_attempt_count", "csrf_token"}
-    if unknown:
-        raise ActionError(400, f"unknown fields: {', '.join(sorted(unknown))} (outbox_id, reason, "
-                               "expected_attempt_count)")
-    raw = request_body.text(data, "outbox_id", required=True, max_length=100)
-    try:
-        outbox_id = uuid.UUID(str(raw))
-    except ValueError:
-        raise ActionError(400, "outbox_id must be a UUID (the outbox row's id)") from None
-    return outbox_id, request_body.reason(data), request_body.whole_number(data, "expected_attempt_count")
-
-
-def move(outbox_id: uuid.UUID, action: str, reason: str, expected_attempt_count: int | None) -> dict:
+def move(outbox_id: uuid.UUID, action: str, reason: str, expected_attempt_count: int | None) -> schema.Moved:
     """Park or release the row; returns it as it is now. Raises ActionError (404, 409)."""
     target = get_target()
     try:
@@ -60,7 +45,7 @@ def move(outbox_id: uuid.UUID, action: str, reason: str, expected_attempt_count:
         raise ActionError(404, f"no outbox row {outbox_id}")
     if not result.changed:
         raise ActionError(409, _why_not(action, row, expected_attempt_count), asdict(row))
-    return asdict(row) | {"audit_id": result.audit_id}
+    return schema.Moved.model_validate(asdict(row) | {"audit_id": result.audit_id})
 
 
 def _why_not(action: str, row: Any, expected_attempt_count: int | None) -> str:
@@ -74,23 +59,27 @@ def _why_not(action: str, row: Any, expected_attempt_count: int | None) -> str:
             "(the relay tried it again). Nothing was changed.")
 
 
-def _api(action: str):
+def _api(action: str) -> Any:
     try:
-        outbox_id, reason, expected = parse_move(request.get_json(silent=True))
-        return jsonify(move(outbox_id, action, reason, expected))
+        body = contract.body(schema.MoveBody)
+        return move(body.outbox_id, action, body.reason, body.expected_attempt_count)
     except ActionError as exc:
         return exc.json(current="row")
 
 
 @bp.post("/api/v1/outbox/park")
 @json_action
-def park_api():
+@contract.operation("Park a pending outbox row: the relay leaves it alone until it is released", body=schema.MoveBody,
+                    ok=schema.Moved, conflict=schema.OutboxConflict)
+def park_api() -> Any:
     return _api(outbox_actions.PARK)
 
 
 @bp.post("/api/v1/outbox/release")
 @json_action
-def release_api():
+@contract.operation("Release a parked outbox row: pending again, for the relay to publish", body=schema.MoveBody,
+                    ok=schema.Moved, conflict=schema.OutboxConflict)
+def release_api() -> Any:
     return _api(outbox_actions.RELEASE)
 
 
@@ -107,12 +96,14 @@ def release_form(outbox_id: uuid.UUID):
 
 
 def _form(outbox_id: uuid.UUID, action: str):
+    # the form's fields as the API's body: the token is the form's own, an empty field is one left out
+    fields = {name: value for name, value in request.form.items() if name != "csrf_token" and value != ""}
     try:
-        _, reason, expected = parse_move({**request.form.to_dict(), "outbox_id": str(outbox_id)})
-        result = move(outbox_id, action, reason, expected)
+        body = contract.form(schema.MoveBody, fields | {"outbox_id": str(outbox_id)})
+        result = move(outbox_id, action, body.reason, body.expected_attempt_count)
     except ActionError as exc:
         if exc.status == 404:
             abort(404, exc.message)
         # the row's page again, with the refusal and what was typed
         return outbox_rows.detail_page(outbox_id, action_error=exc.message, form=request.form), exc.status
-    return redirect(url_for("outbox_rows.detail_page", outbox_id=outbox_id, done=result["audit_id"]), code=303)
+    return redirect(url_for("outbox_rows.detail_page", outbox_id=outbox_id, done=result.audit_id), code=303)

@@ -7,10 +7,11 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any
 
-from flask import Blueprint, abort, jsonify
+from flask import Blueprint, abort
 
-from idemdash.dashboard import panels, query_args
+from idemdash.dashboard import contract, panels
 from idemdash.dashboard.keys import key_url, runbook_url
+from idemdash.dashboard.schemas import outbox as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import outbox
@@ -31,23 +32,23 @@ def _row(outbox_id: uuid.UUID) -> outbox.OutboxDetail:
 def detail_page(outbox_id: uuid.UUID, action_error: str | None = None, form: Any = None):
     return render("outbox_row.html", None, row=_row(outbox_id), poison_min=outbox.POISON_MIN_ATTEMPTS,
                   runbook=runbook_url("", "", "outbox_backlog", kind="outbox-backlog"),
-                  action_error=action_error, form=form or {}, done=query_args.integer("done", minimum=1, maximum=2**62))
+                  action_error=action_error, form=form or {}, done=contract.query(schema.RowPageQuery).done)
 
 
 @bp.get("/api/v1/outbox/<uuid:outbox_id>")
-def detail_api(outbox_id: uuid.UUID):
+@contract.operation("One outbox row, every column, with whether its key still exists and whether it is likely "
+                    "poison", ok=schema.OutboxRowPage, errors=(*contract.READ_ERRORS, 404))
+def detail_api(outbox_id: uuid.UUID) -> schema.OutboxRowPage:
     row = _row(outbox_id)
-    return jsonify(asdict(row) | {
+    return schema.OutboxRowPage.model_validate(asdict(row) | {
         "key_url": key_url(row.idempotency_scope, row.idempotency_key),
         "likely_poison": row.status == "pending" and row.attempt_count >= outbox.POISON_MIN_ATTEMPTS,
     })
 
 
 def _poison():
-    min_attempts = query_args.integer("min_attempts", minimum=outbox.POISON_MIN_ATTEMPTS, maximum=1_000_000,
-                                  default=outbox.POISON_MIN_ATTEMPTS)
-    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
-    after = query_args.cursor()
+    args = contract.query(schema.PoisonQuery)
+    min_attempts, limit, after = args.min_attempts, args.limit, args.cursor
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
         panel = panels.load(outbox.list_outbox_poison, get_target().tables, min_attempts=min_attempts, after=after,
@@ -66,13 +67,14 @@ def poison_page():
 
 
 @bp.get("/api/v1/outbox/poison")
-def poison_api():
+@contract.operation("Likely poison rows: pending with at least min_attempts delivery attempts, oldest first",
+                    query=schema.PoisonQuery, ok=schema.PoisonPage)
+def poison_api() -> schema.PoisonPage:
     min_attempts, limit, after, panel = _poison()
     page = panels.require(panel)
-    return jsonify({"items": [asdict(row) for row in page.items], "next_cursor": page.next_cursor,
-                    "min_attempts": min_attempts,
-                    "definitions": {"items": f"pending outbox rows with attempt_count >= min_attempts (at least "
-                                             f"{outbox.POISON_MIN_ATTEMPTS}), oldest first"}})
+    return schema.PoisonPage(items=page.items, next_cursor=page.next_cursor, min_attempts=min_attempts,
+                             definitions={"items": f"pending outbox rows with attempt_count >= min_attempts (at "
+                                                   f"least {outbox.POISON_MIN_ATTEMPTS}), oldest first"})
 
 
 @bp.get("/runbook/outbox-backlog")

@@ -1,12 +1,12 @@
 """`/` and `GET /api/v1/overview`: the headline numbers an on-call engineer sees first."""
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime, timezone
 
-from flask import Blueprint, jsonify
+from flask import Blueprint
 
-from idemdash.dashboard import panels, query_args, rollups, trends
+from idemdash.dashboard import contract, panels, rollups, trends
+from idemdash.dashboard.schemas import overview as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import overview, snapshots
@@ -24,7 +24,7 @@ def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
 
 
 def _overview() -> dict:
-    trend_range = query_args.choice("range", tuple(trends.RANGES), trends.DEFAULT_RANGE)
+    trend_range = contract.query(schema.OverviewQuery).range
     hours = trends.RANGES[trend_range]
     tables = get_target().tables
     lease = get_target().settings["DEFAULT_LEASE_SECONDS"]
@@ -51,14 +51,18 @@ def page():
 
 
 @bp.get("/api/v1/overview")
-def api():
+@contract.operation("The overview's headline numbers: stuck and processing keys, failures and successes of the last "
+                    "24 h, the outbox backlog and lag, inbox volume, the last purges and the trends",
+                    query=schema.OverviewQuery, ok=schema.Overview)
+def api() -> schema.Overview:
     data = _overview()
-    return jsonify({
+    trend = data["trend"]
+    return schema.Overview.model_validate({
         "as_of": data["as_of"],
-        "keys": asdict(panels.require(data["keys"])),
-        "outbox": asdict(panels.require(data["outbox"])),
-        "inbox": asdict(panels.require(data["inbox"])),
-        "last_purges": [asdict(run) for run in panels.require(data["last_purges"])],
+        "keys": panels.require(data["keys"]),
+        "outbox": panels.require(data["outbox"]),
+        "inbox": panels.require(data["inbox"]),
+        "last_purges": panels.require(data["last_purges"]),
         # sections the scheduler precomputed (large tables): when, and how long counting them took
         "precomputed": rollups.precomputed(keys=data["keys"], inbox=data["inbox"]),
         "trends": {
@@ -67,8 +71,8 @@ def api():
             "snapshot_interval_seconds": get_target().settings["SNAPSHOT_INTERVAL_SECONDS"],
             # more snapshots than max_points come merged: 'snapshots' says how many a point stands for
             "max_points": trends.MAX_POINTS,
-            "points": [asdict(p) for p in data["trend"].value or []],
-            "problem": data["trend"].to_json() if not data["trend"].ok else None,
+            "points": trend.value or [],
+            "problem": trend.to_json() if not trend.ok else None,
         },
         "definitions": {
             "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and "

@@ -11,11 +11,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from flask import Blueprint, abort, jsonify, redirect, request, url_for
+from flask import Blueprint, Response, abort, after_this_request, jsonify, redirect, request, url_for
 
-from idemdash.dashboard import panels, query_args
+from idemdash.dashboard import contract, panels
 from idemdash.dashboard.auth import current_user, json_action, operator_required
+from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.purge_start import StartError, start_purge
+from idemdash.dashboard.schemas import purges as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.jobs.purge_run import RETENTION_SETTING
@@ -57,20 +59,11 @@ class TableStatus:
     running: list[purge_history.PurgeRun] = field(default_factory=list)
     dry_run_ready: purge_history.PurgeRun | None = None   # the dry run a "Purge now" follows, when there is one
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "table": self.table, "relation": self.relation, "deletes": self.deletes,
-            "retention": self.retention, "retention_days": self.retention_days,
-            "schedule": self.schedule, "next_run_at": self.next_run_at,
-            "last_run": _run_json(self.runs.last_run),
-            "last_success_at": self.runs.last_success.finished_at if self.runs.last_success else None,
-            "last_dry_run": _run_json(self.runs.last_dry_run),
-            "running": [_run_json(r) for r in self.running],
-        }
-
-
-def _run_json(run: purge_history.PurgeRun | None) -> dict[str, Any] | None:
-    return None if run is None else asdict(run)
+    def answer(self) -> schema.TableStatus:
+        return schema.TableStatus.model_validate(
+            asdict(self) | {"last_run": self.runs.last_run, "last_dry_run": self.runs.last_dry_run,
+                            "last_success_at": self.runs.last_success.finished_at if self.runs.last_success else None,
+                            "running": self.running})
 
 
 def _retention(table: str, config: Mapping[str, Any]) -> tuple[str, int | None]:
@@ -117,13 +110,6 @@ def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[Tab
     return runs, running, statuses
 
 
-def _history_filter() -> purge_history.PurgeRunFilter:
-    table = query_args.text("table", 50)
-    if table is not None and table not in TABLES:
-        abort(400, f"table must be one of {', '.join(TABLES)} (got {table!r})")
-    return purge_history.PurgeRunFilter(table=table, run_id=query_args.integer("run_id", minimum=1, maximum=2**62))
-
-
 def _purges(flt: purge_history.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50) -> dict[str, Any]:
     now = datetime.now(timezone.utc)
     flt = flt or purge_history.PurgeRunFilter()
@@ -152,7 +138,8 @@ def _partitions(run_ids: list[int]) -> dict[int, list[partitions_queries.Partiti
 
 
 def _page_args(flt: purge_history.PurgeRunFilter, after: str | None, limit: int) -> dict[str, Any]:
-    return {k: v for k, v in {"table": flt.table, "run_id": flt.run_id, "cursor": after,
+    return {k: v for k, v in {"table": flt.table, "run_id": flt.run_id, "outcome": flt.outcome,
+                              "started_by": flt.started_by, "cursor": after,
                               "limit": limit if limit != 50 else None}.items() if v is not None}
 
 
@@ -168,32 +155,32 @@ def _status_url(run_id: int | None, table: str) -> str:
 
 @bp.post("/api/v1/purges/run")
 @json_action
-def run_api():
-    data = request.get_json(silent=True)
+@contract.operation("Start a purge of one table now (a dry run counts what would go); follow it at status_url",
+                    body=schema.RunBody, ok=schema.RunStarted, status=202, conflict=schema.RunConflict,
+                    errors=(400, 401, 403, 409, 415, 503))
+def run_api() -> Any:
     try:
-        if not isinstance(data, dict):
-            raise StartError(400, 'send a JSON object: {"table": "keys" | "inbox" | "outbox", "dry_run": true | false}')
-        unknown = set(data) - {"table", "dry_run"}
-        if unknown:
-            raise StartError(400, f"unknown fields: {', '.join(sorted(unknown))} (send table and dry_run)")
-        table = _table_arg(data.get("table"))
-        dry_run = data.get("dry_run")
-        if not isinstance(dry_run, bool):
-            raise StartError(400, "dry_run is required: true counts what would go, false deletes it")
-        run = start_purge(table, dry_run=dry_run, started_by=current_user().name)
+        body = contract.body(schema.RunBody)
+        run = start_purge(body.table, dry_run=body.dry_run, started_by=current_user().name)
+    except ActionError as exc:
+        return exc.json()
     except StartError as exc:
-        body: dict[str, Any] = {"error": exc.message}
-        if exc.run is not None:
-            body |= {"run_id": exc.run.run_id, "outcome": exc.run.outcome,
-                     "status_url": _status_url(exc.run.run_id, exc.run.table_name)}
-        return jsonify(body), exc.status
+        if exc.run is None:
+            return ActionError(exc.status, exc.message).json()
+        conflict = schema.RunConflict.model_validate({"error": exc.message, "run_id": exc.run.run_id,
+                                                      "outcome": exc.run.outcome,
+                                                      "status_url": _status_url(exc.run.run_id, exc.run.table_name)})
+        return jsonify(conflict.model_dump(exclude_none=True)), exc.status
     run_id = run.run_id if run else None
-    response = jsonify({"run_id": run_id, "table": table, "dry_run": dry_run,
-                        "outcome": run.outcome if run else "running",
-                        "status_url": _status_url(run_id, table)})
-    response.status_code = 202
-    response.headers["Location"] = _status_url(run_id, table)
-    return response
+    location = _status_url(run_id, body.table)
+
+    @after_this_request
+    def _location(response: Response) -> Response:
+        response.headers["Location"] = location
+        return response
+
+    return schema.RunStarted.model_validate({"run_id": run_id, "table": body.table, "dry_run": body.dry_run,
+                                             "outcome": run.outcome if run else "running", "status_url": location})
 
 
 @bp.post("/purges/run")
@@ -252,17 +239,18 @@ def _check_dry_run_first(table: str, after_dry_run: str) -> None:
 
 # -- pages ----------------------------------------------------------------------------------------------------
 
-def _read_args() -> tuple[purge_history.PurgeRunFilter, str | None, int]:
-    limit = query_args.integer("limit", minimum=1, maximum=500, default=50)
-    assert limit is not None  # it has a default
-    return _history_filter(), query_args.cursor(), limit
+def _read_args(args: schema.PurgesQuery) -> tuple[purge_history.PurgeRunFilter, str | None, int]:
+    flt = purge_history.PurgeRunFilter(table=args.table, run_id=args.run_id, outcome=args.outcome,
+                                       started_by=args.started_by)
+    return flt, args.cursor, args.limit
 
 
 @bp.get("/purges")
 def page():
-    flt, after, limit = _read_args()
+    args = contract.query(schema.PurgesPageQuery)
+    flt, after, limit = _read_args(args)
     message = None
-    started = query_args.integer("started", minimum=0, maximum=2**62)
+    started = args.started
     if started is not None:
         message = ("ok", f"Run {started} started; its progress and result show below." if started
                    else "The run started; it appears in the history below.")
@@ -271,23 +259,24 @@ def page():
 
 
 @bp.get("/api/v1/purges")
-def api():
-    flt, after, limit = _read_args()
+@contract.operation("The purge history (newest first), the runs in progress, and each table's retention, schedule "
+                    "and latest runs", query=schema.PurgesQuery, ok=schema.PurgeHistory)
+def api() -> schema.PurgeHistory:
+    flt, after, limit = _read_args(contract.query(schema.PurgesQuery))
     data = _purges(flt, after, limit)
     history = panels.require(data["history"])
     panels.require(data["table_runs"])
     panels.require(data["running"])
     partitions = data["partitions"]
-    return jsonify({
-        "items": [asdict(run) | {"partitions": [_partition_json(p) for p in partitions.get(run.run_id, [])]}
-                  for run in history.items],
-        "next_cursor": history.next_cursor,
-        "as_of": data["as_of"],
-        "running": [asdict(run) for run in data["running"].value],
-        "tables": [t.to_json() for t in data["tables"]],
-    })
+    return schema.PurgeHistory(
+        items=[schema.HistoryRun.model_validate(
+            asdict(run) | {"partitions": [_partition(p) for p in partitions.get(run.run_id, [])]})
+            for run in history.items],
+        next_cursor=history.next_cursor, as_of=data["as_of"], running=data["running"].value,
+        tables=[t.answer() for t in data["tables"]])
 
 
-def _partition_json(record: partitions_queries.PartitionRecord) -> dict[str, Any]:
-    return {"partition": f"{record.partition_schema}.{record.partition_name}", "action": record.action,
-            "rows": record.rows, "from": record.bound_from, "to": record.bound_to, "detail": record.detail}
+def _partition(record: partitions_queries.PartitionRecord) -> schema.PartitionRecord:
+    return schema.PartitionRecord.model_validate(
+        {"partition": f"{record.partition_schema}.{record.partition_name}", "action": record.action,
+         "rows": record.rows, "from": record.bound_from, "to": record.bound_to, "detail": record.detail})

@@ -3,24 +3,24 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from flask import Blueprint, abort, jsonify, redirect, url_for
+from flask import Blueprint, redirect, url_for
 
-from idemdash.dashboard import panels, query_args
+from idemdash.dashboard import contract, panels
 from idemdash.dashboard.keys import key_url
+from idemdash.dashboard.schemas import search as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import search
 
 bp = Blueprint("search", __name__)
 
-MAX_QUERY = 10_000   # keys are arbitrary text; a primary-key entry holds at most about 2,700 bytes anyway
 
-
-def _search():
+def _search(model: type[schema.SearchQuery]):
+    args = contract.query(model)
     # what a paste adds around a key (a space, a newline) is not part of it
-    typed = query_args.text("q", max_length=MAX_QUERY)
+    typed = args.q
     text = (typed or "").strip() or None
-    scope = (query_args.text("scope") or "").strip() or None
+    scope = (args.scope or "").strip() or None
     if text is None:
         return None, scope, None
     target = get_target()
@@ -29,12 +29,12 @@ def _search():
     return text, scope, panel
 
 
-def _hit_json(hit: search.SearchHit) -> dict:
-    return asdict(hit) | {"url": key_url(hit.scope, hit.key)}
+def _hit_json(hit: search.SearchHit) -> schema.SearchHit:
+    return schema.SearchHit(**asdict(hit), url=key_url(hit.scope, hit.key))
 
 
-def _outbox_json(hit: search.OutboxHit) -> dict:
-    return asdict(hit) | {"url": url_for("outbox_rows.detail_page", outbox_id=hit.outbox_id)}
+def _outbox_json(hit: search.OutboxHit) -> schema.OutboxHit:
+    return schema.OutboxHit(**asdict(hit), url=url_for("outbox_rows.detail_page", outbox_id=hit.outbox_id))
 
 
 def _only_place(result: search.SearchResult) -> str | None:
@@ -48,7 +48,7 @@ def _only_place(result: search.SearchResult) -> str | None:
 
 @bp.get("/search")
 def page():
-    text, scope, panel = _search()
+    text, scope, panel = _search(schema.SearchPageQuery)
     place = _only_place(panel.value) if panel is not None and panel.ok else None
     if place is not None:
         return redirect(place, code=302)   # one key or outbox row has this name: go there
@@ -57,12 +57,13 @@ def page():
 
 
 @bp.get("/api/v1/search")
-def api():
-    text, scope, panel = _search()
-    if panel is None:
-        abort(400, "q is required: the key to find (exact, in every scope), or the start of one, e.g. ?q=cart/42")
+@contract.operation("Find a key whatever its scope (exact, else by prefix), scopes and workers by name, outbox rows "
+                    "by id and inbox messages by message_id", query=schema.SearchQuery, ok=schema.SearchResult)
+def api() -> schema.SearchResult:
+    _, _, panel = _search(schema.SearchQuery)
+    assert panel is not None  # q is required here, and says something
     result = panels.require(panel)
-    return jsonify({
+    return schema.SearchResult.model_validate({
         "q": result.q,
         "scope": result.scope,
         "match": result.match,
@@ -74,8 +75,8 @@ def api():
         "scopes_truncated": result.scopes_truncated,
         "prefix_limited": result.prefix_limited,
         "outbox": [_outbox_json(hit) for hit in result.outbox],
-        "messages": [asdict(hit) for hit in result.messages],
-        "nearest": [asdict(near) | {"url": key_url(near.scope, near.key)} for near in result.nearest],
+        "messages": result.messages,
+        "nearest": [schema.NearKey(**asdict(near), url=key_url(near.scope, near.key)) for near in result.nearest],
         "definitions": {
             "match": "exact: keys named exactly q (in scope, or in every scope; 'scope/key' and a pasted key URL "
                      "are understood too); prefix: no exact match, keys starting with q; none: neither",

@@ -2,18 +2,20 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import get_args
 
-from flask import Blueprint, jsonify
+from flask import Blueprint
 
-from idemdash.dashboard import panels, query_args, rollups
+from idemdash.dashboard import contract, panels, rollups
+from idemdash.dashboard.schemas import suppression as schema
+from idemdash.dashboard.schemas.common import Window
 from idemdash.dashboard.web import render
 from idemdash.queries import suppression
 
 bp = Blueprint("suppression", __name__)
 
 WINDOW_LABELS = {"1h": "hour", "24h": "24 hours", "7d": "7 days"}
-ROW_FIELDS = ("scope", "keys", "first_attempt", "retried", "retried_pct", "total_attempts", "extra_attempts",
-              "max_attempts", "succeeded", "failed_final", "processing", "failed_retryable")
+assert set(WINDOW_LABELS) == set(suppression.WINDOWS) == set(get_args(Window))
 
 
 def counts_sentence(window: str) -> str:
@@ -26,7 +28,7 @@ def counts_sentence(window: str) -> str:
 
 
 def _suppression() -> dict:
-    window = query_args.choice("window", tuple(suppression.WINDOWS), "24h")
+    window = contract.query(schema.SuppressionQuery).window
     return {
         "as_of": datetime.now(timezone.utc),
         "window": window,
@@ -44,17 +46,12 @@ def page():
 
 
 @bp.get("/api/v1/suppression")
-def api():
+@contract.operation("Per scope, keys created in the window that ran once vs needed a re-claim, and the extra "
+                    "attempts the keys let through safely", query=schema.SuppressionQuery, ok=schema.Suppression)
+def api() -> schema.Suppression:
     data = _suppression()
     result = panels.require(data["panel"])
-    totals = {f: getattr(result.totals, f) for f in ROW_FIELDS if f != "scope"} | {"scopes": result.totals.scopes}
-    return jsonify({
-        "window": data["window"],
-        "since": result.since,
-        "as_of": data["as_of"],
-        "scopes": [{f: getattr(row, f) for f in ROW_FIELDS} for row in result.scopes],
-        "truncated": result.more,
-        "totals": totals,
-        "counts": data["counts"],
-        "precomputed": rollups.precomputed(scopes=data["panel"]),
-    })
+    return schema.Suppression.model_validate({
+        "window": data["window"], "since": result.since, "as_of": data["as_of"], "scopes": result.scopes,
+        "truncated": result.more, "totals": result.totals, "counts": data["counts"],
+        "precomputed": rollups.precomputed(scopes=data["panel"])})

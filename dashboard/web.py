@@ -15,7 +15,7 @@ from htmx_flask.requests import HtmxAwareRequest, HtmxHeaders
 from jinja2_fragments.flask import render_block
 from psycopg import errors
 from psycopg_pool import PoolTimeout
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, plural, pretty_json, utc
@@ -203,7 +203,10 @@ def panel_error(exc: PanelError):
 
 
 def http_error(exc: HTTPException):
-    return error_response(exc.code or 500, exc.description or exc.name)
+    response = error_response(exc.code or 500, exc.description or exc.name)
+    if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
+        response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))  # RFC 9110: a 405 names what is allowed
+    return response
 
 
 def template_globals() -> dict[str, Any]:

@@ -4,3 +4,10 @@ The one import package. Its subpackages are the repository's top-level folders (
 ``queries/``, ``jobs/``, ...), linked here so that a checkout, the type checker and the wheel all see the
 same names: ``idemdash.dashboard``, ``idemdash.queries``, ...
 """
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("idemdash")
+except PackageNotFoundError:  # a checkout that was never installed
+    __version__ = "0+unknown"

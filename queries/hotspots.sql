@@ -43,9 +43,10 @@ SELECT idempotency_scope AS scope, idempotency_key AS key, status::text AS statu
            extract(epoch FROM now() - coalesce(locked_until, claimed_at + make_interval(secs => %(lease_seconds)s)))::double precision
        END AS overdue_seconds,
        attempt_count, created_at, updated_at, expires_at,
-       (status = 'processing'
-        AND (locked_until < now()
-             OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)))) AS stuck
+       coalesce(status = 'processing'
+                AND (locked_until < now()
+                     OR (locked_until IS NULL AND claimed_at < now() - make_interval(secs => %(lease_seconds)s))),
+                false) AS stuck  -- a processing key without claimed_at or a lease is not known to be stuck
 FROM {keys}
 WHERE attempt_count >= %(min_attempts)s
   AND updated_at >= coalesce(now() - %(window)s::interval, '-infinity'::timestamptz)

@@ -65,12 +65,15 @@ class TableRuns:
 class PurgeRunFilter:
     table: str | None = None
     run_id: int | None = None
+    outcome: str | None = None       # 'running', or how the run ended
+    started_by: str | None = None    # a person's name, or 'scheduler'
 
 
 def list_purge_runs(conn: psycopg.Connection, flt: PurgeRunFilter = PurgeRunFilter(), *, after: str | None = None,
                     limit: int = 50) -> Page[PurgeRun]:
     """One page of runs, newest first; ``after`` is the previous page's next_cursor (ValueError if malformed)."""
-    params: dict[str, Any] = {"table": flt.table, "run_id": flt.run_id, "limit": limit + 1,
+    params: dict[str, Any] = {"table": flt.table, "run_id": flt.run_id, "outcome": flt.outcome,
+                              "started_by": flt.started_by, "limit": limit + 1,
                               "has_cursor": after is not None, "c_ts": None, "c_id": None}
     if after is not None:
         ts, run_id = cursor.decode(after, 2)

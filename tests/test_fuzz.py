@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from idemdash.dashboard.openapi import SPEC
+from idemdash.dashboard import create_app
+from idemdash.dashboard.openapi import build
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, complete_key
 
@@ -50,10 +51,28 @@ def _query(parameters: list[dict]):
     return st.fixed_dictionaries({}, optional={p["name"]: _value(p["schema"]) for p in query_params})
 
 
+# the document the app serves, made from its routes (no database is asked for it)
+SPEC = build(create_app({"DATABASE_URL": "postgresql://localhost/unused", "RUN_JOBS": False,
+                         "SECRET_KEY": "fuzz"}, testing=True))
+
+
+def _resolve(schema: dict) -> dict:
+    while "$ref" in schema:
+        schema = SPEC["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def _body_properties(path: str) -> dict:
+    """The fields a body may carry: every variant's, for a body told apart by one field (reclassify's ``to``)."""
+    schema = _resolve(SPEC["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"])
+    variants = [_resolve(v) for v in schema.get("oneOf", [schema])]
+    return {name: prop for v in variants for name, prop in v.get("properties", {}).items()}
+
+
 GET_PATHS = sorted(p for p, ops in SPEC["paths"].items() if "get" in ops)
 POST_PATHS = sorted(p for p, ops in SPEC["paths"].items() if "post" in ops)
 # the HTML page behind each JSON twin takes the same query parameters
-PAGES = {"/api/v1/overview": "/", "/api/v1/health/schema": "/health"}
+PAGES = {"/api/v1/overview": "/", "/api/v1/health/schema": "/health", "/api/v1/openapi.json": "/api/v1/openapi.json"}
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +194,7 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats
 
 @pytest.mark.parametrize("path", POST_PATHS)
 def test_post_endpoints_never_answer_5xx(client, seeded, path):
-    properties = SPEC["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
+    properties = _body_properties(path)
     shaped = st.fixed_dictionaries({}, optional={name: st.one_of(json_values, _value(schema))
                                                  for name, schema in properties.items()})
 

@@ -185,12 +185,14 @@ def test_a_filtered_count_reads_7_of_all_and_an_empty_filtered_list_is_never_all
         "count": 0, "more": False}
 
 
-def test_a_filter_that_does_not_apply_is_refused_by_the_api_and_shown_disabled_on_the_page(client, conn):
+def test_a_filter_that_does_not_apply_is_named_by_the_api_and_shown_disabled_on_the_page(client, conn):
     insert_key(conn, "refund", "done", status="succeeded", locked_until=None)
-    api = client.get("/api/v1/keys?status=succeeded&overdue=1d")
-    assert api.status_code == 400 and "overdue applies to the stuck, needs_review, processing keys only" in \
-        api.get_json()["error"]
-    assert client.get("/api/v1/keys?status=processing&suggested=safe_to_retry").status_code == 400
+    api = client.get("/api/v1/keys?status=succeeded&overdue=1d").get_json()
+    assert api["not_applied"] == [{"filter": "overdue", "applies_to": ["stuck", "needs_review", "processing"]}]
+    assert [item["key"] for item in api["items"]] == ["done"] and api["matching"]["count"] == 1
+    processing = client.get("/api/v1/keys?status=processing&suggested=safe_to_retry").get_json()
+    assert processing["not_applied"] == [{"filter": "suggested", "applies_to": ["stuck"]}]
+    assert client.get("/api/v1/keys?status=stuck&overdue=1d").get_json()["not_applied"] == []
     page = BeautifulSoup(client.get("/keys?status=succeeded&overdue=1d").data, "html.parser")
     assert page.select_one("#filters input[name=overdue]").has_attr("disabled")
     assert page.select_one("#filters select[name=suggested]").has_attr("disabled")

@@ -68,7 +68,8 @@ def test_the_key_page_form_writes_a_note_and_comes_back_to_the_history(client, c
 def test_bad_notes_are_refused_and_nothing_is_written(client, conn):
     insert_key(conn, "s", "k")
     for body, status, words in (
-            ({"scope": "s", "key": "k", "text": "   "}, 400, "text is required"),
+            ({"scope": "s", "key": "k", "text": "   "}, 400, "text is required: it must say something"),
+            ({"scope": "s", "key": "k", "text": "x", "author": "mallory"}, 400, "author is not a field"),
             ({"scope": "s", "key": "k"}, 400, "text is required"),
             ({"scope": "s", "text": "x"}, 400, "key is required"),
             ({"scope": "s", "key": "k", "text": "x" * 4001}, 400, "at most 4000"),

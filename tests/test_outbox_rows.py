@@ -7,6 +7,7 @@ from urllib.parse import unquote
 
 from bs4 import BeautifulSoup
 
+from idemdash.dashboard.schemas.outbox import Backlog, OutboxItem, OutboxPage, OutboxRowPage, PoisonPage
 from tests.test_keys import insert_key
 from tests.test_outbox import Event, insert_events, now_of
 
@@ -36,6 +37,15 @@ def test_a_row_page_shows_its_columns_key_and_payload_as_text(client, conn):
     assert body["payload"] == HOSTILE and body["attempt_count"] == 5 and body["likely_poison"] is True
     assert body["key_exists"] is True and unquote(body["key_url"]) == "/keys/create_order/cart/7 x"
     assert body["outbox_id"] == str(row.outbox_id)
+    assert set(body) == set(OutboxRowPage.model_fields)   # the documented answer, no more and no less
+
+    listed = client.get("/api/v1/outbox").get_json()
+    assert set(listed) == set(OutboxPage.model_fields)
+    assert set(listed["items"][0]) == set(OutboxItem.model_fields)
+    assert set(listed["backlog"]) == set(Backlog.model_fields)
+    poison = client.get("/api/v1/outbox/poison").get_json()
+    assert set(poison) == set(PoisonPage.model_fields) and [i["outbox_id"] for i in poison["items"]] == [
+        str(row.outbox_id)]
 
 
 def test_the_key_page_and_the_outbox_list_link_to_the_row(client, conn):
@@ -86,6 +96,9 @@ def test_poison_rows_oldest_first_one_page_at_a_time(client, conn):
     soup = BeautifulSoup(client.get("/outbox/poison").data, "html.parser")
     assert [tr["data-outbox-id"] for tr in soup.select("table[data-rows=poison] tbody tr")] == oldest_first
     assert client.get("/outbox/poison?min_attempts=2").status_code == 400   # below the poison threshold
+    below = client.get("/api/v1/outbox/poison?min_attempts=2")
+    assert below.status_code == 400 and below.get_json()["fields"] == [
+        {"field": "min_attempts", "message": "must be at least 3 (got \"2\")"}]
     assert client.get("/api/v1/outbox/poison?cursor=bad!").status_code == 400
     outbox = BeautifulSoup(client.get("/outbox").data, "html.parser")
     assert outbox.select_one('a#card-many-attempts[href="/outbox/poison"]') is not None

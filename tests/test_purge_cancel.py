@@ -83,7 +83,7 @@ def test_a_run_that_is_not_running_cannot_be_cancelled(client, conn, database_ur
     assert finished.status_code == 409 and "ended succeeded" in finished.get_json()["error"]
     assert client.post("/api/v1/purges/999999/cancel", json={}).status_code == 404
     unknown = client.post(f"/api/v1/purges/{done.run_id}/cancel", json={"force": True})
-    assert unknown.status_code == 400 and "unknown fields: force" in unknown.get_json()["error"]
+    assert unknown.status_code == 400 and "force is not a field of this request" in unknown.get_json()["error"]
     assert run_row(conn, done.run_id)["cancel_requested_by"] is None
 
 

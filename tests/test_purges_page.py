@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta, timezone
+from typing import get_args
 
 import psycopg
 import pytest
 from bs4 import BeautifulSoup
 
+from idemdash.dashboard.schemas.purges import HistoryRun, PurgeHistory, PurgeOutcome, PurgeTable, TableStatus
+from idemdash.jobs.purge_run import OUTCOMES, TABLES
 from idemdash.queries.target import Target
 
 OPERATOR_HEADERS = {"X-Forwarded-User": "alice@example.com", "X-Forwarded-Groups": "idemdash-operators"}
@@ -149,11 +152,61 @@ def test_history_filters_by_table_and_run(client, conn):
     assert [i["table_name"] for i in body["items"]] == ["keys"]
 
 
+def test_history_filters_by_outcome_and_starter(client, conn):
+    failed = add_run(conn, "keys", outcome="failed", error="statement timeout")
+    by_alice = add_run(conn, "inbox", started_by="alice@example.com")
+    both = add_run(conn, "outbox", outcome="failed", started_by="alice@example.com")
+    add_run(conn, "keys")
+    running = add_run(conn, "inbox", outcome="running")
+
+    def ids(query):
+        response = client.get(f"/api/v1/purges?{query}")
+        assert response.status_code == 200, response.get_json()
+        return [i["run_id"] for i in response.get_json()["items"]]
+
+    assert ids("outcome=failed") == [both, failed]
+    assert ids("outcome=running") == [running]
+    assert ids("started_by=alice@example.com") == [both, by_alice]
+    assert ids("outcome=failed&started_by=alice@example.com") == [both]
+    assert ids("outcome=cancelled") == []
+    # the page shows the same runs, says which filter it applies, and keeps it on its poll and pager links
+    soup = soup_of(client.get("/purges?outcome=failed&limit=1"))
+    assert [int(tr["data-run-id"]) for tr in soup.select("table.purge-history tbody tr")] == [both]
+    assert "showing failed runs only" in soup.select_one(".filter-links").get_text()
+    assert "outcome=failed" in soup.select_one('nav.pager a[rel="next"]')["href"]
+
+
+@pytest.mark.parametrize("query, field", [
+    ("outcome=zzz", "outcome"),                # once answered 200, unfiltered
+    ("started_by=" + "s" * 201, "started_by"),
+    ("outcome=failed&outcome=succeeded", "outcome"),
+    ("started_by=", "started_by"),
+])
+def test_history_refuses_an_unknown_outcome_or_a_bad_starter(client, conn, query, field):
+    add_run(conn, "keys")
+    response = client.get(f"/api/v1/purges?{query}")
+    assert response.status_code == 400
+    assert response.get_json()["error"].startswith(field)
+
+
+def test_the_models_name_every_table_and_outcome_the_engine_has():
+    assert get_args(PurgeTable) == tuple(TABLES)
+    assert get_args(PurgeOutcome) == ("running", *OUTCOMES)
+
+
+def test_the_history_answer_has_exactly_the_documented_fields(client, conn):
+    add_run(conn, "keys")
+    body = client.get("/api/v1/purges").get_json()
+    assert set(body) == set(PurgeHistory.model_fields)
+    assert set(body["items"][0]) == set(HistoryRun.model_fields)
+    assert set(body["tables"][0]) == set(TableStatus.model_fields)
+
+
 @pytest.mark.parametrize("query, fragment", [
     ("cursor=abc", "cursor is not valid"),
     ("cursor=" + "W10", "cursor is not valid"),
-    ("table=users", "table must be one of keys, inbox, outbox"),
-    ("limit=0", "limit must be between 1 and 500"),
+    ("table=users", "table must be one of 'keys', 'inbox' or 'outbox'"),
+    ("limit=0", "limit must be at least 1"),
 ])
 def test_bad_history_queries_are_400(client, query, fragment):
     response = client.get(f"/api/v1/purges?{query}")
@@ -304,12 +357,12 @@ def test_a_purge_already_running_for_the_table_is_reported_as_skipped(client, co
 
 
 @pytest.mark.parametrize("body, fragment", [
-    ({"table": "users", "dry_run": True}, "table must be one of keys, inbox, outbox"),
+    ({"table": "users", "dry_run": True}, "table must be one of 'keys', 'inbox' or 'outbox'"),
     ({"table": None, "dry_run": True}, "table must be one of"),
     ({"table": "keys"}, "dry_run is required"),
-    ({"table": "keys", "dry_run": "false"}, "dry_run is required"),
-    ({"table": "keys", "dry_run": 0}, "dry_run is required"),
-    ({"table": "keys", "dry_run": True, "force": True}, "unknown fields: force"),
+    ({"table": "keys", "dry_run": "false"}, "dry_run must be true or false"),
+    ({"table": "keys", "dry_run": 0}, "dry_run must be true or false"),
+    ({"table": "keys", "dry_run": True, "force": True}, "force is not a field of this request"),
     (["keys"], "send a JSON object"),
 ])
 def test_run_api_bad_input_is_400_and_starts_nothing(client, conn, body, fragment):

@@ -120,12 +120,12 @@ def test_bulk_refuses_what_it_must(client, conn):
         ({"filter": {}, "to": "abandoned", "reason": "x"}, 400, "as_of is required"),
         ({"filter": {}, "to": "abandoned", "as_of": datetime.now().astimezone().isoformat(), "all_scopes": True},
          400, "reason"),
-        ({"filter": {"bogus": 1}, "to": "abandoned", "preview": True}, 400, "unknown filter"),
+        ({"filter": {"bogus": 1}, "to": "abandoned", "preview": True}, 400, "filter.bogus is not a field"),
         ({"filter": {"overdue": "soon"}, "to": "abandoned", "preview": True}, 400, "overdue"),
         ({"filter": {}, "to": "abandoned", "reason": "x", "all_scopes": True,
           "as_of": (datetime.now().astimezone() - timedelta(hours=1)).isoformat()}, 409, "preview again"),
         ({"filter": {}, "to": "abandoned", "reason": "x", "all_scopes": True,
-          "as_of": (datetime.now().astimezone() + timedelta(hours=1)).isoformat()}, 400, "future"),
+          "as_of": (datetime.now().astimezone() + timedelta(hours=1)).isoformat()}, 409, "no preview was taken"),
         # no preview was taken at this time
         ({"filter": {"scope": "create_order"}, "to": "abandoned", "reason": "x",
           "as_of": datetime.now().astimezone().isoformat()}, 409, "no preview was taken"),
@@ -213,10 +213,15 @@ def test_every_scope_needs_an_explicit_all_scopes(client, conn):
     preview = client.post(API, json={"filter": {}, "to": "abandoned", "preview": True}).get_json()
     assert preview["all_scopes"] is True and preview["filter_text"] == "stuck keys in every scope (exact matches)"
     assert sorted(s["scope"] for s in preview["by_scope"]) == ["create_order", "refund"]
-    for extra in ({}, {"all_scopes": False}, {"all_scopes": "yes please"}):
+    for extra in ({}, {"all_scopes": False}):
         response = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x",
                                           "as_of": preview["as_of"]} | extra)
         assert response.status_code == 400 and "every scope" in response.get_json()["error"], extra
+    # anything but the JSON true is not a yes: refused as it is, before any count
+    response = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
+                                      "all_scopes": "yes please"})
+    assert response.status_code == 400
+    assert response.get_json()["fields"] == [{"field": "all_scopes", "message": 'must be true or false (got "yes please")'}]
     assert status(conn, "a") == "processing" and status(conn, "b", "refund") == "processing"
     done = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
                                   "all_scopes": True}).get_json()

@@ -202,11 +202,11 @@ def test_bad_window_is_a_clear_400_and_changes_nothing(client, conn, query):
 
     api = client.get("/api/v1/suppression?" + query)
     assert api.status_code == 400
-    assert "window must be one of 1h, 24h, 7d" in api.get_json()["error"]
+    assert "window must be one of '1h', '24h' or '7d'" in api.get_json()["error"]
     page = client.get("/suppression?" + query)
     assert page.status_code == 400
     soup = BeautifulSoup(page.data, "html.parser")
-    assert "window must be one of 1h, 24h, 7d" in soup.select_one("main").get_text()
+    assert "window must be one of '1h', '24h' or '7d'" in soup.select_one("main").get_text()
     assert soup.select_one("#suppression-panel") is None
     assert [s for s in soup.find_all("script") if not s.get("src")] == []
 

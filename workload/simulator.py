@@ -17,14 +17,15 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import psycopg
 
 from idemdash.queries import Tables
 from idemdash.workload.broker import Consumer, Publisher
 from idemdash.workload.client import Client
-from idemdash.workload.scenario import Run, Stats
+from idemdash.workload.incidents import Incidents
+from idemdash.workload.scenario import SCENARIOS, Run, Stats
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,8 @@ class Simulator:
 
     def __init__(self, database_url: str, tables: Tables = Tables(), rate: float = 20.0, clients: int = 4,
                  seed: int | None = None, lease_seconds: int | tuple[int, int] = (15, 45),
-                 publish_interval: float = 2.0) -> None:
+                 publish_interval: float = 2.0, scenarios: Mapping[str, float] = SCENARIOS,
+                 incidents: Incidents | None = None, expected_error: Callable[[], bool] = lambda: False) -> None:
         if rate <= 0:
             raise ValueError("rate must be positive")
         if clients < 1:
@@ -43,8 +45,12 @@ class Simulator:
         if lease[0] < 1 or lease[1] < lease[0]:
             raise ValueError("lease_seconds must be a positive int or a (low, high) range")
         self.run = Run(database_url, tables, rate, clients, seed, lease, publish_interval,
-                       run_tag=secrets.token_hex(3), key_salt=secrets.randbits(128))
+                       run_tag=secrets.token_hex(3), key_salt=secrets.randbits(128),
+                       scenarios=scenarios, incidents=incidents)
         self._threads: list[threading.Thread] = []
+        # asked before an error is logged: True when the caller knows its cause and says it itself (the demo,
+        # whose own PostgreSQL died)
+        self.expected_error = expected_error
 
     @property
     def stats(self) -> Stats:
@@ -105,8 +111,9 @@ class Simulator:
                 except Exception as exc:  # a worker thread must never die: log, back off, reconnect
                     failures += 1
                     self.stats.add("errors")
-                    log.warning("simulator %s: %s: %s (retrying)", role, type(exc).__name__,
-                                str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+                    if not self.expected_error():
+                        log.warning("simulator %s: %s: %s (retrying)", role, type(exc).__name__,
+                                    str(exc).strip().splitlines()[0] if str(exc).strip() else "")
                     if conn is not None:
                         conn.close()
                         conn = None

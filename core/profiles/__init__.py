@@ -1,0 +1,40 @@
+"""Table-shape profiles: one declarative description per library whose tables idemdash can read, one module each.
+
+A new library is one new module holding its ``PROFILE`` (see ``shape.py`` for the vocabulary), listed in
+``PROFILES`` below, plus its tests with the library's own DDL (tests/test_detect.py). Nothing here runs SQL:
+``detect.py`` matches a catalog listing against the profiles, and the queries layer feeds it.
+"""
+from __future__ import annotations
+
+from idemdash.core.profiles import (
+    brandur,
+    debezium_outbox,
+    eventuate,
+    masstransit,
+    nservicebus,
+    pg_transactional_outbox,
+    reference,
+    spring_modulith,
+    wolverine,
+)
+from idemdash.core.profiles.shape import Profile
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (
+    reference.PROFILE,
+    spring_modulith.PROFILE,
+    masstransit.PROFILE,
+    wolverine.PROFILE,
+    brandur.PROFILE,
+    nservicebus.PROFILE,
+    eventuate.PROFILE,
+    pg_transactional_outbox.PROFILE,
+    debezium_outbox.PROFILE,
+)}
+DEFAULT = "reference"
+
+
+def profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise KeyError(f"no profile {name!r}; the profiles are {', '.join(PROFILES)}") from None

@@ -1,0 +1,85 @@
+"""MassTransit's Entity Framework Core transactional outbox: InboxState, OutboxState, OutboxMessage.
+
+MassTransit ships no SQL: the application's own EF migration creates the tables from the model that
+MassTransit/MassTransit src/Persistence/MassTransit.EntityFrameworkCoreIntegration/Configuration/
+EntityFrameworkOutboxConfigurationExtensions.cs (ConfigureInboxStateEntity, ConfigureOutboxStateEntity,
+ConfigureOutboxMessageEntity) and the entity classes beside it describe, at c1e5caa9. EF Core quotes the
+PascalCase names by default; EFCore.NamingConventions' snake_case gives inbox_state, message_id, ...
+Npgsql 6+ maps DateTime to timestamptz; its legacy timestamp switch gives timestamp holding UTC.
+"""
+from __future__ import annotations
+
+from idemdash.core.profiles.shape import (
+    ANY_TIMESTAMP,
+    AS_IS,
+    DONE,
+    FAILED,
+    IN_PROGRESS,
+    INTEGER,
+    PENDING,
+    PURGEABLE,
+    SNAKE_CASE,
+    STUCK,
+    TEXT,
+    TIMESTAMPTZ,
+    UUID,
+    Column,
+    Profile,
+    Source,
+    State,
+    Table,
+    Time,
+)
+
+_REPO = "MassTransit/MassTransit"
+_DIR = "src/Persistence/MassTransit.EntityFrameworkCoreIntegration/"
+_COMMIT = "c1e5caa9a49ba4e56dbad6ed1b9c8f7843a9dba5"
+
+PROFILE = Profile(
+    name="masstransit",
+    library="MassTransit Entity Framework Core outbox",
+    default_schema="public",
+    tables=(
+        Table("inbox", "InboxState", "inbox_table",
+              (Column("Id", INTEGER), Column("MessageId", UUID), Column("ConsumerId", UUID),
+               Column("Received", ANY_TIMESTAMP), Column("ReceiveCount", INTEGER),
+               Column("Consumed", ANY_TIMESTAMP), Column("Delivered", ANY_TIMESTAMP)),
+              identity=("MessageId", "ConsumerId"), attempts="ReceiveCount",
+              times=(Time("Received", "received", TIMESTAMPTZ), Time("Consumed", "consumed", TIMESTAMPTZ),
+                     Time("Delivered", "its outbox messages sent", TIMESTAMPTZ)),
+              optional=True),
+        Table("outbox_state", "OutboxState", "outbox_state_table",
+              (Column("OutboxId", UUID), Column("Created", ANY_TIMESTAMP), Column("Delivered", ANY_TIMESTAMP)),
+              identity=("OutboxId",), times=(Time("Created", "saved", TIMESTAMPTZ),),
+              optional=True),
+        Table("outbox", "OutboxMessage", "outbox_table",
+              (Column("SequenceNumber", INTEGER), Column("MessageId", UUID), Column("SentTime", ANY_TIMESTAMP),
+               Column("Body", TEXT), Column("OutboxId", UUID), Column("InboxMessageId", UUID),
+               Column("InboxConsumerId", UUID)),
+              identity=("SequenceNumber",),
+              times=(Time("SentTime", "written", TIMESTAMPTZ), Time("EnqueueTime", "scheduled for", TIMESTAMPTZ)),
+              payload="Body"),
+    ),
+    states=(
+        State(PENDING, "outbox", "true", "a message row exists until it is sent, then it is deleted"),
+        State(STUCK, "outbox_state", "{Delivered} IS NULL AND {Created} < now() - %(stale_after)s",
+              "no lease: the delivery service holds a row lock (FOR UPDATE SKIP LOCKED) only"),
+        State(FAILED, "outbox", "{OutboxId} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {outbox_state} s "
+                               "WHERE s.{OutboxId} = {outbox}.{OutboxId})",
+              "orphans: messages whose OutboxState row is gone are never delivered"),
+        State(IN_PROGRESS, "inbox", "{Consumed} IS NULL AND {Delivered} IS NULL",
+              "received, not yet consumed (a faulted consumer leaves it so)"),
+        State(STUCK, "inbox", "{Delivered} IS NULL AND {Received} < now() - %(stale_after)s"),
+        State(DONE, "inbox", "{Delivered} IS NOT NULL"),
+        State(PURGEABLE, "inbox", "{Delivered} < now() - %(retention)s",
+              "InboxCleanupService's rule; a row never delivered is never deleted"),
+    ),
+    namings=(AS_IS, SNAKE_CASE),
+    cleanup="InboxCleanupService deletes InboxState rows delivered longer ago than DuplicateDetectionWindow "
+            "(30 min), 100 a batch every 10 s; the delivery service deletes each OutboxMessage once sent and the "
+            "OutboxState once delivered. Undelivered InboxState rows and orphaned messages stay.",
+    sources=(Source(_REPO, _DIR + "Configuration/EntityFrameworkOutboxConfigurationExtensions.cs", _COMMIT),
+             Source(_REPO, _DIR + "EntityFrameworkCoreIntegration/InboxState.cs", _COMMIT),
+             Source(_REPO, _DIR + "EntityFrameworkCoreIntegration/OutboxState.cs", _COMMIT),
+             Source(_REPO, _DIR + "EntityFrameworkCoreIntegration/OutboxMessage.cs", _COMMIT)),
+)

@@ -1,0 +1,125 @@
+"""The vocabulary of a table-shape profile: which tables a library creates, which columns carry identity, state,
+lease or owner, attempts, times (and their unit), payload and error, what each state means, and how to tell the
+shape (and its version) in the catalog.
+
+Everything here is data. Predicates are SQL expressions over one table's columns, each column written as
+``{column}`` (its name as the profile spells it), another table of the profile as ``{role}`` (schema-qualified),
+and each value the caller supplies as ``%(name)s``: whoever runs
+one fills the columns in with ``psycopg.sql.Identifier`` after applying the naming convention found in the
+database, so a configured or detected name never enters SQL as text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Time units: how a column holds a point in time.
+TIMESTAMPTZ = "timestamptz"
+UTC_TIMESTAMP = "timestamp holding UTC"      # timestamp without time zone, written from a UTC clock
+EPOCH_MS = "epoch milliseconds"             # bigint
+
+# What a state means, the same words for every library.
+PENDING = "pending"            # the library still has to do it (send it, handle it)
+IN_PROGRESS = "in progress"    # someone holds it now
+STUCK = "stuck"                # in progress, or pending, past what the library allows
+DONE = "done"                  # the library counts it as finished
+FAILED = "failed"              # given up on, or dead-lettered
+PURGEABLE = "purgeable"        # what idemdash may delete: finished by the library's own definition, and old
+MEANINGS = (PENDING, IN_PROGRESS, STUCK, DONE, FAILED, PURGEABLE)
+
+# Catalog type names (format_type without a modifier) a column may have.
+TEXT = ("text", "character varying")
+UUID = ("uuid",)
+INTEGER = ("smallint", "integer", "bigint")
+BOOLEAN = ("boolean",)
+JSONB = ("jsonb",)
+TSTZ = ("timestamp with time zone",)
+TS = ("timestamp without time zone",)
+ANY_TIMESTAMP = TSTZ + TS
+
+# Naming conventions a library's tables may be created under.
+AS_IS = "as-is"
+SNAKE_CASE = "snake_case"    # EF Core's EFCore.NamingConventions: "InboxState" -> inbox_state
+
+# How a table's name is recognised.
+EXACT = "exact"              # the profile's name (after the naming convention)
+SUFFIX = "suffix"            # any prefix, then the name (NServiceBus: one table per endpoint)
+ANY_NAME = "any"             # any table with the required columns (the name is the user's choice)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    types: tuple[str, ...] = ()     # accepted catalog types; () accepts any
+
+
+@dataclass(frozen=True)
+class Time:
+    column: str
+    meaning: str
+    unit: str
+
+
+@dataclass(frozen=True)
+class Table:
+    role: str                       # keys, inbox, outbox, or a library's own: outbox_state, archive, nodes, ...
+    name: str                       # the library's default name, as the library spells it
+    setting: str                    # the [databases.<name>] key naming this table
+    columns: tuple[Column, ...]     # required to recognise the table (other columns may exist)
+    identity: tuple[str, ...]
+    state: str | None = None
+    lease: str | None = None        # a time after which another worker may take it
+    owner: str | None = None        # who holds it (a node, a worker)
+    attempts: str | None = None
+    times: tuple[Time, ...] = ()
+    payload: str | None = None
+    error: str | None = None
+    optional: bool = False          # the shape is recognised without it
+    match: str = EXACT
+
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+
+@dataclass(frozen=True)
+class State:
+    meaning: str                    # one of MEANINGS
+    table: str                      # the role of the table it is about
+    predicate: str                  # SQL over that table's columns, see the module's docstring
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Version:
+    name: str
+    table: str                      # the role of the table whose columns tell it
+    present: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Source:
+    repo: str                       # owner/name on GitHub
+    path: str
+    commit: str
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    library: str
+    default_schema: str
+    tables: tuple[Table, ...]
+    states: tuple[State, ...]
+    cleanup: str                    # the library's own cleanup rule, in words
+    sources: tuple[Source, ...]
+    versions: tuple[Version, ...] = ()   # the first that fits wins
+    namings: tuple[str, ...] = (AS_IS,)
+
+    def table(self, role: str) -> Table:
+        for table in self.tables:
+            if table.role == role:
+                return table
+        raise KeyError(f"profile {self.name!r} has no {role!r} table")
+
+    def states_meaning(self, meaning: str) -> tuple[State, ...]:
+        return tuple(s for s in self.states if s.meaning == meaning)

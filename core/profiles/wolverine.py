@@ -1,0 +1,83 @@
+"""Wolverine's PostgreSQL durability: incoming and outgoing envelopes, dead letters, nodes.
+
+Wolverine ships no SQL file: Weasel renders the tables that JasperFx/wolverine src/Persistence/
+Wolverine.Postgresql/Schema/{IncomingEnvelopeTable,OutgoingEnvelopeTable,DeadLettersTable}.cs and
+PostgresqlMessageStore.cs (wolverine_nodes) declare, names from src/Persistence/Wolverine.RDBMS/
+DatabaseConstants.cs, at a4b6f5bd. Guid is uuid, string varchar, DateTimeOffset timestamptz.
+"""
+from __future__ import annotations
+
+from idemdash.core.profiles.shape import (
+    BOOLEAN,
+    DONE,
+    FAILED,
+    IN_PROGRESS,
+    INTEGER,
+    PENDING,
+    PURGEABLE,
+    STUCK,
+    TEXT,
+    TIMESTAMPTZ,
+    TSTZ,
+    UUID,
+    Column,
+    Profile,
+    Source,
+    State,
+    Table,
+    Time,
+)
+
+_REPO = "JasperFx/wolverine"
+_DIR = "src/Persistence/Wolverine.Postgresql/"
+_COMMIT = "a4b6f5bd91adf23246fe49f1a3935ce72ab7e307"
+
+PROFILE = Profile(
+    name="wolverine",
+    library="Wolverine durable messaging (PostgreSQL)",
+    default_schema="wolverine",
+    tables=(
+        Table("inbox", "wolverine_incoming_envelopes", "inbox_table",
+              (Column("id", UUID), Column("status", TEXT), Column("owner_id", INTEGER),
+               Column("execution_time", TSTZ), Column("attempts", INTEGER), Column("body"),
+               Column("message_type", TEXT), Column("received_at", TEXT), Column("keep_until", TSTZ)),
+              identity=("id",), state="status", owner="owner_id", attempts="attempts",
+              times=(Time("execution_time", "scheduled for", TIMESTAMPTZ),
+                     Time("keep_until", "kept until", TIMESTAMPTZ)),
+              payload="body"),
+        Table("outbox", "wolverine_outgoing_envelopes", "outbox_table",
+              (Column("id", UUID), Column("owner_id", INTEGER), Column("destination", TEXT),
+               Column("deliver_by", TSTZ), Column("body"), Column("attempts", INTEGER)),
+              identity=("id",), owner="owner_id", attempts="attempts",
+              times=(Time("deliver_by", "deliver by", TIMESTAMPTZ),), payload="body"),
+        Table("dead_letters", "wolverine_dead_letters", "dead_letters_table",
+              (Column("id", UUID), Column("exception_type", TEXT), Column("exception_message", TEXT),
+               Column("replayable", BOOLEAN), Column("sent_at", TSTZ)),
+              identity=("id",), times=(Time("sent_at", "sent", TIMESTAMPTZ),), payload="body",
+              error="exception_message"),
+        Table("nodes", "wolverine_nodes", "nodes_table",
+              (Column("id", UUID), Column("node_number", INTEGER), Column("health_check", TSTZ)),
+              identity=("node_number",), times=(Time("health_check", "last heartbeat", TIMESTAMPTZ),),
+              optional=True),
+    ),
+    states=(
+        State(PENDING, "inbox", "{status} = 'Incoming' AND {owner_id} = 0", "unowned: any node may recover it"),
+        State(IN_PROGRESS, "inbox", "{status} = 'Incoming' AND {owner_id} <> 0", "owned by node number owner_id"),
+        State(STUCK, "inbox", "{status} = 'Incoming' AND {owner_id} <> 0 "
+                             "AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})",
+              "owned by a node missing from wolverine_nodes; Scheduled rows past execution_time are overdue"),
+        State(DONE, "inbox", "{status} = 'Handled'", "kept until keep_until as the idempotency record"),
+        State(PURGEABLE, "inbox", "{status} = 'Handled' AND {keep_until} <= now()"),
+        State(PENDING, "outbox", "true", "a row exists until it is sent, then it is deleted"),
+        State(STUCK, "outbox", "{owner_id} <> 0 AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})"),
+        State(FAILED, "dead_letters", "true", "every row; replayable = true is queued for replay"),
+    ),
+    cleanup="Deletes Handled incoming rows whose keep_until has passed (5 min after handling by default) in ctid "
+            "batches; deletes outgoing rows once sent; releases rows of dead nodes to owner_id = 0; dead letters "
+            "stay unless DeadLetterQueueExpirationEnabled (then deleted past expires).",
+    sources=(Source(_REPO, _DIR + "Schema/IncomingEnvelopeTable.cs", _COMMIT),
+             Source(_REPO, _DIR + "Schema/OutgoingEnvelopeTable.cs", _COMMIT),
+             Source(_REPO, _DIR + "Schema/DeadLettersTable.cs", _COMMIT),
+             Source(_REPO, _DIR + "PostgresqlMessageStore.cs", _COMMIT),
+             Source(_REPO, "src/Persistence/Wolverine.RDBMS/DatabaseConstants.cs", _COMMIT)),
+)

@@ -1,0 +1,95 @@
+"""The all-databases overview (`GET /api/v1/databases`) and the health findings (`GET /api/v1/health/schema`)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from idemdash.dashboard.schemas.common import Answer
+from idemdash.dashboard.schemas.examples import AS_OF, RUNNING_PURGE
+from idemdash.dashboard.schemas.overview import LastPurge
+
+# what a database that answered adds to its row (absent from the row of one that did not)
+NUMBERS = ("stuck", "needs_review", "processing", "outbox_pending", "outbox_lag_seconds", "last_purge")
+
+
+class DatabaseItem(Answer):
+    name: str = Field(description="The database's name, as IDEMDASH_CONFIG lists it.")
+    database: str = Field(description="Where it is: host:port/database (never the password).")
+    environment: str | None = Field(description="Its IDEMDASH_ENVIRONMENT, or null.")
+    reachable: bool
+    problem: str | None = Field(description="Why there are no numbers: the cause and its fix; null when it answered.")
+    answered_ms: float | None = Field(description="How long it took to answer, in milliseconds.")
+    stuck: int | None = Field(None, description="Stuck keys (only when it answered).")
+    needs_review: int | None = Field(None, description="Keys held for review (only when it answered).")
+    processing: int | None = Field(None, description="Processing keys (only when it answered).")
+    outbox_pending: int | None = Field(None, description="Pending outbox rows (only when it answered).")
+    outbox_lag_seconds: float | None = Field(None, description="Age of the oldest pending outbox row, null when none "
+                                                               "is pending (only when it answered).")
+    last_purge: LastPurge | None = Field(None, description="The newest purge run, null when none ran (only when it "
+                                                          "answered).")
+
+    @model_serializer(mode="wrap")
+    def _numbers_only_when_answered(self, handler: SerializerFunctionWrapHandler):  # unannotated: the schema stays the fields
+        data = handler(self)
+        return {name: value for name, value in data.items() if name not in NUMBERS or name in self.model_fields_set}
+
+
+class Databases(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "items": [
+            {"name": "orders", "database": "orders-db.internal:5432/orders", "environment": "production",
+             "reachable": True, "problem": None, "answered_ms": 9.376822, "stuck": 13, "needs_review": 0,
+             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "last_purge": RUNNING_PURGE},
+            {"name": "billing", "database": "billing-db.internal:5432/billing", "environment": "production",
+             "reachable": False, "problem": "connection refused by billing-db.internal port 5432: no PostgreSQL is "
+                                            "listening there. Check the host and port in the url of "
+                                            "[databases.billing] in IDEMDASH_CONFIG (/etc/idemdash/databases.toml), "
+                                            "and that the server is running.",
+             "answered_ms": None}],
+        "next_cursor": None, "as_of": AS_OF}]})
+
+    items: list[DatabaseItem] = Field(description="Every database of IDEMDASH_CONFIG, in its order.")
+    next_cursor: None = Field(description="Always null: every database is in one answer.")
+    as_of: datetime
+
+
+class FindingKey(Answer):
+    scope: str
+    key: str
+
+
+class Finding(Answer):
+    id: str = Field(description="Stable per finding: migrations, table.<role>, index.<advice>, session.<pid>, …")
+    status: Literal["ok", "warn", "fail"]
+    title: str
+    detail: str
+    fix_sql: str | None = Field(description="The SQL that fixes it (shown, never run), or null.")
+    fix: str | None = Field(description="A setting or command that fixes it, when the fix is not SQL.")
+    keys: list[FindingKey] = Field(description="The idempotency keys the finding is about (an advisory lock's guarded "
+                                            "key); empty otherwise.")
+
+
+class HealthCounts(Answer):
+    fail: int
+    warn: int
+    ok: int
+
+
+class Health(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "status": "warn", "counts": {"fail": 0, "warn": 1, "ok": 14},
+        "items": [
+            {"id": "migrations", "status": "ok", "title": "idemdash's schema is up to date",
+             "detail": "7 migrations applied, the latest 0007_purge_cancel.", "fix_sql": None, "fix": None, "keys": []},
+            {"id": "retention.outbox", "status": "warn",
+             "title": "Published outbox rows are kept for ever",
+             "detail": "IDEMDASH_OUTBOX_RETENTION_DAYS is 0, so no purge deletes published rows: 2,140,311 are kept.",
+             "fix_sql": None, "fix": "IDEMDASH_OUTBOX_RETENTION_DAYS=7", "keys": []}],
+        "next_cursor": None}]})
+
+    status: Literal["ok", "warn", "fail"] = Field(description="The worst finding's status.")
+    counts: HealthCounts
+    items: list[Finding] = Field(description="Every finding, in the order the checks ran.")
+    next_cursor: None = Field(description="Always null: every finding is in one answer.")

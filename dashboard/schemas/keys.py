@@ -1,0 +1,199 @@
+"""The key lists (`GET /api/v1/keys`), one key (`GET /api/v1/keys/{scope}/{key}`, `GET /api/v1/key`) and its
+actions (`POST /api/v1/keys/reclassify`, `POST /api/v1/keys/reclassify-bulk`)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from idemdash.dashboard.schemas.audit import AuditEntry, Note
+from idemdash.dashboard.schemas.common import (
+    CURSOR_TEXT,
+    Answer,
+    Duration,
+    Key,
+    Limit,
+    Name,
+    PositiveInt,
+    Query,
+    cursor_of,
+)
+from idemdash.dashboard.schemas.examples import ACTOR, KEY, KEY_DETAIL, OUTBOX_ROW
+
+KeysCursor = Annotated[str, CURSOR_TEXT, cursor_of("keys")]
+
+Status = Literal["stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final"]
+Suggested = Literal["already_succeeded", "safe_to_retry", "needs_review", "abandoned"]
+KeyState = Literal["processing", "succeeded", "failed_retryable", "failed_final"]
+
+
+class KeyListQuery(Query):
+    status: Status = Field("stuck", description="Which keys: a state tab.")
+    scope: Name | None = Field(None, description="Only this scope (the whole name).")
+    claimed_by: Name | None = Field(None, description="Only keys last claimed by this worker (the whole name).")
+    min_attempts: int | None = Field(None, ge=1, le=1_000_000, description="attempt_count at least this.")
+    overdue: Duration | None = Field(None, description="Lease ended at least this long ago (stuck, needs_review "
+                                                       "and processing only).")
+    suggested: Suggested | None = Field(None, description="Only stuck keys whose suggested outcome is this "
+                                                          "(stuck only).")
+    order: Literal["asc", "desc"] | None = Field(None, description="By the list's sort column: lease end (stuck, "
+                                                                   "needs_review, processing; default asc) or last "
+                                                                   "change (default desc).")
+    cursor: KeysCursor | None = None
+    limit: Limit = 50
+
+
+class KeyRef(Query):
+    scope: Name = Field(description="Idempotency scope.")
+    key: Key = Field(description="Idempotency key.")
+
+
+class KeyPageQuery(Query):
+    """The key page after an action: which audit row or note to point out."""
+
+    done: PositiveInt | None = None
+    noted: PositiveInt | None = None
+
+
+class RunbookQuery(Query):
+    scope: Name | None = None
+    key: Key | None = None
+
+
+class Hold(Answer):
+    until: datetime | None
+    by: str | None
+    reason: str | None
+    at: datetime | None
+
+
+class KeyItem(Answer):
+    scope: str
+    key: str
+    status: KeyState
+    request_hash: str
+    claimed_by: str | None
+    claimed_at: datetime | None
+    locked_until: datetime | None
+    overdue_seconds: float | None = Field(description="Seconds since the lease ended (processing keys), else null.")
+    attempt_count: int
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    hold: Hold | None = Field(description="A key held for review: until when, by whom and why; else null.")
+
+
+class KeyDetail(KeyItem):
+    response_body: Any = Field(description="The stored response (JSON) a retry receives, or null.")
+    result_ref_type: str | None
+    result_ref_id: str | None
+    failure_code: str | None
+    failure_message: str | None
+    stuck: bool
+
+
+class KeyAnswer(KeyDetail):
+    purgeable_from: datetime | None = Field(description="When the keys purge may delete this key; null while it "
+                                                        "is processing or failed_retryable (never purged).")
+
+
+class TabCount(Answer):
+    count: int = Field(description="Exact when not more; the cap when more.")
+    more: bool
+    snapshot: int | None = Field(description="The snapshot job's full count, when more and it records the state.")
+    snapshot_at: datetime | None
+
+
+class Matching(Answer):
+    count: int = Field(description="Keys of this tab matching every filter, exact up to the cap.")
+    more: bool = Field(description="More keys match than the cap.")
+
+
+class SuggestionGroup(Answer):
+    suggested: Suggested
+    keys: int = Field(description="Stuck keys with this suggested outcome among those read (at most "
+                                  "suggestions_cap, most overdue first).")
+    more: bool = Field(description="More stuck keys match the other filters than were read: keys is a lower bound.")
+
+
+class NotApplied(Answer):
+    filter: Literal["overdue", "suggested"]
+    applies_to: list[Status] = Field(description="The tabs (status) the filter means something on.")
+
+
+def _tab(count: int) -> dict[str, Any]:
+    return {"count": count, "more": False, "snapshot": None, "snapshot_at": None}
+
+
+class KeyList(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "items": [{**KEY, "scope": "refund", "key": "cart/2/checkout-0002", "claimed_by": "worker-2",
+                   "locked_until": "2026-11-24T21:40:48.149746+00:00", "overdue_seconds": 420.201813,
+                   "attempt_count": 3}, KEY],
+        "next_cursor": "WyIyMDI2LTExLTI0VDIxOjQyOjQ4LjE0MTg4MCswMDowMCIsImNyZWF0ZV9v"
+                       "cmRlciIsImNhcnQvMC9jaGVja291dC0wMDAwIl0",
+        "prev_cursor": None, "order": "asc",
+        "counts": {"stuck": _tab(13), "needs_review": _tab(0), "processing": _tab(14), "succeeded": _tab(6),
+                   "failed_retryable": _tab(6), "failed_final": _tab(10)},
+        "count_cap": 10000, "matching": {"count": 13, "more": False},
+        "suggestions": [{"suggested": "already_succeeded", "keys": 2, "more": False},
+                        {"suggested": "safe_to_retry", "keys": 6, "more": False},
+                        {"suggested": "needs_review", "keys": 5, "more": False}],
+        "suggestions_cap": 1000, "not_applied": []}]})
+
+    items: list[KeyItem]
+    next_cursor: str | None
+    prev_cursor: str | None
+    order: Literal["asc", "desc"]
+    counts: dict[Status, TabCount] = Field(description="Every state tab's count, over every scope.")
+    count_cap: int
+    matching: Matching
+    suggestions: list[SuggestionGroup] = Field(description="The stuck tab: stuck keys matching the other "
+                                                           "filters, per suggested outcome; empty on the others.")
+    suggestions_cap: int = Field(description="The most stuck keys read for suggestions (each costs an outbox "
+                                             "lookup), most overdue first.")
+    not_applied: list[NotApplied] = Field(description="Filters given that do not apply to this tab: not applied "
+                                                      "(overdue off the lease tabs, suggested off stuck).")
+
+
+class OutboxEvent(Answer):
+    outbox_id: str
+    event_type: str
+    aggregate_type: str
+    aggregate_id: str
+    status: str
+    attempt_count: int
+    created_at: datetime
+    published_at: datetime | None
+    payload: Any
+
+
+class Suggestion(Answer):
+    to: Suggested | None = Field(description="The outcome the evidence points to, or null (not stuck).")
+    evidence: list[str]
+
+
+class KeyPage(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "key": {**KEY_DETAIL, "purgeable_from": None},
+        "outbox_events": [{name: OUTBOX_ROW[name] for name in ("outbox_id", "event_type", "aggregate_type",
+                           "aggregate_id", "status", "attempt_count", "created_at", "published_at", "payload")}],
+        "audit": [{"audit_id": 5, "at": "2026-11-24T21:47:48.334892+00:00", "actor": ACTOR, "action": "note",
+                   "scope": "create_order", "key": "cart/0/checkout-0000", "from_status": None, "to_status": None,
+                   "reason": "INC-5: looking at the payment provider", "evidence": {}, "detail": {"note_id": 1},
+                   "parent_id": None, "children": 0}],
+        "notes": [{"note_id": 1, "scope": "create_order", "key": "cart/0/checkout-0000",
+                   "at": "2026-11-24T21:47:48.334892+00:00", "author": ACTOR,
+                   "text": "INC-5: looking at the payment provider", "audit_id": 5}],
+        "suggestion": {"to": "already_succeeded", "evidence": [
+            "1 outbox row exists for this scope and key (invoice.sent), first written 2026-11-24T18:47:48+00:00: "
+            "the business effect committed, only the completion is missing."]},
+        "runbook_url": "/runbook/stuck-keys?scope=create_order&key=cart/0/checkout-0000"}]})
+
+    key: KeyAnswer
+    outbox_events: list[OutboxEvent]
+    audit: list[AuditEntry]
+    notes: list[Note]
+    suggestion: Suggestion
+    runbook_url: str

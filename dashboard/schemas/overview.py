@@ -1,0 +1,141 @@
+"""The overview (`GET /api/v1/overview`): the headline numbers, the last purges and the trends."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
+from idemdash.dashboard.schemas.examples import AS_OF, PURGE_RUN, RUNNING_PURGE
+
+TrendRange = Literal["1h", "6h", "24h", "7d"]
+PurgeOutcome = Literal["running", "succeeded", "failed", "skipped", "budget_exhausted", "cancelled"]
+
+
+class OverviewQuery(Query):
+    range: TrendRange = Field("24h", description="The time range of trends.points.")
+
+
+class OverviewKeys(Answer):
+    stuck: int = Field(description="Processing keys whose lease ran out (definitions.stuck).")
+    processing: int = Field(description="Every key in status processing, stuck or not.")
+    needs_review: int = Field(description="Processing keys held for review by an operator.")
+    failed_retryable: int
+    failed_final_24h: int
+    succeeded_24h: int
+    oldest_stuck_lease: datetime | None = Field(description="When the oldest stuck key's lease ended, or null.")
+
+
+class OverviewOutbox(Answer):
+    pending: int
+    oldest_pending_at: datetime | None
+    lag_seconds: float | None = Field(description="Age of the oldest pending row, or null when none is pending.")
+
+
+class OverviewInbox(Answer):
+    rows_24h: int
+    consumers_24h: int
+
+
+class LastPurge(Answer):
+    run_id: int
+    table_name: str
+    started_at: datetime
+    finished_at: datetime | None = Field(description="Null while the run is running.")
+    batches: int
+    rows_deleted: int = Field(description="Rows deleted (a dry run: rows it would delete).")
+    dry_run: bool
+    outcome: PurgeOutcome
+    error: str | None
+    started_by: str
+    duration_seconds: float | None
+    method: Literal["due_index", "primary_key"] | None = Field(
+        description="How its batches found the due rows: through an index of them, or walking the primary key "
+                    "(null for runs from before it was recorded).")
+    partitions_dropped: int
+    cancel_requested_by: str | None = Field(description="Who asked the run to stop after its current batch.")
+
+
+class OverviewTrendPoint(Answer):
+    taken_at: datetime = Field(description="The first snapshot the point stands for.")
+    until: datetime = Field(description="The last snapshot the point stands for.")
+    snapshots: int = Field(description="How many consecutive snapshots the point merges.")
+    stuck_keys: int
+    outbox_pending: int
+    outbox_lag_seconds: float | None
+    rows_purged: int
+
+
+class PanelProblem(Answer):
+    """Why a section has no value: its query timed out, or the schema it reads is missing."""
+
+    problem: Literal["timeout", "schema"]
+    message: str | None
+    index: str | None = Field(description="The index statement that would make it fast, when one would.")
+
+
+class OverviewTrends(Answer):
+    window_hours: int
+    range: TrendRange
+    snapshot_interval_seconds: int
+    max_points: int = Field(description="More snapshots than this come merged into points (see snapshots).")
+    points: list[OverviewTrendPoint] = Field(description="Oldest first; empty when the snapshots could not be read.")
+    problem: PanelProblem | None = Field(description="Why points is empty although snapshots exist, or null.")
+
+
+class OverviewDefinitions(Answer):
+    stuck: str
+    needs_review: str
+    failed_final_24h: str
+    succeeded_24h: str
+    outbox_pending: str = Field(alias="outbox.pending")
+    inbox_rows_24h: str = Field(alias="inbox.rows_24h")
+    trends_points: str = Field(alias="trends.points")
+    trends_points_rows_purged: str = Field(alias="trends.points.rows_purged")
+
+
+class Overview(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "as_of": AS_OF,
+        "keys": {"stuck": 13, "processing": 14, "needs_review": 0, "failed_retryable": 6, "failed_final_24h": 10,
+                 "succeeded_24h": 6, "oldest_stuck_lease": "2026-11-24T21:31:48.159412+00:00"},
+        "outbox": {"pending": 2, "oldest_pending_at": "2026-11-24T18:47:48.135812+00:00", "lag_seconds": 10800.215747},
+        "inbox": {"rows_24h": 5, "consumers_24h": 2},
+        "last_purges": [RUNNING_PURGE, PURGE_RUN],
+        "precomputed": {},
+        "trends": {
+            "window_hours": 24, "range": "24h", "snapshot_interval_seconds": 60, "max_points": 240,
+            "points": [{"taken_at": "2026-11-24T21:27:48.174676+00:00", "until": "2026-11-24T21:27:48.174676+00:00",
+                        "snapshots": 1, "stuck_keys": 2, "outbox_pending": 2, "outbox_lag_seconds": 120.0,
+                        "rows_purged": 20},
+                       {"taken_at": "2026-11-24T21:37:48.174676+00:00", "until": "2026-11-24T21:37:48.174676+00:00",
+                        "snapshots": 1, "stuck_keys": 1, "outbox_pending": 1, "outbox_lag_seconds": 60.0,
+                        "rows_purged": 10}],
+            "problem": None},
+        "definitions": {
+            "stuck": "status = 'processing' and locked_until < now(), or locked_until is NULL and claimed_at older "
+                     "than 300 s",
+            "needs_review": "status = 'processing' and claimed_by = 'idemdash:needs_review': held for review by an "
+                            "operator (a hold that ended is counted in stuck too)",
+            "failed_final_24h": "status = 'failed_final' and updated_at within the last 24 hours",
+            "succeeded_24h": "status = 'succeeded' and updated_at within the last 24 hours",
+            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest",
+            "inbox.rows_24h": "inbox rows with processed_at within the last 24 hours",
+            "trends.points": "metric snapshots of the range (range: 1h, 6h, 24h or 7d; window_hours), oldest first, "
+                             "recorded by the scheduler's snapshot job; when there are more than max_points, "
+                             "consecutive snapshots are merged (stuck_keys, outbox_pending and outbox_lag_seconds: "
+                             "the peak; rows_purged: the sum)",
+            "trends.points.rows_purged": "rows deleted by real purge runs that finished since the previous "
+                                         "snapshot"}}]})
+
+    as_of: datetime
+    keys: OverviewKeys
+    outbox: OverviewOutbox
+    inbox: OverviewInbox
+    last_purges: list[LastPurge] = Field(description="The newest purge runs, newest first (at most 5).")
+    precomputed: dict[Literal["keys", "inbox"], Precomputed] = Field(
+        description="The sections the scheduler's rollup job computed, when and how long that took; empty when "
+                    "everything was read now.")
+    trends: OverviewTrends
+    definitions: OverviewDefinitions = Field(description="What each number counts, in words.")
