@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from flask import g
+
 from idemdash.core.formatting import duration
 from idemdash.dashboard import panels
 from idemdash.dashboard.schemas.keys import KeyListQuery
@@ -16,6 +18,9 @@ from idemdash.dashboard.targets import get_target
 from idemdash.queries import key_matching, keys
 
 COUNT_CAP = 10_000
+# the stuck keys read for the suggested-outcome groups (and a suggested filter's count), most overdue first: each
+# costs an outbox lookup, so past this many the groups are lower bounds ("1,000+" of ... at most)
+SUGGESTION_CAP = 1_000
 # the tabs a filter means something on: a lease's end, and the outcome suggested for a stuck key
 APPLIES = {"overdue": ("stuck", "needs_review", "processing"), "suggested": ("stuck",)}
 FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested")
@@ -57,12 +62,19 @@ def filtered(flt: keys.KeyFilter) -> bool:
 
 
 def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
-    """Keys on this tab that match every filter, exact up to COUNT_CAP."""
+    """Keys on this tab that match every filter, exact up to COUNT_CAP; with a suggested outcome, its group (exact
+    up to SUGGESTION_CAP stuck keys read), from the groups this request reads anyway."""
+    if flt.status == "stuck" and flt.suggested is not None:
+        groups = suggestion_groups(flt)
+        if not groups.ok or groups.value is None:
+            return panels.Panel(problem=groups.problem, message=groups.message, index_sql=groups.index_sql,
+                                index_why=groups.index_why)
+        return panels.Panel(value=key_matching.matching_in_groups(groups.value, flt.suggested))
     target = get_target()
     return panels.load(key_matching.count_keys_matching, target.tables, flt,
                        lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
                        hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=COUNT_CAP,
-                       index="index_keys_processing" if flt.status in keys.PROCESSING_STATUSES
+                       index="index_keys_leases" if flt.status in keys.PROCESSING_STATUSES
                        else "index_keys_updated")
 
 
@@ -84,8 +96,13 @@ def suggestion_groups(flt: keys.KeyFilter) -> panels.Panel[list[key_matching.Sug
     """The stuck keys matching the other filters, per suggested outcome (stuck tab only; else empty)."""
     if flt.status != "stuck":
         return panels.Panel(value=[])
-    target = get_target()
-    return panels.load(key_matching.count_stuck_keys_by_suggestion, target.tables, flt,
-                       lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
-                       hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=COUNT_CAP,
-                       index="index_keys_processing")
+    # read once per request: the suggested filter's count and the empty list's loosened counts ask again
+    others = replace(flt, suggested=None)
+    read = g.setdefault("suggestion_groups", {})
+    if others not in read:
+        target = get_target()
+        read[others] = panels.load(key_matching.count_stuck_keys_by_suggestion, target.tables, others,
+                                   lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
+                                   hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=SUGGESTION_CAP,
+                                   index="index_keys_leases")
+    return read[others]

@@ -31,7 +31,7 @@ SUGGESTION_WORDS = {
     "abandoned": ("past their replay window", "abandoned?"),
 }
 # the index a key list needs (named in a timed-out panel)
-LIST_INDEX = {"stuck": "index_keys_processing", "processing": "index_keys_processing", "needs_review": "index_keys_held"}
+LIST_INDEX = {"stuck": "index_keys_leases", "processing": "index_keys_leases", "needs_review": "index_keys_held"}
 
 
 def key_json(row: keys.KeyRow, fields: tuple[str, ...] = LIST_FIELDS) -> dict:
@@ -64,7 +64,7 @@ def list_page():
     tables = get_target().tables
     scopes = panels.load(keys.list_scopes, tables)
     # the worker suggestions sit in the filter form, outside the fragment a refresh swaps: full pages, or a hint
-    workers = (panels.load(list_recent_workers, tables, index="index_keys_processing")
+    workers = (panels.load(list_recent_workers, tables, index="index_keys_leases")
                if not htmx_request() or flt.claimed_by else panels.Panel(value=[]))
     matching = key_filters.matching(flt)
     empty = panel.ok and panel.value is not None and not panel.value.items and after is None
@@ -73,6 +73,7 @@ def list_page():
                   statuses=keys.KEY_STATUSES, as_of=datetime.now(timezone.utc), ignored=ignored,
                   filters_text=key_filters.in_words(flt), matching=matching, applies=key_filters.APPLIES,
                   groups=key_filters.suggestion_groups(flt), suggestions=SUGGESTION_WORDS,
+                  suggestion_cap=key_filters.SUGGESTION_CAP,
                   loosened=key_filters.without_each(flt) if empty and key_filters.filtered(flt) else [])
 
 
@@ -89,7 +90,7 @@ def list_api() -> schema.KeyList:
         "items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor,
         "prev_cursor": page.prev_cursor, "order": order, "counts": key_tabs.counts_json(panels.require(tabs)),
         "count_cap": key_tabs.COUNT_CAP, "matching": panels.require(key_filters.matching(flt)),
-        "suggestions": groups,
+        "suggestions": groups, "suggestions_cap": key_filters.SUGGESTION_CAP,
         "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored]})
 
 

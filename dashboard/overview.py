@@ -31,7 +31,7 @@ def _overview() -> dict:
     window, inbox = rollups.load(("key_windows", ""), ("inbox_volume", ""))
     return {
         "as_of": datetime.now(timezone.utc),
-        "keys": _key_counts(panels.load(overview.count_processing_keys, tables, lease, index="index_keys_processing"),
+        "keys": _key_counts(panels.load(overview.count_processing_keys, tables, lease, index="index_keys_leases"),
                             window),
         "outbox": panels.load(overview.get_outbox_backlog, tables, index="index_outbox_pending"),
         "inbox": inbox,

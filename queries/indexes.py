@@ -13,7 +13,7 @@ from idemdash.queries.transactions import select_all
 
 @dataclass(frozen=True)
 class IndexAdvice:
-    name: str       # the block in indexes.sql, e.g. index_keys_processing
+    name: str       # the block in indexes.sql, e.g. index_keys_leases
     table: str      # 'keys', 'inbox' or 'outbox'
     why: str
 

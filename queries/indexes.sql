@@ -1,6 +1,6 @@
--- index_keys_processing --
--- Stuck and processing key lists, counts and the reclassify statements: only processing rows, by lease end.
-CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NULLS FIRST, idempotency_scope, idempotency_key) WHERE status = 'processing'
+-- index_keys_leases --
+-- Stuck and processing key lists, counts and the reclassify statements: only processing rows, by lease end, carrying the columns the stuck filters and suggested outcomes test, so counting stuck keys reads no table row.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NULLS FIRST, idempotency_scope, idempotency_key) INCLUDE (claimed_at, claimed_by, attempt_count, expires_at) WHERE status = 'processing'
 
 -- index_keys_updated --
 -- Key lists by status ordered by last change, and the 24-hour failed/succeeded counts.

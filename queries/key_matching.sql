@@ -1,7 +1,15 @@
 -- count_processing_keys_matching --
--- How many keys of a processing tab (stuck, needs_review, processing) match every filter, counted up to cap + 1 rows.
+-- How many keys of the needs_review or processing tab match every filter, counted up to cap + 1 rows.
 SELECT count(*)::integer AS count
 FROM (SELECT 1 FROM {keys} k WHERE {processing_key_filter} LIMIT %(cap)s + 1) m
+
+-- count_stuck_keys_matching --
+-- How many stuck keys match the filters (no suggested outcome), counted up to cap + 1 rows from the two index ranges that hold them (stuck_keys_unleased, stuck_keys_leased), never an OR that no index can use.
+SELECT count(*)::integer AS count
+FROM ((SELECT 1 FROM {keys} k WHERE {stuck_keys_unleased} LIMIT %(cap)s + 1)
+      UNION ALL
+      (SELECT 1 FROM {keys} k WHERE {stuck_keys_leased} LIMIT %(cap)s + 1)
+      LIMIT %(cap)s + 1) m
 
 -- count_status_keys_matching --
 -- How many keys of a terminal or failed tab match every filter, counted up to cap + 1 rows.
@@ -9,11 +17,39 @@ SELECT count(*)::integer AS count
 FROM (SELECT 1 FROM {keys} k WHERE {status_key_filter} LIMIT %(cap)s + 1) m
 
 -- count_stuck_keys_by_suggestion --
--- The stuck keys that match the filters, grouped by the outcome suggested for each and how many have an outbox row (at most cap keys read, most overdue first).
-SELECT s.suggested, count(*)::integer AS keys
+-- The first cap stuck keys that match the filters, most overdue first (no lease, then by lease end, as the list: each range read in index_keys_leases's order, the leased one only for what the unleased left of cap + 1), grouped by the outcome suggested for each (one outbox probe per key); more: further stuck keys match, left unread.
+WITH unleased AS MATERIALIZED (
+    SELECT 0 AS part, k.locked_until, k.idempotency_scope, k.idempotency_key, k.attempt_count, k.expires_at
+    FROM {keys} k WHERE {stuck_keys_unleased}
+    ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
+    LIMIT %(cap)s + 1
+), leased AS MATERIALIZED (
+    SELECT 1 AS part, k.locked_until, k.idempotency_scope, k.idempotency_key, k.attempt_count, k.expires_at
+    FROM {keys} k WHERE {stuck_keys_leased}
+    ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
+    LIMIT %(cap)s + 1 - (SELECT count(*) FROM unleased)
+), examined AS (
+    SELECT * FROM unleased UNION ALL SELECT * FROM leased
+)
+SELECT s.suggested, count(*)::integer AS keys, (SELECT count(*) FROM examined) > %(cap)s AS more
 FROM (SELECT {suggested_outcome} AS suggested
-      FROM {keys} k
-      WHERE {processing_key_filter}
-      ORDER BY k.locked_until NULLS FIRST
+      FROM examined k
+      ORDER BY k.part, k.locked_until, k.idempotency_scope, k.idempotency_key
       LIMIT %(cap)s) s
 GROUP BY s.suggested
+
+-- stuck_keys_unleased --
+-- Stuck keys without a lease (claimed more than the default lease ago) that match the operator's filters and overdue: a range of index_keys_unleased.
+k.status = 'processing' AND k.locked_until IS NULL
+  AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)
+  AND (%(min_overdue)s::double precision IS NULL
+       OR k.claimed_at + make_interval(secs => %(lease_seconds)s)
+          <= now() - make_interval(secs => %(min_overdue)s::double precision))
+  AND {key_operator_filter}
+
+-- stuck_keys_leased --
+-- Stuck keys whose lease has ended that match the operator's filters and overdue: one range of index_keys_leases (lease end before now, or before now minus overdue).
+k.status = 'processing' AND k.locked_until < now()
+  AND (%(min_overdue)s::double precision IS NULL
+       OR k.locked_until <= now() - make_interval(secs => %(min_overdue)s::double precision))
+  AND {key_operator_filter}

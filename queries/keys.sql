@@ -117,12 +117,29 @@ k.status = 'processing'
   AND (%(min_overdue)s::double precision IS NULL
        OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
           <= now() - make_interval(secs => %(min_overdue)s::double precision))
-  AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
+  AND {key_operator_filter}
+  AND {suggested_is}
+
+-- key_operator_filter --
+-- The operator's filters that every processing list shares (scope, worker, attempts), apart from the tab's own condition, overdue and the suggested outcome.
+(%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
   AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
   -- "+ 0" keeps the planner on the lease-ordered index (stop at the limit) instead of AND-ing it with the
   -- attempts index, which reads every processing hotspot at millions of keys
   AND (%(min_attempts)s::integer IS NULL OR k.attempt_count + 0 >= %(min_attempts)s::integer)
-  AND (%(suggested)s::text IS NULL OR ({suggested_outcome}) = %(suggested)s::text)
+
+-- suggested_is --
+-- Whether a stuck key's suggested outcome is the one asked for (always true when none is): suggested_outcome said as one condition per outcome, the key's own columns tested before the outbox is probed, so only the keys those leave cost an outbox lookup.
+(%(suggested)s::text IS NULL
+ OR CASE %(suggested)s::text
+        WHEN 'already_succeeded' THEN {has_outbox_row}
+        WHEN 'needs_review' THEN k.attempt_count >= %(hotspot_min_attempts)s AND NOT {has_outbox_row}
+        WHEN 'abandoned' THEN (k.attempt_count >= %(hotspot_min_attempts)s) IS NOT TRUE AND k.expires_at < now()
+                              AND NOT {has_outbox_row}
+        WHEN 'safe_to_retry' THEN (k.attempt_count >= %(hotspot_min_attempts)s) IS NOT TRUE
+                                  AND (k.expires_at < now()) IS NOT TRUE AND NOT {has_outbox_row}
+        ELSE false
+    END)
 
 -- status_key_filter --
 -- WHERE conditions of a key list in one terminal or failed status and its matching count: the status and the operator's filters.
@@ -133,13 +150,15 @@ k.status = %(status)s
 
 -- suggested_outcome --
 -- The reclassification suggested for a stuck key, as core/triage.py's suggest() decides it (tests/test_key_matching.py holds the two together): an outbox row means the effect committed; else many attempts want a look; else a key past its replay window is abandoned; else it is safe to retry.
-CASE WHEN EXISTS (SELECT 1 FROM {outbox} o
-                  WHERE o.idempotency_scope = k.idempotency_scope AND o.idempotency_key = k.idempotency_key)
-          THEN 'already_succeeded'
+CASE WHEN {has_outbox_row} THEN 'already_succeeded'
      WHEN k.attempt_count >= %(hotspot_min_attempts)s THEN 'needs_review'
      WHEN k.expires_at < now() THEN 'abandoned'
      ELSE 'safe_to_retry'
 END
+
+-- has_outbox_row --
+-- Whether an outbox row was written under the key k (its effect committed): one probe of the outbox's (scope, key) index.
+EXISTS (SELECT 1 FROM {outbox} o WHERE o.idempotency_scope = k.idempotency_scope AND o.idempotency_key = k.idempotency_key)
 
 -- list_recent_responses --
 -- The latest succeeded keys of one scope with a stored response: examples to copy from when marking a stuck key already_succeeded (the status index read newest first, stopping at the limit).

@@ -54,7 +54,7 @@ def test_apply_indexes_builds_them_and_then_passes(database_url, conn):
 
 
 def test_invalid_index_is_reported_and_rebuilt(database_url, conn):
-    advice = ADVICE["index_keys_processing"]
+    advice = ADVICE["index_keys_leases"]
     name = advice.index_name(TABLES)
     conn.execute(advice.as_text(TABLES))
     # what a cancelled CREATE INDEX CONCURRENTLY leaves behind

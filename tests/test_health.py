@@ -68,9 +68,9 @@ def test_a_missing_index_is_a_warning_whose_fix_sql_creates_it(client, indexed):
 
 
 def test_an_invalid_index_is_a_warning_with_drop_and_create(client, indexed):
-    name = ADVICE["index_keys_processing"].index_name(Tables())
+    name = ADVICE["index_keys_leases"].index_name(Tables())
     indexed.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (f'app."{name}"',))
-    finding = checks(client)["index.index_keys_processing"]
+    finding = checks(client)["index.index_keys_leases"]
     assert finding["status"] == "warn" and "invalid" in finding["title"]
     drop, create = finding["fix_sql"].split(";\n")
     indexed.execute(drop)
@@ -84,7 +84,7 @@ def test_a_missing_required_column_fails_and_an_optional_one_warns(client, index
     items = checks(client)
     # the CASCADE took the indexes on locked_until with it
     assert problems(items) == {"column.keys.locked_until": "fail", "column.outbox.payload": "warn",
-                               "index.index_keys_processing": "warn", "index.index_keys_unleased": "warn",
+                               "index.index_keys_leases": "warn", "index.index_keys_unleased": "warn",
                                "index.index_keys_held": "warn"}
     required = items["column.keys.locked_until"]
     assert "required" in required["detail"]
@@ -93,7 +93,7 @@ def test_a_missing_required_column_fails_and_an_optional_one_warns(client, index
     assert "outbox page's row list" in optional["detail"]  # names the feature that degrades
     assert optional["fix_sql"] == 'ALTER TABLE "app"."outbox_event" ADD COLUMN "payload" jsonb'
     assert client.get("/api/v1/health/schema").get_json()["status"] == "fail"
-    for finding in (required, optional, items["index.index_keys_processing"], items["index.index_keys_unleased"],
+    for finding in (required, optional, items["index.index_keys_leases"], items["index.index_keys_unleased"],
                     items["index.index_keys_held"]):
         indexed.execute(finding["fix_sql"])
     assert problems(checks(client)) == {}

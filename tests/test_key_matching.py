@@ -228,3 +228,36 @@ def test_a_suggested_group_is_listed_and_reclassified_in_bulk_through_preview_an
     remaining = client.get("/api/v1/keys?status=stuck").get_json()
     assert {g["suggested"]: g["keys"] for g in remaining["suggestions"]} == {"already_succeeded": 1,
                                                                              "safe_to_retry": 3}
+
+
+def test_the_groups_read_the_most_overdue_stuck_keys_up_to_their_cap_and_say_there_are_more(client, conn,
+                                                                                            monkeypatch):
+    from idemdash.dashboard import key_filters
+    monkeypatch.setattr(key_filters, "SUGGESTION_CAP", 3)
+    # most overdue first: the key without a lease (claimed long ago), then by lease end
+    insert_key(conn, "refund", "no-lease", locked_until=None, claimed_ago=timedelta(hours=5))
+    insert_key(conn, "refund", "hot", locked_until=timedelta(days=-3), attempts=9)
+    insert_key(conn, "refund", "done", locked_until=timedelta(days=-2))
+    conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
+                 " idempotency_key, payload) VALUES ('e', 'order', gen_random_uuid(), 'refund', 'done', '{}')")
+    for i in range(4):  # less overdue: past the cap, never read for the groups
+        insert_key(conn, "refund", f"late{i}", locked_until=timedelta(minutes=-10 - i))
+    insert_key(conn, "refund", "live", locked_until=timedelta(minutes=10))  # not stuck
+    body = client.get("/api/v1/keys?status=stuck").get_json()
+    assert body["matching"] == {"count": 7, "more": False}   # the matching count itself is not capped
+    assert body["suggestions_cap"] == 3
+    assert body["suggestions"] == [{"suggested": "already_succeeded", "keys": 1, "more": True},
+                                   {"suggested": "safe_to_retry", "keys": 1, "more": True},
+                                   {"suggested": "needs_review", "keys": 1, "more": True}]
+    # a suggested filter counts its group among the keys read (a lower bound), and lists every match
+    safe = client.get("/api/v1/keys?status=stuck&suggested=safe_to_retry").get_json()
+    assert safe["matching"] == {"count": 1, "more": True}
+    assert {item["key"] for item in safe["items"]} == {"no-lease", "late0", "late1", "late2", "late3"}
+    page = BeautifulSoup(client.get("/keys?status=stuck").data, "html.parser")
+    nav = " ".join(page.select_one("nav.suggestion-groups").get_text().split())
+    assert "among the 3 most overdue" in nav and "1+ with no effect recorded" in nav
+    # with every stuck key read the groups are exact again
+    monkeypatch.setattr(key_filters, "SUGGESTION_CAP", 7)
+    body = client.get("/api/v1/keys?status=stuck").get_json()
+    assert {g["suggested"]: (g["keys"], g["more"]) for g in body["suggestions"]} == {
+        "already_succeeded": (1, False), "safe_to_retry": (5, False), "needs_review": (1, False)}

@@ -112,7 +112,9 @@ class Matching(Answer):
 
 class SuggestionGroup(Answer):
     suggested: Suggested
-    keys: int
+    keys: int = Field(description="Stuck keys with this suggested outcome among those read (at most "
+                                  "suggestions_cap, most overdue first).")
+    more: bool = Field(description="More stuck keys match the other filters than were read: keys is a lower bound.")
 
 
 class NotApplied(Answer):
@@ -135,9 +137,10 @@ class KeyList(Answer):
         "counts": {"stuck": _tab(13), "needs_review": _tab(0), "processing": _tab(14), "succeeded": _tab(6),
                    "failed_retryable": _tab(6), "failed_final": _tab(10)},
         "count_cap": 10000, "matching": {"count": 13, "more": False},
-        "suggestions": [{"suggested": "already_succeeded", "keys": 2}, {"suggested": "safe_to_retry", "keys": 6},
-                        {"suggested": "needs_review", "keys": 5}],
-        "not_applied": []}]})
+        "suggestions": [{"suggested": "already_succeeded", "keys": 2, "more": False},
+                        {"suggested": "safe_to_retry", "keys": 6, "more": False},
+                        {"suggested": "needs_review", "keys": 5, "more": False}],
+        "suggestions_cap": 1000, "not_applied": []}]})
 
     items: list[KeyItem]
     next_cursor: str | None
@@ -148,6 +151,8 @@ class KeyList(Answer):
     matching: Matching
     suggestions: list[SuggestionGroup] = Field(description="The stuck tab: stuck keys matching the other "
                                                            "filters, per suggested outcome; empty on the others.")
+    suggestions_cap: int = Field(description="The most stuck keys read for suggestions (each costs an outbox "
+                                             "lookup), most overdue first.")
     not_applied: list[NotApplied] = Field(description="Filters given that do not apply to this tab: not applied "
                                                       "(overdue off the lease tabs, suggested off stuck).")
 
