@@ -7,13 +7,13 @@ Input rules, the same on every operation:
   its empty fields, and the first value wins there);
 - a JSON body must be an object of the documented fields: an unknown field is a 400, like a missing or
   malformed one;
-- every validation error is today's 400 body, ``{"error": "<field>: <what to send>", "fields": [...]}``.
+- every validation error is today's 400 body, ``{"error": "<field> <what to send>", "fields": [...]}``.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar
 
@@ -62,7 +62,6 @@ class Operation:
     description: str | None = None
     deprecated: bool = False
     conflict: type[BaseModel] | None = None  # the 409 body, when it carries the row as it is now
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def operation(summary: str, *, ok: type[BaseModel], status: int = 200, query: type[BaseModel] | None = None,
