@@ -40,11 +40,11 @@ PROFILE = Profile(
               optional=True),
     ),
     states=(
-        State(PENDING, "outbox", "{published} = 0", "not yet relayed by the CDC"),
-        State(DONE, "outbox", "{published} = 1"),
-        State(PURGEABLE, "outbox", "{published} = 1 AND {creation_time} < %(before_epoch_ms)s"),
-        State(DONE, "inbox", "true", "a row is a message consumed once"),
-        State(PURGEABLE, "inbox", "{creation_time} < %(before_epoch_ms)s"),
+        State(PENDING, "outbox", "state_eventuate_outbox_pending", "not yet relayed by the CDC"),
+        State(DONE, "outbox", "state_eventuate_outbox_done"),
+        State(PURGEABLE, "outbox", "state_eventuate_outbox_purgeable"),
+        State(DONE, "inbox", "state_eventuate_inbox_done", "a row is a message consumed once"),
+        State(PURGEABLE, "inbox", "state_eventuate_inbox_purgeable"),
     ),
     versions=(Version("db-id", "outbox", present=("dbid",)), Version("message-id", "outbox", absent=("dbid",))),
     cleanup="None in Tram itself; the CDC's opt-in MessageCleaner deletes by creation_time alone, unpublished "

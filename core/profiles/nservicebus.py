@@ -36,10 +36,10 @@ PROFILE = Profile(
               times=(Time("DispatchedAt", "dispatched", UTC_TIMESTAMP),), payload="Operations", match=SUFFIX),
     ),
     states=(
-        State(PENDING, "outbox", "NOT {Dispatched}",
+        State(PENDING, "outbox", "state_nservicebus_outbox_pending",
               "written in the handler's transaction, not yet dispatched; no creation time is recorded"),
-        State(DONE, "outbox", "{Dispatched}", "also the deduplication record of the incoming MessageId"),
-        State(PURGEABLE, "outbox", "{Dispatched} AND {DispatchedAt} < (now() AT TIME ZONE 'UTC') - %(retention)s",
+        State(DONE, "outbox", "state_nservicebus_outbox_done", "also the deduplication record of the incoming MessageId"),
+        State(PURGEABLE, "outbox", "state_nservicebus_outbox_purgeable",
               "DispatchedAt read as UTC whatever the server's time zone"),
     ),
     cleanup="The outbox cleaner deletes rows Dispatched with DispatchedAt older than KeepDeduplicationDataFor "

@@ -34,17 +34,21 @@ _TIMES = (Time("created_at", "written", TIMESTAMPTZ), Time("locked_until", "leas
           Time("processed_at", "processed", TIMESTAMPTZ), Time("abandoned_at", "abandoned", TIMESTAMPTZ))
 
 
-def _states(role: str) -> tuple[State, ...]:
-    return (
-        State(PENDING, role, "{processed_at} IS NULL AND {abandoned_at} IS NULL"),
-        State(IN_PROGRESS, role, "{processed_at} IS NULL AND {abandoned_at} IS NULL AND {locked_until} > now()"),
-        State(STUCK, role, "{processed_at} IS NULL AND {abandoned_at} IS NULL AND {locked_until} <= now() "
-                           "AND {started_attempts} > {finished_attempts}",
-              "a worker took it and its lease ran out without finishing"),
-        State(DONE, role, "{processed_at} IS NOT NULL"),
-        State(FAILED, role, "{abandoned_at} IS NOT NULL", "poisonous or out of attempts"),
-        State(PURGEABLE, role, "({processed_at} < now() - %(retention)s OR {abandoned_at} < now() - %(retention)s)"),
-    )
+# One shape for both tables: the same states, each its own block in queries/profile_states.sql.
+_STATES = (
+    State(PENDING, "outbox", "state_pg_transactional_outbox_outbox_pending"),
+    State(IN_PROGRESS, "outbox", "state_pg_transactional_outbox_outbox_in_progress"),
+    State(STUCK, "outbox", "state_pg_transactional_outbox_outbox_stuck", "a worker took it and its lease ran out without finishing"),
+    State(DONE, "outbox", "state_pg_transactional_outbox_outbox_done"),
+    State(FAILED, "outbox", "state_pg_transactional_outbox_outbox_failed", "poisonous or out of attempts"),
+    State(PURGEABLE, "outbox", "state_pg_transactional_outbox_outbox_purgeable"),
+    State(PENDING, "inbox", "state_pg_transactional_outbox_inbox_pending"),
+    State(IN_PROGRESS, "inbox", "state_pg_transactional_outbox_inbox_in_progress"),
+    State(STUCK, "inbox", "state_pg_transactional_outbox_inbox_stuck", "a worker took it and its lease ran out without finishing"),
+    State(DONE, "inbox", "state_pg_transactional_outbox_inbox_done"),
+    State(FAILED, "inbox", "state_pg_transactional_outbox_inbox_failed", "poisonous or out of attempts"),
+    State(PURGEABLE, "inbox", "state_pg_transactional_outbox_inbox_purgeable"),
+)
 
 
 PROFILE = Profile(
@@ -57,7 +61,7 @@ PROFILE = Profile(
         Table("inbox", "inbox", "inbox_table", _COLUMNS, identity=("id",), lease="locked_until",
               attempts="started_attempts", times=_TIMES, payload="payload", optional=True),
     ),
-    states=_states("outbox") + _states("inbox"),
+    states=_STATES,
     cleanup="Every 5 min: processed rows older than 7 days, abandoned older than 14 days, and every row older "
             "than 60 days, processed or not.",
     sources=(Source("Zehelein/pg-transactional-outbox", "examples/setup/out/example-trx-polling.sql",

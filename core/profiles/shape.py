@@ -2,13 +2,14 @@
 lease or owner, attempts, times (and their unit), payload and error, what each state means, and how to tell the
 shape (and its version) in the catalog.
 
-Everything here is data; nothing runs a state's predicate yet (idemdash detect reads only the tables and columns).
-A predicate is a condition over one table's columns, each column written as ``{column}`` (its name as the profile
-spells it), another table of the profile as ``{role}``, a value the caller supplies as ``%(name)s``, and "not
-among the values of another table's column" as ``{column} NOT IN {role}.{column}``. The release that reads through
-profiles composes them into statements in ``queries/`` (SQL lives there), with ``psycopg.sql.Identifier`` for every
-name after applying the naming convention found in the database, so a configured or detected name never enters
-SQL as text.
+Everything here is data, and nothing here runs SQL. A state names its statement: a block of
+``queries/profile_states.sql`` (named ``state_<profile>_<table role>_<meaning>``, with ``_<version>`` when it holds
+for one version of the shape only), ``SELECT count(*) FROM {table} WHERE <condition>``. In a block, ``{table}`` is
+the state's own table, ``{<role>}`` another table of the profile (a condition such as "not among the values of
+another table's column" is a subquery over it), ``{<column>}`` a column as the profile spells it, and ``%(name)s``
+a value the caller supplies (``retention``, ``stale_after``, ``lock_timeout`` intervals, ``before_epoch_ms``).
+``queries/profile_states.py`` fills every name in with ``psycopg.sql.Identifier``, after applying the naming
+convention found in the database, so a configured or detected name never enters SQL as text.
 """
 from __future__ import annotations
 
@@ -86,8 +87,9 @@ class Table:
 class State:
     meaning: str                    # one of MEANINGS
     table: str                      # the role of the table it is about
-    predicate: str                  # SQL over that table's columns, see the module's docstring
+    query: str                      # the name of its block in queries/profile_states.sql, see the docstring
     note: str = ""
+    version: str | None = None      # holds for this version of the shape only; None: for every version
 
 
 @dataclass(frozen=True)
@@ -125,3 +127,7 @@ class Profile:
 
     def states_meaning(self, meaning: str) -> tuple[State, ...]:
         return tuple(s for s in self.states if s.meaning == meaning)
+
+    def states_of(self, version: str | None) -> tuple[State, ...]:
+        """The states that hold for ``version`` of the shape (a state without a version holds for all)."""
+        return tuple(s for s in self.states if s.version is None or s.version == version)

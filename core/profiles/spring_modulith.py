@@ -30,7 +30,6 @@ _COLUMNS = (Column("id", UUID), Column("listener_id", TEXT), Column("event_type"
             Column("serialized_event", TEXT), Column("publication_date", TSTZ), Column("completion_date", TSTZ))
 _TIMES = (Time("publication_date", "published", TIMESTAMPTZ), Time("completion_date", "completed", TIMESTAMPTZ),
           Time("last_resubmission_date", "last resubmitted (v2)", TIMESTAMPTZ))
-_INCOMPLETE = "({completion_date} IS NULL OR {status} IS DISTINCT FROM 'COMPLETED')"
 _REPO = "spring-projects/spring-modulith"
 _DIR = ("spring-modulith-events/spring-modulith-events-jdbc/src/main/resources/org/springframework/modulith/events/"
         "jdbc/schemas/")
@@ -46,22 +45,27 @@ PROFILE = Profile(
         Table("archive", "event_publication_archive", "archive_table", _COLUMNS, identity=("id",), state="status",
               attempts="completion_attempts", times=_TIMES, payload="serialized_event", optional=True),
     ),
+    # v1 has no status column: its states are the v2 ones without it.
     states=(
-        State(PENDING, "outbox", _INCOMPLETE,
-              "the registry's own 'incomplete' (v1: completion_date IS NULL); v2 legacy rows with a NULL status "
-              "count"),
-        State(IN_PROGRESS, "outbox", "{status} = 'PROCESSING'", "v2 only; no owner or lease is recorded"),
-        State(STUCK, "outbox", "{status} IN ('PUBLISHED', 'PROCESSING', 'RESUBMITTED') "
-                               "AND {publication_date} < now() - %(stale_after)s",
-              "the staleness monitor's rule, measured from publication_date (v1: incomplete and old)"),
-        State(DONE, "outbox", "({completion_date} IS NOT NULL OR {status} = 'COMPLETED')"),
-        State(FAILED, "outbox", "({status} = 'FAILED' OR ({status} IS NULL AND {completion_date} IS NULL))",
-              "findFailedPublications: FAILED, and v1-era rows never completed"),
-        State(PURGEABLE, "outbox", "{completion_date} < now() - %(retention)s "
-                                   "AND ({status} = 'COMPLETED' OR {status} IS NULL)",
-              "deletePublicationsOlderThan; never a FAILED row, even with a completion date"),
-        State(PURGEABLE, "archive", "{completion_date} < now() - %(retention)s "
-                                    "AND ({status} = 'COMPLETED' OR {status} IS NULL)"),
+        State(PENDING, "outbox", "state_spring_modulith_outbox_pending_v2",
+              "the registry's own 'incomplete'; rows left from v1 with a NULL status count", version="v2"),
+        State(IN_PROGRESS, "outbox", "state_spring_modulith_outbox_in_progress_v2",
+              "no owner or lease is recorded", version="v2"),
+        State(STUCK, "outbox", "state_spring_modulith_outbox_stuck_v2",
+              "the staleness monitor's rule, measured from publication_date", version="v2"),
+        State(DONE, "outbox", "state_spring_modulith_outbox_done_v2", version="v2"),
+        State(FAILED, "outbox", "state_spring_modulith_outbox_failed_v2",
+              "findFailedPublications: FAILED, and v1-era rows never completed", version="v2"),
+        State(PURGEABLE, "outbox", "state_spring_modulith_outbox_purgeable_v2",
+              "deletePublicationsOlderThan; never a FAILED row, even with a completion date", version="v2"),
+        State(PURGEABLE, "archive", "state_spring_modulith_archive_purgeable_v2", version="v2"),
+        State(PENDING, "outbox", "state_spring_modulith_outbox_pending_v1", "the registry's own 'incomplete'",
+              version="v1"),
+        State(STUCK, "outbox", "state_spring_modulith_outbox_stuck_v1", "incomplete and published long ago",
+              version="v1"),
+        State(DONE, "outbox", "state_spring_modulith_outbox_done_v1", version="v1"),
+        State(PURGEABLE, "outbox", "state_spring_modulith_outbox_purgeable_v1", "deletePublicationsOlderThan",
+              version="v1"),
     ),
     versions=(
         Version("v2", "outbox", present=("status", "completion_attempts", "last_resubmission_date")),

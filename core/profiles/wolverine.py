@@ -61,16 +61,15 @@ PROFILE = Profile(
               optional=True),
     ),
     states=(
-        State(PENDING, "inbox", "{status} = 'Incoming' AND {owner_id} = 0", "unowned: any node may recover it"),
-        State(IN_PROGRESS, "inbox", "{status} = 'Incoming' AND {owner_id} <> 0", "owned by node number owner_id"),
-        State(STUCK, "inbox", "{status} = 'Incoming' AND {owner_id} <> 0 "
-                             "AND {owner_id} NOT IN {nodes}.{node_number}",
+        State(PENDING, "inbox", "state_wolverine_inbox_pending", "unowned: any node may recover it"),
+        State(IN_PROGRESS, "inbox", "state_wolverine_inbox_in_progress", "owned by node number owner_id"),
+        State(STUCK, "inbox", "state_wolverine_inbox_stuck",
               "owned by a node missing from wolverine_nodes; Scheduled rows past execution_time are overdue"),
-        State(DONE, "inbox", "{status} = 'Handled'", "kept until keep_until as the idempotency record"),
-        State(PURGEABLE, "inbox", "{status} = 'Handled' AND {keep_until} <= now()"),
-        State(PENDING, "outbox", "true", "a row exists until it is sent, then it is deleted"),
-        State(STUCK, "outbox", "{owner_id} <> 0 AND {owner_id} NOT IN {nodes}.{node_number}"),
-        State(FAILED, "dead_letters", "true", "every row; replayable = true is queued for replay"),
+        State(DONE, "inbox", "state_wolverine_inbox_done", "kept until keep_until as the idempotency record"),
+        State(PURGEABLE, "inbox", "state_wolverine_inbox_purgeable"),
+        State(PENDING, "outbox", "state_wolverine_outbox_pending", "a row exists until it is sent, then it is deleted"),
+        State(STUCK, "outbox", "state_wolverine_outbox_stuck"),
+        State(FAILED, "dead_letters", "state_wolverine_dead_letters_failed", "every row; replayable = true is queued for replay"),
     ),
     cleanup="Deletes Handled incoming rows whose keep_until has passed (5 min after handling by default) in ctid "
             "batches; deletes outgoing rows once sent; releases rows of dead nodes to owner_id = 0; dead letters "

@@ -1,0 +1,117 @@
+"""Every state of every profile runs as its block of queries/profile_states.sql against the library's own tables
+(tests/library_ddl.py, found by `idemdash detect`'s matching), and counts the right rows where rows are seeded."""
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import psycopg
+import pytest
+
+from idemdash.core.profiles import PROFILES
+from idemdash.queries import QUERIES
+from idemdash.queries.catalog import find_shapes
+from idemdash.queries.profile_states import count_states
+from tests.test_detect import CASES, IDS, _create_case
+
+PARAMS = {"retention": timedelta(hours=1), "stale_after": timedelta(minutes=5),
+          "lock_timeout": timedelta(seconds=90), "before_epoch_ms": int(time.time() * 1000) - 3_600_000}
+
+BRANDUR_ROWS = """
+INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, request_params,
+                                     request_path, recovery_point, user_id) VALUES
+  (now() - interval '4 days', 'a', NULL, 'POST', '{}', '/rides', 'finished', 1),
+  (now(), 'b', NULL, 'POST', '{}', '/rides', 'finished', 1),
+  (now(), 'c', NULL, 'POST', '{}', '/rides', 'started', 1),
+  (now(), 'd', now(), 'POST', '{}', '/rides', 'started', 1),
+  (now(), 'e', now() - interval '10 minutes', 'POST', '{}', '/rides', 'ride_created', 1)
+"""
+SPRING_V1_ROWS = """
+INSERT INTO public.event_publication (id, listener_id, event_type, serialized_event, publication_date,
+                                      completion_date) VALUES
+  (gen_random_uuid(), 'l', 't', 'e1', now() - interval '3 hours', now() - interval '2 hours'),
+  (gen_random_uuid(), 'l', 't', 'e2', now(), now()),
+  (gen_random_uuid(), 'l', 't', 'e3', now() - interval '1 hour', NULL),
+  (gen_random_uuid(), 'l', 't', 'e4', now(), NULL)
+"""
+SPRING_V2_ROWS = """
+INSERT INTO public.event_publication (id, listener_id, event_type, serialized_event, publication_date,
+                                      completion_date, status) VALUES
+  (gen_random_uuid(), 'l', 't', 'e1', now() - interval '3 hours', now() - interval '2 hours', 'COMPLETED'),
+  (gen_random_uuid(), 'l', 't', 'e2', now() - interval '1 hour', NULL, 'PROCESSING'),
+  (gen_random_uuid(), 'l', 't', 'e3', now(), NULL, 'PUBLISHED'),
+  (gen_random_uuid(), 'l', 't', 'e4', now() - interval '1 hour', NULL, 'FAILED'),
+  (gen_random_uuid(), 'l', 't', 'e5', now() - interval '1 hour', NULL, NULL);
+INSERT INTO public.event_publication_archive (id, listener_id, event_type, serialized_event, publication_date,
+                                              completion_date, status) VALUES
+  (gen_random_uuid(), 'l', 't', 'a1', now() - interval '3 hours', now() - interval '2 hours', 'COMPLETED'),
+  (gen_random_uuid(), 'l', 't', 'a2', now() - interval '3 hours', now() - interval '2 hours', 'FAILED')
+"""
+WOLVERINE_ROWS = """
+INSERT INTO wolverine.wolverine_nodes (id, node_number, description, uri) VALUES (gen_random_uuid(), 1, 'n', 'u');
+INSERT INTO wolverine.wolverine_incoming_envelopes (id, status, owner_id, body, message_type, keep_until) VALUES
+  (gen_random_uuid(), 'Incoming', 0, '\\x00', 'm', NULL),
+  (gen_random_uuid(), 'Incoming', 1, '\\x00', 'm', NULL),
+  (gen_random_uuid(), 'Incoming', 7, '\\x00', 'm', NULL),
+  (gen_random_uuid(), 'Handled', 0, '\\x00', 'm', now() - interval '1 minute'),
+  (gen_random_uuid(), 'Handled', 0, '\\x00', 'm', now() + interval '5 minutes'),
+  (gen_random_uuid(), 'Scheduled', 0, '\\x00', 'm', NULL);
+INSERT INTO wolverine.wolverine_outgoing_envelopes (id, owner_id, destination, body, message_type) VALUES
+  (gen_random_uuid(), 0, 'd', '\\x00', 'm'), (gen_random_uuid(), 1, 'd', '\\x00', 'm'),
+  (gen_random_uuid(), 9, 'd', '\\x00', 'm');
+INSERT INTO wolverine.wolverine_dead_letters (id, body, message_type, replayable) VALUES
+  (gen_random_uuid(), '\\x00', 'm', false), (gen_random_uuid(), '\\x00', 'm', true)
+"""
+
+# (profile, version): the seed, and every state's count by (table role, meaning)
+SEEDED = {
+    ("brandur", None): (BRANDUR_ROWS, {("keys", "pending"): 1, ("keys", "in progress"): 2, ("keys", "stuck"): 1,
+                                       ("keys", "done"): 2, ("keys", "purgeable"): 1}),
+    ("spring-modulith", "v1"): (SPRING_V1_ROWS, {("outbox", "pending"): 2, ("outbox", "stuck"): 1,
+                                                 ("outbox", "done"): 2, ("outbox", "purgeable"): 1}),
+    ("spring-modulith", "v2"): (SPRING_V2_ROWS, {("outbox", "pending"): 4, ("outbox", "in progress"): 1,
+                                                 ("outbox", "stuck"): 1, ("outbox", "done"): 1,
+                                                 ("outbox", "failed"): 2, ("outbox", "purgeable"): 1,
+                                                 ("archive", "purgeable"): 1}),
+    ("wolverine", None): (WOLVERINE_ROWS, {("inbox", "pending"): 1, ("inbox", "in progress"): 2,
+                                           ("inbox", "stuck"): 1, ("inbox", "done"): 2, ("inbox", "purgeable"): 1,
+                                           ("outbox", "pending"): 3, ("outbox", "stuck"): 1,
+                                           ("dead_letters", "failed"): 2}),
+}
+
+
+def _counts(url: str) -> dict[tuple[str, str], int | None]:
+    with psycopg.connect(url) as conn:
+        [found] = find_shapes(conn)
+        return {(state.table, state.meaning): count for state, count in count_states(conn, found, PARAMS)}
+
+
+@pytest.mark.parametrize(("name", "version", "default_schema", "statements", "tables"), CASES, ids=IDS)
+def test_every_state_counts_over_the_librarys_own_tables(empty_database_url, name, version, default_schema,
+                                                         statements, tables):
+    _create_case(empty_database_url, default_schema, statements)
+    seed, expected = SEEDED.get((name, version), (None, None))
+    if seed is not None:
+        with psycopg.connect(empty_database_url, autocommit=True) as conn:
+            conn.execute(seed)
+    counts = _counts(empty_database_url)
+    states = PROFILES[name].states_of(version)
+    assert len(counts) == len(states)
+    # a state over a table this case does not create (an optional one) has no count; every other one ran
+    assert {key for key, n in counts.items() if n is None} == {key for key in counts if key[0] not in tables}
+    ran = {key: n for key, n in counts.items() if n is not None}
+    assert ran == (expected if expected is not None else {key: 0 for key in ran})
+
+
+def test_the_reference_states_count_over_the_reference_tables(database_url):
+    counts = _counts(database_url)
+    assert len(counts) == len(PROFILES["reference"].states)
+    assert all(isinstance(n, int) and n >= 0 for n in counts.values()), counts
+
+
+def test_every_state_names_one_block_and_every_block_is_a_state():
+    named = [state.query for p in PROFILES.values() for state in p.states]
+    assert len(named) == len(set(named))
+    blocks = {name for name, query in QUERIES.items() if query.source == "profile_states.sql"}
+    assert set(named) == blocks
+    assert all(QUERIES[n].text.startswith("SELECT count(*) FROM {table} WHERE ") for n in named)
