@@ -14,6 +14,7 @@ import psycopg
 from idemdash.checks.readiness import readiness
 from idemdash.core import settings
 from idemdash.core.databases import load_databases
+from idemdash.core.diagnosis import Cause
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -101,15 +102,46 @@ def preflight(target: Target, what: str) -> None:
     """Before a long-running process starts: stop with the cause when the database cannot work as configured
     (a wrong password or database, missing tables, schema or grants); only warn, once, when it is merely
     unreachable right now (it may be starting too: the process rides that out)."""
+    problems = _unusable(target, what)
+    if problems:
+        raise click.ClickException(f"{what} not started: " + "\n  ".join(p.message for p in problems))
+
+
+def preflight_fleet(chosen: list[Target], what: str) -> list[Target]:
+    """``preflight`` for a long-running process over ``chosen``; the databases it cannot use yet.
+
+    One database: exactly ``preflight`` (it stops the command). Several: each database that cannot work as
+    configured is logged in ONE line (its cause and fix) and the process starts with the others; it stops only
+    when none can be used. A database left out of use keeps its jobs: each run connects anew, so the first run
+    after the fix works, and its cause is not logged again by every run meanwhile."""
+    if len(chosen) == 1:
+        preflight(chosen[0], what)
+        return []
+    refused: list[tuple[Target, list[Cause]]] = []
+    for db in chosen:
+        problems = _unusable(db, f"{what} (database {db.name})")
+        if problems:
+            refused.append((db, problems))
+    if len(refused) == len(chosen):
+        raise click.ClickException(f"{what} not started: no database can be used:\n  " + "\n  ".join(
+            f"database {db.name}: " + "; ".join(p.message for p in problems) for db, problems in refused))
+    for db, problems in refused:
+        log.error("database %s cannot be used yet; %s starts with the others and runs its jobs once it is fixed: %s",
+                  db.name, what, "; ".join(p.message for p in problems))
+        for problem in problems:
+            db.problems.failed(problem, say=False)  # said just now: the jobs' failures stay quiet
+    return [db for db, _ in refused]
+
+
+def _unusable(target: Target, what: str) -> list[Cause]:
+    """Why ``target`` cannot work as configured (none: usable, or merely unreachable right now: warned once)."""
     try:
-        conn = target.connect(f"idemdash-{what}", report=False)
+        conn = target.connect(f"idemdash-{what}"[:63], report=False)
     except psycopg.Error as exc:
         cause = target.cause_of(exc)
         if not cause.transient:
-            raise click.ClickException(f"{what} not started: {cause}") from None
+            return [cause]
         log.warning("starting %s although the database is unreachable right now: %s", what, cause)
-        return
+        return []
     with conn, database_errors(target, "checking the database"):
-        problems = readiness(conn, target.tables)
-    if problems:
-        raise click.ClickException(f"{what} not started: " + "\n  ".join(p.message for p in problems))
+        return readiness(conn, target.tables)

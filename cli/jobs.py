@@ -9,7 +9,7 @@ import time
 
 import click
 
-from idemdash.cli.common import connect, databases_option, load_settings, preflight, targets
+from idemdash.cli.common import connect, databases_option, load_settings, preflight_fleet, targets
 from idemdash.cli.fleet import Outcome, each_database, failure, keep_going_option
 from idemdash.core.formatting import plural
 from idemdash.jobs.purge_run import TABLES, PartitionEvent, run_purge
@@ -161,8 +161,8 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
 @databases_option
 def scheduler(database_url: str, database: str | None) -> None:
     """Run the scheduled jobs of every database (or of --database NAME) in this process until stopped (checks
-    each database first)."""
+    each database first: one it cannot use is logged in one line and the others are served; it refuses to start
+    only when no database can be used)."""
     chosen = targets(database_url, database)
-    for db in chosen:
-        preflight(db, "the scheduler" if len(chosen) == 1 else f"the scheduler for database {db.name}")
-    run_blocking(load_settings(), chosen)
+    preflight_fleet(chosen, "the scheduler")
+    run_blocking(load_settings(), chosen)  # every database's jobs: a database fixed later needs no restart

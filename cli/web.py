@@ -12,7 +12,7 @@ import tempfile
 import click
 from werkzeug.security import generate_password_hash
 
-from idemdash.cli.common import database_url_option, load_settings, preflight, targets
+from idemdash.cli.common import database_url_option, load_settings, preflight_fleet, targets
 from idemdash.core import parsers, settings
 from idemdash.dashboard import auth, gunicorn_config, network
 from idemdash.dashboard.accounts import valid_user_name
@@ -48,8 +48,9 @@ def serve(database_url: str, bind: str | None, workers: int | None) -> None:
         auth.check_config(config)
     except settings.ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    for target in checked:
-        preflight(target, "the web server" if len(checked) == 1 else f"the web server (database {target.name})")
+    # with several databases one that cannot be used is logged in one line (its /readyz says it) and the others
+    # are served; the server refuses to start only when none can be used
+    preflight_fleet(checked, "the web server")
 
     # the workers build the app from the environment: the databases checked here must be the ones they serve
     env = dict(os.environ)

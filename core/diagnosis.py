@@ -221,14 +221,16 @@ class CauseLog:
         with self._lock:
             return self._current
 
-    def failed(self, cause: Cause) -> None:
+    def failed(self, cause: Cause, *, say: bool = True) -> None:
+        """Log ``cause`` unless it was logged already (``say=False``: the caller said it in a line of its own)."""
         with self._lock:
             if cause.kind in CONNECT:
                 self._current = cause
             if cause.message in self._logged or len(self._logged) >= self.MAX_REMEMBERED:
                 return
             self._logged[cause.message] = cause.kind
-        self._logger.warning("%s: %s", self._what, cause.message)
+        if say:
+            self._logger.warning("%s: %s", self._what, cause.message)
 
     def recovered(self) -> None:
         """Connecting worked: a connection problem is over, and is logged again should it come back."""

@@ -50,8 +50,10 @@ def unreachable(exc: BaseException) -> bool:
 
 
 def already_logged(exc: BaseException, problems: CauseLog) -> bool:
-    """The job could not connect and its target has logged why (once): the job's own line can be quiet."""
-    return unreachable(exc) and problems.current is not None
+    """The job could not connect and its target has logged why (once): the job's own line can be quiet. Any
+    connection failure counts (an outage, a wrong database name or password): ``current`` is cleared as soon as
+    a connection opens, so while it is set the job's own connecting failed for that cause."""
+    return isinstance(exc, psycopg.OperationalError) and problems.current is not None
 
 
 def describe_failure(exc: BaseException, dsn: str) -> str:

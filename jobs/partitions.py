@@ -16,7 +16,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from idemdash.core.settings import BY_NAME, ConfigError, setting
-from idemdash.jobs.failures import describe_failure
+from idemdash.jobs.failures import already_logged, describe_failure
 from idemdash.jobs.job_ids import job_id
 from idemdash.queries import partitions, purges
 from idemdash.queries.app_schema import PARTITIONED_TABLES, create_time_partitions, has_partition_function
@@ -53,7 +53,8 @@ def partitions_job(target: Target) -> str:
         create_partitions(target)
         return "succeeded"
     except psycopg.Error as exc:
-        log.warning("creating upcoming partitions failed: %s", describe_failure(exc, target.dsn))
+        say = log.debug if already_logged(exc, target.problems) else log.warning  # the target said why, once
+        say("creating upcoming partitions failed: %s", describe_failure(exc, target.dsn))
         return "failed"
 
 
