@@ -115,3 +115,16 @@ def test_one_database_with_a_permanent_error_still_refuses_to_start(monkeypatch,
     result = CliRunner().invoke(main, ["scheduler"])
     assert result.exit_code == 1 and not started
     assert "the scheduler not started: database 'no_such_only' does not exist" in result.output
+
+
+def test_readyz_and_health_of_the_broken_database_say_why_and_the_others_are_ready(tmp_path, database_url,
+                                                                                 pg_server_dsn, make_app):
+    config = write_config(tmp_path / "idemdash.toml", {"alpha": {"url": database_url},
+                                                       "beta": {"url": _dsn_for(pg_server_dsn, "no_such_beta")}})
+    client = make_app(CONFIG=config, POOL_TIMEOUT_SECONDS=1).test_client()
+    assert client.get("/db/alpha/readyz").status_code == 200
+    beta = client.get("/db/beta/readyz")
+    assert beta.status_code == 503
+    assert beta.get_json()["cause"] == "no_database" and "'no_such_beta' does not exist" in beta.get_json()["error"]
+    health = client.get("/db/beta/health")
+    assert "no_such_beta" in health.get_data(as_text=True)
