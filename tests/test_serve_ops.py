@@ -10,6 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from tests.test_databases import write_config
 from tests.test_serve import ROOT, _children, _env, _free_port, _request, _running, _written_bytes
 from tests.waiting import wait_until
 
@@ -30,6 +31,23 @@ def test_serve_refuses_a_database_it_cannot_use_in_one_line(pg_server_dsn, tmp_p
     assert errors == [line for line in result.stderr.splitlines() if line.strip()], result.stderr
     assert "the web server not started: database 'no_such_orders' does not exist" in errors[0]
     assert "Traceback" not in result.stderr
+
+
+def test_serve_over_several_databases_starts_without_the_one_it_cannot_use(database_url, pg_server_dsn, tmp_path):
+    params = conninfo_to_dict(pg_server_dsn)
+    params["dbname"] = "no_such_orders"
+    config = write_config(tmp_path / "idemdash.toml", {"alpha": {"url": database_url},
+                                                       "beta": {"url": make_conninfo(**params)}})
+    port, log = _free_port(), tmp_path / "serve.log"
+    env = _env("", tmp_path, CONFIG=config)
+    env.pop("IDEMDASH_DATABASE_URL")
+    with _running(_serve(port), env, log, port):
+        assert _request(port, "GET", "/db/alpha/readyz")[0] == 200
+        status, _, body = _request(port, "GET", "/db/beta/readyz")
+        assert status == 503 and "database 'no_such_orders' does not exist" in body
+    output = log.read_text()
+    assert output.count("database beta cannot be used yet; the web server starts with the others") == 1, output
+    assert "Traceback" not in output
 
 
 def test_serve_starts_while_the_database_is_down_and_says_why_once(tmp_path):
