@@ -43,8 +43,8 @@ SELECT count(*) FROM {table} WHERE {status} = 'parked'
 SELECT count(*) FROM {table} WHERE {status} = 'published' AND {published_at} < now() - %(retention)s
 
 -- state_spring_modulith_outbox_pending_v2 --
--- Spring Modulith event publication registry, v2: how many outbox rows are pending (the registry's own 'incomplete'; rows left from v1 with a NULL status count)
-SELECT count(*) FROM {table} WHERE ({completion_date} IS NULL OR {status} IS DISTINCT FROM 'COMPLETED')
+-- Spring Modulith event publication registry, v2: how many outbox rows are pending (the registry's own 'incomplete', JdbcEventPublicationRepositoryV2's SQL_STATEMENT_FIND_INCOMPLETE: a v1-era row with a completion date and a NULL status is complete)
+SELECT count(*) FROM {table} WHERE ({completion_date} IS NULL OR {status} <> 'COMPLETED')
 
 -- state_spring_modulith_outbox_in_progress_v2 --
 -- Spring Modulith event publication registry, v2: how many outbox rows are in progress (no owner or lease is recorded)
@@ -55,8 +55,8 @@ SELECT count(*) FROM {table} WHERE {status} = 'PROCESSING'
 SELECT count(*) FROM {table} WHERE {status} IN ('PUBLISHED', 'PROCESSING', 'RESUBMITTED') AND {publication_date} < now() - %(stale_after)s
 
 -- state_spring_modulith_outbox_done_v2 --
--- Spring Modulith event publication registry, v2: how many outbox rows are done
-SELECT count(*) FROM {table} WHERE ({completion_date} IS NOT NULL OR {status} = 'COMPLETED')
+-- Spring Modulith event publication registry, v2: how many outbox rows are done (exactly those not incomplete: completed, or v1-era with a completion date and a NULL status)
+SELECT count(*) FROM {table} WHERE {completion_date} IS NOT NULL AND ({status} = 'COMPLETED' OR {status} IS NULL)
 
 -- state_spring_modulith_outbox_failed_v2 --
 -- Spring Modulith event publication registry, v2: how many outbox rows are failed (findFailedPublications: FAILED, and v1-era rows never completed)

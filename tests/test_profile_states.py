@@ -41,7 +41,9 @@ INSERT INTO public.event_publication (id, listener_id, event_type, serialized_ev
   (gen_random_uuid(), 'l', 't', 'e2', now() - interval '1 hour', NULL, 'PROCESSING'),
   (gen_random_uuid(), 'l', 't', 'e3', now(), NULL, 'PUBLISHED'),
   (gen_random_uuid(), 'l', 't', 'e4', now() - interval '1 hour', NULL, 'FAILED'),
-  (gen_random_uuid(), 'l', 't', 'e5', now() - interval '1 hour', NULL, NULL);
+  (gen_random_uuid(), 'l', 't', 'e5', now() - interval '1 hour', NULL, NULL),
+  -- left from v1: completed, with a NULL status (complete for the registry, never pending)
+  (gen_random_uuid(), 'l', 't', 'e6', now() - interval '3 hours', now() - interval '2 hours', NULL);
 INSERT INTO public.event_publication_archive (id, listener_id, event_type, serialized_event, publication_date,
                                               completion_date, status) VALUES
   (gen_random_uuid(), 'l', 't', 'a1', now() - interval '3 hours', now() - interval '2 hours', 'COMPLETED'),
@@ -70,8 +72,8 @@ SEEDED = {
     ("spring-modulith", "v1"): (SPRING_V1_ROWS, {("outbox", "pending"): 2, ("outbox", "stuck"): 1,
                                                  ("outbox", "done"): 2, ("outbox", "purgeable"): 1}),
     ("spring-modulith", "v2"): (SPRING_V2_ROWS, {("outbox", "pending"): 4, ("outbox", "in progress"): 1,
-                                                 ("outbox", "stuck"): 1, ("outbox", "done"): 1,
-                                                 ("outbox", "failed"): 2, ("outbox", "purgeable"): 1,
+                                                 ("outbox", "stuck"): 1, ("outbox", "done"): 2,
+                                                 ("outbox", "failed"): 2, ("outbox", "purgeable"): 2,
                                                  ("archive", "purgeable"): 1}),
     ("wolverine", None): (WOLVERINE_ROWS, {("inbox", "pending"): 1, ("inbox", "in progress"): 2,
                                            ("inbox", "stuck"): 1, ("inbox", "done"): 2, ("inbox", "purgeable"): 1,

@@ -48,12 +48,14 @@ PROFILE = Profile(
     # v1 has no status column: its states are the v2 ones without it.
     states=(
         State(PENDING, "outbox", "state_spring_modulith_outbox_pending_v2",
-              "the registry's own 'incomplete'; rows left from v1 with a NULL status count", version="v2"),
+              "the registry's own 'incomplete'; a v1-era row (NULL status) counts until it has a completion date",
+              version="v2"),
         State(IN_PROGRESS, "outbox", "state_spring_modulith_outbox_in_progress_v2",
               "no owner or lease is recorded", version="v2"),
         State(STUCK, "outbox", "state_spring_modulith_outbox_stuck_v2",
               "the staleness monitor's rule, measured from publication_date", version="v2"),
-        State(DONE, "outbox", "state_spring_modulith_outbox_done_v2", version="v2"),
+        State(DONE, "outbox", "state_spring_modulith_outbox_done_v2", "exactly the rows that are not incomplete",
+              version="v2"),
         State(FAILED, "outbox", "state_spring_modulith_outbox_failed_v2",
               "findFailedPublications: FAILED, and v1-era rows never completed", version="v2"),
         State(PURGEABLE, "outbox", "state_spring_modulith_outbox_purgeable_v2",
