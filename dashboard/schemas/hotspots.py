@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field
 
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
 from idemdash.dashboard.schemas.examples import KEY
-from idemdash.dashboard.schemas.keys import KeyState
+from idemdash.dashboard.schemas.keys import KeyColumns
 
 HotspotWindow = Literal["1h", "24h", "7d", "all"]
 
@@ -39,19 +39,7 @@ class WorkerHotspots(GroupCounts):
     claimed_by: str | None = Field(description="The worker that claimed the keys last; null is its own group.")
 
 
-class HotspotKey(Answer):
-    scope: str
-    key: str
-    status: KeyState
-    request_hash: str
-    claimed_by: str | None
-    claimed_at: datetime | None
-    locked_until: datetime | None
-    overdue_seconds: float | None
-    attempt_count: int
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime
+class HotspotKey(KeyColumns):
     stuck: bool
 
 

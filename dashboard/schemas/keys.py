@@ -68,7 +68,9 @@ class Hold(Answer):
     at: datetime | None
 
 
-class KeyItem(Answer):
+class KeyColumns(Answer):
+    """A key's row as every list shows it (the key list, the hotspots' top keys)."""
+
     scope: str
     key: str
     status: KeyState
@@ -81,6 +83,9 @@ class KeyItem(Answer):
     created_at: datetime
     updated_at: datetime
     expires_at: datetime
+
+
+class KeyItem(KeyColumns):
     hold: Hold | None = Field(description="A key held for review: until when, by whom and why; else null.")
 
 
