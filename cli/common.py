@@ -144,4 +144,4 @@ def _unusable(target: Target, what: str) -> list[Cause]:
         log.warning("starting %s although the database is unreachable right now: %s", what, cause)
         return []
     with conn, database_errors(target, "checking the database"):
-        return readiness(conn, target.tables)
+        return readiness(conn, target.tables, target.settings)

@@ -11,7 +11,7 @@ import re
 import click
 
 from idemdash.cli.common import connect, database_errors, databases_option, heading, targets
-from idemdash.core.profiles import profile
+from idemdash.core.profiles import DEFAULT, profile
 from idemdash.core.profiles.detect import Found
 from idemdash.queries.catalog import find_shapes
 
@@ -37,19 +37,11 @@ def detect(database_url: str, database: str | None, as_json: bool) -> None:
             click.echo("no known table shape in this database")
         for entry in entries:
             click.echo(f"# {describe(entry)}")
-            if entry["served"]:
-                click.echo(entry["toml"])
-                continue
-            # found, but this release reads only the reference tables: what its entry will be, commented out so that
-            # pasting it changes nothing (IDEMDASH_CONFIG refuses the profile key today)
-            click.echo(f"# idemdash does not read {entry['profile']} tables yet; its entry will be:")
-            click.echo("\n".join(f"# {line}" for line in entry["toml"].splitlines()))
+            if entry["profile"] != DEFAULT:
+                click.echo("# read-only: idemdash shows these tables' states (/tables) and changes none of their rows")
+            click.echo(entry["toml"])
     if as_json:
         click.echo(json.dumps(documents, indent=2))
-
-
-# the one profile this release's pages, jobs and IDEMDASH_CONFIG read (the others are detected only)
-SERVED = "reference"
 
 
 def describe(entry: dict) -> str:
@@ -66,7 +58,7 @@ def entries_for(found: list[Found]) -> list[dict]:
             _unique(_name(f"{shape.profile}-{shape.schema}"), names)
         names.add(name)
         settings = settings_for(shape)
-        entries.append({"name": name, "profile": shape.profile, "served": shape.profile == SERVED,
+        entries.append({"name": name, "profile": shape.profile, "served": True,
                         "version": shape.version, "schema": shape.schema,
                         "naming": shape.naming, "tables": dict(shape.tables), "settings": settings,
                         "toml": toml(name, settings)})
@@ -76,7 +68,7 @@ def entries_for(found: list[Found]) -> list[dict]:
 def settings_for(shape: Found) -> dict[str, str]:
     """profile (but the default one's), app_schema, and each table-name key whose table is not at the profile's
     default name."""
-    settings = {"app_schema": shape.schema} if shape.profile == SERVED else \
+    settings = {"app_schema": shape.schema} if shape.profile == DEFAULT else \
         {"profile": shape.profile, "app_schema": shape.schema}
     for table in profile(shape.profile).tables:
         actual = shape.table(table.role)

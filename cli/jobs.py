@@ -12,6 +12,7 @@ import click
 from idemdash.cli.common import connect, databases_option, load_settings, preflight_fleet, targets
 from idemdash.cli.fleet import Outcome, each_database, failure, keep_going_option
 from idemdash.core.formatting import plural
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.jobs.purge_run import TABLES, PartitionEvent, run_purge
 from idemdash.jobs.scheduler import run_blocking
 from idemdash.queries.target import Target
@@ -73,6 +74,12 @@ def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_
         several = len(chosen) > 1
 
         def one(db: Target) -> Outcome:
+            if db.settings["PROFILE"] != DEFAULT_PROFILE:  # another library's rows: never deleted by this release
+                why = (f"database {db.name} holds {db.settings['PROFILE']} tables, which idemdash only reads: nothing "
+                       "purged (docs/profiles.md)")
+                if not several:
+                    click.echo(why)
+                return Outcome("skipped", 0, why)
             if several:
                 connect(db, "idemdash-purge").close()  # unreachable: one line, and none of its tables tried
             failed = _purge(db, tables, dry_run, ctrl_c)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from idemdash.core.settings import BY_NAME, PER_DATABASE, ConfigError
+from idemdash.core.settings import BY_NAME, PER_DATABASE, ConfigError, with_profile_defaults
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -87,4 +87,6 @@ def _database_settings(here: str, table: Mapping[str, Any], base: Mapping[str, A
             raise ConfigError(f"{here}: {key}: {exc}") from None
     if not table.get("url"):
         raise ConfigError(f"{here}: url is required (the database that holds this service's idempotency tables)")
-    return values
+    # a library's profile: its own schema and table names where this table names none (not the environment's,
+    # which describe the reference tables)
+    return with_profile_defaults(values, {ALIASES.get(key, key.upper()) for key in table})

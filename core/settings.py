@@ -14,6 +14,8 @@ from typing import Any
 
 from idemdash.core import parsers
 from idemdash.core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
+from idemdash.core.profiles import PROFILES, setting_defaults
 
 PREFIX = "IDEMDASH_"
 
@@ -59,6 +61,21 @@ SETTINGS: tuple[Setting, ...] = (
             "Name of the processed-message (inbox) table.", per_database=True),
     Setting("OUTBOX_TABLE", "outbox_event", parsers.identifier,
             "Name of the transactional outbox table.", per_database=True),
+    Setting("PROFILE", DEFAULT_PROFILE, parsers.choice(*PROFILES),
+            "Whose tables the database holds: `reference` (idemdash's own shape, these settings' defaults) or a "
+            "library's (`spring-modulith`, `masstransit`, `wolverine`, `brandur`, `nservicebus`, `eventuate`, "
+            "`pg-transactional-outbox`, `debezium-outbox`); `idemdash detect` finds them. A library's profile reads "
+            "its tables through its own states, never writes to them, and takes the library's schema and table names "
+            "where none are set. See docs/profiles.md.", per_database=True),
+    Setting("ARCHIVE_TABLE", "event_publication_archive", parsers.identifier,
+            "Spring Modulith's archive table (profile `spring-modulith`).", per_database=True),
+    Setting("OUTBOX_STATE_TABLE", "OutboxState", parsers.identifier,
+            "MassTransit's outbox state table (profile `masstransit`; its snake_case name is found too).",
+            per_database=True),
+    Setting("DEAD_LETTERS_TABLE", "wolverine_dead_letters", parsers.identifier,
+            "Wolverine's dead-letter table (profile `wolverine`).", per_database=True),
+    Setting("NODES_TABLE", "wolverine_nodes", parsers.identifier,
+            "Wolverine's node table (profile `wolverine`).", per_database=True),
     Setting("SECRET_KEY", "", str,
             "Flask secret key for sessions and CSRF tokens; the same value for every worker and replica. Unset: "
             "`idemdash serve` makes one for all its workers (sessions end when it restarts), a gunicorn started by "
@@ -206,6 +223,7 @@ def load(environ: Mapping[str, str] | None = None, **overrides: Any) -> dict[str
     the environment; they are how tests and the demo configure the app.
     """
     environ = os.environ if environ is None else environ
+    given_overrides = set(overrides)
     values: dict[str, Any] = {}
     for setting in SETTINGS:
         if setting.name in overrides:
@@ -223,6 +241,16 @@ def load(environ: Mapping[str, str] | None = None, **overrides: Any) -> dict[str
             raise ConfigError(f"{setting.env}: {exc}") from None
     if overrides:
         raise ConfigError(f"unknown settings: {', '.join(sorted(overrides))}")
+    given = {s.name for s in SETTINGS if s.env in environ} | set(given_overrides)
+    return with_profile_defaults(values, given)
+
+
+def with_profile_defaults(values: dict[str, Any], given: set[str]) -> dict[str, Any]:
+    """``values`` with a library profile's own schema and table names wherever ``given`` (the names the
+    configuration set) has none: a Spring Modulith database is ``public.event_publication`` unless told otherwise."""
+    if setting(values, "PROFILE") != DEFAULT_PROFILE:
+        values.update({name: value for name, value in setting_defaults(values["PROFILE"]).items()
+                       if name not in given})
     return values
 
 

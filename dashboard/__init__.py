@@ -40,6 +40,7 @@ from idemdash.dashboard import (
     purges,
     search,
     suppression,
+    tables,
     targets,
     web,
 )
@@ -141,8 +142,10 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     htmx.init_app(app)
 
     for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, inbox,
-                   audit, metrics, openapi, purges, purge_cancel, health):
+                   audit, metrics, openapi, purges, purge_cancel, health, tables):
         app.register_blueprint(module.bp)
+    # a database of another library's profile: its tables page, and no route of the reference tables
+    app.before_request(tables.refuse_reference_routes)
     databases.init_app(app)  # after the blueprints: it gives each of their routes a per-database twin
     metrics.init_app(app)
 

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.parsers import split_environment
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.queries import overview
+from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.target import Target
 
 # how long a request waits for the databases it asks, all together
@@ -34,6 +36,7 @@ class DatabaseRow:
     problem: str | None            # why there are no numbers: the cause and its fix (core.diagnosis)
     transient: bool                # the problem may go away on its own (down, slow), not a setting to fix
     milliseconds: float | None     # how long it took to answer
+    profile: str = "reference"     # whose tables it holds: another library's has its states on /tables, no summary
 
 
 class AllDatabases:
@@ -77,9 +80,20 @@ class AllDatabases:
 
     def _ask(self, name: str, target: Target) -> DatabaseRow:
         started = time.perf_counter()
+        foreign = target.settings["PROFILE"] != DEFAULT_PROFILE
         try:
             with target.read(STATEMENT_TIMEOUT_MS) as conn:
-                summary = overview.get_database_summary(conn, target.tables, target.settings["DEFAULT_LEASE_SECONDS"])
+                if foreign:  # another library's tables: found where configured, their states on its /tables
+                    find_configured(conn, target.settings)
+                    summary = None
+                else:
+                    summary = overview.get_database_summary(conn, target.tables,
+                                                            target.settings["DEFAULT_LEASE_SECONDS"])
+        except ShapeNotFound as exc:
+            row = _row(name, target, None, str(exc), False)
+            with self._lock:
+                self._probing.pop(name, None)
+            return row
         except Exception as exc:  # any failure is this database's row, never the page's
             cause = target.cause_of(exc)
             row = _row(name, target, None, cause.message, cause.transient)
@@ -87,7 +101,7 @@ class AllDatabases:
                 self._down[name] = row
                 self._probing.pop(name, None)
             return row
-        row = _row(name, target, summary, None, True, (time.perf_counter() - started) * 1000)
+        row = _row(name, target, summary, None, True, (time.perf_counter() - started) * 1000, reachable=True)
         with self._lock:
             self._down.pop(name, None)
             self._probing.pop(name, None)
@@ -95,6 +109,6 @@ class AllDatabases:
 
 
 def _row(name: str, target: Target, summary: overview.DatabaseSummary | None, problem: str | None, transient: bool,
-         milliseconds: float | None = None) -> DatabaseRow:
+         milliseconds: float | None = None, *, reachable: bool = False) -> DatabaseRow:
     return DatabaseRow(name, endpoint(target.dsn).label, split_environment(target.settings["ENVIRONMENT"]),
-                       summary is not None, summary, problem, transient, milliseconds)
+                       reachable, summary, problem, transient, milliseconds, target.settings["PROFILE"])

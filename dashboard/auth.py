@@ -30,6 +30,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import BadRequest, Unauthorized
 
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import ConfigError, split_list
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
 from idemdash.dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
@@ -67,7 +68,8 @@ def current_user() -> User:
 
 def actions_allowed() -> bool:
     user = g.get("user")
-    return bool(user and user.is_operator and not get_target().settings["READ_ONLY"])
+    settings = get_target().settings
+    return bool(user and user.is_operator and not settings["READ_ONLY"] and settings["PROFILE"] == DEFAULT_PROFILE)
 
 
 def check_config(config: Mapping) -> None:
@@ -146,10 +148,15 @@ def _open_endpoint() -> bool:
 
 # -- guards ----------------------------------------------------------------------------------
 
-def _refuse_action() -> None:
+def refuse_action() -> None:
     user = current_user()
-    if get_target().settings["READ_ONLY"]:
+    target = get_target()
+    if target.settings["READ_ONLY"]:
         abort(403, "idemdash runs read-only (IDEMDASH_READ_ONLY=1): actions are switched off")
+    if target.settings["PROFILE"] != DEFAULT_PROFILE:
+        abort(403, f"database {target.name} holds another library's tables (profile = "
+                   f"\"{target.settings['PROFILE']}\", IDEMDASH_PROFILE): idemdash only reads them, and changes none "
+                   "of their rows; see docs/profiles.md")
     if not user.is_operator:
         abort(403, f"{user.name} is a viewer; reclassifying keys and running purges needs the operator role")
 
@@ -178,7 +185,7 @@ def operator_required(view: Callable) -> Callable:
 
     @wraps(view)
     def wrapper(*args, **kwargs):
-        _refuse_action()
+        refuse_action()
         return view(*args, **kwargs)
 
     return wrapper
@@ -190,7 +197,7 @@ def json_action(view: Callable) -> Callable:
     @wraps(view)
     def wrapper(*args, **kwargs):
         check_json_request()
-        _refuse_action()
+        refuse_action()
         return view(*args, **kwargs)
 
     return wrapper

@@ -90,7 +90,8 @@ def api() -> Databases:
     for row in database_rows():
         item: dict[str, Any] = {"name": row.name, "database": row.label,
                                 "environment": row.environment[0] if row.environment else None,
-                                "reachable": row.reachable, "problem": row.problem, "answered_ms": row.milliseconds}
+                                "reachable": row.reachable, "profile": row.profile, "problem": row.problem,
+                                "answered_ms": row.milliseconds}
         if row.summary is not None:
             keys, outbox = row.summary.keys, row.summary.outbox
             item |= {"stuck": keys.stuck, "needs_review": keys.needs_review, "processing": keys.processing,

@@ -24,9 +24,11 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.dashboard.databases import plain_endpoint
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import metrics, overview, rollups, snapshots
+from idemdash.queries.profile_states import read_configured_states
 from idemdash.queries.target import Target
 
 bp = Blueprint("metrics", __name__)
@@ -51,6 +53,8 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "idemdash_purge_last_run_failed": ("1 when the latest finished real purge run of each table failed.", ("table",)),
     "idemdash_snapshot_last_timestamp_seconds": ("When the scheduler last recorded a metric snapshot (its "
                                                  "heartbeat).", ()),
+    "idemdash_profile_rows": ("Rows of a library's tables in each state, by the library's own definition (a "
+                              "database of another library's profile; /tables).", ("profile", "table", "state")),
 }
 
 
@@ -91,6 +95,16 @@ class DatabaseCollector(Collector):
 
     @staticmethod
     def _database(target: Target, sample: Callable[[str, tuple[str, ...], float | None], None]) -> None:
+        if target.settings["PROFILE"] != DEFAULT_PROFILE:  # another library's tables: their states, nothing else
+            with target.read() as conn:
+                read = read_configured_states(conn, target.settings)
+            if read.found is None:
+                raise LookupError(read.problem)
+            names = dict(read.found.tables)
+            for state, count in read.counts:
+                if count is not None:
+                    sample("idemdash_profile_rows", (read.found.profile, names[state.table], state.meaning), count)
+            return
         tables, lease = target.tables, target.settings["DEFAULT_LEASE_SECONDS"]
         with target.read() as conn:
             # counts by status and window and the inbox volume: precomputed at scale (queries/rollups.py)

@@ -15,6 +15,7 @@ from werkzeug.routing import Rule
 from idemdash import __version__
 from idemdash.dashboard import contract
 from idemdash.dashboard.schemas.common import Answer, Error
+from idemdash.dashboard.tables import EVERY_PROFILE
 
 bp = Blueprint("openapi", __name__)
 
@@ -25,7 +26,8 @@ ERRORS = {
     401: ("NotSignedIn", "Not signed in (IDEMDASH_AUTH=basic or proxy)"),
     403: ("Forbidden", "Not allowed: a viewer, read-only mode, a cross-origin request, another host with "
                        "IDEMDASH_AUTH=none, or a database privilege idemdash's role lacks"),
-    404: ("NotFound", "No such key, outbox row, purge run or database"),
+    404: ("NotFound", "No such key, outbox row, purge run or database; or a route of idemdash's reference tables "
+                      "asked of a database that holds another library's (its profile: see /api/v1/tables)"),
     409: ("Conflict", "The state changed: nothing was overwritten (the answer carries the row as it is now)"),
     415: ("NotJson", "The body must be application/json"),
     503: ("Unavailable", "The database is unreachable (Retry-After), cannot be used as configured, or a query "
@@ -153,8 +155,11 @@ def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
                 entry["deprecated"] = True
             if op.body is not None:
                 entry["requestBody"] = {"required": True, "content": _content(refs[(op.body, "validation")])}
-            # a database the path names that this dashboard does not serve: 404
-            errors = (*op.errors, 404) if "{database}" in path and 404 not in op.errors else op.errors
+            # a database the path names that this dashboard does not serve, or a route of the reference tables on a
+            # database of another library's profile (dashboard/tables.py): 404
+            reference_only = rule.endpoint.partition(".")[0] not in EVERY_PROFILE
+            errors = (*op.errors, 404) if ("{database}" in path or reference_only) and 404 not in op.errors \
+                else op.errors
             if method == "GET" and entry["parameters"]:
                 # a request line longer than the server takes (gunicorn's limit_request_line, 4094 bytes by
                 # default) is refused by the server before idemdash sees it, with a body of its own

@@ -27,7 +27,7 @@ def readyz():
     target = get_target()
     try:
         with target.read(primary=True) as conn:  # a standby that lags or is down is not an outage
-            problems = readiness(conn, target.tables)
+            problems = readiness(conn, target.tables, target.settings)
     except (psycopg.Error, PoolTimeout) as exc:
         cause = target.cause_of(exc)
         target.problems.failed(cause)

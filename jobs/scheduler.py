@@ -31,6 +31,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 
 from idemdash.core.databases import load_databases
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.jobs import partitions, purges, rollups, snapshots, unrecorded
 from idemdash.queries.target import Target
 
@@ -49,6 +50,11 @@ JOB_DEFAULTS = {
 
 def register_jobs(scheduler: BaseScheduler, target: Target) -> None:
     """Add every scheduled job for the target's database. A bad schedule setting raises ConfigError naming it."""
+    if target.settings["PROFILE"] != DEFAULT_PROFILE:
+        # another library's tables: idemdash only reads them; its purges of them are not written yet
+        log.info("database %s holds %s tables: no job of idemdash's runs there (it only reads them)", target.name,
+                 target.settings["PROFILE"])
+        return
     # Retention purges: purge_keys, purge_inbox, purge_outbox, each on its IDEMDASH_PURGE_*_SCHEDULE (UTC).
     purges.register(scheduler, target)
     unrecorded.register(scheduler, target)  # purge runs that failed during an outage, written once it ends

@@ -2,11 +2,15 @@
 profiles of ``core.profiles``."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 import psycopg
 
+from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, detect
+from idemdash.core.profiles.shape import EXACT
 from idemdash.queries import statement
 from idemdash.queries.transactions import select_all
 
@@ -26,3 +30,34 @@ def list_catalog_columns(conn: psycopg.Connection) -> list[CatalogColumn]:
 def find_shapes(conn: psycopg.Connection) -> list[Found]:
     """Every known table shape in the database, by schema."""
     return detect((c.schema_name, c.table_name, c.column_name, c.data_type) for c in list_catalog_columns(conn))
+
+
+class ShapeNotFound(Exception):
+    """The database has no tables of the configured profile where the configuration points (the message says what
+    it found instead)."""
+
+
+def find_configured(conn: psycopg.Connection, settings: Mapping[str, Any]) -> Found:
+    """The tables of the database's configured profile (``PROFILE``), in ``APP_SCHEMA``, under the configured table
+    names: a name as the library spells it matches under any naming convention the profile allows (and any endpoint
+    prefix for NServiceBus), a name of the user's own matches exactly."""
+    chosen = profile(settings["PROFILE"])
+    tables = tuple(table if settings.get(table.setting.upper()) in (None, "", table.name)
+                   else replace(table, name=settings[table.setting.upper()], match=EXACT)
+                   for table in chosen.tables)
+    schema = settings["APP_SCHEMA"]
+    columns = [c for c in list_catalog_columns(conn) if c.schema_name == schema]
+    found = detect(((c.schema_name, c.table_name, c.column_name, c.data_type) for c in columns),
+                   [replace(chosen, tables=tables)])
+    if len(found) == 1:
+        return found[0]
+    wanted = ", ".join(f"{t.name} ({t.role})" for t in tables if not t.optional)
+    if found:
+        names = "; ".join(", ".join(name for _, name in f.tables) for f in found)
+        raise ShapeNotFound(f"schema {schema} holds {len(found)} sets of {chosen.library} tables ({names}): name "
+                            f"the one to read with its table key ({', '.join(sorted({t.setting for t in tables}))})")
+    elsewhere = [f for f in find_shapes(conn) if f.profile == chosen.name]
+    hint = (f"; `idemdash detect` finds them in schema {', '.join(sorted({f.schema for f in elsewhere}))} (set "
+            "app_schema)" if elsewhere else "; `idemdash detect` lists the shapes this database holds")
+    raise ShapeNotFound(f"no {chosen.library} tables ({wanted}) with the library's columns in schema {schema}{hint}")
+

@@ -2,7 +2,10 @@
 ``queries/profile_states.sql``, with the shape's table and column names as ``idemdash detect`` found them."""
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
 from string import Formatter
 from typing import Any
 
@@ -13,6 +16,7 @@ from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import State
 from idemdash.queries import QUERIES, Statement, statement
+from idemdash.queries.catalog import ShapeNotFound, find_configured
 
 
 def state_statement(found: Found, state: State) -> Statement | None:
@@ -49,3 +53,44 @@ def count_states(conn: psycopg.Connection, found: Found,
     """Every state of the found shape's version, with its count."""
     return [(state, count_state(conn, found, state, params))
             for state in profile(found.profile).states_of(found.version)]
+
+
+# roles whose rows are dedup records or keys: kept INBOX_RETENTION_DAYS; every other role OUTBOX_RETENTION_DAYS
+_INBOX_LIKE = ("inbox", "keys")
+
+
+def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """The values a state of a table in ``role`` is counted with, from the database's settings: the retention of
+    its kind of table (as an interval, and as epoch milliseconds for Eventuate), and how long work may go
+    unfinished (``DEFAULT_LEASE_SECONDS``: Spring Modulith's staleness, MassTransit's undelivered, Brandur's lock
+    timeout)."""
+    days = settings["INBOX_RETENTION_DAYS"] if role in _INBOX_LIKE else settings["OUTBOX_RETENTION_DAYS"]
+    retention = timedelta(days=days)
+    lease = timedelta(seconds=settings["DEFAULT_LEASE_SECONDS"])
+    return {"retention": retention, "stale_after": lease, "lock_timeout": lease,
+            "before_epoch_ms": int((time.time() - retention.total_seconds()) * 1000)}
+
+
+def count_configured_states(conn: psycopg.Connection, found: Found,
+                            settings: Mapping[str, Any]) -> list[tuple[State, int | None]]:
+    """Every state of the found shape's version, counted with the database's own settings."""
+    return [(state, count_state(conn, found, state, state_params(settings, state.table)))
+            for state in profile(found.profile).states_of(found.version)]
+
+
+@dataclass(frozen=True)
+class ConfiguredStates:
+    """What the database's configured profile finds: its tables and every state's count, or why it found none."""
+
+    found: Found | None
+    problem: str | None
+    counts: tuple[tuple[State, int | None], ...] = ()
+
+
+def read_configured_states(conn: psycopg.Connection, settings: Mapping[str, Any]) -> ConfiguredStates:
+    try:
+        found = find_configured(conn, settings)
+    except ShapeNotFound as exc:
+        return ConfiguredStates(None, str(exc))
+    return ConfiguredStates(found, None, tuple(count_configured_states(conn, found, settings)))
+

@@ -113,13 +113,18 @@ def test_the_reference_tables_are_found_and_print_lines_to_paste(database_url, t
     assert database.name == "reference"
 
 
-def test_another_librarys_entry_is_printed_commented_out_until_idemdash_reads_it(empty_database_url):
+def test_another_librarys_entry_is_printed_to_paste_and_loads_as_a_read_only_database(empty_database_url, tmp_path):
     _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
     output = run(empty_database_url)
-    assert "# idemdash does not read spring-modulith tables yet; its entry will be:" in output
-    assert tomllib.loads(output) == {}  # pasted as it is, it changes nothing
-    uncommented = "\n".join(line[2:] for line in output.splitlines() if line.startswith("# [") or " = " in line)
-    assert tomllib.loads(uncommented)["databases"]["spring-modulith"]["profile"] == "spring-modulith"
+    assert "# read-only: idemdash shows these tables' states" in output
+    assert tomllib.loads(output)["databases"]["spring-modulith"] == {
+        "url": "postgresql://USER:PASSWORD@HOST:5432/DATABASE", "profile": "spring-modulith",
+        "app_schema": "modulith"}
+    path = tmp_path / "idemdash.toml"
+    path.write_text(output.replace("postgresql://USER:PASSWORD@HOST:5432/DATABASE", empty_database_url))
+    [database] = load_databases(settings.load({}, CONFIG=str(path)))
+    assert (database.settings["PROFILE"], database.settings["APP_SCHEMA"], database.settings["OUTBOX_TABLE"]) == \
+        ("spring-modulith", "modulith", "event_publication")
 
 
 def test_nothing_is_found_in_an_empty_database(empty_database_url):
@@ -135,7 +140,7 @@ def test_two_libraries_in_one_database_are_both_named_with_their_lines(empty_dat
         ("spring-modulith", "v2", "modulith"), ("masstransit", None, "public"),
         ("nservicebus", None, "public"), ("nservicebus", None, "public")]
     (document,) = json.loads(run(empty_database_url, "--json"))
-    assert not any(entry["served"] for entry in document["found"])
+    assert all(entry["served"] for entry in document["found"])
     config = {name: body for entry in document["found"]
               for name, body in tomllib.loads(entry["toml"])["databases"].items()}
     assert config["spring-modulith"] == {"url": "postgresql://USER:PASSWORD@HOST:5432/DATABASE",

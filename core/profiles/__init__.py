@@ -38,3 +38,12 @@ def profile(name: str) -> Profile:
         return PROFILES[name]
     except KeyError:
         raise KeyError(f"no profile {name!r}; the profiles are {', '.join(PROFILES)}") from None
+
+
+def setting_defaults(name: str) -> dict[str, str]:
+    """The schema and table-name settings a database of profile ``name`` gets where its configuration names none:
+    the library's own (``APP_SCHEMA``, ``OUTBOX_TABLE``, ...). A name as the library spells it matches the table
+    under any naming convention the profile allows (MassTransit's ``InboxState`` finds ``inbox_state``)."""
+    chosen = profile(name)
+    return {"APP_SCHEMA": chosen.default_schema, **{t.setting.upper(): t.name for t in chosen.tables}}
+

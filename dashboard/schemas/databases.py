@@ -19,6 +19,8 @@ class DatabaseItem(Answer):
     database: str = Field(description="Where it is: host:port/database (never the password).")
     environment: str | None = Field(description="Its IDEMDASH_ENVIRONMENT, or null.")
     reachable: bool
+    profile: str = Field(description="Whose tables it holds (its profile); another library's answers with no numbers "
+                                     "here: their states are at /api/v1/db/<name>/tables.")
     problem: str | None = Field(description="Why there are no numbers: the cause and its fix; null when it answered.")
     answered_ms: float | None = Field(description="How long it took to answer, in milliseconds.")
     stuck: int | None = Field(None, description="Stuck keys (only when it answered).")
@@ -40,10 +42,10 @@ class Databases(Answer):
     model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
         "items": [
             {"name": "orders", "database": "orders-db.internal:5432/orders", "environment": "production",
-             "reachable": True, "problem": None, "answered_ms": 9.376822, "stuck": 13, "needs_review": 0,
+             "reachable": True, "profile": "reference", "problem": None, "answered_ms": 9.376822, "stuck": 13, "needs_review": 0,
              "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "last_purge": RUNNING_PURGE},
             {"name": "billing", "database": "billing-db.internal:5432/billing", "environment": "production",
-             "reachable": False, "problem": "connection refused by billing-db.internal port 5432: no PostgreSQL is "
+             "reachable": False, "profile": "reference", "problem": "connection refused by billing-db.internal port 5432: no PostgreSQL is "
                                             "listening there. Check the host and port in the url of "
                                             "[databases.billing] in IDEMDASH_CONFIG (/etc/idemdash/databases.toml), "
                                             "and that the server is running.",

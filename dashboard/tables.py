@@ -1,0 +1,72 @@
+"""`/tables` and `GET /api/v1/tables`: the database's tables as its profile reads them (core/profiles), every state
+counted by the library's own definition. For a database of another library's profile this is its overview: `/`
+shows it, and the pages of the reference tables answer 404 naming it (see ``refuse_reference_routes``)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from flask import Blueprint, abort, request, url_for
+
+from idemdash.core.profiles import DEFAULT, profile
+from idemdash.core.profiles.shape import MEANINGS
+from idemdash.dashboard import contract, panels
+from idemdash.dashboard.auth import refuse_action
+from idemdash.dashboard.schemas import tables as schema
+from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.web import render
+from idemdash.queries.profile_states import read_configured_states
+
+bp = Blueprint("tables", __name__)
+
+# blueprints that serve a database of any profile; every other one reads the reference tables
+EVERY_PROFILE = frozenset({"tables", "probes", "openapi", "metrics", "databases"})
+
+
+def _report() -> schema.Tables:
+    target = get_target()
+    chosen = profile(target.settings["PROFILE"])
+    read = panels.require(panels.load(read_configured_states, target.settings))
+    counts = {(state.table, state.meaning): (state, count) for state, count in read.counts}
+    found = dict(read.found.tables) if read.found else {}
+    tables = []
+    for table in chosen.tables if read.found else ():
+        states = []
+        for meaning in MEANINGS:
+            state, count = counts.get((table.role, meaning), (None, None))
+            states.append(schema.StateCount.model_validate({
+                "meaning": meaning, "recorded": state is not None, "count": count,
+                "note": state.note if state is not None else f"not recorded by {chosen.library}"}))
+        tables.append(schema.TableStates(role=table.role, name=found.get(table.role), states=states))
+    return schema.Tables(database=target.name, profile=chosen.name, library=chosen.library,
+                         version=read.found.version if read.found else None, app_schema=target.settings["APP_SCHEMA"],
+                         problem=read.problem, tables=tables, cleanup=chosen.cleanup,
+                         read_only=chosen.name != DEFAULT, as_of=datetime.now(timezone.utc))
+
+
+@bp.get("/tables")
+def page():
+    return render("tables.html", "tables_panel", report=_report())
+
+
+@bp.get("/api/v1/tables")
+@contract.operation("The database's tables as its profile reads them: every state of every table, counted by the "
+                    "library's own definition", ok=schema.Tables)
+def api() -> schema.Tables:
+    return _report()
+
+
+def refuse_reference_routes() -> None:
+    """On a database of another library's profile, `/` is its tables page, and a route of the reference tables
+    (keys, outbox, inbox, audit, purges, health, actions) answers 404 naming the profile: idemdash never reads
+    another library's rows as if they were its own."""
+    target = get_target()
+    chosen = target.settings["PROFILE"]
+    if chosen == DEFAULT or request.blueprint is None or request.blueprint in EVERY_PROFILE:
+        return
+    if request.method not in ("GET", "HEAD"):
+        refuse_action()  # 403: an action on another library's rows, named as such
+    if request.endpoint in ("overview.page", "overview.page@db"):
+        return page()
+    abort(404, f"database {target.name} holds {profile(chosen).library} tables (profile = \"{chosen}\"), not "
+               f"idemdash's reference tables: {request.path} reads those. Its tables and their states are at "
+               f"{url_for('tables.page')} (JSON: {url_for('tables.api')}); see docs/profiles.md.")

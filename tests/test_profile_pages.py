@@ -1,0 +1,206 @@
+"""A database of another library's profile, served: configured with `profile` (IDEMDASH_PROFILE, or in
+IDEMDASH_CONFIG beside reference databases on the same URL), read through its own states on `/tables` and
+`/api/v1/tables` (also its `/`), and never written to nor read as if it held the reference tables."""
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from apscheduler.schedulers.background import BackgroundScheduler
+from bs4 import BeautifulSoup
+from click.testing import CliRunner
+
+from idemdash.cli import main
+from idemdash.core import settings
+from idemdash.core.settings import ConfigError
+from idemdash.jobs.scheduler import build
+from tests import library_ddl as ddl
+from tests.test_detect import CASES, IDS, _create_case, _masstransit_snake, _nservicebus
+
+# Spring Modulith v2 rows with their states known in advance, under a one-day retention and a 300 s staleness
+SPRING_ROWS = """
+INSERT INTO modulith.event_publication (id, listener_id, event_type, serialized_event, publication_date,
+                                        completion_date, status) VALUES
+  (gen_random_uuid(), 'l', 't', 'done, old', now() - interval '3 days', now() - interval '2 days', 'COMPLETED'),
+  (gen_random_uuid(), 'l', 't', 'done, new', now() - interval '3 hours', now() - interval '2 hours', 'COMPLETED'),
+  (gen_random_uuid(), 'l', 't', 'failed, old', now() - interval '3 days', now() - interval '2 days', 'FAILED'),
+  (gen_random_uuid(), 'l', 't', 'processing, stale', now() - interval '1 hour', NULL, 'PROCESSING'),
+  (gen_random_uuid(), 'l', 't', 'published, fresh', now(), NULL, 'PUBLISHED'),
+  (gen_random_uuid(), 'l', 't', 'v1-era, complete', now() - interval '3 days', now() - interval '2 days', NULL)
+"""
+SPRING_COUNTS = {"pending": 3, "in progress": 1, "stuck": 1, "done": 3, "failed": 1, "purgeable": 2}
+
+
+@pytest.fixture(autouse=True)
+def _no_config(monkeypatch):
+    monkeypatch.delenv("IDEMDASH_CONFIG", raising=False)
+
+
+def _states(answer: dict) -> dict[tuple[str, str], int | None | str]:
+    return {(t["role"], s["meaning"]): (s["count"] if s["recorded"] else "not recorded")
+            for t in answer["tables"] for s in t["states"]}
+
+
+def test_a_library_profile_takes_the_librarys_own_names_where_none_are_set(tmp_path):
+    values = settings.load({"IDEMDASH_PROFILE": "masstransit"})
+    assert (values["APP_SCHEMA"], values["OUTBOX_TABLE"], values["INBOX_TABLE"], values["OUTBOX_STATE_TABLE"]) == \
+        ("public", "OutboxMessage", "InboxState", "OutboxState")
+    assert settings.load({"IDEMDASH_PROFILE": "masstransit", "IDEMDASH_APP_SCHEMA": "bus"})["APP_SCHEMA"] == "bus"
+    assert settings.load({})["OUTBOX_TABLE"] == "outbox_event"  # the reference's, as before
+    with pytest.raises(ConfigError, match="IDEMDASH_PROFILE: expected one of reference, spring-modulith"):
+        settings.load({"IDEMDASH_PROFILE": "spring"})
+
+
+def test_a_spring_modulith_database_shows_the_registrys_own_states_in_a_zone_that_is_not_utc(
+        make_app, empty_database_url):
+    _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(SPRING_ROWS)
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET timezone = 'Pacific/Auckland'")
+    client = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith", INBOX_RETENTION_DAYS=1,
+                      OUTBOX_RETENTION_DAYS=1, DEFAULT_LEASE_SECONDS=300).test_client()
+    answer = client.get("/api/v1/tables").get_json()
+    assert (answer["profile"], answer["version"], answer["app_schema"], answer["problem"], answer["read_only"]) == \
+        ("spring-modulith", "v2", "modulith", None, True)
+    assert [(t["role"], t["name"]) for t in answer["tables"]] == [("outbox", "event_publication"),
+                                                                  ("archive", "event_publication_archive")]
+    states = _states(answer)
+    assert {meaning: states[("outbox", meaning)] for meaning in SPRING_COUNTS} == SPRING_COUNTS
+    # the archive records neither progress nor failure: said so, never 0
+    assert states[("archive", "in progress")] == "not recorded" and states[("archive", "purgeable")] == 0
+    # `/` is this database's tables page, with the same numbers
+    soup = BeautifulSoup(client.get("/").data, "html.parser")
+    row = soup.select_one("tr[data-role=outbox]")
+    shown = {td["data-meaning"]: td.get_text(" ", strip=True) for td in row.select("td")}
+    assert shown == {meaning: str(n) for meaning, n in SPRING_COUNTS.items()}
+    assert "not recorded" in soup.select_one("tr[data-role=archive] td[data-meaning='in progress']").get_text()
+    assert [a.get_text() for a in soup.select("nav a")] == ["Overview", "Tables"]
+    assert "spring-modulith · read-only" in soup.select_one("header").get_text()
+
+
+@pytest.mark.parametrize(("name", "version", "default_schema", "statements", "tables"), CASES, ids=IDS)
+def test_every_library_is_read_through_its_profile_in_its_default_schema(make_app, empty_database_url, name,
+                                                                         version, default_schema, statements, tables):
+    _create_case(empty_database_url, default_schema, statements)
+    overrides = {"OUTBOX_TABLE": tables["outbox"]} if name == "nservicebus" else {}
+    client = make_app(empty_database_url, PROFILE=name, **overrides).test_client()
+    answer = client.get("/api/v1/tables").get_json()
+    assert answer["problem"] is None, answer["problem"]
+    assert (answer["version"], answer["app_schema"]) == (version, default_schema)
+    assert {t["role"]: t["name"] for t in answer["tables"] if t["name"]} == tables
+    # every state of a table that is there ran (an empty table: 0), every other one says why it has no count
+    for table in answer["tables"]:
+        for state in table["states"]:
+            assert state["count"] == (0 if state["recorded"] and table["name"] else None), (table["role"], state)
+    assert client.get("/tables").status_code == 200
+
+
+def test_the_routes_of_the_reference_tables_answer_404_and_actions_403_naming_the_profile(make_app,
+                                                                                          empty_database_url):
+    _create_case(empty_database_url, "public", [ddl.BRANDUR])
+    client = make_app(empty_database_url, PROFILE="brandur").test_client()
+    api = client.get("/api/v1/keys?status=stuck")
+    assert api.status_code == 404
+    assert 'holds Brandur' in api.get_json()["error"] and 'profile = "brandur"' in api.get_json()["error"]
+    assert "/api/v1/tables" in api.get_json()["error"]
+    page = client.get("/outbox")
+    assert page.status_code == 404 and b"/tables" in page.data
+    refused = client.post("/api/v1/keys/reclassify", json={"scope": "s", "key": "k", "to": "safe_to_retry",
+                                                           "reason": "r", "expected_attempt_count": 1})
+    assert refused.status_code == 403 and "IDEMDASH_PROFILE" in refused.get_json()["error"]
+    assert client.get("/api/v1/tables").status_code == 200 and client.get("/healthz").status_code == 200
+
+
+def test_tables_missing_where_the_configuration_points_say_where_detect_finds_them(make_app, empty_database_url):
+    _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    client = make_app(empty_database_url, PROFILE="spring-modulith").test_client()
+    answer = client.get("/api/v1/tables").get_json()
+    assert answer["tables"] == []
+    assert answer["problem"].startswith("no Spring Modulith event publication registry tables "
+                                        "(event_publication (outbox)) with the library's columns in schema public")
+    assert "finds them in schema modulith (set app_schema)" in answer["problem"]
+    assert "finds them in schema modulith" in BeautifulSoup(client.get("/").data, "html.parser").get_text()
+
+
+def test_what_detect_prints_for_several_libraries_and_the_reference_serves_each_on_one_url(make_app,
+                                                                                           database_url, tmp_path):
+    """One database holding the reference tables, Spring Modulith's and MassTransit's (snake_case) and two NServiceBus
+    endpoints: `idemdash detect`'s lines, pasted, serve each under /db/<name>/ with its own states."""
+    _create_case(database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    _create_case(database_url, "public", [_masstransit_snake(), _nservicebus("Orders."), _nservicebus("Billing_")])
+    result = CliRunner().invoke(main, ["detect", "--database-url", database_url])
+    assert result.exit_code == 0, result.output
+    path = tmp_path / "idemdash.toml"
+    path.write_text(result.output.replace("postgresql://USER:PASSWORD@HOST:5432/DATABASE", database_url))
+    client = make_app(None, CONFIG=str(path), DATABASE_URL="").test_client()
+    names = [d["name"] for d in client.get("/api/v1/databases").get_json()["items"]]
+    assert names == ["reference", "spring-modulith", "masstransit", "nservicebus", "nservicebus-public"]
+    found = {name: client.get(f"/api/v1/db/{name}/tables").get_json() for name in names}
+    assert {name: (a["profile"], a["problem"], [t["name"] for t in a["tables"] if t["name"]])
+            for name, a in found.items()} == {
+        "reference": ("reference", None, ["idempotency_request", "processed_message", "outbox_event"]),
+        "spring-modulith": ("spring-modulith", None, ["event_publication", "event_publication_archive"]),
+        "masstransit": ("masstransit", None, ["inbox_state", "outbox_state", "outbox_message"]),
+        "nservicebus": ("nservicebus", None, ["Billing_OutboxData"]),
+        "nservicebus-public": ("nservicebus", None, ["Orders.OutboxData"])}
+    # the reference database keeps its pages; the others answer with their tables
+    assert client.get("/api/v1/db/reference/keys").status_code == 200
+    assert client.get("/api/v1/db/masstransit/keys").status_code == 404
+    assert b"tables-panel" in client.get("/db/masstransit/").data
+    assert json.loads(client.get("/api/v1/db/reference/tables").data)["read_only"] is False
+
+
+def test_all_databases_and_metrics_read_a_library_database_through_its_profile(make_app, database_url, tmp_path):
+    _create_case(database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(SPRING_ROWS)
+    path = tmp_path / "idemdash.toml"
+    path.write_text(f'[databases.orders]\nurl = "{database_url}"\n[databases.events]\nurl = "{database_url}"\n'
+                    'profile = "spring-modulith"\napp_schema = "modulith"\n[databases.lost]\n'
+                    f'url = "{database_url}"\nprofile = "brandur"\n')
+    client = make_app(None, CONFIG=str(path), DATABASE_URL="", DEFAULT_LEASE_SECONDS=300).test_client()
+    items = {i["name"]: i for i in client.get("/api/v1/databases").get_json()["items"]}
+    assert (items["orders"]["profile"], items["orders"]["reachable"], items["orders"]["stuck"]) == ("reference", True, 0)
+    events = items["events"]
+    assert (events["profile"], events["reachable"], events["problem"], "stuck" in events) == \
+        ("spring-modulith", True, None, False)
+    assert items["lost"]["reachable"] is False and items["lost"]["problem"].startswith("no Brandur")
+    row = BeautifulSoup(client.get("/databases").data, "html.parser").select_one("tr[data-database=events]")
+    assert "spring-modulith tables, read-only" in row.get_text() and row.select_one("a[href='/db/events/tables']")
+    scrape = client.get("/metrics").data.decode()
+    assert 'idemdash_database_up{database="events"} 1.0' in scrape
+    assert 'idemdash_database_up{database="lost"} 0.0' in scrape
+    pending = ('idemdash_profile_rows{database="events",profile="spring-modulith",state="pending",'
+               'table="event_publication"} 3.0')
+    assert pending in scrape
+    assert 'idemdash_stuck_keys_total{database="events"}' not in scrape
+
+
+def test_check_readyz_purge_and_the_scheduler_on_a_library_database(make_app, empty_database_url, monkeypatch):
+    """A Brandur database without idemdash's own schema: ready (idemdash only reads it), `check` prints its states,
+    `purge` deletes nothing, the scheduler runs no job there; pointed at the wrong schema, each says why."""
+    _create_case(empty_database_url, "public", [ddl.BRANDUR])
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, "
+                     "request_params, request_path, recovery_point, user_id) VALUES "
+                     "(now() - interval '40 days', 'old', NULL, 'POST', '{}', '/rides', 'finished', 1)")
+    monkeypatch.setenv("IDEMDASH_PROFILE", "brandur")
+    runner = CliRunner()
+    check = runner.invoke(main, ["check", "--database-url", empty_database_url])
+    assert check.exit_code == 0, check.output
+    assert "brandur in schema public, read-only: idempotency_keys (keys)" in check.output
+    assert "idempotency_keys purgeable: 1" in check.output
+    purge = runner.invoke(main, ["purge", "--database-url", empty_database_url])
+    assert purge.exit_code == 0 and "nothing purged" in purge.output, purge.output
+    with psycopg.connect(empty_database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM public.idempotency_keys").fetchone()[0] == 1
+    assert make_app(empty_database_url, PROFILE="brandur").test_client().get("/readyz").status_code == 200
+
+    assert build(settings.load(DATABASE_URL=empty_database_url), BackgroundScheduler).get_jobs() == []
+
+    monkeypatch.setenv("IDEMDASH_APP_SCHEMA", "rides")
+    wrong = runner.invoke(main, ["check", "--database-url", empty_database_url])
+    assert wrong.exit_code == 1 and "no Brandur" in wrong.output and "schema rides" in wrong.output, wrong.output
+    ready = make_app(empty_database_url, PROFILE="brandur", APP_SCHEMA="rides").test_client().get("/readyz")
+    assert ready.status_code == 503 and "finds them in schema public" in ready.get_json()["error"]
