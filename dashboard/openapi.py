@@ -80,12 +80,15 @@ def _path(app: Flask, rule: Rule) -> tuple[str, list[dict[str, Any]]]:
 
 PATH_WORDS = {"database": "A database's name, as IDEMDASH_CONFIG lists it.", "scope": "Idempotency scope.",
               "key": "Idempotency key (it may contain '/').", "outbox_id": "The row's outbox_id.",
-              "run_id": "The purge run's run_id."}
+              "run_id": "The purge run's run_id.",
+              "role": "A table of the database's profile, by what it is for (keys, inbox, outbox, or the library's "
+                      "own: outbox_state, archive, dead_letters, nodes); /api/v1/tables lists them."}
 
 
 # an example of each path variable: a key of the demo's and the tests' seeded data
 PATH_EXAMPLES: dict[str, Any] = {"scope": "create_order", "key": "cart/0/checkout-0000",
-                                 "outbox_id": "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01", "run_id": 1}
+                                 "outbox_id": "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01", "run_id": 1,
+                                 "role": "outbox"}
 
 
 def _parts(rule: Rule) -> list[tuple[str, str, str]]:

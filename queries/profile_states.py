@@ -19,8 +19,9 @@ from idemdash.queries import QUERIES, Statement, statement
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 
 
-def state_statement(found: Found, state: State) -> Statement | None:
-    """The state's count over ``found``'s tables; None when a table it reads is not among them (an optional one)."""
+def state_names(found: Found, state: State) -> dict[str, sql.Composable] | None:
+    """The identifiers a state's condition names: its own table, another table of the profile, columns as the found
+    naming convention spells them; None when a table it reads is not among ``found``'s (an optional one)."""
     tables = dict(found.tables)
     roles = {t.role for t in profile(found.profile).tables}
     if state.table not in tables:
@@ -35,7 +36,22 @@ def state_statement(found: Found, state: State) -> Statement | None:
             names[field] = sql.Identifier(found.schema, tables[field])
         else:
             names[field] = sql.Identifier(named(field, found.naming))
-    return statement(state.query, None, **names)
+    return names
+
+
+def state_condition(found: Found, state: State) -> sql.Composable | None:
+    """The state's condition (its block of profile_states.sql) over ``found``'s tables, or None (see state_names)."""
+    names = state_names(found, state)
+    return None if names is None else statement(state.query, None, **names)
+
+
+def state_statement(found: Found, state: State) -> Statement | None:
+    """The state's count over ``found``'s tables; None when a table it reads is not among them (an optional one)."""
+    names = state_names(found, state)
+    if names is None:
+        return None
+    return statement("count_profile_state", None, table=names["table"],
+                     condition=statement(state.query, None, **names))
 
 
 def count_state(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any]) -> int | None:

@@ -93,6 +93,11 @@ def test_every_library_is_read_through_its_profile_in_its_default_schema(make_ap
     for table in answer["tables"]:
         for state in table["states"]:
             assert state["count"] == (0 if state["recorded"] and table["name"] else None), (table["role"], state)
+            if state["recorded"] and table["name"]:  # its rows: none yet, on the page and in JSON
+                rows = client.get(f"/api/v1/tables/{table['role']}", query_string={"state": state["meaning"]})
+                assert rows.status_code == 200 and rows.get_json()["items"] == [], rows.get_json()
+                page = client.get(f"/tables/{table['role']}", query_string={"state": state["meaning"]})
+                assert page.status_code == 200 and b"No " in page.data
     assert client.get("/tables").status_code == 200
 
 
@@ -204,3 +209,53 @@ def test_check_readyz_purge_and_the_scheduler_on_a_library_database(make_app, em
     assert wrong.exit_code == 1 and "no Brandur" in wrong.output and "schema rides" in wrong.output, wrong.output
     ready = make_app(empty_database_url, PROFILE="brandur", APP_SCHEMA="rides").test_client().get("/readyz")
     assert ready.status_code == 503 and "finds them in schema public" in ready.get_json()["error"]
+
+
+def test_a_states_rows_are_listed_oldest_first_page_by_page_and_a_row_shows_its_states(make_app, empty_database_url):
+    _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(SPRING_ROWS)
+        # five more pending, published at known times, and one with a long payload
+        for minutes in (50, 40, 30, 20, 10):
+            conn.execute("INSERT INTO modulith.event_publication (id, listener_id, event_type, serialized_event, "
+                         "publication_date, status) VALUES (gen_random_uuid(), 'l', 't', %s, "
+                         "now() - make_interval(mins => %s), 'PUBLISHED')", (f"pending {minutes}m" + "x" * 70_000,
+                                                                              minutes))
+    client = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith", DEFAULT_LEASE_SECONDS=300,
+                      OUTBOX_RETENTION_DAYS=1).test_client()
+    first = client.get("/api/v1/tables/outbox?state=pending&limit=3").get_json()
+    assert (first["table"], first["order_column"], first["state"]) == ("event_publication", "publication_date",
+                                                                       "pending")
+    assert "serialized_event" not in first["items"][0]["row"]  # the payload is on the row's page
+    seen = [item["row"]["status"] for item in first["items"]]
+    pages = [first]
+    while pages[-1]["next_cursor"]:
+        pages.append(client.get(f"/api/v1/tables/outbox?state=pending&limit=3&cursor={pages[-1]['next_cursor']}")
+                     .get_json())
+    items = [item for page in pages for item in page["items"]]
+    assert len(items) == 8 and len({i["identity"] for i in items}) == 8  # 3 + 5 pending, each once
+    times = [i["row"]["publication_date"] for i in items]
+    assert times == sorted(times)  # oldest first, across pages
+    assert seen[:2] == ["FAILED", "PROCESSING"]  # incomplete for the registry too: the oldest first
+    stuck = client.get("/api/v1/tables/outbox?state=stuck").get_json()["items"]
+    assert {i["row"]["status"] for i in stuck} == {"PROCESSING", "PUBLISHED"} and len(stuck) == 6
+
+    identity = first["items"][1]["identity"]
+    row = client.get("/api/v1/tables/outbox/row", query_string={"id": identity}).get_json()
+    assert row["row"]["status"] == "PROCESSING"
+    assert {s["meaning"]: s["inside"] for s in row["states"]} == {
+        "pending": True, "in progress": True, "stuck": True, "done": False, "failed": False, "purgeable": False}
+    long = client.get("/api/v1/tables/outbox/row", query_string={"id": items[2]["identity"]}).get_json()
+    assert long["row"]["serialized_event"].endswith("(cut at 64 KiB of 70,011 characters)")
+    page = BeautifulSoup(client.get("/tables/outbox/row", query_string={"id": identity}).data, "html.parser")
+    assert "is stuck" in page.get_text() and "PROCESSING" in page.get_text()
+    listing = BeautifulSoup(client.get("/tables/outbox?state=stuck").data, "html.parser")
+    assert len(listing.select("table.library-rows tbody tr")) == 6
+    assert listing.select_one("nav.tabs a[aria-current=page]").get_text(strip=True) == "Stuck"
+
+    assert client.get("/api/v1/tables/inbox?state=pending").status_code == 404  # Spring Modulith has no inbox
+    assert client.get("/api/v1/tables/archive?state=in progress").status_code == 404  # not recorded there
+    bad = client.get("/api/v1/tables/outbox?state=late")
+    assert bad.status_code == 400 and "state" in bad.get_json()["error"]
+    assert client.get("/api/v1/tables/outbox/row", query_string={"id": '["nope"]'}).status_code == 404
+    assert client.get("/api/v1/tables/outbox?state=stuck&cursor=xyz").status_code == 400

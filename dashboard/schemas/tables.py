@@ -3,11 +3,11 @@ by the library's own definition, or said to be not recorded by it."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from idemdash.dashboard.schemas.common import Answer
+from idemdash.dashboard.schemas.common import CURSOR_TEXT, NO_NUL, Answer, Limit, Query, cursor_of
 from idemdash.dashboard.schemas.examples import AS_OF
 
 Meaning = Literal["pending", "in progress", "stuck", "done", "failed", "purgeable"]
@@ -59,4 +59,78 @@ class Tables(Answer):
     tables: list[TableStates] = Field(description="Every table of the profile, in its order (empty with a problem).")
     cleanup: str = Field(description="The library's own cleanup rule, in words.")
     read_only: bool = Field(description="True for another library's tables: idemdash's actions are refused there.")
+    as_of: datetime
+
+
+Role = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z_]+$")]
+Identity = Annotated[str, Field(min_length=1, max_length=10_000, pattern=NO_NUL,
+                                description="A row's identity as a list gives it: a JSON array of the table's "
+                                            "identity columns, as text.")]
+_SPRING_ROW: dict[str, Any] = {"id": "3f0c3e4a-5b7d-4e1f-9a42-0c1d2e3f4a5b", "status": "PROCESSING", "event_type": "OrderPlaced",
+               "listener_id": "shipping.ShippingListener.on", "completion_date": None, "completion_attempts": 1,
+               "publication_date": "2026-11-24T20:47:48.351559+00:00", "last_resubmission_date": None}
+
+
+class RowsQuery(Query):
+    state: Meaning = Field(description="Rows in this state, as the library defines it.")
+    cursor: Annotated[str, CURSOR_TEXT, cursor_of("table-rows")] | None = None
+    limit: Limit = 50
+
+
+class RowItem(Answer):
+    identity: str = Field(description="The row's identity: a JSON array of the table's identity columns, as text; "
+                                      "its page is /tables/<role>/row?id=<identity>.")
+    row: dict[str, Any] = Field(description="The row as the library stored it, every column by its own name, the "
+                                            "payload left out.")
+
+
+class Rows(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "database": "orders", "profile": "spring-modulith", "role": "outbox", "table": "event_publication",
+        "state": "stuck", "note": "the staleness monitor's rule, measured from publication_date",
+        "order_column": "publication_date",
+        "items": [{"identity": '["3f0c3e4a-5b7d-4e1f-9a42-0c1d2e3f4a5b"]', "row": _SPRING_ROW}],
+        "next_cursor": None, "as_of": AS_OF}]})
+
+    database: str
+    profile: str
+    role: str
+    table: str
+    state: Meaning
+    note: str = Field(description="What the state means for this library.")
+    order_column: str | None = Field(description="The time column rows are ordered by, oldest first (null times "
+                                                 "first); null: by identity (the table records no time).")
+    items: list[RowItem]
+    next_cursor: str | None
+    as_of: datetime
+
+
+class RowQuery(Query):
+    id: Identity
+
+
+class RowState(Answer):
+    meaning: Meaning
+    inside: bool = Field(description="Whether the row is in this state now.")
+    note: str
+
+
+class Row(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "database": "orders", "profile": "spring-modulith", "role": "outbox", "table": "event_publication",
+        "identity": '["3f0c3e4a-5b7d-4e1f-9a42-0c1d2e3f4a5b"]',
+        "row": {**_SPRING_ROW, "serialized_event": '{"orderId": 1042}'},
+        "states": [{"meaning": "pending", "inside": True, "note": "the registry's own 'incomplete'"},
+                   {"meaning": "stuck", "inside": True, "note": "the staleness monitor's rule"}],
+        "as_of": AS_OF}]})
+
+    database: str
+    profile: str
+    role: str
+    table: str
+    identity: str
+    row: dict[str, Any] = Field(description="Every column as the library stored it (a payload longer than 64 KiB "
+                                            "is cut there, and says so).")
+    states: list[RowState] = Field(description="Each state the library defines for this table, and whether the row "
+                                               "is in it.")
     as_of: datetime

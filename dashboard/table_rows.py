@@ -1,0 +1,125 @@
+"""`/tables/<role>?state=` and `/tables/<role>/row?id=` (and their JSON): the rows of a library's table in one of
+its states, oldest first, and one row whole with the states it is in, read through the database's profile
+(queries/profile_rows.py). Rows are shown as the library stored them, by its own column names."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from flask import Blueprint, abort
+
+from idemdash.core.profiles import profile
+from idemdash.core.profiles.detect import Found, named
+from idemdash.core.profiles.shape import State, Table
+from idemdash.dashboard import contract, panels
+from idemdash.dashboard.schemas import tables as schema
+from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.web import render
+from idemdash.queries import cursor
+from idemdash.queries.catalog import ShapeNotFound, find_configured
+from idemdash.queries.profile_rows import get_row, list_state_rows, row_states
+from idemdash.queries.profile_states import state_params
+
+bp = Blueprint("table_rows", __name__)
+
+ROW_ERRORS = (400, 401, 403, 404, 503)
+PAYLOAD_LIMIT = 64 * 1024
+
+
+def _found(conn: Any, settings: Any) -> Found:
+    try:
+        return find_configured(conn, settings)
+    except ShapeNotFound as exc:
+        abort(404, str(exc))
+
+
+def _table(found: Found, role: str) -> Table:
+    chosen = profile(found.profile)
+    if role not in {t.role for t in chosen.tables} or found.table(role) is None:
+        abort(404, f"no {role!r} table here: the {chosen.library} tables found are "
+                   + ", ".join(f"{name} ({r})" for r, name in found.tables))
+    return chosen.table(role)
+
+
+def _state(found: Found, role: str, meaning: str) -> State:
+    for state in profile(found.profile).states_of(found.version):
+        if state.table == role and state.meaning == meaning:
+            return state
+    abort(404, f"{profile(found.profile).library} records nothing for {meaning!r} rows of its {role} table")
+
+
+def _rows(role: str) -> schema.Rows:
+    args = contract.query(schema.RowsQuery)
+    target = get_target()
+    try:
+        after = tuple(cursor.decode(args.cursor, 2)) if args.cursor else None
+    except ValueError as exc:
+        abort(400, str(exc))
+
+    def read(conn: Any) -> tuple[Found, Table, State, list]:
+        found = _found(conn, target.settings)
+        table = _table(found, role)
+        state = _state(found, role, args.state)
+        rows = list_state_rows(conn, found, state, state_params(target.settings, role),
+                               after=after, limit=args.limit + 1)
+        return found, table, state, rows
+
+    found, table, state, rows = panels.require(panels.load(read))
+    more = len(rows) > args.limit
+    rows = rows[:args.limit]
+    next_cursor = cursor.encode([rows[-1].order_value, rows[-1].identity_value]) if more else None
+    return schema.Rows(database=target.name, profile=found.profile, role=role, table=found.table(role) or role,
+                       state=args.state, note=state.note, order_column=named(table.times[0].column, found.naming)
+                       if table.times else None,
+                       items=[schema.RowItem(identity=r.identity_value, row=r.row_json) for r in rows],
+                       next_cursor=next_cursor, as_of=datetime.now(timezone.utc))
+
+
+def _row(role: str) -> schema.Row:
+    identity = contract.query(schema.RowQuery).id
+    target = get_target()
+
+    def read(conn: Any) -> tuple[Found, dict | None, list]:
+        found = _found(conn, target.settings)
+        _table(found, role)
+        params = state_params(target.settings, role)
+        return found, get_row(conn, found, role, identity), row_states(conn, found, role, identity, params)
+
+    found, row, states = panels.require(panels.load(read))
+    if row is None:
+        abort(404, f"no row of {found.table(role)} has the identity {identity}")
+    return schema.Row(database=target.name, profile=found.profile, role=role, table=found.table(role) or role,
+                      identity=identity, row={k: _cut(v) for k, v in row.items()},
+                      states=[schema.RowState.model_validate({"meaning": s.meaning, "inside": inside, "note": s.note})
+                              for s, inside in states],
+                      as_of=datetime.now(timezone.utc))
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > PAYLOAD_LIMIT:
+        return value[:PAYLOAD_LIMIT] + f"… (cut at {PAYLOAD_LIMIT // 1024} KiB of {len(value):,} characters)"
+    return value
+
+
+@bp.get("/tables/<role>")
+def rows_page(role: str):
+    return render("table_rows.html", "rows_panel", rows=_rows(role))
+
+
+@bp.get("/api/v1/tables/<role>")
+@contract.operation("The rows of one of the database's tables in one of its states, as its profile defines it, "
+                    "oldest first", query=schema.RowsQuery, ok=schema.Rows, errors=ROW_ERRORS)
+def rows_api(role: str) -> schema.Rows:
+    return _rows(role)
+
+
+@bp.get("/tables/<role>/row")
+def row_page(role: str):
+    return render("table_row.html", None, row=_row(role))
+
+
+@bp.get("/api/v1/tables/<role>/row")
+@contract.operation("One row of one of the database's tables, whole, with each state of its table and whether the "
+                    "row is in it", query=schema.RowQuery, ok=schema.Row, errors=ROW_ERRORS)
+def row_api(role: str) -> schema.Row:
+    return _row(role)

@@ -1,0 +1,90 @@
+"""The rows of a library's table in one of its states, and one row by its identity: what `/tables/<role>` lists and
+`/tables/<role>/row` shows, read through the profile (core/profiles) with the names `find_configured` found.
+
+A row is shown as the library stored it (``to_jsonb`` of the whole row), never mapped onto the reference columns;
+its identity is a JSON array of the profile's identity columns, as text (``["7b1c…"]``, ``["billing", "42"]``), the
+same in a list and in a row's URL."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import class_row
+
+from idemdash.core.profiles import profile
+from idemdash.core.profiles.detect import Found, named
+from idemdash.core.profiles.shape import State, Table
+from idemdash.queries import statement
+from idemdash.queries.profile_states import state_condition
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    row_json: dict[str, Any]
+    order_value: str | None
+    identity_value: str
+
+
+def profile_table(found: Found, role: str) -> Table:
+    return profile(found.profile).table(role)
+
+
+def _identity(found: Found, table: Table) -> sql.Composable:
+    columns = sql.SQL(", ").join(sql.Identifier(named(c, found.naming)) for c in table.identity)
+    return statement("profile_identity", None, identity_columns=columns)
+
+
+def _order(found: Found, table: Table) -> sql.Composable:
+    if table.times:
+        return sql.Identifier(named(table.times[0].column, found.naming))
+    return _identity(found, table)
+
+
+def list_state_rows(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any], *,
+                    after: tuple[str | None, str] | None, limit: int) -> list[ProfileRow]:
+    """Up to ``limit`` rows in ``state``, after ``after`` (the last row's order value and identity), payloads left
+    out."""
+    table = profile_table(found, state.table)
+    condition = state_condition(found, state)
+    name = dict(found.tables).get(state.table)
+    if condition is None or name is None:
+        return []
+    query = statement("list_profile_state", None, table=sql.Identifier(found.schema, name), condition=condition,
+                      order_value=_order(found, table), identity_value=_identity(found, table))
+    omit = [named(c, found.naming) for c in (table.payload,) if c]
+    values = {**params, "omit": omit, "limit": limit, "first": after is None,
+              "after_null": after is not None and after[0] is None,
+              "after_order": after[0] if after else None, "after_identity": after[1] if after else None}
+    with conn.cursor(row_factory=class_row(ProfileRow)) as cur:
+        return cur.execute(query, values).fetchall()
+
+
+def get_row(conn: psycopg.Connection, found: Found, role: str, identity: str) -> dict[str, Any] | None:
+    """The row of ``role``'s table whose identity is ``identity`` (as in a list), whole; None when there is none."""
+    name = dict(found.tables).get(role)
+    if name is None:
+        return None
+    query = statement("get_profile_row", None, table=sql.Identifier(found.schema, name),
+                      identity_value=_identity(found, profile_table(found, role)))
+    found_row = conn.execute(query, {"identity": identity}).fetchone()
+    return found_row[0] if found_row else None
+
+
+def row_states(conn: psycopg.Connection, found: Found, role: str, identity: str,
+               params: Mapping[str, Any]) -> list[tuple[State, bool]]:
+    """Each state of ``role``'s table (for the found version), and whether the row is in it."""
+    name = dict(found.tables).get(role)
+    table = profile_table(found, role)
+    result = []
+    for state in profile(found.profile).states_of(found.version):
+        condition = state_condition(found, state) if state.table == role else None
+        if condition is None or name is None:
+            continue
+        query = statement("profile_row_in_state", None, table=sql.Identifier(found.schema, name), condition=condition,
+                          identity_value=_identity(found, table))
+        (inside,) = conn.execute(query, {**params, "identity": identity}).fetchone() or (False,)
+        result.append((state, bool(inside)))
+    return result

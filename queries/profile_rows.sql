@@ -1,0 +1,29 @@
+-- count_profile_state --
+-- How many rows of a library's table are in one of its states: {condition} is the state's block of profile_states.sql.
+SELECT count(*) FROM {table} WHERE {condition}
+
+-- list_profile_state --
+-- Rows of a library's table in one of its states, oldest first by the table's first time column ({order_value}; its identity where it has none), then by identity ({identity_value}: a JSON array of the identity columns, as text); keyset-paginated after (after_order, after_identity), NULL times first. Each row whole as JSON but for the columns in %(omit)s (payloads).
+SELECT to_jsonb(t) - %(omit)s::text[] AS row_json, ({order_value})::text AS order_value,
+       ({identity_value})::text AS identity_value
+FROM {table} t
+WHERE ({condition})
+  AND (%(first)s
+       OR (%(after_null)s AND (({order_value}) IS NOT NULL OR ({identity_value})::text > %(after_identity)s))
+       OR (NOT %(after_null)s AND (({order_value}) > %(after_order)s
+                                   OR (({order_value}) = %(after_order)s
+                                       AND ({identity_value})::text > %(after_identity)s))))
+ORDER BY ({order_value}) NULLS FIRST, ({identity_value})::text
+LIMIT %(limit)s
+
+-- get_profile_row --
+-- One row of a library's table by its identity ({identity_value}: a JSON array of the identity columns, as text), whole as JSON.
+SELECT to_jsonb(t) AS row_json FROM {table} t WHERE ({identity_value})::text = %(identity)s
+
+-- profile_identity --
+-- A library row's identity as one value: a JSON array of the profile's identity columns ({identity_columns}), the same in a list and in a row's URL.
+jsonb_build_array({identity_columns})
+
+-- profile_row_in_state --
+-- Whether the row of a library's table with this identity is in one of its states ({condition}): what a row's page says of it.
+SELECT EXISTS (SELECT 1 FROM {table} t WHERE ({condition}) AND ({identity_value})::text = %(identity)s)
