@@ -1,0 +1,34 @@
+"""The statements of a purge of a library's table (jobs/library_purge.py): a batch of the rows its purgeable state
+selects, deleted with the condition checked again row by row, and the dry run's count."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+
+from idemdash.core.profiles.detect import Found
+from idemdash.core.profiles.shape import State
+from idemdash.queries import statement
+from idemdash.queries.profile_states import state_names
+
+
+def _names(found: Found, state: State) -> dict[str, Any]:
+    names = state_names(found, state)
+    if names is None:
+        raise LookupError(f"the {state.table} table of {found.profile} is not in schema {found.schema}")
+    return {"table": names["table"], "condition": statement(state.query, None, **names)}
+
+
+def delete_library_batch(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any], *,
+                         run_id: int, batch_size: int) -> int:
+    row = conn.execute(statement("delete_library_batch", None, **_names(found, state)),
+                       {**params, "run_id": run_id, "batch_size": batch_size}).fetchone()
+    return int(row[0]) if row else 0
+
+
+def record_library_dry_run(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any], *,
+                           run_id: int) -> int:
+    row = conn.execute(statement("record_library_dry_run", None, **_names(found, state)),
+                       {**params, "run_id": run_id}).fetchone()
+    return int(row[0]) if row else 0
