@@ -13,7 +13,8 @@ from idemdash.cli.common import connect, databases_option, load_settings, prefli
 from idemdash.cli.fleet import Outcome, each_database, failure, keep_going_option
 from idemdash.core.formatting import plural
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.jobs.purge_run import TABLES, PartitionEvent, run_purge
+from idemdash.jobs.library_purge import run_library_purges
+from idemdash.jobs.purge_run import TABLES, PartitionEvent, PurgeResult, run_purge
 from idemdash.jobs.scheduler import run_blocking
 from idemdash.queries.target import Target
 
@@ -74,12 +75,6 @@ def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_
         several = len(chosen) > 1
 
         def one(db: Target) -> Outcome:
-            if db.settings["PROFILE"] != DEFAULT_PROFILE:  # another library's rows: never deleted by this release
-                why = (f"database {db.name} holds {db.settings['PROFILE']} tables, which idemdash only reads: nothing "
-                       "purged (docs/profiles.md)")
-                if not several:
-                    click.echo(why)
-                return Outcome("skipped", 0, why)
             if several:
                 connect(db, "idemdash-purge").close()  # unreachable: one line, and none of its tables tried
             failed = _purge(db, tables, dry_run, ctrl_c)
@@ -133,16 +128,19 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
     ctrl_c.by = started_by
     live = sys.stdout.isatty()
     verb = "to delete" if dry_run else "deleted"
-    results = []
-    for table in [t for t in TABLES if not tables or t in tables]:
-        if ctrl_c.asked:
-            break
-        progress = _Progress(table, verb, live)
-        click.echo(f"{'dry run: counting' if dry_run else 'purging'} {table} ...")
-        result = run_purge(db, table, dry_run=dry_run, started_by=started_by, by_person=True,
-                           on_batch=progress.batch, on_partition=progress.partition, cancel=ctrl_c.cancelled_by)
-        progress.end_line()
-        results.append((result, time.monotonic() - progress.started))
+    if db.settings["PROFILE"] != DEFAULT_PROFILE:
+        results = _library_purges(db, tables, dry_run, started_by, ctrl_c)
+    else:
+        results = []
+        for table in [t for t in TABLES if not tables or t in tables]:
+            if ctrl_c.asked:
+                break
+            progress = _Progress(table, verb, live)
+            click.echo(f"{'dry run: counting' if dry_run else 'purging'} {table} ...")
+            result = run_purge(db, table, dry_run=dry_run, started_by=started_by, by_person=True,
+                               on_batch=progress.batch, on_partition=progress.partition, cancel=ctrl_c.cancelled_by)
+            progress.end_line()
+            results.append((result, time.monotonic() - progress.started))
 
     click.echo("")
     for result, seconds in results:
@@ -162,6 +160,20 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
         if result.error:
             click.echo(f"        {result.error}")
     return [f"{result.table}: {result.error}" for result, _ in results if result.outcome == "failed"]
+
+
+def _library_purges(db: Target, tables: tuple[str, ...], dry_run: bool, started_by: str,
+                    ctrl_c: _CtrlC) -> list[tuple[PurgeResult, float]]:
+    """Another library's tables: only the rows it counts as finished (jobs/library_purge.py), each table a run."""
+    click.echo(f"{'dry run: counting' if dry_run else 'purging'} what the {db.settings['PROFILE']} tables hold "
+               "finished ...")
+    began = time.monotonic()
+    results = [(r, time.monotonic() - began) for r in run_library_purges(
+        db, dry_run=dry_run, started_by=started_by, by_person=True, roles=tables, cancel=ctrl_c.cancelled_by)]
+    if not results:
+        click.echo(f"no {db.settings['PROFILE']} table here has a state its library counts as finished and old: "
+                   "nothing to purge")
+    return results
 
 
 @click.command()

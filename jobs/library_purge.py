@@ -22,8 +22,10 @@ from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found
 from idemdash.core.profiles.shape import PURGEABLE, State
 from idemdash.jobs.failures import describe_error
+from idemdash.jobs.job_ids import job_id
 from idemdash.jobs.purge_run import PurgeResult
 from idemdash.jobs.purge_settings import PurgeSettings
+from idemdash.jobs.purges import schedule_trigger
 from idemdash.queries import purges
 from idemdash.queries.catalog import find_configured
 from idemdash.queries.library_purges import delete_library_batch, record_library_dry_run
@@ -130,3 +132,35 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
                 return "succeeded", None, batches, rows
             took = time.monotonic() - began
             time.sleep(max(settings.pause_ms / 1000, took * (1 - settings.duty_cycle) / settings.duty_cycle))
+
+
+def _schedule_of(role: str) -> str:
+    """Whose schedule a library table's purge keeps: the keys', the inbox's, or (any other table) the outbox's."""
+    return role if role in ("keys", "inbox") else "outbox"
+
+
+def purge_library_table(target: Target, role: str) -> list[PurgeResult]:
+    """The scheduled purge of one library table; never raises (a bad setting or a bug is one log line)."""
+    try:
+        return run_library_purges(target, dry_run=False, started_by="scheduler", roles=(role,))
+    except Exception:  # the tables not found, a bug: the scheduler runs the other jobs
+        log.exception("scheduled purge of %s (%s) could not run", role, target.name)
+        return []
+
+
+def register(scheduler, target: Target) -> list[str]:
+    """A job per table whose library defines a purgeable state (known from the profile, without connecting), on
+    the schedule of its kind of table (PURGE_KEYS/INBOX/OUTBOX_SCHEDULE); returns their ids."""
+    chosen = profile(target.settings["PROFILE"])
+    roles = [t.role for t in chosen.tables if any(s.table == t.role and s.meaning == PURGEABLE for s in chosen.states)]
+    added = []
+    for role in roles:
+        trigger = schedule_trigger(target.settings, _schedule_of(role))
+        if trigger is None:
+            continue
+        ident = job_id(f"purge_{role}", target)
+        scheduler.add_job(purge_library_table, trigger, args=[target, role], id=ident,
+                          name=f"retention purge of the {chosen.library} {role} table ({target.name})",
+                          replace_existing=True)
+        added.append(ident)
+    return added

@@ -32,7 +32,7 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 
 from idemdash.core.databases import load_databases
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.jobs import partitions, purges, rollups, snapshots, unrecorded
+from idemdash.jobs import library_purge, partitions, purges, rollups, snapshots, unrecorded
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -51,9 +51,8 @@ JOB_DEFAULTS = {
 def register_jobs(scheduler: BaseScheduler, target: Target) -> None:
     """Add every scheduled job for the target's database. A bad schedule setting raises ConfigError naming it."""
     if target.settings["PROFILE"] != DEFAULT_PROFILE:
-        # another library's tables: idemdash only reads them; its purges of them are not written yet
-        log.info("database %s holds %s tables: no job of idemdash's runs there (it only reads them)", target.name,
-                 target.settings["PROFILE"])
+        # another library's tables: only the purges of what the library counts as finished (jobs/library_purge.py)
+        library_purge.register(scheduler, target)
         return
     # Retention purges: purge_keys, purge_inbox, purge_outbox, each on its IDEMDASH_PURGE_*_SCHEDULE (UTC).
     purges.register(scheduler, target)

@@ -184,25 +184,38 @@ def test_all_databases_and_metrics_read_a_library_database_through_its_profile(m
 
 def test_check_readyz_purge_and_the_scheduler_on_a_library_database(make_app, empty_database_url, monkeypatch):
     """A Brandur database without idemdash's own schema: ready (idemdash only reads it), `check` prints its states,
-    `purge` deletes nothing, the scheduler runs no job there; pointed at the wrong schema, each says why."""
+    `purge` deletes only finished keys (once idemdash's schema is there to record it), the scheduler purges that table; pointed at the wrong schema, each says why."""
     _create_case(empty_database_url, "public", [ddl.BRANDUR])
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute("INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, "
                      "request_params, request_path, recovery_point, user_id) VALUES "
-                     "(now() - interval '40 days', 'old', NULL, 'POST', '{}', '/rides', 'finished', 1)")
+                     "(now() - interval '40 days', 'old', NULL, 'POST', '{}', '/rides', 'finished', 1), "
+                     "(now() - interval '40 days', 'stalled', NULL, 'POST', '{}', '/rides', 'started', 1)")
     monkeypatch.setenv("IDEMDASH_PROFILE", "brandur")
     runner = CliRunner()
     check = runner.invoke(main, ["check", "--database-url", empty_database_url])
     assert check.exit_code == 0, check.output
     assert "brandur in schema public, read-only: idempotency_keys (keys)" in check.output
     assert "idempotency_keys purgeable: 1" in check.output
+    unmigrated = runner.invoke(main, ["purge", "--database-url", empty_database_url])
+    assert unmigrated.exit_code == 1 and "run `idemdash migrate`" in unmigrated.output, unmigrated.output
+    assert runner.invoke(main, ["migrate", "--database-url", empty_database_url]).exit_code == 0
+    dry = runner.invoke(main, ["purge", "--dry-run", "--database-url", empty_database_url])
+    assert dry.exit_code == 0 and "public.idempotency_keys succeeded" in dry.output, dry.output
+    assert "1 rows to delete" in " ".join(dry.output.split()), dry.output
     purge = runner.invoke(main, ["purge", "--database-url", empty_database_url])
-    assert purge.exit_code == 0 and "nothing purged" in purge.output, purge.output
-    with psycopg.connect(empty_database_url) as conn:
-        assert conn.execute("SELECT count(*) FROM public.idempotency_keys").fetchone()[0] == 1
+    assert purge.exit_code == 0 and "1 rows deleted" in " ".join(purge.output.split()), purge.output
+    with psycopg.connect(empty_database_url) as conn:  # the old key Brandur's reaper would take, unfinished: kept
+        assert conn.execute("SELECT idempotency_key FROM public.idempotency_keys").fetchall() == [("stalled",)]
+        runs = conn.execute("SELECT table_name, dry_run, outcome, rows_deleted FROM idemdash.purge_run "
+                            "WHERE outcome <> 'failed' ORDER BY run_id").fetchall()
+        assert runs == [("public.idempotency_keys", True, "succeeded", 1),
+                        ("public.idempotency_keys", False, "succeeded", 1)]
+        assert conn.execute("SELECT count(*) FROM idemdash.audit_log WHERE action LIKE 'purge%%'").fetchone()[0] == 2
     assert make_app(empty_database_url, PROFILE="brandur").test_client().get("/readyz").status_code == 200
 
-    assert build(settings.load(DATABASE_URL=empty_database_url), BackgroundScheduler).get_jobs() == []
+    jobs = build(settings.load(DATABASE_URL=empty_database_url), BackgroundScheduler).get_jobs()
+    assert [job.id for job in jobs] == ["purge_keys"]  # Brandur's one table, on the keys' schedule
 
     monkeypatch.setenv("IDEMDASH_APP_SCHEMA", "rides")
     wrong = runner.invoke(main, ["check", "--database-url", empty_database_url])
