@@ -1,0 +1,57 @@
+"""Each library's tables in a real Chromium, the way an operator follows them: a library database's overview (its
+tables and their states), a state's rows, one row's page; seeded with the library's own DDL and rows whose states
+are known (tests/test_profile_states.py)."""
+from __future__ import annotations
+
+import psycopg
+import pytest
+from playwright.sync_api import expect
+
+from tests import library_ddl as ddl
+from tests.test_detect import _create_case
+from tests.test_profile_states import BRANDUR_ROWS, SPRING_V1_ROWS, SPRING_V2_ROWS, WOLVERINE_ROWS
+
+pytestmark = pytest.mark.browser
+
+MASSTRANSIT_ROWS = """
+INSERT INTO public."InboxState" ("MessageId", "ConsumerId", "LockId", "Received", "ReceiveCount", "Consumed",
+                                 "Delivered") VALUES
+  (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), now() - interval '2 hours', 3, NULL, NULL),
+  (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), now() - interval '40 days', 1, now() - interval '40 days',
+   now() - interval '40 days')
+"""
+
+# profile, schema, DDL, rows, (table role, state) to follow, how many rows it holds
+CASES = [
+    ("brandur", "public", [ddl.BRANDUR], BRANDUR_ROWS, ("keys", "in progress"), 2),
+    ("spring-modulith", "public", [ddl.SPRING_MODULITH_V1], SPRING_V1_ROWS, ("outbox", "pending"), 2),
+    ("spring-modulith", "public", [ddl.SPRING_MODULITH_V2], SPRING_V2_ROWS, ("outbox", "failed"), 2),
+    ("wolverine", "wolverine", [ddl.WOLVERINE], WOLVERINE_ROWS, ("inbox", "in progress"), 2),
+    ("masstransit", "public", [ddl.MASSTRANSIT], MASSTRANSIT_ROWS, ("inbox", "stuck"), 1),
+]
+
+
+@pytest.mark.parametrize(("name", "schema", "statements", "rows", "follow", "count"), CASES,
+                         ids=["brandur", "spring-v1", "spring-v2", "wolverine", "masstransit"])
+def test_an_operator_follows_a_librarys_state_to_a_row(live_server, make_app, page, empty_database_url, name, schema,
+                                                       statements, rows, follow, count):
+    _create_case(empty_database_url, schema, statements)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(rows)
+    base = live_server(make_app(empty_database_url, PROFILE=name, DEFAULT_LEASE_SECONDS=300))
+    page.goto(base + "/")
+    expect(page.locator("h1")).to_have_text("Tables")
+    expect(page.locator("header")).to_contain_text(f"{name} · read-only")
+    role, state = follow
+    cell = page.locator(f"tr[data-role={role}] td[data-meaning='{state}'] a")
+    expect(cell).to_have_text(str(count))
+    cell.click()
+    expect(page).to_have_url(f"{base}/tables/{role}?state={state.replace(' ', '+')}")
+    listed = page.locator("table.library-rows tbody tr")
+    expect(listed).to_have_count(count)
+    expect(page.locator("nav.tabs a[aria-current=page]")).to_have_text(state.capitalize())
+    listed.first.locator("a").click()
+    expect(page.locator("ul.row-states")).to_contain_text(f"is {state}")
+    expect(page.locator("table.row-columns")).to_be_visible()
+    page.locator("p.breadcrumb a", has_text="Tables").click()
+    expect(page.locator("h1")).to_have_text("Tables")
