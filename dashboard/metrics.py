@@ -28,7 +28,7 @@ from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.dashboard.databases import plain_endpoint
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import metrics, overview, rollups, snapshots
-from idemdash.queries.profile_states import read_configured_states
+from idemdash.queries.rollups import read_library_states
 from idemdash.queries.target import Target
 
 bp = Blueprint("metrics", __name__)
@@ -97,7 +97,7 @@ class DatabaseCollector(Collector):
     def _database(target: Target, sample: Callable[[str, tuple[str, ...], float | None], None]) -> None:
         if target.settings["PROFILE"] != DEFAULT_PROFILE:  # another library's tables: their states, nothing else
             with target.read() as conn:
-                read = read_configured_states(conn, target.settings)
+                read, _ = read_library_states(conn, target.settings)
             if read.found is None:
                 raise LookupError(read.problem)
             names = dict(read.found.tables)

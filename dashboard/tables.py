@@ -14,7 +14,7 @@ from idemdash.dashboard.auth import refuse_action
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
-from idemdash.queries.profile_states import read_configured_states
+from idemdash.queries.rollups import read_library_states
 
 bp = Blueprint("tables", __name__)
 
@@ -25,7 +25,7 @@ EVERY_PROFILE = frozenset({"tables", "table_rows", "probes", "openapi", "metrics
 def _report() -> schema.Tables:
     target = get_target()
     chosen = profile(target.settings["PROFILE"])
-    read = panels.require(panels.load(read_configured_states, target.settings))
+    read, when = panels.require(panels.load(read_library_states, target.settings))
     counts = {(state.table, state.meaning): (state, count) for state, count in read.counts}
     found = dict(read.found.tables) if read.found else {}
     tables = []
@@ -35,6 +35,7 @@ def _report() -> schema.Tables:
             state, count = counts.get((table.role, meaning), (None, None))
             states.append(schema.StateCount.model_validate({
                 "meaning": meaning, "recorded": state is not None, "count": count,
+                "computed_at": when.get((table.role, meaning)),
                 "note": state.note if state is not None else f"not recorded by {chosen.library}"}))
         tables.append(schema.TableStates(role=table.role, name=found.get(table.role), states=states))
     return schema.Tables(database=target.name, profile=chosen.name, library=chosen.library,

@@ -40,7 +40,7 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
             return done
         try:
             ages = {(a.name, a.variant): a.age_seconds for a in rollups.list_rollup_ages(conn)}
-            for rollup in rollups.ROLLUPS.values():
+            for rollup in (r for r in rollups.ROLLUPS.values() if rollups.applies(r, config)):
                 for variant in rollup.variants(config):
                     age = ages.get((rollup.name, variant))
                     if not force and age is not None and age < rollup.every_seconds - SLACK_SECONDS:

@@ -51,8 +51,10 @@ JOB_DEFAULTS = {
 def register_jobs(scheduler: BaseScheduler, target: Target) -> None:
     """Add every scheduled job for the target's database. A bad schedule setting raises ConfigError naming it."""
     if target.settings["PROFILE"] != DEFAULT_PROFILE:
-        # another library's tables: only the purges of what the library counts as finished (jobs/library_purge.py)
+        # another library's tables: only the purges of what the library counts as finished (jobs/library_purge.py),
+        # and its states' counts that are slow to count per page view
         library_purge.register(scheduler, target)
+        rollups.register(scheduler, target)
         return
     # Retention purges: purge_keys, purge_inbox, purge_outbox, each on its IDEMDASH_PURGE_*_SCHEDULE (UTC).
     purges.register(scheduler, target)

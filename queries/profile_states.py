@@ -110,3 +110,28 @@ def read_configured_states(conn: psycopg.Connection, settings: Mapping[str, Any]
         return ConfiguredStates(None, str(exc))
     return ConfiguredStates(found, None, tuple(count_configured_states(conn, found, settings)))
 
+
+@dataclass(frozen=True)
+class MeasuredState:
+    """A state's count and how long counting it took: what the rollup job stores for a library's database, so
+    that a page counts live only the states that are quick to count (queries/rollups.py)."""
+
+    role: str
+    meaning: str
+    count: int | None
+    ms: float
+
+
+def measure_states(conn: psycopg.Connection, settings: Mapping[str, Any]) -> list[MeasuredState]:
+    """Every state of the configured profile's tables, counted and timed; none when the tables are not found."""
+    try:
+        found = find_configured(conn, settings)
+    except ShapeNotFound:
+        return []
+    measured = []
+    for state in profile(found.profile).states_of(found.version):
+        started = time.perf_counter()
+        count = count_state(conn, found, state, state_params(settings, state.table))
+        measured.append(MeasuredState(state.table, state.meaning, count, (time.perf_counter() - started) * 1000))
+    return measured
+

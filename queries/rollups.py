@@ -24,7 +24,10 @@ import psycopg
 from psycopg import errors
 from psycopg.types.json import Jsonb
 
-from idemdash.queries import Tables, hotspots, inbox, outbox, overview, statement, suppression
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
+from idemdash.core.profiles import profile
+from idemdash.queries import Tables, hotspots, inbox, outbox, overview, profile_states, statement, suppression
+from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.transactions import select_all
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,7 @@ class Rollup:
     variants: Callable[[Mapping[str, Any]], list[str]]      # the variants the job precomputes
     index: str | None                                       # the index advice its live fetch needs
     every_seconds: int                                      # how often the job recomputes it
+    library: bool = False                                   # for a database of another library's profile only
 
     def compute(self, conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], variant: str) -> Any:
         return self.assemble(self.fetch(conn, tables, settings, variant))
@@ -100,7 +104,35 @@ ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
     Rollup("outbox_event_types", outbox.EventTypeSummary,
            lambda conn, tables, s, v: outbox.list_outbox_event_types(conn, tables),
            _as_list, _single, "index_outbox_published", 60),
+    # a library's tables (/tables): every state's count with how long it took; a page counts live the quick ones
+    Rollup("library_states", profile_states.MeasuredState,
+           lambda conn, tables, s, v: profile_states.measure_states(conn, s),
+           _as_list, _single, None, 60, library=True),
 )}
+
+
+def applies(rollup: Rollup, settings: Mapping[str, Any]) -> bool:
+    """Whether the rollup job computes ``rollup`` for a database with these settings (its profile's kind)."""
+    return rollup.library == (settings["PROFILE"] != DEFAULT_PROFILE)
+
+
+def stored_state_counts(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[int | None, datetime]]:
+    """The library states whose stored count is fresh and was slow to count live: (role, meaning) -> (count, when
+    it was counted). Nothing when idemdash's schema is not in the database (nothing is stored there then)."""
+    rollup = ROLLUPS["library_states"]
+    try:
+        with conn.transaction():  # a savepoint: idemdash's schema missing must not abort the caller's reads
+            stored = list_rollups(conn, [(rollup.name, "")])
+    except (errors.UndefinedTable, errors.InvalidSchemaName):
+        return {}
+    if not stored or stored[0].age_seconds > FRESH_FACTOR * rollup.every_seconds:
+        return {}
+    try:
+        rows = decode_rows(rollup, stored[0].payload)
+    except RollupDecodeError as exc:
+        log.warning("%s; counting live", exc)
+        return {}
+    return {(r.role, r.meaning): (r.count, stored[0].computed_at) for r in rows if r.ms >= LIVE_BUDGET_MS}
 
 
 def hotspot_variant(window: str, min_attempts: int) -> str:
@@ -217,3 +249,23 @@ def upsert_rollup(conn: psycopg.Connection, name: str, variant: str, computed_at
                   rows: Sequence[Any]) -> None:
     conn.execute(statement("upsert_rollup"), {"name": name, "variant": variant, "computed_at": computed_at,
                                               "duration_ms": duration_ms, "payload": Jsonb(encode_rows(rows))})
+
+
+def read_library_states(conn: psycopg.Connection,
+                        settings: Mapping[str, Any]) -> tuple[profile_states.ConfiguredStates, dict]:
+    """A library database's tables and every state's count: the stored one where counting it live was measured
+    slow and it is fresh (``stored_state_counts``), counted now otherwise; and when each stored one was counted."""
+    stored = stored_state_counts(conn)
+    try:
+        found = find_configured(conn, settings)
+    except ShapeNotFound as exc:
+        return profile_states.ConfiguredStates(None, str(exc)), {}
+    counts, when = [], {}
+    for state in profile(found.profile).states_of(found.version):
+        key = (state.table, state.meaning)
+        if key in stored:
+            count, when[key] = stored[key]
+        else:
+            count = profile_states.count_state(conn, found, state, profile_states.state_params(settings, state.table))
+        counts.append((state, count))
+    return profile_states.ConfiguredStates(found, None, tuple(counts)), when

@@ -215,7 +215,7 @@ def test_check_readyz_purge_and_the_scheduler_on_a_library_database(make_app, em
     assert make_app(empty_database_url, PROFILE="brandur").test_client().get("/readyz").status_code == 200
 
     jobs = build(settings.load(DATABASE_URL=empty_database_url), BackgroundScheduler).get_jobs()
-    assert [job.id for job in jobs] == ["purge_keys"]  # Brandur's one table, on the keys' schedule
+    assert [job.id for job in jobs] == ["purge_keys", "rollups"]  # its one table on the keys' schedule; its counts
 
     monkeypatch.setenv("IDEMDASH_APP_SCHEMA", "rides")
     wrong = runner.invoke(main, ["check", "--database-url", empty_database_url])

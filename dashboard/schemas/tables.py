@@ -19,6 +19,9 @@ class StateCount(Answer):
                                        "(count is null, never 0).")
     count: int | None = Field(description="Rows in this state now; null when not recorded, or the table is absent.")
     note: str = Field(description="What the state means for this library, where it says more than its name.")
+    computed_at: datetime | None = Field(None, description="When the scheduler counted it: a state slow to count "
+                                                           "live on a large table (the rollup job); null: counted "
+                                                           "now.")
 
 
 class TableStates(Answer):

@@ -1,0 +1,73 @@
+"""A library database's state counts at scale: the rollup job stores each state's count with how long counting it
+took; /tables and /metrics then read the slow ones stored (saying when they were counted) and count the quick ones
+live. Only the library rollup runs there, and only reference rollups run on a reference database."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import psycopg
+
+from idemdash.core import settings
+from idemdash.jobs.rollups import run_rollups
+from idemdash.queries.migrate import migrate
+from idemdash.queries.profile_states import MeasuredState
+from idemdash.queries.rollups import list_rollups, upsert_rollup
+from idemdash.queries.target import Target
+from tests import library_ddl as ddl
+from tests.test_detect import _create_case
+from tests.test_profile_pages import SPRING_COUNTS, SPRING_ROWS
+
+SPRING = {"PROFILE": "spring-modulith", "APP_SCHEMA": "modulith", "INBOX_RETENTION_DAYS": 1,
+          "OUTBOX_RETENTION_DAYS": 1, "DEFAULT_LEASE_SECONDS": 300}
+
+
+def _spring(url: str) -> None:
+    _create_case(url, "modulith", [ddl.SPRING_MODULITH_V2])
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(SPRING_ROWS)
+        migrate(conn)
+
+
+def test_the_job_stores_every_library_state_with_its_time_and_no_reference_rollup(empty_database_url):
+    _spring(empty_database_url)
+    target = Target.from_settings(settings.load(DATABASE_URL=empty_database_url, **SPRING))
+    done = run_rollups(target, force=True)
+    assert list(done) == ["library_states:"]
+    with psycopg.connect(empty_database_url) as conn:
+        [stored] = list_rollups(conn, [("library_states", "")])
+    counts = {(r["role"], r["meaning"]): r["count"] for r in stored.payload}
+    assert {meaning: counts[("outbox", meaning)] for meaning in SPRING_COUNTS} == SPRING_COUNTS
+    assert all(r["ms"] >= 0 for r in stored.payload)
+
+
+def test_a_slow_state_is_read_stored_with_its_time_and_a_quick_one_counted_now(make_app, empty_database_url):
+    _spring(empty_database_url)
+    counted_at = datetime.now(timezone.utc)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        # as the job stores them at size: 'done' took 900 ms to count (read stored), 'pending' 2 ms (counted now)
+        upsert_rollup(conn, "library_states", "", counted_at, 905.0, [
+            MeasuredState("outbox", "done", 1_000_000, 900.0), MeasuredState("outbox", "pending", 777, 2.0)])
+    client = make_app(empty_database_url, **SPRING).test_client()
+    states = {s["meaning"]: s for s in client.get("/api/v1/tables").get_json()["tables"][0]["states"]}
+    assert states["done"]["count"] == 1_000_000 and states["done"]["computed_at"] is not None
+    assert states["pending"]["count"] == SPRING_COUNTS["pending"] and states["pending"]["computed_at"] is None
+    page = client.get("/tables").data.decode()
+    assert "1,000,000" in page and "counted by the scheduler" in page
+    scrape = client.get("/metrics").data.decode()
+    assert 'state="done",table="event_publication"} 1e+06' in scrape
+
+
+def test_a_stale_stored_count_is_not_used(make_app, empty_database_url):
+    _spring(empty_database_url)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        upsert_rollup(conn, "library_states", "", datetime(2026, 1, 1, tzinfo=timezone.utc), 905.0,
+                      [MeasuredState("outbox", "done", 1_000_000, 900.0)])
+    answer = make_app(empty_database_url, **SPRING).test_client().get("/api/v1/tables").get_json()
+    done = {s["meaning"]: s for s in answer["tables"][0]["states"]}["done"]
+    assert (done["count"], done["computed_at"]) == (SPRING_COUNTS["done"], None)
+
+
+def test_a_reference_database_runs_no_library_rollup(database_url):
+    target = Target.from_settings(settings.load(DATABASE_URL=database_url))
+    done = run_rollups(target, force=True)
+    assert done and not any(name.startswith("library_states") for name in done)
