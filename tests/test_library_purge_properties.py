@@ -134,6 +134,11 @@ CASES = [
     Case("masstransit-snake", "masstransit", None, "public", [_masstransit_snake()], "inbox",
          "public.inbox_state", "id", _snake(MASSTRANSIT_INSERT), MASSTRANSIT,
          _masstransit_purgeable, ("Received", "Consumed", "Delivered")),
+    # Npgsql's legacy timestamp switch: DateTime.UtcNow in `timestamp` columns, under a database zone not UTC
+    Case("masstransit-legacy", "masstransit", None, "public",
+         [ddl.MASSTRANSIT.replace("timestamp with time zone", "timestamp without time zone")], "inbox",
+         'public."InboxState"', '"Id"', MASSTRANSIT_INSERT, MASSTRANSIT, _masstransit_purgeable,
+         ("Received", "Consumed", "Delivered"), unit="naive_utc", setup=_database_time_zone),
     Case("wolverine", "wolverine", None, "wolverine", [ddl.WOLVERINE], "inbox",
          "wolverine.wolverine_incoming_envelopes", "id",
          "INSERT INTO wolverine.wolverine_incoming_envelopes (id, status, owner_id, execution_time, body, message_type,"
