@@ -175,6 +175,11 @@ CASES = [
          # eventuate-common EventuateJdbcOperationsUtils.java writes creation_time as epoch ms and published = 0; the
          # CDC sets published = 1 once relayed: only relayed messages older than the retention may go
          lambda r: r["published"] == 1 and older(r["creation_time"]), ("creation_time",), unit="epoch_ms"),
+    Case("eventuate-db-id", "eventuate", "db-id", "eventuate", [ddl.EVENTUATE_DB_ID], "outbox", "eventuate.message",
+         "dbid", "INSERT INTO eventuate.message (dbid, id, destination, headers, payload, published, creation_time)"
+         " VALUES (%(id)s, '', 'd', '{}', '{}', %(published)s, %(creation_time)s)",
+         st.fixed_dictionaries({"published": st.sampled_from([0, 1, None]), "creation_time": maybe}),
+         lambda r: r["published"] == 1 and older(r["creation_time"]), ("creation_time",), unit="epoch_ms"),
     Case("eventuate-inbox", "eventuate", "message-id", "eventuate", [ddl.EVENTUATE], "inbox",
          "eventuate.received_messages", "message_id",
          "INSERT INTO eventuate.received_messages (consumer_id, message_id, creation_time, published) VALUES"
