@@ -111,8 +111,8 @@ true
 {Delivered} IS NOT NULL
 
 -- state_masstransit_inbox_purgeable --
--- MassTransit Entity Framework Core outbox: inbox rows that are purgeable (InboxCleanupService's rule; a row never delivered is never deleted)
-{Delivered} < now() - %(retention)s
+-- MassTransit Entity Framework Core outbox: inbox rows that are purgeable (InboxCleanupService's rule, Delivered < DateTime.UtcNow - window; a row never delivered is never deleted). Compared as epoch seconds, which read a `timestamp` column (Npgsql's legacy switch, DateTime.UtcNow written as is) as UTC whatever the database's time zone, and a `timestamptz` one as its instant
+extract(epoch FROM {Delivered}) < extract(epoch FROM now() - %(retention)s)
 
 -- state_wolverine_inbox_pending --
 -- Wolverine durable messaging (PostgreSQL): inbox rows that are pending (unowned: any node may recover it)
