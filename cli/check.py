@@ -16,11 +16,11 @@ import psycopg
 
 from idemdash.checks import FAIL, run_checks
 from idemdash.checks.readiness import readiness
+from idemdash.cli.check_library import report_library
 from idemdash.cli.common import connect, database_errors, databases_option, targets
 from idemdash.cli.fleet import Outcome, each_database, keep_going_option
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.queries import Tables, indexes
-from idemdash.queries.profile_states import read_configured_states
 from idemdash.queries.target import Target
 
 
@@ -52,7 +52,7 @@ Echo = Callable[[str], None]
 def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     """Print the report (building missing indexes first when asked); returns the exit status."""
     if db.settings["PROFILE"] != DEFAULT_PROFILE:
-        return _report_library(db, echo)
+        return report_library(db, apply_indexes=apply_indexes, echo=echo)
     tables = db.tables
     with connect(db, "idemdash-check") as conn:
         problems = readiness(conn, tables)
@@ -155,22 +155,3 @@ def _print_health(db: Target, echo: Echo) -> int:
             if check.fix:
                 echo(f"         fix: {check.fix}")
     return sum(c.status == FAIL for c in checks)
-
-
-def _report_library(db: Target, echo: Echo) -> int:
-    """Another library's tables: found where configured, and every state's count; idemdash builds no index there
-    (the library's tables are the library's) and needs no schema of its own."""
-    with connect(db, "idemdash-check") as conn:
-        read = read_configured_states(conn, db.settings)
-    if read.found is None:
-        echo(f"Ready (what /readyz asks): no\n  FAIL {read.problem}")
-        return 1
-    tables = dict(read.found.tables)
-    version = f" {read.found.version}" if read.found.version else ""
-    echo(f"Ready (what /readyz asks): yes\n{read.found.profile}{version} in schema {read.found.schema}, read-only: "
-         + ", ".join(f"{name} ({role})" for role, name in read.found.tables))
-    for state, count in read.counts:
-        echo(f"  {tables.get(state.table, state.table)} {state.meaning}: "
-             + (f"{count:,}" if count is not None else "no table"))
-    return 0
-

@@ -111,8 +111,8 @@ true
 {Delivered} IS NOT NULL
 
 -- state_masstransit_inbox_purgeable --
--- MassTransit Entity Framework Core outbox: inbox rows that are purgeable (InboxCleanupService's rule, Delivered < DateTime.UtcNow - window; a row never delivered is never deleted). Compared as epoch seconds, which read a `timestamp` column (Npgsql's legacy switch, DateTime.UtcNow written as is) as UTC whatever the database's time zone, and a `timestamptz` one as its instant
-extract(epoch FROM {Delivered}) < extract(epoch FROM now() - %(retention)s)
+-- MassTransit Entity Framework Core outbox: inbox rows that are purgeable (InboxCleanupService's rule, Delivered < DateTime.UtcNow - window; a row never delivered is never deleted). A `timestamp` column (Npgsql's legacy switch, UtcNow written as is) compares right because a library's connections run in UTC (queries/target.py), and the library's index on Delivered serves it
+{Delivered} < now() - %(retention)s
 
 -- state_wolverine_inbox_pending --
 -- Wolverine durable messaging (PostgreSQL): inbox rows that are pending (unowned: any node may recover it)

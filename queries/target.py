@@ -25,7 +25,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
-from idemdash.core.settings import redact_dsn
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
+from idemdash.core.settings import redact_dsn, setting
 from idemdash.queries import Tables, replication, transactions
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,8 @@ class Target:
         return ConnectionPool(
             dsn, min_size=s["POOL_MIN_SIZE"], max_size=max(s["POOL_MAX_SIZE"], s["POOL_MIN_SIZE"]), open=True,
             timeout=float(s["POOL_TIMEOUT_SECONDS"]), name=f"idemdash-{self.name}{suffix}",
-            check=ConnectionPool.check_connection, kwargs={"application_name": self._application_name},
+            check=ConnectionPool.check_connection,
+            kwargs={"application_name": self._application_name, **self._session_options(dsn)},
             connection_class=connection_class)
 
     def _watched_connection_class(self) -> type[psycopg.Connection]:
@@ -206,6 +208,15 @@ class Target:
                                                     "primary")
         return ReplicaStatus(True, lag, limit, None)
 
+    def _session_options(self, dsn: str) -> dict[str, str]:
+        """A library's tables are read and purged in a session whose time zone is UTC: a ``timestamp`` column the
+        library writes from a UTC clock (NServiceBus, MassTransit's legacy mode) then compares right with
+        ``now()``, and through the library's own index. The reference tables' sessions are left as configured."""
+        if setting(self.settings, "PROFILE") == DEFAULT_PROFILE:
+            return {}
+        own = conninfo_to_dict(dsn).get("options") or ""
+        return {"options": f"{own} -c TimeZone=UTC".strip()}
+
     # -- a connection of its own: jobs and the command line ---------------------------------------------------
 
     def connect(self, application_name: str, *, report: bool = True) -> psycopg.Connection:
@@ -217,6 +228,7 @@ class Target:
         """
         extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(self.dsn)
                                  else {"connect_timeout": DEFAULT_CONNECT_TIMEOUT})
+        extra.update(self._session_options(self.dsn))
         try:
             conn = psycopg.connect(self.dsn, autocommit=True, application_name=application_name, **extra)
         except psycopg.Error as exc:

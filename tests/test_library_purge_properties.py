@@ -32,6 +32,9 @@ from idemdash.queries.target import Target
 from tests import library_ddl as ddl
 from tests.test_detect import _create_case, _masstransit_snake, _nservicebus
 
+# a Hypothesis property per library table, about a second each: in the full run, out of the fast loop
+pytestmark = pytest.mark.system
+
 DAY = 24 * 60  # minutes
 INBOX_LIKE = ("inbox", "keys")  # kept INBOX_RETENTION_DAYS; every other role OUTBOX_RETENTION_DAYS
 

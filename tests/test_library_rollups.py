@@ -71,3 +71,31 @@ def test_a_reference_database_runs_no_library_rollup(database_url):
     target = Target.from_settings(settings.load(DATABASE_URL=database_url))
     done = run_rollups(target, force=True)
     assert done and not any(name.startswith("library_states") for name in done)
+
+
+def test_check_advises_the_incomplete_index_builds_it_and_the_pending_count_reads_it(empty_database_url, monkeypatch):
+    from click.testing import CliRunner
+
+    from idemdash.cli import main
+
+    _spring(empty_database_url)
+    for name, value in SPRING.items():
+        monkeypatch.setenv(f"IDEMDASH_{name}", str(value))
+    runner = CliRunner()
+    before = runner.invoke(main, ["check", "--database-url", empty_database_url])
+    assert before.exit_code == 1, before.output
+    assert "[missing] event_publication_incomplete_idemdash_idx on modulith.event_publication" in before.output
+    assert ('CREATE INDEX CONCURRENTLY IF NOT EXISTS "event_publication_incomplete_idemdash_idx" ON '
+            '"modulith"."event_publication" ("publication_date")') in before.output
+    built = runner.invoke(main, ["check", "--apply-indexes", "--database-url", empty_database_url])
+    assert "done in" in built.output and built.exit_code == 0, built.output
+    assert "[ok] event_publication_incomplete_idemdash_idx" in built.output
+    with psycopg.connect(empty_database_url) as conn:
+        own = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'modulith' ORDER BY 1").fetchall()
+        assert [n for (n,) in own] == ["event_publication_by_completion_date_idx", "event_publication_incomplete_idemdash_idx",
+                                       "event_publication_pkey", "event_publication_serialized_event_hash_idx"] or \
+            ("event_publication_incomplete_idemdash_idx",) in own
+        conn.execute("SET enable_seqscan = off")
+        plan = conn.execute("EXPLAIN SELECT count(*) FROM modulith.event_publication "
+                            "WHERE (completion_date IS NULL OR status <> 'COMPLETED')").fetchall()
+        assert "event_publication_incomplete_idemdash_idx" in " ".join(r[0] for r in plan)

@@ -24,6 +24,7 @@ from idemdash.core.profiles.shape import (
     TIMESTAMPTZ,
     UUID,
     Column,
+    Index,
     Profile,
     Source,
     State,
@@ -74,6 +75,13 @@ PROFILE = Profile(
               "InboxCleanupService's rule; a row never delivered is never deleted"),
     ),
     namings=(AS_IS, SNAKE_CASE),
+    indexes=(
+        Index("inbox", "undelivered", "profile_index_masstransit_inbox_undelivered",
+              "inbox rows never delivered, by when they were received: the in-progress and stuck counts and lists "
+              "(the library's own index on Delivered serves the purge)"),
+        Index("outbox_state", "undelivered", "profile_index_masstransit_outbox_state_undelivered",
+              "outbox states never delivered, by when they were created: the stuck count and list"),
+    ),
     cleanup="InboxCleanupService deletes InboxState rows delivered longer ago than DuplicateDetectionWindow "
             "(30 min), 100 a batch every 10 s; the delivery service deletes each OutboxMessage once sent and the "
             "OutboxState once delivered. Undelivered InboxState rows and orphaned messages stay.",

@@ -93,6 +93,18 @@ class State:
 
 
 @dataclass(frozen=True)
+class Index:
+    """An index idemdash advises on one of the library's tables, for its pages' counts and lists: built only by
+    `idemdash check --apply-indexes`, named ``<table>_<purpose>_idemdash_idx``, never one of the library's own."""
+
+    table: str                      # the role of the table it is on
+    purpose: str                    # part of its name
+    query: str                      # its CREATE INDEX CONCURRENTLY block in queries/profile_indexes.sql
+    why: str
+    version: str | None = None      # advised for this version of the shape only; None: for every version
+
+
+@dataclass(frozen=True)
 class Version:
     name: str
     table: str                      # the role of the table whose columns tell it
@@ -118,6 +130,7 @@ class Profile:
     sources: tuple[Source, ...]
     versions: tuple[Version, ...] = ()   # the first that fits wins
     namings: tuple[str, ...] = (AS_IS,)
+    indexes: tuple[Index, ...] = ()
 
     def table(self, role: str) -> Table:
         for table in self.tables:

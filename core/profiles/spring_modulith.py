@@ -18,6 +18,7 @@ from idemdash.core.profiles.shape import (
     TSTZ,
     UUID,
     Column,
+    Index,
     Profile,
     Source,
     State,
@@ -68,6 +69,13 @@ PROFILE = Profile(
         State(DONE, "outbox", "state_spring_modulith_outbox_done_v1", version="v1"),
         State(PURGEABLE, "outbox", "state_spring_modulith_outbox_purgeable_v1", "deletePublicationsOlderThan",
               version="v1"),
+    ),
+    indexes=(
+        Index("outbox", "incomplete", "profile_index_spring_modulith_outbox_incomplete_v2",
+              "incomplete publications by publication date (spring-modulith#1148): the pending, in-progress, stuck "
+              "and failed counts and lists read only those rows, oldest first", version="v2"),
+        Index("outbox", "incomplete", "profile_index_spring_modulith_outbox_incomplete_v1",
+              "incomplete publications by publication date: the pending and stuck counts and lists", version="v1"),
     ),
     versions=(
         Version("v2", "outbox", present=("status", "completion_attempts", "last_resubmission_date")),

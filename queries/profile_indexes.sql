@@ -1,0 +1,16 @@
+-- profile_index_spring_modulith_outbox_incomplete_v2 --
+-- Spring Modulith v2: the incomplete publications (the registry's own definition) by publication date.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({publication_date})
+WHERE ({completion_date} IS NULL OR {status} <> 'COMPLETED')
+
+-- profile_index_spring_modulith_outbox_incomplete_v1 --
+-- Spring Modulith v1: the incomplete publications (no completion date) by publication date.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({publication_date}) WHERE {completion_date} IS NULL
+
+-- profile_index_masstransit_inbox_undelivered --
+-- MassTransit: inbox states never delivered, by when they were received.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({Received}) WHERE {Delivered} IS NULL
+
+-- profile_index_masstransit_outbox_state_undelivered --
+-- MassTransit: outbox states never delivered, by when they were created.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({Created}) WHERE {Delivered} IS NULL
