@@ -11,7 +11,7 @@ from idemdash.queries.indexes import MISSING, OK
 from idemdash.queries.profile_indexes import create_profile_index, list_profile_index_status
 from tests.test_detect import CASES, IDS, _create_case
 
-ADVISING = [(case, ident) for case, ident in zip(CASES, IDS) if PROFILES[case[0]].indexes]
+ADVISING = [(case, ident) for case, ident in zip(CASES, IDS, strict=True) if PROFILES[case[0]].indexes]
 
 
 @pytest.mark.parametrize(("name", "version", "schema", "statements", "tables"), [c for c, _ in ADVISING],
