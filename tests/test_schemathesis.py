@@ -30,7 +30,8 @@ def _cursors(client) -> dict[str, list[str]]:
     found = {}
     for listing, url in (("keys", "/api/v1/keys?limit=1"), ("audit", "/api/v1/audit?limit=1"),
                          ("outbox", "/api/v1/outbox?limit=1"), ("poison", "/api/v1/outbox/poison?limit=1"),
-                         ("purges", "/api/v1/purges?limit=1")):
+                         ("purges", "/api/v1/purges?limit=1"),
+                         ("table-rows", "/api/v1/tables/outbox?state=pending&limit=1")):
         body = client.get(url).get_json()
         assert body.get("next_cursor"), (url, body)
         found[listing] = [body["next_cursor"]]

@@ -4,6 +4,7 @@ hostile payload, a parked one), inbox rows, a bulk action, a note and a reclassi
 the audit log, snapshots for the trends, purge runs (finished, cancelled, one running)."""
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -97,7 +98,8 @@ def page_urls(app, world: World) -> list[str]:
     urls = []
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
         if ("GET" not in rule.methods or rule.endpoint == "static" or rule.rule.startswith("/api/")
-                or rule.endpoint.startswith(("probes.", "metrics.")) or rule.endpoint == "keys.detail_page_by_query"):
+                or rule.endpoint.startswith(("probes.", "metrics.")) or rule.endpoint == "keys.detail_page_by_query"
+                or rule.endpoint.startswith("table_rows.")):  # a table's state and row: below, with their query
             continue
         unknown = set(rule.arguments) - set(fill)
         assert not unknown, f"{rule.rule}: no value for {unknown} in tests/world.py"
@@ -107,5 +109,7 @@ def page_urls(app, world: World) -> list[str]:
     urls += ["/search?q=cart", "/search?q=nothing-like-it", f"/key?scope=create_order&key={quote(LONG_KEY)}",
              f"/key?scope=refund&key={quote(HOSTILE_KEY)}", "/audit?action=reclassify-bulk", "/?range=7d",
              "/keys?scope=cap", f"/outbox/{world.parked_id}", "/keys/create_order/cart/6/checkout-0006",
-             "/keys/create_order/done-1", "/keys?status=stuck&scope=nothing-like-it"]
+             "/keys/create_order/done-1", "/keys?status=stuck&scope=nothing-like-it",
+             "/tables/outbox?state=pending", "/tables/keys?state=stuck",
+             f"/tables/outbox/row?id={quote(json.dumps([world.poison_id]))}"]
     return urls
