@@ -17,7 +17,7 @@ from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import cursor
 from idemdash.queries.catalog import ShapeNotFound, find_configured
-from idemdash.queries.profile_rows import get_row, list_state_rows, row_states
+from idemdash.queries.profile_rows import get_row, list_state_rows, order_column, row_states
 from idemdash.queries.profile_states import state_params
 
 bp = Blueprint("table_rows", __name__)
@@ -69,8 +69,8 @@ def _rows(role: str) -> schema.Rows:
     rows = rows[:args.limit]
     next_cursor = cursor.encode([rows[-1].order_value, rows[-1].identity_value]) if more else None
     return schema.Rows(database=target.name, profile=found.profile, role=role, table=found.table(role) or role,
-                       state=args.state, note=state.note, order_column=named(table.times[0].column, found.naming)
-                       if table.times else None,
+                       state=args.state, note=state.note,
+                       order_column=named(column, found.naming) if (column := order_column(table, state)) else None,
                        items=[schema.RowItem(identity=r.identity_value, row=r.row_json) for r in rows],
                        next_cursor=next_cursor, as_of=datetime.now(timezone.utc))
 

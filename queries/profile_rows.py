@@ -37,10 +37,14 @@ def _identity(found: Found, table: Table) -> sql.Composable:
     return statement("profile_identity", None, identity_columns=columns)
 
 
-def _order(found: Found, table: Table) -> sql.Composable:
-    if table.times:
-        return sql.Identifier(named(table.times[0].column, found.naming))
-    return _identity(found, table)
+def order_column(table: Table, state: State) -> str | None:
+    """The column a state's rows are listed by: the state's own, else the table's first time column."""
+    return state.order or (table.times[0].column if table.times else None)
+
+
+def _order(found: Found, table: Table, state: State) -> sql.Composable:
+    column = order_column(table, state)
+    return sql.Identifier(named(column, found.naming)) if column else _identity(found, table)
 
 
 def list_state_rows(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any], *,
@@ -53,7 +57,7 @@ def list_state_rows(conn: psycopg.Connection, found: Found, state: State, params
     if condition is None or name is None:
         return []
     query = statement("list_profile_state", None, table=sql.Identifier(found.schema, name), condition=condition,
-                      order_value=_order(found, table), identity_value=_identity(found, table))
+                      order_value=_order(found, table, state), identity_value=_identity(found, table))
     omit = [named(c, found.naming) for c in (table.payload,) if c]
     values = {**params, "omit": omit, "limit": limit, "first": after is None,
               "after_null": after is not None and after[0] is None,

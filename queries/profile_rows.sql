@@ -3,17 +3,18 @@
 SELECT count(*) FROM {table} WHERE {condition}
 
 -- list_profile_state --
--- Rows of a library's table in one of its states, oldest first by the table's first time column ({order_value}; its identity where it has none), then by identity ({identity_value}: a JSON array of the identity columns, as text); keyset-paginated after (after_order, after_identity), NULL times first. Each row whole as JSON but for the columns in %(omit)s (payloads).
+-- Rows of a library's table in one of its states, oldest first by the state's time column ({order_value}: the one the library indexes for it, else the table's first; its identity where it has none), then by identity ({identity_value}: a JSON array of the identity columns, as text); keyset-paginated after (after_order, after_identity), rows without that time last. Each row whole as JSON but for the columns in %(omit)s (payloads).
 SELECT to_jsonb(t) - %(omit)s::text[] AS row_json, ({order_value})::text AS order_value,
        ({identity_value})::text AS identity_value
 FROM {table} t
 WHERE ({condition})
   AND (%(first)s
-       OR (%(after_null)s AND (({order_value}) IS NOT NULL OR ({identity_value})::text > %(after_identity)s))
+       OR (%(after_null)s AND ({order_value}) IS NULL AND ({identity_value})::text > %(after_identity)s)
        OR (NOT %(after_null)s AND (({order_value}) > %(after_order)s
                                    OR (({order_value}) = %(after_order)s
-                                       AND ({identity_value})::text > %(after_identity)s))))
-ORDER BY ({order_value}) NULLS FIRST, ({identity_value})::text
+                                       AND ({identity_value})::text > %(after_identity)s)
+                                   OR ({order_value}) IS NULL)))
+ORDER BY ({order_value}) NULLS LAST, ({identity_value})::text
 LIMIT %(limit)s
 
 -- get_profile_row --

@@ -70,9 +70,9 @@ PROFILE = Profile(
         State(IN_PROGRESS, "inbox", "state_masstransit_inbox_in_progress",
               "received, not yet consumed (a faulted consumer leaves it so)"),
         State(STUCK, "inbox", "state_masstransit_inbox_stuck"),
-        State(DONE, "inbox", "state_masstransit_inbox_done"),
+        State(DONE, "inbox", "state_masstransit_inbox_done", order="Delivered"),
         State(PURGEABLE, "inbox", "state_masstransit_inbox_purgeable",
-              "InboxCleanupService's rule; a row never delivered is never deleted"),
+              "InboxCleanupService's rule; a row never delivered is never deleted", order="Delivered"),
     ),
     namings=(AS_IS, SNAKE_CASE),
     indexes=(

@@ -90,6 +90,8 @@ class State:
     query: str                      # the name of its block in queries/profile_states.sql, see the docstring
     note: str = ""
     version: str | None = None      # holds for this version of the shape only; None: for every version
+    order: str | None = None        # the time column its rows are listed by (one the library indexes for the
+                                    # state); None: the table's first time column
 
 
 @dataclass(frozen=True)

@@ -101,8 +101,8 @@ class Rows(Answer):
     table: str
     state: Meaning
     note: str = Field(description="What the state means for this library.")
-    order_column: str | None = Field(description="The time column rows are ordered by, oldest first (null times "
-                                                 "first); null: by identity (the table records no time).")
+    order_column: str | None = Field(description="The time column rows are ordered by, oldest first (rows without "
+                                                 "it last); null: by identity (the table records no time).")
     items: list[RowItem]
     next_cursor: str | None
     as_of: datetime
