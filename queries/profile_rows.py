@@ -6,6 +6,7 @@ its identity is a JSON array of the profile's identity columns, as text (``["7b1
 same in a list and in a row's URL."""
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,9 +33,30 @@ def profile_table(found: Found, role: str) -> Table:
     return profile(found.profile).table(role)
 
 
+def _identity_columns(found: Found, table: Table) -> sql.Composable:
+    return sql.SQL(", ").join(sql.Identifier(named(c, found.naming)) for c in table.identity)
+
+
 def _identity(found: Found, table: Table) -> sql.Composable:
-    columns = sql.SQL(", ").join(sql.Identifier(named(c, found.naming)) for c in table.identity)
-    return statement("profile_identity", None, identity_columns=columns)
+    return statement("profile_identity", None, identity_columns=_identity_columns(found, table))
+
+
+def identity_values(table: Table, identity: str) -> dict[str, Any] | None:
+    """The identity's values by placeholder name (``id_0``, ...), or None when it is not a JSON array of as many
+    plain values as the table has identity columns (no row has it)."""
+    try:
+        values = json.loads(identity)
+    except ValueError:
+        return None
+    if not isinstance(values, list) or len(values) != len(table.identity) or not all(
+            isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in values):
+        return None
+    return {f"id_{i}": str(v) for i, v in enumerate(values)}
+
+
+def _by_identity(found: Found, table: Table) -> dict[str, sql.Composable]:
+    return {"identity_columns": _identity_columns(found, table),
+            "identity_values": sql.SQL(", ").join(sql.Placeholder(f"id_{i}") for i in range(len(table.identity)))}
 
 
 def order_column(table: Table, state: State) -> str | None:
@@ -69,11 +91,12 @@ def list_state_rows(conn: psycopg.Connection, found: Found, state: State, params
 def get_row(conn: psycopg.Connection, found: Found, role: str, identity: str) -> dict[str, Any] | None:
     """The row of ``role``'s table whose identity is ``identity`` (as in a list), whole; None when there is none."""
     name = dict(found.tables).get(role)
-    if name is None:
+    table = profile_table(found, role)
+    values = identity_values(table, identity)
+    if name is None or values is None:
         return None
-    query = statement("get_profile_row", None, table=sql.Identifier(found.schema, name),
-                      identity_value=_identity(found, profile_table(found, role)))
-    found_row = conn.execute(query, {"identity": identity}).fetchone()
+    query = statement("get_profile_row", None, table=sql.Identifier(found.schema, name), **_by_identity(found, table))
+    found_row = conn.execute(query, values).fetchone()
     return found_row[0] if found_row else None
 
 
@@ -82,13 +105,14 @@ def row_states(conn: psycopg.Connection, found: Found, role: str, identity: str,
     """Each state of ``role``'s table (for the found version), and whether the row is in it."""
     name = dict(found.tables).get(role)
     table = profile_table(found, role)
+    values = identity_values(table, identity)
     result = []
     for state in profile(found.profile).states_of(found.version):
         condition = state_condition(found, state) if state.table == role else None
-        if condition is None or name is None:
+        if condition is None or name is None or values is None:
             continue
         query = statement("profile_row_in_state", None, table=sql.Identifier(found.schema, name), condition=condition,
-                          identity_value=_identity(found, table))
-        (inside,) = conn.execute(query, {**params, "identity": identity}).fetchone() or (False,)
+                          **_by_identity(found, table))
+        (inside,) = conn.execute(query, {**params, **values}).fetchone() or (False,)
         result.append((state, bool(inside)))
     return result

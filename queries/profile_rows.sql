@@ -18,13 +18,13 @@ ORDER BY ({order_value}) NULLS LAST, ({identity_value})::text
 LIMIT %(limit)s
 
 -- get_profile_row --
--- One row of a library's table by its identity ({identity_value}: a JSON array of the identity columns, as text), whole as JSON.
-SELECT to_jsonb(t) AS row_json FROM {table} t WHERE ({identity_value})::text = %(identity)s
+-- One row of a library's table by its identity: its identity columns ({identity_columns}) equal to the values of the identity's JSON array ({identity_values}, each cast to its column's type), through the table's key; whole as JSON.
+SELECT to_jsonb(t) AS row_json FROM {table} t WHERE ({identity_columns}) = ({identity_values})
 
 -- profile_identity --
 -- A library row's identity as one value: a JSON array of the profile's identity columns ({identity_columns}), the same in a list and in a row's URL.
 jsonb_build_array({identity_columns})
 
 -- profile_row_in_state --
--- Whether the row of a library's table with this identity is in one of its states ({condition}): what a row's page says of it.
-SELECT EXISTS (SELECT 1 FROM {table} t WHERE ({condition}) AND ({identity_value})::text = %(identity)s)
+-- Whether the row of a library's table with this identity ({identity_columns} equal to {identity_values}) is in one of its states ({condition}): what a row's page says of it.
+SELECT EXISTS (SELECT 1 FROM {table} t WHERE ({condition}) AND ({identity_columns}) = ({identity_values}))

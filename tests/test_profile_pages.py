@@ -270,5 +270,9 @@ def test_a_states_rows_are_listed_oldest_first_page_by_page_and_a_row_shows_its_
     assert client.get("/api/v1/tables/archive?state=in progress").status_code == 404  # not recorded there
     bad = client.get("/api/v1/tables/outbox?state=late")
     assert bad.status_code == 400 and "state" in bad.get_json()["error"]
-    assert client.get("/api/v1/tables/outbox/row", query_string={"id": '["nope"]'}).status_code == 404
+    absent = client.get("/api/v1/tables/outbox/row", query_string={"id": '["00000000-0000-0000-0000-000000000000"]'})
+    assert absent.status_code == 404 and "no row of event_publication" in absent.get_json()["error"]
+    malformed = client.get("/api/v1/tables/outbox/row", query_string={"id": '["nope"]'})  # not a uuid: bad input
+    assert malformed.status_code == 400 and "uuid" in malformed.get_json()["error"], malformed.get_json()
+    assert client.get("/api/v1/tables/outbox/row", query_string={"id": "nope"}).status_code == 404
     assert client.get("/api/v1/tables/outbox?state=stuck&cursor=xyz").status_code == 400

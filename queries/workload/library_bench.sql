@@ -3,7 +3,7 @@
 INSERT INTO {table} (id, listener_id, event_type, serialized_event, publication_date, completion_date, status,
                      completion_attempts)
 SELECT gen_random_uuid(), 'com.example.Listener' || (i %% 20), 'com.example.Event' || (i %% 50),
-       '{"order":' || i || ',"lines":[1,2,3]}', p,
+       '{{"order":' || i || ',"lines":[1,2,3]}}', p,
        CASE WHEN k < 985 OR (k >= 996 AND k %% 2 = 0) THEN p + interval '1 second' END,
        CASE WHEN k < 985 THEN 'COMPLETED' WHEN k < 990 THEN 'PUBLISHED' WHEN k < 993 THEN 'PROCESSING'
             WHEN k < 996 THEN 'FAILED' END,
@@ -28,3 +28,23 @@ ANALYZE {table}
 -- library_bench_count --
 -- How many rows a library table holds (the benchmark's data check).
 SELECT count(*) FROM {table}
+
+-- library_bench_create_schema --
+-- The library benchmark's schema for one library's tables.
+CREATE SCHEMA IF NOT EXISTS {schema}
+
+-- library_bench_drop_schema --
+-- The library benchmark's schema, dropped to load its table again with another number of rows.
+DROP SCHEMA {schema} CASCADE
+
+-- library_bench_table_exists --
+-- Whether the library benchmark's table is there already.
+SELECT to_regclass(%(table)s) IS NOT NULL
+
+-- library_bench_drop_index --
+-- An index idemdash advises, dropped so the first phase measures the pages without it.
+DROP INDEX IF EXISTS {index}
+
+-- library_bench_forget_rollups --
+-- The stored rollups, forgotten so the first phase counts every state live.
+DELETE FROM idemdash.rollup
