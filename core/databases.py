@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from idemdash.core.profiles import register
+from idemdash.core.profiles.custom import NAME as CUSTOM
+from idemdash.core.profiles.custom import ShapeError, custom_profile
 from idemdash.core.settings import BY_NAME, PER_DATABASE, ConfigError, with_profile_defaults
 
 if sys.version_info >= (3, 11):
@@ -67,14 +70,16 @@ def _read(path: Path, base: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]
                               "part of every URL under /db/<name>/)")
         if not isinstance(table, dict):
             raise ConfigError(f"{here}: expected a table of settings")
-        result.append((name, _database_settings(here, table, base)))
+        result.append((name, _database_settings(here, name, table, base)))
     return result
 
 
-def _database_settings(here: str, table: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+def _database_settings(here: str, database: str, table: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
     values = dict(base)
-    allowed = sorted(ALIASES) + sorted(n.lower() for n in PER_DATABASE if n not in ALIASES.values())
+    allowed = sorted(ALIASES) + sorted(n.lower() for n in PER_DATABASE if n not in ALIASES.values()) + ["shape"]
     for key, raw in table.items():
+        if key == "shape":
+            continue  # a custom shape's tables, read below
         name = ALIASES.get(key, key.upper())
         if key != key.lower() or name not in PER_DATABASE:
             raise ConfigError(f"{here}: unknown key {key!r}; a database may set {', '.join(allowed)}")
@@ -87,6 +92,25 @@ def _database_settings(here: str, table: Mapping[str, Any], base: Mapping[str, A
             raise ConfigError(f"{here}: {key}: {exc}") from None
     if not table.get("url"):
         raise ConfigError(f"{here}: url is required (the database that holds this service's idempotency tables)")
+    _custom_shape(here, database, table, values)
     # a library's profile: its own schema and table names where this table names none (not the environment's,
     # which describe the reference tables)
     return with_profile_defaults(values, {ALIASES.get(key, key.upper()) for key in table})
+
+
+def _custom_shape(here: str, name: str, table: Mapping[str, Any], values: dict[str, Any]) -> None:
+    """``profile = "custom"``: the shape the table describes becomes this database's profile (registered by name)."""
+    shape = table.get("shape")
+    if values["PROFILE"] != CUSTOM:
+        if shape is not None:
+            raise ConfigError(f"{here}: shape describes custom tables: it needs profile = \"custom\"")
+        return
+    if not isinstance(shape, dict):
+        raise ConfigError(f"{here}: profile = \"custom\" needs a [databases.{name}.shape.<role>] table describing "
+                          "the tables (see docs/profiles.md, Custom shapes)")
+    try:
+        described = custom_profile(name, shape)
+    except ShapeError as exc:
+        raise ConfigError("\n".join(f"{here}: {line}" for line in str(exc).splitlines())) from None
+    register(described)
+    values["PROFILE"] = described.name

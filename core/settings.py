@@ -16,6 +16,7 @@ from idemdash.core import parsers
 from idemdash.core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import PROFILES, setting_defaults
+from idemdash.core.profiles.custom import NAME as CUSTOM
 
 PREFIX = "IDEMDASH_"
 
@@ -61,12 +62,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Name of the processed-message (inbox) table.", per_database=True),
     Setting("OUTBOX_TABLE", "outbox_event", parsers.identifier,
             "Name of the transactional outbox table.", per_database=True),
-    Setting("PROFILE", DEFAULT_PROFILE, parsers.choice(*PROFILES),
-            "Whose tables the database holds: `reference` (idemdash's own shape, these settings' defaults) or a "
+    Setting("PROFILE", DEFAULT_PROFILE, parsers.choice(*PROFILES, CUSTOM),
+            "Whose tables the database holds: `reference` (idemdash's own shape, these settings' defaults), a "
             "library's (`spring-modulith`, `masstransit`, `wolverine`, `brandur`, `nservicebus`, `eventuate`, "
-            "`pg-transactional-outbox`, `debezium-outbox`); `idemdash detect` finds them. A library's profile reads "
-            "its tables through its own states, never writes to them, and takes the library's schema and table names "
-            "where none are set. See docs/profiles.md.", per_database=True),
+            "`pg-transactional-outbox`, `debezium-outbox`; `idemdash detect` finds them), or `custom`, a shape "
+            "described in `IDEMDASH_CONFIG`. Any but `reference` is read through its own states, never written to "
+            "by an action, and takes the library's schema and table names where none are set. See docs/profiles.md.",
+            per_database=True),
     Setting("ARCHIVE_TABLE", "event_publication_archive", parsers.identifier,
             "Spring Modulith's archive table (profile `spring-modulith`).", per_database=True),
     Setting("OUTBOX_STATE_TABLE", "OutboxState", parsers.identifier,
@@ -248,6 +250,9 @@ def load(environ: Mapping[str, str] | None = None, **overrides: Any) -> dict[str
 def with_profile_defaults(values: dict[str, Any], given: set[str]) -> dict[str, Any]:
     """``values`` with a library profile's own schema and table names wherever ``given`` (the names the
     configuration set) has none: a Spring Modulith database is ``public.event_publication`` unless told otherwise."""
+    if setting(values, "PROFILE") == CUSTOM:
+        raise ConfigError("IDEMDASH_PROFILE=custom needs the tables' shape: describe it in a [databases.<name>.shape] "
+                          "table of IDEMDASH_CONFIG (docs/profiles.md, Custom shapes)")
     if setting(values, "PROFILE") != DEFAULT_PROFILE:
         values.update({name: value for name, value in setting_defaults(values["PROFILE"]).items()
                        if name not in given})

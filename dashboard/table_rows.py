@@ -18,7 +18,7 @@ from idemdash.dashboard.web import render
 from idemdash.queries import cursor
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.profile_rows import get_row, list_state_rows, order_column, row_states
-from idemdash.queries.profile_states import state_params
+from idemdash.queries.profile_states import params_for
 
 bp = Blueprint("table_rows", __name__)
 
@@ -60,7 +60,7 @@ def _rows(role: str) -> schema.Rows:
         found = _found(conn, target.settings)
         table = _table(found, role)
         state = _state(found, role, args.state)
-        rows = list_state_rows(conn, found, state, state_params(target.settings, role),
+        rows = list_state_rows(conn, found, state, params_for(state, target.settings),
                                after=after, limit=args.limit + 1)
         return found, table, state, rows
 
@@ -82,8 +82,7 @@ def _row(role: str) -> schema.Row:
     def read(conn: Any) -> tuple[Found, dict | None, list]:
         found = _found(conn, target.settings)
         _table(found, role)
-        params = state_params(target.settings, role)
-        return found, get_row(conn, found, role, identity), row_states(conn, found, role, identity, params)
+        return found, get_row(conn, found, role, identity), row_states(conn, found, role, identity, target.settings)
 
     found, row, states = panels.require(panels.load(read))
     if row is None:

@@ -28,8 +28,12 @@ from idemdash.jobs.purge_settings import PurgeSettings
 from idemdash.jobs.purges import schedule_trigger
 from idemdash.queries import purges
 from idemdash.queries.catalog import find_configured
-from idemdash.queries.library_purges import delete_library_batch, record_library_dry_run
-from idemdash.queries.profile_states import state_params
+from idemdash.queries.library_purges import (
+    delete_library_batch,
+    delete_library_batch_in_order,
+    record_library_dry_run,
+)
+from idemdash.queries.profile_states import params_for
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -63,7 +67,7 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
     """One run of the table of ``state`` (a purgeable one); never raises for database trouble."""
     name = history_name(found, state.table)
     settings = PurgeSettings.from_config(target.settings, "outbox")
-    params = state_params(target.settings, state.table)
+    params = params_for(state, target.settings)
     started = time.monotonic()
     batches = rows = 0
     run_id: int | None = None
@@ -109,6 +113,7 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
              deadline: float, cancel: Callable[[], str | None]) -> tuple[str, str | None, int, int]:
     """Batches until none is left, the budget is spent, or someone cancels; (outcome, error, batches, rows)."""
     size, batches, rows = settings.batch_size, 0, 0
+    after: str | None = None  # along the state's indexed time column, where the last batch stopped
     with target.connect(f"idemdash-purge-{state.table}-batches"[:63]) as conn:
         while True:
             if by := cancel():
@@ -119,7 +124,12 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
             try:
                 with conn.transaction():
                     purges.set_purge_timeouts(conn, settings.statement_timeout_ms, settings.lock_timeout_ms)
-                    deleted = delete_library_batch(conn, found, state, params, run_id=run_id, batch_size=size)
+                    if state.order:
+                        deleted, stopped = delete_library_batch_in_order(
+                            conn, found, state, params, run_id=run_id, batch_size=size, order=state.order, after=after)
+                    else:
+                        deleted, stopped = delete_library_batch(conn, found, state, params, run_id=run_id,
+                                                                batch_size=size), None
             except (errors.QueryCanceled, errors.LockNotAvailable):
                 if size <= MIN_BATCH:
                     return ("failed", f"batches of {size} rows kept running past the "
@@ -128,6 +138,7 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
                 continue
             batches += 1 if deleted else 0
             rows += deleted
+            after = stopped or after
             if deleted < size:
                 return "succeeded", None, batches, rows
             took = time.monotonic() - began

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
-from idemdash.core.profiles.detect import Found
+from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import State
 from idemdash.queries import statement
 from idemdash.queries.profile_states import state_names
@@ -25,6 +26,19 @@ def delete_library_batch(conn: psycopg.Connection, found: Found, state: State, p
     row = conn.execute(statement("delete_library_batch", None, **_names(found, state)),
                        {**params, "run_id": run_id, "batch_size": batch_size}).fetchone()
     return int(row[0]) if row else 0
+
+
+def delete_library_batch_in_order(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any],
+                                  *, run_id: int, batch_size: int, order: str,
+                                  after: str | None) -> tuple[int, str | None]:
+    """A batch along ``order`` (the state's indexed time column) from ``after`` (where the last batch stopped, None
+    for the first); the rows deleted and where this batch stopped."""
+    names = _names(found, state)
+    names["order"] = sql.Identifier(named(order, found.naming))
+    row = conn.execute(statement("delete_library_batch_in_order", None, **names),
+                       {**params, "run_id": run_id, "batch_size": batch_size, "first": after is None,
+                        "after_value": after}).fetchone()
+    return (int(row[0]), row[1]) if row else (0, None)
 
 
 def record_library_dry_run(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any], *,

@@ -12,6 +12,24 @@ WITH doomed AS (
 )
 SELECT count(*) AS deleted FROM gone
 
+-- delete_library_batch_in_order --
+-- One batch of a library table's purge along the time column the library indexes for its purgeable state ({order}): the due rows from where the previous batch stopped (%(after_value)s, unless %(first)s), oldest first, so a batch never walks again over the index entries of the rows earlier batches deleted; otherwise as delete_library_batch. Answers the rows deleted and where this batch stopped.
+WITH doomed AS (
+    SELECT ctid AS row_ctid, {order} AS row_order FROM {table}
+    WHERE {condition} AND (%(first)s OR {order} >= %(after_value)s)
+    ORDER BY {order}
+    LIMIT %(batch_size)s
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM {table} t USING doomed WHERE t.ctid = doomed.row_ctid AND ({condition}) RETURNING 1
+), progress AS (
+    UPDATE idemdash.purge_run
+    SET batches = batches + (SELECT CASE WHEN count(*) > 0 THEN 1 ELSE 0 END FROM gone),
+        rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
+    WHERE run_id = %(run_id)s
+)
+SELECT (SELECT count(*) FROM gone) AS deleted, (SELECT max(row_order)::text FROM doomed) AS stopped_at
+
 -- record_library_dry_run --
 -- A dry run of a library table's purge: the rows its purgeable state selects now, counted, written as the run's rows.
 UPDATE idemdash.purge_run SET rows_deleted = (SELECT count(*) FROM {table} WHERE {condition})

@@ -19,7 +19,7 @@ from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import State, Table
 from idemdash.queries import statement
-from idemdash.queries.profile_states import state_condition
+from idemdash.queries.profile_states import params_for, state_condition
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def get_row(conn: psycopg.Connection, found: Found, role: str, identity: str) ->
 
 
 def row_states(conn: psycopg.Connection, found: Found, role: str, identity: str,
-               params: Mapping[str, Any]) -> list[tuple[State, bool]]:
+               settings: Mapping[str, Any]) -> list[tuple[State, bool]]:
     """Each state of ``role``'s table (for the found version), and whether the row is in it."""
     name = dict(found.tables).get(role)
     table = profile_table(found, role)
@@ -113,6 +113,6 @@ def row_states(conn: psycopg.Connection, found: Found, role: str, identity: str,
             continue
         query = statement("profile_row_in_state", None, table=sql.Identifier(found.schema, name), condition=condition,
                           **_by_identity(found, table))
-        (inside,) = conn.execute(query, {**params, **values}).fetchone() or (False,)
+        (inside,) = conn.execute(query, {**params_for(state, settings), **values}).fetchone() or (False,)
         result.append((state, bool(inside)))
     return result

@@ -27,6 +27,7 @@ def state_names(found: Found, state: State) -> dict[str, sql.Composable] | None:
     if state.table not in tables:
         return None
     names: dict[str, sql.Composable] = {"table": sql.Identifier(found.schema, tables[state.table])}
+    columns = dict(state.columns)
     for _, field, _, _ in Formatter().parse(QUERIES[state.query].text):
         if not field or field in names:
             continue
@@ -35,7 +36,7 @@ def state_names(found: Found, state: State) -> dict[str, sql.Composable] | None:
                 return None
             names[field] = sql.Identifier(found.schema, tables[field])
         else:
-            names[field] = sql.Identifier(named(field, found.naming))
+            names[field] = sql.Identifier(named(columns.get(field, field), found.naming))
     return names
 
 
@@ -87,10 +88,17 @@ def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
             "before_epoch_ms": int((time.time() - retention.total_seconds()) * 1000)}
 
 
+def params_for(state: State, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything a state's condition binds: the settings' values for its table (``state_params``) and its own
+    (a custom shape's state values)."""
+    own = {name: list(value) if isinstance(value, tuple) else value for name, value in state.params}
+    return {**state_params(settings, state.table), **own}
+
+
 def count_configured_states(conn: psycopg.Connection, found: Found,
                             settings: Mapping[str, Any]) -> list[tuple[State, int | None]]:
     """Every state of the found shape's version, counted with the database's own settings."""
-    return [(state, count_state(conn, found, state, state_params(settings, state.table)))
+    return [(state, count_state(conn, found, state, params_for(state, settings)))
             for state in profile(found.profile).states_of(found.version)]
 
 
@@ -131,7 +139,7 @@ def measure_states(conn: psycopg.Connection, settings: Mapping[str, Any]) -> lis
     measured = []
     for state in profile(found.profile).states_of(found.version):
         started = time.perf_counter()
-        count = count_state(conn, found, state, state_params(settings, state.table))
+        count = count_state(conn, found, state, params_for(state, settings))
         measured.append(MeasuredState(state.table, state.meaning, count, (time.perf_counter() - started) * 1000))
     return measured
 

@@ -266,6 +266,6 @@ def read_library_states(conn: psycopg.Connection,
         if key in stored:
             count, when[key] = stored[key]
         else:
-            count = profile_states.count_state(conn, found, state, profile_states.state_params(settings, state.table))
+            count = profile_states.count_state(conn, found, state, profile_states.params_for(state, settings))
         counts.append((state, count))
     return profile_states.ConfiguredStates(found, None, tuple(counts)), when

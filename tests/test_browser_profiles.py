@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import library_ddl as ddl
-from tests.test_detect import _create_case
+from tests.test_detect import _create_case, _nservicebus
 from tests.test_profile_states import BRANDUR_ROWS, SPRING_V1_ROWS, SPRING_V2_ROWS, WOLVERINE_ROWS
 
 pytestmark = pytest.mark.browser
@@ -21,6 +21,27 @@ INSERT INTO public."InboxState" ("MessageId", "ConsumerId", "LockId", "Received"
    now() - interval '40 days')
 """
 
+NSERVICEBUS_ROWS = """
+INSERT INTO public."Sales_OutboxData" ("MessageId", "Dispatched", "DispatchedAt", "PersistenceVersion", "Operations")
+VALUES ('m-1', false, NULL, '8.0.0', '[]'), ('m-2', false, NULL, '8.0.0', '[]'),
+       ('m-3', true, (now() AT TIME ZONE 'UTC') - interval '1 hour', '8.0.0', '[]')
+"""
+EVENTUATE_ROWS = """
+INSERT INTO eventuate.message (id, destination, headers, payload, published, creation_time) VALUES
+  ('0001', 'orders', '{}', '{"order": 1}', 0, (extract(epoch FROM now()) * 1000)::bigint - 60000),
+  ('0002', 'orders', '{}', '{"order": 2}', 1, (extract(epoch FROM now()) * 1000)::bigint - 60000)
+"""
+PG_TRANSACTIONAL_ROWS = """
+INSERT INTO public.outbox (id, aggregate_type, aggregate_id, message_type, payload, created_at, processed_at,
+                           abandoned_at) VALUES
+  (gen_random_uuid(), 'order', '1', 'order_created', '{}', now() - interval '1 hour', NULL, NULL),
+  (gen_random_uuid(), 'order', '2', 'order_created', '{}', now() - interval '1 hour', NULL, now())
+"""
+DEBEZIUM_ROWS = """
+INSERT INTO public.outboxevent (id, aggregatetype, aggregateid, type, payload) VALUES
+  (gen_random_uuid(), 'order', '1', 'OrderCreated', '{}'), (gen_random_uuid(), 'order', '2', 'OrderCreated', '{}')
+"""
+
 # profile, schema, DDL, rows, (table role, state) to follow, how many rows it holds
 CASES = [
     ("brandur", "public", [ddl.BRANDUR], BRANDUR_ROWS, ("keys", "in progress"), 2),
@@ -28,11 +49,17 @@ CASES = [
     ("spring-modulith", "public", [ddl.SPRING_MODULITH_V2], SPRING_V2_ROWS, ("outbox", "failed"), 2),
     ("wolverine", "wolverine", [ddl.WOLVERINE], WOLVERINE_ROWS, ("inbox", "in progress"), 2),
     ("masstransit", "public", [ddl.MASSTRANSIT], MASSTRANSIT_ROWS, ("inbox", "stuck"), 1),
+    ("nservicebus", "public", [_nservicebus("Sales_")], NSERVICEBUS_ROWS, ("outbox", "pending"), 2),
+    ("eventuate", "eventuate", [ddl.EVENTUATE], EVENTUATE_ROWS, ("outbox", "pending"), 1),
+    ("pg-transactional-outbox", "public", [ddl.PG_TRANSACTIONAL_OUTBOX.replace("{table}", "outbox")],
+     PG_TRANSACTIONAL_ROWS, ("outbox", "failed"), 1),
+    ("debezium-outbox", "public", [ddl.DEBEZIUM], DEBEZIUM_ROWS, ("outbox", "pending"), 2),
 ]
 
 
 @pytest.mark.parametrize(("name", "schema", "statements", "rows", "follow", "count"), CASES,
-                         ids=["brandur", "spring-v1", "spring-v2", "wolverine", "masstransit"])
+                         ids=["brandur", "spring-v1", "spring-v2", "wolverine", "masstransit", "nservicebus", "eventuate",
+                              "pg-transactional-outbox", "debezium"])
 def test_an_operator_follows_a_librarys_state_to_a_row(live_server, make_app, page, empty_database_url, name, schema,
                                                        statements, rows, follow, count):
     _create_case(empty_database_url, schema, statements)

@@ -33,6 +33,11 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 DEFAULT = "reference"
 
 
+def register(custom: Profile) -> None:
+    """Add a profile made from configuration (a custom shape, core/profiles/custom.py) under its own name."""
+    PROFILES[custom.name] = custom
+
+
 def profile(name: str) -> Profile:
     try:
         return PROFILES[name]

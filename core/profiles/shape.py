@@ -92,6 +92,10 @@ class State:
     version: str | None = None      # holds for this version of the shape only; None: for every version
     order: str | None = None        # the time column its rows are listed by (one the library indexes for the
                                     # state); None: the table's first time column
+    params: tuple[tuple[str, object], ...] = ()   # values its condition binds besides the settings' (a custom
+                                                  # shape's state values, its stuck-after interval)
+    columns: tuple[tuple[str, str], ...] = ()     # a field of its condition -> the column it stands for (a custom
+                                                  # shape's); a field not here is a column of that very name
 
 
 @dataclass(frozen=True)

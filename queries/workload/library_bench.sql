@@ -9,7 +9,7 @@ SELECT gen_random_uuid(), 'com.example.Listener' || (i %% 20), 'com.example.Even
             WHEN k < 996 THEN 'FAILED' END,
        CASE WHEN k < 996 THEN 1 END
 FROM generate_series(%(first)s, %(first)s + %(n)s - 1) AS i,
-     LATERAL (SELECT i %% 1000 AS k, now() - make_interval(secs => ((i * 7919) %% 5184000)::float8) AS p) s
+     LATERAL (SELECT i %% 1000 AS k, now() - make_interval(secs => ((i::bigint * 7919) %% 5184000)::float8) AS p) s
 
 -- library_bench_masstransit_rows --
 -- MassTransit inbox states for the library benchmark: %(n)s messages received over the last 60 days, 99 % consumed and delivered a second later, 0.5 % consumed but not yet delivered, 0.5 % neither (a faulted consumer).
@@ -19,7 +19,7 @@ SELECT gen_random_uuid(), ('00000000-0000-0000-0000-0000000000' || lpad((i %% 20
        gen_random_uuid(), r, 1 + (i %% 3), CASE WHEN k < 995 THEN r + interval '1 second' END,
        CASE WHEN k < 990 THEN r + interval '1 second' END, NULL
 FROM generate_series(%(first)s, %(first)s + %(n)s - 1) AS i,
-     LATERAL (SELECT i %% 1000 AS k, now() - make_interval(secs => ((i * 7919) %% 5184000)::float8) AS r) s
+     LATERAL (SELECT i %% 1000 AS k, now() - make_interval(secs => ((i::bigint * 7919) %% 5184000)::float8) AS r) s
 
 -- library_bench_analyze --
 -- Fresh statistics for a library table after it was loaded or purged.
