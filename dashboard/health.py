@@ -8,6 +8,8 @@ from functools import partial
 from flask import Blueprint
 
 from idemdash.checks import FAIL, OK, SEVERITY, WARN, Check, run_checks, summary
+from idemdash.checks.library import check_library
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.dashboard import contract
 from idemdash.dashboard.schemas.databases import Health
 from idemdash.dashboard.targets import get_target
@@ -18,6 +20,9 @@ bp = Blueprint("health", __name__)
 
 def _checks() -> list[Check]:
     target = get_target()
+    if target.settings["PROFILE"] != DEFAULT_PROFILE:  # another library's tables: what matters about them
+        with target.read(primary=True) as conn:
+            return check_library(conn, target.settings)
     # on the primary: its sessions, locks, vacuum and schema are what the checks are about, not a standby's
     return run_checks(partial(target.read, primary=True), target.tables, target.settings)
 

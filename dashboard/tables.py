@@ -19,7 +19,7 @@ from idemdash.queries.rollups import read_library_states
 bp = Blueprint("tables", __name__)
 
 # blueprints that serve a database of any profile; every other one reads the reference tables
-EVERY_PROFILE = frozenset({"tables", "table_rows", "probes", "openapi", "metrics", "databases"})
+EVERY_PROFILE = frozenset({"tables", "table_rows", "health", "probes", "openapi", "metrics", "databases"})
 
 
 def _report() -> schema.Tables:

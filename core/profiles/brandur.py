@@ -52,6 +52,7 @@ PROFILE = Profile(
         State(PURGEABLE, "keys", "state_brandur_keys_purgeable",
               "the reaper's 72 h, finished keys only"),
     ),
+    unfinished_cleanup="Brandur's reaper deletes every key created more than 72 h ago, whatever its recovery point: an unfinished key a client may still retry goes with it.",
     cleanup="reaper.rb deletes every key created more than 72 h ago, 1000 a batch, whatever its recovery_point "
             "(unfinished keys too); completer.rb re-drives unfinished keys older than 5 min.",
     sources=(Source(_REPO, "schema.sql", _COMMIT), Source(_REPO, "api.rb", _COMMIT),

@@ -47,6 +47,7 @@ PROFILE = Profile(
         State(PURGEABLE, "inbox", "state_eventuate_inbox_purgeable"),
     ),
     versions=(Version("db-id", "outbox", present=("dbid",)), Version("message-id", "outbox", absent=("dbid",))),
+    unfinished_cleanup="Eventuate CDC's opt-in MessageCleaner deletes messages by creation_time alone: unpublished messages too.",
     cleanup="None in Tram itself; the CDC's opt-in MessageCleaner deletes by creation_time alone, unpublished "
             "messages too.",
     sources=(Source(_REPO, "postgres/2.initialize-database.sql", _COMMIT),

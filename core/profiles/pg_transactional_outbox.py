@@ -62,6 +62,7 @@ PROFILE = Profile(
               attempts="started_attempts", times=_TIMES, payload="payload", optional=True),
     ),
     states=_STATES,
+    unfinished_cleanup='pg-transactional-outbox deletes every row older than 60 days, processed or not.',
     cleanup="Every 5 min: processed rows older than 7 days, abandoned older than 14 days, and every row older "
             "than 60 days, processed or not.",
     sources=(Source("Zehelein/pg-transactional-outbox", "examples/setup/out/example-trx-polling.sql",

@@ -137,6 +137,8 @@ class Profile:
     versions: tuple[Version, ...] = ()   # the first that fits wins
     namings: tuple[str, ...] = (AS_IS,)
     indexes: tuple[Index, ...] = ()
+    # where the library's own cleaner deletes rows it has not finished (by age alone), in words; idemdash never does
+    unfinished_cleanup: str = ""
 
     def table(self, role: str) -> Table:
         for table in self.tables:

@@ -1,0 +1,46 @@
+"""/health for a database of another library's profile: its tables where the configuration points, the indexes
+idemdash advises for its pages, whether idemdash's own schema is there for the purge history, and where the
+library's own cleaner deletes rows it has not finished (which idemdash never does)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+
+from idemdash.checks.finding import FAIL, OK, WARN, Check
+from idemdash.core.profiles import profile
+from idemdash.queries.access import get_database_access
+from idemdash.queries.catalog import ShapeNotFound, find_configured
+from idemdash.queries.profile_indexes import list_profile_index_status
+
+
+def check_library(conn: psycopg.Connection, settings: Mapping[str, Any]) -> list[Check]:
+    chosen = profile(settings["PROFILE"])
+    try:
+        found = find_configured(conn, settings)
+    except ShapeNotFound as exc:
+        return [Check("profile.tables", FAIL, f"The {chosen.library} tables are not where the configuration points",
+                      str(exc), fix="idemdash detect (it prints the [databases.<name>] lines to paste)")]
+    version = f" ({found.version})" if found.version else ""
+    checks = [Check("profile.tables", OK, f"The {chosen.library} tables{version} are in schema {found.schema}",
+                    ", ".join(f"{name} ({role})" for role, name in found.tables) + ": idemdash reads them and changes "
+                    "none of their rows but what their purge deletes.")]
+    for status in list_profile_index_status(conn, found):
+        if status.missing:
+            checks.append(Check(f"profile.index.{status.advice.purpose}", WARN,
+                                f"{status.index_name} is {status.state} on {status.table}", status.advice.why + ".",
+                                fix_sql=status.create_sql + ";",
+                                fix="idemdash check --apply-indexes (with the table owner's database URL)"))
+        else:
+            checks.append(Check(f"profile.index.{status.advice.purpose}", OK, f"{status.index_name} is in place",
+                                status.advice.why + "."))
+    if not get_database_access(conn).idemdash_schema_present:
+        checks.append(Check("profile.purges", WARN, "idemdash's own schema is not in this database",
+                            "The purges of these tables are recorded in idemdash.purge_run: until it exists every "
+                            "purge run fails, and nothing is deleted.", fix="idemdash migrate"))
+    if chosen.unfinished_cleanup:
+        checks.append(Check("profile.cleanup", OK, "The library's own cleaner deletes unfinished rows; idemdash does not",
+                            chosen.unfinished_cleanup + " idemdash's purge deletes only rows the library counts as "
+                            "finished."))
+    return checks
