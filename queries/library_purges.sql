@@ -2,14 +2,7 @@
 -- One batch of a library table's purge: up to %(batch_size)s rows its purgeable state ({condition}) selects, rows another transaction holds left for the next run (SKIP LOCKED), the condition checked again as each row is deleted; the run's progress in the same statement.
 WITH doomed AS (
     SELECT ctid AS row_ctid FROM {table} WHERE {condition} LIMIT %(batch_size)s FOR UPDATE SKIP LOCKED
-), gone AS (
-    DELETE FROM {table} t USING doomed WHERE t.ctid = doomed.row_ctid AND ({condition}) RETURNING 1
-), progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + (SELECT CASE WHEN count(*) > 0 THEN 1 ELSE 0 END FROM gone),
-        rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
-    WHERE run_id = %(run_id)s
-)
+), {library_batch_delete}
 SELECT count(*) AS deleted FROM gone
 
 -- delete_library_batch_in_order --
@@ -20,14 +13,7 @@ WITH doomed AS (
     ORDER BY {order}
     LIMIT %(batch_size)s
     FOR UPDATE SKIP LOCKED
-), gone AS (
-    DELETE FROM {table} t USING doomed WHERE t.ctid = doomed.row_ctid AND ({condition}) RETURNING 1
-), progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + (SELECT CASE WHEN count(*) > 0 THEN 1 ELSE 0 END FROM gone),
-        rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
-    WHERE run_id = %(run_id)s
-)
+), {library_batch_delete}
 SELECT (SELECT count(*) FROM gone) AS deleted, (SELECT max(row_order)::text FROM doomed) AS stopped_at
 
 -- record_library_dry_run --
@@ -35,3 +21,14 @@ SELECT (SELECT count(*) FROM gone) AS deleted, (SELECT max(row_order)::text FROM
 UPDATE idemdash.purge_run SET rows_deleted = (SELECT count(*) FROM {table} WHERE {condition})
 WHERE run_id = %(run_id)s
 RETURNING rows_deleted
+
+-- library_batch_delete --
+-- A fragment of both batch statements above: delete the rows of `doomed` that the purgeable condition still selects as each is deleted, and add them to the run's progress in the same statement.
+gone AS (
+    DELETE FROM {table} t USING doomed WHERE t.ctid = doomed.row_ctid AND ({condition}) RETURNING 1
+), progress AS (
+    UPDATE idemdash.purge_run
+    SET batches = batches + (SELECT CASE WHEN count(*) > 0 THEN 1 ELSE 0 END FROM gone),
+        rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
+    WHERE run_id = %(run_id)s
+)

@@ -198,52 +198,28 @@ true
 -- Eventuate Tram: inbox rows that are purgeable
 {creation_time} < %(before_epoch_ms)s
 
--- state_pg_transactional_outbox_outbox_pending --
--- pg-transactional-outbox: outbox rows that are pending
+-- state_pg_transactional_outbox_pending --
+-- pg-transactional-outbox: outbox and inbox rows that are pending (the two tables have one shape)
 {processed_at} IS NULL AND {abandoned_at} IS NULL
 
--- state_pg_transactional_outbox_outbox_in_progress --
--- pg-transactional-outbox: outbox rows that are in progress
+-- state_pg_transactional_outbox_in_progress --
+-- pg-transactional-outbox: outbox and inbox rows that are in progress
 {processed_at} IS NULL AND {abandoned_at} IS NULL AND {locked_until} > now()
 
--- state_pg_transactional_outbox_outbox_stuck --
--- pg-transactional-outbox: outbox rows that are stuck (a worker took it and its lease ran out without finishing)
+-- state_pg_transactional_outbox_stuck --
+-- pg-transactional-outbox: outbox and inbox rows that are stuck (a worker took it and its lease ran out without finishing)
 {processed_at} IS NULL AND {abandoned_at} IS NULL AND {locked_until} <= now() AND {started_attempts} > {finished_attempts}
 
--- state_pg_transactional_outbox_outbox_done --
--- pg-transactional-outbox: outbox rows that are done
+-- state_pg_transactional_outbox_done --
+-- pg-transactional-outbox: outbox and inbox rows that are done
 {processed_at} IS NOT NULL
 
--- state_pg_transactional_outbox_outbox_failed --
--- pg-transactional-outbox: outbox rows that are failed (poisonous or out of attempts)
+-- state_pg_transactional_outbox_failed --
+-- pg-transactional-outbox: outbox and inbox rows that are failed (poisonous or out of attempts)
 {abandoned_at} IS NOT NULL
 
--- state_pg_transactional_outbox_outbox_purgeable --
--- pg-transactional-outbox: outbox rows that are purgeable
-({processed_at} < now() - %(retention)s OR {abandoned_at} < now() - %(retention)s)
-
--- state_pg_transactional_outbox_inbox_pending --
--- pg-transactional-outbox: inbox rows that are pending
-{processed_at} IS NULL AND {abandoned_at} IS NULL
-
--- state_pg_transactional_outbox_inbox_in_progress --
--- pg-transactional-outbox: inbox rows that are in progress
-{processed_at} IS NULL AND {abandoned_at} IS NULL AND {locked_until} > now()
-
--- state_pg_transactional_outbox_inbox_stuck --
--- pg-transactional-outbox: inbox rows that are stuck (a worker took it and its lease ran out without finishing)
-{processed_at} IS NULL AND {abandoned_at} IS NULL AND {locked_until} <= now() AND {started_attempts} > {finished_attempts}
-
--- state_pg_transactional_outbox_inbox_done --
--- pg-transactional-outbox: inbox rows that are done
-{processed_at} IS NOT NULL
-
--- state_pg_transactional_outbox_inbox_failed --
--- pg-transactional-outbox: inbox rows that are failed (poisonous or out of attempts)
-{abandoned_at} IS NOT NULL
-
--- state_pg_transactional_outbox_inbox_purgeable --
--- pg-transactional-outbox: inbox rows that are purgeable
+-- state_pg_transactional_outbox_purgeable --
+-- pg-transactional-outbox: outbox and inbox rows that are purgeable
 ({processed_at} < now() - %(retention)s OR {abandoned_at} < now() - %(retention)s)
 
 -- state_debezium_outbox_outbox_pending --

@@ -33,14 +33,19 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 DEFAULT = "reference"
 
 
+# profiles made from configuration (custom shapes, core/profiles/custom.py), by name: read like the built-in ones,
+# never looked for by `idemdash detect`
+CUSTOM: dict[str, Profile] = {}
+
+
 def register(custom: Profile) -> None:
-    """Add a profile made from configuration (a custom shape, core/profiles/custom.py) under its own name."""
-    PROFILES[custom.name] = custom
+    """Add a profile made from configuration (a custom shape) under its own name (``custom:<database>``)."""
+    CUSTOM[custom.name] = custom
 
 
 def profile(name: str) -> Profile:
     try:
-        return PROFILES[name]
+        return PROFILES[name] if name in PROFILES else CUSTOM[name]
     except KeyError:
         raise KeyError(f"no profile {name!r}; the profiles are {', '.join(PROFILES)}") from None
 

@@ -34,21 +34,14 @@ _TIMES = (Time("created_at", "written", TIMESTAMPTZ), Time("locked_until", "leas
           Time("processed_at", "processed", TIMESTAMPTZ), Time("abandoned_at", "abandoned", TIMESTAMPTZ))
 
 
-# One shape for both tables: the same states, each its own block in queries/profile_states.sql.
-_STATES = (
-    State(PENDING, "outbox", "state_pg_transactional_outbox_outbox_pending"),
-    State(IN_PROGRESS, "outbox", "state_pg_transactional_outbox_outbox_in_progress"),
-    State(STUCK, "outbox", "state_pg_transactional_outbox_outbox_stuck", "a worker took it and its lease ran out without finishing"),
-    State(DONE, "outbox", "state_pg_transactional_outbox_outbox_done"),
-    State(FAILED, "outbox", "state_pg_transactional_outbox_outbox_failed", "poisonous or out of attempts"),
-    State(PURGEABLE, "outbox", "state_pg_transactional_outbox_outbox_purgeable"),
-    State(PENDING, "inbox", "state_pg_transactional_outbox_inbox_pending"),
-    State(IN_PROGRESS, "inbox", "state_pg_transactional_outbox_inbox_in_progress"),
-    State(STUCK, "inbox", "state_pg_transactional_outbox_inbox_stuck", "a worker took it and its lease ran out without finishing"),
-    State(DONE, "inbox", "state_pg_transactional_outbox_inbox_done"),
-    State(FAILED, "inbox", "state_pg_transactional_outbox_inbox_failed", "poisonous or out of attempts"),
-    State(PURGEABLE, "inbox", "state_pg_transactional_outbox_inbox_purgeable"),
-)
+# One shape for both tables: the same states, one block each in queries/profile_states.sql for both.
+_BLOCKS = ((PENDING, "state_pg_transactional_outbox_pending", ""),
+           (IN_PROGRESS, "state_pg_transactional_outbox_in_progress", ""),
+           (STUCK, "state_pg_transactional_outbox_stuck", "a worker took it and its lease ran out without finishing"),
+           (DONE, "state_pg_transactional_outbox_done", ""),
+           (FAILED, "state_pg_transactional_outbox_failed", "poisonous or out of attempts"),
+           (PURGEABLE, "state_pg_transactional_outbox_purgeable", ""))
+_STATES = tuple(State(meaning, role, block, note) for role in ("outbox", "inbox") for meaning, block, note in _BLOCKS)
 
 
 PROFILE = Profile(
