@@ -58,8 +58,8 @@ def api() -> schema.Tables:
 
 def refuse_reference_routes() -> None:
     """On a database of another library's profile, `/` is its tables page, and a route of the reference tables
-    (keys, outbox, inbox, audit, purges, health, actions) answers 404 naming the profile: idemdash never reads
-    another library's rows as if they were its own."""
+    (keys, outbox, inbox, audit, purges, hotspots, search) answers 404 naming the profile, an action 403: idemdash
+    never reads another library's rows as if they were its own."""
     target = get_target()
     chosen = target.settings["PROFILE"]
     if chosen == DEFAULT or request.blueprint is None or request.blueprint in EVERY_PROFILE:
