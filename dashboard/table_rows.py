@@ -38,7 +38,7 @@ def _table(found: Found, role: str) -> Table:
     if role not in {t.role for t in chosen.tables} or found.table(role) is None:
         abort(404, f"no {role!r} table here: the {chosen.library} tables found are "
                    + ", ".join(f"{name} ({r})" for r, name in found.tables))
-    return chosen.table(role)
+    return chosen.table_of(role, found.version)
 
 
 def _state(found: Found, role: str, meaning: str) -> State:

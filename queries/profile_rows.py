@@ -30,7 +30,7 @@ class ProfileRow:
 
 
 def profile_table(found: Found, role: str) -> Table:
-    return profile(found.profile).table(role)
+    return profile(found.profile).table_of(role, found.version)
 
 
 def _identity_columns(found: Found, table: Table) -> sql.Composable:

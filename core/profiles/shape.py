@@ -13,7 +13,7 @@ convention found in the database, so a configured or detected name never enters 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # Time units: how a column holds a point in time.
 TIMESTAMPTZ = "timestamptz"
@@ -139,12 +139,22 @@ class Profile:
     indexes: tuple[Index, ...] = ()
     # where the library's own cleaner deletes rows it has not finished (by age alone), in words; idemdash never does
     unfinished_cleanup: str = ""
+    # (version, table role, identity columns): a version whose rows are told apart by other columns than the table's
+    version_identity: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     def table(self, role: str) -> Table:
         for table in self.tables:
             if table.role == role:
                 return table
         raise KeyError(f"profile {self.name!r} has no {role!r} table")
+
+    def table_of(self, role: str, version: str | None) -> Table:
+        """The table of ``role`` as ``version`` of the shape has it (its identity may differ by version)."""
+        table = self.table(role)
+        for of_version, of_role, identity in self.version_identity:
+            if of_version == version and of_role == role:
+                return replace(table, identity=identity)
+        return table
 
     def states_meaning(self, meaning: str) -> tuple[State, ...]:
         return tuple(s for s in self.states if s.meaning == meaning)
