@@ -14,6 +14,7 @@ from idemdash.core.formatting import plural
 from idemdash.core.settings import redact_dsn
 from idemdash.dashboard import auth, create_app, network
 from idemdash.queries.workload.simulate import list_missing_reference_objects
+from idemdash.workload import library_demo
 from idemdash.workload.backfill import backfill
 from idemdash.workload.demo import Pace, run_demo
 from idemdash.workload.oncall import OnCallSettings
@@ -88,8 +89,12 @@ def simulate(database_url: str, rate: float, clients: int, backfill_days: int, d
               show_default=True, help="The on-call resolves keys stuck (lease run out) at least this many seconds.")
 @click.option("--oncall-every", type=click.FloatRange(min=1), default=OnCallSettings.every_seconds,
               show_default=True, help="Seconds between the on-call's looks at the stuck keys.")
+@click.option("--profile", "library", type=click.Choice(sorted(library_demo.DEMOS)), default=None,
+              help="A library's own tables and a live workload of its rows instead of the reference tables "
+                   "(docs/profiles.md).")
 def demo(fresh: bool, data_dir: Path | None, host: str, port: int, rate: float, backfill_days: int,
-         incident_every: float, incident_length: float, oncall_after: float, oncall_every: float) -> None:
+         incident_every: float, incident_length: float, oncall_after: float, oncall_every: float,
+         library: str | None) -> None:
     """Embedded PostgreSQL, reference schema, live workload with incidents and an on-call, scheduler and web app."""
     try:  # no sign-in unless IDEMDASH_AUTH says otherwise: loopback only, unless allowed
         config = settings.load()
@@ -103,4 +108,4 @@ def demo(fresh: bool, data_dir: Path | None, host: str, port: int, rate: float, 
                             hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"])
     pace = Pace(incident_every=incident_every, incident_length=incident_length, oncall=oncall)
     sys.exit(run_demo(create_app, fresh=fresh, host=host, port=port, rate=rate, backfill_days=backfill_days,
-                      environment=config["ENVIRONMENT"], data_dir=data_dir, pace=pace))
+                      environment=config["ENVIRONMENT"], data_dir=data_dir, pace=pace, library=library))

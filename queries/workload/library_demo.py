@@ -1,0 +1,37 @@
+"""The statements of `idemdash demo --profile` (workload/library_demo.py): a library's own tables, created by its
+DDL (library_ddl.sql, which the tests create too), their history and each second's workload (library_demo.sql)."""
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+from idemdash.queries.workload import statement
+
+# Each library's own DDL, as a block of library_ddl.sql: what the demo and the tests (tests/library_ddl.py) create.
+LIBRARY_DDL = {
+    "spring-modulith v1": "library_ddl_spring_modulith_v1",
+    "spring-modulith": "library_ddl_spring_modulith_v2",
+    "masstransit": "library_ddl_masstransit",
+    "wolverine": "library_ddl_wolverine",
+    "brandur": "library_ddl_brandur",
+    "nservicebus": "library_ddl_nservicebus",
+    "eventuate": "library_ddl_eventuate",
+    "eventuate db-id": "library_ddl_eventuate_db_id",
+    "pg-transactional-outbox": "library_ddl_pg_transactional_outbox",
+    "debezium-outbox": "library_ddl_debezium",
+}
+
+
+def table_exists(conn: psycopg.Connection, schema: str, table: str) -> bool:
+    row = conn.execute(statement("library_demo_table_exists"),
+                       {"table": sql.Identifier(schema, table).as_string(conn)}).fetchone()
+    return bool(row and row[0])
+
+
+def create_library_tables(conn: psycopg.Connection, library: str, schema: str) -> None:
+    conn.execute(statement(LIBRARY_DDL[library], schema=sql.Identifier(schema)))
+
+
+def run_block(conn: psycopg.Connection, block: str, schema: str, **values: int) -> None:
+    """One of library_demo.sql's history or workload blocks on the library's schema."""
+    conn.execute(statement(block, schema=sql.Identifier(schema)), values)

@@ -1,0 +1,81 @@
+"""`idemdash demo --profile NAME`: a library's own tables (queries/workload/library_ddl.sql, the DDL the tests use)
+with days of history and a live workload that moves rows through the library's states as the library would
+(queries/workload/library_demo.sql): Spring Modulith's publications published, taken, completed, failed or left
+hanging; MassTransit's inbox states received, consumed and delivered, or faulted; Brandur-style keys locked,
+finished, crashed holding their lock, or stopped at a recovery point. Retention purges and the rollup job run on
+it like on any library database."""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import psycopg
+
+from idemdash.core.profiles import profile
+from idemdash.queries.migrate import migrate
+from idemdash.queries.workload import library_demo as library_tables
+
+log = logging.getLogger(__name__)
+
+HISTORY_ROWS = 20_000
+TICK_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class LibraryDemo:
+    table: str                                  # the table its history fills (to tell a new database)
+    history: str                                # its history block
+    ticks: tuple[tuple[str, int], ...]          # each second: (block, rows it writes: %(n)s)
+
+
+DEMOS = {
+    "spring-modulith": LibraryDemo("event_publication",
+                                   "library_demo_spring_history",
+                                   (("library_demo_spring_publish", 4), ("library_demo_spring_listen", 0))),
+    "masstransit": LibraryDemo("InboxState", "library_demo_masstransit_history",
+                               (("library_demo_masstransit_receive", 6), ("library_demo_masstransit_consume", 0))),
+    "brandur": LibraryDemo("idempotency_keys", "library_demo_brandur_history",
+                           (("library_demo_brandur_request", 3), ("library_demo_brandur_finish", 0))),
+}
+
+
+def set_up(url: str, name: str, backfill_days: int) -> str:
+    """The library's tables in its default schema (and idemdash's own schema, for the purge history), with
+    ``backfill_days`` of history when they are new; returns the schema."""
+    demo, schema = DEMOS[name], profile(name).default_schema
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate(conn)
+        if not library_tables.table_exists(conn, schema, demo.table):
+            library_tables.create_library_tables(conn, name, schema)
+            if backfill_days:
+                library_tables.run_block(conn, demo.history, schema, n=HISTORY_ROWS, days=backfill_days)
+    return schema
+
+
+class LibraryWorkload(threading.Thread):
+    """Every second, each of the library demo's ticks, on a connection of its own; stops when asked."""
+
+    def __init__(self, url: str, name: str, schema: str) -> None:
+        super().__init__(name=f"idemdash-demo-{name}", daemon=True)
+        self.url, self.demo, self.schema = url, DEMOS[name], schema
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        failed = False
+        while not self._stop_event.wait(TICK_SECONDS):
+            try:
+                with psycopg.connect(self.url, autocommit=True) as conn:
+                    while not self._stop_event.is_set():
+                        for block, rows in self.demo.ticks:
+                            library_tables.run_block(conn, block, self.schema, n=rows)
+                        failed = False
+                        self._stop_event.wait(TICK_SECONDS)
+            except psycopg.Error as exc:
+                if not failed:  # once per outage, not every second
+                    log.warning("library workload paused: %s", exc)
+                failed = True
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(5)
