@@ -23,6 +23,8 @@ from idemdash.core.profiles.detect import Found
 from idemdash.core.profiles.shape import PURGEABLE, State
 from idemdash.jobs.failures import describe_error
 from idemdash.jobs.job_ids import job_id
+from idemdash.jobs.pacing import Pacer
+from idemdash.jobs.purge_batches import MIN_BATCH_SIZE
 from idemdash.jobs.purge_run import PurgeResult
 from idemdash.jobs.purge_settings import PurgeSettings
 from idemdash.jobs.purges import schedule_trigger
@@ -37,8 +39,6 @@ from idemdash.queries.profile_states import params_for
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
-
-MIN_BATCH = 100
 
 
 def purgeable_states(found: Found) -> list[State]:
@@ -111,8 +111,12 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
 
 def _batches(target: Target, found: Found, state: State, params: dict, settings: PurgeSettings, run_id: int, *,
              deadline: float, cancel: Callable[[], str | None]) -> tuple[str, str | None, int, int]:
-    """Batches until none is left, the budget is spent, or someone cancels; (outcome, error, batches, rows)."""
-    size, batches, rows = settings.batch_size, 0, 0
+    """Batches until none is left, the budget is spent, or someone cancels, paced like the reference tables' purges
+    (``jobs.pacing.Pacer``: the duty cycle, smaller batches after slow ones or a timeout); (outcome, error, batches,
+    rows)."""
+    pacer = Pacer(settings.batch_size, min(MIN_BATCH_SIZE, settings.batch_size), settings.duty_cycle,
+                  settings.pause_ms)
+    batches = rows = 0
     after: str | None = None  # along the state's indexed time column, where the last batch stopped
     with target.connect(f"idemdash-purge-{state.table}-batches"[:63]) as conn:
         while True:
@@ -120,7 +124,7 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
                 return "cancelled", f"cancelled by {by} after {batches} batch(es), {rows} row(s)", batches, rows
             if time.monotonic() > deadline:
                 return "budget_exhausted", None, batches, rows
-            began = time.monotonic()
+            size, began = pacer.size, time.monotonic()
             try:
                 with conn.transaction():
                     purges.set_purge_timeouts(conn, settings.statement_timeout_ms, settings.lock_timeout_ms)
@@ -131,18 +135,16 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
                         deleted, stopped = delete_library_batch(conn, found, state, params, run_id=run_id,
                                                                 batch_size=size), None
             except (errors.QueryCanceled, errors.LockNotAvailable):
-                if size <= MIN_BATCH:
+                if not pacer.after_timeout():
                     return ("failed", f"batches of {size} rows kept running past the "
                             f"{settings.statement_timeout_ms} ms statement timeout", batches, rows)
-                size = max(MIN_BATCH, size // 2)
                 continue
             batches += 1 if deleted else 0
             rows += deleted
             after = stopped or after
             if deleted < size:
                 return "succeeded", None, batches, rows
-            took = time.monotonic() - began
-            time.sleep(max(settings.pause_ms / 1000, took * (1 - settings.duty_cycle) / settings.duty_cycle))
+            time.sleep(pacer.after_batch(time.monotonic() - began, deleted))
 
 
 def _schedule_of(role: str) -> str:

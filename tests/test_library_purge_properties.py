@@ -261,7 +261,8 @@ def test_a_library_purge_deletes_exactly_what_the_library_lets_go(empty_database
 
         [real] = run_library_purges(target, dry_run=False, started_by="property", roles=(case.role,))
         assert (real.outcome, real.rows) == ("succeeded", len(purgeable)), real.error
-        assert real.batches == -(-len(purgeable) // batch_size)
+        # batches of the configured size, or smaller after a slow one (jobs.pacing.Pacer); each deleted a row
+        assert -(-len(purgeable) // batch_size) <= real.batches <= len(purgeable)
         with psycopg.connect(url) as conn:
             after = _snapshot(conn, case)
             recorded = conn.execute("SELECT table_name, outcome, rows_deleted FROM idemdash.purge_run"
