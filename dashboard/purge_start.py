@@ -1,5 +1,5 @@
 """Starting a purge run from the dashboard: it runs in a daemon thread of this web process through the same
-engine as the scheduler (``jobs.purge_run.run_purge``), which records it in ``idemdash.purge_run`` (and, started
+engine as the scheduler (``jobs.purge_run.run_purge``; ``jobs.library_purge`` for another library's tables), which records it in ``idemdash.purge_run`` (and, started
 by a person, in the audit log); the view waits only until the run has its id."""
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import logging
 import threading
 from typing import Any
 
+from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.dashboard.targets import get_target
+from idemdash.jobs.library_purge import run_library_purges
 from idemdash.jobs.purge_run import describe_error, run_purge
 from idemdash.queries import purge_history
 
@@ -50,8 +52,13 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> purge_history.
 
     def work() -> None:
         try:
-            state.result = run_purge(target, table, dry_run=dry_run, started_by=started_by, by_person=True,
-                                            on_start=on_start)
+            if target.settings["PROFILE"] == DEFAULT_PROFILE:
+                state.result = run_purge(target, table, dry_run=dry_run, started_by=started_by, by_person=True,
+                                         on_start=on_start)
+            else:  # another library's table, by its role: only what the library counts as finished and old
+                results = run_library_purges(target, dry_run=dry_run, started_by=started_by, by_person=True,
+                                             roles=(table,), on_start=on_start)
+                state.result = results[0] if results else None
         except BaseException as exc:  # noqa: BLE001 - reported to the waiting view, and logged
             state.error = exc
             log.exception("purge of %s (dry run: %s) started from the dashboard failed", table, dry_run)

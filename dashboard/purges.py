@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -17,11 +17,10 @@ from idemdash.dashboard import contract, panels
 from idemdash.dashboard.auth import current_user, json_action, operator_required
 from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.purge_start import StartError, start_purge
+from idemdash.dashboard.purge_tables import PurgeTables, purge_tables
 from idemdash.dashboard.schemas import purges as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
-from idemdash.jobs.purge_run import RETENTION_SETTING
-from idemdash.jobs.purge_run import TABLES as PURGE_TABLES
 from idemdash.jobs.purges import SCHEDULE_SETTING, schedule_trigger
 from idemdash.queries import partitions as partitions_queries
 from idemdash.queries import purge_history
@@ -30,18 +29,10 @@ log = logging.getLogger(__name__)
 
 bp = Blueprint("purges", __name__)
 
-TABLES: tuple[str, ...] = tuple(PURGE_TABLES)
 # A "Purge now" follows a dry run of the same table at most this old, with no real run in between.
 DRY_RUN_FRESH = timedelta(hours=1)
 POLL_RUNNING, POLL_IDLE = "3s", "15s"
 
-DELETES = {
-    "keys": "Terminal idempotency keys (succeeded, failed_final) whose expires_at has passed; never processing "
-            "or failed_retryable keys.",
-    "inbox": "Inbox rows whose processed_at is older than the retention.",
-    "outbox": "Published outbox rows whose published_at is older than the retention; never pending rows.",
-}
-LABELS = {"keys": "Idempotency keys", "inbox": "Inbox", "outbox": "Outbox"}
 METHODS = {"due_index": "through the index of due rows", "primary_key": "walking the primary key"}
 
 
@@ -49,6 +40,7 @@ METHODS = {"due_index": "through the index of due rows", "primary_key": "walking
 class TableStatus:
     table: str
     label: str
+    schedule_of: str         # whose schedule setting it keeps: keys, inbox or outbox
     relation: str            # schema.table, as configured
     deletes: str
     retention: str
@@ -64,15 +56,6 @@ class TableStatus:
             asdict(self) | {"last_run": self.runs.last_run, "last_dry_run": self.runs.last_dry_run,
                             "last_success_at": self.runs.last_success.finished_at if self.runs.last_success else None,
                             "running": self.running})
-
-
-def _retention(table: str, config: Mapping[str, Any]) -> tuple[str, int | None]:
-    setting = RETENTION_SETTING[table]
-    if setting is None:
-        return "each key's own expires_at (the application sets it when it claims the key)", None
-    days = config[setting]
-    stamp = "processed_at" if table == "inbox" else "published_at"
-    return f"{days} day{'' if days == 1 else 's'} after {stamp}", days
 
 
 def next_run_at(config: Mapping[str, Any], table: str, now: datetime) -> datetime | None:
@@ -91,21 +74,18 @@ def _dry_run_ready(runs: purge_history.TableRuns, running: list[purge_history.Pu
     return dry
 
 
-def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[TableStatus]]:
+def _table_statuses(now: datetime, tables: PurgeTables) -> tuple[panels.Panel, panels.Panel, list[TableStatus]]:
     config = get_target().settings
-    tables = get_target().tables
-    runs = panels.load(purge_history.list_purge_table_runs, TABLES)
+    runs = panels.load(purge_history.list_purge_table_runs, tuple(t.history_name for t in tables.tables))
     running = panels.load(purge_history.list_running_purge_runs)
     statuses = []
-    for table in TABLES:
-        table_runs = (runs.value or {}).get(table) or purge_history.TableRuns(table)
-        table_running = [r for r in running.value or [] if r.table_name == table]
-        schedule = config.get(SCHEDULE_SETTING[table])
-        retention, days = _retention(table, config)
+    for t in tables.tables:
+        table_runs = (runs.value or {}).get(t.history_name) or purge_history.TableRuns(t.history_name)
+        table_running = [r for r in running.value or [] if r.table_name == t.history_name]
         statuses.append(TableStatus(
-            table=table, label=LABELS.get(table, table), relation=f"{tables.schema}.{getattr(tables, table)}",
-            deletes=DELETES.get(table, ""), retention=retention, retention_days=days, schedule=schedule,
-            next_run_at=next_run_at(config, table, now), runs=table_runs, running=table_running,
+            table=t.table, label=t.label, schedule_of=t.schedule_of, relation=t.relation, deletes=t.deletes,
+            retention=t.retention, retention_days=t.retention_days, schedule=config.get(SCHEDULE_SETTING[t.schedule_of]),
+            next_run_at=next_run_at(config, t.schedule_of, now), runs=table_runs, running=table_running,
             dry_run_ready=_dry_run_ready(table_runs, table_running, now)))
     return runs, running, statuses
 
@@ -113,17 +93,24 @@ def _table_statuses(now: datetime) -> tuple[panels.Panel, panels.Panel, list[Tab
 def _purges(flt: purge_history.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50) -> dict[str, Any]:
     now = datetime.now(timezone.utc)
     flt = flt or purge_history.PurgeRunFilter()
+    tables = purge_tables()
+    if flt.table is not None:
+        chosen = tables.get(flt.table)
+        if chosen is None:
+            abort(400, _unknown_table(flt.table, tables))
+        flt = replace(flt, table=chosen.history_name)  # the history knows a library's table by schema.table
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
         history = panels.load(purge_history.list_purge_runs, flt, after=after, limit=limit)
     except ValueError as exc:
         abort(400, str(exc))
-    runs, running, statuses = _table_statuses(now)
+    runs, running, statuses = _table_statuses(now, tables)
     # The panels are separate reads: poll fast while any of them shows a run in progress.
     in_progress = bool(running.value) or any(r.outcome == "running" for r in (panels.require(history).items if history.ok else []))
     partitions = _partitions([r.run_id for r in panels.require(history).items if r.partitions_dropped or r.dry_run]
                              if history.ok else [])
     return {"as_of": now, "history": history, "flt": flt, "after": after, "limit": limit, "table_runs": runs,
+            "tables_problem": tables.problem, "chosen_table": _key_of(flt.table, tables),
             "running": running, "tables": statuses, "poll": POLL_RUNNING if in_progress else POLL_IDLE,
             "partitions": partitions, "methods": METHODS}
 
@@ -137,6 +124,19 @@ def _partitions(run_ids: list[int]) -> dict[int, list[partitions_queries.Partiti
     return found
 
 
+def _unknown_table(table: object, tables: PurgeTables) -> str:
+    keys = [repr(k) for k in tables.keys()]
+    if not keys:
+        return f"this database has no table to purge: none of its tables has rows its library counts as finished " \
+               f"and old (got {table!r})"
+    have = keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} or {keys[-1]}"
+    return f"table must be one of {have}, the tables this database's purges empty (got {table!r})"
+
+
+def _key_of(history_name: str | None, tables: PurgeTables) -> str | None:
+    return next((t.table for t in tables.tables if t.history_name == history_name), None)
+
+
 def _page_args(flt: purge_history.PurgeRunFilter, after: str | None, limit: int) -> dict[str, Any]:
     return {k: v for k, v in {"table": flt.table, "run_id": flt.run_id, "outcome": flt.outcome,
                               "started_by": flt.started_by, "cursor": after,
@@ -144,8 +144,9 @@ def _page_args(flt: purge_history.PurgeRunFilter, after: str | None, limit: int)
 
 
 def _table_arg(value: Any) -> str:
-    if not isinstance(value, str) or value not in TABLES:
-        raise StartError(400, f"table must be one of {', '.join(TABLES)} (got {value!r})")
+    tables = purge_tables()
+    if not isinstance(value, str) or tables.get(value) is None:
+        raise StartError(400, _unknown_table(value, tables))
     return value
 
 
@@ -161,7 +162,7 @@ def _status_url(run_id: int | None, table: str) -> str:
 def run_api() -> Any:
     try:
         body = contract.body(schema.RunBody)
-        run = start_purge(body.table, dry_run=body.dry_run, started_by=current_user().name)
+        run = start_purge(_table_arg(body.table), dry_run=body.dry_run, started_by=current_user().name)
     except ActionError as exc:
         return exc.json()
     except StartError as exc:
@@ -226,7 +227,7 @@ def _check_dry_run_first(table: str, after_dry_run: str) -> None:
     except ValueError:
         raise StartError(400, "after_dry_run must be the run id of the dry run this purge follows") from None
     now = datetime.now(timezone.utc)
-    runs, running, statuses = _table_statuses(now)
+    runs, running, statuses = _table_statuses(now, purge_tables())
     status = next(s for s in statuses if s.table == table)
     if status.running:
         raise StartError(409, f"a purge of {table} is running (run {status.running[0].run_id}): wait for it to finish")

@@ -19,7 +19,8 @@ from idemdash.queries.rollups import read_library_states
 bp = Blueprint("tables", __name__)
 
 # blueprints that serve a database of any profile; every other one reads the reference tables
-EVERY_PROFILE = frozenset({"tables", "table_rows", "health", "probes", "openapi", "metrics", "databases"})
+EVERY_PROFILE = frozenset({"tables", "table_rows", "health", "probes", "openapi", "metrics", "databases", "purges",
+                           "purge_cancel"})
 
 
 def _report() -> schema.Tables:
@@ -58,7 +59,7 @@ def api() -> schema.Tables:
 
 def refuse_reference_routes() -> None:
     """On a database of another library's profile, `/` is its tables page, and a route of the reference tables
-    (keys, outbox, inbox, audit, purges, hotspots, search) answers 404 naming the profile, an action 403: idemdash
+    (keys, outbox, inbox, audit, hotspots, search) answers 404 naming the profile, an action 403: idemdash
     never reads another library's rows as if they were its own."""
     target = get_target()
     chosen = target.settings["PROFILE"]

@@ -53,17 +53,20 @@ def history_name(found: Found, role: str) -> str:
 
 
 def run_library_purges(target: Target, *, dry_run: bool, started_by: str, by_person: bool = False,
-                       roles: tuple[str, ...] = (), cancel: Callable[[], str | None] | None = None) -> list[PurgeResult]:
-    """A run for each purgeable table of the database's profile (only ``roles``, when given)."""
+                       roles: tuple[str, ...] = (), cancel: Callable[[], str | None] | None = None,
+                       on_start: Callable[[int], None] | None = None) -> list[PurgeResult]:
+    """A run for each purgeable table of the database's profile (only ``roles``, when given); ``on_start(run_id)``
+    as each run's ``idemdash.purge_run`` row exists (a skipped run's too)."""
     with target.connect("idemdash-purge-find") as conn:
         found = find_configured(conn, target.settings)
     return [run_library_purge(target, found, state, dry_run=dry_run, started_by=started_by, by_person=by_person,
-                              cancel=cancel)
+                              cancel=cancel, on_start=on_start)
             for state in purgeable_states(found) if not roles or state.table in roles]
 
 
 def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bool, started_by: str,
-                      by_person: bool = False, cancel: Callable[[], str | None] | None = None) -> PurgeResult:
+                      by_person: bool = False, cancel: Callable[[], str | None] | None = None,
+                      on_start: Callable[[int], None] | None = None) -> PurgeResult:
     """One run of the table of ``state`` (a purgeable one); never raises for database trouble."""
     name = history_name(found, state.table)
     settings = PurgeSettings.from_config(target.settings, "outbox")
@@ -78,8 +81,12 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
         if not purges.try_purge_lock(lock_conn, name):
             skipped = purges.insert_skipped_purge_run(lock_conn, name, dry_run=dry_run, started_by=started_by,
                                                       audited=by_person)
+            if on_start is not None:
+                on_start(skipped.run_id)
             return PurgeResult(skipped.run_id, name, "skipped", 0, 0, dry_run, skipped.error)
         run_id = purges.insert_purge_run(lock_conn, name, dry_run=dry_run, started_by=started_by, audited=by_person)
+        if on_start is not None:
+            on_start(run_id)
         purges.fail_dead_purge_runs(lock_conn, name, run_id)
         purges.delete_old_purge_runs(lock_conn, name, settings.history_retention_days)
         held, run = lock_conn, run_id
@@ -147,7 +154,7 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
             time.sleep(pacer.after_batch(time.monotonic() - began, deleted))
 
 
-def _schedule_of(role: str) -> str:
+def schedule_of(role: str) -> str:
     """Whose schedule a library table's purge keeps: the keys', the inbox's, or (any other table) the outbox's."""
     return role if role in ("keys", "inbox") else "outbox"
 
@@ -168,7 +175,7 @@ def register(scheduler, target: Target) -> list[str]:
     roles = [t.role for t in chosen.tables if any(s.table == t.role and s.meaning == PURGEABLE for s in chosen.states)]
     added = []
     for role in roles:
-        trigger = schedule_trigger(target.settings, _schedule_of(role))
+        trigger = schedule_trigger(target.settings, schedule_of(role))
         if trigger is None:
             continue
         ident = job_id(f"purge_{role}", target)

@@ -76,12 +76,23 @@ def count_states(conn: psycopg.Connection, found: Found,
 _INBOX_LIKE = ("inbox", "keys")
 
 
+def retention_setting(role: str) -> str:
+    """The setting that keeps a table in ``role``: dedup records and keys the inbox's, anything else the outbox's."""
+    return "INBOX_RETENTION_DAYS" if role in _INBOX_LIKE else "OUTBOX_RETENTION_DAYS"
+
+
+def binds(state: State, name: str) -> bool:
+    """Whether the state's condition binds the value ``name`` (a purge by its library's own ``keep_until`` binds no
+    ``retention``)."""
+    return f"%({name})s" in QUERIES[state.query].text
+
+
 def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
     """The values a state of a table in ``role`` is counted with, from the database's settings: the retention of
     its kind of table (as an interval, and as epoch milliseconds for Eventuate), and how long work may go
     unfinished (``DEFAULT_LEASE_SECONDS``: Spring Modulith's staleness, MassTransit's undelivered, Brandur's lock
     timeout)."""
-    days = settings["INBOX_RETENTION_DAYS"] if role in _INBOX_LIKE else settings["OUTBOX_RETENTION_DAYS"]
+    days = settings[retention_setting(role)]
     retention = timedelta(days=days)
     lease = timedelta(seconds=settings["DEFAULT_LEASE_SECONDS"])
     return {"retention": retention, "stale_after": lease, "lock_timeout": lease,

@@ -27,7 +27,7 @@ def test_a_spring_modulith_database_health_says_what_to_build_and_to_migrate(mak
     assert "profile.purges" not in again
     page = BeautifulSoup(client.get("/health").data, "html.parser")
     assert "event_publication_incomplete_idemdash_idx" in page.get_text()
-    assert [a.get_text() for a in page.select("nav a")] == ["Overview", "Tables", "Health"]
+    assert [a.get_text() for a in page.select("nav a")] == ["Overview", "Tables", "Purges", "Health"]
 
 
 def test_a_brandur_database_health_says_its_reaper_deletes_unfinished_keys_and_a_wrong_schema_fails(make_app,

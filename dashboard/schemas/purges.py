@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, ConfigDict, Field, StrictBool, WithJsonSchema
 
 from idemdash.dashboard.schemas.common import (
     BLANK,
@@ -24,9 +24,17 @@ from idemdash.dashboard.schemas.examples import ACTOR, PURGE_RUN, RUNNING_PURGE
 
 PurgesCursor = Annotated[str, CURSOR_TEXT, cursor_of("purges")]
 
-# the tables a purge empties (jobs/purge_run.py TABLES) and how a run ends ('running' until it does; the CHECK
-# constraint of idemdash.purge_run, jobs/purge_run.py OUTCOMES): tests/test_purges_page.py holds them together
-PurgeTable = Literal["keys", "inbox", "outbox"]
+# the tables a purge empties: the reference tables' (jobs/purge_run.py TABLES), or on a database of another
+# library's profile the roles of its purgeable tables (dashboard/purge_tables.py); a name the database has no purge
+# for is a 400 naming those it has. How a run ends ('running' until it does; the CHECK constraint of
+# idemdash.purge_run, jobs/purge_run.py OUTCOMES): tests/test_purges_page.py holds them together
+REFERENCE_TABLES = ("keys", "inbox", "outbox")
+PURGE_TABLE_FORMAT = "idemdash-purge-table"
+PurgeTable = Annotated[str, Field(pattern=r"^[a-z][a-z_]{0,39}$"), WithJsonSchema({
+    "type": "string", "format": PURGE_TABLE_FORMAT, "pattern": r"^[a-z][a-z_]{0,39}$", "examples": list(REFERENCE_TABLES),
+    "description": "One of the tables GET /api/v1/purges lists under tables: keys, inbox or outbox; on a database of "
+                   "another library's profile, the role of one of its purgeable tables (outbox, inbox, keys, "
+                   "archive). Another name is a 400 naming those the database has."})]
 PurgeOutcome = Literal["running", "succeeded", "failed", "skipped", "budget_exhausted", "cancelled"]
 PartitionAction = Literal["dropped", "would_drop", "kept", "detached", "attached_again"]
 
@@ -49,7 +57,7 @@ class PurgesPageQuery(PurgesQuery):
 
 class PurgeRun(Answer):
     run_id: int
-    table_name: str = Field(description="keys, inbox or outbox.")
+    table_name: str = Field(description="keys, inbox or outbox; schema.table for a table of another library's profile.")
     started_at: datetime
     finished_at: datetime | None
     batches: int
