@@ -7,8 +7,8 @@ SELECT gen_random_uuid(), 'com.example.' || (ARRAY['Shipping', 'Billing', 'Mail'
        '{{"order":' || i || '}}', p,
        CASE WHEN i %% 100 <> 0 THEN p + interval '1 second' END,
        CASE WHEN i %% 100 = 0 THEN 'FAILED' WHEN i %% 10 = 1 THEN NULL ELSE 'COMPLETED' END, 1
-FROM generate_series(1, %(n)s) AS i,
-     LATERAL (SELECT now() - make_interval(secs => random() * %(days)s * 86400) AS p) s
+FROM (SELECT i, now() - make_interval(secs => random() * %(days)s * 86400) AS p
+      FROM generate_series(1, %(n)s) AS i) s
 
 -- library_demo_spring_publish --
 -- The Spring Modulith demo's workload: %(n)s events published now, each to one listener.
@@ -35,8 +35,8 @@ INSERT INTO {schema}."InboxState" ("MessageId", "ConsumerId", "LockId", "Receive
                                    "Delivered")
 SELECT gen_random_uuid(), ('00000000-0000-0000-0000-00000000000' || (1 + i %% 3))::uuid, gen_random_uuid(), r, 1,
        r + interval '1 second', r + interval '1 second'
-FROM generate_series(1, %(n)s) AS i,
-     LATERAL (SELECT now() - make_interval(secs => random() * %(days)s * 86400) AS r) s
+FROM (SELECT i, now() - make_interval(secs => random() * %(days)s * 86400) AS r
+      FROM generate_series(1, %(n)s) AS i) s
 
 -- library_demo_masstransit_receive --
 -- The MassTransit demo's workload: %(n)s messages received now by one of three consumers.
@@ -60,8 +60,8 @@ INSERT INTO {schema}.idempotency_keys (created_at, idempotency_key, last_run_at,
                                        request_params, request_path, recovery_point, user_id)
 SELECT c, 'ride-' || i, c, NULL, 'POST', '{{}}', '/rides',
        CASE WHEN i %% 200 = 0 THEN 'charge_created' ELSE 'finished' END, 1 + i %% 50
-FROM generate_series(1, %(n)s) AS i,
-     LATERAL (SELECT now() - make_interval(secs => random() * %(days)s * 86400) AS c) s
+FROM (SELECT i, now() - make_interval(secs => random() * %(days)s * 86400) AS c
+      FROM generate_series(1, %(n)s) AS i) s
 
 -- library_demo_brandur_request --
 -- The Brandur-style keys demo's workload: %(n)s requests arrive now, each locking its new key.
