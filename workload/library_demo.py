@@ -22,6 +22,9 @@ from idemdash.queries.workload import library_demo as library_tables
 log = logging.getLogger(__name__)
 
 HISTORY_ROWS = 20_000
+# the demo's history spans forty days at least: rows past the default retentions (thirty days for inbox and key
+# tables, seven for the others), so every purgeable state has rows for the scheduler's purges to take
+HISTORY_DAYS = 40
 TICK_SECONDS = 1.0
 
 
