@@ -177,8 +177,8 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
             ensure_database(admin, DEMO_DATABASE)
         url = server.get_uri(DEMO_DATABASE)
         if library is not None:  # a library's own tables and workload (workload/library_demo.py)
-            # ten days at least: rows past the seven-day outbox retention, for its purge to take
-            schema = library_demo.set_up(url, library, max(backfill_days, 10) if backfill_days else 0)
+            schema = library_demo.set_up(url, library,
+                                         max(backfill_days, library_demo.HISTORY_DAYS) if backfill_days else 0)
             simulator = library_demo.LibraryWorkload(url, library, schema)
             simulator.start()
             app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32),

@@ -2,8 +2,11 @@
 with days of history and a live workload that moves rows through the library's states as the library would
 (queries/workload/library_demo.sql): Spring Modulith's publications published, taken, completed, failed or left
 hanging; MassTransit's inbox states received, consumed and delivered, or faulted; Brandur-style keys locked,
-finished, crashed holding their lock, or stopped at a recovery point. Retention purges and the rollup job run on
-it like on any library database."""
+finished, crashed holding their lock, or stopped at a recovery point; Wolverine's envelopes received by live nodes,
+left unowned, scheduled, handled and kept, dead-lettered, sent, or held by a dead node; NServiceBus's outbox rows
+stored and dispatched; Eventuate's messages written, relayed and received; pg-transactional-outbox's messages
+leased, processed, abandoned or left stuck by a crashed worker, outbox to inbox; Debezium outbox events inserted and
+some deleted. Retention purges and the rollup job run on it like on any library database."""
 from __future__ import annotations
 
 import logging
@@ -19,6 +22,9 @@ from idemdash.queries.workload import library_demo as library_tables
 log = logging.getLogger(__name__)
 
 HISTORY_ROWS = 20_000
+# the demo's history spans forty days at least: rows past the default retentions (thirty days for inbox and key
+# tables, seven for the others), so every purgeable state has rows for the scheduler's purges to take
+HISTORY_DAYS = 40
 TICK_SECONDS = 1.0
 
 
@@ -37,6 +43,22 @@ DEMOS = {
                                (("library_demo_masstransit_receive", 6), ("library_demo_masstransit_consume", 0))),
     "brandur": LibraryDemo("idempotency_keys", "library_demo_brandur_history",
                            (("library_demo_brandur_request", 3), ("library_demo_brandur_finish", 0))),
+    "wolverine": LibraryDemo("wolverine_incoming_envelopes", "library_demo_wolverine_history",
+                             (("library_demo_wolverine_heartbeat", 0), ("library_demo_wolverine_receive", 6),
+                              ("library_demo_wolverine_recover", 0), ("library_demo_wolverine_handle", 0),
+                              ("library_demo_wolverine_fail", 0), ("library_demo_wolverine_send", 4))),
+    "nservicebus": LibraryDemo("OutboxData", "library_demo_nservicebus_history",
+                               (("library_demo_nservicebus_handle", 5), ("library_demo_nservicebus_dispatch", 0))),
+    "eventuate": LibraryDemo("message", "library_demo_eventuate_history",
+                             (("library_demo_eventuate_send", 5), ("library_demo_eventuate_relay", 0),
+                              ("library_demo_eventuate_consume", 0))),
+    "pg-transactional-outbox": LibraryDemo("outbox", "library_demo_pg_transactional_outbox_history",
+                                           (("library_demo_pg_transactional_outbox_write", 4),
+                                            ("library_demo_pg_transactional_outbox_take", 0),
+                                            ("library_demo_pg_transactional_outbox_finish", 0),
+                                            ("library_demo_pg_transactional_outbox_handle", 0))),
+    "debezium-outbox": LibraryDemo("outboxevent", "library_demo_debezium_history",
+                                   (("library_demo_debezium_emit", 3), ("library_demo_debezium_clean", 0))),
 }
 
 

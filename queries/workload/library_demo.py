@@ -28,8 +28,23 @@ def table_exists(conn: psycopg.Connection, schema: str, table: str) -> bool:
     return bool(row and row[0])
 
 
+# pg-transactional-outbox's DDL is one block for its two tables of one shape, `{table}` in it (a constraint's name
+# too, so the library's fixed names go in as they are, not quoted)
+PG_TRANSACTIONAL_OUTBOX_TABLES = ("outbox", "inbox")
+# NServiceBus's DDL defines the installer's function; the demo runs it for the profile's default table, "OutboxData"
+NSERVICEBUS_TABLE_PREFIX = ""
+
+
 def create_library_tables(conn: psycopg.Connection, library: str, schema: str) -> None:
+    conn.execute(statement("library_demo_create_schema", schema=sql.Identifier(schema)))
+    if library == "pg-transactional-outbox":
+        for table in PG_TRANSACTIONAL_OUTBOX_TABLES:
+            conn.execute(statement(LIBRARY_DDL[library], schema=sql.Identifier(schema), table=sql.SQL(table)))
+        return
     conn.execute(statement(LIBRARY_DDL[library], schema=sql.Identifier(schema)))
+    if library == "nservicebus":
+        conn.execute(statement("library_demo_nservicebus_create_outbox"),
+                     {"prefix": NSERVICEBUS_TABLE_PREFIX, "schema": schema})
 
 
 def run_block(conn: psycopg.Connection, block: str, schema: str, **values: int) -> None:
