@@ -81,6 +81,16 @@ def names(raw: str) -> str:
     return raw.strip()
 
 
+def action_names(raw: str) -> str:
+    """A comma-separated list of action names (lower case, digits and '-'), possibly empty: each once, as
+    ``a,b``."""
+    names = tuple(dict.fromkeys(part.strip().lower() for part in raw.split(",") if part.strip()))
+    for name in names:
+        if not re.fullmatch(r"[a-z][a-z0-9-]{0,62}", name):
+            raise ValueError(f"expected action names separated by commas (such as release-dead-node), got {name!r}")
+    return ",".join(names)
+
+
 def split_list(raw: str) -> list[str]:
     return [part.strip() for part in raw.split(",") if part.strip()]
 

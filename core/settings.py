@@ -15,7 +15,7 @@ from typing import Any
 from idemdash.core import parsers
 from idemdash.core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.core.profiles import PROFILES, setting_defaults
+from idemdash.core.profiles import PROFILES, profile, setting_defaults
 from idemdash.core.profiles.custom import NAME as CUSTOM
 
 PREFIX = "IDEMDASH_"
@@ -68,6 +68,12 @@ SETTINGS: tuple[Setting, ...] = (
             "`pg-transactional-outbox`, `debezium-outbox`; `idemdash detect` finds them), or `custom`, a shape "
             "described in `IDEMDASH_CONFIG`. Any but `reference` is read through its own states, never written to "
             "by an action, and takes the library's schema and table names where none are set. See docs/profiles.md.",
+            per_database=True),
+    Setting("LIBRARY_ACTIONS", "", parsers.action_names,
+            "The writes a library documents and does itself that operators may do here, by name, comma separated "
+            "(in `IDEMDASH_CONFIG` a list or a string): with profile `wolverine`, `release-dead-node` and "
+            "`replay-dead-letter`. Each is a compare-and-set with a reason and an audit row; the other library "
+            "profiles document none. Empty: the library's tables are only read. See docs/profiles.md.",
             per_database=True),
     Setting("ARCHIVE_TABLE", "event_publication_archive", parsers.identifier,
             "Spring Modulith's archive table (profile `spring-modulith`).", per_database=True),
@@ -244,7 +250,10 @@ def load(environ: Mapping[str, str] | None = None, **overrides: Any) -> dict[str
     if overrides:
         raise ConfigError(f"unknown settings: {', '.join(sorted(overrides))}")
     given = {s.name for s in SETTINGS if s.env in environ} | set(given_overrides)
-    return with_profile_defaults(values, given)
+    values = with_profile_defaults(values, given)
+    if mistakes := library_action_mistakes(values):
+        raise ConfigError("\n".join(f"IDEMDASH_LIBRARY_ACTIONS: {line}" for line in mistakes))
+    return values
 
 
 def with_profile_defaults(values: dict[str, Any], given: set[str]) -> dict[str, Any]:
@@ -257,6 +266,22 @@ def with_profile_defaults(values: dict[str, Any], given: set[str]) -> dict[str, 
         values.update({name: value for name, value in setting_defaults(values["PROFILE"]).items()
                        if name not in given})
     return values
+
+
+def library_actions(values: Mapping[str, Any]) -> tuple[str, ...]:
+    """The library actions a database enables (its LIBRARY_ACTIONS), by name."""
+    return tuple(split_list(setting(values, "LIBRARY_ACTIONS")))
+
+
+def library_action_mistakes(values: Mapping[str, Any]) -> list[str]:
+    """One line for each name in LIBRARY_ACTIONS that the database's profile does not document: empty when all
+    are known."""
+    chosen = profile(setting(values, "PROFILE"))
+    known = [a.name for a in chosen.actions]
+    offered = f"its actions are {', '.join(known)}" if known else \
+        f"{chosen.library} documents no action idemdash may do in its place"
+    return [f"{name!r} is not an action of profile {chosen.name!r} ({offered})"
+            for name in library_actions(values) if name not in known]
 
 
 _PASSWORD_IN_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)

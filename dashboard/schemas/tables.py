@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PositiveInt
 
 from idemdash.dashboard.schemas.common import CURSOR_TEXT, NO_NUL, Answer, Limit, Query, cursor_of
 from idemdash.dashboard.schemas.examples import AS_OF
@@ -61,7 +61,8 @@ class Tables(Answer):
                                             "to set; null when they were.")
     tables: list[TableStates] = Field(description="Every table of the profile, in its order (empty with a problem).")
     cleanup: str = Field(description="The library's own cleanup rule, in words.")
-    read_only: bool = Field(description="True for another library's tables: idemdash's actions are refused there.")
+    read_only: bool = Field(description="True for another library's tables where none of the library's own actions "
+                                        "is enabled (LIBRARY_ACTIONS): every action is refused there.")
     as_of: datetime
 
 
@@ -112,10 +113,27 @@ class RowQuery(Query):
     id: Identity
 
 
+class RowPageQuery(Query):
+    """The row's page only: the audit_id of the library action just done there, to say so."""
+
+    done: PositiveInt | None = Field(None, description="The audit_id of the action just done.")
+
+
 class RowState(Answer):
     meaning: Meaning
     inside: bool = Field(description="Whether the row is in this state now.")
     note: str
+
+
+class RowAction(Answer):
+    name: str = Field(description="The action, as LIBRARY_ACTIONS names it; POST /api/v1/tables/<role>/row/<name>.")
+    label: str
+    does: str = Field(description="What it does, in the library's words.")
+    source: str = Field(description="The library's source file that does it, at the commit idemdash follows.")
+    enabled: bool = Field(description="Whether this database's LIBRARY_ACTIONS names it.")
+    applies: bool = Field(description="Whether the row meets the library's condition for it now.")
+    expected: dict[str, Any] = Field(description="The values the action is checked against, as the row holds them "
+                                                 "now: send them back as the body's expected.")
 
 
 class Row(Answer):
@@ -125,7 +143,7 @@ class Row(Answer):
         "row": {**_SPRING_ROW, "serialized_event": '{"orderId": 1042}'},
         "states": [{"meaning": "pending", "inside": True, "note": "the registry's own 'incomplete'"},
                    {"meaning": "stuck", "inside": True, "note": "the staleness monitor's rule"}],
-        "as_of": AS_OF}]})
+        "actions": [], "as_of": AS_OF}]})
 
     database: str
     profile: str
@@ -136,4 +154,7 @@ class Row(Answer):
                                             "is cut there, and says so).")
     states: list[RowState] = Field(description="Each state the library defines for this table, and whether the row "
                                                "is in it.")
+    actions: list[RowAction] = Field(description="The library's own documented actions on this table's rows (none for "
+                                                 "most libraries), whether enabled here and whether the row meets "
+                                                 "their condition.")
     as_of: datetime
