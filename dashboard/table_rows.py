@@ -97,6 +97,7 @@ def _row(role: str, identity: str | None = None) -> schema.Row:
                       states=[schema.RowState.model_validate({"meaning": s.meaning, "inside": inside, "note": s.note})
                               for s, inside in states],
                       actions=[_action(found, a, ok, row, target.settings) for a, ok in actions],
+                      application_acts=profile(found.profile).application_acts or None,
                       as_of=datetime.now(timezone.utc))
 
 

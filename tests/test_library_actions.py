@@ -37,13 +37,18 @@ BOTH = "release-dead-node,replay-dead-letter"
 REASON = "INC-88: node 7 was terminated"
 
 
-@pytest.fixture
-def wolverine(empty_database_url):
-    _create_case(empty_database_url, "wolverine", [ddl.WOLVERINE])
-    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+def seed_wolverine(url: str) -> str:
+    """Wolverine's own tables with ROWS, and idemdash's schema (where the actions are audited)."""
+    _create_case(url, "wolverine", [ddl.WOLVERINE])
+    with psycopg.connect(url, autocommit=True) as conn:
         migrate(conn)
         conn.execute(ROWS)
-    return empty_database_url
+    return url
+
+
+@pytest.fixture
+def wolverine(empty_database_url):
+    return seed_wolverine(empty_database_url)
 
 
 def _ident(uuid: str) -> str:
@@ -268,3 +273,33 @@ def test_without_library_actions_the_audit_stays_404_and_the_api_says_read_only(
     enabled = make_app(wolverine, PROFILE="wolverine", LIBRARY_ACTIONS=BOTH).test_client()
     assert enabled.get("/audit").status_code == 200
     assert enabled.get("/api/v1/tables").get_json()["read_only"] is False
+
+
+def test_every_declared_action_names_blocks_that_exist_and_its_librarys_source():
+    from idemdash.core.profiles import PROFILES
+    from idemdash.queries import QUERIES
+
+    declared = [(p, a) for p in PROFILES.values() for a in p.actions]
+    assert {(p.name, a.name) for p, a in declared} == {("wolverine", "release-dead-node"),
+                                                      ("wolverine", "replay-dead-letter")}
+    for chosen, action in declared:
+        assert action.condition in QUERIES and action.sets in QUERIES, action.name
+        assert set(action.tables) <= {t.role for t in chosen.tables} and action.expected and action.changes
+        assert action.source.repo == chosen.sources[0].repo and action.source.path.endswith(".cs")
+
+
+def test_a_spring_modulith_row_says_how_the_application_resubmits_and_offers_no_action(make_app,
+                                                                                       empty_database_url):
+    from tests.test_profile_pages import SPRING_ROWS
+
+    _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(SPRING_ROWS)
+        (ident,) = conn.execute("SELECT jsonb_build_array(id)::text FROM modulith.event_publication"
+                                " WHERE status = 'FAILED'").fetchone()
+    client = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith").test_client()
+    answer = client.get("/api/v1/tables/outbox/row", query_string={"id": ident}).get_json()
+    assert answer["actions"] == [] and "FailedEventPublications.resubmit" in answer["application_acts"]
+    page = BeautifulSoup(client.get("/tables/outbox/row", query_string={"id": ident}).data, "html.parser")
+    assert "resubmitIncompletePublications" in page.select_one("[data-application-acts]").get_text()
+    assert not any("/row/" in f.get("action", "") for f in page.select("form"))

@@ -162,6 +162,9 @@ class Profile:
     version_identity: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     # writes the library documents and does itself, which a database may enable (LIBRARY_ACTIONS); none by default
     actions: tuple[LibraryAction, ...] = ()
+    # where the library leaves acting on a row to the application (no action from the database side): how the
+    # application does it, in words, shown on a row's page
+    application_acts: str = ""
 
     def table(self, role: str) -> Table:
         for table in self.tables:

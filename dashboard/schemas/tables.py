@@ -154,6 +154,8 @@ class Row(Answer):
                                             "is cut there, and says so).")
     states: list[RowState] = Field(description="Each state the library defines for this table, and whether the row "
                                                "is in it.")
+    application_acts: str | None = Field(None, description="Where the library leaves acting on a row to the "
+                                                           "application: how the application does it.")
     actions: list[RowAction] = Field(description="The library's own documented actions on this table's rows (none for "
                                                  "most libraries), whether enabled here and whether the row meets "
                                                  "their condition.")
