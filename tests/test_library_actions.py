@@ -303,3 +303,26 @@ def test_a_spring_modulith_row_says_how_the_application_resubmits_and_offers_no_
     page = BeautifulSoup(client.get("/tables/outbox/row", query_string={"id": ident}).data, "html.parser")
     assert "resubmitIncompletePublications" in page.select_one("[data-application-acts]").get_text()
     assert not any("/row/" in f.get("action", "") for f in page.select("form"))
+
+
+def test_beside_a_reference_database_the_actions_live_under_the_databases_own_urls(make_app, wolverine, database_url,
+                                                                                   tmp_path):
+    from tests.test_databases import write_config
+
+    config = tmp_path / "idemdash.toml"
+    write_config(config, {"orders": {"url": database_url}})
+    config.write_text(config.read_text() + f'[databases.bus]\nurl = "{wolverine}"\nprofile = "wolverine"\n'
+                                           'library_actions = ["release-dead-node"]\n')
+    client = make_app(CONFIG=str(config)).test_client()
+    page = BeautifulSoup(client.get(f"/db/bus/tables/inbox/row?id={_ident(ORPHAN)}").data, "html.parser")
+    form = page.select_one("section[data-action=release-dead-node] form")
+    assert form["action"] == "/db/bus/tables/inbox/row/release-dead-node"
+    # the reference database is not a library's: the action is refused there, naming the setting
+    refused = client.post("/api/v1/tables/inbox/row/release-dead-node",
+                          json={"id": _ident(ORPHAN), "reason": REASON, "expected": {"owner_id": NODE_DEAD}})
+    assert refused.status_code == 403 and "LIBRARY_ACTIONS" in refused.get_json()["error"]
+    done = client.post("/api/v1/db/bus/tables/inbox/row/release-dead-node",
+                       json={"id": _ident(ORPHAN), "reason": REASON, "expected": {"owner_id": NODE_DEAD}})
+    assert done.status_code == 200 and done.get_json()["database"] == "bus"
+    assert _owner(wolverine, "wolverine_incoming_envelopes", ORPHAN) == 0
+    assert "audit log" in client.get("/db/bus/tables").get_data(as_text=True)
