@@ -44,7 +44,8 @@ def _report() -> schema.Tables:
     return schema.Tables(database=target.name, profile=chosen.name, library=chosen.library,
                          version=read.found.version if read.found else None, app_schema=target.settings["APP_SCHEMA"],
                          problem=read.problem, tables=tables, cleanup=chosen.cleanup,
-                         read_only=chosen.name != DEFAULT and not target.settings["LIBRARY_ACTIONS"], as_of=datetime.now(timezone.utc))
+                         read_only=chosen.name != DEFAULT and not target.settings["LIBRARY_ACTIONS"],
+                         as_of=datetime.now(timezone.utc))
 
 
 @bp.get("/tables")
