@@ -214,6 +214,21 @@ def bind(raw: str) -> str:
     return value
 
 
+def latency_budget(raw: str) -> float:
+    """How much slower than idle a purge may make an application commit: a multiple from 1.1 (a trailing ``x`` is
+    allowed), or ``off`` (0.0: the fixed duty cycle alone paces the purge)."""
+    text = raw.strip().lower().removesuffix("x").strip()
+    if text in ("off", "0", "none"):
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected a multiple of the idle commit time such as 1.5, or off, got {raw!r}") from None
+    if not 1.1 <= value <= 100:
+        raise ValueError(f"expected a multiple from 1.1 to 100 (or off), got {raw!r}")
+    return value
+
+
 def percent(raw: str) -> int:
     """A whole percentage from 1 to 100 (a trailing ``%`` is allowed)."""
     text = raw.strip().removesuffix("%").strip()

@@ -7,7 +7,6 @@ without documentation fails CI.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -176,6 +175,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Most of the database's time one purge run may take, in percent: after a batch of t seconds the run "
             "pauses at least t × (100 − p) / p (at 50, as long as the batch took), and longer after a batch slower "
             "than usual (lock waits, I/O). `100`: only `IDEMDASH_PURGE_PAUSE_MS`.", per_database=True),
+    Setting("PURGE_LATENCY_BUDGET", 1.5, parsers.latency_budget,
+            "How much a purge may slow the application's commits: between and during its batches a run times a tiny "
+            "write and commit of its own (what an application commit costs), keeps that probe's idle p99 as a "
+            "baseline, and sets its batch size and pause so the probe's p99 stays within this multiple of it, "
+            "going as fast as that allows (`IDEMDASH_PURGE_BATCH_SIZE` and `IDEMDASH_PURGE_DUTY_CYCLE` are its "
+            "upper bounds). `off`: the fixed duty cycle alone.", per_database=True),
     Setting("PURGE_HISTORY_RETENTION_DAYS", 90, parsers.positive_int,
             "How long idemdash keeps its own purge-run history (`idemdash.purge_run` and the partitions each run "
             "dropped); each run forgets older runs of its table, keeping the latest successful purge and dry run.",
@@ -283,16 +288,3 @@ def library_action_mistakes(values: Mapping[str, Any]) -> list[str]:
         f"{chosen.library} documents no action idemdash may do in its place"
     return [f"{name!r} is not an action of profile {chosen.name!r} ({offered})"
             for name in library_actions(values) if name not in known]
-
-
-_PASSWORD_IN_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://[^/?#@:]*):([^/?#]*)@", re.IGNORECASE)
-_PASSWORD_IN_QUERY = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
-
-
-def redact_dsn(dsn: str) -> str:
-    """The DSN with any password replaced by ``***``, safe to show or log. Nothing else changes."""
-    if "://" in dsn:
-        dsn = _URL_USERINFO.sub(lambda m: f"{m.group(1)}:***@" if m.group(2) else f"{m.group(1)}@", dsn)
-        return _PASSWORD_IN_QUERY.sub(r"\1***", dsn)
-    return _PASSWORD_IN_KV.sub(r"\1***", dsn)
