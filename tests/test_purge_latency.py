@@ -8,6 +8,7 @@ import time
 
 import psycopg
 import pytest
+from bs4 import BeautifulSoup
 
 from idemdash.core import parsers, settings
 from idemdash.core.settings import ConfigError
@@ -77,7 +78,7 @@ def _pacing(conn, run_id):
                         " final_duty_cycle FROM idemdash.purge_run WHERE run_id = %s", (run_id,)).fetchone()
 
 
-def test_a_run_records_what_its_probe_measured_and_leaves_no_probe_row(conn, database_url):
+def test_a_run_records_what_its_probe_measured_and_leaves_no_probe_row(conn, database_url, make_app):
     add_expired(conn, 3000)
     result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=100), "keys", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 3000)
@@ -86,6 +87,12 @@ def test_a_run_records_what_its_probe_measured_and_leaves_no_probe_row(conn, dat
     assert backoffs >= 0 and 0 < size <= 100 and 0 < duty <= 50
     assert conn.execute("SELECT count(*) FROM idemdash.purge_probe").fetchone()[0] == 0
     assert count(conn, KEYS) == 0
+    client = make_app(database_url).test_client()
+    (shown,) = [r for r in client.get("/api/v1/purges").get_json()["items"] if r["run_id"] == result.run_id]
+    assert (shown["latency_budget"], shown["probes"], shown["backoffs"]) == (1.5, probes, backoffs)
+    cell = BeautifulSoup(client.get("/purges").data, "html.parser").select_one(
+        f"tr[data-run-id='{result.run_id}'] td[data-pacing]").get_text(" ", strip=True)
+    assert f"{baseline:.1f} → {during:.1f} ms" in cell and "of 1.5× allowed" in cell
     # what never probed records nothing: a run of one batch, a dry run, and the budget switched off
     add_expired(conn, 3000)
     for target, dry_run in ((make_target(database_url, PURGE_BATCH_SIZE=5000), False),
