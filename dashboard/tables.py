@@ -14,6 +14,7 @@ from idemdash.dashboard.auth import refuse_action
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
+from idemdash.queries.replication import list_logical_slots
 from idemdash.queries.rollups import read_library_states
 
 bp = Blueprint("tables", __name__)
@@ -41,7 +42,10 @@ def _report() -> schema.Tables:
                 "computed_at": when.get((table.role, meaning)),
                 "note": state.note if state is not None else f"not recorded by {chosen.library}"}))
         tables.append(schema.TableStates(role=table.role, name=found.get(table.role), states=states))
-    return schema.Tables(database=target.name, profile=chosen.name, library=chosen.library,
+    slots = None
+    if chosen.reads_wal and read.found:
+        slots = [schema.Slot.model_validate(s) for s in panels.require(panels.load(list_logical_slots))]
+    return schema.Tables(database=target.name, slots=slots, profile=chosen.name, library=chosen.library,
                          version=read.found.version if read.found else None, app_schema=target.settings["APP_SCHEMA"],
                          problem=read.problem, tables=tables, cleanup=chosen.cleanup,
                          read_only=chosen.name != DEFAULT and not target.settings["LIBRARY_ACTIONS"],

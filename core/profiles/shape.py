@@ -165,6 +165,9 @@ class Profile:
     # where the library leaves acting on a row to the application (no action from the database side): how the
     # application does it, in words, shown on a row's page
     application_acts: str = ""
+    # a logical replication slot reads the outbox's rows from the write-ahead log (Debezium): what is pending is what
+    # the slot has not confirmed, so its lag is shown beside the rows, and /health says when nothing reads them
+    reads_wal: bool = False
 
     def table(self, role: str) -> Table:
         for table in self.tables:

@@ -32,6 +32,16 @@ class TableStates(Answer):
     states: list[StateCount] = Field(description="Each of the six meanings, in the same order for every table.")
 
 
+class Slot(Answer):
+    slot_name: str
+    plugin: str = Field(description="Its output plugin (Debezium: pgoutput or decoderbufs).")
+    active: bool = Field(description="A reader (the connector) is connected now.")
+    never_confirmed: bool = Field(description="Its reader has never confirmed reading anything.")
+    bytes_behind: float | None = Field(description="WAL written since what its reader confirmed it read: the rows "
+                                                   "written in it are not yet published.")
+    bytes_retained: float | None = Field(description="WAL the slot keeps the server from recycling (disk).")
+
+
 class Tables(Answer):
     model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
         "database": "orders", "profile": "spring-modulith", "library": "Spring Modulith event publication registry",
@@ -63,6 +73,9 @@ class Tables(Answer):
     cleanup: str = Field(description="The library's own cleanup rule, in words.")
     read_only: bool = Field(description="True for another library's tables where none of the library's own actions "
                                         "is enabled (LIBRARY_ACTIONS): every action is refused there.")
+    slots: list[Slot] | None = Field(None, description="For a table a logical replication slot reads from the WAL "
+                                                       "(Debezium's outbox): this database's logical slots and how "
+                                                       "far behind each is; null for every other profile.")
     as_of: datetime
 
 
