@@ -24,7 +24,7 @@ from idemdash.core.profiles.shape import PURGEABLE, State
 from idemdash.jobs.failures import describe_error
 from idemdash.jobs.job_ids import job_id
 from idemdash.jobs.pacing import Pacer
-from idemdash.jobs.purge_batches import make_pacer
+from idemdash.jobs.purge_batches import make_pacer, record_pacing_safely
 from idemdash.jobs.purge_run import PurgeResult
 from idemdash.jobs.purge_settings import PurgeSettings
 from idemdash.jobs.purges import schedule_trigger
@@ -36,7 +36,6 @@ from idemdash.queries.library_purges import (
     record_library_dry_run,
 )
 from idemdash.queries.profile_states import params_for
-from idemdash.queries.purge_probe import record_pacing
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -111,7 +110,7 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
             if run_id is not None and not lock_conn.closed:
                 try:
                     if pacing is not None:
-                        record_pacing(lock_conn, run_id, pacing)
+                        record_pacing_safely(lock_conn, run_id, pacing)
                     purges.finish_purge_run(lock_conn, run_id, outcome, error)
                     purges.release_purge_lock(lock_conn, name)
                 except psycopg.Error as exc:

@@ -20,7 +20,8 @@ from idemdash.jobs.failures import describe_error
 from idemdash.jobs.pacing import Pacer
 from idemdash.jobs.probe import CommitProbe
 from idemdash.jobs.purge_settings import PurgeSettings
-from idemdash.queries import Tables, partitions, purge_batches, purges
+from idemdash.queries import Tables, partitions, purge_batches, purge_probe, purges
+from idemdash.queries.purge_probe import Pacing
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,15 @@ def make_pacer(s: PurgeSettings, run_id: int, connect_probe: Callable[[], psycop
             return CommitProbe(probe_connect, run_id)
     return Pacer(s.batch_size, min(MIN_BATCH_SIZE, s.batch_size), s.duty_cycle, s.pause_ms,
                  latency_budget=s.latency_budget, probe_factory=factory)
+
+
+def record_pacing_safely(conn: psycopg.Connection, run_id: int, pacing: Pacing) -> None:
+    """What the run's pacer measured, on its row; a failure to write it (idemdash's schema behind) never keeps the
+    run's outcome from being recorded."""
+    try:
+        purge_probe.record_pacing(conn, run_id, pacing)
+    except psycopg.Error as exc:
+        log.warning("purge run %d: what its pacer measured was not recorded: %s", run_id, describe_error(exc, ""))
 
 
 CANCELLED = "cancelled"

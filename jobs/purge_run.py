@@ -40,11 +40,18 @@ import psycopg
 
 from idemdash.jobs.failures import describe_error, describe_outage, lost
 from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
-from idemdash.jobs.purge_batches import CANCELLED, RunContext, cancelled_error, plan_units, run_batches
+from idemdash.jobs.purge_batches import (
+    CANCELLED,
+    RunContext,
+    cancelled_error,
+    plan_units,
+    record_pacing_safely,
+    run_batches,
+)
 from idemdash.jobs.purge_settings import RETENTION_SETTING, PurgeSettings
 from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun
 from idemdash.queries import purge_batches, purges
-from idemdash.queries.purge_probe import Pacing, record_pacing
+from idemdash.queries.purge_probe import Pacing
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -190,7 +197,7 @@ def _finish(target: Target, lock_conn: psycopg.Connection | None, table: str, ru
     try:
         if lock_conn is not None and not lost(lock_conn):
             if pacing is not None:
-                record_pacing(lock_conn, run_id, pacing)
+                record_pacing_safely(lock_conn, run_id, pacing)
             purges.finish_purge_run(lock_conn, run_id, outcome, error)
             purges.release_purge_lock(lock_conn, table)
             return True

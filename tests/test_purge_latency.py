@@ -154,3 +154,13 @@ def test_the_run_backs_off_while_commits_slow_down_and_speeds_up_when_they_recov
     assert backoffs >= 2 and p99_during >= 50 and baseline < 50 and budget == 5.0
     assert size == 400 and duty == 100
     assert count(conn, KEYS) == 100_000 - result.rows
+
+
+def test_a_probe_that_cannot_write_leaves_the_run_to_its_duty_cycle(conn, database_url):
+    add_expired(conn, 1500)
+    conn.execute("DROP TABLE idemdash.purge_probe")  # as with a role that may not write idemdash's schema
+    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=100), "keys", dry_run=False, started_by="test")
+    assert (result.outcome, result.rows) == ("succeeded", 1500)
+    budget, baseline, _during, probes, backoffs, size, _duty = _pacing(conn, result.run_id)
+    assert (budget, baseline, probes, backoffs, size) == (1.5, None, 0, 0, 100)
+    assert count(conn, KEYS) == 0
