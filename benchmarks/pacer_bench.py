@@ -134,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
             pgdata = Path(tmp.name) / "pgdata"
         url, stop = start_embedded(pgdata, [], out)
     try:
-        overrides = dict(item.split("=", 1) for item in args.set)
-        config = settings.load({}, DATABASE_URL=url, APP_SCHEMA=SCHEMA,
-                               **{k.strip(): v.strip() for k, v in overrides.items()})
+        given = dict(item.split("=", 1) for item in args.set)  # parsed as the environment's values are
+        config = settings.load({f"IDEMDASH_{k.strip()}": v.strip() for k, v in given.items()}, DATABASE_URL=url,
+                               APP_SCHEMA=SCHEMA)
         tables = Tables(schema=SCHEMA)
         with psycopg.connect(url, autocommit=True) as conn:
             out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
