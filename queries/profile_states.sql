@@ -115,16 +115,18 @@ true
 {Delivered} < now() - %(retention)s
 
 -- state_wolverine_inbox_pending --
--- Wolverine durable messaging (PostgreSQL): inbox rows that are pending (unowned: any node may recover it)
-{status} = 'Incoming' AND {owner_id} = 0
+-- Wolverine durable messaging (PostgreSQL): inbox rows that are pending (unowned Incoming: any node may recover it; Scheduled: waiting for execution_time)
+({status} = 'Incoming' AND {owner_id} = 0) OR {status} = 'Scheduled'
 
 -- state_wolverine_inbox_in_progress --
 -- Wolverine durable messaging (PostgreSQL): inbox rows that are in progress (owned by node number owner_id)
 {status} = 'Incoming' AND {owner_id} <> 0
 
 -- state_wolverine_inbox_stuck --
--- Wolverine durable messaging (PostgreSQL): inbox rows that are stuck (owned by a node missing from wolverine_nodes; Scheduled rows past execution_time are overdue)
-{status} = 'Incoming' AND {owner_id} <> 0 AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})
+-- Wolverine durable messaging (PostgreSQL): inbox rows that are stuck (Incoming owned by a node missing from wolverine_nodes while it lists any node, as Wolverine's own orphan sweep judges; Scheduled rows whose execution_time passed longer ago than the lease: overdue)
+({status} = 'Incoming' AND {owner_id} <> 0 AND EXISTS (SELECT 1 FROM {nodes})
+ AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes}))
+OR ({status} = 'Scheduled' AND {execution_time} < now() - %(stale_after)s)
 
 -- state_wolverine_inbox_done --
 -- Wolverine durable messaging (PostgreSQL): inbox rows that are done (kept until keep_until as the idempotency record)
@@ -139,8 +141,8 @@ true
 true
 
 -- state_wolverine_outbox_stuck --
--- Wolverine durable messaging (PostgreSQL): outbox rows that are stuck
-{owner_id} <> 0 AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})
+-- Wolverine durable messaging (PostgreSQL): outbox rows that are stuck (owned by a node missing from wolverine_nodes while it lists any node, as Wolverine's orphan sweep judges)
+{owner_id} <> 0 AND EXISTS (SELECT 1 FROM {nodes}) AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})
 
 -- state_wolverine_dead_letters_failed --
 -- Wolverine durable messaging (PostgreSQL): dead_letters rows that are failed (every row; replayable = true is queued for replay)

@@ -71,14 +71,17 @@ PROFILE = Profile(
               optional=True),
     ),
     states=(
-        State(PENDING, "inbox", "state_wolverine_inbox_pending", "unowned: any node may recover it"),
+        State(PENDING, "inbox", "state_wolverine_inbox_pending",
+              "unowned Incoming rows (any node may recover them) and Scheduled rows waiting for execution_time"),
         State(IN_PROGRESS, "inbox", "state_wolverine_inbox_in_progress", "owned by node number owner_id"),
         State(STUCK, "inbox", "state_wolverine_inbox_stuck",
-              "owned by a node missing from wolverine_nodes; Scheduled rows past execution_time are overdue"),
+              "Incoming rows owned by a node missing from wolverine_nodes (while it lists any node, as Wolverine's "
+              "orphan sweep judges), and Scheduled rows overdue by more than the lease (IDEMDASH_DEFAULT_LEASE_SECONDS)"),
         State(DONE, "inbox", "state_wolverine_inbox_done", "kept until keep_until as the idempotency record"),
         State(PURGEABLE, "inbox", "state_wolverine_inbox_purgeable"),
         State(PENDING, "outbox", "state_wolverine_outbox_pending", "a row exists until it is sent, then it is deleted"),
-        State(STUCK, "outbox", "state_wolverine_outbox_stuck"),
+        State(STUCK, "outbox", "state_wolverine_outbox_stuck",
+              "owned by a node missing from wolverine_nodes, while it lists any node"),
         State(FAILED, "dead_letters", "state_wolverine_dead_letters_failed", "every row; replayable = true is queued for replay"),
     ),
     cleanup="Deletes Handled incoming rows whose keep_until has passed (5 min after handling by default) in ctid "
