@@ -48,7 +48,8 @@ _GIVEN_UP = (("failed_retry_count", FAILED_RETRY_COUNT),)
 def _states(role: str, word: str) -> tuple[State, ...]:
     return (
         State(PENDING, role, f"state_cap_{role}_pending",
-              f"Scheduled: stored, {word} now, or by the retry processor once Added is FailedRetryInterval old"
+              f"Scheduled: stored, {word} now, or by the retry processor once Added is "
+              "FallbackWindowLookbackSeconds (240 s) old"
               + ("; Delayed: waits for its publish time (ExpiresAt)" if role == "outbox" else ""), order="Added"),
         *((State(IN_PROGRESS, role, f"state_cap_{role}_in_progress",
                  "Queued: its publish time (ExpiresAt) is within a minute, held in one instance's in-memory "
@@ -91,6 +92,8 @@ PROFILE = Profile(
              Source(_REPO, _CAP + "Internal/IMessageSender.Default.cs", _COMMIT),
              Source(_REPO, _CAP + "Internal/ISubscribeExector.Default.cs", _COMMIT),
              Source(_REPO, _CAP + "Processor/IDispatcher.Default.cs", _COMMIT),
-             Source(_REPO, _CAP + "Processor/IProcessor.Collector.cs", _COMMIT)),
+             Source(_REPO, _CAP + "Processor/IProcessor.Collector.cs", _COMMIT),
+             Source(_REPO, _CAP + "Processor/IProcessor.NeedRetry.cs", _COMMIT),
+             Source(_REPO, _CAP + "CAP.Options.cs", _COMMIT)),
     timezone="local",   # DateTime.Now: the application host's zone (core/parsers.py's LOCAL_ZONE)
 )
