@@ -80,6 +80,10 @@ def test_an_operator_follows_a_librarys_state_to_a_row(live_server, make_app, pa
     page.goto(base + "/")
     expect(page.locator("h1")).to_have_text("Tables")
     expect(page.locator("header")).to_contain_text(f"{name} · read-only")
+    if name == "cap":  # its backlog by Name, the longest waiting first
+        backlog = page.locator("table.profile-backlog[data-role=outbox] tbody tr")
+        expect(backlog).to_have_count(2)
+        expect(backlog.first).to_contain_text("orders.created")
     role, state = follow
     cell = page.locator(f"tr[data-role={role}] td[data-meaning='{state}'] a")
     expect(cell).to_have_text(str(count))

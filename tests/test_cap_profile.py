@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
+from bs4 import BeautifulSoup
 
 from idemdash.core import settings
 from idemdash.core.parsers import zone_name
@@ -116,6 +117,18 @@ def test_the_api_and_metrics_show_the_cap_states(make_app, empty_database_url):
     states = {(t["role"], s["meaning"]): s["count"] for t in answer["tables"] for s in t["states"] if s["recorded"]}
     assert {m: states[("outbox", m)] for m in OUTBOX_COUNTS} == OUTBOX_COUNTS
     assert {m: states[("inbox", m)] for m in INBOX_COUNTS} == INBOX_COUNTS
+    # the backlog (rows not Succeeded) by Name, and by Name and Group for received; lag: the oldest Added, by the
+    # CAP host's clock (within the seconds this test takes)
+    backlog = {t["role"]: (t["backlog_by"], [(g["group"], g["rows"], round(g["lag_seconds"] / 60))
+                                             for g in t["backlog"]]) for t in answer["tables"]}
+    assert backlog == {
+        "outbox": (["Name"], [(["orders.paid"], 3, 16 * 24 * 60), (["orders.remind"], 3, 180),
+                              (["orders.created"], 3, 120)]),
+        "inbox": (["Name", "Group"], [(["orders.paid", "billing"], 2, 16 * 24 * 60),
+                                      (["orders.created", "billing"], 2, 60)])}
+    shown = BeautifulSoup(client.get("/tables").data, "html.parser").select_one("table.profile-backlog[data-role=outbox]")
+    assert [[td.get_text(strip=True) for td in tr.select("td")][:2] for tr in shown.select("tbody tr")] == [
+        ["orders.paid", "3"], ["orders.remind", "3"], ["orders.created", "3"]]
     metrics = client.get("/metrics").get_data(as_text=True)
     assert 'idemdash_profile_rows{database="default",profile="cap",state="stuck",table="published"} 2.0' in metrics
     assert 'idemdash_profile_rows{database="default",profile="cap",state="purgeable",table="received"} 2.0' in metrics

@@ -75,9 +75,10 @@ PROFILE = Profile(
     default_schema="cap",
     tables=(
         Table("outbox", "published", "outbox_table", _COLUMNS, identity=("Id",), state="StatusName",
-              attempts="Retries", times=_TIMES, payload="Content"),
+              attempts="Retries", times=_TIMES, payload="Content", groups=("Name",)),
         Table("inbox", "received", "inbox_table", (*_COLUMNS, Column("Group", TEXT)), identity=("Id",),
-              state="StatusName", owner="Group", attempts="Retries", times=_TIMES, payload="Content"),
+              state="StatusName", owner="Group", attempts="Retries", times=_TIMES, payload="Content",
+              groups=("Name", "Group")),
     ),
     states=(*_states("outbox", "sent"), *_states("inbox", "executed")),
     cleanup="The collector deletes, every CollectorCleaningInterval (5 min), from published then received, 1000 rows "

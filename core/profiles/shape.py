@@ -81,6 +81,8 @@ class Table:
     error: str | None = None
     optional: bool = False          # the shape is recognised without it
     match: str = EXACT
+    groups: tuple[str, ...] = ()    # /tables breaks its backlog (rows not in its done state) down by these columns,
+                                    # each group with its rows and how long its oldest has waited (the first time)
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
