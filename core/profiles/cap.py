@@ -23,6 +23,7 @@ from idemdash.core.profiles.shape import (
     TEXT,
     TS,
     Column,
+    Index,
     Profile,
     Source,
     State,
@@ -81,6 +82,14 @@ PROFILE = Profile(
               groups=("Name", "Group")),
     ),
     states=(*_states("outbox", "sent"), *_states("inbox", "executed")),
+    indexes=(
+        Index("outbox", "unfinished", "profile_index_cap_outbox_unfinished",
+              "published messages not Succeeded, by Added: the pending, in-progress, stuck and failed counts and lists, "
+              "and the backlog (CAP's own indexes lead with ExpiresAt, which serves the purge)"),
+        Index("inbox", "unfinished", "profile_index_cap_inbox_unfinished",
+              "received messages not Succeeded, by Added: the pending, stuck and failed counts and lists, and the "
+              "backlog"),
+    ),
     cleanup="The collector deletes, every CollectorCleaningInterval (5 min), from published then received, 1000 rows "
             "a statement, the rows whose ExpiresAt has passed by the local clock and whose StatusName is Succeeded "
             "(ExpiresAt: a day after success) or Failed (ExpiresAt: 15 days after Added). Scheduled, Delayed and "
