@@ -14,6 +14,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from idemdash.core import settings
+from idemdash.core.databases import load_databases
 from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.settings import ConfigError
@@ -165,3 +166,13 @@ def test_the_zone_defaults_to_the_local_clock_for_cap_and_utc_for_the_rest():
     assert zone_name("Europe/Berlin", {"TZ": "Asia/Kolkata"}) == "Europe/Berlin"
     with pytest.raises(ConfigError, match="IDEMDASH_LIBRARY_TIMEZONE: expected an IANA time zone"):
         settings.load({"IDEMDASH_PROFILE": "cap", "IDEMDASH_LIBRARY_TIMEZONE": "+05:30"})
+
+
+def test_each_database_of_a_config_file_has_its_own_cap_zone(tmp_path):
+    path = tmp_path / "idemdash.toml"
+    path.write_text('[databases.eu]\nurl = "postgresql://h/eu"\nprofile = "cap"\nlibrary_timezone = "Europe/Berlin"\n'
+                    '[databases.in]\nurl = "postgresql://h/in"\nprofile = "cap"\n'
+                    '[databases.ref]\nurl = "postgresql://h/ref"\n')
+    zones = {d.name: d.settings["LIBRARY_TIMEZONE"]
+             for d in load_databases(settings.load({}, CONFIG=str(path)))}
+    assert zones == {"eu": "Europe/Berlin", "in": "local", "ref": "UTC"}
