@@ -5,8 +5,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timezone
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from apscheduler.triggers.cron import CronTrigger
@@ -233,13 +234,17 @@ def zone(raw: str) -> str:
     return value
 
 
-def zone_name(value: str, environ: dict[str, str] | None = None) -> str:
+def zone_name(value: str, environ: Mapping[str, str] | None = None) -> str:
     """The IANA name PostgreSQL is given for ``value`` (see ``zone``): ``local`` is this machine's zone, from ``TZ``,
     then /etc/timezone, then the /etc/localtime link; UTC when none names a zone."""
     if value != LOCAL_ZONE:
         return value
-    environ = dict(os.environ) if environ is None else environ
-    candidates = [environ.get("TZ", "").lstrip(":")]
+    return _local_zone((os.environ if environ is None else environ).get("TZ", ""))
+
+
+@lru_cache(maxsize=8)
+def _local_zone(tz: str) -> str:
+    candidates = [tz.lstrip(":")]
     try:
         with open("/etc/timezone", encoding="utf-8") as handle:
             candidates.append(handle.read().strip())
