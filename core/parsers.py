@@ -84,6 +84,16 @@ def names(raw: str) -> str:
     return raw.strip()
 
 
+def action_names(raw: str) -> str:
+    """A comma-separated list of action names (lower case, digits and '-'), possibly empty: each once, as
+    ``a,b``."""
+    names = tuple(dict.fromkeys(part.strip().lower() for part in raw.split(",") if part.strip()))
+    for name in names:
+        if not re.fullmatch(r"[a-z][a-z0-9-]{0,62}", name):
+            raise ValueError(f"expected action names separated by commas (such as release-dead-node), got {name!r}")
+    return ",".join(names)
+
+
 def split_list(raw: str) -> list[str]:
     return [part.strip() for part in raw.split(",") if part.strip()]
 
@@ -204,6 +214,21 @@ def bind(raw: str) -> str:
             raise ValueError(f"{host!r} is not a host name or address; {expected}")
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"the port must be a number from 1 to 65535; {expected}")
+    return value
+
+
+def latency_budget(raw: str) -> float:
+    """How much slower than idle a purge may make an application commit: a multiple from 1.1 (a trailing ``x`` is
+    allowed), or ``off`` (0.0: the fixed duty cycle alone paces the purge)."""
+    text = raw.strip().lower().removesuffix("x").strip()
+    if text in ("off", "0", "none"):
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected a multiple of the idle commit time such as 1.5, or off, got {raw!r}") from None
+    if not 1.1 <= value <= 100:
+        raise ValueError(f"expected a multiple from 1.1 to 100 (or off), got {raw!r}")
     return value
 
 

@@ -24,13 +24,20 @@ from idemdash.queries.catalog import ShapeNotFound, find_configured
 def state_names(found: Found, state: State) -> dict[str, sql.Composable] | None:
     """The identifiers a state's condition names: its own table, another table of the profile, columns as the found
     naming convention spells them; None when a table it reads is not among ``found``'s (an optional one)."""
+    return block_names(found, state.table, state.query, dict(state.columns))
+
+
+def block_names(found: Found, role: str, block: str,
+                columns: Mapping[str, str] | None = None) -> dict[str, sql.Composable] | None:
+    """The identifiers a block over ``role``'s table names (a state's condition, a library action's condition or
+    assignments): see ``state_names``."""
     tables = dict(found.tables)
     roles = {t.role for t in profile(found.profile).tables}
-    if state.table not in tables:
+    if role not in tables:
         return None
-    names: dict[str, sql.Composable] = {"table": sql.Identifier(found.schema, tables[state.table])}
-    columns = dict(state.columns)
-    for _, field, _, _ in Formatter().parse(QUERIES[state.query].text):
+    names: dict[str, sql.Composable] = {"table": sql.Identifier(found.schema, tables[role])}
+    columns = columns or {}
+    for _, field, _, _ in Formatter().parse(QUERIES[block].text):
         if not field or field in names:
             continue
         if field in roles:
