@@ -3,9 +3,12 @@ saying what it expected."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timezone
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from apscheduler.triggers.cron import CronTrigger
 
@@ -239,3 +242,41 @@ def percent(raw: str) -> int:
     if not 1 <= value <= 100:
         raise ValueError(f"expected a percentage from 1 to 100, got {raw!r}")
     return value
+
+
+LOCAL_ZONE = "local"
+
+
+def zone(raw: str) -> str:
+    """An IANA time zone name (``Europe/Berlin``, ``UTC``) or ``local``, the zone of the machine idemdash runs on."""
+    value = raw.strip()
+    if value.lower() == LOCAL_ZONE:
+        return LOCAL_ZONE
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"expected an IANA time zone name such as Europe/Berlin, UTC or 'local', got {raw!r}") from None
+    return value
+
+
+def zone_name(value: str, environ: Mapping[str, str] | None = None) -> str:
+    """The IANA name PostgreSQL is given for ``value`` (see ``zone``): ``local`` is this machine's zone, from ``TZ``,
+    then /etc/timezone, then the /etc/localtime link; UTC when none names a zone."""
+    if value != LOCAL_ZONE:
+        return value
+    return _local_zone((os.environ if environ is None else environ).get("TZ", ""))
+
+
+@lru_cache(maxsize=8)
+def _local_zone(tz: str) -> str:
+    candidates = [tz.lstrip(":")]
+    try:
+        with open("/etc/timezone", encoding="utf-8") as handle:
+            candidates.append(handle.read().strip())
+    except OSError:
+        pass
+    link = os.path.realpath("/etc/localtime")
+    if "zoneinfo/" in link:
+        candidates.append(link.split("zoneinfo/", 1)[1])
+    known = available_timezones()
+    return next((c for c in candidates if c in known), "UTC")

@@ -64,10 +64,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("PROFILE", DEFAULT_PROFILE, parsers.choice(*PROFILES, CUSTOM),
             "Whose tables the database holds: `reference` (idemdash's own shape, these settings' defaults), a "
             "library's (`spring-modulith`, `masstransit`, `wolverine`, `brandur`, `nservicebus`, `eventuate`, "
-            "`pg-transactional-outbox`, `debezium-outbox`; `idemdash detect` finds them), or `custom`, a shape "
-            "described in `IDEMDASH_CONFIG`. Any but `reference` is read through its own states, written to only by "
-            "the library's own actions `IDEMDASH_LIBRARY_ACTIONS` enables, and takes the library's schema and table "
-            "names where none are set. See docs/profiles.md.",
+            "`pg-transactional-outbox`, `debezium-outbox`, `cap`; `idemdash detect` finds them), or `custom`, a "
+            "shape described in `IDEMDASH_CONFIG`. Any but `reference` is read through its own states, written to "
+            "only by the library's own actions `IDEMDASH_LIBRARY_ACTIONS` enables, and takes the library's schema and "
+            "table names where none are set. See docs/profiles.md.",
             per_database=True),
     Setting("LIBRARY_ACTIONS", "", parsers.action_names,
             "The writes a library documents and does itself that operators may do here, by name, comma separated "
@@ -136,6 +136,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEFAULT_LEASE_SECONDS", 300, parsers.positive_int,
             "Lease assumed for a `processing` key whose `locked_until` is NULL: it is stuck once "
             "`claimed_at` is older than this.", per_database=True),
+    Setting("LIBRARY_TIMEZONE", "UTC", parsers.zone,
+            "The zone a library writes its `timestamp without time zone` columns in (an IANA name, or `local`: the "
+            "zone of the machine idemdash runs on); each is compared with now in that zone, whatever the database "
+            "server's or session's zone. Its default is the profile's: `local` for `cap` (DotNetCore.CAP writes "
+            "`DateTime.Now`, so set it to the zone of the hosts running CAP when it differs), `UTC` otherwise.",
+            per_database=True),
     Setting("STATEMENT_TIMEOUT_MS", 3000, parsers.positive_int,
             "Statement timeout for page and API reads (READ ONLY transactions).", per_database=True),
     Setting("LOCK_TIMEOUT_MS", 500, parsers.positive_int,

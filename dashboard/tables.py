@@ -14,6 +14,7 @@ from idemdash.dashboard.auth import refuse_action
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
+from idemdash.queries.profile_rows import list_backlogs
 from idemdash.queries.replication import list_logical_slots
 from idemdash.queries.rollups import read_library_states
 
@@ -32,6 +33,8 @@ def _report() -> schema.Tables:
     read, when = panels.require(panels.load(read_library_states, target.settings))
     counts = {(state.table, state.meaning): (state, count) for state, count in read.counts}
     found = dict(read.found.tables) if read.found else {}
+    backlogs = panels.load(list_backlogs, read.found, target.settings) if read.found else None
+    by_role = backlogs.value if backlogs is not None and backlogs.ok and backlogs.value is not None else {}
     tables = []
     for table in chosen.tables if read.found else ():
         states = []
@@ -41,7 +44,11 @@ def _report() -> schema.Tables:
                 "meaning": meaning, "recorded": state is not None, "count": count,
                 "computed_at": when.get((table.role, meaning)),
                 "note": state.note if state is not None else f"not recorded by {chosen.library}"}))
-        tables.append(schema.TableStates(role=table.role, name=found.get(table.role), states=states))
+        backlog = [schema.BacklogGroup(group=[None if v is None else str(v) for v in g.group_values], rows=g.rows,
+                                       lag_seconds=g.lag_seconds) for g in by_role[table.role]] \
+            if table.role in by_role else None
+        tables.append(schema.TableStates(role=table.role, name=found.get(table.role), states=states,
+                                         backlog_by=list(table.groups), backlog=backlog))
     slots = None
     if chosen.reads_wal and read.found:
         slots = [schema.Slot.model_validate(s) for s in panels.require(panels.load(list_logical_slots))]

@@ -12,9 +12,11 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import State
+from idemdash.core.settings import setting
 from idemdash.queries import QUERIES, Statement, statement
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 
@@ -74,8 +76,8 @@ def count_state(conn: psycopg.Connection, found: Found, state: State, params: Ma
 
 def count_states(conn: psycopg.Connection, found: Found,
                  params: Mapping[str, Any]) -> list[tuple[State, int | None]]:
-    """Every state of the found shape's version, with its count."""
-    return [(state, count_state(conn, found, state, params))
+    """Every state of the found shape's version, with its count (``params``, and the values the state binds itself)."""
+    return [(state, count_state(conn, found, state, {**params, **_own_params(state)}))
             for state in profile(found.profile).states_of(found.version)]
 
 
@@ -98,19 +100,23 @@ def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
     """The values a state of a table in ``role`` is counted with, from the database's settings: the retention of
     its kind of table (as an interval, and as epoch milliseconds for Eventuate), and how long work may go
     unfinished (``DEFAULT_LEASE_SECONDS``: Spring Modulith's staleness, MassTransit's undelivered, Brandur's lock
-    timeout)."""
+    timeout), and the zone a library's naive local timestamps are written in (``LIBRARY_TIMEZONE``: CAP's)."""
     days = settings[retention_setting(role)]
+    zone = zone_name(setting(settings, "LIBRARY_TIMEZONE"))
     retention = timedelta(days=days)
     lease = timedelta(seconds=settings["DEFAULT_LEASE_SECONDS"])
     return {"retention": retention, "stale_after": lease, "lock_timeout": lease,
-            "before_epoch_ms": int((time.time() - retention.total_seconds()) * 1000)}
+            "before_epoch_ms": int((time.time() - retention.total_seconds()) * 1000), "library_zone": zone}
 
 
 def params_for(state: State, settings: Mapping[str, Any]) -> dict[str, Any]:
     """Everything a state's condition binds: the settings' values for its table (``state_params``) and its own
     (a custom shape's state values)."""
-    own = {name: list(value) if isinstance(value, tuple) else value for name, value in state.params}
-    return {**state_params(settings, state.table), **own}
+    return {**state_params(settings, state.table), **_own_params(state)}
+
+
+def _own_params(state: State) -> dict[str, Any]:
+    return {name: list(value) if isinstance(value, tuple) else value for name, value in state.params}
 
 
 def count_configured_states(conn: psycopg.Connection, found: Found,

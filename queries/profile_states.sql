@@ -227,3 +227,50 @@ true
 -- state_debezium_outbox_outbox_pending --
 -- Debezium outbox event router: outbox rows that are pending (rows the replication slot may not have read: compare the slot's confirmed_flush_lsn with the current WAL position)
 true
+
+-- state_cap_outbox_pending --
+-- DotNetCore.CAP (PostgreSQL): published rows that are pending (Scheduled: to be sent now or by the retry processor; Delayed: waiting for its publish time)
+{StatusName} IN ('Scheduled', 'Delayed')
+
+-- state_cap_outbox_in_progress --
+-- DotNetCore.CAP (PostgreSQL): published rows that are in progress (Queued: publish time within a minute, in one instance's in-memory scheduler queue)
+{StatusName} = 'Queued'
+
+-- state_cap_outbox_stuck --
+-- DotNetCore.CAP (PostgreSQL): published rows that are stuck: Scheduled since Added, or Queued since its publish time (ExpiresAt), longer than the lease; both naive local times, compared with now in %(library_zone)s
+({StatusName} = 'Scheduled' AND {Added} < (now() AT TIME ZONE %(library_zone)s) - %(stale_after)s)
+OR ({StatusName} = 'Queued' AND {ExpiresAt} < (now() AT TIME ZONE %(library_zone)s) - %(stale_after)s)
+
+-- state_cap_outbox_done --
+-- DotNetCore.CAP (PostgreSQL): published rows that are done (Succeeded)
+{StatusName} = 'Succeeded'
+
+-- state_cap_outbox_failed --
+-- DotNetCore.CAP (PostgreSQL): published rows that are failed (Failed; Retries says how often it was tried)
+{StatusName} = 'Failed'
+
+-- state_cap_outbox_purgeable --
+-- DotNetCore.CAP (PostgreSQL): published rows that are purgeable: DeleteExpiresAsync's rule (ExpiresAt passed by the local clock, %(library_zone)s; Succeeded or Failed), less Failed rows the retry processor would still retry (Retries < FailedRetryCount)
+{ExpiresAt} < (now() AT TIME ZONE %(library_zone)s)
+AND ({StatusName} = 'Succeeded' OR ({StatusName} = 'Failed' AND {Retries} >= %(failed_retry_count)s))
+
+-- state_cap_inbox_pending --
+-- DotNetCore.CAP (PostgreSQL): received rows that are pending (Scheduled: to be executed by its subscriber now or by the retry processor)
+{StatusName} = 'Scheduled'
+
+-- state_cap_inbox_stuck --
+-- DotNetCore.CAP (PostgreSQL): received rows that are stuck: Scheduled since Added (a naive local time, compared with now in %(library_zone)s) longer than the lease
+{StatusName} = 'Scheduled' AND {Added} < (now() AT TIME ZONE %(library_zone)s) - %(stale_after)s
+
+-- state_cap_inbox_done --
+-- DotNetCore.CAP (PostgreSQL): received rows that are done (Succeeded)
+{StatusName} = 'Succeeded'
+
+-- state_cap_inbox_failed --
+-- DotNetCore.CAP (PostgreSQL): received rows that are failed (Failed; Retries says how often it was tried)
+{StatusName} = 'Failed'
+
+-- state_cap_inbox_purgeable --
+-- DotNetCore.CAP (PostgreSQL): received rows that are purgeable: DeleteExpiresAsync's rule (ExpiresAt passed by the local clock, %(library_zone)s; Succeeded or Failed), less Failed rows the retry processor would still retry (Retries < FailedRetryCount)
+{ExpiresAt} < (now() AT TIME ZONE %(library_zone)s)
+AND ({StatusName} = 'Succeeded' OR ({StatusName} = 'Failed' AND {Retries} >= %(failed_retry_count)s))

@@ -75,9 +75,10 @@ CASES = [
      [ddl.PG_TRANSACTIONAL_OUTBOX.replace("{table}", "outbox"), ddl.PG_TRANSACTIONAL_OUTBOX.replace("{table}", "inbox")],
      {"outbox": "outbox", "inbox": "inbox"}),
     ("debezium-outbox", None, "public", [ddl.DEBEZIUM], {"outbox": "outboxevent"}),
+    ("cap", None, "cap", [ddl.CAP], {"outbox": "published", "inbox": "received"}),
 ]
 IDS = ["spring-v1", "spring-v2", "masstransit", "masstransit-snake", "wolverine", "brandur", "nservicebus",
-       "eventuate", "eventuate-db-id", "pg-transactional-outbox", "debezium"]
+       "eventuate", "eventuate-db-id", "pg-transactional-outbox", "debezium", "cap"]
 
 
 def _create_case(url: str, schema: str, statements: list[str]) -> None:

@@ -16,7 +16,8 @@ from tests import library_ddl as ddl
 from tests.test_detect import CASES, IDS, _create_case
 
 PARAMS = {"retention": timedelta(hours=1), "stale_after": timedelta(minutes=5),
-          "lock_timeout": timedelta(seconds=90), "before_epoch_ms": int(time.time() * 1000) - 3_600_000}
+          "lock_timeout": timedelta(seconds=90), "before_epoch_ms": int(time.time() * 1000) - 3_600_000,
+          "library_zone": "UTC"}
 
 BRANDUR_ROWS = """
 INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, request_params,

@@ -7,7 +7,8 @@ Everything here is data, and nothing here runs SQL. A state names its statement:
 for one version of the shape only), ``SELECT count(*) FROM {table} WHERE <condition>``. In a block, ``{table}`` is
 the state's own table, ``{<role>}`` another table of the profile (a condition such as "not among the values of
 another table's column" is a subquery over it), ``{<column>}`` a column as the profile spells it, and ``%(name)s``
-a value the caller supplies (``retention``, ``stale_after``, ``lock_timeout`` intervals, ``before_epoch_ms``).
+a value the caller supplies (``retention``, ``stale_after``, ``lock_timeout`` intervals, ``before_epoch_ms``,
+``library_zone``: the IANA zone a LOCAL_TIMESTAMP column is written in).
 ``queries/profile_states.py`` fills every name in with ``psycopg.sql.Identifier``, after applying the naming
 convention found in the database, so a configured or detected name never enters SQL as text.
 """
@@ -19,6 +20,8 @@ from dataclasses import dataclass, replace
 TIMESTAMPTZ = "timestamptz"
 UTC_TIMESTAMP = "timestamp holding UTC"      # timestamp without time zone, written from a UTC clock
 EPOCH_MS = "epoch milliseconds"             # bigint
+LOCAL_TIMESTAMP = "timestamp holding the library's local time"   # timestamp without time zone, written from the
+                                            # application host's clock: read in LIBRARY_TIMEZONE (``%(library_zone)s``)
 
 # What a state means, the same words for every library.
 PENDING = "pending"            # the library still has to do it (send it, handle it)
@@ -78,6 +81,8 @@ class Table:
     error: str | None = None
     optional: bool = False          # the shape is recognised without it
     match: str = EXACT
+    groups: tuple[str, ...] = ()    # /tables breaks its backlog (rows not in its done state) down by these columns,
+                                    # each group with its rows and how long its oldest has waited (the first time)
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
@@ -168,6 +173,9 @@ class Profile:
     # a logical replication slot reads the outbox's rows from the write-ahead log (Debezium): what is pending is what
     # the slot has not confirmed, so its lag is shown beside the rows, and /health says when nothing reads them
     reads_wal: bool = False
+    # the zone its LOCAL_TIMESTAMP columns are written in when the configuration names none (LIBRARY_TIMEZONE's
+    # default for it: an IANA name, or "local"); "" : it writes none
+    timezone: str = ""
 
     def table(self, role: str) -> Table:
         for table in self.tables:

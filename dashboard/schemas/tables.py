@@ -24,12 +24,25 @@ class StateCount(Answer):
                                                            "now.")
 
 
+class BacklogGroup(Answer):
+    group: list[str | None] = Field(description="The group's values of the table's backlog_by columns, in order.")
+    rows: int = Field(description="Its rows the library has not finished.")
+    lag_seconds: float | None = Field(description="How long its oldest row has waited, by the table's first time "
+                                                  "column (CAP: Added, in LIBRARY_TIMEZONE); null without one.")
+
+
 class TableStates(Answer):
     role: str = Field(description="What the table is for: keys, inbox, outbox, or one of the library's own "
                                   "(outbox_state, archive, dead_letters, nodes).")
     name: str | None = Field(description="The table's name in the database; null: an optional table the database "
                                           "does not have.")
     states: list[StateCount] = Field(description="Each of the six meanings, in the same order for every table.")
+    backlog_by: list[str] = Field(default_factory=list,
+                                  description="The columns its backlog is broken down by (CAP's Name, and Group for "
+                                              "its received table); empty: the profile declares none.")
+    backlog: list[BacklogGroup] | None = Field(None, description="Its rows not done, by backlog_by, the longest "
+                                                                 "waiting first (at most 20 groups); null: no "
+                                                                 "breakdown, or it was not read in time.")
 
 
 class Slot(Answer):
