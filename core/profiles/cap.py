@@ -46,24 +46,35 @@ _TIMES = (Time("Added", "added", LOCAL_TIMESTAMP), Time("ExpiresAt", "expires (D
 _GIVEN_UP = (("failed_retry_count", FAILED_RETRY_COUNT),)
 
 
+# each state's block of queries/profile_states.sql, by table
+_BLOCKS = {
+    "outbox": {"pending": "state_cap_outbox_pending", "in progress": "state_cap_outbox_in_progress",
+               "stuck": "state_cap_outbox_stuck", "done": "state_cap_outbox_done", "failed": "state_cap_outbox_failed",
+               "purgeable": "state_cap_outbox_purgeable"},
+    "inbox": {"pending": "state_cap_inbox_pending", "stuck": "state_cap_inbox_stuck", "done": "state_cap_inbox_done",
+              "failed": "state_cap_inbox_failed", "purgeable": "state_cap_inbox_purgeable"},
+}
+
+
 def _states(role: str, word: str) -> tuple[State, ...]:
+    block = _BLOCKS[role]
     return (
-        State(PENDING, role, f"state_cap_{role}_pending",
+        State(PENDING, role, block["pending"],
               f"Scheduled: stored, {word} now, or by the retry processor once Added is "
               "FallbackWindowLookbackSeconds (240 s) old"
               + ("; Delayed: waits for its publish time (ExpiresAt)" if role == "outbox" else ""), order="Added"),
-        *((State(IN_PROGRESS, role, f"state_cap_{role}_in_progress",
+        *((State(IN_PROGRESS, role, block["in progress"],
                  "Queued: its publish time (ExpiresAt) is within a minute, held in one instance's in-memory "
                  "scheduler queue; CAP records no owner or lease", order="ExpiresAt"),) if role == "outbox" else ()),
-        State(STUCK, role, f"state_cap_{role}_stuck",
+        State(STUCK, role, block["stuck"],
               "Scheduled with Added, " + ("or Queued with its publish time (ExpiresAt), " if role == "outbox" else "")
               + "older than DEFAULT_LEASE_SECONDS: CAP holds no lease, so nothing marks it late", order="Added"),
-        State(DONE, role, f"state_cap_{role}_done", "Succeeded; ExpiresAt = then + SucceedMessageExpiredAfter (1 day)",
+        State(DONE, role, block["done"], "Succeeded; ExpiresAt = then + SucceedMessageExpiredAfter (1 day)",
               order="ExpiresAt"),
-        State(FAILED, role, f"state_cap_{role}_failed",
+        State(FAILED, role, block["failed"],
               f"Failed; retried while Retries < FailedRetryCount ({FAILED_RETRY_COUNT}), given up after",
               order="Added"),
-        State(PURGEABLE, role, f"state_cap_{role}_purgeable",
+        State(PURGEABLE, role, block["purgeable"],
               "ExpiresAt passed (in LIBRARY_TIMEZONE) and Succeeded, or Failed with its retries spent: what "
               "DeleteExpiresAsync deletes, less the Failed rows CAP may still retry", order="ExpiresAt",
               params=_GIVEN_UP),
