@@ -89,14 +89,18 @@ def binds(state: State, name: str) -> bool:
 
 def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
     """The values a state of a table in ``role`` is counted with, from the database's settings: the retention of
-    its kind of table (as an interval, and as epoch milliseconds for Eventuate), and how long work may go
+    its kind of table (as an interval, and as epoch milliseconds for Eventuate and DBOS), how long work may go
     unfinished (``DEFAULT_LEASE_SECONDS``: Spring Modulith's staleness, MassTransit's undelivered, Brandur's lock
-    timeout)."""
+    timeout, DBOS's silent executor; ``stale_before_epoch_ms`` in epoch milliseconds), and the replay horizon's
+    start in epoch milliseconds (``REPLAY_HORIZON``: a DBOS workflow ID called again within it replays)."""
     days = settings[retention_setting(role)]
     retention = timedelta(days=days)
     lease = timedelta(seconds=settings["DEFAULT_LEASE_SECONDS"])
+    now = time.time()
     return {"retention": retention, "stale_after": lease, "lock_timeout": lease,
-            "before_epoch_ms": int((time.time() - retention.total_seconds()) * 1000)}
+            "before_epoch_ms": int((now - retention.total_seconds()) * 1000),
+            "stale_before_epoch_ms": int((now - lease.total_seconds()) * 1000),
+            "horizon_before_epoch_ms": int((now - settings["REPLAY_HORIZON"]) * 1000)}
 
 
 def params_for(state: State, settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -225,3 +225,45 @@ true
 -- state_debezium_outbox_outbox_pending --
 -- Debezium outbox event router: outbox rows that are pending (rows the replication slot may not have read: compare the slot's confirmed_flush_lsn with the current WAL position)
 true
+
+-- state_dbos_keys_pending --
+-- DBOS Transact (system database): keys rows that are pending (ENQUEUED or DELAYED: waiting in a queue)
+{status} IN ('ENQUEUED', 'DELAYED')
+
+-- state_dbos_keys_in_progress --
+-- DBOS Transact (system database): keys rows that are in progress (PENDING: an executor runs it)
+{status} = 'PENDING'
+
+-- state_dbos_keys_stuck --
+-- DBOS Transact (system database): keys rows that are stuck (PENDING that no launch will recover: a launch recovers only its own executor_id's, application_version's and application's, so one whose version is not the latest its application registered in application_versions, or whose executor has been silent since %(stale_before_epoch_ms)s: no workflow of that executor updated and no step of this one completed since, the tables keeping no heartbeat)
+{status} = 'PENDING' AND (
+    (coalesce({application_name}, ''), {application_version}) NOT IN (
+        SELECT DISTINCT ON (coalesce({application_name}, '')) coalesce({application_name}, ''), {version_name}
+        FROM {application_versions}
+        ORDER BY coalesce({application_name}, ''), {version_timestamp} DESC)
+    OR ({updated_at} < %(stale_before_epoch_ms)s
+        AND {executor_id} NOT IN (SELECT {executor_id} FROM {keys}
+                                  WHERE {updated_at} >= %(stale_before_epoch_ms)s AND {executor_id} IS NOT NULL)
+        AND {workflow_uuid} NOT IN (SELECT {workflow_uuid} FROM {operation_outputs}
+                                    WHERE {completed_at_epoch_ms} >= %(stale_before_epoch_ms)s)))
+
+-- state_dbos_keys_done --
+-- DBOS Transact (system database): keys rows that are done (SUCCESS)
+{status} = 'SUCCESS'
+
+-- state_dbos_keys_failed --
+-- DBOS Transact (system database): keys rows that are failed (ERROR, CANCELLED or MAX_RECOVERY_ATTEMPTS_EXCEEDED: the poison list)
+{status} IN ('ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+
+-- state_dbos_keys_purgeable --
+-- DBOS Transact (system database): keys rows that are purgeable (terminal, last updated before the retention (%(before_epoch_ms)s) and the replay horizon (%(horizon_before_epoch_ms)s), and a child workflow only with its parent: a parent_workflow_id that is not a retained workflow; never PENDING, ENQUEUED or DELAYED)
+{status} IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+AND {updated_at} < %(before_epoch_ms)s AND {updated_at} < %(horizon_before_epoch_ms)s
+AND ({parent_workflow_id} IS NULL OR {parent_workflow_id} NOT IN (
+    SELECT {workflow_uuid} FROM {keys}
+    WHERE {status} NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+       OR {updated_at} >= %(before_epoch_ms)s OR {updated_at} >= %(horizon_before_epoch_ms)s))
+
+-- state_dbos_operation_outputs_done --
+-- DBOS Transact (system database): operation_outputs rows that are done (a completed step)
+{completed_at_epoch_ms} IS NOT NULL

@@ -15,7 +15,9 @@ from idemdash.queries.profile_states import count_states
 from tests.test_detect import CASES, IDS, _create_case
 
 PARAMS = {"retention": timedelta(hours=1), "stale_after": timedelta(minutes=5),
-          "lock_timeout": timedelta(seconds=90), "before_epoch_ms": int(time.time() * 1000) - 3_600_000}
+          "lock_timeout": timedelta(seconds=90), "before_epoch_ms": int(time.time() * 1000) - 3_600_000,
+          "stale_before_epoch_ms": int(time.time() * 1000) - 300_000,
+          "horizon_before_epoch_ms": int(time.time() * 1000) - 86_400_000}
 
 BRANDUR_ROWS = """
 INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, request_params,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from idemdash.core.profiles import (
     brandur,
+    dbos,
     debezium_outbox,
     eventuate,
     masstransit,
@@ -29,6 +30,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     eventuate.PROFILE,
     pg_transactional_outbox.PROFILE,
     debezium_outbox.PROFILE,
+    dbos.PROFILE,
 )}
 DEFAULT = "reference"
 

@@ -63,6 +63,16 @@ class Time:
 
 
 @dataclass(frozen=True)
+class Dependent:
+    """Rows of another table of the profile that belong to a row of this one without a foreign key (so no cascade
+    deletes them): a purge deletes them with the purged row, in the same statement."""
+
+    table: str                      # the role of the dependent table
+    column: str                     # its column holding the purged row's ...
+    parent: str                     # ... value of this column
+
+
+@dataclass(frozen=True)
 class Table:
     role: str                       # keys, inbox, outbox, or a library's own: outbox_state, archive, nodes, ...
     name: str                       # the library's default name, as the library spells it
@@ -78,6 +88,7 @@ class Table:
     error: str | None = None
     optional: bool = False          # the shape is recognised without it
     match: str = EXACT
+    dependents: tuple[Dependent, ...] = ()   # deleted with each purged row (a found table only)
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
