@@ -256,13 +256,18 @@ true
 {status} IN ('ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
 
 -- state_dbos_keys_purgeable --
--- DBOS Transact (system database): keys rows that are purgeable (terminal, last updated before the retention (%(before_epoch_ms)s) and the replay horizon (%(horizon_before_epoch_ms)s), and a child workflow only with its parent: a parent_workflow_id that is not a retained workflow; never PENDING, ENQUEUED or DELAYED)
+-- DBOS Transact (system database): keys rows that are purgeable (terminal, last updated before the retention (%(before_epoch_ms)s) and the replay horizon (%(horizon_before_epoch_ms)s), never PENDING, ENQUEUED or DELAYED; a child workflow only with its parent: never a descendant (through parent_workflow_id) of a workflow that is not so)
 {status} IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
 AND {updated_at} < %(before_epoch_ms)s AND {updated_at} < %(horizon_before_epoch_ms)s
-AND ({parent_workflow_id} IS NULL OR {parent_workflow_id} NOT IN (
-    SELECT {workflow_uuid} FROM {keys}
-    WHERE {status} NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
-       OR {updated_at} >= %(before_epoch_ms)s OR {updated_at} >= %(horizon_before_epoch_ms)s))
+AND ({parent_workflow_id} IS NULL OR {workflow_uuid} NOT IN (
+    WITH RECURSIVE retained (id) AS (
+        SELECT c.{workflow_uuid} FROM {keys} c JOIN {keys} p ON p.{workflow_uuid} = c.{parent_workflow_id}
+        WHERE p.{status} NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+           OR p.{updated_at} >= %(before_epoch_ms)s OR p.{updated_at} >= %(horizon_before_epoch_ms)s
+        UNION
+        SELECT c.{workflow_uuid} FROM {keys} c JOIN retained r ON c.{parent_workflow_id} = r.id
+    )
+    SELECT id FROM retained))
 
 -- state_dbos_operation_outputs_done --
 -- DBOS Transact (system database): operation_outputs rows that are done (a completed step)

@@ -76,8 +76,8 @@ PROFILE = Profile(
         State(DONE, "keys", "state_dbos_keys_done", "SUCCESS"),
         State(FAILED, "keys", "state_dbos_keys_failed", "ERROR, CANCELLED or MAX_RECOVERY_ATTEMPTS_EXCEEDED"),
         State(PURGEABLE, "keys", "state_dbos_keys_purgeable",
-              "terminal, updated before the retention and the replay horizon, its parent workflow (if any) purgeable "
-              "too; its steps, input and output go with it", order="created_at"),
+              "terminal, updated before the retention and the replay horizon, and so is every workflow above it "
+              "(a child goes only with its parent); its steps, input and output go with it", order="created_at"),
         State(DONE, "operation_outputs", "state_dbos_operation_outputs_done", "a completed step"),
     ),
     cleanup="DBOS deletes a workflow only when asked (DBOS.delete_workflow(s), delete_children=True for the "
