@@ -3,21 +3,23 @@ its states, oldest first, and one row whole with the states it is in, read throu
 (queries/profile_rows.py). Rows are shown as the library stored them, by its own column names."""
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timezone
+from string import Formatter
 from typing import Any
 
 from flask import Blueprint, abort
 
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
-from idemdash.core.profiles.shape import State, Table
+from idemdash.core.profiles.shape import Command, State, Table
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import cursor
 from idemdash.queries.catalog import ShapeNotFound, find_configured
-from idemdash.queries.profile_rows import get_row, list_state_rows, order_column, row_states
+from idemdash.queries.profile_rows import get_row, list_state_rows, order_column, row_facts, row_states
 from idemdash.queries.profile_states import params_for
 
 bp = Blueprint("table_rows", __name__)
@@ -79,19 +81,33 @@ def _row(role: str) -> schema.Row:
     identity = contract.query(schema.RowQuery).id
     target = get_target()
 
-    def read(conn: Any) -> tuple[Found, dict | None, list]:
+    def read(conn: Any) -> tuple[Found, dict | None, list, list]:
         found = _found(conn, target.settings)
         _table(found, role)
-        return found, get_row(conn, found, role, identity), row_states(conn, found, role, identity, target.settings)
+        return (found, get_row(conn, found, role, identity),
+                row_states(conn, found, role, identity, target.settings),
+                row_facts(conn, found, role, identity, target.settings))
 
-    found, row, states = panels.require(panels.load(read))
+    found, row, states, facts = panels.require(panels.load(read))
     if row is None:
         abort(404, f"no row of {found.table(role)} has the identity {identity}")
+    inside = {s.meaning for s, is_in in states if is_in}
+    commands = [schema.RowCommand(label=c.label, command=_command(c, row, found))
+                for c in profile(found.profile).commands if c.table == role and inside & set(c.meanings)]
     return schema.Row(database=target.name, profile=found.profile, role=role, table=found.table(role) or role,
                       identity=identity, row={k: _cut(v) for k, v in row.items()},
                       states=[schema.RowState.model_validate({"meaning": s.meaning, "inside": inside, "note": s.note})
                               for s, inside in states],
+                      facts=[schema.RowFact(label=label, text=text) for label, text in facts], commands=commands,
                       as_of=datetime.now(timezone.utc))
+
+
+def _command(command: Command, row: dict[str, Any], found: Found) -> str:
+    """The library's command with the row's values (as the found naming spells its columns) and the schema, each
+    shell-quoted."""
+    fields = [f for _, f, _, _ in Formatter().parse(command.text) if f]
+    values = {f: found.schema if f == "schema" else row.get(named(f, found.naming)) for f in fields}
+    return command.text.format_map({f: shlex.quote("" if v is None else str(v)) for f, v in values.items()})
 
 
 def _cut(value: Any) -> Any:

@@ -28,3 +28,7 @@ jsonb_build_array({identity_columns})
 -- profile_row_in_state --
 -- Whether the row of a library's table with this identity ({identity_columns} equal to {identity_values}) is in one of its states ({condition}): what a row's page says of it.
 SELECT EXISTS (SELECT 1 FROM {table} t WHERE ({condition}) AND ({identity_columns}) = ({identity_values}))
+
+-- profile_row_fact --
+-- What a row's page says of the row of a library's table with this identity ({identity_columns} equal to {identity_values}) beyond its columns: a fact's expression over it ({fact}, a block of profile_facts.sql), NULL for nothing to say.
+SELECT ({fact})::text FROM {table} t WHERE ({identity_columns}) = ({identity_values})

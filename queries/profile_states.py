@@ -14,14 +14,15 @@ from psycopg import sql
 
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
-from idemdash.core.profiles.shape import State
+from idemdash.core.profiles.shape import Fact, State
 from idemdash.queries import QUERIES, Statement, statement
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 
 
-def state_names(found: Found, state: State) -> dict[str, sql.Composable] | None:
-    """The identifiers a state's condition names: its own table, another table of the profile, columns as the found
-    naming convention spells them; None when a table it reads is not among ``found``'s (an optional one)."""
+def state_names(found: Found, state: State | Fact) -> dict[str, sql.Composable] | None:
+    """The identifiers a state's condition (or a row fact's expression) names: its own table, another table of the
+    profile, columns as the found naming convention spells them; None when a table it reads is not among
+    ``found``'s (an optional one)."""
     tables = dict(found.tables)
     roles = {t.role for t in profile(found.profile).tables}
     if state.table not in tables:
@@ -103,7 +104,7 @@ def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
             "horizon_before_epoch_ms": int((now - settings["REPLAY_HORIZON"]) * 1000)}
 
 
-def params_for(state: State, settings: Mapping[str, Any]) -> dict[str, Any]:
+def params_for(state: State | Fact, settings: Mapping[str, Any]) -> dict[str, Any]:
     """Everything a state's condition binds: the settings' values for its table (``state_params``) and its own
     (a custom shape's state values)."""
     own = {name: list(value) if isinstance(value, tuple) else value for name, value in state.params}

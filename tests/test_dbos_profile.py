@@ -124,8 +124,31 @@ def _age(url: str, ids: list[str], days: int) -> None:
                      " WHERE workflow_uuid = ANY(%(ids)s)", {"ms": days * DAY_MS, "ids": ids})
 
 
+def _pages_tell_why_and_what_to_run(client) -> None:
+    """The row pages of the two stuck workflows say why each is stuck, their last completed step and DBOS's own
+    commands; /metrics and /health read the profile like any other."""
+    old = client.get("/api/v1/tables/keys/row", query_string={"id": '["crash-old"]'}).get_json()
+    facts = {f["label"]: f["text"] for f in old["facts"]}
+    assert facts["Why it is stuck"].startswith("application version 'v1' is no longer the latest ('v2')")
+    assert facts["Last completed step"].startswith("remember (step 1), completed ")
+    assert [c["command"] for c in old["commands"]] == [
+        f'dbos workflow {verb} crash-old -s "$DBOS_SYSTEM_DATABASE_URL" --schema dbos' for verb in ("resume", "cancel")]
+    new = client.get("/api/v1/tables/keys/row", query_string={"id": '["crash-new"]'}).get_json()
+    assert {f["label"]: f["text"] for f in new["facts"]}["Why it is stuck"].startswith("executor 'executor-2' silent since ")
+    done = client.get("/api/v1/tables/keys/row", query_string={"id": '["ok-2"]'}).get_json()
+    assert [f["label"] for f in done["facts"]] == ["Last completed step"] and done["commands"] == []
+    page = client.get("/tables/keys/row", query_string={"id": '["crash-old"]'}).get_data(as_text=True)
+    assert "no longer the latest" in page and "dbos workflow resume crash-old" in page
+    metrics = client.get("/metrics").get_data(as_text=True)
+    for state, count in (("stuck", 2), ("in progress", 2), ("pending", 2), ("done", 5), ("failed", 2)):
+        assert (f'idemdash_profile_rows{{database="default",profile="dbos",state="{state}",'
+                f'table="workflow_status"}} {count}.0') in metrics
+    health = {i["id"]: i for i in client.get("/api/v1/health/schema").get_json()["items"]}
+    assert health["profile.tables"]["status"] == "ok", health["profile.tables"]
+
+
 @pytest.mark.system
-def test_dbos_itself_counts_purge_and_recovery(empty_database_url, tmp_path):
+def test_dbos_itself_counts_purge_and_recovery(empty_database_url, tmp_path, make_app):
     url, log = empty_database_url, tmp_path / "steps.log"
     _run(url, log, "populate", "v1", "executor-1")
     client = dbos.DBOSClient(system_database_url=_sqlalchemy_url(url))
@@ -151,6 +174,8 @@ def test_dbos_itself_counts_purge_and_recovery(empty_database_url, tmp_path):
     assert theirs == {"pending": 2, "in progress": 2, "done": 5, "failed": 2}
     assert {m: counts[m] for m in DBOS_STATUSES} == theirs
     assert counts["stuck"] == 2 and counts["purgeable"] == 0
+
+    _pages_tell_why_and_what_to_run(make_app(url, PROFILE="dbos", APP_SCHEMA="dbos", DEFAULT_LEASE_SECONDS=1).test_client())
 
     # old: two successes, the failure, the cancellation, the child (not its parent), and every unfinished workflow
     _age(url, ["ok-0", "ok-1", "fails", "cancelled", child, "queued-0", "crash-old", "crash-new"], 40)

@@ -16,8 +16,6 @@ queries/profile_states.sql:
 """
 from __future__ import annotations
 
-from datetime import timedelta
-
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -152,7 +152,7 @@ def test_every_placeholder_block_formats_with_tables():
         # profile's tables and columns, filled in from the profile (tests/test_profile_states.py runs every state,
         # tests/test_profile_indexes.py every index, tests/test_custom_shapes.py the custom states,
         # tests/test_library_purge_properties.py the purges)
-        for extra in extras if query.source not in ("profile_states.sql", "profile_indexes.sql",
+        for extra in extras if query.source not in ("profile_states.sql", "profile_indexes.sql", "profile_facts.sql",
                                                     "custom_states.sql", "library_purges.sql") else {}:
             assert re.search(rf"\b{extra}\s*=|[\"']{extra}[\"']", sources), (
                 f"{name}: placeholder {{{extra}}} is not passed by any caller in queries/")

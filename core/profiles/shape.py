@@ -110,6 +110,32 @@ class State:
 
 
 @dataclass(frozen=True)
+class Fact:
+    """What a row's page says of one row beyond its columns (why it is stuck, its last step): a block of
+    ``queries/profile_facts.sql`` named ``fact_<profile>_<role>_<what>``, a text expression over the row ``t`` (its
+    columns written ``t.{<column>}``, other tables ``{<role>}``, values ``%(name)s`` as a state's); NULL says
+    nothing."""
+
+    table: str                      # the role of the table whose rows it is about
+    label: str
+    query: str
+    columns: tuple[tuple[str, str], ...] = ()   # as State.columns
+    params: tuple[tuple[str, object], ...] = ()  # as State.params
+
+
+@dataclass(frozen=True)
+class Command:
+    """The library's own command for a row (to resume, cancel, replay it), shown on the row's page when the row is
+    in one of ``meanings``: idemdash never runs it. ``text`` names the row's columns as ``{<column>}`` and the
+    schema as ``{schema}``; each value is shell-quoted."""
+
+    table: str
+    label: str
+    text: str
+    meanings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Index:
     """An index idemdash advises on one of the library's tables, for its pages' counts and lists: built only by
     `idemdash check --apply-indexes`, named ``<table>_<purpose>_idemdash_idx``, never one of the library's own."""
@@ -152,6 +178,8 @@ class Profile:
     unfinished_cleanup: str = ""
     # (version, table role, identity columns): a version whose rows are told apart by other columns than the table's
     version_identity: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    facts: tuple[Fact, ...] = ()          # told on a row's page
+    commands: tuple[Command, ...] = ()    # the library's own, shown on a row's page
 
     def table(self, role: str) -> Table:
         for table in self.tables:

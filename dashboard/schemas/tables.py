@@ -118,6 +118,17 @@ class RowState(Answer):
     note: str
 
 
+class RowFact(Answer):
+    label: str
+    text: str = Field(description="What the profile's rule says of this row (why it is stuck, its last step).")
+
+
+class RowCommand(Answer):
+    label: str
+    command: str = Field(description="The library's own command for this row, its values shell-quoted; idemdash "
+                                     "never runs it.")
+
+
 class Row(Answer):
     model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
         "database": "orders", "profile": "spring-modulith", "role": "outbox", "table": "event_publication",
@@ -136,4 +147,8 @@ class Row(Answer):
                                             "is cut there, and says so).")
     states: list[RowState] = Field(description="Each state the library defines for this table, and whether the row "
                                                "is in it.")
+    facts: list[RowFact] = Field(default=[], description="What the profile tells of this row beyond its columns "
+                                                         "(why it is stuck, its last completed step).")
+    commands: list[RowCommand] = Field(default=[], description="The library's own commands for a row in its state "
+                                                               "(resume, cancel), to run with the library's tool.")
     as_of: datetime
