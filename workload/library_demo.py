@@ -6,7 +6,8 @@ finished, crashed holding their lock, or stopped at a recovery point; Wolverine'
 left unowned, scheduled, handled and kept, dead-lettered, sent, or held by a dead node; NServiceBus's outbox rows
 stored and dispatched; Eventuate's messages written, relayed and received; pg-transactional-outbox's messages
 leased, processed, abandoned or left stuck by a crashed worker, outbox to inbox; Debezium outbox events inserted and
-some deleted. Retention purges and the rollup job run on it like on any library database."""
+some deleted; DBOS workflows enqueued, dequeued, run step by step and finished, or left PENDING by a killed executor
+(the tables only, as DBOS writes them: no DBOS process runs in the demo). Retention purges and the rollup job run on it like on any library database."""
 from __future__ import annotations
 
 import logging
@@ -59,6 +60,9 @@ DEMOS = {
                                             ("library_demo_pg_transactional_outbox_handle", 0))),
     "debezium-outbox": LibraryDemo("outboxevent", "library_demo_debezium_history",
                                    (("library_demo_debezium_emit", 3), ("library_demo_debezium_clean", 0))),
+    "dbos": LibraryDemo("workflow_status", "library_demo_dbos_history",
+                        (("library_demo_dbos_enqueue", 5), ("library_demo_dbos_dequeue", 0),
+                         ("library_demo_dbos_finish", 0))),
 }
 
 

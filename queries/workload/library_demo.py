@@ -19,6 +19,7 @@ LIBRARY_DDL = {
     "eventuate db-id": "library_ddl_eventuate_db_id",
     "pg-transactional-outbox": "library_ddl_pg_transactional_outbox",
     "debezium-outbox": "library_ddl_debezium",
+    "dbos": "library_ddl_dbos",
 }
 
 
