@@ -235,7 +235,7 @@ true
 {status} = 'PENDING'
 
 -- state_dbos_keys_stuck --
--- DBOS Transact (system database): keys rows that are stuck (PENDING that no launch will recover: a launch recovers only its own executor_id's, application_version's and application's, so one whose version is not the latest its application registered in application_versions, or whose executor has been silent since %(stale_before_epoch_ms)s: no workflow of that executor updated and no step of this one completed since, the tables keeping no heartbeat)
+-- DBOS Transact (system database): keys rows that are stuck (PENDING that no launch will recover: a launch recovers only its own executor_id's, application_version's and application's, so one whose version is not the latest its application registered in application_versions, or whose executor has been silent since %(stale_before_epoch_ms)s: no workflow of that executor started or finished (through DBOS's own partial indexes on started_at_epoch_ms and completed_at), this one not updated and none of its steps completed since, the tables keeping no heartbeat)
 {status} = 'PENDING' AND (
     (coalesce({application_name}, ''), {application_version}) NOT IN (
         SELECT DISTINCT ON (coalesce({application_name}, '')) coalesce({application_name}, ''), {version_name}
@@ -243,7 +243,9 @@ true
         ORDER BY coalesce({application_name}, ''), {version_timestamp} DESC)
     OR ({updated_at} < %(stale_before_epoch_ms)s
         AND {executor_id} NOT IN (SELECT {executor_id} FROM {keys}
-                                  WHERE {updated_at} >= %(stale_before_epoch_ms)s AND {executor_id} IS NOT NULL)
+                                  WHERE ({started_at_epoch_ms} >= %(stale_before_epoch_ms)s
+                                         OR {completed_at} >= %(stale_before_epoch_ms)s)
+                                    AND {executor_id} IS NOT NULL)
         AND {workflow_uuid} NOT IN (SELECT {workflow_uuid} FROM {operation_outputs}
                                     WHERE {completed_at_epoch_ms} >= %(stale_before_epoch_ms)s)))
 

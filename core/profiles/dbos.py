@@ -5,8 +5,9 @@ migration one; workflow_input and workflow_output in migration 109; operation_ou
 times are epoch milliseconds. Recovery is dbos/_recovery.py and _sys_db.py's get_pending_workflows: a process, when
 it launches, recovers only the PENDING workflows of its own executor_id, application_version and application name.
 The current version is the latest row of application_versions (_sys_db.py's get_latest_application_version); no
-table records an executor's heartbeat, so an executor is taken for silent when none of its workflows was updated,
-and the workflow completed no step, within DEFAULT_LEASE_SECONDS. DBOS's own delete (_sys_db.py's
+table records an executor's heartbeat, so an executor is taken for silent when none of its workflows started or
+finished, and the workflow was not updated and completed no step, within DEFAULT_LEASE_SECONDS. The columns it
+requires (application_name, completed_at among them) are those of DBOS 3.x's later migrations (100 and 36). DBOS's own delete (_sys_db.py's
 _delete_workflows) deletes workflow_input, workflow_output and operation_outputs rows with the status row; a purge
 does the same in the same statement (``Table.dependents``).
 """
@@ -45,7 +46,8 @@ PROFILE = Profile(
               (Column("workflow_uuid", TEXT), Column("status", TEXT), Column("name", TEXT),
                Column("executor_id", TEXT), Column("application_version", TEXT), Column("queue_name", TEXT),
                Column("recovery_attempts", INTEGER), Column("created_at", INTEGER), Column("updated_at", INTEGER),
-               Column("parent_workflow_id", TEXT)),
+               Column("parent_workflow_id", TEXT), Column("application_name", TEXT),
+               Column("started_at_epoch_ms", INTEGER), Column("completed_at", INTEGER)),
               identity=("workflow_uuid",), state="status", owner="executor_id", attempts="recovery_attempts",
               times=(Time("created_at", "created", EPOCH_MS), Time("updated_at", "updated", EPOCH_MS)),
               payload="inputs", error="error",
