@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import dbos
 import psycopg
 import pytest
 
@@ -29,10 +30,7 @@ from idemdash.queries.workload.library_demo import create_library_tables
 from tests import library_ddl as ddl
 from tests.test_detect import _create_case
 
-dbos = pytest.importorskip("dbos")
-
 APP = Path(__file__).with_name("dbos_app.py")
-TERMINAL = ["SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]
 DAY_MS = 86_400_000
 # DBOS's own meaning of each idemdash state of workflow_status (the mapping)
 DBOS_STATUSES = {"pending": ["ENQUEUED", "DELAYED"], "in progress": ["PENDING"], "done": ["SUCCESS"],
