@@ -63,8 +63,9 @@ class _Progress:
 
 @click.command()
 @databases_option
-@click.option("--table", "tables", type=click.Choice(["keys", "inbox", "outbox"]), multiple=True,
-              help="Purge only this table (repeatable) [default: keys, inbox and outbox].")
+@click.option("--table", "tables", multiple=True, metavar="TABLE",
+              help="Purge only this table (repeatable): keys, inbox or outbox; on a database of another library's "
+                   "profile, the role of one of its purgeable tables (outbox, inbox, keys, archive) [default: all].")
 @click.option("--dry-run", is_flag=True, help="Count what each purge would delete; delete nothing.")
 @keep_going_option
 def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_run: bool, keep_going: bool) -> None:
@@ -128,6 +129,10 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
     ctrl_c.by = started_by
     live = sys.stdout.isatty()
     verb = "to delete" if dry_run else "deleted"
+    unknown = [t for t in tables if t not in TABLES] if db.settings["PROFILE"] == DEFAULT_PROFILE else []
+    if unknown:
+        raise click.ClickException("; ".join(f"--table {t}: not a table of this database's purges (keys, inbox or "
+                                             "outbox)" for t in unknown))
     if db.settings["PROFILE"] != DEFAULT_PROFILE:
         results = _library_purges(db, tables, dry_run, started_by, ctrl_c)
     else:
@@ -171,8 +176,9 @@ def _library_purges(db: Target, tables: tuple[str, ...], dry_run: bool, started_
     results = [(r, time.monotonic() - began) for r in run_library_purges(
         db, dry_run=dry_run, started_by=started_by, by_person=True, roles=tables, cancel=ctrl_c.cancelled_by)]
     if not results:
-        click.echo(f"no {db.settings['PROFILE']} table here has a state its library counts as finished and old: "
-                   "nothing to purge")
+        which = f" among {', '.join(tables)}" if tables else ""
+        click.echo(f"no {db.settings['PROFILE']} table here{which} has a state its library counts as finished and "
+                   "old: nothing to purge")
     return results
 
 

@@ -10,8 +10,8 @@ import click
 
 from idemdash.cli.common import connect, database_url_option, target
 from idemdash.core import settings
+from idemdash.core.dsn import redact_dsn
 from idemdash.core.formatting import plural
-from idemdash.core.settings import redact_dsn
 from idemdash.dashboard import auth, create_app, network
 from idemdash.queries.workload.simulate import list_missing_reference_objects
 from idemdash.workload import library_demo

@@ -18,7 +18,7 @@ from typing import Any
 from idemdash.core.profiles import register
 from idemdash.core.profiles.custom import NAME as CUSTOM
 from idemdash.core.profiles.custom import ShapeError, custom_profile
-from idemdash.core.settings import BY_NAME, PER_DATABASE, ConfigError, with_profile_defaults
+from idemdash.core.settings import BY_NAME, PER_DATABASE, ConfigError, library_action_mistakes, with_profile_defaults
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -83,6 +83,8 @@ def _database_settings(here: str, database: str, table: Mapping[str, Any], base:
         name = ALIASES.get(key, key.upper())
         if key != key.lower() or name not in PER_DATABASE:
             raise ConfigError(f"{here}: unknown key {key!r}; a database may set {', '.join(allowed)}")
+        if name == "LIBRARY_ACTIONS" and isinstance(raw, list) and all(isinstance(r, str) for r in raw):
+            raw = ",".join(raw)  # a list of names, or one string of them
         if isinstance(raw, (dict, list)):
             raise ConfigError(f"{here}: {key}: expected a single value")
         text = str(raw).lower() if isinstance(raw, bool) else str(raw)
@@ -95,7 +97,10 @@ def _database_settings(here: str, database: str, table: Mapping[str, Any], base:
     _custom_shape(here, database, table, values)
     # a library's profile: its own schema and table names where this table names none (not the environment's,
     # which describe the reference tables)
-    return with_profile_defaults(values, {ALIASES.get(key, key.upper()) for key in table})
+    values = with_profile_defaults(values, {ALIASES.get(key, key.upper()) for key in table})
+    if mistakes := library_action_mistakes(values):
+        raise ConfigError("\n".join(f"{here}: library_actions: {line}" for line in mistakes))
+    return values
 
 
 def _custom_shape(here: str, name: str, table: Mapping[str, Any], values: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -71,3 +72,16 @@ def _os_user() -> str:
         return getpass.getuser()
     except Exception:  # no user name in this environment (some containers)
         return "postgres"
+
+
+_PASSWORD_IN_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://[^/?#@:]*):([^/?#]*)@", re.IGNORECASE)
+_PASSWORD_IN_QUERY = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN with any password replaced by ``***``, safe to show or log. Nothing else changes."""
+    if "://" in dsn:
+        dsn = _URL_USERINFO.sub(lambda m: f"{m.group(1)}:***@" if m.group(2) else f"{m.group(1)}@", dsn)
+        return _PASSWORD_IN_QUERY.sub(r"\1***", dsn)
+    return _PASSWORD_IN_KV.sub(r"\1***", dsn)

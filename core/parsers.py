@@ -3,9 +3,12 @@ saying what it expected."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timezone
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from apscheduler.triggers.cron import CronTrigger
 
@@ -79,6 +82,16 @@ def names(raw: str) -> str:
     if not any(part.strip() for part in raw.split(",")):
         raise ValueError(f"expected one or more names separated by commas, got {raw!r}")
     return raw.strip()
+
+
+def action_names(raw: str) -> str:
+    """A comma-separated list of action names (lower case, digits and '-'), possibly empty: each once, as
+    ``a,b``."""
+    names = tuple(dict.fromkeys(part.strip().lower() for part in raw.split(",") if part.strip()))
+    for name in names:
+        if not re.fullmatch(r"[a-z][a-z0-9-]{0,62}", name):
+            raise ValueError(f"expected action names separated by commas (such as release-dead-node), got {name!r}")
+    return ",".join(names)
 
 
 def split_list(raw: str) -> list[str]:
@@ -204,6 +217,21 @@ def bind(raw: str) -> str:
     return value
 
 
+def latency_budget(raw: str) -> float:
+    """How much slower than idle a purge may make an application commit: a multiple from 1.1 (a trailing ``x`` is
+    allowed), or ``off`` (0.0: the fixed duty cycle alone paces the purge)."""
+    text = raw.strip().lower().removesuffix("x").strip()
+    if text in ("off", "0", "none"):
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"expected a multiple of the idle commit time such as 1.5, or off, got {raw!r}") from None
+    if not 1.1 <= value <= 100:
+        raise ValueError(f"expected a multiple from 1.1 to 100 (or off), got {raw!r}")
+    return value
+
+
 def percent(raw: str) -> int:
     """A whole percentage from 1 to 100 (a trailing ``%`` is allowed)."""
     text = raw.strip().removesuffix("%").strip()
@@ -214,3 +242,41 @@ def percent(raw: str) -> int:
     if not 1 <= value <= 100:
         raise ValueError(f"expected a percentage from 1 to 100, got {raw!r}")
     return value
+
+
+LOCAL_ZONE = "local"
+
+
+def zone(raw: str) -> str:
+    """An IANA time zone name (``Europe/Berlin``, ``UTC``) or ``local``, the zone of the machine idemdash runs on."""
+    value = raw.strip()
+    if value.lower() == LOCAL_ZONE:
+        return LOCAL_ZONE
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"expected an IANA time zone name such as Europe/Berlin, UTC or 'local', got {raw!r}") from None
+    return value
+
+
+def zone_name(value: str, environ: Mapping[str, str] | None = None) -> str:
+    """The IANA name PostgreSQL is given for ``value`` (see ``zone``): ``local`` is this machine's zone, from ``TZ``,
+    then /etc/timezone, then the /etc/localtime link; UTC when none names a zone."""
+    if value != LOCAL_ZONE:
+        return value
+    return _local_zone((os.environ if environ is None else environ).get("TZ", ""))
+
+
+@lru_cache(maxsize=8)
+def _local_zone(tz: str) -> str:
+    candidates = [tz.lstrip(":")]
+    try:
+        with open("/etc/timezone", encoding="utf-8") as handle:
+            candidates.append(handle.read().strip())
+    except OSError:
+        pass
+    link = os.path.realpath("/etc/localtime")
+    if "zoneinfo/" in link:
+        candidates.append(link.split("zoneinfo/", 1)[1])
+    known = available_timezones()
+    return next((c for c in candidates if c in known), "UTC")

@@ -7,7 +7,6 @@ without documentation fails CI.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from idemdash.core import parsers
 from idemdash.core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.core.profiles import PROFILES, setting_defaults
+from idemdash.core.profiles import PROFILES, profile, setting_defaults
 from idemdash.core.profiles.custom import NAME as CUSTOM
 
 PREFIX = "IDEMDASH_"
@@ -65,9 +64,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("PROFILE", DEFAULT_PROFILE, parsers.choice(*PROFILES, CUSTOM),
             "Whose tables the database holds: `reference` (idemdash's own shape, these settings' defaults), a "
             "library's (`spring-modulith`, `masstransit`, `wolverine`, `brandur`, `nservicebus`, `eventuate`, "
-            "`pg-transactional-outbox`, `debezium-outbox`; `idemdash detect` finds them), or `custom`, a shape "
-            "described in `IDEMDASH_CONFIG`. Any but `reference` is read through its own states, never written to "
-            "by an action, and takes the library's schema and table names where none are set. See docs/profiles.md.",
+            "`pg-transactional-outbox`, `debezium-outbox`, `cap`; `idemdash detect` finds them), or `custom`, a "
+            "shape described in `IDEMDASH_CONFIG`. Any but `reference` is read through its own states, written to "
+            "only by the library's own actions `IDEMDASH_LIBRARY_ACTIONS` enables, and takes the library's schema and "
+            "table names where none are set. See docs/profiles.md.",
+            per_database=True),
+    Setting("LIBRARY_ACTIONS", "", parsers.action_names,
+            "The writes a library documents and does itself that operators may do here, by name, comma separated "
+            "(in `IDEMDASH_CONFIG` a list or a string): with profile `wolverine`, `release-dead-node` and "
+            "`replay-dead-letter`. Each is a compare-and-set with a reason and an audit row; the other library "
+            "profiles document none. Empty: the library's tables are only read. See docs/profiles.md.",
             per_database=True),
     Setting("ARCHIVE_TABLE", "event_publication_archive", parsers.identifier,
             "Spring Modulith's archive table (profile `spring-modulith`).", per_database=True),
@@ -130,6 +136,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEFAULT_LEASE_SECONDS", 300, parsers.positive_int,
             "Lease assumed for a `processing` key whose `locked_until` is NULL: it is stuck once "
             "`claimed_at` is older than this.", per_database=True),
+    Setting("LIBRARY_TIMEZONE", "UTC", parsers.zone,
+            "The zone a library writes its `timestamp without time zone` columns in (an IANA name, or `local`: the "
+            "zone of the machine idemdash runs on); each is compared with now in that zone, whatever the database "
+            "server's or session's zone. Its default is the profile's: `local` for `cap` (DotNetCore.CAP writes "
+            "`DateTime.Now`, so set it to the zone of the hosts running CAP when it differs), `UTC` otherwise.",
+            per_database=True),
     Setting("STATEMENT_TIMEOUT_MS", 3000, parsers.positive_int,
             "Statement timeout for page and API reads (READ ONLY transactions).", per_database=True),
     Setting("LOCK_TIMEOUT_MS", 500, parsers.positive_int,
@@ -169,6 +181,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Most of the database's time one purge run may take, in percent: after a batch of t seconds the run "
             "pauses at least t × (100 − p) / p (at 50, as long as the batch took), and longer after a batch slower "
             "than usual (lock waits, I/O). `100`: only `IDEMDASH_PURGE_PAUSE_MS`.", per_database=True),
+    Setting("PURGE_LATENCY_BUDGET", 1.5, parsers.latency_budget,
+            "How much a purge may slow the application's commits: between and during its batches a run times a tiny "
+            "write and commit of its own (what an application commit costs), keeps that probe's idle p99 as a "
+            "baseline, and sets its batch size and pause so the probe's p99 stays within this multiple of it, "
+            "going as fast as that allows (`IDEMDASH_PURGE_BATCH_SIZE` and `IDEMDASH_PURGE_DUTY_CYCLE` are its "
+            "upper bounds). `off`: the fixed duty cycle alone.", per_database=True),
     Setting("PURGE_HISTORY_RETENTION_DAYS", 90, parsers.positive_int,
             "How long idemdash keeps its own purge-run history (`idemdash.purge_run` and the partitions each run "
             "dropped); each run forgets older runs of its table, keeping the latest successful purge and dry run.",
@@ -244,7 +262,10 @@ def load(environ: Mapping[str, str] | None = None, **overrides: Any) -> dict[str
     if overrides:
         raise ConfigError(f"unknown settings: {', '.join(sorted(overrides))}")
     given = {s.name for s in SETTINGS if s.env in environ} | set(given_overrides)
-    return with_profile_defaults(values, given)
+    values = with_profile_defaults(values, given)
+    if mistakes := library_action_mistakes(values):
+        raise ConfigError("\n".join(f"IDEMDASH_LIBRARY_ACTIONS: {line}" for line in mistakes))
+    return values
 
 
 def with_profile_defaults(values: dict[str, Any], given: set[str]) -> dict[str, Any]:
@@ -259,14 +280,17 @@ def with_profile_defaults(values: dict[str, Any], given: set[str]) -> dict[str, 
     return values
 
 
-_PASSWORD_IN_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
-_URL_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://[^/?#@:]*):([^/?#]*)@", re.IGNORECASE)
-_PASSWORD_IN_QUERY = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+def library_actions(values: Mapping[str, Any]) -> tuple[str, ...]:
+    """The library actions a database enables (its LIBRARY_ACTIONS), by name."""
+    return tuple(split_list(setting(values, "LIBRARY_ACTIONS")))
 
 
-def redact_dsn(dsn: str) -> str:
-    """The DSN with any password replaced by ``***``, safe to show or log. Nothing else changes."""
-    if "://" in dsn:
-        dsn = _URL_USERINFO.sub(lambda m: f"{m.group(1)}:***@" if m.group(2) else f"{m.group(1)}@", dsn)
-        return _PASSWORD_IN_QUERY.sub(r"\1***", dsn)
-    return _PASSWORD_IN_KV.sub(r"\1***", dsn)
+def library_action_mistakes(values: Mapping[str, Any]) -> list[str]:
+    """One line for each name in LIBRARY_ACTIONS that the database's profile does not document: empty when all
+    are known."""
+    chosen = profile(setting(values, "PROFILE"))
+    known = [a.name for a in chosen.actions]
+    offered = f"its actions are {', '.join(known)}" if known else \
+        f"{chosen.library} documents no action idemdash may do in its place"
+    return [f"{name!r} is not an action of profile {chosen.name!r} ({offered})"
+            for name in library_actions(values) if name not in known]

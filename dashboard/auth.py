@@ -158,15 +158,15 @@ def _open_endpoint() -> bool:
 
 # -- guards ----------------------------------------------------------------------------------
 
-def refuse_action() -> None:
+def refuse_action(library_action: bool = False) -> None:  # library_action: dashboard/library_actions.py, refuse
     user = current_user()
     target = get_target()
     if target.settings["READ_ONLY"]:
         abort(403, "idemdash runs read-only (IDEMDASH_READ_ONLY=1): actions are switched off")
-    if _library_rows():
+    if _library_rows() and not library_action:
         abort(403, f"database {target.name} holds another library's tables (profile = "
-                   f"\"{target.settings['PROFILE']}\", IDEMDASH_PROFILE): idemdash only reads them, and changes none "
-                   "of their rows; see docs/profiles.md")
+                   f"\"{target.settings['PROFILE']}\", IDEMDASH_PROFILE): idemdash changes none of their rows but by "
+                   "its purges and the library's own actions LIBRARY_ACTIONS enables; see docs/profiles.md")
     if not user.is_operator:
         abort(403, f"{user.name} is a viewer; reclassifying keys and running purges needs the operator role")
 

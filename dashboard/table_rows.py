@@ -12,13 +12,15 @@ from flask import Blueprint, abort
 
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
-from idemdash.core.profiles.shape import Command, State, Table
+from idemdash.core.profiles.shape import Command, LibraryAction, State, Table
+from idemdash.core.settings import library_actions
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import cursor
 from idemdash.queries.catalog import ShapeNotFound, find_configured
+from idemdash.queries.library_actions import applies
 from idemdash.queries.profile_rows import get_row, list_state_rows, order_column, row_facts, row_states
 from idemdash.queries.profile_states import params_for
 
@@ -77,18 +79,19 @@ def _rows(role: str) -> schema.Rows:
                        next_cursor=next_cursor, as_of=datetime.now(timezone.utc))
 
 
-def _row(role: str) -> schema.Row:
-    identity = contract.query(schema.RowQuery).id
+def _row(role: str, identity: str | None = None) -> schema.Row:
+    identity = identity or contract.query(schema.RowQuery).id
     target = get_target()
 
-    def read(conn: Any) -> tuple[Found, dict | None, list, list]:
+    def read(conn: Any) -> tuple[Found, dict | None, list, list, list]:
         found = _found(conn, target.settings)
         _table(found, role)
-        return (found, get_row(conn, found, role, identity),
-                row_states(conn, found, role, identity, target.settings),
-                row_facts(conn, found, role, identity, target.settings))
+        actions = [(a, applies(conn, found, a, role, identity))
+                   for a in profile(found.profile).actions if role in a.tables]
+        return (found, get_row(conn, found, role, identity), row_states(conn, found, role, identity, target.settings),
+                actions, row_facts(conn, found, role, identity, target.settings))
 
-    found, row, states, facts = panels.require(panels.load(read))
+    found, row, states, actions, facts = panels.require(panels.load(read))
     if row is None:
         abort(404, f"no row of {found.table(role)} has the identity {identity}")
     inside = {s.meaning for s, is_in in states if is_in}
@@ -98,8 +101,18 @@ def _row(role: str) -> schema.Row:
                       identity=identity, row={k: _cut(v) for k, v in row.items()},
                       states=[schema.RowState.model_validate({"meaning": s.meaning, "inside": inside, "note": s.note})
                               for s, inside in states],
+                      actions=[_action(found, a, ok, row, target.settings) for a, ok in actions],
+                      application_acts=profile(found.profile).application_acts or None,
                       facts=[schema.RowFact(label=label, text=text) for label, text in facts], commands=commands,
                       as_of=datetime.now(timezone.utc))
+
+
+def _action(found: Found, action: LibraryAction, ok: bool, row: dict, settings: Any) -> schema.RowAction:
+    source = action.source
+    return schema.RowAction(name=action.name, label=action.label, does=action.does,
+                            source=f"https://github.com/{source.repo}/blob/{source.commit}/{source.path}",
+                            enabled=action.name in library_actions(settings), applies=ok,
+                            expected={c: row.get(named(c, found.naming)) for c in action.expected})
 
 
 def _command(command: Command, row: dict[str, Any], found: Found) -> str:
@@ -130,7 +143,13 @@ def rows_api(role: str) -> schema.Rows:
 
 @bp.get("/tables/<role>/row")
 def row_page(role: str):
-    return render("table_row.html", None, row=_row(role))
+    return row_page_for(role)
+
+
+def row_page_for(role: str, identity: str | None = None, action_error: str | None = None, form: Any = None):
+    """The row's page; after a library action's form, with the refusal and what was typed (``action_error``)."""
+    return render("table_row.html", None, row=_row(role, identity), action_error=action_error, form=form or {},
+                  done=contract.query(schema.RowPageQuery).done)
 
 
 @bp.get("/api/v1/tables/<role>/row")

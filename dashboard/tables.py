@@ -14,13 +14,17 @@ from idemdash.dashboard.auth import refuse_action
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
+from idemdash.queries.profile_rows import list_backlogs
+from idemdash.queries.replication import list_logical_slots
 from idemdash.queries.rollups import read_library_states
 
 bp = Blueprint("tables", __name__)
 
 # blueprints that serve a database of any profile; every other one reads the reference tables
-EVERY_PROFILE = frozenset({"tables", "table_rows", "health", "probes", "openapi", "metrics", "databases", "purges",
-                           "purge_cancel"})
+EVERY_PROFILE = frozenset({"tables", "table_rows", "library_actions", "health", "probes", "openapi", "metrics",
+                           "databases", "purges", "purge_cancel"})
+# read where a database enables a library action (LIBRARY_ACTIONS): who did what, and why
+WITH_LIBRARY_ACTIONS = frozenset({"audit"})
 
 
 def _report() -> schema.Tables:
@@ -29,6 +33,8 @@ def _report() -> schema.Tables:
     read, when = panels.require(panels.load(read_library_states, target.settings))
     counts = {(state.table, state.meaning): (state, count) for state, count in read.counts}
     found = dict(read.found.tables) if read.found else {}
+    backlogs = panels.load(list_backlogs, read.found, target.settings) if read.found else None
+    by_role = backlogs.value if backlogs is not None and backlogs.ok and backlogs.value is not None else {}
     tables = []
     for table in chosen.tables if read.found else ():
         states = []
@@ -38,11 +44,19 @@ def _report() -> schema.Tables:
                 "meaning": meaning, "recorded": state is not None, "count": count,
                 "computed_at": when.get((table.role, meaning)),
                 "note": state.note if state is not None else f"not recorded by {chosen.library}"}))
-        tables.append(schema.TableStates(role=table.role, name=found.get(table.role), states=states))
-    return schema.Tables(database=target.name, profile=chosen.name, library=chosen.library,
+        backlog = [schema.BacklogGroup(group=[None if v is None else str(v) for v in g.group_values], rows=g.rows,
+                                       lag_seconds=g.lag_seconds) for g in by_role[table.role]] \
+            if table.role in by_role else None
+        tables.append(schema.TableStates(role=table.role, name=found.get(table.role), states=states,
+                                         backlog_by=list(table.groups), backlog=backlog))
+    slots = None
+    if chosen.reads_wal and read.found:
+        slots = [schema.Slot.model_validate(s) for s in panels.require(panels.load(list_logical_slots))]
+    return schema.Tables(database=target.name, slots=slots, profile=chosen.name, library=chosen.library,
                          version=read.found.version if read.found else None, app_schema=target.settings["APP_SCHEMA"],
                          problem=read.problem, tables=tables, cleanup=chosen.cleanup,
-                         read_only=chosen.name != DEFAULT, as_of=datetime.now(timezone.utc))
+                         read_only=chosen.name != DEFAULT and not target.settings["LIBRARY_ACTIONS"],
+                         as_of=datetime.now(timezone.utc))
 
 
 @bp.get("/tables")
@@ -60,10 +74,14 @@ def api() -> schema.Tables:
 def refuse_reference_routes() -> None:
     """On a database of another library's profile, `/` is its tables page, and a route of the reference tables
     (keys, outbox, inbox, audit, hotspots, search) answers 404 naming the profile, an action 403: idemdash
-    never reads another library's rows as if they were its own."""
+    never reads another library's rows as if they were its own. Where the database enables a library's own actions
+    (LIBRARY_ACTIONS), its audit log is read too: those actions are recorded there."""
     target = get_target()
     chosen = target.settings["PROFILE"]
     if chosen == DEFAULT or request.blueprint is None or request.blueprint in EVERY_PROFILE:
+        return
+    if target.settings["LIBRARY_ACTIONS"] and request.blueprint in WITH_LIBRARY_ACTIONS \
+            and request.method in ("GET", "HEAD"):
         return
     if request.method not in ("GET", "HEAD"):
         refuse_action()  # 403: an action on another library's rows, named as such

@@ -8,7 +8,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from idemdash.core.diagnosis import OTHER, CauseLog, diagnose
-from idemdash.core.settings import redact_dsn
+from idemdash.core.dsn import redact_dsn
 
 
 def lost(conn: psycopg.Connection | None) -> bool:

@@ -24,7 +24,7 @@ from idemdash.core.profiles.shape import PURGEABLE, State
 from idemdash.jobs.failures import describe_error
 from idemdash.jobs.job_ids import job_id
 from idemdash.jobs.pacing import Pacer
-from idemdash.jobs.purge_batches import MIN_BATCH_SIZE
+from idemdash.jobs.purge_batches import make_pacer, record_pacing_safely
 from idemdash.jobs.purge_run import PurgeResult
 from idemdash.jobs.purge_settings import PurgeSettings
 from idemdash.jobs.purges import schedule_trigger
@@ -75,6 +75,7 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
     batches = rows = 0
     run_id: int | None = None
     lock_conn: psycopg.Connection | None = None
+    pacer: Pacer | None = None
     outcome, error = "succeeded", None
     try:
         lock_conn = target.connect(f"idemdash-purge-{state.table}"[:63])
@@ -97,15 +98,19 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
         if dry_run:
             rows = record_library_dry_run(lock_conn, found, state, params, run_id=run_id)
         else:
-            outcome, error, batches, rows = _batches(target, found, state, params, settings, run_id,
+            pacer = make_pacer(settings, run_id, lambda: target.connect(f"idemdash-purge-{state.table}-probe"[:63]))
+            outcome, error, batches, rows = _batches(target, found, state, params, settings, run_id, pacer=pacer,
                                                      deadline=started + settings.time_budget_seconds, cancel=asked)
     except Exception as exc:  # a purge never takes the scheduler or a request down with it
         outcome, error = "failed", describe_error(exc, target.dsn)
         log.error("purge %s%s failed: %s", name, f" run {run_id}" if run_id else "", error)
     finally:
+        pacing = pacer.finish() if pacer is not None else None  # stops the latency probe
         if lock_conn is not None:
             if run_id is not None and not lock_conn.closed:
                 try:
+                    if pacing is not None:
+                        record_pacing_safely(lock_conn, run_id, pacing)
                     purges.finish_purge_run(lock_conn, run_id, outcome, error)
                     purges.release_purge_lock(lock_conn, name)
                 except psycopg.Error as exc:
@@ -117,12 +122,10 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
 
 
 def _batches(target: Target, found: Found, state: State, params: dict, settings: PurgeSettings, run_id: int, *,
-             deadline: float, cancel: Callable[[], str | None]) -> tuple[str, str | None, int, int]:
+             pacer: Pacer, deadline: float, cancel: Callable[[], str | None]) -> tuple[str, str | None, int, int]:
     """Batches until none is left, the budget is spent, or someone cancels, paced like the reference tables' purges
     (``jobs.pacing.Pacer``: the duty cycle, smaller batches after slow ones or a timeout); (outcome, error, batches,
     rows)."""
-    pacer = Pacer(settings.batch_size, min(MIN_BATCH_SIZE, settings.batch_size), settings.duty_cycle,
-                  settings.pause_ms)
     batches = rows = 0
     after: str | None = None  # along the state's indexed time column, where the last batch stopped
     with target.connect(f"idemdash-purge-{state.table}-batches"[:63]) as conn:
@@ -132,6 +135,7 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
             if time.monotonic() > deadline:
                 return "budget_exhausted", None, batches, rows
             size, began = pacer.size, time.monotonic()
+            pacer.batch_started()
             try:
                 with conn.transaction():
                     purges.set_purge_timeouts(conn, settings.statement_timeout_ms, settings.lock_timeout_ms)
@@ -142,10 +146,12 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
                         deleted, stopped = delete_library_batch(conn, found, state, params, run_id=run_id,
                                                                 batch_size=size), None
             except (errors.QueryCanceled, errors.LockNotAvailable):
+                pacer.batch_ended()
                 if not pacer.after_timeout():
                     return ("failed", f"batches of {size} rows kept running past the "
                             f"{settings.statement_timeout_ms} ms statement timeout", batches, rows)
                 continue
+            pacer.batch_ended()
             batches += 1 if deleted else 0
             rows += deleted
             after = stopped or after

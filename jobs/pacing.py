@@ -10,11 +10,20 @@ smaller batches after a timeout.
   the batch took. A normal batch grows the size back.
 - **Timeouts**: a batch that hit ``statement_timeout`` or ``lock_timeout`` halves the size, and the size stays at
   most that for the rest of the run (a size that timed out will again).
+- **What the application feels** (``IDEMDASH_PURGE_LATENCY_BUDGET``, ``jobs.latency``): once a run has a second
+  batch to do, a probe (``jobs.probe``) times a tiny write and commit on its own connection throughout; the batch
+  size and duty cycle then follow the probe's p99 against its idle baseline (the configured size and duty cycle
+  are the upper bounds), and the run records what it measured (``finish``).
 """
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from idemdash.jobs.latency import BASELINE_SAMPLES, LatencyGovernor, p99
+from idemdash.jobs.probe import QUIET_AFTER, CommitProbe
+from idemdash.queries.purge_probe import Pacing
 
 # A batch is slow when its time per row exceeds this many times the usual ...
 SLOW_FACTOR = 2.0
@@ -32,37 +41,99 @@ class Pacer:
     floor: int               # smallest batch after timeouts
     duty_cycle: float        # 0 < share <= 1
     pause_ms: int            # the least pause (jittered)
+    latency_budget: float = 0.0                                  # 0: the duty cycle alone
+    probe_factory: Callable[[], CommitProbe] | None = None      # None: no probing (a dry run)
     size: int = field(init=False)
     ceiling: int = field(init=False)       # lowered by timeouts for the rest of the run
     usual: dict[int, float] = field(default_factory=dict)   # batch size -> seconds per row (moving average)
     normal: dict[int, int] = field(default_factory=dict)    # batch size -> normal batches seen
     slow_batches: int = 0
+    probe: CommitProbe | None = None
+    governor: LatencyGovernor | None = None
 
     def __post_init__(self) -> None:
         self.size = self.ceiling = self.batch_size
 
+    @property
+    def duty(self) -> float:
+        """The share of the time batches may take now: the configured one, or less while the application suffers."""
+        governor = self.governor
+        return governor.duty if governor is not None and self._governed() else self.duty_cycle
+
+    def batch_started(self) -> None:
+        if self.probe is not None:
+            self.probe.batch_started()
+
+    def batch_ended(self) -> None:
+        if self.probe is not None:
+            self.probe.batch_ended()
+
     def after_batch(self, seconds: float, taken: int) -> float:
         """Seconds to pause after a committed batch that took ``seconds`` for ``taken`` rows; sets the next size."""
-        pause = self._least_pause() + seconds * (1 - self.duty_cycle) / self.duty_cycle
+        pause = self._least_pause() + seconds * (1 - self.duty) / self.duty
+        if taken >= max(1, COMPARABLE_SHARE * self.size):
+            pause += self._judge(seconds, taken)
+        if self.latency_budget and self.probe_factory is not None:
+            self._govern()
+        return pause
+
+    def _judge(self, seconds: float, taken: int) -> float:
+        """A slow batch halves the size and lengthens the pause by what it took; a normal one grows the size back
+        (unless the latency budget decides the size)."""
         size = self.size
-        if taken < max(1, COMPARABLE_SHARE * size):
-            return pause
         per_row = seconds / taken
         usual = self.usual.get(size)
         if usual is not None and self.normal.get(size, 0) >= SETTLE_BATCHES and per_row > SLOW_FACTOR * usual:
             self.slow_batches += 1
             self.size = max(self.floor, size // 2)
-            return pause + seconds
+            return seconds
         self.usual[size] = per_row if usual is None else (1 - AVERAGE_WEIGHT) * usual + AVERAGE_WEIGHT * per_row
         self.normal[size] = self.normal.get(size, 0) + 1
-        self.size = min(self.ceiling, size * 2)
-        return pause
+        if not self._governed():
+            self.size = min(self.ceiling, size * 2)
+        return 0.0
+
+    def _governed(self) -> bool:
+        return (self.governor is not None and self.governor.first_baseline is not None
+                and self.probe is not None and self.probe.failed is None)
+
+    def _govern(self) -> None:
+        """Start probing before the second batch (its baseline first), then let the probes set size and duty."""
+        if self.probe is None:
+            assert self.probe_factory is not None
+            self.probe = self.probe_factory()
+            self.probe.batch_ended()  # the first batch has just committed: the first probes are not quiet
+            self.probe.start()
+            self.governor = LatencyGovernor(self.latency_budget, self.floor, self.ceiling, self.duty_cycle)
+            self.probe.wait_samples(BASELINE_SAMPLES + int(QUIET_AFTER / self.probe.interval) + 1,
+                                    timeout=BASELINE_SAMPLES * self.probe.interval * 4)
+            self.governor.set_baseline([(ms, True) for ms, quiet in self.probe.new_samples() if quiet])
+            self.size = min(self.size, self.governor.size)
+            return
+        if self._governed():
+            assert self.governor is not None
+            self.governor.observe(self.probe.new_samples(), self.size, self.probe.in_flight())
+            self.size = self.governor.size
+
+    def finish(self) -> Pacing | None:
+        """Stop probing; what the run measured, or None when it never probed."""
+        probe, governor = self.probe, self.governor
+        if probe is None or governor is None:
+            return None
+        probe.stop()
+        samples = probe.all_samples()
+        return Pacing(latency_budget=self.latency_budget, baseline_ms=governor.baseline,
+                      p99_ms=p99(samples) if samples else None, probes=len(samples), backoffs=governor.backoffs,
+                      batch_size=self.size, duty_cycle=round(self.duty * 100, 1))
 
     def after_timeout(self) -> bool:
         """A batch hit a timeout: halve the size for the rest of the run. False when already at the floor."""
         if self.size <= self.floor:
             return False
         self.size = self.ceiling = max(self.floor, self.size // 2)
+        if self.governor is not None:
+            self.governor.ceiling = self.ceiling
+            self.governor.size = min(self.governor.size, self.ceiling)
         return True
 
     def _least_pause(self) -> float:

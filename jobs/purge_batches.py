@@ -18,8 +18,10 @@ from psycopg import errors, sql
 from idemdash.core.formatting import plural
 from idemdash.jobs.failures import describe_error
 from idemdash.jobs.pacing import Pacer
+from idemdash.jobs.probe import CommitProbe
 from idemdash.jobs.purge_settings import PurgeSettings
-from idemdash.queries import Tables, partitions, purge_batches, purges
+from idemdash.queries import Tables, partitions, purge_batches, purge_probe, purges
+from idemdash.queries.purge_probe import Pacing
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +53,13 @@ class RunContext:
     on_batch: Callable[[int, int], None] | None = None
     # who asked, in this process, to stop after the current batch (Ctrl-C on `idemdash purge`); None: nobody
     cancel: Callable[[], str | None] | None = None
+    # a connection for the latency probe (jobs.probe); None: no probing
+    connect_probe: Callable[[], psycopg.Connection] | None = None
     progress: Progress = field(default_factory=Progress)
     pacer: Pacer = field(init=False)
 
     def __post_init__(self) -> None:
-        s = self.settings
-        self.pacer = Pacer(s.batch_size, min(MIN_BATCH_SIZE, s.batch_size), s.duty_cycle, s.pause_ms)
+        self.pacer = make_pacer(self.settings, self.run_id, None if self.dry_run else self.connect_probe)
 
     def pause(self, seconds: float) -> None:
         time.sleep(max(0.0, min(seconds, self.deadline - time.monotonic())))
@@ -66,6 +69,27 @@ class RunContext:
         database is asked on the lock-holding connection, which also proves that connection and its lock live."""
         local = self.cancel() if self.cancel is not None else None
         return local or purges.get_purge_cancel(self.lock_conn, self.run_id)
+
+
+def make_pacer(s: PurgeSettings, run_id: int, connect_probe: Callable[[], psycopg.Connection] | None) -> Pacer:
+    """A run's pacer: the configured batch size and duty cycle, and the latency budget when it may probe."""
+    factory = None
+    if connect_probe is not None and s.latency_budget:
+        probe_connect = connect_probe
+
+        def factory() -> CommitProbe:
+            return CommitProbe(probe_connect, run_id)
+    return Pacer(s.batch_size, min(MIN_BATCH_SIZE, s.batch_size), s.duty_cycle, s.pause_ms,
+                 latency_budget=s.latency_budget, probe_factory=factory)
+
+
+def record_pacing_safely(conn: psycopg.Connection, run_id: int, pacing: Pacing) -> None:
+    """What the run's pacer measured, on its row; a failure to write it (idemdash's schema behind) never keeps the
+    run's outcome from being recorded."""
+    try:
+        purge_probe.record_pacing(conn, run_id, pacing)
+    except psycopg.Error as exc:
+        log.warning("purge run %d: what its pacer measured was not recorded: %s", run_id, describe_error(exc, ""))
 
 
 CANCELLED = "cancelled"
@@ -131,6 +155,7 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
             return "budget_exhausted", None
         size = pacer.size
         started = time.monotonic()
+        pacer.batch_started()
         try:
             with ctx.work_conn.transaction():
                 purges.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
@@ -139,6 +164,7 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
                                                 **s.predicate())
         except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
             # statement_timeout (or a cancel) or lock_timeout: nothing of this batch committed
+            pacer.batch_ended()
             what = "lock_timeout" if isinstance(exc, errors.LockNotAvailable) else "statement_timeout"
             if pacer.after_timeout():
                 log.warning("purge %s run %d: a batch hit %s; batch size now %d", where, ctx.run_id, what, pacer.size)
@@ -152,6 +178,7 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
             ctx.pause(pacer.after_batch(time.monotonic() - started, 0))
             continue
         seconds = time.monotonic() - started
+        pacer.batch_ended()
         timeouts_at_floor = 0
         progress.batches += 1
         progress.rows += batch.rows

@@ -40,10 +40,18 @@ import psycopg
 
 from idemdash.jobs.failures import describe_error, describe_outage, lost
 from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
-from idemdash.jobs.purge_batches import CANCELLED, RunContext, cancelled_error, plan_units, run_batches
+from idemdash.jobs.purge_batches import (
+    CANCELLED,
+    RunContext,
+    cancelled_error,
+    plan_units,
+    record_pacing_safely,
+    run_batches,
+)
 from idemdash.jobs.purge_settings import RETENTION_SETTING, PurgeSettings
 from idemdash.jobs.unrecorded import UNRECORDED, UnrecordedRun
 from idemdash.queries import purge_batches, purges
+from idemdash.queries.purge_probe import Pacing
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -126,7 +134,8 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
             on_start(run_id)
         work_conn = target.connect(f"idemdash-purge-{table}-batches")
         ctx = RunContext(table, target.tables, settings, run_id, dry_run, work_conn, lock_conn,
-                         deadline=started + settings.time_budget_seconds, on_batch=on_batch, cancel=cancel)
+                         deadline=started + settings.time_budget_seconds, on_batch=on_batch, cancel=cancel,
+                         connect_probe=lambda: target.connect(f"idemdash-purge-{table}-probe"))
         outcome, error, method = _work(ctx, lambda: target.connect(f"idemdash-purge-{table}-detach"), on_partition)
     except Exception as exc:  # a purge never takes its caller (the scheduler, a web request) down with it
         # no run row and no connection: the database is unreachable, not merely refusing this statement
@@ -139,8 +148,9 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
     finally:
         if work_conn is not None:
             work_conn.close()  # a batch in flight is rolled back with its connection
+        pacing = ctx.pacer.finish() if ctx is not None else None  # stops the latency probe
 
-    if run_id is not None and not _finish(target, lock_conn, table, run_id, outcome, error):
+    if run_id is not None and not _finish(target, lock_conn, table, run_id, outcome, error, pacing):
         UNRECORDED.add(UnrecordedRun(dsn, table, dry_run, started_by, started_at, datetime.now(timezone.utc),
                                      outcome, error, run_id))
     if lock_conn is not None:
@@ -178,13 +188,16 @@ def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],
 
 
 def _finish(target: Target, lock_conn: psycopg.Connection | None, table: str, run_id: int, outcome: str,
-            error: str | None) -> bool:
-    """Close the run's row and release the lock; on a fresh connection if the lock's connection broke.
+            error: str | None, pacing: Pacing | None = None) -> bool:
+    """Close the run's row (with what its pacer measured) and release the lock; on a fresh connection if the lock's
+    connection broke.
 
     False when the outcome could not be written (the row stays 'running' until it is).
     """
     try:
         if lock_conn is not None and not lost(lock_conn):
+            if pacing is not None:
+                record_pacing_safely(lock_conn, run_id, pacing)
             purges.finish_purge_run(lock_conn, run_id, outcome, error)
             purges.release_purge_lock(lock_conn, table)
             return True

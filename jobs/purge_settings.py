@@ -24,6 +24,7 @@ class PurgeSettings:
     outbox_retention_days: int
     replay_horizon_seconds: int
     history_retention_days: int
+    latency_budget: float = 0.0  # allowed probe p99 / its idle baseline; 0: the duty cycle alone
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], table: str) -> PurgeSettings:
@@ -43,6 +44,7 @@ class PurgeSettings:
             outbox_retention_days=_positive(config, "OUTBOX_RETENTION_DAYS"),
             replay_horizon_seconds=_positive(config, "REPLAY_HORIZON"),
             history_retention_days=_positive(config, "PURGE_HISTORY_RETENTION_DAYS"),
+            latency_budget=setting(config, "PURGE_LATENCY_BUDGET"),
         )
 
     def predicate(self) -> dict[str, int]:

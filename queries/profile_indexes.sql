@@ -14,3 +14,11 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({Received}) WHERE {D
 -- profile_index_masstransit_outbox_state_undelivered --
 -- MassTransit: outbox states never delivered, by when they were created.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({Created}) WHERE {Delivered} IS NULL
+
+-- profile_index_cap_outbox_unfinished --
+-- DotNetCore.CAP: published messages not Succeeded (pending, queued, stuck, failed: the backlog), by when they were added; CAP's own indexes lead with ExpiresAt, which a Scheduled row has none of.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({Added}) WHERE {StatusName} <> 'Succeeded'
+
+-- profile_index_cap_inbox_unfinished --
+-- DotNetCore.CAP: received messages not Succeeded (pending, stuck, failed: the backlog), by when they were added.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({Added}) WHERE {StatusName} <> 'Succeeded'

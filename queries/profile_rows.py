@@ -17,9 +17,24 @@ from psycopg.rows import class_row
 
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
-from idemdash.core.profiles.shape import State, Table
+from idemdash.core.profiles.shape import (
+    DONE,
+    EPOCH_MS,
+    LOCAL_TIMESTAMP,
+    TIMESTAMPTZ,
+    UTC_TIMESTAMP,
+    State,
+    Table,
+)
 from idemdash.queries import statement
 from idemdash.queries.profile_states import params_for, state_condition, state_names
+
+
+@dataclass(frozen=True)
+class BacklogGroup:
+    group_values: list[Any]
+    rows: int
+    lag_seconds: float | None
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,33 @@ def row_states(conn: psycopg.Connection, found: Found, role: str, identity: str,
         (inside,) = conn.execute(query, {**params_for(state, settings), **values}).fetchone() or (False,)
         result.append((state, bool(inside)))
     return result
+
+
+# how long a group's oldest row has waited, by the unit of the table's first time column
+_LAG = {TIMESTAMPTZ: "profile_lag_timestamptz", UTC_TIMESTAMP: "profile_lag_utc", LOCAL_TIMESTAMP: "profile_lag_local",
+        EPOCH_MS: "profile_lag_epoch_ms"}
+BACKLOG_GROUPS = 20
+
+
+def list_backlogs(conn: psycopg.Connection, found: Found,
+                  settings: Mapping[str, Any]) -> dict[str, list[BacklogGroup]]:
+    """Each found table that declares ``groups`` (and has a done state and a time): its rows the library has not
+    finished, by those columns, the longest waiting group first (at most ``BACKLOG_GROUPS``)."""
+    backlogs = {}
+    for role, name in found.tables:
+        table = profile_table(found, role)
+        done = next((s for s in profile(found.profile).states_of(found.version)
+                     if s.table == role and s.meaning == DONE), None)
+        condition = state_condition(found, done) if done is not None else None
+        if not table.groups or not table.times or done is None or condition is None:
+            continue
+        time = sql.Identifier(named(table.times[0].column, found.naming))
+        query = statement("list_profile_backlog", None, table=sql.Identifier(found.schema, name), condition=condition,
+                          group_columns=sql.SQL(", ").join(sql.Identifier(named(c, found.naming)) for c in table.groups),
+                          lag=statement(_LAG[table.times[0].unit], None, time=time), time=time)
+        with conn.cursor(row_factory=class_row(BacklogGroup)) as cur:
+            backlogs[role] = cur.execute(query, {**params_for(done, settings), "limit": BACKLOG_GROUPS}).fetchall()
+    return backlogs
 
 
 def row_facts(conn: psycopg.Connection, found: Found, role: str, identity: str,

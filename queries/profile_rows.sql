@@ -29,6 +29,31 @@ jsonb_build_array({identity_columns})
 -- Whether the row of a library's table with this identity ({identity_columns} equal to {identity_values}) is in one of its states ({condition}): what a row's page says of it.
 SELECT EXISTS (SELECT 1 FROM {table} t WHERE ({condition}) AND ({identity_columns}) = ({identity_values}))
 
+-- list_profile_backlog --
+-- A library table's backlog: its rows not in the library's done state ({condition}: that state's block), by the table's group columns ({group_columns}), each group with its rows and how long its oldest row has waited ({lag}: seconds since the least of {time}, the table's first time column), the longest waiting first; at most %(limit)s groups.
+SELECT jsonb_build_array({group_columns}) AS group_values, count(*) AS rows, {lag} AS lag_seconds
+FROM {table}
+WHERE NOT COALESCE(({condition}), false)
+GROUP BY {group_columns}
+ORDER BY min({time}) NULLS LAST, count(*) DESC
+LIMIT %(limit)s
+
+-- profile_lag_timestamptz --
+-- Seconds since the least of a timestamptz column ({time}) in the group.
+EXTRACT(epoch FROM now() - min({time}))::float8
+
+-- profile_lag_utc --
+-- Seconds since the least of a timestamp column the library writes from a UTC clock ({time}).
+EXTRACT(epoch FROM (now() AT TIME ZONE 'UTC') - min({time}))::float8
+
+-- profile_lag_local --
+-- Seconds since the least of a timestamp column the library writes from its host's wall clock ({time}), that clock's zone in %(library_zone)s (LIBRARY_TIMEZONE).
+EXTRACT(epoch FROM (now() AT TIME ZONE %(library_zone)s) - min({time}))::float8
+
+-- profile_lag_epoch_ms --
+-- Seconds since the least of an epoch-milliseconds column ({time}).
+(EXTRACT(epoch FROM now()) * 1000 - min({time}))::float8 / 1000
+
 -- profile_row_fact --
 -- What a row's page says of the row of a library's table with this identity ({identity_columns} equal to {identity_values}) beyond its columns: a fact's expression over it ({fact}, a block of profile_facts.sql), NULL for nothing to say.
 SELECT ({fact})::text FROM {table} t WHERE ({identity_columns}) = ({identity_values})

@@ -12,9 +12,11 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import Fact, State
+from idemdash.core.settings import setting
 from idemdash.queries import QUERIES, Statement, statement
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 
@@ -23,13 +25,20 @@ def state_names(found: Found, state: State | Fact) -> dict[str, sql.Composable] 
     """The identifiers a state's condition (or a row fact's expression) names: its own table, another table of the
     profile, columns as the found naming convention spells them; None when a table it reads is not among
     ``found``'s (an optional one)."""
+    return block_names(found, state.table, state.query, dict(state.columns))
+
+
+def block_names(found: Found, role: str, block: str,
+                columns: Mapping[str, str] | None = None) -> dict[str, sql.Composable] | None:
+    """The identifiers a block over ``role``'s table names (a state's condition, a library action's condition or
+    assignments): see ``state_names``."""
     tables = dict(found.tables)
     roles = {t.role for t in profile(found.profile).tables}
-    if state.table not in tables:
+    if role not in tables:
         return None
-    names: dict[str, sql.Composable] = {"table": sql.Identifier(found.schema, tables[state.table])}
-    columns = dict(state.columns)
-    for _, field, _, _ in Formatter().parse(QUERIES[state.query].text):
+    names: dict[str, sql.Composable] = {"table": sql.Identifier(found.schema, tables[role])}
+    columns = columns or {}
+    for _, field, _, _ in Formatter().parse(QUERIES[block].text):
         if not field or field in names:
             continue
         if field in roles:
@@ -68,8 +77,8 @@ def count_state(conn: psycopg.Connection, found: Found, state: State, params: Ma
 
 def count_states(conn: psycopg.Connection, found: Found,
                  params: Mapping[str, Any]) -> list[tuple[State, int | None]]:
-    """Every state of the found shape's version, with its count."""
-    return [(state, count_state(conn, found, state, params))
+    """Every state of the found shape's version, with its count (``params``, and the values the state binds itself)."""
+    return [(state, count_state(conn, found, state, {**params, **_own_params(state)}))
             for state in profile(found.profile).states_of(found.version)]
 
 
@@ -92,14 +101,16 @@ def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
     """The values a state of a table in ``role`` is counted with, from the database's settings: the retention of
     its kind of table (as an interval, and as epoch milliseconds for Eventuate and DBOS), how long work may go
     unfinished (``DEFAULT_LEASE_SECONDS``: Spring Modulith's staleness, MassTransit's undelivered, Brandur's lock
-    timeout, DBOS's silent executor; ``stale_before_epoch_ms`` in epoch milliseconds), and the replay horizon's
-    start in epoch milliseconds (``REPLAY_HORIZON``: a DBOS workflow ID called again within it replays)."""
+    timeout, DBOS's silent executor; ``stale_before_epoch_ms`` in epoch milliseconds), the replay horizon's start in
+    epoch milliseconds (``REPLAY_HORIZON``: a DBOS workflow ID called again within it replays), and the zone a
+    library's naive local timestamps are written in (``LIBRARY_TIMEZONE``: CAP's)."""
     days = settings[retention_setting(role)]
+    zone = zone_name(setting(settings, "LIBRARY_TIMEZONE"))
     retention = timedelta(days=days)
     lease = timedelta(seconds=settings["DEFAULT_LEASE_SECONDS"])
     now = time.time()
     return {"retention": retention, "stale_after": lease, "lock_timeout": lease,
-            "before_epoch_ms": int((now - retention.total_seconds()) * 1000),
+            "before_epoch_ms": int((now - retention.total_seconds()) * 1000), "library_zone": zone,
             "stale_before_epoch_ms": int((now - lease.total_seconds()) * 1000),
             "horizon_before_epoch_ms": int((now - settings["REPLAY_HORIZON"]) * 1000)}
 
@@ -107,8 +118,11 @@ def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
 def params_for(state: State | Fact, settings: Mapping[str, Any]) -> dict[str, Any]:
     """Everything a state's condition binds: the settings' values for its table (``state_params``) and its own
     (a custom shape's state values)."""
-    own = {name: list(value) if isinstance(value, tuple) else value for name, value in state.params}
-    return {**state_params(settings, state.table), **own}
+    return {**state_params(settings, state.table), **_own_params(state)}
+
+
+def _own_params(state: State | Fact) -> dict[str, Any]:
+    return {name: list(value) if isinstance(value, tuple) else value for name, value in state.params}
 
 
 def count_configured_states(conn: psycopg.Connection, found: Found,

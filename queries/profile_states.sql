@@ -115,16 +115,18 @@ true
 {Delivered} < now() - %(retention)s
 
 -- state_wolverine_inbox_pending --
--- Wolverine durable messaging (PostgreSQL): inbox rows that are pending (unowned: any node may recover it)
-{status} = 'Incoming' AND {owner_id} = 0
+-- Wolverine durable messaging (PostgreSQL): inbox rows that are pending (unowned Incoming: any node may recover it; Scheduled: waiting for execution_time)
+({status} = 'Incoming' AND {owner_id} = 0) OR {status} = 'Scheduled'
 
 -- state_wolverine_inbox_in_progress --
 -- Wolverine durable messaging (PostgreSQL): inbox rows that are in progress (owned by node number owner_id)
 {status} = 'Incoming' AND {owner_id} <> 0
 
 -- state_wolverine_inbox_stuck --
--- Wolverine durable messaging (PostgreSQL): inbox rows that are stuck (owned by a node missing from wolverine_nodes; Scheduled rows past execution_time are overdue)
-{status} = 'Incoming' AND {owner_id} <> 0 AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})
+-- Wolverine durable messaging (PostgreSQL): inbox rows that are stuck (Incoming owned by a node missing from wolverine_nodes while it lists any node, as Wolverine's own orphan sweep judges; Scheduled rows whose execution_time passed longer ago than the lease: overdue)
+({status} = 'Incoming' AND {owner_id} <> 0 AND EXISTS (SELECT 1 FROM {nodes})
+ AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes}))
+OR ({status} = 'Scheduled' AND {execution_time} < now() - %(stale_after)s)
 
 -- state_wolverine_inbox_done --
 -- Wolverine durable messaging (PostgreSQL): inbox rows that are done (kept until keep_until as the idempotency record)
@@ -139,8 +141,8 @@ true
 true
 
 -- state_wolverine_outbox_stuck --
--- Wolverine durable messaging (PostgreSQL): outbox rows that are stuck
-{owner_id} <> 0 AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})
+-- Wolverine durable messaging (PostgreSQL): outbox rows that are stuck (owned by a node missing from wolverine_nodes while it lists any node, as Wolverine's orphan sweep judges)
+{owner_id} <> 0 AND EXISTS (SELECT 1 FROM {nodes}) AND {owner_id} NOT IN (SELECT {node_number} FROM {nodes})
 
 -- state_wolverine_dead_letters_failed --
 -- Wolverine durable messaging (PostgreSQL): dead_letters rows that are failed (every row; replayable = true is queued for replay)
@@ -225,6 +227,53 @@ true
 -- state_debezium_outbox_outbox_pending --
 -- Debezium outbox event router: outbox rows that are pending (rows the replication slot may not have read: compare the slot's confirmed_flush_lsn with the current WAL position)
 true
+
+-- state_cap_outbox_pending --
+-- DotNetCore.CAP (PostgreSQL): published rows that are pending (Scheduled: to be sent now or by the retry processor; Delayed: waiting for its publish time)
+{StatusName} IN ('Scheduled', 'Delayed')
+
+-- state_cap_outbox_in_progress --
+-- DotNetCore.CAP (PostgreSQL): published rows that are in progress (Queued: publish time within a minute, in one instance's in-memory scheduler queue)
+{StatusName} = 'Queued'
+
+-- state_cap_outbox_stuck --
+-- DotNetCore.CAP (PostgreSQL): published rows that are stuck: Scheduled since Added, or Queued since its publish time (ExpiresAt), longer than the lease; both naive local times, compared with now in %(library_zone)s
+({StatusName} = 'Scheduled' AND {Added} < (now() AT TIME ZONE %(library_zone)s) - %(stale_after)s)
+OR ({StatusName} = 'Queued' AND {ExpiresAt} < (now() AT TIME ZONE %(library_zone)s) - %(stale_after)s)
+
+-- state_cap_outbox_done --
+-- DotNetCore.CAP (PostgreSQL): published rows that are done (Succeeded)
+{StatusName} = 'Succeeded'
+
+-- state_cap_outbox_failed --
+-- DotNetCore.CAP (PostgreSQL): published rows that are failed (Failed; Retries says how often it was tried)
+{StatusName} = 'Failed'
+
+-- state_cap_outbox_purgeable --
+-- DotNetCore.CAP (PostgreSQL): published rows that are purgeable: DeleteExpiresAsync's rule (ExpiresAt passed by the local clock, %(library_zone)s; Succeeded or Failed), less Failed rows the retry processor would still retry (Retries < FailedRetryCount)
+{ExpiresAt} < (now() AT TIME ZONE %(library_zone)s)
+AND ({StatusName} = 'Succeeded' OR ({StatusName} = 'Failed' AND {Retries} >= %(failed_retry_count)s))
+
+-- state_cap_inbox_pending --
+-- DotNetCore.CAP (PostgreSQL): received rows that are pending (Scheduled: to be executed by its subscriber now or by the retry processor)
+{StatusName} = 'Scheduled'
+
+-- state_cap_inbox_stuck --
+-- DotNetCore.CAP (PostgreSQL): received rows that are stuck: Scheduled since Added (a naive local time, compared with now in %(library_zone)s) longer than the lease
+{StatusName} = 'Scheduled' AND {Added} < (now() AT TIME ZONE %(library_zone)s) - %(stale_after)s
+
+-- state_cap_inbox_done --
+-- DotNetCore.CAP (PostgreSQL): received rows that are done (Succeeded)
+{StatusName} = 'Succeeded'
+
+-- state_cap_inbox_failed --
+-- DotNetCore.CAP (PostgreSQL): received rows that are failed (Failed; Retries says how often it was tried)
+{StatusName} = 'Failed'
+
+-- state_cap_inbox_purgeable --
+-- DotNetCore.CAP (PostgreSQL): received rows that are purgeable: DeleteExpiresAsync's rule (ExpiresAt passed by the local clock, %(library_zone)s; Succeeded or Failed), less Failed rows the retry processor would still retry (Retries < FailedRetryCount)
+{ExpiresAt} < (now() AT TIME ZONE %(library_zone)s)
+AND ({StatusName} = 'Succeeded' OR ({StatusName} = 'Failed' AND {Retries} >= %(failed_retry_count)s))
 
 -- state_dbos_keys_pending --
 -- DBOS Transact (system database): keys rows that are pending (ENQUEUED or DELAYED: waiting in a queue)

@@ -34,6 +34,14 @@ class PurgeRun:
     method: str | None = None        # 'due_index' or 'primary_key' (runs before issue 13: None)
     partitions_dropped: int = 0
     cancel_requested_by: str | None = None   # who asked the run to stop after its current batch
+    # what its latency pacer measured (jobs.latency; None: it never probed)
+    latency_budget: float | None = None
+    probe_baseline_ms: float | None = None
+    probe_p99_ms: float | None = None
+    probes: int | None = None
+    backoffs: int | None = None
+    final_batch_size: int | None = None
+    final_duty_cycle: float | None = None
 
     @property
     def rate(self) -> float | None:

@@ -1,4 +1,5 @@
-"""How far a hot standby is behind its primary (the Target reads from the standby only while it is close)."""
+"""How far a hot standby is behind its primary (the Target reads from the standby only while it is close), and how
+far the logical replication slots that read a table from the WAL (Debezium's outbox) are behind."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 import psycopg
 
 from idemdash.queries import statement
-from idemdash.queries.transactions import select_one
+from idemdash.queries.transactions import select_all, select_one
 
 
 @dataclass(frozen=True)
@@ -39,3 +40,17 @@ def get_standby_replay(conn: psycopg.Connection, primary_lsn: str) -> StandbyRep
     row = select_one(conn, statement("get_standby_replay"), {"primary_lsn": primary_lsn}, StandbyReplay)
     assert row is not None
     return row
+
+
+@dataclass(frozen=True)
+class LogicalSlot:
+    slot_name: str
+    plugin: str
+    active: bool                    # a reader is connected now
+    never_confirmed: bool
+    bytes_behind: float | None      # WAL written since what the reader confirmed it has read
+    bytes_retained: float | None    # WAL the slot keeps from being recycled
+
+
+def list_logical_slots(conn: psycopg.Connection) -> list[LogicalSlot]:
+    return select_all(conn, statement("list_logical_slots"), None, LogicalSlot)

@@ -25,8 +25,9 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
+from idemdash.core.dsn import redact_dsn
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.core.settings import redact_dsn, setting
+from idemdash.core.settings import setting
 from idemdash.queries import Tables, replication, transactions
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,7 @@ EVENTUATE = QUERIES["library_ddl_eventuate"].text
 EVENTUATE_DB_ID = QUERIES["library_ddl_eventuate_db_id"].text
 PG_TRANSACTIONAL_OUTBOX = QUERIES["library_ddl_pg_transactional_outbox"].text
 DEBEZIUM = QUERIES["library_ddl_debezium"].text
+CAP = QUERIES["library_ddl_cap"].text
 
 
 def _dbos() -> str:

@@ -41,6 +41,15 @@ DEBEZIUM_ROWS = """
 INSERT INTO public.outboxevent (id, aggregatetype, aggregateid, type, payload) VALUES
   (gen_random_uuid(), 'order', '1', 'OrderCreated', '{}'), (gen_random_uuid(), 'order', '2', 'OrderCreated', '{}')
 """
+# CAP writes DateTime.Now, the host's wall clock: here Asia/Kolkata's (LIBRARY_TIMEZONE below)
+CAP_ROWS = """
+INSERT INTO cap."published" ("Id", "Version", "Name", "Content", "Retries", "Added", "ExpiresAt", "StatusName") VALUES
+  (1, 'v1', 'orders.created', '{}', 0, (now() AT TIME ZONE 'Asia/Kolkata') - interval '2 hours', NULL, 'Scheduled'),
+  (2, 'v1', 'orders.remind', '{}', 0, (now() AT TIME ZONE 'Asia/Kolkata') - interval '1 hour',
+   (now() AT TIME ZONE 'Asia/Kolkata') - interval '20 minutes', 'Queued'),
+  (3, 'v1', 'orders.created', '{}', 0, (now() AT TIME ZONE 'Asia/Kolkata') - interval '1 minute', NULL, 'Scheduled')
+"""
+ZONES = {"cap": "Asia/Kolkata"}
 # DBOS: v2 is the latest version; a PENDING v1 workflow no launch of v2 recovers, a PENDING v2 one of an executor
 # silent for an hour, one running now, a success
 DBOS_ROWS = """
@@ -73,22 +82,28 @@ CASES = [
     ("pg-transactional-outbox", "public", [ddl.PG_TRANSACTIONAL_OUTBOX.replace("{table}", "outbox")],
      PG_TRANSACTIONAL_ROWS, ("outbox", "failed"), 1),
     ("debezium-outbox", "public", [ddl.DEBEZIUM], DEBEZIUM_ROWS, ("outbox", "pending"), 2),
+    ("cap", "cap", [ddl.CAP], CAP_ROWS, ("outbox", "stuck"), 2),
     ("dbos", "dbos", [ddl.DBOS], DBOS_ROWS, ("keys", "stuck"), 2),
 ]
 
 
 @pytest.mark.parametrize(("name", "schema", "statements", "rows", "follow", "count"), CASES,
                          ids=["brandur", "spring-v1", "spring-v2", "wolverine", "masstransit", "nservicebus", "eventuate",
-                              "pg-transactional-outbox", "debezium", "dbos"])
+                              "pg-transactional-outbox", "debezium", "cap", "dbos"])
 def test_an_operator_follows_a_librarys_state_to_a_row(live_server, make_app, page, empty_database_url, name, schema,
                                                        statements, rows, follow, count):
     _create_case(empty_database_url, schema, statements)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(rows)
-    base = live_server(make_app(empty_database_url, PROFILE=name, DEFAULT_LEASE_SECONDS=300))
+    zone = {"LIBRARY_TIMEZONE": ZONES[name]} if name in ZONES else {}
+    base = live_server(make_app(empty_database_url, PROFILE=name, DEFAULT_LEASE_SECONDS=300, **zone))
     page.goto(base + "/")
     expect(page.locator("h1")).to_have_text("Tables")
     expect(page.locator("header")).to_contain_text(f"{name} · read-only")
+    if name == "cap":  # its backlog by Name, the longest waiting first
+        backlog = page.locator("table.profile-backlog[data-role=outbox] tbody tr")
+        expect(backlog).to_have_count(2)
+        expect(backlog.first).to_contain_text("orders.created")
     role, state = follow
     cell = page.locator(f"tr[data-role={role}] td[data-meaning='{state}'] a")
     expect(cell).to_have_text(str(count))

@@ -81,3 +81,37 @@ def test_operator_purges_a_partitioned_inbox_and_sees_the_partitions_dropped_who
         left = {r[0] for r in conn.execute("SELECT message_id FROM app.processed_message")}
         gone = conn.execute("SELECT to_regclass(%s)", (day,)).fetchone()[0]
     assert left == {"new1", "new2", "new3"} and gone is None
+
+
+def test_operator_purges_a_spring_modulith_registry_from_its_purges_page(live_server, make_app, page,
+                                                                          empty_database_url, monkeypatch):
+    """A database of another library's profile: its /purges lists the registry by role; dry run, then purge now,
+    deletes exactly the publications Spring Modulith counts as completed and old."""
+    from idemdash.queries.migrate import migrate
+    from tests import library_ddl as ddl
+    from tests.test_detect import _create_case
+    from tests.test_library_purges_page import PURGEABLE
+    from tests.test_profile_pages import SPRING_ROWS
+
+    monkeypatch.delenv("IDEMDASH_CONFIG", raising=False)
+    _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(SPRING_ROWS)
+        migrate(conn)
+    app = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith", OUTBOX_RETENTION_DAYS=1,
+                   PURGE_PAUSE_MS=0)
+    page.goto(live_server(app) + "/")
+    page.locator("nav a", has_text="Purges").click()
+    card = page.locator('article[data-table="outbox"]')
+    expect(card.locator(".relation")).to_have_text("modulith.event_publication")
+    card.locator('button[data-action="dry-run"]').click()
+    expect(card.locator("[data-dry-count]")).to_have_text(str(len(PURGEABLE)), timeout=15_000)
+    card.locator('button[data-action="purge"]').click()
+    finished = page.locator('table.purge-history tbody tr[data-outcome="succeeded"]', has_text="purge")
+    expect(finished.first.locator("[data-rows]")).to_have_text(str(len(PURGEABLE)), timeout=15_000)
+    expect(finished.first).to_contain_text("modulith.event_publication")
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / "purges-spring-modulith.png"), full_page=True)
+    with psycopg.connect(empty_database_url) as conn:
+        left = {e for (e,) in conn.execute("SELECT serialized_event FROM modulith.event_publication")}
+    assert not left & PURGEABLE and len(left) == 6 - len(PURGEABLE)

@@ -8,7 +8,8 @@ import pytest
 
 from idemdash.core import parsers
 from idemdash.core import settings as config
-from idemdash.core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load, redact_dsn
+from idemdash.core.dsn import redact_dsn
+from idemdash.core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load
 
 ROOT = Path(__file__).resolve().parent.parent
 

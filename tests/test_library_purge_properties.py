@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import psycopg
 import pytest
@@ -58,10 +59,12 @@ class Case:
     row: st.SearchStrategy  # one row: times as minutes from the cutoff (or None)
     purgeable: Callable[[dict[str, Any]], bool]  # the oracle: the library lets this row go (times < 0: older)
     times: tuple[str, ...]
-    unit: str = "tz"        # "tz": timestamptz; "naive_utc": timestamp holding UTC; "epoch_ms": bigint
+    unit: str = "tz"        # "tz": timestamptz; "naive_utc": timestamp holding UTC; "epoch_ms": bigint;
+                            # "naive_local": timestamp holding CAP_HOST_ZONE's wall clock (LIBRARY_TIMEZONE)
     from_now: bool = False  # the cutoff is now (Wolverine's keep_until), not now - retention
     uuid_key: bool = False  # the key holds uuid.UUID(int=i + 1) for row i, else i
     setup: Callable[[psycopg.Connection, str], None] = field(default=lambda conn, url: None)
+    config: dict[str, Any] = field(default_factory=dict)   # settings the purge runs with besides the retentions
 
 
 def older(value: int | None) -> bool:
@@ -119,6 +122,25 @@ def _database_time_zone(conn, url):
     # NServiceBus writes DispatchedAt as DateTime.UtcNow into a `timestamp`: the database's zone must not matter
     conn.execute(f"ALTER DATABASE \"{conninfo_to_dict(url)['dbname']}\" SET timezone = 'Asia/Kathmandu'")
 
+
+# DotNetCore.CAP writes Added and ExpiresAt from DateTime.Now (IDataStorage.PostgreSql.cs, IMessageSender.Default.cs):
+# the CAP host's wall clock, here 5 h 30 ahead of UTC while the database's zone is Asia/Kathmandu (5 h 45)
+CAP_HOST_ZONE = "Asia/Kolkata"
+CAP_INSERT = ('INSERT INTO cap."{t}" ("Id", "Version", "Name", {g}"Content", "Retries", "Added", "ExpiresAt",'
+              ' "StatusName") VALUES (%(id)s, \'v1\', \'orders.created\', {v}\'{{}}\', %(Retries)s, %(Added)s,'
+              ' %(ExpiresAt)s, %(StatusName)s)')
+# StatusName.cs: Failed, Scheduled, Succeeded, Delayed, Queued; Retries about CapOptions.FailedRetryCount (50)
+CAP = st.fixed_dictionaries({
+    "StatusName": st.sampled_from(["Scheduled", "Succeeded", "Failed", "Delayed", "Queued"]),
+    "Retries": st.sampled_from([0, 3, 49, 50, 51]), "Added": offsets, "ExpiresAt": maybe})
+
+
+def _cap_purgeable(r):
+    # IDataStorage.PostgreSql.cs DeleteExpiresAsync: "ExpiresAt" < DateTime.Now AND "StatusName" IN ('Succeeded',
+    # 'Failed'); but GetMessagesOfNeedRetryAsync still retries a Failed row while "Retries" < FailedRetryCount (50):
+    # that one CAP may still send, so idemdash keeps it (CAP's collector alone deletes it)
+    return older(r["ExpiresAt"]) and (r["StatusName"] == "Succeeded"
+                                      or (r["StatusName"] == "Failed" and r["Retries"] >= 50))
 
 CASES = [
     Case("spring-v1", "spring-modulith", "v1", "public", [ddl.SPRING_MODULITH_V1], "outbox", "public.event_publication",
@@ -199,6 +221,12 @@ CASES = [
          [ddl.PG_TRANSACTIONAL_OUTBOX.replace("{table}", t) for t in ("outbox", "inbox")], "inbox", "public.inbox",
          "id", PG_OUTBOX_INSERT.format(t="inbox"), PG_OUTBOX, _pg_outbox_purgeable,
          ("locked_until", "created_at", "processed_at", "abandoned_at"), uuid_key=True),
+    Case("cap-published", "cap", None, "cap", [ddl.CAP], "outbox", 'cap."published"', '"Id"',
+         CAP_INSERT.format(t="published", g="", v=""), CAP, _cap_purgeable, ("Added", "ExpiresAt"),
+         unit="naive_local", from_now=True, setup=_database_time_zone, config={"LIBRARY_TIMEZONE": CAP_HOST_ZONE}),
+    Case("cap-received", "cap", None, "cap", [ddl.CAP], "inbox", 'cap."received"', '"Id"',
+         CAP_INSERT.format(t="received", g='"Group", ', v="'billing', "), CAP, _cap_purgeable, ("Added", "ExpiresAt"),
+         unit="naive_local", from_now=True, setup=_database_time_zone, config={"LIBRARY_TIMEZONE": CAP_HOST_ZONE}),
 ]
 
 
@@ -210,6 +238,8 @@ def _value(case: Case, base: datetime, minutes: int | None) -> Any:
         return at.astimezone(UTC).replace(tzinfo=None)
     if case.unit == "epoch_ms":
         return int(at.timestamp() * 1000)
+    if case.unit == "naive_local":
+        return at.astimezone(ZoneInfo(CAP_HOST_ZONE)).replace(tzinfo=None)
     return at
 
 
@@ -251,7 +281,7 @@ def test_a_library_purge_deletes_exactly_what_the_library_lets_go(empty_database
             before = _snapshot(conn, case)
         config = idemdash_settings.load(
             {}, DATABASE_URL=url, PROFILE=case.profile, PURGE_BATCH_SIZE=batch_size, PURGE_PAUSE_MS=0,
-            INBOX_RETENTION_DAYS=inbox_days, OUTBOX_RETENTION_DAYS=outbox_days)
+            INBOX_RETENTION_DAYS=inbox_days, OUTBOX_RETENTION_DAYS=outbox_days, **case.config)
         target = Target.from_settings(config)
 
         [dry] = run_library_purges(target, dry_run=True, started_by="property", roles=(case.role,))

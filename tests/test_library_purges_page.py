@@ -7,7 +7,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 from bs4 import BeautifulSoup
+from click.testing import CliRunner
 
+from idemdash.cli import main
 from idemdash.queries.migrate import migrate
 from tests import library_ddl as ddl
 from tests.test_detect import _create_case
@@ -124,6 +126,23 @@ def test_a_viewer_or_read_only_cannot_start_one_and_the_librarys_rows_stay_read_
     reclassify = _app(make_app, spring).test_client().post(
         "/api/v1/keys/reclassify", json={"scope": "s", "key": "k", "to": "safe_to_retry", "reason": "r"})
     assert reclassify.status_code == 403 and "spring-modulith" in reclassify.get_json()["error"]
+
+
+def test_the_command_line_purges_a_librarys_table_by_role_and_refuses_one_it_lacks(spring, monkeypatch):
+    for name, value in (("PROFILE", "spring-modulith"), ("APP_SCHEMA", "modulith"), ("OUTBOX_RETENTION_DAYS", "1"),
+                        ("PURGE_PAUSE_MS", "0")):
+        monkeypatch.setenv(f"IDEMDASH_{name}", value)
+    before = _events(spring)
+    archive = CliRunner().invoke(main, ["purge", "--table", "archive", "--database-url", spring])
+    assert archive.exit_code == 0 and "modulith.event_publication_archive succeeded" in archive.output, archive.output
+    assert _events(spring) == before  # the archive's purge leaves the registry alone
+    outbox = CliRunner().invoke(main, ["purge", "--table", "outbox", "--database-url", spring])
+    assert outbox.exit_code == 0 and "modulith.event_publication succeeded" in outbox.output, outbox.output
+    assert _events(spring) == before - PURGEABLE
+    monkeypatch.setenv("IDEMDASH_PROFILE", "reference")
+    wrong = CliRunner().invoke(main, ["purge", "--table", "archive", "--database-url", spring])
+    assert wrong.exit_code == 1, wrong.output
+    assert "--table archive: not a table of this database's purges" in wrong.output + (wrong.stderr or ""), wrong
 
 
 def test_a_library_that_keeps_its_own_expiry_shows_no_retention_setting(make_app, empty_database_url):

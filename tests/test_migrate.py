@@ -42,8 +42,11 @@ EXPECTED_TABLES = {
         "finished_at": "timestamp with time zone", "batches": "integer", "rows_deleted": "bigint",
         "dry_run": "boolean", "outcome": "text", "error": "text", "started_by": "text",
         "method": "text", "partitions_dropped": "integer", "cancel_requested_by": "text",
-        "cancel_requested_at": "timestamp with time zone",
+        "cancel_requested_at": "timestamp with time zone", "latency_budget": "double precision",
+        "probe_baseline_ms": "double precision", "probe_p99_ms": "double precision", "probes": "integer",
+        "backoffs": "integer", "final_batch_size": "integer", "final_duty_cycle": "double precision",
     },
+    "purge_probe": {"run_id": "bigint", "probes": "bigint", "probed_at": "timestamp with time zone"},
     "purge_partition": {
         "run_id": "bigint", "table_name": "text", "partition_schema": "text", "partition_name": "text",
         "parent_schema": "text", "parent_name": "text", "bound_from": "timestamp with time zone",

@@ -12,11 +12,12 @@ from idemdash.core.profiles import PROFILES
 from idemdash.queries import QUERIES
 from idemdash.queries.catalog import find_shapes
 from idemdash.queries.profile_states import count_states
+from tests import library_ddl as ddl
 from tests.test_detect import CASES, IDS, _create_case
 
 PARAMS = {"retention": timedelta(hours=1), "stale_after": timedelta(minutes=5),
           "lock_timeout": timedelta(seconds=90), "before_epoch_ms": int(time.time() * 1000) - 3_600_000,
-          "stale_before_epoch_ms": int(time.time() * 1000) - 300_000,
+          "library_zone": "UTC", "stale_before_epoch_ms": int(time.time() * 1000) - 300_000,
           "horizon_before_epoch_ms": int(time.time() * 1000) - 86_400_000}
 
 BRANDUR_ROWS = """
@@ -60,6 +61,10 @@ INSERT INTO wolverine.wolverine_incoming_envelopes (id, status, owner_id, body, 
   (gen_random_uuid(), 'Handled', 0, '\\x00', 'm', now() - interval '1 minute'),
   (gen_random_uuid(), 'Handled', 0, '\\x00', 'm', now() + interval '5 minutes'),
   (gen_random_uuid(), 'Scheduled', 0, '\\x00', 'm', NULL);
+-- Scheduled: one due an hour ago (overdue past the lease: stuck), one due in an hour
+INSERT INTO wolverine.wolverine_incoming_envelopes (id, status, owner_id, body, message_type, execution_time) VALUES
+  (gen_random_uuid(), 'Scheduled', 0, '\\x00', 'm', now() - interval '1 hour'),
+  (gen_random_uuid(), 'Scheduled', 0, '\\x00', 'm', now() + interval '1 hour');
 INSERT INTO wolverine.wolverine_outgoing_envelopes (id, owner_id, destination, body, message_type) VALUES
   (gen_random_uuid(), 0, 'd', '\\x00', 'm'), (gen_random_uuid(), 1, 'd', '\\x00', 'm'),
   (gen_random_uuid(), 9, 'd', '\\x00', 'm');
@@ -77,8 +82,8 @@ SEEDED = {
                                                  ("outbox", "stuck"): 1, ("outbox", "done"): 2,
                                                  ("outbox", "failed"): 2, ("outbox", "purgeable"): 2,
                                                  ("archive", "purgeable"): 1}),
-    ("wolverine", None): (WOLVERINE_ROWS, {("inbox", "pending"): 1, ("inbox", "in progress"): 2,
-                                           ("inbox", "stuck"): 1, ("inbox", "done"): 2, ("inbox", "purgeable"): 1,
+    ("wolverine", None): (WOLVERINE_ROWS, {("inbox", "pending"): 4, ("inbox", "in progress"): 2,
+                                           ("inbox", "stuck"): 2, ("inbox", "done"): 2, ("inbox", "purgeable"): 1,
                                            ("outbox", "pending"): 3, ("outbox", "stuck"): 1,
                                            ("dead_letters", "failed"): 2}),
 }
@@ -122,3 +127,15 @@ def test_every_state_names_one_block_and_every_block_is_a_state():
     assert set(named) == blocks
     # a block is a condition over its table: no statement of its own (queries/profile_rows.sql composes them)
     assert not any(QUERIES[n].text.lstrip().upper().startswith(("SELECT", "WITH", "DELETE")) for n in named)
+
+
+def test_wolverine_calls_no_envelope_stuck_while_its_node_table_is_empty(empty_database_url):
+    """Wolverine's orphan sweep releases an owner's envelopes only when wolverine_nodes lists nodes and not that one:
+    an empty node table is no evidence that every owner is dead."""
+    _create_case(empty_database_url, "wolverine", [ddl.WOLVERINE])
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(WOLVERINE_ROWS)
+        conn.execute("DELETE FROM wolverine.wolverine_nodes")
+    counts = _counts(empty_database_url)
+    assert counts[("inbox", "stuck")] == 1  # only the overdue Scheduled row; the envelope owned by 7 is not
+    assert counts[("outbox", "stuck")] == 0

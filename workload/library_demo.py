@@ -6,8 +6,11 @@ finished, crashed holding their lock, or stopped at a recovery point; Wolverine'
 left unowned, scheduled, handled and kept, dead-lettered, sent, or held by a dead node; NServiceBus's outbox rows
 stored and dispatched; Eventuate's messages written, relayed and received; pg-transactional-outbox's messages
 leased, processed, abandoned or left stuck by a crashed worker, outbox to inbox; Debezium outbox events inserted and
-some deleted; DBOS workflows enqueued, dequeued, run step by step and finished, or left PENDING by a killed executor
-(the tables only, as DBOS writes them: no DBOS process runs in the demo). Retention purges and the rollup job run on it like on any library database."""
+some deleted; DotNetCore.CAP's published and received messages stored, delayed, queued, sent or executed, failed,
+or left behind by a crashed instance, their times from this machine's clock as CAP's DateTime.Now would write them
+(``HOST_ZONE``); DBOS workflows enqueued, dequeued, run step by step and finished, or left PENDING by a killed
+executor (the tables only, as DBOS writes them: no DBOS process runs in the demo). Retention purges and the rollup
+job run on it like on any library database."""
 from __future__ import annotations
 
 import logging
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 
 import psycopg
 
+from idemdash.core.parsers import LOCAL_ZONE, zone_name
 from idemdash.core.profiles import profile
 from idemdash.queries.migrate import migrate
 from idemdash.queries.workload import library_demo as library_tables
@@ -27,6 +31,9 @@ HISTORY_ROWS = 20_000
 # tables, seven for the others), so every purgeable state has rows for the scheduler's purges to take
 HISTORY_DAYS = 40
 TICK_SECONDS = 1.0
+# the zone of the demo's simulated application hosts: this machine's, which is also what a library profile that
+# writes local time (CAP: LIBRARY_TIMEZONE = local) reads its naive timestamps in
+HOST_ZONE = zone_name(LOCAL_ZONE)
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,9 @@ DEMOS = {
                                             ("library_demo_pg_transactional_outbox_handle", 0))),
     "debezium-outbox": LibraryDemo("outboxevent", "library_demo_debezium_history",
                                    (("library_demo_debezium_emit", 3), ("library_demo_debezium_clean", 0))),
+    "cap": LibraryDemo("published", "library_demo_cap_history",
+                       (("library_demo_cap_publish", 5), ("library_demo_cap_send", 0), ("library_demo_cap_receive", 5),
+                        ("library_demo_cap_execute", 0))),
     "dbos": LibraryDemo("workflow_status", "library_demo_dbos_history",
                         (("library_demo_dbos_enqueue", 5), ("library_demo_dbos_dequeue", 0),
                          ("library_demo_dbos_finish", 0))),
@@ -75,7 +85,8 @@ def set_up(url: str, name: str, backfill_days: int) -> str:
         if not library_tables.table_exists(conn, schema, demo.table):
             library_tables.create_library_tables(conn, name, schema)
             if backfill_days:
-                library_tables.run_block(conn, demo.history, schema, n=HISTORY_ROWS, days=backfill_days)
+                library_tables.run_block(conn, demo.history, schema, n=HISTORY_ROWS, days=backfill_days,
+                                         host_zone=HOST_ZONE)
     return schema
 
 
@@ -94,7 +105,7 @@ class LibraryWorkload(threading.Thread):
                 with psycopg.connect(self.url, autocommit=True) as conn:
                     while not self._stop_event.is_set():
                         for block, rows in self.demo.ticks:
-                            library_tables.run_block(conn, block, self.schema, n=rows)
+                            library_tables.run_block(conn, block, self.schema, n=rows, host_zone=HOST_ZONE)
                         failed = False
                         self._stop_event.wait(TICK_SECONDS)
             except psycopg.Error as exc:

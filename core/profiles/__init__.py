@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from idemdash.core.profiles import (
     brandur,
+    cap,
     dbos,
     debezium_outbox,
     eventuate,
@@ -30,6 +31,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     eventuate.PROFILE,
     pg_transactional_outbox.PROFILE,
     debezium_outbox.PROFILE,
+    cap.PROFILE,
     dbos.PROFILE,
 )}
 DEFAULT = "reference"
@@ -55,7 +57,9 @@ def profile(name: str) -> Profile:
 def setting_defaults(name: str) -> dict[str, str]:
     """The schema and table-name settings a database of profile ``name`` gets where its configuration names none:
     the library's own (``APP_SCHEMA``, ``OUTBOX_TABLE``, ...). A name as the library spells it matches the table
-    under any naming convention the profile allows (MassTransit's ``InboxState`` finds ``inbox_state``)."""
+    under any naming convention the profile allows (MassTransit's ``InboxState`` finds ``inbox_state``); and the
+    zone its naive timestamps are written in (``LIBRARY_TIMEZONE``) where the library has one of its own."""
     chosen = profile(name)
-    return {"APP_SCHEMA": chosen.default_schema, **{t.setting.upper(): t.name for t in chosen.tables}}
+    zone = {"LIBRARY_TIMEZONE": chosen.timezone} if chosen.timezone else {}
+    return {"APP_SCHEMA": chosen.default_schema, **{t.setting.upper(): t.name for t in chosen.tables}, **zone}
 

@@ -35,6 +35,7 @@ PROFILE = Profile(
     ),
     cleanup="None in the connector; the Quarkus extension deletes each row right after inserting it "
             "(remove-after-insert, default true). A row is safe to delete only once the slot has read it.",
+    reads_wal=True,
     sources=(Source("debezium/debezium",
                     "documentation/modules/ROOT/pages/transformations/outbox-event-router.adoc", "aad55199"),),
 )

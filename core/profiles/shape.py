@@ -7,7 +7,8 @@ Everything here is data, and nothing here runs SQL. A state names its statement:
 for one version of the shape only), ``SELECT count(*) FROM {table} WHERE <condition>``. In a block, ``{table}`` is
 the state's own table, ``{<role>}`` another table of the profile (a condition such as "not among the values of
 another table's column" is a subquery over it), ``{<column>}`` a column as the profile spells it, and ``%(name)s``
-a value the caller supplies (``retention``, ``stale_after``, ``lock_timeout`` intervals, ``before_epoch_ms``).
+a value the caller supplies (``retention``, ``stale_after``, ``lock_timeout`` intervals, ``before_epoch_ms``,
+``library_zone``: the IANA zone a LOCAL_TIMESTAMP column is written in).
 ``queries/profile_states.py`` fills every name in with ``psycopg.sql.Identifier``, after applying the naming
 convention found in the database, so a configured or detected name never enters SQL as text.
 """
@@ -19,6 +20,8 @@ from dataclasses import dataclass, replace
 TIMESTAMPTZ = "timestamptz"
 UTC_TIMESTAMP = "timestamp holding UTC"      # timestamp without time zone, written from a UTC clock
 EPOCH_MS = "epoch milliseconds"             # bigint
+LOCAL_TIMESTAMP = "timestamp holding the library's local time"   # timestamp without time zone, written from the
+                                            # application host's clock: read in LIBRARY_TIMEZONE (``%(library_zone)s``)
 
 # What a state means, the same words for every library.
 PENDING = "pending"            # the library still has to do it (send it, handle it)
@@ -88,6 +91,8 @@ class Table:
     error: str | None = None
     optional: bool = False          # the shape is recognised without it
     match: str = EXACT
+    groups: tuple[str, ...] = ()    # /tables breaks its backlog (rows not in its done state) down by these columns,
+                                    # each group with its rows and how long its oldest has waited (the first time)
     dependents: tuple[Dependent, ...] = ()   # deleted with each purged row (a found table only)
 
     def column_names(self) -> tuple[str, ...]:
@@ -163,6 +168,25 @@ class Source:
 
 
 @dataclass(frozen=True)
+class LibraryAction:
+    """A write the library itself documents and performs on one of its rows, which an operator may do in its place
+    on a database whose ``LIBRARY_ACTIONS`` names it (off by default). idemdash does exactly what the library does,
+    nothing more: ``condition`` is the library's own (a block of ``queries/library_actions.sql``, filled in like a
+    state's), ``sets`` the assignments it makes (another block, ``{column} = value, ...``). The write is a
+    compare-and-set: the row must still meet ``condition`` and still hold what the operator saw in ``expected``."""
+
+    name: str                       # release-dead-node: what LIBRARY_ACTIONS names, and the last part of its URL
+    tables: tuple[str, ...]         # the roles of the tables whose rows it changes (one row a time)
+    label: str                      # its button
+    does: str                       # what it does, in the library's words
+    source: Source                  # the library's file that does it
+    condition: str                  # block: the library's condition on the row, checked again when writing
+    sets: str                       # block: the assignments the library makes
+    expected: tuple[str, ...] = ()  # columns whose values the operator saw are passed back and must still hold
+    changes: tuple[str, ...] = ()   # the columns ``sets`` changes (their values before and after go to the audit)
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     library: str
@@ -178,6 +202,17 @@ class Profile:
     unfinished_cleanup: str = ""
     # (version, table role, identity columns): a version whose rows are told apart by other columns than the table's
     version_identity: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # writes the library documents and does itself, which a database may enable (LIBRARY_ACTIONS); none by default
+    actions: tuple[LibraryAction, ...] = ()
+    # where the library leaves acting on a row to the application (no action from the database side): how the
+    # application does it, in words, shown on a row's page
+    application_acts: str = ""
+    # a logical replication slot reads the outbox's rows from the write-ahead log (Debezium): what is pending is what
+    # the slot has not confirmed, so its lag is shown beside the rows, and /health says when nothing reads them
+    reads_wal: bool = False
+    # the zone its LOCAL_TIMESTAMP columns are written in when the configuration names none (LIBRARY_TIMEZONE's
+    # default for it: an IANA name, or "local"); "" : it writes none
+    timezone: str = ""
     facts: tuple[Fact, ...] = ()          # told on a row's page
     commands: tuple[Command, ...] = ()    # the library's own, shown on a row's page
 
@@ -194,6 +229,12 @@ class Profile:
             if of_version == version and of_role == role:
                 return replace(table, identity=identity)
         return table
+
+    def action(self, name: str) -> LibraryAction:
+        for action in self.actions:
+            if action.name == name:
+                return action
+        raise KeyError(f"profile {self.name!r} has no action {name!r}")
 
     def states_meaning(self, meaning: str) -> tuple[State, ...]:
         return tuple(s for s in self.states if s.meaning == meaning)

@@ -81,6 +81,12 @@ PROFILE = Profile(
         Version("v2", "outbox", present=("status", "completion_attempts", "last_resubmission_date")),
         Version("v1", "outbox", absent=("status",)),
     ),
+    application_acts="Resubmitting a publication is the application's call, not the database's: idemdash changes no "
+                     "row. In the application, IncompleteEventPublications.resubmitIncompletePublications(filter) or "
+                     "resubmitIncompletePublicationsOlderThan(duration) resubmits incomplete ones, and (Spring "
+                     "Modulith 2.0) FailedEventPublications.resubmit(ResubmissionOptions) failed ones; republishing "
+                     "every incomplete one when the application restarts is a property of the application (off by "
+                     "default since Spring Modulith 1.1).",
     cleanup="None by default (completion mode 'update' keeps every row); completion mode 'delete' removes a "
             "publication on completion, 'archive' moves it to event_publication_archive; "
             "CompletedEventPublications.deletePublicationsOlderThan deletes completed rows by completion_date.",

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from idemdash.dashboard.schemas.common import Answer
-from idemdash.dashboard.schemas.examples import AS_OF, RUNNING_PURGE
+from idemdash.dashboard.schemas.examples import AS_OF, RUNNING_PURGE, without_pacing
 from idemdash.dashboard.schemas.overview import LastPurge
 
 # what a database that answered adds to its row (absent from the row of one that did not)
@@ -43,7 +43,7 @@ class Databases(Answer):
         "items": [
             {"name": "orders", "database": "orders-db.internal:5432/orders", "environment": "production",
              "reachable": True, "profile": "reference", "problem": None, "answered_ms": 9.376822, "stuck": 13, "needs_review": 0,
-             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "last_purge": RUNNING_PURGE},
+             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "last_purge": without_pacing(RUNNING_PURGE)},
             {"name": "billing", "database": "billing-db.internal:5432/billing", "environment": "production",
              "reachable": False, "profile": "reference", "problem": "connection refused by billing-db.internal port 5432: no PostgreSQL is "
                                             "listening there. Check the host and port in the url of "
@@ -84,7 +84,7 @@ class Health(Answer):
         "status": "warn", "counts": {"fail": 0, "warn": 1, "ok": 14},
         "items": [
             {"id": "migrations", "status": "ok", "title": "idemdash's schema is up to date",
-             "detail": "7 migrations applied, the latest 0007_purge_cancel.", "fix_sql": None, "fix": None, "keys": []},
+             "detail": "8 migrations applied, the latest 0008_purge_latency_pacing.", "fix_sql": None, "fix": None, "keys": []},
             {"id": "retention.outbox", "status": "warn",
              "title": "Published outbox rows are kept for ever",
              "detail": "IDEMDASH_OUTBOX_RETENTION_DAYS is 0, so no purge deletes published rows: 2,140,311 are kept.",

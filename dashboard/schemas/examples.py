@@ -49,11 +49,20 @@ PURGE_RUN: dict[str, Any] = {
     "run_id": 1, "table_name": "keys", "started_at": "2026-11-24T20:47:48.201660+00:00",
     "finished_at": "2026-11-24T20:48:48.201660+00:00", "batches": 3, "rows_deleted": 12000, "dry_run": False,
     "outcome": "succeeded", "error": None, "started_by": "scheduler", "duration_seconds": 60.0,
-    "method": "due_index", "partitions_dropped": 0, "cancel_requested_by": None,
+    "method": "due_index", "partitions_dropped": 0, "cancel_requested_by": None, "latency_budget": 1.5,
+    "probe_baseline_ms": 1.1, "probe_p99_ms": 1.6, "probes": 5890, "backoffs": 14, "final_batch_size": 500,
+    "final_duty_cycle": 50.0,
 }
 # a run of the outbox purge in progress
 RUNNING_PURGE: dict[str, Any] = {
     **PURGE_RUN, "run_id": 3, "table_name": "outbox", "started_at": "2026-11-24T21:47:48.205841+00:00",
     "finished_at": None, "batches": 4, "rows_deleted": 4000, "outcome": "running", "duration_seconds": 0.147008,
+    **dict.fromkeys(PACING := ("latency_budget", "probe_baseline_ms", "probe_p99_ms", "probes", "backoffs",
+                               "final_batch_size", "final_duty_cycle")),
 }
+
+
+def without_pacing(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as the overview lists it: without what its pacer measured (/purges has that)."""
+    return {k: v for k, v in run.items() if k not in PACING}
 

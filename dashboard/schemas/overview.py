@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
-from idemdash.dashboard.schemas.examples import AS_OF, PURGE_RUN, RUNNING_PURGE
+from idemdash.dashboard.schemas.examples import AS_OF, PURGE_RUN, RUNNING_PURGE, without_pacing
 
 TrendRange = Literal["1h", "6h", "24h", "7d"]
 PurgeOutcome = Literal["running", "succeeded", "failed", "skipped", "budget_exhausted", "cancelled"]
@@ -102,7 +102,7 @@ class Overview(Answer):
                  "succeeded_24h": 6, "oldest_stuck_lease": "2026-11-24T21:31:48.159412+00:00"},
         "outbox": {"pending": 2, "oldest_pending_at": "2026-11-24T18:47:48.135812+00:00", "lag_seconds": 10800.215747},
         "inbox": {"rows_24h": 5, "consumers_24h": 2},
-        "last_purges": [RUNNING_PURGE, PURGE_RUN],
+        "last_purges": [without_pacing(RUNNING_PURGE), without_pacing(PURGE_RUN)],
         "precomputed": {},
         "trends": {
             "window_hours": 24, "range": "24h", "snapshot_interval_seconds": 60, "max_points": 240,

@@ -72,6 +72,17 @@ class PurgeRun(Answer):
                     "primary_key: they walked the primary key; null for runs before it was recorded.")
     partitions_dropped: int
     cancel_requested_by: str | None = Field(description="Who asked the run to stop after its current batch.")
+    latency_budget: float | None = Field(
+        description="IDEMDASH_PURGE_LATENCY_BUDGET when it ran: how much slower than idle its commit probe could "
+                    "get. This and the six fields after it are null when the run never probed (a dry run, one "
+                    "batch, the budget off).")
+    probe_baseline_ms: float | None = Field(description="The probe's idle p99 (ms): the baseline the budget "
+                                                        "multiplies.")
+    probe_p99_ms: float | None = Field(description="The probe's p99 (ms) while the run worked.")
+    probes: int | None = Field(description="Probes timed.")
+    backoffs: int | None = Field(description="Times the run halved its batch or duty cycle for a slow probe.")
+    final_batch_size: int | None = Field(description="The batch size it ended at.")
+    final_duty_cycle: float | None = Field(description="The duty cycle (percent) it ended at.")
 
 
 class PartitionRecord(Answer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PositiveInt
 
 from idemdash.dashboard.schemas.common import CURSOR_TEXT, NO_NUL, Answer, Limit, Query, cursor_of
 from idemdash.dashboard.schemas.examples import AS_OF
@@ -24,12 +24,35 @@ class StateCount(Answer):
                                                            "now.")
 
 
+class BacklogGroup(Answer):
+    group: list[str | None] = Field(description="The group's values of the table's backlog_by columns, in order.")
+    rows: int = Field(description="Its rows the library has not finished.")
+    lag_seconds: float | None = Field(description="How long its oldest row has waited, by the table's first time "
+                                                  "column (CAP: Added, in LIBRARY_TIMEZONE); null without one.")
+
+
 class TableStates(Answer):
     role: str = Field(description="What the table is for: keys, inbox, outbox, or one of the library's own "
                                   "(outbox_state, archive, dead_letters, nodes).")
     name: str | None = Field(description="The table's name in the database; null: an optional table the database "
                                           "does not have.")
     states: list[StateCount] = Field(description="Each of the six meanings, in the same order for every table.")
+    backlog_by: list[str] = Field(default_factory=list,
+                                  description="The columns its backlog is broken down by (CAP's Name, and Group for "
+                                              "its received table); empty: the profile declares none.")
+    backlog: list[BacklogGroup] | None = Field(None, description="Its rows not done, by backlog_by, the longest "
+                                                                 "waiting first (at most 20 groups); null: no "
+                                                                 "breakdown, or it was not read in time.")
+
+
+class Slot(Answer):
+    slot_name: str
+    plugin: str = Field(description="Its output plugin (Debezium: pgoutput or decoderbufs).")
+    active: bool = Field(description="A reader (the connector) is connected now.")
+    never_confirmed: bool = Field(description="Its reader has never confirmed reading anything.")
+    bytes_behind: float | None = Field(description="WAL written since what its reader confirmed it read: the rows "
+                                                   "written in it are not yet published.")
+    bytes_retained: float | None = Field(description="WAL the slot keeps the server from recycling (disk).")
 
 
 class Tables(Answer):
@@ -61,7 +84,11 @@ class Tables(Answer):
                                             "to set; null when they were.")
     tables: list[TableStates] = Field(description="Every table of the profile, in its order (empty with a problem).")
     cleanup: str = Field(description="The library's own cleanup rule, in words.")
-    read_only: bool = Field(description="True for another library's tables: idemdash's actions are refused there.")
+    read_only: bool = Field(description="True for another library's tables where none of the library's own actions "
+                                        "is enabled (LIBRARY_ACTIONS): every action is refused there.")
+    slots: list[Slot] | None = Field(None, description="For a table a logical replication slot reads from the WAL "
+                                                       "(Debezium's outbox): this database's logical slots and how "
+                                                       "far behind each is; null for every other profile.")
     as_of: datetime
 
 
@@ -112,10 +139,27 @@ class RowQuery(Query):
     id: Identity
 
 
+class RowPageQuery(Query):
+    """The row's page only: the audit_id of the library action just done there, to say so."""
+
+    done: PositiveInt | None = Field(None, description="The audit_id of the action just done.")
+
+
 class RowState(Answer):
     meaning: Meaning
     inside: bool = Field(description="Whether the row is in this state now.")
     note: str
+
+
+class RowAction(Answer):
+    name: str = Field(description="The action, as LIBRARY_ACTIONS names it; POST /api/v1/tables/<role>/row/<name>.")
+    label: str
+    does: str = Field(description="What it does, in the library's words.")
+    source: str = Field(description="The library's source file that does it, at the commit idemdash follows.")
+    enabled: bool = Field(description="Whether this database's LIBRARY_ACTIONS names it.")
+    applies: bool = Field(description="Whether the row meets the library's condition for it now.")
+    expected: dict[str, Any] = Field(description="The values the action is checked against, as the row holds them "
+                                                 "now: send them back as the body's expected.")
 
 
 class RowFact(Answer):
@@ -136,7 +180,7 @@ class Row(Answer):
         "row": {**_SPRING_ROW, "serialized_event": '{"orderId": 1042}'},
         "states": [{"meaning": "pending", "inside": True, "note": "the registry's own 'incomplete'"},
                    {"meaning": "stuck", "inside": True, "note": "the staleness monitor's rule"}],
-        "as_of": AS_OF}]})
+        "actions": [], "as_of": AS_OF}]})
 
     database: str
     profile: str
@@ -147,6 +191,11 @@ class Row(Answer):
                                             "is cut there, and says so).")
     states: list[RowState] = Field(description="Each state the library defines for this table, and whether the row "
                                                "is in it.")
+    application_acts: str | None = Field(None, description="Where the library leaves acting on a row to the "
+                                                           "application: how the application does it.")
+    actions: list[RowAction] = Field(description="The library's own documented actions on this table's rows (none for "
+                                                 "most libraries), whether enabled here and whether the row meets "
+                                                 "their condition.")
     facts: list[RowFact] = Field(default=[], description="What the profile tells of this row beyond its columns "
                                                          "(why it is stuck, its last completed step).")
     commands: list[RowCommand] = Field(default=[], description="The library's own commands for a row in its state "

@@ -248,6 +248,39 @@ CREATE TABLE {schema}.outboxevent (
   payload jsonb
 );
 
+-- library_ddl_cap --
+-- Cap: the library's own tables, as it creates them (where: {schema}). Source: dotnetcore/CAP src/DotNetCore.CAP.PostgreSql/IStorageInitializer.PostgreSql.cs @ e52b8508e54cdb7a9ce7f9fec03d9ea8ad2710fb (CreateDbTablesScript, last changed at 98f932837f1d358fd647b86c246af6be4ac53143; "{schema}" rendered by the caller; the lock table of UseStorageLock, off by default, left out)
+CREATE SCHEMA IF NOT EXISTS {schema};
+
+CREATE TABLE IF NOT EXISTS {schema}."received"(
+	"Id" BIGINT PRIMARY KEY NOT NULL,
+    "Version" VARCHAR(20) NOT NULL,
+	"Name" VARCHAR(200) NOT NULL,
+	"Group" VARCHAR(200) NULL,
+	"Content" TEXT NULL,
+	"Retries" INT NOT NULL,
+	"Added" TIMESTAMP NOT NULL,
+    "ExpiresAt" TIMESTAMP NULL,
+	"StatusName" VARCHAR(50) NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS "idx_received_ExpiresAt_StatusName" ON {schema}."received" ("ExpiresAt","StatusName");
+CREATE INDEX IF NOT EXISTS "idx_received_Version_ExpiresAt_StatusName" ON {schema}."received" ("Version","ExpiresAt","StatusName");
+
+CREATE TABLE IF NOT EXISTS {schema}."published"(
+	"Id" BIGINT PRIMARY KEY NOT NULL,
+    "Version" VARCHAR(20) NOT NULL,
+	"Name" VARCHAR(200) NOT NULL,
+	"Content" TEXT NULL,
+	"Retries" INT NOT NULL,
+	"Added" TIMESTAMP NOT NULL,
+    "ExpiresAt" TIMESTAMP NULL,
+	"StatusName" VARCHAR(50) NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS "idx_published_ExpiresAt_StatusName" ON {schema}."published"("ExpiresAt","StatusName");
+CREATE INDEX IF NOT EXISTS "idx_published_Version_ExpiresAt_StatusName" ON {schema}."published" ("Version","ExpiresAt","StatusName");
+
 -- library_ddl_dbos --
 -- DBOS Transact: the five system-database tables the dbos profile reads, as the dbos package 3.4.0 leaves them after its migrations (where: {schema}). Source: dbos-inc/dbos-transact-py dbos/_migration.py at v3.4.0 (migrations 1 to 125, folded into their final columns; the tests build the same tables by running DBOS's own migrations and check these match them, tests/test_dbos_profile.py)
 CREATE TABLE {schema}.workflow_status (

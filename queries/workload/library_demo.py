@@ -19,6 +19,7 @@ LIBRARY_DDL = {
     "eventuate db-id": "library_ddl_eventuate_db_id",
     "pg-transactional-outbox": "library_ddl_pg_transactional_outbox",
     "debezium-outbox": "library_ddl_debezium",
+    "cap": "library_ddl_cap",
     "dbos": "library_ddl_dbos",
 }
 
@@ -48,6 +49,7 @@ def create_library_tables(conn: psycopg.Connection, library: str, schema: str) -
                      {"prefix": NSERVICEBUS_TABLE_PREFIX, "schema": schema})
 
 
-def run_block(conn: psycopg.Connection, block: str, schema: str, **values: int) -> None:
-    """One of library_demo.sql's history or workload blocks on the library's schema."""
+def run_block(conn: psycopg.Connection, block: str, schema: str, **values: int | str) -> None:
+    """One of library_demo.sql's history or workload blocks on the library's schema (``host_zone``: the simulated
+    application hosts' zone, for a library that writes their wall clock; a block that writes none ignores it)."""
     conn.execute(statement(block, schema=sql.Identifier(schema)), values)

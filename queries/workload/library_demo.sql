@@ -429,3 +429,67 @@ CREATE SCHEMA IF NOT EXISTS {schema}
 -- library_demo_table_exists --
 -- Whether the library demo's table is there already (its history is written only when it is new).
 SELECT to_regclass(%(table)s) IS NOT NULL
+
+-- library_demo_cap_history --
+-- The CAP demo's history: %(n)s published and %(n)s received messages over the last %(days)s days, their times naive wall-clock times of the CAP host's zone (%(host_zone)s), as DateTime.Now writes them: nearly all Succeeded (ExpiresAt a day after: SucceedMessageExpiredAfter), some Failed with their retries spent or not (ExpiresAt 15 days after Added: FailedMessageExpiredAfter), some Delayed until later, and a few left behind by an instance that crashed: Scheduled since long ago, Queued past their publish time.
+WITH published AS (
+    INSERT INTO {schema}."published" ("Id", "Version", "Name", "Content", "Retries", "Added", "ExpiresAt", "StatusName")
+    SELECT (random() * 9e18)::bigint, 'v1', (ARRAY['orders.created', 'orders.paid', 'orders.shipped'])[1 + i %% 3],
+           '{{"Headers":{{}},"Value":{{}}}}', CASE s WHEN 'Failed' THEN CASE WHEN i / 200 %% 2 = 0 THEN 50 ELSE 3 END ELSE 0 END,
+           a, CASE s WHEN 'Succeeded' THEN a + interval '2 seconds' + interval '1 day'
+                     WHEN 'Failed' THEN a + interval '15 days'
+                     WHEN 'Delayed' THEN h + interval '1 hour' * (1 + i %% 24)
+                     WHEN 'Queued' THEN a + interval '30 seconds' END, s
+    FROM (SELECT i, h, h - make_interval(secs => 600 + random() * %(days)s * 86400) AS a,
+                 CASE WHEN i %% 200 = 0 THEN 'Failed' WHEN i %% 311 = 0 THEN 'Delayed' WHEN i %% 997 = 0 THEN 'Scheduled'
+                      WHEN i %% 1009 = 0 THEN 'Queued' ELSE 'Succeeded' END AS s
+          FROM generate_series(1, %(n)s) AS i, (SELECT now() AT TIME ZONE %(host_zone)s AS h) AS host) t
+)
+INSERT INTO {schema}."received" ("Id", "Version", "Name", "Group", "Content", "Retries", "Added", "ExpiresAt",
+                                 "StatusName")
+SELECT (random() * 9e18)::bigint, 'v1', (ARRAY['orders.created', 'orders.paid', 'orders.shipped'])[1 + i %% 3],
+       (ARRAY['billing', 'shipping'])[1 + i %% 2], '{{"Headers":{{}},"Value":{{}}}}',
+       CASE s WHEN 'Failed' THEN CASE WHEN i / 150 %% 2 = 0 THEN 50 ELSE 0 END ELSE 0 END,
+       a, CASE s WHEN 'Succeeded' THEN a + interval '1 second' + interval '1 day'
+                 WHEN 'Failed' THEN a + interval '15 days' END, s
+FROM (SELECT i, h - make_interval(secs => 600 + random() * %(days)s * 86400) AS a,
+             CASE WHEN i %% 150 = 0 THEN 'Failed' WHEN i %% 997 = 0 THEN 'Scheduled' ELSE 'Succeeded' END AS s
+      FROM generate_series(1, %(n)s) AS i, (SELECT now() AT TIME ZONE %(host_zone)s AS h) AS host) t
+
+-- library_demo_cap_publish --
+-- The CAP demo's publishers: %(n)s messages stored now (Scheduled, as StoreMessageAsync writes them, Added from the host's clock in %(host_zone)s), one in five published with a delay: Queued when due within a minute, else Delayed (EnqueueToScheduler), ExpiresAt the publish time.
+INSERT INTO {schema}."published" ("Id", "Version", "Name", "Content", "Retries", "Added", "ExpiresAt", "StatusName")
+SELECT (random() * 9e18)::bigint, 'v1', (ARRAY['orders.created', 'orders.paid', 'orders.shipped'])[1 + i %% 3],
+       '{{"Headers":{{}},"Value":{{}}}}', 0, h,
+       CASE i %% 5 WHEN 0 THEN h + interval '30 seconds' WHEN 1 THEN h + interval '10 minutes' END,
+       CASE i %% 5 WHEN 0 THEN 'Queued' WHEN 1 THEN 'Delayed' ELSE 'Scheduled' END
+FROM generate_series(1, %(n)s) AS i, (SELECT now() AT TIME ZONE %(host_zone)s AS h) AS host
+
+-- library_demo_cap_send --
+-- The CAP demo's sender: of the messages stored in the last minute and of the Queued ones now due, most are sent (Succeeded, ExpiresAt a day from now: SetSuccessfulState), a few fail (Failed, Retries + 1, ExpiresAt 15 days after Added: SetFailedState); the rows a crashed instance left behind stay.
+UPDATE {schema}."published" p
+SET "StatusName" = o.s, "Retries" = p."Retries" + CASE o.s WHEN 'Failed' THEN 1 ELSE 0 END,
+    "ExpiresAt" = CASE o.s WHEN 'Succeeded' THEN o.h + interval '1 day' ELSE p."Added" + interval '15 days' END
+FROM (SELECT "Id", h, CASE WHEN random() < 0.9 THEN 'Succeeded' ELSE 'Failed' END AS s
+      FROM {schema}."published", (SELECT now() AT TIME ZONE %(host_zone)s AS h) AS host
+      WHERE ("StatusName" = 'Scheduled' AND "Added" > h - interval '1 minute' AND random() < 0.65)
+         OR ("StatusName" = 'Queued' AND "ExpiresAt" <= h AND "Added" > h - interval '5 minutes')) o
+WHERE p."Id" = o."Id"
+
+-- library_demo_cap_receive --
+-- The CAP demo's consumers: %(n)s messages received now by the billing and shipping groups (Scheduled, as StoreReceivedMessageAsync writes them, Added from the host's clock in %(host_zone)s).
+INSERT INTO {schema}."received" ("Id", "Version", "Name", "Group", "Content", "Retries", "Added", "ExpiresAt",
+                                 "StatusName")
+SELECT (random() * 9e18)::bigint, 'v1', (ARRAY['orders.created', 'orders.paid', 'orders.shipped'])[1 + i %% 3],
+       (ARRAY['billing', 'shipping'])[1 + i %% 2], '{{"Headers":{{}},"Value":{{}}}}', 0, h, NULL, 'Scheduled'
+FROM generate_series(1, %(n)s) AS i, (SELECT now() AT TIME ZONE %(host_zone)s AS h) AS host
+
+-- library_demo_cap_execute --
+-- The CAP demo's subscribers: of the messages received in the last minute, most are executed (Succeeded, ExpiresAt a day from now), a few fail (Failed, Retries + 1, ExpiresAt 15 days after Added).
+UPDATE {schema}."received" r
+SET "StatusName" = o.s, "Retries" = r."Retries" + CASE o.s WHEN 'Failed' THEN 1 ELSE 0 END,
+    "ExpiresAt" = CASE o.s WHEN 'Succeeded' THEN o.h + interval '1 day' ELSE r."Added" + interval '15 days' END
+FROM (SELECT "Id", h, CASE WHEN random() < 0.9 THEN 'Succeeded' ELSE 'Failed' END AS s
+      FROM {schema}."received", (SELECT now() AT TIME ZONE %(host_zone)s AS h) AS host
+      WHERE "StatusName" = 'Scheduled' AND "Added" > h - interval '1 minute' AND random() < 0.65) o
+WHERE r."Id" = o."Id"

@@ -1,0 +1,176 @@
+"""What a purge run does to the application's commits, measured as a new user would (docs/benchmarks.md, "A purge
+nobody notices").
+
+    python -m benchmarks.pacer_bench --pgdata /var/tmp/idemdash-pacer-bench/pgdata --runs 3
+    python -m benchmarks.pacer_bench --pgdata … --runs 3 --set PURGE_LATENCY_BUDGET=off   # the fixed duty cycle
+
+The client is the reference schema's own claim and mark functions (``claim_idempotency_key``, then
+``complete_idempotency_key``) on fresh keys, from ``--clients`` threads (2) in a closed loop, each on its own
+autocommit connection; a claim's time is its round trip and commit. The data: ``--keys`` keys (1,000,000) of which
+``--due`` (882,439) have expired, with the recommended indexes, written as an application writes them
+(``benchmarks/purge_data.py``). The project's default settings, except what ``--set NAME=VALUE`` changes
+(an ``IDEMDASH_`` setting without its prefix).
+
+Each run: the due keys written again where the last run purged them, VACUUM and CHECKPOINT, the clients started,
+``--warmup-seconds`` (3), ``--before-seconds`` (15) of claims without a purge ("before"), then one purge run in a
+process of its own ("during", its start to its end). It prints rows/s, the claims' p50 / p99 in both windows
+(nearest rank; their count in brackets), p99 during / before, the load average at the start and end of the run,
+and what the run's pacer recorded (its probe's idle baseline and p99 during the run, the backoffs).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a file: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psycopg
+
+from benchmarks import purge_data
+from benchmarks.purge_bench import SCHEMA, STATUS_TYPE, build_indexes, fresh_schema, key_indexes, start_embedded
+from idemdash.core import settings
+from idemdash.queries import Tables
+from idemdash.queries.app_schema import claim_key, complete_key
+
+# What the run's pacer recorded (benchmark-only read of idemdash's own history).
+RUN_PACING = ("SELECT probe_baseline_ms, probe_p99_ms, probes, backoffs, final_batch_size, final_duty_cycle "
+              "FROM idemdash.purge_run WHERE run_id = %s")
+
+
+class Client(threading.Thread):
+    """Claims a fresh key and marks it done, again and again, timing each claim (autocommit: one round trip and
+    its commit)."""
+
+    def __init__(self, url: str, tables: Tables, n: int) -> None:
+        super().__init__(name=f"client-{n}", daemon=True)
+        self.url, self.tables, self.n = url, tables, n
+        self.samples: list[tuple[float, float]] = []  # (when, seconds)
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        with psycopg.connect(self.url, autocommit=True, application_name=f"pacer-bench-client-{self.n}") as conn:
+            while not self.stop.is_set():
+                key = str(uuid.uuid4())
+                t0 = time.monotonic()
+                claim = claim_key(conn, self.tables, "bench_client", key, "h", f"client-{self.n}", lock_seconds=60)
+                self.samples.append((t0, time.monotonic() - t0))
+                complete_key(conn, self.tables, "bench_client", key, "order", None, {"ok": True},
+                             attempt=claim.attempt_count)
+
+    def window(self, start: float, end: float) -> list[float]:
+        return [seconds for when, seconds in self.samples if start <= when < end]
+
+
+def _restore(conn: psycopg.Connection, tables: Tables, total: int, due: int, fresh: bool) -> None:
+    if fresh:
+        fresh_schema(conn, tables)
+        purge_data.load_keys(conn, tables, STATUS_TYPE, total, due)
+        build_indexes(conn, tables, key_indexes(due=True))
+    else:  # the due keys again where the last run purged them (the live ones are still there)
+        conn.execute(f"VACUUM {SCHEMA}.{tables.keys}")
+        purge_data.load_keys(conn, tables, STATUS_TYPE, total, due, first=0, last=due)
+    conn.execute(f"DELETE FROM {SCHEMA}.{tables.keys} WHERE idempotency_scope = 'bench_client'")
+    purge_data.vacuum(conn, tables.identifiers()["keys"])
+    conn.execute("CHECKPOINT")
+
+
+def one_run(url: str, tables: Tables, config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    clients = [Client(url, tables, n) for n in range(args.clients)]
+    for c in clients:
+        c.start()
+    time.sleep(args.warmup_seconds)
+    load_start = purge_data.load_average()
+    t0 = time.monotonic()
+    time.sleep(args.before_seconds)
+    before = (t0, time.monotonic())
+    result, started, ended, _burst = purge_data.run_purge_in_process(config)
+    load_end = purge_data.load_average()
+    for c in clients:
+        c.stop.set()
+    for c in clients:
+        c.join(10)
+    windows = {"before": [s for c in clients for s in c.window(*before)],
+               "during": [s for c in clients for s in c.window(started, ended)]}
+    p = {k: (purge_data.percentile(v, 50) * 1000, purge_data.percentile(v, 99) * 1000, len(v))
+         for k, v in windows.items()}
+    with psycopg.connect(url) as conn:
+        pacing = conn.execute(RUN_PACING, (result.run_id,)).fetchone()
+    return {"result": result, "seconds": ended - started, "p": p, "load": (load_start, load_end), "pacing": pacing}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database-url", default="", help=f"use this server (tables go into schema {SCHEMA!r})")
+    parser.add_argument("--pgdata", type=Path, default=None, help="the embedded server's data directory")
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--due", type=int, default=882_439)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--warmup-seconds", type=float, default=3.0)
+    parser.add_argument("--before-seconds", type=float, default=15.0)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="an idemdash setting (without IDEMDASH_) for the purge; repeatable")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    tmp = None
+    url = args.database_url
+    stop = None
+    if not url:
+        pgdata = args.pgdata
+        if pgdata is None:
+            tmp = tempfile.TemporaryDirectory(prefix="idemdash-pacer-bench-")
+            pgdata = Path(tmp.name) / "pgdata"
+        url, stop = start_embedded(pgdata, [], out)
+    try:
+        given = dict(item.split("=", 1) for item in args.set)  # parsed as the environment's values are
+        config = settings.load({f"IDEMDASH_{k.strip()}": v.strip() for k, v in given.items()}, DATABASE_URL=url,
+                               APP_SCHEMA=SCHEMA)
+        tables = Tables(schema=SCHEMA)
+        with psycopg.connect(url, autocommit=True) as conn:
+            out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
+            out(f"settings: batch {config['PURGE_BATCH_SIZE']}, least pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
+                f"{config['PURGE_DUTY_CYCLE']} %, latency budget {config['PURGE_LATENCY_BUDGET'] or 'off'}; "
+                f"{args.clients} client threads")
+            out("")
+            out("| run | rows deleted | rows/s | claim p50 / p99 before | during | p99 ratio | pacer: probe baseline / "
+                "p99 during (probes), backoffs, last batch size, duty cycle | load average (start → end) |")
+            out("|---|---:|---:|---|---|---:|---|---|")
+            loaded = False
+            for run in range(args.runs):
+                fresh = not loaded and conn.execute("SELECT to_regclass(%s)",
+                                                    (f"{SCHEMA}.{tables.keys}",)).fetchone()[0] is None
+                _restore(conn, tables, args.keys, args.due, fresh)
+                loaded = True
+                m = one_run(url, tables, config, args)
+                r, p, pacing = m["result"], m["p"], m["pacing"]
+                recorded = "-" if pacing is None or pacing[0] is None else (
+                    f"{pacing[0]:.2f} / {pacing[1]:.2f} ms ({pacing[2]:,}), {pacing[3]}, {pacing[4]:,}, "
+                    f"{pacing[5]:.0f} %")
+                out(f"| {run + 1} | {r.rows:,} | {r.rows / m['seconds']:,.0f} | "
+                    f"{p['before'][0]:.2f} / {p['before'][1]:.2f} ms ({p['before'][2]:,}) | "
+                    f"{p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | "
+                    f"**{p['during'][1] / p['before'][1]:.2f}x** | {recorded} | {m['load'][0]} → {m['load'][1]} |")
+        out("")
+        out(f"`uptime` at the end: {purge_data.uptime()}")
+    finally:
+        if stop is not None:
+            stop()
+        if tmp is not None:
+            tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
