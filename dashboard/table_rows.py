@@ -3,14 +3,16 @@ its states, oldest first, and one row whole with the states it is in, read throu
 (queries/profile_rows.py). Rows are shown as the library stored them, by its own column names."""
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timezone
+from string import Formatter
 from typing import Any
 
 from flask import Blueprint, abort
 
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
-from idemdash.core.profiles.shape import LibraryAction, State, Table
+from idemdash.core.profiles.shape import Command, LibraryAction, State, Table
 from idemdash.core.settings import library_actions
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.schemas import tables as schema
@@ -19,7 +21,7 @@ from idemdash.dashboard.web import render
 from idemdash.queries import cursor
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.library_actions import applies
-from idemdash.queries.profile_rows import get_row, list_state_rows, order_column, row_states
+from idemdash.queries.profile_rows import get_row, list_state_rows, order_column, row_facts, row_states
 from idemdash.queries.profile_states import params_for
 
 bp = Blueprint("table_rows", __name__)
@@ -81,23 +83,27 @@ def _row(role: str, identity: str | None = None) -> schema.Row:
     identity = identity or contract.query(schema.RowQuery).id
     target = get_target()
 
-    def read(conn: Any) -> tuple[Found, dict | None, list, list]:
+    def read(conn: Any) -> tuple[Found, dict | None, list, list, list]:
         found = _found(conn, target.settings)
         _table(found, role)
         actions = [(a, applies(conn, found, a, role, identity))
                    for a in profile(found.profile).actions if role in a.tables]
         return (found, get_row(conn, found, role, identity), row_states(conn, found, role, identity, target.settings),
-                actions)
+                actions, row_facts(conn, found, role, identity, target.settings))
 
-    found, row, states, actions = panels.require(panels.load(read))
+    found, row, states, actions, facts = panels.require(panels.load(read))
     if row is None:
         abort(404, f"no row of {found.table(role)} has the identity {identity}")
+    inside = {s.meaning for s, is_in in states if is_in}
+    commands = [schema.RowCommand(label=c.label, command=_command(c, row, found))
+                for c in profile(found.profile).commands if c.table == role and inside & set(c.meanings)]
     return schema.Row(database=target.name, profile=found.profile, role=role, table=found.table(role) or role,
                       identity=identity, row={k: _cut(v) for k, v in row.items()},
                       states=[schema.RowState.model_validate({"meaning": s.meaning, "inside": inside, "note": s.note})
                               for s, inside in states],
                       actions=[_action(found, a, ok, row, target.settings) for a, ok in actions],
                       application_acts=profile(found.profile).application_acts or None,
+                      facts=[schema.RowFact(label=label, text=text) for label, text in facts], commands=commands,
                       as_of=datetime.now(timezone.utc))
 
 
@@ -107,6 +113,14 @@ def _action(found: Found, action: LibraryAction, ok: bool, row: dict, settings: 
                             source=f"https://github.com/{source.repo}/blob/{source.commit}/{source.path}",
                             enabled=action.name in library_actions(settings), applies=ok,
                             expected={c: row.get(named(c, found.naming)) for c in action.expected})
+
+
+def _command(command: Command, row: dict[str, Any], found: Found) -> str:
+    """The library's command with the row's values (as the found naming spells its columns) and the schema, each
+    shell-quoted."""
+    fields = [f for _, f, _, _ in Formatter().parse(command.text) if f]
+    values = {f: found.schema if f == "schema" else row.get(named(f, found.naming)) for f in fields}
+    return command.text.format_map({f: shlex.quote("" if v is None else str(v)) for f, v in values.items()})
 
 
 def _cut(value: Any) -> Any:

@@ -23,12 +23,18 @@ WHERE run_id = %(run_id)s
 RETURNING rows_deleted
 
 -- library_batch_delete --
--- A fragment of both batch statements above: delete the rows of `doomed` that the purgeable condition still selects as each is deleted, and add them to the run's progress in the same statement.
+-- A fragment of both batch statements above: delete the rows of `doomed` that the purgeable condition still selects as each is deleted ({returned}: the columns the dependent tables' deletes ({dependents}, delete_library_dependent blocks) match, else 1), and add them to the run's progress in the same statement.
 gone AS (
-    DELETE FROM {table} t USING doomed WHERE t.ctid = doomed.row_ctid AND ({condition}) RETURNING 1
-), progress AS (
+    DELETE FROM {table} t USING doomed WHERE t.ctid = doomed.row_ctid AND ({condition}) RETURNING {returned}
+){dependents}, progress AS (
     UPDATE idemdash.purge_run
     SET batches = batches + (SELECT CASE WHEN count(*) > 0 THEN 1 ELSE 0 END FROM gone),
         rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
     WHERE run_id = %(run_id)s
+)
+
+-- delete_library_dependent --
+-- One table's rows that belong to the rows a library batch deleted ({dependent}.{column} equal to a deleted row's {parent}), deleted in the same statement: the library's tables that have no foreign key to the purged one (Table.dependents), so no cascade would.
+{cte} AS (
+    DELETE FROM {dependent} WHERE {column} IN (SELECT {parent} FROM gone)
 )

@@ -27,7 +27,7 @@ from idemdash.core.profiles.shape import (
     Table,
 )
 from idemdash.queries import statement
-from idemdash.queries.profile_states import params_for, state_condition
+from idemdash.queries.profile_states import params_for, state_condition, state_names
 
 
 @dataclass(frozen=True)
@@ -158,3 +158,25 @@ def list_backlogs(conn: psycopg.Connection, found: Found,
         with conn.cursor(row_factory=class_row(BacklogGroup)) as cur:
             backlogs[role] = cur.execute(query, {**params_for(done, settings), "limit": BACKLOG_GROUPS}).fetchall()
     return backlogs
+
+
+def row_facts(conn: psycopg.Connection, found: Found, role: str, identity: str,
+              settings: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What the profile's facts about ``role``'s rows (``Profile.facts``) say of this row: (label, text), those
+    with something to say, in the profile's order."""
+    name = dict(found.tables).get(role)
+    table = profile_table(found, role)
+    values = identity_values(table, identity)
+    if name is None or values is None:
+        return []
+    told = []
+    for fact in profile(found.profile).facts:
+        names = state_names(found, fact) if fact.table == role else None
+        if names is None:
+            continue
+        query = statement("profile_row_fact", None, table=sql.Identifier(found.schema, name),
+                          fact=statement(fact.query, None, **names), **_by_identity(found, table))
+        said = conn.execute(query, {**params_for(fact, settings), **values}).fetchone()
+        if said and said[0] is not None:
+            told.append((fact.label, said[0]))
+    return told

@@ -53,3 +53,7 @@ EXTRACT(epoch FROM (now() AT TIME ZONE %(library_zone)s) - min({time}))::float8
 -- profile_lag_epoch_ms --
 -- Seconds since the least of an epoch-milliseconds column ({time}).
 (EXTRACT(epoch FROM now()) * 1000 - min({time}))::float8 / 1000
+
+-- profile_row_fact --
+-- What a row's page says of the row of a library's table with this identity ({identity_columns} equal to {identity_values}) beyond its columns: a fact's expression over it ({fact}, a block of profile_facts.sql), NULL for nothing to say.
+SELECT ({fact})::text FROM {table} t WHERE ({identity_columns}) = ({identity_values})

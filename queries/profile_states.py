@@ -15,15 +15,16 @@ from psycopg import sql
 from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
-from idemdash.core.profiles.shape import State
+from idemdash.core.profiles.shape import Fact, State
 from idemdash.core.settings import setting
 from idemdash.queries import QUERIES, Statement, statement
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 
 
-def state_names(found: Found, state: State) -> dict[str, sql.Composable] | None:
-    """The identifiers a state's condition names: its own table, another table of the profile, columns as the found
-    naming convention spells them; None when a table it reads is not among ``found``'s (an optional one)."""
+def state_names(found: Found, state: State | Fact) -> dict[str, sql.Composable] | None:
+    """The identifiers a state's condition (or a row fact's expression) names: its own table, another table of the
+    profile, columns as the found naming convention spells them; None when a table it reads is not among
+    ``found``'s (an optional one)."""
     return block_names(found, state.table, state.query, dict(state.columns))
 
 
@@ -98,24 +99,29 @@ def binds(state: State, name: str) -> bool:
 
 def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
     """The values a state of a table in ``role`` is counted with, from the database's settings: the retention of
-    its kind of table (as an interval, and as epoch milliseconds for Eventuate), and how long work may go
+    its kind of table (as an interval, and as epoch milliseconds for Eventuate and DBOS), how long work may go
     unfinished (``DEFAULT_LEASE_SECONDS``: Spring Modulith's staleness, MassTransit's undelivered, Brandur's lock
-    timeout), and the zone a library's naive local timestamps are written in (``LIBRARY_TIMEZONE``: CAP's)."""
+    timeout, DBOS's silent executor; ``stale_before_epoch_ms`` in epoch milliseconds), the replay horizon's start in
+    epoch milliseconds (``REPLAY_HORIZON``: a DBOS workflow ID called again within it replays), and the zone a
+    library's naive local timestamps are written in (``LIBRARY_TIMEZONE``: CAP's)."""
     days = settings[retention_setting(role)]
     zone = zone_name(setting(settings, "LIBRARY_TIMEZONE"))
     retention = timedelta(days=days)
     lease = timedelta(seconds=settings["DEFAULT_LEASE_SECONDS"])
+    now = time.time()
     return {"retention": retention, "stale_after": lease, "lock_timeout": lease,
-            "before_epoch_ms": int((time.time() - retention.total_seconds()) * 1000), "library_zone": zone}
+            "before_epoch_ms": int((now - retention.total_seconds()) * 1000), "library_zone": zone,
+            "stale_before_epoch_ms": int((now - lease.total_seconds()) * 1000),
+            "horizon_before_epoch_ms": int((now - settings["REPLAY_HORIZON"]) * 1000)}
 
 
-def params_for(state: State, settings: Mapping[str, Any]) -> dict[str, Any]:
+def params_for(state: State | Fact, settings: Mapping[str, Any]) -> dict[str, Any]:
     """Everything a state's condition binds: the settings' values for its table (``state_params``) and its own
     (a custom shape's state values)."""
     return {**state_params(settings, state.table), **_own_params(state)}
 
 
-def _own_params(state: State) -> dict[str, Any]:
+def _own_params(state: State | Fact) -> dict[str, Any]:
     return {name: list(value) if isinstance(value, tuple) else value for name, value in state.params}
 
 

@@ -274,3 +274,52 @@ AND ({StatusName} = 'Succeeded' OR ({StatusName} = 'Failed' AND {Retries} >= %(f
 -- DotNetCore.CAP (PostgreSQL): received rows that are purgeable: DeleteExpiresAsync's rule (ExpiresAt passed by the local clock, %(library_zone)s; Succeeded or Failed), less Failed rows the retry processor would still retry (Retries < FailedRetryCount)
 {ExpiresAt} < (now() AT TIME ZONE %(library_zone)s)
 AND ({StatusName} = 'Succeeded' OR ({StatusName} = 'Failed' AND {Retries} >= %(failed_retry_count)s))
+
+-- state_dbos_keys_pending --
+-- DBOS Transact (system database): keys rows that are pending (ENQUEUED or DELAYED: waiting in a queue)
+{status} IN ('ENQUEUED', 'DELAYED')
+
+-- state_dbos_keys_in_progress --
+-- DBOS Transact (system database): keys rows that are in progress (PENDING: an executor runs it)
+{status} = 'PENDING'
+
+-- state_dbos_keys_stuck --
+-- DBOS Transact (system database): keys rows that are stuck (PENDING that no launch will recover: a launch recovers only its own executor_id's, application_version's and application's, so one whose version is not the latest its application registered in application_versions, or whose executor has been silent since %(stale_before_epoch_ms)s: no workflow of that executor started or finished (through DBOS's own partial indexes on started_at_epoch_ms and completed_at), this one not updated and none of its steps completed since, the tables keeping no heartbeat)
+{status} = 'PENDING' AND (
+    (coalesce({application_name}, ''), {application_version}) NOT IN (
+        SELECT DISTINCT ON (coalesce({application_name}, '')) coalesce({application_name}, ''), {version_name}
+        FROM {application_versions}
+        ORDER BY coalesce({application_name}, ''), {version_timestamp} DESC)
+    OR ({updated_at} < %(stale_before_epoch_ms)s
+        AND {executor_id} NOT IN (SELECT {executor_id} FROM {keys}
+                                  WHERE ({started_at_epoch_ms} >= %(stale_before_epoch_ms)s
+                                         OR {completed_at} >= %(stale_before_epoch_ms)s)
+                                    AND {executor_id} IS NOT NULL)
+        AND {workflow_uuid} NOT IN (SELECT {workflow_uuid} FROM {operation_outputs}
+                                    WHERE {completed_at_epoch_ms} >= %(stale_before_epoch_ms)s)))
+
+-- state_dbos_keys_done --
+-- DBOS Transact (system database): keys rows that are done (SUCCESS)
+{status} = 'SUCCESS'
+
+-- state_dbos_keys_failed --
+-- DBOS Transact (system database): keys rows that are failed (ERROR, CANCELLED or MAX_RECOVERY_ATTEMPTS_EXCEEDED: the poison list)
+{status} IN ('ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+
+-- state_dbos_keys_purgeable --
+-- DBOS Transact (system database): keys rows that are purgeable (terminal, last updated before the retention (%(before_epoch_ms)s) and the replay horizon (%(horizon_before_epoch_ms)s), never PENDING, ENQUEUED or DELAYED; a child workflow only with its parent: never a descendant (through parent_workflow_id) of a workflow that is not so)
+{status} IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+AND {updated_at} < %(before_epoch_ms)s AND {updated_at} < %(horizon_before_epoch_ms)s
+AND ({parent_workflow_id} IS NULL OR {workflow_uuid} NOT IN (
+    WITH RECURSIVE retained (id) AS (
+        SELECT c.{workflow_uuid} FROM {keys} c JOIN {keys} p ON p.{workflow_uuid} = c.{parent_workflow_id}
+        WHERE p.{status} NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+           OR p.{updated_at} >= %(before_epoch_ms)s OR p.{updated_at} >= %(horizon_before_epoch_ms)s
+        UNION
+        SELECT c.{workflow_uuid} FROM {keys} c JOIN retained r ON c.{parent_workflow_id} = r.id
+    )
+    SELECT id FROM retained))
+
+-- state_dbos_operation_outputs_done --
+-- DBOS Transact (system database): operation_outputs rows that are done (a completed step)
+{completed_at_epoch_ms} IS NOT NULL

@@ -50,6 +50,25 @@ INSERT INTO cap."published" ("Id", "Version", "Name", "Content", "Retries", "Add
   (3, 'v1', 'orders.created', '{}', 0, (now() AT TIME ZONE 'Asia/Kolkata') - interval '1 minute', NULL, 'Scheduled')
 """
 ZONES = {"cap": "Asia/Kolkata"}
+# DBOS: v2 is the latest version; a PENDING v1 workflow no launch of v2 recovers, a PENDING v2 one of an executor
+# silent for an hour, one running now, a success
+DBOS_ROWS = """
+INSERT INTO dbos.application_versions (version_id, version_name, version_timestamp) VALUES
+  ('a', 'v1', (extract(epoch FROM now()) * 1000)::bigint - 7200000),
+  ('b', 'v2', (extract(epoch FROM now()) * 1000)::bigint - 3600000);
+INSERT INTO dbos.workflow_status (workflow_uuid, status, name, executor_id, application_version, created_at,
+                                  updated_at) VALUES
+  ('wf-old', 'PENDING', 'ship', 'e1', 'v1', (extract(epoch FROM now()) * 1000)::bigint - 7200000,
+   (extract(epoch FROM now()) * 1000)::bigint - 7200000),
+  ('wf-silent', 'PENDING', 'ship', 'e2', 'v2', (extract(epoch FROM now()) * 1000)::bigint - 3600000,
+   (extract(epoch FROM now()) * 1000)::bigint - 3600000),
+  ('wf-running', 'PENDING', 'ship', 'e3', 'v2', (extract(epoch FROM now()) * 1000)::bigint,
+   (extract(epoch FROM now()) * 1000)::bigint),
+  ('wf-done', 'SUCCESS', 'ship', 'e3', 'v2', (extract(epoch FROM now()) * 1000)::bigint,
+   (extract(epoch FROM now()) * 1000)::bigint);
+INSERT INTO dbos.operation_outputs (workflow_uuid, function_id, function_name, completed_at_epoch_ms) VALUES
+  ('wf-old', 0, 'reserve', (extract(epoch FROM now()) * 1000)::bigint - 7100000)
+"""
 
 # profile, schema, DDL, rows, (table role, state) to follow, how many rows it holds
 CASES = [
@@ -64,12 +83,13 @@ CASES = [
      PG_TRANSACTIONAL_ROWS, ("outbox", "failed"), 1),
     ("debezium-outbox", "public", [ddl.DEBEZIUM], DEBEZIUM_ROWS, ("outbox", "pending"), 2),
     ("cap", "cap", [ddl.CAP], CAP_ROWS, ("outbox", "stuck"), 2),
+    ("dbos", "dbos", [ddl.DBOS], DBOS_ROWS, ("keys", "stuck"), 2),
 ]
 
 
 @pytest.mark.parametrize(("name", "schema", "statements", "rows", "follow", "count"), CASES,
                          ids=["brandur", "spring-v1", "spring-v2", "wolverine", "masstransit", "nservicebus", "eventuate",
-                              "pg-transactional-outbox", "debezium", "cap"])
+                              "pg-transactional-outbox", "debezium", "cap", "dbos"])
 def test_an_operator_follows_a_librarys_state_to_a_row(live_server, make_app, page, empty_database_url, name, schema,
                                                        statements, rows, follow, count):
     _create_case(empty_database_url, schema, statements)
@@ -95,5 +115,9 @@ def test_an_operator_follows_a_librarys_state_to_a_row(live_server, make_app, pa
     listed.first.locator("a").click()
     expect(page.locator("ul.row-states")).to_contain_text(f"is {state}")
     expect(page.locator("table.row-columns")).to_be_visible()
+    if name == "dbos":  # the oldest stuck workflow: why, its last step, and DBOS's own commands
+        expect(page.locator("dl.row-facts")).to_contain_text("application version 'v1' is no longer the latest")
+        expect(page.locator("dl.row-facts")).to_contain_text("reserve (step 0), completed")
+        expect(page.locator("dl.row-commands")).to_contain_text("dbos workflow resume wf-old")
     page.locator("p.breadcrumb a", has_text="Tables").click()
     expect(page.locator("h1")).to_have_text("Tables")

@@ -76,9 +76,12 @@ CASES = [
      {"outbox": "outbox", "inbox": "inbox"}),
     ("debezium-outbox", None, "public", [ddl.DEBEZIUM], {"outbox": "outboxevent"}),
     ("cap", None, "cap", [ddl.CAP], {"outbox": "published", "inbox": "received"}),
+    ("dbos", None, "dbos", [ddl.DBOS],
+     {"keys": "workflow_status", "operation_outputs": "operation_outputs", "workflow_input": "workflow_input",
+      "workflow_output": "workflow_output", "application_versions": "application_versions"}),
 ]
 IDS = ["spring-v1", "spring-v2", "masstransit", "masstransit-snake", "wolverine", "brandur", "nservicebus",
-       "eventuate", "eventuate-db-id", "pg-transactional-outbox", "debezium", "cap"]
+       "eventuate", "eventuate-db-id", "pg-transactional-outbox", "debezium", "cap", "dbos"]
 
 
 def _create_case(url: str, schema: str, statements: list[str]) -> None:

@@ -33,9 +33,9 @@ def shown(library: str) -> set[tuple[str, str]]:
     return {(s.table, s.meaning) for s in profile(library).states} - NOT_WAITED_FOR.get(library, set())
 
 
-def test_the_six_newer_demos_wait_for_every_state_their_profile_declares():
+def test_the_seven_newer_demos_wait_for_every_state_their_profile_declares():
     assert set(DEMOS) - set(NOT_WAITED_FOR) == {"wolverine", "nservicebus", "eventuate", "pg-transactional-outbox",
-                                                  "debezium-outbox", "cap"}
+                                                  "debezium-outbox", "cap", "dbos"}
     assert shown("wolverine") >= {("inbox", "pending"), ("inbox", "stuck"), ("outbox", "stuck"),
                                   ("dead_letters", "failed")}
 

@@ -17,7 +17,8 @@ from tests.test_detect import CASES, IDS, _create_case
 
 PARAMS = {"retention": timedelta(hours=1), "stale_after": timedelta(minutes=5),
           "lock_timeout": timedelta(seconds=90), "before_epoch_ms": int(time.time() * 1000) - 3_600_000,
-          "library_zone": "UTC"}
+          "library_zone": "UTC", "stale_before_epoch_ms": int(time.time() * 1000) - 300_000,
+          "horizon_before_epoch_ms": int(time.time() * 1000) - 86_400_000}
 
 BRANDUR_ROWS = """
 INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, request_params,

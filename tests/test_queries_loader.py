@@ -145,7 +145,8 @@ def test_every_placeholder_block_formats_with_tables():
             # Sent verbatim when called without tables: an escaped brace would reach the server doubled.
             assert "{{" not in query.text and "}}" not in query.text, f"{name}: '{{{{' in a block without placeholders"
             continue
-        # a field naming another block is that shared fragment, filled in by the loader
+        # a field naming another block is that shared fragment, filled in by the loader (with the fields it names)
+        fields += [f for field in fields if field in QUERIES for f in format_fields(QUERIES[field].text)]
         extras = {field: sql.Literal("x") for field in fields if field not in TABLE_FIELDS and field not in QUERIES}
         # profile_states.sql's, profile_indexes.sql's, custom_states.sql's, library_purges.sql's and
         # library_action_rules.sql's fields are a profile's tables and columns, filled in from the profile
@@ -154,7 +155,7 @@ def test_every_placeholder_block_formats_with_tables():
         # tests/test_library_actions.py every library action)
         for extra in extras if query.source not in ("profile_states.sql", "profile_indexes.sql",
                                                     "custom_states.sql", "library_purges.sql",
-                                                    "library_action_rules.sql") else {}:
+                                                    "library_action_rules.sql", "profile_facts.sql") else {}:
             assert re.search(rf"\b{extra}\s*=|[\"']{extra}[\"']", sources), (
                 f"{name}: placeholder {{{extra}}} is not passed by any caller in queries/")
         rendered = statement(name, Tables(), **extras).as_string()

@@ -8,7 +8,9 @@ stored and dispatched; Eventuate's messages written, relayed and received; pg-tr
 leased, processed, abandoned or left stuck by a crashed worker, outbox to inbox; Debezium outbox events inserted and
 some deleted; DotNetCore.CAP's published and received messages stored, delayed, queued, sent or executed, failed,
 or left behind by a crashed instance, their times from this machine's clock as CAP's DateTime.Now would write them
-(``HOST_ZONE``). Retention purges and the rollup job run on it like on any library database."""
+(``HOST_ZONE``); DBOS workflows enqueued, dequeued, run step by step and finished, or left PENDING by a killed
+executor (the tables only, as DBOS writes them: no DBOS process runs in the demo). Retention purges and the rollup
+job run on it like on any library database."""
 from __future__ import annotations
 
 import logging
@@ -68,6 +70,9 @@ DEMOS = {
     "cap": LibraryDemo("published", "library_demo_cap_history",
                        (("library_demo_cap_publish", 5), ("library_demo_cap_send", 0), ("library_demo_cap_receive", 5),
                         ("library_demo_cap_execute", 0))),
+    "dbos": LibraryDemo("workflow_status", "library_demo_dbos_history",
+                        (("library_demo_dbos_enqueue", 5), ("library_demo_dbos_dequeue", 0),
+                         ("library_demo_dbos_finish", 0))),
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from idemdash.core.profiles import (
     brandur,
     cap,
+    dbos,
     debezium_outbox,
     eventuate,
     masstransit,
@@ -31,6 +32,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     pg_transactional_outbox.PROFILE,
     debezium_outbox.PROFILE,
     cap.PROFILE,
+    dbos.PROFILE,
 )}
 DEFAULT = "reference"
 

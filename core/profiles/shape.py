@@ -66,6 +66,16 @@ class Time:
 
 
 @dataclass(frozen=True)
+class Dependent:
+    """Rows of another table of the profile that belong to a row of this one without a foreign key (so no cascade
+    deletes them): a purge deletes them with the purged row, in the same statement."""
+
+    table: str                      # the role of the dependent table
+    column: str                     # its column holding the purged row's ...
+    parent: str                     # ... value of this column
+
+
+@dataclass(frozen=True)
 class Table:
     role: str                       # keys, inbox, outbox, or a library's own: outbox_state, archive, nodes, ...
     name: str                       # the library's default name, as the library spells it
@@ -83,6 +93,7 @@ class Table:
     match: str = EXACT
     groups: tuple[str, ...] = ()    # /tables breaks its backlog (rows not in its done state) down by these columns,
                                     # each group with its rows and how long its oldest has waited (the first time)
+    dependents: tuple[Dependent, ...] = ()   # deleted with each purged row (a found table only)
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
@@ -101,6 +112,32 @@ class State:
                                                   # shape's state values, its stuck-after interval)
     columns: tuple[tuple[str, str], ...] = ()     # a field of its condition -> the column it stands for (a custom
                                                   # shape's); a field not here is a column of that very name
+
+
+@dataclass(frozen=True)
+class Fact:
+    """What a row's page says of one row beyond its columns (why it is stuck, its last step): a block of
+    ``queries/profile_facts.sql`` named ``fact_<profile>_<role>_<what>``, a text expression over the row ``t`` (its
+    columns written ``t.{<column>}``, other tables ``{<role>}``, values ``%(name)s`` as a state's); NULL says
+    nothing."""
+
+    table: str                      # the role of the table whose rows it is about
+    label: str
+    query: str
+    columns: tuple[tuple[str, str], ...] = ()   # as State.columns
+    params: tuple[tuple[str, object], ...] = ()  # as State.params
+
+
+@dataclass(frozen=True)
+class Command:
+    """The library's own command for a row (to resume, cancel, replay it), shown on the row's page when the row is
+    in one of ``meanings``: idemdash never runs it. ``text`` names the row's columns as ``{<column>}`` and the
+    schema as ``{schema}``; each value is shell-quoted."""
+
+    table: str
+    label: str
+    text: str
+    meanings: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -176,6 +213,8 @@ class Profile:
     # the zone its LOCAL_TIMESTAMP columns are written in when the configuration names none (LIBRARY_TIMEZONE's
     # default for it: an IANA name, or "local"); "" : it writes none
     timezone: str = ""
+    facts: tuple[Fact, ...] = ()          # told on a row's page
+    commands: tuple[Command, ...] = ()    # the library's own, shown on a row's page
 
     def table(self, role: str) -> Table:
         for table in self.tables:

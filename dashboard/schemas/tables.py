@@ -162,6 +162,17 @@ class RowAction(Answer):
                                                  "now: send them back as the body's expected.")
 
 
+class RowFact(Answer):
+    label: str
+    text: str = Field(description="What the profile's rule says of this row (why it is stuck, its last step).")
+
+
+class RowCommand(Answer):
+    label: str
+    command: str = Field(description="The library's own command for this row, its values shell-quoted; idemdash "
+                                     "never runs it.")
+
+
 class Row(Answer):
     model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
         "database": "orders", "profile": "spring-modulith", "role": "outbox", "table": "event_publication",
@@ -185,4 +196,8 @@ class Row(Answer):
     actions: list[RowAction] = Field(description="The library's own documented actions on this table's rows (none for "
                                                  "most libraries), whether enabled here and whether the row meets "
                                                  "their condition.")
+    facts: list[RowFact] = Field(default=[], description="What the profile tells of this row beyond its columns "
+                                                         "(why it is stuck, its last completed step).")
+    commands: list[RowCommand] = Field(default=[], description="The library's own commands for a row in its state "
+                                                               "(resume, cancel), to run with the library's tool.")
     as_of: datetime

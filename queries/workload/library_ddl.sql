@@ -280,3 +280,95 @@ CREATE TABLE IF NOT EXISTS {schema}."published"(
 
 CREATE INDEX IF NOT EXISTS "idx_published_ExpiresAt_StatusName" ON {schema}."published"("ExpiresAt","StatusName");
 CREATE INDEX IF NOT EXISTS "idx_published_Version_ExpiresAt_StatusName" ON {schema}."published" ("Version","ExpiresAt","StatusName");
+
+-- library_ddl_dbos --
+-- DBOS Transact: the five system-database tables the dbos profile reads, as the dbos package 3.4.0 leaves them after its migrations (where: {schema}). Source: dbos-inc/dbos-transact-py dbos/_migration.py at v3.4.0 (migrations 1 to 125, folded into their final columns; the tests build the same tables by running DBOS's own migrations and check these match them, tests/test_dbos_profile.py)
+CREATE TABLE {schema}.workflow_status (
+  workflow_uuid TEXT PRIMARY KEY,
+  status TEXT,
+  name TEXT,
+  authenticated_user TEXT,
+  assumed_role TEXT,
+  authenticated_roles TEXT,
+  request TEXT,
+  output TEXT,
+  error TEXT,
+  executor_id TEXT,
+  created_at BIGINT NOT NULL DEFAULT (EXTRACT(epoch FROM now()) * 1000.0)::bigint,
+  updated_at BIGINT NOT NULL DEFAULT (EXTRACT(epoch FROM now()) * 1000.0)::bigint,
+  application_version TEXT,
+  application_id TEXT,
+  class_name VARCHAR(255) DEFAULT NULL,
+  config_name VARCHAR(255) DEFAULT NULL,
+  recovery_attempts BIGINT DEFAULT 0,
+  queue_name TEXT,
+  workflow_timeout_ms BIGINT,
+  workflow_deadline_epoch_ms BIGINT,
+  inputs TEXT,
+  started_at_epoch_ms BIGINT,
+  deduplication_id TEXT,
+  priority INT4 NOT NULL DEFAULT 0,
+  queue_partition_key TEXT,
+  forked_from TEXT,
+  owner_xid TEXT DEFAULT NULL,
+  parent_workflow_id TEXT DEFAULT NULL,
+  serialization TEXT DEFAULT NULL,
+  delay_until_epoch_ms BIGINT DEFAULT NULL,
+  was_forked_from BOOLEAN NOT NULL DEFAULT FALSE,
+  rate_limited BOOLEAN NOT NULL DEFAULT FALSE,
+  completed_at BIGINT,
+  attributes JSONB,
+  schedule_name TEXT,
+  debounce_deadline_epoch_ms BIGINT,
+  is_debounced BOOLEAN NOT NULL DEFAULT FALSE,
+  application_name TEXT DEFAULT NULL,
+  creator_xid TEXT
+);
+CREATE INDEX workflow_status_created_at_index ON {schema}.workflow_status (created_at);
+CREATE INDEX idx_workflow_status_parent_workflow_id ON {schema}.workflow_status (parent_workflow_id)
+  WHERE parent_workflow_id IS NOT NULL;
+CREATE INDEX idx_workflow_status_pending ON {schema}.workflow_status (created_at) WHERE status = 'PENDING';
+CREATE INDEX idx_workflow_status_failed ON {schema}.workflow_status (status, created_at)
+  WHERE status IN ('ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED');
+CREATE INDEX idx_workflow_status_completed_at ON {schema}.workflow_status (completed_at) WHERE completed_at IS NOT NULL;
+CREATE INDEX idx_workflow_status_in_flight_v2 ON {schema}.workflow_status (queue_name, status, priority, created_at)
+  INCLUDE (application_name) WHERE status IN ('ENQUEUED', 'PENDING');
+CREATE TABLE {schema}.operation_outputs (
+  workflow_uuid TEXT NOT NULL,
+  function_id INT4 NOT NULL,
+  function_name TEXT NOT NULL DEFAULT '',
+  output TEXT,
+  error TEXT,
+  child_workflow_id TEXT,
+  started_at_epoch_ms BIGINT,
+  completed_at_epoch_ms BIGINT,
+  serialization TEXT DEFAULT NULL,
+  application_name TEXT DEFAULT NULL,
+  retention_timestamp BIGINT NOT NULL DEFAULT (EXTRACT(epoch FROM now()) * 1000.0)::bigint,
+  PRIMARY KEY (workflow_uuid, function_id)
+);
+CREATE INDEX idx_operation_outputs_retention ON {schema}.operation_outputs (retention_timestamp);
+CREATE INDEX idx_operation_outputs_completed_at_function_name_v2 ON {schema}.operation_outputs
+  (completed_at_epoch_ms, function_name) INCLUDE (application_name);
+CREATE TABLE {schema}.workflow_input (
+  workflow_uuid TEXT NOT NULL PRIMARY KEY,
+  inputs TEXT,
+  retention_timestamp BIGINT NOT NULL DEFAULT (EXTRACT(epoch FROM now()) * 1000.0)::bigint
+);
+CREATE INDEX idx_workflow_input_retention ON {schema}.workflow_input (retention_timestamp);
+CREATE TABLE {schema}.workflow_output (
+  workflow_uuid TEXT NOT NULL PRIMARY KEY,
+  output TEXT,
+  error TEXT,
+  retention_timestamp BIGINT NOT NULL DEFAULT (EXTRACT(epoch FROM now()) * 1000.0)::bigint
+);
+CREATE INDEX idx_workflow_output_retention ON {schema}.workflow_output (retention_timestamp);
+CREATE TABLE {schema}.application_versions (
+  version_id TEXT NOT NULL PRIMARY KEY,
+  version_name TEXT NOT NULL UNIQUE,
+  version_timestamp BIGINT NOT NULL DEFAULT (EXTRACT(epoch FROM now()) * 1000.0)::bigint,
+  created_at BIGINT NOT NULL DEFAULT (EXTRACT(epoch FROM now()) * 1000.0)::bigint,
+  application_name TEXT DEFAULT NULL
+);
+CREATE INDEX idx_application_versions_owner_timestamp ON {schema}.application_versions
+  (application_name, version_timestamp DESC)

@@ -20,6 +20,7 @@ LIBRARY_DDL = {
     "pg-transactional-outbox": "library_ddl_pg_transactional_outbox",
     "debezium-outbox": "library_ddl_debezium",
     "cap": "library_ddl_cap",
+    "dbos": "library_ddl_dbos",
 }
 
 
