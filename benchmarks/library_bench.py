@@ -1,5 +1,5 @@
-"""Pages and purges over a library's own tables at 10M rows: Spring Modulith v2's event publication registry and
-MassTransit's InboxState, created by the libraries' own DDL (tests/library_ddl.py).
+"""Pages and purges over a library's own tables at 10M rows: Spring Modulith v2's event publication registry,
+MassTransit's InboxState and DBOS's workflow_status, created by the libraries' own DDL (tests/library_ddl.py).
 
     python -m benchmarks.library_bench --rows 10000000 --pgdata /var/tmp/idemdash-library-bench
     python -m benchmarks.library_bench --rows 10000000 --database-url postgresql:///bench
@@ -43,6 +43,7 @@ from idemdash.queries.profile_indexes import create_profile_index, list_profile_
 from idemdash.queries.target import Target
 from idemdash.queries.workload import statement
 from tests import library_ddl as ddl
+from tests.test_detect import _create_case
 
 CHUNK = 1_000_000
 LIBRARIES = {
@@ -58,6 +59,11 @@ LIBRARIES = {
                     ["/tables", "/api/v1/tables", "/api/v1/tables/inbox?state=in+progress",
                      "/api/v1/tables/inbox?state=stuck", "/api/v1/tables/inbox?state=done",
                      "/api/v1/tables/inbox?state=purgeable", "/tables/inbox?state=stuck", "ROW"]),
+    "dbos": ({"PROFILE": "dbos", "APP_SCHEMA": "dbos"}, ddl.DBOS, "workflow_status", "library_bench_dbos_rows",
+             ["/tables", "/api/v1/tables", "/api/v1/tables/keys?state=pending",
+              "/api/v1/tables/keys?state=in+progress", "/api/v1/tables/keys?state=stuck",
+              "/api/v1/tables/keys?state=failed", "/api/v1/tables/keys?state=done",
+              "/api/v1/tables/keys?state=purgeable", "/tables/keys?state=stuck", "ROW"]),
 }
 
 
@@ -85,11 +91,12 @@ def load(url: str, name: str, rows: int, out: Callable[[str], None]) -> None:
             if exists:
                 conn.execute(statement("library_bench_drop_schema", schema=sql.Identifier(schema)))
                 conn.execute(statement("library_bench_create_schema", schema=sql.Identifier(schema)))
-            conn.execute(text.replace("{schema}", f'"{schema}"').replace("{schema_name}", schema))
+            _create_case(url, schema, [text])  # the library's DDL as the tests create it
             started = time.monotonic()
             for first in range(1, rows + 1, CHUNK):
                 n = min(CHUNK, rows - first + 1)
-                conn.execute(statement(block, table=ident), {"first": first, "n": n})
+                conn.execute(statement(block, table=ident, versions=sql.Identifier(schema, "application_versions")),
+                             {"first": first, "n": n})
                 out(f"  {name}: {first + n - 1:,} of {rows:,} rows ({time.monotonic() - started:.0f} s)")
         conn.execute(statement("library_bench_analyze", table=ident))
         migrate(conn)
@@ -168,7 +175,7 @@ def bench(url: str, name: str, args: argparse.Namespace, out: Callable[[str], No
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--library", choices=list(LIBRARIES), action="append", help="[default: both]")
+    parser.add_argument("--library", choices=list(LIBRARIES), action="append", help="[default: all]")
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--cold-runs", type=int, default=3)
     parser.add_argument("--purge-seconds", type=int, default=20)
