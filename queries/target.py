@@ -28,7 +28,7 @@ from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
 from idemdash.core.dsn import redact_dsn
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import setting
-from idemdash.queries import Tables, replication, transactions
+from idemdash.queries import Tables, replication, statement, transactions
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +239,21 @@ class Target:
         if report:
             self.problems.recovered()
         return conn
+
+
+    @contextmanager
+    def read_once(self, application_name: str, statement_timeout_ms: int,
+                  connect_timeout: int) -> Iterator[psycopg.Connection]:
+        """A READ ONLY transaction with ``statement_timeout_ms`` on a connection of its own to the primary, closed
+        after: for a read made now and then (the all-databases refresh) that should hold no connection between
+        times. ``connect_timeout`` bounds the connect, a host that accepts and never answers included (psycopg
+        counts it per address, at least 2 s as libpq does)."""
+        extra = {"connect_timeout": connect_timeout, **self._session_options(self.dsn)}
+        with psycopg.connect(self.dsn, application_name=application_name, **extra) as conn:
+            with conn.transaction():
+                conn.execute(statement("set_read_only"))
+                conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
+                yield conn
 
 
 class _PoolRetries(logging.Filter):
