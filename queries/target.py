@@ -248,7 +248,7 @@ class Target:
         after: for a read made now and then (the all-databases refresh) that should hold no connection between
         times. ``connect_timeout`` bounds the connect, a host that accepts and never answers included (psycopg
         counts it per address, at least 2 s as libpq does)."""
-        extra = {"connect_timeout": connect_timeout, **self._session_options(self.dsn)}
+        extra: dict[str, Any] = {"connect_timeout": connect_timeout, **self._session_options(self.dsn)}
         with psycopg.connect(self.dsn, application_name=application_name, **extra) as conn:
             with conn.transaction():
                 conn.execute(statement("set_read_only"))

@@ -6,7 +6,6 @@ Real databases on the session's server, a refusing host (a closed port) and a hu
 never answers, so only the connect deadline ends the wait)."""
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from datetime import datetime
@@ -16,51 +15,9 @@ import pytest
 from bs4 import BeautifulSoup
 
 from idemdash.dashboard.all_databases import APPLICATION_NAME, THREAD_PREFIX
-from tests.test_databases import answered, row_of, write_config
-from tests.test_keys import insert_key
+from tests.fleet import LIVE, HungHost, make_fleet
+from tests.test_databases import answered, row_of
 from tests.waiting import wait_until
-
-LIVE = 4
-
-
-class HungHost:
-    """A TCP server that accepts every connection, reads its startup packet and never sends a byte: a host that
-    hangs. ``asked_by(name)``: how many connections came from sessions of that application_name."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.accepted: list[tuple[socket.socket, bytes]] = []
-        self._thread = threading.Thread(target=self._accept, name="hung-host", daemon=True)
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:  # closed: the test is over
-                return
-            conn.settimeout(0.5)
-            try:
-                startup = conn.recv(4096)  # sslmode=disable: the startup packet, which names the application
-            except OSError:
-                startup = b""
-            self.accepted.append((conn, startup))  # held open, never answered
-
-    def asked_by(self, application_name: str) -> int:
-        return sum(application_name.encode() + b"\0" in startup for _, startup in self.accepted)
-
-    def close(self) -> None:
-        self.listener.close()
-        for conn, _ in self.accepted:
-            conn.close()
-        self._thread.join(5)
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # nothing listens once the socket closes
 
 
 @pytest.fixture
@@ -72,19 +29,7 @@ def hung_host():
 
 @pytest.fixture
 def fleet(pg_templates, clone_of, tmp_path, hung_host):
-    """A config file: the hung host first (so one thread alone is held up by it), the refusing host, then LIVE
-    databases, the i-th with i + 1 stuck keys."""
-    # the web pool of each database (not this test's subject) connects without a deadline unless its URL says one
-    urls = {"hung": f"postgresql://idemdash@127.0.0.1:{hung_host.port}/hung?connect_timeout=2&sslmode=disable",
-            "refusing": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone"}
-    for i in range(LIVE):
-        url = clone_of(pg_templates["enum"])
-        with psycopg.connect(url, autocommit=True) as conn:
-            for k in range(i + 1):
-                insert_key(conn, "orders", f"k-{i}-{k}")
-        urls[f"live{i}"] = url
-    config = write_config(tmp_path / "fleet.toml", {name: {"url": url} for name, url in urls.items()})
-    return {"config": config, "urls": urls, "hung": hung_host}
+    return make_fleet(pg_templates["enum"], clone_of, tmp_path, hung_host)
 
 
 def refresh_threads() -> list[threading.Thread]:

@@ -5,9 +5,16 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.test_all_databases_refresh import LIVE, fleet, hung_host  # noqa: F401 - the fixtures
+from tests.fleet import LIVE, HungHost, make_fleet
 
 pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def fleet(pg_templates, clone_of, tmp_path):
+    hung_host = HungHost()
+    yield make_fleet(pg_templates["enum"], clone_of, tmp_path, hung_host)
+    hung_host.close()
 
 
 def test_the_page_shows_pending_rows_and_fills_them_in_without_a_reload(fleet, make_app, live_server, page):
