@@ -2,9 +2,10 @@
 
 Each app (one per web worker) keeps every database's last answer and a few threads that ask them again, the most
 overdue first: IDEMDASH_FLEET_REFRESH_THREADS of them however many databases there are, each database every
-IDEMDASH_FLEET_REFRESH_SECONDS. An ask connects (deadline IDEMDASH_FLEET_CONNECT_TIMEOUT_SECONDS, which also
-covers a host that accepts and never answers), reads in a READ ONLY transaction with STATEMENT_TIMEOUT_MS and
-closes: at rest the refresh holds no connection, at its busiest one per thread. A database that failed is asked
+IDEMDASH_FLEET_REFRESH_SECONDS. An ask reads in a READ ONLY transaction with STATEMENT_TIMEOUT_MS, on an idle
+connection of the database's web pool when there is one, else on a connection of its own that it closes after
+(``Target.read_once``; its deadline IDEMDASH_FLEET_CONNECT_TIMEOUT_SECONDS also covers a host that accepts and never
+answers): at rest the refresh holds no connection, at its busiest one per thread. A database that failed is asked
 again after twice the interval, then four times, … up to IDEMDASH_FLEET_BACKOFF_MAX_SECONDS, so hosts that hang or
 refuse do not take the threads from those that answer. A request copies what is there: each row says when it was
 answered, or that it was not yet.

@@ -244,16 +244,35 @@ class Target:
     @contextmanager
     def read_once(self, application_name: str, statement_timeout_ms: int,
                   connect_timeout: int) -> Iterator[psycopg.Connection]:
-        """A READ ONLY transaction with ``statement_timeout_ms`` on a connection of its own to the primary, closed
-        after: for a read made now and then (the all-databases refresh) that should hold no connection between
-        times. ``connect_timeout`` bounds the connect, a host that accepts and never answers included (psycopg
-        counts it per address, at least 2 s as libpq does)."""
+        """A READ ONLY transaction with ``statement_timeout_ms`` on the primary, for a read made now and then (the
+        all-databases refresh) that must hold no connection between times: on an idle connection of this process's
+        pool when it has one (the database is in use), else on a connection of its own, closed after, whose
+        ``connect_timeout`` also bounds a host that accepts and never answers (psycopg: per address, 2 s at least)."""
+        pool = self.pool if self._pool_pid == os.getpid() else None
+        conn = None
+        if pool is not None and pool.get_stats().get("pool_available", 0):
+            try:
+                conn = pool.getconn(timeout=0.2)
+            except PoolTimeout:  # taken meanwhile: a connection of its own instead
+                conn = None
+        if conn is not None and pool is not None:
+            try:
+                with conn.transaction():
+                    _read_only(conn, statement_timeout_ms)
+                    yield conn
+            finally:
+                pool.putconn(conn)
+            return
         extra: dict[str, Any] = {"connect_timeout": connect_timeout, **self._session_options(self.dsn)}
-        with psycopg.connect(self.dsn, application_name=application_name, **extra) as conn:
-            with conn.transaction():
-                conn.execute(statement("set_read_only"))
-                conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
-                yield conn
+        with psycopg.connect(self.dsn, application_name=application_name, **extra) as own:
+            with own.transaction():
+                _read_only(own, statement_timeout_ms)
+                yield own
+
+
+def _read_only(conn: psycopg.Connection, statement_timeout_ms: int) -> None:
+    conn.execute(statement("set_read_only"))
+    conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
 
 
 class _PoolRetries(logging.Filter):
