@@ -42,6 +42,10 @@ class HungHost:
         return sum(application_name.encode() + b"\0" in startup for _, startup in self.accepted)
 
     def close(self) -> None:
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() under way: close() alone does not
+        except OSError:
+            pass
         self.listener.close()
         for conn, _ in self.accepted:
             conn.close()

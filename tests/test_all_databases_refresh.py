@@ -16,7 +16,7 @@ from bs4 import BeautifulSoup
 
 from idemdash.dashboard.all_databases import APPLICATION_NAME, THREAD_PREFIX
 from tests.fleet import LIVE, HungHost, make_fleet
-from tests.test_databases import answered, row_of
+from tests.test_databases import answered, row_of, write_config
 from tests.waiting import wait_until
 
 
@@ -48,9 +48,10 @@ def timed_get(client, path: str):
     return response, time.perf_counter() - started
 
 
-def test_no_thread_starts_before_the_first_request(fleet, make_app):
+def test_no_thread_starts_before_the_first_request(database_url, make_app, tmp_path):
+    config = write_config(tmp_path / "two.toml", {name: {"url": database_url} for name in ("alpha", "beta", "gamma")})
     before = len(refresh_threads())
-    app = make_app(CONFIG=fleet["config"], FLEET_REFRESH_THREADS=2)
+    app = make_app(CONFIG=config, FLEET_REFRESH_THREADS=2)
     assert len(refresh_threads()) == before  # building the app (or importing it) starts nothing
     app.test_client().get("/healthz")  # with several databases the first request of any kind starts the refresh
     assert len(refresh_threads()) == before + 2
