@@ -148,10 +148,6 @@ SETTINGS: tuple[Setting, ...] = (
             "How often each web worker asks every database, in the background, for `/databases` (which never waits)."),
     Setting("FLEET_REFRESH_THREADS", 8, parsers.positive_int,
             "Threads, and so connections at most, each web worker asks the databases with for `/databases`."),
-    Setting("FLEET_CONNECT_TIMEOUT_SECONDS", 2, parsers.positive_int,
-            "How long that refresh waits to connect, to a host that accepts and never answers too (2 s at least)."),
-    Setting("FLEET_BACKOFF_MAX_SECONDS", 300, parsers.positive_int,
-            "A database that failed is asked again after 2, 4, … times the refresh interval, up to this."),
     Setting("POOL_TIMEOUT_SECONDS", 3, parsers.positive_int,
             "How long a request waits for a database connection before the page answers 503 "
             "(database unreachable).", per_database=True),

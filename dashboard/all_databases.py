@@ -4,9 +4,9 @@ Each app (one per web worker) keeps every database's last answer and a few threa
 overdue first: IDEMDASH_FLEET_REFRESH_THREADS of them however many databases there are, each database every
 IDEMDASH_FLEET_REFRESH_SECONDS. An ask reads in a READ ONLY transaction with STATEMENT_TIMEOUT_MS, on an idle
 connection of the database's web pool when there is one, else on a connection of its own that it closes after
-(``Target.read_once``; its deadline IDEMDASH_FLEET_CONNECT_TIMEOUT_SECONDS also covers a host that accepts and never
-answers): at rest the refresh holds no connection, at its busiest one per thread. A database that failed is asked
-again after twice the interval, then four times, … up to IDEMDASH_FLEET_BACKOFF_MAX_SECONDS, so hosts that hang or
+(``Target.read_once``; its deadline, CONNECT_TIMEOUT_SECONDS or the url's own connect_timeout, also covers a host
+that accepts and never answers): at rest the refresh holds no connection, at its busiest one per thread. A database
+that failed is asked again after twice the interval, then four times, … up to BACKOFF_MAX_SECONDS, so hosts that hang or
 refuse do not take the threads from those that answer. A request copies what is there: each row says when it was
 answered, or that it was not yet.
 
@@ -32,6 +32,10 @@ from idemdash.queries.target import Target
 
 # how long each database's statements may run
 STATEMENT_TIMEOUT_MS = 1500
+# how long connecting may take, unless the database's url sets its connect_timeout (psycopg, like libpq: 2 s at least)
+CONNECT_TIMEOUT_SECONDS = 2
+# the longest a database that failed waits for its next ask
+BACKOFF_MAX_SECONDS = 300.0
 # the refresh's sessions, as pg_stat_activity names them
 APPLICATION_NAME = "idemdash-refresh"
 THREAD_PREFIX = "idemdash-refresh"
@@ -77,8 +81,7 @@ class AllDatabases:
         self.targets = targets
         self.interval = float(settings["FLEET_REFRESH_SECONDS"])
         self.threads = settings["FLEET_REFRESH_THREADS"]
-        self.connect_timeout = settings["FLEET_CONNECT_TIMEOUT_SECONDS"]
-        self.backoff_max = float(max(settings["FLEET_BACKOFF_MAX_SECONDS"], settings["FLEET_REFRESH_SECONDS"]))
+        self.backoff_max = max(BACKOFF_MAX_SECONDS, self.interval)
         self._cond = threading.Condition()
         self._states = {name: _State(_row(name, target, None, None, True, answered=False))
                         for name, target in targets.items()}
@@ -161,7 +164,7 @@ class AllDatabases:
         started = time.perf_counter()
         foreign = target.settings["PROFILE"] != DEFAULT_PROFILE
         try:
-            with target.read_once(APPLICATION_NAME, STATEMENT_TIMEOUT_MS, self.connect_timeout) as conn:
+            with target.read_once(APPLICATION_NAME, STATEMENT_TIMEOUT_MS, CONNECT_TIMEOUT_SECONDS) as conn:
                 if foreign:  # another library's tables: found where configured, their states on its /tables
                     find_configured(conn, target.settings)
                     summary = None

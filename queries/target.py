@@ -246,8 +246,9 @@ class Target:
                   connect_timeout: int) -> Iterator[psycopg.Connection]:
         """A READ ONLY transaction with ``statement_timeout_ms`` on the primary, for a read made now and then (the
         all-databases refresh) that must hold no connection between times: on an idle connection of this process's
-        pool when it has one (the database is in use), else on a connection of its own, closed after, whose
-        ``connect_timeout`` also bounds a host that accepts and never answers (psycopg: per address, 2 s at least)."""
+        pool when it has one (the database is in use), else on a connection of its own, closed after, whose connect
+        deadline (the DSN's own ``connect_timeout``, else ``connect_timeout``) also bounds a host that accepts and
+        never answers (psycopg: per address, 2 s at least)."""
         pool = self.pool if self._pool_pid == os.getpid() else None
         conn = None
         if pool is not None and pool.get_stats().get("pool_available", 0):
@@ -263,7 +264,9 @@ class Target:
             finally:
                 pool.putconn(conn)
             return
-        extra: dict[str, Any] = {"connect_timeout": connect_timeout, **self._session_options(self.dsn)}
+        extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(self.dsn)
+                                 else {"connect_timeout": connect_timeout})
+        extra.update(self._session_options(self.dsn))
         with psycopg.connect(self.dsn, application_name=application_name, **extra) as own:
             with own.transaction():
                 _read_only(own, statement_timeout_ms)

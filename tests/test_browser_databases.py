@@ -20,8 +20,7 @@ def fleet(pg_templates, clone_of, tmp_path):
 def test_the_page_shows_pending_rows_and_fills_them_in_without_a_reload(fleet, make_app, live_server, page):
     # one thread, and the hung host first in the file: it holds that thread for its 2 s connect deadline, so the
     # live databases are still waiting for their first ask when the page opens
-    base = live_server(make_app(CONFIG=fleet["config"], FLEET_REFRESH_THREADS=1, FLEET_REFRESH_SECONDS=60,
-                                FLEET_CONNECT_TIMEOUT_SECONDS=2))
+    base = live_server(make_app(CONFIG=fleet["config"], FLEET_REFRESH_THREADS=1, FLEET_REFRESH_SECONDS=60))
     page.goto(base + "/databases")
     page.evaluate("window.notReloaded = true")
     live = page.locator('tr[data-database="live2"]')

@@ -29,8 +29,7 @@ class DatabaseItem(Answer):
     as_of: datetime | None = Field(description="When this row's answer (or failure) came; null while pending.")
     age_seconds: float | None = Field(description="How old this row is, in seconds; null while pending.")
     failures: int = Field(description="Asks in a row that failed: it is asked again after twice "
-                                      "IDEMDASH_FLEET_REFRESH_SECONDS, four times, … up to "
-                                      "IDEMDASH_FLEET_BACKOFF_MAX_SECONDS.")
+                                      "IDEMDASH_FLEET_REFRESH_SECONDS, four times, … up to 5 minutes.")
     next_ask_at: datetime | None = Field(description="When the refresh asks it again; null while asking.")
     stuck: int | None = Field(None, description="Stuck keys (only when it answered).")
     needs_review: int | None = Field(None, description="Keys held for review (only when it answered).")
