@@ -16,13 +16,17 @@ Percentiles are nearest-rank. The report is Markdown.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
 import socket
+import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file: make the checkout importable
@@ -109,38 +113,88 @@ def sessions(server_dsn: str) -> dict[str, int]:
 
 
 def measure(server_dsn: str, config: str, settings: dict, runs: int, timeout: float) -> dict:
+    """In process, through Flask's test client: server time without HTTP."""
     app = create_app({"CONFIG": config, "SECRET_KEY": "benchmark", "POOL_TIMEOUT_SECONDS": 1, **settings})
     client = app.test_client()
-    cold: list[float] = []
-    warm: dict[str, list[float]] = {path: [] for path in PATHS}
-    threads = peak_refresh = 0
-    started = time.perf_counter()
-    filled = None
+
+    def get(path: str) -> tuple[int, bytes]:
+        response = client.get(path)
+        return response.status_code, response.data
+
     try:
-        while filled is None and time.perf_counter() - started < timeout:
-            for path in PATHS:
-                t0 = time.perf_counter()
-                response = client.get(path)
-                cold.append((time.perf_counter() - t0) * 1000)
-                assert response.status_code == 200
-            threads = max(threads, sum(t.name.startswith(THREAD_PREFIX) for t in threading.enumerate()))
-            if len(cold) % 20 == 0:
-                peak_refresh = max(peak_refresh, sessions(server_dsn).get(APPLICATION_NAME, 0))
-            items = response.get_json()["items"]
-            if not any(item["pending"] for item in items):
-                filled = time.perf_counter() - started
-        for path in PATHS:
-            for _ in range(runs):
-                t0 = time.perf_counter()
-                assert client.get(path).status_code == 200
-                warm[path].append((time.perf_counter() - t0) * 1000)
-        items = client.get("/api/v1/databases").get_json()["items"]
-        held = sessions(server_dsn)
+        return timed(get, server_dsn, runs, timeout, in_process=True)
     finally:
         targets.close(app)
-    return {"cold": cold, "warm": warm, "filled": filled, "threads": threads, "peak_refresh": peak_refresh,
-            "answered": sum(i["reachable"] for i in items), "failed": sum(bool(i["problem"]) for i in items),
-            "pool_sessions": held.get("idemdash", 0), "refresh_sessions": held.get(APPLICATION_NAME, 0)}
+
+
+def measure_http(server_dsn: str, config: str, settings: dict, runs: int, timeout: float, workers: int) -> dict:
+    """Through `idemdash serve` (gunicorn, ``workers`` workers) over HTTP on loopback, a new connection each."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("IDEMDASH_")}
+    env |= {"IDEMDASH_CONFIG": config, "IDEMDASH_BIND": f"127.0.0.1:{port}", "IDEMDASH_WORKERS": str(workers),
+            "IDEMDASH_SECRET_KEY": "benchmark", "IDEMDASH_POOL_TIMEOUT_SECONDS": "1",
+            **{f"IDEMDASH_{name}": str(value) for name, value in settings.items()}}
+    server = subprocess.Popen([sys.executable, "-m", "idemdash", "serve"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+
+    def get(path: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # the server checks every database before gunicorn starts
+            try:
+                if get("/healthz")[0] == 200:
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("idemdash serve did not start") from None
+                time.sleep(0.2)
+        return timed(get, server_dsn, runs, timeout, in_process=False)
+    finally:
+        server.terminate()
+        server.wait(60)
+
+
+def timed(get, server_dsn: str, runs: int, timeout: float, *, in_process: bool) -> dict:
+    """Requests back to back from the first, alternating between the routes, until every row has answered in
+    several answers running (with several workers, each fills its own rows), then ``runs`` timed ones per route."""
+    cold: list[float] = []
+    warm: dict[str, list[float]] = {path: [] for path in PATHS}
+    threads = peak_refresh = complete = 0
+    started = time.perf_counter()
+    filled = None
+    while filled is None and time.perf_counter() - started < timeout:
+        for path in PATHS:
+            t0 = time.perf_counter()
+            status, body = get(path)
+            cold.append((time.perf_counter() - t0) * 1000)
+            assert status == 200, (status, body[:300])
+        if in_process:
+            threads = max(threads, sum(t.name.startswith(THREAD_PREFIX) for t in threading.enumerate()))
+        if len(cold) % 20 == 0:
+            peak_refresh = max(peak_refresh, sessions(server_dsn).get(APPLICATION_NAME, 0))
+        complete = 0 if any(item["pending"] for item in json.loads(body)["items"]) else complete + 1
+        if complete >= 4:
+            filled = time.perf_counter() - started
+    for path in PATHS:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            status, _ = get(path)
+            warm[path].append((time.perf_counter() - t0) * 1000)
+            assert status == 200
+    items = json.loads(get("/api/v1/databases")[1])["items"]
+    held = sessions(server_dsn)
+    return {"cold": cold, "warm": warm, "filled": filled, "threads": threads if in_process else None,
+            "peak_refresh": peak_refresh, "answered": sum(i["reachable"] for i in items),
+            "failed": sum(bool(i["problem"]) for i in items), "pool_sessions": held.get("idemdash", 0),
+            "refresh_sessions": held.get(APPLICATION_NAME, 0)}
 
 
 def main() -> None:
@@ -153,6 +207,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8, help="IDEMDASH_FLEET_REFRESH_THREADS")
     parser.add_argument("--refresh-seconds", type=int, default=15, help="IDEMDASH_FLEET_REFRESH_SECONDS")
     parser.add_argument("--timeout", type=float, default=300, help="give up waiting for the rows after this long")
+    parser.add_argument("--http", type=int, default=0, metavar="WORKERS",
+                        help="also measure through `idemdash serve` with this many gunicorn workers")
     args = parser.parse_args()
 
     from tests import embedded_server
@@ -163,7 +219,8 @@ def main() -> None:
     try:
         dsn = server.get_uri("postgres")
         with psycopg.connect(dsn, autocommit=True) as admin:  # one pool per database per app: room for them
-            admin.execute(f"ALTER SYSTEM SET max_connections = {max(args.databases) + 100 + 2 * args.threads}")
+            workers = max(1, args.http)
+            admin.execute(f"ALTER SYSTEM SET max_connections = {workers * (max(args.databases) + args.threads) + 100}")
         server.stop()
         server.start()
         started = time.monotonic()
@@ -177,7 +234,10 @@ def main() -> None:
         for k in args.databases:
             urls = down | dict(list(live.items())[:k])
             config = write_config(server.parent / f"fleet-{k}.toml", urls)
-            results.append((k, measure(dsn, config, settings, args.runs, args.timeout)))
+            results.append((k, "in process", measure(dsn, config, settings, args.runs, args.timeout)))
+            if args.http:
+                results.append((k, f"HTTP, {args.http} workers",
+                                measure_http(dsn, config, settings, args.runs, args.timeout, args.http)))
     finally:
         for h in hung:
             h.close()
@@ -189,16 +249,17 @@ def main() -> None:
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; setup {setup:.0f} s; {args.days} day(s) of history each; "
           f"IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}; "
           f"{args.runs} warm requests per route\n")
-    print("| K live | requests | p50 ms | p95 ms | max ms | all rows in after | answered / failed | refresh threads "
+    print("| K live | server | requests | p50 ms | p95 ms | max ms | all rows in after | answered / failed | refresh threads "
           "| refresh connections, peak seen / at end | pool connections |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for k, m in results:
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for k, server_kind, m in results:
         filled = f"{m['filled']:.1f} s" if m["filled"] is not None else f"not in {args.timeout:g} s"
-        tail = (f"| {filled} | {m['answered']} / {m['failed']} | {m['threads']} | {m['peak_refresh']} / "
+        threads = m["threads"] if m["threads"] is not None else "-"
+        tail = (f"| {filled} | {m['answered']} / {m['failed']} | {threads} | {m['peak_refresh']} / "
                 f"{m['refresh_sessions']} | {m['pool_sessions']} |")
         rows = [(f"cold ({len(m['cold'])}, both routes)", m["cold"])] + [(f"warm `{p}`", m["warm"][p]) for p in PATHS]
         for label, times in rows:
-            print(f"| {k} | {label} | {percentile(times, 50):.1f} | {percentile(times, 95):.1f} | {max(times):.1f} "
+            print(f"| {k} | {server_kind} | {label} | {percentile(times, 50):.1f} | {percentile(times, 95):.1f} | {max(times):.1f} "
                   + tail)
 
 
