@@ -142,9 +142,10 @@ class AllDatabases:
         """The most overdue database nobody is asking, once it is due (the lock held); None once stopped."""
         while not self._stopped:
             now = time.monotonic()
-            idle = [(state.due, name) for name, state in self._states.items() if not state.asking]
+            # ties (every database at the start) in the configured order
+            idle = [(state.due, i, name) for i, (name, state) in enumerate(self._states.items()) if not state.asking]
             if idle:
-                due, name = min(idle)
+                due, _, name = min(idle)
                 if due <= now:
                     self._states[name].asking = True
                     return name
