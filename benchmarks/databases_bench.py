@@ -2,6 +2,7 @@
 server refuses connections and some whose server accepts and never answers (hung hosts).
 
     python -m benchmarks.databases_bench                             # 60 + 3 refusing + 3 hung, then 200 + 3 + 3
+    python -m benchmarks.databases_bench --http 2                    # also through idemdash serve, 2 workers
     python -m benchmarks.databases_bench --databases 60 200 500 --refusing 3 --hung 3 --runs 200 --days 1
 
 One embedded PostgreSQL (max_connections raised for the web pools: each worker opens one per database) holds the
@@ -9,8 +10,9 @@ largest K databases, clones of one built with idemdash's schema, the reference t
 ``--days`` days of simulated history (workload.backfill). A refusing host is a closed port; a hung host is a socket
 this script accepts connections on and never answers. An IDEMDASH_CONFIG file lists the hung hosts first, then the
 refusing ones, then the live databases. For each K the app answers in process (Flask's test client: server time,
-no HTTP). From its very first request, requests alternate between the two routes back to back until every row has
-answered ("cold": the refresh is filling the rows in), then ``--runs`` timed requests per route ("warm").
+no HTTP), and with ``--http`` also through ``idemdash serve``. From its very first request, requests alternate
+between the two routes back to back until every row has answered ("cold": the refresh is filling the rows in), then
+``--runs`` timed requests per route ("warm").
 Percentiles are nearest-rank. The report is Markdown.
 """
 from __future__ import annotations
