@@ -19,6 +19,10 @@ from tests.fleet import LIVE, HungHost, make_fleet
 from tests.test_databases import answered, row_of, write_config
 from tests.waiting import wait_until
 
+# an upper bound, not a benchmark: half the hung host's 2 s connect deadline, with room for a busy machine (a request
+# takes milliseconds here)
+SOON = 1.0
+
 
 @pytest.fixture
 def hung_host():
@@ -63,7 +67,7 @@ def test_the_page_answers_at_once_and_fills_in_as_the_databases_answer(fleet, ma
     client = make_app(CONFIG=fleet["config"], FLEET_REFRESH_THREADS=threads, FLEET_REFRESH_SECONDS=60).test_client()
     first, took = timed_get(client, "/databases")
     # the hung host's connect deadline is 2 s: a page that waited for it could not answer this soon
-    assert first.status_code == 200 and took < 0.5, took
+    assert first.status_code == 200 and took < SOON, took
     page = BeautifulSoup(first.data, "html.parser")
     hung = page.select_one('tr[data-database="hung"]')
     status = hung.select_one('[role="status"]').get_text()
@@ -81,7 +85,7 @@ def test_the_page_answers_at_once_and_fills_in_as_the_databases_answer(fleet, ma
         return None if any(item["pending"] for item in items) else items
 
     rows = {row["name"]: row for row in wait_until(all_answered, timeout=20, what="every row's first answer")}
-    assert slowest < 0.5, slowest  # no request waited while the hung host was being asked
+    assert slowest < SOON, slowest  # no request waited while the hung host was being asked
     for i in range(LIVE):
         row = rows[f"live{i}"]
         assert (row["reachable"], row["stuck"], row["failures"], row["pending"]) == (True, i + 1, 0, False)
