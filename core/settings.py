@@ -150,6 +150,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("POOL_MAX_SIZE", 5, parsers.positive_int, "Most connections one web worker opens.", per_database=True),
     Setting("METRICS_CACHE_SECONDS", 15, parsers.positive_int,
             "How long /metrics reuses the numbers it read, so frequent scrapes do not load the database."),
+    Setting("FLEET_REFRESH_SECONDS", 15, parsers.positive_int,
+            "How often each web worker asks every database, in the background, for `/databases` (which never waits)."),
+    Setting("FLEET_REFRESH_THREADS", 8, parsers.positive_int,
+            "Threads, and so connections at most, each web worker asks the databases with for `/databases`."),
     Setting("POOL_TIMEOUT_SECONDS", 3, parsers.positive_int,
             "How long a request waits for a database connection before the page answers 503 "
             "(database unreachable).", per_database=True),

@@ -1,17 +1,27 @@
-"""The all-databases overview's numbers: every database asked at once, each with a deadline, so that one that is
-down or slow marks its own row and never holds up the page.
+"""The all-databases overview's numbers, refreshed in the background: no request waits for the fleet.
 
-A database that did not answer is remembered as down: the next requests show its last problem at once instead
-of waiting for it again, while one probe at a time keeps asking it in the background; its row comes back as
-soon as a probe gets an answer.
+Each app (one per web worker) keeps every database's last answer and a few threads that ask them again, the most
+overdue first: IDEMDASH_FLEET_REFRESH_THREADS of them however many databases there are, each database every
+IDEMDASH_FLEET_REFRESH_SECONDS. An ask reads in a READ ONLY transaction with STATEMENT_TIMEOUT_MS, on an idle
+connection of the database's web pool when there is one, else on a connection of its own that it closes after
+(``Target.read_once``; its deadline, CONNECT_TIMEOUT_SECONDS or the url's own connect_timeout, also covers a host
+that accepts and never answers): at rest the refresh holds no connection, at its busiest one per thread. A database
+that failed is asked again after twice the interval, then four times, … up to BACKOFF_MAX_SECONDS, so hosts that hang or
+refuse do not take the threads from those that answer. A request copies what is there: each row says when it was
+answered, or that it was not yet.
+
+The threads start at the app's first request (``start``), never at import nor in a gunicorn master that forks
+its workers afterwards: a process that finds the threads were started by another pid starts its own.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.parsers import split_environment
@@ -20,10 +30,15 @@ from idemdash.queries import overview
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.target import Target
 
-# how long a request waits for the databases it asks, all together
-DEADLINE_SECONDS = 2.0
 # how long each database's statements may run
 STATEMENT_TIMEOUT_MS = 1500
+# how long connecting may take, unless the database's url sets its connect_timeout (psycopg, like libpq: 2 s at least)
+CONNECT_TIMEOUT_SECONDS = 2
+# the longest a database that failed waits for its next ask
+BACKOFF_MAX_SECONDS = 300.0
+# the refresh's sessions, as pg_stat_activity names them
+APPLICATION_NAME = "idemdash-refresh"
+THREAD_PREFIX = "idemdash-refresh"
 
 
 @dataclass(frozen=True)
@@ -37,52 +52,120 @@ class DatabaseRow:
     transient: bool                # the problem may go away on its own (down, slow), not a setting to fix
     milliseconds: float | None     # how long it took to answer
     profile: str = "reference"     # whose tables it holds: another library's has its states on /tables, no summary
+    as_of: datetime | None = None  # when this answer (or failure) came; None: not answered yet
+    asking: bool = False           # being asked right now
+    failures: int = 0              # asks in a row that failed: each waits twice as long as the one before
+    next_ask: datetime | None = None  # when it is asked again; None while it is being asked
+
+    @property
+    def pending(self) -> bool:
+        """Not answered yet (nor failed): no numbers and no problem to show."""
+        return self.as_of is None
+
+    def age_seconds(self, now: datetime) -> float | None:
+        return None if self.as_of is None else max(0.0, (now - self.as_of).total_seconds())
+
+
+@dataclass
+class _State:
+    row: DatabaseRow               # the last answer, or a pending row
+    due: float = 0.0               # time.monotonic() of its next ask
+    asking: bool = False
+    failures: int = 0
 
 
 class AllDatabases:
-    """One per app: a thread pool that asks the databases, and what each last answered."""
+    """One per app: what each database last answered, and the threads that keep asking."""
 
-    def __init__(self, targets: Mapping[str, Target]) -> None:
+    def __init__(self, targets: Mapping[str, Target], settings: Mapping[str, Any]) -> None:
         self.targets = targets
-        self._executor = ThreadPoolExecutor(max_workers=max(2, 2 * len(targets)),
-                                            thread_name_prefix="idemdash-databases")
-        self._lock = threading.Lock()
-        self._down: dict[str, DatabaseRow] = {}        # databases whose last answer was a failure
-        self._probing: dict[str, Future] = {}          # a down database's probe still under way
+        self.interval = float(settings["FLEET_REFRESH_SECONDS"])
+        self.threads = settings["FLEET_REFRESH_THREADS"]
+        self.backoff_max = max(BACKOFF_MAX_SECONDS, self.interval)
+        self._cond = threading.Condition()
+        self._states = {name: _State(_row(name, target, None, None, True, answered=False))
+                        for name, target in targets.items()}
+        self._workers: list[threading.Thread] = []
+        self._pid: int | None = None
+        self._stopped = False
+
+    # -- what a request reads ---------------------------------------------------------------------------------
 
     def rows(self) -> list[DatabaseRow]:
-        asked: dict[str, Future] = {}
-        with self._lock:
-            down = dict(self._down)  # as the request found them: a probe finishing meanwhile counts next time
-            for name, target in self.targets.items():
-                if name in self._down:
-                    if name not in self._probing:  # one probe at a time keeps asking it, nobody waits for it
-                        self._probing[name] = self._submit(name, target)
-                else:
-                    asked[name] = self._submit(name, target)
-        wait(asked.values(), timeout=DEADLINE_SECONDS)
-        rows = []
-        for name, target in self.targets.items():
-            future = asked.get(name)
-            if future is None:
-                rows.append(down[name])
-            elif future.done():
-                rows.append(future.result())
+        """Every database's last answer, at once: never waits for one."""
+        self.start()
+        now_wall, now = datetime.now(timezone.utc), time.monotonic()
+        with self._cond:
+            return [replace(state.row, asking=state.asking, failures=state.failures,
+                            next_ask=None if state.asking else now_wall + timedelta(seconds=max(0.0, state.due - now)))
+                    for state in self._states.values()]
+
+    # -- the refresh ------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start this process's threads, once (cheap to call on every request)."""
+        if self._pid == os.getpid() or self._stopped:
+            return
+        with self._cond:
+            if self._pid == os.getpid() or self._stopped:
+                return
+            if self._pid is not None:  # forked from a process that had started: its asks never finish here
+                for state in self._states.values():
+                    state.asking = False
+            self._pid = os.getpid()
+            self._workers = [threading.Thread(target=self._work, name=f"{THREAD_PREFIX}-{i}", daemon=True)
+                             for i in range(min(self.threads, len(self._states)))]
+        for worker in self._workers:
+            worker.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the threads; one in the middle of an ask finishes it first (within its deadlines)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        deadline = time.monotonic() + timeout
+        for worker in self._workers:
+            if worker.ident is not None and worker is not threading.current_thread():
+                worker.join(max(0.0, deadline - time.monotonic()))
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                name = self._take()
+            if name is None:
+                return
+            row = self._ask(name, self.targets[name])
+            with self._cond:
+                self._record(name, row)
+
+    def _take(self) -> str | None:
+        """The most overdue database nobody is asking, once it is due (the lock held); None once stopped."""
+        while not self._stopped:
+            now = time.monotonic()
+            # ties (every database at the start) in the configured order
+            idle = [(state.due, i, name) for i, (name, state) in enumerate(self._states.items()) if not state.asking]
+            if idle:
+                due, _, name = min(idle)
+                if due <= now:
+                    self._states[name].asking = True
+                    return name
+                self._cond.wait(due - now)
             else:
-                rows.append(self._late(name, target))
-        return rows
+                self._cond.wait()
+        return None
 
-    def _late(self, name: str, target: Target) -> DatabaseRow:
-        return _row(name, target, None, f"no answer within {DEADLINE_SECONDS:g} s: it is slow or unreachable", True)
-
-    def _submit(self, name: str, target: Target) -> Future:
-        return self._executor.submit(self._ask, name, target)
+    def _record(self, name: str, row: DatabaseRow) -> None:
+        state = self._states[name]
+        state.row, state.asking = row, False
+        state.failures = 0 if row.reachable else state.failures + 1
+        wait = self.interval if not state.failures else min(self.interval * 2 ** state.failures, self.backoff_max)
+        state.due = time.monotonic() + wait
 
     def _ask(self, name: str, target: Target) -> DatabaseRow:
         started = time.perf_counter()
         foreign = target.settings["PROFILE"] != DEFAULT_PROFILE
         try:
-            with target.read(STATEMENT_TIMEOUT_MS) as conn:
+            with target.read_once(APPLICATION_NAME, STATEMENT_TIMEOUT_MS, CONNECT_TIMEOUT_SECONDS) as conn:
                 if foreign:  # another library's tables: found where configured, their states on its /tables
                     find_configured(conn, target.settings)
                     summary = None
@@ -90,25 +173,16 @@ class AllDatabases:
                     summary = overview.get_database_summary(conn, target.tables,
                                                             target.settings["DEFAULT_LEASE_SECONDS"])
         except ShapeNotFound as exc:
-            row = _row(name, target, None, str(exc), False)
-            with self._lock:
-                self._probing.pop(name, None)
-            return row
+            return _row(name, target, None, str(exc), False)
         except Exception as exc:  # any failure is this database's row, never the page's
             cause = target.cause_of(exc)
-            row = _row(name, target, None, cause.message, cause.transient)
-            with self._lock:
-                self._down[name] = row
-                self._probing.pop(name, None)
-            return row
-        row = _row(name, target, summary, None, True, (time.perf_counter() - started) * 1000, reachable=True)
-        with self._lock:
-            self._down.pop(name, None)
-            self._probing.pop(name, None)
-        return row
+            return _row(name, target, None, cause.message, cause.transient)
+        return _row(name, target, summary, None, True, (time.perf_counter() - started) * 1000, reachable=True)
 
 
 def _row(name: str, target: Target, summary: overview.DatabaseSummary | None, problem: str | None, transient: bool,
-         milliseconds: float | None = None, *, reachable: bool = False) -> DatabaseRow:
+         milliseconds: float | None = None, *, reachable: bool = False, answered: bool = True) -> DatabaseRow:
+    """A database's row: what it answered now, or (``answered`` false) a row that waits for its first answer."""
     return DatabaseRow(name, endpoint(target.dsn).label, split_environment(target.settings["ENVIRONMENT"]),
-                       reachable, summary, problem, transient, milliseconds, target.settings["PROFILE"])
+                       reachable, summary, problem, transient, milliseconds, target.settings["PROFILE"],
+                       as_of=datetime.now(timezone.utc) if answered else None)

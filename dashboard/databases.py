@@ -73,40 +73,56 @@ def plain_endpoint(endpoint: str | None) -> str | None:
 
 # -- the all-databases overview -------------------------------------------------------------------------------
 
+# while a row waits for its first answer the page asks again soon, so it fills in as the answers come
+POLL_PENDING, POLL_IDLE = "1s", "15s"
+
+
 def database_rows() -> list[DatabaseRow]:
+    """What the background refresh has (dashboard/all_databases.py): never waits for a database."""
     return current_app.extensions["idemdash_overview"].rows()
 
 
 @bp.get("/databases")
 def page():
-    return render("databases.html", "databases_panel", rows=database_rows(), as_of=datetime.now(timezone.utc))
+    rows = database_rows()
+    poll = POLL_PENDING if any(row.pending for row in rows) else POLL_IDLE
+    return render("databases.html", "databases_panel", rows=rows, as_of=datetime.now(timezone.utc), poll=poll,
+                  refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"])
 
 
 @bp.get("/api/v1/databases")
-@contract.operation("Every database of IDEMDASH_CONFIG at once: stuck and held keys, the outbox backlog and lag, "
-                    "the last purge, or why it cannot answer", ok=Databases)
+@contract.operation("Every database of IDEMDASH_CONFIG at once, as the background refresh last found it: stuck and "
+                    "held keys, the outbox backlog and lag, the last purge, or why it cannot answer; how old each "
+                    "row is, and which have not answered yet. Never waits for a database.", ok=Databases)
 def api() -> Databases:
+    now = datetime.now(timezone.utc)
     items = []
     for row in database_rows():
+        age = row.age_seconds(now)
         item: dict[str, Any] = {"name": row.name, "database": row.label,
                                 "environment": row.environment[0] if row.environment else None,
                                 "reachable": row.reachable, "profile": row.profile, "problem": row.problem,
-                                "answered_ms": row.milliseconds}
+                                "answered_ms": row.milliseconds, "pending": row.pending, "asking": row.asking,
+                                "as_of": row.as_of, "age_seconds": round(age, 3) if age is not None else None,
+                                "failures": row.failures, "next_ask_at": row.next_ask}
         if row.summary is not None:
             keys, outbox = row.summary.keys, row.summary.outbox
             item |= {"stuck": keys.stuck, "needs_review": keys.needs_review, "processing": keys.processing,
                      "outbox_pending": outbox.pending, "outbox_lag_seconds": outbox.lag_seconds,
                      "last_purge": row.summary.last_purge}
         items.append(DatabaseItem.model_validate(item))
-    return Databases(items=items, next_cursor=None, as_of=datetime.now(timezone.utc))
+    return Databases(items=items, next_cursor=None, as_of=now)
 
 
 def init_app(app: Flask) -> None:
     """The overview and, with a config file, the per-database routes; the header's database context."""
     app.register_blueprint(bp)
-    app.extensions["idemdash_overview"] = AllDatabases(app.extensions["idemdash_targets"])
+    overview = app.extensions["idemdash_overview"] = AllDatabases(app.extensions["idemdash_targets"], app.config)
     if app.config["CONFIG"]:
         install_routes(app)
+        # several databases: the refresh starts at the worker's first request of any kind, so /databases mostly
+        # finds its rows answered; with one, at the first request for them
+        app.before_request(overview.start)
     app.add_template_global(url_in_database)
 
     @app.context_processor

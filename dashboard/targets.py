@@ -48,5 +48,9 @@ def get_target() -> Target:
 
 
 def close(app: Flask) -> None:
+    """Stop the all-databases refresh (dashboard/all_databases.py), then close every pool."""
+    refresh = app.extensions.get("idemdash_overview")
+    if refresh is not None:
+        refresh.close()
     for target in app.extensions["idemdash_targets"].values():
         target.close()

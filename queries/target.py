@@ -28,7 +28,7 @@ from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
 from idemdash.core.dsn import redact_dsn
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import setting
-from idemdash.queries import Tables, replication, transactions
+from idemdash.queries import Tables, replication, statement, transactions
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +239,43 @@ class Target:
         if report:
             self.problems.recovered()
         return conn
+
+
+    @contextmanager
+    def read_once(self, application_name: str, statement_timeout_ms: int,
+                  connect_timeout: int) -> Iterator[psycopg.Connection]:
+        """A READ ONLY transaction with ``statement_timeout_ms`` on the primary, for a read made now and then (the
+        all-databases refresh) that must hold no connection between times: on an idle connection of this process's
+        pool when it has one (the database is in use), else on a connection of its own, closed after, whose connect
+        deadline (the DSN's own ``connect_timeout``, else ``connect_timeout``) also bounds a host that accepts and
+        never answers (psycopg: per address, 2 s at least)."""
+        pool = self.pool if self._pool_pid == os.getpid() else None
+        conn = None
+        if pool is not None and pool.get_stats().get("pool_available", 0):
+            try:
+                conn = pool.getconn(timeout=0.2)
+            except PoolTimeout:  # taken meanwhile: a connection of its own instead
+                conn = None
+        if conn is not None and pool is not None:
+            try:
+                with conn.transaction():
+                    _read_only(conn, statement_timeout_ms)
+                    yield conn
+            finally:
+                pool.putconn(conn)
+            return
+        extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(self.dsn)
+                                 else {"connect_timeout": connect_timeout})
+        extra.update(self._session_options(self.dsn))
+        with psycopg.connect(self.dsn, application_name=application_name, **extra) as own:
+            with own.transaction():
+                _read_only(own, statement_timeout_ms)
+                yield own
+
+
+def _read_only(conn: psycopg.Connection, statement_timeout_ms: int) -> None:
+    conn.execute(statement("set_read_only"))
+    conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
 
 
 class _PoolRetries(logging.Filter):

@@ -180,16 +180,31 @@ def test_without_a_file_there_are_only_the_plain_routes(client):
     assert client.get("/db/default/keys").status_code == 404
     page = BeautifulSoup(client.get("/keys").data, "html.parser")
     assert page.select_one(".db-switcher") is None
-    [row] = client.get("/api/v1/databases").get_json()["items"]
-    assert row["name"] == "default" and row["reachable"]
+    [row] = answered(client)
+    assert row["name"] == "default" and row["reachable"] and not row["pending"]
 
 
 # -- the all-databases overview --------------------------------------------------------------------------------
 
+def answered(client, timeout: float = 15) -> list[dict]:
+    """The all-databases rows once each has answered at least once (the refresh asks in the background)."""
+    def rows():
+        items = client.get("/api/v1/databases").get_json()["items"]
+        return None if any(item["pending"] for item in items) else items
+
+    return wait_until(rows, timeout, what="every database's first answer")
+
+
+def row_of(client, name: str) -> dict:
+    return {r["name"]: r for r in client.get("/api/v1/databases").get_json()["items"]}[name]
+
+
 @pytest.mark.system
 def test_one_database_down_marks_its_own_row_and_the_others_keep_working(two, make_app):
-    client = make_app(CONFIG=two["config"], POOL_TIMEOUT_SECONDS=1, METRICS_CACHE_SECONDS=0).test_client()
-    rows = {r["name"]: r for r in client.get("/api/v1/databases").get_json()["items"]}
+    app = make_app(CONFIG=two["config"], POOL_TIMEOUT_SECONDS=1, METRICS_CACHE_SECONDS=0, FLEET_REFRESH_SECONDS=1)
+    app.extensions["idemdash_overview"].backoff_max = 2  # a failed database asked again within 2 s (not 5 min)
+    client = app.test_client()
+    rows = {r["name"]: r for r in answered(client)}
     assert (rows["alpha"]["stuck"], rows["beta"]["stuck"]) == (2, 5)
     assert rows["alpha"]["reachable"] and rows["beta"]["reachable"]
     assert (rows["alpha"]["environment"], rows["beta"]["environment"]) == (None, "production")
@@ -197,31 +212,30 @@ def test_one_database_down_marks_its_own_row_and_the_others_keep_working(two, ma
     assert scrape(client, "beta")[("idemdash_stuck_keys_total", ())] == 5
 
     two["stop"]()
-    rows = {r["name"]: r for r in client.get("/api/v1/databases").get_json()["items"]}
-    assert rows["alpha"]["reachable"] and rows["alpha"]["stuck"] == 2
-    assert not rows["beta"]["reachable"] and "stuck" not in rows["beta"]
+    beta = wait_until(lambda: (row := row_of(client, "beta")) and not row["reachable"] and row,
+                      what="the refresh to find beta down")
+    assert "stuck" not in beta and beta["failures"] >= 1 and beta["as_of"] is not None
+    alpha = row_of(client, "alpha")
+    assert alpha["reachable"] and alpha["stuck"] == 2
     # the cause in one line, as the header and the logs say it: which server, and that it is not answering
-    assert "port" in rows["beta"]["problem"] and "Error:" not in rows["beta"]["problem"], rows["beta"]["problem"]
-    assert "[databases.beta] in IDEMDASH_CONFIG" in rows["beta"]["problem"]  # the url to check is the file's
+    assert "port" in beta["problem"] and "Error:" not in beta["problem"], beta["problem"]
+    assert "[databases.beta] in IDEMDASH_CONFIG" in beta["problem"]  # the url to check is the file's
     # /metrics: beta is down, alpha's numbers are still there
     alpha_metrics, beta_metrics = scrape(client, "alpha"), scrape(client, "beta")
     assert alpha_metrics[("idemdash_database_up", ())] == 1 and alpha_metrics[("idemdash_stuck_keys_total", ())] == 2
     assert beta_metrics[("idemdash_database_up", ())] == 0 and ("idemdash_stuck_keys_total", ()) not in beta_metrics
     page = BeautifulSoup(client.get("/databases").data, "html.parser")
-    beta = page.select_one('tr[data-database="beta"]')
-    assert "unreachable" in beta["class"] and "unreachable" in beta.get_text()
+    beta_row = page.select_one('tr[data-database="beta"]')
+    assert "unreachable" in beta_row["class"] and "unreachable" in beta_row.get_text()
     assert page.select_one('tr[data-database="alpha"] [data-metric="stuck"]').get_text() == "2"
     # alpha's pages work; beta's say it is unreachable
     assert client.get("/db/alpha/keys").status_code == 200
     assert client.get("/api/v1/db/beta/overview").status_code == 503
 
-    two["start"]()  # back without a restart of the dashboard, once its pool has reconnected
-
-    def beta_row():
-        row = {r["name"]: r for r in client.get("/api/v1/databases").get_json()["items"]}["beta"]
-        return row if row["reachable"] else None
-
-    assert wait_until(beta_row, timeout=30, what="beta's row to come back")["stuck"] == 5
+    two["start"]()  # back without a restart of the dashboard: the refresh asks it again (backed off, 2 s at most)
+    beta = wait_until(lambda: (row := row_of(client, "beta")) and row["reachable"] and row,
+                      timeout=30, what="beta's row to come back")
+    assert beta["stuck"] == 5 and beta["failures"] == 0
 
 
 # -- the scheduler and the command line ----------------------------------------------------------------------------

@@ -23,6 +23,14 @@ class DatabaseItem(Answer):
                                      "here: their states are at /api/v1/db/<name>/tables.")
     problem: str | None = Field(description="Why there are no numbers: the cause and its fix; null when it answered.")
     answered_ms: float | None = Field(description="How long it took to answer, in milliseconds.")
+    pending: bool = Field(description="Not answered yet: the background refresh has not heard from it since "
+                                      "this worker started (reachable false, problem null, no numbers).")
+    asking: bool = Field(description="The refresh is asking it right now (its row is the previous answer).")
+    as_of: datetime | None = Field(description="When this row's answer (or failure) came; null while pending.")
+    age_seconds: float | None = Field(description="How old this row is, in seconds; null while pending.")
+    failures: int = Field(description="Asks in a row that failed: it is asked again after twice "
+                                      "IDEMDASH_FLEET_REFRESH_SECONDS, four times, … up to 5 minutes.")
+    next_ask_at: datetime | None = Field(description="When the refresh asks it again; null while asking.")
     stuck: int | None = Field(None, description="Stuck keys (only when it answered).")
     needs_review: int | None = Field(None, description="Keys held for review (only when it answered).")
     processing: int | None = Field(None, description="Processing keys (only when it answered).")
@@ -42,14 +50,20 @@ class Databases(Answer):
     model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
         "items": [
             {"name": "orders", "database": "orders-db.internal:5432/orders", "environment": "production",
-             "reachable": True, "profile": "reference", "problem": None, "answered_ms": 9.376822, "stuck": 13, "needs_review": 0,
+             "reachable": True, "profile": "reference", "problem": None, "answered_ms": 9.376822,
+             "pending": False, "asking": False, "as_of": AS_OF, "age_seconds": 4.2, "failures": 0,
+             "next_ask_at": AS_OF, "stuck": 13, "needs_review": 0,
              "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "last_purge": without_pacing(RUNNING_PURGE)},
             {"name": "billing", "database": "billing-db.internal:5432/billing", "environment": "production",
              "reachable": False, "profile": "reference", "problem": "connection refused by billing-db.internal port 5432: no PostgreSQL is "
                                             "listening there. Check the host and port in the url of "
                                             "[databases.billing] in IDEMDASH_CONFIG (/etc/idemdash/databases.toml), "
                                             "and that the server is running.",
-             "answered_ms": None}],
+             "answered_ms": None, "pending": False, "asking": False, "as_of": AS_OF, "age_seconds": 12.0,
+             "failures": 3, "next_ask_at": AS_OF},
+            {"name": "ledger", "database": "ledger-db.internal:5432/ledger", "environment": "production",
+             "reachable": False, "profile": "reference", "problem": None, "answered_ms": None, "pending": True,
+             "asking": True, "as_of": None, "age_seconds": None, "failures": 0, "next_ask_at": None}],
         "next_cursor": None, "as_of": AS_OF}]})
 
     items: list[DatabaseItem] = Field(description="Every database of IDEMDASH_CONFIG, in its order.")
