@@ -22,3 +22,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({Added}) WHERE {Stat
 -- profile_index_cap_inbox_unfinished --
 -- DotNetCore.CAP: received messages not Succeeded (pending, stuck, failed: the backlog), by when they were added.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({Added}) WHERE {StatusName} <> 'Succeeded'
+
+-- profile_index_dbos_keys_executor --
+-- DBOS Transact: workflows by executor and last update (DBOS 3.4 dropped its executor_id index): a stuck workflow's page says since when its executor has been silent without reading every workflow.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({executor_id}, {updated_at})

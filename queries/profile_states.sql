@@ -307,18 +307,19 @@ AND ({StatusName} = 'Succeeded' OR ({StatusName} = 'Failed' AND {Retries} >= %(f
 {status} IN ('ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
 
 -- state_dbos_keys_purgeable --
--- DBOS Transact (system database): keys rows that are purgeable (terminal, last updated before the retention (%(before_epoch_ms)s) and the replay horizon (%(horizon_before_epoch_ms)s), never PENDING, ENQUEUED or DELAYED; a child workflow only with its parent: never a descendant (through parent_workflow_id) of a workflow that is not so)
+-- DBOS Transact (system database): keys rows that are purgeable (terminal, last updated before the retention (%(before_epoch_ms)s) and the replay horizon (%(horizon_before_epoch_ms)s), never PENDING, ENQUEUED or DELAYED; a child workflow only with its parent: never a descendant (through parent_workflow_id) of a workflow that is not so). The ancestors are walked up from each candidate (its parent_workflow_id, through the primary key): a child costs its depth, a workflow without a parent nothing.
 {status} IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
 AND {updated_at} < %(before_epoch_ms)s AND {updated_at} < %(horizon_before_epoch_ms)s
-AND ({parent_workflow_id} IS NULL OR {workflow_uuid} NOT IN (
-    WITH RECURSIVE retained (id) AS (
-        SELECT c.{workflow_uuid} FROM {keys} c JOIN {keys} p ON p.{workflow_uuid} = c.{parent_workflow_id}
-        WHERE p.{status} NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
-           OR p.{updated_at} >= %(before_epoch_ms)s OR p.{updated_at} >= %(horizon_before_epoch_ms)s
+AND ({parent_workflow_id} IS NULL OR NOT EXISTS (
+    WITH RECURSIVE ancestors (id) AS (
+        SELECT {parent_workflow_id}
         UNION
-        SELECT c.{workflow_uuid} FROM {keys} c JOIN retained r ON c.{parent_workflow_id} = r.id
+        SELECT p.{parent_workflow_id} FROM {keys} p JOIN ancestors a ON p.{workflow_uuid} = a.id
+        WHERE p.{parent_workflow_id} IS NOT NULL
     )
-    SELECT id FROM retained))
+    SELECT 1 FROM ancestors a JOIN {keys} p ON p.{workflow_uuid} = a.id
+    WHERE p.{status} NOT IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED')
+       OR p.{updated_at} >= %(before_epoch_ms)s OR p.{updated_at} >= %(horizon_before_epoch_ms)s))
 
 -- state_dbos_operation_outputs_done --
 -- DBOS Transact (system database): operation_outputs rows that are done (a completed step)

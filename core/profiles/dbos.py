@@ -27,6 +27,7 @@ from idemdash.core.profiles.shape import (
     Command,
     Dependent,
     Fact,
+    Index,
     Profile,
     Source,
     State,
@@ -84,6 +85,9 @@ PROFILE = Profile(
               "(a child goes only with its parent); its steps, input and output go with it", order="created_at"),
         State(DONE, "operation_outputs", "state_dbos_operation_outputs_done", "a completed step"),
     ),
+    indexes=(Index("keys", "executor", "profile_index_dbos_keys_executor",
+                   "workflows by executor and last update (DBOS 3.4 dropped its executor_id index): a stuck "
+                   "workflow's page says since when its executor has been silent without reading every workflow"),),
     facts=(Fact("keys", "Why it is stuck", "fact_dbos_keys_why_stuck"),
            Fact("keys", "Last completed step", "fact_dbos_keys_last_step")),
     commands=(Command("keys", "Resume it (DBOS re-enqueues it; an executor of the current version runs it on)",
