@@ -3,6 +3,7 @@ nobody notices").
 
     python -m benchmarks.pacer_bench --pgdata /var/tmp/idemdash-pacer-bench/pgdata --runs 3
     python -m benchmarks.pacer_bench --pgdata … --runs 3 --set PURGE_LATENCY_BUDGET=off   # the fixed duty cycle
+    python -m benchmarks.pacer_bench --pgdata … --runs 1 --server-set wal_compression=pglz  # a server setting
 
 The client is the reference schema's own claim and mark functions (``claim_idempotency_key``, then
 ``complete_idempotency_key``) on fresh keys, from ``--clients`` threads (2) in a closed loop, each on its own
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before-seconds", type=float, default=15.0)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an idemdash setting (without IDEMDASH_) for the purge; repeatable")
+    parser.add_argument("--server-set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a server setting for the embedded server (wal_compression=pglz, say); repeatable")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
@@ -132,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         if pgdata is None:
             tmp = tempfile.TemporaryDirectory(prefix="idemdash-pacer-bench-")
             pgdata = Path(tmp.name) / "pgdata"
-        url, stop = start_embedded(pgdata, [], out)
+        url, stop = start_embedded(pgdata, args.server_set, out)
     try:
         given = dict(item.split("=", 1) for item in args.set)  # parsed as the environment's values are
         config = settings.load({f"IDEMDASH_{k.strip()}": v.strip() for k, v in given.items()}, DATABASE_URL=url,
