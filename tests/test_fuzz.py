@@ -17,7 +17,12 @@ from idemdash.dashboard.openapi import build
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, complete_key
 
-pytestmark = pytest.mark.system  # Hypothesis over every route: a slow property, so the fast loop leaves it to the full run
+pytestmark = [
+    pytest.mark.system,  # Hypothesis over every route: a slow property, so the fast loop leaves it to the full run
+    # the app's connection pools draw from the random module in their own threads (a connection's jittered
+    # lifetime), which can fall while Hypothesis draws an example; the strategies themselves use none
+    pytest.mark.filterwarnings("ignore:Do not use the `random` module inside strategies"),
+]
 
 OUTBOX_ID = "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01"
 

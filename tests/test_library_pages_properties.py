@@ -15,7 +15,13 @@ from tests.test_detect import _create_case
 from tests.test_library_purge_properties import CASES, Case, _write
 
 # a Hypothesis property per library table: in the full run, out of the fast loop
-pytestmark = pytest.mark.system
+pytestmark = [
+    pytest.mark.system,
+    # The app's connection pools (psycopg_pool) draw from the random module in their own threads (each connection's
+    # lifetime is jittered) whenever they open one, which can fall while Hypothesis draws an example; the
+    # strategies themselves use none.
+    pytest.mark.filterwarnings("ignore:Do not use the `random` module inside strategies"),
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
