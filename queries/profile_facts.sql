@@ -1,7 +1,7 @@
 -- fact_dbos_keys_why_stuck --
--- DBOS Transact: why a PENDING workflow is stuck (the rule of state_dbos_keys_stuck, told): its application version is not the latest its application registered in application_versions (the one a launch now recovers), or its executor has been silent: none of its workflows started or finished, this one was not updated and no step of it completed within DEFAULT_LEASE_SECONDS (the state's own rule; no heartbeat table), told with the last update of any of its workflows (the advised executor index finds it); NULL when it is not stuck.
+-- DBOS Transact: why a PENDING workflow is stuck, told only when state_dbos_keys_stuck (composed here, the one rule) holds: its application version is not the latest its application registered in application_versions (the one a launch now recovers), or else its executor has been silent past DEFAULT_LEASE_SECONDS, told with the last update of any of its workflows (the advised executor index finds it); NULL when it is not stuck.
 CASE
-WHEN t.{status} <> 'PENDING' THEN NULL
+WHEN NOT ({state_dbos_keys_stuck}) THEN NULL
 WHEN (coalesce(t.{application_name}, ''), t.{application_version}) NOT IN (
         SELECT DISTINCT ON (coalesce({application_name}, '')) coalesce({application_name}, ''), {version_name}
         FROM {application_versions}
@@ -12,14 +12,7 @@ THEN 'application version ' || coalesce(quote_literal(t.{application_version}), 
         WHERE coalesce(v.{application_name}, '') = coalesce(t.{application_name}, '')
         ORDER BY v.{version_timestamp} DESC LIMIT 1), 'none registered')
      || '): a launch recovers only its own version''s PENDING workflows'
-WHEN t.{updated_at} < %(stale_before_epoch_ms)s
-     AND t.{executor_id} NOT IN (SELECT w.{executor_id} FROM {keys} w
-                                 WHERE (w.{started_at_epoch_ms} >= %(stale_before_epoch_ms)s
-                                        OR w.{completed_at} >= %(stale_before_epoch_ms)s)
-                                   AND w.{executor_id} IS NOT NULL)
-     AND t.{workflow_uuid} NOT IN (SELECT o.{workflow_uuid} FROM {operation_outputs} o
-                                   WHERE o.{completed_at_epoch_ms} >= %(stale_before_epoch_ms)s)
-THEN 'executor ' || quote_literal(t.{executor_id}) || ' silent since ' || to_char(to_timestamp(greatest(
+ELSE 'executor ' || quote_literal(t.{executor_id}) || ' silent since ' || to_char(to_timestamp(greatest(
         (SELECT max(w.{updated_at}) FROM {keys} w WHERE w.{executor_id} = t.{executor_id}), t.{updated_at},
         (SELECT max(o.{completed_at_epoch_ms}) FROM {operation_outputs} o WHERE o.{workflow_uuid} = t.{workflow_uuid}))
         / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC (the last update of any of its workflows or step'

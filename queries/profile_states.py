@@ -38,8 +38,8 @@ def block_names(found: Found, role: str, block: str,
         return None
     names: dict[str, sql.Composable] = {"table": sql.Identifier(found.schema, tables[role])}
     columns = columns or {}
-    for _, field, _, _ in Formatter().parse(QUERIES[block].text):
-        if not field or field in names:
+    for field in _fields(block):
+        if field in names:
             continue
         if field in roles:
             if field not in tables:
@@ -48,6 +48,16 @@ def block_names(found: Found, role: str, block: str,
         else:
             names[field] = sql.Identifier(named(columns.get(field, field), found.naming))
     return names
+
+
+def _fields(block: str) -> list[str]:
+    """The names a block fills in, with those of the blocks it composes (a fact may name a state's condition,
+    which the loader renders with the same names)."""
+    found: list[str] = []
+    for _, field, _, _ in Formatter().parse(QUERIES[block].text):
+        if field:
+            found.extend(_fields(field) if field in QUERIES else [field])
+    return found
 
 
 def state_condition(found: Found, state: State) -> sql.Composable | None:
