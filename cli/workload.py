@@ -14,7 +14,7 @@ from idemdash.core.dsn import redact_dsn
 from idemdash.core.formatting import plural
 from idemdash.dashboard import auth, create_app, network
 from idemdash.queries.workload.simulate import list_missing_reference_objects
-from idemdash.workload import library_demo
+from idemdash.workload import dbos_demo, library_demo
 from idemdash.workload.backfill import backfill
 from idemdash.workload.demo import Pace, run_demo
 from idemdash.workload.oncall import OnCallSettings
@@ -96,6 +96,10 @@ def demo(fresh: bool, data_dir: Path | None, host: str, port: int, rate: float, 
          incident_every: float, incident_length: float, oncall_after: float, oncall_every: float,
          library: str | None) -> None:
     """Embedded PostgreSQL, reference schema, live workload with incidents and an on-call, scheduler and web app."""
+    if library is not None and library_demo.DEMOS[library].app and not dbos_demo.available():
+        click.echo(f"idemdash demo --profile {library} runs a real DBOS application, and the dbos package is not "
+                   f"installed: {dbos_demo.INSTALL}", err=True)
+        sys.exit(2)
     try:  # no sign-in unless IDEMDASH_AUTH says otherwise: loopback only, unless allowed
         config = settings.load()
         network.check_bind(config, host, what=f"--host {host}")

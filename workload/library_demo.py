@@ -8,9 +8,9 @@ stored and dispatched; Eventuate's messages written, relayed and received; pg-tr
 leased, processed, abandoned or left stuck by a crashed worker, outbox to inbox; Debezium outbox events inserted and
 some deleted; DotNetCore.CAP's published and received messages stored, delayed, queued, sent or executed, failed,
 or left behind by a crashed instance, their times from this machine's clock as CAP's DateTime.Now would write them
-(``HOST_ZONE``); DBOS workflows enqueued, dequeued, run step by step and finished, or left PENDING by a killed
-executor (the tables only, as DBOS writes them: no DBOS process runs in the demo). Retention purges and the rollup
-job run on it like on any library database."""
+(``HOST_ZONE``). DBOS is the one library whose demo runs the library itself: a real DBOS application
+(workload/dbos_demo.py) creates its tables and drives the present, its history written here like the others'.
+Retention purges and the rollup job run on it like on any library database."""
 from __future__ import annotations
 
 import logging
@@ -23,6 +23,7 @@ from idemdash.core.parsers import LOCAL_ZONE, zone_name
 from idemdash.core.profiles import profile
 from idemdash.queries.migrate import migrate
 from idemdash.queries.workload import library_demo as library_tables
+from idemdash.workload import dbos_demo
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ class LibraryDemo:
     table: str                                  # the table its history fills (to tell a new database)
     history: str                                # its history block
     ticks: tuple[tuple[str, int], ...]          # each second: (block, rows it writes: %(n)s)
+    app: bool = False                           # the library's own application creates its tables and is the workload
 
 
 DEMOS = {
@@ -70,9 +72,7 @@ DEMOS = {
     "cap": LibraryDemo("published", "library_demo_cap_history",
                        (("library_demo_cap_publish", 5), ("library_demo_cap_send", 0), ("library_demo_cap_receive", 5),
                         ("library_demo_cap_execute", 0))),
-    "dbos": LibraryDemo("workflow_status", "library_demo_dbos_history",
-                        (("library_demo_dbos_enqueue", 5), ("library_demo_dbos_dequeue", 0),
-                         ("library_demo_dbos_finish", 0))),
+    "dbos": LibraryDemo("workflow_status", "library_demo_dbos_history", (), app=True),
 }
 
 
@@ -83,11 +83,21 @@ def set_up(url: str, name: str, backfill_days: int) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         migrate(conn)
         if not library_tables.table_exists(conn, schema, demo.table):
-            library_tables.create_library_tables(conn, name, schema)
+            if demo.app:   # DBOS creates its tables and registers the older version, leaving its workflows PENDING
+                dbos_demo.leave_leftovers(url, schema)
+            else:
+                library_tables.create_library_tables(conn, name, schema)
             if backfill_days:
                 library_tables.run_block(conn, demo.history, schema, n=HISTORY_ROWS, days=backfill_days,
                                          host_zone=HOST_ZONE)
     return schema
+
+
+def workload(url: str, name: str, schema: str) -> Workload:
+    """The library demo's live workload, not started: the library's own application where it has one, else ticks."""
+    if DEMOS[name].app:
+        return dbos_demo.DbosWorkload(url, schema)
+    return LibraryWorkload(url, name, schema)
 
 
 class LibraryWorkload(threading.Thread):
@@ -116,3 +126,7 @@ class LibraryWorkload(threading.Thread):
     def stop(self) -> None:
         self._stop_event.set()
         self.join(5)
+
+
+# what `workload` returns: either kind stops when asked (``stop``)
+Workload = LibraryWorkload | dbos_demo.DbosWorkload

@@ -1,5 +1,6 @@
 """The statements of `idemdash demo --profile` (workload/library_demo.py): a library's own tables, created by its
-DDL (library_ddl.sql, which the tests create too), their history and each second's workload (library_demo.sql)."""
+DDL (library_ddl.sql, which the tests create too; DBOS's by DBOS itself, workload/dbos_demo.py), their history and each
+second's workload (library_demo.sql)."""
 from __future__ import annotations
 
 import psycopg
@@ -7,7 +8,8 @@ from psycopg import sql
 
 from idemdash.queries.workload import statement
 
-# Each library's own DDL, as a block of library_ddl.sql: what the demo and the tests (tests/library_ddl.py) create.
+# Each library's own DDL, as a block of library_ddl.sql: what the demo and the tests (tests/library_ddl.py) create
+# (not DBOS's: in the demo its own application creates its tables, in the tests its own migrations).
 LIBRARY_DDL = {
     "spring-modulith v1": "library_ddl_spring_modulith_v1",
     "spring-modulith": "library_ddl_spring_modulith_v2",
@@ -20,7 +22,6 @@ LIBRARY_DDL = {
     "pg-transactional-outbox": "library_ddl_pg_transactional_outbox",
     "debezium-outbox": "library_ddl_debezium",
     "cap": "library_ddl_cap",
-    "dbos": "library_ddl_dbos",
 }
 
 

@@ -318,13 +318,18 @@ DELETE FROM {schema}.outboxevent
 WHERE id IN (SELECT id FROM {schema}.outboxevent ORDER BY ctid DESC LIMIT 40) AND random() < 0.05
 
 -- library_demo_dbos_history --
--- The DBOS demo's history: versions v1 (deployed forty days ago) and v2 (the latest, since two days), %(n)s workflows over the last %(days)s days of executors vm-1 and vm-2 with two steps, input and output each, nearly all SUCCESS (a few ERROR, CANCELLED or MAX_RECOVERY_ATTEMPTS_EXCEEDED; one in twenty the child of the one before), and left behind: PENDING workflows of version v1 (no launch of v2 recovers them), PENDING ones of executor vm-gone, silent for an hour, ENQUEUED ones of a queue nobody serves and DELAYED ones.
-WITH versions AS (
-    INSERT INTO {schema}.application_versions (version_id, version_name, version_timestamp, created_at)
-    VALUES ('ver-1', 'v1', ((extract(epoch FROM now()) - %(days)s * 86400) * 1000)::bigint,
-            ((extract(epoch FROM now()) - %(days)s * 86400) * 1000)::bigint),
-           ('ver-2', 'v2', ((extract(epoch FROM now()) - 2 * 86400) * 1000)::bigint,
-            ((extract(epoch FROM now()) - 2 * 86400) * 1000)::bigint)
+-- The DBOS demo's history, written once DBOS itself has created its tables and an executor of version v1 has registered it (workload/dbos_demo.py): v1 dated forty days back and v2 (the latest, since two days) registered for the demo's application, idemdash-demo (workload/dbos_app.py's name), %(n)s workflows of that application over the last %(days)s days of executors vm-1 and vm-2 with two steps, input and output each, nearly all SUCCESS (a few ERROR, CANCELLED or MAX_RECOVERY_ATTEMPTS_EXCEEDED; one in twenty the child of the one before), and left behind: PENDING workflows of version v1 (no launch of v2 recovers them), PENDING ones of executor vm-gone, silent for an hour, ENQUEUED ones of a queue nobody serves and DELAYED ones.
+WITH old_version AS (
+    UPDATE {schema}.application_versions
+    SET version_timestamp = ((extract(epoch FROM now()) - %(days)s * 86400) * 1000)::bigint,
+        created_at = ((extract(epoch FROM now()) - %(days)s * 86400) * 1000)::bigint
+    WHERE version_name = 'v1'
+), versions AS (
+    INSERT INTO {schema}.application_versions (version_id, version_name, version_timestamp, created_at,
+                                               application_name)
+    SELECT gen_random_uuid()::text, 'v2', ((extract(epoch FROM now()) - 2 * 86400) * 1000)::bigint,
+           ((extract(epoch FROM now()) - 2 * 86400) * 1000)::bigint, 'idemdash-demo'
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.application_versions WHERE version_name = 'v2')
 ), made AS (
     SELECT i, 'wf-' || i AS id,
            ((extract(epoch FROM now()) - random() * %(days)s * 86400) * 1000)::bigint AS at,
@@ -336,7 +341,7 @@ WITH versions AS (
 ), status AS (
     INSERT INTO {schema}.workflow_status (workflow_uuid, status, name, executor_id, application_version, queue_name,
                                           recovery_attempts, created_at, updated_at, started_at_epoch_ms, completed_at,
-                                          parent_workflow_id, error, delay_until_epoch_ms)
+                                          parent_workflow_id, error, delay_until_epoch_ms, application_name)
     SELECT id, status, (ARRAY['checkout', 'refund', 'send_invoice'])[1 + i %% 3],
            CASE WHEN status IN ('ENQUEUED', 'DELAYED') THEN NULL WHEN status = 'PENDING' AND i %% 2 = 0 THEN 'vm-gone'
                 ELSE 'vm-' || (1 + i %% 2) END,
@@ -348,7 +353,8 @@ WITH versions AS (
            at, CASE WHEN status IN ('SUCCESS', 'ERROR', 'CANCELLED', 'MAX_RECOVERY_ATTEMPTS_EXCEEDED') THEN at + 900 END,
            CASE WHEN i %% 20 = 0 AND status = 'SUCCESS' THEN 'wf-' || (i - 1) END,
            CASE WHEN status = 'ERROR' THEN 'PaymentDeclined: card expired' END,
-           CASE WHEN status = 'DELAYED' THEN ((extract(epoch FROM now()) + 86400) * 1000)::bigint END
+           CASE WHEN status = 'DELAYED' THEN ((extract(epoch FROM now()) + 86400) * 1000)::bigint END,
+           'idemdash-demo'
     FROM made
 ), steps AS (
     INSERT INTO {schema}.operation_outputs (workflow_uuid, function_id, function_name, output, started_at_epoch_ms,
@@ -364,63 +370,6 @@ INSERT INTO {schema}.workflow_output (workflow_uuid, output, error, retention_ti
 SELECT id, CASE WHEN status = 'SUCCESS' THEN '"done"' END,
        CASE WHEN status = 'ERROR' THEN 'PaymentDeclined: card expired' END, at + 900
 FROM made WHERE status IN ('SUCCESS', 'ERROR')
-
--- library_demo_dbos_enqueue --
--- The DBOS demo's clients: %(n)s workflows enqueued now on queue orders (DBOSClient.enqueue: status ENQUEUED, no executor yet), each with its input.
-WITH made AS (
-    INSERT INTO {schema}.workflow_status (workflow_uuid, status, name, application_version, queue_name, created_at,
-                                          updated_at)
-    SELECT gen_random_uuid()::text, 'ENQUEUED', 'checkout', 'v2', 'orders',
-           (extract(epoch FROM now()) * 1000)::bigint, (extract(epoch FROM now()) * 1000)::bigint
-    FROM generate_series(1, %(n)s)
-    RETURNING workflow_uuid
-)
-INSERT INTO {schema}.workflow_input (workflow_uuid, inputs)
-SELECT workflow_uuid, '{{"positionalArgs": [], "namedArgs": {{}}}}' FROM made
-
--- library_demo_dbos_dequeue --
--- The DBOS demo's executors vm-1 and vm-2: workflows enqueued a second ago or more are dequeued (PENDING, started) and run their first step.
-WITH taken AS (
-    UPDATE {schema}.workflow_status
-    SET status = 'PENDING', executor_id = 'vm-' || (1 + (random() < 0.5)::int),
-        started_at_epoch_ms = (extract(epoch FROM now()) * 1000)::bigint,
-        updated_at = (extract(epoch FROM now()) * 1000)::bigint
-    WHERE workflow_uuid IN (SELECT workflow_uuid FROM {schema}.workflow_status
-                            WHERE status = 'ENQUEUED' AND queue_name = 'orders'
-                              AND created_at < (extract(epoch FROM now()) * 1000)::bigint - 1000 LIMIT 50)
-    RETURNING workflow_uuid
-)
-INSERT INTO {schema}.operation_outputs (workflow_uuid, function_id, function_name, output, started_at_epoch_ms,
-                                        completed_at_epoch_ms)
-SELECT workflow_uuid, 0, 'reserve_stock', '"ok"', (extract(epoch FROM now()) * 1000)::bigint - 200,
-       (extract(epoch FROM now()) * 1000)::bigint
-FROM taken
-
--- library_demo_dbos_finish --
--- The DBOS demo's executors: workflows running two seconds or more run their second step and finish, mostly SUCCESS, a few ERROR (their output rows written); now and then one's process is killed mid-step (executor vm-crashed, which never comes back: stuck once DEFAULT_LEASE_SECONDS pass).
-WITH picked AS (
-    SELECT workflow_uuid AS id, random() AS r FROM {schema}.workflow_status
-    WHERE status = 'PENDING' AND executor_id IN ('vm-1', 'vm-2')
-      AND started_at_epoch_ms < (extract(epoch FROM now()) * 1000)::bigint - 2000
-    LIMIT 50
-), done AS (
-    UPDATE {schema}.workflow_status w
-    SET status = CASE WHEN p.r < 0.02 THEN 'PENDING' WHEN p.r < 0.08 THEN 'ERROR' ELSE 'SUCCESS' END,
-        executor_id = CASE WHEN p.r < 0.02 THEN 'vm-crashed' ELSE w.executor_id END,
-        updated_at = (extract(epoch FROM now()) * 1000)::bigint,
-        completed_at = CASE WHEN p.r >= 0.02 THEN (extract(epoch FROM now()) * 1000)::bigint END,
-        error = CASE WHEN p.r >= 0.02 AND p.r < 0.08 THEN 'PaymentDeclined: card expired' END
-    FROM picked p WHERE w.workflow_uuid = p.id
-    RETURNING w.workflow_uuid, w.status, w.error
-), steps AS (
-    INSERT INTO {schema}.operation_outputs (workflow_uuid, function_id, function_name, output, error,
-                                            started_at_epoch_ms, completed_at_epoch_ms)
-    SELECT workflow_uuid, 1, 'charge_card', CASE WHEN status = 'SUCCESS' THEN '"ok"' END, error,
-           (extract(epoch FROM now()) * 1000)::bigint - 300, (extract(epoch FROM now()) * 1000)::bigint
-    FROM done WHERE status <> 'PENDING'
-)
-INSERT INTO {schema}.workflow_output (workflow_uuid, output, error)
-SELECT workflow_uuid, CASE WHEN status = 'SUCCESS' THEN '"done"' END, error FROM done WHERE status <> 'PENDING'
 
 -- library_demo_create_schema --
 -- The library demo's schema (Wolverine's and Eventuate's are not public), made before the library's DDL as the library's own tooling makes it.
