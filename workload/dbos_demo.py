@@ -50,10 +50,9 @@ def _env(url: str, schema: str, version: str, executor: str, rate: float) -> dic
 
 
 def _package_root() -> str:
-    """The directory holding the ``idemdash`` package this process imported."""
-    import idemdash
-
-    return str(Path(idemdash.__file__).absolute().parent.parent)
+    """The directory holding the ``idemdash`` package this process imported (this file is its workload/dbos_demo.py;
+    in a checkout, through the package's link to workload/, which the path keeps)."""
+    return str(Path(__file__).absolute().parents[2])
 
 
 def _executor_id() -> str:
