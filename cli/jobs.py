@@ -20,7 +20,8 @@ from idemdash.queries.target import Target
 
 # Without a terminal (a log, a pipe), one progress line for the first batch and then every this many.
 PROGRESS_EVERY = 10
-METHODS = {"due_index": "through the index of due rows", "primary_key": "walking the primary key"}
+METHODS = {"due_index": "through the index of due rows", "heap": "page by page (the table was mostly due)",
+           "primary_key": "walking the primary key"}
 
 
 class _Progress:

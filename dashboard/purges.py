@@ -33,7 +33,8 @@ bp = Blueprint("purges", __name__)
 DRY_RUN_FRESH = timedelta(hours=1)
 POLL_RUNNING, POLL_IDLE = "3s", "15s"
 
-METHODS = {"due_index": "through the index of due rows", "primary_key": "walking the primary key"}
+METHODS = {"due_index": "through the index of due rows", "heap": "page by page (the table was mostly due)",
+           "primary_key": "walking the primary key"}
 
 
 @dataclass(frozen=True)

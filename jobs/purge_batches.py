@@ -93,6 +93,9 @@ def record_pacing_safely(conn: psycopg.Connection, run_id: int, pacing: Pacing) 
 
 
 CANCELLED = "cancelled"
+# A table at least this share due is purged in heap order (docs/concepts.md, Purge orders): one pass over its pages
+# deletes a due row for about half the CPU of due order's index walk, and dirties each page once.
+HEAP_SHARE = 0.5
 
 
 def cancelled_error(by: str, progress: Progress) -> str:
@@ -107,30 +110,52 @@ class Unit:
     relation: sql.Identifier | None
     name: str | None
     order: str
+    heap: purge_batches.HeapShape | None = None  # heap order: the table's pages when the run began
 
 
 def plan_units(ctx: RunContext, skip: Set[str] = frozenset()) -> list[Unit]:
-    """The tables to run batches on, each with the order its indexes allow; ``skip``: qualified names of
-    partitions batches need not visit (``jobs.partition_drops.drop_partitions`` says which)."""
+    """The tables to run batches on, each with the order its indexes and its share of due rows call for; ``skip``:
+    qualified names of partitions batches need not visit (``jobs.partition_drops.drop_partitions`` says which)."""
     if not partitions.list_table_partitions(ctx.work_conn, ctx.tables, ctx.table):
-        return [Unit(None, None, _order(ctx, None, None))]
-    return [Unit(leaf.identifier, leaf.partition_name, _order(ctx, leaf.identifier, leaf.partition_name))
+        return [_unit(ctx, None, None)]
+    return [_unit(ctx, leaf.identifier, leaf.partition_name)
             for leaf in partitions.list_leaf_partitions(ctx.work_conn, ctx.tables, ctx.table)
             if leaf.identifier.as_string(None) not in skip]
 
 
-def _order(ctx: RunContext, relation: sql.Identifier | None, name: str | None) -> str:
-    """Due order when the planner reads the due rows through an index; the primary key otherwise (also when it
-    could not be asked in time: planning waits for a table lock like a batch, and a batch then says why)."""
+def _unit(ctx: RunContext, relation: sql.Identifier | None, name: str | None) -> Unit:
+    """Heap order when the planner expects at least HEAP_SHARE of the rows to be due; else due order when it reads
+    the due rows through an index; the primary key otherwise (also when it could not be asked in time: planning
+    waits for a table lock like a batch, and a batch then says why)."""
     s = ctx.settings
+    qualified = (relation if relation is not None else ctx.tables.identifiers()[ctx.table]).as_string(ctx.work_conn)
     try:
         with ctx.work_conn.transaction():
             purges.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
+            shape = purge_batches.heap_shape(ctx.work_conn, qualified)
+            share = purge_batches.due_share(ctx.work_conn, ctx.tables, ctx.table, rows=shape.rows, relation=relation,
+                                            **s.predicate())
+            if share is not None and share >= HEAP_SHARE and shape.rows_per_page:
+                return Unit(relation, name, purge_batches.HEAP, shape)
             index = purge_batches.due_index(ctx.work_conn, ctx.tables, ctx.table, limit=s.batch_size, relation=relation,
                                             relation_name=name, **s.predicate())
     except (errors.QueryCanceled, errors.LockNotAvailable):
-        return purge_batches.BY_KEY
-    return purge_batches.DUE if index else purge_batches.BY_KEY
+        return Unit(relation, name, purge_batches.BY_KEY)
+    return Unit(relation, name, purge_batches.DUE if index else purge_batches.BY_KEY)
+
+
+def _batch(ctx: RunContext, unit: Unit, size: int, after: purge_batches.Cursor | None) -> purge_batches.Batch:
+    s = ctx.settings
+    if unit.heap is None:
+        return purge_batches.run_batch(ctx.work_conn, ctx.tables, ctx.table, dry_run=ctx.dry_run, order=unit.order,
+                                       run_id=ctx.run_id, limit=size, after=after, relation=unit.relation,
+                                       **s.predicate())
+    # heap order: as many pages as hold a batch's rows on average
+    pages = max(1, round(size / (unit.heap.rows_per_page or 1)))
+    first = int(after[0]) if after is not None and after[0] is not None else 0  # type: ignore[arg-type]
+    return purge_batches.run_heap_batch(ctx.work_conn, ctx.tables, ctx.table, dry_run=ctx.dry_run, run_id=ctx.run_id,
+                                        first_page=first, pages=pages, end_page=unit.heap.pages,
+                                        relation=unit.relation, **s.predicate())
 
 
 def run_batches(ctx: RunContext, units: list[Unit]) -> tuple[str, str | None]:
@@ -159,9 +184,7 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
         try:
             with ctx.work_conn.transaction():
                 purges.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
-                batch = purge_batches.run_batch(ctx.work_conn, ctx.tables, ctx.table, dry_run=ctx.dry_run, order=unit.order,
-                                                run_id=ctx.run_id, limit=size, after=after, relation=unit.relation,
-                                                **s.predicate())
+                batch = _batch(ctx, unit, size, after)
         except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
             # statement_timeout (or a cancel) or lock_timeout: nothing of this batch committed
             pacer.batch_ended()
@@ -184,8 +207,8 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
         progress.rows += batch.rows
         if ctx.on_batch is not None:
             ctx.on_batch(progress.batches, progress.rows)
-        if batch.taken < size or batch.after is None:
-            return "succeeded", None  # no more due rows (due order), or the end of the key range
+        if batch.after is None or (unit.heap is None and batch.taken < size):
+            return "succeeded", None  # the end of the pages or the key range, or no more due rows (due order)
         after = batch.after
         by = ctx.cancelled_by()  # raises when the lock's connection is gone: stop before another batch
         if by is not None:

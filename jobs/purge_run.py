@@ -73,7 +73,7 @@ class PurgeResult:
     rows: int                 # rows deleted (dry run: rows that would be deleted), dropped partitions' rows included
     dry_run: bool
     error: str | None
-    method: str | None = None        # 'due_index' or 'primary_key': how the batches found their rows
+    method: str | None = None        # 'due_index', 'heap' or 'primary_key': how the batches found their rows
     partitions_dropped: int = 0      # whole partitions dropped (a dry run: none)
 
 
@@ -181,7 +181,10 @@ def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],
         by = ctx.cancelled_by() if stop == CANCELLED else None
         return stop, None if by is None else cancelled_error(by, ctx.progress), None
     units = plan_units(ctx, accounted)
-    method = purge_batches.DUE if units and all(u.order == purge_batches.DUE for u in units) else purge_batches.BY_KEY
+    orders = {u.order for u in units}
+    # the weakest order any unit took: a key walk anywhere is what an operator needs to hear of
+    method = next((o for o in (purge_batches.BY_KEY, purge_batches.HEAP) if o in orders or not units),
+                  purge_batches.DUE)
     purges.set_purge_run_method(ctx.lock_conn, ctx.run_id, method)
     outcome, error = run_batches(ctx, units)
     return outcome, error, method

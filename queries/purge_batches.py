@@ -15,6 +15,9 @@ Both are one statement each (``purge_batch``, ``count_purge_batch``), filled in 
   batch dirties few pages.
 - **key order**: the primary key, walked from end to end, every row read to test it. The
   fallback when no index delivers the due order (``due_index`` says which applies).
+- **heap order**: the table's pages as they lie on disk, a range of pages a batch (a TID Range Scan), every row
+  on them tested. For a table whose rows are mostly due (``due_share``): each page is read and dirtied once per
+  run, where due order visits a page once for each of its rows, through the index.
 
 The statements run unprepared so that each is planned with its cursor and limit known (the first batch's
 ``NOT has_cursor`` folds away and the index drives the scan). ``relation`` names a partition to run on instead of
@@ -33,7 +36,7 @@ from psycopg import sql
 
 from idemdash.queries import Statement, Tables, statement
 
-DUE, BY_KEY = "due_index", "primary_key"
+DUE, BY_KEY, HEAP = "due_index", "primary_key", "heap"
 
 # The columns each (table, order) walks, in that order: the due order leads with the column that says when a row
 # became due, the key order is the primary key. A batch's cursor holds one value per column.
@@ -123,6 +126,51 @@ def due_index(conn: psycopg.Connection, tables: Tables, table: str, *, limit: in
     if node["Node Type"] not in ("Index Scan", "Index Only Scan") or "Sort" in above:
         return None
     return node.get("Index Name")
+
+
+@dataclass(frozen=True)
+class HeapShape:
+    pages: int                    # heap pages now (a heap-order run ends there)
+    rows_per_page: float | None   # on average, from the last ANALYZE or VACUUM; None: never counted
+    rows: float                   # the table's estimated rows
+
+
+def heap_shape(conn: psycopg.Connection, relation: str) -> HeapShape:
+    """``relation``: the table's qualified name, quoted as SQL (``Identifier.as_string``)."""
+    row = conn.execute(statement("heap_shape"), {"relation": relation}).fetchone()
+    assert row is not None
+    return HeapShape(*row)
+
+
+def due_share(conn: psycopg.Connection, tables: Tables, table: str, *, rows: float,
+              relation: sql.Composable | None = None, **predicate: Any) -> float | None:
+    """The planner's estimate of the share of ``table``'s ``rows`` a purge may delete (None: the table was
+    never counted)."""
+    if rows <= 0:
+        return None
+    target = relation if relation is not None else tables.identifiers()[table]
+    query = statement("purgeable_rows", tables, relation=target,
+                      purgeable=statement(f"purgeable_{table}", tables, **{table: target}))
+    row = conn.execute(statement("explain_purge_batch", batch=query), predicate, prepare=False).fetchone()
+    assert row is not None
+    return min(1.0, row[0][0]["Plan"]["Plan Rows"] / rows)
+
+
+def run_heap_batch(conn: psycopg.Connection, tables: Tables, table: str, *, dry_run: bool, run_id: int,
+                   first_page: int, pages: int, end_page: int, relation: sql.Composable | None = None,
+                   **predicate: Any) -> Batch:
+    """One heap-order batch (or dry-run chunk) over pages ``first_page`` .. ``first_page + pages - 1``; the cursor
+    after it is the next first page, None past ``end_page``. Call inside the batch's transaction."""
+    target = relation if relation is not None else tables.identifiers()[table]
+    query = statement("count_purge_batch_heap" if dry_run else "purge_batch_heap", tables, relation=target,
+                      purgeable=statement(f"purgeable_{table}", tables, **{table: target}),
+                      recheck=statement(RECHECK.get(table, f"purgeable_{table}"), tables, **{table: target}))
+    next_page = first_page + max(1, pages)
+    params = {"run_id": run_id, "first_tid": f"({first_page},0)", "next_tid": f"({next_page},0)",
+              "next_page": next_page, "end_page": end_page, **predicate}
+    row = conn.execute(query, params, prepare=False).fetchone()
+    assert row is not None
+    return Batch(*row)
 
 
 def _nodes(plan: dict[str, Any], above: tuple[str, ...]):

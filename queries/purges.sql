@@ -106,7 +106,7 @@ RETURNING run_id
 SELECT set_config('statement_timeout', %(statement_ms)s, true), set_config('lock_timeout', %(lock_ms)s, true)
 
 -- set_purge_run_method --
--- How a run's batches find their rows: 'due_index' (an index of due rows, in due order) or 'primary_key' (a walk of the whole key).
+-- How a run's batches find their rows: 'due_index' (an index of due rows, in due order), 'heap' (page ranges of a table mostly due) or 'primary_key' (a walk of the whole key).
 UPDATE idemdash.purge_run SET method = %(method)s WHERE run_id = %(run_id)s
 
 -- delete_old_purge_runs --

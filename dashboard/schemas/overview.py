@@ -50,9 +50,9 @@ class LastPurge(Answer):
     error: str | None
     started_by: str
     duration_seconds: float | None
-    method: Literal["due_index", "primary_key"] | None = Field(
-        description="How its batches found the due rows: through an index of them, or walking the primary key "
-                    "(null for runs from before it was recorded).")
+    method: Literal["due_index", "heap", "primary_key"] | None = Field(
+        description="How its batches found the due rows: through an index of them, page by page through a table "
+                    "mostly due (heap), or walking the primary key (null for runs from before it was recorded).")
     partitions_dropped: int
     cancel_requested_by: str | None = Field(description="Who asked the run to stop after its current batch.")
 

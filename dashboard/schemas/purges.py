@@ -69,6 +69,7 @@ class PurgeRun(Answer):
     duration_seconds: float | None
     method: str | None = Field(
         description="due_index: the batches read the due rows through an index, in the order they became due; "
+                    "heap: the table was mostly due and they read it page by page, each page once; "
                     "primary_key: they walked the primary key; null for runs before it was recorded.")
     partitions_dropped: int
     cancel_requested_by: str | None = Field(description="Who asked the run to stop after its current batch.")
