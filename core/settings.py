@@ -139,6 +139,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("POOL_TIMEOUT_SECONDS", 3, parsers.positive_int,
             "How long a request waits for a database connection before the page answers 503 "
             "(database unreachable).", per_database=True),
+    Setting("POOL_CONNECT_TIMEOUT_SECONDS", 2, parsers.positive_int,
+            "How long each of the pool's connection attempts may take (libpq's `connect_timeout`, 2 at least; the "
+            "URL's own `connect_timeout` wins): a host that accepts and never answers fails with its cause. Keep it "
+            "below `IDEMDASH_POOL_TIMEOUT_SECONDS`, so the 503 names that cause.", per_database=True),
+    Setting("FLEET_MAX_CONNECTIONS", 50, parsers.positive_int,
+            "With several databases: most connections one web worker holds, its pools (each reserving "
+            "`IDEMDASH_POOL_MAX_SIZE`, twice with a `read_url`) and background reads (the refresh's threads and one "
+            "for /metrics) together. Opening a pool past it closes the least recently used idle pool; when none is "
+            "idle a request waits `IDEMDASH_POOL_TIMEOUT_SECONDS`, then answers 503. See docs/databases.md."),
+    Setting("FLEET_IDLE_SECONDS", 300, parsers.positive_int,
+            "With several databases: a database's pool opens when a request first uses it and closes after this "
+            "long unused. With one database its pool stays open."),
     Setting("RUN_JOBS", False, parsers.boolean,
             "`1` runs the scheduled jobs inside the web process (single-process setups; the demo "
             "does this). Otherwise run `idemdash scheduler` separately."),

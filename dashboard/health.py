@@ -5,26 +5,36 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from functools import partial
 
-from flask import Blueprint
+from flask import Blueprint, current_app
 
 from idemdash.checks import FAIL, OK, SEVERITY, WARN, Check, run_checks, summary
+from idemdash.checks.connections import check_connections
 from idemdash.checks.library import check_library
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.dashboard import contract
 from idemdash.dashboard.schemas.databases import Health
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.targets import all_targets, get_target
 from idemdash.dashboard.web import render
 
 bp = Blueprint("health", __name__)
 
 
 def _checks() -> list[Check]:
+    return [*_database_checks(), _connections()]
+
+
+def _database_checks() -> list[Check]:
     target = get_target()
     if target.settings["PROFILE"] != DEFAULT_PROFILE:  # another library's tables: what matters about them
         with target.read(primary=True) as conn:
             return check_library(conn, target.settings)
     # on the primary: its sessions, locks, vacuum and schema are what the checks are about, not a standby's
     return run_checks(partial(target.read, primary=True), target.tables, target.settings)
+
+
+def _connections() -> Check:
+    """The worker's own connections and budget (after the database's checks: this page's own pool counts)."""
+    return check_connections(current_app.extensions["idemdash_pools"].usage(), len(all_targets()))
 
 
 @bp.get("/health")

@@ -16,8 +16,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
+import psycopg
 from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -28,6 +30,7 @@ from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.dashboard.databases import plain_endpoint
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import metrics, overview, rollups, snapshots
+from idemdash.queries.pool_budget import PoolBudget
 from idemdash.queries.rollups import read_library_states
 from idemdash.queries.target import Target
 
@@ -58,13 +61,29 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-class DatabaseCollector(Collector):
-    """Reads every database's headline numbers through the app's pools, cached for ``ttl`` seconds; each sample
-    carries the database's name (``default`` without IDEMDASH_CONFIG) in a ``database`` label."""
+# this worker's own connections (queries/pool_budget.py), served fresh at every scrape and without a database label
+WORKER_FAMILIES: dict[str, str] = {
+    "idemdash_worker_connections": "Connections the web worker that answered holds now: `pools` (its databases' "
+                                   "pools) and `background` (the all-databases refresh's and /metrics' own).",
+    "idemdash_worker_open_pools": "Databases whose pool the web worker that answered has open now.",
+    "idemdash_worker_connection_budget": "IDEMDASH_FLEET_MAX_CONNECTIONS: most connections a web worker holds with "
+                                         "several databases (absent with one database: no budget applies).",
+}
+# how long /metrics' own connection to a database whose pool is closed may take to connect
+CONNECT_TIMEOUT_SECONDS = 2
+APPLICATION_NAME = "idemdash-metrics"
 
-    def __init__(self, targets: Mapping[str, Target], ttl: float) -> None:
+
+class DatabaseCollector(Collector):
+    """Reads every database's headline numbers, cached for ``ttl`` seconds; each sample carries the database's name
+    (``default`` without IDEMDASH_CONFIG) in a ``database`` label. A database whose pool is open is read on it; with
+    several databases one whose pool is closed is read on a short connection of its own (one at a time: the scrape
+    holds a lock), so a scrape opens no pool. The worker's own connections are read afresh at every scrape."""
+
+    def __init__(self, targets: Mapping[str, Target], ttl: float, pools: PoolBudget) -> None:
         self.targets = targets
         self.ttl = ttl
+        self.pools = pools
         self._lock = threading.Lock()
         self._cached: tuple[float, list[GaugeMetricFamily]] | None = None
 
@@ -73,6 +92,22 @@ class DatabaseCollector(Collector):
             if self._cached is None or time.monotonic() - self._cached[0] > self.ttl:
                 self._cached = (time.monotonic(), self._read())
             yield from self._cached[1]
+        yield from self._worker()
+
+    def _worker(self) -> Iterator[GaugeMetricFamily]:
+        usage = self.pools.usage()
+        held = GaugeMetricFamily("idemdash_worker_connections", WORKER_FAMILIES["idemdash_worker_connections"],
+                                 labels=["kind"])
+        held.add_metric(["pools"], usage.pool_connections)
+        held.add_metric(["background"], usage.background_connections)
+        yield held
+        yield GaugeMetricFamily("idemdash_worker_open_pools", WORKER_FAMILIES["idemdash_worker_open_pools"],
+                                value=usage.open_pools)
+        budget = GaugeMetricFamily("idemdash_worker_connection_budget",
+                                   WORKER_FAMILIES["idemdash_worker_connection_budget"])
+        if usage.budget is not None:
+            budget.add_metric([], usage.budget)
+        yield budget
 
     def _read(self) -> list[GaugeMetricFamily]:
         # every family is served, with its help line, even without a sample (no stuck keys): rules and panels
@@ -96,7 +131,7 @@ class DatabaseCollector(Collector):
     @staticmethod
     def _database(target: Target, sample: Callable[[str, tuple[str, ...], float | None], None]) -> None:
         if target.settings["PROFILE"] != DEFAULT_PROFILE:  # another library's tables: their states, nothing else
-            with target.read() as conn:
+            with _read(target) as conn:
                 read, _ = read_library_states(conn, target.settings)
             if read.found is None:
                 raise LookupError(read.problem)
@@ -106,7 +141,7 @@ class DatabaseCollector(Collector):
                     sample("idemdash_profile_rows", (read.found.profile, names[state.table], state.meaning), count)
             return
         tables, lease = target.tables, target.settings["DEFAULT_LEASE_SECONDS"]
-        with target.read() as conn:
+        with _read(target) as conn:
             # counts by status and window and the inbox volume: precomputed at scale (queries/rollups.py)
             keys = overview.KeyCounts.combine(overview.count_processing_keys(conn, tables, lease),
                                               rollups.read_value(conn, tables, target.settings, "key_windows"))
@@ -138,6 +173,15 @@ class DatabaseCollector(Collector):
             sample("idemdash_snapshot_last_timestamp_seconds", (), last_snapshot.timestamp())
 
 
+def _read(target: Target) -> AbstractContextManager[psycopg.Connection]:
+    """On the database's pool when it is open (its standby, if any, while close enough), else (several databases,
+    pool closed) on a short connection of /metrics' own to the primary, which opens no pool."""
+    keeper = target.keeper
+    if keeper is None or not keeper.lazy or target.pool_is_open():
+        return target.read()
+    return target.read_once(APPLICATION_NAME, target.statement_timeout_ms, CONNECT_TIMEOUT_SECONDS)
+
+
 def multiprocess_dir() -> str | None:
     """Where gunicorn's workers share their metrics (prometheus_client reads the variable when it is imported)."""
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
@@ -152,7 +196,8 @@ def init_app(app: Flask) -> None:
     latency = Histogram("idemdash_http_request_duration_seconds", "Time to answer a request, by endpoint.",
                         ["database", "endpoint", "method", "status"], registry=None if shared else registry,
                         buckets=LATENCY_BUCKETS)
-    registry.register(DatabaseCollector(app.extensions["idemdash_targets"], float(app.config["METRICS_CACHE_SECONDS"])))
+    registry.register(DatabaseCollector(app.extensions["idemdash_targets"], float(app.config["METRICS_CACHE_SECONDS"]),
+                                        app.extensions["idemdash_pools"]))
     app.extensions["idemdash_metrics"] = registry
 
     @app.before_request

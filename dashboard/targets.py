@@ -1,5 +1,10 @@
-"""The web app's databases: one ``Target`` per database it serves (core.databases), built and opened in
-``init_app``; ``get_target`` is the one the current request is about.
+"""The web app's databases: one ``Target`` per database it serves (core.databases), built in ``init_app``;
+``get_target`` is the one the current request is about.
+
+When a database's pool opens is the worker's ``PoolBudget`` (queries/pool_budget.py), kept in
+``app.extensions["idemdash_pools"]``: with one database at start, as always; with several (IDEMDASH_CONFIG) when a
+request first reads or writes that database, and it closes after IDEMDASH_FLEET_IDLE_SECONDS unused, all of them
+within IDEMDASH_FLEET_MAX_CONNECTIONS.
 
 A request under /db/<name>/… (or /api/v1/db/<name>/…, see dashboard/databases.py) is about that database;
 any other request about the first one. One pool per database and process: gunicorn workers each build their
@@ -7,16 +12,19 @@ own app after the fork, and several apps in one process (the tests) each have th
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from flask import Flask, abort, current_app, g, has_request_context
 
 from idemdash.core.databases import load_databases
+from idemdash.queries.pool_budget import PoolBudget
 from idemdash.queries.target import Target
 
 
 def init_app(app: Flask) -> dict[str, Target]:
     targets = {d.name: Target.from_settings(d.settings, d.name) for d in load_databases(app.config)}
-    for target in targets.values():
-        target.open_pool()
+    app.extensions["idemdash_pools"] = budget(app.config, targets)
     app.extensions["idemdash_targets"] = targets
 
     @app.url_value_preprocessor
@@ -29,6 +37,18 @@ def init_app(app: Flask) -> dict[str, Target]:
         g.database = name
 
     return targets
+
+
+def budget(config: Mapping[str, Any], targets: Mapping[str, Target]) -> PoolBudget:
+    """The worker's pools: opened now with one database; with several on demand, within the budget, which the
+    background reads share (the all-databases refresh's threads, and one for /metrics)."""
+    background = min(config["FLEET_REFRESH_THREADS"], len(targets)) + 1
+    keeper = PoolBudget(targets, lazy=len(targets) > 1, budget=config["FLEET_MAX_CONNECTIONS"],
+                        idle_seconds=float(config["FLEET_IDLE_SECONDS"]), background=background,
+                        wait_seconds=float(config["POOL_TIMEOUT_SECONDS"]))
+    for target in targets.values():
+        target.keeper = keeper
+    return keeper
 
 
 def all_targets() -> dict[str, Target]:
@@ -52,5 +72,6 @@ def close(app: Flask) -> None:
     refresh = app.extensions.get("idemdash_overview")
     if refresh is not None:
         refresh.close()
+    app.extensions["idemdash_pools"].close()
     for target in app.extensions["idemdash_targets"].values():
         target.close()

@@ -22,6 +22,7 @@ from idemdash.core.formatting import ago, duration, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
 from idemdash.dashboard.panels import PanelError
 from idemdash.dashboard.targets import get_target
+from idemdash.queries.pool_budget import BudgetExhausted
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
@@ -175,6 +176,13 @@ def database_unreachable(exc: Exception):
     return response
 
 
+def budget_exhausted(exc: BudgetExhausted):
+    # every open pool busy and no room in IDEMDASH_FLEET_MAX_CONNECTIONS for this database's: not the database's fault
+    response = error_response(503, f"No connection for this page right now: {exc}.")
+    response.headers["Retry-After"] = "5"
+    return response
+
+
 def missing_privilege(exc: errors.InsufficientPrivilege):
     # 42501: the database role lacks a grant; a read needs SELECT, an action says which it lacked
     target = get_target()
@@ -250,6 +258,7 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(errors.QueryCanceled, query_timed_out)
     app.register_error_handler(psycopg.OperationalError, database_unreachable)
     app.register_error_handler(PoolTimeout, database_unreachable)
+    app.register_error_handler(BudgetExhausted, budget_exhausted)
     app.register_error_handler(errors.InsufficientPrivilege, missing_privilege)
     app.register_error_handler(errors.UndefinedTable, schema_missing)
     app.register_error_handler(errors.InvalidSchemaName, schema_missing)

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,6 +29,8 @@ from idemdash.core.dsn import redact_dsn
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import setting
 from idemdash.queries import Tables, replication, statement, transactions
+from idemdash.queries.pool_budget import PoolBudget
+from idemdash.queries.pools import new_pool, watched_connection_class
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,8 @@ class Target:
     _application_name: str = field(default="idemdash", repr=False)
     _replica: tuple[float, ReplicaStatus] | None = field(default=None, repr=False)
     _replica_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # the web worker's budget of connections, which opens and closes the pools (None: open_pool() by hand)
+    keeper: PoolBudget | None = field(default=None, repr=False)
     # why the database cannot be used right now, logged once per cause (not once per retry)
     problems: CauseLog = field(init=False, repr=False)
 
@@ -88,42 +92,39 @@ class Target:
 
     # -- the web's pools: pages and actions ----------------------------------------------------------------
 
-    def open_pool(self, application_name: str = "idemdash") -> ConnectionPool:
+    def open_pool(self, application_name: str | None = None) -> ConnectionPool:
         """Open the pools without waiting for the database, so the web process starts (and ``/healthz``
-        answers) while it is unreachable."""
-        self._pool_pid, self._application_name = os.getpid(), application_name
-        _quiet_pool_retries()
-        self.pool = self._new_pool(self.dsn, "", self._watched_connection_class())
+        answers) while it is unreachable. The web app opens them through its ``PoolBudget`` (``keeper``)."""
+        self._pool_pid, self._application_name = os.getpid(), application_name or self._application_name
+        options = {"application_name": self._application_name}
+        watched = watched_connection_class(self.problems, self.cause_of)
+        self.pool = new_pool(f"idemdash-{self.name}", self.dsn, self.settings,
+                             {**options, **self._session_options(self.dsn)}, watched)
         # the standby's failures are not the database's: replica_status sends reads to the primary instead
-        self.read_pool = self._new_pool(self.read_dsn, "-standby", psycopg.Connection) if self.read_dsn else None
+        self.read_pool = (new_pool(f"idemdash-{self.name}-standby", self.read_dsn, self.settings,
+                                   {**options, **self._session_options(self.read_dsn)}, psycopg.Connection)
+                          if self.read_dsn else None)
         return self.pool
 
-    def _new_pool(self, dsn: str, suffix: str, connection_class: type[psycopg.Connection]) -> ConnectionPool:
-        s = self.settings
-        return ConnectionPool(
-            dsn, min_size=s["POOL_MIN_SIZE"], max_size=max(s["POOL_MAX_SIZE"], s["POOL_MIN_SIZE"]), open=True,
-            timeout=float(s["POOL_TIMEOUT_SECONDS"]), name=f"idemdash-{self.name}{suffix}",
-            check=ConnectionPool.check_connection,
-            kwargs={"application_name": self._application_name, **self._session_options(dsn)},
-            connection_class=connection_class)
+    def pool_is_open(self) -> bool:
+        return self.pool is not None and self._pool_pid == os.getpid()
 
-    def _watched_connection_class(self) -> type[psycopg.Connection]:
-        """The pool's connections, each attempt reported to ``problems``: the cause is logged once, as soon as
-        the pool's background connect fails, and a request that then waits in vain can name it."""
-        target = self
+    @property
+    def pool_reservation(self) -> int:
+        """The most connections this database's pools may hold (the standby's pool too)."""
+        size = max(self.settings["POOL_MAX_SIZE"], self.settings["POOL_MIN_SIZE"])
+        return size * (2 if self.read_dsn else 1)
 
-        class WatchedConnection(psycopg.Connection):
-            @classmethod
-            def connect(cls, *args: Any, **kwargs: Any):
-                try:
-                    conn = super().connect(*args, **kwargs)
-                except psycopg.Error as exc:
-                    target.problems.failed(target.cause_of(exc))
-                    raise
-                target.problems.recovered()
-                return conn
+    def pool_connections(self) -> int:
+        """Connections the pools hold now, in use or idle."""
+        pools = (self.pool, self.read_pool) if self.pool_is_open() else ()
+        return sum(p.get_stats().get("pool_size", 0) for p in pools if p is not None)
 
-        return WatchedConnection
+    def take_pools(self) -> list[ConnectionPool]:
+        """The open pools, forgotten here for the caller to close: a request that comes after opens new ones."""
+        pools = [p for p in (self.pool, self.read_pool) if p is not None]
+        self.pool = self.read_pool = None
+        return pools
 
     def cause_of(self, exc: BaseException, *, privilege: str | None = None) -> Cause:
         """Why ``exc`` happened here, in one line with its fix (a pool that timed out: why it has no connection)."""
@@ -147,23 +148,31 @@ class Target:
         """A READ ONLY transaction with the statement timeout (or a shorter one a page's time budget leaves), on
         the standby while it is close enough (``replica_status``), else on the primary. ``primary``: reads
         an action depends on, which must see what the primary sees."""
-        pool = self._pool()
-        status = None if primary else self.replica_status()  # None without a standby
-        if status is not None and status.using_standby and self.read_pool is not None:
-            pool = self.read_pool
-        with transactions.read_tx(pool, statement_timeout_ms or self.statement_timeout_ms) as conn:
-            yield conn
+        with self._lease() as pool:
+            status = None if primary else self.replica_status()  # None without a standby
+            if status is not None and status.using_standby and self.read_pool is not None:
+                pool = self.read_pool
+            with transactions.read_tx(pool, statement_timeout_ms or self.statement_timeout_ms) as conn:
+                yield conn
 
     @contextmanager
     def write(self) -> Iterator[psycopg.Connection]:
         """A transaction on the primary for the dashboard's own writes, with the lock timeout."""
-        with transactions.write_tx(self._pool(), self.lock_timeout_ms) as conn:
+        with self._lease() as pool, transactions.write_tx(pool, self.lock_timeout_ms) as conn:
             yield conn
 
     def close(self) -> None:
-        for pool in (self.pool, self.read_pool):
-            if pool is not None:
-                pool.close()
+        for pool in self.take_pools():
+            pool.close()
+
+    @contextmanager
+    def _lease(self) -> Iterator[ConnectionPool]:
+        """The primary's pool, kept open while the block runs: opened now if the budget (``keeper``) closed it."""
+        if self.keeper is None:
+            yield self._pool()
+            return
+        with self.keeper.lease(self):
+            yield self._pool()
 
     def _pool(self) -> ConnectionPool:
         if self.pool is None:
@@ -187,14 +196,14 @@ class Target:
 
     def _measure_replica(self) -> ReplicaStatus:
         limit = self.settings["READ_MAX_LAG_SECONDS"]
-        primary = self._pool()
-        standby = self.read_pool
-        assert standby is not None  # measured only with a read_dsn, whose pool opens with the primary's
         try:
-            with primary.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:
-                primary_lsn = replication.get_primary_wal_lsn(conn)
-            with standby.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:
-                replay = replication.get_standby_replay(conn, primary_lsn)
+            with self._lease() as primary:
+                standby = self.read_pool
+                assert standby is not None  # measured only with a read_dsn, whose pool opens with the primary's
+                with primary.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:
+                    primary_lsn = replication.get_primary_wal_lsn(conn)
+                with standby.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:
+                    replay = replication.get_standby_replay(conn, primary_lsn)
         except (psycopg.Error, PoolTimeout) as exc:
             return ReplicaStatus(False, None, limit, f"the standby or the primary did not answer "
                                                      f"({type(exc).__name__}): reading from the primary")
@@ -240,7 +249,6 @@ class Target:
             self.problems.recovered()
         return conn
 
-
     @contextmanager
     def read_once(self, application_name: str, statement_timeout_ms: int,
                   connect_timeout: int) -> Iterator[psycopg.Connection]:
@@ -249,43 +257,42 @@ class Target:
         pool when it has one (the database is in use), else on a connection of its own, closed after, whose connect
         deadline (the DSN's own ``connect_timeout``, else ``connect_timeout``) also bounds a host that accepts and
         never answers (psycopg: per address, 2 s at least)."""
-        pool = self.pool if self._pool_pid == os.getpid() else None
-        conn = None
-        if pool is not None and pool.get_stats().get("pool_available", 0):
-            try:
-                conn = pool.getconn(timeout=0.2)
-            except PoolTimeout:  # taken meanwhile: a connection of its own instead
-                conn = None
-        if conn is not None and pool is not None:
-            try:
-                with conn.transaction():
-                    _read_only(conn, statement_timeout_ms)
-                    yield conn
-            finally:
-                pool.putconn(conn)
-            return
+        with self._borrowed() as pool:
+            conn = None
+            if pool is not None and pool.get_stats().get("pool_available", 0):
+                try:
+                    conn = pool.getconn(timeout=0.2)
+                except PoolTimeout:  # taken meanwhile: a connection of its own instead
+                    conn = None
+            if conn is not None and pool is not None:
+                try:
+                    with conn.transaction():
+                        _read_only(conn, statement_timeout_ms)
+                        yield conn
+                finally:
+                    pool.putconn(conn)
+                return
         extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(self.dsn)
                                  else {"connect_timeout": connect_timeout})
         extra.update(self._session_options(self.dsn))
-        with psycopg.connect(self.dsn, application_name=application_name, **extra) as own:
+        with self._own_connection(), psycopg.connect(self.dsn, application_name=application_name, **extra) as own:
             with own.transaction():
                 _read_only(own, statement_timeout_ms)
                 yield own
+
+    @contextmanager
+    def _borrowed(self) -> Iterator[ConnectionPool | None]:
+        """This process's pool, kept open while the block runs, if it is open now; None otherwise (nothing opens)."""
+        if self.keeper is None:
+            yield self.pool if self.pool_is_open() else None
+            return
+        with self.keeper.borrow(self) as open_now:
+            yield self.pool if open_now else None
+
+    def _own_connection(self) -> AbstractContextManager[None]:
+        return self.keeper.own_connection() if self.keeper is not None else nullcontext()
 
 
 def _read_only(conn: psycopg.Connection, statement_timeout_ms: int) -> None:
     conn.execute(statement("set_read_only"))
     conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
-
-
-class _PoolRetries(logging.Filter):
-    """psycopg_pool warns on every failed reconnection attempt; ``Target.problems`` says the cause once instead."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(("error connecting in", "reconnection attempt in pool"))
-
-
-def _quiet_pool_retries() -> None:
-    pool_log = logging.getLogger("psycopg.pool")
-    if not any(isinstance(f, _PoolRetries) for f in pool_log.filters):
-        pool_log.addFilter(_PoolRetries())

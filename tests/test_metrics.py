@@ -12,7 +12,8 @@ T = Tables()
 
 
 def scrape(client, database: str = "default") -> dict:
-    """``database``'s samples, keyed by name and their other labels (every idemdash sample names its database)."""
+    """``database``'s samples, keyed by name and their other labels (every idemdash sample names its database, but
+    the worker's own connections: ``idemdash_worker_*``, kept under their own name)."""
     response = client.get("/metrics")
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("text/plain")
@@ -20,7 +21,9 @@ def scrape(client, database: str = "default") -> dict:
     for family in text_string_to_metric_families(response.get_data(as_text=True)):
         for sample in family.samples:
             labels = dict(sample.labels)
-            if sample.name.startswith("idemdash_") and labels.pop("database") != database:
+            if sample.name.startswith("idemdash_worker_"):
+                assert "database" not in labels
+            elif sample.name.startswith("idemdash_") and labels.pop("database") != database:
                 continue
             samples[(sample.name, tuple(sorted(labels.items())))] = sample.value
     return samples
