@@ -68,6 +68,11 @@ class DatabaseCollector(Collector):
         self._lock = threading.Lock()
         self._cached: tuple[float, list[GaugeMetricFamily]] | None = None
 
+    def replace_targets(self, targets: Mapping[str, Target]) -> None:
+        """The databases served now (a fleet's members joined or left): the next scrape reads them afresh."""
+        self.targets = targets  # a new dict, never one changed in place: a scrape under way reads the old one whole
+        self._cached = None
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         with self._lock:
             if self._cached is None or time.monotonic() - self._cached[0] > self.ttl:
@@ -152,7 +157,9 @@ def init_app(app: Flask) -> None:
     latency = Histogram("idemdash_http_request_duration_seconds", "Time to answer a request, by endpoint.",
                         ["database", "endpoint", "method", "status"], registry=None if shared else registry,
                         buckets=LATENCY_BUCKETS)
-    registry.register(DatabaseCollector(app.extensions["idemdash_targets"], float(app.config["METRICS_CACHE_SECONDS"])))
+    collector = DatabaseCollector(app.extensions["idemdash_targets"], float(app.config["METRICS_CACHE_SECONDS"]))
+    app.extensions["idemdash_fleets"].on_change(collector.replace_targets)  # a fleet's members joined or left
+    registry.register(collector)
     app.extensions["idemdash_metrics"] = registry
 
     @app.before_request
