@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.dashboard.databases import plain_endpoint
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.targets import all_targets, current_database
 from idemdash.queries import metrics, overview, rollups, snapshots
 from idemdash.queries.rollups import read_library_states
 from idemdash.queries.target import Target
@@ -170,7 +170,10 @@ def init_app(app: Flask) -> None:
     def observe(response: Response) -> Response:
         started = g.pop("request_started", None)
         if started is not None and request.endpoint not in (None, "static", "metrics.scrape"):
-            latency.labels(get_target().name, plain_endpoint(request.endpoint), request.method,
+            # the URL's database (which may have left its fleet since), else the first; none while only fleets
+            # are described and none has answered
+            database = current_database() or next(iter(all_targets()), "none")
+            latency.labels(database, plain_endpoint(request.endpoint), request.method,
                            str(response.status_code)).observe(time.perf_counter() - started)
         return response
 

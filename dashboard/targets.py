@@ -19,7 +19,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from flask import Flask, abort, current_app, g, has_request_context
+from flask import Flask, Response, abort, current_app, g, has_request_context, jsonify, make_response, request
 from werkzeug.routing import BaseConverter, ValidationError
 
 from idemdash.core.databases import Config, load_config
@@ -29,6 +29,8 @@ from idemdash.queries.target import Target
 log = logging.getLogger(__name__)
 
 THREAD_NAME = "idemdash-fleet-discover"
+NONE_YET = ("no database yet: IDEMDASH_CONFIG describes only fleets, and no fleet's server has answered (they are "
+            "asked again every IDEMDASH_FLEET_DISCOVER_SECONDS):")
 
 
 def init_app(app: Flask) -> dict[str, Target]:
@@ -42,6 +44,7 @@ def init_app(app: Flask) -> dict[str, Target]:
     app.url_map.converters["database"] = _database_converter({fleet.name for fleet in config.fleets})
     if any(fleet.discovered for fleet in config.fleets):
         app.before_request(fleets.start)
+        app.before_request(_none_yet)
 
     @app.url_value_preprocessor
     def pick_database(endpoint: str | None, values: dict | None) -> None:
@@ -53,6 +56,22 @@ def init_app(app: Flask) -> dict[str, Target]:
         g.database = name
 
     return targets
+
+
+def _none_yet() -> Response | None:
+    """Only fleets, and no fleet's server answered yet: every page but /healthz answers 503 with why, plainly (the
+    error page itself shows a database's context, and there is none)."""
+    if current_app.extensions["idemdash_targets"] or request.endpoint in ("static", "probes.healthz"):
+        return None
+    message = NONE_YET + " " + "; ".join(current_app.extensions["idemdash_fleets"].membership.problems.values())
+    if request.path.startswith("/api/"):
+        response = jsonify({"error": message})
+    else:
+        response = make_response(message)
+        response.mimetype = "text/plain"
+    response.status_code = 503
+    response.headers["Retry-After"] = "30"
+    return response
 
 
 def _database_converter(fleets: set[str]) -> type[BaseConverter]:
@@ -172,8 +191,7 @@ def get_target() -> Target:
             abort(404, current_app.extensions["idemdash_fleets"].unknown(name))
         return target
     if not targets:
-        abort(503, "no database yet: IDEMDASH_CONFIG describes only fleets, and no fleet's server has answered "
-                   "(the log says why; they are asked again every IDEMDASH_FLEET_DISCOVER_SECONDS)")
+        abort(503, NONE_YET)
     return next(iter(targets.values()))
 
 

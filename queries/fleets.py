@@ -17,7 +17,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from idemdash.core.databases import Config, DatabaseConfig
-from idemdash.core.diagnosis import diagnose
+from idemdash.core.diagnosis import URL, diagnose
 from idemdash.core.dsn import endpoint
 from idemdash.core.fleets import FleetConfig, member_names
 from idemdash.queries import statement
@@ -94,6 +94,7 @@ def _matches(fleet: FleetConfig, name: str) -> bool:
 def _cannot_ask(fleet: FleetConfig, exc: psycopg.Error, kept: int) -> str:
     assert fleet.url is not None
     cause = diagnose(exc, fleet.url)
+    message = cause.message.replace(URL, f"the url of [fleets.{fleet.name}] in IDEMDASH_CONFIG")
     kept_text = f"it keeps its {kept} member(s) found before" if kept else "it has no members until it answers"
     return (f"fleet {fleet.name}: cannot ask {endpoint(fleet.url).label} for its databases, so {kept_text} "
-            f"(asked again every IDEMDASH_FLEET_DISCOVER_SECONDS): {cause.message}")
+            f"(asked again every IDEMDASH_FLEET_DISCOVER_SECONDS): {message}")

@@ -244,3 +244,16 @@ def test_every_mistake_of_the_config_is_listed_at_once(tmp_path):
     for fragment in ("unknown table(s) other", "[databases.alpha]: read_only:", "[databases.alpha]: unknown key 'foo'",
                      "[databases.Beta]: a database name is", "[fleets.f]: databases: bad pattern"):
         assert sum(fragment in line for line in lines) == 1, (fragment, lines)
+
+
+def test_with_only_a_fleet_whose_server_is_down_the_app_starts_and_says_why_pages_are_empty(tmp_path, make_app):
+    config = tmp_path / "only.toml"
+    config.write_text(f'[fleets.far]\nurl = "postgresql://idemdash@127.0.0.1:{closed_port()}/postgres"\n'
+                      'databases = "orders_*"\n')
+    client = make_app("postgresql:///unused", CONFIG=str(config)).test_client()
+    assert client.get("/healthz").status_code == 200
+    overview = client.get("/api/v1/overview")
+    assert overview.status_code == 503 and "no fleet's server has answered" in overview.get_json()["error"]
+    assert "cannot ask 127.0.0.1" in overview.get_json()["error"] and "the url of [fleets.far]" in overview.get_json()["error"]
+    page = client.get("/databases")
+    assert page.status_code == 503 and b"no fleet's server has answered" in page.data
