@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from idemdash.core.database_table import ALIASES, NAME, NAME_RULE, table_settings
+from idemdash.core.database_table import NAME, NAME_RULE, table_settings
 from idemdash.core.fleets import FleetConfig, parse_fleet
 from idemdash.core.settings import ConfigError
 
@@ -23,7 +23,6 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 DEFAULT = "default"
-__all__ = ["ALIASES", "DEFAULT", "NAME", "Config", "DatabaseConfig", "FleetConfig", "load_config", "load_databases"]
 
 
 @dataclass(frozen=True)
