@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import threading
 from pathlib import Path
 
 import psycopg
@@ -20,11 +21,13 @@ from idemdash.cli import main
 from idemdash.core import settings
 from idemdash.core.databases import load_config
 from idemdash.core.settings import ConfigError
+from idemdash.dashboard.targets import THREAD_NAME
 from idemdash.jobs.scheduler import build
 from idemdash.queries.fleets import resolve
 from tests.conftest import _clone_as, _drop, _dsn_for
 from tests.fleet import closed_port
 from tests.test_keys import insert_key
+from tests.waiting import wait_until
 
 MEMBERS = 5
 _counter = itertools.count()
@@ -257,3 +260,23 @@ def test_with_only_a_fleet_whose_server_is_down_the_app_starts_and_says_why_page
     assert "cannot ask 127.0.0.1" in overview.get_json()["error"] and "the url of [fleets.far]" in overview.get_json()["error"]
     page = client.get("/databases")
     assert page.status_code == 503 and b"no fleet's server has answered" in page.data
+
+
+@pytest.mark.system
+def test_the_discovery_thread_starts_at_the_first_request_and_finds_a_new_database(fleet, make_app):
+    p = fleet["prefix"]
+    app = make_app(CONFIG=fleet["config"], FLEET_DISCOVER_SECONDS=1, FLEET_REFRESH_THREADS=1)
+    assert not _discovery_threads(app)  # building the app starts nothing
+    client = app.test_client()
+    client.get("/healthz")
+    assert len(_discovery_threads(app)) == 1
+    fleet["make"](8)
+    wait_until(lambda: client.get(f"/api/v1/db/orders/{p}_8/overview").status_code == 200, 15,
+               what="the new database to join")
+    app.extensions["idemdash_fleets"].close()
+    assert not _discovery_threads(app)
+
+
+def _discovery_threads(app) -> list:
+    thread = app.extensions["idemdash_fleets"]._thread
+    return [t for t in threading.enumerate() if t.name == THREAD_NAME and t is thread]
