@@ -13,8 +13,9 @@ import psycopg
 
 from idemdash.checks.readiness import readiness
 from idemdash.core import settings
-from idemdash.core.databases import load_databases
+from idemdash.core.databases import load_config
 from idemdash.core.diagnosis import Cause
+from idemdash.queries.fleets import resolve
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -57,15 +58,20 @@ def targets(database_url: str = "", database: str | None = None) -> list[Target]
                                    "is only that one")
         return [target(database_url)]
     try:
-        found = load_databases(config)
+        described = load_config(config)
     except settings.ConfigError as exc:
         raise click.UsageError(str(exc)) from None
+    membership = resolve(described)  # a fleet's server that does not answer is logged, its members left out
+    found = membership.databases
     if database is not None:
         found = [d for d in found if d.name == database]
         if not found:
-            declared = ", ".join(d.name for d in load_databases(config))
-            raise click.UsageError(f"no database {database!r} in {config['CONFIG'] or 'IDEMDASH_DATABASE_URL'}: "
-                                   f"it declares {declared}")
+            fleet = database.partition("/")[0]
+            why = f" ({membership.problems[fleet]})" if fleet in membership.problems else ""
+            declared = ", ".join(d.name for d in membership.databases[:20])
+            more = f" and {len(membership.databases) - 20} more" if len(membership.databases) > 20 else ""
+            raise click.UsageError(f"no database {database!r} in {config['CONFIG'] or 'IDEMDASH_DATABASE_URL'}"
+                                   f"{why}: it declares {declared or 'none now'}{more}")
     return [Target.from_settings(d.settings, d.name) for d in found]
 
 
@@ -114,6 +120,9 @@ def preflight_fleet(chosen: list[Target], what: str) -> list[Target]:
     configured is logged in ONE line (its cause and fix) and the process starts with the others; it stops only
     when none can be used. A database left out of use keeps its jobs: each run connects anew, so the first run
     after the fix works, and its cause is not logged again by every run meanwhile."""
+    if not chosen:  # only fleets, and no fleet's server answered (logged): their members join once one does
+        log.warning("%s starts without a database: its fleets' members join once their servers answer", what)
+        return []
     if len(chosen) == 1:
         preflight(chosen[0], what)
         return []

@@ -191,4 +191,9 @@ def scheduler(database_url: str, database: str | None) -> None:
     only when no database can be used)."""
     chosen = targets(database_url, database)
     preflight_fleet(chosen, "the scheduler")
-    run_blocking(load_settings(), chosen)  # every database's jobs: a database fixed later needs no restart
+    config = load_settings()
+    typed = click.get_current_context().get_parameter_source("database_url") == click.core.ParameterSource.COMMANDLINE
+    every = database is None and config["CONFIG"] and not typed
+    # every database's jobs: a database fixed later needs no restart; with every database of IDEMDASH_CONFIG, a
+    # fleet's members join and leave as they are found
+    run_blocking(config, chosen, discover=bool(every))

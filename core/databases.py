@@ -1,24 +1,21 @@
-"""Which databases one idemdash serves: the one of IDEMDASH_DATABASE_URL, or each ``[databases.<name>]`` table of
-the TOML file named by IDEMDASH_CONFIG.
+"""Which databases one idemdash serves: the one of IDEMDASH_DATABASE_URL, or those IDEMDASH_CONFIG describes.
 
-A database's settings are the environment's (``core.settings.load``) with the keys of its table on top; a key
-is a setting's name in lower case (``inbox_retention_days``), and ``url`` / ``read_url`` stand for
-``DATABASE_URL`` / ``READ_DATABASE_URL``. Only settings that belong to one database may appear there
-(``per_database`` in their declaration); anything else is a ConfigError naming the file, the database and the key.
+IDEMDASH_CONFIG names a TOML file, or a directory whose ``*.toml`` files are read in name order. A file holds
+``[databases.<name>]`` tables, one per database (core/database_table.py says what a table may set), and
+``[fleets.<name>]`` tables, each describing many databases at once (core/fleets.py). Names are unique across all
+the files. Every mistake in them is a line of one ConfigError, so a start lists all there is to fix.
 """
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from idemdash.core.profiles import register
-from idemdash.core.profiles.custom import NAME as CUSTOM
-from idemdash.core.profiles.custom import ShapeError, custom_profile
-from idemdash.core.settings import BY_NAME, PER_DATABASE, ConfigError, library_action_mistakes, with_profile_defaults
+from idemdash.core.database_table import NAME, NAME_RULE, table_settings
+from idemdash.core.fleets import FleetConfig, parse_fleet
+from idemdash.core.settings import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,96 +23,123 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 DEFAULT = "default"
-NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-ALIASES = {"url": "DATABASE_URL", "read_url": "READ_DATABASE_URL"}
+
+
 @dataclass(frozen=True)
 class DatabaseConfig:
     name: str
     settings: Mapping[str, Any]
 
 
-def load_databases(settings: Mapping[str, Any]) -> list[DatabaseConfig]:
-    """The databases to serve, in the file's order (the first is the one today's URLs mean)."""
+@dataclass(frozen=True)
+class Config:
+    """What IDEMDASH_CONFIG describes: the databases named one by one, in the files' order, and the fleets."""
+
+    databases: list[DatabaseConfig]
+    fleets: list[FleetConfig] = field(default_factory=list)
+
+    def listed(self) -> list[DatabaseConfig]:
+        """The databases known without asking a server: each ``[databases.x]``, then each listed fleet member."""
+        members = [DatabaseConfig(*fleet.member(n)) for fleet in self.fleets if not fleet.discovered
+                   for n in fleet.names]
+        return self.databases + members
+
+
+def load_config(settings: Mapping[str, Any]) -> Config:
+    """The databases and fleets to serve; without IDEMDASH_CONFIG, the one of IDEMDASH_DATABASE_URL."""
     path = settings["CONFIG"]
     if not path:
         if not settings["DATABASE_URL"]:
             raise ConfigError("IDEMDASH_DATABASE_URL is not set: point it at the database that holds the "
                               "application's idempotency tables, or name a file of several in IDEMDASH_CONFIG")
-        return [DatabaseConfig(DEFAULT, dict(settings))]
-    return [DatabaseConfig(name, values) for name, values in _read(Path(path), settings)]
+        return Config([DatabaseConfig(DEFAULT, dict(settings))])
+    return _read_config(Path(path), settings)
 
 
-def _read(path: Path, base: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    where = f"IDEMDASH_CONFIG {path}"
+def load_databases(settings: Mapping[str, Any]) -> list[DatabaseConfig]:
+    """The databases to serve that need no server asked (the first is the one today's URLs mean); a fleet found by
+    a pattern adds its members through queries/fleets.py."""
+    return load_config(settings).listed()
+
+
+def _read_config(path: Path, base: Mapping[str, Any]) -> Config:
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.toml") if p.is_file())
+        if not files:
+            raise ConfigError(f"IDEMDASH_CONFIG {path}: the directory holds no *.toml file")
+    else:
+        files = [path]
+    problems: list[str] = []
+    databases: list[DatabaseConfig] = []
+    fleets: list[FleetConfig] = []
+    declared: dict[str, Path] = {}  # every name, database's or fleet's, and the file that declares it
+    for file in files:
+        document = _document(file, problems)
+        if document is None:
+            continue
+        for kind, name, table in _tables(file, document, problems):
+            where = f"IDEMDASH_CONFIG {file}: [{kind}.{name}]"
+            if name in declared:
+                first = declared[name]
+                problems.append(f"{where}: the name {name!r} is declared twice, " +
+                                (f"in {first} and in {file}" if first != file else f"in {file}") +
+                                ": a database's and a fleet's names are unique across the files")
+                continue
+            declared[name] = file
+            if kind == "fleets":
+                fleet, found = parse_fleet(where, name, table, base)
+                problems += found
+                if fleet is not None:
+                    fleets.append(fleet)
+            else:
+                found = _database(where, name, table, base, databases)
+                problems += found
+    if not problems and not databases and not fleets:
+        where = f"IDEMDASH_CONFIG {path}"
+        problems.append(f"{where}: declares no database; add a [databases.<name>] table with a url, or a "
+                        "[fleets.<name>] table")
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return Config(databases, fleets)
+
+
+def _document(file: Path, problems: list[str]) -> dict[str, Any] | None:
+    where = f"IDEMDASH_CONFIG {file}"
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{where}: the file does not exist") from None
+        problems.append(f"{where}: the file does not exist")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read it: {exc}") from None
+        problems.append(f"{where}: cannot read it: {exc}")
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: not valid TOML: {exc}") from None
-    unknown = set(document) - {"databases"}
+        problems.append(f"{where}: not valid TOML: {exc}")
+    return None
+
+
+def _tables(file: Path, document: Mapping[str, Any], problems: list[str]) -> list[tuple[str, str, Any]]:
+    """Each ``[databases.x]`` and ``[fleets.x]`` table of one file, in its order."""
+    where = f"IDEMDASH_CONFIG {file}"
+    unknown = set(document) - {"databases", "fleets"}
     if unknown:
-        raise ConfigError(f"{where}: unknown table(s) {', '.join(sorted(unknown))}; declare databases as "
-                          "[databases.<name>]")
-    databases = document.get("databases")
-    if not isinstance(databases, dict) or not databases:
-        raise ConfigError(f"{where}: declares no database; add a [databases.<name>] table with a url")
-    result = []
-    for name, table in databases.items():
-        here = f"{where}: [databases.{name}]"
-        if not NAME.match(name):
-            raise ConfigError(f"{here}: a database name is 1-63 lower-case letters, digits, '-' or '_' (it is "
-                              "part of every URL under /db/<name>/)")
-        if not isinstance(table, dict):
-            raise ConfigError(f"{here}: expected a table of settings")
-        result.append((name, _database_settings(here, name, table, base)))
-    return result
+        problems.append(f"{where}: unknown table(s) {', '.join(sorted(unknown))}; declare databases as "
+                        "[databases.<name>] or [fleets.<name>]")
+    found = []
+    for kind in ("databases", "fleets"):
+        tables = document.get(kind, {})
+        if not isinstance(tables, dict):
+            problems.append(f"{where}: {kind}: expected tables [{kind}.<name>]")
+            continue
+        found += [(kind, name, table) for name, table in tables.items()]
+    return found
 
 
-def _database_settings(here: str, database: str, table: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
-    values = dict(base)
-    allowed = sorted(ALIASES) + sorted(n.lower() for n in PER_DATABASE if n not in ALIASES.values()) + ["shape"]
-    for key, raw in table.items():
-        if key == "shape":
-            continue  # a custom shape's tables, read below
-        name = ALIASES.get(key, key.upper())
-        if key != key.lower() or name not in PER_DATABASE:
-            raise ConfigError(f"{here}: unknown key {key!r}; a database may set {', '.join(allowed)}")
-        if name == "LIBRARY_ACTIONS" and isinstance(raw, list) and all(isinstance(r, str) for r in raw):
-            raw = ",".join(raw)  # a list of names, or one string of them
-        if isinstance(raw, (dict, list)):
-            raise ConfigError(f"{here}: {key}: expected a single value")
-        text = str(raw).lower() if isinstance(raw, bool) else str(raw)
-        try:
-            values[name] = BY_NAME[name].parse(text)
-        except ValueError as exc:
-            raise ConfigError(f"{here}: {key}: {exc}") from None
-    if not table.get("url"):
-        raise ConfigError(f"{here}: url is required (the database that holds this service's idempotency tables)")
-    _custom_shape(here, database, table, values)
-    # a library's profile: its own schema and table names where this table names none (not the environment's,
-    # which describe the reference tables)
-    values = with_profile_defaults(values, {ALIASES.get(key, key.upper()) for key in table})
-    if mistakes := library_action_mistakes(values):
-        raise ConfigError("\n".join(f"{here}: library_actions: {line}" for line in mistakes))
-    return values
-
-
-def _custom_shape(here: str, name: str, table: Mapping[str, Any], values: dict[str, Any]) -> None:
-    """``profile = "custom"``: the shape the table describes becomes this database's profile (registered by name)."""
-    shape = table.get("shape")
-    if values["PROFILE"] != CUSTOM:
-        if shape is not None:
-            raise ConfigError(f"{here}: shape describes custom tables: it needs profile = \"custom\"")
-        return
-    if not isinstance(shape, dict):
-        raise ConfigError(f"{here}: profile = \"custom\" needs a [databases.{name}.shape.<role>] table describing "
-                          "the tables (see docs/profiles.md, Custom shapes)")
-    try:
-        described = custom_profile(name, shape)
-    except ShapeError as exc:
-        raise ConfigError("\n".join(f"{here}: {line}" for line in str(exc).splitlines())) from None
-    register(described)
-    values["PROFILE"] = described.name
+def _database(where: str, name: str, table: Any, base: Mapping[str, Any],
+              databases: list[DatabaseConfig]) -> list[str]:
+    if not NAME.match(name):
+        return [f"{where}: a database name is {NAME_RULE} (it is part of every URL under /db/<name>/)"]
+    if not isinstance(table, dict):
+        return [f"{where}: expected a table of settings"]
+    values, problems = table_settings(where, name, table, base)
+    if not problems:
+        databases.append(DatabaseConfig(name, values))
+    return problems

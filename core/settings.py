@@ -134,6 +134,9 @@ SETTINGS: tuple[Setting, ...] = (
             "How long /metrics reuses the numbers it read, so frequent scrapes do not load the database."),
     Setting("FLEET_REFRESH_SECONDS", 15, parsers.positive_int,
             "How often each web worker asks every database, in the background, for `/databases` (which never waits)."),
+    Setting("FLEET_DISCOVER_SECONDS", 300, parsers.positive_int,
+            "How often the web workers and the scheduler ask each `[fleets.<name>]` server of IDEMDASH_CONFIG which "
+            "databases match its pattern: one created since joins, one dropped leaves."),
     Setting("FLEET_REFRESH_THREADS", 8, parsers.positive_int,
             "Threads, and so connections at most, each web worker asks the databases with for `/databases`."),
     Setting("POOL_TIMEOUT_SECONDS", 3, parsers.positive_int,

@@ -100,6 +100,21 @@ class AllDatabases:
                             next_ask=None if state.asking else now_wall + timedelta(seconds=max(0.0, state.due - now)))
                     for state in self._states.values()]
 
+    def replace_targets(self, targets: Mapping[str, Target]) -> None:
+        """The databases served now (a fleet's members joined or left): a new one waits for its first ask, soon; one
+        that left is asked no more (an ask of it under way is dropped)."""
+        with self._cond:
+            self.targets = targets
+            self._states = {name: self._states.get(name) or _State(_row(name, target, None, None, True, answered=False))
+                            for name, target in targets.items()}
+            if self._pid == os.getpid() and len(self._workers) < min(self.threads, len(self._states)):
+                more = [threading.Thread(target=self._work, name=f"{THREAD_PREFIX}-{i}", daemon=True)
+                        for i in range(len(self._workers), min(self.threads, len(self._states)))]
+                self._workers += more
+                for worker in more:
+                    worker.start()
+            self._cond.notify_all()
+
     # -- the refresh ------------------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -132,11 +147,15 @@ class AllDatabases:
         while True:
             with self._cond:
                 name = self._take()
+                target = self.targets.get(name) if name is not None else None
             if name is None:
                 return
-            row = self._ask(name, self.targets[name])
+            if target is None:  # left the fleet meanwhile
+                continue
+            row = self._ask(name, target)
             with self._cond:
-                self._record(name, row)
+                if name in self._states:  # not left the fleet meanwhile
+                    self._record(name, row)
 
     def _take(self) -> str | None:
         """The most overdue database nobody is asking, once it is due (the lock held); None once stopped."""

@@ -48,9 +48,9 @@ def install_routes(app: Flask) -> None:
         if rule.endpoint == "static" or rule.endpoint.startswith(f"{bp.name}."):
             continue
         if rule.rule.startswith("/api/v1/"):
-            path = "/api/v1/db/<database>/" + rule.rule[len("/api/v1/"):]
+            path = "/api/v1/db/<database:database>/" + rule.rule[len("/api/v1/"):]
         else:
-            path = "/db/<database>" + rule.rule
+            path = "/db/<database:database>" + rule.rule
         app.add_url_rule(path, endpoint=rule.endpoint + TWIN, view_func=app.view_functions[rule.endpoint],
                          methods=rule.methods)
 
@@ -118,6 +118,7 @@ def init_app(app: Flask) -> None:
     """The overview and, with a config file, the per-database routes; the header's database context."""
     app.register_blueprint(bp)
     overview = app.extensions["idemdash_overview"] = AllDatabases(app.extensions["idemdash_targets"], app.config)
+    app.extensions["idemdash_fleets"].on_change(overview.replace_targets)  # a fleet's members joined or left
     if app.config["CONFIG"]:
         install_routes(app)
         # several databases: the refresh starts at the worker's first request of any kind, so /databases mostly
@@ -128,8 +129,9 @@ def init_app(app: Flask) -> None:
     @app.context_processor
     def database_context() -> dict[str, Any]:
         targets = all_targets()
-        name = g.get("database") or next(iter(targets))
-        target = targets[name]
+        name = g.get("database") or next(iter(targets), None)
+        target = targets.get(name) if name is not None else None  # none: only fleets, none of which answered yet
         return {"databases": list(targets) if app.config["CONFIG"] else [], "database_name": name,
-                "db_settings": target.settings, "replica": target.replica_status(),
+                "db_settings": target.settings if target is not None else app.config,
+                "replica": target.replica_status() if target is not None else None,
                 "plain_endpoint": plain_endpoint(request.endpoint)}

@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.dashboard.databases import plain_endpoint
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.targets import all_targets, current_database
 from idemdash.queries import metrics, overview, rollups, snapshots
 from idemdash.queries.pool_budget import PoolBudget
 from idemdash.queries.rollups import read_library_states
@@ -86,6 +86,11 @@ class DatabaseCollector(Collector):
         self.pools = pools
         self._lock = threading.Lock()
         self._cached: tuple[float, list[GaugeMetricFamily]] | None = None
+
+    def replace_targets(self, targets: Mapping[str, Target]) -> None:
+        """The databases served now (a fleet's members joined or left): the next scrape reads them afresh."""
+        self.targets = targets  # a new dict, never one changed in place: a scrape under way reads the old one whole
+        self._cached = None
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         with self._lock:
@@ -196,8 +201,10 @@ def init_app(app: Flask) -> None:
     latency = Histogram("idemdash_http_request_duration_seconds", "Time to answer a request, by endpoint.",
                         ["database", "endpoint", "method", "status"], registry=None if shared else registry,
                         buckets=LATENCY_BUCKETS)
-    registry.register(DatabaseCollector(app.extensions["idemdash_targets"], float(app.config["METRICS_CACHE_SECONDS"]),
-                                        app.extensions["idemdash_pools"]))
+    collector = DatabaseCollector(app.extensions["idemdash_targets"], float(app.config["METRICS_CACHE_SECONDS"]),
+                                  app.extensions["idemdash_pools"])
+    app.extensions["idemdash_fleets"].on_change(collector.replace_targets)  # a fleet's members joined or left
+    registry.register(collector)
     app.extensions["idemdash_metrics"] = registry
 
     @app.before_request
@@ -208,7 +215,10 @@ def init_app(app: Flask) -> None:
     def observe(response: Response) -> Response:
         started = g.pop("request_started", None)
         if started is not None and request.endpoint not in (None, "static", "metrics.scrape"):
-            latency.labels(get_target().name, plain_endpoint(request.endpoint), request.method,
+            # the URL's database (which may have left its fleet since), else the first; none while only fleets
+            # are described and none has answered
+            database = current_database() or next(iter(all_targets()), "none")
+            latency.labels(database, plain_endpoint(request.endpoint), request.method,
                            str(response.status_code)).observe(time.perf_counter() - started)
         return response
 

@@ -65,13 +65,14 @@ def _path(app: Flask, rule: Rule) -> tuple[str, list[dict[str, Any]]]:
             schema = {"type": "integer", "minimum": 0}
         elif converter == "uuid":
             schema = {"type": "string", "format": "uuid"}
-        elif name == "database":
-            schema = {"type": "string", "enum": list(app.extensions["idemdash_targets"])}
+        elif name == "database":  # the databases served now (a fleet member's name has one '/')
+            served = list(app.extensions["idemdash_targets"])
+            schema = {"type": "string", "enum": served} if served else schema
         elif converter != "path":
             schema["pattern"] = "^[^/]+$"
         if name in PATH_EXAMPLES:
             schema["examples"] = [PATH_EXAMPLES[name]]
-        elif name == "database":
+        elif name == "database" and "enum" in schema:
             schema["examples"] = schema["enum"][:1]
         params.append({"name": name, "in": "path", "required": True, "schema": schema,
                        "description": PATH_WORDS.get(name, name)})

@@ -12,7 +12,7 @@ from idemdash.core.profiles.shape import MEANINGS
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.auth import refuse_action
 from idemdash.dashboard.schemas import tables as schema
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.targets import all_targets, get_target
 from idemdash.dashboard.web import render
 from idemdash.queries.profile_rows import list_backlogs
 from idemdash.queries.replication import list_logical_slots
@@ -76,6 +76,8 @@ def refuse_reference_routes() -> None:
     (keys, outbox, inbox, audit, hotspots, search) answers 404 naming the profile, an action 403: idemdash
     never reads another library's rows as if they were its own. Where the database enables a library's own actions
     (LIBRARY_ACTIONS), its audit log is read too: those actions are recorded there."""
+    if not all_targets():  # only fleets, none of whose servers answered yet: no database's routes to refuse
+        return
     target = get_target()
     chosen = target.settings["PROFILE"]
     if chosen == DEFAULT or request.blueprint is None or request.blueprint in EVERY_PROFILE:

@@ -30,9 +30,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 
-from idemdash.core.databases import load_databases
+from idemdash.core.databases import load_config
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.jobs import library_purge, partitions, purges, rollups, snapshots, unrecorded
+from idemdash.jobs.fleet_jobs import FleetJobs, known, membership
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -124,15 +125,23 @@ def last_outcomes(scheduler: BaseScheduler) -> dict[str, JobOutcome]:
 
 
 def build(config: Mapping[str, Any], scheduler_class: type[S],
-          targets: Sequence[Target] | None = None) -> S:
+          targets: Sequence[Target] | None = None, *, discover: bool = False) -> S:
     """A scheduler with every job of ``targets`` (default: every database of IDEMDASH_CONFIG, or the one of
-    IDEMDASH_DATABASE_URL); each database's jobs are its own, so one failing never stops the others'."""
+    IDEMDASH_DATABASE_URL); each database's jobs are its own, so one failing never stops the others'. Without
+    ``targets``, or with ``discover`` (they are every database of IDEMDASH_CONFIG), a fleet's members' jobs come and
+    go as they are found."""
     scheduler = scheduler_class(timezone=timezone.utc, job_defaults=JOB_DEFAULTS)
     monitor = JobMonitor()
     scheduler.add_listener(monitor, JobMonitor.MASK)
     _MONITORS[scheduler] = monitor
-    if targets is None:
-        targets = [Target.from_settings(d.settings, d.name) for d in load_databases(config)]
+    if targets is None:  # every database, and a fleet's members as they come and go
+        described, found = membership(config)
+        targets = [Target.from_settings(d.settings, d.name) for d in found.databases]
+        FleetJobs(scheduler, described, found, register_jobs).add_discovery(config["FLEET_DISCOVER_SECONDS"])
+    elif discover:
+        described = load_config(config)
+        FleetJobs(scheduler, described, known(described, targets), register_jobs).add_discovery(
+            config["FLEET_DISCOVER_SECONDS"])
     for target in targets:
         register_jobs(scheduler, target)
     return scheduler
@@ -145,8 +154,8 @@ def start_in_background(config: Mapping[str, Any]) -> BackgroundScheduler:
     return scheduler
 
 
-def run_blocking(config: Mapping[str, Any], targets: Sequence[Target] | None = None) -> None:
-    scheduler = build(config, BlockingScheduler, targets)
+def run_blocking(config: Mapping[str, Any], targets: Sequence[Target] | None = None, *, discover: bool = False) -> None:
+    scheduler = build(config, BlockingScheduler, targets, discover=discover)
     log.info("scheduler starting with %d job(s): %s", len(scheduler.get_jobs()),
              ", ".join(job.id for job in scheduler.get_jobs()) or "none yet")
     try:

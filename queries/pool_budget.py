@@ -235,6 +235,14 @@ class PoolBudget:
             for entry, pools in expired:
                 self._close(entry, pools)
 
+    def forget(self, target: Pooled) -> None:
+        """A database no longer served (it left its fleet): its pool out of the budget, closed."""
+        with self._cond:
+            entry = self._open.get(target.name)
+            pools = self._detach(entry) if entry is not None else []
+        if entry is not None:
+            self._close(entry, pools)
+
     def close(self) -> None:
         """Stop closing idle pools (the app is closing every pool itself)."""
         with self._cond:

@@ -139,7 +139,9 @@ class Target:
         names = {t.keys: "IDEMDASH_KEYS_TABLE", t.inbox: "IDEMDASH_INBOX_TABLE", t.outbox: "IDEMDASH_OUTBOX_TABLE"}
         cause = diagnose(exc, self.dsn, schema=t.schema, app_tables=names, privilege=privilege)
         if self.settings.get("CONFIG") and URL in cause.message:  # the URL to fix is the file's, not the variable
-            where = f"the url of [databases.{self.name}] in IDEMDASH_CONFIG ({self.settings['CONFIG']})"
+            fleet, _, member = self.name.partition("/")
+            table = f"[fleets.{fleet}] (its member {member})" if member else f"[databases.{self.name}]"
+            where = f"the url of {table} in IDEMDASH_CONFIG ({self.settings['CONFIG']})"
             cause = replace(cause, message=cause.message.replace(URL, where))
         return cause
 

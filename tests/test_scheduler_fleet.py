@@ -34,8 +34,8 @@ def started(monkeypatch):
     """The command runs its scheduler in the background here, so the test can drive it and stop it."""
     schedulers: list[BackgroundScheduler] = []
 
-    def run_in_background(config, targets):
-        scheduler = build(config, BackgroundScheduler, targets)
+    def run_in_background(config, targets, *, discover=False):
+        scheduler = build(config, BackgroundScheduler, targets, discover=discover)
         scheduler.start(paused=True)
         schedulers.append(scheduler)
 
