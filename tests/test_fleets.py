@@ -125,7 +125,9 @@ def test_a_database_created_later_joins_and_one_dropped_leaves_at_the_next_disco
     app = make_app(CONFIG=fleet["config"], FLEET_REFRESH_THREADS=2)
     client = app.test_client()
     assert client.get(f"/api/v1/db/orders/{p}_7/overview").status_code == 404
+    assert client.get(f"/api/v1/db/orders/{p}_0/overview").status_code == 200  # its pool opens
     before = app.extensions["idemdash_targets"]
+    assert before[f"orders/{p}_0"].pool_is_open()
     fleet["make"](7)
     fleet["drop"](0)
     app.extensions["idemdash_fleets"].discover()  # what the discovery thread does every FLEET_DISCOVER_SECONDS
@@ -138,7 +140,7 @@ def test_a_database_created_later_joins_and_one_dropped_leaves_at_the_next_disco
     assert names == [f"orders/{p}_{i}" for i in (1, 2, 3, 4, 7)]
     # a new dict replaced the old, which stays whole for a request that still holds it; the dropped one's pool closed
     assert list(before) == [f"orders/{p}_{i}" for i in range(MEMBERS)]
-    assert before[f"orders/{p}_0"].pool.closed
+    assert not before[f"orders/{p}_0"].pool_is_open()  # the budget forgot it and its pool closed
     assert app.extensions["idemdash_targets"][f"orders/{p}_1"] is before[f"orders/{p}_1"]
 
 
