@@ -5,8 +5,11 @@ commit probe (``jobs.probe``), decides how big the batches are and how much of t
   (a run with one batch never probes), then every quiet probe of the run (no batch in flight, the last one over
   for a while), the latest ``BASELINE_POOL`` of them, so a busier application raises it. It never drifts above
   ``MAX_DRIFT`` times the first one: a purge's own aftermath (autovacuum of what it deleted) is not idle.
-- **Target**: the budget times the baseline. A probe slower than the target (one still waiting counts as soon as it
-  has waited that long) means the application's commits are too: **back off** at once: halve the batch (an application commit that lands while a batch writes waits for that
+- **Target**: the budget times the baseline, for the probes' p99: more than ``OVER_ALLOWED`` of the last
+  ``JUDGE_WINDOW`` probes slower than the target (one still waiting counts as soon as it has waited that long, and
+  alone once it has waited ``STALL_FACTOR`` times that) means
+  the application's commits are too (a single outlier is the 1 % a p99 allows; acting on it halved the batches about
+  fifty times a run with the application unharmed): **back off** at once: halve the batch (an application commit that lands while a batch writes waits for that
     batch's WAL, so the batch size sets how long the slowest commits wait), and at the smallest batch halve the
     duty cycle (how many commits meet a batch), down to ``MIN_DUTY``;
   Every ``DECIDE_SAMPLES`` probes with none over it, their p99 against it:
@@ -25,6 +28,9 @@ MAX_DRIFT = 2.0
 DECIDE_SAMPLES = 25
 SPEED_UP_BELOW = 0.8
 MIN_DUTY = 0.05
+JUDGE_WINDOW = 100   # the probes a backoff is judged on (a second of them at one every 10 ms)
+OVER_ALLOWED = 1     # of those, how many may exceed the target: a p99 (1 %), not a maximum
+STALL_FACTOR = 3.0   # a probe still waiting this many times the target backs off alone
 GROWTH = 1.25
 
 
@@ -45,6 +51,7 @@ class LatencyGovernor:
     first_baseline: float | None = None
     quiet: deque[float] = field(default_factory=lambda: deque(maxlen=BASELINE_POOL))
     window: list[float] = field(default_factory=list)
+    recent: deque[bool] = field(default_factory=lambda: deque(maxlen=JUDGE_WINDOW))  # each over the target?
     backoffs: int = 0
     speedups: int = 0
     _counted: int = -1             # the waiting probe a backoff was for (one backoff per slow probe)
@@ -75,15 +82,18 @@ class LatencyGovernor:
         for ms, quiet in samples:
             if quiet:
                 self.quiet.append(ms)
-            self.window.append(ms)
         target = self.budget * (self.baseline or 0.0)
-        if waiting is not None and waiting[1] > target and waiting[0] != self._counted:
-            self._counted = waiting[0]
+        for ms, _ in samples:
+            self.window.append(ms)
+            self.recent.append(ms > target)
+        stalled = waiting is not None and waiting[1] > target and waiting[0] != self._counted
+        # one waiting STALL_FACTOR times the target is no outlier: it backs off alone
+        weight = (1 + OVER_ALLOWED if waiting[1] > STALL_FACTOR * target else 1) if stalled else 0  # type: ignore[index]
+        if sum(self.recent) + weight > OVER_ALLOWED:
+            if stalled:
+                self._counted = waiting[0]  # type: ignore[index]
             self.window = []
-            self._back_off()
-            return
-        if self.window and max(self.window) > target:
-            self.window = []
+            self.recent.clear()
             self._back_off()
             return
         if len(self.window) < DECIDE_SAMPLES:

@@ -46,6 +46,23 @@ def test_the_governor_halves_the_batch_then_the_duty_cycle_and_gives_back_duty_f
     assert (governor.size, governor.duty) == (100, MIN_DUTY)  # never below the floor and the least duty cycle
 
 
+def test_one_slow_probe_in_a_hundred_is_the_p99_s_share_and_two_back_off():
+    governor = LatencyGovernor(budget=1.5, floor=100, ceiling=1000, max_duty=0.5)
+    governor.set_baseline([(1.0, True)] * BASELINE_SAMPLES)
+    governor.observe([(1.0, False)] * 40 + [(9.0, False)] + [(1.0, False)] * 40, 1000)
+    assert (governor.size, governor.backoffs) == (1000, 0)
+    governor.observe([(1.0, False)] * 10 + [(9.0, False)], 1000)  # a second one within the last hundred
+    assert (governor.size, governor.backoffs) == (500, 1)
+    governor.observe([(1.0, False)] * 10, 500, waiting=(7, 4.0))  # one still waiting past the target: one alone
+    assert governor.backoffs == 1
+    governor.observe([(9.0, False)], 500, waiting=(7, 6.0))  # with a slow one beside it
+    assert (governor.size, governor.backoffs) == (250, 2)
+    governor.observe([(1.0, False)] * 5, 250, waiting=(7, 30.0))  # the same stalled probe is not counted twice
+    assert governor.backoffs == 2
+    governor.observe([(1.0, False)] * 5, 250, waiting=(8, 4.6))  # another, three times the target: alone
+    assert (governor.size, governor.backoffs) == (125, 3)
+
+
 def test_the_baseline_follows_quiet_probes_but_not_a_purges_aftermath():
     governor = LatencyGovernor(budget=1.5, floor=100, ceiling=1000, max_duty=0.5)
     governor.observe(_window(9.0), 1000)  # no baseline yet: nothing decided
