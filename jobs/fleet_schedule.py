@@ -46,7 +46,7 @@ def shortest_period(trigger: BaseTrigger, now: datetime | None = None) -> float:
             break
         times.append(fire)
         previous, at = fire, fire + timedelta(microseconds=1)
-    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
+    gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)]
     return min(gaps) if gaps else 0.0
 
 

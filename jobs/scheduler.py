@@ -33,8 +33,8 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from idemdash.core.databases import load_config
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.jobs import library_purge, partitions, purges, rollups, snapshots, unrecorded
-from idemdash.jobs.fleet_schedule import executors
 from idemdash.jobs.fleet_jobs import FleetJobs, known, membership
+from idemdash.jobs.fleet_schedule import executors
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
