@@ -147,6 +147,22 @@ def crontab(raw: str) -> str:
     return value
 
 
+def schedule(raw: str) -> str:
+    """A purge schedule: a crontab line (``crontab``), ``off``, or ``every <duration>`` (``every 90s``, ``every 6h``):
+    fire times at whole multiples of the duration since 2000-01-01 UTC, the same in every scheduler process."""
+    value = " ".join(raw.split())
+    if value.lower().startswith("every "):
+        try:
+            seconds = parse_duration(value[6:])
+        except ValueError:
+            seconds = 0
+        if seconds < 1 or seconds != int(seconds):
+            raise ValueError(f"expected a crontab line, or 'every' and a whole number of seconds of at least 1 "
+                             f"(every 90s, every 6h), got {raw!r}")
+        return f"every {int(seconds)}s"
+    return crontab(raw)
+
+
 # IDEMDASH_ENVIRONMENT's colours: classes in idemdash.css (the Content-Security-Policy allows no inline style)
 COLOURS = ("red", "orange", "yellow", "green", "blue", "purple", "grey")
 _DEFAULT_COLOUR = (({"production", "prod", "live"}, "red"),

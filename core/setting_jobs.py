@@ -38,15 +38,17 @@ JOB_SETTINGS: tuple[Setting, ...] = (
             "How long idemdash keeps its own purge-run history (`idemdash.purge_run` and the partitions each run "
             "dropped); each run forgets older runs of its table, keeping the latest successful purge and dry run.",
             per_database=True),
-    Setting("PURGE_KEYS_SCHEDULE", "*/15 * * * *", parsers.crontab,
+    Setting("PURGE_KEYS_SCHEDULE", "*/15 * * * *", parsers.schedule,
             "When `idemdash scheduler` purges expired idempotency keys: a crontab line in UTC (weekdays as "
-            "names, `mon-fri`), or `off`.", per_database=True),
-    Setting("PURGE_INBOX_SCHEDULE", "7 * * * *", parsers.crontab,
-            "When the scheduler purges inbox rows older than `IDEMDASH_INBOX_RETENTION_DAYS` (crontab, UTC, or `off`).",
+            "names, `mon-fri`), `every <duration>` (`every 90s`: at whole multiples of it since 2000-01-01 UTC), "
+            "or `off`.", per_database=True),
+    Setting("PURGE_INBOX_SCHEDULE", "7 * * * *", parsers.schedule,
+            "When the scheduler purges inbox rows older than `IDEMDASH_INBOX_RETENTION_DAYS` (crontab, UTC, "
+            "`every <duration>`, or `off`).",
             per_database=True),
-    Setting("PURGE_OUTBOX_SCHEDULE", "37 * * * *", parsers.crontab,
+    Setting("PURGE_OUTBOX_SCHEDULE", "37 * * * *", parsers.schedule,
             "When the scheduler purges published outbox rows older than `IDEMDASH_OUTBOX_RETENTION_DAYS` "
-            "(crontab, UTC, or `off`).", per_database=True),
+            "(crontab, UTC, `every <duration>`, or `off`).", per_database=True),
     Setting("PARTITIONS_SCHEDULE", "23 * * * *", parsers.crontab,
             "When the scheduler creates upcoming partitions of the reference schema's partitioned inbox and outbox "
             "(`idemdash init-app-schema --partitioned`): a crontab line in UTC, or `off`. Other tables are left "

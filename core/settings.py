@@ -154,6 +154,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FLEET_IDLE_SECONDS", 300, parsers.positive_int,
             "With several databases: a database's pool opens when a request first uses it and closes after this "
             "long unused. With one database its pool stays open."),
+    Setting("FLEET_JOB_CONCURRENCY", 4, parsers.positive_int,
+            "Most scheduled jobs (purges, snapshots, rollups, ...) one scheduler process runs at once, over all its "
+            "databases; the others wait their turn, late rather than missed. A purge holds two or three connections "
+            "to its database while it runs. See docs/operations.md, Several schedulers."),
+    Setting("FLEET_JOB_SPREAD_SECONDS", 300, parsers.non_negative_int,
+            "With several databases: each database's purges start up to this long after their schedule (at most "
+            "half the schedule's period) and its snapshots up to this long after the scheduler starts, by a fixed "
+            "offset from its name, so hundreds of databases do not all start at once; the same in every scheduler "
+            "process. `0`: none."),
     Setting("RUN_JOBS", False, parsers.boolean,
             "`1` runs the scheduled jobs inside the web process (single-process setups; the demo "
             "does this). Otherwise run `idemdash scheduler` separately."),

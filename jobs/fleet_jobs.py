@@ -10,6 +10,7 @@ from typing import Any
 from apscheduler.schedulers.base import BaseScheduler
 
 from idemdash.core.databases import Config, DatabaseConfig, load_config
+from idemdash.jobs.fleet_schedule import CONTROL
 from idemdash.queries.fleets import Membership, resolve
 from idemdash.queries.target import Target
 
@@ -39,7 +40,8 @@ class FleetJobs:
 
     def add_discovery(self, seconds: int) -> None:
         if any(fleet.discovered for fleet in self.config.fleets):
-            self.scheduler.add_job(self.discover, "interval", seconds=seconds, id=JOB_ID, name=JOB_ID)
+            self.scheduler.add_job(self.discover, "interval", seconds=seconds, id=JOB_ID, name=JOB_ID,
+                                   executor=CONTROL)
 
     def discover(self) -> Membership:
         before = set(self.membership.names)

@@ -81,8 +81,12 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
               on_start: Callable[[int], None] | None = None,
               on_batch: Callable[[int, int], None] | None = None,
               on_partition: Callable[[PartitionEvent], None] | None = None,
-              cancel: Callable[[], str | None] | None = None) -> PurgeResult:
+              cancel: Callable[[], str | None] | None = None, once_per_seconds: float | None = None) -> PurgeResult:
     """One purge run of ``table`` now; never raises for database trouble (the outcome says ``failed``).
+
+    ``once_per_seconds`` (the scheduler's runs, several schedulers sharing a database): a run that finds the lock
+    taken, or a run by the same starter begun within that long, records nothing and returns ``skipped`` with no
+    run id, so schedulers that lose the race do not fill the history with skipped runs.
 
     ``by_person``: started from the dashboard, the API or the command line (not the scheduler), so the run is
     also recorded in the audit log, in the statement that records it in the purge history.
@@ -112,7 +116,11 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
     try:
         lock_conn = target.connect(f"idemdash-purge-{table}")
         UNRECORDED.flush(lock_conn, dsn)  # runs from an outage first, before this one could call them dead
-        if not purges.try_purge_lock(lock_conn, table):
+        if once_per_seconds is not None:
+            if _done_elsewhere(lock_conn, table, started_by, once_per_seconds):
+                lock_conn.close()
+                return PurgeResult(None, table, "skipped", 0, 0, dry_run, None)
+        elif not purges.try_purge_lock(lock_conn, table):
             skipped = purges.insert_skipped_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by,
                                                       audited=by_person)
             lock_conn.close()
@@ -171,6 +179,19 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
              f" ({method})" if method else "", rows, " counted" if dry_run else " deleted",
              time.monotonic() - started)
     return PurgeResult(run_id, table, outcome, batches, rows, dry_run, error, method, dropped)
+
+
+def _done_elsewhere(lock_conn: psycopg.Connection, table: str, started_by: str, seconds: float) -> bool:
+    """Another runner holds the table's lock, or one ran this period already (the lock, taken, is given back);
+    False: the lock is taken and held for this run."""
+    if not purges.try_purge_lock(lock_conn, table):
+        log.debug("purge %s: another runner holds its lock; nothing recorded", table)
+        return True
+    if purges.started_within(lock_conn, table, started_by, seconds):
+        purges.release_purge_lock(lock_conn, table)
+        log.debug("purge %s: a run by %s began within %.0fs; nothing recorded", table, started_by, seconds)
+        return True
+    return False
 
 
 def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],

@@ -34,6 +34,7 @@ from idemdash.core.databases import load_config
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.jobs import library_purge, partitions, purges, rollups, snapshots, unrecorded
 from idemdash.jobs.fleet_jobs import FleetJobs, known, membership
+from idemdash.jobs.fleet_schedule import executors
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,8 @@ JOB_DEFAULTS = {
     # A run that was missed while the process was down runs once, not N times.
     "coalesce": True,
     "max_instances": 1,
-    "misfire_grace_time": 60,
+    # a run waiting for one of the FLEET_JOB_CONCURRENCY threads runs late rather than never (jobs.fleet_schedule)
+    "misfire_grace_time": None,
 }
 
 
@@ -130,7 +132,8 @@ def build(config: Mapping[str, Any], scheduler_class: type[S],
     IDEMDASH_DATABASE_URL); each database's jobs are its own, so one failing never stops the others'. Without
     ``targets``, or with ``discover`` (they are every database of IDEMDASH_CONFIG), a fleet's members' jobs come and
     go as they are found."""
-    scheduler = scheduler_class(timezone=timezone.utc, job_defaults=JOB_DEFAULTS)
+    # every database's jobs share FLEET_JOB_CONCURRENCY threads: hundreds of databases never run all at once
+    scheduler = scheduler_class(timezone=timezone.utc, job_defaults=JOB_DEFAULTS, executors=executors(config))
     monitor = JobMonitor()
     scheduler.add_listener(monitor, JobMonitor.MASK)
     _MONITORS[scheduler] = monitor

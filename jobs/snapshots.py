@@ -5,12 +5,14 @@ SNAPSHOT_RETENTION_DAYS (one bounded batch per run). The overview draws its tren
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
+from idemdash.core.settings import setting
 from idemdash.jobs.failures import already_logged, describe_failure
+from idemdash.jobs.fleet_schedule import offset_seconds
 from idemdash.jobs.job_ids import job_id
 from idemdash.queries import snapshots, statement
 from idemdash.queries.target import Target
@@ -58,7 +60,10 @@ def snapshot_job(target: Target) -> str:
 
 
 def register(scheduler: BaseScheduler, target: Target) -> None:
-    """Add the snapshot job; its first run is right away, so trends start with the scheduler."""
-    scheduler.add_job(snapshot_job, "interval", seconds=target.settings["SNAPSHOT_INTERVAL_SECONDS"], id=job_id(JOB_ID, target),
+    """Add the snapshot job; its first run is right away (a fleet's member: after its fixed offset within
+    FLEET_JOB_SPREAD_SECONDS, so a fleet's snapshots do not all start at once), so trends start with the scheduler."""
+    interval = target.settings["SNAPSHOT_INTERVAL_SECONDS"]
+    offset = offset_seconds(target.name, JOB_ID, min(setting(target.settings, "FLEET_JOB_SPREAD_SECONDS"), interval))
+    scheduler.add_job(snapshot_job, "interval", seconds=interval, id=job_id(JOB_ID, target),
                       name="metric snapshot", args=[target], replace_existing=True,
-                      next_run_time=datetime.now(timezone.utc))
+                      next_run_time=datetime.now(timezone.utc) + timedelta(seconds=offset))

@@ -62,6 +62,13 @@ def insert_purge_run(conn: psycopg.Connection, table: str, *, dry_run: bool, sta
     return row.run_id
 
 
+def started_within(conn: psycopg.Connection, table: str, started_by: str, seconds: float) -> bool:
+    """A run of ``table`` by ``started_by`` (not a dry run, and not failed) began within the last ``seconds``."""
+    row = conn.execute(statement("started_within"), {"table": table, "started_by": started_by,
+                                                     "seconds": float(seconds)}).fetchone()
+    return bool(row and row[0])
+
+
 def insert_skipped_purge_run(conn: psycopg.Connection, table: str, *, dry_run: bool,
                              started_by: str, audited: bool = False) -> SkippedRun:
     """Record a run that found the table's lock taken; the error names the run holding it."""

@@ -18,6 +18,17 @@ WHERE table_name = %(table)s
   AND run_id <> %(by_run)s
 RETURNING run_id
 
+-- started_within --
+-- Whether a run of this table by this starter began within the last %(seconds)s seconds and did not fail (a scheduled run asks, holding the table's lock: another scheduler's run of this period came first; a failed one is tried again).
+SELECT EXISTS (
+    SELECT 1 FROM idemdash.purge_run
+    WHERE table_name = %(table)s
+      AND started_by = %(started_by)s
+      AND NOT dry_run
+      AND outcome NOT IN ('failed', 'skipped')
+      AND started_at > clock_timestamp() - make_interval(secs => %(seconds)s)
+) AS started
+
 -- insert_purge_run --
 -- Record a run as it starts (outcome 'running'; progress is updated after every batch); a run a person started is audited in the same statement.
 WITH run AS (
