@@ -4,6 +4,7 @@ server refuses connections and some whose server accepts and never answers (hung
     python -m benchmarks.databases_bench                             # 60 + 3 refusing + 3 hung, then 200 + 3 + 3
     python -m benchmarks.databases_bench --http 2                    # also through idemdash serve, 2 workers
     python -m benchmarks.databases_bench --databases 60 200 500 --refusing 3 --hung 3 --runs 200 --days 1
+    python -m benchmarks.databases_bench --fleet --http 2 --databases 100 200 500   # one [fleets.shop] pattern
 
 One embedded PostgreSQL (max_connections raised for the web pools: each worker opens one per database) holds the
 largest K databases, clones of one built with idemdash's schema, the reference tables, the recommended indexes and
@@ -13,11 +14,20 @@ refusing ones, then the live databases. For each K the app answers in process (F
 no HTTP), and with ``--http`` also through ``idemdash serve``. From its very first request, requests alternate
 between the two routes back to back until every row has answered ("cold": the refresh is filling the rows in), then
 ``--runs`` timed requests per route ("warm").
+
+With ``--fleet`` the K databases are one ``[fleets.shop]`` entry (a pattern on the server, made of K fresh clones
+per case and dropped after it) and each case runs only under ``idemdash serve`` (``--http`` workers, 2 by default):
+``/databases`` and one member's overview page (``/db/shop/<first>/``), warm; each worker's connections to the
+server at rest (the refresh between rounds, after the requests) and the most seen at once (sampled every 0.25 s
+from the first request on, counted from the worker's own sockets with ``ss``), its threads and its resident memory;
+and the wall time of ``idemdash purge`` over every database of the file (the purges of the scheduler's round, one
+database after another, the down hosts included).
 Percentiles are nearest-rank. The report is Markdown.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -34,6 +44,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import psutil
 import psycopg
 from psycopg import sql
 
@@ -44,6 +55,7 @@ from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.indexes import create_index, list_index_status
 from idemdash.queries.migrate import migrate
 from idemdash.workload.backfill import backfill
+from tests.fleet import held_connections
 
 PATHS = ("/databases", "/api/v1/databases")
 
@@ -129,8 +141,9 @@ def measure(server_dsn: str, config: str, settings: dict, runs: int, timeout: fl
         targets.close(app)
 
 
-def measure_http(server_dsn: str, config: str, settings: dict, runs: int, timeout: float, workers: int) -> dict:
-    """Through `idemdash serve` (gunicorn, ``workers`` workers) over HTTP on loopback, a new connection each."""
+@contextlib.contextmanager
+def serving(config: str, settings: dict, workers: int):
+    """`idemdash serve` (gunicorn, ``workers`` workers) on a free loopback port; yields (process, get)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -158,10 +171,70 @@ def measure_http(server_dsn: str, config: str, settings: dict, runs: int, timeou
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise RuntimeError("idemdash serve did not start") from None
                 time.sleep(0.2)
-        return timed(get, server_dsn, runs, timeout, in_process=False)
+        yield server, get
     finally:
         server.terminate()
         server.wait(60)
+
+
+def measure_http(server_dsn: str, config: str, settings: dict, runs: int, timeout: float, workers: int) -> dict:
+    """Through `idemdash serve` (gunicorn, ``workers`` workers) over HTTP on loopback, a new connection each."""
+    with serving(config, settings, workers) as (_, get):
+        return timed(get, server_dsn, runs, timeout, in_process=False)
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """Threads and resident memory (kB) of a process, from /proc/<pid>/status."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return {"threads": int(fields["Threads"]), "rss_kb": int(fields["VmRSS"].split()[0])}
+
+
+def measure_fleet(server_dsn: str, config: str, settings: dict, runs: int, timeout: float, workers: int,
+                  member: str) -> dict:
+    """One fleet under `idemdash serve`: the overview of all and of one, and what each worker holds."""
+    socket_dir = psycopg.conninfo.conninfo_to_dict(server_dsn)["host"]
+    with serving(config, settings, workers) as (server, get):
+        pids = [child.pid for child in psutil.Process(server.pid).children()]
+        peak = dict.fromkeys(pids, 0)
+        peak_threads = dict.fromkeys(pids, 0)
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.25):
+                for pid, count in held_connections(pids, socket_dir).items():
+                    peak[pid] = max(peak[pid], count)
+                for pid in pids:
+                    peak_threads[pid] = max(peak_threads[pid], proc_status(pid)["threads"])
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            result = timed(get, server_dsn, runs, timeout, in_process=False)
+            overview: list[float] = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                status, body = get(f"/db/{member}/")
+                overview.append((time.perf_counter() - t0) * 1000)
+                assert status == 200, (status, body[:300])
+        finally:
+            sampling.set()
+            sampler.join()
+        deadline = time.monotonic() + 60  # at rest: no ask of the refresh under way
+        while sessions(server_dsn).get(APPLICATION_NAME, 0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        rest = held_connections(pids, socket_dir)
+        status = {pid: proc_status(pid) for pid in pids}
+    return result | {"overview": overview, "pids": pids, "rest": rest, "peak": peak, "peak_threads": peak_threads,
+                     "status": status}
+
+
+def purge_round(config: str) -> tuple[float, int]:
+    """`idemdash purge` over every database of the file: wall seconds and exit status."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("IDEMDASH_")}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "idemdash", "purge"], env=env | {"IDEMDASH_CONFIG": config},
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - started, done.returncode
 
 
 def timed(get, server_dsn: str, runs: int, timeout: float, *, in_process: bool) -> dict:
@@ -211,7 +284,12 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300, help="give up waiting for the rows after this long")
     parser.add_argument("--http", type=int, default=0, metavar="WORKERS",
                         help="also measure through `idemdash serve` with this many gunicorn workers")
+    parser.add_argument("--fleet", action="store_true",
+                        help="the K databases as one [fleets.shop] pattern, under idemdash serve only (see above)")
+    parser.add_argument("--budget", type=int, default=50, help="IDEMDASH_FLEET_MAX_CONNECTIONS")
     args = parser.parse_args()
+    if args.fleet:
+        args.http = args.http or 2
 
     from tests import embedded_server
 
@@ -222,18 +300,33 @@ def main() -> None:
         dsn = server.get_uri("postgres")
         with psycopg.connect(dsn, autocommit=True) as admin:  # one pool per database per app: room for them
             workers = max(1, args.http)
-            admin.execute(f"ALTER SYSTEM SET max_connections = {workers * (max(args.databases) + args.threads) + 100}")
+            most = args.budget if args.fleet else max(args.databases) + args.threads
+            admin.execute(f"ALTER SYSTEM SET max_connections = {workers * most + 100}")
         server.stop()
         server.start()
         started = time.monotonic()
         build_template(dsn, "fleet_template", args.days)
-        live = {f"service{i:03d}": clone(dsn, "fleet_template", f"service{i:03d}") for i in range(max(args.databases))}
+        live = {} if args.fleet else {f"service{i:03d}": clone(dsn, "fleet_template", f"service{i:03d}")
+                                      for i in range(max(args.databases))}
         setup = time.monotonic() - started
         # the web pools connect without a deadline unless the URL says one (the refresh has its own)
         down = {f"hung{i}": f"postgresql://idemdash@127.0.0.1:{h.port}/hung?connect_timeout=2" for i, h in enumerate(hung)}
         down |= {f"refusing{i}": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone" for i in range(args.refusing)}
         settings = {"FLEET_REFRESH_THREADS": args.threads, "FLEET_REFRESH_SECONDS": args.refresh_seconds}
-        for k in args.databases:
+        if args.fleet:
+            settings["FLEET_MAX_CONNECTIONS"] = args.budget
+        for k in args.databases if args.fleet else ():
+            members = [clone(dsn, "fleet_template", f"shop{k}_{i:03d}") for i in range(k)]
+            config = write_config(server.parent / f"fleet-{k}.toml", down)
+            with open(config, "a") as file:
+                file.write(f"[fleets.shop]\nurl = '{dsn}'\ndatabases = 'shop{k}_*'\n")
+            m = measure_fleet(dsn, config, settings, args.runs, args.timeout, args.http, f"shop/shop{k}_000")
+            results.append((k, f"HTTP, {args.http} workers", m | {"purge": purge_round(config)}))
+            with psycopg.connect(dsn, autocommit=True) as admin:
+                for member in members:
+                    admin.execute(sql.SQL("DROP DATABASE {}").format(
+                        sql.Identifier(psycopg.conninfo.conninfo_to_dict(member)["dbname"])))
+        for k in () if args.fleet else args.databases:
             urls = down | dict(list(live.items())[:k])
             config = write_config(server.parent / f"fleet-{k}.toml", urls)
             results.append((k, "in process", measure(dsn, config, settings, args.runs, args.timeout)))
@@ -245,6 +338,9 @@ def main() -> None:
             h.close()
         embedded_server.discard(server)
 
+    if args.fleet:
+        report_fleet(args, results, setup)
+        return
     load = os.getloadavg()
     print(f"# all-databases overview over a fleet: K live + {args.refusing} refusing + {args.hung} hung\n")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
@@ -263,6 +359,34 @@ def main() -> None:
         for label, times in rows:
             print(f"| {k} | {server_kind} | {label} | {percentile(times, 50):.1f} | {percentile(times, 95):.1f} | {max(times):.1f} "
                   + tail)
+
+
+def report_fleet(args, results: list, setup: float) -> None:
+    load = os.getloadavg()
+    print(f"# a fleet under idemdash serve: [fleets.shop] of K databases + {args.refusing} refusing + {args.hung} "
+          "hung\n")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; template built in {setup:.0f} s; {args.days} day(s) of history "
+          f"each; IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}, "
+          f"IDEMDASH_FLEET_MAX_CONNECTIONS={args.budget}; {args.runs} warm requests per route; per worker: "
+          "one value per worker, in the order of their pids\n")
+    print("| K | server | `/databases` p50 / p95 ms | `/db/shop/<first>/` p50 / p95 ms | all rows in after "
+          "| answered / failed | connections per worker at rest | at peak | threads per worker at rest | at peak "
+          "| RSS MB per worker | `idemdash purge` over the fleet (exit) |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for k, server_kind, m in results:
+        def each(values) -> str:
+            return " / ".join(str(v) for v in values)
+
+        filled = f"{m['filled']:.1f} s" if m["filled"] is not None else f"not in {args.timeout:g} s"
+        pages, overview = m["warm"]["/databases"], m["overview"]
+        wall, code = m["purge"]
+        print(f"| {k} | {server_kind} | {percentile(pages, 50):.1f} / {percentile(pages, 95):.1f} "
+              f"| {percentile(overview, 50):.1f} / {percentile(overview, 95):.1f} | {filled} "
+              f"| {m['answered']} / {m['failed']} | {each(m['rest'][p] for p in m['pids'])} "
+              f"| {each(m['peak'][p] for p in m['pids'])} | {each(m['status'][p]['threads'] for p in m['pids'])} "
+              f"| {each(m['peak_threads'][p] for p in m['pids'])} "
+              f"| {each(round(m['status'][p]['rss_kb'] / 1024) for p in m['pids'])} | {wall:.1f} s ({code}) |")
 
 
 if __name__ == "__main__":

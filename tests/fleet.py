@@ -2,7 +2,9 @@
 closed port) and a hung host (a socket that accepts and never answers, so only a connect deadline ends the wait)."""
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import threading
 from pathlib import Path
 
@@ -72,3 +74,31 @@ def make_fleet(template: str, clone_of, directory: Path, hung_host: HungHost) ->
         urls[f"live{i}"] = url
     config = write_config(directory / "fleet.toml", {name: {"url": url} for name, url in urls.items()})
     return {"config": config, "urls": urls, "hung": hung_host}
+
+
+def held_connections(pids: list[int], socket_dir: str) -> dict[int, int]:
+    """Per process: its connections to the PostgreSQL listening on a Unix socket in ``socket_dir`` (the embedded
+    server's). ``ss`` pairs each socket with its peer, so a client's socket is known by the server's end it is
+    connected to (pg_stat_activity has no client pid for a Unix socket)."""
+    listing = subprocess.run(["ss", "-xnH"], capture_output=True, text=True, check=True).stdout
+    peer_of, server_ends = {}, set()
+    for line in listing.splitlines():
+        fields = line.split()  # netid state recv-q send-q local-address inode peer-address peer-inode
+        if len(fields) < 8:
+            continue
+        local, inode, peer = fields[4], fields[5], fields[7]
+        peer_of[inode] = peer
+        if local.startswith(socket_dir.rstrip("/") + "/.s.PGSQL."):
+            server_ends.add(inode)
+    held = {}
+    for pid in pids:
+        inodes = []
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:  # closed meanwhile
+                continue
+            if target.startswith("socket:["):
+                inodes.append(target[len("socket:["):-1])
+        held[pid] = sum(peer_of.get(inode) in server_ends for inode in inodes)
+    return held
