@@ -26,7 +26,7 @@ from typing import Any
 from idemdash.core.dsn import endpoint
 from idemdash.core.parsers import split_environment
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.queries import overview
+from idemdash.queries import overview, purge_history
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.target import Target
 
@@ -56,6 +56,9 @@ class DatabaseRow:
     asking: bool = False           # being asked right now
     failures: int = 0              # asks in a row that failed: each waits twice as long as the one before
     next_ask: datetime | None = None  # when it is asked again; None while it is being asked
+    # its purges per table (the all-databases purges view); None: not answered, or purges_problem says why not
+    purges: tuple[purge_history.PurgeTableStatus, ...] | None = None
+    purges_problem: str | None = None
 
     @property
     def pending(self) -> bool:
@@ -191,12 +194,24 @@ class AllDatabases:
                 else:
                     summary = overview.get_database_summary(conn, target.tables,
                                                             target.settings["DEFAULT_LEASE_SECONDS"])
+                purges, purges_problem = _purge_status(conn, target)
         except ShapeNotFound as exc:
             return _row(name, target, None, str(exc), False)
         except Exception as exc:  # any failure is this database's row, never the page's
             cause = target.cause_of(exc)
             return _row(name, target, None, cause.message, cause.transient)
-        return _row(name, target, summary, None, True, (time.perf_counter() - started) * 1000, reachable=True)
+        return replace(_row(name, target, summary, None, True, (time.perf_counter() - started) * 1000, reachable=True),
+                       purges=purges, purges_problem=purges_problem)
+
+
+def _purge_status(conn: Any, target: Target) -> tuple[tuple[purge_history.PurgeTableStatus, ...] | None, str | None]:
+    """Each table's last purge run and recent failures, in a savepoint: a database whose purge history cannot be read
+    (no idemdash schema yet, a timeout) keeps its other numbers and says why its purges are missing."""
+    try:
+        with conn.transaction():
+            return tuple(purge_history.list_purge_table_status(conn)), None
+    except Exception as exc:
+        return None, target.cause_of(exc).message
 
 
 def _row(name: str, target: Target, summary: overview.DatabaseSummary | None, problem: str | None, transient: bool,

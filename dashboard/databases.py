@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Flask, current_app, g, has_request_context, request, url_for
 
-from idemdash.dashboard import contract
+from idemdash.dashboard import contract, fleet_purges
 from idemdash.dashboard.all_databases import AllDatabases, DatabaseRow
 from idemdash.dashboard.schemas.databases import DatabaseItem, Databases
 from idemdash.dashboard.targets import all_targets, current_database
@@ -23,6 +23,7 @@ from idemdash.dashboard.web import render
 TWIN = "@db"
 
 bp = Blueprint("databases", __name__)
+bp.register_blueprint(fleet_purges.bp)  # /databases/purges: about every database, so no per-database twin either
 
 
 class DashboardApp(Flask):

@@ -113,3 +113,42 @@ def list_purge_table_runs(conn: psycopg.Connection, tables: tuple[str, ...]) -> 
 def get_purge_run(conn: psycopg.Connection, run_id: int) -> PurgeRun | None:
     page = list_purge_runs(conn, PurgeRunFilter(run_id=run_id), limit=1)
     return page.items[0] if page.items else None
+
+
+@dataclass(frozen=True)
+class _StatusRow:
+    run_id: int
+    table_name: str
+    started_at: datetime
+    finished_at: datetime | None
+    batches: int
+    rows_deleted: int
+    dry_run: bool
+    outcome: str
+    error: str | None
+    started_by: str
+    duration_seconds: float | None
+    method: str | None
+    partitions_dropped: int
+    cancel_requested_by: str | None
+    failures_24h: int
+    last_success_at: datetime | None
+
+
+@dataclass(frozen=True)
+class PurgeTableStatus:
+    """One table's purges as the all-databases purges view shows them."""
+
+    table_name: str
+    last_run: PurgeRun
+    failures_24h: int                   # runs that failed in the last 24 hours
+    last_success_at: datetime | None    # when the latest real purge that succeeded finished
+
+
+def list_purge_table_status(conn: psycopg.Connection) -> list[PurgeTableStatus]:
+    """Every table purges ever ran on, by name: its latest run, its failures in the last 24 h, its last success."""
+    rows = select_all(conn, statement("list_purge_table_status"), None, _StatusRow)
+    return [PurgeTableStatus(row.table_name,
+                             PurgeRun(**{f: getattr(row, f) for f in PurgeRun.__dataclass_fields__
+                                         if f in _StatusRow.__dataclass_fields__}),
+                             row.failures_24h, row.last_success_at) for row in rows]

@@ -76,3 +76,33 @@ CROSS JOIN LATERAL (
     WHERE p.table_name = t.table_name AND p.outcome = 'succeeded' AND p.dry_run
     ORDER BY p.started_at DESC, p.run_id DESC
     LIMIT 1) r
+
+-- list_purge_table_status --
+-- Per table this database's purges ever ran on (the all-databases purges view, read by the background refresh): its
+-- latest run, how many runs failed in the last 24 hours, and when the latest real purge succeeded. The tables come
+-- from purge_run_table_idx by a loose index scan (one probe per table, however long the history), each table's
+-- numbers from the same index.
+WITH RECURSIVE tables(table_name) AS (
+    (SELECT table_name FROM idemdash.purge_run ORDER BY table_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT p.table_name FROM idemdash.purge_run p WHERE p.table_name > t.table_name
+            ORDER BY p.table_name LIMIT 1)
+    FROM tables t
+    WHERE t.table_name IS NOT NULL
+)
+SELECT r.run_id, r.table_name, r.started_at, r.finished_at, r.batches, r.rows_deleted, r.dry_run, r.outcome, r.error,
+       r.started_by, extract(epoch FROM coalesce(r.finished_at, now()) - r.started_at)::double precision
+       AS duration_seconds, r.method, r.partitions_dropped, r.cancel_requested_by,
+       (SELECT count(*) FROM idemdash.purge_run f
+        WHERE f.table_name = t.table_name AND f.started_at > now() - interval '24 hours' AND f.outcome = 'failed')
+       AS failures_24h,
+       (SELECT max(s.finished_at) FROM idemdash.purge_run s
+        WHERE s.table_name = t.table_name AND s.outcome = 'succeeded' AND NOT s.dry_run) AS last_success_at
+FROM tables t
+CROSS JOIN LATERAL (
+    SELECT * FROM idemdash.purge_run p
+    WHERE p.table_name = t.table_name
+    ORDER BY p.started_at DESC, p.run_id DESC
+    LIMIT 1) r
+WHERE t.table_name IS NOT NULL
+ORDER BY t.table_name
