@@ -95,6 +95,8 @@ def test_the_failing_database_comes_first_the_hung_one_says_so_and_no_request_wa
     # the link opens that database's own purges, which shows the same failed run
     own = client.get(rows[0].select_one("a")["href"])
     assert own.status_code == 200 and ERROR in own.get_data(as_text=True)
+    back = BeautifulSoup(own.data, "html.parser").select_one("a[data-fleet-purges]")
+    assert back["href"] == "/databases/purges"  # and the database's page links to every database's purges
 
 
 def _db(name: str, *, reachable: bool = True, purges=None, pending: bool = False) -> DatabaseRow:
