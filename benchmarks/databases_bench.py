@@ -20,8 +20,10 @@ per case and dropped after it) and each case runs only under ``idemdash serve`` 
 ``/databases`` and one member's overview page (``/db/shop/<first>/``), warm; each worker's connections to the
 server at rest (the refresh between rounds, after the requests) and the most seen at once (sampled every 0.25 s
 from the first request on, counted from the worker's own sockets with ``ss``), its threads and its resident memory;
-and the wall time of ``idemdash purge`` over every database of the file (the purges of the scheduler's round, one
-database after another, the down hosts included).
+the wall time of ``idemdash purge`` over every database of the file (one database after another, the down hosts
+included); and the scheduler's round: ``idemdash scheduler`` over the same file with the keys purged every 30 s, no
+spread and the default ``IDEMDASH_FLEET_JOB_CONCURRENCY``, from the first member's scheduled purge starting to the
+last one's finishing.
 Percentiles are nearest-rank. The report is Markdown.
 """
 from __future__ import annotations
@@ -237,6 +239,39 @@ def purge_round(config: str) -> tuple[float, int]:
     return time.perf_counter() - started, done.returncode
 
 
+ROUND = """SELECT count(*) FILTER (WHERE finished_at IS NOT NULL), min(started_at), max(finished_at)
+FROM idemdash.purge_run WHERE table_name = 'keys' AND started_by = 'scheduler'"""
+
+
+def scheduler_round(config: str, members: list[str], every: int = 30, timeout: float = 600) -> tuple[float, float]:
+    """``idemdash scheduler`` over the file, the keys purged ``every`` seconds (the others off) with no spread: seconds
+    from the first member's scheduled run starting to the last one's finishing (one round, at the concurrency
+    limit's pace), and the seconds until every member had one."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("IDEMDASH_")}
+    env |= {"IDEMDASH_CONFIG": config, "IDEMDASH_PURGE_KEYS_SCHEDULE": f"every {every}s",
+            "IDEMDASH_PURGE_INBOX_SCHEDULE": "off", "IDEMDASH_PURGE_OUTBOX_SCHEDULE": "off",
+            "IDEMDASH_FLEET_JOB_SPREAD_SECONDS": "0"}
+    process = subprocess.Popen([sys.executable, "-m", "idemdash", "scheduler"], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    started, waiting, first, last = time.monotonic(), list(members), None, None
+    try:
+        while waiting and time.monotonic() - started < timeout:
+            time.sleep(2)
+            for member in list(waiting):
+                with psycopg.connect(member, autocommit=True) as conn:
+                    done, began, ended = conn.execute(ROUND).fetchone()
+                if done:
+                    waiting.remove(member)
+                    first = began if first is None else min(first, began)
+                    last = ended if last is None else max(last, ended)
+    finally:
+        process.terminate()
+        process.wait(30)
+    if waiting or first is None or last is None:
+        return math.nan, time.monotonic() - started
+    return (last - first).total_seconds(), time.monotonic() - started
+
+
 def timed(get, server_dsn: str, runs: int, timeout: float, *, in_process: bool) -> dict:
     """Requests back to back from the first, alternating between the routes, until every row has answered in
     several answers running (with several workers, each fills its own rows), then ``runs`` timed ones per route."""
@@ -321,7 +356,8 @@ def main() -> None:
             with open(config, "a") as file:
                 file.write(f"[fleets.shop]\nurl = '{dsn}'\ndatabases = 'shop{k}_*'\n")
             m = measure_fleet(dsn, config, settings, args.runs, args.timeout, args.http, f"shop/shop{k}_000")
-            results.append((k, f"HTTP, {args.http} workers", m | {"purge": purge_round(config)}))
+            m |= {"purge": purge_round(config), "round": scheduler_round(config, members)}
+            results.append((k, f"HTTP, {args.http} workers", m))
             with psycopg.connect(dsn, autocommit=True) as admin:
                 for member in members:
                     admin.execute(sql.SQL("DROP DATABASE {}").format(
@@ -372,8 +408,8 @@ def report_fleet(args, results: list, setup: float) -> None:
           "one value per worker, in the order of their pids\n")
     print("| K | server | `/databases` p50 / p95 ms | `/db/shop/<first>/` p50 / p95 ms | all rows in after "
           "| answered / failed | connections per worker at rest | at peak | threads per worker at rest | at peak "
-          "| RSS MB per worker | `idemdash purge` over the fleet (exit) |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| RSS MB per worker | `idemdash purge` over the fleet (exit) | the scheduler's round |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, server_kind, m in results:
         def each(values) -> str:
             return " / ".join(str(v) for v in values)
@@ -386,7 +422,8 @@ def report_fleet(args, results: list, setup: float) -> None:
               f"| {m['answered']} / {m['failed']} | {each(m['rest'][p] for p in m['pids'])} "
               f"| {each(m['peak'][p] for p in m['pids'])} | {each(m['status'][p]['threads'] for p in m['pids'])} "
               f"| {each(m['peak_threads'][p] for p in m['pids'])} "
-              f"| {each(round(m['status'][p]['rss_kb'] / 1024) for p in m['pids'])} | {wall:.1f} s ({code}) |")
+              f"| {each(round(m['status'][p]['rss_kb'] / 1024) for p in m['pids'])} | {wall:.1f} s ({code}) "
+              f"| {m['round'][0]:.1f} s |")
 
 
 if __name__ == "__main__":
