@@ -61,9 +61,12 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-# the families /metrics keeps per database with IDEMDASH_METRICS_PER_DATABASE=alerts (auto: past AUTO_ALL databases)
+# the families /metrics keeps per database with IDEMDASH_METRICS_PER_DATABASE=alerts (auto: past AUTO_ALL databases):
+# those deploy/prometheus/idemdash-alerts.yml uses; the request histogram's database label is then "all"
 ALERT_FAMILIES = ("idemdash_database_up", "idemdash_stuck_keys_total", "idemdash_outbox_lag_seconds",
-                  "idemdash_purge_last_run_failed")
+                  "idemdash_purge_last_run_failed", "idemdash_purge_last_success_timestamp_seconds",
+                  "idemdash_snapshot_last_timestamp_seconds")
+ALL_DATABASES = "all"
 AUTO_ALL = 20
 
 # this worker's own connections (queries/pool_budget.py), served fresh at every scrape and without a database label
@@ -98,6 +101,11 @@ class DatabaseCollector(Collector):
         self.targets = targets  # a new dict, never one changed in place: a scrape under way reads the old one whole
         self._cached = None
 
+    def alerts_only(self, databases: int | None = None) -> bool:
+        """Only ALERT_FAMILIES per database (IDEMDASH_METRICS_PER_DATABASE)."""
+        count = len(self.targets) if databases is None else databases
+        return self.per_database == "alerts" or (self.per_database == "auto" and count > AUTO_ALL)
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         with self._lock:
             if self._cached is None or time.monotonic() - self._cached[0] > self.ttl:
@@ -126,7 +134,7 @@ class DatabaseCollector(Collector):
         families = {name: GaugeMetricFamily(name, doc, labels=["database", *labels])
                     for name, (doc, labels) in FAMILIES.items()}
         targets = self.targets
-        alerts_only = self.per_database == "alerts" or (self.per_database == "auto" and len(targets) > AUTO_ALL)
+        alerts_only = self.alerts_only(len(targets))
         for database, target in targets.items():
             for name, labels, value in self._samples(target):
                 if alerts_only and name not in ALERT_FAMILIES:
@@ -228,6 +236,8 @@ def init_app(app: Flask) -> None:
             # the URL's database (which may have left its fleet since), else the first; none while only fleets
             # are described and none has answered
             database = current_database() or next(iter(all_targets()), "none")
+            if collector.alerts_only():  # a fleet: one series per endpoint, not per endpoint and database
+                database = ALL_DATABASES
             latency.labels(database, plain_endpoint(request.endpoint), request.method,
                            str(response.status_code)).observe(time.perf_counter() - started)
         return response
