@@ -91,15 +91,15 @@ def environment_names(rows: list[DatabaseRow]) -> list[str]:
 
 
 def filtered_rows() -> tuple[fleet_views.Filters, list[DatabaseRow], list[DatabaseRow]]:
-    """This request's filters (a 400 naming the values there are when one names nothing), every row, and the rows
-    they keep, worst first."""
+    """This request's filters (a 400 when one is malformed, a 404 naming the values there are when one names
+    nothing), every row, and the rows they keep, worst first."""
     args = contract.query(DatabasesQuery)
     filters = fleet_views.Filters(args.fleet, args.environment, args.attention)
     rows = database_rows()
     try:
         fleet_views.check(filters, fleet_names(), environment_names(rows))
     except fleet_views.BadFilter as exc:
-        abort(400, str(exc))
+        abort(404, str(exc))
     return filters, rows, fleet_views.select(rows, filters)
 
 
@@ -120,7 +120,7 @@ def page():
                     "held keys, the outbox backlog and lag, the last purge, or why it cannot answer; how old each "
                     "row is, and which have not answered yet; worst first, with why each needs attention, filtered by "
                     "fleet, environment or attention. Never waits for a database.", query=DatabasesQuery,
-                    ok=Databases)
+                    ok=Databases, errors=(*contract.READ_ERRORS, 404))
 def api() -> Databases:
     now = datetime.now(timezone.utc)
     items = []

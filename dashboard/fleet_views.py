@@ -75,8 +75,8 @@ class Filters:
         return self.fleet is not None or self.environment is not None or self.attention
 
 
-class BadFilter(ValueError):
-    """A filter value that names nothing: the message says which values there are."""
+class BadFilter(LookupError):
+    """A filter value that names nothing (a 404): the message says which values there are."""
 
 
 def check(filters: Filters, fleets: Sequence[str], environments: Sequence[str]) -> None:

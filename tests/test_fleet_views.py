@@ -114,18 +114,22 @@ def test_the_rows_come_worst_first_with_their_reasons_and_each_filter_keeps_its_
     assert len(soup.select("#databases-panel tbody tr")) == 2 and soup.select_one("#filters") is None
 
 
-def test_a_filter_that_names_nothing_is_a_400_saying_what_there_is(database_url, make_app, tmp_path):
+def test_a_filter_that_names_nothing_is_a_404_saying_what_there_is_and_a_malformed_one_a_400(database_url, make_app,
+                                                                                            tmp_path):
     config = write_toml(tmp_path / "two.toml", f'[databases.one]\nurl = "{database_url}"\nenvironment = "prod"\n'
                                                f'[databases.two]\nurl = "{database_url}"\n')
     client = make_app(CONFIG=config, FLEET_REFRESH_SECONDS=3600).test_client()
     fleet = client.get("/api/v1/databases?fleet=nope")
-    assert fleet.status_code == 400
+    assert fleet.status_code == 404
     assert "fleet='nope'" in fleet.get_json()["error"] and "'-'" in fleet.get_json()["error"]
     environment = client.get("/api/v1/databases?environment=staging")
-    assert environment.status_code == 400 and "the environments are prod" in environment.get_json()["error"]
-    assert client.get("/api/v1/databases?attention=maybe").status_code == 400
+    assert environment.status_code == 404 and "the environments are prod" in environment.get_json()["error"]
+    for malformed in ("attention=maybe", "fleet=Not%20a%20name", "environment=%3Cscript%3E"):
+        response = client.get(f"/api/v1/databases?{malformed}")
+        assert response.status_code == 400, malformed
+        assert malformed.partition("=")[0] in response.get_json()["error"]
     page = client.get("/databases?fleet=nope", headers={"HX-Request": "true"})  # the page's filter, swapped in place
-    assert page.status_code == 400 and b"no [fleets.nope]" in page.data
+    assert page.status_code == 404 and b"no [fleets.nope]" in page.data
     assert [i["name"] for i in client.get("/api/v1/databases?environment=prod").get_json()["items"]] == ["one"]
     assert [i["name"] for i in client.get("/api/v1/databases?fleet=-").get_json()["items"]] == ["one", "two"]
 

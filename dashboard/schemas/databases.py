@@ -82,10 +82,12 @@ class Databases(Answer):
 
 
 class DatabasesQuery(Query):
-    fleet: str | None = Field(None, max_length=200, description="Only the members of this [fleets.<name>]; '-' for "
-                                                                "the databases of [databases.<name>] tables.")
-    environment: str | None = Field(None, max_length=200, description="Only databases whose environment (its "
-                                                                      "name, without the colour) is this.")
+    fleet: str | None = Field(None, pattern=r"^(-|[a-z0-9][a-z0-9_-]{0,62})$",
+                              description="Only the members of this [fleets.<name>]; '-' for the databases of "
+                                          "[databases.<name>] tables. 404 when there is no such fleet.")
+    environment: str | None = Field(None, pattern=r"^\w[\w .+/-]{0,39}$",
+                                    description="Only databases whose environment (its name, without the colour) is "
+                                                "this. 404 when no database has it.")
     attention: bool = Field(False, description="1: only the databases that need attention (a non-empty attention).")
 
 
