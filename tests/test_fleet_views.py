@@ -214,3 +214,22 @@ def test_thirty_databases_make_four_series_each_for_the_alerts(database_url, mak
     assert histogram["idemdash_http_request_duration_seconds_count"] == 1  # both requests in one series
     every = database_series(make_app(CONFIG=config, METRICS_PER_DATABASE="all").test_client())
     assert sum(every.values()) > sum(auto.values()) and every["idemdash_stuck_keys"] == 30
+
+
+@pytest.mark.system
+def test_a_database_whose_last_ask_failed_is_not_asked_again_by_the_search(database_url, make_app, tmp_path):
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        insert_key(conn, "orders", "order-9")
+    config = write_config(tmp_path / "down.toml", {
+        "up": {"url": database_url},
+        "down": {"url": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone"}})
+    app = make_app(CONFIG=config, FLEET_REFRESH_SECONDS=3600)
+    app.extensions["idemdash_overview"].ask_all_now()
+    answer = app.test_client().get("/api/v1/databases/search?q=orders/order-9").get_json()
+    assert [(h["database"], [k["key"] for k in h["keys"]]) for h in answer["held_by"]] == [("up", ["order-9"])]
+    assert [n["database"] for n in answer["not_asked"]] == ["down"]
+    assert answer["not_asked"][0]["why"].startswith("its last background ask failed: connection refused")
+    page = BeautifulSoup(app.test_client().get("/databases/search?q=order-9", headers={"HX-Request": "true"}).data,
+                         "html.parser")
+    assert page.select_one('[data-not-asked="down"]') is not None and page.select_one("h1") is None
+    assert page.select_one('[data-held-by="up"] a')["href"] == "/db/up/search?q=order-9"
