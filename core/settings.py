@@ -132,6 +132,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("POOL_MAX_SIZE", 5, parsers.positive_int, "Most connections one web worker opens.", per_database=True),
     Setting("METRICS_CACHE_SECONDS", 15, parsers.positive_int,
             "How long /metrics reuses the numbers it read, so frequent scrapes do not load the database."),
+    Setting("METRICS_PER_DATABASE", "auto", parsers.choice("auto", "all", "alerts"),
+            "Which database-labelled series /metrics serves for each database: `all`, or `alerts` (only those the "
+            "alert rules use: `idemdash_database_up`, `idemdash_stuck_keys_total`, `idemdash_outbox_lag_seconds`, "
+            "the purges' `idemdash_purge_last_run_failed` and `idemdash_purge_last_success_timestamp_seconds`, "
+            "`idemdash_snapshot_last_timestamp_seconds`; the request histogram's `database` is then `all`); `auto`: "
+            "`all` up to 20 databases, `alerts` beyond. See docs/alerts.md for how many series N databases produce."),
     Setting("FLEET_REFRESH_SECONDS", 15, parsers.positive_int,
             "How often each web worker asks every database, in the background, for `/databases` (which never waits)."),
     Setting("FLEET_DISCOVER_SECONDS", 300, parsers.positive_int,

@@ -120,6 +120,14 @@ class AllDatabases:
 
     # -- the refresh ------------------------------------------------------------------------------------------
 
+    def ask_all_now(self) -> None:
+        """Ask every database once, now, in this thread, and record the answers (tests; a request never calls it)."""
+        for name, target in list(self.targets.items()):
+            row = self._ask(name, target)
+            with self._cond:
+                if name in self._states:
+                    self._record(name, row)
+
     def start(self) -> None:
         """Start this process's threads, once (cheap to call on every request)."""
         if self._pid == os.getpid() or self._stopped:

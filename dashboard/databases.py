@@ -12,11 +12,11 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, Flask, current_app, g, has_request_context, request, url_for
+from flask import Blueprint, Flask, abort, current_app, g, has_request_context, request, url_for
 
-from idemdash.dashboard import contract, fleet_purges
+from idemdash.dashboard import contract, fleet_purges, fleet_views
 from idemdash.dashboard.all_databases import AllDatabases, DatabaseRow
-from idemdash.dashboard.schemas.databases import DatabaseItem, Databases
+from idemdash.dashboard.schemas.databases import DatabaseItem, Databases, DatabasesQuery
 from idemdash.dashboard.targets import all_targets, current_database
 from idemdash.dashboard.web import render
 
@@ -46,7 +46,7 @@ def install_routes(app: Flask) -> None:
     """Give every route (pages, JSON, actions) a twin with the database in its path; call after the blueprints
     are registered. The twin runs the same view; dashboard/targets.py takes the name out of the URL values."""
     for rule in list(app.url_map.iter_rules()):
-        if rule.endpoint == "static" or rule.endpoint.startswith(f"{bp.name}."):
+        if rule.endpoint == "static" or rule.endpoint.startswith((f"{bp.name}.", "fleet_search.")):
             continue
         if rule.rule.startswith("/api/v1/"):
             path = "/api/v1/db/<database:database>/" + rule.rule[len("/api/v1/"):]
@@ -83,29 +83,59 @@ def database_rows() -> list[DatabaseRow]:
     return current_app.extensions["idemdash_overview"].rows()
 
 
+def fleet_names() -> list[str]:
+    return [fleet.name for fleet in current_app.extensions["idemdash_fleets"].config.fleets]
+
+
+def environment_names(rows: list[DatabaseRow]) -> list[str]:
+    return sorted({env for row in rows if (env := fleet_views.environment_of(row)) is not None})
+
+
+def filtered_rows() -> tuple[fleet_views.Filters, list[DatabaseRow], list[DatabaseRow]]:
+    """This request's filters (a 400 when one is malformed, a 404 naming the values there are when one names
+    nothing), every row, and the rows they keep, worst first."""
+    args = contract.query(DatabasesQuery)
+    filters = fleet_views.Filters(args.fleet, args.environment, args.attention)
+    rows = database_rows()
+    try:
+        fleet_views.check(filters, fleet_names(), environment_names(rows))
+    except fleet_views.BadFilter as exc:
+        abort(404, str(exc))
+    return filters, rows, fleet_views.select(rows, filters)
+
+
 @bp.get("/databases")
 def page():
-    rows = database_rows()
+    filters, every, rows = filtered_rows()
     poll = POLL_PENDING if any(row.pending for row in rows) else POLL_IDLE
+    query = {k: v for k, v in (("fleet", filters.fleet), ("environment", filters.environment),
+                               ("attention", "1" if filters.attention else None)) if v is not None}
     return render("databases.html", "databases_panel", rows=rows, as_of=datetime.now(timezone.utc), poll=poll,
-                  refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"])
+                  refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"], filters=filters, query=query,
+                  total=len(every), fleets=fleet_names(), environments=environment_names(every),
+                  attention=fleet_views.attention, no_fleet=fleet_views.NO_FLEET)
 
 
 @bp.get("/api/v1/databases")
 @contract.operation("Every database of IDEMDASH_CONFIG at once, as the background refresh last found it: stuck and "
                     "held keys, the outbox backlog and lag, the last purge, or why it cannot answer; how old each "
-                    "row is, and which have not answered yet. Never waits for a database.", ok=Databases)
+                    "row is, and which have not answered yet; worst first, with why each needs attention, filtered by "
+                    "fleet, environment or attention. Never waits for a database.", query=DatabasesQuery,
+                    ok=Databases, errors=(*contract.READ_ERRORS, 404))
 def api() -> Databases:
     now = datetime.now(timezone.utc)
     items = []
-    for row in database_rows():
+    for row in filtered_rows()[2]:
         age = row.age_seconds(now)
         item: dict[str, Any] = {"name": row.name, "database": row.label,
                                 "environment": row.environment[0] if row.environment else None,
                                 "reachable": row.reachable, "profile": row.profile, "problem": row.problem,
                                 "answered_ms": row.milliseconds, "pending": row.pending, "asking": row.asking,
                                 "as_of": row.as_of, "age_seconds": round(age, 3) if age is not None else None,
-                                "failures": row.failures, "next_ask_at": row.next_ask}
+                                "failures": row.failures, "next_ask_at": row.next_ask,
+                                "attention": fleet_views.attention(row), "fleet": fleet_views.fleet_of(row.name)}
+        if item["fleet"] == fleet_views.NO_FLEET:
+            item["fleet"] = None
         if row.summary is not None:
             keys, outbox = row.summary.keys, row.summary.outbox
             item |= {"stuck": keys.stuck, "needs_review": keys.needs_review, "processing": keys.processing,

@@ -61,6 +61,14 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+# the families /metrics keeps per database with IDEMDASH_METRICS_PER_DATABASE=alerts (auto: past AUTO_ALL databases):
+# those deploy/prometheus/idemdash-alerts.yml uses; the request histogram's database label is then "all"
+ALERT_FAMILIES = ("idemdash_database_up", "idemdash_stuck_keys_total", "idemdash_outbox_lag_seconds",
+                  "idemdash_purge_last_run_failed", "idemdash_purge_last_success_timestamp_seconds",
+                  "idemdash_snapshot_last_timestamp_seconds")
+ALL_DATABASES = "all"
+AUTO_ALL = 20
+
 # this worker's own connections (queries/pool_budget.py), served fresh at every scrape and without a database label
 WORKER_FAMILIES: dict[str, str] = {
     "idemdash_worker_connections": "Connections the web worker that answered holds now: `pools` (its databases' "
@@ -80,8 +88,9 @@ class DatabaseCollector(Collector):
     several databases one whose pool is closed is read on a short connection of its own (one at a time: the scrape
     holds a lock), so a scrape opens no pool. The worker's own connections are read afresh at every scrape."""
 
-    def __init__(self, targets: Mapping[str, Target], ttl: float, pools: PoolBudget) -> None:
+    def __init__(self, targets: Mapping[str, Target], ttl: float, pools: PoolBudget, per_database: str = "all") -> None:
         self.targets = targets
+        self.per_database = per_database
         self.ttl = ttl
         self.pools = pools
         self._lock = threading.Lock()
@@ -91,6 +100,11 @@ class DatabaseCollector(Collector):
         """The databases served now (a fleet's members joined or left): the next scrape reads them afresh."""
         self.targets = targets  # a new dict, never one changed in place: a scrape under way reads the old one whole
         self._cached = None
+
+    def alerts_only(self, databases: int | None = None) -> bool:
+        """Only ALERT_FAMILIES per database (IDEMDASH_METRICS_PER_DATABASE)."""
+        count = len(self.targets) if databases is None else databases
+        return self.per_database == "alerts" or (self.per_database == "auto" and count > AUTO_ALL)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         with self._lock:
@@ -119,8 +133,12 @@ class DatabaseCollector(Collector):
         # that use it can be checked against a quiet database
         families = {name: GaugeMetricFamily(name, doc, labels=["database", *labels])
                     for name, (doc, labels) in FAMILIES.items()}
-        for database, target in self.targets.items():
+        targets = self.targets
+        alerts_only = self.alerts_only(len(targets))
+        for database, target in targets.items():
             for name, labels, value in self._samples(target):
+                if alerts_only and name not in ALERT_FAMILIES:
+                    continue  # the family stays, with its help line, and no sample
                 families[name].add_metric([database, *labels], float("nan") if value is None else value)
         return list(families.values())
 
@@ -202,7 +220,7 @@ def init_app(app: Flask) -> None:
                         ["database", "endpoint", "method", "status"], registry=None if shared else registry,
                         buckets=LATENCY_BUCKETS)
     collector = DatabaseCollector(app.extensions["idemdash_targets"], float(app.config["METRICS_CACHE_SECONDS"]),
-                                  app.extensions["idemdash_pools"])
+                                  app.extensions["idemdash_pools"], app.config["METRICS_PER_DATABASE"])
     app.extensions["idemdash_fleets"].on_change(collector.replace_targets)  # a fleet's members joined or left
     registry.register(collector)
     app.extensions["idemdash_metrics"] = registry
@@ -218,6 +236,8 @@ def init_app(app: Flask) -> None:
             # the URL's database (which may have left its fleet since), else the first; none while only fleets
             # are described and none has answered
             database = current_database() or next(iter(all_targets()), "none")
+            if collector.alerts_only():  # a fleet: one series per endpoint, not per endpoint and database
+                database = ALL_DATABASES
             latency.labels(database, plain_endpoint(request.endpoint), request.method,
                            str(response.status_code)).observe(time.perf_counter() - started)
         return response

@@ -137,7 +137,7 @@ def test_a_database_created_later_joins_and_one_dropped_leaves_at_the_next_disco
     assert gone.status_code == 404 and f"no database 'orders/{p}_0'" in gone.get_json()["error"]
     assert client.get(f"/db/orders/{p}_0/keys").status_code == 404
     names = [item["name"] for item in client.get("/api/v1/databases").get_json()["items"]]
-    assert names == [f"orders/{p}_{i}" for i in (1, 2, 3, 4, 7)]
+    assert sorted(names) == [f"orders/{p}_{i}" for i in (1, 2, 3, 4, 7)]  # the page's order is worst first
     # a new dict replaced the old, which stays whole for a request that still holds it; the dropped one's pool closed
     assert list(before) == [f"orders/{p}_{i}" for i in range(MEMBERS)]
     assert not before[f"orders/{p}_0"].pool_is_open()  # the budget forgot it and its pool closed

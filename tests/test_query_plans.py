@@ -11,7 +11,9 @@ the rollup job precomputes (dashboard/rollups.py).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
 import psycopg
 import pytest
@@ -95,7 +97,11 @@ def indexed_s(database_url):
 def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypatch):
     app = make_app(indexed_s)
     client = app.test_client()
-    requests, _ = build_requests(app, find_samples(client, indexed_s, TABLES))
+    samples = find_samples(client, indexed_s, TABLES)
+    requests, _ = build_requests(app, samples)
+    # the search of every database needs its q, which the benchmark's list does not give it
+    requests = [replace(r, path=f"{r.path}?{urlencode({'q': samples.stuck_key.key})}")
+                if r.endpoint == "fleet_search.api" and "?" not in r.path else r for r in requests]
     assert len(requests) > 50
 
     recorded: dict[str, tuple[sql.Composable, Any, str]] = {}

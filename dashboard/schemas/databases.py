@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from idemdash.dashboard.schemas.common import Answer
+from idemdash.dashboard.schemas.common import Answer, Query
 from idemdash.dashboard.schemas.examples import AS_OF, RUNNING_PURGE, without_pacing
 from idemdash.dashboard.schemas.overview import LastPurge
 
@@ -31,6 +31,12 @@ class DatabaseItem(Answer):
     failures: int = Field(description="Asks in a row that failed: it is asked again after twice "
                                       "IDEMDASH_FLEET_REFRESH_SECONDS, four times, … up to 5 minutes.")
     next_ask_at: datetime | None = Field(description="When the refresh asks it again; null while asking.")
+    fleet: str | None = Field(None, description="The [fleets.<name>] it is a member of; null for a [databases.<name>] "
+                                                "table.")
+    attention: list[Literal["unreachable", "stuck_keys", "outbox_lag", "purge_failed"]] = Field(
+        default_factory=list, description="Why it needs a look, worst first: unreachable (its last ask failed), "
+        "stuck_keys, outbox_lag (oldest pending outbox row 600 s or older), purge_failed (its newest purge run "
+        "failed); empty when fine or not answered yet. Rows are sorted by it (see items).")
     stuck: int | None = Field(None, description="Stuck keys (only when it answered).")
     needs_review: int | None = Field(None, description="Keys held for review (only when it answered).")
     processing: int | None = Field(None, description="Processing keys (only when it answered).")
@@ -49,26 +55,40 @@ class DatabaseItem(Answer):
 class Databases(Answer):
     model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
         "items": [
-            {"name": "orders", "database": "orders-db.internal:5432/orders", "environment": "production",
-             "reachable": True, "profile": "reference", "problem": None, "answered_ms": 9.376822,
-             "pending": False, "asking": False, "as_of": AS_OF, "age_seconds": 4.2, "failures": 0,
-             "next_ask_at": AS_OF, "stuck": 13, "needs_review": 0,
-             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "last_purge": without_pacing(RUNNING_PURGE)},
             {"name": "billing", "database": "billing-db.internal:5432/billing", "environment": "production",
              "reachable": False, "profile": "reference", "problem": "connection refused by billing-db.internal port 5432: no PostgreSQL is "
                                             "listening there. Check the host and port in the url of "
                                             "[databases.billing] in IDEMDASH_CONFIG (/etc/idemdash/databases.toml), "
                                             "and that the server is running.",
              "answered_ms": None, "pending": False, "asking": False, "as_of": AS_OF, "age_seconds": 12.0,
-             "failures": 3, "next_ask_at": AS_OF},
+             "failures": 3, "next_ask_at": AS_OF, "fleet": None, "attention": ["unreachable"]},
+            {"name": "orders", "database": "orders-db.internal:5432/orders", "environment": "production",
+             "reachable": True, "profile": "reference", "problem": None, "answered_ms": 9.376822,
+             "pending": False, "asking": False, "as_of": AS_OF, "age_seconds": 4.2, "failures": 0,
+             "next_ask_at": AS_OF, "fleet": None, "attention": ["stuck_keys", "outbox_lag"], "stuck": 13, "needs_review": 0,
+             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "last_purge": without_pacing(RUNNING_PURGE)},
             {"name": "ledger", "database": "ledger-db.internal:5432/ledger", "environment": "production",
              "reachable": False, "profile": "reference", "problem": None, "answered_ms": None, "pending": True,
-             "asking": True, "as_of": None, "age_seconds": None, "failures": 0, "next_ask_at": None}],
+             "asking": True, "as_of": None, "age_seconds": None, "failures": 0, "next_ask_at": None, "fleet": None,
+             "attention": []}],
         "next_cursor": None, "as_of": AS_OF}]})
 
-    items: list[DatabaseItem] = Field(description="Every database of IDEMDASH_CONFIG, in its order.")
+    items: list[DatabaseItem] = Field(description="Every database of IDEMDASH_CONFIG the filters keep, worst first: "
+                                      "by the first reason in attention (unreachable, stuck_keys, outbox_lag, "
+                                      "purge_failed), then more failed asks, more stuck keys and an older outbox row "
+                                      "first; rows needing no attention (fine, or not answered yet) by name.")
     next_cursor: None = Field(description="Always null: every database is in one answer.")
     as_of: datetime
+
+
+class DatabasesQuery(Query):
+    fleet: str | None = Field(None, pattern=r"^(-|[a-z0-9][a-z0-9_-]{0,62})$",
+                              description="Only the members of this [fleets.<name>]; '-' for the databases of "
+                                          "[databases.<name>] tables. 404 when there is no such fleet.")
+    environment: str | None = Field(None, pattern=r"^\w[\w .+/-]{0,39}$",
+                                    description="Only databases whose environment (its name, without the colour) is "
+                                                "this. 404 when no database has it.")
+    attention: bool = Field(False, description="1: only the databases that need attention (a non-empty attention).")
 
 
 class FindingKey(Answer):
