@@ -269,6 +269,7 @@ def test_empty_states(client):
         assert body["counts"][status] == {"count": 0, "more": False, "snapshot": None, "snapshot_at": None}
 
 
+@pytest.mark.system  # over a second: kept out of the fast loop
 def test_a_timed_out_panel_says_so_and_names_the_index(make_app, conn, database_url):
     insert_key(conn, "s", "k")
     app = make_app(STATEMENT_TIMEOUT_MS=200)

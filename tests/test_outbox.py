@@ -375,6 +375,7 @@ def test_filter_form_works_without_javascript(client):
     assert response.status_code == 302 and response.headers["Location"] == "/outbox?status=pending"
 
 
+@pytest.mark.system  # over a second: kept out of the fast loop
 def test_timed_out_panels_say_so_and_name_their_index(make_app, conn, database_url):
     app = make_app(STATEMENT_TIMEOUT_MS=200)
     client = app.test_client()

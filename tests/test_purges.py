@@ -432,6 +432,7 @@ def _slow_deletes(conn, body):
                  " FOR EACH STATEMENT EXECUTE FUNCTION app.slow_purge()")
 
 
+@pytest.mark.system  # over a second: kept out of the fast loop
 def test_a_batch_that_times_out_halves_the_batch_size_and_the_run_carries_on(conn, database_url):
     add_expired(conn, 350)
     # any batch of more than 150 rows runs into the statement timeout; smaller ones are instant

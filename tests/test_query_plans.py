@@ -94,6 +94,7 @@ def indexed_s(database_url):
     return database_url
 
 
+@pytest.mark.system  # over a second: kept out of the fast loop
 def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypatch):
     app = make_app(indexed_s)
     client = app.test_client()

@@ -117,6 +117,7 @@ def test_one_database_with_a_permanent_error_still_refuses_to_start(monkeypatch,
     assert "the scheduler not started: database 'no_such_only' does not exist" in result.output
 
 
+@pytest.mark.system  # over a second: kept out of the fast loop
 def test_readyz_and_health_of_the_broken_database_say_why_and_the_others_are_ready(tmp_path, database_url,
                                                                                  pg_server_dsn, make_app):
     config = write_config(tmp_path / "idemdash.toml", {"alpha": {"url": database_url},
