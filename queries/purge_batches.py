@@ -82,9 +82,14 @@ def batch_statement(tables: Tables, table: str, *, dry_run: bool, order: str,
     return statement("count_purge_batch" if dry_run else "purge_batch", tables,
                      relation=target,
                      purgeable=statement(f"purgeable_{table}", tables, **{table: target}),
-                     recheck=statement(RECHECK.get(table, f"purgeable_{table}"), tables, **{table: target}),
+                     delete_doomed=_delete_doomed(tables, table, target),
                      columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
                      cursor=sql.SQL(", ").join(sql.Placeholder(f"after_{i}") for i in range(1, len(columns) + 1)))
+
+
+def _delete_doomed(tables: Tables, table: str, target: sql.Composable) -> Statement:
+    return statement("delete_doomed", tables, relation=target,
+                     recheck=statement(RECHECK.get(table, f"purgeable_{table}"), tables, **{table: target}))
 
 
 def _params(run_id: int, limit: int, after: Cursor | None, predicate: dict[str, Any]) -> dict[str, Any]:
@@ -164,7 +169,7 @@ def run_heap_batch(conn: psycopg.Connection, tables: Tables, table: str, *, dry_
     target = relation if relation is not None else tables.identifiers()[table]
     query = statement("count_purge_batch_heap" if dry_run else "purge_batch_heap", tables, relation=target,
                       purgeable=statement(f"purgeable_{table}", tables, **{table: target}),
-                      recheck=statement(RECHECK.get(table, f"purgeable_{table}"), tables, **{table: target}))
+                      delete_doomed=_delete_doomed(tables, table, target))
     next_page = first_page + max(1, pages)
     params = {"run_id": run_id, "first_tid": f"({first_page},0)", "next_tid": f"({next_page},0)",
               "next_page": next_page, "end_page": end_page, **predicate}

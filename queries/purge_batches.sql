@@ -11,21 +11,7 @@ WITH doomed AS (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ),
-gone AS (
-    -- by ctid, a Tid Scan of exactly the rows locked above (a join on the key may be planned as a hash join
-    -- over the whole table); the row's own part of the predicate again (recheck), so nothing that stopped
-    -- qualifying can go (an operator decides only on a stuck key, never on one a batch holds)
-    DELETE FROM {relation}
-    WHERE ctid = ANY (ARRAY(SELECT row_id FROM doomed))
-      AND ({recheck})
-    RETURNING 1
-),
-progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + 1, rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
-    WHERE run_id = %(run_id)s
-    RETURNING run_id
-)
+{delete_doomed}
 SELECT (SELECT count(*) FROM gone)::int AS rows, (SELECT count(*) FROM doomed)::int AS taken, last.*
 FROM (SELECT count(*) FROM progress) p
 LEFT JOIN LATERAL (SELECT {columns} FROM doomed ORDER BY ({columns}) DESC LIMIT 1) last ON true
@@ -64,19 +50,7 @@ WITH doomed AS (
       AND ({purgeable})
     FOR UPDATE SKIP LOCKED
 ),
-gone AS (
-    -- by ctid (a Tid Scan of the rows locked above), the row's own part of the predicate again
-    DELETE FROM {relation}
-    WHERE ctid = ANY (ARRAY(SELECT row_id FROM doomed))
-      AND ({recheck})
-    RETURNING 1
-),
-progress AS (
-    UPDATE idemdash.purge_run
-    SET batches = batches + 1, rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
-    WHERE run_id = %(run_id)s
-    RETURNING run_id
-)
+{delete_doomed}
 SELECT (SELECT count(*) FROM gone)::int AS rows, (SELECT count(*) FROM doomed)::int AS taken,
        CASE WHEN %(next_page)s::bigint < %(end_page)s::bigint THEN %(next_page)s::bigint END AS after_1
 FROM (SELECT count(*) FROM progress) p
@@ -110,3 +84,21 @@ WHERE c.oid = %(relation)s::regclass
 -- purgeable_rows --
 -- The rows of {relation} a purge may delete; asked only through EXPLAIN, for the planner's estimate of their number.
 SELECT 1 FROM {relation} WHERE ({purgeable})
+
+-- delete_doomed --
+-- Fragment: a batch's delete of the rows its doomed CTE locked, and its progress on the run's row (the CTEs gone and progress).
+gone AS (
+    -- by ctid, a Tid Scan of exactly the rows locked above (a join on the key may be planned as a hash join
+    -- over the whole table); the row's own part of the predicate again (recheck), so nothing that stopped
+    -- qualifying can go (an operator decides only on a stuck key, never on one a batch holds)
+    DELETE FROM {relation}
+    WHERE ctid = ANY (ARRAY(SELECT row_id FROM doomed))
+      AND ({recheck})
+    RETURNING 1
+),
+progress AS (
+    UPDATE idemdash.purge_run
+    SET batches = batches + 1, rows_deleted = rows_deleted + (SELECT count(*) FROM gone)
+    WHERE run_id = %(run_id)s
+    RETURNING run_id
+)

@@ -31,7 +31,7 @@ class PurgeRun:
     error: str | None
     started_by: str
     duration_seconds: float | None
-    method: str | None = None        # 'due_index' or 'primary_key' (runs before issue 13: None)
+    method: str | None = None        # 'due_index', 'heap' or 'primary_key' (runs before issue 13: None)
     partitions_dropped: int = 0
     cancel_requested_by: str | None = None   # who asked the run to stop after its current batch
     # what its latency pacer measured (jobs.latency; None: it never probed)
