@@ -204,8 +204,10 @@ def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],
     units = plan_units(ctx, accounted)
     orders = {u.order for u in units}
     # the weakest order any unit took: a key walk anywhere is what an operator needs to hear of
-    method = next((o for o in (purge_batches.BY_KEY, purge_batches.HEAP) if o in orders or not units),
-                  purge_batches.DUE)
+    if not units or purge_batches.BY_KEY in orders:
+        method = purge_batches.BY_KEY
+    else:
+        method = purge_batches.HEAP if purge_batches.HEAP in orders else purge_batches.DUE
     purges.set_purge_run_method(ctx.lock_conn, ctx.run_id, method)
     outcome, error = run_batches(ctx, units)
     return outcome, error, method

@@ -116,23 +116,9 @@ def get_purge_run(conn: psycopg.Connection, run_id: int) -> PurgeRun | None:
 
 
 @dataclass(frozen=True)
-class _StatusRow:
-    run_id: int
-    table_name: str
-    started_at: datetime
-    finished_at: datetime | None
-    batches: int
-    rows_deleted: int
-    dry_run: bool
-    outcome: str
-    error: str | None
-    started_by: str
-    duration_seconds: float | None
-    method: str | None
-    partitions_dropped: int
-    cancel_requested_by: str | None
-    failures_24h: int
-    last_success_at: datetime | None
+class _StatusRow(PurgeRun):
+    failures_24h: int = 0
+    last_success_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +135,5 @@ def list_purge_table_status(conn: psycopg.Connection) -> list[PurgeTableStatus]:
     """Every table purges ever ran on, by name: its latest run, its failures in the last 24 h, its last success."""
     rows = select_all(conn, statement("list_purge_table_status"), None, _StatusRow)
     return [PurgeTableStatus(row.table_name,
-                             PurgeRun(**{f: getattr(row, f) for f in PurgeRun.__dataclass_fields__
-                                         if f in _StatusRow.__dataclass_fields__}),
+                             PurgeRun(**{f: getattr(row, f) for f in PurgeRun.__dataclass_fields__}),
                              row.failures_24h, row.last_success_at) for row in rows]
