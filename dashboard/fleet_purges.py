@@ -17,6 +17,7 @@ from flask import Blueprint, current_app, url_for
 
 from idemdash.dashboard import contract
 from idemdash.dashboard.all_databases import DatabaseRow
+from idemdash.dashboard.purges import METHODS
 from idemdash.dashboard.schemas.fleet_purges import FleetPurgeItem, FleetPurges, FleetPurgesQuery
 from idemdash.dashboard.web import render
 from idemdash.queries.purge_history import PurgeRun, PurgeTableStatus
@@ -86,7 +87,7 @@ def _rows() -> tuple[list[FleetPurgeRow], str | None]:
 def page():
     rows, fleet = _rows()
     poll = POLL_PENDING if any(row.state == "pending" for row in rows) else POLL_IDLE
-    return render("fleet_purges.html", "fleet_purges_panel", rows=rows, fleet=fleet,
+    return render("fleet_purges.html", "fleet_purges_panel", rows=rows, fleet=fleet, methods=METHODS,
                   as_of=datetime.now(timezone.utc), poll=poll,
                   refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"])
 
