@@ -158,7 +158,10 @@ def test_a_key_is_found_in_the_two_databases_of_six_that_hold_it_and_a_hung_host
         assert sorted(answer["not_held_by"]) == ["db0", "db2", "db3", "db5"]
         assert [n["database"] for n in answer["not_asked"]] == ["hung"]
         assert "no answer within 2 s" in answer["not_asked"][0]["why"]
-        assert took < DEADLINE_SECONDS + 0.5, took  # never waits for the hung host past the deadline
+        # never waits for the hung host past the deadline: the lookup itself stops at it, and the request around it
+        # (a first request also builds the app's pools) adds no second wait; loose, for a loaded CI machine
+        assert answer["seconds"] < DEADLINE_SECONDS + 0.3, answer["seconds"]
+        assert took < 2 * DEADLINE_SECONDS, took
 
         by_message = client.get(f"/api/v1/databases/search?q={message}").get_json()
         assert [h["database"] for h in by_message["held_by"]] == ["db2"]
