@@ -50,14 +50,15 @@ class Client(threading.Thread):
     """Claims a fresh key and marks it done, again and again, timing each claim (autocommit: one round trip and
     its commit)."""
 
-    def __init__(self, url: str, tables: Tables, n: int) -> None:
+    def __init__(self, url: str, tables: Tables, n: int, options: str = "") -> None:
         super().__init__(name=f"client-{n}", daemon=True)
-        self.url, self.tables, self.n = url, tables, n
+        self.url, self.tables, self.n, self.options = url, tables, n, options
         self.samples: list[tuple[float, float]] = []  # (when, seconds)
         self.stop = threading.Event()
 
     def run(self) -> None:
-        with psycopg.connect(self.url, autocommit=True, application_name=f"pacer-bench-client-{self.n}") as conn:
+        with psycopg.connect(self.url, autocommit=True, application_name=f"pacer-bench-client-{self.n}",
+                             **({"options": self.options} if self.options else {})) as conn:
             while not self.stop.is_set():
                 key = str(uuid.uuid4())
                 t0 = time.monotonic()
@@ -84,7 +85,7 @@ def _restore(conn: psycopg.Connection, tables: Tables, total: int, due: int, fre
 
 
 def one_run(url: str, tables: Tables, config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    clients = [Client(url, tables, n) for n in range(args.clients)]
+    clients = [Client(url, tables, n, args.client_options) for n in range(args.clients)]
     for c in clients:
         c.start()
     time.sleep(args.warmup_seconds)
@@ -92,7 +93,7 @@ def one_run(url: str, tables: Tables, config: dict[str, Any], args: argparse.Nam
     t0 = time.monotonic()
     time.sleep(args.before_seconds)
     before = (t0, time.monotonic())
-    result, started, ended, _burst = purge_data.run_purge_in_process(config)
+    result, started, ended, _burst = purge_data.run_purge_in_process(config, pgoptions=args.purge_options)
     load_end = purge_data.load_average()
     for c in clients:
         c.stop.set()
@@ -121,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="an idemdash setting (without IDEMDASH_) for the purge; repeatable")
     parser.add_argument("--server-set", action="append", default=[], metavar="NAME=VALUE",
                         help="a server setting for the embedded server (wal_compression=pglz, say); repeatable")
+    parser.add_argument("--purge-options", default="", metavar="'-c NAME=VALUE ...'",
+                        help="libpq options for the purge's connections (PGOPTIONS), to test a session setting")
+    parser.add_argument("--client-options", default="", metavar="'-c NAME=VALUE ...'",
+                        help="libpq options for the clients' connections")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
