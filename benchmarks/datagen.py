@@ -7,6 +7,8 @@ Sizes (keys / inbox rows / outbox rows):
     S      10,000 /     10,000 /     2,000   tests (well under a second)
     M   1,000,000 /  1,000,000 /   200,000
     L  10,000,000 / 10,000,000 / 2,000,000   the performance budget (docs/benchmarks.md)
+   XL 100,000,000 / 20,000,000 / 5,000,000   an API at about 1,000 requests/s with a day's retention
+                                              (about 62 GiB with the recommended indexes: docs/benchmarks.md)
 
 At every size, exactly: 1 % of keys processing, of which keys/500 stuck (20,000 at L; 5 % of those
 with a NULL locked_until and an old claimed_at), 2 % failed_retryable, 3 % failed_final, the rest
@@ -97,6 +99,7 @@ SIZES = {
     "S": Size("S", 10_000, 10_000, 2_000),
     "M": Size("M", 1_000_000, 1_000_000, 200_000),
     "L": Size("L", 10_000_000, 10_000_000, 2_000_000),
+    "XL": Size("XL", 100_000_000, 20_000_000, 5_000_000),
 }
 CONSUMERS = 50
 SCOPES = 20

