@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,57 @@ class Client(threading.Thread):
         return [seconds for when, seconds in self.samples if start <= when < end]
 
 
+# What the clients' backends are doing, sampled (--sample-waits); the purge's own backends (--purge-nice).
+WAITS = ("SELECT coalesce(wait_event_type || ':' || wait_event, 'on CPU') FROM pg_stat_activity "
+         "WHERE application_name LIKE 'pacer-bench-client-%' AND state = 'active'")
+PURGE_APPLICATION = "pacer-bench-purge"
+PURGE_BACKENDS = "SELECT pid FROM pg_stat_activity WHERE application_name = %s"
+
+
+class Watcher(threading.Thread):
+    """Beside the run, on a connection of its own: counts what the clients' active backends wait for, every 2 ms
+    (``--sample-waits``; the sampling costs the clients a little), and renices the purge's backends to ``nice``
+    (``--purge-nice``: the server must run on this machine; a diagnostic of CPU priority, not a setting)."""
+
+    def __init__(self, url: str, sample: bool, nice: int | None) -> None:
+        super().__init__(name="pacer-bench-watcher", daemon=True)
+        self.url, self.sample, self.nice = url, sample, nice
+        self.counts: Counter[str] = Counter()
+        self.reniced: set[int] = set()
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        with psycopg.connect(self.url, autocommit=True, application_name="pacer-bench-watcher") as conn:
+            while not self.stop.is_set():
+                if self.sample:
+                    self.counts.update(w for (w,) in conn.execute(WAITS).fetchall())
+                if self.nice is not None:
+                    for (pid,) in conn.execute(PURGE_BACKENDS, (PURGE_APPLICATION,)).fetchall():
+                        if pid not in self.reniced:
+                            os.setpriority(os.PRIO_PROCESS, pid, self.nice)
+                            self.reniced.add(pid)
+                self.stop.wait(0.002 if self.sample else 0.05)
+
+    def summary(self) -> str:
+        total = sum(self.counts.values())
+        return ", ".join(f"{w} {100 * n / total:.0f} %" for w, n in self.counts.most_common(5)) if total else "-"
+
+
+def _watch(url: str, args: argparse.Namespace) -> Watcher | None:
+    if not args.sample_waits and args.purge_nice is None:
+        return None
+    watcher = Watcher(url, args.sample_waits, args.purge_nice)
+    watcher.start()
+    return watcher
+
+
+def _stop(watcher: Watcher | None) -> Watcher | None:
+    if watcher is not None:
+        watcher.stop.set()
+        watcher.join(10)
+    return watcher
+
+
 def _restore(conn: psycopg.Connection, tables: Tables, total: int, due: int, fresh: bool) -> None:
     if fresh:
         fresh_schema(conn, tables)
@@ -91,9 +144,15 @@ def one_run(url: str, tables: Tables, config: dict[str, Any], args: argparse.Nam
     time.sleep(args.warmup_seconds)
     load_start = purge_data.load_average()
     t0 = time.monotonic()
+    watching = _watch(url, args) if args.sample_waits else None
     time.sleep(args.before_seconds)
+    waits_before = _stop(watching)
     before = (t0, time.monotonic())
-    result, started, ended, _burst = purge_data.run_purge_in_process(config, pgoptions=args.purge_options)
+    watching = _watch(url, args)
+    options = " ".join(o for o in (args.purge_options, f"-c application_name={PURGE_APPLICATION}"
+                                   if args.purge_nice is not None else "") if o)
+    result, started, ended, _burst = purge_data.run_purge_in_process(config, pgoptions=options)
+    waits_during = _stop(watching)
     load_end = purge_data.load_average()
     for c in clients:
         c.stop.set()
@@ -105,7 +164,8 @@ def one_run(url: str, tables: Tables, config: dict[str, Any], args: argparse.Nam
          for k, v in windows.items()}
     with psycopg.connect(url) as conn:
         pacing = conn.execute(RUN_PACING, (result.run_id,)).fetchone()
-    return {"result": result, "seconds": ended - started, "p": p, "load": (load_start, load_end), "pacing": pacing}
+    return {"result": result, "seconds": ended - started, "p": p, "load": (load_start, load_end), "pacing": pacing,
+            "waits": (waits_before, waits_during)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="libpq options for the purge's connections (PGOPTIONS), to test a session setting")
     parser.add_argument("--client-options", default="", metavar="'-c NAME=VALUE ...'",
                         help="libpq options for the clients' connections")
+    parser.add_argument("--sample-waits", action="store_true",
+                        help="print what the clients' backends waited for before and during each run (sampled)")
+    parser.add_argument("--purge-nice", type=int, default=None, metavar="N",
+                        help="renice the purge's backends to N (a server on this machine): is the tail CPU?")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
@@ -156,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                 "p99 during (probes), backoffs, last batch size, duty cycle | load average (start → end) |")
             out("|---|---:|---:|---|---|---:|---|---|")
             loaded = False
+            waits: list[str] = []
             for run in range(args.runs):
                 fresh = not loaded and conn.execute("SELECT to_regclass(%s)",
                                                     (f"{SCHEMA}.{tables.keys}",)).fetchone()[0] is None
@@ -170,7 +235,16 @@ def main(argv: list[str] | None = None) -> int:
                     f"{p['before'][0]:.2f} / {p['before'][1]:.2f} ms ({p['before'][2]:,}) | "
                     f"{p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | "
                     f"**{p['during'][1] / p['before'][1]:.2f}x** | {recorded} | {m['load'][0]} → {m['load'][1]} |")
+                before_w, during_w = m["waits"]
+                if args.sample_waits and before_w is not None and during_w is not None:
+                    waits.append(f"run {run + 1}: clients' backends before: {before_w.summary()}; during: "
+                                 f"{during_w.summary()}")
+                if during_w is not None and args.purge_nice is not None:
+                    waits.append(f"run {run + 1}: the purge's backends {sorted(during_w.reniced)} at nice "
+                                 f"{args.purge_nice}")
         out("")
+        for line in waits:
+            out(line + "  ")
         out(f"`uptime` at the end: {purge_data.uptime()}")
     finally:
         if stop is not None:
