@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=sorted(SIZES), default="L")
     parser.add_argument("--pgdata", type=Path, required=True)
     parser.add_argument("--purge-seconds", type=int, default=10)
+    parser.add_argument("--database", default="floor",
+                        help="the database in --pgdata (idemdash_bench_xl: the one page_bench --size XL generated)")
     args = parser.parse_args(argv)
     size = SIZES[args.size]
     out = lambda line: print(line, flush=True)  # noqa: E731
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     tables = Tables()
     schema = tables.schema
     try:
-        url = ensure_database(server_dsn, "floor")
+        url = ensure_database(server_dsn, args.database)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
             have = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.{tables.keys}",)).fetchone()[0]
