@@ -36,6 +36,9 @@ def test_sizes_follow_the_issue_exactly():
     assert (large.keys, large.inbox, large.outbox) == (10_000_000, 10_000_000, 2_000_000)
     assert large.processing == 100_000 and large.stuck == 20_000
     assert large.outbox_pending == 50_000
+    xl = SIZES["XL"]  # an API at about 1,000 requests/s with a day's retention
+    assert (xl.keys, xl.inbox, xl.outbox) == (100_000_000, 20_000_000, 5_000_000)
+    assert xl.stuck == 200_000 and xl.outbox_pending == 125_000
     for size in SIZES.values():
         assert size.processing * 100 == size.keys
         assert size.stuck * 500 == size.keys
