@@ -150,3 +150,21 @@ def test_creates_the_reference_schema_when_absent(empty_database_url):
     generate(empty_database_url, S, status_type="text", vacuum=False)
     with psycopg.connect(empty_database_url) as conn:
         assert _one(conn, "SELECT count(*) FROM app.outbox_event") == S.outbox
+
+
+CONSTRAINTS = ("SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+               "WHERE connamespace = 'app'::regnamespace AND contype IN ('p', 'u') ORDER BY 1, 2")
+
+
+def test_a_load_with_its_constraints_deferred_writes_the_same_rows_and_adds_every_constraint_back(
+        generated, database_url, conn):
+    digest = "SELECT md5(string_agg(idempotency_scope || idempotency_key || status::text || attempt_count, ',' " \
+             "ORDER BY idempotency_scope, idempotency_key)) FROM app.idempotency_request"
+    first, constraints = _one(conn, digest), conn.execute(CONSTRAINTS).fetchall()
+    assert len(constraints) >= 3  # each table's primary key, the outbox's unique event per key
+    timings = generate(database_url, S, replace=True, seed=1, defer_constraints=True)
+    assert "constraints" in timings.seconds
+    assert conn.execute(CONSTRAINTS).fetchall() == constraints
+    assert _one(conn, digest) == first
+    with pytest.raises(psycopg.errors.UniqueViolation):  # the primary key holds again
+        conn.execute("INSERT INTO app.idempotency_request SELECT * FROM app.idempotency_request LIMIT 1")

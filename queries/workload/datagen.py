@@ -46,6 +46,13 @@ class OutboxPlan:
 
 
 @dataclass(frozen=True)
+class Constraint:
+    relation: str        # schema-qualified, as regclass prints it
+    name: str
+    definition: str      # pg_get_constraintdef
+
+
+@dataclass(frozen=True)
 class TableCounts:
     keys: int
     inbox: int
@@ -108,3 +115,20 @@ def truncate_generated_tables(conn: psycopg.Connection, tables: Tables) -> None:
 def vacuum_analyze(conn: psycopg.Connection, tables: Tables, table: str) -> None:
     """VACUUM (ANALYZE) one of 'keys', 'inbox', 'outbox'; needs an autocommit connection."""
     conn.execute(statement(f"vacuum_analyze_{table}", tables))
+
+
+def list_deferrable_constraints(conn: psycopg.Connection, tables: Tables) -> list[Constraint]:
+    names = {name: sql.Identifier(tables.schema, getattr(tables, name)).as_string(conn)
+             for name in ("keys", "inbox", "outbox")}
+    return [Constraint(*row) for row in conn.execute(statement("list_deferrable_constraints"), names).fetchall()]
+
+
+def drop_constraint(conn: psycopg.Connection, constraint: Constraint) -> None:
+    conn.execute(statement("drop_constraint", relation=sql.SQL(constraint.relation),
+                           constraint_name=sql.Identifier(constraint.name)))
+
+
+def add_constraint(conn: psycopg.Connection, constraint: Constraint) -> None:
+    # the relation and definition come from the catalog (regclass and pg_get_constraintdef quote what needs it)
+    conn.execute(statement("add_constraint", relation=sql.SQL(constraint.relation),
+                           constraint_name=sql.Identifier(constraint.name), definition=sql.SQL(constraint.definition)))

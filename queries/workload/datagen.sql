@@ -243,3 +243,20 @@ SET synchronous_commit = off
 -- How many of the three application tables do not exist yet (the generator then creates the reference schema).
 SELECT count(*) FILTER (WHERE to_regclass(name) IS NULL) AS missing
 FROM unnest(ARRAY[%(keys)s::text, %(inbox)s::text, %(outbox)s::text]) AS t (name)
+
+-- list_deferrable_constraints --
+-- The primary keys and unique constraints of the three application tables that no foreign key depends on, with their definitions: a large load drops them first and adds them back after (one sorted build instead of a B-tree grown by random inserts).
+SELECT c.conrelid::regclass::text AS relation, c.conname AS name, pg_get_constraintdef(c.oid) AS definition
+FROM pg_constraint c
+WHERE c.conrelid = ANY (ARRAY[%(keys)s::regclass, %(inbox)s::regclass, %(outbox)s::regclass])
+  AND c.contype IN ('p', 'u')
+  AND NOT EXISTS (SELECT FROM pg_constraint f WHERE f.contype = 'f' AND f.confrelid = c.conrelid)
+ORDER BY c.conrelid::regclass::text, c.conname
+
+-- drop_constraint --
+-- Drop one constraint listed by list_deferrable_constraints (its index goes with it).
+ALTER TABLE {relation} DROP CONSTRAINT {constraint_name}
+
+-- add_constraint --
+-- Add a dropped constraint back by its definition (pg_get_constraintdef), building its index in one sort.
+ALTER TABLE {relation} ADD CONSTRAINT {constraint_name} {definition}
