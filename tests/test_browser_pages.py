@@ -1,13 +1,18 @@
 """Every page in a real Chromium: nothing scrolls sideways on a 390 px phone, and axe-core finds no serious or
 critical accessibility violation (WCAG AA contrast included) in light or dark mode.
 
-axe-core comes from the npm registry, installed for the tests by CI (.ci/run) and by hand with
-``npm install --no-save --prefix tests/.axe axe-core@<the version .ci/run names>`` (README). Missing, the test fails: it is not skipped.
+axe-core comes from the npm registry, installed for the tests by CI (.ci/run), by the first of these tests to need it
+where npm is on the PATH (so the README's test command passes on a fresh machine with npm), or by hand with
+``npm install --no-save --prefix tests/.axe axe-core@<the version .ci/run names>`` (README). Missing, the test fails:
+it is not skipped.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -64,7 +69,20 @@ _WIDEST = """() => Array.from(document.querySelectorAll('main *, header *'))
     .slice(0, 5).map(el => el.tagName.toLowerCase() + '.' + el.className + ': ' + (el.textContent || '').slice(0, 80))"""
 
 
+def _install_axe() -> None:
+    """The pinned axe-core from the npm registry into tests/.axe, once: one xdist worker installs, the others wait."""
+    prefix = Path(__file__).parent / ".axe"
+    prefix.mkdir(exist_ok=True)
+    with open(prefix / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not AXE.is_file():
+            subprocess.run(["npm", "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(prefix),
+                            f"axe-core@{AXE_VERSION}"], capture_output=True, timeout=300, check=False)
+
+
 def _axe_source() -> str:
+    if not AXE.is_file() and "IDEMDASH_TEST_AXE" not in os.environ and shutil.which("npm"):
+        _install_axe()
     if not AXE.is_file():
         pytest.fail(f"axe-core is not installed at {AXE}: run `npm install --no-save --prefix tests/.axe "
                     f"axe-core@{AXE_VERSION}` (CI's .ci/run does), or point IDEMDASH_TEST_AXE at axe.min.js",
