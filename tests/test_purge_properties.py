@@ -110,6 +110,10 @@ def _write_outbox(conn, outbox_rows, outbox_days):
 def test_a_purge_removes_exactly_the_eligible_rows_and_touches_nothing_else(request, status_type, order):
     url = request.getfixturevalue("database_url" if status_type == "enum" else "text_status_database_url")
     with psycopg.connect(url, autocommit=True) as conn:
+        # the order a run takes follows the planner's statistics: an autovacuum that analyzes a table between the
+        # write and the purge can make a table mostly due look so and send it through heap order (tested on its own)
+        for table in ("idempotency_request", "processed_message", "outbox_event"):
+            conn.execute(f"ALTER TABLE app.{table} SET (autovacuum_enabled = off)")
         if order == "due_index":
             for advice in ADVICE.values():
                 conn.execute(advice.create_statement(Tables()))
