@@ -3,6 +3,7 @@ and half the period, `every <duration>` schedules aligned across processes, and 
 scheduler recording nothing."""
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 
 import psycopg
@@ -66,7 +67,13 @@ def test_scheduled_runs_that_lose_the_lock_or_come_second_in_a_period_record_not
             lost = run_purge(target, "keys", dry_run=False, started_by="scheduler", once_per_seconds=60)
             by_person = run_purge(target, "keys", dry_run=False, started_by="cli:me")
         finally:
+            pid = holder.info.backend_pid
             holder.close()
+        # the lock goes with the holder's backend, which exits after the close returns: wait for it
+        deadline = time.monotonic() + 10
+        while conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]:
+            assert time.monotonic() < deadline, "the lock holder's backend never exited"
+            time.sleep(0.01)
         first = run_purge(target, "keys", dry_run=False, started_by="scheduler", once_per_seconds=60)
         second = run_purge(target, "keys", dry_run=False, started_by="scheduler", once_per_seconds=60)
         rows = conn.execute("SELECT started_by, outcome FROM idemdash.purge_run ORDER BY run_id").fetchall()
