@@ -30,7 +30,7 @@ WITH_LIBRARY_ACTIONS = frozenset({"audit"})
 def _report() -> schema.Tables:
     target = get_target()
     chosen = profile(target.settings["PROFILE"])
-    read, when = panels.require(panels.load(read_library_states, target.settings))
+    read, stored = panels.require(panels.load(read_library_states, target.settings))
     counts = {(state.table, state.meaning): (state, count) for state, count in read.counts}
     found = dict(read.found.tables) if read.found else {}
     backlogs = panels.load(list_backlogs, read.found, target.settings) if read.found else None
@@ -40,9 +40,10 @@ def _report() -> schema.Tables:
         states = []
         for meaning in MEANINGS:
             state, count = counts.get((table.role, meaning), (None, None))
+            kept = stored.get((table.role, meaning))
             states.append(schema.StateCount.model_validate({
                 "meaning": meaning, "recorded": state is not None, "count": count,
-                "computed_at": when.get((table.role, meaning)),
+                "computed_at": kept.computed_at if kept else None, "estimated": bool(kept and kept.estimated),
                 "note": state.note if state is not None else f"not recorded by {chosen.library}"}))
         backlog = [schema.BacklogGroup(group=[None if v is None else str(v) for v in g.group_values], rows=g.rows,
                                        lag_seconds=g.lag_seconds) for g in by_role[table.role]] \

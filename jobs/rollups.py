@@ -39,23 +39,36 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
             log.debug("another replica is computing rollups; skipped")
             return done
         try:
-            ages = {(a.name, a.variant): a.age_seconds for a in rollups.list_rollup_ages(conn)}
-            for rollup in (r for r in rollups.ROLLUPS.values() if rollups.applies(r, config)):
-                for variant in rollup.variants(config):
-                    age = ages.get((rollup.name, variant))
-                    if not force and age is not None and age < rollup.every_seconds - SLACK_SECONDS:
-                        continue
-                    try:
-                        done[f"{rollup.name}:{variant}"] = _compute_and_store(conn, tables, config, rollup, variant)
-                    except psycopg.Error as exc:
-                        if lost(conn):
-                            raise  # the database went away: the rest would fail the same way, one line each
-                        log.warning("rollup %s:%s skipped: %s", rollup.name, variant,
-                                    describe_error(exc, target.dsn))
+            for rollup, variant in _due(list(rollups.list_rollup_ages(conn)), config, force):
+                try:
+                    done[f"{rollup.name}:{variant}"] = _compute_and_store(conn, tables, config, rollup, variant)
+                except psycopg.Error as exc:
+                    if lost(conn):
+                        raise  # the database went away: the rest would fail the same way, one line each
+                    log.warning("rollup %s:%s skipped: %s", rollup.name, variant, describe_error(exc, target.dsn))
         finally:
             if not lost(conn):  # a lost connection took the lock with it
                 rollups.release_rollup_lock(conn)
     return done
+
+
+def _due(ages: list[rollups.RollupAge], config: Mapping[str, Any],
+         force: bool) -> list[tuple[rollups.Rollup, str]]:
+    """The (rollup, variant) pairs to recompute now, the most overdue for its interval first (never computed
+    before all): each is due once its age reaches its interval, which grows with what computing it costs
+    (``rollups.interval_seconds``), so a round that meets a 40 s rollup still refreshes the cheap ones first."""
+    stored = {(a.name, a.variant): a for a in ages}
+    due: list[tuple[float, rollups.Rollup, str]] = []
+    for rollup in (r for r in rollups.ROLLUPS.values() if rollups.applies(r, config)):
+        for variant in rollup.variants(config):
+            age = stored.get((rollup.name, variant))
+            if age is None:
+                due.append((float("inf"), rollup, variant))
+                continue
+            interval = rollups.interval_seconds(rollup, age.duration_ms)
+            if force or age.age_seconds >= interval - SLACK_SECONDS:
+                due.append((age.age_seconds / interval, rollup, variant))
+    return [(rollup, variant) for _, rollup, variant in sorted(due, key=lambda d: -d[0])]
 
 
 def _compute_and_store(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any], rollup: rollups.Rollup,

@@ -2,6 +2,10 @@
 -- How many rows of a library's table are in one of its states: {condition} is the state's block of profile_states.sql.
 SELECT count(*) FROM {table} WHERE {condition}
 
+-- estimate_profile_state --
+-- The planner's estimate of a state's rows, for a count too slow to take (the rollup job past its budget for one state): the plan of the rows the count reads, whose top node estimates them all, parallel or not.
+EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE {condition}
+
 -- list_profile_state --
 -- Rows of a library's table in one of its states, oldest first by the state's time column ({order_value}: the one the library indexes for it, else the table's first; its identity where it has none), then by identity ({identity_value}: a JSON array of the identity columns, as text); keyset-paginated after (after_order, after_identity), rows without that time last. Each row whole as JSON but for the columns in %(omit)s (payloads).
 SELECT to_jsonb(t) - %(omit)s::text[] AS row_json, ({order_value})::text AS order_value,

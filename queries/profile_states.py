@@ -10,7 +10,7 @@ from string import Formatter
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg import errors, sql
 
 from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
@@ -162,24 +162,55 @@ def read_configured_states(conn: psycopg.Connection, settings: Mapping[str, Any]
 @dataclass(frozen=True)
 class MeasuredState:
     """A state's count and how long counting it took: what the rollup job stores for a library's database, so
-    that a page counts live only the states that are quick to count (queries/rollups.py)."""
+    that a page counts live only the states that are quick to count (queries/rollups.py). ``estimated``: counting
+    it took longer than the job's budget for one state, and ``count`` is the planner's estimate."""
 
     role: str
     meaning: str
     count: int | None
     ms: float
+    estimated: bool = False
 
 
-def measure_states(conn: psycopg.Connection, settings: Mapping[str, Any]) -> list[MeasuredState]:
-    """Every state of the configured profile's tables, counted and timed; none when the tables are not found."""
+# The longest the rollup job counts one state for; a state slower than this (94M of 100M keys done: 110 s, a
+# sequential read of the whole table) is stored as the planner's estimate, from the table's statistics.
+COUNT_BUDGET_MS = 20_000
+
+
+def estimate_state(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any]) -> int | None:
+    """The planner's estimate of the rows in ``state`` (from the table's statistics: as good as its last ANALYZE);
+    None when a table it reads is not among ``found``'s."""
+    names = state_names(found, state)
+    if names is None:
+        return None
+    query = statement("estimate_profile_state", None, table=names["table"],
+                      condition=statement(state.query, None, **names))
+    row = conn.execute(query, dict(params)).fetchone()
+    assert row is not None
+    return int(row[0][0]["Plan"]["Plan Rows"])
+
+
+def measure_states(conn: psycopg.Connection, settings: Mapping[str, Any],
+                   budget_ms: int = COUNT_BUDGET_MS) -> list[MeasuredState]:
+    """Every state of the configured profile's tables, counted and timed, each within ``budget_ms`` (estimated
+    past it); none when the tables are not found. Runs in the caller's transaction: each count in a savepoint."""
     try:
         found = find_configured(conn, settings)
     except ShapeNotFound:
         return []
+    row = conn.execute(statement("get_statement_timeout")).fetchone()
+    assert row is not None
     measured = []
     for state in profile(found.profile).states_of(found.version):
+        params = params_for(state, settings)
         started = time.perf_counter()
-        count = count_state(conn, found, state, params_for(state, settings))
-        measured.append(MeasuredState(state.table, state.meaning, count, (time.perf_counter() - started) * 1000))
+        try:
+            with conn.transaction():
+                conn.execute(statement("set_statement_timeout"), {"ms": str(budget_ms)})
+                count, estimated = count_state(conn, found, state, params), False
+        except errors.QueryCanceled:
+            count, estimated = estimate_state(conn, found, state, params), True
+        measured.append(MeasuredState(state.table, state.meaning, count, (time.perf_counter() - started) * 1000,
+                                      estimated))
+    conn.execute(statement("set_statement_timeout"), {"ms": row[0]})  # a kept savepoint kept the budget too
     return measured
-

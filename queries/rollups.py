@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 LIVE_BUDGET_MS = 10.0
 # A stored value older than this many of its intervals is not used (the scheduler is behind or stopped).
 FRESH_FACTOR = 3
+# A rollup is recomputed no more often than this many times what computing it last took: one that reads all of
+# 100M keys for 40 s is refreshed every 400 s rather than every minute, so the cheap ones around it still fit
+# their interval and the job spends at most about a tenth of a backend on each (docs/benchmarks.md, XL).
+COST_FACTOR = 10
 
 Fetch = Callable[[psycopg.Connection, Tables, Mapping[str, Any], str], list]
 
@@ -49,7 +53,7 @@ class Rollup:
     variants: Callable[[Mapping[str, Any]], list[str]]      # the variants the job precomputes
     index: str | None                                       # the index advice its live fetch needs
     every_seconds: int                                      # how often the job recomputes it
-    library: bool = False                                   # for a database of another library's profile only
+    profiles: str = "reference"                             # whose databases: "reference", "library" or "any"
 
     def compute(self, conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], variant: str) -> Any:
         return self.assemble(self.fetch(conn, tables, settings, variant))
@@ -104,35 +108,48 @@ ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
     Rollup("outbox_event_types", outbox.EventTypeSummary,
            lambda conn, tables, s, v: outbox.list_outbox_event_types(conn, tables),
            _as_list, _single, "index_outbox_published", 60),
-    # a library's tables (/tables): every state's count with how long it took; a page counts live the quick ones
+    # /tables (any profile's: a library's, or the reference tables read as a profile): every state's count with
+    # how long it took; a page counts live the quick ones. The name is older than the reference profile's /tables
     Rollup("library_states", profile_states.MeasuredState,
            lambda conn, tables, s, v: profile_states.measure_states(conn, s),
-           _as_list, _single, None, 60, library=True),
+           _as_list, _single, None, 60, profiles="any"),
 )}
 
 
 def applies(rollup: Rollup, settings: Mapping[str, Any]) -> bool:
     """Whether the rollup job computes ``rollup`` for a database with these settings (its profile's kind)."""
-    return rollup.library == (settings["PROFILE"] != DEFAULT_PROFILE)
+    if rollup.profiles == "any":
+        return True
+    return (rollup.profiles == "library") == (settings["PROFILE"] != DEFAULT_PROFILE)
 
 
-def stored_state_counts(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[int | None, datetime]]:
-    """The library states whose stored count is fresh and was slow to count live: (role, meaning) -> (count, when
-    it was counted). Nothing when idemdash's schema is not in the database (nothing is stored there then)."""
+@dataclass(frozen=True)
+class StoredCount:
+    """A state's count as the rollup job stored it: when it was counted, and whether it is the planner's estimate
+    (counting it took longer than the job's budget for one state: profile_states.COUNT_BUDGET_MS)."""
+    count: int | None
+    computed_at: datetime
+    estimated: bool
+
+
+def stored_state_counts(conn: psycopg.Connection) -> dict[tuple[str, str], StoredCount]:
+    """The profile's states whose stored count is fresh and was slow to count live: (role, meaning) -> its stored
+    count. Nothing when idemdash's schema is not in the database (nothing is stored there then)."""
     rollup = ROLLUPS["library_states"]
     try:
         with conn.transaction():  # a savepoint: idemdash's schema missing must not abort the caller's reads
             stored = list_rollups(conn, [(rollup.name, "")])
     except (errors.UndefinedTable, errors.InvalidSchemaName):
         return {}
-    if not stored or stored[0].age_seconds > FRESH_FACTOR * rollup.every_seconds:
+    if not stored or stored[0].age_seconds > FRESH_FACTOR * interval_seconds(rollup, stored[0].duration_ms):
         return {}
     try:
         rows = decode_rows(rollup, stored[0].payload)
     except RollupDecodeError as exc:
         log.warning("%s; counting live", exc)
         return {}
-    return {(r.role, r.meaning): (r.count, stored[0].computed_at) for r in rows if r.ms >= LIVE_BUDGET_MS}
+    return {(r.role, r.meaning): StoredCount(r.count, stored[0].computed_at, r.estimated)
+            for r in rows if r.ms >= LIVE_BUDGET_MS or r.estimated}  # estimated: too slow even for the job
 
 
 def hotspot_variant(window: str, min_attempts: int) -> str:
@@ -140,9 +157,17 @@ def hotspot_variant(window: str, min_attempts: int) -> str:
     return f"{window}:{min_attempts}"
 
 
+def interval_seconds(rollup: Rollup, duration_ms: float | None) -> float:
+    """How often ``rollup`` is recomputed when computing it last took ``duration_ms`` (None: never computed):
+    its own interval, or COST_FACTOR times that duration when longer."""
+    return max(float(rollup.every_seconds), COST_FACTOR * (duration_ms or 0.0) / 1000)
+
+
 def usable(stored: StoredRollup, rollup: Rollup) -> bool:
-    """Fresh, and slow enough to fetch that reading it precomputed is worth its age."""
-    return stored.duration_ms >= LIVE_BUDGET_MS and stored.age_seconds <= FRESH_FACTOR * rollup.every_seconds
+    """Fresh (within FRESH_FACTOR of its intervals), and slow enough to fetch that reading it precomputed is worth
+    its age."""
+    return (stored.duration_ms >= LIVE_BUDGET_MS
+            and stored.age_seconds <= FRESH_FACTOR * interval_seconds(rollup, stored.duration_ms))
 
 
 # -- stored rows ------------------------------------------------------------------------------------------------
@@ -251,21 +276,22 @@ def upsert_rollup(conn: psycopg.Connection, name: str, variant: str, computed_at
                                               "duration_ms": duration_ms, "payload": Jsonb(encode_rows(rows))})
 
 
-def read_library_states(conn: psycopg.Connection,
-                        settings: Mapping[str, Any]) -> tuple[profile_states.ConfiguredStates, dict]:
-    """A library database's tables and every state's count: the stored one where counting it live was measured
-    slow and it is fresh (``stored_state_counts``), counted now otherwise; and when each stored one was counted."""
+def read_library_states(conn: psycopg.Connection, settings: Mapping[str, Any],
+                        ) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, str], StoredCount]]:
+    """A database's tables (as its profile reads them) and every state's count: the stored one where counting it
+    live was measured slow and it is fresh (``stored_state_counts``), counted now otherwise; and the stored ones."""
     stored = stored_state_counts(conn)
     try:
         found = find_configured(conn, settings)
     except ShapeNotFound as exc:
         return profile_states.ConfiguredStates(None, str(exc)), {}
-    counts, when = [], {}
+    counts, used = [], {}
     for state in profile(found.profile).states_of(found.version):
         key = (state.table, state.meaning)
         if key in stored:
-            count, when[key] = stored[key]
+            used[key] = stored[key]
+            count = stored[key].count
         else:
             count = profile_states.count_state(conn, found, state, profile_states.params_for(state, settings))
         counts.append((state, count))
-    return profile_states.ConfiguredStates(found, None, tuple(counts)), when
+    return profile_states.ConfiguredStates(found, None, tuple(counts)), used

@@ -6,6 +6,10 @@ SET TRANSACTION READ ONLY
 -- Statement timeout for the rest of the current transaction only.
 SELECT set_config('statement_timeout', %(ms)s, true)
 
+-- get_statement_timeout --
+-- The statement timeout in force now, as set_statement_timeout takes it back.
+SELECT current_setting('statement_timeout') AS ms
+
 -- set_lock_timeout --
 -- Lock timeout for the rest of the current transaction only.
 SELECT set_config('lock_timeout', %(ms)s, true)

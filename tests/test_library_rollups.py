@@ -1,16 +1,18 @@
 """A library database's state counts at scale: the rollup job stores each state's count with how long counting it
 took; /tables and /metrics then read the slow ones stored (saying when they were counted) and count the quick ones
-live. Only the library rollup runs there, and only reference rollups run on a reference database."""
+live. Only the library rollup runs there; a reference database runs it too (its /tables), beside its own rollups.
+A state slower to count than the job's budget is stored as the planner's estimate, and shown as one."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
 import psycopg
+from bs4 import BeautifulSoup
 
 from idemdash.core import settings
 from idemdash.jobs.rollups import run_rollups
 from idemdash.queries.migrate import migrate
-from idemdash.queries.profile_states import MeasuredState
+from idemdash.queries.profile_states import MeasuredState, measure_states
 from idemdash.queries.rollups import list_rollups, upsert_rollup
 from idemdash.queries.target import Target
 from tests import library_ddl as ddl
@@ -67,10 +69,50 @@ def test_a_stale_stored_count_is_not_used(make_app, empty_database_url):
     assert (done["count"], done["computed_at"]) == (SPRING_COUNTS["done"], None)
 
 
-def test_a_reference_database_runs_no_library_rollup(database_url):
+def test_a_reference_database_counts_its_states_too_for_its_tables_page(database_url):
+    # /tables reads the reference tables as a profile: at 100M keys its live counts took 110 s, so the job stores
+    # them for it as for a library's
     target = Target.from_settings(settings.load(DATABASE_URL=database_url))
     done = run_rollups(target, force=True)
-    assert done and not any(name.startswith("library_states") for name in done)
+    assert "library_states:" in done and "key_windows:" in done
+    with psycopg.connect(database_url) as conn:
+        [stored] = list_rollups(conn, [("library_states", "")])
+    assert {(r["role"], r["meaning"]) for r in stored.payload} >= {("keys", "done"), ("keys", "stuck"),
+                                                                    ("outbox", "pending"), ("inbox", "purgeable")}
+    assert not any(r["estimated"] for r in stored.payload)
+
+
+def _succeeded_keys(conn: psycopg.Connection, n: int) -> None:
+    conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+                        created_at, updated_at, expires_at)
+                    SELECT 'bulk', 'k' || i, 'h', 'succeeded', now(), now(), now() + interval '1 day'
+                    FROM generate_series(1, %s) AS i""", (n,))
+    conn.execute("ANALYZE app.idempotency_request")
+
+
+def test_a_state_slower_than_the_budget_is_stored_as_the_planners_estimate_and_shown_as_one(database_url, make_app):
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        _succeeded_keys(conn, 300_000)
+        config = settings.load(DATABASE_URL=database_url)
+        with conn.transaction():
+            # 1 ms for a state: counting 300,000 keys takes longer; the empty outbox's states do not
+            measured = {(m.role, m.meaning): m for m in measure_states(conn, config, budget_ms=1)}
+            # the budget is the job's for each count only: the transaction's own timeout is untouched after it
+            assert conn.execute("SHOW statement_timeout").fetchone()[0] == "0"
+        done = measured[("keys", "done")]
+        assert done.estimated and done.ms >= 1
+        assert 240_000 <= done.count <= 360_000  # the statistics' estimate, not a count
+        assert not measured[("outbox", "pending")].estimated and measured[("outbox", "pending")].count == 0
+        upsert_rollup(conn, "library_states", "", datetime.now(timezone.utc), 2_000.0, list(measured.values()))
+    client = make_app(database_url).test_client()
+    tables = {t["role"]: {s["meaning"]: s for s in t["states"]} for t in client.get("/api/v1/tables").get_json()["tables"]}
+    assert tables["keys"]["done"]["estimated"] is True and tables["keys"]["done"]["count"] == done.count
+    assert tables["keys"]["done"]["computed_at"] is not None
+    assert tables["outbox"]["pending"]["estimated"] is False and tables["outbox"]["pending"]["count"] == 0
+    page = BeautifulSoup(client.get("/tables").data, "html.parser")
+    cell = page.select_one('tr[data-role="keys"] td[data-meaning="done"] a[data-estimated]')
+    assert cell is not None and cell.get_text().startswith("≈") and f"{done.count:,}" in cell.get_text()
+    assert "the planner's estimate" in page.get_text()
 
 
 def test_check_advises_the_incomplete_index_builds_it_and_the_pending_count_reads_it(empty_database_url, monkeypatch):

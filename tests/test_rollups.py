@@ -87,7 +87,7 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
     generate(database_url, SIZES["S"])
     config = _config(database_url)
     done = run_rollups(Target.from_settings(config))
-    expected = {f"{r.name}:{v}" for r in ROLLUPS.values() if not r.library for v in r.variants(config)}
+    expected = {f"{r.name}:{v}" for r in ROLLUPS.values() if rollups.applies(r, config) for v in r.variants(config)}
     assert set(done) == expected
     assert "suppression:7d" in done and "hotspot_groups:5" not in done
     assert {f"hotspot_groups:{w}:5" for w in ("1h", "24h", "7d", "all")} <= set(done)
@@ -216,3 +216,31 @@ def test_a_rollup_panel_that_times_out_live_asks_about_the_scheduler(make_app, d
     assert "is `idemdash scheduler` running?" in problem
     assert problem.index("idemdash scheduler") < problem.index("This index would make it fast")
     assert "CREATE INDEX CONCURRENTLY" in problem
+
+
+def test_a_costly_rollup_is_recomputed_less_often_and_shown_as_long(database_url, client, conn):
+    # 40 s to compute (the all-time hotspot groups at 100M keys): recomputed every COST_FACTOR x 40 s, not every
+    # 120 s, and shown while within FRESH_FACTOR of that interval, where a cheap one would already be read live
+    interval = rollups.interval_seconds(ROLLUPS["suppression"], 40_000.0)
+    assert interval == rollups.COST_FACTOR * 40 > ROLLUPS["suppression"].every_seconds
+    config = _config(database_url)
+    run_rollups(Target.from_settings(config), force=True)
+    _store(conn, "suppression", "24h", _suppression("costly-scope", 7), duration_ms=40_000.0,
+           age=timedelta(seconds=interval - 60))
+    assert "suppression:24h" not in run_rollups(Target.from_settings(config), force=False)
+    age = timedelta(seconds=FRESH_FACTOR * ROLLUPS["suppression"].every_seconds + 60)  # stale for a cheap one
+    _store(conn, "suppression", "24h", _suppression("costly-scope", 7), duration_ms=40_000.0, age=age)
+    assert [s["scope"] for s in client.get("/api/v1/suppression?window=24h").get_json()["scopes"]] == ["costly-scope"]
+    assert "suppression:24h" in run_rollups(Target.from_settings(config), force=False)  # but due again
+
+
+def test_the_job_recomputes_the_most_overdue_first(database_url, conn):
+    config = _config(database_url)
+    run_rollups(Target.from_settings(config), force=True)
+    conn.execute("DELETE FROM idemdash.rollup WHERE name = 'hotspot_groups' AND variant = '1h:5'")   # never computed
+    conn.execute("UPDATE idemdash.rollup SET computed_at = now() - interval '65 seconds', duration_ms = 1 "
+                 "WHERE name = 'key_windows'")                                                  # 1.08 x its 60 s
+    conn.execute("UPDATE idemdash.rollup SET computed_at = now() - interval '200 seconds', duration_ms = 1 "
+                 "WHERE name = 'suppression' AND variant = '24h'")                              # 1.67 x its 120 s
+    done = run_rollups(Target.from_settings(config))
+    assert list(done) == ["hotspot_groups:1h:5", "suppression:24h", "key_windows:"]

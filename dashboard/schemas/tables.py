@@ -22,6 +22,9 @@ class StateCount(Answer):
     computed_at: datetime | None = Field(None, description="When the scheduler counted it: a state slow to count "
                                                            "live on a large table (the rollup job); null: counted "
                                                            "now.")
+    estimated: bool = Field(False, description="True: counting it took the scheduler longer than its budget for "
+                                               "one state (20 s; a whole 100M-row table), and count is the "
+                                               "planner's estimate from the table's statistics, not a count.")
 
 
 class BacklogGroup(Answer):
