@@ -6,6 +6,10 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NUL
 -- Key lists by status ordered by last change, and the 24-hour failed/succeeded counts.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (status, updated_at DESC, idempotency_scope DESC, idempotency_key DESC)
 
+-- index_keys_failures --
+-- Failed keys filtered by the worker that last claimed them (is one worker failing everything?): their list, newest first, and its count, without reading every failed key's row (at 100M keys, 3M failed: 3 s).
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (claimed_by, status, updated_at DESC, idempotency_scope DESC, idempotency_key DESC) WHERE status IN ('failed_retryable', 'failed_final')
+
 -- index_keys_hotspots --
 -- Retry hotspots over a window: keys with many attempts, most first, and when each last changed (updated_at, read in the index), without scanning the table.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (attempt_count DESC, updated_at DESC) WHERE attempt_count >= 2

@@ -46,9 +46,9 @@ WHOLE_TABLE_AGGREGATES = {
 PARTIAL_INDEX_COUNTS = {"count_processing_keys", "get_outbox_summary"}
 
 
-# The counts of /tables (queries/profile_states.sql): each state of each table counted whole, per request, as the
-# library defines it. Not yet precomputed or bounded: a known cost at millions of rows, said in docs/profiles.md
-# (Limits), and the next step of the profiles work.
+# The counts of /tables (queries/profile_states.sql): each state of each table counted whole, as the library
+# defines it; precomputed by the rollup job (the library_states rollup, for every profile) where slow, and
+# estimated there past its budget for one state (docs/profiles.md, At scale).
 def _profile_state_count(name: str) -> bool:
     return name.startswith("state_") and QUERIES[name].source == "profile_states.sql"
 
@@ -149,3 +149,33 @@ def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypat
                       and node["Index Name"] not in SMALL_BY_PREDICATE and not _profile_state_count(name)):
                     problems.append(f"{name} ({label}): unbounded {kind} of {node['Index Name']}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.system  # data set S: over a second
+def test_failed_keys_by_worker_read_the_failures_index_not_every_failed_row(indexed_s, make_app, monkeypatch):
+    # at 100M keys (3M failed) the list and its count read every failed key's row to test its worker: 3 s
+    recorded: list[tuple[sql.Composable, Any]] = []
+    real_execute = psycopg.Cursor.execute
+
+    def spy(self, query, params=None, **kwargs):
+        if isinstance(query, sql.Composable) and TABLES.keys in query.as_string(None) and isinstance(params, dict) \
+                and "worker-07" in params.values():
+            recorded.append((query, params))
+        return real_execute(self, query, params, **kwargs)
+
+    client = make_app(indexed_s).test_client()
+    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
+    answer = client.get("/api/v1/keys?status=failed_final&claimed_by=worker-07")
+    monkeypatch.undo()
+    assert answer.status_code == 200 and answer.get_json()["items"]
+    assert all(k["claimed_by"] == "worker-07" for k in answer.get_json()["items"])
+    assert len(recorded) >= 2  # the list and its count
+    failures = ADVICE["index_keys_failures"].index_name(TABLES)
+    with psycopg.connect(indexed_s) as conn:
+        for query, params in recorded:
+            (plan,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + query, params, prepare=False).fetchone()[0]
+            nodes = [n for n, _ in _nodes(plan["Plan"])]
+            assert not any(n["Node Type"] == "Seq Scan" for n in nodes)
+            indexes = [n for n in nodes if "Index Name" in n]  # an index scan, or a bitmap's (at size S)
+            assert [n["Index Name"] for n in indexes] == [failures], (query.as_string(None), nodes)
+            assert "claimed_by" in indexes[0]["Index Cond"]
