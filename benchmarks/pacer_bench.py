@@ -42,10 +42,7 @@ from benchmarks.purge_bench import SCHEMA, STATUS_TYPE, build_indexes, fresh_sch
 from idemdash.core import settings
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, complete_key
-
-# What the run's pacer recorded (benchmark-only read of idemdash's own history).
-RUN_PACING = ("SELECT probe_baseline_ms, probe_p99_ms, probes, backoffs, final_batch_size, final_duty_cycle "
-              "FROM idemdash.purge_run WHERE run_id = %s")
+from idemdash.queries.workload import benchmark
 
 
 class Client(threading.Thread):
@@ -73,11 +70,8 @@ class Client(threading.Thread):
         return [seconds for when, seconds in self.samples if start <= when < end]
 
 
-# What the clients' backends are doing, sampled (--sample-waits); the purge's own backends (--purge-nice).
-WAITS = ("SELECT coalesce(wait_event_type || ':' || wait_event, 'on CPU') FROM pg_stat_activity "
-         "WHERE application_name LIKE 'pacer-bench-client-%' AND state = 'active'")
+# The purge's backends, by their application name (--purge-nice).
 PURGE_APPLICATION = "pacer-bench-purge"
-PURGE_BACKENDS = "SELECT pid FROM pg_stat_activity WHERE application_name = %s"
 
 
 class Watcher(threading.Thread):
@@ -96,9 +90,9 @@ class Watcher(threading.Thread):
         with psycopg.connect(self.url, autocommit=True, application_name="pacer-bench-watcher") as conn:
             while not self.stop.is_set():
                 if self.sample:
-                    self.counts.update(w for (w,) in conn.execute(WAITS).fetchall())
+                    self.counts.update(benchmark.list_client_waits(conn))
                 if self.nice is not None:
-                    for (pid,) in conn.execute(PURGE_BACKENDS, (PURGE_APPLICATION,)).fetchall():
+                    for pid in benchmark.list_backends_of(conn, PURGE_APPLICATION):
                         if pid not in self.reniced:
                             os.setpriority(os.PRIO_PROCESS, pid, self.nice)
                             self.reniced.add(pid)
@@ -163,7 +157,7 @@ def one_run(url: str, tables: Tables, config: dict[str, Any], args: argparse.Nam
     p = {k: (purge_data.percentile(v, 50) * 1000, purge_data.percentile(v, 99) * 1000, len(v))
          for k, v in windows.items()}
     with psycopg.connect(url) as conn:
-        pacing = conn.execute(RUN_PACING, (result.run_id,)).fetchone()
+        pacing = benchmark.get_run_pacing(conn, result.run_id)
     return {"result": result, "seconds": ended - started, "p": p, "load": (load_start, load_end), "pacing": pacing,
             "waits": (waits_before, waits_during)}
 
@@ -228,9 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                 loaded = True
                 m = one_run(url, tables, config, args)
                 r, p, pacing = m["result"], m["p"], m["pacing"]
-                recorded = "-" if pacing is None or pacing[0] is None else (
-                    f"{pacing[0]:.2f} / {pacing[1]:.2f} ms ({pacing[2]:,}), {pacing[3]}, {pacing[4]:,}, "
-                    f"{pacing[5]:.0f} %")
+                recorded = "-" if pacing is None or pacing.probe_baseline_ms is None else (
+                    f"{pacing.probe_baseline_ms:.2f} / {pacing.probe_p99_ms:.2f} ms ({pacing.probes:,}), "
+                    f"{pacing.backoffs}, {pacing.final_batch_size:,}, {pacing.final_duty_cycle:.0f} %")
                 out(f"| {run + 1} | {r.rows:,} | {r.rows / m['seconds']:,.0f} | "
                     f"{p['before'][0]:.2f} / {p['before'][1]:.2f} ms ({p['before'][2]:,}) | "
                     f"{p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | "

@@ -94,3 +94,26 @@ def get_setting(conn: psycopg.Connection, name: str) -> str:
 def alter_system_set(conn: psycopg.Connection, name: str, value: str) -> None:
     """For the benchmark's own server only; needs autocommit."""
     conn.execute(statement("alter_system_set", setting=sql.Identifier(name), value=sql.Literal(value)))
+
+
+@dataclass(frozen=True)
+class RunPacing:
+    probe_baseline_ms: float | None
+    probe_p99_ms: float | None
+    probes: int | None
+    backoffs: int | None
+    final_batch_size: int | None
+    final_duty_cycle: float | None
+
+
+def get_run_pacing(conn: psycopg.Connection, run_id: int) -> RunPacing | None:
+    return select_one(conn, statement("get_run_pacing"), {"run_id": run_id}, RunPacing)
+
+
+def list_client_waits(conn: psycopg.Connection) -> list[str]:
+    return [wait for (wait,) in conn.execute(statement("list_client_waits")).fetchall()]
+
+
+def list_backends_of(conn: psycopg.Connection, application_name: str) -> list[int]:
+    return [pid for (pid,) in conn.execute(statement("list_backends_of"),
+                                           {"application_name": application_name}).fetchall()]

@@ -78,3 +78,17 @@ SELECT current_setting(%(name)s) AS value
 -- alter_system_set --
 -- Change one server setting for the benchmark's own embedded server (a restart applies it); name and value are composed.
 ALTER SYSTEM SET {setting} = {value}
+
+-- get_run_pacing --
+-- What one purge run's latency pacer recorded (the pacer benchmark reads idemdash's own history).
+SELECT probe_baseline_ms, probe_p99_ms, probes, backoffs, final_batch_size, final_duty_cycle
+FROM idemdash.purge_run WHERE run_id = %(run_id)s
+
+-- list_client_waits --
+-- What the pacer benchmark's clients' active backends are waiting for now (on CPU when nothing).
+SELECT coalesce(wait_event_type || ':' || wait_event, 'on CPU') AS wait
+FROM pg_stat_activity WHERE application_name LIKE 'pacer-bench-client-%%' AND state = 'active'
+
+-- list_backends_of --
+-- The backends of one application name (the pacer benchmark renices the purge's).
+SELECT pid FROM pg_stat_activity WHERE application_name = %(application_name)s
