@@ -1,5 +1,6 @@
 """The rollup job: recompute the aggregates pages cannot count live at scale (queries/rollups.py), each on its
-interval, and store their rows in ``idemdash.rollup``.
+interval (longer for a costly one: ``rollups.interval_seconds``), the most overdue first, and store their rows in
+``idemdash.rollup``.
 
 One writer at a time across scheduler replicas (advisory lock); a rollup another replica refreshed recently is
 left alone. Each computation runs in its own READ ONLY transaction with a long statement timeout (it reads up
@@ -28,28 +29,49 @@ INTERVAL_SECONDS = 60
 STATEMENT_TIMEOUT_MS = 120_000
 # recompute a little before the interval is up, so a job that runs every 60 s refreshes a 60 s rollup every time
 SLACK_SECONDS = 5
+# a round goes on while something is due, but starts nothing new after this long: the job's next run (every
+# INTERVAL_SECONDS, at once after a longer round) goes on from the most overdue
+ROUND_SECONDS = 45
 
 
 def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
-    """Recompute the rollups that are due (all with ``force``); returns {name:variant: milliseconds}."""
-    tables, config = target.tables, target.settings
+    """Recompute the rollups that are due (all of them first with ``force``), the most overdue first, until none
+    is due: a cheap rollup that comes due again while a costly one computes goes next, so the costly ones at 100M
+    keys (a minute each) do not leave the 60 s ones stale behind them. Nothing new starts after ROUND_SECONDS
+    (the next run goes on). Returns {name:variant: milliseconds} (the last time, for one computed twice)."""
     done: dict[str, float] = {}
     with target.connect("idemdash-rollups") as conn:
         if not rollups.try_rollup_lock(conn):
             log.debug("another replica is computing rollups; skipped")
             return done
         try:
-            for rollup, variant in _due(list(rollups.list_rollup_ages(conn)), config, force):
-                try:
-                    done[f"{rollup.name}:{variant}"] = _compute_and_store(conn, tables, config, rollup, variant)
-                except psycopg.Error as exc:
-                    if lost(conn):
-                        raise  # the database went away: the rest would fail the same way, one line each
-                    log.warning("rollup %s:%s skipped: %s", rollup.name, variant, describe_error(exc, target.dsn))
+            failed: set[tuple[str, str]] = set()
+            if force:
+                for rollup, variant in _due(list(rollups.list_rollup_ages(conn)), target.settings, True):
+                    _compute_one(conn, target, rollup, variant, done, failed)
+            deadline = time.monotonic() + ROUND_SECONDS
+            while time.monotonic() < deadline:
+                due = [(r, v) for r, v in _due(list(rollups.list_rollup_ages(conn)), target.settings, False)
+                       if (r.name, v) not in failed]
+                if not due:
+                    break
+                _compute_one(conn, target, *due[0], done, failed)
         finally:
             if not lost(conn):  # a lost connection took the lock with it
                 rollups.release_rollup_lock(conn)
     return done
+
+
+def _compute_one(conn: psycopg.Connection, target: Target, rollup: rollups.Rollup, variant: str,
+                 done: dict[str, float], failed: set[tuple[str, str]]) -> None:
+    """One rollup computed and stored into ``done``; one that fails is logged and left for the next round."""
+    try:
+        done[f"{rollup.name}:{variant}"] = _compute_and_store(conn, target.tables, target.settings, rollup, variant)
+    except psycopg.Error as exc:
+        if lost(conn):
+            raise  # the database went away: the rest would fail the same way, one line each
+        log.warning("rollup %s:%s skipped: %s", rollup.name, variant, describe_error(exc, target.dsn))
+        failed.add((rollup.name, variant))
 
 
 def _due(ages: list[rollups.RollupAge], config: Mapping[str, Any],

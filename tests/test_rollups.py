@@ -2,6 +2,7 @@
 it is fresh and was slow to compute, and say when it was computed."""
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -244,3 +245,25 @@ def test_the_job_recomputes_the_most_overdue_first(database_url, conn):
                  "WHERE name = 'suppression' AND variant = '24h'")                              # 1.67 x its 120 s
     done = run_rollups(Target.from_settings(config))
     assert list(done) == ["hotspot_groups:1h:5", "suppression:24h", "key_windows:"]
+
+
+@pytest.mark.system  # sleeps 2.5 s
+def test_a_cheap_rollup_due_again_during_a_long_one_is_recomputed_in_the_same_round(database_url, conn, monkeypatch):
+    # at 100M keys a round that meets the costly rollups lasts minutes: the 60 s ones must not wait for the next
+    config = _config(database_url)
+    run_rollups(Target.from_settings(config), force=True)
+    slow = ROLLUPS["suppression"]
+
+    def fetch_slowly(c, tables, s, v):
+        time.sleep(2.5)  # what a costly rollup takes at size, on data set S
+        return slow.fetch(c, tables, s, v)
+
+    monkeypatch.setitem(ROLLUPS, "suppression", replace(slow, fetch=fetch_slowly))
+    conn.execute("UPDATE idemdash.rollup SET computed_at = now() - interval '200 seconds', duration_ms = 1 "
+                 "WHERE name = 'suppression' AND variant = '24h'")                  # due now
+    conn.execute("UPDATE idemdash.rollup SET computed_at = now() - interval '54 seconds', duration_ms = 1 "
+                 "WHERE name = 'key_windows'")                                      # due in a second
+    done = run_rollups(Target.from_settings(config))
+    assert list(done) == ["suppression:24h", "key_windows:"]
+    [windows] = rollups.list_rollups(conn, [("key_windows", "")])
+    assert windows.age_seconds < 5
