@@ -869,11 +869,11 @@ def print_report(report: dict[str, Any]) -> None:
     if rollups:
         out += ["", "| rollup (scheduler job) | ms to compute, with indexes | without indexes | recomputed every |",
                 "|---|---:|---:|---:|"]
-        from idemdash.queries.rollups import ROLLUPS
+        from idemdash.queries.rollups import ROLLUPS, interval_seconds
 
         first_without = (without or {}).get("rollups_first_run_ms") or {}
         for name, ms in rollups.items():
-            every = ROLLUPS[name.split(":")[0]].every_seconds
+            every = f"{interval_seconds(ROLLUPS[name.split(':')[0]], ms):.0f}"  # longer for a costly one
             wo = first_without.get(name)
             out.append(f"| `{name.rstrip(':')}` | {_fmt(ms)} | {_fmt(wo) if wo is not None else '-'} | {every} s |")
     if report.get("http"):
