@@ -5,7 +5,8 @@
 
 One run, on the same data:
 
-1. data: the database is generated with ``benchmarks.datagen`` when it holds no keys (or ``--regenerate``);
+1. data: the database is generated with ``benchmarks.datagen`` when it holds no keys (or ``--regenerate``); one
+   that holds another number of keys (a workload run added some) is timed as it is;
 2. without the recommended indexes (dropped if present): every GET route of the app (``app.url_map``,
    with parameters taken from the data: each key status and filter, a second page through its cursor,
    a stuck key with outbox evidence, every suppression window, ...) is requested ``--runs`` times after
@@ -667,6 +668,32 @@ def textbook_table(textbook_without: list[Timing] | None, textbook_with: list[Ti
     return lines
 
 
+def ensure_data(url: str, size: Size, tables: Tables, *, regenerate: bool, report: dict[str, Any],
+                log: Callable[[str], None]) -> None:
+    """Generate ``size`` into the database when it holds no keys (or ``regenerate``). One that holds another
+    number of keys (a --workload run added some, a purge deleted some) is timed as it is: generating XL again
+    takes most of an hour."""
+    from idemdash.queries.migrate import migrate
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        migrate(conn)
+        try:
+            counts = count_generated_rows(conn, tables)
+        except psycopg.errors.UndefinedTable:
+            counts = None
+    if counts is not None and counts.keys and counts.keys != size.keys and not regenerate:
+        log(f"the database holds {counts.keys:,} keys, not size {size.name}'s {size.keys:,}: timed as it is "
+            "(--regenerate to generate it again)")
+        return
+    if regenerate or counts is None or counts.keys != size.keys:
+        if counts is not None:
+            # a bulk load into a table with a dozen indexes to maintain is slower than one without
+            drop_recommended_indexes(url, tables, log)
+        log(f"generating size {size.name} ...")
+        timings = generate(url, size, replace=True, jobs=os.cpu_count() or 2, log=log)
+        report["generation_seconds"] = timings.seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -711,21 +738,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}}
     tables = Tables()
     try:
-        from idemdash.queries.migrate import migrate
-
-        with psycopg.connect(url, autocommit=True) as conn:
-            migrate(conn)
-            try:
-                counts = count_generated_rows(conn, tables)
-            except psycopg.errors.UndefinedTable:
-                counts = None
-        if args.regenerate or counts is None or counts.keys != size.keys:
-            if counts is not None:
-                # a bulk load into a table with a dozen indexes to maintain is slower than one without
-                drop_recommended_indexes(url, tables, log)
-            log(f"generating size {size.name} ...")
-            timings = generate(url, size, replace=True, jobs=os.cpu_count() or 2, log=log)
-            report["generation_seconds"] = timings.seconds
+        ensure_data(url, size, tables, regenerate=args.regenerate, report=report, log=log)
         with psycopg.connect(url) as conn:
             report["server"] = asdict(benchmark.get_server_facts(conn))
             report["tables"] = [asdict(t) for t in benchmark.list_app_table_sizes(conn, tables)]
