@@ -27,6 +27,7 @@ def test_the_import_contracts_hold():
     assert "2 kept, 0 broken" in result.stdout
 
 
+@pytest.mark.system  # over a second: fresh interpreters importing the package
 @pytest.mark.parametrize("modules", [
     ["idemdash.core.settings", "idemdash.core.parsers", "idemdash.core.formatting", "idemdash.core.triage"],
     ["idemdash.cli.jobs"],        # idemdash purge, idemdash scheduler
@@ -44,6 +45,7 @@ def test_the_scheduler_purge_check_and_migrate_never_load_flask(modules):
     assert json.loads(result.stdout) == [], f"{modules} load the web stack"
 
 
+@pytest.mark.system  # over a second: fresh interpreters importing the package
 def test_the_command_line_resolves_each_command_without_loading_the_others():
     result = _run_python("import json, sys\nfrom idemdash.cli import main\nimport click\n"
                          "main.get_command(click.Context(main), 'purge')\n"

@@ -8,6 +8,7 @@ import tokenize
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from idemdash.cli import main
@@ -106,6 +107,7 @@ def _code_files() -> list[Path]:
     return files
 
 
+@pytest.mark.system  # over a second: reads every comment and docstring of the tree
 def test_comments_and_docstrings_stand_alone():
     """Code, SQL, templates, styles and deployment files point at docs/ for what they rely on, never outside."""
     files = _code_files()

@@ -197,6 +197,7 @@ def test_purge_of_a_database_without_idemdash_s_schema_fails_it_alone(monkeypatc
     assert result.output.splitlines()[-1].startswith("3 databases: 2 purged, 1 failed: beta (keys: ")
 
 
+@pytest.mark.system  # over a second: a CLI subprocess interrupted mid-run
 def test_ctrl_c_stops_a_fleet_purge_at_once_with_130(tmp_path, conn, database_url, clone_of, pg_templates):
     """Ctrl-C is no failure to go on past: the database in hand stops after its batch, no other is started."""
     gamma = clone_of(pg_templates["enum"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import psycopg
+import pytest
 from bs4 import BeautifulSoup
 
 from idemdash.core import settings
@@ -90,6 +91,7 @@ def _succeeded_keys(conn: psycopg.Connection, n: int) -> None:
     conn.execute("ANALYZE app.idempotency_request")
 
 
+@pytest.mark.system  # over a second: writes 300,000 keys
 def test_a_state_slower_than_the_budget_is_stored_as_the_planners_estimate_and_shown_as_one(database_url, make_app):
     with psycopg.connect(database_url, autocommit=True) as conn:
         _succeeded_keys(conn, 300_000)

@@ -35,6 +35,7 @@ def document(config_file):
     return app, openapi.build(app)
 
 
+@pytest.mark.system  # over a second: the full OpenAPI 3.1 schema validation
 def test_the_document_is_valid_openapi_3_1(document):
     _, spec = document
     validate(spec)  # openapi-spec-validator: raises on any error

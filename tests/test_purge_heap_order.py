@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import psycopg
+import pytest
 
 from idemdash.jobs.purge_run import run_purge
 from idemdash.queries import Tables, purge_batches
@@ -47,6 +48,7 @@ def _kept() -> set[str]:
     return {f"k{g}" for g in range(1, 4001) if g % 4 == 0}
 
 
+@pytest.mark.system  # over a second: a purge over a mostly-due table
 def test_a_table_mostly_due_goes_in_heap_order_and_keeps_every_row_it_must(conn, database_url):
     _load(conn)
     dry = run_purge(make_target(database_url, PURGE_BATCH_SIZE=200), "keys", dry_run=True, started_by="test")

@@ -95,6 +95,7 @@ def _pacing(conn, run_id):
                         " final_duty_cycle FROM idemdash.purge_run WHERE run_id = %s", (run_id,)).fetchone()
 
 
+@pytest.mark.system  # over a second: a purge run with its probe thread
 def test_a_run_records_what_its_probe_measured_and_leaves_no_probe_row(conn, database_url, make_app):
     add_expired(conn, 3000)
     result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=100), "keys", dry_run=False, started_by="test")

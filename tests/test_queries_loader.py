@@ -268,6 +268,7 @@ def test_the_static_check_finds_sql():
     assert [line for line, _ in sql_like_strings(source)] == [4, 5]
 
 
+@pytest.mark.system  # over a second: parses every Python file of the tree
 def test_no_sql_outside_queries():
     offenders = []
     files = python_files(*CODE_PACKAGES)
