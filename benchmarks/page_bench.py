@@ -409,6 +409,7 @@ class RollupJob:
         self.target = Target.from_settings(settings.load(DATABASE_URL=url))
         self.log = log
         self.runs: list[dict[str, float]] = []
+        self.staleness: list[tuple[float, str]] = []  # after each run: the stalest rollup, its age / its interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -421,6 +422,15 @@ class RollupJob:
                  f"({', '.join(f'{k} {v:.0f} ms' for k, v in done.items())})")
         self.runs.append(done)
         return done
+
+    def stalest(self) -> tuple[float, str]:
+        """The rollup oldest for its interval now (``rollups.interval_seconds``): (age / interval, name:variant)."""
+        from idemdash.queries.rollups import ROLLUPS, interval_seconds, list_rollup_ages
+
+        with self.target.connect("bench-rollup-ages") as conn:
+            ages = [(a.age_seconds / interval_seconds(ROLLUPS[a.name], a.duration_ms), f"{a.name}:{a.variant}")
+                    for a in list_rollup_ages(conn) if a.name in ROLLUPS]
+        return max(ages, default=(0.0, "-"))
 
     def start(self) -> None:
         from idemdash.jobs.rollups import INTERVAL_SECONDS, run_rollups
@@ -437,6 +447,7 @@ class RollupJob:
                     continue
                 if done:
                     self.runs.append(done)
+                self.staleness.append(self.stalest())
 
         self._stop.clear()
         self._thread = threading.Thread(target=loop, name="bench-rollups", daemon=True)
@@ -769,6 +780,7 @@ def main(argv: list[str] | None = None) -> int:
                 # the scheduler keeps the rollups fresh while people look at pages: so does the benchmark
                 entry["rollups_first_run_ms"] = rollup_job.run_now()
                 rollup_job.runs.clear()
+                rollup_job.staleness.clear()
                 rollup_job.start()
                 try:
                     entry["requests"] = time_requests(client, requests, runs=args.runs, warmup=args.warmup,
@@ -780,6 +792,11 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     rollup_job.stop()
                 entry["rollup_runs_during"] = list(rollup_job.runs)
+                entry["rollup_staleness"] = list(rollup_job.staleness)
+                if rollup_job.staleness:
+                    ratio, name = max(rollup_job.staleness)
+                    log(f"rollups: {len(rollup_job.runs)} runs; the stalest after any run was {name} at "
+                        f"{ratio:.2f} of its interval")
                 log(f"-- the textbook queries ({name})")
                 entry["textbook"] = time_textbook_queries(url, runs=args.runs, warmup=args.warmup,
                                                   cap_seconds=args.cap_seconds, log=log)
@@ -889,6 +906,12 @@ def print_report(report: dict[str, Any]) -> None:
             every = f"{interval_seconds(ROLLUPS[name.split(':')[0]], ms):.0f}"  # longer for a costly one
             wo = first_without.get(name)
             out.append(f"| `{name.rstrip(':')}` | {_fmt(ms)} | {_fmt(wo) if wo is not None else '-'} | {every} s |")
+        stale = with_.get("rollup_staleness") or []
+        if stale:
+            ratio, name = max(stale)
+            out += ["", f"While the requests were timed the job ran {len(with_.get('rollup_runs_during') or [])} "
+                        f"times computing something; after each run, the stalest rollup was at most {ratio:.2f} of "
+                        f"its interval old (`{name}`)."]
     if report.get("http"):
         out += ["", "| gunicorn workers | clients | requests/s for `/` | p50 | p95 | errors | worker RSS (USS) MB | "
                     "load avg |", "|---:|---:|---:|---:|---:|---:|---|---|"]
