@@ -29,6 +29,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,10 +165,13 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
                 raise RuntimeError(f"the tables already hold rows ({counts.keys} keys, {counts.inbox} inbox, "
                                    f"{counts.outbox} outbox): pass replace=True (--replace) to empty them first")
             datagen.truncate_generated_tables(conn, tables)
+        _restore_interrupted(conn, tables, say)
         status = datagen.status_type(conn, tables)
         if defer_constraints is None:
             defer_constraints = size.keys > SIZES["L"].keys
         deferred = datagen.list_deferrable_constraints(conn, tables) if defer_constraints else []
+        if deferred:
+            datagen.record_deferred(conn, tables, deferred)  # until each is back: an interrupted load is repaired
         for constraint in deferred:
             datagen.drop_constraint(conn, constraint)
             say(f"  dropped {constraint.relation} {constraint.name} for the load")
@@ -208,6 +212,7 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
     def add_back(constraint: datagen.Constraint) -> None:
         started = time.perf_counter()
         datagen.add_constraint(connection(), constraint)
+        datagen.forget_deferred(connection(), tables, constraint)
         say(f"  {constraint.relation} {constraint.name} added back in {time.perf_counter() - started:.1f} s")
 
     def vacuum_one(table: str) -> None:
@@ -223,6 +228,7 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
             if deferred:
                 started = time.perf_counter()
                 list(pool.map(add_back, deferred))
+                datagen.drop_deferred_record(connection(), tables)
                 timings.seconds["constraints"] = time.perf_counter() - started
             if vacuum:
                 started = time.perf_counter()
@@ -232,6 +238,17 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
         for conn in connections:
             conn.close()
     return timings
+
+
+def _restore_interrupted(conn: psycopg.Connection, tables: Tables, say: Callable[[str], None]) -> None:
+    """Add back the constraints an interrupted earlier load dropped and recorded (on the emptied tables: at once),
+    so that this load drops and adds back every one of them again, not only those still there."""
+    present = {(c.relation, c.name) for c in datagen.list_deferrable_constraints(conn, tables)}
+    for constraint in datagen.list_deferred_record(conn, tables):
+        if (constraint.relation, constraint.name) not in present:
+            datagen.add_constraint(conn, constraint)
+            say(f"  {constraint.relation} {constraint.name} restored: an interrupted load had dropped it")
+    datagen.drop_deferred_record(conn, tables)
 
 
 def main(argv: list[str] | None = None) -> int:

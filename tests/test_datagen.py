@@ -10,6 +10,7 @@ import pytest
 from benchmarks.datagen import CONSUMERS, SCOPES, SIZES, WORKERS, generate, main
 from idemdash.queries import Tables
 from idemdash.queries.overview import count_keys_by_state
+from idemdash.queries.workload import datagen
 
 S = SIZES["S"]
 
@@ -168,3 +169,21 @@ def test_a_load_with_its_constraints_deferred_writes_the_same_rows_and_adds_ever
     assert _one(conn, digest) == first
     with pytest.raises(psycopg.errors.UniqueViolation):  # the primary key holds again
         conn.execute("INSERT INTO app.idempotency_request SELECT * FROM app.idempotency_request LIMIT 1")
+
+
+def test_a_load_interrupted_after_dropping_its_constraints_is_repaired_by_the_next(generated, database_url, conn):
+    # a killed XL benchmark dropped the primary keys for its load; the next load found none to drop, so it added
+    # none back, and the tables were left without them
+    constraints = conn.execute(CONSTRAINTS).fetchall()
+    deferred = datagen.list_deferrable_constraints(conn, Tables())
+    datagen.record_deferred(conn, Tables(), deferred)
+    for constraint in deferred:
+        datagen.drop_constraint(conn, constraint)
+    assert conn.execute(CONSTRAINTS).fetchall() == []
+    lines: list[str] = []
+    generate(database_url, S, replace=True, seed=1, defer_constraints=True, log=lines.append)
+    assert conn.execute(CONSTRAINTS).fetchall() == constraints
+    assert sum("restored: an interrupted load had dropped it" in line for line in lines) == len(deferred)
+    assert sum("added back in" in line for line in lines) == len(deferred)  # and deferred again for this load
+    assert datagen.list_deferred_record(conn, Tables()) == []
+    assert _one(conn, "SELECT to_regclass('app.datagen_deferred_constraints')") is None

@@ -132,3 +132,36 @@ def add_constraint(conn: psycopg.Connection, constraint: Constraint) -> None:
     # the relation and definition come from the catalog (regclass and pg_get_constraintdef quote what needs it)
     conn.execute(statement("add_constraint", relation=sql.SQL(constraint.relation),
                            constraint_name=sql.Identifier(constraint.name), definition=sql.SQL(constraint.definition)))
+
+
+# where a load keeps the constraints it dropped until they are back (create_deferred_record in datagen.sql)
+DEFERRED_RECORD = "datagen_deferred_constraints"
+
+
+def _record(tables: Tables) -> sql.Identifier:
+    return sql.Identifier(tables.schema, DEFERRED_RECORD)
+
+
+def list_deferred_record(conn: psycopg.Connection, tables: Tables) -> list[Constraint]:
+    """The constraints an earlier load dropped and did not add back (it was interrupted); none without a record."""
+    row = conn.execute(statement("get_deferred_record"), {"record": f"{tables.schema}.{DEFERRED_RECORD}"}).fetchone()
+    if not row or not row[0]:
+        return []
+    return [Constraint(*r) for r in conn.execute(statement("list_deferred_record", record=_record(tables))).fetchall()]
+
+
+def record_deferred(conn: psycopg.Connection, tables: Tables, constraints: list[Constraint]) -> None:
+    conn.execute(statement("create_deferred_record", record=_record(tables)))
+    for c in constraints:
+        conn.execute(statement("record_deferred_constraint", record=_record(tables)),
+                     {"relation": c.relation, "name": c.name, "definition": c.definition})
+
+
+def forget_deferred(conn: psycopg.Connection, tables: Tables, constraint: Constraint) -> None:
+    conn.execute(statement("forget_deferred_constraint", record=_record(tables)),
+                 {"relation": constraint.relation, "name": constraint.name})
+
+
+def drop_deferred_record(conn: psycopg.Connection, tables: Tables) -> None:
+    conn.execute(statement("drop_deferred_record", record=_record(tables)))
+

@@ -260,3 +260,28 @@ ALTER TABLE {relation} DROP CONSTRAINT {constraint_name}
 -- add_constraint --
 -- Add a dropped constraint back by its definition (pg_get_constraintdef), building its index in one sort.
 ALTER TABLE {relation} ADD CONSTRAINT {constraint_name} {definition}
+
+-- get_deferred_record --
+-- The table in which a load keeps the constraints it dropped until it has added them back (see create_deferred_record), if there is one.
+SELECT to_regclass(%(record)s) IS NOT NULL AS present
+
+-- create_deferred_record --
+-- Before a large load drops its tables' constraints: a table of the application schema that keeps their definitions until each is added back, so a load interrupted in between (a killed benchmark) is repaired by the next one instead of leaving the tables without primary keys.
+CREATE TABLE IF NOT EXISTS {record} (relation text NOT NULL, name text NOT NULL, definition text NOT NULL)
+
+-- record_deferred_constraint --
+-- One constraint a load is about to drop (the record is new: an earlier one was restored and dropped first).
+INSERT INTO {record} (relation, name, definition) VALUES (%(relation)s, %(name)s, %(definition)s)
+
+-- list_deferred_record --
+-- The constraints a load dropped and has not yet added back.
+SELECT relation, name, definition FROM {record} ORDER BY relation, name
+
+-- forget_deferred_constraint --
+-- A constraint the load has added back.
+DELETE FROM {record} WHERE relation = %(relation)s AND name = %(name)s
+
+-- drop_deferred_record --
+-- Every dropped constraint is back: the record goes.
+DROP TABLE IF EXISTS {record}
+
