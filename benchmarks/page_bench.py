@@ -794,8 +794,8 @@ def main(argv: list[str] | None = None) -> int:
                 entry["rollup_runs_during"] = list(rollup_job.runs)
                 entry["rollup_staleness"] = list(rollup_job.staleness)
                 if rollup_job.staleness:
-                    ratio, name = max(rollup_job.staleness)
-                    log(f"rollups: {len(rollup_job.runs)} runs; the stalest after any run was {name} at "
+                    ratio, stalest = max(rollup_job.staleness)
+                    log(f"rollups: {len(rollup_job.runs)} runs; the stalest after any run was {stalest} at "
                         f"{ratio:.2f} of its interval")
                 log(f"-- the textbook queries ({name})")
                 entry["textbook"] = time_textbook_queries(url, runs=args.runs, warmup=args.warmup,
@@ -908,10 +908,10 @@ def print_report(report: dict[str, Any]) -> None:
             out.append(f"| `{name.rstrip(':')}` | {_fmt(ms)} | {_fmt(wo) if wo is not None else '-'} | {every} s |")
         stale = with_.get("rollup_staleness") or []
         if stale:
-            ratio, name = max(stale)
+            ratio, stalest = max(stale)
             out += ["", f"While the requests were timed the job ran {len(with_.get('rollup_runs_during') or [])} "
                         f"times computing something; after each run, the stalest rollup was at most {ratio:.2f} of "
-                        f"its interval old (`{name}`)."]
+                        f"its interval old (`{stalest}`)."]
     if report.get("http"):
         out += ["", "| gunicorn workers | clients | requests/s for `/` | p50 | p95 | errors | worker RSS (USS) MB | "
                     "load avg |", "|---:|---:|---:|---:|---:|---:|---|---|"]
