@@ -119,6 +119,7 @@ def test_opening_pool_after_pool_never_holds_more_than_the_budget(many, make_app
     assert len(sessions(pg_server_dsn, many["urls"])) <= 3 + 1  # three pools and, maybe, the refresh's one ask
 
 
+@pytest.mark.system  # over a second: waits for a busy pool
 def test_with_every_pool_busy_a_page_of_another_database_answers_503_naming_the_budget(database_url, make_app,
                                                                                         tmp_path, clone_of,
                                                                                         pg_templates):

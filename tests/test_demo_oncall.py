@@ -56,6 +56,7 @@ def _status(conn: psycopg.Connection, scope: str, key: str) -> str:
     return row[0]
 
 
+@pytest.mark.system  # over a second: the on-call's rounds
 def test_the_oncall_reclassifies_keys_stuck_long_enough_as_their_evidence_says_and_audits_it(database_url):
     tables = Tables()
     with psycopg.connect(database_url, autocommit=True) as conn:
@@ -78,6 +79,7 @@ def test_the_oncall_reclassifies_keys_stuck_long_enough_as_their_evidence_says_a
         assert dict(triage_pass(conn, tables, OnCallSettings(after_seconds=0))) == {}
 
 
+@pytest.mark.system  # over a second: the on-call's rounds
 def test_the_oncall_waits_until_a_key_has_been_stuck_long_enough(database_url):
     tables = Tables()
     with psycopg.connect(database_url, autocommit=True) as conn:

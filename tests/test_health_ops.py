@@ -198,6 +198,7 @@ def test_a_busy_table_never_vacuumed_or_analyzed_warns(client, conn, monkeypatch
 
 # -- long-running and idle-in-transaction sessions -------------------------------------------------------
 
+@pytest.mark.system  # over a second: a session held idle in a transaction
 def test_a_session_idle_in_a_transaction_is_reported_until_it_commits(client, database_url, monkeypatch):
     monkeypatch.setattr(activity, "IDLE_IN_TRANSACTION_SECONDS", 1)
     with psycopg.connect(database_url, application_name="stuck-worker") as idle:
@@ -223,6 +224,7 @@ def test_a_session_idle_in_a_transaction_is_reported_until_it_commits(client, da
         assert items["sessions"]["status"] == "ok"
 
 
+@pytest.mark.system  # over a second: a long query held open
 def test_a_long_query_is_reported_and_its_cancel_statement_stops_it(client, conn, database_url, monkeypatch):
     monkeypatch.setattr(activity, "LONG_QUERY_SECONDS", 1)
     errors: list[Exception] = []

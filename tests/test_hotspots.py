@@ -341,6 +341,7 @@ def test_missing_tables_degrade_each_panel(make_app, empty_database_url):
     assert api.status_code == 503 and "init-app-schema" in api.get_json()["error"]
 
 
+@pytest.mark.system  # over a second: a panel waits out its statement timeout
 def test_a_timed_out_panel_names_the_index(make_app, conn, database_url):
     make_world(conn, 10, count=20)
     client = make_app(STATEMENT_TIMEOUT_MS=200).test_client()

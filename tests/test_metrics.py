@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from idemdash.queries import Tables
@@ -53,6 +54,7 @@ def test_metrics_match_the_database(client, conn):
     assert abs(m[("idemdash_purge_last_success_timestamp_seconds", (("table", "keys"),))] - (time.time() - 3600)) < 120
 
 
+@pytest.mark.system  # over a second: waits out the cache window
 def test_scrapes_within_the_cache_window_do_not_read_again(make_app, conn):
     client = make_app(METRICS_CACHE_SECONDS=1).test_client()
     claim_key(conn, T, "s", "a", "h", "w", lock_seconds=0)

@@ -112,6 +112,7 @@ def test_an_impossible_duty_cycle_is_refused_naming_the_variable(raw):
     assert settings.load({"IDEMDASH_PURGE_DUTY_CYCLE": "25%"})["PURGE_DUTY_CYCLE"] == 25
 
 
+@pytest.mark.system  # over a second: a paced purge run
 def test_a_run_keeps_its_batches_to_the_duty_cycle(conn, database_url):
     add_expired(conn, 12)
     # every batch takes at least 0.1 s on the server

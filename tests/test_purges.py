@@ -451,6 +451,7 @@ def test_a_batch_that_times_out_halves_the_batch_size_and_the_run_carries_on(con
     assert (row["batches"], row["rows_deleted"]) == (4, 350)
 
 
+@pytest.mark.system  # over a second: batches that wait out their timeouts
 def test_batches_that_keep_timing_out_at_the_floor_fail_the_run(conn, database_url):
     add_expired(conn, 50)
     blocker = psycopg.connect(database_url)
@@ -471,6 +472,7 @@ def test_batches_that_keep_timing_out_at_the_floor_fail_the_run(conn, database_u
     assert runs(conn)[0]["error"] == result.error
 
 
+@pytest.mark.system  # over a second: runs that spend their time budget
 def test_a_run_stops_at_its_time_budget_and_the_next_run_carries_on(conn, database_url):
     add_expired(conn, 200)
     _slow_deletes(conn, "PERFORM pg_sleep(0.2);")

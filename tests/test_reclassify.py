@@ -270,6 +270,7 @@ def test_a_later_expiry_is_never_shortened_by_a_decision(client, conn):
     assert row(conn, "k")["expires_at"] == before
 
 
+@pytest.mark.system  # over a second: a purge run after the decision
 def test_the_purge_keeps_a_key_decided_within_the_horizon_even_if_its_expiry_passed(make_app, conn):
     """Belt and braces: the application may set expires_at itself afterwards; the decision still holds the key."""
     from idemdash.jobs.purge_run import run_purge
