@@ -164,4 +164,3 @@ def forget_deferred(conn: psycopg.Connection, tables: Tables, constraint: Constr
 
 def drop_deferred_record(conn: psycopg.Connection, tables: Tables) -> None:
     conn.execute(statement("drop_deferred_record", record=_record(tables)))
-

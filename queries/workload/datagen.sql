@@ -284,4 +284,3 @@ DELETE FROM {record} WHERE relation = %(relation)s AND name = %(name)s
 -- drop_deferred_record --
 -- Every dropped constraint is back: the record goes.
 DROP TABLE IF EXISTS {record}
-
