@@ -66,13 +66,13 @@ def state_condition(found: Found, state: State) -> sql.Composable | None:
     return None if names is None else statement(state.query, None, **names)
 
 
-def state_statement(found: Found, state: State) -> Statement | None:
-    """The state's count over ``found``'s tables; None when a table it reads is not among them (an optional one)."""
+def state_statement(found: Found, state: State, block: str = "count_profile_state") -> Statement | None:
+    """The state's count over ``found``'s tables (or another ``block`` of its rows: estimate_profile_state); None
+    when a table it reads is not among them (an optional one)."""
     names = state_names(found, state)
     if names is None:
         return None
-    return statement("count_profile_state", None, table=names["table"],
-                     condition=statement(state.query, None, **names))
+    return statement(block, None, table=names["table"], condition=statement(state.query, None, **names))
 
 
 def count_state(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any]) -> int | None:
@@ -180,11 +180,9 @@ COUNT_BUDGET_MS = 20_000
 def estimate_state(conn: psycopg.Connection, found: Found, state: State, params: Mapping[str, Any]) -> int | None:
     """The planner's estimate of the rows in ``state`` (from the table's statistics: as good as its last ANALYZE);
     None when a table it reads is not among ``found``'s."""
-    names = state_names(found, state)
-    if names is None:
+    query = state_statement(found, state, "estimate_profile_state")
+    if query is None:
         return None
-    query = statement("estimate_profile_state", None, table=names["table"],
-                      condition=statement(state.query, None, **names))
     row = conn.execute(query, dict(params)).fetchone()
     assert row is not None
     return int(row[0][0]["Plan"]["Plan Rows"])
