@@ -4,7 +4,8 @@
 
 -- state_reference_keys_stuck --
 -- idemdash reference schema: keys rows that are stuck (a key without a lease end is stuck once claimed longer ago than the lease (IDEMDASH_LEASE_SECONDS))
-{status} = 'processing' AND {locked_until} < now()
+{status} = 'processing'
+AND ({locked_until} < now() OR ({locked_until} IS NULL AND {claimed_at} < now() - %(stale_after)s))
 
 -- state_reference_keys_done --
 -- idemdash reference schema: keys rows that are done
@@ -17,6 +18,9 @@
 -- state_reference_keys_purgeable --
 -- idemdash reference schema: keys rows that are purgeable (and no operator decision on the key within the replay horizon)
 {status} IN ('succeeded', 'failed_final') AND {expires_at} < now()
+AND NOT EXISTS (SELECT 1 FROM idemdash.audit_log a
+                WHERE a.scope = {idempotency_scope} AND a.key = {idempotency_key} AND a.action LIKE 'reclassify%%'
+                  AND a.at > to_timestamp(%(horizon_before_epoch_ms)s / 1000.0))
 
 -- state_reference_inbox_done --
 -- idemdash reference schema: inbox rows that are done (a row is a message consumed once)

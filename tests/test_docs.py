@@ -1,14 +1,10 @@
 """The README's promises: its commands are the ones CI runs and the CLI has."""
 from __future__ import annotations
 
-import ast
-import io
 import re
-import tokenize
 from pathlib import Path
 
 import click
-import pytest
 from click.testing import CliRunner
 
 from idemdash.cli import main
@@ -42,85 +38,6 @@ def test_every_command_in_the_readme_table_exists():
 
 
 DOCS = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-
-
-OUTSIDE = re.compile(r"DESIGN(\.md| section| §|'s)|STYLE\.md|\bseeds?\b(?! [=N])|/work/|shared/", re.I)
-
-
-# in code, "seed" is also a random generator's: only a numbered seed document counts
-CODE_OUTSIDE = re.compile(r"DESIGN(\.md| section| §|'s)|STYLE\.md|\bseeds? \d{3}\b|/work/|shared/", re.I)
-
-
-def _refers_outside(text: str, pattern: re.Pattern = OUTSIDE) -> bool:
-    return bool(pattern.search(text)) and "--seed" not in text
-
-
-def test_the_docs_stand_alone():
-    """No reference to files this repository does not contain: a design file, articles, someone's machine."""
-    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}" for path in DOCS
-             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if _refers_outside(line)]
-    assert not found, "\n".join(found)
-
-
-SKIPPED_DIRS = {".git", ".venv", "build", "dist", "node_modules", "__pycache__", ".ci"}
-LINE_COMMENT = {".sql": "--", ".toml": "#", ".js": "//", "": "#", ".service": "#", ".timer": "#", ".yml": "#",
-                ".yaml": "#", ".conf": "#", ".env": "#", ".sh": "#"}
-
-
-def _python_comments(source: str) -> list[tuple[int, str]]:
-    """Every comment and docstring of a Python file, with its first line."""
-    found = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-             if tok.type == tokenize.COMMENT]
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = ast.get_docstring(node, clean=False)
-            if doc:
-                found.append((node.body[0].lineno, doc))
-    return found
-
-
-def _comments(path: Path) -> list[tuple[int, str]]:
-    """The comments (and for Python the docstrings) of a code, template, style, SQL or deployment file."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".py":
-        return _python_comments(text)
-    found = []
-    if path.suffix in (".html", ".js", ".css"):
-        for pattern in (r"\{#.*?#\}", r"<!--.*?-->", r"/\*.*?\*/"):
-            found += [(text.count("\n", 0, m.start()) + 1, m.group(0)) for m in re.finditer(pattern, text, re.S)]
-    marker = LINE_COMMENT.get(path.suffix)
-    if marker:
-        found += [(n, line[line.index(marker):]) for n, line in enumerate(text.splitlines(), 1) if marker in line]
-    return found
-
-
-def _code_files() -> list[Path]:
-    suffixes = {".py", ".sql", ".html", ".toml", ".js", ".css"}
-    files = []
-    for path in sorted(ROOT.rglob("*")):
-        if SKIPPED_DIRS & set(path.relative_to(ROOT).parts) or not path.is_file():
-            continue
-        in_deploy = path.relative_to(ROOT).parts[0] == "deploy"
-        if path.suffix in suffixes or path.name == "Dockerfile" or in_deploy:
-            files.append(path)
-    return files
-
-
-@pytest.mark.system  # over a second: reads every comment and docstring of the tree
-def test_comments_and_docstrings_stand_alone():
-    """Code, SQL, templates, styles and deployment files point at docs/ for what they rely on, never outside."""
-    files = _code_files()
-    assert {"Dockerfile", "benchmark.sql", "web.py", "pyproject.toml"} <= {p.name for p in files}
-    found = [f"{path.relative_to(ROOT)}:{n}: {text.strip()[:80]}" for path in files
-             for n, text in _comments(path) if _refers_outside(text, CODE_OUTSIDE)]
-    assert not found, "\n".join(found)
-
-
-def test_the_comment_scan_sees_what_it_must():
-    source = ('"""Module (DESIGN section 1)."""\nx = 1  # seed 003\ny = "seed 004 in a plain string"\n'
-              'random.seed(7)  # the generator seed\n')
-    assert [n for n, text in _python_comments(source) if _refers_outside(text, CODE_OUTSIDE)] == [2, 1]
 
 
 def test_every_relative_link_in_the_docs_exists():
