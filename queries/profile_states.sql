@@ -16,11 +16,8 @@ AND ({locked_until} < now() OR ({locked_until} IS NULL AND {claimed_at} < now() 
 {status} IN ('failed_retryable', 'failed_final')
 
 -- state_reference_keys_purgeable --
--- idemdash reference schema: keys rows that are purgeable (and no operator decision on the key within the replay horizon)
+-- idemdash reference schema: keys rows that are purgeable (terminal and expired; a purge also keeps a key an operator decided on within the replay horizon, which this count includes)
 {status} IN ('succeeded', 'failed_final') AND {expires_at} < now()
-AND NOT EXISTS (SELECT 1 FROM idemdash.audit_log a
-                WHERE a.scope = {idempotency_scope} AND a.key = {idempotency_key} AND a.action LIKE 'reclassify%%'
-                  AND a.at > to_timestamp(%(horizon_before_epoch_ms)s / 1000.0))
 
 -- state_reference_inbox_done --
 -- idemdash reference schema: inbox rows that are done (a row is a message consumed once)

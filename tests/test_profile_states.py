@@ -127,7 +127,8 @@ INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request
   ('pay', 'decided', 'h', 'failed_final', now(), NULL, now() - interval '1 day'),
   ('pay', 'final-expired', 'h', 'failed_final', now(), NULL, now() - interval '1 day'),
   ('pay', 'retry', 'h', 'failed_retryable', now(), NULL::timestamptz, now() - interval '1 day')) AS k;
--- an operator's decision on 'decided' within the replay horizon: a client's retry may still need the key
+-- an operator's decision on 'decided' within the replay horizon: the purge keeps it, the count (terminal and
+-- expired, as its note says) does not tell it apart
 INSERT INTO idemdash.audit_log (actor, action, scope, key, from_status, to_status, reason)
 VALUES ('alice', 'reclassify', 'pay', 'decided', 'processing', 'failed_final', 'abandoned by hand');
 INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at) VALUES
@@ -141,7 +142,7 @@ INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, payload,
 """
 REFERENCE_COUNTS = {
     ("keys", "in progress"): 4, ("keys", "stuck"): 2, ("keys", "done"): 2, ("keys", "failed"): 3,
-    ("keys", "purgeable"): 2, ("inbox", "done"): 2, ("inbox", "purgeable"): 1,
+    ("keys", "purgeable"): 3, ("inbox", "done"): 2, ("inbox", "purgeable"): 1,
     ("outbox", "pending"): 1, ("outbox", "done"): 2, ("outbox", "failed"): 1, ("outbox", "purgeable"): 1,
 }
 

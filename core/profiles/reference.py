@@ -53,7 +53,8 @@ PROFILE = Profile(
         State(FAILED, "keys", "state_reference_keys_failed",
               "failed_retryable may be claimed again; failed_final is final"),
         State(PURGEABLE, "keys", "state_reference_keys_purgeable",
-              "and no operator decision on the key within the replay horizon"),
+              "terminal and expired; a purge also keeps a key an operator decided on within the replay horizon, "
+              "which this count includes"),
         State(DONE, "inbox", "state_reference_inbox_done", "a row is a message consumed once"),
         State(PURGEABLE, "inbox", "state_reference_inbox_purgeable"),
         State(PENDING, "outbox", "state_reference_outbox_pending"),
