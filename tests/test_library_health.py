@@ -27,6 +27,9 @@ def test_a_spring_modulith_database_health_says_what_to_build_and_to_migrate(mak
     assert "profile.purges" not in again
     page = BeautifulSoup(client.get("/health").data, "html.parser")
     assert "event_publication_incomplete_idemdash_idx" in page.get_text()
+    # every script shown ends with one ';', however its check wrote it (the advice's CREATE INDEX ended in ';;')
+    scripts = [pre.get_text() for pre in page.select("pre[data-fix-sql]")]
+    assert scripts and all(s.endswith(";") and not s.endswith(";;") for s in scripts), scripts
     assert [a.get_text() for a in page.select("nav a")] == ["Overview", "Tables", "Purges", "Health"]
 
 
