@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from idemdash.core.profiles import DEFAULT, profile
+from idemdash.core.setting import PREFIX
 from idemdash.dashboard import panels
 from idemdash.dashboard.targets import get_target
 from idemdash.jobs.library_purge import history_name, purgeable_states, schedule_of
@@ -80,7 +81,7 @@ def _library(config: Mapping[str, Any]) -> PurgeTables:
         setting = retention_setting(state.table)
         if binds(state, "retention") or binds(state, "before_epoch_ms"):
             days: int | None = config[setting]
-            retention = f"{_days(config[setting])} after {chosen.library} finished the row ({setting})"
+            retention = f"{_days(config[setting])} after {chosen.library} finished the row ({PREFIX}{setting})"
         else:
             days, retention = None, f"each row's own expiry, as {chosen.library} writes it"
         note = f" ({state.note})" if state.note else ""

@@ -54,7 +54,7 @@ def test_the_page_lists_the_librarys_purgeable_tables_by_role(make_app, spring):
     outbox = cards["outbox"]
     assert outbox.select_one(".relation").get_text() == "modulith.event_publication"
     assert "never a FAILED row" in outbox.select_one(".deletes").get_text()
-    assert "1 day after Spring Modulith" in outbox.get_text() and "OUTBOX_RETENTION_DAYS" in outbox.get_text()
+    assert "1 day after Spring Modulith" in outbox.get_text() and "IDEMDASH_OUTBOX_RETENTION_DAYS" in outbox.get_text()
     assert outbox.select_one("[data-action=dry-run]") is not None  # an operator (no sign-in, this machine)
     assert [a.get_text() for a in soup.select("nav a")] == ["Overview", "Tables", "Purges", "Health"]
     answer = client.get("/api/v1/purges").get_json()
