@@ -44,8 +44,8 @@ true
 {status} = 'published' AND {published_at} < now() - %(retention)s
 
 -- state_spring_modulith_outbox_pending_v2 --
--- Spring Modulith event publication registry, v2: outbox rows that are pending (the registry's own 'incomplete', JdbcEventPublicationRepositoryV2's SQL_STATEMENT_FIND_INCOMPLETE: a v1-era row with a completion date and a NULL status is complete)
-({completion_date} IS NULL OR {status} <> 'COMPLETED')
+-- Spring Modulith event publication registry, v2: outbox rows that are pending (the registry's own 'incomplete', JdbcEventPublicationRepositoryV2's SQL_STATEMENT_FIND_INCOMPLETE: a v1-era row with a completion date and a NULL status is complete), less what it counts as failed (findFailedPublications), which is counted there: a failed publication waits for someone to resubmit it, not for the relay
+({completion_date} IS NULL OR {status} <> 'COMPLETED') AND ({state_spring_modulith_outbox_failed_v2}) IS NOT TRUE
 
 -- state_spring_modulith_outbox_in_progress_v2 --
 -- Spring Modulith event publication registry, v2: outbox rows that are in progress (no owner or lease is recorded)

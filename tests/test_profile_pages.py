@@ -30,7 +30,7 @@ INSERT INTO modulith.event_publication (id, listener_id, event_type, serialized_
   (gen_random_uuid(), 'l', 't', 'published, fresh', now(), NULL, 'PUBLISHED'),
   (gen_random_uuid(), 'l', 't', 'v1-era, complete', now() - interval '3 days', now() - interval '2 days', NULL)
 """
-SPRING_COUNTS = {"pending": 3, "in progress": 1, "stuck": 1, "done": 3, "failed": 1, "purgeable": 2}
+SPRING_COUNTS = {"pending": 2, "in progress": 1, "stuck": 1, "done": 3, "failed": 1, "purgeable": 2}
 
 
 @pytest.fixture(autouse=True)
@@ -179,7 +179,7 @@ def test_all_databases_and_metrics_read_a_library_database_through_its_profile(m
     assert 'idemdash_database_up{database="events"} 1.0' in scrape
     assert 'idemdash_database_up{database="lost"} 0.0' in scrape
     pending = ('idemdash_profile_rows{database="events",profile="spring-modulith",state="pending",'
-               'table="event_publication"} 3.0')
+               'table="event_publication"} 2.0')
     assert pending in scrape
     assert 'idemdash_stuck_keys_total{database="events"}' not in scrape
 
@@ -248,14 +248,15 @@ def test_a_states_rows_are_listed_oldest_first_page_by_page_and_a_row_shows_its_
         pages.append(client.get(f"/api/v1/tables/outbox?state=pending&limit=3&cursor={pages[-1]['next_cursor']}")
                      .get_json())
     items = [item for page in pages for item in page["items"]]
-    assert len(items) == 8 and len({i["identity"] for i in items}) == 8  # 3 + 5 pending, each once
+    assert len(items) == 7 and len({i["identity"] for i in items}) == 7  # 2 + 5 pending, each once
     times = [i["row"]["publication_date"] for i in items]
     assert times == sorted(times)  # oldest first, across pages
-    assert seen[:2] == ["FAILED", "PROCESSING"]  # incomplete for the registry too: the oldest first
+    # the FAILED row is incomplete for the registry, but it waits for a resubmit, not the relay: failed, not pending
+    assert seen[:2] == ["PROCESSING", "PUBLISHED"] and "FAILED" not in {i["row"]["status"] for i in items}
     stuck = client.get("/api/v1/tables/outbox?state=stuck").get_json()["items"]
     assert {i["row"]["status"] for i in stuck} == {"PROCESSING", "PUBLISHED"} and len(stuck) == 6
 
-    identity = first["items"][1]["identity"]
+    identity = first["items"][0]["identity"]
     row = client.get("/api/v1/tables/outbox/row", query_string={"id": identity}).get_json()
     assert row["row"]["status"] == "PROCESSING"
     assert {s["meaning"]: s["inside"] for s in row["states"]} == {

@@ -78,7 +78,7 @@ SEEDED = {
                                        ("keys", "done"): 2, ("keys", "purgeable"): 1}),
     ("spring-modulith", "v1"): (SPRING_V1_ROWS, {("outbox", "pending"): 2, ("outbox", "stuck"): 1,
                                                  ("outbox", "done"): 2, ("outbox", "purgeable"): 1}),
-    ("spring-modulith", "v2"): (SPRING_V2_ROWS, {("outbox", "pending"): 4, ("outbox", "in progress"): 1,
+    ("spring-modulith", "v2"): (SPRING_V2_ROWS, {("outbox", "pending"): 2, ("outbox", "in progress"): 1,
                                                  ("outbox", "stuck"): 1, ("outbox", "done"): 2,
                                                  ("outbox", "failed"): 2, ("outbox", "purgeable"): 2,
                                                  ("archive", "purgeable"): 1}),
