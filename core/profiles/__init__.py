@@ -54,12 +54,15 @@ def profile(name: str) -> Profile:
         raise KeyError(f"no profile {name!r}; the profiles are {', '.join(PROFILES)}") from None
 
 
-def setting_defaults(name: str) -> dict[str, str]:
+def setting_defaults(name: str) -> dict[str, str | int]:
     """The schema and table-name settings a database of profile ``name`` gets where its configuration names none:
     the library's own (``APP_SCHEMA``, ``OUTBOX_TABLE``, ...). A name as the library spells it matches the table
     under any naming convention the profile allows (MassTransit's ``InboxState`` finds ``inbox_state``); and the
-    zone its naive timestamps are written in (``LIBRARY_TIMEZONE``) where the library has one of its own."""
+    zone its naive timestamps are written in (``LIBRARY_TIMEZONE``) where the library has one of its own; and the
+    library's own retention and lock timeout (``Profile.defaults``: Brandur's reaper keeps keys 72 h, its lock times
+    out after 90 s)."""
     chosen = profile(name)
     zone = {"LIBRARY_TIMEZONE": chosen.timezone} if chosen.timezone else {}
-    return {"APP_SCHEMA": chosen.default_schema, **{t.setting.upper(): t.name for t in chosen.tables}, **zone}
+    own = {d.setting: d.value for d in chosen.defaults}
+    return {"APP_SCHEMA": chosen.default_schema, **{t.setting.upper(): t.name for t in chosen.tables}, **zone, **own}
 

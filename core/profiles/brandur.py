@@ -17,6 +17,7 @@ from idemdash.core.profiles.shape import (
     TIMESTAMPTZ,
     TSTZ,
     Column,
+    Default,
     Profile,
     Source,
     State,
@@ -55,6 +56,8 @@ PROFILE = Profile(
     unfinished_cleanup="Brandur's reaper deletes every key created more than 72 h ago, whatever its recovery point: an unfinished key a client may still retry goes with it.",
     cleanup="reaper.rb deletes every key created more than 72 h ago, 1000 a batch, whatever its recovery_point "
             "(unfinished keys too); completer.rb re-drives unfinished keys older than 5 min.",
+    defaults=(Default("INBOX_RETENTION_DAYS", 3, "reaper.rb: IDEMPOTENCY_KEY_REAP_TIMEOUT, 72 hours"),
+              Default("DEFAULT_LEASE_SECONDS", 90, "api.rb: IDEMPOTENCY_KEY_LOCK_TIMEOUT = 90")),
     sources=(Source(_REPO, "schema.sql", _COMMIT), Source(_REPO, "api.rb", _COMMIT),
              Source(_REPO, "completer.rb", _COMMIT), Source(_REPO, "reaper.rb", _COMMIT)),
 )

@@ -24,6 +24,7 @@ from idemdash.core.profiles.shape import (
     TIMESTAMPTZ,
     UUID,
     Column,
+    Default,
     Index,
     Profile,
     Source,
@@ -85,6 +86,9 @@ PROFILE = Profile(
     cleanup="InboxCleanupService deletes InboxState rows delivered longer ago than DuplicateDetectionWindow "
             "(30 min), 100 a batch every 10 s; the delivery service deletes each OutboxMessage once sent and the "
             "OutboxState once delivered. Undelivered InboxState rows and orphaned messages stay.",
+    defaults=(Default("INBOX_RETENTION_DAYS", 1, "InboxCleanupService: DuplicateDetectionWindow, 30 minutes",
+                      "the setting counts whole days: 1, the least it can say, keeps rows longer than MassTransit, "
+                      "never shorter"),),
     sources=(Source(_REPO, _DIR + "Configuration/EntityFrameworkOutboxConfigurationExtensions.cs", _COMMIT),
              Source(_REPO, _DIR + "EntityFrameworkCoreIntegration/InboxState.cs", _COMMIT),
              Source(_REPO, _DIR + "EntityFrameworkCoreIntegration/OutboxState.cs", _COMMIT),

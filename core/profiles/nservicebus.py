@@ -17,6 +17,7 @@ from idemdash.core.profiles.shape import (
     TS,
     UTC_TIMESTAMP,
     Column,
+    Default,
     Profile,
     Source,
     State,
@@ -45,6 +46,7 @@ PROFILE = Profile(
     ),
     cleanup="The outbox cleaner deletes rows Dispatched with DispatchedAt older than KeepDeduplicationDataFor "
             "(7 days) every minute, in batches; undispatched rows stay forever.",
+    defaults=(Default("OUTBOX_RETENTION_DAYS", 7, "the outbox cleaner's KeepDeduplicationDataFor, 7 days"),),
     sources=(Source("Particular/NServiceBus.Persistence.Sql", "src/ScriptBuilder/Outbox/Create_PostgreSql.sql",
                     "d1ecdedac138d3f490e6bc27b97d8251f35d78bb"),),
 )

@@ -19,6 +19,7 @@ from idemdash.core.profiles.shape import (
     TSTZ,
     UUID,
     Column,
+    Default,
     Profile,
     Source,
     State,
@@ -58,6 +59,9 @@ PROFILE = Profile(
     unfinished_cleanup='pg-transactional-outbox deletes every row older than 60 days, processed or not.',
     cleanup="Every 5 min: processed rows older than 7 days, abandoned older than 14 days, and every row older "
             "than 60 days, processed or not.",
+    defaults=tuple(Default(setting, 7, "its scheduled cleanup: processed rows older than 7 days",
+                           "abandoned rows go after the same 7 days; the library keeps them 14")
+                   for setting in ("OUTBOX_RETENTION_DAYS", "INBOX_RETENTION_DAYS")),
     sources=(Source("Zehelein/pg-transactional-outbox", "examples/setup/out/example-trx-polling.sql",
                     "aac88badf4c4a8d18ad967bc58e8f006a853099a"),),
 )

@@ -168,6 +168,16 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Default:
+    """A value the library itself uses, as the setting it becomes (``INBOX_RETENTION_DAYS``, ``DEFAULT_LEASE_SECONDS``)
+    where the configuration sets none; ``source`` names where the library says so (a file, a constant, its docs)."""
+    setting: str
+    value: int
+    source: str
+    note: str = ""                  # where the setting cannot say it exactly (a window shorter than a day)
+
+
+@dataclass(frozen=True)
 class LibraryAction:
     """A write the library itself documents and performs on one of its rows, which an operator may do in its place
     on a database whose ``LIBRARY_ACTIONS`` names it (off by default). idemdash does exactly what the library does,
@@ -214,6 +224,8 @@ class Profile:
     # default for it: an IANA name, or "local"); "" : it writes none
     timezone: str = ""
     facts: tuple[Fact, ...] = ()          # told on a row's page
+    # the library's own retention and lock timeout, as settings a database of it gets where its configuration sets none
+    defaults: tuple[Default, ...] = ()
     commands: tuple[Command, ...] = ()    # the library's own, shown on a row's page
 
     def table(self, role: str) -> Table:
