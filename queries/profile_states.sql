@@ -206,8 +206,8 @@ true
 {processed_at} IS NULL AND {abandoned_at} IS NULL
 
 -- state_pg_transactional_outbox_in_progress --
--- pg-transactional-outbox: outbox and inbox rows that are in progress
-{processed_at} IS NULL AND {abandoned_at} IS NULL AND {locked_until} > now()
+-- pg-transactional-outbox: outbox and inbox rows that are in progress (a worker took it: next_messages sets locked_until with started_attempts + 1, and until the attempt finishes started_attempts is ahead of finished_attempts; a locked_until ahead with the two equal is a message stored to run later, or a handler that threw waiting out the lease it had: pending, not taken)
+{processed_at} IS NULL AND {abandoned_at} IS NULL AND {locked_until} > now() AND {started_attempts} > {finished_attempts}
 
 -- state_pg_transactional_outbox_stuck --
 -- pg-transactional-outbox: outbox and inbox rows that are stuck (a worker took it and its lease ran out without finishing)

@@ -72,6 +72,21 @@ INSERT INTO wolverine.wolverine_dead_letters (id, body, message_type, replayable
   (gen_random_uuid(), '\\x00', 'm', false), (gen_random_uuid(), '\\x00', 'm', true)
 """
 
+# pg-transactional-outbox's locked_until is a lease (next_messages sets it, with started_attempts + 1), a retry delay
+# (a handler that threw adds finished_attempts + 1 and leaves the lease's end ahead) and a schedule (a message stored
+# with lockedUntil): only the first is in progress, a worker holding it
+PGTO_ROWS = """
+INSERT INTO public.outbox (id, aggregate_type, aggregate_id, message_type, payload, locked_until, processed_at,
+                           abandoned_at, started_attempts, finished_attempts) VALUES
+  (gen_random_uuid(), 'a', '1', 'new', '{}', to_timestamp(0), NULL, NULL, 0, 0),
+  (gen_random_uuid(), 'a', '2', 'scheduled', '{}', now() + interval '1 hour', NULL, NULL, 0, 0),
+  (gen_random_uuid(), 'a', '3', 'threw, waiting', '{}', now() + interval '10 seconds', NULL, NULL, 1, 1),
+  (gen_random_uuid(), 'a', '4', 'taken', '{}', now() + interval '10 seconds', NULL, NULL, 2, 1),
+  (gen_random_uuid(), 'a', '5', 'taken, lease over', '{}', now() - interval '1 minute', NULL, NULL, 1, 0),
+  (gen_random_uuid(), 'a', '6', 'processed', '{}', now() - interval '1 day', now() - interval '2 hours', NULL, 1, 1),
+  (gen_random_uuid(), 'a', '7', 'abandoned', '{}', now() - interval '1 day', NULL, now() - interval '1 minute', 5, 5)
+"""
+
 # (profile, version): the seed, and every state's count by (table role, meaning)
 SEEDED = {
     ("brandur", None): (BRANDUR_ROWS, {("keys", "pending"): 1, ("keys", "in progress"): 2, ("keys", "stuck"): 1,
@@ -82,6 +97,10 @@ SEEDED = {
                                                  ("outbox", "stuck"): 1, ("outbox", "done"): 2,
                                                  ("outbox", "failed"): 2, ("outbox", "purgeable"): 2,
                                                  ("archive", "purgeable"): 1}),
+    ("pg-transactional-outbox", None): (PGTO_ROWS, {
+        ("outbox", "pending"): 5, ("outbox", "in progress"): 1, ("outbox", "stuck"): 1, ("outbox", "done"): 1,
+        ("outbox", "failed"): 1, ("outbox", "purgeable"): 1, ("inbox", "pending"): 0, ("inbox", "in progress"): 0,
+        ("inbox", "stuck"): 0, ("inbox", "done"): 0, ("inbox", "failed"): 0, ("inbox", "purgeable"): 0}),
     ("wolverine", None): (WOLVERINE_ROWS, {("inbox", "pending"): 4, ("inbox", "in progress"): 2,
                                            ("inbox", "stuck"): 2, ("inbox", "done"): 2, ("inbox", "purgeable"): 1,
                                            ("outbox", "pending"): 3, ("outbox", "stuck"): 1,
