@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
+
+from idemdash.core.profiles.shape import EPOCH_MS, LOCAL_TIMESTAMP, TIMESTAMPTZ, UTC_TIMESTAMP
 
 
 def duration(seconds: float | int | timedelta | None) -> str:
@@ -49,3 +53,31 @@ def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
     """``1 attempt``, ``3 attempts``, ``1,234 batches``: the count with its noun in the right number."""
     word = noun if count == 1 else (plural_noun or (noun + "es" if noun.endswith(("s", "ch", "sh", "x")) else noun + "s"))
     return f"{count:,} {word}"
+
+
+_FRACTION = re.compile(r"\.(\d{1,6})(?=[+-]\d\d:\d\d$|Z$|$)")
+
+
+def library_moment(value: Any, unit: str, zone: str) -> datetime | None:
+    """A time a library stored, as an aware datetime, read by its column's ``unit`` (``core.profiles.shape``: a
+    timestamptz, a timestamp holding UTC or the library's local time in ``zone``, epoch milliseconds) from the value
+    a row's JSON holds; None when it is none of these (shown as stored)."""
+    try:
+        if unit == EPOCH_MS:
+            readable = isinstance(value, (int, str)) and not isinstance(value, bool)
+            return datetime.fromtimestamp(int(value) / 1000, timezone.utc) if readable else None
+        if not isinstance(value, str):
+            return None
+        # PostgreSQL's JSON trims trailing zeros of the fraction, which Python 3.10's fromisoformat does not read
+        moment = datetime.fromisoformat(_FRACTION.sub(lambda m: "." + m.group(1).ljust(6, "0"), value))
+    except (ValueError, OverflowError, OSError):
+        return None
+    if unit == TIMESTAMPTZ:
+        return moment if moment.tzinfo else None
+    if moment.tzinfo is not None:
+        return moment
+    if unit == UTC_TIMESTAMP:
+        return moment.replace(tzinfo=timezone.utc)
+    if unit == LOCAL_TIMESTAMP:
+        return moment.replace(tzinfo=ZoneInfo(zone))
+    return None

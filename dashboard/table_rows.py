@@ -10,10 +10,11 @@ from typing import Any
 
 from flask import Blueprint, abort
 
+from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import Command, LibraryAction, State, Table
-from idemdash.core.settings import library_actions
+from idemdash.core.settings import library_actions, setting
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import get_target
@@ -53,6 +54,11 @@ def _state(found: Found, role: str, meaning: str) -> State:
 
 
 def _rows(role: str) -> schema.Rows:
+    return _read_rows(role)[0]
+
+
+def _read_rows(role: str) -> tuple[schema.Rows, Found, Table]:
+    """The rows in one state, with the found tables and the profile's table they were read through."""
     args = contract.query(schema.RowsQuery)
     target = get_target()
     try:
@@ -76,16 +82,20 @@ def _rows(role: str) -> schema.Rows:
                        state=args.state, note=state.note,
                        order_column=named(column, found.naming) if (column := order_column(table, state)) else None,
                        items=[schema.RowItem(identity=r.identity_value, row=r.row_json) for r in rows],
-                       next_cursor=next_cursor, as_of=datetime.now(timezone.utc))
+                       next_cursor=next_cursor, as_of=datetime.now(timezone.utc)), found, table
 
 
 def _row(role: str, identity: str | None = None) -> schema.Row:
+    return _read_row(role, identity)[0]
+
+
+def _read_row(role: str, identity: str | None = None) -> tuple[schema.Row, Found, Table]:
     identity = identity or contract.query(schema.RowQuery).id
     target = get_target()
 
     def read(conn: Any) -> tuple[Found, dict | None, list, list, list]:
         found = _found(conn, target.settings)
-        _table(found, role)
+        _table(found, role)  # 404 for a role the profile or the database lacks
         actions = [(a, applies(conn, found, a, role, identity))
                    for a in profile(found.profile).actions if role in a.tables]
         return (found, get_row(conn, found, role, identity), row_states(conn, found, role, identity, target.settings),
@@ -104,7 +114,7 @@ def _row(role: str, identity: str | None = None) -> schema.Row:
                       actions=[_action(found, a, ok, row, target.settings) for a, ok in actions],
                       application_acts=profile(found.profile).application_acts or None,
                       facts=[schema.RowFact(label=label, text=text) for label, text in facts], commands=commands,
-                      as_of=datetime.now(timezone.utc))
+                      as_of=datetime.now(timezone.utc)), found, _table(found, role)
 
 
 def _action(found: Found, action: LibraryAction, ok: bool, row: dict, settings: Any) -> schema.RowAction:
@@ -129,9 +139,19 @@ def _cut(value: Any) -> Any:
     return value
 
 
+def _reading(found: Found, table: Table) -> dict[str, Any]:
+    """How a page reads the table's columns, by their names as found: each time column's unit (shown as how long
+    ago, the absolute time on hover), the zone a library's local timestamps are written in, and the identity's
+    columns (a lone one links to the row, instead of a column repeating it)."""
+    return {"times": {named(t.column, found.naming): t.unit for t in table.times},
+            "zone": zone_name(setting(get_target().settings, "LIBRARY_TIMEZONE")),
+            "identity_columns": [named(c, found.naming) for c in table.identity]}
+
+
 @bp.get("/tables/<role>")
 def rows_page(role: str):
-    return render("table_rows.html", "rows_panel", rows=_rows(role))
+    rows, found, table = _read_rows(role)
+    return render("table_rows.html", "rows_panel", rows=rows, **_reading(found, table))
 
 
 @bp.get("/api/v1/tables/<role>")
@@ -148,8 +168,9 @@ def row_page(role: str):
 
 def row_page_for(role: str, identity: str | None = None, action_error: str | None = None, form: Any = None):
     """The row's page; after a library action's form, with the refusal and what was typed (``action_error``)."""
-    return render("table_row.html", None, row=_row(role, identity), action_error=action_error, form=form or {},
-                  done=contract.query(schema.RowPageQuery).done)
+    row, found, table = _read_row(role, identity)
+    return render("table_row.html", None, row=row, action_error=action_error, form=form or {},
+                  done=contract.query(schema.RowPageQuery).done, **_reading(found, table))
 
 
 @bp.get("/api/v1/tables/<role>/row")

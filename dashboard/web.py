@@ -18,7 +18,7 @@ from psycopg_pool import PoolTimeout
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from idemdash.core.dsn import endpoint
-from idemdash.core.formatting import ago, duration, plural, pretty_json, utc
+from idemdash.core.formatting import ago, duration, library_moment, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
 from idemdash.dashboard.panels import PanelError
 from idemdash.dashboard.targets import get_target
@@ -244,6 +244,7 @@ def init_app(app: Flask) -> None:
     app.add_template_filter(ago)
     app.add_template_filter(utc)
     app.add_template_filter(plural)
+    app.add_template_filter(library_moment, "moment")
     # scopes or workers whose name contains what was typed into an exact filter (the hint under an empty list)
     app.jinja_env.tests["contains_text"] = lambda value, needle: str(needle).casefold() in str(value).casefold()
 

@@ -267,6 +267,17 @@ def test_a_states_rows_are_listed_oldest_first_page_by_page_and_a_row_shows_its_
     assert "is stuck" in page.get_text() and "PROCESSING" in page.get_text()
     listing = BeautifulSoup(client.get("/tables/outbox?state=stuck").data, "html.parser")
     assert len(listing.select("table.library-rows tbody tr")) == 6
+    # times as people read them (how long ago, the absolute time on hover), not the stored ISO text; the id links
+    # to the row instead of a "Row" column repeating it
+    headers = [th.get_text() for th in listing.select("table.library-rows thead th")]
+    assert "Row" not in headers and headers.count("id") == 1
+    first_row = listing.select_one("table.library-rows tbody tr")
+    when = first_row.select("td")[headers.index("publication_date")]
+    assert when.select_one("time[datetime]") and when.get_text(strip=True).endswith("ago"), when
+    assert first_row.select("td")[headers.index("id")].select_one("a[href*='/tables/outbox/row']")
+    row_page = BeautifulSoup(client.get("/tables/outbox/row", query_string={"id": identity}).data, "html.parser")
+    published = row_page.find("code", string="publication_date").find_parent("tr")
+    assert published.select_one("time[datetime]") and "UTC" in published.get_text(), published
     assert listing.select_one("nav.tabs a[aria-current=page]").get_text(strip=True) == "Stuck"
 
     assert client.get("/api/v1/tables/inbox?state=pending").status_code == 404  # Spring Modulith has no inbox
