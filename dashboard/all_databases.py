@@ -25,9 +25,8 @@ from typing import Any
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.parsers import split_environment
-from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.queries import overview, purge_history
-from idemdash.queries.catalog import ShapeNotFound, find_configured
+from idemdash.queries import fleet_numbers, purge_history
+from idemdash.queries.catalog import ShapeNotFound
 from idemdash.queries.target import Target
 
 # how long each database's statements may run
@@ -47,11 +46,11 @@ class DatabaseRow:
     label: str                     # where it is: host:port/database, never the password
     environment: tuple[str, str] | None  # its IDEMDASH_ENVIRONMENT band: (name, colour)
     reachable: bool
-    summary: overview.DatabaseSummary | None
+    summary: fleet_numbers.DatabaseSummary | None
     problem: str | None            # why there are no numbers: the cause and its fix (core.diagnosis)
     transient: bool                # the problem may go away on its own (down, slow), not a setting to fix
     milliseconds: float | None     # how long it took to answer
-    profile: str = "reference"     # whose tables it holds: another library's has its states on /tables, no summary
+    profile: str = "reference"     # whose tables it holds: its summary reads them through that profile
     as_of: datetime | None = None  # when this answer (or failure) came; None: not answered yet
     asking: bool = False           # being asked right now
     failures: int = 0              # asks in a row that failed: each waits twice as long as the one before
@@ -193,15 +192,10 @@ class AllDatabases:
 
     def _ask(self, name: str, target: Target) -> DatabaseRow:
         started = time.perf_counter()
-        foreign = target.settings["PROFILE"] != DEFAULT_PROFILE
         try:
             with target.read_once(APPLICATION_NAME, STATEMENT_TIMEOUT_MS, CONNECT_TIMEOUT_SECONDS) as conn:
-                if foreign:  # another library's tables: found where configured, their states on its /tables
-                    find_configured(conn, target.settings)
-                    summary = None
-                else:
-                    summary = overview.get_database_summary(conn, target.tables,
-                                                            target.settings["DEFAULT_LEASE_SECONDS"])
+                # the same numbers for every profile, each through its own tables' meanings
+                summary = fleet_numbers.get_database_summary(conn, target.tables, target.settings)
                 purges, purges_problem = _purge_status(conn, target)
         except ShapeNotFound as exc:
             return _row(name, target, None, str(exc), False)
@@ -222,7 +216,7 @@ def _purge_status(conn: Any, target: Target) -> tuple[tuple[purge_history.PurgeT
         return None, target.cause_of(exc).message
 
 
-def _row(name: str, target: Target, summary: overview.DatabaseSummary | None, problem: str | None, transient: bool,
+def _row(name: str, target: Target, summary: fleet_numbers.DatabaseSummary | None, problem: str | None, transient: bool,
          milliseconds: float | None = None, *, reachable: bool = False, answered: bool = True) -> DatabaseRow:
     """A database's row: what it answered now, or (``answered`` false) a row that waits for its first answer."""
     return DatabaseRow(name, endpoint(target.dsn).label, split_environment(target.settings["ENVIRONMENT"]),

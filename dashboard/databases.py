@@ -16,7 +16,7 @@ from flask import Blueprint, Flask, abort, current_app, g, has_request_context, 
 
 from idemdash.dashboard import contract, fleet_purges, fleet_views
 from idemdash.dashboard.all_databases import AllDatabases, DatabaseRow
-from idemdash.dashboard.schemas.databases import DatabaseItem, Databases, DatabasesQuery
+from idemdash.dashboard.schemas.databases import NUMBERS, DatabaseItem, Databases, DatabasesQuery
 from idemdash.dashboard.targets import all_targets, current_database
 from idemdash.dashboard.web import render
 
@@ -137,10 +137,7 @@ def api() -> Databases:
         if item["fleet"] == fleet_views.NO_FLEET:
             item["fleet"] = None
         if row.summary is not None:
-            keys, outbox = row.summary.keys, row.summary.outbox
-            item |= {"stuck": keys.stuck, "needs_review": keys.needs_review, "processing": keys.processing,
-                     "outbox_pending": outbox.pending, "outbox_lag_seconds": outbox.lag_seconds,
-                     "last_purge": row.summary.last_purge}
+            item |= {name: getattr(row.summary, name) for name in NUMBERS}
         items.append(DatabaseItem.model_validate(item))
     return Databases(items=items, next_cursor=None, as_of=now)
 

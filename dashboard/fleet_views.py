@@ -33,12 +33,12 @@ def attention(row: DatabaseRow) -> list[str]:
     if not row.reachable:
         return ["unreachable"]
     summary = row.summary
-    if summary is None:  # another library's tables: no numbers here
+    if summary is None:
         return []
     reasons = []
-    if summary.keys.stuck:
+    if summary.stuck:
         reasons.append("stuck_keys")
-    if summary.outbox.lag_seconds is not None and summary.outbox.lag_seconds >= OUTBOX_LAG_ATTENTION_SECONDS:
+    if summary.outbox_lag_seconds is not None and summary.outbox_lag_seconds >= OUTBOX_LAG_ATTENTION_SECONDS:
         reasons.append("outbox_lag")
     if summary.last_purge is not None and summary.last_purge.outcome == "failed":
         reasons.append("purge_failed")
@@ -49,8 +49,8 @@ def _sort_key(row: DatabaseRow) -> tuple:
     reasons = attention(row)
     rank = REASONS.index(reasons[0]) if reasons else len(REASONS)
     summary = row.summary
-    stuck = summary.keys.stuck if summary is not None else 0
-    lag = (summary.outbox.lag_seconds or 0.0) if summary is not None else 0.0
+    stuck = (summary.stuck or 0) if summary is not None else 0
+    lag = (summary.outbox_lag_seconds or 0.0) if summary is not None else 0.0
     return rank, -row.failures, -stuck, -lag, row.name
 
 

@@ -87,19 +87,3 @@ def get_inbox_volume(conn: psycopg.Connection, tables: Tables) -> InboxVolume:
 
 def list_recent_purge_runs(conn: psycopg.Connection, limit: int = 5) -> list[PurgeRun]:
     return select_all(conn, statement("list_recent_purge_runs"), {"limit": limit}, PurgeRun)
-
-
-@dataclass(frozen=True)
-class DatabaseSummary:
-    """One database's row on the all-databases overview."""
-
-    keys: ProcessingCounts
-    outbox: OutboxBacklog
-    last_purge: PurgeRun | None
-
-
-def get_database_summary(conn: psycopg.Connection, tables: Tables, lease_seconds: int) -> DatabaseSummary:
-    """Stuck and held keys, the outbox backlog and lag, and the newest purge run: the overview's own numbers."""
-    runs = list_recent_purge_runs(conn, limit=1)
-    return DatabaseSummary(count_processing_keys(conn, tables, lease_seconds), get_outbox_backlog(conn, tables),
-                           runs[0] if runs else None)

@@ -180,3 +180,18 @@ def row_facts(conn: psycopg.Connection, found: Found, role: str, identity: str,
         if said and said[0] is not None:
             told.append((fact.label, said[0]))
     return told
+
+
+def get_state_lag(conn: psycopg.Connection, found: Found, state: State, settings: Mapping[str, Any]) -> float | None:
+    """Seconds since the oldest row in ``state`` of its table came (by the table's first time column, in its unit and
+    zone): a library's outbox lag; None when the table records no time or no row is in the state."""
+    table = profile_table(found, state.table)
+    condition = state_condition(found, state)
+    name = dict(found.tables).get(state.table)
+    if not table.times or condition is None or name is None:
+        return None
+    time = sql.Identifier(named(table.times[0].column, found.naming))
+    query = statement("get_profile_state_lag", None, table=sql.Identifier(found.schema, name), condition=condition,
+                      lag=statement(_LAG[table.times[0].unit], None, time=time), time=time)
+    row = conn.execute(query, params_for(state, settings)).fetchone()
+    return None if row is None else row[0]

@@ -61,3 +61,7 @@ EXTRACT(epoch FROM (now() AT TIME ZONE %(library_zone)s) - min({time}))::float8
 -- profile_row_fact --
 -- What a row's page says of the row of a library's table with this identity ({identity_columns} equal to {identity_values}) beyond its columns: a fact's expression over it ({fact}, a block of profile_facts.sql), NULL for nothing to say.
 SELECT ({fact})::text FROM {table} t WHERE ({identity_columns}) = ({identity_values})
+
+-- get_profile_state_lag --
+-- How long the oldest row in one of a library table's states ({condition}: that state's block) has waited: seconds since the least of its time column ({lag} over {time}, in its unit); null when no row is in it or none has the time.
+SELECT {lag} AS lag_seconds FROM {table} WHERE {condition}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import profile
+from idemdash.core.profiles.shape import MEANINGS
 from idemdash.queries import Tables, hotspots, inbox, outbox, overview, profile_states, statement, suppression
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.transactions import select_all
@@ -276,10 +277,11 @@ def upsert_rollup(conn: psycopg.Connection, name: str, variant: str, computed_at
                                               "duration_ms": duration_ms, "payload": Jsonb(encode_rows(rows))})
 
 
-def read_library_states(conn: psycopg.Connection, settings: Mapping[str, Any],
+def read_library_states(conn: psycopg.Connection, settings: Mapping[str, Any], meanings: Collection[str] = MEANINGS,
                         ) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, str], StoredCount]]:
-    """A database's tables (as its profile reads them) and every state's count: the stored one where counting it
-    live was measured slow and it is fresh (``stored_state_counts``), counted now otherwise; and the stored ones."""
+    """A database's tables (as its profile reads them) and the count of every state (of ``meanings`` only, when
+    given): the stored one where counting it live was measured slow and it is fresh (``stored_state_counts``),
+    counted now otherwise; and the stored ones."""
     stored = stored_state_counts(conn)
     try:
         found = find_configured(conn, settings)
@@ -287,6 +289,8 @@ def read_library_states(conn: psycopg.Connection, settings: Mapping[str, Any],
         return profile_states.ConfiguredStates(None, str(exc)), {}
     counts, used = [], {}
     for state in profile(found.profile).states_of(found.version):
+        if state.meaning not in meanings:
+            continue
         key = (state.table, state.meaning)
         if key in stored:
             used[key] = stored[key]

@@ -167,14 +167,26 @@ def test_all_databases_and_metrics_read_a_library_database_through_its_profile(m
                     'profile = "spring-modulith"\napp_schema = "modulith"\n[databases.lost]\n'
                     f'url = "{database_url}"\nprofile = "brandur"\n')
     client = make_app(None, CONFIG=str(path), DATABASE_URL="", DEFAULT_LEASE_SECONDS=300).test_client()
-    items = {i["name"]: i for i in answered(client)}  # the refresh asks in the background
-    assert (items["orders"]["profile"], items["orders"]["reachable"], items["orders"]["stuck"]) == ("reference", True, 0)
+    listed = answered(client)  # the refresh asks in the background
+    items = {i["name"]: i for i in listed}
+    assert (items["orders"]["profile"], items["orders"]["reachable"], items["orders"]["stuck"],
+            items["orders"]["failed"]) == ("reference", True, 0, 0)
     events = items["events"]
-    assert (events["profile"], events["reachable"], events["problem"], "stuck" in events) == \
-        ("spring-modulith", True, None, False)
+    assert (events["profile"], events["reachable"], events["problem"]) == ("spring-modulith", True, None)
+    # the same numbers as the reference tables', each by Spring Modulith's own meaning (SPRING_COUNTS): stuck, in
+    # progress, pending and failed publications; it records no hold for review; the oldest pending row is an hour old
+    assert (events["stuck"], events["processing"], events["outbox_pending"], events["failed"],
+            events["needs_review"]) == (SPRING_COUNTS["stuck"], SPRING_COUNTS["in progress"],
+                                        SPRING_COUNTS["pending"], SPRING_COUNTS["failed"], None)
+    assert 3500 < events["outbox_lag_seconds"] < 3700
+    # and sorted with every other database by the same reasons: after the unreachable one, its stuck publication and
+    # its lag put it before the reference database, which is fine
+    assert events["attention"] == ["stuck_keys", "outbox_lag"]
+    assert [i["name"] for i in listed] == ["lost", "events", "orders"]
     assert items["lost"]["reachable"] is False and items["lost"]["problem"].startswith("no Brandur")
     row = BeautifulSoup(client.get("/databases").data, "html.parser").select_one("tr[data-database=events]")
-    assert "spring-modulith tables, read-only" in row.get_text() and row.select_one("a[href='/db/events/tables']")
+    shown = {td["data-metric"]: td.get_text(strip=True) for td in row.select("td[data-metric]")}
+    assert shown == {"stuck": "1", "needs_review": "n/a", "outbox_pending": "2", "failed": "1"}
     scrape = client.get("/metrics").data.decode()
     assert 'idemdash_database_up{database="events"} 1.0' in scrape
     assert 'idemdash_database_up{database="lost"} 0.0' in scrape

@@ -11,7 +11,7 @@ from idemdash.dashboard.schemas.examples import AS_OF, RUNNING_PURGE, without_pa
 from idemdash.dashboard.schemas.overview import LastPurge
 
 # what a database that answered adds to its row (absent from the row of one that did not)
-NUMBERS = ("stuck", "needs_review", "processing", "outbox_pending", "outbox_lag_seconds", "last_purge")
+NUMBERS = ("stuck", "needs_review", "processing", "outbox_pending", "outbox_lag_seconds", "failed", "last_purge")
 
 
 class DatabaseItem(Answer):
@@ -19,8 +19,9 @@ class DatabaseItem(Answer):
     database: str = Field(description="Where it is: host:port/database (never the password).")
     environment: str | None = Field(description="Its IDEMDASH_ENVIRONMENT, or null.")
     reachable: bool
-    profile: str = Field(description="Whose tables it holds (its profile); another library's answers with no numbers "
-                                     "here: their states are at /api/v1/db/<name>/tables.")
+    profile: str = Field(description="Whose tables it holds (its profile). Every profile answers the same numbers, "
+                                     "each by its library's own meaning (/api/v1/db/<name>/tables has every state); "
+                                     "a number the library does not record is null.")
     problem: str | None = Field(description="Why there are no numbers: the cause and its fix; null when it answered.")
     answered_ms: float | None = Field(description="How long it took to answer, in milliseconds.")
     pending: bool = Field(description="Not answered yet: the background refresh has not heard from it since "
@@ -37,12 +38,20 @@ class DatabaseItem(Answer):
         default_factory=list, description="Why it needs a look, worst first: unreachable (its last ask failed), "
         "stuck_keys, outbox_lag (oldest pending outbox row 600 s or older), purge_failed (its newest purge run "
         "failed); empty when fine or not answered yet. Rows are sorted by it (see items).")
-    stuck: int | None = Field(None, description="Stuck keys (only when it answered).")
-    needs_review: int | None = Field(None, description="Keys held for review (only when it answered).")
-    processing: int | None = Field(None, description="Processing keys (only when it answered).")
-    outbox_pending: int | None = Field(None, description="Pending outbox rows (only when it answered).")
+    stuck: int | None = Field(None, description="Stuck work: keys, or a library's rows in its stuck state, over every "
+                                                "table that records it; null when none does (only when it answered).")
+    needs_review: int | None = Field(None, description="Keys held for review by an operator; null where the profile "
+                                                       "has none (only when it answered).")
+    processing: int | None = Field(None, description="Work someone holds now (processing keys, a library's rows in "
+                                                     "progress); null when not recorded (only when it answered).")
+    outbox_pending: int | None = Field(None, description="Pending outbox rows; null when the profile has no outbox "
+                                                         "(only when it answered).")
     outbox_lag_seconds: float | None = Field(None, description="Age of the oldest pending outbox row, null when none "
-                                                               "is pending (only when it answered).")
+                                                               "is pending or its table records no time (only when it "
+                                                               "answered).")
+    failed: int | None = Field(None, description="Rows given up on, as the profile counts them (failed keys, parked "
+                                                 "or dead-lettered messages); null when not recorded (only when it "
+                                                 "answered).")
     last_purge: LastPurge | None = Field(None, description="The newest purge run, null when none ran (only when it "
                                                           "answered).")
 
@@ -66,7 +75,7 @@ class Databases(Answer):
              "reachable": True, "profile": "reference", "problem": None, "answered_ms": 9.376822,
              "pending": False, "asking": False, "as_of": AS_OF, "age_seconds": 4.2, "failures": 0,
              "next_ask_at": AS_OF, "fleet": None, "attention": ["stuck_keys", "outbox_lag"], "stuck": 13, "needs_review": 0,
-             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "last_purge": without_pacing(RUNNING_PURGE)},
+             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "failed": 3, "last_purge": without_pacing(RUNNING_PURGE)},
             {"name": "ledger", "database": "ledger-db.internal:5432/ledger", "environment": "production",
              "reachable": False, "profile": "reference", "problem": None, "answered_ms": None, "pending": True,
              "asking": True, "as_of": None, "age_seconds": None, "failures": 0, "next_ask_at": None, "fleet": None,
