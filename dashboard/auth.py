@@ -34,7 +34,7 @@ from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import ConfigError, split_list
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
 from idemdash.dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.targets import check_database, get_target
 from idemdash.dashboard.web import error_response
 
 log = logging.getLogger(__name__)
@@ -78,8 +78,9 @@ def _library_rows() -> bool:
 
 def actions_allowed() -> bool:
     user = g.get("user")
-    settings = get_target().settings
-    return bool(user and user.is_operator and not settings["READ_ONLY"] and not _library_rows())
+    if user is None:  # nothing to offer, and a stranger's request names no database to look up
+        return False
+    return bool(user.is_operator and not get_target().settings["READ_ONLY"] and not _library_rows())
 
 
 def check_config(config: Mapping) -> None:
@@ -148,12 +149,14 @@ class _Auth:
                                  "header, replacing any the client sent (see docs/security.md)")
 
 
-# Answer without signing in: load balancers, Prometheus, and the CSS of the 401 page.
-_OPEN_ENDPOINTS = frozenset({"static", "metrics.scrape"})
+# Answer without signing in: load balancers, Prometheus, and the CSS of the 401 page. Only the plain routes: the
+# /db/<name>/… twins of the probes need a user, or a stranger could try names (and open their pools).
+_PROBES = frozenset({"probes.healthz", "probes.readyz"})
+_OPEN_ENDPOINTS = _PROBES | {"static", "metrics.scrape"}
 
 
 def _open_endpoint() -> bool:
-    return request.endpoint in _OPEN_ENDPOINTS or request.blueprint == "probes"
+    return request.endpoint in _OPEN_ENDPOINTS
 
 
 # -- guards ----------------------------------------------------------------------------------
@@ -235,7 +238,7 @@ def init_app(app: Flask) -> None:
     def this_machine_only() -> None:
         """AUTH=none: whoever can send a request is an operator, so only this machine may (before any other check)."""
         if (auth.mode != "none" or app.config["ALLOW_UNAUTHENTICATED"] or request.endpoint == "static"
-                or request.blueprint == "probes" or is_loopback_request()):
+                or request.endpoint in _PROBES or is_loopback_request()):
             return
         log.warning("IDEMDASH_AUTH=none: refused %s %s for host %r from %s (not this machine)",
                     request.method, request.path, request.host, request.remote_addr)
@@ -262,6 +265,8 @@ def init_app(app: Flask) -> None:
     @app.before_request
     def identify() -> None:
         g.user = None
+        if auth.mode == "none" and not (app.config["ALLOW_UNAUTHENTICATED"] or is_loopback_request()):
+            return  # a probe from another machine (this_machine_only refused everything else): nobody
         try:
             g.user = auth.identify()
         except (Unauthorized, BadRequest) as exc:
@@ -271,6 +276,9 @@ def init_app(app: Flask) -> None:
                 log.warning("proxy sign-in: refused %s %s from %s, which is not in IDEMDASH_PROXY_TRUSTED",
                             request.method, request.path, request.remote_addr)
             raise
+
+    # /db/<name>/… for a name not served: 404 naming those served, now that the user is known
+    app.before_request(check_database)
 
     @app.before_request
     def csrf_guard() -> None:
