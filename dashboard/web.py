@@ -133,6 +133,10 @@ def push_clean_url(response: Response) -> Response:
 
 
 def security_headers(response: Response) -> Response:
+    # the cache rule (docs/security.md): pages, fragments, JSON and error pages show keys, bodies, payloads and
+    # names, so no browser or shared cache may keep any of them; only the static files (the same for everyone) may
+    if request.endpoint != "static":
+        response.headers["Cache-Control"] = "no-store"
     response.headers.setdefault("Content-Security-Policy", CSP)
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("Referrer-Policy", "same-origin")
