@@ -27,15 +27,16 @@ from functools import wraps
 
 from flask import Flask, abort, g, request
 from werkzeug.datastructures import WWWAuthenticate
-from werkzeug.exceptions import BadRequest, Unauthorized
+from werkzeug.exceptions import BadRequest, TooManyRequests, Unauthorized
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import ConfigError, split_list
 from idemdash.dashboard import forgery
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
 from idemdash.dashboard.forgery import check_json_request
-from idemdash.dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers
+from idemdash.dashboard.network import address_in, client_address, is_loopback_request, parse_networks, repeated_headers
 from idemdash.dashboard.targets import check_database, get_target
+from idemdash.dashboard.throttle import SignInThrottle
 from idemdash.dashboard.web import error_response
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,7 @@ class _Auth:
         self.groups_header = config["PROXY_GROUPS_HEADER"]
         self.operator_groups = frozenset(split_list(config["OPERATOR_GROUPS"]))
         self.passwords = PasswordCheck(load_users(config["USERS_FILE"])) if self.mode == "basic" else None
+        self.throttle = SignInThrottle() if self.mode == "basic" else None
 
     def identify(self) -> User:
         if self.mode == "basic":
@@ -114,9 +116,15 @@ class _Auth:
         if credentials is None or credentials.type != "basic":
             raise Unauthorized("sign in: idemdash asks for a user name and password (IDEMDASH_AUTH=basic)",
                                www_authenticate=challenge)
-        assert self.passwords is not None  # set whenever the mode is basic
-        account = self.passwords.check(credentials.username or "", credentials.password or "")
+        assert self.passwords is not None and self.throttle is not None  # set whenever the mode is basic
+        address, name = client_address(), credentials.username or ""
+        wait = self.throttle.retry_after(address, name)
+        if wait is not None:  # before the password is checked: a guess costs nothing and tells nothing
+            raise TooManyRequests(f"too many failed sign-ins from this address or for this user name: try again in "
+                                  f"{wait} s (see docs/security.md, Failed sign-ins)", retry_after=wait)
+        account = self.passwords.check(name, credentials.password or "")
         if account is None:
+            self.throttle.failed(address, name)
             raise Unauthorized("wrong user name or password", www_authenticate=challenge)
         return User(account.name, account.role, "basic")
 
@@ -224,7 +232,7 @@ def init_app(app: Flask) -> None:
             return  # a probe from another machine (this_machine_only refused everything else): nobody
         try:
             g.user = auth.identify()
-        except (Unauthorized, BadRequest) as exc:
+        except (Unauthorized, BadRequest, TooManyRequests) as exc:
             if _open_endpoint():
                 return
             if isinstance(exc, _Untrusted):

@@ -224,6 +224,9 @@ def panel_error(exc: PanelError):
 
 def http_error(exc: HTTPException):
     response = error_response(exc.code or 500, exc.description or exc.name)
+    for name, value in exc.get_headers():
+        if name == "Retry-After":  # a 429 (too many failed sign-ins) says when to try again
+            response.headers[name] = value
     if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
         response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))  # RFC 9110: a 405 names what is allowed
     return response
