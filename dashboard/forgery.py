@@ -69,10 +69,19 @@ def check_json_request() -> None:
         abort(415, "send the request body as JSON with Content-Type: application/json")
 
 
+def _owner() -> str | None:
+    """Whom this request's session belongs to: the signed-in user, as the sign-in mode names them. Under
+    IDEMDASH_AUTH=none everyone on this machine is the same anonymous operator, whatever loopback address a
+    connection comes from (``localhost`` may be ::1 on one connection and 127.0.0.1 on the next)."""
+    user = g.get("user")
+    if user is None:
+        return None
+    return "none" if user.source == "none" else f"{user.source}:{user.name}"
+
+
 def _bind_session_to_user() -> None:
     """The session's CSRF token belongs to one user: refuse a form posted as another, give a page a fresh token."""
-    user = g.get("user")
-    name = user.name if user is not None else None
+    name = _owner()
     if session.get(SESSION_USER) == name:
         return
     field = current_app.config.get("WTF_CSRF_FIELD_NAME", "csrf_token")

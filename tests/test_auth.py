@@ -561,6 +561,16 @@ def test_a_token_is_bound_to_the_user_it_was_issued_to(guarded):
     assert app.actors == ["carol@example.com"]
 
 
+def test_without_sign_in_the_token_outlives_a_change_of_loopback_address(guarded):
+    # IDEMDASH_AUTH=none: "localhost" may be 127.0.0.1 on one connection and ::1 on the next, the same person
+    app = guarded()
+    client = app.test_client()
+    token = page_token(client)
+    assert client.post("/test-action", data={"csrf_token": token}, environ_base={"REMOTE_ADDR": "::1"}
+                       ).status_code == 200
+    assert app.actors == ["anonymous@::1"]
+
+
 def test_csrf_is_checked_before_the_role(guarded):
     client = guarded(AUTH="proxy").test_client()
     # a viewer without a token learns nothing about roles: the token is what is wrong
