@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from idemdash.core.settings import ConfigError
+
+log = logging.getLogger(__name__)
 
 VIEWER = "viewer"
 OPERATOR = "operator"
@@ -29,6 +32,11 @@ class Account:
     name: str
     role: str
     password_hash: str
+
+
+def hash_method(password_hash: str) -> str:
+    """The method and work factor of a werkzeug hash: ``scrypt:32768:8:1``, ``pbkdf2:sha256:600000``."""
+    return password_hash.split("$", 1)[0]
 
 
 def valid_user_name(name: str) -> bool:
@@ -88,8 +96,15 @@ class PasswordCheck:
         self._key = secrets.token_bytes(32)
         self._ok: OrderedDict[bytes, str] = OrderedDict()
         self._lock = threading.Lock()
-        # An unknown user costs as much as a wrong password: no user-name oracle through timing.
-        self._dummy = generate_password_hash(secrets.token_hex(16))
+        # An unknown user costs as much as a wrong password: no user-name oracle through timing. So the stand-in
+        # hash has the users' own method and work factor (werkzeug's default differs from pbkdf2 lines in cost).
+        methods = Counter(hash_method(account.password_hash) for account in self.accounts.values())
+        if len(methods) > 1:
+            log.warning("IDEMDASH_USERS_FILE mixes password hash methods (%s): an unknown user name costs what %s "
+                        "does, so timing tells the users of the others apart; make every line with "
+                        "`idemdash hash-password`", ", ".join(sorted(methods)), methods.most_common(1)[0][0])
+        self.stand_in_method = methods.most_common(1)[0][0] if methods else "scrypt"
+        self._dummy = generate_password_hash(secrets.token_hex(16), method=self.stand_in_method)
 
     def check(self, name: str, password: str) -> Account | None:
         account = self.accounts.get(name)

@@ -13,8 +13,9 @@ A request nobody vouches for gets 401, except the probes, /metrics and static fi
 
 Views that change state are wrapped with ``operator_required`` (forms and htmx,
 whose CSRF token Flask-WTF checks before the view runs) or ``json_action``
-(the JSON API: application/json and same-origin instead of a token; every
-state-changing ``/api/`` request is held to that, decorated or not).
+(the JSON API: application/json instead of a token; every state-changing
+``/api/`` request is held to that, decorated or not). No state-changing request
+from another site gets that far (dashboard/forgery.py).
 ``actions_allowed()`` tells templates whether to show action buttons.
 """
 from __future__ import annotations
@@ -24,29 +25,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import wraps
 
-from flask import Flask, abort, g, has_request_context, request
-from flask.sessions import SecureCookieSessionInterface
-from flask_wtf.csrf import CSRFError, CSRFProtect
+from flask import Flask, abort, g, request
 from werkzeug.datastructures import WWWAuthenticate
-from werkzeug.exceptions import BadRequest, Unauthorized
+from werkzeug.exceptions import BadRequest, TooManyRequests, Unauthorized
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import ConfigError, split_list
+from idemdash.dashboard import forgery
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
-from idemdash.dashboard.network import address_in, is_loopback_request, parse_networks, repeated_headers, request_scheme
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.forgery import check_json_request
+from idemdash.dashboard.network import address_in, client_address, is_loopback_request, parse_networks, repeated_headers
+from idemdash.dashboard.targets import check_database, get_target
+from idemdash.dashboard.throttle import SignInThrottle
 from idemdash.dashboard.web import error_response
 
 log = logging.getLogger(__name__)
 
 
-STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 REALM = "idemdash"
 # quoted by hand: werkzeug leaves a token-like realm unquoted, which some clients mis-parse
 BASIC_CHALLENGE = f'Basic realm="{REALM}", charset="UTF-8"'
-
-csrf = CSRFProtect()
-
 
 @dataclass(frozen=True)
 class User:
@@ -78,8 +76,9 @@ def _library_rows() -> bool:
 
 def actions_allowed() -> bool:
     user = g.get("user")
-    settings = get_target().settings
-    return bool(user and user.is_operator and not settings["READ_ONLY"] and not _library_rows())
+    if user is None:  # nothing to offer, and a stranger's request names no database to look up
+        return False
+    return bool(user.is_operator and not get_target().settings["READ_ONLY"] and not _library_rows())
 
 
 def check_config(config: Mapping) -> None:
@@ -102,6 +101,7 @@ class _Auth:
         self.groups_header = config["PROXY_GROUPS_HEADER"]
         self.operator_groups = frozenset(split_list(config["OPERATOR_GROUPS"]))
         self.passwords = PasswordCheck(load_users(config["USERS_FILE"])) if self.mode == "basic" else None
+        self.throttle = SignInThrottle() if self.mode == "basic" else None
 
     def identify(self) -> User:
         if self.mode == "basic":
@@ -116,9 +116,15 @@ class _Auth:
         if credentials is None or credentials.type != "basic":
             raise Unauthorized("sign in: idemdash asks for a user name and password (IDEMDASH_AUTH=basic)",
                                www_authenticate=challenge)
-        assert self.passwords is not None  # set whenever the mode is basic
-        account = self.passwords.check(credentials.username or "", credentials.password or "")
+        assert self.passwords is not None and self.throttle is not None  # set whenever the mode is basic
+        address, name = client_address(), credentials.username or ""
+        wait = self.throttle.retry_after(address, name)
+        if wait is not None:  # before the password is checked: a guess costs nothing and tells nothing
+            raise TooManyRequests(f"too many failed sign-ins from this address or for this user name: try again in "
+                                  f"{wait} s (see docs/security.md, Failed sign-ins)", retry_after=wait)
+        account = self.passwords.check(name, credentials.password or "")
         if account is None:
+            self.throttle.failed(address, name)
             raise Unauthorized("wrong user name or password", www_authenticate=challenge)
         return User(account.name, account.role, "basic")
 
@@ -148,12 +154,14 @@ class _Auth:
                                  "header, replacing any the client sent (see docs/security.md)")
 
 
-# Answer without signing in: load balancers, Prometheus, and the CSS of the 401 page.
-_OPEN_ENDPOINTS = frozenset({"static", "metrics.scrape"})
+# Answer without signing in: load balancers, Prometheus, and the CSS of the 401 page. Only the plain routes: the
+# /db/<name>/… twins of the probes need a user, or a stranger could try names (and open their pools).
+_PROBES = frozenset({"probes.healthz", "probes.readyz"})
+_OPEN_ENDPOINTS = _PROBES | {"static", "metrics.scrape"}
 
 
 def _open_endpoint() -> bool:
-    return request.endpoint in _OPEN_ENDPOINTS or request.blueprint == "probes"
+    return request.endpoint in _OPEN_ENDPOINTS
 
 
 # -- guards ----------------------------------------------------------------------------------
@@ -169,25 +177,6 @@ def refuse_action(library_action: bool = False) -> None:  # library_action: dash
                    "its purges and the library's own actions LIBRARY_ACTIONS enables; see docs/profiles.md")
     if not user.is_operator:
         abort(403, f"{user.name} is a viewer; reclassifying keys and running purges needs the operator role")
-
-
-def check_json_request() -> None:
-    """A state-changing JSON API call: same origin (or no browser origin at all) and a JSON body.
-
-    Scripts send no Origin and pass. A browser always sends Origin on a cross-origin POST, and a
-    JSON content type cannot be sent cross-origin without a CORS preflight (which idemdash never grants).
-    """
-    if request.headers.get("Sec-Fetch-Site", "").strip().lower() == "cross-site":
-        abort(403, "cross-site request refused: state-changing API calls must come from the dashboard itself "
-                   "or from a script (without an Origin header)")
-    origin = request.headers.get("Origin")
-    if origin is not None:
-        own = f"{request_scheme()}://{request.host}".lower()
-        if origin.strip().rstrip("/").lower() != own:
-            abort(403, f"cross-origin request refused: Origin {origin!r} is not this dashboard ({own}). "
-                       "Call the API from the dashboard's own pages, or from a script without an Origin header")
-    if not request.is_json:
-        abort(415, "send the request body as JSON with Content-Type: application/json")
 
 
 def operator_required(view: Callable) -> Callable:
@@ -215,15 +204,6 @@ def json_action(view: Callable) -> Callable:
 
 # -- wiring ------------------------------------------------------------------------------------
 
-class _SessionInterface(SecureCookieSessionInterface):
-    """The session (it holds the CSRF token) is Secure when asked to be, or when the page came over HTTPS."""
-
-    def get_cookie_secure(self, app: Flask) -> bool:
-        if app.config["SESSION_COOKIE_SECURE"]:
-            return True
-        return has_request_context() and request_scheme() == "https"
-
-
 def init_app(app: Flask) -> None:
     try:
         auth = _Auth(app.config)
@@ -235,7 +215,7 @@ def init_app(app: Flask) -> None:
     def this_machine_only() -> None:
         """AUTH=none: whoever can send a request is an operator, so only this machine may (before any other check)."""
         if (auth.mode != "none" or app.config["ALLOW_UNAUTHENTICATED"] or request.endpoint == "static"
-                or request.blueprint == "probes" or is_loopback_request()):
+                or request.endpoint in _PROBES or is_loopback_request()):
             return
         log.warning("IDEMDASH_AUTH=none: refused %s %s for host %r from %s (not this machine)",
                     request.method, request.path, request.host, request.remote_addr)
@@ -245,26 +225,14 @@ def init_app(app: Flask) -> None:
                    "machine, set IDEMDASH_AUTH=basic or proxy to let others sign in, or set "
                    "IDEMDASH_ALLOW_UNAUTHENTICATED=1 if something in front already restricts who can connect.")
 
-    app.config.update(
-        SESSION_COOKIE_NAME="idemdash_session",
-        SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_SAMESITE="Lax",
-        # On in tests too (tests switch it off explicitly if they must); the token never expires
-        # because the dashboard stays open for a whole shift.
-        WTF_CSRF_ENABLED=True,
-        WTF_CSRF_TIME_LIMIT=None,
-        # checked by csrf_guard below, after the user is known, and not for /api/
-        WTF_CSRF_CHECK_DEFAULT=False,
-    )
-    app.session_interface = _SessionInterface()
-    csrf.init_app(app)
-
     @app.before_request
     def identify() -> None:
         g.user = None
+        if auth.mode == "none" and not (app.config["ALLOW_UNAUTHENTICATED"] or is_loopback_request()):
+            return  # a probe from another machine (this_machine_only refused everything else): nobody
         try:
             g.user = auth.identify()
-        except (Unauthorized, BadRequest) as exc:
+        except (Unauthorized, BadRequest, TooManyRequests) as exc:
             if _open_endpoint():
                 return
             if isinstance(exc, _Untrusted):
@@ -272,14 +240,11 @@ def init_app(app: Flask) -> None:
                             request.method, request.path, request.remote_addr)
             raise
 
-    @app.before_request
-    def csrf_guard() -> None:
-        if request.method not in STATE_CHANGING or request.endpoint is None:
-            return
-        if request.path.startswith("/api/"):
-            check_json_request()
-        elif app.config["WTF_CSRF_ENABLED"]:
-            csrf.protect()
+    # /db/<name>/… for a name not served: 404 naming those served, now that the user is known
+    app.before_request(check_database)
+
+    # then: not from another site, and (forms, htmx) the CSRF token of this user's session
+    forgery.init_app(app)
 
     @app.errorhandler(401)
     def unauthorized(exc: Unauthorized):
@@ -287,12 +252,6 @@ def init_app(app: Flask) -> None:
         if exc.www_authenticate:
             response.headers["WWW-Authenticate"] = BASIC_CHALLENGE
         return response
-
-    @app.errorhandler(CSRFError)
-    def csrf_failed(exc: CSRFError):
-        return error_response(400, f"This form was refused: {exc.description} It carries a security token "
-                                   "(CSRF) that proves it came from this dashboard. Reload the page and submit "
-                                   "again; if it keeps failing, allow cookies for this site.")
 
     @app.context_processor
     def auth_context() -> dict:

@@ -17,7 +17,7 @@ from flask import Blueprint, Flask, abort, current_app, g, has_request_context, 
 from idemdash.dashboard import contract, fleet_purges, fleet_views
 from idemdash.dashboard.all_databases import AllDatabases, DatabaseRow
 from idemdash.dashboard.schemas.databases import NUMBERS, DatabaseItem, Databases, DatabasesQuery
-from idemdash.dashboard.targets import all_targets, current_database
+from idemdash.dashboard.targets import all_targets, current_database, signed_in
 from idemdash.dashboard.web import render
 
 TWIN = "@db"
@@ -149,13 +149,17 @@ def init_app(app: Flask) -> None:
     app.extensions["idemdash_fleets"].on_change(overview.replace_targets)  # a fleet's members joined or left
     if app.config["CONFIG"]:
         install_routes(app)
-        # several databases: the refresh starts at the worker's first request of any kind, so /databases mostly
-        # finds its rows answered; with one, at the first request for them
-        app.before_request(overview.start)
+        # several databases: the refresh starts at the worker's first signed-in request of any kind, so /databases
+        # mostly finds its rows answered; with one, at the first request for them. Not at a stranger's (a probe, a
+        # static file): nobody signed in makes idemdash connect to a database but /readyz to the first one.
+        app.before_request(lambda: overview.start() if signed_in() else None)
     app.add_template_global(url_in_database)
 
     @app.context_processor
     def database_context() -> dict[str, Any]:
+        if not signed_in():  # a refusal or error page: no database names, and no replica to measure
+            return {"databases": [], "database_name": None, "db_settings": app.config, "replica": None,
+                    "plain_endpoint": plain_endpoint(request.endpoint)}
         targets = all_targets()
         name = g.get("database") or next(iter(targets), None)
         target = targets.get(name) if name is not None else None  # none: only fleets, none of which answered yet

@@ -43,6 +43,17 @@ def request_scheme() -> str:
     return request.scheme
 
 
+def client_address() -> str:
+    """Who is asking, for counting failed sign-ins: the TCP peer, or, when the peer is a trusted proxy, the address
+    that proxy appended last to X-Forwarded-For (the one it saw; the ones before it are the client's own say)."""
+    peer = request.remote_addr or ""
+    if from_trusted_proxy():
+        forwarded = request.headers.get("X-Forwarded-For", "").split(",")[-1].strip()
+        if _address(forwarded) is not None:
+            return forwarded
+    return peer
+
+
 def host_of(hostport: str) -> str | None:
     """The host part of 'host:port', '[v6]:port', a bare name or a bare IPv6 address; None for unix: and fd://."""
     hostport = hostport.strip()

@@ -30,6 +30,8 @@ ERRORS = {
                       "asked of a database that holds another library's (its profile: see /api/v1/tables)"),
     409: ("Conflict", "The state changed: nothing was overwritten (the answer carries the row as it is now)"),
     415: ("NotJson", "The body must be application/json"),
+    429: ("TooManySignIns", "Too many failed sign-ins from this address or for this user name (IDEMDASH_AUTH=basic): "
+                            "try again after Retry-After seconds"),
     503: ("Unavailable", "The database is unreachable (Retry-After), cannot be used as configured, or a query "
                          "ran past the statement timeout (the message names the index that would help)"),
 }
@@ -164,6 +166,7 @@ def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
             reference_only = rule.endpoint.partition(".")[0] not in EVERY_PROFILE
             errors = (*op.errors, 404) if ("{database}" in path or reference_only) and 404 not in op.errors \
                 else op.errors
+            errors = (*errors, 429)  # any request may be signed in by a throttled address or name (basic)
             if method == "GET" and entry["parameters"]:
                 # a request line longer than the server takes (gunicorn's limit_request_line, 4094 bytes by
                 # default) is refused by the server before idemdash sees it, with a body of its own

@@ -54,14 +54,29 @@ def init_app(app: Flask) -> dict[str, Target]:
 
     @app.url_value_preprocessor
     def pick_database(endpoint: str | None, values: dict | None) -> None:
+        # Runs before sign-in (dashboard/auth.py): only notes the name. An unknown one is answered by
+        # check_database, after sign-in, so that a stranger learns neither it nor the names there are.
         name = values.pop("database", None) if values else None
         if name is None:
             return
-        if name not in all_targets():
-            abort(404, fleets.unknown(name))
-        g.database = name
+        if name in all_targets():
+            g.database = name
+        else:
+            g.unknown_database = name
 
     return targets
+
+
+def signed_in() -> bool:
+    """Someone dashboard/auth.py vouched for asks (``g.user``): only they see names, hosts and causes."""
+    return has_request_context() and g.get("user") is not None
+
+
+def check_database() -> None:
+    """/db/<name>/… for a name this app does not serve: 404 naming the ones it does (after sign-in only)."""
+    name = g.get("unknown_database")
+    if name is not None:
+        abort(404, current_app.extensions["idemdash_fleets"].unknown(name))
 
 
 def budget(config: Mapping[str, Any], targets: Mapping[str, Target], *, lazy: bool) -> PoolBudget:
@@ -82,6 +97,8 @@ def _none_yet() -> Response | None:
     if current_app.extensions["idemdash_targets"] or request.endpoint in ("static", "probes.healthz"):
         return None
     message = NONE_YET + " " + "; ".join(current_app.extensions["idemdash_fleets"].membership.problems.values())
+    if not signed_in():  # the probes and /metrics: a stranger learns "down", not the fleets' servers
+        message = "unavailable: no database yet"
     if request.path.startswith("/api/"):
         response = jsonify({"error": message})
     else:
@@ -197,8 +214,9 @@ def all_targets() -> dict[str, Target]:
 
 
 def current_database() -> str | None:
-    """The database named in the request's URL (/db/<name>/…), or None for a plain URL."""
-    return g.get("database") if has_request_context() else None
+    """The database named in the request's URL (/db/<name>/…), or None for a plain URL, and for a stranger's request
+    (whose error page must not link into a database it named, which would tell it that the name exists)."""
+    return g.get("database") if signed_in() else None
 
 
 def get_target() -> Target:

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 from uuid import UUID
 
 import psycopg
-from flask import Flask, Response, current_app, g, jsonify, make_response, redirect, render_template, request, url_for
+from flask import Flask, Response, current_app, jsonify, make_response, redirect, render_template, request, url_for
 from flask.json.provider import DefaultJSONProvider
 from htmx_flask import make_response as htmx_response
 from htmx_flask.requests import HtmxAwareRequest, HtmxHeaders
@@ -16,12 +16,13 @@ from jinja2_fragments.flask import render_block
 from psycopg import errors
 from psycopg_pool import PoolTimeout
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
+from werkzeug.http import HTTP_STATUS_CODES
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, library_moment, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
 from idemdash.dashboard.panels import PanelError
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.targets import get_target, signed_in
 from idemdash.queries.pool_budget import BudgetExhausted
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -71,8 +72,15 @@ RESEND_TEXT_FIELDS = {"text": "Note", "reason": "Reason", "response_body": "resp
                       "result_ref_type": "result_ref_type", "result_ref_id": "result_ref_id", "hold_for": "Hold for"}
 
 
+# What a request nobody signed in for may be told in full: how to sign in, and what was wrong with the request itself.
+# Anything else (a 404 naming databases, a 503 with a host or the driver's words) says only its status to them.
+TOLD_TO_STRANGERS = frozenset({400, 401, 403, 405, 413, 415, 429})
+
+
 def error_response(status: int, message: str, *, retry: bool | None = None) -> Response:
     """JSON for the API, a fragment for htmx, else the error page (which reloads itself while ``retry``: 503)."""
+    if not signed_in() and status not in TOLD_TO_STRANGERS:
+        message = f"{HTTP_STATUS_CODES.get(status, 'Error')}."
     if wants_json():
         response = jsonify({"error": message})
     elif htmx_request():
@@ -125,6 +133,10 @@ def push_clean_url(response: Response) -> Response:
 
 
 def security_headers(response: Response) -> Response:
+    # the cache rule (docs/security.md): pages, fragments, JSON and error pages show keys, bodies, payloads and
+    # names, so no browser or shared cache may keep any of them; only the static files (the same for everyone) may
+    if request.endpoint != "static":
+        response.headers["Cache-Control"] = "no-store"
     response.headers.setdefault("Content-Security-Policy", CSP)
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("Referrer-Policy", "same-origin")
@@ -212,6 +224,9 @@ def panel_error(exc: PanelError):
 
 def http_error(exc: HTTPException):
     response = error_response(exc.code or 500, exc.description or exc.name)
+    for name, value in exc.get_headers():
+        if name == "Retry-After":  # a 429 (too many failed sign-ins) says when to try again
+            response.headers[name] = value
     if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
         response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))  # RFC 9110: a 405 names what is allowed
     return response
@@ -220,12 +235,13 @@ def http_error(exc: HTTPException):
 def template_globals() -> dict[str, Any]:
     # which database and environment, only to someone signed in: a refused request (401, or 403 for another
     # Host) learns nothing. Both are this request's database's own (IDEMDASH_CONFIG may give each its own).
+    if not signed_in():  # nor is a database looked up for them (its name may be one this app does not serve)
+        return {"database": None, "database_label": "", "env_band": None, "lease_seconds": 0}
     target = get_target()
-    signed_in = bool(g.get("user"))
-    database = endpoint(target.dsn) if signed_in else None
+    database = endpoint(target.dsn)
     return {"database": database,
-            "database_label": database.label if database else "",
-            "env_band": split_environment(target.settings["ENVIRONMENT"]) if signed_in else None,
+            "database_label": database.label,
+            "env_band": split_environment(target.settings["ENVIRONMENT"]),
             "lease_seconds": target.settings["DEFAULT_LEASE_SECONDS"]}
 
 

@@ -524,6 +524,53 @@ def test_a_token_from_another_session_is_refused(guarded):
     assert app.actors == []
 
 
+def test_form_posts_from_another_site_are_refused_even_with_a_good_token(guarded):
+    app = guarded()
+    client = app.test_client()
+    token = page_token(client)
+    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Referer": "http://evil.example/x.html"},
+                    {"Origin": "http://localhost.evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+        refused = client.post("/test-action", data={"csrf_token": token}, headers=headers)
+        assert refused.status_code == 403, headers
+        text = BeautifulSoup(refused.data, "html.parser").get_text()
+        assert "another site" in text and "Nothing was changed" in text, text
+        htmx = client.post("/test-action", headers={"X-CSRFToken": token, "HX-Request": "true", **headers})
+        assert htmx.status_code == 403, headers
+    assert app.actors == []
+    # from the dashboard's own pages (Origin, or only a Referer), or with neither header: accepted
+    for headers in ({"Origin": "http://localhost"}, {"Referer": "http://localhost/keys?status=stuck"}, {}):
+        assert client.post("/test-action", data={"csrf_token": token}, headers=headers).status_code == 200, headers
+    assert len(app.actors) == 3
+
+
+def test_a_token_is_bound_to_the_user_it_was_issued_to(guarded):
+    app = guarded(AUTH="proxy")
+    client = app.test_client()
+    carol = {"X-Forwarded-User": "carol@example.com", "X-Forwarded-Groups": "idemdash-operators"}
+    alices = page_token(client, headers=OPERATOR_HEADERS)
+    # the same session cookie and token, signed in as someone else (a session planted in carol's browser): refused
+    refused = client.post("/test-action", data={"csrf_token": alices}, headers=carol)
+    assert refused.status_code == 400 and "another user" in BeautifulSoup(refused.data, "html.parser").get_text()
+    assert app.actors == []
+    # carol's own page gives her a token of her own, and alice's no longer works in this session
+    carols = page_token(client, headers=carol)
+    assert carols != alices
+    assert client.post("/test-action", data={"csrf_token": carols}, headers=carol).status_code == 200
+    assert client.post("/test-action", data={"csrf_token": alices}, headers=OPERATOR_HEADERS).status_code == 400
+    assert client.post("/test-action", data={"csrf_token": carols}, headers=OPERATOR_HEADERS).status_code == 400
+    assert app.actors == ["carol@example.com"]
+
+
+def test_without_sign_in_the_token_outlives_a_change_of_loopback_address(guarded):
+    # IDEMDASH_AUTH=none: "localhost" may be 127.0.0.1 on one connection and ::1 on the next, the same person
+    app = guarded()
+    client = app.test_client()
+    token = page_token(client)
+    assert client.post("/test-action", data={"csrf_token": token}, environ_base={"REMOTE_ADDR": "::1"}
+                       ).status_code == 200
+    assert app.actors == ["anonymous@::1"]
+
+
 def test_csrf_is_checked_before_the_role(guarded):
     client = guarded(AUTH="proxy").test_client()
     # a viewer without a token learns nothing about roles: the token is what is wrong
@@ -543,6 +590,8 @@ def test_json_api_refuses_other_origins(guarded, path):
     assert client.post(path, json={}, headers={"Origin": "null"}).status_code == 403
     assert client.post(path, json={}, headers={"Origin": "http://localhost.evil.example"}).status_code == 403
     assert client.post(path, json={}, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
+    # no Origin, but a Referer from another site
+    assert client.post(path, json={}, headers={"Referer": "https://evil.example/a"}).status_code == 403
     # same origin, or a script with no Origin at all
     assert client.post(path, json={}, headers={"Origin": "http://localhost"}).status_code == 200
     assert client.post(path, json={}, headers={"Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"}
