@@ -21,10 +21,9 @@ from idemdash.queries.rollups import read_library_states
 bp = Blueprint("tables", __name__)
 
 # blueprints that serve a database of any profile; every other one reads the reference tables
+# (the audit log is idemdash's own: purges started by people and the library's own actions are recorded there)
 EVERY_PROFILE = frozenset({"tables", "table_rows", "library_actions", "health", "probes", "openapi", "metrics",
-                           "databases", "purges", "purge_cancel"})
-# read where a database enables a library action (LIBRARY_ACTIONS): who did what, and why
-WITH_LIBRARY_ACTIONS = frozenset({"audit"})
+                           "databases", "purges", "purge_cancel", "audit"})
 
 
 def _report() -> schema.Tables:
@@ -74,17 +73,13 @@ def api() -> schema.Tables:
 
 def refuse_reference_routes() -> None:
     """On a database of another library's profile, `/` is its tables page, and a route of the reference tables
-    (keys, outbox, inbox, audit, hotspots, search) answers 404 naming the profile, an action 403: idemdash
-    never reads another library's rows as if they were its own. Where the database enables a library's own actions
-    (LIBRARY_ACTIONS), its audit log is read too: those actions are recorded there."""
+    (keys, outbox, inbox, hotspots, search) answers 404 naming the profile, an action 403: idemdash never reads
+    another library's rows as if they were its own. Its audit log is idemdash's own and served for every profile."""
     if not all_targets():  # only fleets, none of whose servers answered yet: no database's routes to refuse
         return
     target = get_target()
     chosen = target.settings["PROFILE"]
     if chosen == DEFAULT or request.blueprint is None or request.blueprint in EVERY_PROFILE:
-        return
-    if target.settings["LIBRARY_ACTIONS"] and request.blueprint in WITH_LIBRARY_ACTIONS \
-            and request.method in ("GET", "HEAD"):
         return
     if request.method not in ("GET", "HEAD"):
         refuse_action()  # 403: an action on another library's rows, named as such
