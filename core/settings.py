@@ -97,7 +97,8 @@ SETTINGS: tuple[Setting, ...] = (
             "`1` always marks the session cookie (it holds the CSRF token) `Secure`. Otherwise it is `Secure` "
             "when the request came over HTTPS (directly, or per `X-Forwarded-Proto` from a trusted proxy)."),
     Setting("READ_ONLY", False, parsers.boolean,
-            "`1` hides and refuses every state-changing action (reclassify, purge), for every user.",
+            "`1` hides and refuses every state-changing action (reclassify, purge), for every user, on every database "
+            "(a database's `read_only = false` does not lift it).",
             per_database=True),
     Setting("BULK_MAX_KEYS", 1000, parsers.positive_int,
             "Most keys one bulk reclassification changes; the operator repeats the call for more.", per_database=True),
