@@ -145,7 +145,8 @@ SETTINGS: tuple[Setting, ...] = (
             "How often the web workers and the scheduler ask each `[fleets.<name>]` server of IDEMDASH_CONFIG which "
             "databases match its pattern: one created since joins, one dropped leaves."),
     Setting("FLEET_REFRESH_THREADS", 8, parsers.positive_int,
-            "Threads, and so connections at most, each web worker asks the databases with for `/databases`."),
+            "Threads, and so connections at most, each web worker asks the databases with for `/databases`; its "
+            "search of every database has as many, one pool shared by all the searches at once."),
     Setting("POOL_TIMEOUT_SECONDS", 3, parsers.positive_int,
             "How long a request waits for a database connection before the page answers 503 "
             "(database unreachable).", per_database=True),
