@@ -5,6 +5,9 @@ A key is a setting's name in lower case (``inbox_retention_days``), and ``url`` 
 ``DATABASE_URL`` / ``READ_DATABASE_URL``. Only settings that belong to one database may appear (``per_database`` in
 their declaration). Every mistake is one line naming the file, the table and the key; all of a table's mistakes are
 returned together, so one start lists everything to fix.
+
+The freeze rule: IDEMDASH_READ_ONLY=1 in the environment freezes every database, whatever its table says; a table's
+``read_only = true`` freezes that one database when the environment does not.
 """
 from __future__ import annotations
 
@@ -49,6 +52,8 @@ def table_settings(here: str, database: str, table: Mapping[str, Any], base: Map
             values[name] = BY_NAME[name].parse(text)
         except ValueError as exc:
             problems.append(f"{here}: {key}: {exc}")
+    if base.get("READ_ONLY"):
+        values["READ_ONLY"] = True  # the freeze rule: a global freeze is not lifted by one database's table
     if url_required and not table.get("url"):
         problems.append(f"{here}: url is required (the database that holds this service's idempotency tables)")
     if problems:

@@ -97,7 +97,8 @@ SETTINGS: tuple[Setting, ...] = (
             "`1` always marks the session cookie (it holds the CSRF token) `Secure`. Otherwise it is `Secure` "
             "when the request came over HTTPS (directly, or per `X-Forwarded-Proto` from a trusted proxy)."),
     Setting("READ_ONLY", False, parsers.boolean,
-            "`1` hides and refuses every state-changing action (reclassify, purge), for every user.",
+            "`1` hides and refuses every state-changing action (reclassify, purge), for every user, on every database "
+            "(a database's `read_only = false` does not lift it).",
             per_database=True),
     Setting("BULK_MAX_KEYS", 1000, parsers.positive_int,
             "Most keys one bulk reclassification changes; the operator repeats the call for more.", per_database=True),
@@ -144,7 +145,8 @@ SETTINGS: tuple[Setting, ...] = (
             "How often the web workers and the scheduler ask each `[fleets.<name>]` server of IDEMDASH_CONFIG which "
             "databases match its pattern: one created since joins, one dropped leaves."),
     Setting("FLEET_REFRESH_THREADS", 8, parsers.positive_int,
-            "Threads, and so connections at most, each web worker asks the databases with for `/databases`."),
+            "Threads, and so connections at most, each web worker asks the databases with for `/databases`; its "
+            "search of every database has as many, one pool shared by all the searches at once."),
     Setting("POOL_TIMEOUT_SECONDS", 3, parsers.positive_int,
             "How long a request waits for a database connection before the page answers 503 "
             "(database unreachable).", per_database=True),

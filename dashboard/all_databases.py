@@ -5,7 +5,9 @@ overdue first: IDEMDASH_FLEET_REFRESH_THREADS of them however many databases the
 IDEMDASH_FLEET_REFRESH_SECONDS. An ask reads in a READ ONLY transaction with STATEMENT_TIMEOUT_MS, on an idle
 connection of the database's web pool when there is one, else on a connection of its own that it closes after
 (``Target.read_once``; its deadline, CONNECT_TIMEOUT_SECONDS or the url's own connect_timeout, also covers a host
-that accepts and never answers): at rest the refresh holds no connection, at its busiest one per thread. A database
+that accepts and never answers): at rest the refresh holds no connection, at its busiest one per thread. A
+connection of its own takes one of the slots the worker's budget keeps for the background reads, which it shares with
+/metrics and the all-databases search (queries/pool_budget.py), waiting for one when they are all taken. A database
 that failed is asked again after twice the interval, then four times, … up to BACKOFF_MAX_SECONDS, so hosts that hang or
 refuse do not take the threads from those that answer. A request copies what is there: each row says when it was
 answered, or that it was not yet.

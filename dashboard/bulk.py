@@ -30,6 +30,7 @@ class BulkRequest:
     reason: str
     as_of: datetime | None
     all_scopes: bool = False
+    previewed: int | None = None      # the count the confirmed preview showed, as the form or the API carries it
     hold_seconds: float = 86400.0     # needs_review: how long each key is held
     preview: bool = False
 
@@ -40,7 +41,7 @@ def bulk_request(body: BulkBody) -> BulkRequest:
     flt = reclassify.BulkFilter(scope=raw.scope, claimed_by=raw.claimed_by, min_attempts=raw.min_attempts,
                                 min_overdue_seconds=raw.overdue, suggested=raw.suggested,
                                 hotspot_min_attempts=get_target().settings["HOTSPOT_MIN_ATTEMPTS"])
-    return BulkRequest(flt, body.to, body.reason or "", body.as_of, body.all_scopes,
+    return BulkRequest(flt, body.to, body.reason or "", body.as_of, body.all_scopes, body.previewed,
                        body.hold_for if body.hold_for is not None else 86400.0, body.preview)
 
 
@@ -51,7 +52,7 @@ def form_request(form: Mapping[str, str], *, preview: bool) -> BulkBody:
     filters = {k: form[k] if k in form else form.get(f"default_{k}", "") for k in BULK_FILTER_FIELDS}
     data: dict[str, Any] = {"filter": {k: v for k, v in filters.items() if v.strip()}, "to": form.get("to", ""),
                             "preview": preview, "all_scopes": form.get("all_scopes", "") in ("1", "true", "on")}
-    for name in ("reason", "hold_for") + (() if preview else ("as_of",)):
+    for name in ("reason", "hold_for") + (() if preview else ("as_of", "previewed")):
         if form.get(name, "").strip():
             data[name] = form[name]
     return contract.form(BulkBody, data)
@@ -94,7 +95,9 @@ def bulk_preview(req: BulkRequest) -> dict:
 
 
 def bulk_apply(req: BulkRequest) -> dict:
-    """Change what the preview at ``req.as_of`` showed, if the request names the same filter and outcome."""
+    """Change what the preview at ``req.as_of`` showed, if the request names the same filter and outcome: keys
+    that match as the preview judged them (stuck at ``as_of`` and still stuck, each key's suggested outcome as of
+    ``as_of``), and never more of them than the preview counted."""
     db = get_target()
     config = get_target().settings
     lease, cap = config["DEFAULT_LEASE_SECONDS"], config["BULK_MAX_KEYS"]
@@ -114,6 +117,10 @@ def bulk_apply(req: BulkRequest) -> dict:
                                    f"the preview at {req.as_of.isoformat()} showed {filter_in_words(preview.filter)} "
                                    f"→ {preview.to_status} (were the filters changed after the preview?). Nothing "
                                    "was changed: preview again and confirm what it shows.")
+        if req.previewed is not None and req.previewed != preview.candidates:
+            raise ActionError(409, f"this confirmation says its preview showed {req.previewed} keys, but the preview "
+                                   f"at {req.as_of.isoformat()} counted {preview.candidates}. Nothing was changed: "
+                                   "preview again and confirm what it shows.")
         if req.flt.scope is None and not req.all_scopes:
             raise ActionError(400, "this would change stuck keys in every scope: name one scope in the filter, or "
                                    "confirm that you mean all of them (\"all_scopes\": true; on the page, tick "
@@ -121,10 +128,13 @@ def bulk_apply(req: BulkRequest) -> dict:
         before = reclassify.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
         parent_id = reclassify.insert_bulk_audit(conn, req.flt, req.to, req.as_of, reason=req.reason, actor=actor,
                                                  bulk_id=bulk_id, preview=preview, cap=cap)
-        changed = n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap))
-    while n and changed < cap:
+        # never more than the preview counted: keys that match only since (an outbox row purged meanwhile, …) do
+        # not add to what the operator saw
+        most = min(cap, preview.candidates)
+        changed = n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, most)) if most else 0
+    while n and changed < most:
         with db.write() as conn:
-            n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, cap - changed))
+            n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, most - changed))
         changed += n
     with db.read(primary=True) as conn:
         remaining = reclassify.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)

@@ -4,17 +4,19 @@ box, `GET /api/v1/databases/search`): which databases hold it, with links to it 
 Exact lookups only (a prefix across hundreds of databases would be a scan of each): the key in ``scope`` or in every
 scope (as `/search` understands it: ``scope/key`` and a pasted key URL too), inbox rows whose message_id is it, the
 outbox row whose outbox_id is it. Each database is asked on the refresh's short connection path
-(``Target.read_once``: an idle connection of its open pool, else one of its own, counted by the worker's budget and
-closed after) by at most IDEMDASH_FLEET_REFRESH_THREADS threads; the answer never waits past ``DEADLINE_SECONDS``: a
-database that has not answered by then (a hung host, a slow one) or was never reached (all threads busy with others)
-is listed as not asked, as is one whose last background ask failed (not asked again, so a host known down costs the
+(``Target.read_once``: an idle connection of its open pool, else one of its own, closed after) on the worker's one
+fan-out pool of IDEMDASH_FLEET_REFRESH_THREADS threads, shared by every search at once (``PoolBudget.fan_out``); a
+connection of its own first takes a slot of the worker's budget, IDEMDASH_FLEET_MAX_CONNECTIONS, waiting for one no
+longer than the request. The answer never waits past ``DEADLINE_SECONDS``: a database that has not answered by then
+(a hung host, a slow one), was never reached (all threads busy with others) or found no connection free is listed
+as not asked, as is one whose last background ask failed (not asked again, so a host known down costs the
 search nothing) and one of another library's profile (its own search page).
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +32,7 @@ from idemdash.dashboard.targets import all_targets
 from idemdash.dashboard.web import render
 from idemdash.queries import search
 from idemdash.queries.keys import list_scopes
+from idemdash.queries.pool_budget import NoConnectionFree, PoolBudget
 from idemdash.queries.target import Target
 
 bp = Blueprint("fleet_search", __name__)
@@ -39,7 +42,9 @@ DEADLINE_SECONDS = 2.0
 STATEMENT_TIMEOUT_MS = 1500
 CONNECT_TIMEOUT_SECONDS = 2  # libpq's least; the deadline above ends the wait sooner
 APPLICATION_NAME = "idemdash-fleet-search"
-THREAD_PREFIX = "idemdash-fleet-search"
+# an ask still waiting for a thread or a connection slot gives up this long before the request stops waiting for it,
+# so that it is reported as not reached rather than as a host that did not answer
+SLOT_MARGIN_SECONDS = 0.05
 
 
 @dataclass
@@ -60,9 +65,10 @@ class Lookup:
     seconds: float
 
 
-def _ask(target: Target, q: str, scope: str | None) -> Held:
+def _ask(target: Target, q: str, scope: str | None, deadline: float) -> Held:
     tables, lease = target.tables, target.settings["DEFAULT_LEASE_SECONDS"]
-    with target.read_once(APPLICATION_NAME, STATEMENT_TIMEOUT_MS, CONNECT_TIMEOUT_SECONDS) as conn:
+    with target.read_once(APPLICATION_NAME, STATEMENT_TIMEOUT_MS, CONNECT_TIMEOUT_SECONDS,
+                          slot_deadline=deadline) as conn:
         if scope is not None:
             pairs = [(scope, text) for text in search.spellings(q)]
         else:
@@ -83,33 +89,50 @@ def _skip(target: Target, row: DatabaseRow | None) -> str | None:
     return None
 
 
+class NotReached(Exception):
+    """The request's deadline passed before a thread of the worker's fan-out pool was free for this database."""
+
+
+def _ask_by(target: Target, q: str, scope: str | None, deadline: float) -> Held:
+    """``_ask`` on a thread of the worker's fan-out pool, unless the request stopped waiting first."""
+    if time.monotonic() >= deadline:
+        raise NotReached()
+    return _ask(target, q, scope, deadline)
+
+
 def lookup(targets: Mapping[str, Target], rows: Mapping[str, DatabaseRow], q: str, scope: str | None, *,
-           threads: int, deadline: float = DEADLINE_SECONDS) -> Lookup:
-    """Ask every database in ``targets`` at once, waiting at most ``deadline`` seconds in all."""
+           keeper: PoolBudget, deadline: float = DEADLINE_SECONDS) -> Lookup:
+    """Ask every database in ``targets`` at once, waiting at most ``deadline`` seconds in all.
+
+    The asks run on the worker's one fan-out pool (``PoolBudget.fan_out``), and each connection of their own takes
+    a slot of the worker's budget, waiting for one no longer than the request does: however many searches come at
+    once, the worker never holds more than IDEMDASH_FLEET_MAX_CONNECTIONS."""
     started = time.monotonic()
+    ends = started + deadline
     not_asked: dict[str, str] = {}
     asked: dict[Future, str] = {}
-    executor = ThreadPoolExecutor(max_workers=max(1, min(threads, len(targets))), thread_name_prefix=THREAD_PREFIX)
-    try:
-        for name, target in targets.items():
-            why = _skip(target, rows.get(name))
-            if why is not None:
-                not_asked[name] = why
-            else:
-                asked[executor.submit(_ask, target, q, scope)] = name
-        pending = set(asked)
-        while pending and (left := deadline - (time.monotonic() - started)) > 0:
-            _, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
-    finally:
-        # nothing waits for a database still connecting: its thread ends at its own connect deadline
-        executor.shutdown(wait=False, cancel_futures=True)
+    for name, target in targets.items():
+        why = _skip(target, rows.get(name))
+        if why is not None:
+            not_asked[name] = why
+        else:
+            asked[keeper.fan_out(_ask_by, target, q, scope, ends - SLOT_MARGIN_SECONDS)] = name
+    pending = set(asked)
+    while pending and (left := ends - time.monotonic()) > 0:
+        _, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
+    for future in pending:  # not started: it never will; started: it ends at its own connect deadline
+        future.cancel()
     held, without = [], []
     for future, name in asked.items():
-        if not future.done():
+        if future.cancelled() or (future.done() and isinstance(future.exception(), NotReached)):
+            not_asked[name] = (f"not reached within {deadline:g} s: this worker's threads and connections for "
+                               "reads across databases (IDEMDASH_FLEET_REFRESH_THREADS, IDEMDASH_FLEET_MAX_CONNECTIONS) "
+                               "were busy with other databases and searches")
+        elif not future.done():
             not_asked[name] = f"no answer within {deadline:g} s (a host that hangs, or a slow one)"
-        elif future.cancelled():
-            not_asked[name] = f"not reached within {deadline:g} s (every thread was waiting for other databases)"
-        elif (exc := future.exception()) is not None:
+        elif isinstance(exc := future.exception(), NoConnectionFree):
+            not_asked[name] = str(exc)
+        elif exc is not None:
             not_asked[name] = targets[name].cause_of(exc).message
         elif (found := future.result()).keys or found.messages or found.outbox:
             held.append(found)
@@ -127,7 +150,7 @@ def _run(model: type[schema.FleetSearchQuery]) -> Lookup | None:
         return None
     scope = (args.scope or "").strip() or None
     rows = {row.name: row for row in database_rows()}
-    return lookup(all_targets(), rows, q, scope, threads=current_app.config["FLEET_REFRESH_THREADS"])
+    return lookup(all_targets(), rows, q, scope, keeper=current_app.extensions["idemdash_pools"])
 
 
 def _links(held: Held) -> dict[str, Any]:

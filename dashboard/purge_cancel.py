@@ -1,8 +1,10 @@
 """Cancel a running purge (`POST /api/v1/purges/<run_id>/cancel`, and the button beside its progress on /purges).
 
 The request is recorded on the run's row (who, when) and in the audit log, in one statement; the run reads it
-between batches on its own connection, stops after the batch in flight and ends ``cancelled``. What it had not
-reached yet goes at the next run. Ctrl-C on `idemdash purge` cancels the same way.
+right before each batch on its own connection, stops after the batch in flight (no batch starts once it is seen) and
+ends ``cancelled`` with the rows deleted so far. A cancel that came while the last batch ran ends the run
+``succeeded``, its error saying the cancel came after the last batch (queries/purges.sql, ``finish_purge_run``).
+What it had not reached yet goes at the next run. Ctrl-C on `idemdash purge` cancels the same way.
 """
 from __future__ import annotations
 

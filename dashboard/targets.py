@@ -85,7 +85,8 @@ def budget(config: Mapping[str, Any], targets: Mapping[str, Target], *, lazy: bo
     background = min(config["FLEET_REFRESH_THREADS"], max(1, len(targets))) + 1
     keeper = PoolBudget(targets, lazy=lazy, budget=config["FLEET_MAX_CONNECTIONS"],
                         idle_seconds=float(config["FLEET_IDLE_SECONDS"]), background=background,
-                        wait_seconds=float(config["POOL_TIMEOUT_SECONDS"]))
+                        wait_seconds=float(config["POOL_TIMEOUT_SECONDS"]),
+                        fan_out_threads=config["FLEET_REFRESH_THREADS"])
     for target in targets.values():
         target.keeper = keeper
     return keeper

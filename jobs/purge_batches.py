@@ -161,9 +161,6 @@ def _batch(ctx: RunContext, unit: Unit, size: int, after: purge_batches.Cursor |
 def run_batches(ctx: RunContext, units: list[Unit]) -> tuple[str, str | None]:
     """Every unit's batches in turn; the run's outcome and error."""
     for unit in units:
-        by = ctx.cancelled_by()
-        if by is not None:
-            return CANCELLED, cancelled_error(by, ctx.progress)
         outcome, error = _unit_batches(ctx, unit)
         if outcome != "succeeded":
             return outcome, error
@@ -176,6 +173,11 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
     after = None
     timeouts_at_floor = 0
     while True:
+        # right before each batch (after the pause, when a cancel most often arrives): a cancel seen stops the run
+        # here, so no batch starts after it; raises when the lock's connection is gone
+        by = ctx.cancelled_by()
+        if by is not None:
+            return CANCELLED, cancelled_error(by, progress)
         if time.monotonic() >= ctx.deadline:
             return "budget_exhausted", None
         size = pacer.size
@@ -210,7 +212,4 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
         if batch.after is None or (unit.heap is None and batch.taken < size):
             return "succeeded", None  # the end of the pages or the key range, or no more due rows (due order)
         after = batch.after
-        by = ctx.cancelled_by()  # raises when the lock's connection is gone: stop before another batch
-        if by is not None:
-            return CANCELLED, cancelled_error(by, progress)
         ctx.pause(pacer.after_batch(seconds, batch.taken))

@@ -152,9 +152,13 @@ k.status = %(status)s
 -- The reclassification suggested for a stuck key, as core/triage.py's suggest() decides it (tests/test_key_matching.py holds the two together): an outbox row means the effect committed; else many attempts want a look; else a key past its replay window is abandoned; else it is safe to retry.
 CASE WHEN {has_outbox_row} THEN 'already_succeeded'
      WHEN k.attempt_count >= %(hotspot_min_attempts)s THEN 'needs_review'
-     WHEN k.expires_at < now() THEN 'abandoned'
+     WHEN k.expires_at < {suggested_at} THEN 'abandoned'
      ELSE 'safe_to_retry'
 END
+
+-- suggested_at --
+-- The time suggested_outcome judges a key's replay window at: now, unless its caller names another (a bulk confirmation: its preview's as_of, so that it acts on the outcomes the preview showed).
+now()
 
 -- has_outbox_row --
 -- Whether an outbox row was written under the key k (its effect committed): one probe of the outbox's (scope, key) index.

@@ -8,6 +8,11 @@ IDEMDASH_FLEET_MAX_CONNECTIONS. Opening a pool past it first closes the least re
 when every open pool is in use, the request waits up to POOL_TIMEOUT_SECONDS for one to be released, then fails with
 ``BudgetExhausted`` (a 503 naming the setting). Two requests opening the same pool at once open one.
 
+The background reads' connections of their own (``own_connection``: the refresh, /metrics, and the all-databases
+search's asks) share the ``background`` slots reserved for them: a read that finds every slot taken waits for one, up
+to its deadline (``NoConnectionFree`` then), never past the budget. Every fan-out of a request across databases runs
+on this worker's one bounded pool of threads (``fan_out``), whatever the number of requests.
+
 With one database its pool opens at start and stays open, as it always did: no budget applies (``lazy`` false), but
 the connections are counted the same way for /health and /metrics.
 """
@@ -16,15 +21,17 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from idemdash.core.settings import ConfigError
+from idemdash.queries.budget_errors import MAX_CONNECTIONS, BudgetExhausted, NoConnectionFree
 
-MAX_CONNECTIONS = "IDEMDASH_FLEET_MAX_CONNECTIONS"
 REAPER_THREAD = "idemdash-pool-idle"
+FAN_OUT_THREAD = "idemdash-fan-out"
 
 
 class Pooled(Protocol):
@@ -42,18 +49,6 @@ class Pooled(Protocol):
     def take_pools(self) -> list[Any]: ...
 
     def pool_connections(self) -> int: ...
-
-
-class BudgetExhausted(Exception):
-    """Every open pool is in use and opening another would pass IDEMDASH_FLEET_MAX_CONNECTIONS."""
-
-    def __init__(self, database: str, budget: int, in_use: int, waited: float) -> None:
-        self.database, self.budget, self.in_use, self.waited = database, budget, in_use, waited
-        super().__init__(
-            f"this worker holds its budget of {budget} connections ({MAX_CONNECTIONS}): the pools of {in_use} "
-            f"databases are all in use and none was released within {waited:g} s, so database {database}'s pool "
-            f"cannot open now. Try again in a moment; if it happens often, raise {MAX_CONNECTIONS} (each of W "
-            f"workers may hold that many: keep W times it under the servers' max_connections)")
 
 
 @dataclass(frozen=True)
@@ -83,9 +78,11 @@ class _Open:
 
 class PoolBudget:
     def __init__(self, targets: Mapping[str, Pooled], *, lazy: bool, budget: int, idle_seconds: float,
-                 background: int, wait_seconds: float) -> None:
+                 background: int, wait_seconds: float, fan_out_threads: int = 1) -> None:
         self.targets, self.lazy, self.budget = targets, lazy, budget
         self.idle_seconds, self.background, self.wait_seconds = idle_seconds, background, wait_seconds
+        self.fan_out_threads = max(1, fan_out_threads)
+        self._fan_out: ThreadPoolExecutor | None = None
         self._cond = threading.Condition()
         self._open: dict[str, _Open] = {}
         self._closing = 0       # reservations of pools being closed (their connections are not gone yet)
@@ -144,16 +141,35 @@ class PoolBudget:
             self._release(target, touch=False)  # a background read does not keep a pool from closing
 
     @contextmanager
-    def own_connection(self) -> Iterator[None]:
-        """Counts a background read's connection of its own while the block holds it."""
+    def own_connection(self, deadline: float | None = None) -> Iterator[None]:
+        """A slot for a background read's connection of its own, held while the block runs. With several databases
+        the slots are the ``background`` the budget reserves: when all are taken this waits for one until
+        ``deadline`` (a ``time.monotonic()``; None: as long as it takes), then raises ``NoConnectionFree``."""
+        started = time.monotonic()
         with self._cond:
             self._forked()
+            while self.lazy and self._own >= self.background:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if self._stopped or (remaining is not None and remaining <= 0):
+                    raise NoConnectionFree(self.background, time.monotonic() - started)
+                self._cond.wait(remaining)
             self._own += 1
         try:
             yield
         finally:
             with self._cond:
                 self._own = max(0, self._own - 1)
+                self._cond.notify_all()
+
+    def fan_out(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        """``fn(*args)`` on this worker's one pool of ``fan_out_threads`` threads, shared by every request that asks
+        many databases at once: the threads stay bounded however many requests come (each read inside still takes
+        its connection through ``own_connection``)."""
+        with self._cond:
+            self._forked()
+            if self._fan_out is None:
+                self._fan_out = ThreadPoolExecutor(max_workers=self.fan_out_threads, thread_name_prefix=FAN_OUT_THREAD)
+            return self._fan_out.submit(fn, *args)
 
     def _acquire(self, target: Pooled) -> None:
         deadline = time.monotonic() + self.wait_seconds
@@ -248,6 +264,9 @@ class PoolBudget:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
+            fan_out, self._fan_out = self._fan_out, None
+        if fan_out is not None:
+            fan_out.shutdown(wait=False, cancel_futures=True)
         reaper = self._reaper
         if reaper is not None and reaper is not threading.current_thread() and reaper.ident is not None:
             reaper.join(5)
@@ -273,3 +292,4 @@ class PoolBudget:
             self._open.clear()
             self._closing = self._own = 0
             self._reaper = None
+            self._fan_out = None  # its threads were the parent's

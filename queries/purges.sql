@@ -86,9 +86,13 @@ SELECT a.run_id, a.table_name, a.cancel_requested_by, a.cancel_requested_at, (SE
 FROM asked a
 
 -- finish_purge_run --
--- Close a run: its outcome, end time and error (batches and rows were kept current batch by batch).
+-- Close a run: its outcome, end time and error (batches and rows were kept current batch by batch). A run that found no batch left after someone asked it to stop (the cancel came while its last batch ran) says so: the row lock orders this against request_purge_cancel, which changes only a running run.
 UPDATE idemdash.purge_run
-SET outcome = %(outcome)s, finished_at = clock_timestamp(), error = %(error)s
+SET outcome = %(outcome)s, finished_at = clock_timestamp(),
+    error = CASE WHEN %(outcome)s = 'succeeded' AND cancel_requested_by IS NOT NULL AND %(error)s::text IS NULL
+                 THEN 'the cancel asked by ' || cancel_requested_by || ' came after the last batch: nothing was left '
+                      || 'to stop, ' || batches || ' batch(es) and ' || rows_deleted || ' row(s) in all'
+                 ELSE %(error)s END
 WHERE run_id = %(run_id)s
 
 -- insert_unrecorded_purge_run --

@@ -184,8 +184,14 @@ def _effect_guard(tables: Tables, to: str, *, override: bool = False) -> sql.Com
     return statement("fragment_no_committed_effect", tables) if guarded else statement("fragment_true")
 
 
+# a bulk action judges each key's suggested outcome at its preview's time, not at the confirmation's: a key whose
+# replay window ended in between is not moved from safe_to_retry to abandoned behind the operator's back
+_SUGGESTED_AT_PREVIEW = sql.SQL("%(as_of)s::timestamptz")
+
+
 def _bulk_filter(tables: Tables, to: str, *, guarded: bool = True) -> sql.Composable:
-    return statement("fragment_bulk_filter", tables, effect_guard=_effect_guard(tables, to, override=not guarded))
+    return statement("fragment_bulk_filter", tables, effect_guard=_effect_guard(tables, to, override=not guarded),
+                     suggested_at=_SUGGESTED_AT_PREVIEW)
 
 
 def count_bulk_candidates(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,

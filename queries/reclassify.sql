@@ -63,7 +63,7 @@ locked_until = clock_timestamp() + make_interval(secs => %(hold_seconds)s), clai
 updated_at = clock_timestamp()
 
 -- fragment_bulk_filter --
--- WHERE conditions shared by bulk preview and change: stuck already at as_of and still now, not held for review, the operator's filters (the suggested outcome among them), and for safe_to_retry and abandoned no committed effect.
+-- WHERE conditions shared by bulk preview and change: stuck already at as_of and still now, not held for review, the operator's filters (the suggested outcome among them, judged at as_of: suggested_at), and for safe_to_retry and abandoned no committed effect.
 k.status = 'processing'
 AND (k.locked_until < %(as_of)s::timestamptz
      OR (k.locked_until IS NULL AND k.claimed_at < %(as_of)s::timestamptz - make_interval(secs => %(lease_seconds)s)))

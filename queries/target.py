@@ -252,13 +252,13 @@ class Target:
         return conn
 
     @contextmanager
-    def read_once(self, application_name: str, statement_timeout_ms: int,
-                  connect_timeout: int) -> Iterator[psycopg.Connection]:
+    def read_once(self, application_name: str, statement_timeout_ms: int, connect_timeout: int, *,
+                  slot_deadline: float | None = None) -> Iterator[psycopg.Connection]:
         """A READ ONLY transaction with ``statement_timeout_ms`` on the primary, for a read made now and then (the
         all-databases refresh) that must hold no connection between times: on an idle connection of this process's
-        pool when it has one (the database is in use), else on a connection of its own, closed after, whose connect
-        deadline (the DSN's own ``connect_timeout``, else ``connect_timeout``) also bounds a host that accepts and
-        never answers (psycopg: per address, 2 s at least)."""
+        pool when it has one, else on one of its own, closed after, taken within the budget's background slots
+        (``PoolBudget.own_connection``: waits until ``slot_deadline``, a monotonic time, or for good), whose connect
+        deadline (the DSN's ``connect_timeout``, else ``connect_timeout``; psycopg: 2 s at least) bounds a hung host."""
         with self._borrowed() as pool:
             conn = None
             if pool is not None and pool.get_stats().get("pool_available", 0):
@@ -277,7 +277,7 @@ class Target:
         extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(self.dsn)
                                  else {"connect_timeout": connect_timeout})
         extra.update(self._session_options(self.dsn))
-        with self._own_connection(), psycopg.connect(self.dsn, application_name=application_name, **extra) as own:
+        with self._own_connection(slot_deadline), psycopg.connect(self.dsn, application_name=application_name, **extra) as own:
             with own.transaction():
                 _read_only(own, statement_timeout_ms)
                 yield own
@@ -291,8 +291,8 @@ class Target:
         with self.keeper.borrow(self) as open_now:
             yield self.pool if open_now else None
 
-    def _own_connection(self) -> AbstractContextManager[None]:
-        return self.keeper.own_connection() if self.keeper is not None else nullcontext()
+    def _own_connection(self, deadline: float | None) -> AbstractContextManager[None]:
+        return self.keeper.own_connection(deadline) if self.keeper is not None else nullcontext()
 
 
 def _read_only(conn: psycopg.Connection, statement_timeout_ms: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import ExitStack
 
 import psycopg
 import pytest
@@ -16,6 +17,7 @@ from psycopg.conninfo import conninfo_to_dict
 from idemdash.core.settings import ConfigError
 from tests.fleet import HungHost
 from tests.test_databases import write_config
+from tests.test_keys import insert_key
 from tests.waiting import wait_until
 
 POOL = "idemdash"  # application_name of the web pools' sessions
@@ -184,3 +186,82 @@ def test_a_page_of_a_hung_host_answers_503_within_the_deadline(database_url, mak
         assert client.get("/api/v1/db/alpha/keys").status_code == 200  # the other database is not held up
     finally:
         host.close()
+
+
+SEARCH = "idemdash-fleet-search"  # application_name of the all-databases search's own sessions
+
+
+@pytest.mark.system  # 60 searches of 2 s at most, in threads
+def test_many_searches_at_once_stay_within_the_budget(pg_templates, clone_of, make_app, pg_server_dsn, tmp_path):
+    """60 searches at once over 12 databases, with a budget of 14 (the least that fits the background reads and one
+    pool): the worker never holds more than 14 connections on those databases, whoever asks; a database an ask could
+    not reach in time is said to be not asked, never asked past the budget."""
+    urls = {f"db{i:02d}": clone_of(pg_templates["enum"]) for i in range(12)}
+    with psycopg.connect(urls["db05"], autocommit=True) as conn:
+        insert_key(conn, "orders", "order-4471")
+    config = write_config(tmp_path / "twelve.toml", {name: {"url": url} for name, url in urls.items()})
+    app = make_app(CONFIG=config, FLEET_MAX_CONNECTIONS=14)
+    peak = {"all": 0, "search": 0}
+    stop = threading.Event()
+
+    def watch() -> None:
+        with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
+            while not stop.is_set():
+                now = dict(conn.execute("SELECT application_name, count(*) FROM pg_stat_activity "
+                                        "WHERE datname = ANY(%s) GROUP BY 1", ([dbname(u) for u in urls.values()],)))
+                peak["all"] = max(peak["all"], sum(now.values()))
+                peak["search"] = max(peak["search"], now.get(SEARCH, 0))
+
+    answers: list[dict] = []
+    start = threading.Barrier(60)
+
+    def search() -> None:
+        client = app.test_client()
+        start.wait()
+        answers.append(client.get("/api/v1/databases/search?q=orders/order-4471").get_json())
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    searches = [threading.Thread(target=search) for _ in range(60)]
+    for thread in searches:
+        thread.start()
+    for thread in searches:
+        thread.join(30)
+    stop.set()
+    watcher.join(10)
+    assert len(answers) == 60 and all(a["seconds"] <= 2.5 for a in answers), [a["seconds"] for a in answers]
+    assert peak["search"] >= 1 and peak["all"] <= 14, peak
+    # every database is accounted for in each answer, and the key was found by the searches that reached db05
+    for answer in answers:
+        assert {h["database"] for h in answer["held_by"]} | set(answer["not_held_by"]) | \
+            {n["database"] for n in answer["not_asked"]} == set(urls)
+    assert any(h["database"] == "db05" for a in answers for h in a["held_by"])
+    wait_until(lambda: app.extensions["idemdash_pools"].usage().background_connections == 0, timeout=10,
+               what="every slot given back once the asks in flight end")
+
+
+@pytest.mark.system  # waits out the search's 2 s deadline
+def test_a_search_that_finds_every_connection_taken_waits_its_deadline_and_says_so(
+        pg_templates, clone_of, make_app, pg_server_dsn, tmp_path):
+    urls = {f"db{i}": clone_of(pg_templates["enum"]) for i in range(3)}
+    config = write_config(tmp_path / "three.toml", {name: {"url": url} for name, url in urls.items()})
+    app = make_app(CONFIG=config, FLEET_REFRESH_THREADS=2, FLEET_REFRESH_SECONDS=3600)
+    keeper = app.extensions["idemdash_pools"]
+    client = app.test_client()
+    assert client.get("/healthz").status_code == 200  # the refresh asks each database once, then rests
+    wait_until(lambda: keeper.usage().background_connections == 0 and not sessions(pg_server_dsn, urls, None),
+               timeout=10, what="the refresh's first round to end")
+    with ExitStack() as held:  # every slot the budget keeps for the background reads, taken
+        for _ in range(keeper.background):
+            held.enter_context(keeper.own_connection())
+        started = time.monotonic()
+        answer = client.get("/api/v1/databases/search?q=orders/order-1").get_json()
+        waited = time.monotonic() - started
+        assert sessions(pg_server_dsn, urls, SEARCH) == {}
+    assert 1.9 <= waited <= 3.0, waited
+    assert [n["database"] for n in answer["not_asked"]] == list(urls) and answer["held_by"] == []
+    assert all("IDEMDASH_FLEET_MAX_CONNECTIONS" in n["why"] and "no answer" not in n["why"]
+               for n in answer["not_asked"]), answer["not_asked"]
+    # slots given back: the next search asks them all
+    again = client.get("/api/v1/databases/search?q=orders/order-1").get_json()
+    assert again["not_asked"] == [] and sorted(again["not_held_by"]) == sorted(urls)

@@ -124,3 +124,63 @@ def test_ctrl_c_on_idemdash_purge_cancels_after_the_current_batch(conn, database
     assert row["outcome"] == "cancelled" and "(Ctrl-C)" in row["error"] and row["error"].startswith("cancelled by cli")
     assert "cancelled" in out
     assert 0 < keys_left(conn) < DUE
+
+
+def _small_batches(database_url: str, **overrides):
+    """Batches of 100 rows in due order (most rows are not due), a pause of 0.2-0.6 s after each, no probing."""
+    return make_target(database_url, PURGE_BATCH_SIZE=100, PURGE_LATENCY_BUDGET=0.0, **overrides)
+
+
+@pytest.mark.system  # pauses of 0.2-0.6 s between batches
+def test_a_cancel_that_arrives_between_batches_stops_the_run_before_the_next_one(conn, database_url, make_app):
+    add_expired(conn, 1000)
+    add_expired(conn, 1500, scope="live", status="processing")  # never due: the batches go in due order
+    client = make_app(database_url).test_client()
+    committed: list[tuple[int, int]] = []  # (batches, rows) after each committed batch
+    asked: dict = {}
+
+    def cancel_in_the_pause(run_id: int) -> None:
+        time.sleep(0.1)  # the run is pausing after its second batch (0.2 s at least)
+        answer = client.post(f"/api/v1/purges/{run_id}/cancel", json={"reason": "INC-9: replica lag"})
+        asked.update(answer.get_json(), status=answer.status_code, batches_then=committed[-1])
+
+    def on_batch(batches: int, rows: int) -> None:
+        committed.append((batches, rows))
+        if batches == 2:
+            threading.Thread(target=cancel_in_the_pause, args=(run_ids[0],)).start()
+
+    run_ids: list[int] = []
+    result = run_purge(_small_batches(database_url, PURGE_PAUSE_MS=400), "keys", dry_run=False, started_by="scheduler",
+                       on_start=run_ids.append, on_batch=on_batch)
+    assert asked["status"] == 202, asked
+    assert asked["batches_then"] == (2, 200)  # the cancel came in the pause after the second batch
+    row = run_row(conn, result.run_id)
+    assert result.outcome == row["outcome"] == "cancelled"
+    # no batch after the cancel: the history's numbers are what had been deleted when it came, and are what went
+    assert committed == [(1, 100), (2, 200)] and (row["batches"], row["rows_deleted"]) == (2, 200)
+    assert (result.batches, result.rows) == (2, 200) and keys_left(conn) == 2500 - 200
+    assert row["error"].startswith("cancelled by anonymous@") and "after 2 batches and 200 rows" in row["error"]
+    assert row["cancel_requested_by"].startswith("anonymous@")
+
+
+def test_a_cancel_that_arrives_once_no_batch_is_left_is_said_in_the_history(conn, database_url, make_app):
+    add_expired(conn, 150)
+    add_expired(conn, 400, scope="live", status="processing")
+    client = make_app(database_url).test_client()
+    run_ids: list[int] = []
+    answers: list[int] = []
+
+    def on_batch(batches: int, rows: int) -> None:
+        if batches == 2:  # the last batch (50 rows of 100) has committed: the run has nothing left to stop
+            answers.append(client.post(f"/api/v1/purges/{run_ids[0]}/cancel", json={}).status_code)
+
+    result = run_purge(_small_batches(database_url), "keys", dry_run=False, started_by="scheduler",
+                       on_start=run_ids.append, on_batch=on_batch)
+    assert answers == [202]
+    row = run_row(conn, result.run_id)
+    assert row["outcome"] == "succeeded" and (row["batches"], row["rows_deleted"]) == (2, 150)
+    assert row["error"].startswith("the cancel asked by anonymous@") and "came after the last batch" in row["error"]
+    item = client.get(f"/api/v1/purges?run_id={result.run_id}").get_json()["items"][0]
+    assert item["outcome"] == "succeeded" and "came after the last batch" in item["error"]
+    page = BeautifulSoup(client.get("/purges").data, "html.parser")
+    assert "came after the last batch" in page.select_one(f'tr[data-run-id="{result.run_id}"]').get_text()

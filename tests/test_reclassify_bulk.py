@@ -9,6 +9,7 @@ from bs4 import BeautifulSoup
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key
 from idemdash.queries.target import Target
+from tests.test_keys import insert_key
 
 T = Tables()
 API = "/api/v1/keys/reclassify-bulk"
@@ -226,3 +227,75 @@ def test_every_scope_needs_an_explicit_all_scopes(client, conn):
     done = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
                                   "all_scopes": True}).get_json()
     assert done["changed"] == 2
+
+
+def _preview(client, flt: dict, to: str) -> dict:
+    answer = client.post(API, json={"filter": flt, "to": to, "preview": True})
+    assert answer.status_code == 200, answer.get_json()
+    return answer.get_json()
+
+
+def _confirm(client, flt: dict, to: str, preview: dict, **extra):
+    return client.post(API, json={"filter": flt, "to": to, "reason": "INC-5", "as_of": preview["as_of"], **extra})
+
+
+def test_a_key_whose_replay_window_ends_between_preview_and_confirm_keeps_the_outcome_the_preview_said(client, conn):
+    insert_key(conn, "refund", "window-open", expires_in=timedelta(hours=1))    # suggested: safe_to_retry
+    insert_key(conn, "refund", "window-ended", expires_in=timedelta(minutes=-1))  # suggested: abandoned
+    by_abandoned, by_retry = {"scope": "refund", "suggested": "abandoned"}, {"scope": "refund", "suggested": "safe_to_retry"}
+    abandon = _preview(client, by_abandoned, "abandoned")
+    retry = _preview(client, by_retry, "safe_to_retry")
+    assert (abandon["count"], [s["key"] for s in abandon["sample"]]) == (1, ["window-ended"])
+    assert (retry["count"], [s["key"] for s in retry["sample"]]) == (1, ["window-open"])
+    # window-open's replay window ends after both previews and before the confirmations: abandoned if judged now
+    conn.execute("UPDATE app.idempotency_request SET expires_at = %s::timestamptz + interval '1 millisecond' "
+                 "WHERE idempotency_key = 'window-open'", (max(abandon["as_of"], retry["as_of"]),))
+    assert conn.execute("SELECT expires_at < now() FROM app.idempotency_request WHERE idempotency_key = 'window-open'"
+                        ).fetchone()[0]
+    done = _confirm(client, by_abandoned, "abandoned", abandon, previewed=1)
+    assert done.status_code == 200 and done.get_json()["changed"] == 1, done.get_json()
+    assert (status(conn, "window-ended", "refund"), status(conn, "window-open", "refund")) == ("failed_final", "processing")
+    done = _confirm(client, by_retry, "safe_to_retry", retry, previewed=1)
+    assert done.status_code == 200 and done.get_json()["changed"] == 1, done.get_json()
+    assert status(conn, "window-open", "refund") == "failed_retryable"  # what its preview said
+
+
+def test_a_confirmation_never_changes_more_keys_than_its_preview_counted(client, conn):
+    for i in range(3):
+        insert_key(conn, "refund", f"k{i}", locked_until=timedelta(minutes=-30 + i))
+    # stuck too, but its effect committed (an outbox row): left out of the preview
+    insert_key(conn, "refund", "k-late", locked_until=timedelta(minutes=-1))
+    conn.execute("INSERT INTO app.outbox_event (outbox_id, event_type, aggregate_type, aggregate_id, idempotency_scope,"
+                 " idempotency_key, payload, status) VALUES (gen_random_uuid(), 'refund.made', 'refund', gen_random_uuid(),"
+                 " 'refund', 'k-late', '{}', 'published')")
+    flt = {"scope": "refund"}
+    preview = _preview(client, flt, "abandoned")
+    assert (preview["count"], preview["left_out_committed"]) == (3, 1)
+    # the outbox purge takes the row meanwhile: four keys match now
+    conn.execute("DELETE FROM app.outbox_event WHERE idempotency_key = 'k-late'")
+    wrong = _confirm(client, flt, "abandoned", preview, previewed=4)
+    assert wrong.status_code == 409 and "counted 3" in wrong.get_json()["error"]
+    assert conn.execute("SELECT count(*) FROM app.idempotency_request WHERE status = 'failed_final'").fetchone()[0] == 0
+    done = _confirm(client, flt, "abandoned", preview, previewed=3)
+    assert done.status_code == 200, done.get_json()
+    assert (done.get_json()["previewed"], done.get_json()["changed"]) == (3, 3)
+    assert [status(conn, k, "refund") for k in ("k0", "k1", "k2", "k-late")] == ["failed_final"] * 3 + ["processing"]
+    # without the count (an older script) the recorded preview's count caps it just the same
+    again = _preview(client, {"scope": "refund"}, "safe_to_retry")
+    insert_key(conn, "refund", "k-after", locked_until=timedelta(minutes=-40), claimed_ago=timedelta(hours=2))
+    done = _confirm(client, flt, "safe_to_retry", again)
+    assert done.status_code == 200 and done.get_json()["changed"] == again["count"] == 1, done.get_json()
+
+
+def test_the_confirm_form_carries_the_previewed_count(client, conn):
+    for i in range(2):
+        insert_key(conn, "refund", f"f{i}")
+    page = BeautifulSoup(client.get("/keys?status=stuck&scope=refund").data, "html.parser")
+    box = {i["name"]: i.get("value", "") for i in page.select_one("details.bulk form").select("input[type=hidden]")}
+    preview = client.post("/keys/reclassify-bulk", data=box | {"to": "abandoned", "reason": "x"})
+    confirm = BeautifulSoup(preview.data, "html.parser").select_one("form.confirm")
+    assert confirm is not None, preview.get_data(as_text=True)[-3000:]
+    fields = {i["name"]: i.get("value", "") for i in confirm.select("input[type=hidden]")}
+    assert fields["previewed"] == "2"
+    done = client.post("/keys/reclassify-bulk", data=fields | {"reason": "INC-6"})
+    assert BeautifulSoup(done.data, "html.parser").select_one("[data-bulk-changed]").get_text() == "2"
