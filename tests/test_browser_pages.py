@@ -8,16 +8,14 @@ it is not skipped.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests import world
+from tests import npm_packages, world
 
 pytestmark = pytest.mark.browser
 
@@ -69,20 +67,9 @@ _WIDEST = """() => Array.from(document.querySelectorAll('main *, header *'))
     .slice(0, 5).map(el => el.tagName.toLowerCase() + '.' + el.className + ': ' + (el.textContent || '').slice(0, 80))"""
 
 
-def _install_axe() -> None:
-    """The pinned axe-core from the npm registry into tests/.axe, once: one xdist worker installs, the others wait."""
-    prefix = Path(__file__).parent / ".axe"
-    prefix.mkdir(exist_ok=True)
-    with open(prefix / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not AXE.is_file():
-            subprocess.run(["npm", "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(prefix),
-                            f"axe-core@{AXE_VERSION}"], capture_output=True, timeout=300, check=False)
-
-
 def _axe_source() -> str:
     if not AXE.is_file() and "IDEMDASH_TEST_AXE" not in os.environ and shutil.which("npm"):
-        _install_axe()
+        npm_packages.install(".axe", [f"axe-core@{AXE_VERSION}"], marker="axe-core/axe.min.js")
     if not AXE.is_file():
         pytest.fail(f"axe-core is not installed at {AXE}: run `npm install --no-save --prefix tests/.axe "
                     f"axe-core@{AXE_VERSION}` (CI's .ci/run does), or point IDEMDASH_TEST_AXE at axe.min.js",
