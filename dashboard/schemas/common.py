@@ -122,9 +122,10 @@ def cursor_of(listing: str) -> WithJsonSchema:
     """How a list's cursor is documented: the next_cursor (or prev_cursor) of another page of the same list, passed
     back unchanged. Its format names the list (``idemdash-cursor-keys``): a cursor of another list is refused.
     A list's cursor type is ``Annotated[str, CURSOR_TEXT, cursor_of("keys")]``."""
-    return WithJsonSchema({"type": "string", "format": f"{CURSOR_FORMAT}-{listing}", "maxLength": 8192,
+    return WithJsonSchema({"type": "string", "format": f"{CURSOR_FORMAT}-{listing}", "minLength": 1,
+                           "maxLength": 8192,
                            "description": f"Opaque: the next_cursor (or prev_cursor) of another page of this list "
-                                          f"({listing}), unchanged."})
+                                          f"({listing}), unchanged (never empty: the first page has none)."})
 
 
 Limit = Annotated[int, Field(ge=1, le=500, description="Rows per page.")]
