@@ -8,7 +8,8 @@ WORKDIR /src
 COPY . .
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist .
 
-# 2. install it (and its dependencies from PyPI) into a clean image
+# 2. install it (and its dependencies from PyPI) into a clean image: no extras, since every command but `demo` runs
+#    without them (tests/test_wheel.py runs each one's --help on such an install)
 FROM python:3.12-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

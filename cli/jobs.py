@@ -16,6 +16,7 @@ from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.jobs.library_purge import run_library_purges
 from idemdash.jobs.purge_run import TABLES, PartitionEvent, PurgeResult, run_purge
 from idemdash.jobs.scheduler import run_blocking
+from idemdash.queries.catalog import ShapeNotFound
 from idemdash.queries.target import Target
 
 # Without a terminal (a log, a pipe), one progress line for the first batch and then every this many.
@@ -174,8 +175,11 @@ def _library_purges(db: Target, tables: tuple[str, ...], dry_run: bool, started_
     click.echo(f"{'dry run: counting' if dry_run else 'purging'} what the {db.settings['PROFILE']} tables hold "
                "finished ...")
     began = time.monotonic()
-    results = [(r, time.monotonic() - began) for r in run_library_purges(
-        db, dry_run=dry_run, started_by=started_by, by_person=True, roles=tables, cancel=ctrl_c.cancelled_by)]
+    try:
+        results = [(r, time.monotonic() - began) for r in run_library_purges(
+            db, dry_run=dry_run, started_by=started_by, by_person=True, roles=tables, cancel=ctrl_c.cancelled_by)]
+    except ShapeNotFound as exc:  # nothing was purged: the tables are not where, or not what, the configuration says
+        raise click.ClickException(f"nothing purged: {exc}") from None
     if not results:
         which = f" among {', '.join(tables)}" if tables else ""
         click.echo(f"no {db.settings['PROFILE']} table here{which} has a state its library counts as finished and "

@@ -16,8 +16,8 @@ from idemdash.dashboard import auth, create_app, network
 from idemdash.queries.workload.simulate import list_missing_reference_objects
 from idemdash.workload import dbos_demo, library_demo
 from idemdash.workload.backfill import backfill
-from idemdash.workload.demo import Pace, run_demo
 from idemdash.workload.oncall import OnCallSettings
+from idemdash.workload.pace import DEMO_INSTALL, Pace, missing_demo_modules
 from idemdash.workload.simulator import Simulator
 
 REPORT_EVERY_SECONDS = 10.0
@@ -96,6 +96,13 @@ def demo(fresh: bool, data_dir: Path | None, host: str, port: int, rate: float, 
          incident_every: float, incident_length: float, oncall_after: float, oncall_every: float,
          library: str | None) -> None:
     """Embedded PostgreSQL, reference schema, live workload with incidents and an on-call, scheduler and web app."""
+    missing = missing_demo_modules()
+    if missing:
+        click.echo(f"idemdash demo needs {', '.join(missing)}, which a plain install does not bring: {DEMO_INSTALL}",
+                   err=True)
+        sys.exit(2)
+    # here, not at the top: the demo imports its extra's packages, and every other command runs without them
+    from idemdash.workload.demo import run_demo
     if library is not None and library_demo.DEMOS[library].app and not dbos_demo.available():
         click.echo(f"idemdash demo --profile {library} runs a real DBOS application, and the dbos package is not "
                    f"installed: {dbos_demo.INSTALL}", err=True)

@@ -98,15 +98,16 @@ def split_list(raw: str) -> list[str]:
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
+MAX_DURATION_LENGTH = 64  # longer is refused before any pattern: two '\s*' side by side once backtracked quadratically
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(?:\s*(s|sec|m|min|h|d))?", re.IGNORECASE)
 _UNIT_SECONDS = {None: 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
 def parse_duration(raw: str) -> float:
-    """Seconds from '90', '90s', '15m', '2h' or '1d'; ValueError otherwise."""
-    match = _DURATION.match(raw)
+    """Seconds from '90', '90s', '15m', '2h' or '1d' (at most 64 characters, spaces stripped); else ValueError."""
+    match = _DURATION.fullmatch(raw.strip()) if len(raw) <= MAX_DURATION_LENGTH else None
     if not match:
-        raise ValueError(f"not a duration: {raw!r}")
+        raise ValueError(f"not a duration (at most {MAX_DURATION_LENGTH} characters): {raw[:MAX_DURATION_LENGTH]!r}")
     unit = match.group(2).lower() if match.group(2) else None
     return float(match.group(1)) * _UNIT_SECONDS[unit]
 

@@ -23,6 +23,10 @@ from idemdash.dashboard.network import mark_repeated_headers
 OWN_METRICS_DIR_PREFIX = "idemdash-metrics-"
 
 pre_request = mark_repeated_headers
+# no request-line limit of gunicorn's own: its default (4,094 bytes) refused with 414 the URLs the API's document
+# allows (a key of up to 100,000 characters, a search or a row's identity of 10,000, a cursor of 8,192), which
+# the pages link to as well; a proxy in front may set one (docs/deploy.md)
+limit_request_line = 0
 
 
 def post_fork(server, worker) -> None:

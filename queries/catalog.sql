@@ -11,3 +11,7 @@ WHERE c.relkind IN ('r', 'p')
   AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'idemdash')
   AND n.nspname NOT LIKE 'pg\_toast%%' AND n.nspname NOT LIKE 'pg\_temp\_%%'
 ORDER BY n.nspname, c.relname, a.attnum
+
+-- sample_newest_number --
+-- The largest value of a numeric column ({column} of {table}) among the first 1,000 rows read, as float8 (NULL when none has one): what a custom shape's epoch time column holds (milliseconds or seconds), at a bounded cost whatever the table's size and indexes.
+SELECT max(sampled)::float8 AS newest FROM (SELECT {column} AS sampled FROM {table} LIMIT 1000) AS sample

