@@ -1,4 +1,4 @@
-"""Synthetic application data at three sizes, fast: set-based INSERT ... SELECT over generate_series.
+"""Synthetic application data at six sizes, fast: set-based INSERT ... SELECT over generate_series.
 
     python -m benchmarks.datagen --size L --database-url postgresql:///bench --replace
 
@@ -6,7 +6,9 @@ Sizes (keys / inbox rows / outbox rows):
 
     S      10,000 /     10,000 /     2,000   tests (well under a second)
     M   1,000,000 /  1,000,000 /   200,000
+   2M   2,000,000 /  2,000,000 /   400,000
     L  10,000,000 / 10,000,000 / 2,000,000   the performance budget (docs/benchmarks.md)
+  20M  20,000,000 / 10,000,000 / 4,000,000   where a page's growth with the table shows (docs/benchmarks.md)
    XL 100,000,000 / 20,000,000 / 5,000,000   an API at about 1,000 requests/s with a day's retention
                                               (about 62 GiB with the recommended indexes: docs/benchmarks.md)
 
@@ -99,7 +101,9 @@ class Size:
 SIZES = {
     "S": Size("S", 10_000, 10_000, 2_000),
     "M": Size("M", 1_000_000, 1_000_000, 200_000),
+    "2M": Size("2M", 2_000_000, 2_000_000, 400_000),
     "L": Size("L", 10_000_000, 10_000_000, 2_000_000),
+    "20M": Size("20M", 20_000_000, 10_000_000, 4_000_000),
     "XL": Size("XL", 100_000_000, 20_000_000, 5_000_000),
 }
 CONSUMERS = 50

@@ -191,6 +191,8 @@ def find_samples(client, url: str, tables: Tables) -> Samples:
 
 
 HOTSPOT_WINDOWS = ("1h", "24h", "7d", "all")
+# --quiet-scope's scope: its keys succeeded weeks ago, one is stuck now
+QUIET_SCOPE = "monthly_statement"
 
 
 def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
@@ -728,6 +730,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write every number here")
     parser.add_argument("--server-set", action="append", default=[], metavar="NAME=VALUE",
                         help="an embedded server setting over SERVER_SETTINGS (max_wal_size=3GB for XL's disk, say)")
+    parser.add_argument("--quiet-scope", type=int, default=0, metavar="KEYS",
+                        help="add a scope whose KEYS keys succeeded weeks ago, with a stuck key and its outbox row "
+                             "that becomes the sample key of the key pages (kept when already there)")
     parser.add_argument("--workload", type=float, default=0.0, metavar="RATE",
                         help="time the pages with the indexes while the workload simulator sends RATE requests/s "
                              "through the reference functions (4 clients, its outbox publisher and inbox consumer)")
@@ -750,6 +755,10 @@ def main(argv: list[str] | None = None) -> int:
     tables = Tables()
     try:
         ensure_data(url, size, tables, regenerate=args.regenerate, report=report, log=log)
+        if args.quiet_scope:
+            with psycopg.connect(url) as conn:
+                benchmark.insert_quiet_scope(conn, tables, QUIET_SCOPE, args.quiet_scope)
+            report["quiet_scope"] = {"scope": QUIET_SCOPE, "keys": args.quiet_scope}
         with psycopg.connect(url) as conn:
             report["server"] = asdict(benchmark.get_server_facts(conn))
             report["tables"] = [asdict(t) for t in benchmark.list_app_table_sizes(conn, tables)]

@@ -6,6 +6,7 @@ from urllib.parse import quote
 
 from flask import Blueprint, abort, current_app, url_for
 
+from idemdash.core.fill_in import FillIn, fill_ins
 from idemdash.core.triage import OUTCOMES, suggest
 from idemdash.dashboard import contract, key_filters, key_tabs, panels
 from idemdash.dashboard.schemas import keys as schema
@@ -96,13 +97,15 @@ def list_api() -> schema.KeyList:
 
 def detail_context(scope: str, key: str) -> dict:
     """Everything the key page shows (404 when there is no such key)."""
-    data = _detail(scope, key)
+    data = _detail(scope, key, fill_in=True)
     row = data["key"]
     return {**data, "outcomes": OUTCOMES,
             "runbook": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status)}
 
 
-def _detail(scope: str, key: str) -> dict:
+def _detail(scope: str, key: str, *, fill_in: bool = False) -> dict:
+    """The key, its outbox rows, history and suggestion; with ``fill_in`` (the page's form) also the response_bodies
+    it offers for already_succeeded, where it can be chosen."""
     db = get_target()
     config = get_target().settings
     key_panel = panels.load(keys.get_key, db.tables, scope, key, lease_seconds=config["DEFAULT_LEASE_SECONDS"])
@@ -114,11 +117,14 @@ def _detail(scope: str, key: str) -> dict:
     notes = panels.load(list_notes_for_key, scope, key, limit=100)
     suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"],
                          now=row.as_of)
-    # examples to copy a response_body from, for the form's already_succeeded (only where it can be chosen)
-    examples = (panels.load(keys.list_recent_responses, db.tables, scope, index="index_keys_updated")
-                if row.status == "processing" else panels.Panel(value=[]))
+    # response_bodies to start the form's already_succeeded from: this key's own evidence on the shape of its
+    # scope's responses, never another key's values (core/fill_in.py)
+    offered: list[FillIn] = []
+    if fill_in and row.status == "processing" and (row.stuck or row.held):
+        shape = panels.load(keys.list_response_fields, db.tables, scope, key)
+        offered = fill_ins(shape.value or [], outbox.value or [])
     return {"key": row, "outbox": outbox, "audit": audit, "notes": notes, "suggestion": suggestion,
-            "examples": examples, "replay_horizon": config["REPLAY_HORIZON"],
+            "fill_ins": offered, "replay_horizon": config["REPLAY_HORIZON"],
             "purgeable_from": purgeable_from(row, audit.value or [], config["REPLAY_HORIZON"])}
 
 

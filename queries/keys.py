@@ -211,14 +211,15 @@ def list_scopes(conn: psycopg.Connection, tables: Tables, limit: int = 200) -> l
 
 
 @dataclass(frozen=True)
-class RecentResponse:
-    key: str
-    response_body: Any
-    result_ref_type: str | None
-    updated_at: datetime
+class ResponseField:
+    name: str
+    type: str    # jsonb_typeof of a neighbour's value: object, array, string, number, boolean, null
 
 
-def list_recent_responses(conn: psycopg.Connection, tables: Tables, scope: str, limit: int = 3) -> list[RecentResponse]:
-    """The latest stored responses of succeeded keys in ``scope``: what an already_succeeded response looks like."""
-    return select_all(conn, statement("list_recent_responses", tables), {"scope": scope, "limit": limit},
-                      RecentResponse)
+def list_response_fields(conn: psycopg.Connection, tables: Tables, scope: str, key: str, *, span: int = 10,
+                         limit: int = 50) -> list[ResponseField]:
+    """The fields of a succeeded neighbour's stored response in ``scope`` (names and JSON types, never values):
+    what an already_succeeded response_body of this scope looks like. Reads at most ``2 * span`` keys beside
+    ``key`` in the primary key; empty when none of them stored an object."""
+    return select_all(conn, statement("list_response_fields", tables),
+                      {"scope": scope, "key": key, "span": span, "limit": limit}, ResponseField)

@@ -164,10 +164,28 @@ now()
 -- Whether an outbox row was written under the key k (its effect committed): one probe of the outbox's (scope, key) index.
 EXISTS (SELECT 1 FROM {outbox} o WHERE o.idempotency_scope = k.idempotency_scope AND o.idempotency_key = k.idempotency_key)
 
--- list_recent_responses --
--- The latest succeeded keys of one scope with a stored response: examples to copy from when marking a stuck key already_succeeded (the status index read newest first, stopping at the limit).
-SELECT k.idempotency_key AS key, k.response_body, k.result_ref_type, k.updated_at
-FROM {keys} k
-WHERE k.status = 'succeeded' AND k.idempotency_scope = %(scope)s AND k.response_body IS NOT NULL
-ORDER BY k.updated_at DESC
+-- list_response_fields --
+-- The shape of a response stored near one key: the field names and JSON types of the first object response_body among the succeeded keys beside it in its scope, never a value (another key's response is another client's); at most 2 x span entries of the primary key, read outwards from the key.
+WITH near AS (
+    (SELECT k.status, k.response_body
+     FROM {keys} k
+     WHERE k.idempotency_scope = %(scope)s AND k.idempotency_key > %(key)s
+     ORDER BY k.idempotency_key
+     LIMIT %(span)s)
+    UNION ALL
+    (SELECT k.status, k.response_body
+     FROM {keys} k
+     WHERE k.idempotency_scope = %(scope)s AND k.idempotency_key < %(key)s
+     ORDER BY k.idempotency_key DESC
+     LIMIT %(span)s)
+), sample AS (
+    SELECT n.response_body
+    FROM near n
+    WHERE n.status = 'succeeded' AND jsonb_typeof(n.response_body) = 'object'
+    LIMIT 1
+)
+SELECT f.key AS name, jsonb_typeof(f.value) AS type
+FROM sample s
+CROSS JOIN LATERAL jsonb_each(s.response_body) WITH ORDINALITY AS f(key, value, n)
+ORDER BY f.n
 LIMIT %(limit)s

@@ -1,6 +1,6 @@
 """On-call round three in a real Chromium, each action clicked as an operator would: abandoned refused while an
-outbox row shows the effect committed, then overridden on purpose; already_succeeded filled from the outbox row and
-an example response; a poison outbox row parked and released; a running purge cancelled; a search that forgives
+outbox row shows the effect committed, then overridden on purpose; already_succeeded filled from the outbox row on the
+shape of the scope's responses; a poison outbox row parked and released; a running purge cancelled; a search that forgives
 a pasted key; a stuck list narrowed to one suggested group."""
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_abandoned_is_refused_with_the_outbox_row_named_then_overridden_on_purpo
     expect(page.locator("main p .badge")).to_have_text("failed_final")
 
 
-def test_already_succeeded_in_one_step_from_the_outbox_row_and_an_example(live_server, page, conn):
+def test_already_succeeded_from_the_outbox_row_on_the_scopes_shape(live_server, page, conn):
     claim_key(conn, T, "create_order", "done", "h", "api-1")
     complete_key(conn, T, "create_order", "done", "order", None, {"orderId": "o-1", "status": "created"}, attempt=1)
     claim_key(conn, T, "create_order", "cart/8", "h", "api-3", lock_seconds=0)
@@ -53,12 +53,17 @@ def test_already_succeeded_in_one_step_from_the_outbox_row_and_an_example(live_s
     expect(page.locator("input[name=result_ref_id]")).to_have_value(ORDER)
     expect(page.locator("input[name=result_ref_type]")).to_have_value("order")
     page.locator("input[name=to][value=already_succeeded]").check()
+    # the other key's fields, with this key's own order id and a blank to fill in: never the other key's values
     page.get_by_role("button", name="Use this").click()
-    expect(page.locator("#response-body-input")).to_have_value(re.compile(r'"orderId": "o-1"'))
+    body = page.locator("#response-body-input")
+    expect(body).to_have_value(re.compile(rf'"orderId": "{ORDER}"'))
+    expect(body).to_have_value(re.compile(r'"status": null'))
+    body.fill(body.input_value().replace("null", '"created"'))
     page.locator("textarea[name=reason]").fill("INC-52: the order exists")
     page.get_by_role("button", name="Reclassify").click()
     expect(page.locator("main p .badge")).to_have_text("succeeded")
-    expect(page.locator("#response-body")).to_contain_text("o-1")
+    expect(page.locator("#response-body")).to_contain_text(ORDER)
+    expect(page.locator("#response-body")).not_to_contain_text("o-1")
 
 
 def test_a_poison_row_is_parked_and_released_from_its_page(live_server, page, conn):

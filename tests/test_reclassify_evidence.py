@@ -140,13 +140,13 @@ def test_without_an_outbox_row_nothing_is_prefilled_and_no_override_is_offered(c
     assert page.select_one("input[name=override_evidence]") is None
 
 
-def test_the_form_offers_recent_responses_of_the_scope_and_says_what_a_retry_will_receive(client, conn):
+def test_the_form_offers_the_scopes_response_fields_blank_and_says_what_a_retry_will_receive(client, conn):
     stuck(conn, "k")
     claim_key(conn, T, "create_order", "done", "hash-1", "api-1")
     complete_key(conn, T, "create_order", "done", "order", None, {"orderId": "o-1", "status": "created"}, attempt=1)
     page = BeautifulSoup(client.get("/keys/create_order/k").data, "html.parser")
-    example = page.select_one("[data-examples] [data-fill]")
+    example = page.select_one("[data-fill-ins] [data-fill]")
     assert example["data-fill"] == "response-body-input"
-    assert example["data-value"] == '{"orderId": "o-1", "status": "created"}'
+    assert example["data-value"] == '{"orderId": null, "status": null}'
     assert page.select_one("#response-body-input") is not None
     assert "replayed for at least 1 d" in page.select_one("[data-retry-gets]").get_text()

@@ -6,8 +6,9 @@ from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 from uuid import UUID
 
-from pydantic import BeforeValidator, ConfigDict, Field, RootModel, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, RootModel, ValidationInfo, field_validator, model_validator
 
+from idemdash.core.fill_in import contradicting_ids, contradiction_message
 from idemdash.dashboard.schemas.common import (
     Answer,
     AttemptCount,
@@ -47,9 +48,22 @@ class Abandoned(_Reclassify):
 
 class AlreadySucceeded(_Reclassify):
     to: Literal["already_succeeded"]
-    response_body: Any = Field(description="The response retries get replayed (any JSON value).")
+    # before response_body, which is checked against them
     result_ref_type: Name | None = None
     result_ref_id: UUID | None = Field(None, description="The effect's id (the column is uuid).")
+    response_body: Any = Field(description="The response retries get replayed (any JSON value). With result_ref_id, "
+                                           "an id field of the body (id, or <result_ref_type>Id / _id) holding "
+                                           "another UUID is refused (400): it names another effect.")
+
+    @field_validator("response_body")
+    @classmethod
+    def _ids_agree(cls, body: Any, info: ValidationInfo) -> Any:
+        # another key's response copied in would be replayed to this client: refused where the ids tell
+        ref_id = info.data.get("result_ref_id")
+        found = contradicting_ids(body, info.data.get("result_ref_type"), ref_id)
+        if found and ref_id is not None:
+            raise ValueError(contradiction_message(found, ref_id))
+        return body
 
 
 class NeedsReview(_Reclassify):

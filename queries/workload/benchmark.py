@@ -117,3 +117,9 @@ def list_client_waits(conn: psycopg.Connection) -> list[str]:
 def list_backends_of(conn: psycopg.Connection, application_name: str) -> list[int]:
     return [pid for (pid,) in conn.execute(statement("list_backends_of"),
                                            {"application_name": application_name}).fetchall()]
+
+
+def insert_quiet_scope(conn: psycopg.Connection, tables: Tables, scope: str, keys: int) -> None:
+    """A scope whose ``keys`` keys all succeeded weeks ago, and one stuck key in it with an outbox row that the
+    benchmark then takes as its sample key (a key page in a scope without a recent success)."""
+    conn.execute(statement("insert_quiet_scope", tables), {"scope": scope, "keys": keys})

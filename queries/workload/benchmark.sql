@@ -92,3 +92,30 @@ FROM pg_stat_activity WHERE application_name LIKE 'pacer-bench-client-%%' AND st
 -- list_backends_of --
 -- The backends of one application name (the pacer benchmark renices the purge's).
 SELECT pid FROM pg_stat_activity WHERE application_name = %(application_name)s
+
+-- insert_quiet_scope --
+-- A scope that went quiet weeks ago beside the generated ones (page_bench --quiet-scope): keys that succeeded 50 days ago and one stuck with an outbox row, its lease ended before every generated stuck key's, so that it is the benchmark's sample key; rows already there are kept.
+WITH old AS (
+    INSERT INTO {keys} (idempotency_scope, idempotency_key, request_hash, status, result_ref_type, result_ref_id,
+                        response_body, claimed_by, claimed_at, locked_until, attempt_count, created_at, updated_at,
+                        expires_at)
+    SELECT %(scope)s, 'statement-' || g, md5(g::text), 'succeeded', 'statement', gen_random_uuid(),
+           jsonb_build_object('id', gen_random_uuid(), 'status', 'ok', 'amount', g), 'worker-01',
+           now() - interval '50 days', NULL, 1, now() - interval '50 days', now() - interval '50 days',
+           now() + interval '30 days'
+    FROM generate_series(1, %(keys)s) g
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+), stuck AS (
+    INSERT INTO {keys} (idempotency_scope, idempotency_key, request_hash, status, claimed_by, claimed_at,
+                        locked_until, attempt_count, created_at, updated_at, expires_at)
+    VALUES (%(scope)s, 'statement-stuck', md5('stuck'), 'processing', 'worker-01', now() - interval '45 days',
+            now() - interval '45 days', 1, now() - interval '45 days', now() - interval '45 days',
+            now() + interval '30 days')
+    ON CONFLICT DO NOTHING
+    RETURNING idempotency_scope, idempotency_key
+)
+INSERT INTO {outbox} (event_type, aggregate_type, aggregate_id, idempotency_scope, idempotency_key, payload)
+SELECT 'statement.created', 'statement', gen_random_uuid(), s.idempotency_scope, s.idempotency_key,
+       jsonb_build_object('amount', 1)
+FROM stuck s

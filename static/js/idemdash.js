@@ -179,7 +179,7 @@
     renderTimes();
   }
 
-  // -- "Use this": fill a form field from an example (the key page's recent responses) ----------------------
+  // -- "Use this": fill a form field from an offered value (the key page's response_bodies to start from) -------
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("[data-fill]") : null;
     if (!button) return;
