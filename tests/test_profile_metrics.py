@@ -3,10 +3,13 @@ shipped alert rules and the Grafana dashboard watch it unchanged), each number b
 sample for a number the library does not record."""
 from __future__ import annotations
 
+import threading
+
 import psycopg
 from prometheus_client.parser import text_string_to_metric_families
 
-from idemdash.queries import Tables
+from idemdash.dashboard.all_databases import THREAD_PREFIX
+from idemdash.queries import Tables, fleet_numbers
 from idemdash.queries.app_schema import claim_key
 from tests import library_ddl as ddl
 from tests.test_detect import _create_case
@@ -81,3 +84,20 @@ def test_in_a_fleet_a_library_database_keeps_the_series_its_alerts_use(make_app,
                                             "idemdash_purge_last_success_timestamp_seconds",
                                             "idemdash_snapshot_last_timestamp_seconds"}
     assert {name for name, _ in scraped["orders"]} >= {"idemdash_stuck", "idemdash_outbox_lag_seconds"}
+
+
+def test_a_scrape_reads_each_database_once_and_scrapes_in_the_cache_window_none(make_app, database_url, tmp_path,
+                                                                                 monkeypatch):
+    client = _two_databases(database_url, tmp_path, make_app, METRICS_CACHE_SECONDS=60)
+    asked: list[str] = []
+    numbers = fleet_numbers.get_database_numbers
+
+    def counted(conn, tables, settings, meanings=()):
+        if not threading.current_thread().name.startswith(THREAD_PREFIX):  # not the all-databases refresh's
+            asked.append(settings["PROFILE"])
+        return numbers(conn, tables, settings, meanings)
+
+    monkeypatch.setattr(fleet_numbers, "get_database_numbers", counted)
+    first = samples(client)
+    assert sorted(asked) == ["reference", "spring-modulith"]  # one summary per database, rows by state included
+    assert samples(client) == first and len(asked) == 2  # cached: not read again
