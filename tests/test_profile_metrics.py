@@ -101,3 +101,15 @@ def test_a_scrape_reads_each_database_once_and_scrapes_in_the_cache_window_none(
     first = samples(client)
     assert sorted(asked) == ["reference", "spring-modulith"]  # one summary per database, rows by state included
     assert samples(client) == first and len(asked) == 2  # cached: not read again
+
+
+def test_a_library_database_without_idemdashs_schema_is_up_and_serves_no_purges(make_app, empty_database_url):
+    _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(SPRING_ROWS)
+    client = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith",
+                      DEFAULT_LEASE_SECONDS=300).test_client()
+    served = samples(client)["default"]
+    spring = (("profile", "spring-modulith"),)
+    assert served[("idemdash_database_up", ())] == 1 and served[("idemdash_stuck", spring)] == SPRING_COUNTS["stuck"]
+    assert not [name for name, _ in served if name.startswith(("idemdash_purge_", "idemdash_snapshot_"))]
