@@ -135,7 +135,7 @@ SETTINGS: tuple[Setting, ...] = (
             "How long /metrics reuses the numbers it read, so frequent scrapes do not load the database."),
     Setting("METRICS_PER_DATABASE", "auto", parsers.choice("auto", "all", "alerts"),
             "Which database-labelled series /metrics serves for each database: `all`, or `alerts` (only those the "
-            "alert rules use: `idemdash_database_up`, `idemdash_stuck_keys_total`, `idemdash_outbox_lag_seconds`, "
+            "alert rules use: `idemdash_database_up`, `idemdash_stuck`, `idemdash_outbox_lag_seconds`, "
             "the purges' `idemdash_purge_last_run_failed` and `idemdash_purge_last_success_timestamp_seconds`, "
             "`idemdash_snapshot_last_timestamp_seconds`; the request histogram's `database` is then `all`); `auto`: "
             "`all` up to 20 databases, `alerts` beyond. See docs/alerts.md for how many series N databases produce."),

@@ -2,7 +2,9 @@
 
 The database numbers are read at most once per IDEMDASH_METRICS_CACHE_SECONDS
 per worker, however often Prometheus (or several of them) scrape, so a scrape
-never loads the application's tables.
+never loads the application's tables. Every database, whatever its profile (core/profiles), answers the same
+names for the numbers every profile has (queries/fleet_numbers.py: stuck, in progress, failed, the outbox's
+backlog and lag), labelled by its profile, so the same alert rules watch them all.
 
 Request counts and latencies add up across gunicorn's workers: with ``PROMETHEUS_MULTIPROC_DIR`` set (``idemdash
 serve`` sets it for its workers) each worker writes its histogram to files there and a scrape, whichever worker
@@ -27,11 +29,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
+from idemdash.core.profiles.shape import MEANINGS
 from idemdash.dashboard.databases import plain_endpoint
 from idemdash.dashboard.targets import all_targets, current_database
-from idemdash.queries import metrics, overview, rollups, snapshots
+from idemdash.queries import fleet_numbers, metrics, rollups
 from idemdash.queries.pool_budget import PoolBudget
-from idemdash.queries.rollups import read_library_states
 from idemdash.queries.target import Target
 
 bp = Blueprint("metrics", __name__)
@@ -41,29 +43,40 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 # name: (help, labels besides ``database``)
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "idemdash_database_up": ("1 when the last read of the database succeeded.", ()),
+    # every profile's numbers (the all-databases overview's), each by its library's own states; a number the
+    # library does not record has no sample
+    "idemdash_stuck": ("Work in progress past what its library allows: stuck keys, stale publications.",
+                       ("profile",)),
+    "idemdash_in_progress": ("Work someone holds now (keys in processing, publications being sent), stuck "
+                             "included.", ("profile",)),
+    "idemdash_needs_review": ("Work an operator holds for review.", ("profile",)),
+    "idemdash_failed": ("Rows given up on: failed keys, parked or dead-lettered messages.", ("profile",)),
+    "idemdash_outbox_pending": ("Outbox rows not yet published.", ("profile",)),
+    "idemdash_outbox_lag_seconds": ("Age of the oldest pending outbox row (0 when none).", ("profile",)),
+    "idemdash_profile_rows": ("Rows of a library's tables in each state, by the library's own definition (a "
+                              "database of another library's profile; /tables).", ("profile", "table", "role",
+                                                                                    "state")),
+    # the reference tables' own detail
     "idemdash_stuck_keys": ("Keys in processing whose lease has run out, by scope.", ("scope",)),
     "idemdash_stuck_keys_total": ("Keys in processing whose lease has run out, all scopes.", ()),
     "idemdash_processing_keys": ("Keys in processing, stuck ones included.", ()),
     "idemdash_needs_review_keys": ("Keys an operator holds for review (needs_review), held or hold ended.", ()),
     "idemdash_failed_retryable_keys": ("Keys in failed_retryable.", ()),
     "idemdash_failed_final_keys_24h": ("Keys that became failed_final in the last 24 hours.", ()),
-    "idemdash_outbox_pending": ("Outbox rows not yet published.", ()),
-    "idemdash_outbox_lag_seconds": ("Age of the oldest pending outbox row (0 when none).", ()),
     "idemdash_inbox_rows_24h": ("Inbox rows recorded in the last 24 hours.", ()),
+    # idemdash's own records, wherever its schema is
     "idemdash_purge_last_success_timestamp_seconds": ("When the last successful real purge of each table "
                                                       "finished.", ("table",)),
     "idemdash_purge_last_rows_deleted": ("Rows the last successful real purge of each table deleted.", ("table",)),
     "idemdash_purge_last_run_failed": ("1 when the latest finished real purge run of each table failed.", ("table",)),
     "idemdash_snapshot_last_timestamp_seconds": ("When the scheduler last recorded a metric snapshot (its "
                                                  "heartbeat).", ()),
-    "idemdash_profile_rows": ("Rows of a library's tables in each state, by the library's own definition (a "
-                              "database of another library's profile; /tables).", ("profile", "table", "state")),
 }
 
 
 # the families /metrics keeps per database with IDEMDASH_METRICS_PER_DATABASE=alerts (auto: past AUTO_ALL databases):
 # those deploy/prometheus/idemdash-alerts.yml uses; the request histogram's database label is then "all"
-ALERT_FAMILIES = ("idemdash_database_up", "idemdash_stuck_keys_total", "idemdash_outbox_lag_seconds",
+ALERT_FAMILIES = ("idemdash_database_up", "idemdash_stuck", "idemdash_outbox_lag_seconds",
                   "idemdash_purge_last_run_failed", "idemdash_purge_last_success_timestamp_seconds",
                   "idemdash_snapshot_last_timestamp_seconds")
 ALL_DATABASES = "all"
@@ -136,64 +149,87 @@ class DatabaseCollector(Collector):
         targets = self.targets
         alerts_only = self.alerts_only(len(targets))
         for database, target in targets.items():
-            for name, labels, value in self._samples(target):
+            for name, labels, value in self._samples(target, alerts_only):
                 if alerts_only and name not in ALERT_FAMILIES:
                     continue  # the family stays, with its help line, and no sample
-                families[name].add_metric([database, *labels], float("nan") if value is None else value)
+                families[name].add_metric([database, *labels], value)
         return list(families.values())
 
-    def _samples(self, target: Target) -> list[tuple[str, tuple[str, ...], float | None]]:
-        samples: list[tuple[str, tuple[str, ...], float | None]] = []
+    def _samples(self, target: Target, alerts_only: bool) -> list[tuple[str, tuple[str, ...], float]]:
+        samples: list[tuple[str, tuple[str, ...], float]] = []
+
+        def sample(name: str, labels: tuple[str, ...], value: float | None) -> None:
+            if value is not None:  # not recorded (by this library): no sample, never 0
+                samples.append((name, labels, value))
+
         try:
-            self._database(target, lambda name, labels, value: samples.append((name, labels, value)))
+            _database(target, sample, alerts_only)
         except Exception:  # an outage must not break the scrape; idemdash_database_up says what happened
             return [("idemdash_database_up", (), 0)]
         samples.append(("idemdash_database_up", (), 1))
         return samples
 
-    @staticmethod
-    def _database(target: Target, sample: Callable[[str, tuple[str, ...], float | None], None]) -> None:
-        if target.settings["PROFILE"] != DEFAULT_PROFILE:  # another library's tables: their states, nothing else
-            with _read(target) as conn:
-                read, _ = read_library_states(conn, target.settings)
-            if read.found is None:
-                raise LookupError(read.problem)
-            names = dict(read.found.tables)
-            for state, count in read.counts:
-                if count is not None:
-                    sample("idemdash_profile_rows", (read.found.profile, names[state.table], state.meaning), count)
-            return
-        tables, lease = target.tables, target.settings["DEFAULT_LEASE_SECONDS"]
-        with _read(target) as conn:
-            # counts by status and window and the inbox volume: precomputed at scale (queries/rollups.py)
-            keys = overview.KeyCounts.combine(overview.count_processing_keys(conn, tables, lease),
-                                              rollups.read_value(conn, tables, target.settings, "key_windows"))
-            by_scope = metrics.count_stuck_keys_by_scope(conn, tables, lease)
-            outbox = overview.get_outbox_backlog(conn, tables)
-            inbox = rollups.read_value(conn, tables, target.settings, "inbox_volume")
-            purges = metrics.list_purge_status_by_table(conn)
-            last_runs = metrics.list_last_purge_run_by_table(conn)
-            last_snapshot = snapshots.get_last_snapshot_at(conn)
-        for row in by_scope:
-            sample("idemdash_stuck_keys", (row.scope,), row.stuck)
-        sample("idemdash_stuck_keys_total", (), keys.stuck)
-        sample("idemdash_processing_keys", (), keys.processing)
-        sample("idemdash_needs_review_keys", (), keys.needs_review)
-        sample("idemdash_failed_retryable_keys", (), keys.failed_retryable)
-        sample("idemdash_failed_final_keys_24h", (), keys.failed_final_24h)
-        sample("idemdash_outbox_pending", (), outbox.pending)
-        sample("idemdash_outbox_lag_seconds", (), outbox.lag_seconds or 0.0)
-        sample("idemdash_inbox_rows_24h", (), inbox.rows_24h)
-        for status in purges:
-            if status.last_success_at is not None:
-                sample("idemdash_purge_last_success_timestamp_seconds", (status.table_name,),
-                       status.last_success_at.timestamp())
-            sample("idemdash_purge_last_rows_deleted", (status.table_name,), status.last_rows_deleted)
-        for run in last_runs:
-            sample("idemdash_purge_last_run_failed", (run.table_name,), 1.0 if run.failed else 0.0)
-        # the scheduler's heartbeat: it records a snapshot every IDEMDASH_SNAPSHOT_INTERVAL_SECONDS while it runs
-        if last_snapshot is not None:
-            sample("idemdash_snapshot_last_timestamp_seconds", (), last_snapshot.timestamp())
+
+Sample = Callable[[str, tuple[str, ...], float | None], None]
+
+
+def _database(target: Target, sample: Sample, alerts_only: bool) -> None:
+    """One database's samples: its summary, read once through its profile (queries/fleet_numbers.py), under the same
+    names for every profile; a library's rows by state (not with ``alerts_only``: no rule uses them); the reference
+    tables' own detail; idemdash's purges and heartbeat where its schema is."""
+    reference = target.settings["PROFILE"] == DEFAULT_PROFILE
+    with _read(target) as conn:
+        summary, read = fleet_numbers.get_database_numbers(conn, target.tables, target.settings,
+                                                           () if alerts_only else MEANINGS)
+        housekeeping = metrics.get_housekeeping(conn, required=reference)
+        if reference:
+            _reference(conn, target, summary, sample, alerts_only)
+    profile = read.found.profile if read.found is not None else target.settings["PROFILE"]
+    _summary(profile, summary, sample)
+    if not reference and read.found is not None:
+        names = dict(read.found.tables)
+        for state, count in read.counts:
+            sample("idemdash_profile_rows", (profile, names[state.table], state.table, state.meaning), count)
+    for status in housekeeping.purges:
+        if status.last_success_at is not None:
+            sample("idemdash_purge_last_success_timestamp_seconds", (status.table_name,),
+                   status.last_success_at.timestamp())
+        sample("idemdash_purge_last_rows_deleted", (status.table_name,), status.last_rows_deleted)
+    for run in housekeeping.last_runs:
+        sample("idemdash_purge_last_run_failed", (run.table_name,), 1.0 if run.failed else 0.0)
+    # the scheduler's heartbeat: it records a snapshot every IDEMDASH_SNAPSHOT_INTERVAL_SECONDS while it runs
+    if housekeeping.last_snapshot_at is not None:
+        sample("idemdash_snapshot_last_timestamp_seconds", (), housekeeping.last_snapshot_at.timestamp())
+
+
+def _summary(profile: str, summary: fleet_numbers.DatabaseSummary, sample: Sample) -> None:
+    sample("idemdash_stuck", (profile,), summary.stuck)
+    sample("idemdash_in_progress", (profile,), summary.processing)
+    sample("idemdash_needs_review", (profile,), summary.needs_review)
+    sample("idemdash_failed", (profile,), summary.failed)
+    sample("idemdash_outbox_pending", (profile,), summary.outbox_pending)
+    lag = summary.outbox_lag_seconds
+    # none pending: 0, as ever; rows pending whose age the library does not record: no sample
+    sample("idemdash_outbox_lag_seconds", (profile,), 0.0 if lag is None and summary.outbox_pending == 0 else lag)
+
+
+def _reference(conn: psycopg.Connection, target: Target, summary: fleet_numbers.DatabaseSummary, sample: Sample,
+               alerts_only: bool) -> None:
+    """The reference tables' own series (no rule uses them: not read with ``alerts_only``)."""
+    sample("idemdash_stuck_keys_total", (), summary.stuck)
+    sample("idemdash_processing_keys", (), summary.processing)
+    sample("idemdash_needs_review_keys", (), summary.needs_review)
+    if alerts_only:
+        return
+    tables = target.tables
+    # counts by window and the inbox volume: precomputed at scale (queries/rollups.py)
+    windows = rollups.read_value(conn, tables, target.settings, "key_windows")
+    inbox = rollups.read_value(conn, tables, target.settings, "inbox_volume")
+    for row in metrics.count_stuck_keys_by_scope(conn, tables, target.settings["DEFAULT_LEASE_SECONDS"]):
+        sample("idemdash_stuck_keys", (row.scope,), row.stuck)
+    sample("idemdash_failed_retryable_keys", (), windows.failed_retryable)
+    sample("idemdash_failed_final_keys_24h", (), windows.failed_final_24h)
+    sample("idemdash_inbox_rows_24h", (), inbox.rows_24h)
 
 
 def _read(target: Target) -> AbstractContextManager[psycopg.Connection]:

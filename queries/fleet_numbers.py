@@ -5,7 +5,7 @@ its profile's states, counted as /tables counts them (the rollup job's stored co
 A number the library does not record is None, never 0."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from idemdash.queries import Tables
 from idemdash.queries.catalog import ShapeNotFound
 from idemdash.queries.overview import PurgeRun, count_processing_keys, get_outbox_backlog, list_recent_purge_runs
 from idemdash.queries.profile_rows import get_state_lag
+from idemdash.queries.profile_states import ConfiguredStates
 from idemdash.queries.rollups import read_library_states
 
 OUTBOX = "outbox"
@@ -51,8 +52,17 @@ def _last_purge(conn: psycopg.Connection) -> PurgeRun | None:
 
 def get_database_summary(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any]) -> DatabaseSummary:
     """The database's numbers, through its profile (raises ShapeNotFound when a library's tables are not found)."""
+    return get_database_numbers(conn, tables, settings)[0]
+
+
+def get_database_numbers(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any],
+                         meanings: Collection[str] = ()) -> tuple[DatabaseSummary, ConfiguredStates]:
+    """The summary, and a library's count of every state of ``meanings`` besides, counted in the same pass as the
+    summary's own (/metrics' rows by state). The reference tables answer the summary only: their states beyond it
+    have series of their own."""
     reference = settings["PROFILE"] == DEFAULT_PROFILE
-    read, _ = read_library_states(conn, settings, (FAILED,) if reference else (STUCK, IN_PROGRESS, PENDING, FAILED))
+    wanted = (FAILED,) if reference else (STUCK, IN_PROGRESS, PENDING, FAILED, *meanings)
+    read, _ = read_library_states(conn, settings, wanted)
     if read.found is None and not reference:  # the reference tables' own statements say what is missing
         raise ShapeNotFound(read.problem or "the tables were not found where the configuration points")
     counts = {(state.table, state.meaning): n for state, n in read.counts}
@@ -60,8 +70,8 @@ def get_database_summary(conn: psycopg.Connection, tables: Tables, settings: Map
         keys = count_processing_keys(conn, tables, settings["DEFAULT_LEASE_SECONDS"])
         outbox = get_outbox_backlog(conn, tables)
         return DatabaseSummary(keys.stuck, keys.processing, keys.needs_review, outbox.pending, outbox.lag_seconds,
-                               _total(counts, FAILED), _last_purge(conn))
+                               _total(counts, FAILED), _last_purge(conn)), read
     pending = next((state for state, _ in read.counts if state.table == OUTBOX and state.meaning == PENDING), None)
     lag = get_state_lag(conn, read.found, pending, settings) if pending is not None and read.found else None
     return DatabaseSummary(_total(counts, STUCK), _total(counts, IN_PROGRESS), None, _total(counts, PENDING, OUTBOX),
-                           lag, _total(counts, FAILED), _last_purge(conn))
+                           lag, _total(counts, FAILED), _last_purge(conn)), read

@@ -7,6 +7,7 @@ from datetime import datetime
 import psycopg
 
 from idemdash.queries import Tables, statement
+from idemdash.queries.snapshots import get_last_snapshot_at
 from idemdash.queries.transactions import select_all
 
 
@@ -28,6 +29,30 @@ class LastPurgeRun:
     table_name: str
     finished_at: datetime
     failed: bool
+
+
+@dataclass(frozen=True)
+class Housekeeping:
+    """idemdash's own records in the database: its purges per table and the scheduler's last snapshot."""
+    purges: list[PurgeStatus]
+    last_runs: list[LastPurgeRun]
+    last_snapshot_at: datetime | None
+
+
+NO_HOUSEKEEPING = Housekeeping([], [], None)
+
+
+def get_housekeeping(conn: psycopg.Connection, *, required: bool = True) -> Housekeeping:
+    """The purges and the heartbeat; unless ``required``, in a savepoint and nothing when idemdash's schema is not
+    there (a library's database idemdash only reads)."""
+    if required:
+        return Housekeeping(list_purge_status_by_table(conn), list_last_purge_run_by_table(conn),
+                            get_last_snapshot_at(conn))
+    try:
+        with conn.transaction():
+            return get_housekeeping(conn)
+    except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+        return NO_HOUSEKEEPING
 
 
 def count_stuck_keys_by_scope(conn: psycopg.Connection, tables: Tables, lease_seconds: int,

@@ -131,8 +131,10 @@ def test_the_api_and_metrics_show_the_cap_states(make_app, empty_database_url):
     assert [[td.get_text(strip=True) for td in tr.select("td")][:2] for tr in shown.select("tbody tr")] == [
         ["orders.paid", "3"], ["orders.remind", "3"], ["orders.created", "3"]]
     metrics = client.get("/metrics").get_data(as_text=True)
-    assert 'idemdash_profile_rows{database="default",profile="cap",state="stuck",table="published"} 2.0' in metrics
-    assert 'idemdash_profile_rows{database="default",profile="cap",state="purgeable",table="received"} 2.0' in metrics
+    assert ('idemdash_profile_rows{database="default",profile="cap",role="outbox",state="stuck",table="published"} 2.0'
+            in metrics)
+    assert ('idemdash_profile_rows{database="default",profile="cap",role="inbox",state="purgeable",table="received"} '
+            '2.0') in metrics
     items = {i["id"]: i for i in client.get("/api/v1/health/schema").get_json()["items"]}
     assert items["profile.tables"]["status"] == "ok" and "schema cap" in items["profile.tables"]["title"]
     # CAP's collector deletes Failed rows CAP would still retry; /health says so, and idemdash's purge does not

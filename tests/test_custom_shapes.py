@@ -78,7 +78,8 @@ def test_a_custom_shape_is_read_like_a_librarys_tables_and_purged_only_where_don
     row = client.get("/api/v1/tables/outbox/row", query_string={"id": '[5]'}).get_json()
     assert {s["meaning"] for s in row["states"] if s["inside"]} == {"done", "purgeable"}
     assert client.get("/api/v1/keys").status_code == 404  # the reference routes: not these tables
-    assert 'profile="custom:payments",state="pending",table="events_out"} 2.0' in client.get("/metrics").data.decode()
+    assert ('profile="custom:payments",role="outbox",state="pending",table="events_out"} 2.0'
+            in client.get("/metrics").data.decode())
 
     runner = CliRunner()
     assert runner.invoke(main, ["migrate", "--database", "payments"], env={"IDEMDASH_CONFIG": config}).exit_code == 0

@@ -139,8 +139,13 @@ def _pages_tell_why_and_what_to_run(client) -> None:
     assert "no longer the latest" in page and "dbos workflow resume crash-old" in page
     metrics = client.get("/metrics").get_data(as_text=True)
     for state, count in (("stuck", 2), ("in progress", 2), ("pending", 2), ("done", 5), ("failed", 2)):
-        assert (f'idemdash_profile_rows{{database="default",profile="dbos",state="{state}",'
+        assert (f'idemdash_profile_rows{{database="default",profile="dbos",role="keys",state="{state}",'
                 f'table="workflow_status"}} {count}.0') in metrics
+    # the names every profile shares: DBOS keeps no outbox, so no outbox series
+    assert 'idemdash_stuck{database="default",profile="dbos"} 2.0' in metrics
+    assert 'idemdash_in_progress{database="default",profile="dbos"} 2.0' in metrics
+    assert 'idemdash_outbox_pending{database="default"' not in metrics
+    assert 'idemdash_outbox_lag_seconds{database="default"' not in metrics
     health = {i["id"]: i for i in client.get("/api/v1/health/schema").get_json()["items"]}
     assert health["profile.tables"]["status"] == "ok", health["profile.tables"]
 

@@ -48,8 +48,13 @@ def test_metrics_match_the_database(client, conn):
     assert m[("idemdash_stuck_keys", (("scope", "refund"),))] == 1
     assert m[("idemdash_stuck_keys_total", ())] == 4
     assert m[("idemdash_processing_keys", ())] == 5
-    assert m[("idemdash_outbox_pending", ())] == 1
-    assert 85 <= m[("idemdash_outbox_lag_seconds", ())] < 200
+    # the names every profile shares, labelled by the profile: the same numbers
+    ref = (("profile", "reference"),)
+    assert (m[("idemdash_stuck", ref)], m[("idemdash_in_progress", ref)], m[("idemdash_needs_review", ref)],
+            m[("idemdash_failed", ref)]) == (4, 5, 0, 0)
+    assert m[("idemdash_outbox_pending", ref)] == 1
+    assert 85 <= m[("idemdash_outbox_lag_seconds", ref)] < 200
+    assert not [name for name, _ in m if name == "idemdash_profile_rows"]  # the reference's detail is its own
     assert m[("idemdash_purge_last_rows_deleted", (("table", "keys"),))] == 1234  # the dry run does not count
     assert abs(m[("idemdash_purge_last_success_timestamp_seconds", (("table", "keys"),))] - (time.time() - 3600)) < 120
 

@@ -190,7 +190,7 @@ def test_all_databases_and_metrics_read_a_library_database_through_its_profile(m
     scrape = client.get("/metrics").data.decode()
     assert 'idemdash_database_up{database="events"} 1.0' in scrape
     assert 'idemdash_database_up{database="lost"} 0.0' in scrape
-    pending = ('idemdash_profile_rows{database="events",profile="spring-modulith",state="pending",'
+    pending = ('idemdash_profile_rows{database="events",profile="spring-modulith",role="outbox",state="pending",'
                'table="event_publication"} 2.0')
     assert pending in scrape
     assert 'idemdash_stuck_keys_total{database="events"}' not in scrape
