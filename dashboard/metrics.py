@@ -189,7 +189,8 @@ def _database(target: Target, sample: Sample, alerts_only: bool) -> None:
     if not reference and read.found is not None:
         names = dict(read.found.tables)
         for state, count in read.counts:
-            sample("idemdash_profile_rows", (profile, names[state.table], state.table, state.meaning), count)
+            if state.table in names:  # an optional table the database does not have: not there, no sample
+                sample("idemdash_profile_rows", (profile, names[state.table], state.table, state.meaning), count)
     for status in housekeeping.purges:
         if status.last_success_at is not None:
             sample("idemdash_purge_last_success_timestamp_seconds", (status.table_name,),

@@ -101,5 +101,9 @@ def test_the_fleet_view_and_metrics_show_the_killed_workers_message(make_app, ki
         ("pg-transactional-outbox", 1, 0, sum(1 for r in rows.values() if not r[4]))
     assert relay["attention"][0] == "stuck_keys"
     scrape = client.get("/metrics").data.decode()
-    assert ('idemdash_profile_rows{database="relay",profile="pg-transactional-outbox",state="stuck",'
-            'table="outbox"} 1.0') in scrape
+    # the series the shipped stuck alert watches, the same name as a reference database's
+    assert 'idemdash_stuck{database="relay",profile="pg-transactional-outbox"} 1.0' in scrape
+    assert 'idemdash_in_progress{database="relay",profile="pg-transactional-outbox"} 0.0' in scrape
+    # its outbox alone (the library's inbox table is optional and not there): rows by state for the outbox only
+    assert 'idemdash_profile_rows{database="relay",profile="pg-transactional-outbox",role="outbox",state="stuck",' \
+           'table="outbox"} 1.0' in scrape and 'role="inbox"' not in scrape
