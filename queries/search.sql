@@ -74,3 +74,26 @@ CROSS JOIN LATERAL (
      WHERE k.idempotency_scope = s.scope AND k.idempotency_key < %(q)s
      ORDER BY k.idempotency_key DESC LIMIT 1)
 ) n
+
+-- list_recent_owners --
+-- Owners (claimed_by) of recently changed keys whatever their state, to find a worker by name: the owners of the latest `sample` keys of each finished status (index_keys_updated, newest first) and of the processing keys with the latest and the oldest leases (index_keys_leases, index-only: the stuck keys' owners too). Bounded: at most 5 × sample index entries.
+SELECT DISTINCT o.claimed_by AS name
+FROM (
+    (SELECT claimed_by FROM {keys} WHERE status = 'succeeded' ORDER BY updated_at DESC LIMIT %(sample)s)
+    UNION ALL
+    (SELECT claimed_by FROM {keys} WHERE status = 'failed_retryable' ORDER BY updated_at DESC LIMIT %(sample)s)
+    UNION ALL
+    (SELECT claimed_by FROM {keys} WHERE status = 'failed_final' ORDER BY updated_at DESC LIMIT %(sample)s)
+    UNION ALL
+    (SELECT claimed_by FROM {keys} WHERE status = 'processing' ORDER BY locked_until DESC NULLS LAST LIMIT %(sample)s)
+    UNION ALL
+    (SELECT claimed_by FROM {keys} WHERE status = 'processing' ORDER BY locked_until NULLS FIRST LIMIT %(sample)s)
+) o
+WHERE o.claimed_by IS NOT NULL AND o.claimed_by <> 'idemdash:needs_review'
+ORDER BY name
+LIMIT %(limit)s
+
+-- find_failing_owner --
+-- Whether an owner with exactly this name ever failed a key that is still in the table: one probe of index_keys_failures (claimed_by first), so a worker is found by its exact name beyond the recent sample too.
+SELECT EXISTS (SELECT 1 FROM {keys}
+               WHERE claimed_by = %(name)s AND status IN ('failed_retryable', 'failed_final')) AS found

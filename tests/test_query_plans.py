@@ -184,7 +184,7 @@ def test_failed_keys_by_worker_read_the_failures_index_not_every_failed_row(inde
 
 
 @pytest.mark.system  # data set S: over a second
-def test_workers_read_the_leases_and_updated_indexes(indexed_s):
+def test_workers_and_the_owner_search_read_the_leases_updated_and_failures_indexes(indexed_s):
     # /workers: every processing key from the leases index (index-only: it carries claimed_by and claimed_at),
     # the window's finished keys as a range of the status/updated_at index; never the table whole
     leases, updated, failures = (ADVICE[name].index_name(TABLES) for name in
@@ -192,6 +192,11 @@ def test_workers_read_the_leases_and_updated_indexes(indexed_s):
     checks = [(statement("list_workers", TABLES), {"lease_seconds": 300, "window": timedelta(hours=window),
                                                     "limit": 201}, {leases, updated}, {leases, updated})
               for window in (1, 24, 168)]
+    # the sample of each status: the newest entries up to a LIMIT (a small failed set may be read index-only whole
+    # from the failures index and sorted, as the planner prices it)
+    checks += [(statement("list_recent_owners", TABLES), {"sample": 2000, "limit": 5000}, {leases, updated},
+                {leases, updated, failures}),
+               (statement("find_failing_owner", TABLES), {"name": "worker-07"}, {failures}, {failures})]
     with psycopg.connect(indexed_s) as conn:
         conn.execute("SET enable_seqscan = off")
         for query, params, must, may in checks:
