@@ -31,9 +31,11 @@ PREFIX_PER_SCOPE_ACROSS = 5
 PREFIX_EXAMINE = 500
 # Processing keys whose workers are offered as suggestions (those with the latest leases).
 WORKER_SAMPLE = 2000
-# Keys of each status (and processing keys at each end of the lease order) whose owners a search looks among.
+# Succeeded keys (and processing keys at each end of the lease order) whose owners a search looks among; owners of
+# failed keys read at most (one index descent each); owner names read at most in all.
 OWNER_SAMPLE = 2000
-OWNERS_READ = 5000
+MAX_FAILING_OWNERS = 2000
+OWNERS_READ = 10000
 NAMES_SHOWN = 20
 # Outbox and inbox rows a search lists at most; inbox consumers it probes at most.
 OTHER_ROWS_LIMIT = 20
@@ -134,11 +136,13 @@ class _Found:
 
 
 def list_recent_owners(conn: psycopg.Connection, tables: Tables, *, sample: int | None = None,
-                       limit: int = OWNERS_READ) -> list[str]:
-    """Owners of recently changed keys in every state (a bounded sample read through the indexes: ``sample``, by
-    default OWNER_SAMPLE, keys of each status), by name."""
+                       max_failing: int | None = None, limit: int = OWNERS_READ) -> list[str]:
+    """Owners of keys in every state, by name, read through the indexes within bounds: every owner of a failed key
+    (at most ``max_failing``, MAX_FAILING_OWNERS), and those of the latest ``sample`` (OWNER_SAMPLE) succeeded keys
+    and of the processing keys at each end of the lease order."""
     return [w.name for w in select_all(conn, statement("list_recent_owners", tables),
-                                       {"sample": sample or OWNER_SAMPLE, "limit": limit}, Worker)]
+                                       {"sample": sample or OWNER_SAMPLE, "limit": limit,
+                                        "max_failing": max_failing or MAX_FAILING_OWNERS}, Worker)]
 
 
 def find_failing_owner(conn: psycopg.Connection, tables: Tables, name: str) -> bool:
@@ -147,9 +151,8 @@ def find_failing_owner(conn: psycopg.Connection, tables: Tables, name: str) -> b
 
 
 def find_owners(conn: psycopg.Connection, tables: Tables, q: str) -> list[str]:
-    """Workers named ``q`` exactly (first), then those whose name contains it (ignoring case), at most NAMES_SHOWN:
-    among the owners of recently changed keys whatever their state, and by its exact name any owner of a failed
-    key."""
+    """Workers named ``q`` exactly (first), then those whose name contains it (ignoring case), at most NAMES_SHOWN,
+    whatever their keys' state (``list_recent_owners``); by its exact name, any owner of a failed key."""
     recent = list_recent_owners(conn, tables)
     exact = [q] if q in recent or find_failing_owner(conn, tables, q) else []
     return list(dict.fromkeys(exact + _containing(q, recent)))[:NAMES_SHOWN]

@@ -192,10 +192,10 @@ def test_workers_and_the_owner_search_read_the_leases_updated_and_failures_index
     checks = [(statement("list_workers", TABLES), {"lease_seconds": 300, "window": timedelta(hours=window),
                                                     "limit": 201}, {leases, updated}, {leases, updated})
               for window in (1, 24, 168)]
-    # the sample of each status: the newest entries up to a LIMIT (a small failed set may be read index-only whole
-    # from the failures index and sorted, as the planner prices it)
-    checks += [(statement("list_recent_owners", TABLES), {"sample": 2000, "limit": 5000}, {leases, updated},
-                {leases, updated, failures}),
+    # the search's owners: a loose scan of the failures index (one descent per owner), the newest succeeded keys
+    # and the processing keys at each end of the lease order, each up to a LIMIT
+    checks += [(statement("list_recent_owners", TABLES), {"sample": 2000, "max_failing": 2000, "limit": 10000},
+                {leases, updated, failures}, {leases, updated, failures}),
                (statement("find_failing_owner", TABLES), {"name": "worker-07"}, {failures}, {failures})]
     with psycopg.connect(indexed_s) as conn:
         conn.execute("SET enable_seqscan = off")

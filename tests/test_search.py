@@ -270,12 +270,18 @@ def test_a_worker_whose_keys_all_succeeded_is_found_by_its_name_and_linked(clien
     assert _search(client, q="worker-77")["workers"] == []
 
 
-def test_an_owner_of_an_old_failed_key_is_found_by_its_exact_name_beyond_the_recent_sample(client, conn,
-                                                                                        monkeypatch):
+def test_every_owner_of_a_failed_key_is_found_however_old_and_by_exact_name_past_the_limit(client, conn,
+                                                                                          monkeypatch):
     insert_key(conn, "refund", "old-failure", status="failed_final", claimed_by="batch-runner",
                locked_until=None, updated_ago=timedelta(days=20))
     for i in range(3):
-        insert_key(conn, "refund", f"recent-{i}", status="failed_final", claimed_by="api-1", locked_until=None)
-    monkeypatch.setattr(search, "OWNER_SAMPLE", 1)  # the sample holds only the newest failed key (api-1's)
+        insert_key(conn, "refund", f"recent-{i}", status="failed_retryable", claimed_by="api-1", locked_until=None)
+    for i in range(3):
+        insert_key(conn, "refund", f"done-{i}", status="succeeded", claimed_by="api-2", locked_until=None)
+    monkeypatch.setattr(search, "OWNER_SAMPLE", 1)  # one succeeded key, one processing key at each end
+    # the owners of failed keys are read whole (a loose scan of the failures index), however old their keys
+    assert _search(client, q="batch")["workers"] == ["batch-runner"]
+    assert _search(client, q="api")["workers"] == ["api-1", "api-2"]
+    monkeypatch.setattr(search, "MAX_FAILING_OWNERS", 1)  # the loose scan stops at api-1
+    assert _search(client, q="batch")["workers"] == []  # containing: only among the names read
     assert _search(client, q="batch-runner")["workers"] == ["batch-runner"]  # one probe of the failures index
-    assert _search(client, q="batch")["workers"] == []  # containing: only among the sample

@@ -100,9 +100,9 @@ class SearchResult(Answer):
             "items": "exact matches, or at most 50 prefix matches (with no scope: at most 5 per scope)",
             "scopes": "scope names containing q, ignoring case",
             "workers": "workers (claimed_by) named q exactly (first), then those containing q ignoring case (at "
-                       "most 20), whatever their keys' state: among the owners of the 2000 latest changed keys of "
-                       "each status and of the 2000 processing keys with the latest and with the oldest leases; by "
-                       "its exact name, also any owner of a failed key",
+                       "most 20), whatever their keys' state: among the owners of failed keys (the first 2000 by "
+                       "name; by its exact name any of them), of the 2000 latest succeeded keys and of the 2000 "
+                       "processing keys with the latest and with the oldest leases",
             "q": "the text searched, white space around it trimmed; a UUID-shaped text is also looked for in lower "
                  "and upper case",
             "outbox": "outbox rows whose outbox_id is q, else those whose aggregate_id is q (at most 20; only when q "
@@ -120,8 +120,8 @@ class SearchResult(Answer):
     next_cursor: None = Field(description="Always null: the matches come in one answer.")
     scopes: list[str] = Field(description="Scope names containing q, ignoring case.")
     workers: list[str] = Field(description="Workers (claimed_by) named q (first) or containing it, ignoring case, "
-                                           "whatever their keys' state: among the owners of recently changed keys, "
-                                           "and any owner of a failed key by its exact name. Their keys: "
+                                           "whatever their keys' state: among the owners of failed keys, of recently "
+                                           "succeeded keys and of processing keys. Their keys: "
                                            "/keys?claimed_by=NAME; every worker: /workers.")
     scopes_searched: int
     scopes_truncated: bool = Field(description="More scopes exist than were searched: name the scope.")
