@@ -192,3 +192,10 @@ def test_a_library_database_answers_404_naming_its_tables_and_its_nav_has_no_wor
     assert page.status_code == 404 and b"/tables" in page.data
     nav = BeautifulSoup(client.get("/tables").data, "html.parser").select_one("header nav")
     assert nav.select_one('a[href="/workers"]') is None
+
+
+def test_the_hotspots_by_worker_section_links_the_workers_page(client, conn):
+    seed(conn)
+    section = BeautifulSoup(client.get("/hotspots").data, "html.parser").select_one(
+        'section[aria-label="Hotspots by worker"]')
+    assert section.select_one('a[href="/workers"]') is not None
