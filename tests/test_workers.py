@@ -199,3 +199,30 @@ def test_the_hotspots_by_worker_section_links_the_workers_page(client, conn):
     section = BeautifulSoup(client.get("/hotspots").data, "html.parser").select_one(
         'section[aria-label="Hotspots by worker"]')
     assert section.select_one('a[href="/workers"]') is not None
+
+
+def test_a_plain_text_status_column_counts_the_same(make_app, text_status_database_url):
+    import psycopg
+
+    with psycopg.connect(text_status_database_url, autocommit=True) as text_conn:
+        seed(text_conn)
+    client = make_app(text_status_database_url).test_client()
+    body = client.get("/api/v1/workers?window=7d").get_json()
+    assert {w["name"]: tuple(w[c] for c in COLUMNS) for w in body["items"]} == EXPECTED["7d"]
+    assert client.get("/api/v1/search?q=w-done").get_json()["workers"] == ["w-done"]
+
+
+def test_each_database_of_a_config_has_its_workers_and_links_stay_in_it(make_app, conn, database_url, tmp_path,
+                                                                       monkeypatch):
+    from tests.test_databases import write_config
+
+    monkeypatch.delenv("IDEMDASH_CONFIG", raising=False)
+    seed(conn)
+    path = write_config(tmp_path / "idemdash.toml", {"orders": {"url": database_url}})
+    client = make_app(None, CONFIG=path, DATABASE_URL="").test_client()
+    body = client.get("/api/v1/db/orders/workers").get_json()
+    assert [w["name"] for w in body["items"]] == list(EXPECTED["1h"])
+    assert body["items"][0]["links"]["stuck"] == "/db/orders/keys?status=stuck&claimed_by=w-stuck-2"
+    soup = BeautifulSoup(client.get("/db/orders/workers").data, "html.parser")
+    href = soup.select_one('#workers tr[data-worker="w-stuck-2"] [data-col="stuck"] a')["href"]
+    assert href == "/db/orders/keys?status=stuck&claimed_by=w-stuck-2"
