@@ -18,6 +18,7 @@ def test_window_tabs_swap_the_panel_and_a_number_opens_its_keys(live_server, pag
     seed(conn)
     base = live_server()
     page.goto(base + "/")
+    page.wait_for_load_state()   # the shortcuts are the page's script: wait until it runs
     page.keyboard.press("g")
     page.keyboard.press("w")
     expect(page).to_have_url(f"{base}/workers")
