@@ -214,6 +214,9 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
            ("/hotspots?window=7d (htmx refresh)", "/hotspots?window=7d", hx)],
         "hotspots.api": [("/api/v1/hotspots", "/api/v1/hotspots", ())]
         + [(f"/api/v1/hotspots?window={w}", f"/api/v1/hotspots?window={w}", ()) for w in HOTSPOT_WINDOWS],
+        "workers.page": [(f"/workers?window={w}", f"/workers?window={w}", ()) for w in ("1h", "24h", "7d")]
+        + [("/workers (htmx refresh)", "/workers", hx)],
+        "workers.api": [(f"/api/v1/workers?window={w}", f"/api/v1/workers?window={w}", ()) for w in ("1h", "24h", "7d")],
         "suppression.page": [(f"/suppression?window={w}", f"/suppression?window={w}", ()) for w in ("1h", "24h", "7d")],
         "suppression.api": [(f"/api/v1/suppression?window={w}", f"/api/v1/suppression?window={w}", ())
                             for w in ("1h", "24h", "7d")],

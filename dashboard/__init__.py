@@ -46,6 +46,7 @@ from idemdash.dashboard import (
     tables,
     targets,
     web,
+    workers,
 )
 from idemdash.dashboard.databases import DashboardApp
 from idemdash.jobs.scheduler import start_in_background
@@ -146,7 +147,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
 
     for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, inbox,
                    audit, metrics, openapi, purges, purge_cancel, health, tables, table_rows, library_actions,
-                   fleet_search):
+                   fleet_search, workers):
         app.register_blueprint(module.bp)
     # a database of another library's profile: its tables page, and no route of the reference tables
     app.before_request(tables.refuse_reference_routes)

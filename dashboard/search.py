@@ -83,8 +83,11 @@ def api() -> schema.SearchResult:
             "items": f"exact matches, or at most {search.PREFIX_LIMIT} prefix matches (with no scope: at most "
                      f"{search.PREFIX_PER_SCOPE_ACROSS} per scope)",
             "scopes": "scope names containing q, ignoring case",
-            "workers": f"workers (claimed_by) containing q, ignoring case, among those of the {search.WORKER_SAMPLE} "
-                       "processing keys with the latest leases",
+            "workers": f"workers (claimed_by) named q exactly (first), then those containing q ignoring case (at "
+                       f"most {search.NAMES_SHOWN}), whatever their keys' state: among the owners of failed keys "
+                       f"(the first {search.MAX_FAILING_OWNERS} by name; by its exact name any of them), of the "
+                       f"{search.OWNER_SAMPLE} latest succeeded keys and of the {search.OWNER_SAMPLE} processing "
+                       "keys with the latest and with the oldest leases",
             "q": "the text searched, white space around it trimmed; a UUID-shaped text is also looked for in lower "
                  "and upper case",
             "outbox": f"outbox rows whose outbox_id is q, else those whose aggregate_id is q (at most "

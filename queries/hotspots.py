@@ -87,6 +87,11 @@ class AttemptBucket:
     keys: int
 
 
+def hotspot_variant(window: str, min_attempts: int) -> str:
+    """The hotspot_groups rollup's variant (queries/rollups.py): its window and its min_attempts."""
+    return f"{window}:{min_attempts}"
+
+
 def _bounded(rows: list[T], limit: int) -> Bounded[T]:
     return Bounded(rows[:limit], len(rows) > limit)
 

@@ -1,14 +1,14 @@
 """Rollups: aggregates that cannot be index-fast at millions of rows, precomputed by the scheduler.
 
-Each rollup in ``ROLLUPS`` names the query that fetches its rows, the one flat row type it stores, and how
-those rows become what a page shows (``assemble``). The rollup job (jobs/rollups.py) fetches each rollup's
-variants on its interval and stores the rows in ``idemdash.rollup`` with how long fetching them took; a reader
-(``read_value``, or a page's panel in dashboard/rollups.py) uses the stored rows only while they are fresh
-(younger than ``FRESH_FACTOR`` intervals) and only when fetching them live was measured to be slow (at least
-``LIVE_BUDGET_MS``): small tables are always read live, so a demo or a test database shows exact numbers.
+Each rollup in ``ROLLUPS`` names the query that fetches its rows, the one flat row type it stores, and how those rows
+become what a page shows (``assemble``). The rollup job (jobs/rollups.py) fetches each rollup's variants on its
+interval and stores the rows in ``idemdash.rollup`` with how long fetching them took; a reader (``read_value``, or a
+page's panel in dashboard/rollups.py) uses the stored rows only while they are fresh (younger than ``FRESH_FACTOR``
+intervals) and only when fetching them live was measured to be slow (at least ``LIVE_BUDGET_MS``): small tables are
+always read live, so a demo or a test database shows exact numbers.
 
-Stored rows are plain JSON objects of their row type's fields (times as ISO 8601); a stored value that does
-not decode into the row type (another idemdash version wrote it) is logged and fetched live instead.
+Stored rows are plain JSON objects of their row type's fields (times as ISO 8601); a stored value that does not decode
+into the row type (another idemdash version wrote it) is logged and fetched live instead.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from psycopg.types.json import Jsonb
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.shape import MEANINGS
-from idemdash.queries import Tables, hotspots, inbox, outbox, overview, profile_states, statement, suppression
+from idemdash.queries import Tables, hotspots, inbox, outbox, overview, profile_states, statement, suppression, workers
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.transactions import select_all
 
@@ -89,7 +89,7 @@ ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
                conn, tables, int(v.partition(":")[2]), lease_seconds=s["DEFAULT_LEASE_SECONDS"],
                window=hotspots.WINDOWS[v.partition(":")[0]]),
            hotspots.group_hotspots,
-           lambda s: [hotspot_variant(w, s["HOTSPOT_MIN_ATTEMPTS"]) for w in hotspots.WINDOWS],
+           lambda s: [hotspots.hotspot_variant(w, s["HOTSPOT_MIN_ATTEMPTS"]) for w in hotspots.WINDOWS],
            "index_keys_hotspots", 60),
     # variant: the window. Window 'all' counts every key in the table, the one aggregate that reads all of it
     # (an index-only count), so less often
@@ -109,6 +109,8 @@ ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
     Rollup("outbox_event_types", outbox.EventTypeSummary,
            lambda conn, tables, s, v: outbox.list_outbox_event_types(conn, tables),
            _as_list, _single, "index_outbox_published", 60),
+    Rollup("workers", workers.Owner, workers.fetch_owner_rows, workers.bounded_owners,
+           lambda s: list(workers.WINDOWS), "index_keys_updated", 60),
     # /tables (any profile's: a library's, or the reference tables read as a profile): every state's count with
     # how long it took; a page counts live the quick ones. The name is older than the reference profile's /tables
     Rollup("library_states", profile_states.MeasuredState,
@@ -151,11 +153,6 @@ def stored_state_counts(conn: psycopg.Connection) -> dict[tuple[str, str], Store
         return {}
     return {(r.role, r.meaning): StoredCount(r.count, stored[0].computed_at, r.estimated)
             for r in rows if r.ms >= LIVE_BUDGET_MS or r.estimated}  # estimated: too slow even for the job
-
-
-def hotspot_variant(window: str, min_attempts: int) -> str:
-    """The hotspot_groups rollup's variant: its window and its min_attempts."""
-    return f"{window}:{min_attempts}"
 
 
 def interval_seconds(rollup: Rollup, duration_ms: float | None) -> float:

@@ -21,7 +21,7 @@ from psycopg import sql
 
 from idemdash.queries import Tables, statement
 from idemdash.queries.keys import list_scopes
-from idemdash.queries.transactions import select_all
+from idemdash.queries.transactions import select_all, select_one
 
 # Scopes probed for a key at most (the loose index scan stops there); the answer says when there were more.
 MAX_SCOPES = 1000
@@ -31,6 +31,11 @@ PREFIX_PER_SCOPE_ACROSS = 5
 PREFIX_EXAMINE = 500
 # Processing keys whose workers are offered as suggestions (those with the latest leases).
 WORKER_SAMPLE = 2000
+# Succeeded keys (and processing keys at each end of the lease order) whose owners a search looks among; owners of
+# failed keys read at most (one index descent each); owner names read at most in all.
+OWNER_SAMPLE = 2000
+MAX_FAILING_OWNERS = 2000
+OWNERS_READ = 10000
 NAMES_SHOWN = 20
 # Outbox and inbox rows a search lists at most; inbox consumers it probes at most.
 OTHER_ROWS_LIMIT = 20
@@ -92,7 +97,7 @@ class SearchResult:
     match: str                        # 'exact', 'prefix' or 'none'
     items: list[SearchHit]
     scopes: list[str]                 # scope names containing q (any case)
-    workers: list[str]                # worker names containing q, among the workers of recent processing keys
+    workers: list[str]                # the worker named q (first), and those containing q: see find_owners
     scopes_searched: int
     scopes_truncated: bool            # more scopes exist than MAX_SCOPES: keys in those were not looked for
     prefix_limited: bool = field(default=False)   # the prefix list may go on: type more of the key
@@ -123,6 +128,34 @@ def list_recent_workers(conn: psycopg.Connection, tables: Tables, *, sample: int
                         limit: int = 200) -> list[str]:
     return [w.name for w in select_all(conn, statement("list_recent_workers", tables),
                                        {"sample": sample, "limit": limit}, Worker)]
+
+
+@dataclass(frozen=True)
+class _Found:
+    found: bool
+
+
+def list_recent_owners(conn: psycopg.Connection, tables: Tables, *, sample: int | None = None,
+                       max_failing: int | None = None, limit: int = OWNERS_READ) -> list[str]:
+    """Owners of keys in every state, by name, read through the indexes within bounds: every owner of a failed key
+    (at most ``max_failing``, MAX_FAILING_OWNERS), and those of the latest ``sample`` (OWNER_SAMPLE) succeeded keys
+    and of the processing keys at each end of the lease order."""
+    return [w.name for w in select_all(conn, statement("list_recent_owners", tables),
+                                       {"sample": sample or OWNER_SAMPLE, "limit": limit,
+                                        "max_failing": max_failing or MAX_FAILING_OWNERS}, Worker)]
+
+
+def find_failing_owner(conn: psycopg.Connection, tables: Tables, name: str) -> bool:
+    row = select_one(conn, statement("find_failing_owner", tables), {"name": name}, _Found)
+    return bool(row and row.found)
+
+
+def find_owners(conn: psycopg.Connection, tables: Tables, q: str) -> list[str]:
+    """Workers named ``q`` exactly (first), then those whose name contains it (ignoring case), at most NAMES_SHOWN,
+    whatever their keys' state (``list_recent_owners``); by its exact name, any owner of a failed key."""
+    recent = list_recent_owners(conn, tables)
+    exact = [q] if q in recent or find_failing_owner(conn, tables, q) else []
+    return list(dict.fromkeys(exact + _containing(q, recent)))[:NAMES_SHOWN]
 
 
 def spellings(q: str) -> list[str]:
@@ -218,7 +251,7 @@ def search_keys(conn: psycopg.Connection, tables: Tables, q: str, *, scope: str 
     if typed is not None and typed != q:
         pairs += [(s, typed) for s in scopes]
     exact = find_keys_exact(conn, tables, pairs, lease_seconds=lease_seconds)
-    workers = _containing(q, list_recent_workers(conn, tables)) if scope is None else []
+    workers = find_owners(conn, tables, q) if scope is None else []
     matching_scopes = _containing(q, known) if scope is None else []
     others: dict = {}
     if scope is None:

@@ -74,3 +74,35 @@ CROSS JOIN LATERAL (
      WHERE k.idempotency_scope = s.scope AND k.idempotency_key < %(q)s
      ORDER BY k.idempotency_key DESC LIMIT 1)
 ) n
+
+-- list_recent_owners --
+-- Owners (claimed_by) of keys whatever their state, to find a worker by name: every owner of a failed key (a loose index scan of index_keys_failures, one descent per owner, at most max_failing), and the owners of the latest `sample` succeeded keys (index_keys_updated, newest first) and of the processing keys with the latest and the oldest leases (index_keys_leases, index-only: the stuck keys' owners too). Bounded by its limits, not by the table.
+WITH RECURSIVE failing(name, n) AS (
+    (SELECT claimed_by, 1 FROM {keys}
+     WHERE status IN ('failed_retryable', 'failed_final') AND claimed_by IS NOT NULL
+     ORDER BY claimed_by LIMIT 1)
+    UNION ALL
+    SELECT (SELECT k.claimed_by FROM {keys} k
+            WHERE k.status IN ('failed_retryable', 'failed_final') AND k.claimed_by > f.name
+            ORDER BY k.claimed_by LIMIT 1), f.n + 1
+    FROM failing f
+    WHERE f.name IS NOT NULL AND f.n < %(max_failing)s
+)
+SELECT DISTINCT o.claimed_by AS name
+FROM (
+    SELECT name AS claimed_by FROM failing
+    UNION ALL
+    (SELECT claimed_by FROM {keys} WHERE status = 'succeeded' ORDER BY updated_at DESC LIMIT %(sample)s)
+    UNION ALL
+    (SELECT claimed_by FROM {keys} WHERE status = 'processing' ORDER BY locked_until DESC NULLS LAST LIMIT %(sample)s)
+    UNION ALL
+    (SELECT claimed_by FROM {keys} WHERE status = 'processing' ORDER BY locked_until NULLS FIRST LIMIT %(sample)s)
+) o
+WHERE o.claimed_by IS NOT NULL AND o.claimed_by <> 'idemdash:needs_review'
+ORDER BY name
+LIMIT %(limit)s
+
+-- find_failing_owner --
+-- Whether an owner with exactly this name failed a key that is still in the table: one probe of index_keys_failures (claimed_by first), so a worker is found by its exact name past the loose scan's limit too.
+SELECT EXISTS (SELECT 1 FROM {keys}
+               WHERE claimed_by = %(name)s AND status IN ('failed_retryable', 'failed_final')) AS found

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -37,6 +38,7 @@ APP_TABLES = {TABLES.keys, TABLES.inbox, TABLES.outbox}
 WHOLE_TABLE_AGGREGATES = {
     "count_keys_by_window", "get_inbox_volume", "list_hotspot_groups", "count_keys_by_attempts",
     "list_suppression_by_scope", "list_inbox_consumers", "get_inbox_totals", "list_outbox_event_types",
+    "list_workers",
 }
 
 
@@ -179,3 +181,33 @@ def test_failed_keys_by_worker_read_the_failures_index_not_every_failed_row(inde
             indexes = [n for n in nodes if "Index Name" in n]  # an index scan, or a bitmap's (at size S)
             assert [n["Index Name"] for n in indexes] == [failures], (query.as_string(None), nodes)
             assert "claimed_by" in indexes[0]["Index Cond"]
+
+
+@pytest.mark.system  # data set S: over a second
+def test_workers_and_the_owner_search_read_the_leases_updated_and_failures_indexes(indexed_s):
+    # /workers: every processing key from the leases index (index-only: it carries claimed_by and claimed_at),
+    # the window's finished keys as a range of the status/updated_at index; never the table whole
+    leases, updated, failures = (ADVICE[name].index_name(TABLES) for name in
+                                 ("index_keys_leases", "index_keys_updated", "index_keys_failures"))
+    checks = [(statement("list_workers", TABLES), {"lease_seconds": 300, "window": timedelta(hours=window),
+                                                    "limit": 201}, {leases, updated}, {leases, updated})
+              for window in (1, 24, 168)]
+    # the search's owners: a loose scan of the failures index (one descent per owner), the newest succeeded keys
+    # and the processing keys at each end of the lease order, each up to a LIMIT
+    checks += [(statement("list_recent_owners", TABLES), {"sample": 2000, "max_failing": 2000, "limit": 10000},
+                {leases, updated, failures}, {leases, updated, failures}),
+               (statement("find_failing_owner", TABLES), {"name": "worker-07"}, {failures}, {failures})]
+    with psycopg.connect(indexed_s) as conn:
+        conn.execute("SET enable_seqscan = off")
+        for query, params, must, may in checks:
+            (plan,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + query, params, prepare=False).fetchone()[0]
+            nodes = [(n, parents) for n, parents in _nodes(plan["Plan"])]
+            assert not any(n["Node Type"] == "Seq Scan" for n, _ in nodes), query.as_string(None)
+            used = {n["Index Name"] for n, _ in nodes if "Index Name" in n}
+            assert must <= used <= may, (query.as_string(None), used)
+            for node, parents in nodes:
+                if node.get("Index Name") == updated:
+                    # a range of updated_at (the window), or the newest entries up to a LIMIT (the sample)
+                    assert "updated_at" in node.get("Index Cond", "") or "Limit" in parents, node
+                if node.get("Index Name") == failures:
+                    assert "claimed_by" in node["Index Cond"] or "Limit" in parents, node

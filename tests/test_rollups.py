@@ -22,6 +22,7 @@ from idemdash.queries.profile_states import MeasuredState
 from idemdash.queries.rollups import FRESH_FACTOR, LIVE_BUDGET_MS, ROLLUPS
 from idemdash.queries.suppression import WINDOWS, ScopeSuppression
 from idemdash.queries.target import Target
+from idemdash.queries.workers import Owner
 
 NOW = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
 
@@ -59,6 +60,7 @@ def test_rows_round_trip_through_json_as_their_row_type():
         "inbox_consumers": [_volume("billing"), ConsumerVolume("idle", 0, 0, 0, None, None, False, None, None)],
         "key_windows": [WindowCounts(1, 2, 3)],
         "library_states": [MeasuredState("outbox", "done", 12, 3.5), MeasuredState("archive", "purgeable", None, 0.1)],
+        "workers": [Owner("worker-7", NOW, 1, 2, 3, 4, 5), Owner("<b>w</b>", None, 0, 0, 0, 0, 1)],
     }
     for name, rows in cases.items():
         assert rollups.decode_rows(ROLLUPS[name], rollups.encode_rows(rows)) == rows

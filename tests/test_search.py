@@ -241,3 +241,47 @@ def test_an_empty_or_blank_query_is_a_400_in_the_api(client, conn):
     for blank, words in (("", "q is empty"), ("   ", "q is required: it must say something")):
         response = client.get("/api/v1/search", query_string={"q": blank})
         assert response.status_code == 400 and words in response.get_json()["error"], response.get_json()
+
+
+def test_a_worker_whose_keys_all_succeeded_is_found_by_its_name_and_linked(client, conn):
+    # the top hotspot worker of the on-call round: every key it claimed is finished, none holds a lease
+    for i in range(3):
+        insert_key(conn, "capture_payment", f"done-{i}", status="succeeded", claimed_by="worker-7",
+                   locked_until=None)
+    insert_key(conn, "refund", "k-live", claimed_by="worker-70", locked_until=timedelta(minutes=5))
+    insert_key(conn, "refund", "k-held", claimed_by="idemdash:needs_review", locked_until=timedelta(hours=5))
+    body = _search(client, q="worker-7")
+    assert body["match"] == "none" and body["workers"] == ["worker-7", "worker-70"]  # the exact name first
+    assert "whatever their keys' state" in body["definitions"]["workers"]
+    assert _search(client, q="needs_review")["workers"] == []  # idemdash's holder is not a worker
+    soup = BeautifulSoup(client.get("/search?q=worker-7").data, "html.parser")
+    exact = soup.select_one("[data-worker-exact]")
+    assert "Worker worker-7" in exact.get_text(" ", strip=True)
+    hrefs = [a["href"] for a in exact.select("a")]
+    assert "/keys?claimed_by=worker-7" in hrefs and "/keys?status=succeeded&claimed_by=worker-7" in hrefs
+    assert "/workers" in hrefs
+    names = soup.select_one("[data-workers]")
+    assert [a["href"] for a in names.select("a")] == ["/keys?claimed_by=worker-7", "/keys?claimed_by=worker-70",
+                                                       "/workers"]
+    # the succeeded list it links to holds its keys
+    listed = client.get("/api/v1/keys?status=succeeded&claimed_by=worker-7").get_json()["items"]
+    assert sorted(k["key"] for k in listed) == ["done-0", "done-1", "done-2"]
+    # a name nobody has is no worker
+    assert _search(client, q="worker-77")["workers"] == []
+
+
+def test_every_owner_of_a_failed_key_is_found_however_old_and_by_exact_name_past_the_limit(client, conn,
+                                                                                          monkeypatch):
+    insert_key(conn, "refund", "old-failure", status="failed_final", claimed_by="batch-runner",
+               locked_until=None, updated_ago=timedelta(days=20))
+    for i in range(3):
+        insert_key(conn, "refund", f"recent-{i}", status="failed_retryable", claimed_by="api-1", locked_until=None)
+    for i in range(3):
+        insert_key(conn, "refund", f"done-{i}", status="succeeded", claimed_by="api-2", locked_until=None)
+    monkeypatch.setattr(search, "OWNER_SAMPLE", 1)  # one succeeded key, one processing key at each end
+    # the owners of failed keys are read whole (a loose scan of the failures index), however old their keys
+    assert _search(client, q="batch")["workers"] == ["batch-runner"]
+    assert _search(client, q="api")["workers"] == ["api-1", "api-2"]
+    monkeypatch.setattr(search, "MAX_FAILING_OWNERS", 1)  # the loose scan stops at api-1
+    assert _search(client, q="batch")["workers"] == []  # containing: only among the names read
+    assert _search(client, q="batch-runner")["workers"] == ["batch-runner"]  # one probe of the failures index

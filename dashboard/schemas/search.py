@@ -99,8 +99,10 @@ class SearchResult(Answer):
                      "understood too); prefix: no exact match, keys starting with q; none: neither",
             "items": "exact matches, or at most 50 prefix matches (with no scope: at most 5 per scope)",
             "scopes": "scope names containing q, ignoring case",
-            "workers": "workers (claimed_by) containing q, ignoring case, among those of the 2000 processing keys "
-                       "with the latest leases",
+            "workers": "workers (claimed_by) named q exactly (first), then those containing q ignoring case (at "
+                       "most 20), whatever their keys' state: among the owners of failed keys (the first 2000 by "
+                       "name; by its exact name any of them), of the 2000 latest succeeded keys and of the 2000 "
+                       "processing keys with the latest and with the oldest leases",
             "q": "the text searched, white space around it trimmed; a UUID-shaped text is also looked for in lower "
                  "and upper case",
             "outbox": "outbox rows whose outbox_id is q, else those whose aggregate_id is q (at most 20; only when q "
@@ -117,8 +119,10 @@ class SearchResult(Answer):
     items: list[SearchHit]
     next_cursor: None = Field(description="Always null: the matches come in one answer.")
     scopes: list[str] = Field(description="Scope names containing q, ignoring case.")
-    workers: list[str] = Field(description="Workers (claimed_by) containing q, ignoring case, among those of the "
-                                           "processing keys with the latest leases.")
+    workers: list[str] = Field(description="Workers (claimed_by) named q (first) or containing it, ignoring case, "
+                                           "whatever their keys' state: among the owners of failed keys, of recently "
+                                           "succeeded keys and of processing keys. Their keys: "
+                                           "/keys?claimed_by=NAME; every worker: /workers.")
     scopes_searched: int
     scopes_truncated: bool = Field(description="More scopes exist than were searched: name the scope.")
     prefix_limited: bool = Field(description="More keys may start with q than are listed.")
