@@ -90,3 +90,49 @@ def test_opened_evidence_and_the_reclassify_form_fit_a_phone(chromium, audited, 
             assert opened == ([outcome] if outcome in ("already_succeeded", "needs_review") else []), outcome
     finally:
         context.close()
+
+
+_BOXES = """els => els.map(el => { const r = el.getBoundingClientRect();
+                                 return {id: el.id, left: Math.round(r.left), top: Math.round(r.top),
+                                         width: Math.round(r.width), bottom: Math.round(r.bottom)}; })"""
+
+
+@pytest.fixture
+def precomputed_overview(make_app, live_server, conn):
+    """An overview whose failed and succeeded counts and inbox volume the scheduler precomputed (a note each)."""
+    from psycopg.types.json import Jsonb
+
+    from idemdash.queries import rollups
+    from idemdash.queries.overview import InboxVolume, WindowCounts
+
+    for name, row in (("key_windows", WindowCounts(192, 389, 3110)), ("inbox_volume", InboxVolume(15334, 5))):
+        conn.execute("INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
+                     "VALUES (%s, '', now(), 11, %s)", (name, Jsonb(rollups.encode_rows([row]))))
+    return live_server(make_app())
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1440", "390"])
+def test_the_overviews_card_grids_line_up_and_the_precomputed_notes_sit_below_them(chromium, precomputed_overview,
+                                                                                     viewport):
+    """"computing it takes 11 ms" was a row inside the first card grid, between its cards and the next grid's."""
+    context = chromium.new_context(viewport=viewport)
+    page = context.new_page()
+    try:
+        page.goto(precomputed_overview + "/")
+        keys = page.locator("#overview section[aria-label='Idempotency keys'] > .card").evaluate_all(_BOXES)
+        others = page.locator("#overview section[aria-label='Outbox and inbox'] > .card").evaluate_all(_BOXES)
+        notes = page.locator("[data-precomputed]").evaluate_all(_BOXES)
+        assert (len(keys), len(others), len(notes)) == (6, 2, 2)
+        if viewport is DESKTOP:
+            assert len({k["top"] for k in keys}) == 1, keys                       # the six key cards: one row
+        else:
+            assert len({c["left"] for c in keys + others}) == 1, keys + others    # one column
+        # the second grid's cards sit in the first grid's columns, as wide
+        for other, key in zip(others, keys[:2], strict=True):
+            assert (other["left"], other["width"]) == (key["left"], key["width"]), (other, key)
+        cards_end = max(c["bottom"] for c in keys + others)
+        assert all(note["top"] >= cards_end for note in notes), (notes, cards_end)
+        assert "computing it takes 11 ms" in page.locator("[data-precomputed]").first.text_content()
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= viewport["width"]
+    finally:
+        context.close()
