@@ -136,3 +136,51 @@ def test_the_overviews_card_grids_line_up_and_the_precomputed_notes_sit_below_th
         assert page.evaluate("document.scrollingElement.scrollWidth") <= viewport["width"]
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("url", ["/keys", "/keys?scope=create_order&min_attempts=2"], ids=["none", "filtered"])
+def test_on_a_phone_the_stuck_list_is_on_the_first_screen_and_every_page_in_the_navigation_is_in_sight(
+        chromium, live_server, make_app, conn, url):
+    """At 390 px the filter form filled the first screen, and the navigation was cut at "Outbo" with no sign that
+    it scrolled."""
+    for i in range(5):
+        insert_key(conn, "create_order", f"{uuid.UUID(int=i)}", attempts=3)
+        insert_key(conn, "refund", f"r-{i}", status="failed_final", locked_until=None)
+    base = live_server(make_app())
+    context = chromium.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(base + url)
+        first = page.locator("#keys-panel table.keys tbody tr").first.bounding_box()
+        assert first["y"] + first["height"] <= PHONE["height"], first          # the first row, whole
+        box = page.locator("#filters-box")
+        assert box.evaluate("el => el.open") is False
+        summary = " ".join(box.locator("summary").text_content().split())
+        assert summary == ("Filters: scope = create_order, attempts ≥ 2" if "scope" in url else "Filters (none)")
+        # every page of the navigation is on the screen: no row to scroll, nothing cut
+        nav = page.locator('header nav[aria-label="Pages"]')
+        assert nav.evaluate("el => el.scrollWidth <= el.clientWidth")
+        for link in nav.locator("a").all():
+            r = link.bounding_box()
+            assert r["x"] >= 0 and r["x"] + r["width"] <= PHONE["width"], (link.text_content(), r)
+        assert nav.locator("a").last.text_content() == "Tables"
+        # "f" opens the folded form at its first field
+        page.locator("h1").click()
+        page.keyboard.press("f")
+        assert box.evaluate("el => el.open") is True
+        assert page.evaluate("document.activeElement.name") == "scope"
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
+    finally:
+        context.close()
+    wide = chromium.new_context(viewport=DESKTOP)
+    page = wide.new_page()
+    try:
+        page.goto(base + url)
+        assert page.locator("#filters-box").evaluate("el => el.open") is True   # on a wide screen, open
+        assert page.locator("#filters input[name=scope]").is_visible()
+        # a filter changed in place: the summary follows (swapped in out of band with the list)
+        page.locator("#filters input[name=scope]").fill("refund")
+        page.locator("#filters input[name=scope]").press("Enter")
+        page.locator("#filters-summary", has_text="scope = refund").wait_for()
+    finally:
+        wide.close()
