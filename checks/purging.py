@@ -22,7 +22,8 @@ from idemdash.queries import Tables, partitions, purges
 from idemdash.queries.app_schema import PARTITION_UNIQUE_COLUMNS, fix_create_time_partitions
 from idemdash.queries.indexes import ADVICE, list_index_status
 from idemdash.queries.indexes import OK as OK_STATE
-from idemdash.queries.purge_batches import due_index
+from idemdash.queries.purge_batches import DUE as DUE_ORDER
+from idemdash.queries.purge_batches import HEAP, choose_order, run_method
 
 # The recommended index that gives each table's purge its due order.
 PURGE_INDEX = {"keys": "index_keys_due", "inbox": "index_inbox_processed", "outbox": "index_outbox_published"}
@@ -37,33 +38,48 @@ AHEAD_WARN = timedelta(days=1)
 
 
 def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
-    """Each table's purge reads its due rows through an index; otherwise it names the index that would."""
+    """How each table's purge would take its rows now, decided as a run decides it (``choose_order``, each
+    partition); without an index of due rows, the index that would let it read only those."""
     findings = []
     states = {status.advice.name: status.state for status in list_index_status(conn, tables)}
     for table, advice_name in PURGE_INDEX.items():
         advice = ADVICE[advice_name]
         name = qualified(tables, table)
-        partitioned = partitions.list_table_partitions(conn, tables, table)
-        leaves = partitions.list_leaf_partitions(conn, tables, table) if partitioned else []
-        relation = leaves[0] if leaves else None
         predicate = ({"replay_horizon_seconds": config["REPLAY_HORIZON"]} if table == "keys"
                      else {"retention_days": config[RETENTION[table]]})
-        index = due_index(conn, tables, table, limit=setting(config, "PURGE_BATCH_SIZE"),
-                          relation=relation.identifier if relation else None,
-                          relation_name=relation.partition_name if relation else None, **predicate)
-        if index is not None or states.get(advice_name) == OK_STATE:
+        leaves = (partitions.list_leaf_partitions(conn, tables, table)
+                  if partitions.list_table_partitions(conn, tables, table) else [None])
+        chosen = [choose_order(conn, tables, table, limit=setting(config, "PURGE_BATCH_SIZE"),
+                               relation=leaf.identifier if leaf else None,
+                               relation_name=leaf.partition_name if leaf else None, **predicate) for leaf in leaves]
+        method = run_method([c.order for c in chosen])
+        index = next((c.index for c in chosen if c.index), None)
+        check_id = f"purge.index.{table}"
+        if method == DUE_ORDER:
             findings.append(Check(
-                f"purge.index.{table}", OK, f"The {table} purge reads only due rows",
-                f"Its batches take {DUE[table]} through {index or advice.index_name(tables)} and stop where the due "
-                "rows end, so a run costs what is due, not what is stored."))
-            continue
-        findings.append(Check(
-            f"purge.index.{table}", WARN, f"The {table} purge reads all of {name} to find what is due",
-            f"No index gives the purge {DUE[table]}, so every run walks the whole primary key and reads every row "
-            "to test it (about 225,000 rows a second: some 45 s a run at 10 million rows, however little is due), "
-            "and its deletes land on pages all over the table. With this index a run reads only the due rows, in "
-            "the order they became due, which sit together in the table. The statement does not block writes "
-            "(run it outside a transaction block).", fix_sql=advice.as_text(tables)))
+                check_id, OK, f"The {table} purge reads only due rows",
+                f"Its batches take {DUE[table]} through {index} and stop where the due rows end, so a run costs "
+                "what is due, not what is stored."))
+        elif method == HEAP:
+            findings.append(Check(
+                check_id, OK, f"The {table} purge goes page by page: most of {name} is due",
+                "With most rows due, one pass over the table's pages deletes them for less than reading each "
+                "through an index; a run says so on /purges."))
+        elif states.get(advice_name) == OK_STATE:
+            findings.append(Check(
+                check_id, OK, f"The {table} purge walks the primary key for now",
+                f"{advice.index_name(tables)} exists, but at this table's size the planner does not read the due "
+                "rows through it, so a run walks the primary key (and /purges says so): it costs little on a "
+                "small table, or one not yet analysed. Once the table grows and is analysed, runs take the index "
+                "and read only what is due."))
+        else:
+            findings.append(Check(
+                check_id, WARN, f"The {table} purge reads all of {name} to find what is due",
+                f"No index gives the purge {DUE[table]}, so every run walks the whole primary key and reads every "
+                "row to test it (about 225,000 rows a second: some 45 s a run at 10 million rows, however little "
+                "is due), and its deletes land on pages all over the table. With this index a run reads only the "
+                "due rows, in the order they became due, which sit together in the table. The statement does not "
+                "block writes (run it outside a transaction block).", fix_sql=advice.as_text(tables)))
     return findings
 
 

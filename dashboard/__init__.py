@@ -40,6 +40,7 @@ from idemdash.dashboard import (
     probes,
     purge_cancel,
     purges,
+    runbooks,
     search,
     suppression,
     table_rows,
@@ -146,7 +147,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     htmx.init_app(app)
 
     for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, inbox,
-                   audit, metrics, openapi, purges, purge_cancel, health, tables, table_rows, library_actions,
+                   audit, metrics, openapi, purges, purge_cancel, health, runbooks, tables, table_rows, library_actions,
                    fleet_search, workers):
         app.register_blueprint(module.bp)
     # a database of another library's profile: its tables page, and no route of the reference tables

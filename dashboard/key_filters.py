@@ -22,8 +22,10 @@ COUNT_CAP = 10_000
 # costs an outbox lookup, so past this many the groups are lower bounds ("1,000+" of ... at most)
 SUGGESTION_CAP = 1_000
 # the tabs a filter means something on: a lease's end, and the outcome suggested for a stuck key
-APPLIES = {"overdue": ("stuck", "needs_review", "processing"), "suggested": ("stuck",)}
-FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested")
+# and the window of a terminal or failed key's last change (the overview's 24 h cards link to it)
+APPLIES = {"overdue": ("stuck", "needs_review", "processing"), "suggested": ("stuck",),
+           "updated_within": ("succeeded", "failed_retryable", "failed_final")}
+FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested", "updated_within")
 
 
 def read(args: KeyListQuery) -> tuple[keys.KeyFilter, list[str]]:
@@ -31,13 +33,17 @@ def read(args: KeyListQuery) -> tuple[keys.KeyFilter, list[str]]:
     not applied, and said so (the page shows them disabled, the API lists them in ``not_applied``)."""
     status = args.status
     flt = keys.KeyFilter(status=status, scope=args.scope, claimed_by=args.claimed_by, min_attempts=args.min_attempts,
-                         min_overdue_seconds=args.overdue, suggested=args.suggested)
-    given = {"overdue": flt.min_overdue_seconds, "suggested": flt.suggested}
+                         min_overdue_seconds=args.overdue, suggested=args.suggested,
+                         updated_within_seconds=args.updated_within)
+    given = {"overdue": flt.min_overdue_seconds, "suggested": flt.suggested,
+             "updated_within": flt.updated_within_seconds}
     ignored = [name for name, value in given.items() if value is not None and status not in APPLIES[name]]
     if "overdue" in ignored:
         flt = replace(flt, min_overdue_seconds=None)
     if "suggested" in ignored:
         flt = replace(flt, suggested=None)
+    if "updated_within" in ignored:
+        flt = replace(flt, updated_within_seconds=None)
     return flt, ignored
 
 
@@ -54,7 +60,14 @@ def in_words(flt: keys.KeyFilter) -> str:
         parts.append(f"overdue ≥ {duration(flt.min_overdue_seconds)}")
     if flt.suggested is not None:
         parts.append(f"suggested {flt.suggested}")
+    if flt.updated_within_seconds is not None:
+        parts.append(f"changed in the last {window_words(flt.updated_within_seconds)}")
     return ", ".join(parts)
+
+
+def window_words(seconds: float) -> str:
+    """A window as the overview's cards say it: "24 h" rather than "1 d"."""
+    return "24 h" if seconds == 86400 else duration(seconds)
 
 
 def filtered(flt: keys.KeyFilter) -> bool:
@@ -82,7 +95,8 @@ def without_each(flt: keys.KeyFilter) -> list[tuple[str, key_matching.Matching]]
     """For an empty filtered list: how many would match with each filter left out (what each one hides)."""
     loosened = {"scope": replace(flt, scope=None), "claimed by": replace(flt, claimed_by=None),
                 "attempts": replace(flt, min_attempts=None), "overdue": replace(flt, min_overdue_seconds=None),
-                "suggested": replace(flt, suggested=None)}
+                "suggested": replace(flt, suggested=None),
+                "changed within": replace(flt, updated_within_seconds=None)}
     found = []
     for label, other in loosened.items():
         if other != flt:

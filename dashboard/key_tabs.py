@@ -39,17 +39,23 @@ class Tab:
     current: bool = False
 
 
-def load(current: str) -> panels.Panel[list[Tab]]:
-    """One tab per key status, in KEY_STATUSES order, ``current`` marked."""
+# the tabs a window of the last change (updated_within) narrows, as it narrows their lists
+WINDOWED = ("succeeded", "failed_retryable", "failed_final")
+
+
+def load(current: str, updated_within: float | None = None) -> panels.Panel[list[Tab]]:
+    """One tab per key status, in KEY_STATUSES order, ``current`` marked; with ``updated_within`` (seconds) the
+    terminal and failed tabs count only keys changed that recently (the snapshot counts every one: not used)."""
     config = current_app.config
     snapshot = panels.load(snapshots.get_latest_snapshot).value
     fresh = snapshot is not None and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds() \
         <= FRESH_INTERVALS * config["SNAPSHOT_INTERVAL_SECONDS"]
+    windowed = set(WINDOWED) if updated_within is not None else set()
     far_past_cap = {status for status, field in SNAPSHOT_FIELDS.items()
-                    if fresh and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP}
+                    if fresh and status not in windowed and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP}
     caps = {status: 0 if status in far_past_cap else COUNT_CAP for status in keys.KEY_STATUSES}
     counted = panels.load(keys.count_keys_by_state, get_target().tables, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
-                          caps=caps, index="index_keys_updated")
+                          caps=caps, updated_within=updated_within, index="index_keys_updated")
     if not counted.ok:
         return panels.Panel(problem=counted.problem, message=counted.message, index_sql=counted.index_sql,
                             index_why=counted.index_why)
@@ -58,7 +64,7 @@ def load(current: str) -> panels.Panel[list[Tab]]:
         value = getattr(counted.value, status)
         more = status in far_past_cap or value > COUNT_CAP
         from_snapshot = getattr(snapshot, SNAPSHOT_FIELDS[status]) \
-            if more and snapshot is not None and status in SNAPSHOT_FIELDS else None
+            if more and snapshot is not None and status in SNAPSHOT_FIELDS and status not in windowed else None
         taken_at = snapshot.taken_at if snapshot is not None and from_snapshot is not None else None
         tabs.append(Tab(status, LABELS[status], COUNT_CAP if status in far_past_cap else min(value, COUNT_CAP),
                         more, from_snapshot, taken_at, status == current))

@@ -59,6 +59,12 @@ def _list_panel():
     return flt, ignored, limit, after, order, panel
 
 
+def _tabs(flt: keys.KeyFilter) -> panels.Panel[list[key_tabs.Tab]]:
+    """The state tabs, the terminal and failed ones within the window asked for even on a tab it does not apply to
+    (their links carry it)."""
+    return key_tabs.load(flt.status, contract.query(schema.KeyListQuery).updated_within)
+
+
 @bp.get("/keys")
 def list_page():
     flt, ignored, limit, after, order, panel = _list_panel()
@@ -70,11 +76,13 @@ def list_page():
     matching = key_filters.matching(flt)
     empty = panel.ok and panel.value is not None and not panel.value.items and after is None
     return render("keys.html", "keys_panel", flt=flt, limit=limit, after=after, order=order, panel=panel,
-                  tabs=key_tabs.load(flt.status), scopes=scopes.value or [], workers=workers.value or [],
+                  tabs=_tabs(flt), scopes=scopes.value or [], workers=workers.value or [],
                   statuses=keys.KEY_STATUSES, as_of=datetime.now(timezone.utc), ignored=ignored,
                   filters_text=key_filters.in_words(flt), matching=matching, applies=key_filters.APPLIES,
                   groups=key_filters.suggestion_groups(flt), suggestions=SUGGESTION_WORDS,
                   suggestion_cap=key_filters.SUGGESTION_CAP,
+                  window_seconds=contract.query(schema.KeyListQuery).updated_within,
+                  window_words=key_filters.window_words,
                   loosened=key_filters.without_each(flt) if empty and key_filters.filtered(flt) else [])
 
 
@@ -85,7 +93,7 @@ def list_page():
 def list_api() -> schema.KeyList:
     flt, ignored, limit, after, order, panel = _list_panel()
     page = panels.require(panel)
-    tabs = key_tabs.load(flt.status)
+    tabs = _tabs(flt)
     groups = panels.require(key_filters.suggestion_groups(flt))
     return schema.KeyList.model_validate({
         "items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor,

@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, after_this_request, jsonify, redirect, request, url_for
 
-from idemdash.dashboard import contract, panels
+from idemdash.dashboard import contract, pacing_words, panels
 from idemdash.dashboard.auth import current_user, json_action, operator_required
 from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.purge_start import StartError, start_purge
@@ -28,6 +28,8 @@ from idemdash.queries import purge_history
 log = logging.getLogger(__name__)
 
 bp = Blueprint("purges", __name__)
+bp.add_app_template_filter(pacing_words.in_words, "pacing_words")
+bp.add_app_template_filter(pacing_words.exact, "pacing_exact")
 
 # A "Purge now" follows a dry run of the same table at most this old, with no real run in between.
 DRY_RUN_FRESH = timedelta(hours=1)

@@ -93,9 +93,6 @@ def record_pacing_safely(conn: psycopg.Connection, run_id: int, pacing: Pacing) 
 
 
 CANCELLED = "cancelled"
-# A table at least this share due is purged in heap order (docs/concepts.md, Purge orders): one pass over its pages
-# deletes a due row for about half the CPU of due order's index walk, and dirties each page once.
-HEAP_SHARE = 0.5
 
 
 def cancelled_error(by: str, progress: Progress) -> str:
@@ -124,24 +121,17 @@ def plan_units(ctx: RunContext, skip: Set[str] = frozenset()) -> list[Unit]:
 
 
 def _unit(ctx: RunContext, relation: sql.Identifier | None, name: str | None) -> Unit:
-    """Heap order when the planner expects at least HEAP_SHARE of the rows to be due; else due order when it reads
-    the due rows through an index; the primary key otherwise (also when it could not be asked in time: planning
-    waits for a table lock like a batch, and a batch then says why)."""
+    """The order ``purge_batches.choose_order`` decides (what /health says too); the primary key when the planner
+    could not be asked in time (planning waits for a table lock like a batch, and a batch then says why)."""
     s = ctx.settings
-    qualified = (relation if relation is not None else ctx.tables.identifiers()[ctx.table]).as_string(ctx.work_conn)
     try:
         with ctx.work_conn.transaction():
             purges.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
-            shape = purge_batches.heap_shape(ctx.work_conn, qualified)
-            share = purge_batches.due_share(ctx.work_conn, ctx.tables, ctx.table, rows=shape.rows, relation=relation,
-                                            **s.predicate())
-            if share is not None and share >= HEAP_SHARE and shape.rows_per_page:
-                return Unit(relation, name, purge_batches.HEAP, shape)
-            index = purge_batches.due_index(ctx.work_conn, ctx.tables, ctx.table, limit=s.batch_size, relation=relation,
-                                            relation_name=name, **s.predicate())
+            chosen = purge_batches.choose_order(ctx.work_conn, ctx.tables, ctx.table, limit=s.batch_size,
+                                                relation=relation, relation_name=name, **s.predicate())
     except (errors.QueryCanceled, errors.LockNotAvailable):
         return Unit(relation, name, purge_batches.BY_KEY)
-    return Unit(relation, name, purge_batches.DUE if index else purge_batches.BY_KEY)
+    return Unit(relation, name, chosen.order, chosen.heap)
 
 
 def _batch(ctx: RunContext, unit: Unit, size: int, after: purge_batches.Cursor | None) -> purge_batches.Batch:

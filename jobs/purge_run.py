@@ -202,12 +202,7 @@ def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],
         by = ctx.cancelled_by() if stop == CANCELLED else None
         return stop, None if by is None else cancelled_error(by, ctx.progress), None
     units = plan_units(ctx, accounted)
-    orders = {u.order for u in units}
-    # the weakest order any unit took: a key walk anywhere is what an operator needs to hear of
-    if not units or purge_batches.BY_KEY in orders:
-        method = purge_batches.BY_KEY
-    else:
-        method = purge_batches.HEAP if purge_batches.HEAP in orders else purge_batches.DUE
+    method = purge_batches.run_method([u.order for u in units])
     purges.set_purge_run_method(ctx.lock_conn, ctx.run_id, method)
     outcome, error = run_batches(ctx, units)
     return outcome, error, method

@@ -24,6 +24,8 @@ class KeyFilter:
     min_attempts: int | None = None
     min_overdue_seconds: float | None = None
     suggested: str | None = None     # stuck keys whose suggested outcome is this (queries/key_matching.py)
+    # terminal and failed keys whose last change (updated_at) is at most this many seconds ago
+    updated_within_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def filter_params(flt: KeyFilter, *, lease_seconds: int, hotspot_min_attempts: i
                       lease_seconds=lease_seconds, min_overdue=flt.min_overdue_seconds,
                       suggested=flt.suggested, hotspot_min_attempts=hotspot_min_attempts)
     else:
-        params["status"] = flt.status
+        params.update(status=flt.status, updated_within=flt.updated_within_seconds)
     return params
 
 
@@ -184,12 +186,13 @@ class StateCounts:
 
 
 def count_keys_by_state(conn: psycopg.Connection, tables: Tables, *, lease_seconds: int,
-                        caps: Mapping[str, int]) -> StateCounts:
+                        caps: Mapping[str, int], updated_within: float | None = None) -> StateCounts:
     """Each state counted up to ``caps[state] + 1`` rows (a larger value than the cap means "more"); a state whose
-    cap is 0 is not counted (0)."""
+    cap is 0 is not counted (0). With ``updated_within`` (seconds), the terminal and failed states count only the
+    keys whose last change is that recent, as their lists filtered the same way show them."""
     params = {f"cap_{state}": cap + 1 if cap > 0 else 0 for state, cap in caps.items()}
-    row = select_one(conn, statement("count_keys_by_state", tables), params | {"lease_seconds": lease_seconds},
-                     StateCounts)
+    row = select_one(conn, statement("count_keys_by_state", tables),
+                     params | {"lease_seconds": lease_seconds, "updated_within": updated_within}, StateCounts)
     assert row is not None  # scalar subqueries always answer one row
     # stuck adds two capped counts (with and without a lease)
     return StateCounts(**{name: min(value, caps[name] + 1) for name, value in row.__dict__.items()})

@@ -87,7 +87,7 @@ WITH RECURSIVE scopes AS (
 SELECT idempotency_scope AS scope FROM scopes WHERE idempotency_scope IS NOT NULL LIMIT %(limit)s
 
 -- count_keys_by_state --
--- Keys per state tab of the key list, each counted exactly up to its cap (0: not counted) rows of its index in the index's order, so the tabs stay cheap at any table size.
+-- Keys per state tab of the key list (the terminal and failed ones within updated_within, when given), each counted exactly up to its cap (0: not counted) rows of its index in the index's order, so the tabs stay cheap at any table size.
 SELECT
     (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'processing' AND locked_until < now()
                            ORDER BY locked_until NULLS FIRST LIMIT %(cap_stuck)s) s)
@@ -100,12 +100,17 @@ SELECT
                            LIMIT %(cap_needs_review)s) s) AS needs_review,
     (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'processing'
                            ORDER BY locked_until NULLS FIRST LIMIT %(cap_processing)s) s) AS processing,
-    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_retryable'
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_retryable' AND {changed_within}
                            ORDER BY updated_at DESC LIMIT %(cap_failed_retryable)s) s) AS failed_retryable,
-    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_final'
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'failed_final' AND {changed_within}
                            ORDER BY updated_at DESC LIMIT %(cap_failed_final)s) s) AS failed_final,
-    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'succeeded'
+    (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'succeeded' AND {changed_within}
                            ORDER BY updated_at DESC LIMIT %(cap_succeeded)s) s) AS succeeded
+
+-- changed_within --
+-- Whether a key's last change is within the window updated_within (seconds; NULL: any time), as the terminal and failed tabs count it.
+(%(updated_within)s::double precision IS NULL
+ OR updated_at >= now() - make_interval(secs => %(updated_within)s::double precision))
 
 -- processing_key_filter --
 -- WHERE conditions of a processing key list and its matching count: every processing key, only stuck ones or only held ones; the operator's filters; and for stuck keys the outcome suggested for them.
@@ -142,8 +147,11 @@ k.status = 'processing'
     END)
 
 -- status_key_filter --
--- WHERE conditions of a key list in one terminal or failed status and its matching count: the status and the operator's filters.
+-- WHERE conditions of a key list in one terminal or failed status and its matching count: the status, the window of its last change and the operator's filters.
 k.status = %(status)s
+  -- the last change within a window ("failed, final, 24 h" on the overview links here with updated_within)
+  AND (%(updated_within)s::double precision IS NULL
+       OR k.updated_at >= now() - make_interval(secs => %(updated_within)s::double precision))
   AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
   AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
   AND (%(min_attempts)s::integer IS NULL OR k.attempt_count >= %(min_attempts)s::integer)

@@ -147,6 +147,47 @@ def heap_shape(conn: psycopg.Connection, relation: str) -> HeapShape:
     return HeapShape(*row)
 
 
+# A table at least this share due is purged in heap order (docs/concepts.md, Purge orders): one pass over its pages
+# deletes a due row for about half the CPU of due order's index walk, and dirties each page once.
+HEAP_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class BatchOrder:
+    """The order a purge's batches take on one table (or partition), as the planner sees the table now."""
+
+    order: str                     # DUE, HEAP or BY_KEY
+    index: str | None              # DUE: the index the due rows are read through
+    heap: HeapShape | None         # HEAP: the table's pages when it was decided
+    share: float | None            # the planner's share of rows due (None: never counted)
+
+
+def choose_order(conn: psycopg.Connection, tables: Tables, table: str, *, limit: int,
+                 relation: sql.Identifier | None = None, relation_name: str | None = None,
+                 **predicate: Any) -> BatchOrder:
+    """Heap order when the planner expects at least HEAP_SHARE of the rows to be due; else due order when it reads
+    the due rows through an index; the primary key otherwise.
+
+    The one decision: a run takes it for each table it purges (a dry run exactly as a real one), and /health says
+    what it decides now, so the two cannot tell an operator different things.
+    """
+    qualified = (relation if relation is not None else tables.identifiers()[table]).as_string(conn)
+    shape = heap_shape(conn, qualified)
+    share = due_share(conn, tables, table, rows=shape.rows, relation=relation, **predicate)
+    if share is not None and share >= HEAP_SHARE and shape.rows_per_page:
+        return BatchOrder(HEAP, None, shape, share)
+    index = due_index(conn, tables, table, limit=limit, relation=relation, relation_name=relation_name, **predicate)
+    return BatchOrder(DUE if index else BY_KEY, index, None, share)
+
+
+def run_method(orders: list[str]) -> str:
+    """A run's method from its tables' (partitions') orders: the weakest any took, since a key walk anywhere is what
+    an operator needs to hear of; the primary key when there is nothing to order."""
+    if not orders or BY_KEY in orders:
+        return BY_KEY
+    return HEAP if HEAP in orders else DUE
+
+
 def due_share(conn: psycopg.Connection, tables: Tables, table: str, *, rows: float,
               relation: sql.Composable | None = None, **predicate: Any) -> float | None:
     """The planner's estimate of the share of ``table``'s ``rows`` a purge may delete (None: the table was

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import click
@@ -24,6 +25,7 @@ from idemdash.queries.workload.simulate import insert_outbox_event
 from idemdash.workload.demo import check_port
 from idemdash.workload.incidents import Incidents
 from idemdash.workload.oncall import ACTOR, OnCallSettings, triage_pass
+from tests.test_keys import insert_key
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -144,3 +146,37 @@ def test_a_data_dir_with_spaces_is_refused_before_anything_starts(tmp_path):
     assert result.exit_code == 1, result.output
     assert "a path without spaces" in result.output
     assert not (tmp_path / "with space").exists()
+
+
+def test_the_oncall_leaves_the_keys_stuck_before_its_shift_for_a_person(conn):
+    """The backfill's stuck keys were all reclassified at the on-call's first look, a minute in: nothing was left
+    for someone new to the demo to try."""
+    tables = Tables()
+    insert_key(conn, "refund", "from-the-backfill", locked_until=timedelta(hours=-3))
+    insert_key(conn, "refund", "no-lease-from-the-backfill", locked_until=None, claimed_ago=timedelta(hours=3))
+    insert_key(conn, "refund", "stuck-on-its-watch", locked_until=timedelta(minutes=-10))
+    shift_started = conn.execute("SELECT now() - interval '1 hour'").fetchone()[0]
+    for _ in range(2):  # a second look leaves them too
+        done = triage_pass(conn, tables, OnCallSettings(after_seconds=0), leave_stuck_before=shift_started)
+        assert done["left"] == 2
+    assert _status(conn, "refund", "stuck-on-its-watch") == "failed_retryable"       # safe_to_retry
+    assert _status(conn, "refund", "from-the-backfill") == "processing"
+    assert _status(conn, "refund", "no-lease-from-the-backfill") == "processing"
+
+
+def test_the_demos_oncall_starts_its_shift_when_it_starts(conn, database_url):
+    """Its thread acts on what goes stuck after it started, and leaves what was stuck before."""
+    from idemdash.workload.oncall import OnCall
+    from tests.waiting import wait_until
+
+    insert_key(conn, "refund", "from-the-backfill", locked_until=timedelta(hours=-3))
+    oncall = OnCall(database_url, Tables(), OnCallSettings(after_seconds=0, every_seconds=0.05))
+    oncall.start()
+    try:
+        insert_key(conn, "refund", "stuck-on-its-watch", locked_until=timedelta(0))
+        wait_until(lambda: _status(conn, "refund", "stuck-on-its-watch") == "failed_retryable", timeout=10,
+                   what="the on-call to release the key stuck on its watch")
+    finally:
+        oncall.stop()
+    assert _status(conn, "refund", "from-the-backfill") == "processing"
+    assert dict(oncall.resolved) == {"safe_to_retry": 1}

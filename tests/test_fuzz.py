@@ -144,7 +144,7 @@ def test_get_endpoints_and_their_pages_never_answer_5xx(reader, path):
 
 
 # Every GET route of the app, path variables as {name}: the JSON twins, their pages, and the routes without a twin.
-OTHER_GET_ROUTES = ["/runbook/stuck-keys", "/runbook/outbox-backlog", "/healthz", "/readyz", "/metrics",
+OTHER_GET_ROUTES = ["/runbook", "/runbook/stuck-keys", "/runbook/outbox-backlog", "/healthz", "/readyz", "/metrics",
                     "/api/v1/openapi.json"]
 ROUTES = sorted({*GET_PATHS, *(PAGES.get(p, p.replace("/api/v1", "", 1)) for p in GET_PATHS), *OTHER_GET_ROUTES})
 # Names that once broke URL building (url_for's own arguments, the path's variables) or look like other syntaxes

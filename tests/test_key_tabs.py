@@ -173,3 +173,36 @@ def test_an_exact_filter_that_matches_nothing_offers_the_names_that_exist(client
     assert [a.get_text() for a in worker.select('[data-suggest="claimed_by"] a')] == ["pay-worker-3"]
     labels = [m.get_text() for m in soup.select("#filters .match")]
     assert labels == ["exact name", "exact name"]
+
+
+def test_the_overviews_24_h_cards_open_a_list_and_a_tab_that_count_the_same_keys(client, conn):
+    """"Failed, final, 24 h 389" opened a list whose tab said 545: every failed_final key, of any age."""
+    for i in range(3):
+        insert_key(conn, "s", f"final-new-{i}", status="failed_final", locked_until=None,
+                   updated_ago=timedelta(hours=2))
+    for i in range(2):
+        insert_key(conn, "s", f"final-old-{i}", status="failed_final", locked_until=None,
+                   updated_ago=timedelta(days=3))
+    insert_key(conn, "s", "ok-new", status="succeeded", locked_until=None, updated_ago=timedelta(hours=1))
+    insert_key(conn, "s", "ok-old", status="succeeded", locked_until=None, updated_ago=timedelta(days=2))
+    overview = BeautifulSoup(client.get("/").data, "html.parser")
+    for card, status, number in (("card-failed-final", "failed_final", "3"), ("card-succeeded", "succeeded", "1")):
+        link = overview.select_one(f"#{card}")
+        assert link.select_one(".number").get_text(strip=True) == number
+        counts, soup = _tabs(client, link["href"])
+        assert counts[status] == number, (card, link["href"], counts)
+        shown = [a.get_text(strip=True) for a in soup.select("table.keys td.keycell a")]
+        assert len(shown) == int(number) and all("new" in key for key in shown), shown
+        assert "changed in the last 24 h" in soup.select_one(".tab-note").get_text(" ", strip=True)
+
+    api = client.get("/api/v1/keys?status=failed_final&updated_within=24h").get_json()
+    assert sorted(item["key"] for item in api["items"]) == ["final-new-0", "final-new-1", "final-new-2"]
+    assert api["counts"]["failed_final"]["count"] == 3 and api["counts"]["succeeded"]["count"] == 1
+    assert api["matching"] == {"count": 3, "more": False} and api["not_applied"] == []
+    # on a processing tab the window is not applied (and said so), the windowed tabs still count by it
+    stuck = client.get("/api/v1/keys?status=stuck&updated_within=24h").get_json()
+    assert stuck["not_applied"] == [{"filter": "updated_within",
+                                     "applies_to": ["succeeded", "failed_retryable", "failed_final"]}]
+    assert stuck["counts"]["failed_final"]["count"] == 3
+    assert client.get("/api/v1/keys").get_json()["counts"]["failed_final"]["count"] == 5
+    assert client.get("/api/v1/keys?status=failed_final&updated_within=soon").status_code == 400

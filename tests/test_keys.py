@@ -364,3 +364,23 @@ def test_empty_filter_fields_are_dropped_from_the_address(client):
     fragment = client.get("/keys?status=stuck&scope=", headers={"HX-Request": "true"})
     assert fragment.status_code == 200 and fragment.headers["HX-Push-Url"] == "/keys?status=stuck"
     assert client.get("/no/such/page?x=").status_code == 404
+
+
+def test_runbook_lists_the_runbooks_and_the_navigation_opens_it(make_app):
+    """`/runbook` answered 404: the navigation's "Runbook" opened the stuck-key runbook and nothing listed both."""
+    client = make_app().test_client()
+    page = client.get("/runbook")
+    assert page.status_code == 200
+    soup = BeautifulSoup(page.data, "html.parser")
+    listed = {li["data-runbook"]: li.find("a")["href"] for li in soup.select("main li[data-runbook]")}
+    assert listed == {"stuck-keys": "/runbook/stuck-keys", "outbox-backlog": "/runbook/outbox-backlog"}
+    for href in listed.values():
+        runbook = BeautifulSoup(client.get(href).data, "html.parser")
+        assert runbook.select_one("main .crumbs a")["href"] == "/runbook"
+        assert runbook.select_one('nav[aria-label="Pages"] a[aria-current="page"]').get_text() == "Runbooks"
+    nav = soup.select_one('nav[aria-label="Pages"] a[data-go="r"]')
+    assert (nav["href"], nav.get_text(), nav.get("aria-current")) == ("/runbook", "Runbooks", "page")
+    assert soup.select_one("[data-own-runbooks]") is None
+    own = make_app(RUNBOOK_URL="https://wiki.example/runbooks/{runbook}").test_client().get("/runbook")
+    note = BeautifulSoup(own.data, "html.parser").select_one("[data-own-runbooks]")
+    assert "https://wiki.example/runbooks/{runbook}" in note.get_text()

@@ -556,3 +556,29 @@ def test_a_purge_from_the_command_line_is_audited_with_the_os_user(conn, databas
     assert result.exit_code == 0, result.output
     [(actor, action)] = conn.execute("SELECT actor, action FROM idemdash.audit_log").fetchall()
     assert actor.startswith("cli") and action == "purge-dry-run:inbox"
+
+
+def test_what_the_pacer_did_is_said_in_plain_words_with_the_numbers_on_hover(client, conn):
+    """"1.0× of 1.5× allowed · 0 backoffs · ended at 1,000 rows, 50 %" was jargon."""
+    for p99, backoffs, size, duty in ((1.2, 0, 1000, 50.0), (4.8, 3, 250, 12.5)):
+        conn.execute("INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted,"
+                     " dry_run, outcome, started_by, method, latency_budget, probe_baseline_ms, probe_p99_ms, probes,"
+                     " backoffs, final_batch_size, final_duty_cycle) VALUES ('keys', now() - interval '1 minute',"
+                     " now(), 40, 40000, false, 'succeeded', 'scheduler', 'due_index', 1.5, 1.2, %s, 80, %s, %s, %s)",
+                     (p99, backoffs, size, duty))
+    html = BeautifulSoup(client.get("/purges").get_data(as_text=True), "html.parser")
+    cells = [" ".join(td.get_text().split()) for td in html.select("table.purge-history td[data-pacing]")]
+    calm, slowed = cells[1], cells[0]  # newest first
+    assert ("Kept the application's commits within 1.5× their usual time; never slowed down; batches of 1,000 rows "
+            "at the end, pausing half the time") in calm, calm
+    assert ("The application's commits took 4.0× their usual time, more than the 1.5× allowed; slowed down 3 "
+            "times; batches of 250 rows at the end, pausing 88 % of the time") in slowed, slowed
+    assert all("backoffs ·" not in cell and "× allowed ·" not in cell for cell in cells)
+    hover = html.select("table.purge-history td[data-pacing] .pacing-words")[1]["title"]
+    assert hover == ("commit p99 1.2 ms idle, 1.2 ms during the run; 1.0× of 1.5× allowed "
+                     "(IDEMDASH_PURGE_LATENCY_BUDGET); 80 probes, 0 backoffs (batch or duty cycle halved); "
+                     "final batch size 1,000, duty cycle 50 %")
+    # the JSON keeps every number
+    item = client.get("/api/v1/purges").get_json()["items"][1]
+    assert (item["latency_budget"], item["probe_p99_ms"], item["backoffs"], item["final_batch_size"],
+            item["final_duty_cycle"]) == (1.5, 1.2, 0, 1000, 50.0)

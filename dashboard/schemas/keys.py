@@ -37,6 +37,10 @@ class KeyListQuery(Query):
                                                        "and processing only).")
     suggested: Suggested | None = Field(None, description="Only stuck keys whose suggested outcome is this "
                                                           "(stuck only).")
+    updated_within: Duration | None = Field(None, description="Only keys whose last change (updated_at) is at most "
+                                                             "this long ago, such as 24h (succeeded, "
+                                                             "failed_retryable and failed_final only); the counts "
+                                                             "of those tabs honour it too.")
     order: Literal["asc", "desc"] | None = Field(None, description="By the list's sort column: lease end (stuck, "
                                                                    "needs_review, processing; default asc) or last "
                                                                    "change (default desc).")
@@ -123,7 +127,7 @@ class SuggestionGroup(Answer):
 
 
 class NotApplied(Answer):
-    filter: Literal["overdue", "suggested"]
+    filter: Literal["overdue", "suggested", "updated_within"]
     applies_to: list[Status] = Field(description="The tabs (status) the filter means something on.")
 
 

@@ -280,6 +280,8 @@
 
   function focusField(field) {
     if (!field) return false;
+    var box = field.closest("details");
+    if (box) box.open = true;  // a filter form folded away on a phone opens for "f"
     field.focus();
     if (field.select) field.select();
     return true;
@@ -357,6 +359,10 @@
     if (help) {
       help.hidden = false;
       help.addEventListener("click", showShortcuts);
+    }
+    // on a phone a filter form would fill the first screen: fold it to its summary (the filters in force)
+    if (window.matchMedia && window.matchMedia("(max-width: 760px)").matches) {
+      document.querySelectorAll("details[data-collapse-narrow]").forEach(function (box) { box.open = false; });
     }
     renderTimes();
     addCopyButtons();
