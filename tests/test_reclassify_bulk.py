@@ -276,7 +276,7 @@ def test_a_confirmation_never_changes_more_keys_than_its_preview_counted(client,
     wrong = _confirm(client, flt, "abandoned", preview, previewed=4)
     assert wrong.status_code == 409 and "counted 3" in wrong.get_json()["error"]
     assert conn.execute("SELECT count(*) FROM app.idempotency_request WHERE status = 'failed_final'").fetchone()[0] == 0
-    done = _confirm(client, flt, "abandoned", preview, previewed=3)
+    done = _confirm(client, flt, "abandoned", preview, previewed=3.0)  # JSON Schema's integer: 3.0 is one too
     assert done.status_code == 200, done.get_json()
     assert (done.get_json()["previewed"], done.get_json()["changed"]) == (3, 3)
     assert [status(conn, k, "refund") for k in ("k0", "k1", "k2", "k-late")] == ["failed_final"] * 3 + ["processing"]

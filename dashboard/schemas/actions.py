@@ -14,6 +14,7 @@ from idemdash.dashboard.schemas.common import (
     AttemptCount,
     Body,
     BodyDuration,
+    Count,
     Error,
     HoldFor,
     Key,
@@ -141,7 +142,7 @@ class BulkBody(Body):
     reason: Reason | None = Field(None, description="Why (required to confirm).")
     as_of: Timestamp | None = Field(None, description="The as_of of the preview you confirm (required to confirm).")
     all_scopes: bool = Field(False, description="Confirm a filter without a scope: every scope.")
-    previewed: int | None = Field(None, ge=0, description="The count the preview you confirm showed (its count): the "
+    previewed: Count | None = Field(None, description="The count the preview you confirm showed (its count): the "
                                                           "confirmation changes no more keys than that; 409 when it "
                                                           "is not the recorded preview's.")
     hold_for: HoldFor | None = Field(None, description="needs_review only: how long each key is held (default 1 d).")

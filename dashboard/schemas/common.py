@@ -138,6 +138,7 @@ def _whole(value: Any) -> Any:
 # the conversion, or the document would carry them as pydantic's own words (ge, le) instead of minimum, maximum
 AttemptCount = Annotated[int, Field(ge=1, le=2_000_000_000), BeforeValidator(_whole)]
 OutboxAttemptCount = Annotated[int, Field(ge=0, le=2_000_000_000), BeforeValidator(_whole)]
+Count = Annotated[int, Field(ge=0, le=2**62), BeforeValidator(_whole)]
 # a whole number a query string or body carries as an id or a count
 PositiveInt = Annotated[int, Field(ge=1, le=2**62)]
 # the JSON encoding of a UUID, a Decimal and a timedelta (seconds), as every answer writes them
