@@ -21,3 +21,13 @@ def test_every_python_package_is_listed_in_pyproject():
     }
     assert found >= {f"idemdash.{name}" for name in TOP_LEVEL}
     assert not found - listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+
+
+def test_the_license_and_the_changelog_the_metadata_names_are_there():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and all((ROOT / f).is_file() for f in project["license-files"])
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    # Keep a Changelog: what is not released yet on top, then each release, the current version among them
+    headings = [line for line in changelog.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## [Unreleased]" and any(h.startswith(f"## [{project['version']}] - ") for h in headings)
