@@ -468,6 +468,7 @@ def live_server(make_app):
     for server, thread in servers:
         server.shutdown()
         thread.join(5)
+        server.server_close()  # its listening socket, or the garbage collector closes it in a later test (a warning)
 
 
 @pytest.fixture(scope="session")

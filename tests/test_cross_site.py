@@ -24,23 +24,26 @@ def test_a_form_post_from_another_site_is_refused_and_changes_nothing(make_app, 
     insert_key(conn, "refund", "order-7")
     base = live_server(make_app())
     browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
-    page = BeautifulSoup(browser.open(base + "/keys/refund/order-7").read(), "html.parser")
+    with browser.open(base + "/keys/refund/order-7") as answer:  # every answer closed: its socket with it
+        page = BeautifulSoup(answer.read(), "html.parser")
     token = json.loads(page.body["hx-headers"])["X-CSRFToken"]
     form = urlencode({"scope": "refund", "key": "order-7", "text": "from evil", "csrf_token": token}).encode()
 
     for headers in ({"Origin": EVIL}, {"Referer": EVIL + "/attack.html"}):
         with pytest.raises(urllib.error.HTTPError) as refused:
             browser.open(urllib.request.Request(base + "/keys/notes", data=form, headers=headers, method="POST"))
-        text = BeautifulSoup(refused.value.read(), "html.parser").get_text()
+        with refused.value:
+            text = BeautifulSoup(refused.value.read(), "html.parser").get_text()
         assert refused.value.code == 403 and "another site" in text and EVIL in text, text
     with pytest.raises(urllib.error.HTTPError) as api:
         body = json.dumps({"scope": "refund", "key": "order-7", "text": "from evil"}).encode()
         browser.open(urllib.request.Request(base + "/api/v1/keys/notes", data=body, method="POST", headers={
             "Content-Type": "application/json", "Referer": EVIL + "/attack.html"}))
-    assert api.value.code == 403 and "another site" in json.load(api.value)["error"]
+    with api.value:
+        assert api.value.code == 403 and "another site" in json.load(api.value)["error"]
     assert _notes(conn) == 0
 
     # the same form from the dashboard's own page is taken
-    own = browser.open(urllib.request.Request(base + "/keys/notes", data=form, headers={"Origin": base},
-                                              method="POST"))
-    assert own.status == 200 and _notes(conn) == 1
+    with browser.open(urllib.request.Request(base + "/keys/notes", data=form, headers={"Origin": base},
+                                             method="POST")) as own:
+        assert own.status == 200 and _notes(conn) == 1

@@ -110,7 +110,9 @@ def test_a_run_records_what_its_probe_measured_and_leaves_no_probe_row(conn, dat
     assert (shown["latency_budget"], shown["probes"], shown["backoffs"]) == (1.5, probes, backoffs)
     cell = BeautifulSoup(client.get("/purges").data, "html.parser").select_one(
         f"tr[data-run-id='{result.run_id}'] td[data-pacing]").get_text(" ", strip=True)
-    assert f"{baseline:.1f} → {during:.1f} ms" in cell and "of 1.5× allowed" in cell
+    assert f"{baseline:.1f} → {during:.1f} ms" in cell
+    # the budget in words, whichever side of it this run's commits fell
+    assert "within 1.5× their usual time" in cell or "more than the 1.5× allowed" in cell, cell
     # what never probed records nothing: a run of one batch, a dry run, and the budget switched off
     add_expired(conn, 3000)
     for target, dry_run in ((make_target(database_url, PURGE_BATCH_SIZE=5000), False),
