@@ -49,7 +49,8 @@ PROFILE = Profile(
     # v1 has no status column: its states are the v2 ones without it.
     states=(
         State(PENDING, "outbox", "state_spring_modulith_outbox_pending_v2",
-              "the registry's own 'incomplete'; a v1-era row (NULL status) counts until it has a completion date",
+              "the registry's own 'incomplete' less what it counts as failed (failed rows wait for a resubmit, not "
+              "the relay); a v1-era row (NULL status) counts until it has a completion date",
               version="v2"),
         State(IN_PROGRESS, "outbox", "state_spring_modulith_outbox_in_progress_v2",
               "no owner or lease is recorded", version="v2"),
