@@ -13,7 +13,7 @@ from flask import g
 
 from idemdash.core.formatting import duration
 from idemdash.dashboard import panels
-from idemdash.dashboard.schemas.keys import KeyListQuery
+from idemdash.dashboard.schemas.keys import KeyFilterQuery
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import key_matching, keys
 
@@ -28,7 +28,7 @@ APPLIES = {"overdue": ("stuck", "needs_review", "processing"), "suggested": ("st
 FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested", "updated_within")
 
 
-def read(args: KeyListQuery) -> tuple[keys.KeyFilter, list[str]]:
+def read(args: KeyFilterQuery) -> tuple[keys.KeyFilter, list[str]]:
     """The filter of this request, and the names of the filters it carries that do not apply to its tab: those are
     not applied, and said so (the page shows them disabled, the API lists them in ``not_applied``)."""
     status = args.status

@@ -8,7 +8,7 @@ from flask import Blueprint, abort, current_app, url_for
 
 from idemdash.core.fill_in import FillIn, fill_ins
 from idemdash.core.triage import OUTCOMES, suggest
-from idemdash.dashboard import contract, key_filters, key_tabs, panels
+from idemdash.dashboard import contract, key_breakdown, key_filters, key_tabs, panels
 from idemdash.dashboard.schemas import keys as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
@@ -80,6 +80,7 @@ def list_page():
                   statuses=keys.KEY_STATUSES, as_of=datetime.now(timezone.utc), ignored=ignored,
                   filters_text=key_filters.in_words(flt), matching=matching, applies=key_filters.APPLIES,
                   groups=key_filters.suggestion_groups(flt), suggestions=SUGGESTION_WORDS,
+                  breakdown=key_breakdown.load(flt), breakdown_top=key_breakdown.TOP,
                   suggestion_cap=key_filters.SUGGESTION_CAP,
                   window_seconds=contract.query(schema.KeyListQuery).updated_within,
                   window_words=key_filters.window_words,
@@ -100,6 +101,17 @@ def list_api() -> schema.KeyList:
         "prev_cursor": page.prev_cursor, "order": order, "counts": key_tabs.counts_json(panels.require(tabs)),
         "count_cap": key_tabs.COUNT_CAP, "matching": panels.require(key_filters.matching(flt)),
         "suggestions": groups, "suggestions_cap": key_filters.SUGGESTION_CAP,
+        "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored]})
+
+
+@bp.get("/api/v1/keys/breakdown")
+@contract.operation("The keys of a tab matching its filters, counted per scope and per worker (claimed_by), most "
+                    "first; not broken down past cap keys", query=schema.KeyFilterQuery, ok=schema.KeyBreakdown)
+def breakdown_api() -> schema.KeyBreakdown:
+    flt, ignored = key_filters.read(contract.query(schema.KeyFilterQuery))
+    value = panels.require(key_breakdown.load(flt))
+    return schema.KeyBreakdown.model_validate({
+        "status": flt.status, **value.to_json(), "as_of": datetime.now(timezone.utc),
         "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored]})
 
 

@@ -5,11 +5,11 @@ from datetime import datetime, timezone
 
 from flask import Blueprint
 
-from idemdash.dashboard import contract, panels, rollups, trends
+from idemdash.dashboard import contract, key_breakdown, panels, rollups, trends
 from idemdash.dashboard.schemas import overview as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
-from idemdash.queries import overview, snapshots
+from idemdash.queries import keys, overview, snapshots
 
 bp = Blueprint("overview", __name__)
 
@@ -44,10 +44,18 @@ def _overview() -> dict:
     }
 
 
+def _where_stuck(counts: panels.Panel) -> panels.Panel | None:
+    """Where the stuck keys are (their top scope and worker), when there are any."""
+    if not counts.ok or counts.value is None or not counts.value.stuck:
+        return None
+    return key_breakdown.load(keys.KeyFilter("stuck"))
+
+
 @bp.get("/")
 def page():
     data = _overview()
-    return render("overview.html", "overview_panel", **data, charts=trends.charts(data["trend"].value or []))
+    return render("overview.html", "overview_panel", **data, charts=trends.charts(data["trend"].value or []),
+                  stuck_where=_where_stuck(data["keys"]), breakdown_top=3)
 
 
 @bp.get("/api/v1/overview")

@@ -77,7 +77,7 @@ def _body_properties(path: str) -> dict:
 GET_PATHS = sorted(p for p, ops in SPEC["paths"].items() if "get" in ops)
 POST_PATHS = sorted(p for p, ops in SPEC["paths"].items() if "post" in ops)
 # the HTML page behind each JSON twin takes the same query parameters
-PAGES = {"/api/v1/overview": "/", "/api/v1/health/schema": "/health", "/api/v1/openapi.json": "/api/v1/openapi.json"}
+PAGES = {"/api/v1/overview": "/", "/api/v1/keys/breakdown": "/keys", "/api/v1/health/schema": "/health", "/api/v1/openapi.json": "/api/v1/openapi.json"}
 
 
 @pytest.fixture(scope="module")

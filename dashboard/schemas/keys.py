@@ -28,7 +28,9 @@ Suggested = Literal["already_succeeded", "safe_to_retry", "needs_review", "aband
 KeyState = Literal["processing", "succeeded", "failed_retryable", "failed_final"]
 
 
-class KeyListQuery(Query):
+class KeyFilterQuery(Query):
+    """A key list's tab and filters (the list, and its breakdown by scope and worker)."""
+
     status: Status = Field("stuck", description="Which keys: a state tab.")
     scope: Name | None = Field(None, description="Only this scope (the whole name).")
     claimed_by: Name | None = Field(None, description="Only keys last claimed by this worker (the whole name).")
@@ -41,6 +43,9 @@ class KeyListQuery(Query):
                                                              "this long ago, such as 24h (succeeded, "
                                                              "failed_retryable and failed_final only); the counts "
                                                              "of those tabs honour it too.")
+
+
+class KeyListQuery(KeyFilterQuery):
     order: Literal["asc", "desc"] | None = Field(None, description="By the list's sort column: lease end (stuck, "
                                                                    "needs_review, processing; default asc) or last "
                                                                    "change (default desc).")
@@ -129,6 +134,33 @@ class SuggestionGroup(Answer):
 class NotApplied(Answer):
     filter: Literal["overdue", "suggested", "updated_within"]
     applies_to: list[Status] = Field(description="The tabs (status) the filter means something on.")
+
+
+class ScopeCount(Answer):
+    scope: str
+    count: int
+
+
+class WorkerCount(Answer):
+    worker: str | None = Field(description="claimed_by; null for keys no worker claimed.")
+    count: int
+
+
+class KeyBreakdown(Answer):
+    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
+        "status": "stuck", "total": 23, "too_many": False, "cap": 10000,
+        "by_scope": [{"scope": "capture_payment", "count": 21}, {"scope": "refund", "count": 2}],
+        "by_worker": [{"worker": "api-3", "count": 19}, {"worker": "api-1", "count": 4}],
+        "as_of": "2026-11-24T21:47:48.149746+00:00", "not_applied": []}]})
+
+    status: Status
+    total: int = Field(description="Keys of the tab matching every filter, broken down (0 when too_many).")
+    too_many: bool = Field(description="More than cap keys match: not broken down (by_scope, by_worker empty).")
+    cap: int = Field(description="The most keys a breakdown reads.")
+    by_scope: list[ScopeCount] = Field(description="Keys per scope, most first, then by name.")
+    by_worker: list[WorkerCount] = Field(description="Keys per worker (claimed_by), most first, then by name.")
+    as_of: datetime
+    not_applied: list[NotApplied] = Field(description="Filters given that do not apply to this tab, not applied.")
 
 
 def _tab(count: int) -> dict[str, Any]:

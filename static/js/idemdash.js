@@ -360,10 +360,7 @@
       help.hidden = false;
       help.addEventListener("click", showShortcuts);
     }
-    // on a phone a filter form would fill the first screen: fold it to its summary (the filters in force)
-    if (window.matchMedia && window.matchMedia("(max-width: 760px)").matches) {
-      document.querySelectorAll("details[data-collapse-narrow]").forEach(function (box) { box.open = false; });
-    }
+    foldNarrow(document);
     renderTimes();
     addCopyButtons();
     markScrollingTables();
@@ -372,8 +369,26 @@
     }, 10000);
   });
 
+  // on a phone a filter form or a breakdown would fill the first screen: fold it to its summary (the filters in
+  // force, where the keys are); one the operator opened or closed stays so when a refresh swaps it in again
+  var chosenOpen = {};
+  function foldNarrow(root) {
+    var narrow = window.matchMedia && window.matchMedia("(max-width: 760px)").matches;
+    var boxes = root.matches && root.matches("details[data-collapse-narrow]") ? [root] : [];
+    root.querySelectorAll("details[data-collapse-narrow]").forEach(function (box) { boxes.push(box); });
+    boxes.forEach(function (box) {
+      if (box.id && Object.prototype.hasOwnProperty.call(chosenOpen, box.id)) box.open = chosenOpen[box.id];
+      else if (narrow) box.open = false;
+      if (box.dataset.foldWatched) return;
+      box.dataset.foldWatched = "1";
+      var summary = box.querySelector("summary");
+      if (summary && box.id) summary.addEventListener("click", function () { chosenOpen[box.id] = !box.open; });
+    });
+  }
+
   // content htmx swapped in: the same treatment
   document.addEventListener("htmx:load", function (event) {
+    foldNarrow(event.detail.elt);
     renderTimes(event.detail.elt);
     addCopyButtons(event.detail.elt);
     markScrollingTables(event.detail.elt);

@@ -1,0 +1,42 @@
+"""Where an incident is: a key list's rows per scope and per worker (``claimed_by``), worst first, beside the list
+(every tab, within its filters), on the overview's stuck card, and as ``GET /api/v1/keys/breakdown``.
+
+Bounded like the tab counts: at most ``CAP`` matching keys are read (the exact-count cap of the tabs); a tab with
+more (succeeded, at millions of keys) says "too many to break down" rather than counting them all on every view.
+The stuck set is small and read from the index of leases.
+"""
+from __future__ import annotations
+
+from flask import g
+
+from idemdash.dashboard import panels
+from idemdash.dashboard.key_tabs import COUNT_CAP
+from idemdash.dashboard.targets import get_target
+from idemdash.queries import key_breakdown, keys
+
+CAP = COUNT_CAP
+# groups shown beside the list and on the overview; the rest are "and N more"
+TOP = 8
+# the index that makes each tab's breakdown a bounded range read (named in a timed-out panel)
+INDEX = {"stuck": "index_keys_leases", "processing": "index_keys_leases", "needs_review": "index_keys_held"}
+
+
+def load(flt: keys.KeyFilter) -> panels.Panel[key_breakdown.Breakdown]:
+    """The breakdown of ``flt``'s tab within every filter of it (read once per request)."""
+    read = g.setdefault("key_breakdowns", {})
+    if flt not in read:
+        target = get_target()
+        read[flt] = panels.load(key_breakdown.break_down_keys, target.tables, flt,
+                                lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
+                                hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=CAP,
+                                index=INDEX.get(flt.status, "index_keys_updated"))
+    return read[flt]
+
+
+def in_words(b: key_breakdown.Breakdown) -> dict | None:
+    """The top scope and worker of a breakdown, for "23 stuck: 21 in capture_payment, 19 claimed by api-3"."""
+    if b.too_many or not b.total:
+        return None
+    scope = b.by_scope[0] if b.by_scope else None
+    worker = next((w for w in b.by_worker if w.name is not None), None)
+    return {"total": b.total, "scope": scope, "worker": worker}

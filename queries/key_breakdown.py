@@ -1,0 +1,76 @@
+"""A key list's rows counted per scope and per worker (``claimed_by``), worst first: where an incident is.
+
+The breakdown reads the same conditions as the list (``processing_key_filter``, ``status_key_filter``; for stuck
+keys the two index ranges ``stuck_keys_unleased`` and ``stuck_keys_leased``), so its counts add up to the list's
+rows. It reads at most ``cap`` + 1 of them: past the cap it is not computed (``too_many``), as the state tabs stop
+counting at their cap, so a tab of millions of succeeded keys costs a bounded index read, never a full count.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from idemdash.queries import Tables, statement
+from idemdash.queries.keys import PROCESSING_STATUSES, KeyFilter, filter_params
+from idemdash.queries.transactions import select_all
+
+
+@dataclass(frozen=True)
+class _Cell:
+    dimension: str        # 'scope' or 'worker'
+    name: str | None      # a worker is NULL for a key never claimed
+    count: int
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str | None
+    count: int
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    total: int                          # the rows broken down (0 when too_many)
+    too_many: bool                      # more than ``cap`` rows match: not broken down
+    cap: int
+    by_scope: list[Group] = field(default_factory=list)    # worst first, then by name
+    by_worker: list[Group] = field(default_factory=list)
+
+    def top(self, dimension: str, n: int) -> tuple[list[Group], int, int]:
+        """The ``n`` largest groups of ``dimension`` ('scope' or 'worker'), with how many groups and keys are left
+        out ("and 3 more scopes, 12 keys")."""
+        groups = self.by_scope if dimension == "scope" else self.by_worker
+        rest = groups[n:]
+        return groups[:n], len(rest), sum(g.count for g in rest)
+
+    def to_json(self, n: int | None = None) -> dict[str, Any]:
+        def cells(groups: list[Group], key: str) -> list[dict[str, Any]]:
+            return [{key: g.name, "count": g.count} for g in (groups if n is None else groups[:n])]
+        return {"total": self.total, "too_many": self.too_many, "cap": self.cap,
+                "by_scope": cells(self.by_scope, "scope"), "by_worker": cells(self.by_worker, "worker")}
+
+
+def _worst_first(cells: list[_Cell], dimension: str) -> list[Group]:
+    groups = [Group(c.name, c.count) for c in cells if c.dimension == dimension]
+    # worst first; ties by name (a NULL worker last among equals)
+    return sorted(groups, key=lambda g: (-g.count, g.name is None, g.name or ""))
+
+
+def break_down_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int,
+                    hotspot_min_attempts: int, cap: int) -> Breakdown:
+    """The keys of ``flt``'s tab matching every filter of it, per scope and per worker, when at most ``cap``
+    match; else ``too_many`` with no groups."""
+    if flt.status == "stuck":
+        name = "breakdown_stuck_keys"
+    elif flt.status in PROCESSING_STATUSES:
+        name = "breakdown_processing_keys"
+    else:
+        name = "breakdown_status_keys"
+    params = filter_params(flt, lease_seconds=lease_seconds, hotspot_min_attempts=hotspot_min_attempts)
+    cells = select_all(conn, statement(name, tables), params | {"cap": cap}, _Cell)
+    total = sum(c.count for c in cells if c.dimension == "scope")
+    if total > cap:
+        return Breakdown(0, True, cap)
+    return Breakdown(total, False, cap, _worst_first(cells, "scope"), _worst_first(cells, "worker"))
