@@ -184,7 +184,11 @@ class MoveBody(Body):
     outbox_id: UUID = Field(description="The outbox row's id.")
     reason: Reason = Field(description="Why: for the audit log and the next person on call.")
     expected_attempt_count: OutboxAttemptCount | None = Field(None,
-                                               description="The attempt_count you saw: refused (409) if it changed.")
+                                               description="The attempt_count you saw. Park: refused (409) if the "
+                                                           "row is no longer likely poison (fewer than "
+                                                           f"min(this, {POISON_MIN_ATTEMPTS}) attempts); the relay "
+                                                           "retrying it since is no reason. Release: refused if it "
+                                                           "changed.")
 
 
 class Moved(OutboxRowState):
