@@ -35,6 +35,7 @@ from idemdash.dashboard import (
     openapi,
     outbox,
     outbox_actions,
+    outbox_bulk,
     outbox_rows,
     overview,
     probes,
@@ -146,7 +147,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     targets.init_app(app)
     htmx.init_app(app)
 
-    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, inbox,
+    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, outbox_bulk, inbox,
                    audit, metrics, openapi, purges, purge_cancel, health, runbooks, tables, table_rows, library_actions,
                    fleet_search, workers):
         app.register_blueprint(module.bp)

@@ -16,7 +16,8 @@ bp = Blueprint("audit", __name__)
 ACTION_LABELS = {"reclassify": "Reclassify one key", "reclassify-bulk": "Bulk reclassify", "note": "Note",
                  "purge": "Purge", "purge-dry-run": "Purge dry run", "purge-cancel": "Cancel a purge",
                  "outbox-park": "Park an outbox row",
-                 "outbox-release": "Release an outbox row", "library": "A library's own action"}
+                 "outbox-release": "Release an outbox row", "outbox-park-bulk": "Bulk park outbox rows",
+                 "outbox-release-bulk": "Bulk release outbox rows", "library": "A library's own action"}
 assert set(ACTION_LABELS) == set(audit.ACTION_KINDS) == set(get_args(ActionKind))
 
 

@@ -52,7 +52,12 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "idemdash_needs_review": ("Work an operator holds for review.", ("profile",)),
     "idemdash_failed": ("Rows given up on: failed keys, parked or dead-lettered messages.", ("profile",)),
     "idemdash_outbox_pending": ("Outbox rows not yet published.", ("profile",)),
-    "idemdash_outbox_lag_seconds": ("Age of the oldest pending outbox row (0 when none).", ("profile",)),
+    "idemdash_outbox_lag_seconds": ("Age of the oldest pending outbox row that is not likely poison (0 when none).",
+                                    ("profile",)),
+    "idemdash_outbox_poison": ("Likely poison outbox rows: pending with 3 or more delivery attempts, left out of the "
+                               "lag.", ("profile",)),
+    "idemdash_outbox_poison_oldest_seconds": ("Age of the oldest likely poison outbox row (0 when none).",
+                                              ("profile",)),
     "idemdash_profile_rows": ("Rows of a library's tables in each state, by the library's own definition (a "
                               "database of another library's profile; /tables).", ("profile", "table", "role",
                                                                                     "state")),
@@ -76,7 +81,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # the families /metrics keeps per database with IDEMDASH_METRICS_PER_DATABASE=alerts (auto: past AUTO_ALL databases):
 # those deploy/prometheus/idemdash-alerts.yml uses; the request histogram's database label is then "all"
-ALERT_FAMILIES = ("idemdash_database_up", "idemdash_stuck", "idemdash_outbox_lag_seconds",
+ALERT_FAMILIES = ("idemdash_database_up", "idemdash_stuck", "idemdash_outbox_lag_seconds", "idemdash_outbox_poison",
                   "idemdash_purge_last_run_failed", "idemdash_purge_last_success_timestamp_seconds",
                   "idemdash_snapshot_last_timestamp_seconds")
 ALL_DATABASES = "all"
@@ -211,7 +216,12 @@ def _summary(profile: str, summary: fleet_numbers.DatabaseSummary, sample: Sampl
     sample("idemdash_outbox_pending", (profile,), summary.outbox_pending)
     lag = summary.outbox_lag_seconds
     # none pending: 0, as ever; rows pending whose age the library does not record: no sample
-    sample("idemdash_outbox_lag_seconds", (profile,), 0.0 if lag is None and summary.outbox_pending == 0 else lag)
+    sample("idemdash_outbox_lag_seconds", (profile,), 0.0 if lag is None and summary.outbox_pending is not None
+           and summary.outbox_pending == (summary.outbox_poison or 0) else lag)
+    # the reference outbox's likely poison rows: no sample where the profile does not record them
+    sample("idemdash_outbox_poison", (profile,), summary.outbox_poison)
+    if summary.outbox_poison is not None:
+        sample("idemdash_outbox_poison_oldest_seconds", (profile,), summary.outbox_poison_oldest_seconds or 0.0)
 
 
 def _reference(conn: psycopg.Connection, target: Target, summary: fleet_numbers.DatabaseSummary, sample: Sample,

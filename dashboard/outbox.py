@@ -20,7 +20,9 @@ MANY_ATTEMPTS_SHOWN = 20
 
 DEFINITIONS = {
     "backlog.pending": "outbox rows with status = 'pending'",
-    "backlog.lag_seconds": "age of the oldest pending row: now() - min(created_at) over pending rows",
+    "backlog.lag_seconds": f"age of the oldest pending row with attempt_count < {MANY_ATTEMPTS} (not likely poison): "
+                           "the lag every page shows",
+    "backlog.poison_oldest_seconds": f"age of the oldest pending row with attempt_count >= {MANY_ATTEMPTS}",
     "backlog.pending_many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS} (likely poison)",
     "backlog.healthy_lag_seconds": f"age of the oldest pending row with attempt_count < {MANY_ATTEMPTS}: how far "
                                    "behind the relay is, without the poison rows it keeps failing on",

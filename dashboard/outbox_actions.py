@@ -2,8 +2,9 @@
 `POST /api/v1/outbox/release`, and the buttons on the row's page).
 
 The relay publishes only ``pending`` rows (docs/interface.md, The outbox contract). The database statement is the
-judge: it changes the row only while its status is the one the action needs (and its attempt count the one the
-operator saw, when given), never waits behind the relay, and writes the audit row in the same statement.
+judge: it changes the row only while its status is the one the action needs and, when the operator's attempt
+count is given, a park's row is still likely poison (the relay retrying it meanwhile refuses nothing) and a
+release's count unchanged; it never waits behind the relay, and writes the audit row in the same statement.
 """
 from __future__ import annotations
 
@@ -55,8 +56,11 @@ def _why_not(action: str, row: Any, expected_attempt_count: int | None) -> str:
             return "the row is published: the relay delivered it, and a published row is never changed"
         return (f"the row is {row.status} now, not {needed}: someone or the relay changed it since you looked. "
                 "Nothing was changed.")
-    return (f"changed since you looked: attempt_count is {row.attempt_count}, you saw {expected_attempt_count} "
-            "(the relay tried it again). Nothing was changed.")
+    if action == outbox_actions.PARK:
+        return (f"the row is no longer likely poison: attempt_count is {row.attempt_count}, you saw "
+                f"{expected_attempt_count} (someone reset it for another try). Nothing was changed.")
+    return (f"changed since you looked: attempt_count is {row.attempt_count}, you saw {expected_attempt_count}. "
+            "Nothing was changed.")
 
 
 def _api(action: str) -> Any:

@@ -24,10 +24,11 @@ class AuditFilter:
 
 
 # What comes before the ':' of an action: one key reclassified, a bulk reclassification (one line, its keys under it),
-# a purge or dry run started by a person, a run's cancel, a triage note, an outbox row parked or released, a library's
+# a purge or dry run started by a person, a run's cancel, a triage note, an outbox row parked or released (one by one,
+# or in bulk: one line, its rows under it), a library's
 # own documented action on one of its rows (library:<action>, core/profiles).
 ACTION_KINDS = ("reclassify", "reclassify-bulk", "purge", "purge-dry-run", "purge-cancel", "note", "outbox-park",
-                "outbox-release", "library")
+                "outbox-release", "outbox-park-bulk", "outbox-release-bulk", "library")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,10 @@ class DatabaseSummary:
     outbox_lag_seconds: float | None  # how long its oldest pending row has waited; None when none is pending
     failed: int | None              # rows given up on: failed keys, parked or dead-lettered messages
     last_purge: PurgeRun | None
+    # the reference outbox's likely poison rows (pending, POISON_MIN_ATTEMPTS or more attempts), left out of its lag
+    # and counted apart; None where the library does not record attempts that way
+    outbox_poison: int | None = None
+    outbox_poison_oldest_seconds: float | None = None
 
 
 def _total(counts: Mapping[tuple[str, str], int | None], meaning: str, role: str | None = None) -> int | None:
@@ -70,7 +74,8 @@ def get_database_numbers(conn: psycopg.Connection, tables: Tables, settings: Map
         keys = count_processing_keys(conn, tables, settings["DEFAULT_LEASE_SECONDS"])
         outbox = get_outbox_backlog(conn, tables)
         return DatabaseSummary(keys.stuck, keys.processing, keys.needs_review, outbox.pending, outbox.lag_seconds,
-                               _total(counts, FAILED), _last_purge(conn)), read
+                               _total(counts, FAILED), _last_purge(conn), outbox.poison,
+                               outbox.poison_oldest_seconds), read
     pending = next((state for state, _ in read.counts if state.table == OUTBOX and state.meaning == PENDING), None)
     lag = get_state_lag(conn, read.found, pending, settings) if pending is not None and read.found else None
     return DatabaseSummary(_total(counts, STUCK), _total(counts, IN_PROGRESS), None, _total(counts, PENDING, OUTBOX),

@@ -25,11 +25,12 @@ class OutboxFilter:
 class OutboxSummary:
     pending: int
     oldest_pending_at: datetime | None
-    lag_seconds: float | None
+    lag_seconds: float | None            # the oldest pending row that is not likely poison (= healthy_lag_seconds)
     pending_many_attempts: int           # likely poison: failed at least min_attempts times
     oldest_healthy_at: datetime | None   # the oldest pending row that is not likely poison
     healthy_lag_seconds: float | None    # its age: how far behind the relay is
     oldest_poison_at: datetime | None
+    poison_oldest_seconds: float | None  # the age of the oldest likely poison row
 
 
 # Pending rows with this many delivery attempts are likely poison events (they never publish on their own);

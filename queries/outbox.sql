@@ -1,14 +1,17 @@
 -- get_outbox_summary --
--- The outbox backlog: pending rows, the age of the oldest (lag), how many have failed at least min_attempts times (likely poison), and the lag of the others apart: a poison row's age says nothing about how far behind the relay is.
+-- The outbox backlog: pending rows, the age of the oldest that is not likely poison (lag), how many have failed at least min_attempts times (likely poison), and the lag of the others apart: a poison row's age says nothing about how far behind the relay is.
 SELECT
     count(*) AS pending,
     min(created_at) AS oldest_pending_at,
-    extract(epoch FROM now() - min(created_at))::double precision AS lag_seconds,
+    extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count < %(min_attempts)s))::double precision
+        AS lag_seconds,
     count(*) FILTER (WHERE attempt_count >= %(min_attempts)s) AS pending_many_attempts,
     min(created_at) FILTER (WHERE attempt_count < %(min_attempts)s) AS oldest_healthy_at,
     extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count < %(min_attempts)s))::double precision
         AS healthy_lag_seconds,
-    min(created_at) FILTER (WHERE attempt_count >= %(min_attempts)s) AS oldest_poison_at
+    min(created_at) FILTER (WHERE attempt_count >= %(min_attempts)s) AS oldest_poison_at,
+    extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count >= %(min_attempts)s))::double precision
+        AS poison_oldest_seconds
 FROM {outbox}
 WHERE status = 'pending'
 

@@ -2,7 +2,7 @@
 
 The contract (docs/interface.md, The outbox contract): the relay publishes only rows whose ``status`` is
 ``pending``. Parking sets ``parked``; releasing sets ``pending`` back. Both are compare-and-set on the row's
-status (and attempt count, when given) in one UPDATE that never waits behind the relay (NOWAIT), with the audit
+status and on what the operator saw in one UPDATE that never waits behind the relay (NOWAIT), with the audit
 row in the same statement; a published row is never changed.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ import psycopg
 from psycopg import sql
 
 from idemdash.queries import Tables, statement
+from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
 from idemdash.queries.transactions import select_all, select_one
 
 PARK, RELEASE = "park", "release"
@@ -50,14 +51,27 @@ class StatusCheck:
 
 def move_outbox_row(conn: psycopg.Connection, tables: Tables, outbox_id: uuid.UUID, action: str, *, actor: str,
                     reason: str, expected_attempt_count: int | None = None) -> MoveResult:
-    """Park or release one row in the caller's transaction. Raises LockNotAvailable when the relay holds it."""
+    """Park or release one row in the caller's transaction. Raises LockNotAvailable when the relay holds it.
+
+    ``expected_attempt_count`` is what the operator saw. A park needs the row still pending and still as bad:
+    likely poison still (POISON_MIN_ATTEMPTS or more attempts) when it was then, else at least that many attempts;
+    the relay retrying it meanwhile (its count going up) changes nothing that matters. A release (the relay never
+    touches a parked row) needs the count unchanged."""
     from_status, to_status = MOVES[action]
+    exact, at_least = expected_attempt_count, None
+    if action == PARK and expected_attempt_count is not None:
+        exact, at_least = None, park_needs_attempts(expected_attempt_count)
     row = select_one(conn, statement("move_outbox_row", tables), {
         "outbox_id": outbox_id, "from_status": from_status, "to_status": to_status, "actor": actor,
-        "action": f"outbox-{action}", "reason": reason, "expected_attempt_count": expected_attempt_count,
+        "action": f"outbox-{action}", "reason": reason, "expected_attempt_count": exact, "min_attempts": at_least,
     }, MoveResult)
     assert row is not None
     return row
+
+
+def park_needs_attempts(seen_attempt_count: int) -> int:
+    """The attempts a park needs the row to still have, for an operator who saw ``seen_attempt_count``."""
+    return min(seen_attempt_count, POISON_MIN_ATTEMPTS)
 
 
 def list_outbox_parked(conn: psycopg.Connection, tables: Tables, limit: int = PARKED_SHOWN) -> list[ParkedRow]:

@@ -1,5 +1,5 @@
 -- move_outbox_row --
--- Park one pending outbox row (the relay publishes only pending rows) or release a parked one: only if its status is still the one the operator saw (and its attempt count, when given), never waiting behind the relay (NOWAIT); the audit row commits with it.
+-- Park one pending outbox row (the relay publishes only pending rows) or release a parked one: only if its status is still the one the operator saw and, when given, it has still failed at least min_attempts times (a park: still likely poison, however often the relay retried it since) or its attempt count is still expected_attempt_count (a release); never waiting behind the relay (NOWAIT); the audit row commits with it.
 WITH target AS (
     SELECT o.outbox_id FROM {outbox} o WHERE o.outbox_id = %(outbox_id)s FOR UPDATE NOWAIT
 ), changed AS (
@@ -9,6 +9,7 @@ WITH target AS (
     WHERE o.outbox_id = t.outbox_id
       AND o.status::text = %(from_status)s
       AND (%(expected_attempt_count)s::integer IS NULL OR o.attempt_count = %(expected_attempt_count)s::integer)
+      AND (%(min_attempts)s::integer IS NULL OR o.attempt_count >= %(min_attempts)s::integer)
     RETURNING o.outbox_id, o.idempotency_scope, o.idempotency_key, o.event_type, o.attempt_count
 ), audit AS (
     INSERT INTO idemdash.audit_log (actor, action, scope, key, from_status, to_status, reason, evidence, detail)

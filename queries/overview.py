@@ -7,6 +7,7 @@ from datetime import datetime
 import psycopg
 
 from idemdash.queries import Tables, statement
+from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
 from idemdash.queries.purge_history import PurgeRun
 from idemdash.queries.transactions import select_all, select_one
 
@@ -44,9 +45,12 @@ class KeyCounts:
 
 @dataclass(frozen=True)
 class OutboxBacklog:
-    pending: int
+    pending: int                          # every pending row, likely poison included
     oldest_pending_at: datetime | None
-    lag_seconds: float | None
+    lag_seconds: float | None             # the oldest pending row that is not likely poison: the publisher's lag
+    poison: int                           # likely poison: pending with POISON_MIN_ATTEMPTS or more attempts
+    oldest_poison_at: datetime | None
+    poison_oldest_seconds: float | None
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,9 @@ def count_keys_by_state(conn: psycopg.Connection, tables: Tables, lease_seconds:
 
 
 def get_outbox_backlog(conn: psycopg.Connection, tables: Tables) -> OutboxBacklog:
-    row = select_one(conn, statement("get_outbox_backlog", tables), None, OutboxBacklog)
+    """The backlog, its lag without the likely poison rows, and those counted apart (the definition /outbox uses)."""
+    row = select_one(conn, statement("get_outbox_backlog", tables), {"min_attempts": POISON_MIN_ATTEMPTS},
+                     OutboxBacklog)
     assert row is not None
     return row
 

@@ -22,11 +22,18 @@ SELECT
      WHERE status = 'succeeded' AND updated_at >= now() - interval '24 hours') AS succeeded_24h
 
 -- get_outbox_backlog --
--- Pending outbox rows and the age of the oldest one (the publisher's lag).
+-- Pending outbox rows; the publisher's lag: the age of the oldest pending row that is not likely poison (fewer than
+-- min_attempts delivery attempts: a poison row's age says nothing about how far behind the relay is); and the likely
+-- poison rows counted apart, with the age of their oldest.
 SELECT
     count(*) AS pending,
     min(created_at) AS oldest_pending_at,
-    extract(epoch FROM now() - min(created_at))::double precision AS lag_seconds
+    extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count < %(min_attempts)s))::double precision
+        AS lag_seconds,
+    count(*) FILTER (WHERE attempt_count >= %(min_attempts)s) AS poison,
+    min(created_at) FILTER (WHERE attempt_count >= %(min_attempts)s) AS oldest_poison_at,
+    extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count >= %(min_attempts)s))::double precision
+        AS poison_oldest_seconds
 FROM {outbox}
 WHERE status = 'pending'
 

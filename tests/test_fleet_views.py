@@ -199,7 +199,7 @@ def database_series(client) -> dict[str, int]:
 
 
 @pytest.mark.system
-def test_thirty_databases_make_four_series_each_for_the_alerts(database_url, make_app, tmp_path):
+def test_thirty_databases_make_five_series_each_for_the_alerts(database_url, make_app, tmp_path):
     with psycopg.connect(database_url, autocommit=True) as conn:
         failed_purge(conn)  # one table with a finished run: one idemdash_purge_last_run_failed series each
         insert_key(conn, "orders", "k-1")
@@ -207,13 +207,13 @@ def test_thirty_databases_make_four_series_each_for_the_alerts(database_url, mak
     client = make_app(CONFIG=config).test_client()
     auto = database_series(client)  # auto: the alerts' series past 20 databases
     assert auto == {"idemdash_database_up": 30, "idemdash_stuck": 30, "idemdash_outbox_lag_seconds": 30,
-                    "idemdash_purge_last_run_failed": 30}
-    assert sum(auto.values()) == 4 * 30
+                    "idemdash_outbox_poison": 30, "idemdash_purge_last_run_failed": 30}
+    assert sum(auto.values()) == 5 * 30
     client.get("/db/db07/search")  # the request histogram: one database label for the fleet
     client.get("/db/db08/search")
     after = database_series(client)
     histogram = {k: v for k, v in after.items() if k.startswith("idemdash_http_request_duration_seconds")}
-    assert sum(after.values()) == 4 * 30 + sum(histogram.values()) and histogram
+    assert sum(after.values()) == 5 * 30 + sum(histogram.values()) and histogram
     assert histogram["idemdash_http_request_duration_seconds_count"] == 1  # both requests in one series
     every = database_series(make_app(CONFIG=config, METRICS_PER_DATABASE="all").test_client())
     assert sum(every.values()) > sum(auto.values()) and every["idemdash_stuck_keys"] == 30

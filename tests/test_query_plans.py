@@ -43,9 +43,10 @@ WHOLE_TABLE_AGGREGATES = {
 
 
 # Counts of exactly the rows a partial index holds (every processing key, every pending outbox row): the partial
-# index, read whole and index-only, is the answer (the overview's processing count, the outbox backlog). Bounded by
+# index, read whole and index-only, is the answer (the overview's processing count, the outbox backlog, its lag and
+# its likely poison rows apart). Bounded by
 # what the predicate selects (1 % and 2.5 % of the tables at size L), not by the table.
-PARTIAL_INDEX_COUNTS = {"count_processing_keys", "get_outbox_summary"}
+PARTIAL_INDEX_COUNTS = {"count_processing_keys", "get_outbox_summary", "get_outbox_backlog"}
 
 
 # The counts of /tables (queries/profile_states.sql): each state of each table counted whole, as the library

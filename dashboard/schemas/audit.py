@@ -24,7 +24,7 @@ from idemdash.dashboard.schemas.examples import ACTOR, OUTBOX_ID
 AuditCursor = Annotated[str, CURSOR_TEXT, cursor_of("audit")]
 
 ActionKind = Literal["reclassify", "reclassify-bulk", "purge", "purge-dry-run", "purge-cancel", "note",
-                     "outbox-park", "outbox-release", "library"]
+                     "outbox-park", "outbox-release", "outbox-park-bulk", "outbox-release-bulk", "library"]
 
 
 class AuditEntry(Answer):

@@ -11,7 +11,8 @@ from idemdash.dashboard.schemas.examples import AS_OF, RUNNING_PURGE, without_pa
 from idemdash.dashboard.schemas.overview import LastPurge
 
 # what a database that answered adds to its row (absent from the row of one that did not)
-NUMBERS = ("stuck", "needs_review", "processing", "outbox_pending", "outbox_lag_seconds", "failed", "last_purge")
+NUMBERS = ("stuck", "needs_review", "processing", "outbox_pending", "outbox_lag_seconds", "failed", "last_purge",
+           "outbox_poison", "outbox_poison_oldest_seconds")
 
 
 class DatabaseItem(Answer):
@@ -46,9 +47,16 @@ class DatabaseItem(Answer):
                                                      "progress); null when not recorded (only when it answered).")
     outbox_pending: int | None = Field(None, description="Pending outbox rows; null when the profile has no outbox "
                                                          "(only when it answered).")
-    outbox_lag_seconds: float | None = Field(None, description="Age of the oldest pending outbox row, null when none "
-                                                               "is pending or its table records no time (only when it "
-                                                               "answered).")
+    outbox_lag_seconds: float | None = Field(None, description="Age of the oldest pending outbox row that is not "
+                                                               "likely poison (the reference tables: fewer than 3 "
+                                                               "delivery attempts), null when none is pending or its "
+                                                               "table records no time (only when it answered).")
+    outbox_poison: int | None = Field(None, description="Likely poison outbox rows (pending with 3 or more delivery "
+                                                        "attempts), counted apart from the lag; null where the profile "
+                                                        "does not record them (only when it answered).")
+    outbox_poison_oldest_seconds: float | None = Field(None, description="Age of the oldest likely poison outbox row; "
+                                                                         "null when there is none or it is not "
+                                                                         "recorded (only when it answered).")
     failed: int | None = Field(None, description="Rows given up on, as the profile counts them (failed keys, parked "
                                                  "or dead-lettered messages); null when not recorded (only when it "
                                                  "answered).")
@@ -75,7 +83,8 @@ class Databases(Answer):
              "reachable": True, "profile": "reference", "problem": None, "answered_ms": 9.376822,
              "pending": False, "asking": False, "as_of": AS_OF, "age_seconds": 4.2, "failures": 0,
              "next_ask_at": AS_OF, "fleet": None, "attention": ["stuck_keys", "outbox_lag"], "stuck": 13, "needs_review": 0,
-             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "failed": 3, "last_purge": without_pacing(RUNNING_PURGE)},
+             "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "outbox_poison": 0,
+             "outbox_poison_oldest_seconds": None, "failed": 3, "last_purge": without_pacing(RUNNING_PURGE)},
             {"name": "ledger", "database": "ledger-db.internal:5432/ledger", "environment": "production",
              "reachable": False, "profile": "reference", "problem": None, "answered_ms": None, "pending": True,
              "asking": True, "as_of": None, "age_seconds": None, "failures": 0, "next_ask_at": None, "fleet": None,

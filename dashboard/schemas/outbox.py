@@ -93,13 +93,15 @@ class OutboxRowPage(OutboxRowState):
 class Backlog(Answer):
     pending: int
     oldest_pending_at: datetime | None
-    lag_seconds: float | None = Field(description="Age of the oldest pending row.")
+    lag_seconds: float | None = Field(description="The lag: age of the oldest pending row that is not likely poison "
+                                                  "(the same as healthy_lag_seconds and every other page's lag).")
     pending_many_attempts: int = Field(description="Pending rows with many_attempts_threshold attempts or more "
                                                    "(likely poison).")
     oldest_healthy_at: datetime | None
     healthy_lag_seconds: float | None = Field(description="Age of the oldest pending row that is not likely poison: "
                                                           "how far behind the relay is.")
     oldest_poison_at: datetime | None
+    poison_oldest_seconds: float | None = Field(description="Age of the oldest likely poison row, null when none.")
     many_attempts_threshold: int
 
 
@@ -132,10 +134,10 @@ class Precomputed(Answer):
 class OutboxPage(Answer):
     model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
         "items": [OUTBOX_ROW, _NEWER_ROW], "next_cursor": None, "status": "pending", "event_type": None, "as_of": AS_OF,
-        "backlog": {"pending": 2, "oldest_pending_at": "2026-11-24T18:47:48.135812+00:00", "lag_seconds": 10800.215747,
+        "backlog": {"pending": 2, "oldest_pending_at": "2026-11-24T18:47:48.135812+00:00", "lag_seconds": 1800.215747,
                     "pending_many_attempts": 1, "oldest_healthy_at": "2026-11-24T21:17:48.135812+00:00",
                     "healthy_lag_seconds": 1800.215747, "oldest_poison_at": "2026-11-24T18:47:48.135812+00:00",
-                    "many_attempts_threshold": 3},
+                    "poison_oldest_seconds": 10800.215747, "many_attempts_threshold": 3},
         "by_event_type": [{"event_type": "invoice.sent", "pending": 1, "oldest_pending_at": OUTBOX_ROW["created_at"],
                            "lag_seconds": 10800.215747, "max_attempts": 14, "published_24h": 0}],
         "many_attempts": [OUTBOX_ROW],
@@ -145,7 +147,9 @@ class OutboxPage(Answer):
                     "parked_at": "2026-11-24T21:47:48.344335+00:00", "reason": "INC-5: payload fails the schema"}],
         "definitions": {
             "backlog.pending": "outbox rows with status = 'pending'",
-            "backlog.lag_seconds": "age of the oldest pending row: now() - min(created_at) over pending rows",
+            "backlog.lag_seconds": "age of the oldest pending row that is not likely poison (attempt_count < 3): "
+                                   "the lag every page shows",
+            "backlog.poison_oldest_seconds": "age of the oldest pending row with attempt_count >= 3",
             "many_attempts": "pending rows with attempt_count >= 3, most attempts first, at most 20",
             "items": "rows with the requested status (pending: oldest first; any other status: newest first)"},
         "precomputed": {}}]})
@@ -180,7 +184,11 @@ class MoveBody(Body):
     outbox_id: UUID = Field(description="The outbox row's id.")
     reason: Reason = Field(description="Why: for the audit log and the next person on call.")
     expected_attempt_count: OutboxAttemptCount | None = Field(None,
-                                               description="The attempt_count you saw: refused (409) if it changed.")
+                                               description="The attempt_count you saw. Park: refused (409) if the "
+                                                           "row is no longer likely poison (fewer than "
+                                                           f"min(this, {POISON_MIN_ATTEMPTS}) attempts); the relay "
+                                                           "retrying it since is no reason. Release: refused if it "
+                                                           "changed.")
 
 
 class Moved(OutboxRowState):

@@ -30,7 +30,11 @@ class OverviewKeys(Answer):
 class OverviewOutbox(Answer):
     pending: int
     oldest_pending_at: datetime | None
-    lag_seconds: float | None = Field(description="Age of the oldest pending row, or null when none is pending.")
+    lag_seconds: float | None = Field(description="The publisher's lag: age of the oldest pending row that is not "
+                                                  "likely poison, or null when there is none.")
+    poison: int = Field(description="Likely poison rows: pending with 3 or more delivery attempts, counted apart.")
+    oldest_poison_at: datetime | None
+    poison_oldest_seconds: float | None = Field(description="Age of the oldest likely poison row, or null when none.")
 
 
 class OverviewInbox(Answer):
@@ -90,6 +94,7 @@ class OverviewDefinitions(Answer):
     failed_final_24h: str
     succeeded_24h: str
     outbox_pending: str = Field(alias="outbox.pending")
+    outbox_poison: str = Field(alias="outbox.poison")
     inbox_rows_24h: str = Field(alias="inbox.rows_24h")
     trends_points: str = Field(alias="trends.points")
     trends_points_rows_purged: str = Field(alias="trends.points.rows_purged")
@@ -100,7 +105,8 @@ class Overview(Answer):
         "as_of": AS_OF,
         "keys": {"stuck": 13, "processing": 14, "needs_review": 0, "failed_retryable": 6, "failed_final_24h": 10,
                  "succeeded_24h": 6, "oldest_stuck_lease": "2026-11-24T21:31:48.159412+00:00"},
-        "outbox": {"pending": 2, "oldest_pending_at": "2026-11-24T18:47:48.135812+00:00", "lag_seconds": 10800.215747},
+        "outbox": {"pending": 2, "oldest_pending_at": "2026-11-24T18:47:48.135812+00:00", "lag_seconds": 10800.215747,
+                   "poison": 0, "oldest_poison_at": None, "poison_oldest_seconds": None},
         "inbox": {"rows_24h": 5, "consumers_24h": 2},
         "last_purges": [without_pacing(RUNNING_PURGE), without_pacing(PURGE_RUN)],
         "precomputed": {},
@@ -120,7 +126,9 @@ class Overview(Answer):
                             "operator (a hold that ended is counted in stuck too)",
             "failed_final_24h": "status = 'failed_final' and updated_at within the last 24 hours",
             "succeeded_24h": "status = 'succeeded' and updated_at within the last 24 hours",
-            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest",
+            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest with attempt_count < 3 "
+                              "(not likely poison)",
+            "outbox.poison": "pending outbox rows with attempt_count >= 3 (likely poison), counted apart from the lag",
             "inbox.rows_24h": "inbox rows with processed_at within the last 24 hours",
             "trends.points": "metric snapshots of the range (range: 1h, 6h, 24h or 7d; window_hours), oldest first, "
                              "recorded by the scheduler's snapshot job; when there are more than max_points, "
