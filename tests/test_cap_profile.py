@@ -142,6 +142,7 @@ def test_the_api_and_metrics_show_the_cap_states(make_app, empty_database_url):
     assert client.get("/health").status_code == 200
 
 
+@pytest.mark.system  # about a second or more: the fast loop keeps within its minute
 def test_the_purge_deletes_what_caps_collector_would_less_what_cap_still_retries(empty_database_url):
     _write(empty_database_url)
     target = Target.from_settings(_config(empty_database_url, PURGE_BATCH_SIZE=1))

@@ -124,6 +124,7 @@ def test_rows_satisfy_the_reference_constraints_and_look_real(generated, conn):
     assert _one(conn, "SELECT count(*) FROM app.outbox_event WHERE status = 'pending' AND attempt_count >= 3") > 0
 
 
+@pytest.mark.system  # about a second or more: the fast loop keeps within its minute
 def test_same_seed_same_data_and_refuses_to_mix(generated, database_url, conn):
     digest = "SELECT md5(string_agg(idempotency_scope || idempotency_key || status::text || attempt_count, ',' " \
              "ORDER BY idempotency_scope, idempotency_key)) FROM app.idempotency_request"

@@ -81,6 +81,7 @@ def test_request_latency_is_recorded_per_endpoint(client):
     assert m[ok] == 1 and m[bad] == 1
 
 
+@pytest.mark.system  # about a second or more: the fast loop keeps within its minute
 def test_an_unreachable_database_reports_down_instead_of_failing(make_app):
     client = make_app("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1", POOL_TIMEOUT_SECONDS=1).test_client()
     m = scrape(client)

@@ -44,6 +44,7 @@ def _operator(client, key: str, to: str, delay: float, barrier: threading.Barrie
     results[key] = (response.status_code, response.get_json())
 
 
+@pytest.mark.system  # about a second or more: the fast loop keeps within its minute
 @pytest.mark.parametrize("round_", range(6))
 def test_a_worker_result_is_never_overwritten(make_app, conn, database_url, round_):
     rng = random.Random(round_)

@@ -88,6 +88,7 @@ def test_stop_returns_promptly_and_ends_every_thread(database_url):
     assert _sim_threads() == []
 
 
+@pytest.mark.system  # about a second or more: the fast loop keeps within its minute
 def test_threads_survive_lost_connections(database_url, conn):
     sim = Simulator(database_url, rate=100, clients=2, seed=3, publish_interval=0.2)
     sim.start()
@@ -178,6 +179,7 @@ def test_cli_without_reference_schema_says_what_to_run(empty_database_url):
     assert _sim_threads() == []
 
 
+@pytest.mark.system  # about a second or more: the fast loop keeps within its minute
 def test_cli_backfills_then_runs_for_the_duration(database_url, conn):
     started = time.monotonic()
     result = CliRunner().invoke(main, ["simulate", "--database-url", database_url, "--duration", "1",
