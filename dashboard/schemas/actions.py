@@ -21,6 +21,7 @@ from idemdash.dashboard.schemas.common import (
     Name,
     Reason,
     Timestamp,
+    require_to_confirm,
 )
 from idemdash.dashboard.schemas.examples import RETRYABLE_KEY
 from idemdash.dashboard.schemas.keys import KeyDetail, Suggested
@@ -149,12 +150,7 @@ class BulkBody(Body):
 
     @model_validator(mode="after")
     def _required_when(self) -> BulkBody:
-        if not self.preview:
-            missing = [name for name in ("reason", "as_of") if getattr(self, name) is None]
-            if missing:
-                raise ValueError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required to confirm: "
-                                 "preview first (\"preview\": true), then confirm with the as_of it returns and a "
-                                 "reason")
+        require_to_confirm(self)
         if self.hold_for is not None and self.to != "needs_review":
             raise ValueError("hold_for applies to needs_review only")
         return self

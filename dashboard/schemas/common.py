@@ -220,3 +220,12 @@ class Precomputed(Answer):
     computed_at: datetime = Field(description="When the rollup job computed it.")
     computed_ms: float = Field(description="How long computing it took, in milliseconds.")
 
+
+
+def require_to_confirm(body: Any) -> None:
+    """A bulk body (keys' or outbox rows'): a confirmation, unlike a preview, names the preview's as_of and a reason."""
+    if not body.preview:
+        missing = [name for name in ("reason", "as_of") if getattr(body, name) is None]
+        if missing:
+            raise ValueError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required to confirm: "
+                             "preview first (\"preview\": true), then confirm with the as_of it returns and a reason")

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, RootModel, model_validator
 
-from idemdash.dashboard.schemas.common import Answer, Body, Count, Reason, Timestamp
+from idemdash.dashboard.schemas.common import Answer, Body, Count, Reason, Timestamp, require_to_confirm
 from idemdash.dashboard.schemas.outbox import EventType
 
 _AS_OF = "2026-11-24T21:47:48.594128+00:00"
@@ -41,12 +41,7 @@ class OutboxBulkBody(Body):
 
     @model_validator(mode="after")
     def _required_when(self) -> OutboxBulkBody:
-        if not self.preview:
-            missing = [name for name in ("reason", "as_of") if getattr(self, name) is None]
-            if missing:
-                raise ValueError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required to confirm: "
-                                 "preview first (\"preview\": true), then confirm with the as_of it returns and a "
-                                 "reason")
+        require_to_confirm(self)
         return self
 
 
