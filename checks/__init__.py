@@ -6,9 +6,6 @@ table is reported and the others still run. Add a check by writing a function an
 """
 from __future__ import annotations
 
-if not __name__.startswith("idemdash."):  # imported by its old top-level name, from a checkout
-    raise ImportError(f"{__name__!r} is 'idemdash.checks' since idemdash 0.2: import idemdash.checks")
-
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any

@@ -5,9 +5,6 @@ and `scheduler` never load the web app or Flask; `serve` and `demo` do.
 """
 from __future__ import annotations
 
-if not __name__.startswith("idemdash."):  # imported by its old top-level name, from a checkout
-    raise ImportError(f"{__name__!r} is 'idemdash.cli' since idemdash 0.2: the idemdash command, or python -m idemdash")
-
 import importlib
 import logging
 

@@ -1,9 +1,7 @@
 """idemdash: the Flask application factory."""
 from __future__ import annotations
 
-if not __name__.startswith("idemdash."):  # imported by its old top-level name, from a checkout
-    raise ImportError(f"{__name__!r} is 'idemdash.dashboard' since idemdash 0.2: gunicorn 'idemdash.dashboard:create_app()', gunicorn -c python:idemdash.dashboard.gunicorn_config, flask --app idemdash.dashboard")
-
+import importlib.util
 import logging
 import os
 import secrets
@@ -55,15 +53,15 @@ from idemdash.jobs.scheduler import start_in_background
 
 htmx = Htmx()
 
-_HERE = Path(__file__).resolve().parent
-
 
 def _asset_dir(name: str) -> str:
-    """templates/ and static/ live inside the package in a wheel, beside it in a checkout."""
-    packaged = _HERE / name
-    if packaged.is_dir():
-        return str(packaged)
-    return str(_HERE.parent / name)
+    """templates/ and static/: the packages ``idemdash.dashboard.templates`` and ``.static`` (pyproject's package-dir
+    maps them from the checkout's top-level folders), found as every installed form has them: a wheel, an unpacked
+    sdist, an editable install."""
+    spec = importlib.util.find_spec(f"idemdash.dashboard.{name}")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"idemdash.dashboard.{name} is not installed: reinstall idemdash (docs/development.md)")
+    return str(next(iter(spec.submodule_search_locations)))
 
 
 def _gunicorn_workers() -> int | None:

@@ -16,9 +16,6 @@ caller is filled with that block, rendered with the same tables and identifiers.
 """
 from __future__ import annotations
 
-if not __name__.startswith("idemdash."):  # imported by its old top-level name, from a checkout
-    raise ImportError(f"{__name__!r} is 'idemdash.queries' since idemdash 0.2: import idemdash.queries")
-
 import re
 from dataclasses import dataclass
 from importlib import resources

@@ -31,3 +31,15 @@ def test_the_license_and_the_changelog_the_metadata_names_are_there():
     # Keep a Changelog: what is not released yet on top, then each release, the current version among them
     headings = [line for line in changelog.splitlines() if line.startswith("## ")]
     assert headings[0] == "## [Unreleased]" and any(h.startswith(f"## [{project['version']}] - ") for h in headings)
+
+
+def test_the_repository_holds_no_symlinks():
+    """A checkout made without symlinks (`core.symlinks=false`, Windows' default) is the same checkout: the one
+    package is laid out by [tool.setuptools.package-dir], not by links."""
+    import subprocess
+
+    listing = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    links = [line.split("\t", 1)[1] for line in listing.splitlines() if line.startswith("120000 ")]
+    assert links == []
+    mapped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    assert {f"idemdash.{name}": name for name in TOP_LEVEL}.items() <= mapped.items()

@@ -137,3 +137,39 @@ def test_a_plain_install_without_extras_runs_every_commands_help(wheel, tmp_path
     demo = run(idemdash, "demo", "--port", "1")
     assert demo.returncode == 2 and "Traceback" not in demo.stderr, demo.stderr[-3000:]
     assert "pip install 'idemdash[demo]'" in demo.stderr, demo.stderr
+
+
+def test_a_clone_without_symlinks_builds_a_wheel_and_an_sdist_that_each_serve_a_page(tmp_path, database_url):
+    """`git clone -c core.symlinks=false` (Windows' default) and then the wheel and the sdist, each built from that
+    clone and installed from its unpacked form, serve the overview with its stylesheet: package-dir maps the
+    checkout's folders into the one package, so there is no link to lose and no asset path to guess."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "-c", "core.symlinks=false", str(ROOT), str(clone)], check=True, timeout=120)
+    assert [p for p in clone.rglob("*") if p.is_symlink()] == []
+    dist = tmp_path / "dist"
+    built = subprocess.run([sys.executable, "-m", "build", "-q", "--sdist", "--wheel", "--outdir", str(dist),
+                            str(clone)], capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-3000:]
+    (sdist,) = dist.glob("idemdash-*.tar.gz")
+    (wheel,) = dist.glob("idemdash-*.whl")
+    unpacked = tmp_path / "unpacked"
+    shutil.unpack_archive(sdist, unpacked)
+    (sdist_dir,) = unpacked.iterdir()
+    serve = ("import idemdash; from idemdash.dashboard import create_app; "
+             "app = create_app({'DATABASE_URL': %r, 'SECRET_KEY': 'x'}); client = app.test_client(); "
+             "page = client.get('/'); css = client.get('/static/css/idemdash.css'); "
+             "print(page.status_code, css.status_code, b'<nav' in page.data, idemdash.__file__)")
+    for name, artifact in (("wheel", wheel), ("sdist", sdist_dir)):
+        target = tmp_path / f"site-{name}"
+        installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                                    "--target", str(target), str(artifact)], capture_output=True, text=True,
+                                   timeout=600)
+        assert installed.returncode == 0, installed.stderr[-3000:]
+        assert [p for p in target.rglob("*") if p.is_symlink()] == []
+        env = {**os.environ, "PYTHONPATH": str(target)}
+        served = subprocess.run([sys.executable, "-c", serve % database_url], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert served.returncode == 0, (name, served.stderr[-3000:])
+        status, css, nav, where = served.stdout.split()
+        assert (status, css, nav) == ("200", "200", "True"), (name, served.stdout)
+        assert where.startswith(str(target)), (name, where)

@@ -1,8 +1,8 @@
 """idemdash: an operations dashboard and job runner for PostgreSQL idempotency keys, inbox and outbox tables.
 
 The one import package. Its subpackages are the repository's top-level folders (``dashboard/``,
-``queries/``, ``jobs/``, ...), linked here so that a checkout, the type checker and the wheel all see the
-same names: ``idemdash.dashboard``, ``idemdash.queries``, ...
+``queries/``, ``jobs/``, ...), mapped by pyproject.toml's ``[tool.setuptools.package-dir]``: installed, a checkout,
+the type checker and the wheel all see the same names, ``idemdash.dashboard``, ``idemdash.queries``, ...
 """
 
 from importlib.metadata import PackageNotFoundError, version
