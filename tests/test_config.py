@@ -9,6 +9,7 @@ import pytest
 from idemdash.core import parsers
 from idemdash.core import settings as config
 from idemdash.core.dsn import redact_dsn
+from idemdash.core.profiles import PROFILES
 from idemdash.core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -265,6 +266,12 @@ def test_every_setting_is_in_the_readme_configuration_table():
     legacy = {PREFIX + s.legacy[0] for s in SETTINGS if s.legacy}
     unknown = documented - {s.env for s in SETTINGS} - legacy - {"IDEMDASH_TEST_DATABASE_URL"}
     assert not unknown, f"README.md's table documents settings that do not exist: {sorted(unknown)}"
+
+
+def test_the_profile_setting_names_every_profile():
+    """Its help once stopped at `cap` after `dbos` was added; it is now made from PROFILES."""
+    words = BY_NAME["PROFILE"].doc
+    assert all(f"`{name}`" in words for name in PROFILES), words
 
 
 def test_a_setting_missing_from_a_partial_config_reads_its_declared_default():
