@@ -31,12 +31,12 @@ JOB_SETTINGS: tuple[Setting, ...] = (
             "than usual (lock waits, I/O). `100`: only `IDEMDASH_PURGE_PAUSE_MS`. See docs/operations.md, Pacing.",
             per_database=True),
     Setting("PURGE_LATENCY_BUDGET", 1.5, parsers.latency_budget,
-            "How much a purge may slow the application's commits, as a multiple of their idle time: between and during its batches a run times a tiny "
-            "write and commit of its own (what an application commit costs), keeps that probe's idle p99 as a "
-            "baseline, and sets its batch size and pause so the probe's p99 stays within this multiple of it, "
-            "going as fast as that allows (`IDEMDASH_PURGE_BATCH_SIZE` and `IDEMDASH_PURGE_DUTY_CYCLE` are its "
-            "upper bounds). The run records what it measured (`/purges` shows it). `off`: the fixed duty cycle alone. "
-            "See docs/operations.md, Pacing.", per_database=True),
+            "How much a purge may slow the application's commits, as a multiple of their idle time: between and "
+            "during its batches a run times a tiny write and commit of its own (what an application commit costs), "
+            "keeps that probe's idle p99 as a baseline, and sets its batch size and pause so the probe's p99 stays "
+            "within this multiple of it, going as fast as that allows (`IDEMDASH_PURGE_BATCH_SIZE` and "
+            "`IDEMDASH_PURGE_DUTY_CYCLE` are its upper bounds). The run records what it measured (`/purges` shows "
+            "it). `off`: the fixed duty cycle alone. See docs/operations.md, Pacing.", per_database=True),
     Setting("PURGE_HISTORY_RETENTION_DAYS", 90, parsers.positive_int,
             "How long idemdash keeps its own purge-run history (`idemdash.purge_run` and the partitions each run "
             "dropped); each run forgets older runs of its table, keeping the latest successful purge and dry run.",
@@ -66,7 +66,8 @@ JOB_SETTINGS: tuple[Setting, ...] = (
             "redelivery, manual replays), as a duration (`24h`, `2d`, `90m`, or seconds). An operator's "
             "`already_succeeded` or `abandoned` keeps the key at least this long (its `expires_at` is pushed out), "
             "and no purge deletes a key within this long of an operator's decision on it. `/health` warns when the "
-            "inbox, outbox or key retention is shorter. The older `IDEMDASH_REPLAY_HORIZON_HOURS` is still read when this is unset.",
+            "inbox, outbox or key retention is shorter. The older `IDEMDASH_REPLAY_HORIZON_HOURS` is still read when "
+            "this is unset.",
             legacy=("REPLAY_HORIZON_HOURS", lambda raw: raw.strip() + "h"), per_database=True),
     Setting("SNAPSHOT_INTERVAL_SECONDS", 60, parsers.positive_int,
             "How often the scheduler records the overview's headline numbers into `idemdash.metric_snapshot` "

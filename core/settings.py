@@ -50,9 +50,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("PROFILE", DEFAULT_PROFILE, parsers.choice(*PROFILES, CUSTOM),
             "Whose tables the database holds: `reference` (idemdash's own shape, these settings' defaults), a "
             f"library's ({', '.join(f'`{name}`' for name in PROFILES if name != DEFAULT_PROFILE)}; `idemdash detect` "
-            "finds them), or `custom`, a shape described in `IDEMDASH_CONFIG`. Any but `reference` is read through its own states, written to "
-            "only by the library's own actions `IDEMDASH_LIBRARY_ACTIONS` enables, and takes the library's schema and "
-            "table names where none are set. See docs/profiles.md.",
+            "finds them), or `custom`, a shape described in `IDEMDASH_CONFIG`. Any but `reference` is read through its "
+            "own states, written to only by the library's own actions `IDEMDASH_LIBRARY_ACTIONS` enables, and takes "
+            "the library's schema and table names where none are set. See docs/profiles.md.",
             per_database=True),
     Setting("LIBRARY_ACTIONS", "", parsers.action_names,
             "The writes a library documents and does itself that operators may do here, by name, comma separated "
