@@ -7,7 +7,7 @@ the files. Every mistake in them is a line of one ConfigError, so a start lists 
 """
 from __future__ import annotations
 
-import sys
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,11 +16,6 @@ from typing import Any
 from idemdash.core.database_table import NAME, NAME_RULE, table_settings
 from idemdash.core.fleets import FleetConfig, parse_fleet
 from idemdash.core.settings import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 DEFAULT = "default"
 

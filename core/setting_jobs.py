@@ -7,16 +7,17 @@ from idemdash.core.setting import Setting
 
 JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("OUTBOX_RETENTION_DAYS", 7, parsers.positive_int,
-            "How long published outbox rows are kept, counted from `published_at`; pending rows are never purged.",
+            "How long published outbox rows are kept, counted from `published_at`; pending rows (and any status "
+            "other than `published`) are never purged.",
             per_database=True),
     Setting("PURGE_BATCH_SIZE", 1000, parsers.positive_int,
             "Rows one purge batch deletes (one short transaction each). Halved for the rest of a run after a "
             "batch times out, down to 100.", per_database=True),
     Setting("PURGE_STATEMENT_TIMEOUT_MS", 2000, parsers.positive_int,
-            "statement_timeout of every purge batch (SET LOCAL); a batch that hits it is rolled back and the "
+            "`statement_timeout` of every purge batch (`SET LOCAL`); a batch that hits it is rolled back and the "
             "batch size halves.", per_database=True),
     Setting("PURGE_LOCK_TIMEOUT_MS", 500, parsers.positive_int,
-            "lock_timeout of every purge batch (SET LOCAL), so a purge never queues behind a table lock for long.",
+            "`lock_timeout` of every purge batch (`SET LOCAL`), so a purge never queues behind a table lock for long.",
             per_database=True),
     Setting("PURGE_PAUSE_MS", 5, parsers.non_negative_int,
             "Pause between purge batches, jittered between half and one and a half times this; `0`: none.",
@@ -27,21 +28,25 @@ JOB_SETTINGS: tuple[Setting, ...] = (
     Setting("PURGE_DUTY_CYCLE", 50, parsers.percent,
             "Most of the database's time one purge run may take, in percent: after a batch of t seconds the run "
             "pauses at least t × (100 − p) / p (at 50, as long as the batch took), and longer after a batch slower "
-            "than usual (lock waits, I/O). `100`: only `IDEMDASH_PURGE_PAUSE_MS`.", per_database=True),
+            "than usual (lock waits, I/O). `100`: only `IDEMDASH_PURGE_PAUSE_MS`. See docs/operations.md, Pacing.",
+            per_database=True),
     Setting("PURGE_LATENCY_BUDGET", 1.5, parsers.latency_budget,
-            "How much a purge may slow the application's commits: between and during its batches a run times a tiny "
-            "write and commit of its own (what an application commit costs), keeps that probe's idle p99 as a "
-            "baseline, and sets its batch size and pause so the probe's p99 stays within this multiple of it, "
-            "going as fast as that allows (`IDEMDASH_PURGE_BATCH_SIZE` and `IDEMDASH_PURGE_DUTY_CYCLE` are its "
-            "upper bounds). `off`: the fixed duty cycle alone.", per_database=True),
+            "How much a purge may slow the application's commits, as a multiple of their idle time: between and "
+            "during its batches a run times a tiny write and commit of its own (what an application commit costs), "
+            "keeps that probe's idle p99 as a baseline, and sets its batch size and pause so the probe's p99 stays "
+            "within this multiple of it, going as fast as that allows (`IDEMDASH_PURGE_BATCH_SIZE` and "
+            "`IDEMDASH_PURGE_DUTY_CYCLE` are its upper bounds). The run records what it measured (`/purges` shows "
+            "it). `off`: the fixed duty cycle alone. See docs/operations.md, Pacing.", per_database=True),
     Setting("PURGE_HISTORY_RETENTION_DAYS", 90, parsers.positive_int,
             "How long idemdash keeps its own purge-run history (`idemdash.purge_run` and the partitions each run "
             "dropped); each run forgets older runs of its table, keeping the latest successful purge and dry run.",
             per_database=True),
     Setting("PURGE_KEYS_SCHEDULE", "*/15 * * * *", parsers.schedule,
-            "When `idemdash scheduler` purges expired idempotency keys: a crontab line in UTC (weekdays as "
-            "names, `mon-fri`), `every <duration>` (`every 90s`: at whole multiples of it since 2000-01-01 UTC), "
-            "or `off`.", per_database=True),
+            "When `idemdash scheduler` purges expired terminal idempotency keys: a crontab line (minute hour day "
+            "month weekday) in UTC, `every <duration>` (`every 90s`, `every 6h`: at whole multiples of it since "
+            "2000-01-01 UTC, the same fire times in every scheduler), or `off`. Weekdays as names (`mon-fri`): a "
+            "number is refused, because APScheduler counts them from Monday = 0 and crontab from Sunday.",
+            per_database=True),
     Setting("PURGE_INBOX_SCHEDULE", "7 * * * *", parsers.schedule,
             "When the scheduler purges inbox rows older than `IDEMDASH_INBOX_RETENTION_DAYS` (crontab, UTC, "
             "`every <duration>`, or `off`).",
@@ -60,8 +65,9 @@ JOB_SETTINGS: tuple[Setting, ...] = (
             "The longest time a client or a queue may still retry or redeliver (client retry window, broker "
             "redelivery, manual replays), as a duration (`24h`, `2d`, `90m`, or seconds). An operator's "
             "`already_succeeded` or `abandoned` keeps the key at least this long (its `expires_at` is pushed out), "
-            "and no purge deletes a key within this long of an operator's decision on it. `/health` warns when a "
-            "retention is shorter. The older `IDEMDASH_REPLAY_HORIZON_HOURS` is still read when this is unset.",
+            "and no purge deletes a key within this long of an operator's decision on it. `/health` warns when the "
+            "inbox, outbox or key retention is shorter. The older `IDEMDASH_REPLAY_HORIZON_HOURS` is still read when "
+            "this is unset.",
             legacy=("REPLAY_HORIZON_HOURS", lambda raw: raw.strip() + "h"), per_database=True),
     Setting("SNAPSHOT_INTERVAL_SECONDS", 60, parsers.positive_int,
             "How often the scheduler records the overview's headline numbers into `idemdash.metric_snapshot` "

@@ -21,20 +21,24 @@ from idemdash.core.setting_jobs import JOB_SETTINGS
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("DATABASE_URL", "", str,
-            "libpq connection string or URL of the database that holds the application tables. With "
-            "`IDEMDASH_CONFIG`, each database's `url` instead.", per_database=True),
+            "libpq connection string or URL of the database that holds the application tables. Required (except "
+            "for `idemdash demo`); with `IDEMDASH_CONFIG`, each database's `url` instead.", per_database=True),
     Setting("READ_DATABASE_URL", "", str,
             "Optional: a hot standby of that database. Pages, JSON reads and /metrics read there while it is at "
             "most `IDEMDASH_READ_MAX_LAG_SECONDS` behind; actions, purges, snapshots, rollups and the audit log "
-            "always write to the primary. With `IDEMDASH_CONFIG`, each database's `read_url`.", per_database=True),
+            "always write to the primary; the header says where a page read from. With `IDEMDASH_CONFIG`, each "
+            "database's `read_url`.", per_database=True),
     Setting("READ_MAX_LAG_SECONDS", 30, parsers.positive_int,
             "How far a standby may lag behind its primary before reads fall back to the primary (the header says "
             "so).", per_database=True),
     Setting("CONFIG", "", str,
-            "A TOML file declaring several databases, one `[databases.<name>]` table each (`url`, optional "
-            "`read_url`, `app_schema`, table names, `environment`, and that database's retention and purge "
-            "settings; these environment variables are the defaults). Empty: one database, from "
-            "`IDEMDASH_DATABASE_URL`. See docs/databases.md."),
+            "A TOML file, or a directory whose `*.toml` files are read in name order, declaring several databases: "
+            "`[fleets.<name>]` for many at once (a server and a pattern of database names, or a URL template and a "
+            "list of names; each member named `<fleet>/<database>`), and `[databases.<name>]` each with `url`, "
+            "optional `read_url`, `app_schema`, table names, `environment` and its own retention and purge settings "
+            "(these environment variables are the defaults). Every page is then also under `/db/<name>/…` and every "
+            "JSON route under `/api/v1/db/<name>/…`; the plain URLs mean the first database. Empty: one database, "
+            "from `IDEMDASH_DATABASE_URL`. See docs/databases.md."),
     Setting("APP_SCHEMA", "app", parsers.identifier,
             "Schema of the application's idempotency, inbox and outbox tables.", per_database=True),
     Setting("KEYS_TABLE", "idempotency_request", parsers.identifier,
@@ -45,11 +49,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Name of the transactional outbox table.", per_database=True),
     Setting("PROFILE", DEFAULT_PROFILE, parsers.choice(*PROFILES, CUSTOM),
             "Whose tables the database holds: `reference` (idemdash's own shape, these settings' defaults), a "
-            "library's (`spring-modulith`, `masstransit`, `wolverine`, `brandur`, `nservicebus`, `eventuate`, "
-            "`pg-transactional-outbox`, `debezium-outbox`, `cap`; `idemdash detect` finds them), or `custom`, a "
-            "shape described in `IDEMDASH_CONFIG`. Any but `reference` is read through its own states, written to "
-            "only by the library's own actions `IDEMDASH_LIBRARY_ACTIONS` enables, and takes the library's schema and "
-            "table names where none are set. See docs/profiles.md.",
+            f"library's ({', '.join(f'`{name}`' for name in PROFILES if name != DEFAULT_PROFILE)}; `idemdash detect` "
+            "finds them), or `custom`, a shape described in `IDEMDASH_CONFIG`. Any but `reference` is read through its "
+            "own states, written to only by the library's own actions `IDEMDASH_LIBRARY_ACTIONS` enables, and takes "
+            "the library's schema and table names where none are set. See docs/profiles.md.",
             per_database=True),
     Setting("LIBRARY_ACTIONS", "", parsers.action_names,
             "The writes a library documents and does itself that operators may do here, by name, comma separated "
@@ -67,22 +70,25 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("NODES_TABLE", "wolverine_nodes", parsers.identifier,
             "Wolverine's node table (profile `wolverine`).", per_database=True),
     Setting("SECRET_KEY", "", str,
-            "Flask secret key for sessions and CSRF tokens; the same value for every worker and replica. Unset: "
-            "`idemdash serve` makes one for all its workers (sessions end when it restarts), a gunicorn started by "
-            "hand with several workers refuses to start, and a single process uses a random key of its own."),
+            "Flask secret key (signs the session cookie that carries the CSRF token); the same value for every "
+            "worker and replica. Unset: `idemdash serve` makes one for all its workers (sessions and open forms end "
+            "when it restarts), a gunicorn started by hand with several workers refuses to start, and a single "
+            "process (`flask run`, the demo) uses a random key of its own."),
     Setting("AUTH", "none", parsers.choice("none", "basic", "proxy"),
             "Who may use the dashboard: `none` (everyone is an operator; the demo and localhost only), "
             "`basic` (HTTP Basic with `IDEMDASH_USERS_FILE`) or `proxy` (user and groups headers from an "
             "SSO proxy at `IDEMDASH_PROXY_TRUSTED`). See docs/security.md."),
     Setting("USERS_FILE", "", str,
             "With `IDEMDASH_AUTH=basic`: the file of users, one `name:role:hash` a line (role `viewer` or "
-            "`operator`; hash from `idemdash hash-password`). Read at startup."),
+            "`operator`; hash from `idemdash hash-password`). Read at startup; a missing or malformed file stops the "
+            "start with the line at fault."),
     Setting("PROXY_USER_HEADER", "X-Forwarded-User", parsers.header_name,
             "With `IDEMDASH_AUTH=proxy`: the header carrying the signed-in user's name (recorded in the audit log). "
             "Sent more than once: 400 (under `idemdash serve`)."),
     Setting("PROXY_GROUPS_HEADER", "X-Forwarded-Groups", parsers.header_name,
             "With `IDEMDASH_AUTH=proxy`: the header carrying the user's groups, comma separated, in one header "
-            "(sent more than once: 400 under `idemdash serve`)."),
+            "(sent more than once: 400 under `idemdash serve`, since a proxy that adds its header to the client's "
+            "would let the client add a group)."),
     Setting("PROXY_TRUSTED", "127.0.0.1,::1", parsers.networks,
             "Addresses or CIDR networks of the proxy, comma separated. User, groups and `X-Forwarded-Proto` "
             "headers are believed only from these; other clients get 401 in proxy mode."),
@@ -104,11 +110,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Most keys one bulk reclassification changes; the operator repeats the call for more.", per_database=True),
     Setting("ENVIRONMENT", "", parsers.environment,
             "Which environment this is, shown as a coloured band in every page's header and at the start of its "
-            "title: a name, optionally `name:colour` (red, orange, yellow, green, blue, purple, grey). Without a "
+            "title, so nobody mistakes production for staging: a name, optionally `name:colour` (red, orange, "
+            "yellow, green, blue, purple, grey; e.g. `production`, `staging:orange`, `eu-prod:red`). Without a "
             "colour: red for production/prod/live, orange for staging/preprod/uat, green for development/test/demo, "
-            "blue otherwise. Empty: no band.", per_database=True),
+            "blue otherwise. Empty: no band (the demo shows a green `demo`).", per_database=True),
     Setting("RUNBOOK_URL", "", str,
-            "Runbook link template with `{scope}`, `{key}`, `{status}`, `{database}` and `{runbook}` (URL-encoded "
+            "Runbook link template with `{scope}`, `{key}`, `{status}`, `{database}` (the database's name in "
+            "`IDEMDASH_CONFIG`, `default` without it) and `{runbook}` (URL-encoded "
             "when filled in; `{runbook}` is `stuck-keys` or `outbox-backlog`). With `{runbook}` it serves both "
             "runbooks; without, only the stuck-key one. Empty: the built-in runbooks."),
     Setting("HOTSPOT_MIN_ATTEMPTS", 5, parsers.positive_int,
@@ -120,7 +128,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Lease assumed for a `processing` key whose `locked_until` is NULL: it is stuck once "
             "`claimed_at` is older than this.", per_database=True),
     Setting("LIBRARY_TIMEZONE", "UTC", parsers.zone,
-            "The zone a library writes its `timestamp without time zone` columns in (an IANA name, or `local`: the "
+            "The zone a library writes its `timestamp without time zone` columns in (an IANA name such as "
+            "`Europe/Berlin`, or `local`: the "
             "zone of the machine idemdash runs on); each is compared with now in that zone, whatever the database "
             "server's or session's zone. Its default is the profile's: `local` for `cap` (DotNetCore.CAP writes "
             "`DateTime.Now`, so set it to the zone of the hosts running CAP when it differs), `UTC` otherwise.",
@@ -140,13 +149,18 @@ SETTINGS: tuple[Setting, ...] = (
             "`idemdash_snapshot_last_timestamp_seconds`; the request histogram's `database` is then `all`); `auto`: "
             "`all` up to 20 databases, `alerts` beyond. See docs/alerts.md for how many series N databases produce."),
     Setting("FLEET_REFRESH_SECONDS", 15, parsers.positive_int,
-            "How often each web worker asks every database, in the background, for `/databases` (which never waits)."),
+            "How often each web worker asks every database, in the background, for `/databases` (which never "
+            "waits): a page shows the last answers and how old each is; each ask connects within 2 s (or the URL's "
+            "`connect_timeout`), and a database that failed is asked less and less often. See docs/databases.md."),
     Setting("FLEET_DISCOVER_SECONDS", 300, parsers.positive_int,
             "How often the web workers and the scheduler ask each `[fleets.<name>]` server of IDEMDASH_CONFIG which "
-            "databases match its pattern: one created since joins, one dropped leaves."),
+            "databases match its pattern: one created since joins (its pages, jobs and metrics appear), one dropped "
+            "leaves (its pages answer 404 naming it). A server that does not answer keeps its fleet's members."),
     Setting("FLEET_REFRESH_THREADS", 8, parsers.positive_int,
-            "Threads, and so connections at most, each web worker asks the databases with for `/databases`; its "
-            "search of every database has as many, one pool shared by all the searches at once."),
+            "Threads, and so connections at most, each web worker asks the databases with for `/databases`, however "
+            "many there are; each ask connects, reads and closes. Its search of every database has as many, one pool "
+            "shared by all the searches at once, and the searches, the refresh and /metrics together open no more "
+            "than min(this, databases) + 1 connections of their own."),
     Setting("POOL_TIMEOUT_SECONDS", 3, parsers.positive_int,
             "How long a request waits for a database connection before the page answers 503 "
             "(database unreachable).", per_database=True),
@@ -158,10 +172,11 @@ SETTINGS: tuple[Setting, ...] = (
             "With several databases: most connections one web worker holds, its pools (each reserving "
             "`IDEMDASH_POOL_MAX_SIZE`, twice with a `read_url`) and background reads (the refresh's threads and one "
             "for /metrics) together. Opening a pool past it closes the least recently used idle pool; when none is "
-            "idle a request waits `IDEMDASH_POOL_TIMEOUT_SECONDS`, then answers 503. See docs/databases.md."),
+            "idle a request waits `IDEMDASH_POOL_TIMEOUT_SECONDS`, then answers 503 naming this setting. See "
+            "docs/databases.md."),
     Setting("FLEET_IDLE_SECONDS", 300, parsers.positive_int,
             "With several databases: a database's pool opens when a request first uses it and closes after this "
-            "long unused. With one database its pool stays open."),
+            "long unused. With one database its pool opens at start and stays open."),
     Setting("FLEET_JOB_CONCURRENCY", 4, parsers.positive_int,
             "Most scheduled jobs (purges, snapshots, rollups, ...) one scheduler process runs at once, over all its "
             "databases; the others wait their turn, late rather than missed. A purge holds two or three connections "
@@ -175,7 +190,8 @@ SETTINGS: tuple[Setting, ...] = (
             "`1` runs the scheduled jobs inside the web process (single-process setups; the demo "
             "does this). Otherwise run `idemdash scheduler` separately."),
     Setting("BIND", "127.0.0.1:8000", parsers.bind,
-            "Address `idemdash serve` listens on: `HOST:PORT`, `[IPv6]:PORT`, `unix:PATH` or `fd://N`."),
+            "Address `idemdash serve` listens on: `HOST:PORT`, `[IPv6]:PORT`, `unix:PATH` or `fd://N` (anything else "
+            "is refused with the forms it accepts)."),
     Setting("WORKERS", 2, parsers.positive_int, "gunicorn worker processes for `idemdash serve`."),
     *JOB_SETTINGS,
 )

@@ -1,7 +1,7 @@
 """The reference application schema: every claim outcome, fencing, the inbox, races.
 
 Every behavioural test runs against both flavours of the reference schema
-(``status`` as a PostgreSQL enum and as plain text), because the README's column contract
+(``status`` as a PostgreSQL enum and as plain text), because the column contract (docs/getting-started.md)
 says both must work.
 """
 from __future__ import annotations

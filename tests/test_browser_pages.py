@@ -3,8 +3,8 @@ critical accessibility violation (WCAG AA contrast included) in light or dark mo
 
 axe-core comes from the npm registry, installed for the tests by CI (.ci/run), by the first of these tests to need it
 where npm is on the PATH (so the README's test command passes on a fresh machine with npm), or by hand with
-``npm install --no-save --prefix tests/.axe axe-core@<the version .ci/run names>`` (README). Missing, the test fails:
-it is not skipped.
+``npm install --no-save --prefix tests/.axe axe-core@<the version .ci/run names>`` (docs/development.md). Missing, the
+test fails: it is not skipped.
 """
 from __future__ import annotations
 

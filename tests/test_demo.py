@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-pytestmark = pytest.mark.system  # see the Tests section of the README
+pytestmark = pytest.mark.system  # see docs/development.md, Tests
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 
 import psycopg
 import pytest
-import tomllib
 from click.testing import CliRunner
 
 from idemdash.cli import main

@@ -23,7 +23,8 @@ from idemdash.queries.workload.datagen import create_datagen_functions
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# What the rest of the code is written against (the README's column contract): table -> column -> data type.
+# What the rest of the code is written against (the column contract, docs/getting-started.md):
+# table -> column -> data type.
 EXPECTED_TABLES = {
     "schema_migration": {
         "version": "integer", "name": "text", "checksum": "text", "applied_at": "timestamp with time zone",
@@ -447,8 +448,9 @@ def test_cli_init_app_schema_rejects_an_unknown_status_type(empty_database_url):
 
 
 def test_migrate_needs_create_on_the_database_only_until_the_schema_exists(empty, empty_database_url):
-    """The README lets the migrating role lose CREATE on the database after the first migrate: later ones (every
-    upgrade) still work, and without the schema the failure names the grant that is missing."""
+    """The setup checklist (docs/getting-started.md) lets the migrating role lose CREATE on the database after the
+    first migrate: later ones (every upgrade) still work, and without the schema the failure names the grant that is
+    missing."""
     role = f"migrator_{uuid.uuid4().hex[:8]}"
     database = empty.info.dbname
     empty.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")

@@ -12,7 +12,7 @@ from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, create_app_schema
 from idemdash.queries.migrate import migrate
 
-pytestmark = pytest.mark.system  # see the Tests section of the README
+pytestmark = pytest.mark.system  # see docs/development.md, Tests
 
 
 def test_pages_answer_503_during_an_outage_and_recover_without_a_restart(own_server, make_app):

@@ -2,9 +2,8 @@
 install) and breaks `pip install .` with an ImportError."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # the layers of docs/architecture.md, top to bottom

@@ -10,7 +10,7 @@ from bs4 import BeautifulSoup
 
 from idemdash.dashboard.panels import MIN_PANEL_TIMEOUT_MS, PAGE_BUDGET_TIMEOUTS
 
-pytestmark = pytest.mark.system  # see the Tests section of the README
+pytestmark = pytest.mark.system  # see docs/development.md, Tests
 
 
 def test_later_panels_get_what_is_left_of_the_page_budget(make_app, database_url):

@@ -27,7 +27,7 @@ from idemdash.queries import Tables
 from idemdash.queries.indexes import ADVICE
 from idemdash.queries.target import Target
 
-pytestmark = pytest.mark.system  # see the Tests section of the README
+pytestmark = pytest.mark.system  # see docs/development.md, Tests
 
 DAY = 24 * 60  # minutes
 TERMINAL = ("succeeded", "failed_final")

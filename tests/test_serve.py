@@ -19,7 +19,7 @@ from bs4 import BeautifulSoup
 
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.system  # see the Tests section of the README
+pytestmark = pytest.mark.system  # see docs/development.md, Tests
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parent.parent  # the checkout under test, whatever the current directory

@@ -14,7 +14,7 @@ from tests.test_databases import write_config
 from tests.test_serve import ROOT, _children, _env, _free_port, _request, _running, _written_bytes
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.system  # see the Tests section of the README
+pytestmark = pytest.mark.system  # see docs/development.md, Tests
 
 
 def _serve(port: int, workers: int = 1) -> list[str]:

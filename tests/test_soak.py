@@ -42,7 +42,7 @@ from idemdash.queries import Tables
 from idemdash.queries.app_schema import NOT_PROCESSING, OWNING_KINDS, claim_key, complete_key, consume_message, fail_key
 from idemdash.queries.target import Target
 
-pytestmark = pytest.mark.system  # see the Tests section of the README
+pytestmark = pytest.mark.system  # see docs/development.md, Tests
 
 T = Tables()
 SEED = int(os.environ.get("IDEMDASH_SOAK_SEED", "20261123"))

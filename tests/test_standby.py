@@ -21,7 +21,7 @@ from idemdash.queries.migrate import migrate
 from tests.test_keys import insert_key
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.system  # see the Tests section of the README
+pytestmark = pytest.mark.system  # see docs/development.md, Tests
 
 
 @pytest.fixture(scope="module")
