@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,6 +17,10 @@ from psycopg_pool import ConnectionPool
 
 from idemdash.core.diagnosis import Cause, CauseLog
 from idemdash.core.settings import setting
+from idemdash.queries import transactions
+
+# a connection handed back to the pool less than this long ago is handed out again without a check query
+CHECK_AFTER_IDLE_SECONDS = 2.0
 
 
 def new_pool(name: str, dsn: str, settings: Mapping[str, Any], kwargs: Mapping[str, Any],
@@ -29,7 +34,17 @@ def new_pool(name: str, dsn: str, settings: Mapping[str, Any], kwargs: Mapping[s
     return ConnectionPool(
         dsn, min_size=settings["POOL_MIN_SIZE"], max_size=max(settings["POOL_MAX_SIZE"], settings["POOL_MIN_SIZE"]),
         open=True, timeout=float(settings["POOL_TIMEOUT_SECONDS"]), name=name,
-        check=ConnectionPool.check_connection, kwargs={**deadline, **kwargs}, connection_class=connection_class)
+        check=check_rested, kwargs={**deadline, **kwargs}, connection_class=connection_class)
+
+
+def check_rested(conn: psycopg.Connection) -> None:
+    """The pool's check when it hands a connection out: a query for one that has rested in the pool (a restarted
+    server or a dropped connection is found before a page uses it), none for one a transaction helper
+    (queries/transactions.py) finished with moments ago: a page takes one per panel, and a check per take was a round
+    trip per panel. (psycopg_pool's ``reset`` callback would stamp it too, but makes every return go through its
+    worker thread.)"""
+    if time.monotonic() - transactions.finished_at(conn) > CHECK_AFTER_IDLE_SECONDS:
+        ConnectionPool.check_connection(conn)
 
 
 def watched_connection_class(problems: CauseLog,
