@@ -76,3 +76,17 @@ def test_a_journey_without_text_is_refused_and_the_page_asks_for_it(make_app, wo
     assert client.get("/api/v1/journey").status_code == 400
     assert client.get("/api/v1/journey?q=%20%20").status_code == 400
     assert 'name="q"' in client.get("/journey").get_data(as_text=True)
+
+
+def test_the_search_page_and_a_key_s_page_offer_the_journey(make_app, world):
+    from bs4 import BeautifulSoup
+
+    config, ids = world
+    client = make_app(CONFIG=config).test_client()
+    search = BeautifulSoup(client.get("/search?q=k-").get_data(as_text=True), "html.parser")  # keys by prefix
+    assert search.select_one("a[data-journey]")["href"] == "/journey?q=k-"
+    key = BeautifulSoup(client.get("/keys/checkout/k-half").get_data(as_text=True), "html.parser")
+    link = key.select_one("a[data-journey]")["href"]
+    assert link == "/journey?q=checkout/k-half"
+    page = BeautifulSoup(client.get(link).get_data(as_text=True), "html.parser")
+    assert "missing at `email`" in page.select_one("[data-verdict]").get_text()
