@@ -10,12 +10,14 @@ should have a message comes from the learned routes (dashboard/journey_reads.py 
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import quote
 
 from flask import Blueprint, current_app
+from markupsafe import Markup, escape
 
 from idemdash.core import journey as model
 from idemdash.core.routes import Learned, expected
@@ -115,6 +117,12 @@ def answer(found: Followed) -> schema.Journey:
         not_followed=[schema.Database(database=n, why=w) for n, w in found.not_followed.items()],
         routes_learned_at=found.learned.learned_at, seconds=round(found.seconds, 3),
         deadline_seconds=DEADLINE_SECONDS)
+
+
+@bp.app_template_filter("ticks")
+def ticks(text: str) -> Markup:
+    """A verdict's `names` as code, the rest escaped."""
+    return Markup(re.sub(r"`([^`<>]+)`", r"<code>\1</code>", str(escape(text))))
 
 
 @bp.get("/journey")

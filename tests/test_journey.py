@@ -66,7 +66,7 @@ def test_the_journey_names_the_missing_consumer_the_stuck_key_and_the_parked_row
                                  "no consumer will get it")
 
     page = client.get("/journey?q=checkout/k-half").get_data(as_text=True)
-    assert "missing at <code>" not in page and "missing at `email`" in page
+    assert "missing at <code>email</code> (email)" in page
     assert 'href="https://jaeger.example/trace/4bf92f3577b34da6a3ce929d0e0e4736"' in page
 
 
@@ -89,4 +89,4 @@ def test_the_search_page_and_a_key_s_page_offer_the_journey(make_app, world):
     link = key.select_one("a[data-journey]")["href"]
     assert link == "/journey?q=checkout/k-half"
     page = BeautifulSoup(client.get(link).get_data(as_text=True), "html.parser")
-    assert "missing at `email`" in page.select_one("[data-verdict]").get_text()
+    assert "missing at email (email)" in page.select_one("[data-verdict]").get_text()
