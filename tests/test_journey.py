@@ -4,9 +4,11 @@ words; the routes learned from the tables; a trace id linked through IDEMDASH_TR
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import psycopg
 import pytest
+import tomllib
 
 from tests.journey_world import MINUTE, consume, produce
 from tests.test_databases import write_config
@@ -90,3 +92,13 @@ def test_the_search_page_and_a_key_s_page_offer_the_journey(make_app, world):
     assert link == "/journey?q=checkout/k-half"
     page = BeautifulSoup(client.get(link).get_data(as_text=True), "html.parser")
     assert "missing at email (email)" in page.select_one("[data-verdict]").get_text()
+
+
+def test_a_key_s_text_is_shown_as_text_in_the_verdict(make_app, world):
+    config, _ = world
+    client = make_app(CONFIG=config).test_client()
+    shop = tomllib.loads(Path(config).read_text())["databases"]["shop"]["url"]
+    with psycopg.connect(shop, autocommit=True) as conn:
+        insert_key(conn, "checkout", "<b>x`</b>`", "processing")
+    page = client.get("/journey", query_string={"q": "checkout/<b>x`</b>`"}).get_data(as_text=True)
+    assert "<b>x" not in page and "&lt;b&gt;x" in page
