@@ -31,7 +31,9 @@ ROUTES_WINDOW_SECONDS = 3600      # the recent window routes are learned from
 ROUTES_MAX_AGE_SECONDS = 60       # learned routes older than this are learned again, in the background
 APPLICATION_NAME = "idemdash-journey"
 
-_found: dict[str, Found] = {}     # by database name: a library's tables, as first found
+# a library's tables, as first found, by database (its name and where it is): asked from the fan-out's threads,
+# outside any app context, so kept here rather than in the app
+_found: dict[tuple[str, str], Found] = {}
 _found_lock = threading.Lock()
 
 
@@ -42,11 +44,11 @@ def where(target: Target, conn: psycopg.Connection) -> journey.Where:
     if name == DEFAULT_PROFILE:
         return journey.Where(name, target.tables, None, zone)
     with _found_lock:
-        found = _found.get(target.name)
+        found = _found.get((target.name, target.dsn))
     if found is None or found.profile != name:
         found = find_configured(conn, settings)
         with _found_lock:
-            _found[target.name] = found
+            _found[(target.name, target.dsn)] = found
     return journey.Where(name, target.tables, found, zone)
 
 

@@ -11,8 +11,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from idemdash.queries import Tables
+from idemdash.queries import Tables, statement
 from idemdash.queries.catalog import find_shapes
+from idemdash.queries.indexes import create_index, list_index_status
 from idemdash.queries.journey import (
     Where,
     _block,
@@ -96,3 +97,22 @@ def test_each_library_s_message_is_followed_through_an_index(empty_database_url,
                 sql.SQL("EXPLAIN ") + query,
                 {"ids": [MID], "uuids": [MID], "limit": 10, "library_zone": "UTC"}).fetchall())
             assert "Seq Scan" not in plan and "Index" in plan, (read, plan)
+
+
+def test_the_reference_tables_reads_are_index_lookups(database_url):
+    """With the indexes `idemdash check` recommends: the key by its primary key, the outbox rows by id, aggregate id
+    and key, the inbox rows by message id in every consumer, each one statement with sequential scans off."""
+    tables = Tables()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        for status in list_index_status(conn, tables):
+            if status.missing:
+                create_index(conn, tables, status)
+        conn.execute("SET enable_seqscan = off")
+        where = Where("reference", tables, None)
+        params = {"ids": [MID], "uuids": [MID], "scopes": ["checkout"], "keys": ["order-1"], "limit": 10,
+                  "max_consumers": 10, "lease_seconds": 300, "library_zone": "UTC"}
+        for query in (statement("journey_keys_reference", tables), _block(where, "journey_sent", "outbox"),
+                      _block(where, "journey_consumed", "inbox")):
+            assert query is not None
+            plan = "\n".join(r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + query, params).fetchall())
+            assert "Seq Scan" not in plan and "Index" in plan, plan
