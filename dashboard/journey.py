@@ -2,9 +2,10 @@
 id or an aggregate id to every step the tables of every database served record, and the first step that has not
 happened, in words.
 
-Two rounds, each on the worker's bounded fan-out (dashboard/fan_out.py), one statement per table and database
-(queries/journey.py): first every database's keys and outbox rows for ``q`` (for at most PRODUCERS_SHARE of the
-deadline), then every database that answered is asked for the inbox rows of ``q`` and of the message ids found. The
+At most two rounds, each on the worker's bounded fan-out (dashboard/fan_out.py), one statement per table and database
+(queries/journey.py): first every database's key and outbox rows for ``q`` and, unless ``q`` names a key, its inbox
+rows of ``q`` as a message id (for at most PRODUCERS_SHARE of the deadline); then, when the outbox rows found have
+other ids (a key's or an aggregate's messages), every database that answered is asked for their inbox rows. The
 whole answer waits at most DEADLINE_SECONDS; a database not answered by then is named, with why. Which consumers
 should have a message comes from the learned routes (dashboard/journey_reads.py ``RouteBook``).
 """
@@ -24,11 +25,13 @@ from idemdash.core.routes import Learned, expected
 from idemdash.dashboard import contract
 from idemdash.dashboard.databases import database_rows
 from idemdash.dashboard.fan_out import ask_all, known_down
-from idemdash.dashboard.journey_reads import APPLICATION_NAME, RouteBook, consuming, producing, unfollowed
+from idemdash.dashboard.journey_reads import APPLICATION_NAME, RouteBook, consuming, recorded, unfollowed
 from idemdash.dashboard.keys import key_url
 from idemdash.dashboard.schemas import journey as schema
 from idemdash.dashboard.targets import all_targets
 from idemdash.dashboard.web import render
+from idemdash.queries.journey import key_pairs
+from idemdash.queries.search import as_uuid
 
 bp = Blueprint("journey", __name__)
 
@@ -58,19 +61,26 @@ def follow(q: str) -> Followed:
     not_followed = unfollowed(targets)
     learned = route_book().current(targets, keeper, skip, DEADLINE_SECONDS)
     started = time.monotonic()
-    first = ask_all(targets, producing(q), keeper=keeper, ends=started + DEADLINE_SECONDS * PRODUCERS_SHARE,
-                    application_name=APPLICATION_NAME, skip={**skip, **not_followed})
-    ids = list(dict.fromkeys([q] + [s.message_id for p in first.answers.values() for s in p.sent]))
-    second = ask_all({name: targets[name] for name in first.answers}, consuming(ids), keeper=keeper,
-                     ends=started + DEADLINE_SECONDS, application_name=APPLICATION_NAME)
+    names_a_key = bool(key_pairs(q)) and as_uuid(q) is None
+    first = ask_all(targets, recorded(q, inbox=not names_a_key), keeper=keeper,
+                    ends=started + DEADLINE_SECONDS * PRODUCERS_SHARE, application_name=APPLICATION_NAME,
+                    skip={**skip, **not_followed})
+    asked = set() if names_a_key else {q.lower(), *(u for u in [as_uuid(q)] if u)}
+    ids = list(dict.fromkeys(s.message_id for p in first.answers.values() for s in p.sent
+                             if s.message_id.lower() not in asked))
+    consumed = [(db, c) for db, p in first.answers.items() for c in p.consumed]
+    answered, not_answered = list(first.answers), dict(first.not_answered)
+    if ids:  # a key's or an aggregate's messages: their inbox rows, in every database that answered
+        second = ask_all({name: targets[name] for name in first.answers}, consuming(ids), keeper=keeper,
+                         ends=started + DEADLINE_SECONDS, application_name=APPLICATION_NAME)
+        consumed += [(db, c) for db, rows in second.answers.items() for c in rows]
+        answered, not_answered = list(second.answers), {**not_answered, **second.not_answered}
     now = datetime.now(timezone.utc)
     journey = model.follow(
         q, [(db, k) for db, p in first.answers.items() for k in p.keys],
-        [(db, s) for db, p in first.answers.items() for s in p.sent],
-        [(db, c) for db, rows in second.answers.items() for c in rows], expected(learned.routes), now)
-    not_answered = {**{n: w for n, w in first.not_answered.items() if n not in not_followed}, **second.not_answered}
-    return Followed(journey, list(second.answers), not_answered, not_followed, learned,
-                    time.monotonic() - started, now)
+        [(db, s) for db, p in first.answers.items() for s in p.sent], consumed, expected(learned.routes), now)
+    not_answered = {n: w for n, w in not_answered.items() if n not in not_followed}
+    return Followed(journey, answered, not_answered, not_followed, learned, time.monotonic() - started, now)
 
 
 def trace_url(trace_id: str) -> str | None:

@@ -59,16 +59,19 @@ def unfollowed(targets: Mapping[str, Target]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class Producing:
+class Recorded:
     keys: list[KeyStep]
     sent: list[Sent]
+    consumed: list[Consumed]
 
 
-def producing(q: str):
-    def read(target: Target, conn: psycopg.Connection) -> Producing:
+def recorded(q: str, *, inbox: bool):
+    """The first round's read: the key ``q`` names, the outbox rows of ``q``, and with ``inbox`` the inbox rows of
+    ``q`` as a message id (so that an outbox id or a message id takes one round, not two)."""
+    def read(target: Target, conn: psycopg.Connection) -> Recorded:
         at = where(target, conn)
         keys = journey.find_keys(conn, at, q, lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"])
-        return Producing(keys, journey.find_sent(conn, at, q))
+        return Recorded(keys, journey.find_sent(conn, at, q), journey.find_consumed(conn, at, [q]) if inbox else [])
     return read
 
 

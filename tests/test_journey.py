@@ -102,3 +102,16 @@ def test_a_key_s_text_is_shown_as_text_in_the_verdict(make_app, world):
         insert_key(conn, "checkout", "<b>x`</b>`", "processing")
     page = client.get("/journey", query_string={"q": "checkout/<b>x`</b>`"}).get_data(as_text=True)
     assert "<b>x" not in page and "&lt;b&gt;x" in page
+
+
+def test_an_aggregate_id_is_followed_to_its_messages_consumers(make_app, world):
+    config, ids = world
+    shop = tomllib.loads(Path(config).read_text())["databases"]["shop"]["url"]
+    with psycopg.connect(shop) as conn:
+        (aggregate,) = conn.execute("SELECT aggregate_id::text FROM app.outbox_event WHERE outbox_id = %s",
+                                    (ids["half"],)).fetchone()
+    answer = make_app(CONFIG=config).test_client().get(f"/api/v1/journey?q={aggregate.upper()}").get_json()
+    (message,) = answer["messages"]
+    assert message["message_id"] == ids["half"]
+    assert [c["consumer"] for c in message["consumers"]] == ["billing"]
+    assert [e["consumer"] for e in message["missing"]] == ["email"]
