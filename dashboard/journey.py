@@ -4,9 +4,9 @@ happened, in words.
 
 At most two rounds, each on the worker's bounded fan-out (dashboard/fan_out.py), one statement per table and database
 (queries/journey.py): first every database's key and outbox rows for ``q`` and, unless ``q`` names a key, its inbox
-rows of ``q`` as a message id (for at most PRODUCERS_SHARE of the deadline); then, when the outbox rows found have
-other ids (a key's or an aggregate's messages), every database that answered is asked for their inbox rows. The
-whole answer waits at most DEADLINE_SECONDS; a database not answered by then is named, with why. Which consumers
+rows of ``q`` as a message id (for a key at most PRODUCERS_SHARE of the deadline); then, when the outbox rows found
+have other ids (a key's or an aggregate's messages), every database that answered is asked for their inbox rows.
+The whole answer waits at most DEADLINE_SECONDS; a database not answered by then is named, with why. Which consumers
 should have a message comes from the learned routes (dashboard/journey_reads.py ``RouteBook``).
 """
 from __future__ import annotations
@@ -62,8 +62,10 @@ def follow(q: str) -> Followed:
     learned = route_book().current(targets, keeper, skip, DEADLINE_SECONDS)
     started = time.monotonic()
     names_a_key = bool(key_pairs(q)) and as_uuid(q) is None
+    # a key's messages always need a second round: the first leaves it time; an id's rarely do (an aggregate's)
+    share = PRODUCERS_SHARE if names_a_key else 1.0
     first = ask_all(targets, recorded(q, inbox=not names_a_key), keeper=keeper,
-                    ends=started + DEADLINE_SECONDS * PRODUCERS_SHARE, application_name=APPLICATION_NAME,
+                    ends=started + DEADLINE_SECONDS * share, application_name=APPLICATION_NAME,
                     skip={**skip, **not_followed})
     asked = set() if names_a_key else {q.lower(), *(u for u in [as_uuid(q)] if u)}
     ids = list(dict.fromkeys(s.message_id for p in first.answers.values() for s in p.sent
