@@ -74,6 +74,7 @@ class Message:
     consumed: list[tuple[str, str, Consumed]] = field(default_factory=list)   # (database, consumer, row)
     waiting: list[Expected] = field(default_factory=list)    # expected, not yet consumed, still within its delay
     missing: list[Expected] = field(default_factory=list)    # expected, not consumed long after its delay
+    unknown: list[Expected] = field(default_factory=list)    # expected, in a database that did not answer
 
 
 @dataclass
@@ -130,15 +131,18 @@ def _message_words(m: Message, now: datetime) -> list[str]:
              f"{duration(e.usual_seconds) if e.usual_seconds is not None else 'a time not recorded'}"
              for e in m.missing]
     words += [f"{published}; not yet consumed by `{e.consumer}` ({e.database})" for e in m.waiting]
+    words += [f"{published}; unknown at `{e.consumer}`: its database {e.database} did not answer" for e in m.unknown]
     words += [f"{what}: `{c}` ({db}) received it and has not finished it ({row.state})"
               for db, c, row in m.consumed if row.state != "consumed"]
     return words
 
 
-def place(sent: list[tuple[str, Sent]], consumed: list[tuple[str, Consumed]],
-          expected: dict[str, list[Expected]], now: datetime) -> tuple[list[Message], list[tuple[str, str, Consumed]]]:
+def place(sent: list[tuple[str, Sent]], consumed: list[tuple[str, Consumed]], expected: dict[str, list[Expected]],
+          now: datetime, unanswered: frozenset[str] = frozenset()
+          ) -> tuple[list[Message], list[tuple[str, str, Consumed]]]:
     """Each outbox row with its consumers' inbox rows, and the expected consumers that have none (waiting while within
-    twice their usual delay and MISSING_AFTER_SECONDS, missing after); inbox rows of no row found, apart."""
+    twice their usual delay and MISSING_AFTER_SECONDS, missing after; unknown where their database did not answer);
+    inbox rows of no row found, apart."""
     by_id: dict[str, list[tuple[str, str, Consumed]]] = {}
     for database, got_row in consumed:
         by_id.setdefault(got_row.message_id.lower(), []).append((database, consumer_name(database, got_row), got_row))
@@ -154,6 +158,9 @@ def place(sent: list[tuple[str, Sent]], consumed: list[tuple[str, Consumed]],
             for e in expected.get(row.event_type or "", []):
                 if (e.database, e.consumer) in have:
                     continue
+                if e.database in unanswered:
+                    message.unknown.append(e)
+                    continue
                 late = max(MISSING_AFTER_SECONDS, 2 * (e.usual_seconds or 0))
                 (message.missing if age is None or age > late else message.waiting).append(e)
         messages.append(message)
@@ -162,8 +169,9 @@ def place(sent: list[tuple[str, Sent]], consumed: list[tuple[str, Consumed]],
 
 
 def follow(q: str, keys: list[tuple[str, KeyStep]], sent: list[tuple[str, Sent]],
-           consumed: list[tuple[str, Consumed]], expected: dict[str, list[Expected]], now: datetime) -> Journey:
-    messages, unmatched = place(sent, consumed, expected, now)
+           consumed: list[tuple[str, Consumed]], expected: dict[str, list[Expected]], now: datetime,
+           unanswered: frozenset[str] = frozenset()) -> Journey:
+    messages, unmatched = place(sent, consumed, expected, now, unanswered)
     problems: list[str] = []
     if not messages:
         problems += [w for _, k in keys if (w := _key_words(k, now))]

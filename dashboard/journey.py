@@ -80,7 +80,8 @@ def follow(q: str) -> Followed:
     now = datetime.now(timezone.utc)
     journey = model.follow(
         q, [(db, k) for db, p in first.answers.items() for k in p.keys],
-        [(db, s) for db, p in first.answers.items() for s in p.sent], consumed, expected(learned.routes), now)
+        [(db, s) for db, p in first.answers.items() for s in p.sent], consumed, expected(learned.routes), now,
+        frozenset(not_answered))
     not_answered = {n: w for n, w in not_answered.items() if n not in not_followed}
     return Followed(journey, answered, not_answered, not_followed, learned, time.monotonic() - started, now)
 
@@ -110,7 +111,8 @@ def _message(m: model.Message, now: datetime) -> schema.MessageStep:
         traceparent=s.traceparent, trace_url=trace_url(trace[0]) if trace else None,
         consumers=[_consumer(db, c, row, published) for db, c, row in m.consumed],
         missing=[schema.ExpectedConsumer.model_validate(e) for e in m.missing],
-        waiting=[schema.ExpectedConsumer.model_validate(e) for e in m.waiting])
+        waiting=[schema.ExpectedConsumer.model_validate(e) for e in m.waiting],
+        unknown=[schema.ExpectedConsumer.model_validate(e) for e in m.unknown])
 
 
 def answer(found: Followed) -> schema.Journey:

@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import tomllib
+from psycopg import sql
 
 from tests.journey_world import MINUTE, consume, produce
 from tests.test_databases import write_config
@@ -115,3 +116,18 @@ def test_an_aggregate_id_is_followed_to_its_messages_consumers(make_app, world):
     assert message["message_id"] == ids["half"]
     assert [c["consumer"] for c in message["consumers"]] == ["billing"]
     assert [e["consumer"] for e in message["missing"]] == ["email"]
+
+
+def test_a_consumer_whose_database_did_not_answer_is_unknown_not_missing(make_app, world, pg_server_dsn):
+    config, ids = world
+    client = make_app(CONFIG=config).test_client()
+    assert client.get("/api/v1/routes").status_code == 200  # learned while email answers
+    email = tomllib.loads(Path(config).read_text())["databases"]["email"]["url"]
+    with psycopg.connect(pg_server_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(
+            sql.Identifier(psycopg.conninfo.conninfo_to_dict(email)["dbname"])))
+    answer = client.get(f"/api/v1/journey?q={ids['half']}").get_json()
+    assert [d["database"] for d in answer["not_answered"]] == ["email"]
+    (message,) = answer["messages"]
+    assert message["missing"] == [] and [e["consumer"] for e in message["unknown"]] == ["email"]
+    assert "unknown at `email`: its database email did not answer" in answer["verdict"]

@@ -44,7 +44,8 @@ _JOURNEY: dict[str, Any] = {"q": "checkout/order-4471",
                               "consumed_at": "2026-11-27T09:50:04+00:00",
                               "after_seconds": 1.2}],
                "missing": [{"database": "ledger", "consumer": "ledger", "usual_seconds": 2.0}],
-               "waiting": []}],
+               "waiting": [],
+               "unknown": []}],
  "unmatched": [],
  "traces": [{"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
              "url": "https://jaeger.example/trace/4bf92f3577b34da6a3ce929d0e0e4736"}],
@@ -127,6 +128,7 @@ class MessageStep(Answer):
     consumers: list[ConsumerStep]
     missing: list[ExpectedConsumer] = Field(description="Expected consumers without it long after their usual delay.")
     waiting: list[ExpectedConsumer] = Field(description="Expected consumers without it, still within their delay.")
+    unknown: list[ExpectedConsumer] = Field(description="Expected consumers whose database did not answer.")
 
 
 class Trace(Answer):
