@@ -1,7 +1,7 @@
 """The journey (GET /api/v1/journey) across K databases, one service each, in one embedded PostgreSQL.
 
     python -m benchmarks.journey_bench                        # 200 databases + 1 hung host, 100 journeys
-    python -m benchmarks.journey_bench --databases 50 200 --hung 1 --runs 100
+    python -m benchmarks.journey_bench --databases 50 200 --hung 1 --runs 100 --threads 16
 
 Each database is a clone of one with idemdash's schema, the reference tables and the recommended indexes. The first
 (`shop`) is the producer: keys and outbox rows of `payment.captured`; the next three consume them on their own
@@ -59,8 +59,8 @@ def sample(server_dsn: str, stop: threading.Event, peak: list[int]) -> None:
             time.sleep(0.02)
 
 
-def measure(server_dsn: str, config: str, asked: list[tuple[str, str]], runs: int) -> dict:
-    app = create_app({"CONFIG": config, "SECRET_KEY": "benchmark"})
+def measure(server_dsn: str, config: str, asked: list[tuple[str, str]], runs: int, threads: int) -> dict:
+    app = create_app({"CONFIG": config, "SECRET_KEY": "benchmark", "FLEET_REFRESH_THREADS": threads})
     client = app.test_client()
     stop, peak = threading.Event(), [0]
     sampler = threading.Thread(target=sample, args=(server_dsn, stop, peak), daemon=True)
@@ -91,6 +91,7 @@ def main() -> None:
     parser.add_argument("--databases", type=int, nargs="+", default=[200])
     parser.add_argument("--hung", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=8, help="IDEMDASH_FLEET_REFRESH_THREADS (default 8)")
     args = parser.parse_args()
     from tests import embedded_server
 
@@ -108,7 +109,7 @@ def main() -> None:
                 for i, h in enumerate(hung)}
         for k in args.databases:
             config = write_config(server.parent / f"journey-{k}.toml", down | dict(list(live.items())[:k]))
-            results.append((k, measure(dsn, config, asked, args.runs)))
+            results.append((k, measure(dsn, config, asked, args.runs, args.threads)))
     finally:
         for h in hung:
             h.close()
@@ -116,7 +117,8 @@ def main() -> None:
     load = os.getloadavg()
     print(f"# the journey across K databases + {args.hung} hung\n")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; setup {setup:.0f} s; {args.runs} journeys, in process\n")
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; setup {setup:.0f} s; {args.runs} journeys, in process; "
+          f"IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_MAX_CONNECTIONS=50 (the default)\n")
     print("| K | journey of a | p50 ms | p95 ms | max ms | not answered per journey (all) | routes learned in "
           "| journey connections, peak at once | budget | verdicts |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
