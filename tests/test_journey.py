@@ -37,6 +37,7 @@ def world(pg_templates, clone_of, tmp_path):
     return config, ids
 
 
+@pytest.mark.system  # over a second: three databases, routes learned, several journeys
 def test_the_journey_names_the_missing_consumer_the_stuck_key_and_the_parked_row(make_app, world):
     config, ids = world
     client = make_app(CONFIG=config, TRACE_URL="https://jaeger.example/trace/{trace_id}").test_client()
@@ -81,6 +82,7 @@ def test_a_journey_without_text_is_refused_and_the_page_asks_for_it(make_app, wo
     assert 'name="q"' in client.get("/journey").get_data(as_text=True)
 
 
+@pytest.mark.system  # over a second: three databases, routes learned, several journeys
 def test_the_search_page_and_a_key_s_page_offer_the_journey(make_app, world):
     from bs4 import BeautifulSoup
 
