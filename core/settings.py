@@ -119,6 +119,10 @@ SETTINGS: tuple[Setting, ...] = (
             "`IDEMDASH_CONFIG`, `default` without it) and `{runbook}` (URL-encoded "
             "when filled in; `{runbook}` is `stuck-keys` or `outbox-backlog`). With `{runbook}` it serves both "
             "runbooks; without, only the stuck-key one. Empty: the built-in runbooks."),
+    Setting("TRACE_URL", "", str,
+            "Trace link template with `{trace_id}` (URL-encoded when filled in): where an outbox row carries a W3C "
+            "`traceparent`, the journey links its trace there (Jaeger `https://jaeger.example/trace/{trace_id}`, "
+            "Tempo, Honeycomb). Empty: the trace id is shown without a link."),
     Setting("HOTSPOT_MIN_ATTEMPTS", 5, parsers.positive_int,
             "`attempt_count` from which a key counts as a retry hotspot.", per_database=True),
     Setting("INBOX_RETENTION_DAYS", 30, parsers.positive_int,

@@ -26,6 +26,7 @@ from idemdash.dashboard import (
     health,
     hotspots,
     inbox,
+    journey,
     keys,
     library_actions,
     metrics,
@@ -39,6 +40,7 @@ from idemdash.dashboard import (
     probes,
     purge_cancel,
     purges,
+    routes_map,
     runbooks,
     search,
     suppression,
@@ -147,7 +149,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
 
     for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, outbox_bulk, inbox,
                    audit, metrics, openapi, purges, purge_cancel, health, runbooks, tables, table_rows, library_actions,
-                   fleet_search, workers):
+                   fleet_search, workers, journey, routes_map):
         app.register_blueprint(module.bp)
     # a database of another library's profile: its tables page, and no route of the reference tables
     app.before_request(tables.refuse_reference_routes)

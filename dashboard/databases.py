@@ -46,7 +46,7 @@ def install_routes(app: Flask) -> None:
     """Give every route (pages, JSON, actions) a twin with the database in its path; call after the blueprints
     are registered. The twin runs the same view; dashboard/targets.py takes the name out of the URL values."""
     for rule in list(app.url_map.iter_rules()):
-        if rule.endpoint == "static" or rule.endpoint.startswith((f"{bp.name}.", "fleet_search.")):
+        if rule.endpoint == "static" or rule.endpoint.startswith((f"{bp.name}.", "fleet_search.", "journey.", "routes_map.")):
             continue
         if rule.rule.startswith("/api/v1/"):
             path = "/api/v1/db/<database:database>/" + rule.rule[len("/api/v1/"):]

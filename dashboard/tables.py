@@ -23,7 +23,8 @@ bp = Blueprint("tables", __name__)
 # blueprints that serve a database of any profile; every other one reads the reference tables
 # (the audit log is idemdash's own: purges started by people and the library's own actions are recorded there)
 EVERY_PROFILE = frozenset({"tables", "table_rows", "library_actions", "health", "probes", "openapi", "metrics",
-                           "databases", "purges", "purge_cancel", "audit"})
+                           "databases", "purges", "purge_cancel", "audit", "journey",
+                           "routes_map"})
 
 
 def _report() -> schema.Tables:

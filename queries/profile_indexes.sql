@@ -26,3 +26,19 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({Added}) WHERE {Stat
 -- profile_index_dbos_keys_executor --
 -- DBOS Transact: workflows by executor and last update (DBOS 3.4 dropped its executor_id index): a stuck workflow's page says since when its executor has been silent without reading every workflow.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({executor_id}, {updated_at})
+
+-- profile_index_masstransit_outbox_message_id --
+-- MassTransit: outbox messages by MessageId, the journey's one lookup of a message not yet sent.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({MessageId})
+
+-- profile_index_eventuate_inbox_message_id --
+-- Eventuate: received messages by message_id in every consumer, the journey's one lookup of a message.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ({message_id})
+
+-- profile_index_cap_outbox_message_id --
+-- CAP: published messages by the cap-msg-id header their Content carries, the journey's one lookup of a message.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ((substring({Content} from '"cap-msg-id"\s*:\s*"([^"]*)"')))
+
+-- profile_index_cap_inbox_message_id --
+-- CAP: received messages by the cap-msg-id header their Content carries, the journey's one lookup of a message.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index} ON {table} ((substring({Content} from '"cap-msg-id"\s*:\s*"([^"]*)"')))

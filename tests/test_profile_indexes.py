@@ -11,7 +11,9 @@ from idemdash.queries.indexes import MISSING, OK
 from idemdash.queries.profile_indexes import create_profile_index, list_profile_index_status
 from tests.test_detect import CASES, IDS, _create_case
 
-ADVISING = [(case, ident) for case, ident in zip(CASES, IDS, strict=True) if PROFILES[case[0]].indexes]
+# the cases with a table an advised index is on (Eventuate's database-id mode has no received_messages)
+ADVISING = [(case, ident) for case, ident in zip(CASES, IDS, strict=True)
+            if any(index.table in case[4] for index in PROFILES[case[0]].indexes)]
 
 
 @pytest.mark.parametrize(("name", "version", "schema", "statements", "tables"), [c for c, _ in ADVISING],

@@ -152,10 +152,11 @@ def test_every_placeholder_block_formats_with_tables():
         # library_action_rules.sql's fields are a profile's tables and columns, filled in from the profile
         # (tests/test_profile_states.py runs every state, tests/test_profile_indexes.py every index,
         # tests/test_custom_shapes.py the custom states, tests/test_library_purge_properties.py the purges,
-        # tests/test_library_actions.py every library action)
+        # tests/test_library_actions.py every library action, tests/test_journey_profiles.py every journey read)
         for extra in extras if query.source not in ("profile_states.sql", "profile_indexes.sql",
                                                     "custom_states.sql", "library_purges.sql",
-                                                    "library_action_rules.sql", "profile_facts.sql") else {}:
+                                                    "library_action_rules.sql", "profile_facts.sql",
+                                                    "journey_profiles.sql") else {}:
             assert re.search(rf"\b{extra}\s*=|[\"']{extra}[\"']", sources), (
                 f"{name}: placeholder {{{extra}}} is not passed by any caller in queries/")
         rendered = statement(name, Tables(), **extras).as_string()

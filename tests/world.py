@@ -111,5 +111,6 @@ def page_urls(app, world: World) -> list[str]:
              "/keys?scope=cap", f"/outbox/{world.parked_id}", "/keys/create_order/cart/6/checkout-0006",
              "/keys/create_order/done-1", "/keys?status=stuck&scope=nothing-like-it",
              "/tables/outbox?state=pending", "/tables/keys?state=stuck",
-             f"/tables/outbox/row?id={quote(json.dumps([world.poison_id]))}"]
+             f"/tables/outbox/row?id={quote(json.dumps([world.poison_id]))}",
+             f"/journey?q={quote(world.scope + '/' + world.key, safe='')}", f"/journey?q={world.poison_id}"]
     return urls

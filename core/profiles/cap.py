@@ -100,6 +100,10 @@ PROFILE = Profile(
         Index("inbox", "unfinished", "profile_index_cap_inbox_unfinished",
               "received messages not Succeeded, by Added: the pending, stuck and failed counts and lists, and the "
               "backlog"),
+        Index("outbox", "message_id", "profile_index_cap_outbox_message_id",
+              "published messages by the cap-msg-id header in Content: the journey's one lookup of a message"),
+        Index("inbox", "message_id", "profile_index_cap_inbox_message_id",
+              "received messages by the cap-msg-id header in Content: the journey's one lookup of a message"),
     ),
     cleanup="The collector deletes, every CollectorCleaningInterval (5 min), from published then received, 1000 rows "
             "a statement, the rows whose ExpiresAt has passed by the local clock and whose StatusName is Succeeded "

@@ -13,6 +13,7 @@ from idemdash.core.profiles.shape import (
     PURGEABLE,
     TEXT,
     Column,
+    Index,
     Profile,
     Source,
     State,
@@ -46,6 +47,9 @@ PROFILE = Profile(
         State(DONE, "inbox", "state_eventuate_inbox_done", "a row is a message consumed once"),
         State(PURGEABLE, "inbox", "state_eventuate_inbox_purgeable"),
     ),
+    indexes=(Index("inbox", "message_id", "profile_index_eventuate_inbox_message_id",
+                   "received messages by message_id in every consumer: the journey's one lookup of a message "
+                   "(the library's primary key leads with consumer_id)"),),
     versions=(Version("db-id", "outbox", present=("dbid",)), Version("message-id", "outbox", absent=("dbid",))),
     # the db-id version keys a message by its dbid (its id may be empty: the CDC derives it from the dbid)
     version_identity=(("db-id", "outbox", ("dbid",)),),

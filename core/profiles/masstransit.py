@@ -82,6 +82,8 @@ PROFILE = Profile(
               "(the library's own index on Delivered serves the purge)"),
         Index("outbox_state", "undelivered", "profile_index_masstransit_outbox_state_undelivered",
               "outbox states never delivered, by when they were created: the stuck count and list"),
+        Index("outbox", "message_id", "profile_index_masstransit_outbox_message_id",
+              "outbox messages by MessageId: the journey's one lookup of a message not yet sent"),
     ),
     cleanup="InboxCleanupService deletes InboxState rows delivered longer ago than DuplicateDetectionWindow "
             "(30 min), 100 a batch every 10 s; the delivery service deletes each OutboxMessage once sent and the "
