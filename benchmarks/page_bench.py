@@ -293,6 +293,12 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
                  _q(prefix, status="published", cursor=c.get("outbox_published"))
                  if c.get("outbox_published") else False, ())]
         known[endpoint] = [(label, label if path is None else path, h) for label, path, h in rows]
+    # a request followed across services (one database here): a key's journey, and a message's by its outbox id
+    for base, endpoint in (("/journey", "journey.page"), ("/api/v1/journey", "journey.api")):
+        known[endpoint] = [
+            (base + "?q=<scope>/<key>", _q(base, q=f"{key.scope}/{key.key}") if key else None, ()),
+            (base + "?q=<outbox_id>", _q(base, q=samples.outbox_id) if samples.outbox_id else None, ()),
+        ]
     for prefix, endpoint in (("/audit", "audit.page"), ("/api/v1/audit", "audit.api")):
         known[endpoint] = [(prefix, prefix, ())]
         if key:
