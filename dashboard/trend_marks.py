@@ -3,7 +3,7 @@ on the charts' time axis, with the words a hover shows and a list under the char
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Literal
 
 from idemdash.dashboard import panels
@@ -12,6 +12,8 @@ from idemdash.queries.trend_marks import TrendAction, TrendPurge, list_trend_mar
 MAX_EACH = 200          # the newest actions and purge runs of a range read for the markers (each)
 NEAR = 4.0              # markers closer than this on the chart's x axis (of 262) merge into one
 MAX_LINES = 6           # a merged marker's hover lists this many events, then "and N more"
+# an action taken after the newest snapshot (the next comes within a minute) is drawn at the charts' right edge
+LATE = timedelta(minutes=2)
 
 Kind = Literal["action", "purge"]
 
@@ -109,13 +111,14 @@ def _title(group: list[Event]) -> str:
 
 
 def layout(found: list[Event], start: datetime, end: datetime, left: float, right: float) -> list[Mark]:
-    """The markers of the events between start and end, on an x axis from left to right; close ones merged."""
+    """The markers of the events between start and end (or at most LATE after it: at the right edge), on an x axis
+    from left to right; close ones merged."""
     span = (end - start).total_seconds()
     marks: list[tuple[float, list[Event]]] = []
     for e in found:
-        if not start <= e.at <= end:
+        if not start <= e.at <= end + LATE:
             continue
-        x = left + ((right - left) * (e.at - start).total_seconds() / span if span > 0 else right - left)
+        x = left + ((right - left) * min((e.at - start).total_seconds() / span, 1.0) if span > 0 else right - left)
         if marks and x - marks[-1][0] < NEAR:
             marks[-1][1].append(e)
         else:

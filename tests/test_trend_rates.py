@@ -153,3 +153,17 @@ def test_events_close_together_share_one_marker_that_lists_each(client, conn):
     assert mark["data-mark"] == "both" and mark["data-events"] == "3"
     lines = mark.select_one("title").get_text().split("\n")
     assert len(lines) == 3 and "alice reclassified refund r1 as abandoned" in lines[1]
+
+
+def test_an_action_just_after_the_newest_snapshot_is_at_the_right_edge_and_a_later_one_only_listed(client, conn):
+    add_snapshot(conn, "30 minutes", stuck=1)
+    add_snapshot(conn, "20 minutes", stuck=0)      # the scheduler stopped 20 minutes ago
+    for ago, key in (("19 minutes", "soon"), ("5 minutes", "later")):
+        conn.execute("""INSERT INTO idemdash.audit_log (at, actor, action, scope, key, to_status, reason)
+                        VALUES (now() - %s::interval, 'bob', 'reclassify:safe_to_retry', 'refund', %s,
+                                'failed_retryable', 'INC-4')""", (ago, key))
+    soup = BeautifulSoup(client.get("/?range=1h").data, "html.parser")
+    [mark] = soup.select("#trend-stuck_keys g.mark")
+    assert "refund soon" in mark.select_one("title").get_text()
+    assert float(mark.select_one("rect.hit")["x"]) + 5 == 296      # the right edge of the plot
+    assert len(soup.select("#trend-events li")) == 2                 # both listed under the charts
