@@ -100,13 +100,14 @@ def count_rows_purged_between(conn: psycopg.Connection, since: datetime, until: 
 
 def count_key_changes_between(conn: psycopg.Connection, tables: Tables, since: datetime,
                               until: datetime) -> KeyChanges | None:
-    """Keys claimed, completed and failed in (since, until]; None when counting them timed out (a savepoint keeps the
-    caller's transaction, and the snapshot's levels, alive: the keys table lacks index_keys_updated)."""
+    """Keys claimed, completed and failed in (since, until]; None when counting them timed out (the keys table lacks
+    index_keys_updated) or waited past the lock timeout: a savepoint keeps the caller's transaction, and the snapshot's
+    levels, alive."""
     try:
         with conn.transaction():
             return select_one(conn, statement("count_key_changes_between", tables), {"since": since, "until": until},
                               KeyChanges)
-    except psycopg.errors.QueryCanceled:
+    except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable):
         return None
 
 

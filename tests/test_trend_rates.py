@@ -167,3 +167,21 @@ def test_an_action_just_after_the_newest_snapshot_is_at_the_right_edge_and_a_lat
     assert "refund soon" in mark.select_one("title").get_text()
     assert float(mark.select_one("rect.hit")["x"]) + 5 == 296      # the right edge of the plot
     assert len(soup.select("#trend-events li")) == 2                 # both listed under the charts
+
+
+def test_a_count_that_cannot_finish_leaves_the_rates_out_and_records_the_rest(conn, database_url):
+    import psycopg
+
+    from idemdash.core import settings
+    from idemdash.queries.snapshots import take_snapshot
+
+    claim_key(conn, T, "refund", "r1", "h", "api-1", lock_seconds=0)
+    with psycopg.connect(database_url) as other:
+        other.execute("LOCK TABLE idemdash.audit_log IN ACCESS EXCLUSIVE MODE")   # the count's NOT EXISTS waits
+        with conn.transaction():
+            conn.execute("SET LOCAL lock_timeout = '200ms'")
+            taken = take_snapshot(conn, T, settings.load({}), interval_seconds=60)
+    assert taken is not None and taken.stuck_keys == 1
+    assert (taken.claims, taken.completions, taken.failures, taken.interval_seconds) == (None, None, None, None)
+    [(claims, stuck)] = conn.execute("SELECT claims, stuck_keys FROM idemdash.metric_snapshot").fetchall()
+    assert (claims, stuck) == (None, 1)
