@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 from flask import Blueprint
 
-from idemdash.dashboard import contract, key_breakdown, panels, rollups, trends
+from idemdash.dashboard import contract, key_breakdown, panels, rollups, trend_marks, trends
 from idemdash.dashboard.schemas import overview as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
@@ -37,6 +37,7 @@ def _overview() -> dict:
         "inbox": inbox,
         "last_purges": panels.load(overview.list_recent_purge_runs),
         "trend": panels.load(snapshots.list_snapshot_trend, hours=hours, max_points=trends.MAX_POINTS),
+        "marks": trend_marks.load(hours),
         "trend_hours": hours,
         "trend_range": trend_range,
         "trend_ranges": trends.RANGES,
@@ -54,8 +55,10 @@ def _where_stuck(counts: panels.Panel) -> panels.Panel | None:
 @bp.get("/")
 def page():
     data = _overview()
-    return render("overview.html", "overview_panel", **data, charts=trends.charts(data["trend"].value or []),
-                  stuck_where=_where_stuck(data["keys"]), breakdown_top=3)
+    charts = trends.charts(data["trend"].value or [], data["marks"].events)
+    return render("overview.html", "overview_panel", **data, charts=charts,
+                  stuck_where=_where_stuck(data["keys"]), breakdown_top=3,
+                  max_marks=trend_marks.MAX_EACH)
 
 
 @bp.get("/api/v1/overview")
@@ -81,6 +84,9 @@ def api() -> schema.Overview:
             "max_points": trends.MAX_POINTS,
             "points": trend.value or [],
             "problem": trend.to_json() if not trend.ok else None,
+            "markers": [{"kind": e.kind, "at": e.at, "by": e.by, "what": e.what, "audit_id": e.audit_id,
+                         "run_id": e.run_id} for e in data["marks"].events],
+            "markers_cut": data["marks"].cut,
         },
         "definitions": {
             "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and "
@@ -98,5 +104,13 @@ def api() -> schema.Overview:
                              "consecutive snapshots are merged (stuck_keys, outbox_pending and outbox_lag_seconds: "
                              "the peak; rows_purged: the sum)",
             "trends.points.rows_purged": "rows deleted by real purge runs that finished since the previous snapshot",
+            "trends.points.claims": "keys whose claimed_at falls after the previous snapshot (a key claimed twice in "
+                                    "that interval counts once); completions: keys that became succeeded, failures: "
+                                    "failed_retryable or failed_final, by updated_at in the interval, a "
+                                    "reclassification by an operator left out; *_per_minute: their sum times 60 over "
+                                    "interval_seconds, the seconds the point's snapshots counted (null: not counted)",
+            "trends.markers": "operators' actions (the audit log: one per decision, notes and purges left out) and "
+                              "real purge runs that deleted rows or partitions or failed, of the range, oldest "
+                              "first; markers_cut: the newest 200 of either kind were all that was read",
         },
     })

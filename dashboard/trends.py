@@ -1,11 +1,15 @@
 """The overview's trend charts: the metric snapshots of a time range laid out as small SVG line charts with axes,
-a value on hover for every point, and the same values as a table for screen readers and the curious."""
+a value on hover for every point, markers where an operator acted or a purge ran, and the same values as a table
+for screen readers and the curious. Rates (claims, completions and failures per minute) come first: after a deploy
+they move before the levels do."""
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from idemdash.core.formatting import duration
+from idemdash.dashboard import trend_marks
 from idemdash.queries import snapshots
 
 # the ranges a person can pick, in hours; the overview shows 24 h unless asked
@@ -14,9 +18,10 @@ DEFAULT_RANGE = "24h"
 MAX_POINTS = 240            # more snapshots than this are merged into buckets (peaks kept)
 TABLE_ROWS = 24             # rows of the values table under each chart (buckets merged further)
 
-# the SVG's coordinate system: the plot area, with room on the left for the value axis
-WIDTH, HEIGHT = 300, 60
-LEFT, RIGHT, TOP, BOTTOM = 34, 296, 4, 56
+# the SVG's coordinate system: the plot area, with room on the left for the value axis and a strip at the top for
+# the markers (templates/overview.html draws the axes at these numbers)
+WIDTH, HEIGHT = 300, 70
+LEFT, RIGHT, TOP, BOTTOM = 34, 296, 14, 66
 
 
 @dataclass(frozen=True)
@@ -36,15 +41,24 @@ class Chart:
 
     key: str
     title: str
-    unit: str                  # 'count', 'seconds' or 'rows'
+    unit: str                  # 'count', 'seconds', 'rows' or 'per_minute'
     means: str
-    points: list[Point]
+    points: list[Point]        # a rate's points leave out the snapshots that did not count it
     polyline: str              # the polyline's "x,y x,y ..." attribute
     latest: float
     peak: float
     low: float
     total: float
     table: list[Point]         # at most TABLE_ROWS rows: the peak (or, for rows, the sum) of consecutive points
+    marks: list[trend_marks.Mark]
+
+    def say(self, value: float) -> str:
+        """A value of this chart as the page writes it."""
+        if self.unit == "seconds":
+            return duration(value)
+        if self.unit == "per_minute":
+            return per_minute(value)
+        return f"{int(value):,}"
 
     @property
     def count(self) -> int:
@@ -59,8 +73,14 @@ class Chart:
         return self.points[-1].end
 
 
-def _layout(trend: list[snapshots.TrendPoint], values: list[float]) -> list[Point]:
-    start, end = trend[0].taken_at, trend[-1].until
+def per_minute(value: float) -> str:
+    """A rate per minute: one decimal under 10 (0.4/min), whole numbers above (1,240/min)."""
+    if value == 0:
+        return "0/min"
+    return f"{value:,.1f}/min" if value < 10 else f"{round(value):,}/min"
+
+
+def _layout(trend: list[snapshots.TrendPoint], values: list[float], start: datetime, end: datetime) -> list[Point]:
     span = (end - start).total_seconds()
     peak = max(values)
     width, height = RIGHT - LEFT, BOTTOM - TOP
@@ -87,22 +107,40 @@ def _table(points: list[Point], summed: bool) -> list[Point]:
 
 
 def chart(key: str, title: str, unit: str, means: str, trend: list[snapshots.TrendPoint],
-          value: Callable[[snapshots.TrendPoint], float | None]) -> Chart:
+          value: Callable[[snapshots.TrendPoint], float | None], found: list[trend_marks.Event]) -> Chart:
+    start, end = trend[0].taken_at, trend[-1].until
+    marks = trend_marks.layout(found, start, end, LEFT, RIGHT)
+    if unit == "per_minute":
+        # a rate not counted (snapshots from before it was recorded) is left out, never drawn as zero
+        trend = [p for p in trend if value(p) is not None]
+        if not trend:
+            return Chart(key, title, unit, means, [], "", 0, 0, 0, 0, [], marks)
     values = [float(value(p) or 0) for p in trend]
-    points = _layout(trend, values)
+    points = _layout(trend, values, start, end)
     return Chart(key, title, unit, means, points, " ".join(f"{p.x:g},{p.y:g}" for p in points), values[-1],
-                 max(values), min(values), sum(values), _table(points, summed=unit == "rows"))
+                 max(values), min(values), sum(values), _table(points, summed=unit == "rows"), marks)
 
 
-def charts(trend: list[snapshots.TrendPoint]) -> list[Chart]:
+def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | None = None) -> list[Chart]:
     if len(trend) < 2:
         return []
+    found = found or []
     return [
-        chart("stuck_keys", "Stuck keys", "count", "Peak stuck keys per point.", trend, lambda p: p.stuck_keys),
+        chart("claims_per_minute", "Claims", "per_minute",
+              "Keys claimed per minute: each key whose claimed_at falls between two snapshots (a key claimed twice "
+              "between them counts once).", trend, lambda p: p.claims_per_minute, found),
+        chart("completions_per_minute", "Completions", "per_minute",
+              "Keys that became succeeded per minute, by updated_at; an operator's already_succeeded left out.",
+              trend, lambda p: p.completions_per_minute, found),
+        chart("failures_per_minute", "Failures", "per_minute",
+              "Keys that became failed_retryable or failed_final per minute, by updated_at; an operator's "
+              "reclassification left out.", trend, lambda p: p.failures_per_minute, found),
+        chart("stuck_keys", "Stuck keys", "count", "Peak stuck keys per point.", trend, lambda p: p.stuck_keys,
+              found),
         chart("outbox_pending", "Outbox backlog", "count", "Pending outbox rows (peak per point).", trend,
-              lambda p: p.outbox_pending),
-        chart("outbox_lag_seconds", "Outbox lag", "seconds", "Age of the oldest pending row (peak per point).",
-              trend, lambda p: p.outbox_lag_seconds),
+              lambda p: p.outbox_pending, found),
+        chart("outbox_lag_seconds", "Outbox lag", "seconds", "Age of the oldest pending row that is not likely poison (peak per point).",
+              trend, lambda p: p.outbox_lag_seconds, found),
         chart("rows_purged", "Rows purged", "rows", "Rows deleted by purges between snapshots.", trend,
-              lambda p: p.rows_purged),
+              lambda p: p.rows_purged, found),
     ]

@@ -31,6 +31,21 @@ class Snapshot:
     outbox_lag_seconds: float | None
     inbox_rows_24h: int
     rows_purged: int
+    # what happened since the previous snapshot (None: not counted, in snapshots from before it was recorded or
+    # when counting took longer than the statement timeout)
+    interval_seconds: float | None = None
+    claims: int | None = None
+    completions: int | None = None
+    failures: int | None = None
+
+
+@dataclass(frozen=True)
+class KeyChanges:
+    """Keys claimed, completed and failed in an interval, operators' decisions left out (count_key_changes_between)."""
+
+    claims: int
+    completions: int
+    failures: int
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,13 @@ class TrendPoint:
     outbox_pending: int
     outbox_lag_seconds: float | None
     rows_purged: int
+    interval_seconds: float | None      # the seconds the point's counts below cover (None: none counted)
+    claims: int | None
+    completions: int | None
+    failures: int | None
+    claims_per_minute: float | None
+    completions_per_minute: float | None
+    failures_per_minute: float | None
 
 
 @dataclass(frozen=True)
@@ -76,6 +98,19 @@ def count_rows_purged_between(conn: psycopg.Connection, since: datetime, until: 
     return row.rows_purged if row else 0
 
 
+def count_key_changes_between(conn: psycopg.Connection, tables: Tables, since: datetime,
+                              until: datetime) -> KeyChanges | None:
+    """Keys claimed, completed and failed in (since, until]; None when counting them timed out (the keys table lacks
+    index_keys_updated) or waited past the lock timeout: a savepoint keeps the caller's transaction, and the snapshot's
+    levels, alive."""
+    try:
+        with conn.transaction():
+            return select_one(conn, statement("count_key_changes_between", tables), {"since": since, "until": until},
+                              KeyChanges)
+    except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable):
+        return None
+
+
 def insert_metric_snapshot(conn: psycopg.Connection, snapshot: Snapshot) -> Snapshot | None:
     """None when a snapshot with the same timestamp exists already."""
     return select_one(conn, statement("insert_metric_snapshot"), snapshot.__dict__, Snapshot)
@@ -93,7 +128,8 @@ def take_snapshot(conn: psycopg.Connection, tables: Tables, settings: Mapping[st
     None when another writer holds the snapshot lock, or when the newest
     snapshot is younger than ``min_gap_seconds`` (a second scheduler replica
     must not double the points). Rows purged counts real runs that finished
-    since the previous snapshot (for the first one: in the last interval).
+    since the previous snapshot (for the first one: in the last interval); the
+    keys claimed, completed and failed are counted over the same interval.
     """
     if not try_snapshot_lock(conn):
         return None
@@ -106,6 +142,7 @@ def take_snapshot(conn: psycopg.Connection, tables: Tables, settings: Mapping[st
     backlog = overview.get_outbox_backlog(conn, tables)
     inbox = rollups.read_value(conn, tables, settings, "inbox_volume")
     since = previous if previous is not None else now - timedelta(seconds=interval_seconds)
+    changes = count_key_changes_between(conn, tables, since, now)
     snapshot = Snapshot(
         taken_at=now,
         stuck_keys=keys.stuck,
@@ -116,6 +153,10 @@ def take_snapshot(conn: psycopg.Connection, tables: Tables, settings: Mapping[st
         outbox_lag_seconds=backlog.lag_seconds,
         inbox_rows_24h=inbox.rows_24h,
         rows_purged=count_rows_purged_between(conn, since, now),
+        interval_seconds=(now - since).total_seconds() if changes else None,
+        claims=changes.claims if changes else None,
+        completions=changes.completions if changes else None,
+        failures=changes.failures if changes else None,
     )
     return insert_metric_snapshot(conn, snapshot)
 

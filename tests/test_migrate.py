@@ -58,6 +58,7 @@ EXPECTED_TABLES = {
         "taken_at": "timestamp with time zone", "stuck_keys": "bigint", "processing_keys": "bigint",
         "failed_retryable_keys": "bigint", "failed_final_keys_24h": "bigint", "outbox_pending": "bigint",
         "outbox_lag_seconds": "double precision", "inbox_rows_24h": "bigint", "rows_purged": "bigint",
+        "interval_seconds": "double precision", "claims": "bigint", "completions": "bigint", "failures": "bigint",
     },
     "triage_note": {
         "note_id": "bigint", "scope": "text", "key": "text", "at": "timestamp with time zone",

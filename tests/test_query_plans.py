@@ -212,3 +212,20 @@ def test_workers_and_the_owner_search_read_the_leases_updated_and_failures_index
                     assert "updated_at" in node.get("Index Cond", "") or "Limit" in parents, node
                 if node.get("Index Name") == failures:
                     assert "claimed_by" in node["Index Cond"] or "Limit" in parents, node
+
+
+@pytest.mark.system  # over a second: kept out of the fast loop
+def test_the_snapshots_rates_read_the_keys_that_changed_through_the_updated_index(indexed_s):
+    # the snapshot job counts the keys claimed, completed and failed since the previous snapshot each minute: a
+    # range of the status/updated_at index per status, never the table whole, whatever its size
+    updated = ADVICE["index_keys_updated"].index_name(TABLES)
+    with psycopg.connect(indexed_s) as conn:
+        conn.execute("SET enable_seqscan = off")
+        until = conn.execute("SELECT now()").fetchone()[0]
+        query = statement("count_key_changes_between", TABLES)
+        (plan,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + query,
+                               {"since": until - timedelta(minutes=1), "until": until}, prepare=False).fetchone()[0]
+    nodes = [n for n, _ in _nodes(plan["Plan"])]
+    assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
+    keys = [n for n in nodes if n.get("Relation Name") == TABLES.keys or n.get("Index Name") == updated]
+    assert keys and all(n.get("Index Name") == updated and "updated_at" in n.get("Index Cond", "") for n in keys), keys

@@ -69,6 +69,23 @@ class OverviewTrendPoint(Answer):
     outbox_pending: int
     outbox_lag_seconds: float | None
     rows_purged: int
+    interval_seconds: float | None = Field(description="The seconds the point's claims, completions and failures "
+                                                       "cover (its snapshots' intervals); null when not counted.")
+    claims: int | None = Field(description="Keys claimed in those seconds (definitions.trends.points.claims).")
+    completions: int | None = Field(description="Keys that became succeeded in those seconds.")
+    failures: int | None = Field(description="Keys that became failed_retryable or failed_final in those seconds.")
+    claims_per_minute: float | None
+    completions_per_minute: float | None
+    failures_per_minute: float | None
+
+
+class TrendMarker(Answer):
+    kind: Literal["action", "purge"] = Field(description="An operator's action (the audit log) or a purge run.")
+    at: datetime = Field(description="When: the action's time; a purge run's end (its start while it runs).")
+    by: str = Field(description="Who acted, or who started the purge (scheduler for a scheduled one).")
+    what: str = Field(description="What happened, in words (what the chart's hover says).")
+    audit_id: int | None = Field(description="The action's audit entry (GET /api/v1/audit), or null.")
+    run_id: int | None = Field(description="The purge run (GET /api/v1/purges), or null.")
 
 
 class PanelProblem(Answer):
@@ -86,6 +103,10 @@ class OverviewTrends(Answer):
     max_points: int = Field(description="More snapshots than this come merged into points (see snapshots).")
     points: list[OverviewTrendPoint] = Field(description="Oldest first; empty when the snapshots could not be read.")
     problem: PanelProblem | None = Field(description="Why points is empty although snapshots exist, or null.")
+    markers: list[TrendMarker] = Field(description="What the charts mark: operators' actions and purge runs of the "
+                                                   "range, oldest first (definitions.trends.markers).")
+    markers_cut: bool = Field(description="True when the newest 200 actions or purge runs of the range were all "
+                                          "that was read.")
 
 
 class OverviewDefinitions(Answer):
@@ -98,6 +119,8 @@ class OverviewDefinitions(Answer):
     inbox_rows_24h: str = Field(alias="inbox.rows_24h")
     trends_points: str = Field(alias="trends.points")
     trends_points_rows_purged: str = Field(alias="trends.points.rows_purged")
+    trends_points_claims: str = Field(alias="trends.points.claims")
+    trends_markers: str = Field(alias="trends.markers")
 
 
 class Overview(Answer):
@@ -114,11 +137,22 @@ class Overview(Answer):
             "window_hours": 24, "range": "24h", "snapshot_interval_seconds": 60, "max_points": 240,
             "points": [{"taken_at": "2026-11-24T21:27:48.174676+00:00", "until": "2026-11-24T21:27:48.174676+00:00",
                         "snapshots": 1, "stuck_keys": 2, "outbox_pending": 2, "outbox_lag_seconds": 120.0,
-                        "rows_purged": 20},
+                        "rows_purged": 20, "interval_seconds": 60.0, "claims": 130, "completions": 121,
+                        "failures": 6, "claims_per_minute": 130.0, "completions_per_minute": 121.0,
+                        "failures_per_minute": 6.0},
                        {"taken_at": "2026-11-24T21:37:48.174676+00:00", "until": "2026-11-24T21:37:48.174676+00:00",
                         "snapshots": 1, "stuck_keys": 1, "outbox_pending": 1, "outbox_lag_seconds": 60.0,
-                        "rows_purged": 10}],
-            "problem": None},
+                        "rows_purged": 10, "interval_seconds": 600.0, "claims": 1250, "completions": 1240,
+                        "failures": 12, "claims_per_minute": 125.0, "completions_per_minute": 124.0,
+                        "failures_per_minute": 1.2}],
+            "problem": None,
+            "markers": [{"kind": "action", "at": "2026-11-24T21:30:02.500000+00:00", "by": "alice",
+                         "what": "alice reclassified 40 keys in capture_payment as abandoned (bulk)",
+                         "audit_id": 17, "run_id": None},
+                        {"kind": "purge", "at": "2026-11-24T21:35:00.100000+00:00", "by": "scheduler",
+                         "what": "purge of keys: 5,000 rows deleted, started by scheduler", "audit_id": None,
+                         "run_id": 41}],
+            "markers_cut": False},
         "definitions": {
             "stuck": "status = 'processing' and locked_until < now(), or locked_until is NULL and claimed_at older "
                      "than 300 s",
@@ -135,7 +169,15 @@ class Overview(Answer):
                              "consecutive snapshots are merged (stuck_keys, outbox_pending and outbox_lag_seconds: "
                              "the peak; rows_purged: the sum)",
             "trends.points.rows_purged": "rows deleted by real purge runs that finished since the previous "
-                                         "snapshot"}}]})
+                                         "snapshot",
+            "trends.points.claims": "keys whose claimed_at falls after the previous snapshot (a key claimed twice in "
+                                    "that interval counts once); completions: keys that became succeeded, failures: "
+                                    "failed_retryable or failed_final, by updated_at in the interval, a "
+                                    "reclassification by an operator left out; *_per_minute: their sum times 60 over "
+                                    "interval_seconds, the seconds the point's snapshots counted (null: not counted)",
+            "trends.markers": "operators' actions (the audit log: one per decision, notes and purges left out) and "
+                              "real purge runs that deleted rows or partitions or failed, of the range, oldest "
+                              "first; markers_cut: the newest 200 of either kind were all that was read"}}]})
 
     as_of: datetime
     keys: OverviewKeys
