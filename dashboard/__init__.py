@@ -50,7 +50,6 @@ from idemdash.dashboard import (
     web,
     workers,
 )
-from idemdash.dashboard.databases import DashboardApp
 from idemdash.jobs.scheduler import start_in_background
 
 htmx = Htmx()
@@ -134,7 +133,7 @@ def _first_to_refuse(marker: Path) -> bool:
 
 def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = False) -> Flask:
     values = settings.load(**dict(test_config or {}))
-    app = DashboardApp(__name__, template_folder=_asset_dir("templates"), static_folder=_asset_dir("static"))
+    app = Flask(__name__, template_folder=_asset_dir("templates"), static_folder=_asset_dir("static"))
     app.config.update(values)
     app.config["TESTING"] = testing
     if not app.config["SECRET_KEY"]:

@@ -30,7 +30,6 @@ from prometheus_client.registry import Collector
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles.shape import MEANINGS
-from idemdash.dashboard.databases import plain_endpoint
 from idemdash.dashboard.targets import all_targets, current_database
 from idemdash.queries import fleet_numbers, metrics, rollups
 from idemdash.queries.pool_budget import PoolBudget
@@ -285,7 +284,7 @@ def init_app(app: Flask) -> None:
             database = current_database() or next(iter(all_targets()), "none")
             if collector.alerts_only():  # a fleet: one series per endpoint, not per endpoint and database
                 database = ALL_DATABASES
-            latency.labels(database, plain_endpoint(request.endpoint), request.method,
+            latency.labels(database, request.endpoint, request.method,
                            str(response.status_code)).observe(time.perf_counter() - started)
         return response
 
