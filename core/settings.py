@@ -69,7 +69,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SECRET_KEY", "", str,
             "Flask secret key for sessions and CSRF tokens; the same value for every worker and replica. Unset: "
             "`idemdash serve` makes one for all its workers (sessions end when it restarts), a gunicorn started by "
-            "hand with several workers refuses to start, and a single process uses a random key of its own."),
+            "hand refuses to start, and a single process uses a random key of its own."),
     Setting("AUTH", "none", parsers.choice("none", "basic", "proxy"),
             "Who may use the dashboard: `none` (everyone is an operator; the demo and localhost only), "
             "`basic` (HTTP Basic with `IDEMDASH_USERS_FILE`) or `proxy` (user and groups headers from an "
