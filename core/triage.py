@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Protocol
 
 from idemdash.core.formatting import duration, plural
+from idemdash.core.statuses import REVIEW_HOLDER, Outcome
 
 
 class KeyFacts(Protocol):
@@ -38,10 +39,8 @@ class OutboxFact(Protocol):
     @property
     def created_at(self) -> datetime: ...
 
-# claimed_by of a key an operator holds for review (reclassified needs_review): still processing, long lease
-REVIEW_HOLDER = "idemdash:needs_review"
 
-OUTCOMES = {
+OUTCOMES: dict[Outcome, str] = {
     "safe_to_retry": "becomes failed_retryable with the lock cleared; the client's next retry re-claims it and runs again",
     "abandoned": "becomes failed_final (failure code 'abandoned', the reason as message); retries get the final failure",
     "already_succeeded": "becomes succeeded with the result you give; retries get that result replayed",

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from idemdash.core.formatting import duration
+from idemdash.core.statuses import BulkOutcome
 from idemdash.dashboard import contract
 from idemdash.dashboard.auth import current_user
 from idemdash.dashboard.contract import ActionError
@@ -26,7 +27,7 @@ BULK_FILTER_FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggest
 @dataclass(frozen=True)
 class BulkRequest:
     flt: reclassify.BulkFilter
-    to: str
+    to: BulkOutcome
     reason: str
     as_of: datetime | None
     all_scopes: bool = False

@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 
 from flask import Blueprint
 
+from idemdash.core.statuses import REVIEW_HOLDER
 from idemdash.dashboard import contract, key_breakdown, panels, rollups, trends
 from idemdash.dashboard.schemas import overview as schema
 from idemdash.dashboard.targets import get_target
@@ -85,7 +86,7 @@ def api() -> schema.Overview:
         "definitions": {
             "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and "
                      f"claimed_at older than {data['lease_seconds']} s",
-            "needs_review": "status = 'processing' and claimed_by = 'idemdash:needs_review': held for review by an "
+            "needs_review": f"status = 'processing' and claimed_by = '{REVIEW_HOLDER}': held for review by an "
                             "operator (a hold that ended is counted in stuck too)",
             "failed_final_24h": "status = 'failed_final' and updated_at within the last 24 hours",
             "succeeded_24h": "status = 'succeeded' and updated_at within the last 24 hours",

@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 
 import psycopg
 
+from idemdash.core.statuses import PURGE_ENDS
 from idemdash.jobs.failures import describe_error, describe_outage, lost
 from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
 from idemdash.jobs.purge_batches import (
@@ -60,7 +61,7 @@ __all__ = ["OUTCOMES", "RETENTION_SETTING", "TABLES", "PartitionEvent", "PurgeRe
            "describe_error", "run_purge"]
 
 TABLES = purges.TABLES
-OUTCOMES = ("succeeded", "failed", "skipped", "budget_exhausted", "cancelled")
+OUTCOMES = PURGE_ENDS
 
 
 @dataclass(frozen=True)

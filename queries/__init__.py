@@ -13,6 +13,9 @@ A rule several statements share is written once, as a block of its own (a
 fragment: an expression, not a statement), and a statement names it as a field:
 ``WHERE {purgeable_keys}``. A field that names a block and is not passed by the
 caller is filled with that block, rendered with the same tables and identifiers.
+
+A word written once in Python (core/statuses.py) that a statement needs is a field
+of ``CONSTANTS``: ``claimed_by = {review_holder}``, filled in as a literal.
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ from importlib import resources
 from string import Formatter
 
 from psycopg import sql
+
+from idemdash.core.statuses import REVIEW_HOLDER
 
 _HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.MULTILINE)
 _BARE_HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --$", re.MULTILINE)
@@ -110,6 +115,11 @@ class Tables:
 Statement = sql.SQL | sql.Composed
 
 
+# Filled in as literals, not bound: a partial index's predicate (queries/indexes.sql) must match the statement's own
+# text for the planner to use the index, which a parameter does not under a generic plan.
+CONSTANTS: dict[str, sql.Composable] = {"review_holder": sql.Literal(REVIEW_HOLDER)}
+
+
 def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     """The named statement, with table identifiers filled in when ``tables`` is given."""
     return render(QUERIES[name], tables, **identifiers)
@@ -118,9 +128,11 @@ def statement(name: str, tables: Tables | None = None, **identifiers: sql.Compos
 def render(query: Query, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     text = query.text
     fragments = [f for f in fragment_fields(text) if f not in identifiers]
-    if tables is None and not identifiers and not fragments:
+    constants = {f: CONSTANTS[f] for _, f, _, _ in Formatter().parse(text) if f in CONSTANTS and f not in identifiers}
+    if tables is None and not identifiers and not fragments and not constants:
         return sql.SQL(text)
     names = tables.identifiers() if tables is not None else {}
+    names.update(constants)
     names.update(identifiers)
     for field in fragments:
         names[field] = render(QUERIES[field], tables, **identifiers)

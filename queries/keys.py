@@ -9,12 +9,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from idemdash.core.triage import REVIEW_HOLDER
+from idemdash.core.statuses import KEY_LIST_STATUSES, REVIEW_HOLDER
 from idemdash.queries import Statement, Tables, cursor, statement
 from idemdash.queries.cursor import Page
 from idemdash.queries.transactions import select_all, select_one
 
-KEY_STATUSES = ("stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final")
+KEY_STATUSES = KEY_LIST_STATUSES
 
 @dataclass(frozen=True)
 class KeyFilter:

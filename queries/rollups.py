@@ -26,7 +26,7 @@ from psycopg.types.json import Jsonb
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import profile
-from idemdash.core.profiles.shape import MEANINGS
+from idemdash.core.profiles.shape import MEANINGS, Meaning
 from idemdash.queries import Tables, hotspots, inbox, outbox, overview, profile_states, statement, suppression, workers
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.transactions import select_all
@@ -275,7 +275,7 @@ def upsert_rollup(conn: psycopg.Connection, name: str, variant: str, computed_at
 
 
 def read_library_states(conn: psycopg.Connection, settings: Mapping[str, Any], meanings: Collection[str] = MEANINGS,
-                        ) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, str], StoredCount]]:
+                        ) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, Meaning], StoredCount]]:
     """A database's tables (as its profile reads them) and the count of every state (of ``meanings`` only, when
     given): the stored one where counting it live was measured slow and it is fresh (``stored_state_counts``),
     counted now otherwise; and the stored ones."""

@@ -3,14 +3,13 @@ by the library's own definition, or said to be not recorded by it."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, PositiveInt
 
+from idemdash.core.profiles.shape import Meaning
 from idemdash.dashboard.schemas.common import CURSOR_TEXT, NO_NUL, Answer, Limit, Query, cursor_of
 from idemdash.dashboard.schemas.examples import AS_OF
-
-Meaning = Literal["pending", "in progress", "stuck", "done", "failed", "purgeable"]
 
 
 class StateCount(Answer):
