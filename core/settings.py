@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from idemdash.core import parsers
-from idemdash.core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface
+from idemdash.core.parsers import parse_duration as parse_duration  # part of this module's interface
+from idemdash.core.parsers import split_list as split_list
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import PROFILES, profile, setting_defaults
 from idemdash.core.profiles.custom import NAME as CUSTOM
-from idemdash.core.setting import PREFIX, Setting  # noqa: F401 - part of this module's interface
+from idemdash.core.setting import PREFIX as PREFIX  # part of this module's interface
+from idemdash.core.setting import Setting as Setting
 from idemdash.core.setting_jobs import JOB_SETTINGS
 
 SETTINGS: tuple[Setting, ...] = (

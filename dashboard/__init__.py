@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 if not __name__.startswith("idemdash."):  # imported by its old top-level name, from a checkout
-    raise ImportError(f"{__name__!r} is 'idemdash.dashboard' since idemdash 0.2: gunicorn 'idemdash.dashboard:create_app()', gunicorn -c python:idemdash.dashboard.gunicorn_config, flask --app idemdash.dashboard")
+    raise ImportError(f"{__name__!r} is 'idemdash.dashboard' since idemdash 0.2: gunicorn "
+                      "'idemdash.dashboard:create_app()', gunicorn -c python:idemdash.dashboard.gunicorn_config, "
+                      "flask --app idemdash.dashboard")
 
 import logging
 import os
@@ -94,7 +96,8 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     targets.init_app(app)
     htmx.init_app(app)
 
-    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, outbox_bulk, inbox,
+    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows,
+                   outbox_actions, outbox_bulk, inbox,
                    audit, metrics, openapi, purges, purge_cancel, health, runbooks, tables, table_rows, library_actions,
                    fleet_search, workers):
         app.register_blueprint(module.bp)

@@ -10,7 +10,8 @@ Request counts and latencies add up across gunicorn's workers: with ``PROMETHEUS
 serve`` sets it for its workers) each worker writes its histogram to files there and a scrape, whichever worker
 answers it, sums every worker's files, including those of workers that have exited, so a counter never goes
 backwards between scrapes. Samples are summed per label set. Every sample names its database (``database``:
-the name in IDEMDASH_CONFIG, ``default`` without it). Without it (one process: ``flask run``, the demo, the tests) the process keeps them in memory.
+the name in IDEMDASH_CONFIG, ``default`` without it). Without it (one process: ``flask run``, the demo, the tests)
+the process keeps them in memory.
 """
 from __future__ import annotations
 

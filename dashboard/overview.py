@@ -90,8 +90,8 @@ def api() -> schema.Overview:
                             "operator (a hold that ended is counted in stuck too)",
             "failed_final_24h": "status = 'failed_final' and updated_at within the last 24 hours",
             "succeeded_24h": "status = 'succeeded' and updated_at within the last 24 hours",
-            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest with attempt_count < 3 "
-                              "(not likely poison)",
+            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest with attempt_count "
+                              "< 3 (not likely poison)",
             "outbox.poison": "pending outbox rows with attempt_count >= 3 (likely poison), counted apart from the lag",
             "inbox.rows_24h": "inbox rows with processed_at within the last 24 hours",
             "trends.points": "metric snapshots of the range (range: 1h, 6h, 24h or 7d; window_hours), oldest "

@@ -23,9 +23,11 @@ if not __name__.startswith("idemdash."):  # imported by its old top-level name, 
     raise ImportError(f"{__name__!r} is 'idemdash.queries' since idemdash 0.2: import idemdash.queries")
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from string import Formatter
+from typing import Any
 
 from psycopg import sql
 
@@ -98,7 +100,7 @@ class Tables:
                 raise ValueError(f"table name setting {field_name}={name!r} must be non-empty and contain no '%'")
 
     @classmethod
-    def from_config(cls, config) -> Tables:
+    def from_config(cls, config: Mapping[str, Any]) -> Tables:
         return cls(config["APP_SCHEMA"], config["KEYS_TABLE"], config["INBOX_TABLE"],
                    config["OUTBOX_TABLE"])
 

@@ -15,9 +15,10 @@ from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles.shape import FAILED, IN_PROGRESS, PENDING, STUCK, Meaning
 from idemdash.queries import Tables
 from idemdash.queries.catalog import ShapeNotFound
-from idemdash.queries.overview import PurgeRun, count_processing_keys, get_outbox_backlog, list_recent_purge_runs
+from idemdash.queries.overview import count_processing_keys, get_outbox_backlog, list_recent_purge_runs
 from idemdash.queries.profile_rows import get_state_lag
 from idemdash.queries.profile_states import ConfiguredStates
+from idemdash.queries.purge_history import PurgeRun
 from idemdash.queries.rollups import read_library_states
 
 OUTBOX = "outbox"

@@ -144,12 +144,14 @@ def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease
     if flt.status in PROCESSING_STATUSES:
         params["descending"] = read_order == "desc"
         name = "list_processing_keys"
-        sort_value = lambda row: row.locked_until  # noqa: E731
+        def sort_value(row: KeyRow) -> datetime | None:
+            return row.locked_until
     else:
         if after is not None and params["c_ts"] is None:
             raise ValueError(_BAD_CURSOR)
         name = "list_keys_by_status"
-        sort_value = lambda row: row.updated_at  # noqa: E731
+        def sort_value(row: KeyRow) -> datetime | None:
+            return row.updated_at
     rows = select_all(conn, list_statement(name, tables, read_order), params, KeyRow)
     more = len(rows) > limit
     rows = rows[:limit]

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import class_row
+from psycopg_pool import ConnectionPool
 
 from idemdash.queries import Statement, statement
 
@@ -20,21 +21,20 @@ T = TypeVar("T")
 
 
 @contextmanager
-def read_tx(pool, statement_timeout_ms: int) -> Iterator[psycopg.Connection]:
-    with pool.connection() as conn:
-        with conn.transaction():
-            conn.execute(statement("set_read_only"))
-            conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
-            yield conn
+def read_tx(pool: ConnectionPool, statement_timeout_ms: int) -> Iterator[psycopg.Connection]:
+    with pool.connection() as conn, conn.transaction():
+        conn.execute(statement("set_read_only"))
+        conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
+        yield conn
 
 
 @contextmanager
-def write_tx(pool, lock_timeout_ms: int, statement_timeout_ms: int = 10000) -> Iterator[psycopg.Connection]:
-    with pool.connection() as conn:
-        with conn.transaction():
-            conn.execute(statement("set_lock_timeout"), {"ms": str(lock_timeout_ms)})
-            conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
-            yield conn
+def write_tx(pool: ConnectionPool, lock_timeout_ms: int,
+             statement_timeout_ms: int = 10000) -> Iterator[psycopg.Connection]:
+    with pool.connection() as conn, conn.transaction():
+        conn.execute(statement("set_lock_timeout"), {"ms": str(lock_timeout_ms)})
+        conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
+        yield conn
 
 
 def select_all(conn: psycopg.Connection, query: Statement, params: Any, row_type: type[T]) -> list[T]:

@@ -94,7 +94,8 @@ class Table:
     groups: tuple[str, ...] = ()    # /tables breaks its backlog (rows not in its done state) down by these columns,
                                     # each group with its rows and how long its oldest has waited (the first time)
     dependents: tuple[Dependent, ...] = ()   # deleted with each purged row (a found table only)
-    extras: tuple[str, ...] = ()    # dimensions beyond its columns (core/profiles/dimensions.py): decisions, suppression
+    # dimensions beyond its columns (core/profiles/dimensions.py): decisions, suppression
+    extras: tuple[str, ...] = ()
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)

@@ -135,7 +135,8 @@ _REQUIRED_WHEN: Any = [
 class BulkBody(Body):
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"allOf": _REQUIRED_WHEN})
 
-    filter: BulkFilterBody = Field(default_factory=lambda: BulkFilterBody.model_validate({}), description="Which stuck keys (all: none).")
+    filter: BulkFilterBody = Field(default_factory=lambda: BulkFilterBody.model_validate({}),
+                                   description="Which stuck keys (all: none).")
     to: Annotated[BulkOutcome, BeforeValidator(_bulk_outcome)]
     preview: bool = Field(False, description="true: count and sample, change nothing, and record the preview.")
     reason: Reason | None = Field(None, description="Why (required to confirm).")
