@@ -345,7 +345,8 @@ def main() -> None:
                                       for i in range(max(args.databases))}
         setup = time.monotonic() - started
         # the web pools connect without a deadline unless the URL says one (the refresh has its own)
-        down = {f"hung{i}": f"postgresql://idemdash@127.0.0.1:{h.port}/hung?connect_timeout=2" for i, h in enumerate(hung)}
+        down = {f"hung{i}": f"postgresql://idemdash@127.0.0.1:{h.port}/hung?connect_timeout=2" for i,
+                h in enumerate(hung)}
         down |= {f"refusing{i}": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone" for i in range(args.refusing)}
         settings = {"FLEET_REFRESH_THREADS": args.threads, "FLEET_REFRESH_SECONDS": args.refresh_seconds}
         if args.fleet:
@@ -383,8 +384,8 @@ def main() -> None:
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; setup {setup:.0f} s; {args.days} day(s) of history each; "
           f"IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}; "
           f"{args.runs} warm requests per route\n")
-    print("| K live | server | requests | p50 ms | p95 ms | max ms | all rows in after | answered / failed | refresh threads "
-          "| refresh connections, peak seen / at end | pool connections |")
+    print("| K live | server | requests | p50 ms | p95 ms | max ms | all rows in after | answered / failed | refresh "
+          "threads | refresh connections, peak seen / at end | pool connections |")
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, server_kind, m in results:
         filled = f"{m['filled']:.1f} s" if m["filled"] is not None else f"not in {args.timeout:g} s"
@@ -393,7 +394,8 @@ def main() -> None:
                 f"{m['refresh_sessions']} | {m['pool_sessions']} |")
         rows = [(f"cold ({len(m['cold'])}, both routes)", m["cold"])] + [(f"warm `{p}`", m["warm"][p]) for p in PATHS]
         for label, times in rows:
-            print(f"| {k} | {server_kind} | {label} | {percentile(times, 50):.1f} | {percentile(times, 95):.1f} | {max(times):.1f} "
+            print(f"| {k} | {server_kind} | {label} | {percentile(times, 50):.1f} | {percentile(times, 95):.1f} | "
+                  f"{max(times):.1f} "
                   + tail)
 
 
@@ -403,9 +405,9 @@ def report_fleet(args, results: list, setup: float) -> None:
           "hung\n")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; template built in {setup:.0f} s; {args.days} day(s) of history "
-          f"each; IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}, "
-          f"IDEMDASH_FLEET_MAX_CONNECTIONS={args.budget}; {args.runs} warm requests per route; per worker: "
-          "one value per worker, in the order of their pids\n")
+          f"each; IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, "
+          f"IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}, IDEMDASH_FLEET_MAX_CONNECTIONS={args.budget}; "
+          f"{args.runs} warm requests per route; per worker: one value per worker, in the order of their pids\n")
     print("| K | server | `/databases` p50 / p95 ms | `/db/shop/<first>/` p50 / p95 ms | all rows in after "
           "| answered / failed | connections per worker at rest | at peak | threads per worker at rest | at peak "
           "| RSS MB per worker | `idemdash purge` over the fleet (exit) | the scheduler's round |")

@@ -254,8 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         due = shapes["index_keys_due"]
         out("")
         targets.close(app)
-        out(f"purge run: {result.rows:,} keys deleted in {ended - started:.1f} s ({result.outcome}, {result.method}); pages touched "
-            f"{sum(blocks.values()):,} ({sum(blocks.values()) / n:.2f} per row: {show(blocks)})")
+        out(f"purge run: {result.rows:,} keys deleted in {ended - started:.1f} s ({result.outcome}, "
+            f"{result.method}); pages touched {sum(blocks.values()):,} ({sum(blocks.values()) / n:.2f} per row: "
+            f"{show(blocks)})")
         out(f"floor of pages per row: the due index's leaf pages ({1 / due['per_leaf']:.3f} per row) plus one heap "
             "page per row in due order")
         out("")

@@ -8,7 +8,8 @@ Each database is a clone of one with idemdash's schema, the reference tables and
 reference inbox, the third missing the last message; the others are services with empty tables, asked like the rest.
 A hung host (a socket that accepts and never answers) comes first in the file. The app answers in process (Flask's
 test client: server time, no HTTP) with the default fan-out threads and connection budget; the routes are learned
-once first, then ``--runs`` journeys of a key (two rounds) alternate with journeys of a message id (one). Connections: the most
+once first, then ``--runs`` journeys of a key (two rounds) alternate with journeys of a message id (one).
+Connections: the most
 sessions of the journey's application name seen at once (sampled every 20 ms), and the worker's budget in use.
 Percentiles are nearest-rank. The report is Markdown.
 """

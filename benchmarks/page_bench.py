@@ -13,7 +13,8 @@ One run, on the same data:
    a warm-up through Flask's test client, in this process, and timed around the request
    (``time.perf_counter``): server time, no network. Panels that hit the statement timeout are counted,
    with the index each names;
-3. the four textbook queries (docs/concepts.md, The four textbook queries) exactly as written, timed the same way (execute and fetch every row);
+3. the four textbook queries (docs/concepts.md, The four textbook queries) exactly as written, timed the same way
+(execute and fetch every row);
 4. ``idemdash check --apply-indexes``, ANALYZE, then 2 and 3 again;
 5. gunicorn with ``--workers`` (e.g. 2 and 4) on a loopback port: requests/s for ``/`` from a threaded
    load generator for ``--http-seconds``, a few endpoints' client-side latency, and each worker's memory.
@@ -208,7 +209,8 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
     known: dict[str, list[tuple[str, str | None, tuple]]] = {
         "overview.page": [("/", "/", ()), ("/ (htmx refresh)", "/", hx)],
         "overview.api": [("/api/v1/overview", "/api/v1/overview", ())],
-        "hotspots.page": [("/hotspots", "/hotspots", ()), ("/hotspots?min_attempts=10", "/hotspots?min_attempts=10", ())]
+        "hotspots.page": [("/hotspots", "/hotspots", ()),
+                          ("/hotspots?min_attempts=10", "/hotspots?min_attempts=10", ())]
         + [(f"/hotspots?window={w}", f"/hotspots?window={w}", ()) for w in HOTSPOT_WINDOWS]
         + [("/hotspots?window=7d&min_attempts=10", "/hotspots?window=7d&min_attempts=10", ()),
            ("/hotspots?window=7d (htmx refresh)", "/hotspots?window=7d", hx)],
@@ -216,7 +218,8 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
         + [(f"/api/v1/hotspots?window={w}", f"/api/v1/hotspots?window={w}", ()) for w in HOTSPOT_WINDOWS],
         "workers.page": [(f"/workers?window={w}", f"/workers?window={w}", ()) for w in ("1h", "24h", "7d")]
         + [("/workers (htmx refresh)", "/workers", hx)],
-        "workers.api": [(f"/api/v1/workers?window={w}", f"/api/v1/workers?window={w}", ()) for w in ("1h", "24h", "7d")],
+        "workers.api": [(f"/api/v1/workers?window={w}", f"/api/v1/workers?window={w}", ()) for w in ("1h", "24h",
+                                                                                                     "7d")],
         "suppression.page": [(f"/suppression?window={w}", f"/suppression?window={w}", ()) for w in ("1h", "24h", "7d")],
         "suppression.api": [(f"/api/v1/suppression?window={w}", f"/api/v1/suppression?window={w}", ())
                             for w in ("1h", "24h", "7d")],
@@ -533,7 +536,8 @@ def run_gunicorn(url: str, workers: int, *, seconds: float, clients: int, probe_
     env = dict(os.environ, IDEMDASH_DATABASE_URL=url, IDEMDASH_SECRET_KEY="benchmark", IDEMDASH_AUTH="none",
                IDEMDASH_RUN_JOBS="0")
     # gunicorn's log goes to a file: a pipe nobody reads fills up and blocks the workers
-    errlog = tempfile.TemporaryFile("w+")
+    # open while the server runs; closed in the finally below
+    errlog = tempfile.TemporaryFile("w+")  # noqa: SIM115
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind",
                              f"127.0.0.1:{port}", "--log-level", "warning", "idemdash.dashboard:create_app()"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=errlog, text=True)
@@ -685,8 +689,8 @@ def textbook_table(textbook_without: list[Timing] | None, textbook_with: list[Ti
         r_wo = "-"
         if label in ours_wo and textbook in theirs_without:
             r_wo = ratio(ours_wo[label].p95, theirs_without[textbook].p95)
-        lines.append(f"| `{label}` | {benchmark.TEXTBOOK_QUERIES[textbook]} | {ratio(ours[label].p95, theirs_with[textbook].p95)} | "
-                     f"{r_wo} |")
+        lines.append(f"| `{label}` | {benchmark.TEXTBOOK_QUERIES[textbook]} | "
+                     f"{ratio(ours[label].p95, theirs_with[textbook].p95)} | {r_wo} |")
     return lines
 
 
@@ -881,7 +885,8 @@ def _jsonable(value: Any) -> Any:
 
 def print_report(report: dict[str, Any]) -> None:
     size = report["size"]
-    out = [f"## Size {size['name']}: {size['keys']:,} keys, {size['inbox']:,} inbox rows, {size['outbox']:,} outbox rows",
+    out = [f"## Size {size['name']}: {size['keys']:,} keys, {size['inbox']:,} inbox rows, {size['outbox']:,} outbox "
+           "rows",
            ""]
     m = report["machine"]
     out.append(f"Machine: {m['cpus']} CPUs, {m['memory_gb']} GB, {m['platform']}, Python {m['python']}.")

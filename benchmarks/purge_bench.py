@@ -21,7 +21,8 @@ application writes them (``benchmarks/purge_data.py``): in time order, each expi
   and each ``--duty-cycles``: load, one run alone (rows/s, WAL per row), load again, then the project's
   workload simulator plus a probe that times a claim transaction every ``--probe-interval-ms``:
   ``--baseline-seconds`` without a purge ("before"), one run ("during"), ``--baseline-seconds`` again
-  ("after"; autovacuum often cleans up then). p99 during / before is the number the performance budget bounds by 2x (docs/benchmarks.md, Pacing: claim p99 during a purge).
+  ("after"; autovacuum often cleans up then). p99 during / before is the number the performance budget bounds by 2x
+  (docs/benchmarks.md, Pacing: claim p99 during a purge).
 - **partition**: a partitioned reference inbox (``init-app-schema --partitioned``) with one day partition of
   ``--rows`` rows past the retention, purged (the partition is detached and dropped), against the same rows in
   an unpartitioned inbox purged in batches.

@@ -36,7 +36,8 @@ LOCK_DERIVATIONS = (
 
 def check_sessions(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
     """(g) No session runs one query for long or sits idle in an open transaction (they hold locks and vacuum)."""
-    sessions = health.list_long_sessions(conn, active_seconds=LONG_QUERY_SECONDS, idle_seconds=IDLE_IN_TRANSACTION_SECONDS,
+    sessions = health.list_long_sessions(conn, active_seconds=LONG_QUERY_SECONDS,
+                                         idle_seconds=IDLE_IN_TRANSACTION_SECONDS,
                                          query_chars=QUERY_CHARS, limit=MAX_SESSION_FINDINGS + 1)
     count = health.count_sessions(conn)
     findings = [_session_finding(s) for s in sessions[:MAX_SESSION_FINDINGS]]
@@ -118,7 +119,8 @@ def idemdash_locks() -> dict[str, str]:
 
 
 def check_advisory_locks(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
-    """(h) Who holds advisory locks (docs/concepts.md, Advisory locks per key), linked to the processing key each guards where that can be told."""
+    """(h) Who holds advisory locks (docs/concepts.md, Advisory locks per key), linked to the processing key each
+    guards where that can be told."""
     locks = health.list_advisory_locks(conn, idemdash_locks(), limit=MAX_LOCK_FINDINGS)
     if not locks:
         return [Check("advisory_lock", OK, "No advisory locks held in this database",

@@ -43,7 +43,8 @@ def check_library(conn: psycopg.Connection, settings: Mapping[str, Any]) -> list
     if chosen.reads_wal:
         checks.append(_slots_check(list_logical_slots(conn), chosen.library))
     if chosen.unfinished_cleanup:
-        checks.append(Check("profile.cleanup", OK, "The library's own cleaner deletes unfinished rows; idemdash does not",
+        checks.append(Check("profile.cleanup", OK, "The library's own cleaner deletes unfinished rows; idemdash does "
+                                                   "not",
                             chosen.unfinished_cleanup + " idemdash's purge deletes only rows the library counts as "
                             "finished."))
     return checks
@@ -58,8 +59,10 @@ def _slots_check(slots: list[LogicalSlot], library: str) -> Check:
                      "logical replication slot; this database has none, so no row is published.",
                      fix="start the connector (it creates its slot), or check its database.dbname")
     idle = [s for s in slots if not s.active]
-    lines = "; ".join(f"{s.slot_name} ({s.plugin}, {'connected' if s.active else 'no reader'}, "
-                      f"{'never confirmed' if s.never_confirmed else f'{(s.bytes_behind or 0) / 2**20:,.1f} MiB behind'})"
+    def behind(s: Any) -> str:
+        return "never confirmed" if s.never_confirmed else f"{(s.bytes_behind or 0) / 2**20:,.1f} MiB behind"
+
+    lines = "; ".join(f"{s.slot_name} ({s.plugin}, {'connected' if s.active else 'no reader'}, {behind(s)})"
                       for s in slots)
     if idle:
         return Check("profile.wal_reader", WARN, f"{len(idle)} of {len(slots)} logical slot(s) have no reader",

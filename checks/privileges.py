@@ -54,7 +54,8 @@ def _app_table(row: TableAccess, grantee: str, config: Mapping[str, Any]) -> lis
     findings = []
     if table_role == "keys" and not row.can_update:
         if config.get("READ_ONLY"):
-            findings.append(Check("privilege.keys.update", OK, f"Role {row.role_name!r} may not update {name}: none needed",
+            findings.append(Check("privilege.keys.update", OK, f"Role {row.role_name!r} may not update {name}: none "
+                                                               "needed",
                                   "IDEMDASH_READ_ONLY=1 switches reclassifying off anyway."))
         else:
             findings.append(Check(
@@ -92,8 +93,8 @@ def _own_tables(own: list[TableAccess], grantee: str) -> list[Check]:
     unwritable = [a.qualified for a in own if not (a.can_insert and a.can_update and a.can_delete)]
     if unwritable:
         return [Check("privilege.idemdash.write", WARN, f"Role {role!r} may not write idemdash's own tables",
-                      f"It may not insert, update and delete in {', '.join(unwritable)}: reclassifications (their audit "
-                      "rows), purges (their history), notes, snapshots and rollups fail as this role. A viewer-only "
-                      "deployment with IDEMDASH_READ_ONLY=1 and no scheduler needs none of them.",
+                      f"It may not insert, update and delete in {', '.join(unwritable)}: reclassifications (their "
+                      "audit rows), purges (their history), notes, snapshots and rollups fail as this role. A "
+                      "viewer-only deployment with IDEMDASH_READ_ONLY=1 and no scheduler needs none of them.",
                       fix_sql=fix_grant_idemdash_tables(grantee) + ";")]
     return []

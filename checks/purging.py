@@ -113,7 +113,8 @@ def check_delete_settings(conn: psycopg.Connection, tables: Tables, config: Mapp
                 f"page of WAL. {duration(CHECKPOINT_SECONDS)} between checkpoints and a max_wal_size that lets them "
                 "come by time rather than by volume cut that; crash recovery takes longer in proportion. Neither "
                 "needs a restart.",
-                fix_sql=purges.fix_checkpoint_spacing(f"{CHECKPOINT_SECONDS // 60}min", f"{max(4096, 2 * megabytes)}MB")))
+                fix_sql=purges.fix_checkpoint_spacing(f"{CHECKPOINT_SECONDS // 60}min",
+                                                      f"{max(4096, 2 * megabytes)}MB")))
     if not findings:
         findings.append(Check("purge.server", OK, "The server's WAL settings suit batched deletes",
                               f"wal_compression {compression.setting if compression else '?'}, checkpoint_timeout "
@@ -140,8 +141,8 @@ def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Mapping
             findings.append(Check(
                 f"partition.drops.{table}", WARN, f"{name} is partitioned, but by {key}: purged row by row",
                 f"A purge drops a partition whole only when the table is range-partitioned by one timestamptz column "
-                f"that says when its rows are due ({', '.join(partitions.DROP_COLUMNS[table])}); otherwise it deletes in "
-                "batches, partition by partition."))
+                f"that says when its rows are due ({', '.join(partitions.DROP_COLUMNS[table])}); otherwise it "
+                "deletes in batches, partition by partition."))
         elif any(p.is_default for p in parts):
             findings.append(Check(
                 f"partition.default.{table}", WARN, f"{name} has a default partition: partitions are detached under "

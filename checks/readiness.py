@@ -53,8 +53,9 @@ def readiness(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, A
         applied = {m.version for m in list_applied_migrations(conn)}
         pending = [f"{m.version:04d}_{m.name}" for m in list_migrations() if m.version not in applied]
         if pending:
-            problems.append(Cause(IDEMDASH_SCHEMA, f"idemdash's schema is behind this version ({len(pending)} migration(s) "
-                                                   f"pending: {', '.join(pending)}): run `idemdash migrate`.", False))
+            problems.append(Cause(IDEMDASH_SCHEMA, f"idemdash's schema is behind this version ({len(pending)} "
+                                                   f"migration(s) pending: {', '.join(pending)}): run `idemdash "
+                                                   "migrate`.", False))
     for table in (a for a in access if a.role != "idemdash"):
         if not table.present:
             setting = f"IDEMDASH_APP_SCHEMA and {TABLE_SETTING[table.role]}"

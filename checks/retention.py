@@ -1,4 +1,5 @@
-"""Retention checks: rows are kept at least as long as a retry or redelivery may still come (docs/concepts.md, Retention shorter than the replay horizon)."""
+"""Retention checks: rows are kept at least as long as a retry or redelivery may still come (docs/concepts.md,
+Retention shorter than the replay horizon)."""
 from __future__ import annotations
 
 import math
@@ -64,7 +65,8 @@ def check_key_retention(conn: psycopg.Connection, tables: Tables, config: Mappin
     if len(short) > MAX_SCOPE_FINDINGS:
         rest = short[MAX_SCOPE_FINDINGS:]
         findings.append(Check("retention.keys.more", WARN, f"{len(rest)} more scopes expire keys before the horizon",
-                              "Scopes: " + ", ".join(repr(s.scope) for s in rest[:50]) + ("…" if len(rest) > 50 else "")))
+                              "Scopes: " + ", ".join(repr(s.scope) for s in rest[:50])
+                              + ("…" if len(rest) > 50 else "")))
     if not short:
         sampled = sum(s.sampled for s in scopes)
         findings.append(Check(

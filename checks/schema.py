@@ -21,7 +21,8 @@ class Column:
     feature: str | None  # None: required; otherwise what stops working without it
 
 
-# The README's column contract (docs/concepts.md, The three tables). Required columns are what the counts, stuck lists and purges cannot do without.
+# The README's column contract (docs/concepts.md, The three tables). Required columns are what the counts, stuck
+# lists and purges cannot do without.
 COLUMNS: dict[str, tuple[Column, ...]] = {
     "keys": (
         Column("idempotency_scope", "text", None),
@@ -175,7 +176,8 @@ def check_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str,
 
 
 def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
-    """(e) No unique key of the three tables has a nullable column: NULLs never conflict (docs/concepts.md, NULLs never conflict in a unique key)."""
+    """(e) No unique key of the three tables has a nullable column: NULLs never conflict (docs/concepts.md, NULLs
+    never conflict in a unique key)."""
     role_of = roles(tables)
     traps: dict[tuple[str, str], list[health.NullableUniqueColumn]] = {}
     nulls_equal = set()

@@ -20,7 +20,8 @@ URL_PLACEHOLDER = "postgresql://USER:PASSWORD@HOST:5432/DATABASE"
 
 @click.command()
 @databases_option
-@click.option("--json", "as_json", is_flag=True, help="JSON for scripts: per database, every shape found with its settings and TOML lines.")
+@click.option("--json", "as_json", is_flag=True, help="JSON for scripts: per database, every shape found with its "
+                                                      "settings and TOML lines.")
 def detect(database_url: str, database: str | None, as_json: bool) -> None:
     """Find the tables of known libraries (every schema) and print the IDEMDASH_CONFIG lines for each."""
     chosen = targets(database_url, database)

@@ -84,7 +84,8 @@ def _resolves(host: str, bind: str) -> None:
         socket.getaddrinfo(host.strip("[]"), None)
     except OSError:
         raise settings.ConfigError(f"--bind {bind}: the host {host!r} does not resolve to an address of this "
-                                   "machine; use an address (127.0.0.1, 0.0.0.0, [::1]) or a name that resolves") from None
+                                   "machine; use an address (127.0.0.1, 0.0.0.0, [::1]) or a name that "
+                                   "resolves") from None
 
 
 @click.command("hash-password")

@@ -101,7 +101,8 @@ def _read_config(path: Path, base: Mapping[str, Any]) -> Config:
 def _document(file: Path, problems: list[str]) -> dict[str, Any] | None:
     where = f"IDEMDASH_CONFIG {file}"
     try:
-        return tomllib.loads(file.read_text(encoding="utf-8"))
+        document: dict[str, Any] = tomllib.loads(file.read_text(encoding="utf-8"))
+        return document
     except FileNotFoundError:
         problems.append(f"{where}: the file does not exist")
     except (OSError, UnicodeDecodeError) as exc:

@@ -24,7 +24,8 @@ URL = "the database URL (IDEMDASH_DATABASE_URL or --database-url)"
 REFUSED, NO_HOST, TIMEOUT, AUTH, NO_ROLE, NO_DATABASE, TLS, HBA = (
     "refused", "no_host", "timeout", "auth", "no_role", "no_database", "tls", "hba")
 TOO_MANY, STARTING, LOST = "too_many_connections", "starting", "lost"
-IDEMDASH_SCHEMA, NO_TABLE, NO_COLUMN, PRIVILEGE, OTHER = "idemdash_schema", "no_table", "no_column", "privilege", "other"
+IDEMDASH_SCHEMA, NO_TABLE, NO_COLUMN = "idemdash_schema", "no_table", "no_column"
+PRIVILEGE, OTHER = "privilege", "other"
 TRANSIENT = frozenset({REFUSED, TIMEOUT, TOO_MANY, STARTING, LOST})
 CONNECT = TRANSIENT | {NO_HOST, AUTH, NO_ROLE, NO_DATABASE, TLS, HBA}  # failures to connect at all
 
@@ -112,12 +113,13 @@ def diagnose(exc: BaseException, dsn: str = "", *, schema: str | None = None,
         return _cause(STARTING, f"the server at {where.server} is starting up or shutting down and does not accept "
                                 "connections yet: idemdash keeps retrying.")
     if state in ("57P01", "57P02", "08006", "08003") or "closed the connection unexpectedly" in lower:
-        return _cause(LOST, f"the connection to {where.server} was lost ({text[:160]}): idemdash reconnects on its own.")
+        return _cause(LOST,
+                      f"the connection to {where.server} was lost ({text[:160]}): idemdash reconnects on its own.")
     if state in ("42P01", "3F000"):
         return _missing_relation(text, app_tables)
     if state == "42703":
-        return _cause(NO_COLUMN, f"{text}: the table lacks a column idemdash reads. `idemdash check` lists each missing "
-                                 "column, the statement that adds it, and what works without it.")
+        return _cause(NO_COLUMN, f"{text}: the table lacks a column idemdash reads. `idemdash check` lists each "
+                                 "missing column, the statement that adds it, and what works without it.")
     if state == "42501":
         return _privilege(text, where, schema, app_tables, privilege)
     if state is None and type(exc).__name__ in ("OperationalError", "InterfaceError"):
@@ -195,8 +197,8 @@ def _privilege(text: str, where: Endpoint, schema: str | None, app_tables: Mappi
                                  "idemdash does not exist yet)")
     if app_tables and name not in app_tables and "." not in name:
         return _cause(PRIVILEGE, f"role {where.user!r} may not use idemdash's own table {name} ({text}): GRANT SELECT, "
-                                 f"INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO {role}; (`idemdash check` "
-                                 "lists every grant this role lacks)")
+                                 f"INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO {role}; (`idemdash "
+                                 "check` lists every grant this role lacks)")
     qualified = name if "." in name or not schema else f"{schema}.{name}"
     return _cause(PRIVILEGE, privilege_missing(where.user, privilege or "SELECT", qualified))
 

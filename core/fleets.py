@@ -106,8 +106,8 @@ def parse_fleet(where: str, name: str, table: Any, base: Mapping[str, Any]) -> t
                         "(a server's url and a pattern of database names, like databases = \"orders_*\")")
     elif by_template and not ("url_template" in table and "names" in table):
         missing = "names" if "url_template" in table else "url_template"
-        problems.append(f"{where}: {missing} is required with "
-                        f"{'url_template' if missing == 'names' else 'names'} (a url with {{name}} and a list of names)")
+        other = "url_template" if missing == "names" else "names"
+        problems.append(f"{where}: {missing} is required with {other} (a url with {{name}} and a list of names)")
     elif not by_pattern and not by_template:
         problems.append(f"{where}: give url and databases (a server and a pattern of database names) or "
                         "url_template and names (a url with {name} and a list of names)")

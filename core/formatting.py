@@ -51,7 +51,8 @@ def pretty_json(value: Any) -> str:
 
 def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
     """``1 attempt``, ``3 attempts``, ``1,234 batches``: the count with its noun in the right number."""
-    word = noun if count == 1 else (plural_noun or (noun + "es" if noun.endswith(("s", "ch", "sh", "x")) else noun + "s"))
+    word = noun if count == 1 else (plural_noun or (noun + "es" if noun.endswith(("s", "ch", "sh",
+                                                                                  "x")) else noun + "s"))
     return f"{count:,} {word}"
 
 

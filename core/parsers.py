@@ -1,5 +1,4 @@
-"""The parsers of settings: each turns the text of an environment variable into a value, or raises ValueError
-saying what it expected."""
+"""The parsers of settings: each turns an environment variable's text into a value, or raises saying what it wants."""
 from __future__ import annotations
 
 import ipaddress
@@ -63,7 +62,8 @@ def networks(raw: str) -> str:
             try:
                 ipaddress.ip_network(part.strip(), strict=False)
             except ValueError:
-                raise ValueError(f"expected addresses or CIDR networks separated by commas, got {part.strip()!r}") from None
+                raise ValueError(f"expected addresses or CIDR networks separated by commas, "
+                                 f"got {part.strip()!r}") from None
     return raw.strip()
 
 
@@ -142,7 +142,7 @@ def crontab(raw: str) -> str:
         fields = value.split(" ")
         if len(fields) == 5 and any(c.isdigit() for c in fields[4]):
             raise ValueError(f"write weekdays as names (mon-fri, sat,sun), not {fields[4]!r}")
-        CronTrigger.from_crontab(value, timezone=timezone.utc)
+        CronTrigger.from_crontab(value, timezone=timezone.utc)  # type: ignore[no-untyped-call]  # APScheduler 3 is untyped
     except ValueError as exc:
         raise ValueError(f"expected a crontab line such as '*/15 * * * *' or 'off', got {raw!r} ({exc})") from None
     return value
@@ -199,7 +199,8 @@ def split_environment(value: str) -> tuple[str, str] | None:
     return name, colour
 
 
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$")
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?$")
 
 
 def bind(raw: str) -> str:
@@ -272,7 +273,7 @@ def zone(raw: str) -> str:
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"expected an IANA time zone name such as Europe/Berlin, UTC or 'local', got {raw!r}") from None
+        raise ValueError(f"expected an IANA time zone name (Europe/Berlin, UTC) or 'local', got {raw!r}") from None
     return value
 
 

@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from idemdash.core import parsers
-from idemdash.core.parsers import parse_duration, split_list  # noqa: F401 - part of this module's interface
+from idemdash.core.parsers import parse_duration as parse_duration  # part of this module's interface
+from idemdash.core.parsers import split_list as split_list
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import PROFILES, profile, setting_defaults
 from idemdash.core.profiles.custom import NAME as CUSTOM
-from idemdash.core.setting import PREFIX, Setting  # noqa: F401 - part of this module's interface
+from idemdash.core.setting import PREFIX as PREFIX  # part of this module's interface
+from idemdash.core.setting import Setting as Setting
 from idemdash.core.setting_jobs import JOB_SETTINGS
 
 SETTINGS: tuple[Setting, ...] = (
@@ -70,10 +72,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("NODES_TABLE", "wolverine_nodes", parsers.identifier,
             "Wolverine's node table (profile `wolverine`).", per_database=True),
     Setting("SECRET_KEY", "", str,
-            "Flask secret key (signs the session cookie that carries the CSRF token); the same value for every "
-            "worker and replica. Unset: `idemdash serve` makes one for all its workers (sessions and open forms end "
-            "when it restarts), a gunicorn started by hand with several workers refuses to start, and a single "
-            "process (`flask run`, the demo) uses a random key of its own."),
+            "Flask secret key (signs the session cookie that carries the CSRF token); the same value for every worker "
+            "and replica. Unset: "
+            "`idemdash serve` makes one for all its workers (sessions end when it restarts), a gunicorn started by "
+            "hand refuses to start, and a single process uses a random key of its own."),
     Setting("AUTH", "none", parsers.choice("none", "basic", "proxy"),
             "Who may use the dashboard: `none` (everyone is an operator; the demo and localhost only), "
             "`basic` (HTTP Basic with `IDEMDASH_USERS_FILE`) or `proxy` (user and groups headers from an "

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from idemdash.core.formatting import duration, plural
+from idemdash.core.statuses import REVIEW_HOLDER, Outcome
 
 
 class KeyFacts(Protocol):
@@ -38,12 +39,12 @@ class OutboxFact(Protocol):
     @property
     def created_at(self) -> datetime: ...
 
-# claimed_by of a key an operator holds for review (reclassified needs_review): still processing, long lease
-REVIEW_HOLDER = "idemdash:needs_review"
 
-OUTCOMES = {
-    "safe_to_retry": "becomes failed_retryable with the lock cleared; the client's next retry re-claims it and runs again",
-    "abandoned": "becomes failed_final (failure code 'abandoned', the reason as message); retries get the final failure",
+OUTCOMES: dict[Outcome, str] = {
+    "safe_to_retry":
+        "becomes failed_retryable with the lock cleared; the client's next retry re-claims it and runs again",
+    "abandoned":
+        "becomes failed_final (failure code 'abandoned', the reason as message); retries get the final failure",
     "already_succeeded": "becomes succeeded with the result you give; retries get that result replayed",
     "needs_review": "stays processing with the lease extended, so no retry re-runs it while someone looks",
 }
@@ -54,7 +55,7 @@ class Suggestion:
     to: str | None
     evidence: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"to": self.to, "evidence": self.evidence}
 
 
@@ -73,8 +74,8 @@ def suggest(key: KeyFacts, outbox: Sequence[OutboxFact], *, hotspot_min_attempts
         evidence.append("It was held for review and the hold has ended: the next client retry re-claims it.")
     if outbox:
         kinds = ", ".join(sorted({row.event_type for row in outbox}))
-        evidence.append(f"{plural(len(outbox), 'outbox row')} exist{'s' if len(outbox) == 1 else ''} for this scope and key "
-                        f"({kinds}), first written "
+        evidence.append(f"{plural(len(outbox), 'outbox row')} exist{'s' if len(outbox) == 1 else ''} for this scope "
+                        f"and key ({kinds}), first written "
                         f"{outbox[0].created_at.isoformat(timespec='seconds')}: the business effect committed, "
                         "only the completion is missing.")
         if key.attempt_count >= hotspot_min_attempts:
@@ -89,8 +90,9 @@ def suggest(key: KeyFacts, outbox: Sequence[OutboxFact], *, hotspot_min_attempts
         evidence.append(f"Its replay window ended at {key.expires_at.isoformat(timespec='seconds')}: "
                         "clients are no longer expected to retry it.")
         return Suggestion("abandoned", evidence)
-    evidence.append(f"The lease ran out {duration(key.overdue_seconds or 0)} ago with {plural(key.attempt_count, 'attempt')}: "
-                    "the worker most likely died before the effect. A retry can safely run it again.")
+    evidence.append(f"The lease ran out {duration(key.overdue_seconds or 0)} ago with "
+                    f"{plural(key.attempt_count, 'attempt')}: the worker most likely died before the effect. A retry "
+                    "can safely run it again.")
     return Suggestion("safe_to_retry", evidence)
 
 
@@ -99,7 +101,8 @@ def _decide_held(key: KeyFacts, outbox: Sequence[OutboxFact]) -> Suggestion:
     held = (f"Held for review for {duration(-(key.overdue_seconds or 0))} more: a client's retry gets \"still "
             "processing\" until then, so nothing runs it again while someone looks.")
     if outbox:
-        return Suggestion("already_succeeded", [held, f"{plural(len(outbox), 'outbox row')} exist{'s' if len(outbox) == 1 else ''} for this scope and key: "
-                                                      "the business effect committed."])
+        return Suggestion("already_succeeded", [held, f"{plural(len(outbox), 'outbox row')} "
+                                                      f"exist{'s' if len(outbox) == 1 else ''} for this scope and "
+                                                      "key: the business effect committed."])
     return Suggestion(None, [held, "No outbox row exists for this scope and key. Decide when you know: "
                                    "safe_to_retry if the effect did not happen, abandoned if it must not run again."])

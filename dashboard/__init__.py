@@ -5,15 +5,11 @@ import importlib.util
 import logging
 import os
 import secrets
-import signal
-import sys
-import tempfile
-import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from gunicorn.errors import AppImportError
 from htmx_flask import Htmx
 
 from idemdash.core import settings
@@ -50,7 +46,6 @@ from idemdash.dashboard import (
     web,
     workers,
 )
-from idemdash.dashboard.databases import DashboardApp
 from idemdash.jobs.scheduler import start_in_background
 
 htmx = Htmx()
@@ -66,75 +61,26 @@ def _asset_dir(name: str) -> str:
     return str(next(iter(spec.submodule_search_locations)))
 
 
-def _gunicorn_workers() -> int | None:
-    """How many apps gunicorn builds, each with its own process key: 1 with --preload (the master builds one for all
-    its workers), else its worker count; None when it cannot tell.
-
-    gunicorn resolves its settings again here, with its own parser, from what it was started with: the command line
-    (the workers inherit the master's argv), GUNICORN_CMD_ARGS, a config file and WEB_CONCURRENCY.
-    """
-    from gunicorn.app.wsgiapp import WSGIApplication
-
-    try:
-        cfg = WSGIApplication("%(prog)s [OPTIONS] [APP_MODULE]").cfg
-    except (Exception, SystemExit):  # not gunicorn's own command line (an embedding server): unknown
-        return None
-    return 1 if cfg.preload_app else cfg.workers
+MISSING_SECRET = (
+    "IDEMDASH_SECRET_KEY is not set, and under gunicorn each worker builds its own app (and a replaced worker "
+    "another): each would sign sessions and CSRF tokens with a key of its own, and a form served by one would be "
+    "refused by the next. Set IDEMDASH_SECRET_KEY (the same value for every worker and replica), or start it with "
+    "`idemdash serve`, which makes one key for all its workers.")
 
 
 def _process_secret_key() -> str:
-    """A random key for this process; refused when gunicorn would give each of several workers its own.
-
-    Sessions (and the CSRF token in them) signed by one worker would fail on the next, so a form posted
-    to another worker than the one that served it would be refused at random.
-    """
-    if os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/"):
-        workers = _gunicorn_workers()
-        if workers != 1:
-            _refuse_without_secret(workers)
+    """A random key for a single process (``flask run``, the demo); refused under gunicorn, where several
+    processes build the app. gunicorn prints an AppImportError as its one line and stops."""
+    if os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/"):  # gunicorn's arbiter sets it
+        raise AppImportError(MISSING_SECRET)
     logging.getLogger(__name__).warning(
         "IDEMDASH_SECRET_KEY is not set; using a random key for this process only")
     return secrets.token_hex(32)
 
 
-def _refuse_without_secret(workers: int | None) -> None:
-    """Stop gunicorn with one line: AppImportError is printed without a traceback and halts the arbiter.
-
-    Every worker refuses at once, and the arbiter trips over a second failed worker while it is already
-    stopping (a traceback of its own). So one worker, the first to create a file named after the arbiter's pid,
-    fails; the others wait for the arbiter's stop signal (SIGTERM) and leave quietly, also when it is slow to come
-    (a busy machine): a worker that exits cleanly is only replaced, and its replacement waits the same way.
-    """
-    from gunicorn.errors import AppImportError
-
-    if not _first_to_refuse(Path(tempfile.gettempdir()) / f"idemdash-refused-{os.getppid()}"):
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-        time.sleep(10)
-        sys.exit(0)
-    raise AppImportError(
-        f"IDEMDASH_SECRET_KEY is not set and gunicorn runs {workers or 'an unknown number of'} workers, which "
-        "would each sign sessions and CSRF tokens with a key of their own: set IDEMDASH_SECRET_KEY (the same "
-        "value for every worker and replica), or start it with `idemdash serve`, which makes one key for all "
-        "its workers.")
-
-
-def _first_to_refuse(marker: Path) -> bool:
-    """True for the one process that creates ``marker``; a marker older than a minute is an earlier arbiter's."""
-    try:
-        if time.time() - marker.stat().st_mtime > 60:
-            marker.unlink()
-    except FileNotFoundError:
-        pass
-    try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        return False
-    return True
-
-
 def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = False) -> Flask:
     values = settings.load(**dict(test_config or {}))
-    app = DashboardApp(__name__, template_folder=_asset_dir("templates"), static_folder=_asset_dir("static"))
+    app = Flask(__name__, template_folder=_asset_dir("templates"), static_folder=_asset_dir("static"))
     app.config.update(values)
     app.config["TESTING"] = testing
     if not app.config["SECRET_KEY"]:
@@ -147,7 +93,8 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     targets.init_app(app)
     htmx.init_app(app)
 
-    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows, outbox_actions, outbox_bulk, inbox,
+    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows,
+                   outbox_actions, outbox_bulk, inbox,
                    audit, metrics, openapi, purges, purge_cancel, health, runbooks, tables, table_rows, library_actions,
                    fleet_search, workers, journey, routes_map):
         app.register_blueprint(module.bp)

@@ -35,7 +35,7 @@ from idemdash.dashboard import forgery
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
 from idemdash.dashboard.forgery import check_json_request
 from idemdash.dashboard.network import address_in, client_address, is_loopback_request, parse_networks, repeated_headers
-from idemdash.dashboard.targets import check_database, get_target
+from idemdash.dashboard.targets import check_database, database_in_path, get_target
 from idemdash.dashboard.throttle import SignInThrottle
 from idemdash.dashboard.web import error_response
 
@@ -161,7 +161,7 @@ _OPEN_ENDPOINTS = _PROBES | {"static", "metrics.scrape"}
 
 
 def _open_endpoint() -> bool:
-    return request.endpoint in _OPEN_ENDPOINTS
+    return request.endpoint in _OPEN_ENDPOINTS and not database_in_path()
 
 
 # -- guards ----------------------------------------------------------------------------------
@@ -215,7 +215,7 @@ def init_app(app: Flask) -> None:
     def this_machine_only() -> None:
         """AUTH=none: whoever can send a request is an operator, so only this machine may (before any other check)."""
         if (auth.mode != "none" or app.config["ALLOW_UNAUTHENTICATED"] or request.endpoint == "static"
-                or request.endpoint in _PROBES or is_loopback_request()):
+                or (request.endpoint in _PROBES and not database_in_path()) or is_loopback_request()):
             return
         log.warning("IDEMDASH_AUTH=none: refused %s %s for host %r from %s (not this machine)",
                     request.method, request.path, request.host, request.remote_addr)

@@ -1,4 +1,5 @@
-"""Bulk reclassification (docs/concepts.md, Reclassification): a preview states the filter in words with a count per scope and is
+"""Bulk reclassification (docs/concepts.md, Reclassification): a preview states the filter in words with a count per
+scope and is
 recorded; a confirmation must name the same filter and outcome, acts only on keys stuck at the preview and still
 stuck, in batches that skip locked rows, and is one audit entry its per-key rows point to."""
 from __future__ import annotations
@@ -10,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from idemdash.core.formatting import duration
+from idemdash.core.statuses import BulkOutcome
 from idemdash.dashboard import contract
 from idemdash.dashboard.auth import current_user
 from idemdash.dashboard.contract import ActionError
@@ -26,7 +28,7 @@ BULK_FILTER_FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggest
 @dataclass(frozen=True)
 class BulkRequest:
     flt: reclassify.BulkFilter
-    to: str
+    to: BulkOutcome
     reason: str
     as_of: datetime | None
     all_scopes: bool = False
@@ -82,7 +84,8 @@ def bulk_preview(req: BulkRequest) -> dict:
         # both outcomes leave out keys whose effect committed (an outbox row): say how many
         committed = reclassify.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease,
                                             guarded=False) - count
-        by_scope = reclassify.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        by_scope = reclassify.count_bulk_candidates_by_scope(conn, db.tables, req.flt, as_of, to=req.to,
+                                                             lease_seconds=lease)
         sample = reclassify.list_bulk_sample(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
         reclassify.insert_bulk_preview(conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope,
                               actor=current_user().name)
@@ -107,7 +110,8 @@ def bulk_apply(req: BulkRequest) -> dict:
     with db.write() as conn:
         now = database_now(conn)
         if now - req.as_of > PREVIEW_MAX_AGE:
-            raise ActionError(409, "the preview is more than 15 minutes old: preview again and confirm what you see now")
+            raise ActionError(409,
+                              "the preview is more than 15 minutes old: preview again and confirm what you see now")
         preview = reclassify.get_bulk_preview(conn, req.flt, req.to, req.as_of)
         if preview is None:
             raise ActionError(409, f"no preview was taken at {req.as_of.isoformat()}: preview first, then confirm "
@@ -137,7 +141,8 @@ def bulk_apply(req: BulkRequest) -> dict:
             n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, most - changed))
         changed += n
     with db.read(primary=True) as conn:
-        remaining = reclassify.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
+        remaining = reclassify.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to,
+                                                     lease_seconds=lease)
     return {"bulk_id": str(bulk_id), "audit_id": parent_id, "as_of": req.as_of, "to": req.to,
             "filter": req.flt.to_json(), "filter_text": filter_in_words(req.flt.to_json()),
             "previewed": preview.candidates, "changed": changed, "skipped": max(before - changed, 0),

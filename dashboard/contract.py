@@ -34,7 +34,8 @@ class ActionError(Exception):
     """What an action answers with when it does not act: 400 bad input, 404, 409 the state changed (with the row as
     it is now)."""
 
-    def __init__(self, status: int, message: str, key: Any = None, *, fields: list[dict[str, str]] | None = None) -> None:
+    def __init__(self, status: int, message: str, key: Any = None, *,
+                 fields: list[dict[str, str]] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -203,7 +204,8 @@ def _said(error: Any, model: type[BaseModel]) -> str:
 
 
 def _messages(exc: ValidationError, model: type[BaseModel]) -> tuple[str, list[dict[str, str]]]:
-    """Each error as ``{"field", "message"}``, and all of them in one sentence: "limit must be at most 500 (got 501)"."""
+    """Each error as ``{"field", "message"}``, and all of them in one sentence: "limit must be at most 500 (got
+    501)"."""
     fields = []
     tagged = issubclass(model, RootModel)  # a union told apart by a field (``to``): its errors start with the tag
     for error in exc.errors(include_url=False):

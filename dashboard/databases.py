@@ -2,9 +2,11 @@
 /api/v1/db/<name>/…, links that stay in the database they were followed from, and the all-databases overview
 (`/databases`, `GET /api/v1/databases`).
 
-With IDEMDASH_CONFIG each route gets a twin with the database in its path (endpoint ``<endpoint>@db``); the
-plain routes mean the first database, so runbook links and bookmarks made before keep working. ``url_for``
-inside a database's page builds that database's twin, so templates and views name endpoints as before.
+With IDEMDASH_CONFIG each route gets a second rule with the database in its path, for the same endpoint and view;
+the plain routes mean the first database, so runbook links and bookmarks made before keep working. Flask's own
+hooks carry the name: dashboard/targets.py's ``url_value_preprocessor`` takes it out of the URL, and
+``stay_in_database`` (a ``url_defaults``) puts it back into every ``url_for`` inside that database's pages, so
+templates and views name endpoints as before.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, Flask, abort, current_app, g, has_request_context, request, url_for
+from flask import Blueprint, Flask, abort, current_app, g, request, url_for
 
 from idemdash.dashboard import contract, fleet_purges, fleet_views
 from idemdash.dashboard.all_databases import AllDatabases, DatabaseRow
@@ -20,56 +22,50 @@ from idemdash.dashboard.schemas.databases import NUMBERS, DatabaseItem, Database
 from idemdash.dashboard.targets import all_targets, current_database, signed_in
 from idemdash.dashboard.web import render
 
-TWIN = "@db"
-
 bp = Blueprint("databases", __name__)
-bp.register_blueprint(fleet_purges.bp)  # /databases/purges: about every database, so no per-database twin either
-
-
-class DashboardApp(Flask):
-    """Flask, with ``url_for`` staying in the database of the page it is called from."""
-
-    def url_for(self, endpoint: str, *, _anchor: str | None = None, _method: str | None = None,
-                _scheme: str | None = None, _external: bool | None = None, **values: Any) -> str:
-        name = values.pop("database", None) or current_database()
-        if name is not None:
-            if endpoint.startswith(".") and has_request_context() and request.blueprint:
-                endpoint = request.blueprint + endpoint
-            twin = endpoint if endpoint.endswith(TWIN) else endpoint + TWIN
-            if twin in self.view_functions:
-                endpoint, values["database"] = twin, name
-        return super().url_for(endpoint, _anchor=_anchor, _method=_method, _scheme=_scheme, _external=_external,
-                               **values)
+bp.register_blueprint(fleet_purges.bp)  # /databases/purges: about every database, so no per-database route either
 
 
 def install_routes(app: Flask) -> None:
-    """Give every route (pages, JSON, actions) a twin with the database in its path; call after the blueprints
-    are registered. The twin runs the same view; dashboard/targets.py takes the name out of the URL values."""
+    """Give every route (pages, JSON, actions) a rule with the database in its path; call after the blueprints
+    are registered. The rule has the route's endpoint and view; dashboard/targets.py takes the name out of the URL
+    values. Werkzeug builds from the rule with the most arguments it is given, so ``url_for`` with ``database``
+    builds this one and without it the plain one."""
     for rule in list(app.url_map.iter_rules()):
-        if rule.endpoint == "static" or rule.endpoint.startswith((f"{bp.name}.", "fleet_search.", "journey.", "routes_map.")):
+        fleet_wide = (f"{bp.name}.", "fleet_search.", "journey.", "routes_map.")
+        if rule.endpoint == "static" or rule.endpoint.startswith(fleet_wide):
             continue
         if rule.rule.startswith("/api/v1/"):
             path = "/api/v1/db/<database:database>/" + rule.rule[len("/api/v1/"):]
         else:
             path = "/db/<database:database>" + rule.rule
-        app.add_url_rule(path, endpoint=rule.endpoint + TWIN, view_func=app.view_functions[rule.endpoint],
+        app.add_url_rule(path, endpoint=rule.endpoint, view_func=app.view_functions[rule.endpoint],
                          methods=rule.methods)
+
+
+def has_database_route(endpoint: str) -> bool:
+    """Whether ``endpoint`` has a rule with the database in its path (none: one database, or a page about all)."""
+    return endpoint in current_app.view_functions and current_app.url_map.is_endpoint_expecting(endpoint, "database")
+
+
+def stay_in_database(endpoint: str, values: dict[str, Any]) -> None:
+    """``url_defaults``: a link from a database's page stays in that database; a link to a page without a database
+    route drops a ``database`` it was given (there is nothing to put it in, and it is not a query parameter)."""
+    if not has_database_route(endpoint):
+        values.pop("database", None)
+    elif values.get("database") is None and (name := current_database()) is not None:
+        values["database"] = name
 
 
 def url_in_database(name: str) -> str:
     """This page in database ``name`` (the header's switcher); the database's overview when the page has no
     per-database twin."""
-    endpoint = plain_endpoint(request.endpoint)
-    if endpoint is None or request.method != "GET" or endpoint + TWIN not in current_app.view_functions:
+    endpoint = request.endpoint
+    if endpoint is None or request.method != "GET" or not has_database_route(endpoint):
         return url_for("overview.page", database=name)
     path = url_for(endpoint, database=name, **(request.view_args or {}))
     query = urlencode([(k, v) for k, v in request.args.items(multi=True) if v != ""])
     return f"{path}?{query}" if query else path
-
-
-def plain_endpoint(endpoint: str | None) -> str | None:
-    """The endpoint a page was reached through, without the database twin's mark (navigation compares it)."""
-    return endpoint.removesuffix(TWIN) if endpoint else endpoint
 
 
 # -- the all-databases overview -------------------------------------------------------------------------------
@@ -153,17 +149,18 @@ def init_app(app: Flask) -> None:
         # mostly finds its rows answered; with one, at the first request for them. Not at a stranger's (a probe, a
         # static file): nobody signed in makes idemdash connect to a database but /readyz to the first one.
         app.before_request(lambda: overview.start() if signed_in() else None)
+    app.url_defaults(stay_in_database)
     app.add_template_global(url_in_database)
 
     @app.context_processor
     def database_context() -> dict[str, Any]:
         if not signed_in():  # a refusal or error page: no database names, and no replica to measure
             return {"databases": [], "database_name": None, "db_settings": app.config, "replica": None,
-                    "plain_endpoint": plain_endpoint(request.endpoint)}
+                    "plain_endpoint": request.endpoint}
         targets = all_targets()
         name = g.get("database") or next(iter(targets), None)
         target = targets.get(name) if name is not None else None  # none: only fleets, none of which answered yet
         return {"databases": list(targets) if app.config["CONFIG"] else [], "database_name": name,
                 "db_settings": target.settings if target is not None else app.config,
                 "replica": target.replica_status() if target is not None else None,
-                "plain_endpoint": plain_endpoint(request.endpoint)}
+                "plain_endpoint": request.endpoint}

@@ -59,7 +59,8 @@ def ask_all(targets: Mapping[str, Target], read: Callable[[Target, psycopg.Conne
     for future, name in asked.items():
         if future.cancelled() or (future.done() and isinstance(future.exception(), _NotReached)):
             not_answered[name] = ("not reached in time: this worker's threads and connections for reads across "
-                                  "databases (IDEMDASH_FLEET_REFRESH_THREADS, IDEMDASH_FLEET_MAX_CONNECTIONS) were busy")
+                                  "databases (IDEMDASH_FLEET_REFRESH_THREADS, IDEMDASH_FLEET_MAX_CONNECTIONS) were "
+                                  "busy")
         elif not future.done():
             not_answered[name] = "no answer in time (a host that hangs, or a slow one)"
         elif isinstance(exc := future.exception(), NoConnectionFree):

@@ -126,8 +126,8 @@ def lookup(targets: Mapping[str, Target], rows: Mapping[str, DatabaseRow], q: st
     for future, name in asked.items():
         if future.cancelled() or (future.done() and isinstance(future.exception(), NotReached)):
             not_asked[name] = (f"not reached within {deadline:g} s: this worker's threads and connections for "
-                               "reads across databases (IDEMDASH_FLEET_REFRESH_THREADS, IDEMDASH_FLEET_MAX_CONNECTIONS) "
-                               "were busy with other databases and searches")
+                               "reads across databases (IDEMDASH_FLEET_REFRESH_THREADS, "
+                               "IDEMDASH_FLEET_MAX_CONNECTIONS) were busy with other databases and searches")
         elif not future.done():
             not_asked[name] = f"no answer within {deadline:g} s (a host that hangs, or a slow one)"
         elif isinstance(exc := future.exception(), NoConnectionFree):

@@ -1,4 +1,5 @@
-"""gunicorn's settings for idemdash: `idemdash serve` runs ``gunicorn -c python:idemdash.dashboard.gunicorn_config``, and
+"""gunicorn's settings for idemdash: `idemdash serve` runs ``gunicorn -c python:idemdash.dashboard.gunicorn_config``,
+and
 a gunicorn started by hand should too (docs/deploy.md).
 
 - ``pre_request`` counts identity headers sent more than once (``dashboard.network``);

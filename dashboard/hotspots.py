@@ -47,7 +47,8 @@ def _hotspots() -> dict:
     as_of = datetime.now(timezone.utc)
     # groups and histogram read every hotspot (or every key) in the window: precomputed at scale, see
     # dashboard/rollups.py; the rollups are per window
-    groups, histogram = rollups.load(("hotspot_groups", hotspots.hotspot_variant(window, n)), ("attempt_histogram", window))
+    groups, histogram = rollups.load(("hotspot_groups", hotspots.hotspot_variant(window, n)),
+                                     ("attempt_histogram", window))
     by_scope = replace(groups, value=panels.require(groups).by_scope) if groups.ok else groups
     by_worker = replace(groups, value=panels.require(groups).by_worker) if groups.ok else groups
     return {

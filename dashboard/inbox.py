@@ -45,7 +45,8 @@ def _inbox() -> dict:
             consumers = replace(consumers, value=inbox.ConsumerList(
                 [c for c in every.items if needle in c.consumer_name.lower()], truncated=False))
         else:
-            consumers = panels.load(inbox.list_inbox_consumers, tables, retention_days=retention_days, consumer=consumer,
+            consumers = panels.load(inbox.list_inbox_consumers, tables, retention_days=retention_days,
+                                    consumer=consumer,
                                     limit=inbox.CONSUMERS_SHOWN, index="index_inbox_consumer")
     return {
         "as_of": datetime.now(timezone.utc),

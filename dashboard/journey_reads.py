@@ -55,7 +55,8 @@ def where(target: Target, conn: psycopg.Connection) -> journey.Where:
 def unfollowed(targets: Mapping[str, Target]) -> dict[str, str]:
     """The databases whose library records no message id the journey can follow, and why."""
     return {name: f"{profile(t.settings['PROFILE']).library} records no message id the journey can follow "
-                  "(docs/profiles.md)" for name, t in targets.items() if not journey.profile_follows(t.settings["PROFILE"])}
+                  "(docs/profiles.md)"
+            for name, t in targets.items() if not journey.profile_follows(t.settings["PROFILE"])}
 
 
 @dataclass(frozen=True)

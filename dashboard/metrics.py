@@ -10,7 +10,8 @@ Request counts and latencies add up across gunicorn's workers: with ``PROMETHEUS
 serve`` sets it for its workers) each worker writes its histogram to files there and a scrape, whichever worker
 answers it, sums every worker's files, including those of workers that have exited, so a counter never goes
 backwards between scrapes. Samples are summed per label set. Every sample names its database (``database``:
-the name in IDEMDASH_CONFIG, ``default`` without it). Without it (one process: ``flask run``, the demo, the tests) the process keeps them in memory.
+the name in IDEMDASH_CONFIG, ``default`` without it). Without it (one process: ``flask run``, the demo, the tests)
+the process keeps them in memory.
 """
 from __future__ import annotations
 
@@ -30,7 +31,6 @@ from prometheus_client.registry import Collector
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles.shape import MEANINGS
-from idemdash.dashboard.databases import plain_endpoint
 from idemdash.dashboard.targets import all_targets, current_database
 from idemdash.queries import fleet_numbers, metrics, rollups
 from idemdash.queries.pool_budget import PoolBudget
@@ -285,7 +285,7 @@ def init_app(app: Flask) -> None:
             database = current_database() or next(iter(all_targets()), "none")
             if collector.alerts_only():  # a fleet: one series per endpoint, not per endpoint and database
                 database = ALL_DATABASES
-            latency.labels(database, plain_endpoint(request.endpoint), request.method,
+            latency.labels(database, request.endpoint, request.method,
                            str(response.status_code)).observe(time.perf_counter() - started)
         return response
 

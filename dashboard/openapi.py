@@ -147,9 +147,11 @@ def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for rule, op in operations:
         path, path_params = _path(app, rule)
+        # a route's per-database rule (dashboard/databases.py) shares its endpoint: its operation is <id>_db
+        name = rule.endpoint.replace(".", "_") + ("_db" if "database" in rule.arguments else "")
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
             entry: dict[str, Any] = {
-                "operationId": f"{method.lower()}_{rule.endpoint.replace('.', '_').replace('@', '_')}",
+                "operationId": f"{method.lower()}_{name}",
                 "summary": op.summary,
                 "parameters": path_params + (_query_parameters(op.query) if op.query else []),
                 "responses": {str(op.status): {"description": op.ok.__doc__ or "OK",

@@ -56,7 +56,8 @@ def _outbox() -> dict:
         "limit": limit,
         "after": after,
         "rows": rows,
-        "summary": panels.load(outbox.get_outbox_summary, tables, min_attempts=MANY_ATTEMPTS, index="index_outbox_pending"),
+        "summary": panels.load(outbox.get_outbox_summary, tables, min_attempts=MANY_ATTEMPTS,
+                               index="index_outbox_pending"),
         # pending rows and a day of published ones per type: precomputed at scale, see dashboard/rollups.py
         "event_types": rollups.load_one("outbox_event_types"),
         "many_attempts": panels.load(outbox.list_outbox_many_attempts, tables, min_attempts=MANY_ATTEMPTS,

@@ -60,7 +60,8 @@ def apply(move: BulkMove, as_of: Any, reason: str, previewed: int | None) -> dic
     bulk_id = uuid.uuid4()
     with db.write() as conn:
         if database_now(conn) - as_of > PREVIEW_MAX_AGE:
-            raise ActionError(409, "the preview is more than 15 minutes old: preview again and confirm what you see now")
+            raise ActionError(409,
+                              "the preview is more than 15 minutes old: preview again and confirm what you see now")
         recorded = outbox_bulk.get_bulk_preview(conn, move, as_of)
         if recorded is None:
             raise ActionError(409, f"no outbox preview was taken at {as_of.isoformat()}: preview first, then confirm "

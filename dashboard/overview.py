@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 
 from flask import Blueprint
 
+from idemdash.core.statuses import REVIEW_HOLDER
 from idemdash.dashboard import contract, key_breakdown, panels, rollups, trend_marks, trends
 from idemdash.dashboard.schemas import overview as schema
 from idemdash.dashboard.targets import get_target
@@ -91,12 +92,12 @@ def api() -> schema.Overview:
         "definitions": {
             "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and "
                      f"claimed_at older than {data['lease_seconds']} s",
-            "needs_review": "status = 'processing' and claimed_by = 'idemdash:needs_review': held for review by an "
+            "needs_review": f"status = 'processing' and claimed_by = '{REVIEW_HOLDER}': held for review by an "
                             "operator (a hold that ended is counted in stuck too)",
             "failed_final_24h": "status = 'failed_final' and updated_at within the last 24 hours",
             "succeeded_24h": "status = 'succeeded' and updated_at within the last 24 hours",
-            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest with attempt_count < 3 "
-                              "(not likely poison)",
+            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest with attempt_count "
+                              "< 3 (not likely poison)",
             "outbox.poison": "pending outbox rows with attempt_count >= 3 (likely poison), counted apart from the lag",
             "inbox.rows_24h": "inbox rows with processed_at within the last 24 hours",
             "trends.points": "metric snapshots of the range (range: 1h, 6h, 24h or 7d; window_hours), oldest "

@@ -49,7 +49,8 @@ def in_words(run: Paced) -> str | None:
         commits = (f"the application's commits took {_times(ratio)} their usual time, more than the "
                    f"{_times(budget)} allowed")
     backoffs = run.backoffs or 0
-    slowed = "never slowed down" if not backoffs else f"slowed down {'once' if backoffs == 1 else f'{backoffs:,} times'}"
+    times = "once" if backoffs == 1 else f"{backoffs:,} times"
+    slowed = f"slowed down {times}" if backoffs else "never slowed down"
     parts = [commits, slowed]
     if run.final_batch_size is not None and run.final_duty_cycle is not None:
         parts.append(f"batches of {plural(run.final_batch_size, 'row')} at the end, "

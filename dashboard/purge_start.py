@@ -1,5 +1,6 @@
 """Starting a purge run from the dashboard: it runs in a daemon thread of this web process through the same
-engine as the scheduler (``jobs.purge_run.run_purge``; ``jobs.library_purge`` for another library's tables), which records it in ``idemdash.purge_run`` (and, started
+engine as the scheduler (``jobs.purge_run.run_purge``; ``jobs.library_purge`` for another library's tables), which
+records it in ``idemdash.purge_run`` (and, started
 by a person, in the audit log); the view waits only until the run has its id."""
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> purge_history.
         run = purge_history.get_purge_run(conn, run_id)
     if run is not None and run.outcome == "skipped":
         raise StartError(409, f"a purge of {table} is already running, so this one was not started (recorded as "
-                              f"run {run.run_id}, outcome skipped): {run.error or 'the table is locked by another run'}. "
-                              "Wait for the running one to finish.", run)
+                              f"run {run.run_id}, outcome skipped): "
+                              f"{run.error or 'the table is locked by another run'}. Wait for the running one to "
+                              "finish.", run)
     return run

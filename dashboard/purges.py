@@ -67,7 +67,8 @@ def next_run_at(config: Mapping[str, Any], table: str, now: datetime) -> datetim
     return None if trigger is None else trigger.get_next_fire_time(None, now)
 
 
-def _dry_run_ready(runs: purge_history.TableRuns, running: list[purge_history.PurgeRun], now: datetime) -> purge_history.PurgeRun | None:
+def _dry_run_ready(runs: purge_history.TableRuns, running: list[purge_history.PurgeRun],
+                   now: datetime) -> purge_history.PurgeRun | None:
     dry = runs.last_dry_run
     if dry is None or running or dry.finished_at is None or now - dry.finished_at > DRY_RUN_FRESH:
         return None
@@ -87,13 +88,15 @@ def _table_statuses(now: datetime, tables: PurgeTables) -> tuple[panels.Panel, p
         table_running = [r for r in running.value or [] if r.table_name == t.history_name]
         statuses.append(TableStatus(
             table=t.table, label=t.label, schedule_of=t.schedule_of, relation=t.relation, deletes=t.deletes,
-            retention=t.retention, retention_days=t.retention_days, schedule=config.get(SCHEDULE_SETTING[t.schedule_of]),
+            retention=t.retention, retention_days=t.retention_days,
+            schedule=config.get(SCHEDULE_SETTING[t.schedule_of]),
             next_run_at=next_run_at(config, t.schedule_of, now), runs=table_runs, running=table_running,
             dry_run_ready=_dry_run_ready(table_runs, table_running, now)))
     return runs, running, statuses
 
 
-def _purges(flt: purge_history.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50) -> dict[str, Any]:
+def _purges(flt: purge_history.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50) -> dict[str,
+                                                                                                                Any]:
     now = datetime.now(timezone.utc)
     flt = flt or purge_history.PurgeRunFilter()
     tables = purge_tables()
@@ -109,7 +112,8 @@ def _purges(flt: purge_history.PurgeRunFilter | None = None, after: str | None =
         abort(400, str(exc))
     runs, running, statuses = _table_statuses(now, tables)
     # The panels are separate reads: poll fast while any of them shows a run in progress.
-    in_progress = bool(running.value) or any(r.outcome == "running" for r in (panels.require(history).items if history.ok else []))
+    listed = panels.require(history).items if history.ok else []
+    in_progress = bool(running.value) or any(r.outcome == "running" for r in listed)
     partitions = _partitions([r.run_id for r in panels.require(history).items if r.partitions_dropped or r.dry_run]
                              if history.ok else [])
     return {"as_of": now, "history": history, "flt": flt, "after": after, "limit": limit, "table_runs": runs,
@@ -128,7 +132,7 @@ def _partitions(run_ids: list[int]) -> dict[int, list[partitions_queries.Partiti
 
 
 def _unknown_table(table: object, tables: PurgeTables) -> str:
-    keys = [repr(k) for k in tables.keys()]
+    keys = [repr(k) for k in tables.keys()]  # noqa: SIM118 (PurgeTables has keys(), no __iter__)
     if not keys:
         return f"this database has no table to purge: none of its tables has rows its library counts as finished " \
                f"and old (got {table!r})"
@@ -211,7 +215,8 @@ def run_form():
         return render("purges.html", None, **_purges(), page_args={}, message=message), exc.status
     if not htmx:
         return redirect(url_for("purges.page", started=run.run_id if run else 0), code=303)
-    return render("purges.html", "purges_panel", **_purges(), page_args={}, message=_started_message(run, table, dry_run))
+    return render("purges.html", "purges_panel", **_purges(), page_args={},
+                  message=_started_message(run, table, dry_run))
 
 
 def _started_message(run: purge_history.PurgeRun | None, table: str, dry_run: bool) -> tuple[str, str]:

@@ -11,10 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from idemdash.core.formatting import duration
+from idemdash.core.statuses import REVIEW_HOLDER
 from idemdash.queries.audit import AuditEntry
 from idemdash.queries.reclassify import LockedKey, Reclassification
-
-NEEDS_REVIEW_HOLDER = "idemdash:needs_review"
 
 # an audit action ("reclassify:abandoned", "reclassify-bulk:safe_to_retry") as a verb phrase
 _DID = {
@@ -36,7 +35,7 @@ def why_not(locked: LockedKey, change: Reclassification, outbox_rows: Sequence[A
                 "Nothing was changed.")
     if change.check_locked_until and locked.locked_until != change.expected_locked_until:
         held = decided and last is not None and last.action.endswith(":needs_review")
-        by = (f" ({decided})" if held and locked.claimed_by == NEEDS_REVIEW_HOLDER
+        by = (f" ({decided})" if held and locked.claimed_by == REVIEW_HOLDER
               else f" (claimed by {locked.claimed_by})" if locked.claimed_by else "")
         return ("changed since you looked: locked_until is "
                 f"{locked.locked_until.isoformat() if locked.locked_until else 'NULL'}, you saw "
@@ -74,4 +73,4 @@ def _worker_finish(locked: LockedKey) -> str:
 
 
 def _by(worker: str | None) -> str:
-    return f", {worker}" if worker and worker != NEEDS_REVIEW_HOLDER else ""
+    return f", {worker}" if worker and worker != REVIEW_HOLDER else ""

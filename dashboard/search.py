@@ -53,7 +53,8 @@ def page():
     if place is not None:
         return redirect(place, code=302)   # one key or outbox row has this name: go there
     return render("search.html", None, q=text, scope=scope, panel=panel,
-                  max_scopes=search.MAX_SCOPES, prefix_limit=search.PREFIX_LIMIT, per_scope=search.PREFIX_PER_SCOPE_ACROSS)
+                  max_scopes=search.MAX_SCOPES, prefix_limit=search.PREFIX_LIMIT,
+                  per_scope=search.PREFIX_PER_SCOPE_ACROSS)
 
 
 @bp.get("/api/v1/search")

@@ -84,7 +84,7 @@ def refuse_reference_routes() -> None:
         return
     if request.method not in ("GET", "HEAD"):
         refuse_action()  # 403: an action on another library's rows, named as such
-    if request.endpoint in ("overview.page", "overview.page@db"):
+    if request.endpoint == "overview.page":
         return page()
     abort(404, f"database {target.name} holds {profile(chosen).library} tables (profile = \"{chosen}\"), not "
                f"idemdash's reference tables: {request.path} reads those. Its tables and their states are at "

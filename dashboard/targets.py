@@ -72,6 +72,13 @@ def signed_in() -> bool:
     return has_request_context() and g.get("user") is not None
 
 
+def database_in_path() -> bool:
+    """Whether the request came by a route's /db/<name>/… rule (dashboard/databases.py), which has the plain
+    route's endpoint: the probes' are pages like any other."""
+    rule = request.url_rule
+    return rule is not None and "database" in rule.arguments
+
+
 def check_database() -> None:
     """/db/<name>/… for a name this app does not serve: 404 naming the ones it does (after sign-in only)."""
     name = g.get("unknown_database")
@@ -95,7 +102,8 @@ def budget(config: Mapping[str, Any], targets: Mapping[str, Target], *, lazy: bo
 def _none_yet() -> Response | None:
     """Only fleets, and no fleet's server answered yet: every page but /healthz answers 503 with why, plainly (the
     error page itself shows a database's context, and there is none)."""
-    if current_app.extensions["idemdash_targets"] or request.endpoint in ("static", "probes.healthz"):
+    if current_app.extensions["idemdash_targets"] or (request.endpoint in ("static", "probes.healthz")
+                                                      and not database_in_path()):
         return None
     message = NONE_YET + " " + "; ".join(current_app.extensions["idemdash_fleets"].membership.problems.values())
     if not signed_in():  # the probes and /metrics: a stranger learns "down", not the fleets' servers

@@ -103,7 +103,8 @@ def load(hours: int) -> Found:
 
 
 def _title(group: list[Event]) -> str:
-    lines = [f"{e.at.astimezone(timezone.utc):%m-%d %H:%M} {'operator action' if e.kind == 'action' else 'purge'}: {e.what}"
+    lines = [f"{e.at.astimezone(timezone.utc):%m-%d %H:%M} "
+             f"{'operator action' if e.kind == 'action' else 'purge'}: {e.what}"
              for e in group[:MAX_LINES]]
     if len(group) > MAX_LINES:
         lines.append(f"and {len(group) - MAX_LINES} more")

@@ -139,8 +139,9 @@ def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | N
               found),
         chart("outbox_pending", "Outbox backlog", "count", "Pending outbox rows (peak per point).", trend,
               lambda p: p.outbox_pending, found),
-        chart("outbox_lag_seconds", "Outbox lag", "seconds", "Age of the oldest pending row that is not likely poison (peak per point).",
-              trend, lambda p: p.outbox_lag_seconds, found),
+        chart("outbox_lag_seconds", "Outbox lag", "seconds",
+              "Age of the oldest pending row that is not likely poison (peak per point).", trend,
+              lambda p: p.outbox_lag_seconds, found),
         chart("rows_purged", "Rows purged", "rows", "Rows deleted by purges between snapshots.", trend,
               lambda p: p.rows_purged, found),
     ]

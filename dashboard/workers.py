@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, url_for
 
-from idemdash.core.triage import REVIEW_HOLDER
+from idemdash.core.statuses import REVIEW_HOLDER
 from idemdash.dashboard import contract, panels, rollups
 from idemdash.dashboard.schemas import workers as schema
 from idemdash.dashboard.targets import get_target

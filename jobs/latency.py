@@ -9,7 +9,8 @@ commit probe (``jobs.probe``), decides how big the batches are and how much of t
   ``JUDGE_WINDOW`` probes slower than the target (one still waiting counts as soon as it has waited that long, and
   alone once it has waited ``STALL_FACTOR`` times that) means
   the application's commits are too (a single outlier is the 1 % a p99 allows; acting on it halved the batches about
-  fifty times a run with the application unharmed): **back off** at once: halve the batch (an application commit that lands while a batch writes waits for that
+  fifty times a run with the application unharmed): **back off** at once: halve the batch (an application commit that
+  lands while a batch writes waits for that
     batch's WAL, so the batch size sets how long the slowest commits wait), and at the smallest batch halve the
     duty cycle (how many commits meet a batch), down to ``MIN_DUTY``;
   Every ``DECIDE_SAMPLES`` probes with none over it, their p99 against it:
@@ -88,7 +89,8 @@ class LatencyGovernor:
             self.recent.append(ms > target)
         stalled = waiting is not None and waiting[1] > target and waiting[0] != self._counted
         # one waiting STALL_FACTOR times the target is no outlier: it backs off alone
-        weight = (1 + OVER_ALLOWED if waiting[1] > STALL_FACTOR * target else 1) if stalled else 0  # type: ignore[index]
+        weight = ((1 + OVER_ALLOWED if waiting[1] > STALL_FACTOR * target else 1)  # type: ignore[index]
+                  if stalled else 0)
         if sum(self.recent) + weight > OVER_ALLOWED:
             if stalled:
                 self._counted = waiting[0]  # type: ignore[index]

@@ -55,7 +55,8 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
                     on_partition: Callable[[PartitionEvent], None] | None = None) -> tuple[str | None, set[str]]:
     """Drop (dry run: list) every partition of the table whose rows are all eligible.
 
-    Returns an outcome when the run must stop here ('budget_exhausted', 'cancelled'), else None, and the qualified names of
+    Returns an outcome when the run must stop here ('budget_exhausted', 'cancelled'), else None, and the qualified
+    names of
     the partitions batches need not visit: a dry run's would-drop partitions (their rows are counted), and
     partitions of the due column itself whose range starts at or after the cutoff (none of their rows can be due).
     """
@@ -76,7 +77,8 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
     s = ctx.settings
     cutoffs = partitions.get_purge_cutoffs(conn, s.inbox_retention_days, s.outbox_retention_days)
     cutoff = getattr(cutoffs, ctx.table)
-    concurrent = conn.info.server_version >= partitions.CONCURRENT_DETACH_VERSION and not any(p.is_default for p in parts)
+    concurrent = (conn.info.server_version >= partitions.CONCURRENT_DETACH_VERSION
+                  and not any(p.is_default for p in parts))
     accounted = {p.qualified for p in parts if p.nothing_due(ctx.table, cutoff)}
     not_owned = 0
     for part in parts:
@@ -91,7 +93,8 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
             return CANCELLED, accounted
         try:
             with conn.transaction():
-                partitions.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms)
+                partitions.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR,
+                                                  s.lock_timeout_ms)
                 rows = partitions.get_partition_rows(conn, ctx.table, part.identifiers()["partition"], s.predicate())
         except errors.QueryCanceled as exc:
             report(_record(ctx, part, None, "kept", f"checking its rows timed out ({describe_error(exc, '')}); "
@@ -219,7 +222,8 @@ def _settle_leftovers(ctx: RunContext, parts: list[partitions.Partition], connec
         mine = record.run_id == ctx.run_id
         if not state.present:
             event = PartitionEvent("dropped", qualified(record), None, "already gone")
-            partitions.settle_detached_partition(ctx.work_conn, record, "dropped", "gone before a later run could drop it")
+            partitions.settle_detached_partition(ctx.work_conn, record, "dropped",
+                                                 "gone before a later run could drop it")
         elif state.is_partition and not state.detach_pending:
             event = PartitionEvent("attached_again", qualified(record), None, "attached again by someone else")
             partitions.settle_detached_partition(ctx.work_conn, record, "attached_again", "found attached again")
@@ -228,5 +232,6 @@ def _settle_leftovers(ctx: RunContext, parts: list[partitions.Partition], connec
         else:
             event = finish_detached(ctx, record)
             if not mine and event.action in ("dropped", "attached_again"):
-                partitions.settle_detached_partition(ctx.work_conn, record, event.action, f"finished by run {ctx.run_id}")
+                partitions.settle_detached_partition(ctx.work_conn, record, event.action,
+                                                     f"finished by run {ctx.run_id}")
         report(event)

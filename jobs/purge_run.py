@@ -1,4 +1,5 @@
-"""Retention purges (docs/operations.md, Retention purges): what may go, in small batches, one runner per table, every run recorded.
+"""Retention purges (docs/operations.md, Retention purges): what may go, in small batches, one runner per table,
+every run recorded.
 
 - keys: terminal rows (``succeeded``, ``failed_final``) whose ``expires_at`` has passed. Never
   ``processing`` or ``failed_retryable``, however old.
@@ -38,6 +39,7 @@ from datetime import datetime, timezone
 
 import psycopg
 
+from idemdash.core.statuses import PURGE_ENDS
 from idemdash.jobs.failures import describe_error, describe_outage, lost
 from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
 from idemdash.jobs.purge_batches import (
@@ -60,7 +62,7 @@ __all__ = ["OUTCOMES", "RETENTION_SETTING", "TABLES", "PartitionEvent", "PurgeRe
            "describe_error", "run_purge"]
 
 TABLES = purges.TABLES
-OUTCOMES = ("succeeded", "failed", "skipped", "budget_exhausted", "cancelled")
+OUTCOMES = PURGE_ENDS
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,8 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
         if not unreachable:
             log.error("purge %s%s failed: %s", table, f" run {run_id}" if run_id else "", error)
     except KeyboardInterrupt as exc:  # Ctrl-C on `idemdash purge`: record it, then stop as asked
-        outcome, error, interrupted = CANCELLED, "cancelled at once (Ctrl-C twice): the batch in flight was rolled back", exc
+        error = "cancelled at once (Ctrl-C twice): the batch in flight was rolled back"
+        outcome, interrupted = CANCELLED, exc
     finally:
         if work_conn is not None:
             work_conn.close()  # a batch in flight is rolled back with its connection

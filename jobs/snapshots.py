@@ -32,13 +32,12 @@ def run_snapshot(target: Target, *, min_gap_seconds: float | None = None) -> sna
     # A second scheduler replica finds the snapshot its twin just wrote and skips.
     gap = interval / 2 if min_gap_seconds is None else min_gap_seconds
     timeout = max(config["STATEMENT_TIMEOUT_MS"], MIN_STATEMENT_TIMEOUT_MS)
-    with target.connect("idemdash-snapshot") as conn:
-        with conn.transaction():
-            conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
-            conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
-            snapshot = snapshots.take_snapshot(conn, target.tables, config, interval_seconds=interval, min_gap_seconds=gap)
-            deleted = snapshots.delete_old_snapshots(conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"],
-                                                     limit=DELETE_BATCH)
+    with target.connect("idemdash-snapshot") as conn, conn.transaction():
+        conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
+        conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
+        snapshot = snapshots.take_snapshot(conn, target.tables, config, interval_seconds=interval, min_gap_seconds=gap)
+        deleted = snapshots.delete_old_snapshots(conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"],
+                                                 limit=DELETE_BATCH)
     if deleted:
         log.info("dropped %d metric snapshot(s) older than %d days", deleted, config["SNAPSHOT_RETENTION_DAYS"])
     return snapshot

@@ -13,15 +13,22 @@ A rule several statements share is written once, as a block of its own (a
 fragment: an expression, not a statement), and a statement names it as a field:
 ``WHERE {purgeable_keys}``. A field that names a block and is not passed by the
 caller is filled with that block, rendered with the same tables and identifiers.
+
+A word written once in Python (core/statuses.py) that a statement needs is a field
+of ``CONSTANTS``: ``claimed_by = {review_holder}``, filled in as a literal.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from string import Formatter
+from typing import Any
 
 from psycopg import sql
+
+from idemdash.core.statuses import REVIEW_HOLDER
 
 _HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.MULTILINE)
 _BARE_HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --$", re.MULTILINE)
@@ -90,7 +97,7 @@ class Tables:
                 raise ValueError(f"table name setting {field_name}={name!r} must be non-empty and contain no '%'")
 
     @classmethod
-    def from_config(cls, config) -> Tables:
+    def from_config(cls, config: Mapping[str, Any]) -> Tables:
         return cls(config["APP_SCHEMA"], config["KEYS_TABLE"], config["INBOX_TABLE"],
                    config["OUTBOX_TABLE"])
 
@@ -107,6 +114,11 @@ class Tables:
 Statement = sql.SQL | sql.Composed
 
 
+# Filled in as literals, not bound: a partial index's predicate (queries/indexes.sql) must match the statement's own
+# text for the planner to use the index, which a parameter does not under a generic plan.
+CONSTANTS: dict[str, sql.Composable] = {"review_holder": sql.Literal(REVIEW_HOLDER)}
+
+
 def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     """The named statement, with table identifiers filled in when ``tables`` is given."""
     return render(QUERIES[name], tables, **identifiers)
@@ -115,9 +127,11 @@ def statement(name: str, tables: Tables | None = None, **identifiers: sql.Compos
 def render(query: Query, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     text = query.text
     fragments = [f for f in fragment_fields(text) if f not in identifiers]
-    if tables is None and not identifiers and not fragments:
+    constants = {f: CONSTANTS[f] for _, f, _, _ in Formatter().parse(text) if f in CONSTANTS and f not in identifiers}
+    if tables is None and not identifiers and not fragments and not constants:
         return sql.SQL(text)
     names = tables.identifiers() if tables is not None else {}
+    names.update(constants)
     names.update(identifiers)
     for field in fragments:
         names[field] = render(QUERIES[field], tables, **identifiers)

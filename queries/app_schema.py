@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import psycopg
 from psycopg import sql
@@ -77,7 +77,8 @@ def create_app_schema(conn: psycopg.Connection, tables: Tables, status_type: Sta
             for advice in ADVICE.values():
                 if advice.table in PARTITIONED_TABLES:
                     conn.execute(advice.create_statement_in_transaction(tables))
-        conn.execute(statement("create_app_tables", tables, status_type=enum if status_type == "enum" else sql.SQL("text")))
+        conn.execute(statement("create_app_tables", tables,
+                               status_type=enum if status_type == "enum" else sql.SQL("text")))
         conn.execute(statement("create_app_functions", tables))
         if partitioned:
             conn.execute(statement("create_app_partition_functions", tables))
@@ -133,7 +134,7 @@ def consume_message(conn: psycopg.Connection, tables: Tables, consumer: str, mes
                        {"consumer": consumer, "message_id": message_id, "message_hash": message_hash,
                         "result_ref_type": result_ref_type, "result_ref_id": result_ref_id}).fetchone()
     assert row is not None
-    return row[0]
+    return cast(str, row[0])
 
 
 def fix_create_time_partitions(tables: Tables, table: str) -> str:

@@ -54,7 +54,8 @@ def list_audit_for_key(conn: psycopg.Connection, scope: str, key: str, limit: in
 
 def list_audit(conn: psycopg.Connection, flt: AuditFilter, *, after: str | None = None,
                limit: int = 50) -> Page[AuditEntry]:
-    """One page of the audit log, newest first; ``after`` is the previous page's next_cursor (ValueError if malformed)."""
+    """One page of the audit log, newest first; ``after`` is the previous page's next_cursor (ValueError if
+    malformed)."""
     params: dict[str, Any] = {"scope": flt.scope, "key": flt.key, "actor": flt.actor, "parent": flt.parent,
                               "action": flt.action, "since": flt.since, "until": flt.until,
                               "limit": limit + 1,

@@ -27,7 +27,8 @@ class Page(Generic[T]):
 
 def encode(values: list[Any]) -> str:
     def plain(v: Any) -> Any:
-        return v.isoformat() if isinstance(v, datetime) else v if v is None or isinstance(v, (str, int, float)) else str(v)
+        return v.isoformat() if isinstance(v, datetime) else v if v is None or isinstance(v,
+                                                                                          (str, int, float)) else str(v)
 
     raw = json.dumps([plain(v) for v in values], separators=(",", ":"), ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")

@@ -12,12 +12,13 @@ from typing import Any
 import psycopg
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.core.profiles.shape import FAILED, IN_PROGRESS, PENDING, STUCK
+from idemdash.core.profiles.shape import FAILED, IN_PROGRESS, PENDING, STUCK, Meaning
 from idemdash.queries import Tables
 from idemdash.queries.catalog import ShapeNotFound
-from idemdash.queries.overview import PurgeRun, count_processing_keys, get_outbox_backlog, list_recent_purge_runs
+from idemdash.queries.overview import count_processing_keys, get_outbox_backlog, list_recent_purge_runs
 from idemdash.queries.profile_rows import get_state_lag
 from idemdash.queries.profile_states import ConfiguredStates
+from idemdash.queries.purge_history import PurgeRun
 from idemdash.queries.rollups import read_library_states
 
 OUTBOX = "outbox"
@@ -38,7 +39,7 @@ class DatabaseSummary:
     outbox_poison_oldest_seconds: float | None = None
 
 
-def _total(counts: Mapping[tuple[str, str], int | None], meaning: str, role: str | None = None) -> int | None:
+def _total(counts: Mapping[tuple[str, Meaning], int | None], meaning: Meaning, role: str | None = None) -> int | None:
     """The count of ``meaning`` over the tables that record it (of ``role`` only, when given); None when none does."""
     found = [n for (r, m), n in counts.items() if m == meaning and (role is None or r == role) and n is not None]
     return sum(found) if found else None

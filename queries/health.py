@@ -13,11 +13,12 @@ from idemdash.queries.migrate import AppliedMigration
 from idemdash.queries.transactions import select_all, select_one
 
 
-def database_now(conn: psycopg.Connection):
+def database_now(conn: psycopg.Connection) -> datetime:
     """The database's clock: previews and their confirmations compare against it, not the web host's."""
     row = conn.execute(statement("get_database_now")).fetchone()
     assert row is not None
-    return row[0]
+    now: datetime = row[0]
+    return now
 
 
 @dataclass(frozen=True)

@@ -113,8 +113,10 @@ def list_hotspot_group_rows(conn: psycopg.Connection, tables: Tables, min_attemp
 
 
 def group_hotspots(rows: list[HotspotGroupRow], limit: int = GROUP_LIMIT) -> HotspotGroups:
-    counts = lambda r: (r.hotspot_keys, r.stuck, r.processing, r.failed_retryable, r.failed_final,  # noqa: E731
-                        r.succeeded, r.max_attempts)
+    def counts(r: HotspotGroupRow) -> tuple[int, int, int, int, int, int, int]:
+        return (r.hotspot_keys, r.stuck, r.processing, r.failed_retryable, r.failed_final, r.succeeded,
+                r.max_attempts)
+
     # a by_scope row always has its scope (the grouping set is the scope); the row type cannot say so
     by_scope = [ScopeHotspots(r.scope, *counts(r)) for r in rows if r.by_scope]  # type: ignore[arg-type]
     by_worker = [WorkerHotspots(r.claimed_by, *counts(r)) for r in rows if not r.by_scope]

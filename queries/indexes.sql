@@ -52,7 +52,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (claimed_at) WHER
 
 -- index_keys_held --
 -- Keys held for review (needs_review): their list and the overview's count, without reading every processing key.
-CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NULLS FIRST, idempotency_scope, idempotency_key) WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review'
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (locked_until NULLS FIRST, idempotency_scope, idempotency_key) WHERE status = 'processing' AND claimed_by = {review_holder}
 
 -- index_outbox_poison --
 -- Likely poison outbox rows (pending, 3 or more delivery attempts), oldest first: the poison list, one page at a time.

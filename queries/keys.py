@@ -9,12 +9,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from idemdash.core.triage import REVIEW_HOLDER
+from idemdash.core.statuses import KEY_LIST_STATUSES, REVIEW_HOLDER
 from idemdash.queries import Statement, Tables, cursor, statement
 from idemdash.queries.cursor import Page
 from idemdash.queries.transactions import select_all, select_one
 
-KEY_STATUSES = ("stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final")
+KEY_STATUSES = KEY_LIST_STATUSES
 
 @dataclass(frozen=True)
 class KeyFilter:
@@ -144,12 +144,14 @@ def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease
     if flt.status in PROCESSING_STATUSES:
         params["descending"] = read_order == "desc"
         name = "list_processing_keys"
-        sort_value = lambda row: row.locked_until  # noqa: E731
+        def sort_value(row: KeyRow) -> datetime | None:
+            return row.locked_until
     else:
         if after is not None and params["c_ts"] is None:
             raise ValueError(_BAD_CURSOR)
         name = "list_keys_by_status"
-        sort_value = lambda row: row.updated_at  # noqa: E731
+        def sort_value(row: KeyRow) -> datetime | None:
+            return row.updated_at
     rows = select_all(conn, list_statement(name, tables, read_order), params, KeyRow)
     more = len(rows) > limit
     rows = rows[:limit]

@@ -11,7 +11,7 @@ LEFT JOIN LATERAL (
     -- the operator decision that holds the key (only looked up for held keys)
     SELECT a.actor AS held_by, a.reason AS hold_reason, a.at AS held_at
     FROM idemdash.audit_log a
-    WHERE k.claimed_by = 'idemdash:needs_review'
+    WHERE k.claimed_by = {review_holder}
       AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action IN ('reclassify:needs_review', 'reclassify-bulk:needs_review')
     ORDER BY a.at DESC
     LIMIT 1
@@ -58,7 +58,7 @@ FROM {keys} k
 LEFT JOIN LATERAL (
     SELECT a.actor AS held_by, a.reason AS hold_reason, a.at AS held_at
     FROM idemdash.audit_log a
-    WHERE k.status = 'processing' AND k.claimed_by = 'idemdash:needs_review'
+    WHERE k.status = 'processing' AND k.claimed_by = {review_holder}
       AND a.scope = k.idempotency_scope AND a.key = k.idempotency_key AND a.action IN ('reclassify:needs_review', 'reclassify-bulk:needs_review')
     ORDER BY a.at DESC
     LIMIT 1
@@ -96,7 +96,7 @@ SELECT
                                AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)
                              ORDER BY claimed_at LIMIT %(cap_stuck)s) s) AS stuck,
     (SELECT count(*) FROM (SELECT 1 FROM {keys}
-                           WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review'
+                           WHERE status = 'processing' AND claimed_by = {review_holder}
                            LIMIT %(cap_needs_review)s) s) AS needs_review,
     (SELECT count(*) FROM (SELECT 1 FROM {keys} WHERE status = 'processing'
                            ORDER BY locked_until NULLS FIRST LIMIT %(cap_processing)s) s) AS processing,
@@ -118,7 +118,7 @@ k.status = 'processing'
   AND (NOT %(stuck_only)s
        OR k.locked_until < now()
        OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
-  AND (NOT %(held_only)s OR k.claimed_by = 'idemdash:needs_review')
+  AND (NOT %(held_only)s OR k.claimed_by = {review_holder})
   AND (%(min_overdue)s::double precision IS NULL
        OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
           <= now() - make_interval(secs => %(min_overdue)s::double precision))

@@ -14,13 +14,14 @@ from datetime import datetime
 import psycopg
 from psycopg import sql
 
+from idemdash.core.statuses import OutboxStatus
 from idemdash.queries import Tables, statement
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
 from idemdash.queries.transactions import select_all, select_one
 
 PARK, RELEASE = "park", "release"
 # action -> (status it needs, status it sets)
-MOVES = {PARK: ("pending", "parked"), RELEASE: ("parked", "pending")}
+MOVES: dict[str, tuple[OutboxStatus, OutboxStatus]] = {PARK: ("pending", "parked"), RELEASE: ("parked", "pending")}
 PARKED_SHOWN = 50
 
 

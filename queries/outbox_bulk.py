@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -39,10 +40,10 @@ class BulkMove:
         """A park moves likely poison rows only; a release every parked row."""
         return POISON_MIN_ATTEMPTS if self.action == PARK else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"event_type": self.event_type}
 
-    def params(self) -> dict:
+    def params(self) -> dict[str, Any]:
         return {"from_status": self.from_status, "event_type": self.event_type, "min_attempts": self.min_attempts}
 
 
@@ -65,7 +66,7 @@ class BulkRow:
 @dataclass(frozen=True)
 class RecordedPreview:
     preview_id: int
-    filter: dict
+    filter: dict[str, Any]
     action: str
     candidates: int
     ids: list[str]

@@ -8,7 +8,7 @@ SELECT
        WHERE status = 'processing' AND locked_until IS NULL
          AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)) AS stuck,
     (SELECT count(*) FROM {keys} WHERE status = 'processing') AS processing,
-    (SELECT count(*) FROM {keys} WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review') AS needs_review,
+    (SELECT count(*) FROM {keys} WHERE status = 'processing' AND claimed_by = {review_holder}) AS needs_review,
     (SELECT min(locked_until) FROM {keys} WHERE status = 'processing' AND locked_until < now()) AS oldest_stuck_lease
 
 -- count_keys_by_window --

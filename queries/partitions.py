@@ -1,7 +1,8 @@
 """Application tables range-partitioned by time: their partitions, and dropping whole the ones a purge may.
 
 A purge drops a partition only when every row in it is eligible, checked in the transaction that drops it
-while nothing else can reach the partition (docs/operations.md, Partitioned tables). Where the server allows, the partition is
+while nothing else can reach the partition (docs/operations.md, Partitioned tables). Where the server allows, the
+partition is
 first detached with ``DETACH PARTITION ... CONCURRENTLY`` (the application's reads and writes go on), then
 locked, checked and dropped; a live row found at that point puts the partition back. Otherwise the detach
 happens inside the checking transaction. What happened to each partition is recorded in
@@ -23,7 +24,8 @@ from psycopg import sql
 from idemdash.queries import Tables, statement
 from idemdash.queries.transactions import select_all, select_one
 
-# The time columns a table may be range-partitioned by for whole partitions to be dropped (docs/operations.md, Partitioned tables) ...
+# The time columns a table may be range-partitioned by for whole partitions to be dropped (docs/operations.md,
+# Partitioned tables) ...
 DROP_COLUMNS = {"keys": ("expires_at", "created_at"), "inbox": ("processed_at",),
                 "outbox": ("created_at", "published_at")}
 # ... and the one of them that says when a row is due: a partition of it starting after the cutoff holds nothing due.

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from idemdash.core.settings import ConfigError
-from idemdash.queries.budget_errors import MAX_CONNECTIONS, BudgetExhausted, NoConnectionFree
+from idemdash.queries.budget_errors import MAX_CONNECTIONS as MAX_CONNECTIONS
+from idemdash.queries.budget_errors import BudgetExhausted as BudgetExhausted
+from idemdash.queries.budget_errors import NoConnectionFree as NoConnectionFree
 
 REAPER_THREAD = "idemdash-pool-idle"
 FAN_OUT_THREAD = "idemdash-fan-out"
@@ -161,7 +163,7 @@ class PoolBudget:
                 self._own = max(0, self._own - 1)
                 self._cond.notify_all()
 
-    def fan_out(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+    def fan_out(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
         """``fn(*args)`` on this worker's one pool of ``fan_out_threads`` threads, shared by every request that asks
         many databases at once: the threads stay bounded however many requests come (each read inside still takes
         its connection through ``own_connection``)."""

@@ -54,7 +54,7 @@ def watched_connection_class(problems: CauseLog,
 
     class WatchedConnection(psycopg.Connection):
         @classmethod
-        def connect(cls, *args: Any, **kwargs: Any):
+        def connect(cls, *args: Any, **kwargs: Any) -> WatchedConnection:
             try:
                 conn = super().connect(*args, **kwargs)
             except psycopg.Error as exc:

@@ -153,7 +153,8 @@ def list_backlogs(conn: psycopg.Connection, found: Found,
             continue
         time = sql.Identifier(named(table.times[0].column, found.naming))
         query = statement("list_profile_backlog", None, table=sql.Identifier(found.schema, name), condition=condition,
-                          group_columns=sql.SQL(", ").join(sql.Identifier(named(c, found.naming)) for c in table.groups),
+                          group_columns=sql.SQL(", ").join(sql.Identifier(named(c,
+                                                                                found.naming)) for c in table.groups),
                           lag=statement(_LAG[table.times[0].unit], None, time=time), time=time)
         with conn.cursor(row_factory=class_row(BacklogGroup)) as cur:
             backlogs[role] = cur.execute(query, {**params_for(done, settings), "limit": BACKLOG_GROUPS}).fetchall()

@@ -27,9 +27,10 @@ one).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import sql
@@ -130,7 +131,7 @@ def due_index(conn: psycopg.Connection, tables: Tables, table: str, *, limit: in
     node, above = scans[0]
     if node["Node Type"] not in ("Index Scan", "Index Only Scan") or "Sort" in above:
         return None
-    return node.get("Index Name")
+    return cast(str | None, node.get("Index Name"))
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,8 @@ def due_share(conn: psycopg.Connection, tables: Tables, table: str, *, rows: flo
                       purgeable=statement(f"purgeable_{table}", tables, **{table: target}))
     row = conn.execute(statement("explain_purge_batch", batch=query), predicate, prepare=False).fetchone()
     assert row is not None
-    return min(1.0, row[0][0]["Plan"]["Plan Rows"] / rows)
+    planned: float = row[0][0]["Plan"]["Plan Rows"]
+    return min(1.0, planned / rows)
 
 
 def run_heap_batch(conn: psycopg.Connection, tables: Tables, table: str, *, dry_run: bool, run_id: int,
@@ -219,7 +221,8 @@ def run_heap_batch(conn: psycopg.Connection, tables: Tables, table: str, *, dry_
     return Batch(*row)
 
 
-def _nodes(plan: dict[str, Any], above: tuple[str, ...]):
+def _nodes(plan: dict[str, Any],
+           above: tuple[str, ...]) -> Iterator[tuple[dict[str, Any], tuple[str, ...]]]:
     yield plan, above
     for child in plan.get("Plans", []):
         yield from _nodes(child, above + (plan["Node Type"],))

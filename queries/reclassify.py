@@ -29,15 +29,15 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from idemdash.core.statuses import BULK_OUTCOMES, BulkOutcome, KeyStatus, Outcome
 from idemdash.queries import Tables, statement
 from idemdash.queries.transactions import select_all, select_one
 
-OUTCOMES = ("safe_to_retry", "abandoned", "already_succeeded", "needs_review")
-BULK_OUTCOMES = ("safe_to_retry", "abandoned", "needs_review")
-BULK_TO_STATUS = {"safe_to_retry": "failed_retryable", "abandoned": "failed_final", "needs_review": "processing"}
+BULK_TO_STATUS: dict[BulkOutcome, KeyStatus] = {"safe_to_retry": "failed_retryable", "abandoned": "failed_final",
+                                                "needs_review": "processing"}
 # Outcomes an outbox row contradicts: the effect committed, so a retry must not run it again (safe_to_retry)
 # and the client must not be told the request failed (abandoned).
-EVIDENCE_GUARDED = ("safe_to_retry", "abandoned")
+EVIDENCE_GUARDED: tuple[Outcome, ...] = ("safe_to_retry", "abandoned")
 
 
 @dataclass(frozen=True)
@@ -230,7 +230,7 @@ def get_bulk_preview(conn: psycopg.Connection, flt: BulkFilter, to: str, as_of: 
                       {"as_of": as_of, "filter": Jsonb(flt.to_json()), "to": to}, RecordedPreview)
 
 
-def insert_bulk_audit(conn: psycopg.Connection, flt: BulkFilter, to: str, as_of: datetime, *, reason: str,
+def insert_bulk_audit(conn: psycopg.Connection, flt: BulkFilter, to: BulkOutcome, as_of: datetime, *, reason: str,
                       actor: str, bulk_id: uuid.UUID, preview: RecordedPreview, cap: int) -> int:
     """The bulk action's one audit entry; call in the transaction of its first batch."""
     row = select_one(conn, statement("insert_bulk_audit"), {

@@ -16,7 +16,7 @@ WITH changed AS (
       AND k.status = 'processing'
       AND (k.locked_until < now()
            OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s))
-           OR k.claimed_by = 'idemdash:needs_review')
+           OR k.claimed_by = {review_holder})
       AND (%(expected_attempt_count)s::integer IS NULL OR k.attempt_count = %(expected_attempt_count)s::integer)
       AND (NOT %(check_locked_until)s OR k.locked_until IS NOT DISTINCT FROM %(expected_locked_until)s::timestamptz)
       AND {effect_guard}
@@ -59,7 +59,7 @@ expires_at = greatest(k.expires_at, clock_timestamp() + make_interval(secs => %(
 
 -- fragment_set_needs_review --
 -- SET list: the key stays processing with a long lease held by idemdash, so no retry re-runs it meanwhile.
-locked_until = clock_timestamp() + make_interval(secs => %(hold_seconds)s), claimed_by = 'idemdash:needs_review',
+locked_until = clock_timestamp() + make_interval(secs => %(hold_seconds)s), claimed_by = {review_holder},
 updated_at = clock_timestamp()
 
 -- fragment_bulk_filter --
@@ -69,7 +69,7 @@ AND (k.locked_until < %(as_of)s::timestamptz
      OR (k.locked_until IS NULL AND k.claimed_at < %(as_of)s::timestamptz - make_interval(secs => %(lease_seconds)s)))
 AND (k.locked_until < now()
      OR (k.locked_until IS NULL AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)))
-AND k.claimed_by IS DISTINCT FROM 'idemdash:needs_review'
+AND k.claimed_by IS DISTINCT FROM {review_holder}
 AND (%(scope)s::text IS NULL OR k.idempotency_scope = %(scope)s::text)
 AND (%(claimed_by)s::text IS NULL OR k.claimed_by = %(claimed_by)s::text)
 AND (%(min_attempts)s::integer IS NULL OR k.attempt_count >= %(min_attempts)s::integer)

@@ -18,7 +18,7 @@ import typing
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import errors
@@ -26,7 +26,7 @@ from psycopg.types.json import Jsonb
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import profile
-from idemdash.core.profiles.shape import MEANINGS
+from idemdash.core.profiles.shape import MEANINGS, Meaning
 from idemdash.queries import Tables, hotspots, inbox, outbox, overview, profile_states, statement, suppression, workers
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.transactions import select_all
@@ -42,7 +42,7 @@ FRESH_FACTOR = 3
 # their interval and the job spends at most about a tenth of a backend on each (docs/benchmarks.md, XL).
 COST_FACTOR = 10
 
-Fetch = Callable[[psycopg.Connection, Tables, Mapping[str, Any], str], list]
+Fetch = Callable[[psycopg.Connection, Tables, Mapping[str, Any], str], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Rollup:
     name: str
     row: type                                               # the dataclass of the rows it stores
     fetch: Fetch                                            # (conn, tables, settings, variant) -> rows
-    assemble: Callable[[list], Any]                         # rows -> the value a page shows
+    assemble: Callable[[list[Any]], Any]                         # rows -> the value a page shows
     variants: Callable[[Mapping[str, Any]], list[str]]      # the variants the job precomputes
     index: str | None                                       # the index advice its live fetch needs
     every_seconds: int                                      # how often the job recomputes it
@@ -68,11 +68,11 @@ def _single(settings: Mapping[str, Any]) -> list[str]:
     return [""]
 
 
-def _one(rows: list) -> Any:
+def _one(rows: list[Any]) -> Any:
     return rows[0]
 
 
-def _as_list(rows: list) -> Any:
+def _as_list(rows: list[Any]) -> Any:
     return list(rows)
 
 
@@ -123,7 +123,8 @@ def applies(rollup: Rollup, settings: Mapping[str, Any]) -> bool:
     """Whether the rollup job computes ``rollup`` for a database with these settings (its profile's kind)."""
     if rollup.profiles == "any":
         return True
-    return (rollup.profiles == "library") == (settings["PROFILE"] != DEFAULT_PROFILE)
+    library: bool = settings["PROFILE"] != DEFAULT_PROFILE
+    return (rollup.profiles == "library") == library
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,7 @@ def release_rollup_lock(conn: psycopg.Connection) -> None:
 def get_clock(conn: psycopg.Connection) -> datetime:
     row = conn.execute(statement("get_clock")).fetchone()
     assert row is not None
-    return row[0]
+    return cast(datetime, row[0])
 
 
 def upsert_rollup(conn: psycopg.Connection, name: str, variant: str, computed_at: datetime, duration_ms: float,
@@ -275,7 +276,7 @@ def upsert_rollup(conn: psycopg.Connection, name: str, variant: str, computed_at
 
 
 def read_library_states(conn: psycopg.Connection, settings: Mapping[str, Any], meanings: Collection[str] = MEANINGS,
-                        ) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, str], StoredCount]]:
+                        ) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, Meaning], StoredCount]]:
     """A database's tables (as its profile reads them) and the count of every state (of ``meanings`` only, when
     given): the stored one where counting it live was measured slow and it is fresh (``stored_state_counts``),
     counted now otherwise; and the stored ones."""

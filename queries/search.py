@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import psycopg
@@ -253,7 +254,7 @@ def search_keys(conn: psycopg.Connection, tables: Tables, q: str, *, scope: str 
     exact = find_keys_exact(conn, tables, pairs, lease_seconds=lease_seconds)
     workers = find_owners(conn, tables, q) if scope is None else []
     matching_scopes = _containing(q, known) if scope is None else []
-    others: dict = {}
+    others: dict[str, Any] = {}
     if scope is None:
         others = {"outbox": find_outbox_rows(conn, tables, q), "messages": find_inbox_messages(conn, tables, q)}
     if exact:

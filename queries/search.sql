@@ -35,7 +35,7 @@ ORDER BY s.n, k.idempotency_key
 -- Workers (claimed_by) of the processing keys with the latest leases: the suggestions of the worker filter and the search, from a bounded sample.
 SELECT DISTINCT w.claimed_by AS name
 FROM (SELECT claimed_by FROM {keys}
-      WHERE status = 'processing' AND claimed_by IS NOT NULL AND claimed_by <> 'idemdash:needs_review'
+      WHERE status = 'processing' AND claimed_by IS NOT NULL AND claimed_by <> {review_holder}
       ORDER BY locked_until DESC NULLS LAST
       LIMIT %(sample)s) w
 ORDER BY w.claimed_by
@@ -98,7 +98,7 @@ FROM (
     UNION ALL
     (SELECT claimed_by FROM {keys} WHERE status = 'processing' ORDER BY locked_until NULLS FIRST LIMIT %(sample)s)
 ) o
-WHERE o.claimed_by IS NOT NULL AND o.claimed_by <> 'idemdash:needs_review'
+WHERE o.claimed_by IS NOT NULL AND o.claimed_by <> {review_holder}
 ORDER BY name
 LIMIT %(limit)s
 

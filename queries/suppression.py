@@ -1,4 +1,5 @@
-"""Suppression numbers (docs/concepts.md, Suppression): per scope, keys created in a window that ran once vs were retried."""
+"""Suppression numbers (docs/concepts.md, Suppression): per scope, keys created in a window that ran once vs were
+retried."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -4,10 +4,7 @@ A ``Target`` says how to reach one database (its DSN, an optional hot standby to
 connection pools once opened), which schema, tables and columns hold the application's idempotency keys,
 inbox and outbox there (``Tables``), and the settings that apply to it. The web app, the jobs and the command
 line each build the targets they need from the settings (core.databases) and pass them down explicitly;
-nothing is kept at module level.
-
-Every table has the README's column contract today; another table shape is a new shape object with its own statements,
-not a new code path through every page.
+nothing is kept at module level. What shape the tables have is the database's profile (core/profiles).
 """
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -79,11 +76,11 @@ class Target:
 
     @property
     def statement_timeout_ms(self) -> int:
-        return self.settings["STATEMENT_TIMEOUT_MS"]
+        return cast(int, self.settings["STATEMENT_TIMEOUT_MS"])
 
     @property
     def lock_timeout_ms(self) -> int:
-        return self.settings["LOCK_TIMEOUT_MS"]
+        return cast(int, self.settings["LOCK_TIMEOUT_MS"])
 
     @property
     def label(self) -> str:
@@ -112,7 +109,7 @@ class Target:
     @property
     def pool_reservation(self) -> int:
         """The most connections this database's pools may hold (the standby's pool too)."""
-        size = max(self.settings["POOL_MAX_SIZE"], self.settings["POOL_MIN_SIZE"])
+        size: int = max(self.settings["POOL_MAX_SIZE"], self.settings["POOL_MIN_SIZE"])
         return size * (2 if self.read_dsn else 1)
 
     def pool_connections(self) -> int:
@@ -277,10 +274,11 @@ class Target:
         extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(self.dsn)
                                  else {"connect_timeout": connect_timeout})
         extra.update(self._session_options(self.dsn))
-        with self._own_connection(slot_deadline), psycopg.connect(self.dsn, application_name=application_name, **extra) as own:
-            with own.transaction():
-                _read_only(own, statement_timeout_ms)
-                yield own
+        with (self._own_connection(slot_deadline),
+              psycopg.connect(self.dsn, application_name=application_name, **extra) as own,
+              own.transaction()):
+            _read_only(own, statement_timeout_ms)
+            yield own
 
     @contextmanager
     def _borrowed(self) -> Iterator[ConnectionPool | None]:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import class_row
+from psycopg_pool import ConnectionPool
 
 from idemdash.queries import Statement, statement
 
@@ -30,7 +31,7 @@ def finished_at(conn: psycopg.Connection) -> float:
 
 
 @contextmanager
-def read_tx(pool, statement_timeout_ms: int) -> Iterator[psycopg.Connection]:
+def read_tx(pool: ConnectionPool, statement_timeout_ms: int) -> Iterator[psycopg.Connection]:
     with pool.connection() as conn:
         conn.read_only = True  # BEGIN READ ONLY: one round trip less than BEGIN, then SET TRANSACTION READ ONLY
         try:
@@ -44,7 +45,8 @@ def read_tx(pool, statement_timeout_ms: int) -> Iterator[psycopg.Connection]:
 
 
 @contextmanager
-def write_tx(pool, lock_timeout_ms: int, statement_timeout_ms: int = 10000) -> Iterator[psycopg.Connection]:
+def write_tx(pool: ConnectionPool, lock_timeout_ms: int,
+             statement_timeout_ms: int = 10000) -> Iterator[psycopg.Connection]:
     with pool.connection() as conn:
         conn.read_only = None  # as the server's default, whatever a read left behind
         with conn.transaction():

@@ -13,13 +13,13 @@ FROM (
                      OR (p.locked_until IS NULL AND p.claimed_at < now() - make_interval(secs => %(lease_seconds)s))
                 THEN 'stuck' ELSE 'in_flight' END AS kind
     FROM {keys} p
-    WHERE p.status = 'processing' AND p.claimed_by IS NOT NULL AND p.claimed_by <> 'idemdash:needs_review'
+    WHERE p.status = 'processing' AND p.claimed_by IS NOT NULL AND p.claimed_by <> {review_holder}
     UNION ALL
     SELECT d.claimed_by, d.claimed_at, d.status::text
     FROM {keys} d
     WHERE d.status IN ('succeeded', 'failed_retryable', 'failed_final')
       AND d.updated_at >= now() - %(window)s::interval
-      AND d.claimed_by IS NOT NULL AND d.claimed_by <> 'idemdash:needs_review'
+      AND d.claimed_by IS NOT NULL AND d.claimed_by <> {review_holder}
 ) w
 GROUP BY w.claimed_by
 ) o
@@ -27,5 +27,5 @@ ORDER BY o.stuck DESC, o.failed_retryable + o.failed_final DESC, o.name
 LIMIT %(limit)s
 
 -- count_held_keys --
--- Keys idemdash itself holds for review (claimed_by 'idemdash:needs_review'): shown apart from the workers, one range of index_keys_held.
-SELECT count(*) AS held FROM {keys} WHERE status = 'processing' AND claimed_by = 'idemdash:needs_review'
+-- Keys idemdash itself holds for review (claimed_by {review_holder}): shown apart from the workers, one range of index_keys_held.
+SELECT count(*) AS held FROM {keys} WHERE status = 'processing' AND claimed_by = {review_holder}

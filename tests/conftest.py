@@ -383,30 +383,6 @@ class _CompiledTemplates(jinja2.BytecodeCache):
 _COMPILED_TEMPLATES = _CompiledTemplates()
 
 
-def _share_url_builders() -> None:
-    """Each app compiles a URL builder per route (werkzeug writes and compiles Python for it, ~0.2 ms a route, most
-    of an app's making); the builder depends only on the rule's parts and defaults, so the tests' apps share them.
-    Werkzeug without ``Rule._compile_builder`` (a later release) keeps its own."""
-    from werkzeug.routing.rules import Rule
-
-    compile_builder = getattr(Rule, "_compile_builder", None)
-    if compile_builder is None:
-        return
-    builders: dict[tuple, object] = {}
-
-    def shared(self: Rule, append_unknown: bool = True):
-        key = (self.rule, append_unknown, tuple(self._trace), repr(sorted((self.defaults or {}).items())),
-               tuple(sorted((name, type(c).__qualname__) for name, c in self._converters.items())))
-        if key not in builders:
-            builders[key] = compile_builder(self, append_unknown)
-        return builders[key]
-
-    Rule._compile_builder = shared  # type: ignore[method-assign]
-
-
-_share_url_builders()
-
-
 @pytest.fixture
 def make_app(request):
     """Build the Flask app against a test database; settings as keyword overrides.

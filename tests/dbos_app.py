@@ -9,10 +9,12 @@ to wait for, comma-separated), DBOS_REPLAY (recover: a finished workflow ID to c
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
@@ -80,14 +82,11 @@ def populate() -> None:
     for i in range(3):
         with SetWorkflowID(f"ok-{i}"):
             greet(f"n{i}")
-    with SetWorkflowID("fails"):
-        try:
-            boom("x")
-        except RuntimeError:
-            pass
+    with SetWorkflowID("fails"), contextlib.suppress(RuntimeError):
+        boom("x")
     with SetWorkflowID("cancelled"):
         handle = DBOS.start_workflow(waits)
-    while not open(LOG, encoding="utf-8").read().count("waiting cancelled"):
+    while not Path(LOG).read_text(encoding="utf-8").count("waiting cancelled"):
         time.sleep(0.05)
     DBOS.cancel_workflow(handle.workflow_id)
     with SetWorkflowID("parent"):

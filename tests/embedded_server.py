@@ -11,6 +11,7 @@ run, and any other run, would take turns). It stops without a shutdown checkpoin
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -58,10 +59,8 @@ def _initialized_cluster() -> Path:
             shutil.chown(pgdata, SYSTEM_USER, SYSTEM_USER)
         _commands.initdb(["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres", "--no-sync"],
                          pgdata=pgdata, user=SYSTEM_USER)
-        try:
+        with contextlib.suppress(OSError):
             making.rename(ready)  # atomic; another process may have won the race, and then its copy serves
-        except OSError:
-            pass
     finally:
         shutil.rmtree(making, ignore_errors=True)
     return ready / "pgdata"

@@ -2,6 +2,7 @@
 closed port) and a hung host (a socket that accepts and never answers, so only a connect deadline ends the wait)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -44,10 +45,8 @@ class HungHost:
         return sum(application_name.encode() + b"\0" in startup for _, startup in self.accepted)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() under way: close() alone does not
-        except OSError:
-            pass
         self.listener.close()
         for conn, _ in self.accepted:
             conn.close()

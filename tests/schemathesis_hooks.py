@@ -1,5 +1,6 @@
 """Schemathesis hooks for tests/test_schemathesis.py (loaded through SCHEMATHESIS_HOOKS): strategies for the
-document's own string formats, as the document describes them. A purge table is one the seeded database has. A cursor is a real cursor of its list, taken from
+document's own string formats, as the document describes them. A purge table is one the seeded database has. A cursor
+is a real cursor of its list, taken from
 the seeded server before the run (IDEMDASH_TEST_CURSORS); a hold is a duration between 60 s and 30 days."""
 from __future__ import annotations
 

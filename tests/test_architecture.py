@@ -49,7 +49,8 @@ def test_the_scheduler_purge_check_and_migrate_never_load_flask(modules):
 def test_the_command_line_resolves_each_command_without_loading_the_others():
     result = _run_python("import json, sys\nfrom idemdash.cli import main\nimport click\n"
                          "main.get_command(click.Context(main), 'purge')\n"
-                         "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('flask', 'idemdash.cli.')))))")
+                         "print(json.dumps(sorted(m for m in sys.modules\n"
+                         "                        if m.startswith(('flask', 'idemdash.cli.')))))")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == ["idemdash.cli.common", "idemdash.cli.fleet", "idemdash.cli.jobs"]
 

@@ -182,7 +182,8 @@ def test_empty_states_say_what_to_do(client, conn):
     last = client.get("/api/v1/audit?limit=1").get_json()
     assert last["next_cursor"] is None
     beyond = cursor.encode([BASE.isoformat(), 1])
-    text = BeautifulSoup(client.get(f"/audit?cursor={beyond}").data, "html.parser").select_one("#audit-panel").get_text(" ")
+    text = BeautifulSoup(client.get(f"/audit?cursor={beyond}").data,
+                         "html.parser").select_one("#audit-panel").get_text(" ")
     assert "this was the last page" in text
 
 
@@ -228,10 +229,12 @@ def test_a_bulk_action_is_one_line_that_expands_to_its_keys(client, conn):
     assert done["changed"] == 4
 
     items = client.get("/api/v1/audit").get_json()["items"]
-    assert [(i["audit_id"], i["children"], i["key"]) for i in items] == [(done["audit_id"], 4, None), (single, 0, "other")]
+    assert [(i["audit_id"], i["children"], i["key"]) for i in items] == [(done["audit_id"], 4, None),
+                                                                         (single, 0, "other")]
     assert items[0]["detail"]["filter"]["scope"] == "refund" and items[0]["reason"] == "refunds stuck"
     # scope filter: the bulk line counts for its scope
-    assert [i["audit_id"] for i in client.get("/api/v1/audit?scope=refund").get_json()["items"]] == [done["audit_id"], single]
+    assert [i["audit_id"] for i in client.get("/api/v1/audit?scope=refund").get_json()["items"]] == [done["audit_id"],
+                                                                                                     single]
     children = client.get(f"/api/v1/audit?parent={done['audit_id']}").get_json()["items"]
     assert sorted(c["key"] for c in children) == ["r0", "r1", "r2", "r3"]
     assert {c["parent_id"] for c in children} == {done["audit_id"]}

@@ -708,7 +708,8 @@ def test_serve_checks_the_users_file_before_starting(gunicorn_runs, tmp_path, us
                                  env=_cli_env(AUTH="basic", USERS_FILE=str(tmp_path / "nope")))
     assert missing.exit_code == 2 and "does not exist" in missing.output
     assert gunicorn_runs == []
-    ok = CliRunner().invoke(main, ["serve", "--bind", "0.0.0.0:8000"], env=_cli_env(AUTH="basic", USERS_FILE=users_file))
+    ok = CliRunner().invoke(main, ["serve", "--bind", "0.0.0.0:8000"],
+                            env=_cli_env(AUTH="basic", USERS_FILE=users_file))
     assert ok.exit_code == 0, ok.output
     assert gunicorn_runs == [["0.0.0.0:8000"]]
 

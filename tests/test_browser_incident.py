@@ -1,7 +1,8 @@
 """The incident of tests/incident.py as an on-call engineer meets it in Chromium, at 1440 px and at 390 px: the
 overview says where the stuck keys are and the rates show the deploy going wrong, one click lists api-3's stuck
 keys, /workers puts api-3 first, the poison is parked in bulk from /outbox/poison and the overview marks it.
-Each screen passes axe-core with no serious or critical finding (the phone in dark mode); screenshots go to IDEMDASH_TEST_SHOTS (a folder)
+Each screen passes axe-core with no serious or critical finding (the phone in dark mode); screenshots go to
+IDEMDASH_TEST_SHOTS (a folder)
 when it is set, for a person to look at."""
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ def test_filter_open_key_and_back_keeps_the_filter(live_server, page, conn):
     rows = page.locator("#keys-panel tbody tr")
     expect(rows).to_have_count(6)
 
-    # "f" focuses the filter ("/" the header search); typing a scope and pressing Enter swaps the table and pushes the URL
+    # "f" focuses the filter ("/" the header search); typing a scope and pressing Enter swaps the table and pushes
+    # the URL
     page.keyboard.press("f")
     expect(page.locator("#filters input[name=scope]")).to_be_focused()
     page.keyboard.type("refund")

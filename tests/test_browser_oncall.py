@@ -71,7 +71,8 @@ def test_state_tabs_show_counts_and_switch_in_place(live_server, page, conn):
 
     tabs = page.locator("nav.tabs")
     # the tabs swapped in with the new filter (a click on the ones being replaced would be lost)
-    expect(tabs.locator('a[data-tab="needs_review"]')).to_have_attribute("href", "/keys?status=needs_review&scope=nothing")
+    expect(tabs.locator('a[data-tab="needs_review"]')).to_have_attribute("href",
+                                                                         "/keys?status=needs_review&scope=nothing")
     tabs.locator('a[data-tab="needs_review"]').click()
     expect(page.locator('nav.tabs a[aria-current="page"]')).to_have_attribute("data-tab", "needs_review")
     expect(page).to_have_url(f"{base}/keys?status=needs_review&scope=nothing")

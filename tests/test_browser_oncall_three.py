@@ -1,6 +1,7 @@
 """On-call round three in a real Chromium, each action clicked as an operator would: abandoned refused while an
 outbox row shows the effect committed, then overridden on purpose; already_succeeded filled from the outbox row on the
-shape of the scope's responses; a poison outbox row parked and released; a running purge cancelled; a search that forgives
+shape of the scope's responses; a poison outbox row parked and released; a running purge cancelled; a search that
+forgives
 a pasted key; a stuck list narrowed to one suggested group."""
 from __future__ import annotations
 

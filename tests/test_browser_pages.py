@@ -64,7 +64,8 @@ def test_no_page_scrolls_sideways_on_a_phone(chromium, site, allowed_console_err
 _WIDEST = """() => Array.from(document.querySelectorAll('main *, header *'))
     .filter(el => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
     .filter(el => !el.parentElement.closest('table.data, nav, pre'))
-    .slice(0, 5).map(el => el.tagName.toLowerCase() + '.' + el.className + ': ' + (el.textContent || '').slice(0, 80))"""
+    .slice(0, 5)
+    .map(el => el.tagName.toLowerCase() + '.' + el.className + ': ' + (el.textContent || '').slice(0, 80))"""
 
 
 def _axe_source() -> str:

@@ -88,7 +88,8 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "schema", "statements", "rows", "follow", "count"), CASES,
-                         ids=["brandur", "spring-v1", "spring-v2", "wolverine", "masstransit", "nservicebus", "eventuate",
+                         ids=["brandur", "spring-v1", "spring-v2", "wolverine", "masstransit", "nservicebus",
+                              "eventuate",
                               "pg-transactional-outbox", "debezium", "cap", "dbos"])
 def test_an_operator_follows_a_librarys_state_to_a_row(live_server, make_app, page, empty_database_url, name, schema,
                                                        statements, rows, follow, count):

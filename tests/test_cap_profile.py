@@ -68,9 +68,10 @@ def _write(url: str) -> None:
         for table, rows, group in (("published", PUBLISHED, False), ("received", RECEIVED, True)):
             for id_, (status, retries, added, expires, name) in rows.items():
                 conn.execute(
-                    f'INSERT INTO cap."{table}" ("Id", "Version", "Name", {chr(34) + "Group" + chr(34) + "," if group else ""}'
-                    ' "Content", "Retries", "Added", "ExpiresAt", "StatusName") VALUES (%s, \'v1\', %s, '
-                    f'{"%s, " if group else ""}\'{{}}\', %s, %s, %s, %s)',
+                    f'INSERT INTO cap."{table}" ("Id", "Version", "Name", '
+                    f'{chr(34) + "Group" + chr(34) + "," if group else ""} "Content", "Retries", "Added", '
+                    f'"ExpiresAt", "StatusName") VALUES (%s, \'v1\', %s, {"%s, " if group else ""}\'{{}}\', %s, %s, '
+                    '%s, %s)',
                     [id_, name, *(["billing"] if group else []), retries, host_now + added,
                      None if expires is None else host_now + expires, status])
 
@@ -127,7 +128,8 @@ def test_the_api_and_metrics_show_the_cap_states(make_app, empty_database_url):
                               (["orders.created"], 3, 120)]),
         "inbox": (["Name", "Group"], [(["orders.paid", "billing"], 2, 16 * 24 * 60),
                                       (["orders.created", "billing"], 2, 60)])}
-    shown = BeautifulSoup(client.get("/tables").data, "html.parser").select_one("table.profile-backlog[data-role=outbox]")
+    shown = BeautifulSoup(client.get("/tables").data,
+                          "html.parser").select_one("table.profile-backlog[data-role=outbox]")
     assert [[td.get_text(strip=True) for td in tr.select("td")][:2] for tr in shown.select("tbody tr")] == [
         ["orders.paid", "3"], ["orders.remind", "3"], ["orders.created", "3"]]
     metrics = client.get("/metrics").get_data(as_text=True)

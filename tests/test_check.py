@@ -1,4 +1,5 @@
-"""`idemdash check`: every recommended index with its statement and why, whether it exists, --apply-indexes, exit codes."""
+"""`idemdash check`: every recommended index with its statement and why, whether it exists, --apply-indexes, exit
+codes."""
 from __future__ import annotations
 
 import psycopg

@@ -42,7 +42,7 @@ def test_settings_are_declared_once_with_docs():
     names = [s.name for s in SETTINGS]
     assert len(names) == len(set(names))
     assert set(BY_NAME) == set(names)
-    assert CORE_NAMES <= set(names)
+    assert set(names) >= CORE_NAMES
     for setting in SETTINGS:
         assert re.fullmatch(r"[A-Z][A-Z0-9_]*", setting.name), setting.name
         assert setting.env == PREFIX + setting.name == "IDEMDASH_" + setting.name
@@ -281,7 +281,7 @@ def test_a_setting_missing_from_a_partial_config_reads_its_declared_default():
 
 
 def test_which_settings_a_database_may_set_is_said_in_their_declarations():
-    assert config.PER_DATABASE == {s.name for s in SETTINGS if s.per_database}
+    assert {s.name for s in SETTINGS if s.per_database} == config.PER_DATABASE
     assert {"DATABASE_URL", "REPLAY_HORIZON", "PURGE_BATCH_SIZE", "PARTITIONS_SCHEDULE"} <= config.PER_DATABASE
     # the process's own: its secret, who may sign in, where it listens
     assert not {"SECRET_KEY", "AUTH", "BIND", "WORKERS", "CONFIG"} & config.PER_DATABASE

@@ -117,7 +117,8 @@ table = "q"
     said = " ".join(lines)
     for mistake in ("shape.outbox.colour: unknown key", "shape.outbox.time: required",
                     "shape.outbox.identity: expected a list", "shape.outbox.time_unit: expected one of",
-                    "shape.outbox.pending: expected a list of state values", "shape.outbox.stuck_after: expected a duration",
+                    "shape.outbox.pending: expected a list of state values", "shape.outbox.stuck_after: expected a "
+                                                                             "duration",
                     "shape.queue: unknown role"):
         assert mistake in said, mistake
     assert len(lines) == 8, lines  # the 7 above, and that no meaning has state values left

@@ -63,8 +63,8 @@ def test_the_dbos_demo_runs_dbos_and_its_killed_executors_leave_stuck_workflows(
             if live.killed and counts.get("SUCCESS", 0) >= 10 and counts.get("ERROR", 0) + counts.get("PENDING", 0):
                 with psycopg.connect(url) as conn:
                     orphaned = conn.execute(
-                        f"SELECT workflow_uuid, executor_id FROM dbos.workflow_status WHERE {LIVE} AND status = 'PENDING'"
-                        " AND executor_id = ANY(%s) AND application_version = 'v2'", (live.killed,)).fetchall()
+                        f"SELECT workflow_uuid, executor_id FROM dbos.workflow_status WHERE {LIVE} AND status = "
+                        "'PENDING' AND executor_id = ANY(%s) AND application_version = 'v2'", (live.killed,)).fetchall()
                 if orphaned:
                     break
             time.sleep(0.5)

@@ -55,7 +55,8 @@ def _sqlalchemy_url(dsn: str) -> str:
 
 def _env(url: str, log: Path, version: str, executor: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DBOS", "IDEMDASH"))}
-    return {**env, "DBOS_URL": _sqlalchemy_url(url), "STEP_LOG": str(log), "DBOS_VERSION": version, "DBOS_EXECUTOR": executor,
+    return {**env, "DBOS_URL": _sqlalchemy_url(url), "STEP_LOG": str(log), "DBOS_VERSION": version,
+            "DBOS_EXECUTOR": executor,
             **extra}
 
 
@@ -118,8 +119,8 @@ def _ids(url: str) -> set[str]:
 
 def _age(url: str, ids: list[str], days: int) -> None:
     with psycopg.connect(url) as conn:
-        conn.execute("UPDATE dbos.workflow_status SET created_at = created_at - %(ms)s, updated_at = updated_at - %(ms)s"
-                     " WHERE workflow_uuid = ANY(%(ids)s)", {"ms": days * DAY_MS, "ids": ids})
+        conn.execute("UPDATE dbos.workflow_status SET created_at = created_at - %(ms)s, updated_at = updated_at - "
+                     "%(ms)s WHERE workflow_uuid = ANY(%(ids)s)", {"ms": days * DAY_MS, "ids": ids})
 
 
 def _pages_tell_why_and_what_to_run(client) -> None:
@@ -132,7 +133,8 @@ def _pages_tell_why_and_what_to_run(client) -> None:
     assert [c["command"] for c in old["commands"]] == [
         f'dbos workflow {verb} crash-old -s "$DBOS_SYSTEM_DATABASE_URL" --schema dbos' for verb in ("resume", "cancel")]
     new = client.get("/api/v1/tables/keys/row", query_string={"id": '["crash-new"]'}).get_json()
-    assert {f["label"]: f["text"] for f in new["facts"]}["Why it is stuck"].startswith("executor 'executor-2' silent since ")
+    why = {f["label"]: f["text"] for f in new["facts"]}["Why it is stuck"]
+    assert why.startswith("executor 'executor-2' silent since ")
     done = client.get("/api/v1/tables/keys/row", query_string={"id": '["ok-2"]'}).get_json()
     assert [f["label"] for f in done["facts"]] == ["Last completed step"] and done["commands"] == []
     page = client.get("/tables/keys/row", query_string={"id": '["crash-old"]'}).get_data(as_text=True)
@@ -178,7 +180,8 @@ def test_dbos_itself_counts_purge_and_recovery(empty_database_url, tmp_path, mak
     assert {m: counts[m] for m in DBOS_STATUSES} == theirs
     assert counts["stuck"] == 2 and counts["purgeable"] == 0
 
-    _pages_tell_why_and_what_to_run(make_app(url, PROFILE="dbos", APP_SCHEMA="dbos", DEFAULT_LEASE_SECONDS=1).test_client())
+    _pages_tell_why_and_what_to_run(make_app(url, PROFILE="dbos", APP_SCHEMA="dbos",
+                                             DEFAULT_LEASE_SECONDS=1).test_client())
 
     # old: two successes, the failure, the cancellation, the child (not its parent), and every unfinished workflow
     _age(url, ["ok-0", "ok-1", "fails", "cancelled", child, "queued-0", "crash-old", "crash-new"], 40)
@@ -192,7 +195,8 @@ def test_dbos_itself_counts_purge_and_recovery(empty_database_url, tmp_path, mak
         # operation_outputs has no foreign key in DBOS 3.4: the purge itself deleted the steps, no cascade did
         assert conn.execute("SELECT count(*) FROM pg_constraint WHERE conrelid = 'dbos.operation_outputs'::regclass"
                             " AND contype = 'f'").fetchone() == (0,)
-        assert conn.execute("SELECT count(*) FROM dbos.operation_outputs WHERE workflow_uuid = 'ok-2'").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM dbos.operation_outputs"
+                            " WHERE workflow_uuid = 'ok-2'").fetchone() == (1,)
     _age(url, ["parent"], 40)                                 # now the child follows its parent
     [again] = run_library_purges(target, dry_run=False, started_by="test")
     assert (again.outcome, again.rows) == ("succeeded", 2), again.error

@@ -70,7 +70,8 @@ def test_demo_comes_up_with_numbers_and_ctrl_c_stops_postgres(tmp_path):
     assert demo.returncode == 0, output
     assert f"http://127.0.0.1:{port}/" in output
     # where its database is, and how to look inside
-    database = next(line.split(":", 1)[1].strip() for line in output.splitlines() if line.strip().startswith("database:"))
+    database = next(line.split(":",
+                               1)[1].strip() for line in output.splitlines() if line.strip().startswith("database:"))
     assert database.startswith("postgresql://") and "idemdash_demo" in database
     assert any(line.strip().startswith("psql:") and f"psql '{database}'" in line for line in output.splitlines())
     assert "embedded PostgreSQL shut down" in output

@@ -22,7 +22,8 @@ def test_a_library_records_no_decisions_and_says_so_by_its_name():
 def test_a_missing_role_has_no_table_and_records_nothing():
     spring = profile("spring-modulith")
     assert role_table(spring, "keys") is None and not records(None, "attempts")
-    assert no_table(spring, "keys").startswith("Spring Modulith event publication registry has no keys table: its tables are event_publication")
+    assert no_table(spring, "keys").startswith("Spring Modulith event publication registry has no keys table: its "
+                                               "tables are event_publication")
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))

@@ -80,7 +80,8 @@ def test_the_failing_database_comes_first_the_hung_one_says_so_and_no_request_wa
     assert f"no answer from 127.0.0.1 port {hung_host.port} within the connect timeout" in hung["problem"]
     assert hung["url"] == "/db/zulu/purges" and hung["last_run"] is None
     assert never["last_run"] is None and never["problem"] is None
-    assert (good["last_run"]["rows_deleted"], good["last_run"]["method"], good["failures_24h"]) == (1200, "due_index", 0)
+    assert (good["last_run"]["rows_deleted"], good["last_run"]["method"], good["failures_24h"]) == (1200, "due_index",
+                                                                                                    0)
     assert all(i["age_seconds"] is not None and i["age_seconds"] < 30 for i in items)
 
     page = BeautifulSoup(client.get("/databases/purges").data, "html.parser")

@@ -42,7 +42,8 @@ def test_the_global_freeze_wins_over_read_only_false_on_a_database(tmp_path):
     # without the global freeze a database's own read_only decides
     (tmp_path / "one.toml").write_text('[databases.shop]\nurl = "postgresql://x/shop"\nread_only = true\n\n'
                                        '[databases.bus]\nurl = "postgresql://x/bus"\n', encoding="utf-8")
-    own = {d.name: d.settings["READ_ONLY"] for d in load_databases(settings.load({}, CONFIG=str(tmp_path / "one.toml")))}
+    own = {d.name: d.settings["READ_ONLY"] for d in load_databases(settings.load({},
+                                                                                 CONFIG=str(tmp_path / "one.toml")))}
     assert own == {"shop": True, "bus": False}
 
 

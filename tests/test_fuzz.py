@@ -77,7 +77,8 @@ def _body_properties(path: str) -> dict:
 GET_PATHS = sorted(p for p, ops in SPEC["paths"].items() if "get" in ops)
 POST_PATHS = sorted(p for p, ops in SPEC["paths"].items() if "post" in ops)
 # the HTML page behind each JSON twin takes the same query parameters
-PAGES = {"/api/v1/overview": "/", "/api/v1/keys/breakdown": "/keys", "/api/v1/health/schema": "/health", "/api/v1/openapi.json": "/api/v1/openapi.json"}
+PAGES = {"/api/v1/overview": "/", "/api/v1/keys/breakdown": "/keys", "/api/v1/health/schema": "/health",
+         "/api/v1/openapi.json": "/api/v1/openapi.json"}
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +105,9 @@ def _seed(conn) -> None:
         claim_key(conn, tables, "create_order", f"k{i}/x", "h", "api-1", lock_seconds=0)
     claim_key(conn, tables, "refund", "done", "h", "api-2")
     complete_key(conn, tables, "refund", "done", "r", None, {"ok": True}, 1)
-    conn.execute("""INSERT INTO app.outbox_event (outbox_id, event_type, aggregate_type, aggregate_id, idempotency_scope,
-                        idempotency_key, payload) VALUES (%s, 'e', 'a', gen_random_uuid(), 'create_order', 'k0/x', '{}')""",
+    conn.execute("""INSERT INTO app.outbox_event (outbox_id, event_type, aggregate_type, aggregate_id,
+                        idempotency_scope, idempotency_key, payload)
+                    VALUES (%s, 'e', 'a', gen_random_uuid(), 'create_order', 'k0/x', '{}')""",
                  (OUTBOX_ID,))
     conn.execute("""INSERT INTO app.processed_message (consumer_name, message_id, message_hash)
                     VALUES ('billing', 'm1', 'h')""")
@@ -193,7 +195,8 @@ def test_query_parameters_of_any_name_never_answer_5xx(reader, route):
 
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
-                           lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children, max_size=4),
+                           lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children,
+                                                                                             max_size=4),
                            max_leaves=12)
 
 

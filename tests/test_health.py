@@ -143,7 +143,8 @@ def test_keys_that_expire_before_the_replay_horizon_warn_per_scope_with_sql_that
     conn.execute(items["retention.keys.mixed"]["fix_sql"])
     items = checks(client)
     assert not any(i.startswith("retention.keys.") for i in items)
-    assert items["retention.keys"]["status"] == "ok" and "15 recent key(s) in 3 scope(s)" in items["retention.keys"]["detail"]
+    keys = items["retention.keys"]
+    assert keys["status"] == "ok" and "15 recent key(s) in 3 scope(s)" in keys["detail"]
 
 
 def test_an_unmigrated_database_fails_with_run_idemdash_migrate(make_app, empty_database_url):

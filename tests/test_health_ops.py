@@ -272,7 +272,8 @@ def test_advisory_locks_name_their_session_and_link_the_key_they_guard(client, c
         return sessions[-1]
 
     try:
-        # the common pattern (docs/concepts.md, Advisory locks per key): a session-level lock on the hash of scope:key, by the worker that claimed it
+        # the common pattern (docs/concepts.md, Advisory locks per key): a session-level lock on the hash of
+        # scope:key, by the worker that claimed it
         holder = session("worker-k-1")
         holder.execute("SELECT pg_advisory_lock(hashtextextended('orders:k-1', 0))")
         lock_key = holder.execute("SELECT hashtextextended('orders:k-1', 0)").fetchone()[0]

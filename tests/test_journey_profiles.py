@@ -46,14 +46,16 @@ ROWS = {
     "eventuate": [
         "INSERT INTO {s}.message (id, destination, headers, payload, published, creation_time)"
         " VALUES (%(mid)s, 'payments', %(headers)s, '{}', 1, %(ms)s)",
-        "INSERT INTO {s}.received_messages (consumer_id, message_id, creation_time) VALUES ('billing', %(mid)s, %(ms)s)"],
+        "INSERT INTO {s}.received_messages (consumer_id, message_id, creation_time)"
+        " VALUES ('billing', %(mid)s, %(ms)s)"],
     "pg-transactional-outbox": [
         "INSERT INTO {s}.outbox (id, aggregate_type, aggregate_id, message_type, payload, metadata, processed_at)"
         " VALUES (%(mid)s, 'order', '1', 'payment.captured', '{}', %(headers)s::jsonb, now())",
         "INSERT INTO {s}.inbox (id, aggregate_type, aggregate_id, message_type, payload, processed_at)"
         " VALUES (%(mid)s, 'order', '1', 'payment.captured', '{}', now())"],
     "cap": [
-        'INSERT INTO {s}."published" ("Id", "Version", "Name", "Content", "Retries", "Added", "ExpiresAt", "StatusName")'
+        'INSERT INTO {s}."published" ("Id", "Version", "Name", "Content", "Retries", "Added", "ExpiresAt",'
+        ' "StatusName")'
         " VALUES (1, 'v1', 'payment.captured', %(cap)s, 0, localtimestamp, NULL, 'Succeeded')",
         'INSERT INTO {s}."received" ("Id", "Version", "Name", "Group", "Content", "Retries", "Added", "ExpiresAt",'
         ' "StatusName") VALUES (2, \'v1\', \'payment.captured\', \'billing\', %(cap)s, 0, localtimestamp, NULL,'

@@ -132,7 +132,8 @@ def test_the_journey_names_each_step_not_taken_within_its_deadline(make_app, ser
     stuck, took = _timed(client, "/api/v1/journey?q=checkout/order-stuck")
     assert took < stuck["deadline_seconds"] + 0.5
     assert re.fullmatch(r"key `checkout/order-stuck` is stuck in processing: its lease ran out 10 min( \d+ s)? ago "
-                        r"\(claimed by api-7, 3 attempts\); no outbox row was written", stuck["verdict"]), stuck["verdict"]
+                        r"\(claimed by api-7, 3 attempts\); no outbox row was written", stuck["verdict"]), \
+        stuck["verdict"]
 
     poison, _ = _timed(client, f"/api/v1/journey?q={ids['poison']}")
     assert poison["verdict"] == ("`payment.captured` (shop) is parked by an operator (attempts 9): not published, "

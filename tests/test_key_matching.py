@@ -112,9 +112,7 @@ def expected(world: list[Key], tab: str, f: dict) -> int:
             from idemdash.core.parsers import parse_duration
             if k.overdue.total_seconds() < parse_duration(f["overdue"]):
                 return False
-        if f.get("suggested") and suggested_by_triage(k) != f["suggested"]:
-            return False
-        return True
+        return not (f.get("suggested") and suggested_by_triage(k) != f["suggested"])
 
     return sum(on_tab(k) and matches(k) for k in world)
 

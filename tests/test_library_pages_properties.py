@@ -52,7 +52,8 @@ def test_every_page_of_a_librarys_tables_answers_whatever_rows_they_hold(make_ap
             body = first.get_json()
             items = body["items"]
             if body["next_cursor"]:
-                second = client.get(f"/api/v1/tables/{case.role}", query_string={**query, "cursor": body["next_cursor"]})
+                second = client.get(f"/api/v1/tables/{case.role}",
+                                    query_string={**query, "cursor": body["next_cursor"]})
                 assert second.status_code == 200, second.get_json()
                 items += second.get_json()["items"]
             assert len({i["identity"] for i in items}) == len(items)  # no row twice across pages

@@ -57,7 +57,8 @@ def _oracle(rows: list[dict], cutoff_minutes: int) -> set[str]:
 def _write(conn: psycopg.Connection, rows: list[dict], retention_days: int) -> None:
     conn.execute("TRUNCATE dbos.workflow_status, dbos.operation_outputs, dbos.workflow_input, dbos.workflow_output"
                  " CASCADE")
-    base = conn.execute("SELECT (extract(epoch FROM now()) * 1000)::bigint").fetchone()[0] - retention_days * DAY * 60_000
+    now_ms = conn.execute("SELECT (extract(epoch FROM now()) * 1000)::bigint").fetchone()[0]
+    base = now_ms - retention_days * DAY * 60_000
     with conn.cursor() as cur:
         for i, row in enumerate(rows):
             at = base + row["updated"] * 60_000

@@ -44,7 +44,7 @@ def test_the_job_stores_every_library_state_with_its_time_and_no_reference_rollu
     counts = {(r["role"], r["meaning"]): r["count"] for r in stored.payload}
     assert {meaning: counts[("outbox", meaning)] for meaning in SPRING_COUNTS} == SPRING_COUNTS
     # each state's own time, in milliseconds: taken, and within the round that took them all
-    assert all(0 < r["ms"] for r in stored.payload), stored.payload
+    assert all(r["ms"] > 0 for r in stored.payload), stored.payload
     assert sum(r["ms"] for r in stored.payload) <= elapsed_ms
 
 
@@ -112,7 +112,8 @@ def test_a_state_slower_than_the_budget_is_stored_as_the_planners_estimate_and_s
         assert not measured[("outbox", "pending")].estimated and measured[("outbox", "pending")].count == 0
         upsert_rollup(conn, "library_states", "", datetime.now(timezone.utc), 2_000.0, list(measured.values()))
     client = make_app(database_url).test_client()
-    tables = {t["role"]: {s["meaning"]: s for s in t["states"]} for t in client.get("/api/v1/tables").get_json()["tables"]}
+    listed = client.get("/api/v1/tables").get_json()["tables"]
+    tables = {t["role"]: {s["meaning"]: s for s in t["states"]} for t in listed}
     assert tables["keys"]["done"]["estimated"] is True and tables["keys"]["done"]["count"] == done.count
     assert tables["keys"]["done"]["computed_at"] is not None
     assert tables["outbox"]["pending"]["estimated"] is False and tables["outbox"]["pending"]["count"] == 0
@@ -141,7 +142,8 @@ def test_check_advises_the_incomplete_index_builds_it_and_the_pending_count_read
     assert "[ok] event_publication_incomplete_idemdash_idx" in built.output
     with psycopg.connect(empty_database_url) as conn:
         own = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'modulith' ORDER BY 1").fetchall()
-        assert [n for (n,) in own] == ["event_publication_by_completion_date_idx", "event_publication_incomplete_idemdash_idx",
+        assert [n for (n,) in own] == ["event_publication_by_completion_date_idx",
+                                       "event_publication_incomplete_idemdash_idx",
                                        "event_publication_pkey", "event_publication_serialized_event_hash_idx"] or \
             ("event_publication_incomplete_idemdash_idx",) in own
         conn.execute("SET enable_seqscan = off")

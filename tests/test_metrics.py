@@ -40,8 +40,10 @@ def test_metrics_match_the_database(client, conn):
                     VALUES ('e', 'a', gen_random_uuid(), 's', 'k', '{}', now() - interval '90 seconds')""")
     conn.execute("""INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, rows_deleted, dry_run,
                         outcome, started_by)
-                    VALUES ('keys', now() - interval '1 hour', now() - interval '1 hour', 1234, false, 'succeeded', 's'),
-                           ('keys', now() - interval '5 minutes', now() - interval '5 minutes', 99, true, 'succeeded', 's')""")
+                    VALUES ('keys', now() - interval '1 hour', now() - interval '1 hour', 1234, false,
+                            'succeeded', 's'),
+                           ('keys', now() - interval '5 minutes', now() - interval '5 minutes', 99, true,
+                            'succeeded', 's')""")
     m = scrape(client)
     assert m[("idemdash_database_up", ())] == 1
     assert m[("idemdash_stuck_keys", (("scope", "create_order"),))] == 3

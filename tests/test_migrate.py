@@ -212,7 +212,8 @@ def test_a_tampered_checksum_is_refused(empty):
     with pytest.raises(MigrationError, match=r"0001_init was changed after it was applied"):
         migrate(empty)
     # Refusing changed nothing, and leaves the connection usable.
-    assert empty.execute("SELECT checksum FROM idemdash.schema_migration WHERE version = 1").fetchall() == [("not-the-checksum",)]
+    assert empty.execute("SELECT checksum FROM idemdash.schema_migration WHERE version = 1").fetchall() == [
+        ("not-the-checksum",)]
     assert empty.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 

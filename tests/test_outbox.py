@@ -219,7 +219,8 @@ def test_filters_by_event_type_and_any_status(client, conn):
     assert ids("status=dead_letter") == want(lambda e: e.status == "dead_letter")
     assert ids("status=published&event_type=refund.issued") == want(
         lambda e: e.status == "published" and e.event_type == "refund.issued")
-    assert ids("event_type=order%20created") == want(lambda e: e.status == "pending" and e.event_type == "order created")
+    assert ids("event_type=order%20created") == want(
+        lambda e: e.status == "pending" and e.event_type == "order created")
     assert ids("status=no_such_status") == set()
     assert ids("event_type=order") == set()  # an exact match, not a prefix
 

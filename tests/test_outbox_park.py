@@ -89,7 +89,8 @@ def test_a_published_row_and_a_row_that_changed_are_refused(client, conn, poison
     ({"reason": "x"}, "outbox_id is required"),
     ({"outbox_id": "not-a-uuid", "reason": "x"}, "must be a UUID"),
     ({"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55"}, "reason is required"),
-    ({"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55", "reason": "x", "force": True}, "force is not a field of this request"),
+    ({"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55", "reason": "x", "force": True},
+     "force is not a field of this request"),
     ({"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55", "reason": "x"}, "no outbox row"),
 ])
 def test_bad_input_is_a_clear_4xx_and_changes_nothing(client, conn, poison, body, message):

@@ -198,7 +198,8 @@ def test_all_databases_and_metrics_read_a_library_database_through_its_profile(m
 
 def test_check_readyz_purge_and_the_scheduler_on_a_library_database(make_app, empty_database_url, monkeypatch):
     """A Brandur database without idemdash's own schema: ready (idemdash only reads it), `check` prints its states,
-    `purge` deletes only finished keys (once idemdash's schema is there to record it), the scheduler purges that table; pointed at the wrong schema, each says why."""
+    `purge` deletes only finished keys (once idemdash's schema is there to record it), the scheduler purges that
+    table; pointed at the wrong schema, each says why."""
     _create_case(empty_database_url, "public", [ddl.BRANDUR])
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute("INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, "

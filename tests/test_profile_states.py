@@ -133,7 +133,8 @@ def test_every_state_counts_over_the_librarys_own_tables(empty_database_url, nam
 
 REFERENCE_ROWS = """
 INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status, claimed_at,
-                                     locked_until, expires_at, created_at) SELECT *, now() - interval '2 days' FROM (VALUES
+                                     locked_until, expires_at, created_at)
+SELECT *, now() - interval '2 days' FROM (VALUES
   ('pay', 'live', 'h', 'processing'::app.idempotency_status, now(), now() + interval '1 minute',
    now() + interval '1 day'),
   ('pay', 'lease-over', 'h', 'processing', now() - interval '1 hour', now() - interval '1 minute',
@@ -157,7 +158,8 @@ INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, payload,
   ('paid', 'order', gen_random_uuid(), '{}'::jsonb, 'pending', NULL::timestamptz),
   ('paid', 'order', gen_random_uuid(), '{}', 'published', now()),
   ('paid', 'order', gen_random_uuid(), '{}', 'published', now() - interval '2 hours'),
-  ('paid', 'order', gen_random_uuid(), '{}'::jsonb, 'parked', NULL::timestamptz)) AS o(event_type, aggregate_type, aggregate_id, payload, status, published_at);
+  ('paid', 'order', gen_random_uuid(), '{}'::jsonb, 'parked', NULL::timestamptz))
+  AS o(event_type, aggregate_type, aggregate_id, payload, status, published_at);
 """
 REFERENCE_COUNTS = {
     ("keys", "in progress"): 4, ("keys", "stuck"): 2, ("keys", "done"): 2, ("keys", "failed"): 3,

@@ -148,7 +148,10 @@ def test_the_run_backs_off_while_commits_slow_down_and_speeds_up_when_they_recov
     with psycopg.connect(database_url, autocommit=True) as blocker:
         deadline = time.monotonic() + 20
         # its baseline first: the probes before the second batch
-        while (blocker.execute("SELECT max(probes) FROM idemdash.purge_probe").fetchone()[0] or 0) < 2 * BASELINE_SAMPLES:
+        def probes() -> int:
+            return blocker.execute("SELECT max(probes) FROM idemdash.purge_probe").fetchone()[0] or 0
+
+        while probes() < 2 * BASELINE_SAMPLES:
             assert time.monotonic() < deadline, "the run never started probing"
             time.sleep(0.01)
         slow_from = time.monotonic()

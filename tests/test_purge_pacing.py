@@ -118,7 +118,8 @@ def test_a_run_keeps_its_batches_to_the_duty_cycle(conn, database_url):
     # every batch takes at least 0.1 s on the server
     conn.execute("CREATE FUNCTION app.slow_purge() RETURNS trigger LANGUAGE plpgsql AS $$"
                  " BEGIN PERFORM pg_sleep(0.1); RETURN NULL; END $$")
-    conn.execute(f"CREATE TRIGGER slow_purge AFTER DELETE ON {KEYS} FOR EACH STATEMENT EXECUTE FUNCTION app.slow_purge()")
+    conn.execute(f"CREATE TRIGGER slow_purge AFTER DELETE ON {KEYS} FOR EACH STATEMENT EXECUTE FUNCTION "
+                 "app.slow_purge()")
     ends: list[float] = []
     result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=3, PURGE_DUTY_CYCLE=50), "keys", dry_run=False,
                        started_by="test", on_batch=lambda b, r: ends.append(time.monotonic()))
@@ -169,7 +170,8 @@ def test_on_a_terminal_the_progress_line_updates_in_place(conn, database_url):
     leader, follower = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "IDEMDASH_PURGE_BATCH_SIZE": "2", "IDEMDASH_PURGE_PAUSE_MS": "0",
            "COLUMNS": "120"}
-    child = subprocess.Popen([sys.executable, "-m", "idemdash", "purge", "--table", "keys", "--database-url", database_url],
+    child = subprocess.Popen([sys.executable, "-m", "idemdash", "purge", "--table", "keys", "--database-url",
+                              database_url],
                              cwd=ROOT, stdin=subprocess.DEVNULL, stdout=follower, stderr=subprocess.PIPE, env=env)
     os.close(follower)
     output = b""

@@ -153,7 +153,8 @@ def test_a_detached_partition_a_dead_run_left_is_finished_by_the_next_run(pconn)
     assert (result.outcome, result.rows) == ("succeeded", 11)  # and the empty days older than it went too
     assert name not in partitions(pconn)
     assert pconn.execute("SELECT to_regclass(%s)", (f"app.{name}",)).fetchone()[0] is None
-    settled = pconn.execute("SELECT action, detail FROM idemdash.purge_partition WHERE run_id = %s", (run_id,)).fetchone()
+    settled = pconn.execute("SELECT action, detail FROM idemdash.purge_partition WHERE run_id = %s",
+                            (run_id,)).fetchone()
     assert settled == ("dropped", f"finished by run {result.run_id}")
 
 
@@ -232,8 +233,8 @@ def test_a_detach_that_cannot_get_its_lock_leaves_the_partition_to_batches(pconn
 def add_outbox(conn, created: datetime, status: str, published: datetime | None, n: int) -> None:
     conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
                  " idempotency_key, payload, status, created_at, published_at)"
-                 " SELECT 'e', 'a', gen_random_uuid(), 's', gen_random_uuid()::text, '{}', %s, %s + g * interval '1 minute', %s"
-                 " FROM generate_series(1, %s) g", (status, created, published, n))
+                 " SELECT 'e', 'a', gen_random_uuid(), 's', gen_random_uuid()::text, '{}', %s, %s + g * interval '1 "
+                 "minute', %s FROM generate_series(1, %s) g", (status, created, published, n))
 
 
 def test_an_old_outbox_partition_with_a_pending_row_stays_and_only_its_published_rows_go(pconn):

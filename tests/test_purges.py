@@ -309,7 +309,8 @@ def on_batch(batches, rows):
     print("batch", batches, rows, flush=True)
     time.sleep(60)  # SIGKILLed here, holding the lock, its first batch committed
 
-run_purge(Target.from_settings(settings.load({}, DATABASE_URL=sys.argv[1], PURGE_BATCH_SIZE=10, PURGE_PAUSE_MS=0)), "keys",
+config = settings.load({}, DATABASE_URL=sys.argv[1], PURGE_BATCH_SIZE=10, PURGE_PAUSE_MS=0)
+run_purge(Target.from_settings(config), "keys",
           dry_run=False, started_by="doomed", on_batch=on_batch)
 """
 
@@ -540,8 +541,8 @@ def _fill_for_plans(conn):
     conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
                  " idempotency_key, payload, status, created_at, published_at)"
                  " SELECT 'e', 'a', gen_random_uuid(), 's', g::text, '{}', 'published',"
-                 " now() - interval '9 days' - g * interval '1 second', now() - interval '9 days' - g * interval '1 second'"
-                 " FROM generate_series(1, 20000) g")
+                 " now() - interval '9 days' - g * interval '1 second', now() - interval '9 days' - g * interval '1 "
+                 "second' FROM generate_series(1, 20000) g")
 
 
 def _scans(conn, tables, role, dry_run, order, table, params):
@@ -601,7 +602,8 @@ def test_cli_dry_run_prints_progress_and_a_summary_and_deletes_nothing(conn, dat
     lines = result.stdout.splitlines()
     assert lines[0] == "dry run: counting keys ..."
     # not a terminal: a progress line for the first batch and then every tenth, with rows, rate and time
-    progress = [re.fullmatch(r"  keys: ([\d,]+) rows to delete, ([\d,]+) rows/s, (\d+\.\d) s \((\d+) batch(es)?\)", line)
+    progress = [re.fullmatch(r"  keys: ([\d,]+) rows to delete, ([\d,]+) rows/s, (\d+\.\d) s \((\d+) batch(es)?\)",
+                             line)
                 for line in lines[1:3]]
     assert all(progress), lines[:4]
     assert [(m.group(1), m.group(4)) for m in progress] == [("2", "1"), ("20", "10")]

@@ -124,7 +124,8 @@ def test_history_with_ties_in_started_at_paginates_without_duplicates_or_gaps(cl
 
     seen, cursor, pages = [], None, 0
     while True:
-        body = client.get("/api/v1/purges", query_string={"limit": 3, **({"cursor": cursor} if cursor else {})}).get_json()
+        body = client.get("/api/v1/purges",
+                          query_string={"limit": 3, **({"cursor": cursor} if cursor else {})}).get_json()
         seen += [item["run_id"] for item in body["items"]]
         pages += 1
         cursor = body["next_cursor"]
@@ -190,7 +191,7 @@ def test_history_refuses_an_unknown_outcome_or_a_bad_starter(client, conn, query
 
 
 def test_the_models_name_every_table_and_outcome_the_engine_has():
-    assert REFERENCE_TABLES == tuple(TABLES)
+    assert tuple(TABLES) == REFERENCE_TABLES
     assert get_args(PurgeOutcome) == ("running", *OUTCOMES)
 
 
@@ -300,8 +301,10 @@ def test_running_runs_show_live_progress_in_the_polling_fragment(client, conn):
 
 @pytest.mark.parametrize("table, setup, eligible, remaining_check", [
     ("keys", add_keys, 11,
-     "SELECT count(*) FROM app.idempotency_request WHERE status IN ('succeeded', 'failed_final') AND expires_at < now()"),
-    ("inbox", add_inbox, 9, "SELECT count(*) FROM app.processed_message WHERE processed_at < now() - interval '30 days'"),
+     "SELECT count(*) FROM app.idempotency_request"
+     " WHERE status IN ('succeeded', 'failed_final') AND expires_at < now()"),
+    ("inbox", add_inbox, 9,
+     "SELECT count(*) FROM app.processed_message WHERE processed_at < now() - interval '30 days'"),
     ("outbox", add_outbox, 6,
      "SELECT count(*) FROM app.outbox_event WHERE status = 'published' AND published_at < now() - interval '7 days'"),
 ])
@@ -531,7 +534,8 @@ def test_purges_started_by_people_are_in_the_audit_log_and_scheduled_ones_are_no
     wait_finished(conn, dry)
     real = run_api(client, {"table": "keys", "dry_run": False}).get_json()["run_id"]
     wait_finished(conn, real)
-    run_purge(Target.from_settings(make_app().config), "inbox", dry_run=False, started_by="scheduler")  # the scheduler's: not audited
+    # the scheduler's: not audited
+    run_purge(Target.from_settings(make_app().config), "inbox", dry_run=False, started_by="scheduler")
     with psycopg.connect(conn.info.dsn, autocommit=True) as holder:  # a skipped run a person asked for is audited
         holder.execute("SELECT pg_advisory_lock(hashtextextended('idemdash.purge.' || 'outbox', 0))")
         skipped = run_api(client, {"table": "outbox", "dry_run": True}).get_json()["run_id"]

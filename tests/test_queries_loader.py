@@ -170,9 +170,11 @@ def test_a_field_naming_a_block_is_filled_with_that_block_rendered_alike(monkeyp
     monkeypatch.setitem(QUERIES, "frag_outer", Query("frag_outer", "Outer.", "({frag_inner} AND b)", "t.sql"))
     monkeypatch.setitem(QUERIES, "frag_use", Query("frag_use", "Use.", "SELECT 1 FROM {keys} WHERE {frag_outer}",
                                                    "t.sql"))
-    assert statement("frag_use", Tables("s", "k")).as_string() == 'SELECT 1 FROM "s"."k" WHERE ("s"."k".a = %(v)s AND b)'
+    assert statement("frag_use",
+                     Tables("s", "k")).as_string() == 'SELECT 1 FROM "s"."k" WHERE ("s"."k".a = %(v)s AND b)'
     # identifiers passed reach the fragments too (a partition in place of the table)
-    assert statement("frag_use", keys=sql.Identifier("p")).as_string() == 'SELECT 1 FROM "p" WHERE ("p".a = %(v)s AND b)'
+    assert statement("frag_use",
+                     keys=sql.Identifier("p")).as_string() == 'SELECT 1 FROM "p" WHERE ("p".a = %(v)s AND b)'
     # a caller's own value for the field wins over the block
     assert statement("frag_use", Tables(), frag_outer=sql.SQL("true")).as_string().endswith("WHERE true")
 

@@ -54,18 +54,22 @@ def test_safe_to_retry_lets_the_next_retry_run_again(client, conn):
 
 def test_abandoned_gives_retries_the_final_failure(client, conn):
     stuck_key(conn, "k")
-    response = client.post(API, json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "customer gave up"})
+    response = client.post(API,
+                           json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "customer gave up"})
     assert response.status_code == 200
     r = row(conn, "k")
     assert (r["status"], r["failure_code"], r["failure_message"]) == ("failed_final", "abandoned", "customer gave up")
     claim = claim_key(conn, T, "create_order", "k", "hash-1", "api-2")
-    assert (claim.claim_kind, claim.failure_code, claim.failure_message) == ("final_failure", "abandoned", "customer gave up")
+    assert (claim.claim_kind, claim.failure_code, claim.failure_message) == ("final_failure", "abandoned",
+                                                                             "customer gave up")
 
 
 def test_already_succeeded_replays_the_given_result(client, conn):
     stuck_key(conn, "k")
     ref = "6a1f0d5e-8a4e-4c55-9d55-1b4f3e0b2a10"
-    response = client.post(API, json={"scope": "create_order", "key": "k", "to": "already_succeeded", "reason": "order exists",
+    response = client.post(API,
+                           json={"scope": "create_order", "key": "k", "to": "already_succeeded",
+                                 "reason": "order exists",
                                       "result_ref_type": "order", "result_ref_id": ref,
                                       "response_body": {"orderId": ref, "status": "created"}})
     assert response.status_code == 200, response.get_json()
@@ -147,7 +151,8 @@ def test_a_key_locked_by_an_application_transaction_answers_409_at_once(client, 
     ({"scope": "create_order", "key": "k", "to": "already_succeeded", "reason": "x"}, 400, "response_body"),
     ({"scope": "create_order", "key": "k", "to": "already_succeeded", "reason": "x", "response_body": {},
       "result_ref_id": "nope"}, 400, "UUID"),
-    ({"scope": "create_order", "key": "k", "to": "needs_review", "reason": "x", "hold_for": "forever"}, 400, "hold_for"),
+    ({"scope": "create_order", "key": "k", "to": "needs_review", "reason": "x", "hold_for": "forever"}, 400,
+     "hold_for"),
     ({"scope": "create_order", "key": "k", "to": "needs_review", "reason": "x", "hold_for": 10**9}, 400, "hold_for"),
     ({"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x", "expected_attempt_count": "two"}, 400,
      "expected_attempt_count"),
@@ -230,7 +235,8 @@ def test_form_with_invalid_json_body_is_400(client, conn):
 def test_hostile_key_text_in_the_form_is_inert(client, conn):
     key = "<script>alert(1)</script>\"'><img src=x>"
     stuck_key(conn, key)
-    fields = _form_fields(client, "/key?scope=create_order&key=" + re.sub("[<>\"'/ ]", lambda m: f"%{ord(m.group()):02X}", key))
+    fields = _form_fields(client,
+                          "/key?scope=create_order&key=" + re.sub("[<>\"'/ ]", lambda m: f"%{ord(m.group()):02X}", key))
     assert fields["key"] == key
     response = client.post("/keys/reclassify", data=fields | {"to": "abandoned", "reason": "<b>why</b>"})
     assert response.status_code == 303
@@ -264,9 +270,11 @@ def test_a_decision_on_a_long_stuck_key_survives_the_next_purge(make_app, conn, 
 
 def test_a_later_expiry_is_never_shortened_by_a_decision(client, conn):
     stuck_key(conn, "k")
-    conn.execute("UPDATE app.idempotency_request SET expires_at = now() + interval '30 days' WHERE idempotency_key = 'k'")
+    conn.execute("UPDATE app.idempotency_request SET expires_at = now() + interval '30 days' WHERE idempotency_key = "
+                 "'k'")
     before = row(conn, "k")["expires_at"]
-    assert client.post(API, json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x"}).status_code == 200
+    assert client.post(API,
+                       json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x"}).status_code == 200
     assert row(conn, "k")["expires_at"] == before
 
 
@@ -288,6 +296,7 @@ def test_the_purge_keeps_a_key_decided_within_the_horizon_even_if_its_expiry_pas
     assert [r[0] for r in conn.execute("SELECT idempotency_key FROM app.idempotency_request")] == ["decided"]
     # once the decision is older than the horizon, the key goes like any other
     time.sleep(1.1)
-    result = run_purge(Target.from_settings({**app.config, "REPLAY_HORIZON": 1}), "keys", dry_run=False, started_by="test")
+    result = run_purge(Target.from_settings({**app.config, "REPLAY_HORIZON": 1}), "keys", dry_run=False,
+                       started_by="test")
     assert result.rows == 1
     assert conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0] == 0

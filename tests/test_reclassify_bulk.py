@@ -197,7 +197,8 @@ def test_a_bulk_decision_outlives_the_next_purge(make_app, conn):
                  "expires_at = now() - interval '2 days'")
     app = make_app(REPLAY_HORIZON=6 * 3600)
     client = app.test_client()
-    preview = client.post(API, json={"filter": {"scope": "create_order"}, "to": "abandoned", "preview": True}).get_json()
+    preview = client.post(API,
+                          json={"filter": {"scope": "create_order"}, "to": "abandoned", "preview": True}).get_json()
     done = client.post(API, json={"filter": {"scope": "create_order"}, "to": "abandoned", "reason": "x",
                                   "as_of": preview["as_of"]}).get_json()
     assert done["changed"] == 3
@@ -222,7 +223,8 @@ def test_every_scope_needs_an_explicit_all_scopes(client, conn):
     response = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
                                       "all_scopes": "yes please"})
     assert response.status_code == 400
-    assert response.get_json()["fields"] == [{"field": "all_scopes", "message": 'must be true or false (got "yes please")'}]
+    assert response.get_json()["fields"] == [{"field": "all_scopes", "message": 'must be true or false (got "yes '
+                                                                                'please")'}]
     assert status(conn, "a") == "processing" and status(conn, "b", "refund") == "processing"
     done = client.post(API, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
                                   "all_scopes": True}).get_json()
@@ -242,7 +244,8 @@ def _confirm(client, flt: dict, to: str, preview: dict, **extra):
 def test_a_key_whose_replay_window_ends_between_preview_and_confirm_keeps_the_outcome_the_preview_said(client, conn):
     insert_key(conn, "refund", "window-open", expires_in=timedelta(hours=1))    # suggested: safe_to_retry
     insert_key(conn, "refund", "window-ended", expires_in=timedelta(minutes=-1))  # suggested: abandoned
-    by_abandoned, by_retry = {"scope": "refund", "suggested": "abandoned"}, {"scope": "refund", "suggested": "safe_to_retry"}
+    by_abandoned, by_retry = {"scope": "refund", "suggested": "abandoned"}, {"scope": "refund",
+                                                                             "suggested": "safe_to_retry"}
     abandon = _preview(client, by_abandoned, "abandoned")
     retry = _preview(client, by_retry, "safe_to_retry")
     assert (abandon["count"], [s["key"] for s in abandon["sample"]]) == (1, ["window-ended"])
@@ -254,7 +257,8 @@ def test_a_key_whose_replay_window_ends_between_preview_and_confirm_keeps_the_ou
                         ).fetchone()[0]
     done = _confirm(client, by_abandoned, "abandoned", abandon, previewed=1)
     assert done.status_code == 200 and done.get_json()["changed"] == 1, done.get_json()
-    assert (status(conn, "window-ended", "refund"), status(conn, "window-open", "refund")) == ("failed_final", "processing")
+    assert (status(conn, "window-ended", "refund"), status(conn, "window-open", "refund")) == ("failed_final",
+                                                                                               "processing")
     done = _confirm(client, by_retry, "safe_to_retry", retry, previewed=1)
     assert done.status_code == 200 and done.get_json()["changed"] == 1, done.get_json()
     assert status(conn, "window-open", "refund") == "failed_retryable"  # what its preview said
@@ -266,8 +270,8 @@ def test_a_confirmation_never_changes_more_keys_than_its_preview_counted(client,
     # stuck too, but its effect committed (an outbox row): left out of the preview
     insert_key(conn, "refund", "k-late", locked_until=timedelta(minutes=-1))
     conn.execute("INSERT INTO app.outbox_event (outbox_id, event_type, aggregate_type, aggregate_id, idempotency_scope,"
-                 " idempotency_key, payload, status) VALUES (gen_random_uuid(), 'refund.made', 'refund', gen_random_uuid(),"
-                 " 'refund', 'k-late', '{}', 'published')")
+                 " idempotency_key, payload, status) VALUES (gen_random_uuid(), 'refund.made', 'refund', "
+                 "gen_random_uuid(), 'refund', 'k-late', '{}', 'published')")
     flt = {"scope": "refund"}
     preview = _preview(client, flt, "abandoned")
     assert (preview["count"], preview["left_out_committed"]) == (3, 1)

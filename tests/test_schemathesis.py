@@ -78,7 +78,8 @@ def _fuzz(base: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = os.environ | {"SCHEMATHESIS_HOOKS": "tests.schemathesis_hooks", "PYTHONPATH": str(ROOT),
                         "IDEMDASH_TEST_CURSORS": json.dumps(_cursors(base))}
     return subprocess.run(
-        [sys.executable, "-m", "schemathesis.cli", "--config-file", str(ROOT / "tests" / "schemathesis.toml"), "run", f"{base}/api/v1/openapi.json", "--checks", "all",
+        [sys.executable, "-m", "schemathesis.cli", "--config-file", str(ROOT / "tests" / "schemathesis.toml"), "run",
+         f"{base}/api/v1/openapi.json", "--checks", "all",
          "--max-examples", str(MAX_EXAMPLES), "--seed", "27", "--generation-deterministic", "--no-color",
          "--report", "junit", "--report-junit-path", str(tmp_path / "junit.xml")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=840)

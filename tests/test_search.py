@@ -162,7 +162,8 @@ def _outbox_row(conn, scope, key, aggregate_id="0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a
                         (aggregate_id, scope, key)).fetchone()[0]
 
 
-@pytest.mark.parametrize("pasted", ["cart/42/checkout ", "  cart/42/checkout", "cart/42/checkout\n", "\tcart/42/checkout "])
+@pytest.mark.parametrize("pasted",
+                         ["cart/42/checkout ", "  cart/42/checkout", "cart/42/checkout\n", "\tcart/42/checkout "])
 def test_white_space_around_a_pasted_key_is_ignored(client, conn, pasted):
     insert_key(conn, "create_order", "cart/42/checkout")
     body = _search(client, q=pasted)

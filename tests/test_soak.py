@@ -402,7 +402,8 @@ def _missing_events(run: Run) -> list[str]:
         ("stale_reclaim", kinds.get("stale_reclaim", 0), 5), ("retry_reclaim", kinds.get("retry_reclaim", 0), 5),
         ("purged", run.purged, 100), ("bulk_runs", run.bulk_runs, 2),
         # redeliveries raced the inbox purge: some found their row, some were recorded afresh, none raised
-        ("duplicate_ignored", consumed.get("duplicate_ignored", 0), 10), ("processed", consumed.get("processed", 0), 100),
+        ("duplicate_ignored", consumed.get("duplicate_ignored", 0), 10),
+        ("processed", consumed.get("processed", 0), 100),
     ]
     missing = [f"{name}: {count} (wanted > {floor * PER_30_SECONDS:g})" for name, count, floor in wanted
                if not count > floor * PER_30_SECONDS]
@@ -467,7 +468,8 @@ def test_the_promises_hold_under_concurrent_clients_operators_and_purges(soak_db
         JOIN idemdash.audit_log a ON a.scope = d.scope AND a.key = d.key AND a.action LIKE 'reclassify%%'
         WHERE a.at <= d.deleted_at AND a.at > d.deleted_at - make_interval(secs => %s)""",
                                        (HORIZON_SECONDS,)).fetchall()
-    assert not decided_then_purged, f"keys purged within the replay horizon of a decision: {decided_then_purged[:5]} {seed}"
+    assert not decided_then_purged, (f"keys purged within the replay horizon of a decision: "
+                                     f"{decided_then_purged[:5]} {seed}")
     assert conn.execute("SELECT count(*) FROM soak.deleted").fetchone()[0] == run.purged
 
     # every bulk action changed only keys that matched its filter and were stuck at its preview

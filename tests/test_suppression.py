@@ -197,7 +197,8 @@ def test_html_in_scopes_renders_as_inert_text(client, conn):
                                    "window=" + "x" * 3000])
 def test_bad_window_is_a_clear_400_and_changes_nothing(client, conn, query):
     make_world(conn, 5, count=40)
-    before = conn.execute("SELECT count(*), sum(attempt_count), max(updated_at) FROM app.idempotency_request").fetchone()
+    before = conn.execute("SELECT count(*), sum(attempt_count), max(updated_at)"
+                          " FROM app.idempotency_request").fetchone()
     good = client.get("/api/v1/suppression?window=7d").get_json()
 
     api = client.get("/api/v1/suppression?" + query)

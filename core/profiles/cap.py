@@ -95,8 +95,8 @@ PROFILE = Profile(
     states=(*_states("outbox", "sent"), *_states("inbox", "executed")),
     indexes=(
         Index("outbox", "unfinished", "profile_index_cap_outbox_unfinished",
-              "published messages not Succeeded, by Added: the pending, in-progress, stuck and failed counts and lists, "
-              "and the backlog (CAP's own indexes lead with ExpiresAt, which serves the purge)"),
+              "published messages not Succeeded, by Added: the pending, in-progress, stuck and failed counts and "
+              "lists, and the backlog (CAP's own indexes lead with ExpiresAt, which serves the purge)"),
         Index("inbox", "unfinished", "profile_index_cap_inbox_unfinished",
               "received messages not Succeeded, by Added: the pending, stuck and failed counts and lists, and the "
               "backlog"),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from idemdash.core.parsers import positive_duration
 from idemdash.core.profiles.shape import (
@@ -177,7 +177,7 @@ def _text(spec: Mapping[str, Any], key: str, where: str, mistakes: list[str], *,
     if not _is_name(value):
         mistakes.append(f"{where}.{key}: expected a column's name, got {value!r}")
         return None
-    return value
+    return cast(str, value)
 
 
 def _is_name(value: Any) -> bool:

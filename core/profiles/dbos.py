@@ -7,7 +7,8 @@ it launches, recovers only the PENDING workflows of its own executor_id, applica
 The current version is the latest row of application_versions (_sys_db.py's get_latest_application_version); no
 table records an executor's heartbeat, so an executor is taken for silent when none of its workflows started or
 finished, and the workflow was not updated and completed no step, within DEFAULT_LEASE_SECONDS. The columns it
-requires (application_name, completed_at among them) are those of DBOS 3.x's later migrations (100 and 36). DBOS's own delete (_sys_db.py's
+requires (application_name, completed_at among them) are those of DBOS 3.x's later migrations (100 and 36). DBOS's
+own delete (_sys_db.py's
 _delete_workflows) deletes workflow_input, workflow_output and operation_outputs rows with the status row; a purge
 does the same in the same statement (``Table.dependents``).
 """

@@ -30,7 +30,8 @@ PROFILE = Profile(
               identity=("id",), payload="payload", match=ANY_NAME),
     ),
     states=(
-        State(PENDING, "outbox", "state_debezium_outbox_outbox_pending", "rows the replication slot may not have read: compare the slot's "
+        State(PENDING, "outbox", "state_debezium_outbox_outbox_pending", "rows the replication slot may not have "
+                                                                         "read: compare the slot's "
                                          "confirmed_flush_lsn with the current WAL position"),
     ),
     cleanup="None in the connector; the Quarkus extension deletes each row right after inserting it "

@@ -53,7 +53,8 @@ PROFILE = Profile(
     versions=(Version("db-id", "outbox", present=("dbid",)), Version("message-id", "outbox", absent=("dbid",))),
     # the db-id version keys a message by its dbid (its id may be empty: the CDC derives it from the dbid)
     version_identity=(("db-id", "outbox", ("dbid",)),),
-    unfinished_cleanup="Eventuate CDC's opt-in MessageCleaner deletes messages by creation_time alone: unpublished messages too.",
+    unfinished_cleanup="Eventuate CDC's opt-in MessageCleaner deletes messages by creation_time alone: unpublished "
+                       "messages too.",
     cleanup="None in Tram itself; the CDC's opt-in MessageCleaner deletes by creation_time alone, unpublished "
             "messages too.",
     sources=(Source(_REPO, "postgres/2.initialize-database.sql", _COMMIT),

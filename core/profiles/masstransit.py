@@ -63,7 +63,8 @@ PROFILE = Profile(
               payload="Body"),
     ),
     states=(
-        State(PENDING, "outbox", "state_masstransit_outbox_pending", "a message row exists until it is sent, then it is deleted"),
+        State(PENDING, "outbox", "state_masstransit_outbox_pending", "a message row exists until it is sent, then it "
+                                                                     "is deleted"),
         State(STUCK, "outbox_state", "state_masstransit_outbox_state_stuck",
               "no lease: the delivery service only holds a row lock, taken with SKIP LOCKED"),
         State(FAILED, "outbox", "state_masstransit_outbox_failed",

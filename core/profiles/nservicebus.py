@@ -39,7 +39,8 @@ PROFILE = Profile(
     states=(
         State(PENDING, "outbox", "state_nservicebus_outbox_pending",
               "written in the handler's transaction, not yet dispatched; no creation time is recorded"),
-        State(DONE, "outbox", "state_nservicebus_outbox_done", "also the deduplication record of the incoming MessageId",
+        State(DONE, "outbox", "state_nservicebus_outbox_done",
+              "also the deduplication record of the incoming MessageId",
               order="DispatchedAt"),
         State(PURGEABLE, "outbox", "state_nservicebus_outbox_purgeable",
               "DispatchedAt read as UTC whatever the server's time zone", order="DispatchedAt"),

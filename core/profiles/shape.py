@@ -15,6 +15,7 @@ convention found in the database, so a configured or detected name never enters 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal, get_args
 
 # Time units: how a column holds a point in time.
 TIMESTAMPTZ = "timestamptz"
@@ -23,14 +24,13 @@ EPOCH_MS = "epoch milliseconds"             # bigint
 LOCAL_TIMESTAMP = "timestamp holding the library's local time"   # timestamp without time zone, written from the
                                             # application host's clock: read in LIBRARY_TIMEZONE (``%(library_zone)s``)
 
-# What a state means, the same words for every library.
-PENDING = "pending"            # the library still has to do it (send it, handle it)
-IN_PROGRESS = "in progress"    # someone holds it now
-STUCK = "stuck"                # in progress, or pending, past what the library allows
-DONE = "done"                  # the library counts it as finished
-FAILED = "failed"              # given up on, or dead-lettered
-PURGEABLE = "purgeable"        # what idemdash may delete: finished by the library's own definition, and old
-MEANINGS = (PENDING, IN_PROGRESS, STUCK, DONE, FAILED, PURGEABLE)
+# What a state means, the same words for every library: pending, the library still has to do it (send it, handle
+# it); in progress, someone holds it now; stuck, in progress, or pending, past what the library allows; done, the
+# library counts it as finished; failed, given up on, or dead-lettered; purgeable, what idemdash may delete:
+# finished by the library's own definition, and old.
+Meaning = Literal["pending", "in progress", "stuck", "done", "failed", "purgeable"]
+MEANINGS: tuple[Meaning, ...] = get_args(Meaning)
+PENDING, IN_PROGRESS, STUCK, DONE, FAILED, PURGEABLE = MEANINGS
 
 # Catalog type names (format_type without a modifier) a column may have.
 TEXT = ("text", "character varying")
@@ -94,7 +94,8 @@ class Table:
     groups: tuple[str, ...] = ()    # /tables breaks its backlog (rows not in its done state) down by these columns,
                                     # each group with its rows and how long its oldest has waited (the first time)
     dependents: tuple[Dependent, ...] = ()   # deleted with each purged row (a found table only)
-    extras: tuple[str, ...] = ()    # dimensions beyond its columns (core/profiles/dimensions.py): decisions, suppression
+    # dimensions beyond its columns (core/profiles/dimensions.py): decisions, suppression
+    extras: tuple[str, ...] = ()
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
@@ -102,7 +103,7 @@ class Table:
 
 @dataclass(frozen=True)
 class State:
-    meaning: str                    # one of MEANINGS
+    meaning: Meaning
     table: str                      # the role of the table it is about
     query: str                      # the name of its block in queries/profile_states.sql, see the docstring
     note: str = ""

@@ -76,13 +76,15 @@ PROFILE = Profile(
         State(IN_PROGRESS, "inbox", "state_wolverine_inbox_in_progress", "owned by node number owner_id"),
         State(STUCK, "inbox", "state_wolverine_inbox_stuck",
               "Incoming rows owned by a node missing from wolverine_nodes (while it lists any node, as Wolverine's "
-              "orphan sweep judges), and Scheduled rows overdue by more than the lease (IDEMDASH_DEFAULT_LEASE_SECONDS)"),
+              "orphan sweep judges), and Scheduled rows overdue by more than the lease "
+              "(IDEMDASH_DEFAULT_LEASE_SECONDS)"),
         State(DONE, "inbox", "state_wolverine_inbox_done", "kept until keep_until as the idempotency record"),
         State(PURGEABLE, "inbox", "state_wolverine_inbox_purgeable"),
         State(PENDING, "outbox", "state_wolverine_outbox_pending", "a row exists until it is sent, then it is deleted"),
         State(STUCK, "outbox", "state_wolverine_outbox_stuck",
               "owned by a node missing from wolverine_nodes, while it lists any node"),
-        State(FAILED, "dead_letters", "state_wolverine_dead_letters_failed", "every row; replayable = true is queued for replay"),
+        State(FAILED, "dead_letters", "state_wolverine_dead_letters_failed", "every row; replayable = true is queued "
+                                                                             "for replay"),
     ),
     cleanup="Deletes Handled incoming rows whose keep_until has passed (5 min after handling by default) in ctid "
             "batches; deletes outgoing rows once sent; releases rows of dead nodes to owner_id = 0; dead letters "

@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import BeforeValidator, ConfigDict, Field, RootModel, ValidationInfo, field_validator, model_validator
 
 from idemdash.core.fill_in import contradicting_ids, contradiction_message
+from idemdash.core.statuses import BulkOutcome, Outcome
 from idemdash.dashboard.schemas.common import (
     Answer,
     AttemptCount,
@@ -24,7 +25,7 @@ from idemdash.dashboard.schemas.common import (
     require_to_confirm,
 )
 from idemdash.dashboard.schemas.examples import RETRYABLE_KEY
-from idemdash.dashboard.schemas.keys import KeyDetail, Suggested
+from idemdash.dashboard.schemas.keys import KeyDetail
 
 
 class _Reclassify(Body):
@@ -106,9 +107,6 @@ class KeyConflict(Error):
 
 # -- bulk -------------------------------------------------------------------------------------------------------
 
-BulkOutcome = Literal["safe_to_retry", "abandoned", "needs_review"]
-
-
 def _bulk_outcome(value: Any) -> Any:
     if value in ("already_succeeded",):
         raise ValueError("bulk to must be safe_to_retry, abandoned or needs_review (already_succeeded needs one "
@@ -121,7 +119,7 @@ class BulkFilterBody(Body):
     claimed_by: Name | None = None
     min_attempts: AttemptCount | None = None
     overdue: BodyDuration | None = Field(None, description="Lease ended at least this long ago.")
-    suggested: Suggested | None = None
+    suggested: Outcome | None = None
 
 
 # to confirm (no "preview": true), reason and as_of are required and not null; hold_for is for needs_review only
@@ -137,7 +135,8 @@ _REQUIRED_WHEN: Any = [
 class BulkBody(Body):
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"allOf": _REQUIRED_WHEN})
 
-    filter: BulkFilterBody = Field(default_factory=lambda: BulkFilterBody.model_validate({}), description="Which stuck keys (all: none).")
+    filter: BulkFilterBody = Field(default_factory=lambda: BulkFilterBody.model_validate({}),
+                                   description="Which stuck keys (all: none).")
     to: Annotated[BulkOutcome, BeforeValidator(_bulk_outcome)]
     preview: bool = Field(False, description="true: count and sample, change nothing, and record the preview.")
     reason: Reason | None = Field(None, description="Why (required to confirm).")
@@ -161,7 +160,7 @@ class BulkFilterAnswer(Answer):
     claimed_by: str | None
     min_attempts: int | None
     overdue_seconds: float | None
-    suggested: Suggested | None = None
+    suggested: Outcome | None = None
 
 
 class ScopeCount(Answer):

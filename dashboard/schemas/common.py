@@ -69,7 +69,8 @@ def _seconds(value: Any) -> float:
 
 # a duration in the query string: "90s", "15m", "2h", "1d" (a bare number is seconds); read as seconds
 Duration = Annotated[float, BeforeValidator(_seconds), WithJsonSchema(
-    {"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH, "examples": ["90s", "15m", "2h", "1d"],
+    {"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH,
+     "examples": ["90s", "15m", "2h", "1d"],
      "description": "A duration: a number of seconds, or with a unit s, m, h or d (90s, 15m, 2h, 1d)."})]
 # in a JSON body a duration may also be a number of seconds
 BodyDuration = Annotated[float, BeforeValidator(_seconds), WithJsonSchema(
@@ -210,8 +211,8 @@ HoldFor = Annotated[float, BeforeValidator(_hold), WithJsonSchema(
                {"type": "number", "minimum": 60, "maximum": MAX_HOLD_SECONDS}],
      "examples": ["4h", "2d", 3600],
      "description": "How long the key is held: 1 minute to 30 days, as seconds or a duration such as 30m, 4h, "
-                    "2d (a string in the idemdash-hold format: the same duration syntax, at most 64 characters, between 60 s "
-                    "and 30 d)."})]
+                    "2d (a string in the idemdash-hold format: the same duration syntax, at most 64 characters, "
+                    "between 60 s and 30 d)."})]
 
 
 class Precomputed(Answer):

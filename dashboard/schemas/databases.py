@@ -64,7 +64,8 @@ class DatabaseItem(Answer):
                                                           "answered).")
 
     @model_serializer(mode="wrap")
-    def _numbers_only_when_answered(self, handler: SerializerFunctionWrapHandler):  # unannotated: the schema stays the fields
+    # unannotated: the schema stays the fields
+    def _numbers_only_when_answered(self, handler: SerializerFunctionWrapHandler):
         data = handler(self)
         return {name: value for name, value in data.items() if name not in NUMBERS or name in self.model_fields_set}
 
@@ -73,7 +74,8 @@ class Databases(Answer):
     model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
         "items": [
             {"name": "billing", "database": "billing-db.internal:5432/billing", "environment": "production",
-             "reachable": False, "profile": "reference", "problem": "connection refused by billing-db.internal port 5432: no PostgreSQL is "
+             "reachable": False, "profile": "reference", "problem": "connection refused by billing-db.internal port "
+                                                                    "5432: no PostgreSQL is "
                                             "listening there. Check the host and port in the url of "
                                             "[databases.billing] in IDEMDASH_CONFIG (/etc/idemdash/databases.toml), "
                                             "and that the server is running.",
@@ -82,7 +84,8 @@ class Databases(Answer):
             {"name": "orders", "database": "orders-db.internal:5432/orders", "environment": "production",
              "reachable": True, "profile": "reference", "problem": None, "answered_ms": 9.376822,
              "pending": False, "asking": False, "as_of": AS_OF, "age_seconds": 4.2, "failures": 0,
-             "next_ask_at": AS_OF, "fleet": None, "attention": ["stuck_keys", "outbox_lag"], "stuck": 13, "needs_review": 0,
+             "next_ask_at": AS_OF, "fleet": None, "attention": ["stuck_keys", "outbox_lag"], "stuck": 13,
+             "needs_review": 0,
              "processing": 14, "outbox_pending": 2, "outbox_lag_seconds": 10800.285588, "outbox_poison": 0,
              "outbox_poison_oldest_seconds": None, "failed": 3, "last_purge": without_pacing(RUNNING_PURGE)},
             {"name": "ledger", "database": "ledger-db.internal:5432/ledger", "environment": "production",
@@ -136,7 +139,8 @@ class Health(Answer):
         "status": "warn", "counts": {"fail": 0, "warn": 1, "ok": 14},
         "items": [
             {"id": "migrations", "status": "ok", "title": "idemdash's schema is up to date",
-             "detail": "8 migrations applied, the latest 0008_purge_latency_pacing.", "fix_sql": None, "fix": None, "keys": []},
+             "detail": "8 migrations applied, the latest 0008_purge_latency_pacing.", "fix_sql": None, "fix": None,
+             "keys": []},
             {"id": "retention.outbox", "status": "warn",
              "title": "Published outbox rows are kept for ever",
              "detail": "IDEMDASH_OUTBOX_RETENTION_DAYS is 0, so no purge deletes published rows: 2,140,311 are kept.",

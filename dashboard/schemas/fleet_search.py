@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from idemdash.core.statuses import KeyStatus
 from idemdash.dashboard.schemas.common import Answer, Name, Query
 from idemdash.dashboard.schemas.search import SearchFor
 
@@ -24,7 +24,7 @@ class FleetSearchPageQuery(FleetSearchQuery):
 class HeldKey(Answer):
     scope: str
     key: str
-    status: Literal["processing", "succeeded", "failed_retryable", "failed_final"]
+    status: KeyStatus
     stuck: bool
     url: str = Field(description="The key's page in that database.")
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from idemdash.core.statuses import KeyListStatus, KeyStatus, Outcome
 from idemdash.dashboard.schemas.audit import AuditEntry, Note
 from idemdash.dashboard.schemas.common import (
     CURSOR_TEXT,
@@ -23,21 +24,18 @@ from idemdash.dashboard.schemas.examples import ACTOR, KEY, KEY_DETAIL, OUTBOX_R
 
 KeysCursor = Annotated[str, CURSOR_TEXT, cursor_of("keys")]
 
-Status = Literal["stuck", "needs_review", "processing", "succeeded", "failed_retryable", "failed_final"]
-Suggested = Literal["already_succeeded", "safe_to_retry", "needs_review", "abandoned"]
-KeyState = Literal["processing", "succeeded", "failed_retryable", "failed_final"]
 
 
 class KeyFilterQuery(Query):
     """A key list's tab and filters (the list, and its breakdown by scope and worker)."""
 
-    status: Status = Field("stuck", description="Which keys: a state tab.")
+    status: KeyListStatus = Field("stuck", description="Which keys: a state tab.")
     scope: Name | None = Field(None, description="Only this scope (the whole name).")
     claimed_by: Name | None = Field(None, description="Only keys last claimed by this worker (the whole name).")
     min_attempts: int | None = Field(None, ge=1, le=1_000_000, description="attempt_count at least this.")
     overdue: Duration | None = Field(None, description="Lease ended at least this long ago (stuck, needs_review "
                                                        "and processing only).")
-    suggested: Suggested | None = Field(None, description="Only stuck keys whose suggested outcome is this "
+    suggested: Outcome | None = Field(None, description="Only stuck keys whose suggested outcome is this "
                                                           "(stuck only).")
     updated_within: Duration | None = Field(None, description="Only keys whose last change (updated_at) is at most "
                                                              "this long ago, such as 24h (succeeded, "
@@ -82,7 +80,7 @@ class KeyColumns(Answer):
 
     scope: str
     key: str
-    status: KeyState
+    status: KeyStatus
     request_hash: str
     claimed_by: str | None
     claimed_at: datetime | None
@@ -125,7 +123,7 @@ class Matching(Answer):
 
 
 class SuggestionGroup(Answer):
-    suggested: Suggested
+    suggested: Outcome
     keys: int = Field(description="Stuck keys with this suggested outcome among those read (at most "
                                   "suggestions_cap, most overdue first).")
     more: bool = Field(description="More stuck keys match the other filters than were read: keys is a lower bound.")
@@ -133,7 +131,7 @@ class SuggestionGroup(Answer):
 
 class NotApplied(Answer):
     filter: Literal["overdue", "suggested", "updated_within"]
-    applies_to: list[Status] = Field(description="The tabs (status) the filter means something on.")
+    applies_to: list[KeyListStatus] = Field(description="The tabs (status) the filter means something on.")
 
 
 class ScopeCount(Answer):
@@ -153,7 +151,7 @@ class KeyBreakdown(Answer):
         "by_worker": [{"worker": "api-3", "count": 19}, {"worker": "api-1", "count": 4}],
         "as_of": "2026-11-24T21:47:48.149746+00:00", "not_applied": []}]})
 
-    status: Status
+    status: KeyListStatus
     total: int = Field(description="Keys of the tab matching every filter, broken down (0 when too_many).")
     too_many: bool = Field(description="More than cap keys match: not broken down (by_scope, by_worker empty).")
     cap: int = Field(description="The most keys a breakdown reads.")
@@ -187,7 +185,7 @@ class KeyList(Answer):
     next_cursor: str | None
     prev_cursor: str | None
     order: Literal["asc", "desc"]
-    counts: dict[Status, TabCount] = Field(description="Every state tab's count, over every scope.")
+    counts: dict[KeyListStatus, TabCount] = Field(description="Every state tab's count, over every scope.")
     count_cap: int
     matching: Matching
     suggestions: list[SuggestionGroup] = Field(description="The stuck tab: stuck keys matching the other "
@@ -211,7 +209,7 @@ class OutboxEvent(Answer):
 
 
 class Suggestion(Answer):
-    to: Suggested | None = Field(description="The outcome the evidence points to, or null (not stuck).")
+    to: Outcome | None = Field(description="The outcome the evidence points to, or null (not stuck).")
     evidence: list[str]
 
 

@@ -6,11 +6,11 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from idemdash.core.statuses import REVIEW_HOLDER, PurgeOutcome
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
 from idemdash.dashboard.schemas.examples import AS_OF, PURGE_RUN, RUNNING_PURGE, without_pacing
 
 TrendRange = Literal["1h", "6h", "24h", "7d"]
-PurgeOutcome = Literal["running", "succeeded", "failed", "skipped", "budget_exhausted", "cancelled"]
 
 
 class OverviewQuery(Query):
@@ -156,12 +156,12 @@ class Overview(Answer):
         "definitions": {
             "stuck": "status = 'processing' and locked_until < now(), or locked_until is NULL and claimed_at older "
                      "than 300 s",
-            "needs_review": "status = 'processing' and claimed_by = 'idemdash:needs_review': held for review by an "
+            "needs_review": f"status = 'processing' and claimed_by = '{REVIEW_HOLDER}': held for review by an "
                             "operator (a hold that ended is counted in stuck too)",
             "failed_final_24h": "status = 'failed_final' and updated_at within the last 24 hours",
             "succeeded_24h": "status = 'succeeded' and updated_at within the last 24 hours",
-            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest with attempt_count < 3 "
-                              "(not likely poison)",
+            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest with attempt_count "
+                              "< 3 (not likely poison)",
             "outbox.poison": "pending outbox rows with attempt_count >= 3 (likely poison), counted apart from the lag",
             "inbox.rows_24h": "inbox rows with processed_at within the last 24 hours",
             "trends.points": "metric snapshots of the range (range: 1h, 6h, 24h or 7d; window_hours), oldest first, "

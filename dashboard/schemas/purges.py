@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, WithJsonSchema
 
+from idemdash.core.statuses import PurgeOutcome
 from idemdash.dashboard.schemas.common import (
     BLANK,
     CURSOR_TEXT,
@@ -31,11 +32,11 @@ PurgesCursor = Annotated[str, CURSOR_TEXT, cursor_of("purges")]
 REFERENCE_TABLES = ("keys", "inbox", "outbox")
 PURGE_TABLE_FORMAT = "idemdash-purge-table"
 PurgeTable = Annotated[str, Field(pattern=r"^[a-z][a-z_]{0,39}$"), WithJsonSchema({
-    "type": "string", "format": PURGE_TABLE_FORMAT, "pattern": r"^[a-z][a-z_]{0,39}$", "examples": list(REFERENCE_TABLES),
+    "type": "string", "format": PURGE_TABLE_FORMAT, "pattern": r"^[a-z][a-z_]{0,39}$",
+    "examples": list(REFERENCE_TABLES),
     "description": "One of the tables GET /api/v1/purges lists under tables: keys, inbox or outbox; on a database of "
                    "another library's profile, the role of one of its purgeable tables (outbox, inbox, keys, "
                    "archive). Another name is a 400 naming those the database has."})]
-PurgeOutcome = Literal["running", "succeeded", "failed", "skipped", "budget_exhausted", "cancelled"]
 PartitionAction = Literal["dropped", "would_drop", "kept", "detached", "attached_again"]
 
 

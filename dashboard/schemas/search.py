@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from idemdash.core.statuses import KeyStatus
 from idemdash.dashboard.schemas.common import SAYS_SOMETHING, Answer, Name, Query
 
 MAX_QUERY = 10_000   # keys are arbitrary text; a primary-key entry holds at most about 2,700 bytes anyway
@@ -30,7 +31,7 @@ class SearchPageQuery(SearchQuery):
 class SearchHit(Answer):
     scope: str
     key: str
-    status: Literal["processing", "succeeded", "failed_retryable", "failed_final"]
+    status: KeyStatus
     claimed_by: str | None
     attempt_count: int
     locked_until: datetime | None

@@ -3,14 +3,13 @@ by the library's own definition, or said to be not recorded by it."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, PositiveInt
 
+from idemdash.core.profiles.shape import Meaning
 from idemdash.dashboard.schemas.common import CURSOR_TEXT, NO_NUL, Answer, Limit, Query, cursor_of
 from idemdash.dashboard.schemas.examples import AS_OF
-
-Meaning = Literal["pending", "in progress", "stuck", "done", "failed", "purgeable"]
 
 
 class StateCount(Answer):
@@ -99,7 +98,8 @@ Role = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z_]+$")]
 Identity = Annotated[str, Field(min_length=1, max_length=10_000, pattern=NO_NUL,
                                 description="A row's identity as a list gives it: a JSON array of the table's "
                                             "identity columns, as text.")]
-_SPRING_ROW: dict[str, Any] = {"id": "3f0c3e4a-5b7d-4e1f-9a42-0c1d2e3f4a5b", "status": "PROCESSING", "event_type": "OrderPlaced",
+_SPRING_ROW: dict[str, Any] = {"id": "3f0c3e4a-5b7d-4e1f-9a42-0c1d2e3f4a5b", "status": "PROCESSING",
+                               "event_type": "OrderPlaced",
                "listener_id": "shipping.ShippingListener.on", "completion_date": None, "completion_attempts": 1,
                "publication_date": "2026-11-24T20:47:48.351559+00:00", "last_resubmission_date": None}
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from idemdash.core.statuses import REVIEW_HOLDER, ReviewHolder
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query, Window
 
 
@@ -37,9 +38,9 @@ class Worker(Answer):
 
 
 class HeldForReview(Answer):
-    keys: int = Field(description="Keys idemdash holds for review (claimed_by 'idemdash:needs_review'): not a "
+    keys: int = Field(description=f"Keys idemdash holds for review (claimed_by '{REVIEW_HOLDER}'): not a "
                                   "worker, so not in items.")
-    holder: Literal["idemdash:needs_review"]
+    holder: ReviewHolder
     url: str
 
 
@@ -68,13 +69,13 @@ class Workers(Answer):
     model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
         "items": [_WORKER], "next_cursor": None, "as_of": "2026-11-24T21:47:48.511039+00:00", "window": "1h",
         "since": "2026-11-24T20:47:48.511039+00:00", "limit": 200, "truncated": False,
-        "held_for_review": {"keys": 2, "holder": "idemdash:needs_review", "url": "/keys?status=needs_review"},
+        "held_for_review": {"keys": 2, "holder": REVIEW_HOLDER, "url": "/keys?status=needs_review"},
         "precomputed": {},
         "definitions": {
             "window": "window=1h: failed and succeeded count the keys whose updated_at is within the last hour "
                       "(since = as_of minus the window); stuck and in flight are the processing keys now",
             "owners": "every claimed_by holding a processing key now or owning a key that failed or succeeded in "
-                      "the window; idemdash's own holder idemdash:needs_review is not a worker (held_for_review)",
+                      f"the window; idemdash's own holder {REVIEW_HOLDER} is not a worker (held_for_review)",
             "order": "most stuck first, then most failed, then by name; at most 200 (truncated: more exist)",
             "in_flight": "status = 'processing' and the lease is live",
             "stuck": "status = 'processing' and locked_until < now(), or locked_until is NULL and claimed_at older "

@@ -1,7 +1,9 @@
-"""Statements only the benchmark (``benchmarks/page_bench.py``) runs: the four textbook queries as written (docs/concepts.md, The four textbook queries), and setup."""
+"""Statements only the benchmark (``benchmarks/page_bench.py``) runs: the four textbook queries as written
+(docs/concepts.md, The four textbook queries), and setup."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import psycopg
 from psycopg import sql
@@ -88,7 +90,7 @@ def get_sample_inbox_message(conn: psycopg.Connection, tables: Tables) -> Sample
 def get_setting(conn: psycopg.Connection, name: str) -> str:
     row = conn.execute(statement("get_setting"), {"name": name}).fetchone()
     assert row is not None
-    return row[0]
+    return cast(str, row[0])
 
 
 def alter_system_set(conn: psycopg.Connection, name: str, value: str) -> None:

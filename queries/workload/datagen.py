@@ -7,6 +7,7 @@ seed writes the same data.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import psycopg
 from psycopg import sql
@@ -70,7 +71,7 @@ def count_missing_app_tables(conn: psycopg.Connection, tables: Tables) -> int:
              for name in ("keys", "inbox", "outbox")}
     row = conn.execute(statement("count_missing_app_tables"), names).fetchone()
     assert row is not None
-    return row[0]
+    return cast(int, row[0])
 
 
 def status_type(conn: psycopg.Connection, tables: Tables) -> sql.Composable:
