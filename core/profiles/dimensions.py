@@ -25,7 +25,7 @@ panel's place: never 0, never a 404. Pages never branch on a profile's name.
 """
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import Profile, Table
+from idemdash.core.profiles.shape import Profile, Table, Time
 
 ROLES = ("keys", "outbox", "inbox")
 DIMENSIONS = ("group", "owner", "attempts", "lease", "payload", "error", "decisions", "suppression")
@@ -75,3 +75,8 @@ def no_table(chosen: Profile, role: str) -> str:
     """The words a page for ``role`` shows where the library has no such table."""
     tables = ", ".join(f"{t.name} ({t.role})" for t in chosen.tables)
     return f"{chosen.library} has no {role} table: its tables are {tables}"
+
+
+def done_time(table: Table | None) -> Time | None:
+    """The time ``table`` records when the library finished a row (what "done in 24 h" counts by), or None."""
+    return next((t for t in table.times if t.done), None) if table is not None else None

@@ -1,0 +1,207 @@
+"""The on-call pages on a database of every profile (the one model, dashboard/one_model.py): `/`, `/keys`, `/outbox`,
+`/outbox/poison`, `/inbox` and their JSON answer 200 on another library's tables, each number by the library's own
+states (the counts /api/v1/tables gives), and a panel the library cannot fill says so in words, never 0."""
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from bs4 import BeautifulSoup
+
+from tests import library_ddl as ddl
+from tests.test_browser_profiles import CASES as SEEDED
+from tests.test_browser_profiles import ZONES
+from tests.test_custom_shapes import SHAPE, TABLE
+from tests.test_detect import CASES, IDS, _create_case
+from tests.test_profile_pages import SPRING_COUNTS, SPRING_ROWS
+
+ROUTES = ("/", "/api/v1/overview", "/keys", "/api/v1/keys", "/outbox", "/api/v1/outbox", "/outbox/poison",
+          "/api/v1/outbox/poison", "/inbox", "/api/v1/inbox")
+FIELDS = {"stuck": "stuck", "in progress": "in_progress", "pending": "pending", "failed": "failed", "done": "done"}
+
+
+@pytest.fixture(autouse=True)
+def _no_config(monkeypatch):
+    monkeypatch.delenv("IDEMDASH_CONFIG", raising=False)
+
+
+def _tables_counts(client) -> dict[str, dict[str, int | None]]:
+    """Each role's count of each meaning as /api/v1/tables gives it (the library's own states); None: not recorded."""
+    answer = client.get("/api/v1/tables").get_json()
+    return {t["role"]: {s["meaning"]: s["count"] if s["recorded"] else None for s in t["states"]}
+            for t in answer["tables"] if t["name"]}
+
+
+def _assert_overview_matches_tables(client) -> dict:
+    overview = client.get("/api/v1/overview").get_json()
+    counts = _tables_counts(client)
+    for role in overview["roles"]:
+        if role["no_table"]:
+            assert role["role"] not in counts and role["table"] is None
+            assert all(v == role["no_table"] for v in role["not_recorded"].values())
+            continue
+        for meaning, field in FIELDS.items():
+            assert role[field] == counts[role["role"]][meaning], (role["role"], meaning)
+            if counts[role["role"]][meaning] is None:
+                assert role["not_recorded"][field].endswith("not recorded by " + overview["library"])
+    return overview
+
+
+def test_a_spring_modulith_database_gets_the_overview_the_lists_and_a_rows_page_in_a_zone_that_is_not_utc(
+        make_app, empty_database_url):
+    _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(SPRING_ROWS)
+        conn.execute("UPDATE modulith.event_publication SET completion_attempts = 4 WHERE status = 'PUBLISHED'")
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET timezone = 'Asia/Tokyo'")
+    client = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith", INBOX_RETENTION_DAYS=1,
+                      OUTBOX_RETENTION_DAYS=1, DEFAULT_LEASE_SECONDS=300).test_client()
+    for path in ROUTES:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.data[:300])
+    overview = _assert_overview_matches_tables(client)
+    keys, outbox, inbox = overview["roles"]
+    assert {f: outbox[f] for f in FIELDS.values()} == {f: SPRING_COUNTS[m] for m, f in FIELDS.items()}
+    # the fresh PUBLISHED row was tried 4 times: likely poison, apart; the lag is the stale PROCESSING row's hour
+    assert (outbox["poison"], outbox["done_24h"]) == (1, 1)
+    assert 3500 < outbox["lag_seconds"] < 3700 and outbox["poison_oldest_seconds"] < 60
+    assert keys["no_table"].startswith("Spring Modulith event publication registry has no keys table")
+    assert inbox["no_table"] and keys["stuck"] is None
+    soup = BeautifulSoup(client.get("/").data, "html.parser")
+    assert soup.select_one("[data-metric='outbox.stuck']").get_text() == "1"
+    assert soup.select_one("[data-metric='outbox.poison']").get_text() == "1"
+    assert "has no keys table" in soup.select_one("[data-no-table]").get_text()
+    assert [a.get_text() for a in soup.select("nav[aria-label=Pages] a")] == [
+        "Overview", "Outbox", "Audit", "Purges", "Health", "Tables"]
+    assert "spring-modulith · read-only" in soup.select_one("header").get_text()
+    # the outbox: pending rows by the library's states, the poison one listed apart; a row's own page by its uuid
+    pending = client.get("/api/v1/outbox").get_json()
+    assert [i["row"]["status"] for i in pending["items"]] == ["PROCESSING", "PUBLISHED"]
+    assert pending["not_recorded"]["group"].startswith("a group per row is not recorded by Spring Modulith")
+    [poison] = client.get("/api/v1/outbox/poison").get_json()["items"]
+    assert poison["row"]["status"] == "PUBLISHED"
+    [row_id] = json.loads(poison["identity"])
+    row = client.get(f"/api/v1/outbox/{row_id}")
+    assert row.status_code == 200 and row.get_json()["row"]["status"] == "PUBLISHED"
+    assert client.get(f"/outbox/{row_id}").status_code == 200
+    missing = client.get("/api/v1/outbox/00000000-0000-0000-0000-000000000000")
+    assert missing.status_code == 404
+    # keyset pages: one row a page, then the next, none twice
+    first = client.get("/api/v1/outbox?state=done&limit=2").get_json()
+    second = client.get(f"/api/v1/outbox?state=done&limit=2&cursor={first['next_cursor']}").get_json()
+    assert len(first["items"]) == 2 and len(second["items"]) == 1 and second["next_cursor"] is None
+    assert not {i["identity"] for i in first["items"]} & {i["identity"] for i in second["items"]}
+    # dates as people read them: how long ago, the absolute time on hover
+    page = BeautifulSoup(client.get("/outbox").data, "html.parser")
+    assert page.select("table.library-rows time[data-rel]") and "T" not in page.select_one("time[data-rel]").get_text()
+    # writes of the reference tables' actions stay refused
+    assert client.post("/api/v1/keys/reclassify", json={"scope": "s", "key": "k", "to": "safe_to_retry",
+                                                        "reason": "r"}).status_code == 403
+
+
+@pytest.mark.system  # a second each, thirteen shapes
+@pytest.mark.parametrize(("name", "version", "default_schema", "statements", "tables"), CASES, ids=IDS)
+def test_every_profile_answers_every_on_call_route_with_its_own_tables(make_app, empty_database_url, name, version,
+                                                                       default_schema, statements, tables):
+    _create_case(empty_database_url, default_schema, statements)
+    overrides = {"OUTBOX_TABLE": tables["outbox"]} if name == "nservicebus" else {}
+    client = make_app(empty_database_url, PROFILE=name, **overrides).test_client()
+    for path in ROUTES:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.data[:300])
+    overview = _assert_overview_matches_tables(client)
+    assert overview["problem"] is None and [r["role"] for r in overview["roles"]] == ["keys", "outbox", "inbox"]
+    for role in overview["roles"]:
+        assert role["table"] == tables.get(role["role"]) and bool(role["no_table"]) == (role["role"] not in tables)
+    # a role the library has no table for: its page says so
+    keys = client.get("/api/v1/keys").get_json()
+    assert (keys["no_table"] is None) == ("keys" in tables)
+    if "keys" not in tables:
+        assert "has no keys table" in BeautifulSoup(client.get("/keys").data, "html.parser").get_text()
+    # a key by scope and key: 404 where there is none (or where one column tells keys apart: naming the row's page)
+    missing = client.get("/api/v1/keys/1/k")
+    assert missing.status_code == 404 and missing.get_json()["error"]
+    assert client.get("/keys/1/k").status_code == 404
+
+
+CUSTOM_COUNTS = {"pending": 2, "in progress": 2, "stuck": 1, "done": 2, "failed": 1}
+
+
+def test_a_custom_shape_gets_the_on_call_pages_with_its_own_states(make_app, empty_database_url, tmp_path):
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(TABLE)
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET timezone = 'America/St_Johns'")
+    path = tmp_path / "idemdash.toml"
+    path.write_text(SHAPE.format(url=empty_database_url))
+    client = make_app(None, CONFIG=str(path), DATABASE_URL="", OUTBOX_RETENTION_DAYS=30).test_client()
+    for route in ROUTES:
+        response = client.get(route)
+        assert response.status_code == 200, (route, response.data[:300])
+    overview = _assert_overview_matches_tables(client)
+    outbox = overview["roles"][1]
+    assert {m: outbox[f] for m, f in FIELDS.items()} == CUSTOM_COUNTS
+    # the shape names a done time: one row sent a day ago is done in 24 h... and none since; no attempts column
+    assert outbox["done_24h"] == 0 and outbox["poison"] is None
+    assert outbox["not_recorded"]["poison"] == \
+        "attempts is not recorded by the payments service's outbox for its outbox table"
+    soup = BeautifulSoup(client.get("/").data, "html.parser")
+    assert "attempts is not recorded by the payments service's outbox" in \
+        soup.select_one("[data-not-recorded='outbox.poison']").get_text()
+    poison = client.get("/api/v1/outbox/poison").get_json()
+    assert (poison["recorded"], poison["items"]) == (False, [])
+    # its stuck row on the outbox's stuck tab; its row page by the identity
+    stuck = client.get("/api/v1/outbox?state=stuck").get_json()["items"]
+    assert [i["identity"] for i in stuck] == ["[3]"]
+    assert client.get("/api/v1/outbox/5f2d5a5e-0000-0000-0000-000000000000").status_code == 404
+
+
+@pytest.mark.system  # a second or two each, eleven libraries
+@pytest.mark.parametrize(("name", "schema", "statements", "rows", "follow", "count"), SEEDED,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(SEEDED)])
+def test_each_librarys_rows_in_every_state_are_counted_by_its_own_definitions_on_every_page(
+        make_app, empty_database_url, name, schema, statements, rows, follow, count):
+    _create_case(empty_database_url, schema, statements)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(rows)
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET timezone = 'Asia/Tokyo'")
+    zone = {"LIBRARY_TIMEZONE": ZONES[name]} if name in ZONES else {}
+    client = make_app(empty_database_url, PROFILE=name, DEFAULT_LEASE_SECONDS=300, **zone).test_client()
+    for path in ROUTES:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.data[:300])
+    overview = _assert_overview_matches_tables(client)
+    counts = _tables_counts(client)
+    role, meaning = follow
+    assert counts[role][meaning] == count
+    by_role = {r["role"]: r for r in overview["roles"]}
+    if role in by_role:
+        assert by_role[role][FIELDS.get(meaning, "done")] == count or meaning not in FIELDS
+    # each list shows exactly the rows of each meaning the library records (all of them: fewer than a page)
+    for listed, api in (("keys", "/api/v1/keys"), ("outbox", "/api/v1/outbox")):
+        for state, n in counts.get(listed, {}).items():
+            if n is None or state == "purgeable":
+                continue
+            items = client.get(api, query_string={"state": state}).get_json()["items"]
+            assert len(items) == n, (listed, state)
+            shown = BeautifulSoup(client.get(api.replace("/api/v1", ""), query_string={"state": state}).data,
+                                  "html.parser")
+            assert len(shown.select("table.library-rows tbody tr")) == n
+    # the likely poison rows: as many listed as the overview counts
+    outbox = by_role["outbox"]
+    poison = client.get("/api/v1/outbox/poison").get_json()
+    assert poison["recorded"] == (outbox["poison"] is not None)
+    assert len(poison["items"]) == (outbox["poison"] or 0)
+    if not poison["recorded"]:
+        assert "not recorded by" in poison["note"] or "table" in poison["note"]
+    # the overview's HTML shows the same numbers, and says what the library does not record
+    soup = BeautifulSoup(client.get("/").data, "html.parser")
+    for r in overview["roles"]:
+        for field, value in ((f, r[f]) for f in (*FIELDS.values(), "poison", "done_24h") if f != "done"):
+            cell = soup.select_one(f"[data-metric='{r['role']}.{field}']")
+            if value is not None:
+                assert cell is not None and cell.get_text() == f"{value:,}", (r["role"], field)
+        for field, words in r["not_recorded"].items():
+            if not r["no_table"] and field != "done":  # done: said on the done in 24 h card
+                slug = {"in_progress": "in-progress", "done_24h": "done-24h"}.get(field, field)
+                assert words in soup.select_one(f"#card-{r['role']}-{slug}").get_text(" ", strip=True)
