@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from idemdash.core.profiles.dimensions import ROLES
+from idemdash.core.profiles.dimensions import ROLES, no_tables, role_table
 from idemdash.dashboard import panels, trends
 from idemdash.dashboard.one_model import chosen
 from idemdash.dashboard.profile_numbers import definitions, role_panel
@@ -41,7 +41,13 @@ def read() -> tuple[schema.ProfileOverview, list]:
 
 def page():
     answer, points = read()
-    return render("profile_overview.html", "overview_panel", report=answer, charts=trends.charts(points))
+    model = chosen(get_target().settings)
+    none = tuple(r for r in ROLES if role_table(model, r) is None)
+    # the roles the library has no table for, in one sentence; an optional table not here, each in its own
+    absent = [no_tables(model, none)] if none else []
+    absent += [r.no_table for r in answer.roles if r.no_table and r.role not in none]
+    return render("profile_overview.html", "overview_panel", report=answer, charts=trends.charts(points),
+                  absent=absent)
 
 
 def api() -> schema.ProfileOverview:

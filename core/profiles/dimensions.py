@@ -73,8 +73,13 @@ def not_recorded(chosen: Profile, dimension: str, role: str | None = None) -> st
 
 def no_table(chosen: Profile, role: str) -> str:
     """The words a page for ``role`` shows where the library has no such table."""
+    return no_tables(chosen, (role,))
+
+
+def no_tables(chosen: Profile, roles: tuple[str, ...]) -> str:
+    """The same for several roles at once (an overview names every role the library has no table for once)."""
     tables = ", ".join(f"{t.name} ({t.role})" for t in chosen.tables)
-    return f"{chosen.library} has no {role} table: its tables are {tables}"
+    return f"{chosen.library} has no {' or '.join(roles)} table: its tables are {tables}"
 
 
 def done_time(table: Table | None) -> Time | None:
