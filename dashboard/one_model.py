@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from idemdash.core.profiles import profile
+from idemdash.core.profiles import DEFAULT, profile
 from idemdash.core.profiles.dimensions import ROLES, records, role_table
 from idemdash.core.profiles.shape import Profile, Table
 
@@ -37,10 +37,10 @@ def header(settings: Any) -> dict[str, Any]:
     """What base.html shows for the database's tables: whether the pages of the reference tables' decisions (search,
     hotspots, suppression, workers, runbooks) apply, the role pages in the nav, and the badge naming whose tables
     these are when an operator's decisions are not recorded."""
-    model = chosen(settings)
+    model = chosen(settings if settings and settings.get("PROFILE") else {"PROFILE": DEFAULT})
     keys = role_table(model, "keys")
     decisions = records(keys, "decisions")
-    actions = settings.get("LIBRARY_ACTIONS") or ""
+    actions = (settings or {}).get("LIBRARY_ACTIONS") or ""
     badge = None if decisions or any(records(t, "decisions") for t in model.tables) else \
         {"text": f"{model.name} · {actions.replace(',', ', ') if actions else 'read-only'}", "actions": bool(actions)}
     return {"decisions_recorded": decisions,

@@ -122,10 +122,11 @@ def list_group_volumes(conn: psycopg.Connection, found: Found, role: str, settin
     if not table.groups or not table.times or name is None:
         return None
     time = table.times[0]
-    group_filter = (statement("profile_group_contains", None, group_column=_column(found, table.groups[0]))
+    group_columns = sql.SQL(", ").join(_column(found, c) for c in table.groups)
+    group_filter = (statement("profile_group_contains", None, group_columns=group_columns)
                     if contains else statement("profile_any_row"))
     query = statement("list_profile_groups", None, table=sql.Identifier(found.schema, name),
-                      group_columns=sql.SQL(", ").join(_column(found, c) for c in table.groups),
+                      group_columns=group_columns,
                       oldest_age=_age(found, time, "profile_oldest"), newest_age=_age(found, time, "profile_newest"),
                       group_filter=group_filter)
     zone = state_params(settings, role)["library_zone"]
@@ -199,7 +200,7 @@ def read_role_numbers(conn: psycopg.Connection, settings: Mapping[str, Any], rol
                       min_attempts: int) -> ProfileNumbers:
     """Each of ``roles`` the found profile has a table for: every state's count (stored where counting live is
     slow, as /tables reads them), the pending lag without likely poison rows and those apart, and done in 24 h."""
-    read, stored = read_library_states(conn, settings)
+    read, stored = read_library_states(conn, settings, roles=roles)
     found = read.found
     if found is None:
         return ProfileNumbers(None, read.problem, ())

@@ -86,8 +86,9 @@ LIMIT %(limit)s
 ({group_column})::text = %(group)s
 
 -- profile_group_contains --
--- A row's first group column ({group_column}) contains the text asked for, any case.
-strpos(lower(({group_column})::text), lower(%(group)s)) > 0
+-- One of a row's group columns ({group_columns}: CAP's event Name and consumer Group) contains the text asked for, any case.
+EXISTS (SELECT 1 FROM jsonb_array_elements_text(jsonb_build_array({group_columns})) AS g(value)
+        WHERE strpos(lower(g.value), lower(%(group)s)) > 0)
 
 -- profile_min_attempts --
 -- A row was tried %(min_attempts)s times or more ({attempts}).

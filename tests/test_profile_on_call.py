@@ -206,3 +206,48 @@ def test_each_librarys_rows_in_every_state_are_counted_by_its_own_definitions_on
                 slug = {"in_progress": "in-progress", "done_24h": "done-24h"}.get(field, field)
                 said = soup.select_one(f"#card-{r['role']}-{slug}").get_text(" ", strip=True)
                 assert words[1:] in said and "not recorded by" in said, (words, said)
+
+
+# CAP's received rows: two consumer groups, written from the CAP host's wall clock (Asia/Kolkata)
+CAP_RECEIVED = """
+INSERT INTO cap."received" ("Id", "Version", "Name", "Group", "Content", "Retries", "Added", "ExpiresAt",
+                            "StatusName") VALUES
+  (11, 'v1', 'orders.created', 'billing', '{}', 0, (now() AT TIME ZONE 'Asia/Kolkata') - interval '3 hours',
+   (now() AT TIME ZONE 'Asia/Kolkata') + interval '1 day', 'Succeeded'),
+  (12, 'v1', 'orders.created', 'billing', '{}', 0, (now() AT TIME ZONE 'Asia/Kolkata') - interval '1 hour',
+   (now() AT TIME ZONE 'Asia/Kolkata') + interval '1 day', 'Succeeded'),
+  (13, 'v1', 'orders.created', 'shipping', '{}', 5, (now() AT TIME ZONE 'Asia/Kolkata') - interval '2 hours', NULL,
+   'Scheduled')
+"""
+
+
+def test_where_the_library_records_groups_the_outbox_filters_and_the_inbox_breaks_down_by_them(
+        make_app, empty_database_url):
+    [(_, schema, statements, rows, _, _)] = [c for c in SEEDED if c[0] == "cap"]
+    _create_case(empty_database_url, schema, statements)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(rows)
+        conn.execute(CAP_RECEIVED)
+        conn.execute(f"ALTER DATABASE {conn.info.dbname} SET timezone = 'Asia/Tokyo'")
+    client = make_app(empty_database_url, PROFILE="cap", LIBRARY_TIMEZONE="Asia/Kolkata").test_client()
+    outbox = client.get("/api/v1/outbox?state=pending").get_json()
+    assert outbox["group_column"] == "Name" and "group" not in outbox["not_recorded"]
+    names = sorted(i["row"]["Name"] for i in outbox["items"])
+    only = client.get("/api/v1/outbox", query_string={"state": "pending", "group": "orders.created"}).get_json()
+    assert [i["row"]["Name"] for i in only["items"]] == ["orders.created"] * names.count("orders.created") != []
+    assert {tuple(g["group"]) for g in outbox["by_group"]} >= {("orders.created",)}
+    # the backlog's lag reads CAP's local times in its zone: the oldest pending orders.created row came 2 hours ago
+    [created] = [g for g in outbox["by_group"] if g["group"] == ["orders.created"]]
+    assert 7100 < created["lag_seconds"] < 7300
+    inbox = client.get("/api/v1/inbox").get_json()
+    assert inbox["group_columns"] == ["Name", "Group"]
+    by = {tuple(g["group"]): g for g in inbox["groups"]}
+    assert (by[("orders.created", "billing")]["rows"], by[("orders.created", "shipping")]["rows"]) == (2, 1)
+    assert 3500 < by[("orders.created", "billing")]["newest_seconds"] < 3700
+    assert 10700 < by[("orders.created", "billing")]["oldest_seconds"] < 10900
+    # the shipping row was tried 5 times: likely poison, apart; the consumer filter narrows the groups
+    assert inbox["numbers"]["poison"] == 1
+    assert [g["group"] for g in client.get("/api/v1/inbox?consumer=SHIP").get_json()["groups"]] == [
+        ["orders.created", "shipping"]]
+    page = BeautifulSoup(client.get("/inbox").data, "html.parser")
+    assert len(page.select("table.profile-groups tbody tr")) == 2

@@ -194,7 +194,8 @@ class ProfilePoison(Answer):
 
 
 class ProfileInboxQuery(Query):
-    consumer: Group | None = Field(None, description="Only groups whose name contains this text (any case).")
+    consumer: Group | None = Field(None, description="Only groups one of whose values (a consumer, an event name) "
+                                                     "contains this text (any case).")
 
 
 class GroupVolume(Answer):
