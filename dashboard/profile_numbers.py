@@ -68,3 +68,13 @@ def role_panel(chosen: Profile, role: str, numbers: RoleNumbers | None) -> schem
         "poison": numbers.poison if numbers else None,
         "poison_oldest_seconds": numbers.poison_oldest_seconds if numbers else None,
         "poison_threshold": POISON_MIN_ATTEMPTS, "not_recorded": missing, "states": states})
+
+
+def other_table(chosen: Profile, numbers: RoleNumbers) -> schema.OtherTable:
+    """A table of one of the library's own roles, with the meanings it records (in the six meanings' order)."""
+    notes = {s.meaning: s.note for s in chosen.states if s.table == numbers.role}
+    return schema.OtherTable.model_validate({
+        "role": numbers.role, "table": numbers.name,
+        "states": [{"meaning": m, "count": numbers.counts[m], "recorded": True, "note": notes.get(m, ""),
+                    "computed_at": kept.computed_at if (kept := numbers.stored.get(m)) else None,
+                    "estimated": bool(kept and kept.estimated)} for m in MEANINGS if m in numbers.counts]})

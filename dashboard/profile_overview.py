@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from idemdash.core.profiles.dimensions import ROLES, no_tables, role_table
 from idemdash.dashboard import panels, trends
 from idemdash.dashboard.one_model import chosen
-from idemdash.dashboard.profile_numbers import definitions, role_panel
+from idemdash.dashboard.profile_numbers import definitions, other_table, role_panel
 from idemdash.dashboard.schemas import profile_pages as schema
 from idemdash.dashboard.schemas.overview import LastPurge, OverviewTrendPoint
 from idemdash.dashboard.targets import get_target
@@ -23,7 +23,8 @@ TREND_HOURS = 24
 def read() -> tuple[schema.ProfileOverview, list]:
     target = get_target()
     model = chosen(target.settings)
-    numbers = panels.require(panels.load(read_role_numbers, target.settings, ROLES, POISON_MIN_ATTEMPTS))
+    roles = (*ROLES, *(t.role for t in model.tables if t.role not in ROLES))
+    numbers = panels.require(panels.load(read_role_numbers, target.settings, roles, POISON_MIN_ATTEMPTS))
     by_role = {n.role: n for n in numbers.roles}
     # idemdash's own tables (purge runs, snapshots) exist once `idemdash migrate` ran here: without, not read
     purges = panels.load(overview.list_recent_purge_runs)
@@ -32,6 +33,7 @@ def read() -> tuple[schema.ProfileOverview, list]:
     answer = schema.ProfileOverview(
         database=target.name, profile=model.name, library=model.library, problem=numbers.problem,
         roles=[role_panel(model, role, by_role.get(role)) for role in ROLES] if numbers.found else [],
+        other_tables=[other_table(model, n) for n in numbers.roles if n.role not in ROLES and n.name],
         last_purges=[LastPurge.model_validate(r) for r in purges.value] if purges.ok and purges.value is not None
         else None,
         trends=[OverviewTrendPoint.model_validate(p) for p in points],

@@ -251,3 +251,22 @@ def test_where_the_library_records_groups_the_outbox_filters_and_the_inbox_break
         ["orders.created", "shipping"]]
     page = BeautifulSoup(client.get("/inbox").data, "html.parser")
     assert len(page.select("table.profile-groups tbody tr")) == 2
+
+
+def test_the_librarys_tables_of_its_own_roles_are_on_the_overview_with_what_they_record(make_app, empty_database_url):
+    """Wolverine records failures in its dead letters, not in its envelopes: the overview says so beside them."""
+    [(_, schema, statements, rows, _, _)] = [c for c in SEEDED if c[0] == "wolverine"]
+    _create_case(empty_database_url, schema, statements)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(rows)
+    client = make_app(empty_database_url, PROFILE="wolverine", DEFAULT_LEASE_SECONDS=300).test_client()
+    overview = client.get("/api/v1/overview").get_json()
+    others = {o["role"]: {s["meaning"]: s["count"] for s in o["states"]} for o in overview["other_tables"]}
+    counts = _tables_counts(client)
+    assert others["dead_letters"] == {m: n for m, n in counts["dead_letters"].items() if n is not None}
+    assert overview["roles"][1]["not_recorded"]["failed"] == "failed is not recorded by Wolverine durable messaging " \
+                                                             "(PostgreSQL)"
+    soup = BeautifulSoup(client.get("/").data, "html.parser")
+    link = soup.select_one("[data-other='dead_letters.failed']")
+    assert link.get_text(" ", strip=True) == f"{counts['dead_letters']['failed']} failed"
+    assert link["href"].endswith("/tables/dead_letters?state=failed")

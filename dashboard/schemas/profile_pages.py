@@ -90,6 +90,14 @@ class RolePanel(Answer):
     states: list[MeaningCount] = Field(description="The six meanings, in the same order for every table.")
 
 
+class OtherTable(Answer):
+    """A table of a role of the library's own (Wolverine's dead letters, Spring Modulith's archive): its states."""
+
+    role: str
+    table: str
+    states: list[MeaningCount] = Field(description="The meanings the library records for it.")
+
+
 class ProfileOverview(Answer):
     """The overview of a database whose tables are another library's (no operator decisions recorded)."""
 
@@ -97,6 +105,9 @@ class ProfileOverview(Answer):
         **_HEAD, "problem": None,
         "roles": [ABSENT_PANEL, OUTBOX_PANEL, {**ABSENT_PANEL, "role": "inbox", "no_table": _NO_KEYS.replace(
             "keys table", "inbox table"), "not_recorded": {}}],
+        "other_tables": [{"role": "archive", "table": "event_publication_archive", "states": [
+            {"meaning": "purgeable", "count": 1, "recorded": True, "note": "completed before the retention",
+             "computed_at": None, "estimated": False}]}],
         "last_purges": [without_pacing(PURGE_RUN)], "trends": [],
         "definitions": {"lag_seconds": "age of the oldest pending row with fewer than 3 attempts (not likely poison)"},
         "as_of": AS_OF}]})
@@ -107,6 +118,8 @@ class ProfileOverview(Answer):
     problem: str | None = Field(description="Why the library's tables were not found where the configuration "
                                             "points; the roles are then empty.")
     roles: list[RolePanel] = Field(description="keys, outbox and inbox, in that order.")
+    other_tables: list[OtherTable] = Field(description="The library's tables of other roles found here (dead "
+                                                       "letters, an archive, nodes), with the meanings it records.")
     last_purges: list[LastPurge] | None = Field(description="The newest purge runs; null: none can be read (no "
                                                             "idemdash schema in this database yet).")
     trends: list[OverviewTrendPoint] = Field(description="Metric snapshots of the last 24 h where stored; empty: "
