@@ -48,6 +48,7 @@ def _assert_overview_matches_tables(client) -> dict:
     return overview
 
 
+@pytest.mark.system  # every route, a second and a half
 def test_a_spring_modulith_database_gets_the_overview_the_lists_and_a_rows_page_in_a_zone_that_is_not_utc(
         make_app, empty_database_url):
     _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
@@ -128,6 +129,7 @@ def test_every_profile_answers_every_on_call_route_with_its_own_tables(make_app,
 CUSTOM_COUNTS = {"pending": 2, "in progress": 2, "stuck": 1, "done": 2, "failed": 1}
 
 
+@pytest.mark.system  # every route, a second and a half
 def test_a_custom_shape_gets_the_on_call_pages_with_its_own_states(make_app, empty_database_url, tmp_path):
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(TABLE)
@@ -270,3 +272,25 @@ def test_the_librarys_tables_of_its_own_roles_are_on_the_overview_with_what_they
     link = soup.select_one("[data-other='dead_letters.failed']")
     assert link.get_text(" ", strip=True) == f"{counts['dead_letters']['failed']} failed"
     assert link["href"].endswith("/tables/dead_letters?state=failed")
+
+
+def test_a_key_of_a_library_told_apart_by_two_columns_opens_by_scope_and_key(make_app, empty_database_url):
+    """Brandur's keys are told apart by (user_id, idempotency_key): `/keys/<scope>/<key>` is that row's page."""
+    [(_, schema, statements, rows, _, _)] = [c for c in SEEDED if c[0] == "brandur"]
+    _create_case(empty_database_url, schema, statements)
+    with psycopg.connect(empty_database_url, autocommit=True) as conn:
+        conn.execute(rows)
+        user_id, key = conn.execute("SELECT user_id, idempotency_key FROM public.idempotency_keys "
+                                    "ORDER BY id LIMIT 1").fetchone()
+    client = make_app(empty_database_url, PROFILE="brandur", DEFAULT_LEASE_SECONDS=300).test_client()
+    found = client.get(f"/api/v1/keys/{user_id}/{key}")
+    assert found.status_code == 200
+    assert (found.get_json()["identity"], found.get_json()["row"]["idempotency_key"]) == (
+        json.dumps([str(user_id), key]), key)
+    by_query = client.get("/api/v1/key", query_string={"scope": str(user_id), "key": key}).get_json()
+    assert by_query | {"as_of": None} == found.get_json() | {"as_of": None}
+    page = BeautifulSoup(client.get(f"/keys/{user_id}/{key}").data, "html.parser")
+    assert "idempotency_key" in page.get_text() and key in page.get_text()
+    missing = client.get(f"/api/v1/keys/{user_id}/no-such-key")
+    assert missing.status_code == 404 and "no row of idempotency_keys" in missing.get_json()["error"]
+    assert client.get("/api/v1/keys/not-a-number/k").status_code == 400  # its user_id is a bigint: bad input
