@@ -30,11 +30,12 @@ def answer() -> schema.ProfileInbox:
 
     numbers, groups = panels.require(panels.load(read))
     mine = next((n for n in numbers.roles if n.role == "inbox"), None)
+    # no tables where the configuration points (the problem says where detect finds them), or no inbox among them
+    absent = numbers.problem if numbers.found is None else absent_words(model, "inbox", mine)
     missing = {} if records(table, "group") else {"groups": not_recorded(model, "group", "inbox")}
     return schema.ProfileInbox(
         database=target.name, profile=model.name, library=model.library,
-        numbers=None if absent_words(model, "inbox", mine) else role_panel(model, "inbox", mine),
-        no_table=absent_words(model, "inbox", mine), consumer=consumer,
+        numbers=None if absent else role_panel(model, "inbox", mine), no_table=absent, consumer=consumer,
         group_columns=list(table.groups) if table else [],
         groups=[schema.GroupVolume(group=[None if v is None else str(v) for v in g.group_values], rows=g.rows,
                                    oldest_seconds=g.oldest_seconds, newest_seconds=g.newest_seconds)

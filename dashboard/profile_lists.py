@@ -78,12 +78,14 @@ def read_rows(role: str, *, min_attempts: int | None = None) -> dict[str, Any]:
     mine = next((n for n in numbers.roles if n.role == role), None)
     items, next_cursor = _page(rows, args.limit)
     missing = {} if records(table, "group") else {"group": not_recorded(model, "group", role)}
-    if absent_words(model, role, mine):
-        missing = {"rows": absent_words(model, role, mine) or ""}
+    # no tables where the configuration points (the problem says where detect finds them), or none of this role
+    absent = numbers.problem if numbers.found is None else absent_words(model, role, mine)
+    if absent:
+        missing = {"rows": absent}
     elif meaning not in (mine.counts if mine else {}):
         missing["state"] = f"{meaning} is not recorded by {model.library} for its {role} table"
     return {"model": model, "table": table, "numbers": numbers, "mine": mine, "meaning": meaning, "group": group,
-            "items": items, "next_cursor": next_cursor, "not_recorded": missing, "args": args,
+            "items": items, "next_cursor": next_cursor, "not_recorded": missing, "args": args, "absent": absent,
             "as_of": datetime.now(timezone.utc)}
 
 
@@ -93,7 +95,7 @@ def rows_answer(role: str, data: dict[str, Any], model_type: type[schema.Profile
     counts = mine.counts if mine else {}
     return model_type.model_validate({
         "database": get_target().name, "profile": model.name, "library": model.library, "role": role,
-        "table": mine.name if mine else None, "no_table": absent_words(model, role, mine),
+        "table": mine.name if mine else None, "no_table": data["absent"],
         "state": data["meaning"], "group": data["group"],
         "group_column": named(column(table, "group") or "", found.naming) if table and table.groups and found
         else None,
@@ -116,8 +118,7 @@ def _outbox() -> tuple[schema.ProfileOutbox, Found | None]:
         backlog = [BacklogGroup(group=[None if v is None else str(v) for v in g.group_values], rows=g.rows,
                                 lag_seconds=g.lag_seconds) for g in by_role.get("outbox", [])]
     answer = rows_answer("outbox", data, schema.ProfileOutbox,
-                         numbers=None if absent_words(model, "outbox", data["mine"])
-                         else role_panel(model, "outbox", data["mine"]),
+                         numbers=None if data["absent"] else role_panel(model, "outbox", data["mine"]),
                          by_group=backlog, by_group_columns=list(table.groups) if table else [],
                          definitions=definitions(model))
     assert isinstance(answer, schema.ProfileOutbox)
@@ -134,7 +135,8 @@ def _poison() -> tuple[schema.ProfilePoison, Found | None]:
     data = read_rows("outbox", min_attempts=POISON_MIN_ATTEMPTS) if records(table, "attempts") else None
     mine = data["mine"] if data else None
     recorded = bool(mine and mine.attempts_recorded)
-    note = None if recorded else (absent_words(model, "outbox", mine) or not_recorded(model, "attempts", "outbox"))
+    absent = data["absent"] if data else absent_words(model, "outbox", mine)
+    note = None if recorded else (absent or not_recorded(model, "attempts", "outbox"))
     return schema.ProfilePoison(
         database=get_target().name, profile=model.name, library=model.library,
         table=mine.name if mine else None, poison_threshold=POISON_MIN_ATTEMPTS, recorded=recorded, note=note,

@@ -127,6 +127,10 @@ def test_tables_missing_where_the_configuration_points_say_where_detect_finds_th
                                         "(event_publication (outbox)) with the library's columns in schema public")
     assert "finds them in schema modulith (set app_schema)" in answer["problem"]
     assert "finds them in schema modulith" in BeautifulSoup(client.get("/").data, "html.parser").get_text()
+    # the on-call pages say the same, each in its panel's place
+    assert "finds them in schema modulith" in client.get("/api/v1/outbox").get_json()["no_table"]
+    assert "finds them in schema modulith" in BeautifulSoup(client.get("/outbox").data, "html.parser").get_text()
+    assert "finds them in schema modulith" in client.get("/api/v1/inbox").get_json()["no_table"]
 
 
 def test_what_detect_prints_for_several_libraries_and_the_reference_serves_each_on_one_url(make_app,
