@@ -68,7 +68,8 @@ def read_rows(role: str, *, min_attempts: int | None = None) -> dict[str, Any]:
     group = args.group if records(table, "group") else None
 
     def read(conn: Any) -> tuple[Any, list]:
-        numbers = read_role_numbers(conn, target.settings, (role,), POISON_MIN_ATTEMPTS)
+        # the poison list shows no count: its table and attempts column only
+        numbers = read_role_numbers(conn, target.settings, (role,), POISON_MIN_ATTEMPTS, count=min_attempts is None)
         state = _state(model, numbers.found, role, meaning)
         rows = list_narrowed_rows(conn, numbers.found, state, target.settings, group=group, min_attempts=min_attempts,
                                   after=after, limit=args.limit + 1) if state and numbers.found else []
@@ -82,7 +83,7 @@ def read_rows(role: str, *, min_attempts: int | None = None) -> dict[str, Any]:
     absent = numbers.problem if numbers.found is None else absent_words(model, role, mine)
     if absent:
         missing = {"rows": absent}
-    elif meaning not in (mine.counts if mine else {}):
+    elif min_attempts is None and meaning not in (mine.counts if mine else {}):
         missing["state"] = f"{meaning} is not recorded by {model.library} for its {role} table"
     return {"model": model, "table": table, "numbers": numbers, "mine": mine, "meaning": meaning, "group": group,
             "items": items, "next_cursor": next_cursor, "not_recorded": missing, "args": args, "absent": absent,

@@ -19,6 +19,7 @@ from idemdash.core.profiles.shape import (
     DONE,
     EPOCH_MS,
     LOCAL_TIMESTAMP,
+    MEANINGS,
     PENDING,
     TIMESTAMPTZ,
     UTC_TIMESTAMP,
@@ -197,10 +198,17 @@ class ProfileNumbers:
 
 
 def read_role_numbers(conn: psycopg.Connection, settings: Mapping[str, Any], roles: tuple[str, ...],
-                      min_attempts: int) -> ProfileNumbers:
+                      min_attempts: int, *, count: bool = True) -> ProfileNumbers:
     """Each of ``roles`` the found profile has a table for: every state's count (stored where counting live is
-    slow, as /tables reads them), the pending lag without likely poison rows and those apart, and done in 24 h."""
-    read, stored = read_library_states(conn, settings, roles=roles)
+    slow, as /tables reads them), the pending lag without likely poison rows and those apart, and done in 24 h.
+    ``count=False``: the tables found and which states they record, nothing counted (a list that shows no number)."""
+    read, stored = read_library_states(conn, settings, MEANINGS if count else (), roles=roles)
+    if not count and read.found is not None:
+        return ProfileNumbers(read.found, None, tuple(
+            RoleNumbers(role=role, name=read.found.table(role), counts={}, stored={}, lag_seconds=None, poison=None,
+                        poison_oldest_seconds=None, done_24h=None,
+                        attempts_recorded=attempts_column(conn, read.found, role) is not None)
+            for role in roles if read.found.table(role) is not None))
     found = read.found
     if found is None:
         return ProfileNumbers(None, read.problem, ())
