@@ -294,3 +294,21 @@ def test_a_key_of_a_library_told_apart_by_two_columns_opens_by_scope_and_key(mak
     missing = client.get(f"/api/v1/keys/{user_id}/no-such-key")
     assert missing.status_code == 404 and "no row of idempotency_keys" in missing.get_json()["error"]
     assert client.get("/api/v1/keys/not-a-number/k").status_code == 400  # its user_id is a bigint: bad input
+
+
+def test_the_overview_shows_the_trends_and_purges_stored_in_the_librarys_database(make_app, database_url):
+    """A library's tables beside idemdash's own schema (migrated): its stored snapshots and purge runs are shown."""
+    _create_case(database_url, "modulith", [ddl.SPRING_MODULITH_V2])
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(SPRING_ROWS)
+        conn.execute("""INSERT INTO idemdash.metric_snapshot (taken_at, stuck_keys, processing_keys,
+                            failed_retryable_keys, failed_final_keys_24h, outbox_pending, outbox_lag_seconds,
+                            inbox_rows_24h, rows_purged)
+                        SELECT now() - g * interval '10 minutes', g, 0, 0, 0, 2, 60, 0, 0
+                        FROM generate_series(1, 3) g""")
+    client = make_app(database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith").test_client()
+    overview = client.get("/api/v1/overview").get_json()
+    assert [p["stuck_keys"] for p in overview["trends"]] == [3, 2, 1] and overview["last_purges"] == []
+    soup = BeautifulSoup(client.get("/").data, "html.parser")
+    assert soup.select("figure.spark-card") and not soup.select("[data-trends-empty]")
+    assert "No purge has run yet" in soup.get_text()
