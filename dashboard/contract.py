@@ -63,24 +63,28 @@ class Operation:
     description: str | None = None
     deprecated: bool = False
     conflict: type[BaseModel] | None = None  # the 409 body, when it carries the row as it is now
+    # the answer's other shapes: a database whose tables are another library's answers a profile-shaped model
+    also: tuple[type[BaseModel], ...] = ()
 
 
 def operation(summary: str, *, ok: type[BaseModel], status: int = 200, query: type[BaseModel] | None = None,
               body: type[BaseModel] | None = None, errors: tuple[int, ...] | None = None,
               description: str | None = None, deprecated: bool = False,
-              conflict: type[BaseModel] | None = None) -> Callable[[Callable], Callable]:
+              conflict: type[BaseModel] | None = None,
+              also: tuple[type[BaseModel], ...] = ()) -> Callable[[Callable], Callable]:
     """Declare a JSON operation. The view returns an ``ok`` model (or a Response, for an error it answers itself);
-    the model is written as the answer with ``status``."""
+    the model is written as the answer with ``status``. ``also``: the answer's other models (the profile-shaped
+    answer of a database whose tables are another library's); the document says the answer is one of them."""
     op = Operation(summary, ok, status, query, body,
                    errors if errors is not None else (ACTION_ERRORS if body is not None else READ_ERRORS),
-                   description, deprecated, conflict)
+                   description, deprecated, conflict, also)
 
     def decorate(view: Callable) -> Callable:
         @wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             result = view(*args, **kwargs)
             if isinstance(result, BaseModel):
-                if not isinstance(result, op.ok):
+                if not isinstance(result, (op.ok, *op.also)):
                     raise TypeError(f"{view.__name__} answered {type(result).__name__}, not {op.ok.__name__}")
                 response = jsonify(result.model_dump(mode="python", by_alias=True))
                 response.status_code = op.status

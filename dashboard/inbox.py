@@ -6,8 +6,9 @@ from datetime import datetime, timezone
 
 from flask import Blueprint
 
-from idemdash.dashboard import contract, panels, rollups
+from idemdash.dashboard import contract, one_model, panels, profile_inbox, rollups
 from idemdash.dashboard.schemas import inbox as schema
+from idemdash.dashboard.schemas.profile_pages import ProfileInbox
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import inbox
@@ -66,13 +67,17 @@ def _retention(overdue: bool) -> schema.Retention:
 
 @bp.get("/inbox")
 def page():
+    if not one_model.rich(get_target().settings, "inbox"):  # another library's inbox: through its profile
+        return render("profile_inbox.html", "inbox_panel", report=profile_inbox.answer())
     return render("inbox.html", "inbox_panel", **_inbox())
 
 
 @bp.get("/api/v1/inbox")
 @contract.operation("Inbox volume per consumer (1 h, 24 h, 7 d) and each consumer's oldest row against the "
-                    "retention", query=schema.InboxQuery, ok=schema.Inbox)
-def api() -> schema.Inbox:
+                    "retention", query=schema.InboxQuery, ok=schema.Inbox, also=(ProfileInbox,))
+def api() -> schema.Inbox | ProfileInbox:
+    if not one_model.rich(get_target().settings, "inbox"):
+        return profile_inbox.answer()
     data = _inbox()
     consumers = panels.require(data["consumers"])
     totals = panels.require(data["totals"])

@@ -8,8 +8,19 @@ from flask import Blueprint, abort, current_app, url_for
 
 from idemdash.core.fill_in import FillIn, fill_ins
 from idemdash.core.triage import OUTCOMES, suggest
-from idemdash.dashboard import contract, key_breakdown, key_filters, key_tabs, panels
+from idemdash.dashboard import (
+    contract,
+    key_breakdown,
+    key_filters,
+    key_tabs,
+    one_model,
+    panels,
+    profile_lists,
+    table_rows,
+)
 from idemdash.dashboard.schemas import keys as schema
+from idemdash.dashboard.schemas.profile_pages import ProfileRows
+from idemdash.dashboard.schemas.tables import Row
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import keys
@@ -65,8 +76,15 @@ def _tabs(flt: keys.KeyFilter) -> panels.Panel[list[key_tabs.Tab]]:
     return key_tabs.load(flt.status, contract.query(schema.KeyListQuery).updated_within)
 
 
+def _rich() -> bool:
+    """Whether the keys table records an operator's decisions (the reference tables): else the profile's reads."""
+    return one_model.rich(get_target().settings, "keys")
+
+
 @bp.get("/keys")
 def list_page():
+    if not _rich():
+        return profile_lists.keys_page()
     flt, ignored, limit, after, order, panel = _list_panel()
     tables = get_target().tables
     scopes = panels.load(keys.list_scopes, tables)
@@ -90,8 +108,10 @@ def list_page():
 @bp.get("/api/v1/keys")
 @contract.operation("Key list, with prev_cursor, the count of every state (exact up to count_cap), how many keys "
                     "match the filters, and the stuck keys per suggested outcome", query=schema.KeyListQuery,
-                    ok=schema.KeyList)
-def list_api() -> schema.KeyList:
+                    ok=schema.KeyList, also=(ProfileRows,))
+def list_api() -> schema.KeyList | ProfileRows:
+    if not _rich():
+        return profile_lists.rows_answer("keys", profile_lists.read_rows("keys"))
     flt, ignored, limit, after, order, panel = _list_panel()
     page = panels.require(panel)
     tabs = _tabs(flt)
@@ -172,27 +192,31 @@ def detail_page_by_query():
 
 
 def _render_detail(scope: str, key: str):
+    if not _rich():  # a library's key: its row's page, where a scope and a key tell it apart
+        return table_rows.row_page_for("keys", profile_lists.key_identity(scope, key))
     shown = contract.query(schema.KeyPageQuery)
     done, noted = shown.done, shown.noted
     return render("key.html", None, **detail_context(scope, key), done=done, noted=noted)
 
 
 @bp.get("/api/v1/keys/<scope>/<path:key>")
-@contract.operation("One key with its evidence (the key may contain '/')", ok=schema.KeyPage,
+@contract.operation("One key with its evidence (the key may contain '/')", ok=schema.KeyPage, also=(Row,),
                     errors=(*contract.READ_ERRORS, 404))
-def detail_api(scope: str, key: str) -> schema.KeyPage:
+def detail_api(scope: str, key: str) -> schema.KeyPage | Row:
     return _detail_json(scope, key)
 
 
 @bp.get("/api/v1/key")
-@contract.operation("One key, for keys a path cannot carry", query=schema.KeyRef, ok=schema.KeyPage,
+@contract.operation("One key, for keys a path cannot carry", query=schema.KeyRef, ok=schema.KeyPage, also=(Row,),
                     errors=(*contract.READ_ERRORS, 404))
-def detail_api_by_query() -> schema.KeyPage:
+def detail_api_by_query() -> schema.KeyPage | Row:
     ref = contract.query(schema.KeyRef)
     return _detail_json(ref.scope, ref.key)
 
 
-def _detail_json(scope: str, key: str) -> schema.KeyPage:
+def _detail_json(scope: str, key: str) -> schema.KeyPage | Row:
+    if not _rich():
+        return table_rows.row_answer("keys", profile_lists.key_identity(scope, key))
     data = _detail(scope, key)
     row = data["key"]
     return schema.KeyPage.model_validate({

@@ -15,7 +15,7 @@ from werkzeug.routing import Rule
 from idemdash import __version__
 from idemdash.dashboard import contract
 from idemdash.dashboard.schemas.common import Answer, Error
-from idemdash.dashboard.tables import EVERY_PROFILE
+from idemdash.dashboard.tables import serves_every_profile
 
 bp = Blueprint("openapi", __name__)
 
@@ -119,6 +119,13 @@ def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
     return params
 
 
+def _answer(op: contract.Operation, refs: dict[Any, Any]) -> dict[str, Any]:
+    """The answer's schema: its model's, or one of its models' where it has other shapes (``also``)."""
+    if not op.also:
+        return refs[(op.ok, "serialization")]
+    return {"anyOf": [refs[(model, "serialization")] for model in (op.ok, *op.also)]}
+
+
 def _content(ref: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": ref}}
 
@@ -139,6 +146,7 @@ def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
     models: list[tuple[type[BaseModel], Any]] = [(Error, "serialization")]
     for _rule, op in operations:
         models.append((op.ok, "serialization"))
+        models.extend((model, "serialization") for model in op.also)
         if op.body is not None:
             models.append((op.body, "validation"))
         if op.conflict is not None:
@@ -155,7 +163,7 @@ def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
                 "summary": op.summary,
                 "parameters": path_params + (_query_parameters(op.query) if op.query else []),
                 "responses": {str(op.status): {"description": op.ok.__doc__ or "OK",
-                                               "content": _content(refs[(op.ok, "serialization")])}},
+                                               "content": _content(_answer(op, refs))}},
             }
             if op.description:
                 entry["description"] = op.description
@@ -165,7 +173,7 @@ def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
                 entry["requestBody"] = {"required": True, "content": _content(refs[(op.body, "validation")])}
             # a database the path names that this dashboard does not serve, or a route of the reference tables on a
             # database of another library's profile (dashboard/tables.py): 404
-            reference_only = rule.endpoint.partition(".")[0] not in EVERY_PROFILE
+            reference_only = not serves_every_profile(rule.endpoint)
             errors = (*op.errors, 404) if ("{database}" in path or reference_only) and 404 not in op.errors \
                 else op.errors
             errors = (*errors, 429)  # any request may be signed in by a throttled address or name (basic)

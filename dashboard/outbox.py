@@ -6,8 +6,9 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort
 
-from idemdash.dashboard import contract, panels, rollups
+from idemdash.dashboard import contract, one_model, panels, profile_lists, rollups
 from idemdash.dashboard.schemas import outbox as schema
+from idemdash.dashboard.schemas.profile_pages import ProfileOutbox
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import outbox, outbox_actions
@@ -88,6 +89,8 @@ def _status_choices(current: str) -> list[str]:
 
 @bp.get("/outbox")
 def page():
+    if not one_model.rich(get_target().settings, "outbox"):  # another library's outbox: through its profile
+        return profile_lists.outbox_page()
     data = _outbox()
     fragment = bool(htmx_request())
     # the filter form is outside the fragment: a fragment render needs no choices for it
@@ -98,8 +101,10 @@ def page():
 
 @bp.get("/api/v1/outbox")
 @contract.operation("The outbox: its backlog and lag, per event type, likely poison rows, parked rows, and one page "
-                    "of rows in a status", query=schema.OutboxQuery, ok=schema.OutboxPage)
-def api() -> schema.OutboxPage:
+                    "of rows in a status", query=schema.OutboxQuery, ok=schema.OutboxPage, also=(ProfileOutbox,))
+def api() -> schema.OutboxPage | ProfileOutbox:
+    if not one_model.rich(get_target().settings, "outbox"):
+        return profile_lists.outbox_answer()
     data = _outbox()
     rows = panels.require(data["rows"])
     parked = panels.require(_parked(_status_choices(data["flt"].status)))

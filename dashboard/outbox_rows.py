@@ -9,15 +9,22 @@ from typing import Any
 
 from flask import Blueprint, abort
 
-from idemdash.dashboard import contract, panels
+from idemdash.dashboard import contract, one_model, panels, profile_lists, table_rows
 from idemdash.dashboard.keys import key_url, runbook_url
 from idemdash.dashboard.schemas import outbox as schema
+from idemdash.dashboard.schemas.profile_pages import ProfilePoison
+from idemdash.dashboard.schemas.tables import Row
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import outbox
 from idemdash.queries.runbook import outbox_inspection_sql
 
 bp = Blueprint("outbox_rows", __name__)
+
+
+def _rich() -> bool:
+    """Whether the outbox records an operator's decisions (the reference tables): else the profile's reads."""
+    return one_model.rich(get_target().settings, "outbox")
 
 
 def _row(outbox_id: uuid.UUID) -> outbox.OutboxDetail:
@@ -30,6 +37,8 @@ def _row(outbox_id: uuid.UUID) -> outbox.OutboxDetail:
 
 @bp.get("/outbox/<uuid:outbox_id>")
 def detail_page(outbox_id: uuid.UUID, action_error: str | None = None, form: Any = None):
+    if not _rich():  # a library's outbox row: its row's page, where one uuid tells it apart
+        return table_rows.row_page_for("outbox", profile_lists.outbox_identity(outbox_id))
     return render("outbox_row.html", None, row=_row(outbox_id), poison_min=outbox.POISON_MIN_ATTEMPTS,
                   runbook=runbook_url("", "", "outbox_backlog", kind="outbox-backlog"),
                   action_error=action_error, form=form or {}, done=contract.query(schema.RowPageQuery).done)
@@ -37,8 +46,10 @@ def detail_page(outbox_id: uuid.UUID, action_error: str | None = None, form: Any
 
 @bp.get("/api/v1/outbox/<uuid:outbox_id>")
 @contract.operation("One outbox row, every column, with whether its key still exists and whether it is likely "
-                    "poison", ok=schema.OutboxRowPage, errors=(*contract.READ_ERRORS, 404))
-def detail_api(outbox_id: uuid.UUID) -> schema.OutboxRowPage:
+                    "poison", ok=schema.OutboxRowPage, also=(Row,), errors=(*contract.READ_ERRORS, 404))
+def detail_api(outbox_id: uuid.UUID) -> schema.OutboxRowPage | Row:
+    if not _rich():
+        return table_rows.row_answer("outbox", profile_lists.outbox_identity(outbox_id))
     row = _row(outbox_id)
     return schema.OutboxRowPage.model_validate(asdict(row) | {
         "key_url": key_url(row.idempotency_scope, row.idempotency_key),
@@ -60,6 +71,8 @@ def _poison():
 
 @bp.get("/outbox/poison")
 def poison_page():
+    if not _rich():
+        return profile_lists.poison_page()
     min_attempts, limit, after, panel = _poison()
     return render("outbox_poison.html", "poison_panel", min_attempts=min_attempts, limit=limit, after=after,
                   panel=panel, poison_min=outbox.POISON_MIN_ATTEMPTS, as_of=datetime.now(timezone.utc),
@@ -68,8 +81,10 @@ def poison_page():
 
 @bp.get("/api/v1/outbox/poison")
 @contract.operation("Likely poison rows: pending with at least min_attempts delivery attempts, oldest first",
-                    query=schema.PoisonQuery, ok=schema.PoisonPage)
-def poison_api() -> schema.PoisonPage:
+                    query=schema.PoisonQuery, ok=schema.PoisonPage, also=(ProfilePoison,))
+def poison_api() -> schema.PoisonPage | ProfilePoison:
+    if not _rich():
+        return profile_lists.poison_answer()
     min_attempts, limit, after, panel = _poison()
     page = panels.require(panel)
     return schema.PoisonPage(items=page.items, next_cursor=page.next_cursor, min_attempts=min_attempts,

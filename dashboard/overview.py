@@ -6,8 +6,18 @@ from datetime import datetime, timezone
 from flask import Blueprint
 
 from idemdash.core.statuses import REVIEW_HOLDER
-from idemdash.dashboard import contract, key_breakdown, panels, rollups, trend_marks, trends
+from idemdash.dashboard import (
+    contract,
+    key_breakdown,
+    one_model,
+    panels,
+    profile_overview,
+    rollups,
+    trend_marks,
+    trends,
+)
 from idemdash.dashboard.schemas import overview as schema
+from idemdash.dashboard.schemas.profile_pages import ProfileOverview
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import keys, overview, snapshots
@@ -55,6 +65,8 @@ def _where_stuck(counts: panels.Panel) -> panels.Panel | None:
 
 @bp.get("/")
 def page():
+    if not one_model.rich(get_target().settings, "keys"):  # another library's tables: read through its profile
+        return profile_overview.page()
     data = _overview()
     charts = trends.charts(data["trend"].value or [], data["marks"].events)
     return render("overview.html", "overview_panel", **data, charts=charts,
@@ -65,8 +77,10 @@ def page():
 @bp.get("/api/v1/overview")
 @contract.operation("The overview's headline numbers: stuck and processing keys, failures and successes of the last "
                     "24 h, the outbox backlog and lag, inbox volume, the last purges and the trends",
-                    query=schema.OverviewQuery, ok=schema.Overview)
-def api() -> schema.Overview:
+                    query=schema.OverviewQuery, ok=schema.Overview, also=(ProfileOverview,))
+def api() -> schema.Overview | ProfileOverview:
+    if not one_model.rich(get_target().settings, "keys"):
+        return profile_overview.api()
     data = _overview()
     trend = data["trend"]
     return schema.Overview.model_validate({

@@ -85,7 +85,7 @@ def _read_rows(role: str) -> tuple[schema.Rows, Found, Table]:
                        next_cursor=next_cursor, as_of=datetime.now(timezone.utc)), found, table
 
 
-def _row(role: str, identity: str | None = None) -> schema.Row:
+def row_answer(role: str, identity: str | None = None) -> schema.Row:
     return _read_row(role, identity)[0]
 
 
@@ -177,4 +177,4 @@ def row_page_for(role: str, identity: str | None = None, action_error: str | Non
 @contract.operation("One row of one of the database's tables, whole, with each state of its table and whether the "
                     "row is in it", query=schema.RowQuery, ok=schema.Row, errors=ROW_ERRORS)
 def row_api(role: str) -> schema.Row:
-    return _row(role)
+    return row_answer(role)

@@ -1,6 +1,7 @@
 """`/tables` and `GET /api/v1/tables`: the database's tables as its profile reads them (core/profiles), every state
-counted by the library's own definition. For a database of another library's profile this is its overview: `/`
-shows it, and the pages of the reference tables answer 404 naming it (see ``refuse_reference_routes``)."""
+counted by the library's own definition. On a database of another library's profile the on-call pages read through
+the same profile (dashboard/one_model.py); the pages of the reference tables' decisions answer 404 naming it (see
+``refuse_reference_routes``)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -8,6 +9,7 @@ from datetime import datetime, timezone
 from flask import Blueprint, abort, request, url_for
 
 from idemdash.core.profiles import DEFAULT, profile
+from idemdash.core.profiles.dimensions import records
 from idemdash.core.profiles.shape import MEANINGS
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.auth import refuse_action
@@ -72,20 +74,38 @@ def api() -> schema.Tables:
     return _report()
 
 
+# routes of blueprints otherwise of the reference tables that read through the database's profile (the one model:
+# dashboard/one_model.py dispatches each to the profile's reads where the table records no operator's decisions)
+EVERY_PROFILE_ENDPOINTS = frozenset({
+    "overview.page", "overview.api", "keys.list_page", "keys.list_api", "keys.detail_page", "keys.detail_page_by_query",
+    "keys.detail_api", "keys.detail_api_by_query", "outbox.page", "outbox.api", "outbox_rows.detail_page",
+    "outbox_rows.detail_api", "outbox_rows.poison_page", "outbox_rows.poison_api", "inbox.page", "inbox.api"})
+
+
+def serves_every_profile(endpoint: str | None) -> bool:
+    """Whether the route ``endpoint`` (its ``@db`` twin alike) answers on a database of any profile."""
+    plain = (endpoint or "").partition("@")[0]
+    return plain.partition(".")[0] in EVERY_PROFILE or plain in EVERY_PROFILE_ENDPOINTS
+
+
 def refuse_reference_routes() -> None:
-    """On a database of another library's profile, `/` is its tables page, and a route of the reference tables
-    (keys, outbox, inbox, hotspots, search) answers 404 naming the profile, an action 403: idemdash never reads
-    another library's rows as if they were its own. Its audit log is idemdash's own and served for every profile."""
+    """On a database of another library's profile, a route that reads only the reference tables' decisions (a key's
+    evidence, the bulk pages, ...) answers 404 naming the profile, an action 403: idemdash never reads another
+    library's rows as if they were its own. The on-call pages (``EVERY_PROFILE_ENDPOINTS``) read through the
+    profile; the audit log is idemdash's own and served for every profile."""
     if not all_targets():  # only fleets, none of whose servers answered yet: no database's routes to refuse
         return
     target = get_target()
     chosen = target.settings["PROFILE"]
-    if chosen == DEFAULT or request.blueprint is None or request.blueprint in EVERY_PROFILE:
+    if request.blueprint is None or any(records(t, "decisions") for t in profile(chosen).tables):
         return
     if request.method not in ("GET", "HEAD"):
+        if request.blueprint in EVERY_PROFILE:
+            return
         refuse_action()  # 403: an action on another library's rows, named as such
-    if request.endpoint == "overview.page":
-        return page()
+    if serves_every_profile(request.endpoint):
+        return
     abort(404, f"database {target.name} holds {profile(chosen).library} tables (profile = \"{chosen}\"), not "
-               f"idemdash's reference tables: {request.path} reads those. Its tables and their states are at "
-               f"{url_for('tables.page')} (JSON: {url_for('tables.api')}); see docs/profiles.md.")
+               f"idemdash's reference tables: {request.path} reads an operator's decisions, which only those record. "
+               f"Its tables and their states are at {url_for('tables.page')} (JSON: {url_for('tables.api')}); see "
+               f"docs/profiles.md.")

@@ -21,6 +21,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, library_moment, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
+from idemdash.dashboard import one_model
 from idemdash.dashboard.panels import PanelError
 from idemdash.dashboard.targets import get_target, signed_in
 from idemdash.queries.pool_budget import BudgetExhausted
@@ -253,6 +254,7 @@ def init_app(app: Flask) -> None:
     # globals, not context: macros imported without context use them too
     app.add_template_global(url_with)
     app.add_template_global(_has_endpoint, "has_endpoint")
+    app.add_template_global(one_model.header, "model_header")
     # Keys may contain '//' and must reach the view unchanged.
     app.url_map.merge_slashes = False
     app.add_template_filter(pretty_json)

@@ -17,6 +17,7 @@ from psycopg.rows import class_row
 
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
+from idemdash.core.profiles.dimensions import records
 from idemdash.core.profiles.shape import (
     DONE,
     EPOCH_MS,
@@ -142,10 +143,14 @@ BACKLOG_GROUPS = 20
 def list_backlogs(conn: psycopg.Connection, found: Found,
                   settings: Mapping[str, Any]) -> dict[str, list[BacklogGroup]]:
     """Each found table that declares ``groups`` (and has a done state and a time): its rows the library has not
-    finished, by those columns, the longest waiting group first (at most ``BACKLOG_GROUPS``)."""
+    finished, by those columns, the longest waiting group first (at most ``BACKLOG_GROUPS``). Not a table that
+    records an operator's decisions (the reference tables): its own pages break its backlog down through its indexes
+    (`/outbox` by event type, `/keys` by scope), where this count of every unfinished row would read the table."""
     backlogs = {}
     for role, name in found.tables:
         table = profile_table(found, role)
+        if records(table, "decisions"):
+            continue
         done = next((s for s in profile(found.profile).states_of(found.version)
                      if s.table == role and s.meaning == DONE), None)
         condition = state_condition(found, done) if done is not None else None

@@ -276,10 +276,11 @@ def upsert_rollup(conn: psycopg.Connection, name: str, variant: str, computed_at
 
 
 def read_library_states(conn: psycopg.Connection, settings: Mapping[str, Any], meanings: Collection[str] = MEANINGS,
+                        roles: Collection[str] | None = None,
                         ) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, Meaning], StoredCount]]:
-    """A database's tables (as its profile reads them) and the count of every state (of ``meanings`` only, when
-    given): the stored one where counting it live was measured slow and it is fresh (``stored_state_counts``),
-    counted now otherwise; and the stored ones."""
+    """A database's tables (as its profile reads them) and the count of every state (of ``meanings`` only, and of
+    the tables of ``roles`` only, when given): the stored one where counting it live was measured slow and it is
+    fresh (``stored_state_counts``), counted now otherwise; and the stored ones."""
     stored = stored_state_counts(conn)
     try:
         found = find_configured(conn, settings)
@@ -287,7 +288,7 @@ def read_library_states(conn: psycopg.Connection, settings: Mapping[str, Any], m
         return profile_states.ConfiguredStates(None, str(exc)), {}
     counts, used = [], {}
     for state in profile(found.profile).states_of(found.version):
-        if state.meaning not in meanings:
+        if state.meaning not in meanings or (roles is not None and state.table not in roles):
             continue
         key = (state.table, state.meaning)
         if key in stored:

@@ -1,5 +1,5 @@
 """A Wolverine database whose LIBRARY_ACTIONS enables both of its library's actions, in a real Chromium, the way an
-operator works: from the tables page to a stuck envelope owned by a dead node, released to any node with a reason;
+operator works: from the overview to a stuck envelope owned by a dead node, released to any node with a reason;
 then a dead letter, replayed; both in the audit log."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_an_operator_releases_a_dead_nodes_envelope_and_replays_a_dead_letter(li
     page.goto(base + "/")
     expect(page.locator("header")).to_contain_text("wolverine · release-dead-node, replay-dead-letter")
     # the stuck incoming envelope: owned by node 7, which wolverine_nodes no longer lists
-    page.locator("tr[data-role=inbox] td[data-meaning='stuck'] a").click()
+    page.locator("#card-inbox-stuck").click()  # the overview's stuck card of its inbox
     page.locator("table.library-rows tbody tr a", has_text=ORPHAN).click()
     release = page.locator("section[data-action=release-dead-node]")
     expect(release).to_contain_text(f"owner_id = {NODE_DEAD}")

@@ -98,7 +98,7 @@ def test_an_operator_follows_a_librarys_state_to_a_row(live_server, make_app, pa
         conn.execute(rows)
     zone = {"LIBRARY_TIMEZONE": ZONES[name]} if name in ZONES else {}
     base = live_server(make_app(empty_database_url, PROFILE=name, DEFAULT_LEASE_SECONDS=300, **zone))
-    page.goto(base + "/")
+    page.goto(base + "/tables")
     expect(page.locator("h1")).to_have_text("Tables")
     expect(page.locator("header")).to_contain_text(f"{name} · read-only")
     if name == "cap":  # its backlog by Name, the longest waiting first

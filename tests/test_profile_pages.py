@@ -70,13 +70,15 @@ def test_a_spring_modulith_database_shows_the_registrys_own_states_in_a_zone_tha
     assert {meaning: states[("outbox", meaning)] for meaning in SPRING_COUNTS} == SPRING_COUNTS
     # the archive records neither progress nor failure: said so, never 0
     assert states[("archive", "in progress")] == "not recorded" and states[("archive", "purgeable")] == 0
-    # `/` is this database's tables page, with the same numbers
-    soup = BeautifulSoup(client.get("/").data, "html.parser")
+    # `/tables` shows the same numbers (`/` is the overview, read through the same profile:
+    # tests/test_profile_on_call.py)
+    soup = BeautifulSoup(client.get("/tables").data, "html.parser")
     row = soup.select_one("tr[data-role=outbox]")
     shown = {td["data-meaning"]: td.get_text(" ", strip=True) for td in row.select("td[data-meaning]")}
     assert shown == {meaning: str(n) for meaning, n in SPRING_COUNTS.items()}
     assert "not recorded" in soup.select_one("tr[data-role=archive] td[data-meaning='in progress']").get_text()
-    assert [a.get_text() for a in soup.select("nav a")] == ["Overview", "Tables", "Purges", "Audit", "Health"]
+    assert [a.get_text() for a in soup.select("nav[aria-label=Pages] a")] == [
+        "Overview", "Outbox", "Audit", "Purges", "Health", "Tables"]
     assert "spring-modulith · read-only" in soup.select_one("header").get_text()
 
 
@@ -102,16 +104,15 @@ def test_every_library_is_read_through_its_profile_in_its_default_schema(make_ap
     assert client.get("/tables").status_code == 200
 
 
-def test_the_routes_of_the_reference_tables_answer_404_and_actions_403_naming_the_profile(make_app,
-                                                                                          empty_database_url):
+def test_the_on_call_routes_read_the_librarys_tables_and_the_reference_actions_answer_403(make_app,
+                                                                                         empty_database_url):
     _create_case(empty_database_url, "public", [ddl.BRANDUR])
     client = make_app(empty_database_url, PROFILE="brandur").test_client()
-    api = client.get("/api/v1/keys?status=stuck")
-    assert api.status_code == 404
-    assert 'holds Brandur' in api.get_json()["error"] and 'profile = "brandur"' in api.get_json()["error"]
-    assert "/api/v1/tables" in api.get_json()["error"]
-    page = client.get("/outbox")
-    assert page.status_code == 404 and b"/tables" in page.data
+    api = client.get("/api/v1/keys?status=stuck")  # a runbook's link: the stuck keys by Brandur's own rule
+    assert api.status_code == 200
+    assert (api.get_json()["profile"], api.get_json()["state"], api.get_json()["items"]) == ("brandur", "stuck", [])
+    page = client.get("/outbox")  # Brandur keeps no outbox: the page says so
+    assert page.status_code == 200 and b"Brandur" in page.data and b"has no outbox table" in page.data
     refused = client.post("/api/v1/keys/reclassify", json={"scope": "s", "key": "k", "to": "safe_to_retry",
                                                            "reason": "r", "expected_attempt_count": 1})
     assert refused.status_code == 403 and "IDEMDASH_PROFILE" in refused.get_json()["error"]
@@ -127,6 +128,10 @@ def test_tables_missing_where_the_configuration_points_say_where_detect_finds_th
                                         "(event_publication (outbox)) with the library's columns in schema public")
     assert "finds them in schema modulith (set app_schema)" in answer["problem"]
     assert "finds them in schema modulith" in BeautifulSoup(client.get("/").data, "html.parser").get_text()
+    # the on-call pages say the same, each in its panel's place
+    assert "finds them in schema modulith" in client.get("/api/v1/outbox").get_json()["no_table"]
+    assert "finds them in schema modulith" in BeautifulSoup(client.get("/outbox").data, "html.parser").get_text()
+    assert "finds them in schema modulith" in client.get("/api/v1/inbox").get_json()["no_table"]
 
 
 def test_what_detect_prints_for_several_libraries_and_the_reference_serves_each_on_one_url(make_app,
@@ -153,8 +158,8 @@ def test_what_detect_prints_for_several_libraries_and_the_reference_serves_each_
         "nservicebus-public": ("nservicebus", None, ["Orders.OutboxData"])}
     # the reference database keeps its pages; the others answer with their tables
     assert client.get("/api/v1/db/reference/keys").status_code == 200
-    assert client.get("/api/v1/db/masstransit/keys").status_code == 404
-    assert b"tables-panel" in client.get("/db/masstransit/").data
+    assert client.get("/api/v1/db/masstransit/keys").get_json()["no_table"].startswith("MassTransit")
+    assert b"card-outbox-pending" in client.get("/db/masstransit/").data
     assert json.loads(client.get("/api/v1/db/reference/tables").data)["read_only"] is False
 
 

@@ -148,7 +148,8 @@ def _table(role: str, spec: Mapping[str, Any], mistakes: list[str]) -> tuple[Tab
             types.setdefault(column, accepted)
     table = Table(role, name, f"{role}_table", tuple(Column(c, t) for c, t in types.items()),
                   identity=tuple(identity), state=state, lease=lease, payload=payload,
-                  times=tuple(Time(c, m, unit) for c, m in ((time, "written"), (done_time, "done")) if c),
+                  times=tuple(Time(c, m, unit, done=m == "done")
+                              for c, m in ((time, "written"), (done_time, "done")) if c),
                   match=EXACT)
     states = [State(meaning, role, "custom_state_values", params=(("values", tuple(vals)),),
                     columns=tuple(columns.items()), order=time) for meaning, vals in values.items()]

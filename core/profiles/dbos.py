@@ -51,7 +51,7 @@ PROFILE = Profile(
                Column("parent_workflow_id", TEXT), Column("application_name", TEXT),
                Column("started_at_epoch_ms", INTEGER), Column("completed_at", INTEGER)),
               identity=("workflow_uuid",), state="status", owner="executor_id", attempts="recovery_attempts",
-              times=(Time("created_at", "created", EPOCH_MS), Time("updated_at", "updated", EPOCH_MS)),
+              times=(Time("created_at", "created", EPOCH_MS), Time("updated_at", "updated", EPOCH_MS, done=True)),
               payload="inputs", error="error",
               dependents=(Dependent("workflow_input", "workflow_uuid", "workflow_uuid"),
                           Dependent("workflow_output", "workflow_uuid", "workflow_uuid"),

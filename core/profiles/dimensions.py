@@ -25,7 +25,7 @@ panel's place: never 0, never a 404. Pages never branch on a profile's name.
 """
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import Profile, Table
+from idemdash.core.profiles.shape import Profile, Table, Time
 
 ROLES = ("keys", "outbox", "inbox")
 DIMENSIONS = ("group", "owner", "attempts", "lease", "payload", "error", "decisions", "suppression")
@@ -73,5 +73,15 @@ def not_recorded(chosen: Profile, dimension: str, role: str | None = None) -> st
 
 def no_table(chosen: Profile, role: str) -> str:
     """The words a page for ``role`` shows where the library has no such table."""
+    return no_tables(chosen, (role,))
+
+
+def no_tables(chosen: Profile, roles: tuple[str, ...]) -> str:
+    """The same for several roles at once (an overview names every role the library has no table for once)."""
     tables = ", ".join(f"{t.name} ({t.role})" for t in chosen.tables)
-    return f"{chosen.library} has no {role} table: its tables are {tables}"
+    return f"{chosen.library} has no {' or '.join(roles)} table: its tables are {tables}"
+
+
+def done_time(table: Table | None) -> Time | None:
+    """The time ``table`` records when the library finished a row (what "done in 24 h" counts by), or None."""
+    return next((t for t in table.times if t.done), None) if table is not None else None

@@ -47,7 +47,7 @@ PROFILE = Profile(
                Column("Received", ANY_TIMESTAMP), Column("ReceiveCount", INTEGER),
                Column("Consumed", ANY_TIMESTAMP), Column("Delivered", ANY_TIMESTAMP)),
               identity=("MessageId", "ConsumerId"), attempts="ReceiveCount",
-              times=(Time("Received", "received", TIMESTAMPTZ), Time("Consumed", "consumed", TIMESTAMPTZ),
+              times=(Time("Received", "received", TIMESTAMPTZ), Time("Consumed", "consumed", TIMESTAMPTZ, done=True),
                      Time("Delivered", "its outbox messages sent", TIMESTAMPTZ)),
               optional=True),
         Table("outbox_state", "OutboxState", "outbox_state_table",

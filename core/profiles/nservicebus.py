@@ -34,7 +34,8 @@ PROFILE = Profile(
               (Column("MessageId", TEXT), Column("Dispatched", BOOLEAN), Column("DispatchedAt", TS),
                Column("Operations", JSONB)),
               identity=("MessageId",), state="Dispatched",
-              times=(Time("DispatchedAt", "dispatched", UTC_TIMESTAMP),), payload="Operations", match=SUFFIX),
+              times=(Time("DispatchedAt", "dispatched", UTC_TIMESTAMP, done=True),), payload="Operations",
+              match=SUFFIX),
     ),
     states=(
         State(PENDING, "outbox", "state_nservicebus_outbox_pending",

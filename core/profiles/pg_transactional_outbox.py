@@ -32,7 +32,7 @@ _COLUMNS = (Column("id", UUID), Column("aggregate_type", TEXT), Column("message_
             Column("processed_at", TSTZ), Column("abandoned_at", TSTZ), Column("started_attempts", INTEGER),
             Column("finished_attempts", INTEGER))
 _TIMES = (Time("created_at", "written", TIMESTAMPTZ), Time("locked_until", "lease ends", TIMESTAMPTZ),
-          Time("processed_at", "processed", TIMESTAMPTZ), Time("abandoned_at", "abandoned", TIMESTAMPTZ))
+          Time("processed_at", "processed", TIMESTAMPTZ, done=True), Time("abandoned_at", "abandoned", TIMESTAMPTZ))
 
 
 # One shape for both tables: the same states, one block each in queries/profile_states.sql for both.

@@ -63,6 +63,7 @@ class Time:
     column: str
     meaning: str
     unit: str
+    done: bool = False              # when the library finished the row (done in 24 h counts by it)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from idemdash.core.profiles.shape import (
 
 _COLUMNS = (Column("id", UUID), Column("listener_id", TEXT), Column("event_type", TEXT),
             Column("serialized_event", TEXT), Column("publication_date", TSTZ), Column("completion_date", TSTZ))
-_TIMES = (Time("publication_date", "published", TIMESTAMPTZ), Time("completion_date", "completed", TIMESTAMPTZ),
+_TIMES = (Time("publication_date", "published", TIMESTAMPTZ),
+          Time("completion_date", "completed", TIMESTAMPTZ, done=True),
           Time("last_resubmission_date", "last resubmitted (v2)", TIMESTAMPTZ))
 _REPO = "spring-projects/spring-modulith"
 _DIR = ("spring-modulith-events/spring-modulith-events-jdbc/src/main/resources/org/springframework/modulith/events/"
