@@ -95,6 +95,9 @@ class Table:
                                     # each group with its rows and how long its oldest has waited (the first time)
     dependents: tuple[Dependent, ...] = ()   # deleted with each purged row (a found table only)
     extras: tuple[str, ...] = ()    # dimensions beyond its columns (core/profiles/dimensions.py): decisions, suppression
+    changed: str | None = None      # a time column the library sets whenever a row changes (a claim, an attempt, an
+                                    # outcome): when an owner was last seen, and what a window counts by
+    unowned: tuple[str, ...] = ()   # owner values (as text) that mean no one holds the row (Wolverine's 0: any node)
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
