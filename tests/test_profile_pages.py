@@ -76,7 +76,8 @@ def test_a_spring_modulith_database_shows_the_registrys_own_states_in_a_zone_tha
     shown = {td["data-meaning"]: td.get_text(" ", strip=True) for td in row.select("td[data-meaning]")}
     assert shown == {meaning: str(n) for meaning, n in SPRING_COUNTS.items()}
     assert "not recorded" in soup.select_one("tr[data-role=archive] td[data-meaning='in progress']").get_text()
-    assert [a.get_text() for a in soup.select("nav a")] == ["Overview", "Tables", "Purges", "Audit", "Health"]
+    assert [a.get_text() for a in soup.select("nav a")] == ["Overview", "Hotspots", "Workers", "Suppression", "Audit",
+                                                          "Purges", "Health", "Runbooks", "Tables"]
     assert "spring-modulith · read-only" in soup.select_one("header").get_text()
 
 
