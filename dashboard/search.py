@@ -1,6 +1,7 @@
 """The search box in every page's header (`/search`) and its JSON twin: paste a key, land on it whatever its scope."""
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 
 from flask import Blueprint, redirect, url_for
@@ -14,6 +15,16 @@ from idemdash.dashboard.web import render
 from idemdash.queries import search
 
 bp = Blueprint("search", __name__)
+
+
+@bp.app_template_filter()
+def identity_label(identity: str) -> str:
+    """A library row's identity (a JSON array, as its URL has it) as people read it: the values, joined."""
+    try:
+        values = json.loads(identity)
+    except ValueError:
+        return identity
+    return " · ".join(str(v) for v in values) if isinstance(values, list) else identity
 
 
 def _search(model: type[schema.SearchQuery]):
