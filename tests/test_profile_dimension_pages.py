@@ -243,3 +243,26 @@ def test_nservicebus_names_its_tables_for_search(make_app, empty_database_url):
     client = make_app(empty_database_url, PROFILE="nservicebus", OUTBOX_TABLE="Sales_OutboxData").test_client()
     answer = client.get("/api/v1/search?q=m-1").get_json()
     assert answer["match"] == "none" and [s["table"] for s in answer["searched"]] == ["Sales_OutboxData"]
+
+
+def test_the_table_of_what_each_profile_records_in_the_docs_is_the_profiles_own():
+    from pathlib import Path
+
+    from idemdash.core.profiles import PROFILES
+    from idemdash.core.profiles.dimensions import ROLES, column, records, role_table
+
+    dims = ["group", "owner", "attempts", "lease", "changed", "decisions", "suppression"]
+
+    def cell(table, dimension: str) -> str:
+        if not records(table, dimension):
+            return "-"
+        if dimension == "group":
+            return ", ".join(f"`{g}`" for g in table.groups)
+        return "yes" if dimension in ("decisions", "suppression") else f"`{column(table, dimension)}`"
+
+    rows = [f"| {name} | {role}: `{table.name}` | " + " | ".join(cell(table, d) for d in dims) + " |"
+            for name, chosen in PROFILES.items() for role in ROLES if (table := role_table(chosen, role)) is not None]
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "profiles.md").read_text()
+    section = doc.split("## What each profile records", 1)[1].split("\n## ", 1)[0]
+    shown = [line for line in section.splitlines() if line.startswith("| ") and ": `" in line]
+    assert shown == rows
