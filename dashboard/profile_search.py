@@ -11,7 +11,7 @@ from flask import url_for
 from idemdash.core.profiles.dimensions import ROLES, no_table, role_table
 from idemdash.dashboard import panels, profile_reads
 from idemdash.dashboard.schemas import profile_pages as schema
-from idemdash.queries import profile_dimensions
+from idemdash.queries import profile_dimensions, profile_search
 
 
 def _read(conn: Any, found: Any, q: str) -> list[dict[str, Any]]:
@@ -20,8 +20,8 @@ def _read(conn: Any, found: Any, q: str) -> list[dict[str, Any]]:
         table = profile_dimensions.present_table(conn, found, role)
         if table is None:
             continue
-        hits, compared = profile_dimensions.find_rows(conn, found, table, q)
-        owner = profile_dimensions.find_owner(conn, found, table, q)
+        hits, compared = profile_search.find_rows(conn, found, table, q)
+        owner = profile_search.find_owner(conn, found, table, q)
         read.append({"role": role, "table": found.table(role), "hits": hits, "compared": compared, "owner": owner})
     return read
 

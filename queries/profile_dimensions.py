@@ -1,6 +1,6 @@
 """The dimensions of a library's tables (core/profiles/dimensions.py) as the pages read them: the rows with the most
 attempts and their groups (`/hotspots`), the owners of rows in each state (`/workers`), the stuck rows by group and
-owner (`GET /api/v1/keys/breakdown`), and rows found by their identity (`/search`). Every statement is a block of
+owner (`GET /api/v1/keys/breakdown`); rows found by their identity (`/search`) are queries/profile_search.py's. Every statement is a block of
 ``queries/profile_dimensions.sql`` filled with the found table's names (``psycopg.sql.Identifier``) and the states'
 conditions of ``queries/profile_states.sql``; a dimension the table does not record is never read (the caller says
 so instead)."""
@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
-from psycopg import errors, sql
+from psycopg import sql
 
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
@@ -26,18 +26,16 @@ from idemdash.core.profiles.shape import (
     State,
     Table,
 )
-from idemdash.queries import Statement, statement
-from idemdash.queries.profile_rows import identity_values, profile_table
+from idemdash.queries import statement
+from idemdash.queries.profile_rows import profile_table
 from idemdash.queries.profile_states import params_for, state_condition, state_params
-from idemdash.queries.transactions import select_all, select_one
+from idemdash.queries.transactions import select_all
 
 _TIME = {TIMESTAMPTZ: "profile_time_timestamptz", UTC_TIMESTAMP: "profile_time_utc",
          LOCAL_TIMESTAMP: "profile_time_local", EPOCH_MS: "profile_time_epoch_ms"}
-# owners counted per state at most; groups of hotspots at most; entries a prefix search reads per column
+# owners counted per state at most; groups of hotspots at most
 OWNER_LIMIT = 200
 GROUP_LIMIT = 100
-PREFIX_EXAMINE = 500
-FOUND_LIMIT = 20
 
 
 @dataclass(frozen=True)
@@ -72,19 +70,9 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class IndexColumn:
+class TableColumn:
     name: str
     data_type: str
-
-
-@dataclass(frozen=True)
-class Identity:
-    identity: str
-
-
-@dataclass(frozen=True)
-class _Found:
-    found: bool
 
 
 def state_of(found: Found, role: str, meaning: str) -> State | None:
@@ -95,7 +83,7 @@ def state_of(found: Found, role: str, meaning: str) -> State | None:
     return None
 
 
-def _names(found: Found, table: Table | None) -> tuple[Table, sql.Composable] | None:
+def table_of(found: Found, table: Table | None) -> tuple[Table, sql.Composable] | None:
     name = found.table(table.role) if table is not None else None
     return None if name is None or table is None else (table, sql.Identifier(found.schema, name))
 
@@ -109,7 +97,8 @@ def present_table(conn: psycopg.Connection, found: Found, role: str) -> Table | 
         return None
     table = profile_table(found, role)
     regclass = sql.Identifier(found.schema, name).as_string(conn)
-    columns = {c.name for c in select_all(conn, statement("list_profile_table_columns"), {"regclass": regclass}, IndexColumn)}
+    columns = {c.name for c in select_all(conn, statement("list_profile_table_columns"), {"regclass": regclass},
+                                          TableColumn)}
 
     def has(column: str | None) -> bool:
         return column is not None and named(column, found.naming) in columns
@@ -120,26 +109,26 @@ def present_table(conn: psycopg.Connection, found: Found, role: str) -> Table | 
                    groups=table.groups if all(has(g) for g in table.groups) else ())
 
 
-def _column(found: Found, column: str) -> sql.Identifier:
+def column_of(found: Found, column: str) -> sql.Identifier:
     return sql.Identifier(named(column, found.naming))
 
 
-def _identity(found: Found, table: Table) -> sql.Composable:
+def identity_of(found: Found, table: Table) -> sql.Composable:
     return statement("profile_identity", None, identity_columns=sql.SQL(", ").join(
-        _column(found, c) for c in table.identity))
+        column_of(found, c) for c in table.identity))
 
 
 def _group(found: Found, table: Table) -> sql.Composable:
     if not table.groups:
         return statement("profile_no_value")
-    return sql.SQL("jsonb_build_array({})").format(sql.SQL(", ").join(_column(found, c) for c in table.groups))
+    return sql.SQL("jsonb_build_array({})").format(sql.SQL(", ").join(column_of(found, c) for c in table.groups))
 
 
 def _owner(found: Found, table: Table) -> sql.Composable:
     """The row's owner as text, NULL for none (a value that means no owner, or no owner column)."""
     if not table.owner:
         return statement("profile_no_value")
-    return statement("profile_owner_value", None, owner=_column(found, table.owner))
+    return statement("profile_owner_value", None, owner=column_of(found, table.owner))
 
 
 def _changed(found: Found, table: Table) -> sql.Composable:
@@ -147,7 +136,7 @@ def _changed(found: Found, table: Table) -> sql.Composable:
     if table.changed is None:
         return statement("profile_no_time")
     unit = next((t.unit for t in table.times if t.column == table.changed), TIMESTAMPTZ)
-    return statement(_TIME[unit], None, time=_column(found, table.changed))
+    return statement(_TIME[unit], None, time=column_of(found, table.changed))
 
 
 def _window(found: Found, table: Table, window: timedelta | None) -> sql.Composable:
@@ -175,14 +164,14 @@ def window_applies(table: Table) -> bool:
 def list_attempt_rows(conn: psycopg.Connection, found: Found, table: Table | None, settings: Mapping[str, Any],
                       *, min_attempts: int, window: timedelta | None, limit: int) -> list[AttemptRow]:
     """The rows of the table with the most attempts (at least ``min_attempts``), most first."""
-    names = _names(found, table)
+    names = table_of(found, table)
     if names is None or names[0].attempts is None:
         return []
     table, ident = names
     role = table.role
     stuck, params = _condition(found, role, STUCK, settings)
-    query = statement("list_profile_attempt_rows", None, table=ident, attempts=_column(found, str(table.attempts)),
-                      identity_value=_identity(found, table), group_value=_group(found, table),
+    query = statement("list_profile_attempt_rows", None, table=ident, attempts=column_of(found, str(table.attempts)),
+                      identity_value=identity_of(found, table), group_value=_group(found, table),
                       owner_value=_owner(found, table), stuck=stuck, window=_window(found, table, window))
     return select_all(conn, query, {**_base(settings, table), **params, "min_attempts": min_attempts,
                                     "window": window, "limit": limit}, AttemptRow)
@@ -193,14 +182,14 @@ def list_attempt_groups(conn: psycopg.Connection, found: Found, table: Table | N
                         limit: int = GROUP_LIMIT) -> list[AttemptGroup]:
     """The rows of the table attempted at least ``min_attempts`` times, per group (``by="group"``) or per
     owner (``by="owner"``): at most ``limit`` + 1 groups, the most rows first."""
-    names = _names(found, table)
+    names = table_of(found, table)
     if names is None or names[0].attempts is None:
         return []
     table, ident = names
     role = table.role
     value = _group(found, table) if by == "group" else sql.SQL("to_jsonb({})").format(_owner(found, table))
     stuck, params = _condition(found, role, STUCK, settings)
-    query = statement("list_profile_attempt_groups", None, table=ident, attempts=_column(found, str(table.attempts)),
+    query = statement("list_profile_attempt_groups", None, table=ident, attempts=column_of(found, str(table.attempts)),
                       group_value=value, stuck=stuck, window=_window(found, table, window))
     return select_all(conn, query, {**_base(settings, table), **params, "min_attempts": min_attempts,
                                     "window": window, "limit": limit + 1}, AttemptGroup)
@@ -210,13 +199,13 @@ def list_owner_counts(conn: psycopg.Connection, found: Found, table: Table | Non
                       settings: Mapping[str, Any], *, window: timedelta | None, limit: int = OWNER_LIMIT) -> list[OwnerCount] | None:
     """The rows of the table in its state ``meaning`` (changed within ``window``, where the table records
     when), per owner; None where the library records no such state (or no owner)."""
-    names = _names(found, table)
+    names = table_of(found, table)
     if names is None or names[0].owner is None or not recorded(found, names[0].role, meaning):
         return None
     table, ident = names
     role = table.role
     condition, params = _condition(found, role, meaning, settings)
-    query = statement("list_profile_owner_counts", None, table=ident, owner=_column(found, str(table.owner)),
+    query = statement("list_profile_owner_counts", None, table=ident, owner=column_of(found, str(table.owner)),
                       condition=condition, changed=_changed(found, table), window=_window(found, table, window))
     return select_all(conn, query, {**_base(settings, table), **params, "window": window, "limit": limit + 1},
                       OwnerCount)
@@ -226,7 +215,7 @@ def list_stuck_cells(conn: psycopg.Connection, found: Found, table: Table | None
                      cap: int) -> list[Cell] | None:
     """The stuck rows of the table per group and per owner, at most ``cap`` + 1 read; None where the library
     records no stuck state for it."""
-    names = _names(found, table)
+    names = table_of(found, table)
     if names is None or not recorded(found, names[0].role, STUCK):
         return None
     table, ident = names
@@ -235,57 +224,6 @@ def list_stuck_cells(conn: psycopg.Connection, found: Found, table: Table | None
     query = statement("list_profile_stuck_cells", None, table=ident, condition=condition,
                       group_value=_group(found, table), owner_value=_owner(found, table))
     return select_all(conn, query, {**_base(settings, table), **params, "cap": cap}, Cell)
-
-
-def find_rows(conn: psycopg.Connection, found: Found, table: Table | None, q: str) -> tuple[list[str], list[str]]:
-    """The identities of ``role``'s rows the text names: the whole identity (its JSON array, as a row's URL has it),
-    else each identity column an index starts with, equal to the text (cast to its type) or, for a text column,
-    starting with it; and the columns compared (exact, then prefix, each as ``column`` or ``column (prefix)``)."""
-    names = _names(found, table)
-    if names is None:
-        return [], []
-    table, ident = names
-    if identity_values(table, q) is not None:
-        return [q], ["identity"]
-    regclass = ident.as_string(conn)
-    indexed = {c.name: c.data_type for c in select_all(conn, statement("list_leading_index_columns"),
-                                                       {"regclass": regclass}, IndexColumn)}
-    hits: list[str] = []
-    compared: list[str] = []
-    for column in (named(c, found.naming) for c in table.identity):
-        if column not in indexed:
-            continue
-        compared.append(column)
-        hits += _probe(conn, statement("find_profile_rows_exact", None, table=ident, column=sql.Identifier(column),
-                                       identity_value=_identity(found, table)), {"q": q, "limit": FOUND_LIMIT})
-        if not hits and indexed[column] in ("text", "character varying"):
-            compared.append(f"{column} (prefix)")
-            hits += _probe(conn, statement("find_profile_rows_prefix", None, table=ident,
-                                           column=sql.Identifier(column), identity_value=_identity(found, table)),
-                           {"q": q, "limit": FOUND_LIMIT, "examine": PREFIX_EXAMINE})
-        if hits:
-            break
-    return list(dict.fromkeys(hits))[:FOUND_LIMIT], compared
-
-
-def find_owner(conn: psycopg.Connection, found: Found, table: Table | None, q: str) -> bool:
-    """Whether a row of the table is owned by the text (its owner column, as text)."""
-    names = _names(found, table)
-    if names is None or names[0].owner is None:
-        return False
-    table, ident = names
-    row = select_one(conn, statement("find_profile_owner", None, table=ident, owner=_column(found, str(table.owner))),
-                     {"q": q}, _Found)
-    return bool(row and row.found)
-
-
-def _probe(conn: psycopg.Connection, query: Statement, params: dict[str, Any]) -> list[str]:
-    """A lookup whose text may not be a value of the column's type (a word for a uuid): no row, not an error."""
-    try:
-        with conn.transaction():
-            return [r.identity for r in select_all(conn, query, params, Identity)]
-    except errors.DataError:
-        return []
 
 
 def recorded(found: Found, role: str, meaning: str) -> bool:

@@ -100,6 +100,7 @@ def test_every_route_answers_on_every_librarys_database(make_app, empty_database
         assert f"is not recorded by {library}" in page
 
 
+@pytest.mark.system  # fifteen routes over a configured shape: about 4 s
 def test_a_custom_shape_answers_every_route_and_says_what_it_does_not_record(make_app, empty_database_url, tmp_path):
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(TABLE)
@@ -121,6 +122,7 @@ def test_a_custom_shape_answers_every_route_and_says_what_it_does_not_record(mak
     assert breakdown["table"] is None and breakdown["note"].startswith("the payments service's outbox has no keys table")
 
 
+@pytest.mark.system  # about 1.5 s
 def test_wolverine_hotspots_and_workers_equal_the_rows(make_app, empty_database_url):
     _database(empty_database_url, "wolverine", [ddl.WOLVERINE], WOLVERINE_ROWS)
     client = make_app(empty_database_url, PROFILE="wolverine", DEFAULT_LEASE_SECONDS=300).test_client()
@@ -172,6 +174,7 @@ def test_wolverine_hotspots_and_workers_equal_the_rows(make_app, empty_database_
     assert breakdown["table"] is None and "has no keys table" in breakdown["note"]
 
 
+@pytest.mark.system  # DBOS's migrations and some twenty requests: over a second
 def test_dbos_hotspots_workers_breakdown_and_search_equal_the_rows(make_app, empty_database_url):
     _database(empty_database_url, "dbos", [ddl.DBOS], DBOS_ROWS)
     client = make_app(empty_database_url, PROFILE="dbos", DEFAULT_LEASE_SECONDS=300).test_client()
