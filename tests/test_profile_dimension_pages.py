@@ -92,6 +92,9 @@ def test_every_route_answers_on_every_librarys_database(make_app, empty_database
     # what the library does not record is said by its name, never a 0
     library = client.get("/api/v1/hotspots").get_json()["library"]
     assert f"is not recorded by {library}" in client.get("/api/v1/suppression").get_json()["note"]
+    for table in client.get("/api/v1/hotspots").get_json()["tables"]:
+        assert (table["attempts"]["recorded"] and table["top_rows"] is not None) or (
+            library in table["attempts"]["note"] and table["top_rows"] is None), table
     workers = client.get("/api/v1/workers").get_json()
     for table in workers["tables"]:
         assert table["owner"]["recorded"] or library in table["owner"]["note"], table
@@ -118,6 +121,10 @@ def test_a_custom_shape_answers_every_route_and_says_what_it_does_not_record(mak
     found = client.get("/api/v1/search?q=3").get_json()
     assert [(i["role"], i["identity"]) for i in found["items"]] == [("outbox", "[3]")]
     assert client.get("/search?q=3").headers["Location"].endswith("/tables/outbox/row?id=%5B3%5D")
+    # under the database's own path, its links stay there
+    twin = client.get("/api/v1/db/payments/search?q=3").get_json()
+    assert [i["url"] for i in twin["items"]] == ["/db/payments/tables/outbox/row?id=%5B3%5D"]
+    assert client.get("/db/payments/workers").status_code == 200
     breakdown = client.get("/api/v1/keys/breakdown").get_json()
     assert breakdown["table"] is None and breakdown["note"].startswith("the payments service's outbox has no keys table")
 
