@@ -48,14 +48,14 @@ def _note(chosen: Profile, role: str, meaning: str) -> tuple[bool, str]:
 def _rows(chosen: Profile, table: Table, meaning: str) -> Step:
     known, note = _note(chosen, table.role, meaning)
     if not known:
-        return Step(f"Which {table.role} rows are {meaning}?",
+        return Step(f"Which rows of the {table.role} table are {meaning}?",
                     f"{chosen.library} records no {meaning} state for its {table.role} table ({table.name}).",
                     recorded=False)
-    return Step(f"Which {table.role} rows are {meaning}?",
+    return Step(f"Which rows of the {table.role} table are {meaning}?",
                 f"The {meaning} rows of {table.name}, oldest first, by {chosen.library}'s own rule"
                 + (f": {note}." if note else ".") + " Open one: its page shows every column, the states it is in, "
                 "what the library says of it, and the library's own command for it where it has one.",
-                [(f"{meaning} {table.role} rows", profile_reads.state_url(table.role, meaning))])
+                [(f"{meaning} rows of {table.name}", profile_reads.state_url(table.role, meaning))])
 
 
 def _dimension_step(chosen: Profile, table: Table, dimension: str, title: str, text: str, label: str,

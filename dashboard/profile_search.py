@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import url_for
 
-from idemdash.core.profiles.dimensions import ROLES, no_table, role_table
+from idemdash.core.profiles.dimensions import ROLES, role_table
 from idemdash.dashboard import panels, profile_reads
 from idemdash.dashboard.schemas import profile_pages as schema
 from idemdash.queries import profile_dimensions, profile_search
@@ -35,7 +35,8 @@ def load(q: str) -> panels.Panel[schema.ProfileSearch]:
     searched = read.value or []
     items = [{"role": s["role"], "table": s["table"], "identity": hit, "url": profile_reads.row_url(s["role"], hit)}
              for s in searched for hit in s["hits"]]
-    notes = [no_table(chosen, role) for role in ROLES if role_table(chosen, role) is None]
+    absent = [role for role in ROLES if role_table(chosen, role) is None]
+    notes = [f"{chosen.library} has no {' or '.join(absent)} table"] if absent else []
     notes += [f"{s['table']} ({s['role']}): no index starts with an identity column, so it is not searched"
               for s in searched if not s["compared"]]
     return panels.Panel(value=schema.ProfileSearch.model_validate({
