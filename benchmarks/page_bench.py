@@ -239,7 +239,7 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
                                        _q("/key", scope=unsafe.scope, key=unsafe.key) if unsafe else None, ())],
         "keys.detail_api_by_query": [("/api/v1/key?scope=…&key=…",
                                       _q("/api/v1/key", scope=unsafe.scope, key=unsafe.key) if unsafe else None, ())],
-        "keys.runbook": [("/runbook/stuck-keys?scope=…&key=…",
+        "runbooks.stuck_keys": [("/runbook/stuck-keys?scope=…&key=…",
                           _q("/runbook/stuck-keys", scope=key.scope, key=key.key) if key else None, ())],
         "outbox_rows.detail_page": [("/outbox/<outbox_id>", f"/outbox/{samples.outbox_id}" if samples.outbox_id
                                      else None, ())],

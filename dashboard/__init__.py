@@ -17,6 +17,7 @@ from idemdash.dashboard import (
     actions,
     audit,
     auth,
+    breakdown,
     databases,
     fleet_search,
     health,
@@ -96,7 +97,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows,
                    outbox_actions, outbox_bulk, inbox,
                    audit, metrics, openapi, purges, purge_cancel, health, runbooks, tables, table_rows, library_actions,
-                   fleet_search, workers, journey, routes_map):
+                   fleet_search, workers, breakdown, journey, routes_map):
         app.register_blueprint(module.bp)
     # a database of another library's profile: its tables page, and no route of the reference tables
     app.before_request(tables.refuse_reference_routes)

@@ -7,8 +7,9 @@ from datetime import datetime, timezone
 
 from flask import Blueprint
 
-from idemdash.dashboard import contract, panels, rollups
+from idemdash.dashboard import contract, panels, profile_hotspots, profile_reads, rollups
 from idemdash.dashboard.schemas import hotspots as schema
+from idemdash.dashboard.schemas.profile_dimensions import HotspotsAnswer
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import hotspots
@@ -71,15 +72,33 @@ def _hotspots() -> dict:
     }
 
 
+def _profile_args() -> tuple[str, int]:
+    args = contract.query(schema.HotspotsQuery)
+    return args.window, args.min_attempts or get_target().settings["HOTSPOT_MIN_ATTEMPTS"]
+
+
 @bp.get("/hotspots")
 def page():
+    if not profile_reads.rich("keys"):
+        window, n = _profile_args()
+        return render("hotspots_profile.html", "hotspots_panel", panel=profile_hotspots.load(window, n),
+                      window=window, min_attempts=n, window_phrase=window_phrase(window), windows=WINDOW_TABS,
+                      default_window=DEFAULT_WINDOW, window_words=WINDOW_WORDS,
+                      default_min_attempts=get_target().settings["HOTSPOT_MIN_ATTEMPTS"])
     return render("hotspots.html", "hotspots_panel", **_hotspots())
 
 
 @bp.get("/api/v1/hotspots")
-@contract.operation("Retry hotspots in a window: by scope and worker, the top keys, the attempt histogram",
-                    query=schema.HotspotsQuery, ok=schema.Hotspots)
-def api() -> schema.Hotspots:
+@contract.operation("Retry hotspots in a window: by scope and worker, the top keys, the attempt histogram; on a "
+                    "library's database, per role table the rows with the most attempts, by group and owner where "
+                    "recorded", query=schema.HotspotsQuery, ok=HotspotsAnswer)
+def api() -> HotspotsAnswer:
+    if not profile_reads.rich("keys"):
+        return HotspotsAnswer(panels.require(profile_hotspots.load(*_profile_args())))
+    return HotspotsAnswer(_reference_api())
+
+
+def _reference_api() -> schema.Hotspots:
     data = _hotspots()
     by_scope = panels.require(data["by_scope"])
     by_worker = panels.require(data["by_worker"])

@@ -1,4 +1,4 @@
-"""Key lists (`/keys`), one key (`/keys/<scope>/<key>`), the built-in runbook, and their JSON twins."""
+"""Key lists (`/keys`), one key (`/keys/<scope>/<key>`), and their JSON twins."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -26,7 +26,6 @@ from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import keys
 from idemdash.queries.audit import list_audit_for_key
 from idemdash.queries.notes import list_notes_for_key
-from idemdash.queries.runbook import inspection_sql
 from idemdash.queries.search import list_recent_workers
 
 bp = Blueprint("keys", __name__)
@@ -124,17 +123,6 @@ def list_api() -> schema.KeyList | ProfileRows:
         "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored]})
 
 
-@bp.get("/api/v1/keys/breakdown")
-@contract.operation("The keys of a tab matching its filters, counted per scope and per worker (claimed_by), most "
-                    "first; not broken down past cap keys", query=schema.KeyFilterQuery, ok=schema.KeyBreakdown)
-def breakdown_api() -> schema.KeyBreakdown:
-    flt, ignored = key_filters.read(contract.query(schema.KeyFilterQuery))
-    value = panels.require(key_breakdown.load(flt))
-    return schema.KeyBreakdown.model_validate({
-        "status": flt.status, **value.to_json(), "as_of": datetime.now(timezone.utc),
-        "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored]})
-
-
 def detail_context(scope: str, key: str) -> dict:
     """Everything the key page shows (404 when there is no such key)."""
     data = _detail(scope, key, fill_in=True)
@@ -226,14 +214,6 @@ def _detail_json(scope: str, key: str) -> schema.KeyPage | Row:
         "runbook_url": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status)})
 
 
-@bp.get("/runbook/stuck-keys")
-def runbook():
-    shown = contract.query(schema.RunbookQuery)
-    scope, key = shown.scope, shown.key
-    return render("runbook_stuck.html", None, scope=scope, key=key, outcomes=OUTCOMES,
-                  inspection=inspection_sql(get_target().tables, scope, key))
-
-
 def _path_safe(scope: str, key: str) -> bool:
     """Whether /keys/<scope>/<key> round-trips through a browser (which folds '.' and '..' segments)."""
     if not scope or not key or "/" in scope or scope in (".", "..") or key.startswith("/"):
@@ -249,7 +229,7 @@ def key_url(scope: str, key: str, *, api: bool = False, **query) -> str:
 
 
 # the built-in runbooks, by the name IDEMDASH_RUNBOOK_URL's {runbook} is filled with
-RUNBOOKS = {"stuck-keys": "keys.runbook", "outbox-backlog": "outbox_rows.runbook"}
+RUNBOOKS = {"stuck-keys": "runbooks.stuck_keys", "outbox-backlog": "runbooks.outbox_backlog"}
 
 
 @bp.app_template_global()
@@ -262,7 +242,7 @@ def runbook_url(scope: str, key: str, status: str, kind: str = "stuck-keys") -> 
     template = current_app.config["RUNBOOK_URL"]
     if not template or (kind != "stuck-keys" and "{runbook}" not in template):
         if kind == "stuck-keys":
-            return url_for("keys.runbook", scope=scope, key=key)
+            return url_for(RUNBOOKS[kind], scope=scope, key=key)
         return url_for(RUNBOOKS[kind])
     # str.replace, not str.format: a template may contain other braces.
     return (template.replace("{scope}", quote(scope, safe=""))

@@ -1,4 +1,4 @@
-"""One outbox row (`/outbox/<id>`), the likely poison rows (`/outbox/poison`), the outbox backlog runbook, and
+"""One outbox row (`/outbox/<id>`), the likely poison rows (`/outbox/poison`), and
 their JSON twins."""
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from idemdash.dashboard.schemas.tables import Row
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import outbox
-from idemdash.queries.runbook import outbox_inspection_sql
 
 bp = Blueprint("outbox_rows", __name__)
 
@@ -90,9 +89,3 @@ def poison_api() -> schema.PoisonPage | ProfilePoison:
     return schema.PoisonPage(items=page.items, next_cursor=page.next_cursor, min_attempts=min_attempts,
                              definitions={"items": f"pending outbox rows with attempt_count >= min_attempts (at "
                                                    f"least {outbox.POISON_MIN_ATTEMPTS}), oldest first"})
-
-
-@bp.get("/runbook/outbox-backlog")
-def runbook():
-    return render("runbook_outbox.html", None, inspection=outbox_inspection_sql(get_target().tables),
-                  poison_min=outbox.POISON_MIN_ATTEMPTS)

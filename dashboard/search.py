@@ -1,18 +1,30 @@
 """The search box in every page's header (`/search`) and its JSON twin: paste a key, land on it whatever its scope."""
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 
 from flask import Blueprint, redirect, url_for
 
-from idemdash.dashboard import contract, panels
+from idemdash.dashboard import contract, panels, profile_reads, profile_search
 from idemdash.dashboard.keys import key_url
 from idemdash.dashboard.schemas import search as schema
+from idemdash.dashboard.schemas.profile_dimensions import SearchAnswer
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import search
 
 bp = Blueprint("search", __name__)
+
+
+@bp.app_template_filter()
+def identity_label(identity: str) -> str:
+    """A library row's identity (a JSON array, as its URL has it) as people read it: the values, joined."""
+    try:
+        values = json.loads(identity)
+    except ValueError:
+        return identity
+    return " · ".join(str(v) for v in values) if isinstance(values, list) else identity
 
 
 def _search(model: type[schema.SearchQuery]):
@@ -46,8 +58,19 @@ def _only_place(result: search.SearchResult) -> str | None:
     return None
 
 
+def _profile_page():
+    text = (contract.query(schema.SearchPageQuery).q or "").strip() or None
+    panel = profile_search.load(text) if text is not None else None
+    place = profile_search.only_place(panel.value) if panel is not None and panel.ok and panel.value else None
+    if place is not None:
+        return redirect(place, code=302)   # one row has this identity: go there
+    return render("search_profile.html", None, q=text, panel=panel, library=profile_reads.chosen().library)
+
+
 @bp.get("/search")
 def page():
+    if not profile_reads.rich("keys"):
+        return _profile_page()
     text, scope, panel = _search(schema.SearchPageQuery)
     place = _only_place(panel.value) if panel is not None and panel.ok else None
     if place is not None:
@@ -59,8 +82,15 @@ def page():
 
 @bp.get("/api/v1/search")
 @contract.operation("Find a key whatever its scope (exact, else by prefix), scopes and workers by name, outbox rows "
-                    "by id and inbox messages by message_id", query=schema.SearchQuery, ok=schema.SearchResult)
-def api() -> schema.SearchResult:
+                    "by id and inbox messages by message_id; on a library's database, rows of every role table by "
+                    "their identity columns, and owners by name", query=schema.SearchQuery, ok=SearchAnswer)
+def api() -> SearchAnswer:
+    if not profile_reads.rich("keys"):
+        return SearchAnswer(panels.require(profile_search.load(contract.query(schema.SearchQuery).q.strip())))
+    return SearchAnswer(_reference_api())
+
+
+def _reference_api() -> schema.SearchResult:
     _, _, panel = _search(schema.SearchQuery)
     assert panel is not None  # q is required here, and says something
     result = panels.require(panel)

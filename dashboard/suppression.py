@@ -6,9 +6,11 @@ from typing import get_args
 
 from flask import Blueprint
 
-from idemdash.dashboard import contract, panels, rollups
+from idemdash.core.profiles.dimensions import not_recorded, records, role_table
+from idemdash.dashboard import contract, panels, profile_reads, rollups
 from idemdash.dashboard.schemas import suppression as schema
 from idemdash.dashboard.schemas.common import Window
+from idemdash.dashboard.schemas.profile_dimensions import ProfileSuppression, SuppressionAnswer
 from idemdash.dashboard.web import render
 from idemdash.queries import suppression
 
@@ -40,18 +42,36 @@ def _suppression() -> dict:
     }
 
 
+def _recorded() -> bool:
+    """Whether the keys table records the duplicates it refused (the reference tables' attempt_count per key)."""
+    return records(role_table(profile_reads.chosen(), "keys"), "suppression")
+
+
+def _not_recorded() -> ProfileSuppression:
+    chosen = profile_reads.chosen()
+    return ProfileSuppression(profile=chosen.name, library=chosen.library, problem=None,
+                              as_of=datetime.now(timezone.utc), window=contract.query(schema.SuppressionQuery).window,
+                              recorded=False, note=not_recorded(chosen, "suppression"))
+
+
 @bp.get("/suppression")
 def page():
+    if not _recorded():
+        return render("suppression.html", "suppression_panel", unrecorded=_not_recorded(), windows=WINDOW_LABELS,
+                      window=contract.query(schema.SuppressionQuery).window)
     return render("suppression.html", "suppression_panel", **_suppression())
 
 
 @bp.get("/api/v1/suppression")
 @contract.operation("Per scope, keys created in the window that ran once vs needed a re-claim, and the extra "
-                    "attempts the keys let through safely", query=schema.SuppressionQuery, ok=schema.Suppression)
-def api() -> schema.Suppression:
+                    "attempts the keys let through safely; on a library's database that records none, says so",
+                    query=schema.SuppressionQuery, ok=SuppressionAnswer)
+def api() -> SuppressionAnswer:
+    if not _recorded():
+        return SuppressionAnswer(_not_recorded())
     data = _suppression()
     result = panels.require(data["panel"])
-    return schema.Suppression.model_validate({
+    return SuppressionAnswer(schema.Suppression.model_validate({
         "window": data["window"], "since": result.since, "as_of": data["as_of"], "scopes": result.scopes,
         "truncated": result.more, "totals": result.totals, "counts": data["counts"],
-        "precomputed": rollups.precomputed(scopes=data["panel"])})
+        "precomputed": rollups.precomputed(scopes=data["panel"])}))

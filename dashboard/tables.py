@@ -23,10 +23,11 @@ from idemdash.queries.rollups import read_library_states
 bp = Blueprint("tables", __name__)
 
 # blueprints that serve a database of any profile; every other one reads the reference tables
-# (the audit log is idemdash's own: purges started by people and the library's own actions are recorded there)
+# (the audit log is idemdash's own: purges started by people and the library's own actions are recorded there;
+# hotspots, workers, suppression, search, the stuck breakdown and the runbooks read each profile's role tables)
 EVERY_PROFILE = frozenset({"tables", "table_rows", "library_actions", "health", "probes", "openapi", "metrics",
-                           "databases", "purges", "purge_cancel", "audit", "journey",
-                           "routes_map"})
+                           "databases", "purges", "purge_cancel", "audit", "journey", "routes_map", "hotspots",
+                           "suppression", "workers", "search", "breakdown", "runbooks"})
 
 
 def _report() -> schema.Tables:
@@ -60,6 +61,12 @@ def _report() -> schema.Tables:
                          problem=read.problem, tables=tables, cleanup=chosen.cleanup,
                          read_only=chosen.name != DEFAULT and not target.settings["LIBRARY_ACTIONS"],
                          as_of=datetime.now(timezone.utc))
+
+
+@bp.app_template_test()
+def every_profile(endpoint: str) -> bool:
+    """Whether ``endpoint`` serves a database of any profile (the navigation of a library's database shows those)."""
+    return endpoint.partition(".")[0] in EVERY_PROFILE
 
 
 @bp.get("/tables")

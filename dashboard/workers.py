@@ -8,8 +8,9 @@ from datetime import datetime, timezone
 from flask import Blueprint, url_for
 
 from idemdash.core.statuses import REVIEW_HOLDER
-from idemdash.dashboard import contract, panels, rollups
+from idemdash.dashboard import contract, panels, profile_reads, profile_workers, rollups
 from idemdash.dashboard.schemas import workers as schema
+from idemdash.dashboard.schemas.profile_dimensions import WorkersAnswer
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import workers
@@ -54,13 +55,25 @@ def _workers() -> dict:
 
 @bp.get("/workers")
 def page():
+    if not profile_reads.rich("keys"):
+        window = contract.query(schema.WorkersQuery).window
+        return render("workers_profile.html", "workers_panel", panel=profile_workers.load(window), window=window,
+                      windows=WINDOW_TABS, window_words=WINDOW_WORDS, default_window=workers.DEFAULT_WINDOW)
     return render("workers.html", "workers_panel", **_workers())
 
 
 @bp.get("/api/v1/workers")
 @contract.operation("The workers that claim keys: each owner seen lately with its last claim, in flight, stuck, "
-                    "failed and succeeded in a window, worst first", query=schema.WorkersQuery, ok=schema.Workers)
-def api() -> schema.Workers:
+                    "failed and succeeded in a window, worst first; on a library's database, each owner its tables "
+                    "record (a node, an executor), or that none is recorded", query=schema.WorkersQuery,
+                    ok=WorkersAnswer)
+def api() -> WorkersAnswer:
+    if not profile_reads.rich("keys"):
+        return WorkersAnswer(panels.require(profile_workers.load(contract.query(schema.WorkersQuery).window)))
+    return WorkersAnswer(_reference_api())
+
+
+def _reference_api() -> schema.Workers:
     data = _workers()
     owners = panels.require(data["owners"])
     window = data["window"]

@@ -30,7 +30,8 @@ def test_a_spring_modulith_database_health_says_what_to_build_and_to_migrate(mak
     # every script shown ends with one ';', however its check wrote it (the advice's CREATE INDEX ended in ';;')
     scripts = [pre.get_text() for pre in page.select("pre[data-fix-sql]")]
     assert scripts and all(s.endswith(";") and not s.endswith(";;") for s in scripts), scripts
-    assert [a.get_text() for a in page.select("nav a")] == ["Overview", "Outbox", "Audit", "Purges", "Health", "Tables"]
+    assert [a.get_text() for a in page.select("nav a")] == [
+        "Overview", "Hotspots", "Workers", "Suppression", "Outbox", "Audit", "Purges", "Health", "Runbooks", "Tables"]
 
 
 def test_a_brandur_database_health_says_its_reaper_deletes_unfinished_keys_and_a_wrong_schema_fails(make_app,

@@ -56,7 +56,8 @@ def test_the_page_lists_the_librarys_purgeable_tables_by_role(make_app, spring):
     assert "never a FAILED row" in outbox.select_one(".deletes").get_text()
     assert "1 day after Spring Modulith" in outbox.get_text() and "IDEMDASH_OUTBOX_RETENTION_DAYS" in outbox.get_text()
     assert outbox.select_one("[data-action=dry-run]") is not None  # an operator (no sign-in, this machine)
-    assert [a.get_text() for a in soup.select("nav a")] == ["Overview", "Outbox", "Audit", "Purges", "Health", "Tables"]
+    assert [a.get_text() for a in soup.select("nav a")] == [
+        "Overview", "Hotspots", "Workers", "Suppression", "Outbox", "Audit", "Purges", "Health", "Runbooks", "Tables"]
     answer = client.get("/api/v1/purges").get_json()
     assert [(t["table"], t["relation"], t["retention_days"]) for t in answer["tables"]] == \
         [("outbox", "modulith.event_publication", 1), ("archive", "modulith.event_publication_archive", 1)]

@@ -74,7 +74,7 @@ def test_a_spring_modulith_database_gets_the_overview_the_lists_and_a_rows_page_
     assert soup.select_one("[data-metric='outbox.poison']").get_text() == "1"
     assert "has no keys or inbox table" in soup.select_one("[data-no-table]").get_text()
     assert [a.get_text() for a in soup.select("nav[aria-label=Pages] a")] == [
-        "Overview", "Outbox", "Audit", "Purges", "Health", "Tables"]
+        "Overview", "Hotspots", "Workers", "Suppression", "Outbox", "Audit", "Purges", "Health", "Runbooks", "Tables"]
     assert "spring-modulith · read-only" in soup.select_one("header").get_text()
     # the outbox: pending rows by the library's states, the poison one listed apart; a row's own page by its uuid
     pending = client.get("/api/v1/outbox").get_json()

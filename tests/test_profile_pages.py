@@ -78,7 +78,7 @@ def test_a_spring_modulith_database_shows_the_registrys_own_states_in_a_zone_tha
     assert shown == {meaning: str(n) for meaning, n in SPRING_COUNTS.items()}
     assert "not recorded" in soup.select_one("tr[data-role=archive] td[data-meaning='in progress']").get_text()
     assert [a.get_text() for a in soup.select("nav[aria-label=Pages] a")] == [
-        "Overview", "Outbox", "Audit", "Purges", "Health", "Tables"]
+        "Overview", "Hotspots", "Workers", "Suppression", "Outbox", "Audit", "Purges", "Health", "Runbooks", "Tables"]
     assert "spring-modulith · read-only" in soup.select_one("header").get_text()
 
 

@@ -40,7 +40,7 @@ PROFILE = Profile(
               identity=("user_id", "idempotency_key"), state="recovery_point", lease="locked_at",
               times=(Time("created_at", "created", TIMESTAMPTZ), Time("last_run_at", "last run", TIMESTAMPTZ),
                      Time("locked_at", "locked", TIMESTAMPTZ)),
-              payload="response_body"),
+              payload="response_body", changed="last_run_at"),
     ),
     states=(
         State(PENDING, "keys", "state_brandur_keys_pending",

@@ -52,7 +52,7 @@ PROFILE = Profile(
                Column("started_at_epoch_ms", INTEGER), Column("completed_at", INTEGER)),
               identity=("workflow_uuid",), state="status", owner="executor_id", attempts="recovery_attempts",
               times=(Time("created_at", "created", EPOCH_MS), Time("updated_at", "updated", EPOCH_MS, done=True)),
-              payload="inputs", error="error",
+              payload="inputs", error="error", changed="updated_at",
               dependents=(Dependent("workflow_input", "workflow_uuid", "workflow_uuid"),
                           Dependent("workflow_output", "workflow_uuid", "workflow_uuid"),
                           Dependent("operation_outputs", "workflow_uuid", "workflow_uuid"))),

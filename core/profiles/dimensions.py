@@ -14,6 +14,8 @@ optional dimensions:
 - ``owner``: who holds or handled a row (a worker, a node, an executor);
 - ``attempts``: how many times it was tried;
 - ``lease``: a time after which another worker may take it;
+- ``changed``: a time the library sets whenever a row changes (a claim, an attempt, an outcome): when an owner was
+  last seen, and what a window ("done in the last hour") counts by;
 - ``payload``: what it carries (a message, a stored response);
 - ``error``: why it last failed;
 - ``decisions``: an operator's recorded outcome, note and audit per row, and the evidence the key's page reads
@@ -28,7 +30,9 @@ from __future__ import annotations
 from idemdash.core.profiles.shape import Profile, Table, Time
 
 ROLES = ("keys", "outbox", "inbox")
-DIMENSIONS = ("group", "owner", "attempts", "lease", "payload", "error", "decisions", "suppression")
+# the dimensions a table names one column for
+_COLUMNS = ("owner", "attempts", "lease", "changed", "payload", "error")
+DIMENSIONS = ("group", "owner", "attempts", "lease", "changed", "payload", "error", "decisions", "suppression")
 
 
 def records(table: Table | None, dimension: str) -> bool:
@@ -39,7 +43,7 @@ def records(table: Table | None, dimension: str) -> bool:
         return False
     if dimension == "group":
         return bool(table.groups)
-    if dimension in ("owner", "attempts", "lease", "payload", "error"):
+    if dimension in _COLUMNS:
         return getattr(table, dimension) is not None
     return dimension in table.extras
 
@@ -48,7 +52,7 @@ def column(table: Table, dimension: str) -> str | None:
     """The column that holds ``dimension`` in ``table`` (the first group column for ``group``), or None."""
     if dimension == "group":
         return table.groups[0] if table.groups else None
-    if dimension in ("owner", "attempts", "lease", "payload", "error"):
+    if dimension in _COLUMNS:
         value = getattr(table, dimension)
         return value if isinstance(value, str) else None
     return None
@@ -65,7 +69,7 @@ def role_table(chosen: Profile, role: str) -> Table | None:
 def not_recorded(chosen: Profile, dimension: str, role: str | None = None) -> str:
     """The words a panel shows in place of what the library does not record."""
     what = {"group": "a group per row", "owner": "who holds a row", "attempts": "attempts",
-            "lease": "a lease", "payload": "a payload", "error": "an error",
+            "lease": "a lease", "changed": "when a row last changed", "payload": "a payload", "error": "an error",
             "decisions": "an operator's decisions", "suppression": "suppressed duplicates"}[dimension]
     of = f" for its {role} table" if role and role_table(chosen, role) is not None else ""
     return f"{what} is not recorded by {chosen.library}{of}"

@@ -35,7 +35,7 @@ PROFILE = Profile(
               times=(Time("claimed_at", "claimed", TIMESTAMPTZ), Time("locked_until", "lease ends", TIMESTAMPTZ),
                      Time("updated_at", "last change", TIMESTAMPTZ), Time("expires_at", "may be purged", TIMESTAMPTZ)),
               payload="response_body", error="failure_message", groups=("idempotency_scope",),
-              extras=("decisions", "suppression")),
+              extras=("decisions", "suppression"), changed="updated_at"),
         Table("inbox", "processed_message", "inbox_table",
               (Column("consumer_name", TEXT), Column("message_id", TEXT), Column("processed_at", TSTZ)),
               identity=("consumer_name", "message_id"),

@@ -97,6 +97,9 @@ class Table:
     dependents: tuple[Dependent, ...] = ()   # deleted with each purged row (a found table only)
     # dimensions beyond its columns (core/profiles/dimensions.py): decisions, suppression
     extras: tuple[str, ...] = ()
+    changed: str | None = None      # a time column the library sets whenever a row changes (a claim, an attempt, an
+                                    # outcome): when an owner was last seen, and what a window counts by
+    unowned: tuple[str, ...] = ()   # owner values (as text) that mean no one holds the row (Wolverine's 0: any node)
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
