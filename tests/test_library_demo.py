@@ -98,3 +98,36 @@ def test_a_library_demo_fills_every_state_and_its_purge_takes_only_finished_rows
         recorded = conn.execute("SELECT count(*) FROM idemdash.purge_run WHERE outcome = 'succeeded'").fetchone()[0]
         assert recorded == len(results)  # one run per purgeable table (Spring Modulith's archive too)
 
+
+
+def test_the_spring_demo_completes_a_publication_as_the_registry_does(empty_database_url):
+    """Spring Modulith writes a completed publication's status and completion_date together: the demo's listeners
+    never leave a COMPLETED row without its date, nor a PROCESSING or FAILED one with one (the outbox's pending list
+    opened on such rows)."""
+    schema = set_up(empty_database_url, "spring-modulith", backfill_days=1)
+    with psycopg.connect(empty_database_url) as conn:
+        conn.execute(f"INSERT INTO {schema}.event_publication (id, listener_id, event_type, serialized_event, "
+                     "publication_date, status, completion_attempts) SELECT gen_random_uuid(), 'demo.MailListener.on', "
+                     "'com.example.OrderPlaced', '{}', now() - interval '1 minute', 'PUBLISHED', 0 "
+                     "FROM generate_series(1, 100)")
+        conn.commit()
+
+    def waiting() -> int:
+        with psycopg.connect(empty_database_url) as conn:
+            return conn.execute(f"SELECT count(*) FROM {schema}.event_publication WHERE status = 'PUBLISHED' "
+                                "AND publication_date < now() - interval '30 seconds'").fetchone()[0]
+
+    assert waiting() >= 100
+    live = workload(empty_database_url, "spring-modulith", schema)
+    live.start()
+    try:
+        deadline = time.monotonic() + 30
+        while waiting() and time.monotonic() < deadline:
+            time.sleep(0.3)
+    finally:
+        live.stop()
+    assert not live.is_alive() and waiting() == 0  # the listeners took every one
+    with psycopg.connect(empty_database_url) as conn:
+        odd = conn.execute(f"SELECT status, count(*) FROM {schema}.event_publication WHERE "
+                           "(status = 'COMPLETED') <> (completion_date IS NOT NULL) GROUP BY status").fetchall()
+    assert odd == []

@@ -19,15 +19,19 @@ SELECT gen_random_uuid(), 'com.example.' || (ARRAY['Shipping', 'Billing', 'Mail'
 FROM generate_series(1, %(n)s)
 
 -- library_demo_spring_listen --
--- The Spring Modulith demo's listeners: published events a few seconds old are taken (PROCESSING); most complete, a few fail, and the Mail listener's sometimes hang (a stuck publication).
-UPDATE {schema}.event_publication
-SET status = CASE WHEN random() < 0.02 THEN 'FAILED'
-                  WHEN listener_id LIKE '%%Mail%%' AND random() < 0.05 THEN 'PROCESSING'
-                  ELSE 'COMPLETED' END,
-    completion_date = CASE WHEN random() < 0.93 THEN now() END,
-    completion_attempts = completion_attempts + 1
-WHERE id IN (SELECT id FROM {schema}.event_publication
-             WHERE status = 'PUBLISHED' AND publication_date < now() - interval '3 seconds' LIMIT 100)
+-- The Spring Modulith demo's listeners: published events a few seconds old are taken; most complete (COMPLETED with their completion_date, as the registry writes both at once), a few fail, and the Mail listener's sometimes hang (PROCESSING, a stuck publication).
+WITH taken AS (
+    SELECT id, CASE WHEN random() < 0.02 THEN 'FAILED'
+                    WHEN listener_id LIKE '%%Mail%%' AND random() < 0.05 THEN 'PROCESSING'
+                    ELSE 'COMPLETED' END AS outcome
+    FROM {schema}.event_publication
+    WHERE status = 'PUBLISHED' AND publication_date < now() - interval '3 seconds' LIMIT 100)
+UPDATE {schema}.event_publication p
+SET status = taken.outcome,
+    completion_date = CASE WHEN taken.outcome = 'COMPLETED' THEN now() END,
+    completion_attempts = p.completion_attempts + 1
+FROM taken
+WHERE p.id = taken.id
 
 -- library_demo_masstransit_history --
 -- The MassTransit demo's history: %(n)s inbox states over the last %(days)s days, delivered a second after they were received.
