@@ -1,5 +1,5 @@
 -- look_at_application --
--- What the application's backends are doing now, for a purge run's governor (jobs/latency.py): of this database's client backends other than idemdash's own (and other than the purge's, whose pids are given), how many run a statement, how many of those wait for the WAL (their commits: written, flushed, or confirmed by a synchronous standby), how many wait for a lock one of the purge's backends holds, and how long the longest-waiting of those has been running its statement (ms). Another role's backends are counted only with pg_read_all_stats.
+-- What the application's backends are doing now, for a purge run's governor (jobs/latency.py): of the server's client backends (every database's: they share one WAL) other than idemdash's own (and other than the purge's, whose pids are given), how many run a statement, how many of those wait for the WAL (their commits: written, flushed, or confirmed by a synchronous standby), how many wait for a lock one of the purge's backends holds, and how long the longest-waiting of those has been running its statement (ms). Another role's backends are counted only with pg_read_all_stats.
 WITH purge AS (
     -- the purge's backends: the run's own, and any session idemdash named for a purge
     SELECT array_agg(pid) AS pids FROM pg_stat_activity
@@ -16,7 +16,7 @@ FROM (
                 THEN pg_blocking_pids(pid) && (SELECT pids FROM purge) ELSE false END AS on_purge,
            extract(epoch FROM clock_timestamp() - query_start)::float8 * 1000 AS running_ms
     FROM pg_stat_activity
-    WHERE datname = current_database() AND backend_type = 'client backend'
+    WHERE backend_type = 'client backend'
       AND pid <> pg_backend_pid() AND pid <> ALL (%(purge_pids)s::int[])
       AND coalesce(application_name, '') NOT LIKE 'idemdash%%'
 ) a
