@@ -77,9 +77,11 @@ class LatencyGovernor:
     backoffs: int = 0
     lock_backoffs: int = 0
     speedups: int = 0
+    current: int = field(init=False)   # the size the run used last
 
     def __post_init__(self) -> None:
         self.size, self.duty = self.ceiling, self.max_duty
+        self.current = self.ceiling
 
     @property
     def application_seen(self) -> bool:
@@ -93,12 +95,9 @@ class LatencyGovernor:
         return max(MIN_BASELINE_MS, quantile(list(self.quiet), QUANTILE))
 
     def observe(self, looks: list[Look], size: int) -> None:
-        """New looks; ``size`` is the batch size the pacer would use now (it may have lowered it after a slow batch
-        or a timeout)."""
-        if not self.application_seen:
-            self.size = min(size, self.ceiling)  # ungoverned so far: the pacer's own size
-        else:
-            self.size = min(self.size, size, self.ceiling)
+        """New looks; ``size`` is the batch size the run used last (its own may be smaller than this governor's,
+        after a slow batch or a timeout: a backoff halves the smaller)."""
+        self.current = min(size, self.ceiling)
         backed_off = False
         for look in looks:
             self.looks += 1
@@ -132,8 +131,9 @@ class LatencyGovernor:
 
     def _back_off(self) -> None:
         self.backoffs += 1
-        if self.size > self.floor:
-            self.size = max(self.floor, self.size // 2)
+        size = min(self.size, self.current)
+        if size > self.floor:
+            self.size = max(self.floor, size // 2)
         else:
             self.duty = max(MIN_DUTY, self.duty / 2)
 

@@ -44,7 +44,8 @@ class Pacer:
     pause_ms: int            # the least pause (jittered)
     latency_budget: float = 0.0                                  # 0: the duty cycle alone
     probe_factory: Callable[[], ApplicationWatch] | None = None  # None: no looking (a dry run)
-    size: int = field(init=False)
+    size: int = field(init=False)          # the next batch's: the own size, or less while the governor says so
+    own: int = field(init=False)           # what slow batches and timeouts leave (grows back after normal ones)
     ceiling: int = field(init=False)       # lowered by timeouts for the rest of the run
     usual: dict[int, float] = field(default_factory=dict)   # batch size -> seconds per row (moving average)
     normal: dict[int, int] = field(default_factory=dict)    # batch size -> normal batches seen
@@ -53,7 +54,7 @@ class Pacer:
     governor: LatencyGovernor | None = None
 
     def __post_init__(self) -> None:
-        self.size = self.ceiling = self.batch_size
+        self.size = self.own = self.ceiling = self.batch_size
 
     @property
     def duty(self) -> float:
@@ -79,20 +80,24 @@ class Pacer:
         return pause
 
     def _judge(self, seconds: float, taken: int) -> float:
-        """A slow batch halves the size and lengthens the pause by what it took; a normal one grows the size back
-        (unless the latency budget decides the size)."""
+        """A slow batch halves the own size and lengthens the pause by what it took; a normal one grows it back (the
+        governor, when it decides, may keep the batches smaller still: ``_resize``)."""
         size = self.size
         per_row = seconds / taken
         usual = self.usual.get(size)
         if usual is not None and self.normal.get(size, 0) >= SETTLE_BATCHES and per_row > SLOW_FACTOR * usual:
             self.slow_batches += 1
-            self.size = max(self.floor, size // 2)
+            self.own = max(self.floor, size // 2)
+            self._resize()
             return seconds
         self.usual[size] = per_row if usual is None else (1 - AVERAGE_WEIGHT) * usual + AVERAGE_WEIGHT * per_row
         self.normal[size] = self.normal.get(size, 0) + 1
-        if not self._governed():
-            self.size = min(self.ceiling, size * 2)
+        self.own = min(self.ceiling, max(self.own, size) * 2)
+        self._resize()
         return 0.0
+
+    def _resize(self) -> None:
+        self.size = min(self.own, self.governor.size) if self._governed() and self.governor else self.own
 
     def _governed(self) -> bool:
         """The governor decides once the watch has seen the application (and still works); before, the run paces
@@ -112,8 +117,7 @@ class Pacer:
         assert self.governor is not None
         if self.probe.failed is None:
             self.governor.observe(self.probe.new_looks(), self.size)
-            if self._governed():
-                self.size = self.governor.size
+        self._resize()
 
     def finish(self) -> Pacing | None:
         """Stop watching; what the run saw and did, or None when it never watched."""
@@ -132,7 +136,7 @@ class Pacer:
         """A batch hit a timeout: halve the size for the rest of the run. False when already at the floor."""
         if self.size <= self.floor:
             return False
-        self.size = self.ceiling = max(self.floor, self.size // 2)
+        self.size = self.own = self.ceiling = max(self.floor, self.size // 2)
         if self.governor is not None:
             self.governor.ceiling = self.ceiling
             self.governor.size = min(self.governor.size, self.ceiling)
