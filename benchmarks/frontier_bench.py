@@ -18,7 +18,8 @@ server's settings; ``--levers`` adds points with the purge session's own setting
 run out. Then ``--partition-rows`` (500,000) inbox rows of a day past retention, dropped with their partition by an
 ``idemdash`` purge run of the inbox while the clients claim: the deployment's choice. Then ``--pacer-runs`` rounds of
 the product's own purge of the keys (the defaults, then ``PURGE_LATENCY_BUDGET=off``; ``--pacer-seconds`` of time
-budget each, the due keys written again before each), alternating, so the machine's load falls on both alike.
+budget each, the due keys written again before each; ``--pacer-set NAME=VALUE`` changes a setting in both),
+alternating, so the machine's load falls on both alike.
 
 **idle**: no application at all. ``--keys`` 2,000,000 of which ``--due`` 20,000 expired; ``--rounds`` rounds of one
 ``idemdash purge --table keys`` run (in a process of its own, as the command runs it) with the defaults and one with
@@ -243,7 +244,9 @@ def curve(url: str, args: argparse.Namespace, out) -> None:
                                      ("pacer: `PURGE_LATENCY_BUDGET=off` (duty cycle alone)",
                                       {"PURGE_LATENCY_BUDGET": "off"})):
                 data.restore()
-                m = pacer_run(url, data, {"PURGE_TIME_BUDGET_SECONDS": str(args.pacer_seconds), **overrides}, args)
+                given = dict(item.split("=", 1) for item in args.pacer_set)
+                m = pacer_run(url, data, {"PURGE_TIME_BUDGET_SECONDS": str(args.pacer_seconds), **given, **overrides},
+                              args)
                 c = m["config"]
                 out(describe(f"{label}, round {round_ + 1}", f"{c['PURGE_BATCH_SIZE']:,}",
                              f"{c['PURGE_PAUSE_MS']} ms, duty {c['PURGE_DUTY_CYCLE']:g} %", m))
@@ -309,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partition-rows", type=int, default=500_000)
     parser.add_argument("--pacer-runs", type=int, default=3)
     parser.add_argument("--pacer-seconds", type=int, default=8)
+    parser.add_argument("--pacer-set", action="append", default=[], metavar="NAME=VALUE",
+                        help="an idemdash setting (without IDEMDASH_) for both arms of the pacer's rounds")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     if args.keys is None:
