@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as a file: make the checkout importable
 import psycopg
 
 from benchmarks import purge_data
-from benchmarks.pacer_bench import Client
+from benchmarks.pacer_bench import Client, describe_pacing
 from benchmarks.partition_bench import _fill as fill_inbox
 from benchmarks.purge_bench import SCHEMA, STATUS_TYPE, build_indexes, fresh_schema, key_indexes, start_embedded
 from idemdash.core import settings
@@ -170,24 +170,6 @@ def pacer_run(url: str, data: Data, overrides: dict[str, str], args: argparse.Na
     m = with_clients(url, args, work)
     m["pacer"] = describe_pacing(m["pacing"])
     return m
-
-
-def describe_pacing(pacing: Any) -> str:
-    if pacing is None or pacing.probes is None:
-        return "-"
-    seen = getattr(pacing, "app_backends", None)  # None: a version whose pacer timed a commit probe
-    ms = lambda v: "-" if v is None else f"{v:.1f} ms"  # noqa: E731
-    if seen is None:
-        looked = (f"probe p99 {ms(pacing.probe_baseline_ms)} idle, {ms(pacing.probe_p99_ms)} during "
-                  f"({pacing.probes:,} probes)")
-    elif seen == 0:
-        looked = f"saw no application in {pacing.probes:,} looks"
-    else:
-        looked = (f"saw up to {seen} application statements at once in {pacing.probes:,} looks, their waits (p90) "
-                  f"{ms(pacing.probe_baseline_ms)} between batches, {ms(pacing.probe_p99_ms)} during")
-    locks = f" ({pacing.lock_backoffs} for locks)" if seen else ""
-    return (f"{looked}; {pacing.backoffs} backoffs{locks}; ended at {pacing.final_batch_size:,} rows, "
-            f"{pacing.final_duty_cycle:.0f} %")
 
 
 def partition_point(url: str, args: argparse.Namespace) -> dict[str, Any]:
