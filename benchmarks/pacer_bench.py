@@ -118,6 +118,24 @@ def _stop(watcher: Watcher | None) -> Watcher | None:
     return watcher
 
 
+def describe_pacing(pacing: Any) -> str:
+    if pacing is None or pacing.probes is None:
+        return "-"
+    seen = getattr(pacing, "app_backends", None)  # None: a version whose pacer timed a commit probe
+    ms = lambda v: "-" if v is None else f"{v:.1f} ms"  # noqa: E731
+    if seen is None:
+        looked = (f"probe p99 {ms(pacing.probe_baseline_ms)} idle, {ms(pacing.probe_p99_ms)} during "
+                  f"({pacing.probes:,} probes)")
+    elif seen == 0:
+        looked = f"saw no application in {pacing.probes:,} looks"
+    else:
+        looked = (f"saw up to {seen} application statements at once in {pacing.probes:,} looks, their waits (p90) "
+                  f"{ms(pacing.probe_baseline_ms)} between batches, {ms(pacing.probe_p99_ms)} during")
+    locks = f" ({pacing.lock_backoffs} for locks)" if seen else ""
+    return (f"{looked}; {pacing.backoffs} backoffs{locks}; ended at {pacing.final_batch_size:,} rows, "
+            f"{pacing.final_duty_cycle:.0f} %")
+
+
 def _restore(conn: psycopg.Connection, tables: Tables, total: int, due: int, fresh: bool) -> None:
     if fresh:
         fresh_schema(conn, tables)
@@ -210,8 +228,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{config['PURGE_DUTY_CYCLE']} %, latency budget {config['PURGE_LATENCY_BUDGET'] or 'off'}; "
                 f"{args.clients} client threads")
             out("")
-            out("| run | rows deleted | rows/s | claim p50 / p99 before | during | p99 ratio | pacer: probe baseline / "
-                "p99 during (probes), backoffs, last batch size, duty cycle | load average (start → end) |")
+            out("| run | rows deleted | rows/s | claim p50 / p99 before | during | p99 ratio | pacer: what the run "
+                "recorded | load average (start → end) |")
             out("|---|---:|---:|---|---|---:|---|---|")
             loaded = False
             waits: list[str] = []
@@ -222,9 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                 loaded = True
                 m = one_run(url, tables, config, args)
                 r, p, pacing = m["result"], m["p"], m["pacing"]
-                recorded = "-" if pacing is None or pacing.probe_baseline_ms is None else (
-                    f"{pacing.probe_baseline_ms:.2f} / {pacing.probe_p99_ms:.2f} ms ({pacing.probes:,}), "
-                    f"{pacing.backoffs}, {pacing.final_batch_size:,}, {pacing.final_duty_cycle:.0f} %")
+                recorded = describe_pacing(pacing)
                 out(f"| {run + 1} | {r.rows:,} | {r.rows / m['seconds']:,.0f} | "
                     f"{p['before'][0]:.2f} / {p['before'][1]:.2f} ms ({p['before'][2]:,}) | "
                     f"{p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | "

@@ -31,12 +31,12 @@ JOB_SETTINGS: tuple[Setting, ...] = (
             "than usual (lock waits, I/O). `100`: only `IDEMDASH_PURGE_PAUSE_MS`. See docs/operations.md, Pacing.",
             per_database=True),
     Setting("PURGE_LATENCY_BUDGET", 1.5, parsers.latency_budget,
-            "How much a purge may slow the application's commits, as a multiple of their idle time: between and "
-            "during its batches a run times a tiny write and commit of its own (what an application commit costs), "
-            "keeps that probe's idle p99 as a baseline, and sets its batch size and pause so the probe's p99 stays "
-            "within this multiple of it, going as fast as that allows (`IDEMDASH_PURGE_BATCH_SIZE` and "
-            "`IDEMDASH_PURGE_DUTY_CYCLE` are its upper bounds). The run records what it measured (`/purges` shows "
-            "it). `off`: the fixed duty cycle alone. See docs/operations.md, Pacing.", per_database=True),
+            "How much a purge may slow the application: a run looks at the application's sessions "
+            "(pg_stat_activity) while it works, and when their waits for the WAL during its batches grow past this "
+            "multiple of their waits between batches, or one waits for a lock the purge holds, it halves its batch "
+            "(then its duty cycle), growing them back when the waits recover (`IDEMDASH_PURGE_BATCH_SIZE` and "
+            "`IDEMDASH_PURGE_DUTY_CYCLE` are its upper bounds). With nobody else using the database it never slows "
+            "down. `off`: the fixed duty cycle alone.", per_database=True),
     Setting("PURGE_HISTORY_RETENTION_DAYS", 90, parsers.positive_int,
             "How long idemdash keeps its own purge-run history (`idemdash.purge_run` and the partitions each run "
             "dropped); each run forgets older runs of its table, keeping the latest successful purge and dry run.",

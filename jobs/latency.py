@@ -1,107 +1,127 @@
-"""The latency budget of a purge run (``IDEMDASH_PURGE_LATENCY_BUDGET``): what the application feels, measured by a
-commit probe (``jobs.probe``), decides how big the batches are and how much of the time they take.
+"""The latency budget of a purge run (``IDEMDASH_PURGE_LATENCY_BUDGET``): what the application's own backends say,
+read from ``pg_stat_activity`` by ``jobs.probe``, decides how big the batches are and how much of the time they take.
 
-- **Baseline**: the probe's p99 while idemdash is idle: ``BASELINE_SAMPLES`` probes taken before the second batch
-  (a run with one batch never probes), then every quiet probe of the run (no batch in flight, the last one over
-  for a while), the latest ``BASELINE_POOL`` of them, so a busier application raises it. It never drifts above
-  ``MAX_DRIFT`` times the first one: a purge's own aftermath (autovacuum of what it deleted) is not idle.
-- **Target**: the budget times the baseline, for the probes' p99: more than ``OVER_ALLOWED`` of the last
-  ``JUDGE_WINDOW`` probes slower than the target (one still waiting counts as soon as it has waited that long, and
-  alone once it has waited ``STALL_FACTOR`` times that) means
-  the application's commits are too (a single outlier is the 1 % a p99 allows; acting on it halved the batches about
-  fifty times a run with the application unharmed): **back off** at once: halve the batch (an application commit that
-  lands while a batch writes waits for that
-    batch's WAL, so the batch size sets how long the slowest commits wait), and at the smallest batch halve the
-    duty cycle (how many commits meet a batch), down to ``MIN_DUTY``;
-  Every ``DECIDE_SAMPLES`` probes with none over it, their p99 against it:
-  - below ``SPEED_UP_BELOW`` of it: **speed up**: the duty cycle back first, then the batch by a quarter, up to
-    the configured ones (``IDEMDASH_PURGE_DUTY_CYCLE``, ``IDEMDASH_PURGE_BATCH_SIZE``), which stay upper bounds;
-  - between: hold.
+Each look (one every ``jobs.probe.INTERVAL``) counts the application's backends running a statement, those of them
+waiting for the WAL (``IO:WalSync``, ``IO:WalWrite``, ``LWLock:WALWrite``, ``LWLock:WALInsert``, ``IPC:SyncRep``:
+their commits) or for a lock one of the purge's backends holds, and how long the longest-waiting of those has been
+running its statement. A look is **busy** when a batch was in flight (or had just ended) and **quiet** otherwise.
+
+- **No application, no governing.** Until a look has seen an application backend running a statement, the run
+  paces exactly as with the budget off (its duty cycle and batch size; ``jobs.pacing``). A purge's own commits are
+  not evidence: a database nobody else uses is never throttled (the commit probe this replaced read its own
+  noise as the application's pain and ran 3-7x slower on an idle database).
+- **Baseline**: the ``QUANTILE`` of the longest wait over the latest ``BASELINE_POOL`` quiet looks in which the
+  application ran a statement (at least ``MIN_BASELINE_MS``): what its commits wait for when no batch runs.
+- **Back off** (halve the batch, at the smallest batch halve the duty cycle, down to ``MIN_DUTY``) when:
+  - **WAL**: over the last ``DECIDE_LOOKS`` busy looks in which the application ran a statement, that quantile
+    is above the budget times the baseline (a commit that lands while a batch writes waits for the batch's WAL,
+    so the batch size sets how long the slowest commits wait; the duty cycle how many meet a batch); or
+  - **lock**: an application statement has waited longer than that target (and at least ``LOCK_WAIT_MS``) for a
+    lock one of the purge's backends holds.
+- **Speed up** when a window's quantile is below ``SPEED_UP_BELOW`` of the target: the duty cycle back first, then
+  the batch by a quarter, up to the configured ones (``IDEMDASH_PURGE_DUTY_CYCLE``, ``IDEMDASH_PURGE_BATCH_SIZE``).
 """
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
 
-BASELINE_SAMPLES = 30
 BASELINE_POOL = 300
-MAX_DRIFT = 2.0
-DECIDE_SAMPLES = 25
+MIN_QUIET = 25          # quiet looks before a baseline means anything
+DECIDE_LOOKS = 50       # busy looks a decision is made on
+QUANTILE = 90           # of the longest wait per look: robust with 50 looks, still the tail
+MIN_BASELINE_MS = 0.5   # an application that never waits between batches: the least baseline
+LOCK_WAIT_MS = 5.0
 SPEED_UP_BELOW = 0.8
 MIN_DUTY = 0.05
-JUDGE_WINDOW = 100   # the probes a backoff is judged on (a second of them at one every 10 ms)
-OVER_ALLOWED = 1     # of those, how many may exceed the target: a p99 (1 %), not a maximum
-STALL_FACTOR = 3.0   # a probe still waiting this many times the target backs off alone
 GROWTH = 1.25
+RECORDED = 200_000
+
+
+def quantile(samples: list[float], q: float) -> float:
+    """Nearest-rank q-th percentile."""
+    ordered = sorted(samples)
+    return ordered[max(0, -(-int(q) * len(ordered) // 100) - 1)]
 
 
 def p99(samples: list[float]) -> float:
-    """Nearest-rank 99th percentile."""
-    ordered = sorted(samples)
-    return ordered[max(0, -(-99 * len(ordered) // 100) - 1)]
+    return quantile(samples, 99)
+
+
+@dataclass(frozen=True)
+class Look:
+    """What the application's backends were doing at one moment (``queries.purge_probe.look_at_application``)."""
+
+    active: int              # running a statement
+    wal_waits: int           # of them waiting for the WAL
+    lock_waits: int          # of them waiting for a lock the purge holds
+    longest_ms: float        # how long the longest-waiting of those has run its statement (0: none waits)
+    busy: bool = False       # a batch was in flight or had just ended
 
 
 @dataclass
 class LatencyGovernor:
-    budget: float                  # allowed p99 as a multiple of the baseline (> 1)
+    budget: float                  # allowed wait quantile during batches as a multiple of the baseline (> 1)
     floor: int                     # the smallest batch
     ceiling: int                   # the largest batch (the configured size, lowered by timeouts)
     max_duty: float                # the configured duty cycle
     size: int = field(init=False)
     duty: float = field(init=False)
-    first_baseline: float | None = None
+    looks: int = 0
+    most_active: int = 0           # the most application statements seen running at once
     quiet: deque[float] = field(default_factory=lambda: deque(maxlen=BASELINE_POOL))
     window: list[float] = field(default_factory=list)
-    recent: deque[bool] = field(default_factory=lambda: deque(maxlen=JUDGE_WINDOW))  # each over the target?
+    # every look's longest wait, busy and quiet (the run's record; about half an hour of looks)
+    busy_seen: deque[float] = field(default_factory=lambda: deque(maxlen=RECORDED))
+    quiet_seen: deque[float] = field(default_factory=lambda: deque(maxlen=RECORDED))
     backoffs: int = 0
+    lock_backoffs: int = 0
     speedups: int = 0
-    _counted: int = -1             # the waiting probe a backoff was for (one backoff per slow probe)
+    current: int = field(init=False)   # the size the run used last
 
     def __post_init__(self) -> None:
         self.size, self.duty = self.ceiling, self.max_duty
+        self.current = self.ceiling
+
+    @property
+    def application_seen(self) -> bool:
+        return self.most_active > 0
 
     @property
     def baseline(self) -> float | None:
-        if self.first_baseline is None:
+        """The quiet looks' quantile, once there are enough of them."""
+        if len(self.quiet) < MIN_QUIET:
             return None
-        return min(p99(list(self.quiet)), MAX_DRIFT * self.first_baseline)
+        return max(MIN_BASELINE_MS, quantile(list(self.quiet), QUANTILE))
 
-    def set_baseline(self, samples: list[tuple[float, bool]]) -> None:
-        """The probes taken before the second batch, with nothing of idemdash's in flight."""
-        values = [ms for ms, _ in samples]
-        if values:
-            self.quiet.extend(values)
-            self.first_baseline = p99(values)
-
-    def observe(self, samples: list[tuple[float, bool]], size: int, waiting: tuple[int, float] | None = None) -> None:
-        """New probes, (milliseconds, quiet), and the one ``waiting`` now (its number, milliseconds so far);
-        ``size`` is the batch size the pacer would use now (it may have lowered it after a slow batch or a
-        timeout)."""
-        self.size = min(self.size, size, self.ceiling)
-        if self.first_baseline is None:
-            return
-        for ms, quiet in samples:
-            if quiet:
-                self.quiet.append(ms)
-        target = self.budget * (self.baseline or 0.0)
-        for ms, _ in samples:
-            self.window.append(ms)
-            self.recent.append(ms > target)
-        stalled = waiting is not None and waiting[1] > target and waiting[0] != self._counted
-        # one waiting STALL_FACTOR times the target is no outlier: it backs off alone
-        weight = ((1 + OVER_ALLOWED if waiting[1] > STALL_FACTOR * target else 1)  # type: ignore[index]
-                  if stalled else 0)
-        if sum(self.recent) + weight > OVER_ALLOWED:
-            if stalled:
-                self._counted = waiting[0]  # type: ignore[index]
+    def observe(self, looks: list[Look], size: int) -> None:
+        """New looks; ``size`` is the batch size the run used last (its own may be smaller than this governor's,
+        after a slow batch or a timeout: a backoff halves the smaller)."""
+        self.current = min(size, self.ceiling)
+        backed_off = False
+        for look in looks:
+            self.looks += 1
+            self.most_active = max(self.most_active, look.active)
+            if look.active == 0:
+                continue  # nobody ran a statement: says nothing of their waits
+            (self.window if look.busy else self.quiet).append(look.longest_ms)
+            (self.busy_seen if look.busy else self.quiet_seen).append(look.longest_ms)
+            target = self.budget * (self.baseline or MIN_BASELINE_MS)
+            if not backed_off and look.lock_waits and look.longest_ms > max(LOCK_WAIT_MS, target):
+                backed_off = True  # once per batch: the next one is smaller
+                self.lock_backoffs += 1
+                self._back_off()
+        if backed_off:
             self.window = []
-            self.recent.clear()
+            return
+        baseline = self.baseline
+        if baseline is None or len(self.window) < DECIDE_LOOKS:
+            return
+        seen, self.window = quantile(self.window, QUANTILE), []
+        target = self.budget * baseline
+        if seen > target:
             self._back_off()
-            return
-        if len(self.window) < DECIDE_SAMPLES:
-            return
-        seen, self.window = p99(self.window), []
-        if seen < SPEED_UP_BELOW * target:
+        elif seen < SPEED_UP_BELOW * target:
             if self.duty < self.max_duty:
                 self.duty = min(self.max_duty, self.duty * 2)
                 self.speedups += 1
@@ -111,7 +131,14 @@ class LatencyGovernor:
 
     def _back_off(self) -> None:
         self.backoffs += 1
-        if self.size > self.floor:
-            self.size = max(self.floor, self.size // 2)
+        size = min(self.size, self.current)
+        if size > self.floor:
+            self.size = max(self.floor, size // 2)
         else:
             self.duty = max(MIN_DUTY, self.duty / 2)
+
+    def recorded(self) -> tuple[float | None, float | None]:
+        """The run's waits between and during batches (the quantile over every look in which the application ran
+        a statement), for its record."""
+        return (quantile(list(self.quiet_seen), QUANTILE) if self.quiet_seen else None,
+                quantile(list(self.busy_seen), QUANTILE) if self.busy_seen else None)

@@ -98,14 +98,15 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
         if dry_run:
             rows = record_library_dry_run(lock_conn, found, state, params, run_id=run_id)
         else:
-            pacer = make_pacer(settings, run_id, lambda: target.connect(f"idemdash-purge-{state.table}-probe"[:63]))
+            pacer = make_pacer(settings, run_id, lambda: target.connect(f"idemdash-purge-{state.table}-probe"[:63]),
+                               [lock_conn.info.backend_pid])
             outcome, error, batches, rows = _batches(target, found, state, params, settings, run_id, pacer=pacer,
                                                      deadline=started + settings.time_budget_seconds, cancel=asked)
     except Exception as exc:  # a purge never takes the scheduler or a request down with it
         outcome, error = "failed", describe_error(exc, target.dsn)
         log.error("purge %s%s failed: %s", name, f" run {run_id}" if run_id else "", error)
     finally:
-        pacing = pacer.finish() if pacer is not None else None  # stops the latency probe
+        pacing = pacer.finish() if pacer is not None else None  # stops watching the application
         if lock_conn is not None:
             if run_id is not None and not lock_conn.closed:
                 try:

@@ -10,10 +10,11 @@ smaller batches after a timeout.
   the batch took. A normal batch grows the size back.
 - **Timeouts**: a batch that hit ``statement_timeout`` or ``lock_timeout`` halves the size, and the size stays at
   most that for the rest of the run (a size that timed out will again).
-- **What the application feels** (``IDEMDASH_PURGE_LATENCY_BUDGET``, ``jobs.latency``): once a run has a second
-  batch to do, a probe (``jobs.probe``) times a tiny write and commit on its own connection throughout; the batch
-  size and duty cycle then follow the probe's p99 against its idle baseline (the configured size and duty cycle
-  are the upper bounds), and the run records what it measured (``finish``).
+- **What the application feels** (``IDEMDASH_PURGE_LATENCY_BUDGET``, ``jobs.latency``): from the end of the first
+  batch, a watch (``jobs.probe``) looks at the application's backends throughout; once it has seen one run a
+  statement, the batch size and duty cycle follow their waits for the WAL and for the purge's locks (the configured
+  size and duty cycle are the upper bounds). With nobody else there, the run paces exactly as with the budget off.
+  The run records what it saw and did (``finish``).
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from idemdash.jobs.latency import BASELINE_SAMPLES, LatencyGovernor, p99
-from idemdash.jobs.probe import QUIET_AFTER, CommitProbe
+from idemdash.jobs.latency import LatencyGovernor
+from idemdash.jobs.probe import ApplicationWatch
 from idemdash.queries.purge_probe import Pacing
 
 # A batch is slow when its time per row exceeds this many times the usual ...
@@ -42,17 +43,18 @@ class Pacer:
     duty_cycle: float        # 0 < share <= 1
     pause_ms: int            # the least pause (jittered)
     latency_budget: float = 0.0                                  # 0: the duty cycle alone
-    probe_factory: Callable[[], CommitProbe] | None = None      # None: no probing (a dry run)
-    size: int = field(init=False)
+    probe_factory: Callable[[], ApplicationWatch] | None = None  # None: no looking (a dry run)
+    size: int = field(init=False)          # the next batch's: the own size, or less while the governor says so
+    own: int = field(init=False)           # what slow batches and timeouts leave (grows back after normal ones)
     ceiling: int = field(init=False)       # lowered by timeouts for the rest of the run
     usual: dict[int, float] = field(default_factory=dict)   # batch size -> seconds per row (moving average)
     normal: dict[int, int] = field(default_factory=dict)    # batch size -> normal batches seen
     slow_batches: int = 0
-    probe: CommitProbe | None = None
+    probe: ApplicationWatch | None = None
     governor: LatencyGovernor | None = None
 
     def __post_init__(self) -> None:
-        self.size = self.ceiling = self.batch_size
+        self.size = self.own = self.ceiling = self.batch_size
 
     @property
     def duty(self) -> float:
@@ -78,59 +80,63 @@ class Pacer:
         return pause
 
     def _judge(self, seconds: float, taken: int) -> float:
-        """A slow batch halves the size and lengthens the pause by what it took; a normal one grows the size back
-        (unless the latency budget decides the size)."""
+        """A slow batch halves the own size and lengthens the pause by what it took; a normal one grows it back (the
+        governor, when it decides, may keep the batches smaller still: ``_resize``)."""
         size = self.size
         per_row = seconds / taken
         usual = self.usual.get(size)
         if usual is not None and self.normal.get(size, 0) >= SETTLE_BATCHES and per_row > SLOW_FACTOR * usual:
             self.slow_batches += 1
-            self.size = max(self.floor, size // 2)
+            self.own = max(self.floor, size // 2)
+            self._resize()
             return seconds
         self.usual[size] = per_row if usual is None else (1 - AVERAGE_WEIGHT) * usual + AVERAGE_WEIGHT * per_row
         self.normal[size] = self.normal.get(size, 0) + 1
-        if not self._governed():
-            self.size = min(self.ceiling, size * 2)
+        self.own = min(self.ceiling, max(self.own, size) * 2)
+        self._resize()
         return 0.0
 
+    def _resize(self) -> None:
+        self.size = min(self.own, self.governor.size) if self._governed() and self.governor else self.own
+
     def _governed(self) -> bool:
-        return (self.governor is not None and self.governor.first_baseline is not None
+        """The governor decides once the watch has seen the application (and still works); before, the run paces
+        exactly as with the budget off."""
+        return (self.governor is not None and self.governor.application_seen
                 and self.probe is not None and self.probe.failed is None)
 
     def _govern(self) -> None:
-        """Start probing before the second batch (its baseline first), then let the probes set size and duty."""
+        """Start watching after the first batch (without waiting for anything), then let what the application's
+        backends say set size and duty."""
         if self.probe is None:
             assert self.probe_factory is not None
             self.probe = self.probe_factory()
-            self.probe.batch_ended()  # the first batch has just committed: the first probes are not quiet
             self.probe.start()
             self.governor = LatencyGovernor(self.latency_budget, self.floor, self.ceiling, self.duty_cycle)
-            self.probe.wait_samples(BASELINE_SAMPLES + int(QUIET_AFTER / self.probe.interval) + 1,
-                                    timeout=BASELINE_SAMPLES * self.probe.interval * 4)
-            self.governor.set_baseline([(ms, True) for ms, quiet in self.probe.new_samples() if quiet])
-            self.size = min(self.size, self.governor.size)
             return
-        if self._governed():
-            assert self.governor is not None
-            self.governor.observe(self.probe.new_samples(), self.size, self.probe.in_flight())
-            self.size = self.governor.size
+        assert self.governor is not None
+        if self.probe.failed is None:
+            self.governor.observe(self.probe.new_looks(), self.size)
+        self._resize()
 
     def finish(self) -> Pacing | None:
-        """Stop probing; what the run measured, or None when it never probed."""
+        """Stop watching; what the run saw and did, or None when it never watched."""
         probe, governor = self.probe, self.governor
         if probe is None or governor is None:
             return None
         probe.stop()
-        samples = probe.all_samples()
-        return Pacing(latency_budget=self.latency_budget, baseline_ms=governor.baseline,
-                      p99_ms=p99(samples) if samples else None, probes=len(samples), backoffs=governor.backoffs,
-                      batch_size=self.size, duty_cycle=round(self.duty * 100, 1))
+        if probe.failed is None:
+            governor.observe(probe.new_looks(), self.size)
+        between, during = governor.recorded()
+        return Pacing(latency_budget=self.latency_budget, baseline_ms=between, p99_ms=during, probes=governor.looks,
+                      backoffs=governor.backoffs, batch_size=self.size, duty_cycle=round(self.duty * 100, 1),
+                      app_backends=governor.most_active, lock_backoffs=governor.lock_backoffs)
 
     def after_timeout(self) -> bool:
         """A batch hit a timeout: halve the size for the rest of the run. False when already at the floor."""
         if self.size <= self.floor:
             return False
-        self.size = self.ceiling = max(self.floor, self.size // 2)
+        self.size = self.own = self.ceiling = max(self.floor, self.size // 2)
         if self.governor is not None:
             self.governor.ceiling = self.ceiling
             self.governor.size = min(self.governor.size, self.ceiling)

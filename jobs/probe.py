@@ -1,11 +1,9 @@
-"""What the application feels while a purge runs: a thread that times a tiny write and its commit (what an
-application commit costs) every ``INTERVAL`` on a connection of its own, during the purge's batches and between
-them, for the latency pacer (``jobs.pacing``).
+"""What the application is doing while a purge runs: a thread that looks at its backends in ``pg_stat_activity``
+every ``INTERVAL`` on a connection of its own (``queries.purge_probe.look_at_application``), for the governor
+(``jobs.latency``). A look writes nothing: it adds no commit and no WAL of its own for the application to wait on.
 
-Each sample is marked **quiet** when no batch was in flight while it ran and the last batch had ended at least
-``QUIET_AFTER`` before it began (the WAL writer has flushed the batch by then): those make the idle baseline, kept
-fresh through the run, so a busier application raises it too. The probe writes its own row of
-``idemdash.purge_probe`` (``queries/purge_probe.sql``), gone when the run ends.
+Each look is marked **busy** when a batch was in flight while it ran, or the last batch had ended less than
+``BUSY_AFTER`` before it began (what a batch leaves for the WAL writer); the rest are quiet.
 """
 from __future__ import annotations
 
@@ -16,29 +14,29 @@ from collections.abc import Callable
 
 import psycopg
 
+from idemdash.jobs.latency import Look
 from idemdash.queries import purge_probe
 
 log = logging.getLogger(__name__)
 
-INTERVAL = 0.01          # seconds between the starts of two probes
-QUIET_AFTER = 0.02       # a probe this long after a batch's end, with none in flight, sees an idle server
-MAX_SAMPLES = 200_000    # kept for the run's p99 (about half an hour of probing); older ones are dropped
+INTERVAL = 0.01          # seconds between the starts of two looks
+BUSY_AFTER = 0.005       # a look this soon after a batch's end still sees that batch
+MAX_PENDING = 100_000    # looks not yet handed to the governor (it reads them after every batch)
 
 
-class CommitProbe(threading.Thread):
-    def __init__(self, connect: Callable[[], psycopg.Connection], run_id: int, interval: float = INTERVAL) -> None:
-        super().__init__(name=f"idemdash-purge-probe-{run_id}", daemon=True)
-        self._connect, self.run_id, self.interval = connect, run_id, interval
+class ApplicationWatch(threading.Thread):
+    def __init__(self, connect: Callable[[], psycopg.Connection], run_id: int, purge_pids: list[int],
+                 interval: float = INTERVAL) -> None:
+        super().__init__(name=f"idemdash-purge-watch-{run_id}", daemon=True)
+        self._connect, self.run_id, self.purge_pids, self.interval = connect, run_id, purge_pids, interval
         self._lock = threading.Lock()
-        self._samples: list[tuple[float, bool]] = []    # (milliseconds, quiet)
-        self._read = 0                                   # samples handed out by new_samples()
+        self._looks: list[Look] = []
         self._busy = False
         self._batch_ended = 0.0
-        self._in_flight_since: float | None = None       # the probe waiting for its commit now, if any
         self._stop_event = threading.Event()
-        self.failed: str | None = None                   # why probing stopped early
+        self.failed: str | None = None                   # why looking stopped early
 
-    # -- the purge loop tells the probe when a batch is in flight ------------------------------------------
+    # -- the purge loop tells the watch when a batch is in flight ------------------------------------------
     def batch_started(self) -> None:
         self._busy = True
 
@@ -46,36 +44,10 @@ class CommitProbe(threading.Thread):
         self._batch_ended = time.monotonic()
         self._busy = False
 
-    # -- the pacer reads what came in ----------------------------------------------------------------------
-    def new_samples(self) -> list[tuple[float, bool]]:
-        """The samples since the last call: (milliseconds, quiet)."""
+    def new_looks(self) -> list[Look]:
         with self._lock:
-            fresh = self._samples[self._read:]
-            self._read = len(self._samples)
+            fresh, self._looks = self._looks, []
         return fresh
-
-    def in_flight(self) -> tuple[int, float] | None:
-        """The probe waiting now, if any: (its number, milliseconds so far). A commit stuck behind a batch is slow
-        before it is a sample."""
-        since = self._in_flight_since
-        if since is None:
-            return None
-        with self._lock:
-            number = len(self._samples)
-        return number, (time.monotonic() - since) * 1000
-
-    def all_samples(self) -> list[float]:
-        with self._lock:
-            return [ms for ms, _ in self._samples]
-
-    def wait_samples(self, count: int, timeout: float) -> None:
-        """Wait until ``count`` samples are unread (or ``timeout`` passes, or probing failed)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.failed is None and self.is_alive():
-            with self._lock:
-                if len(self._samples) - self._read >= count:
-                    return
-            time.sleep(self.interval)
 
     # -- the thread -------------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -83,37 +55,26 @@ class CommitProbe(threading.Thread):
         try:
             conn = self._connect()
             conn.autocommit = True
-            purge_probe.start_probe(conn, self.run_id)
-            purge_probe.probe(conn, self.run_id)  # untimed: a new session's first statement loads its caches
             next_at = time.monotonic()
             while not self._stop_event.is_set():
-                quiet = not self._busy and time.monotonic() - self._batch_ended >= QUIET_AFTER
-                began = self._in_flight_since = time.monotonic()
-                purge_probe.probe(conn, self.run_id)
-                ms = (time.monotonic() - began) * 1000
-                self._in_flight_since = None
-                quiet = quiet and not self._busy and self._batch_ended < began
+                began = time.monotonic()
+                busy = self._busy or began - self._batch_ended < BUSY_AFTER
+                seen = purge_probe.look_at_application(conn, self.purge_pids)
+                look = Look(seen.active, seen.wal_waits, seen.lock_waits, seen.longest_ms,
+                            busy=busy or self._busy or self._batch_ended > began)
                 with self._lock:
-                    self._samples.append((ms, quiet))
-                    if len(self._samples) > MAX_SAMPLES:
-                        drop = len(self._samples) - MAX_SAMPLES
-                        del self._samples[:drop]
-                        self._read = max(0, self._read - drop)
+                    if len(self._looks) < MAX_PENDING:
+                        self._looks.append(look)
                 next_at += self.interval
                 self._stop_event.wait(max(0.0, next_at - time.monotonic()))
                 if next_at < time.monotonic():
-                    next_at = time.monotonic()  # fell behind (a slow commit): no burst to catch up
+                    next_at = time.monotonic()  # fell behind: no burst to catch up
         except psycopg.Error as exc:  # the purge goes on, paced by its duty cycle alone
             self.failed = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            log.warning("purge run %d: the latency probe stopped (%s); the duty cycle alone paces the rest",
+            log.warning("purge run %d: looking at the application stopped (%s); the duty cycle alone paces the rest",
                         self.run_id, self.failed)
         finally:
             if conn is not None:
-                try:
-                    if not conn.closed:
-                        purge_probe.end_probe(conn, self.run_id)
-                except psycopg.Error:
-                    pass  # its row is removed by a later run's start_purge_probe
                 conn.close()
 
     def stop(self) -> None:

@@ -18,7 +18,7 @@ from psycopg import errors, sql
 from idemdash.core.formatting import plural
 from idemdash.jobs.failures import describe_error
 from idemdash.jobs.pacing import Pacer
-from idemdash.jobs.probe import CommitProbe
+from idemdash.jobs.probe import ApplicationWatch
 from idemdash.jobs.purge_settings import PurgeSettings
 from idemdash.queries import Tables, partitions, purge_batches, purge_probe, purges
 from idemdash.queries.purge_probe import Pacing
@@ -53,13 +53,14 @@ class RunContext:
     on_batch: Callable[[int, int], None] | None = None
     # who asked, in this process, to stop after the current batch (Ctrl-C on `idemdash purge`); None: nobody
     cancel: Callable[[], str | None] | None = None
-    # a connection for the latency probe (jobs.probe); None: no probing
+    # a connection for the watch on the application (jobs.probe); None: no watching
     connect_probe: Callable[[], psycopg.Connection] | None = None
     progress: Progress = field(default_factory=Progress)
     pacer: Pacer = field(init=False)
 
     def __post_init__(self) -> None:
-        self.pacer = make_pacer(self.settings, self.run_id, None if self.dry_run else self.connect_probe)
+        self.pacer = make_pacer(self.settings, self.run_id, None if self.dry_run else self.connect_probe,
+                                [self.work_conn.info.backend_pid, self.lock_conn.info.backend_pid])
 
     def pause(self, seconds: float) -> None:
         time.sleep(max(0.0, min(seconds, self.deadline - time.monotonic())))
@@ -71,14 +72,16 @@ class RunContext:
         return local or purges.get_purge_cancel(self.lock_conn, self.run_id)
 
 
-def make_pacer(s: PurgeSettings, run_id: int, connect_probe: Callable[[], psycopg.Connection] | None) -> Pacer:
-    """A run's pacer: the configured batch size and duty cycle, and the latency budget when it may probe."""
+def make_pacer(s: PurgeSettings, run_id: int, connect_probe: Callable[[], psycopg.Connection] | None,
+               purge_pids: list[int] | None = None) -> Pacer:
+    """A run's pacer: the configured batch size and duty cycle, and the latency budget when it may watch the
+    application (``purge_pids``: the run's own backends, which are not the application)."""
     factory = None
     if connect_probe is not None and s.latency_budget:
-        probe_connect = connect_probe
+        probe_connect, pids = connect_probe, list(purge_pids or [])
 
-        def factory() -> CommitProbe:
-            return CommitProbe(probe_connect, run_id)
+        def factory() -> ApplicationWatch:
+            return ApplicationWatch(probe_connect, run_id, pids)
     return Pacer(s.batch_size, min(MIN_BATCH_SIZE, s.batch_size), s.duty_cycle, s.pause_ms,
                  latency_budget=s.latency_budget, probe_factory=factory)
 

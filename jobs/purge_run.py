@@ -159,7 +159,7 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
     finally:
         if work_conn is not None:
             work_conn.close()  # a batch in flight is rolled back with its connection
-        pacing = ctx.pacer.finish() if ctx is not None else None  # stops the latency probe
+        pacing = ctx.pacer.finish() if ctx is not None else None  # stops watching the application
 
     if run_id is not None and not _finish(target, lock_conn, table, run_id, outcome, error, pacing):
         UNRECORDED.add(UnrecordedRun(dsn, table, dry_run, started_by, started_at, datetime.now(timezone.utc),

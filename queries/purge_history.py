@@ -34,7 +34,7 @@ class PurgeRun:
     method: str | None = None        # 'due_index', 'heap' or 'primary_key' (runs before issue 13: None)
     partitions_dropped: int = 0
     cancel_requested_by: str | None = None   # who asked the run to stop after its current batch
-    # what its latency pacer measured (jobs.latency; None: it never probed)
+    # what its governor saw and did (jobs.latency; None: it never watched the application)
     latency_budget: float | None = None
     probe_baseline_ms: float | None = None
     probe_p99_ms: float | None = None
@@ -42,6 +42,8 @@ class PurgeRun:
     backoffs: int | None = None
     final_batch_size: int | None = None
     final_duty_cycle: float | None = None
+    app_backends: int | None = None      # the most application statements its governor saw at once (0: nobody)
+    lock_backoffs: int | None = None     # of its backoffs, those for a lock the purge held
 
     @property
     def rate(self) -> float | None:

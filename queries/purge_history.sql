@@ -4,7 +4,7 @@
 -- retention), so the outcome and starter filters ride purge_run_started_idx (or purge_run_table_idx).
 SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
        method, partitions_dropped, cancel_requested_by, latency_budget, probe_baseline_ms, probe_p99_ms, probes,
-       backoffs, final_batch_size, final_duty_cycle,
+       backoffs, final_batch_size, final_duty_cycle, app_backends, lock_backoffs,
        extract(epoch FROM coalesce(finished_at, now()) - started_at)::double precision AS duration_seconds
 FROM idemdash.purge_run r
 WHERE (%(table)s::text IS NULL OR r.table_name = %(table)s::text)
@@ -19,7 +19,7 @@ LIMIT %(limit)s
 -- Runs still in progress (outcome 'running'), oldest first: what the live progress panel shows.
 SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
        method, partitions_dropped, cancel_requested_by, latency_budget, probe_baseline_ms, probe_p99_ms, probes,
-       backoffs, final_batch_size, final_duty_cycle,
+       backoffs, final_batch_size, final_duty_cycle, app_backends, lock_backoffs,
        extract(epoch FROM now() - started_at)::double precision AS duration_seconds
 FROM idemdash.purge_run
 WHERE outcome = 'running'
@@ -34,7 +34,7 @@ FROM unnest(%(tables)s::text[]) AS t(table_name)
 CROSS JOIN LATERAL (
     SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
            method, partitions_dropped, cancel_requested_by, latency_budget, probe_baseline_ms, probe_p99_ms, probes,
-       backoffs, final_batch_size, final_duty_cycle,
+       backoffs, final_batch_size, final_duty_cycle, app_backends, lock_backoffs,
            extract(epoch FROM coalesce(finished_at, now()) - started_at)::double precision AS duration_seconds
     FROM idemdash.purge_run p
     WHERE p.table_name = t.table_name
@@ -46,7 +46,7 @@ FROM unnest(%(tables)s::text[]) AS t(table_name)
 CROSS JOIN LATERAL (
     SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
            method, partitions_dropped, cancel_requested_by, latency_budget, probe_baseline_ms, probe_p99_ms, probes,
-       backoffs, final_batch_size, final_duty_cycle,
+       backoffs, final_batch_size, final_duty_cycle, app_backends, lock_backoffs,
            extract(epoch FROM coalesce(finished_at, now()) - started_at)::double precision AS duration_seconds
     FROM idemdash.purge_run p
     WHERE p.table_name = t.table_name AND NOT p.dry_run AND p.outcome <> 'skipped'
@@ -58,7 +58,7 @@ FROM unnest(%(tables)s::text[]) AS t(table_name)
 CROSS JOIN LATERAL (
     SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
            method, partitions_dropped, cancel_requested_by, latency_budget, probe_baseline_ms, probe_p99_ms, probes,
-       backoffs, final_batch_size, final_duty_cycle,
+       backoffs, final_batch_size, final_duty_cycle, app_backends, lock_backoffs,
            extract(epoch FROM finished_at - started_at)::double precision AS duration_seconds
     FROM idemdash.purge_run p
     WHERE p.table_name = t.table_name AND p.outcome = 'succeeded' AND NOT p.dry_run
@@ -70,7 +70,7 @@ FROM unnest(%(tables)s::text[]) AS t(table_name)
 CROSS JOIN LATERAL (
     SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,
            method, partitions_dropped, cancel_requested_by, latency_budget, probe_baseline_ms, probe_p99_ms, probes,
-       backoffs, final_batch_size, final_duty_cycle,
+       backoffs, final_batch_size, final_duty_cycle, app_backends, lock_backoffs,
            extract(epoch FROM finished_at - started_at)::double precision AS duration_seconds
     FROM idemdash.purge_run p
     WHERE p.table_name = t.table_name AND p.outcome = 'succeeded' AND p.dry_run

@@ -46,8 +46,8 @@ EXPECTED_TABLES = {
         "cancel_requested_at": "timestamp with time zone", "latency_budget": "double precision",
         "probe_baseline_ms": "double precision", "probe_p99_ms": "double precision", "probes": "integer",
         "backoffs": "integer", "final_batch_size": "integer", "final_duty_cycle": "double precision",
+        "app_backends": "integer", "lock_backoffs": "integer",
     },
-    "purge_probe": {"run_id": "bigint", "probes": "bigint", "probed_at": "timestamp with time zone"},
     "purge_partition": {
         "run_id": "bigint", "table_name": "text", "partition_schema": "text", "partition_name": "text",
         "parent_schema": "text", "parent_name": "text", "bound_from": "timestamp with time zone",

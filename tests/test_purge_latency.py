@@ -1,6 +1,8 @@
-"""The purge's latency budget (jobs/latency.py, jobs/probe.py): a run times a tiny write and commit of its own
-while it works, backs off (smaller batches, then a lower duty cycle) when that probe slows past the budget, speeds
-up again when it recovers, and records what it measured on the run."""
+"""The purge's latency budget (jobs/latency.py, jobs/probe.py): a run looks at the application's own backends in
+pg_stat_activity while it works; with nobody there it paces exactly as with the budget off, and under load it backs
+off (smaller batches, then a lower duty cycle) when the application's statements wait longer for the WAL during
+batches than between them, or wait for a lock the purge holds; it speeds up again when they recover, and records what
+it saw on the run."""
 from __future__ import annotations
 
 import threading
@@ -12,68 +14,76 @@ from bs4 import BeautifulSoup
 
 from idemdash.core import parsers, settings
 from idemdash.core.settings import ConfigError
-from idemdash.jobs.latency import BASELINE_SAMPLES, DECIDE_SAMPLES, MIN_DUTY, LatencyGovernor, p99
+from idemdash.jobs.latency import DECIDE_LOOKS, MIN_BASELINE_MS, MIN_DUTY, MIN_QUIET, LatencyGovernor, Look, p99
 from idemdash.jobs.purge_run import run_purge
 from tests.test_purges import KEYS, _slow_deletes, add_expired, count, make_target
 
 
-def _window(ms: float, quiet: bool = False) -> list[tuple[float, bool]]:
-    return [(ms, quiet)] * DECIDE_SAMPLES
+def _looks(ms: float, busy: bool, n: int = DECIDE_LOOKS, active: int = 2, locks: int = 0) -> list[Look]:
+    return [Look(active, 1 if ms else 0, locks, ms, busy=busy)] * n
+
+
+def _governor() -> LatencyGovernor:
+    governor = LatencyGovernor(budget=1.5, floor=100, ceiling=1000, max_duty=0.5)
+    governor.observe(_looks(1.0, busy=False, n=MIN_QUIET), 1000)  # the application's waits between batches: 1 ms
+    assert governor.baseline == 1.0
+    return governor
+
+
+def test_with_nobody_else_there_the_governor_never_decides_anything():
+    governor = LatencyGovernor(budget=1.5, floor=100, ceiling=1000, max_duty=0.5)
+    for size in (1000, 500, 1000):  # the run's own size (a slow batch halved it, a normal one grew it back)
+        governor.observe(_looks(0.0, busy=True, n=500, active=0) + _looks(0.0, busy=False, n=500, active=0), size)
+        assert (governor.size, governor.duty) == (1000, 0.5)  # it allows the configured size and duty cycle
+    assert (governor.application_seen, governor.backoffs, governor.looks) == (False, 0, 3000)
+    assert governor.recorded() == (None, None)
 
 
 def test_the_governor_halves_the_batch_then_the_duty_cycle_and_gives_back_duty_first():
-    governor = LatencyGovernor(budget=1.5, floor=100, ceiling=1000, max_duty=0.5)
-    governor.set_baseline([(1.0, True)] * BASELINE_SAMPLES)
-    assert governor.baseline == 1.0
+    governor = _governor()
     sizes = []
-    for _ in range(6):  # 3 ms against a 1.5 ms target: back off each window
-        governor.observe(_window(3.0), governor.size)
+    for _ in range(6):  # 3 ms during batches against a 1.5 ms target: back off each window
+        governor.observe(_looks(3.0, busy=True), governor.size)
         sizes.append((governor.size, governor.duty))
     assert sizes == [(500, 0.5), (250, 0.5), (125, 0.5), (100, 0.5), (100, 0.25), (100, 0.125)]
-    assert governor.backoffs == 6
-    governor.observe(_window(1.4), governor.size)  # within the budget, not far below it: hold
+    assert (governor.backoffs, governor.lock_backoffs) == (6, 0)
+    governor.observe(_looks(1.4, busy=True), governor.size)  # within the budget, not far below it: hold
     assert (governor.size, governor.duty) == (100, 0.125)
     steps = []
     for _ in range(5):  # 1 ms: well below, speed up: the duty cycle back first, then the batch by a quarter
-        governor.observe(_window(1.0), governor.size)
+        governor.observe(_looks(1.0, busy=True), governor.size)
         steps.append((governor.size, governor.duty))
     assert steps == [(100, 0.25), (100, 0.5), (125, 0.5), (156, 0.5), (195, 0.5)]
     for _ in range(40):
-        governor.observe(_window(1.0), governor.size)
+        governor.observe(_looks(1.0, busy=True), governor.size)
     assert (governor.size, governor.duty) == (1000, 0.5)  # never past the configured size and duty cycle
     for _ in range(20):
-        governor.observe(_window(50.0), governor.size)
+        governor.observe(_looks(50.0, busy=True), governor.size)
     assert (governor.size, governor.duty) == (100, MIN_DUTY)  # never below the floor and the least duty cycle
 
 
-def test_one_slow_probe_in_a_hundred_is_the_p99_s_share_and_two_back_off():
-    governor = LatencyGovernor(budget=1.5, floor=100, ceiling=1000, max_duty=0.5)
-    governor.set_baseline([(1.0, True)] * BASELINE_SAMPLES)
-    governor.observe([(1.0, False)] * 40 + [(9.0, False)] + [(1.0, False)] * 40, 1000)
-    assert (governor.size, governor.backoffs) == (1000, 0)
-    governor.observe([(1.0, False)] * 10 + [(9.0, False)], 1000)  # a second one within the last hundred
+def test_a_few_slow_waits_are_the_tail_a_quantile_allows_and_more_back_off():
+    governor = _governor()
+    governor.observe(_looks(1.0, busy=True, n=DECIDE_LOOKS - 4) + _looks(9.0, busy=True, n=4), 1000)
+    assert (governor.size, governor.backoffs) == (1000, 0)  # 4 of 50 over: the 90th percentile is still 1 ms
+    governor.observe(_looks(1.0, busy=True, n=DECIDE_LOOKS - 6) + _looks(9.0, busy=True, n=6), 1000)
     assert (governor.size, governor.backoffs) == (500, 1)
-    governor.observe([(1.0, False)] * 10, 500, waiting=(7, 4.0))  # one still waiting past the target: one alone
-    assert governor.backoffs == 1
-    governor.observe([(9.0, False)], 500, waiting=(7, 6.0))  # with a slow one beside it
-    assert (governor.size, governor.backoffs) == (250, 2)
-    governor.observe([(1.0, False)] * 5, 250, waiting=(7, 30.0))  # the same stalled probe is not counted twice
-    assert governor.backoffs == 2
-    governor.observe([(1.0, False)] * 5, 250, waiting=(8, 4.6))  # another, three times the target: alone
-    assert (governor.size, governor.backoffs) == (125, 3)
+    # an application that never waits between batches: its baseline is the least one, not zero
+    calm = LatencyGovernor(budget=1.5, floor=100, ceiling=1000, max_duty=0.5)
+    calm.observe(_looks(0.0, busy=False, n=MIN_QUIET), 1000)
+    assert calm.baseline == MIN_BASELINE_MS
+    calm.observe(_looks(0.7, busy=True), 1000)
+    assert calm.backoffs == 0
 
 
-def test_the_baseline_follows_quiet_probes_but_not_a_purges_aftermath():
-    governor = LatencyGovernor(budget=1.5, floor=100, ceiling=1000, max_duty=0.5)
-    governor.observe(_window(9.0), 1000)  # no baseline yet: nothing decided
-    assert (governor.size, governor.backoffs) == (1000, 0)
-    governor.set_baseline([(1.0, True)] * BASELINE_SAMPLES)
-    governor.observe([(1.6, True)] * 300, 1000)  # the application got busier: the baseline rises with it
-    assert governor.baseline == 1.6
-    governor.observe([(30.0, True)] * 300, 1000)  # but never past twice the first one
-    assert governor.baseline == 2.0
-    governor.observe(_window(1.0), 400)  # a slow batch or a timeout lowered the size: the governor starts there
-    assert governor.size <= 500
+def test_an_application_statement_waiting_on_the_purges_lock_backs_off_once_a_batch():
+    governor = _governor()
+    governor.observe([Look(2, 0, 0, 0.0, busy=True)] * 10 + [Look(2, 0, 1, 2.0, busy=True)], 1000)
+    assert governor.backoffs == 0  # a lock wait shorter than the target (and than LOCK_WAIT_MS)
+    governor.observe([Look(2, 0, 1, 40.0, busy=True)] * 5, 1000)  # the same wait, seen five times in one batch
+    assert (governor.size, governor.backoffs, governor.lock_backoffs) == (500, 1, 1)
+    governor.observe([Look(2, 0, 1, 60.0, busy=True)], 500)
+    assert (governor.size, governor.lock_backoffs) == (250, 2)
     assert p99([float(i) for i in range(1, 101)]) == 99.0
 
 
@@ -92,98 +102,100 @@ def test_a_budget_that_cannot_be_met_or_read_is_refused(raw):
 
 def _pacing(conn, run_id):
     return conn.execute("SELECT latency_budget, probe_baseline_ms, probe_p99_ms, probes, backoffs, final_batch_size,"
-                        " final_duty_cycle FROM idemdash.purge_run WHERE run_id = %s", (run_id,)).fetchone()
+                        " final_duty_cycle, app_backends, lock_backoffs FROM idemdash.purge_run WHERE run_id = %s",
+                        (run_id,)).fetchone()
 
 
-@pytest.mark.system  # over a second: a purge run with its probe thread
-def test_a_run_records_what_its_probe_measured_and_leaves_no_probe_row(conn, database_url, make_app):
-    add_expired(conn, 3000)
-    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=100), "keys", dry_run=False, started_by="test")
-    assert (result.outcome, result.rows) == ("succeeded", 3000)
-    budget, baseline, during, probes, backoffs, size, duty = _pacing(conn, result.run_id)
-    assert budget == 1.5 and baseline > 0 and during > 0 and probes >= BASELINE_SAMPLES
-    assert backoffs >= 0 and 0 < size <= 100 and 0 < duty <= 50
-    assert conn.execute("SELECT count(*) FROM idemdash.purge_probe").fetchone()[0] == 0
+def _wal_ballast(conn, rows):
+    """Every batch also writes about ``rows`` KB of WAL (a statement trigger), so that whatever commits beside a batch
+    waits for it to reach the disk: what made the commit probe this replaced back off on an idle database."""
+    conn.execute("CREATE TABLE app.ballast (id int, filler text)")
+    _slow_deletes(conn, "INSERT INTO app.ballast SELECT g, repeat(md5(g::text), 32) "
+                        f"FROM generate_series(1, {rows}) g;")
+
+
+def _run(target, **kwargs):
+    sizes: list[int] = []
+    rows = [0]
+
+    def on_batch(_n, total):
+        sizes.append(total - rows[0])
+        rows[0] = total
+
+    return run_purge(target, "keys", dry_run=False, started_by="test", on_batch=on_batch, **kwargs), sizes
+
+
+@pytest.mark.system  # a few seconds: a purge whose batches each write megabytes of WAL
+def test_an_idle_database_is_not_throttled_however_slow_the_purges_own_commits(conn, database_url, make_app):
+    add_expired(conn, 2000)
+    _wal_ballast(conn, 3000)
+    result, sizes = _run(make_target(database_url, PURGE_BATCH_SIZE=200))
+    assert (result.outcome, result.rows) == ("succeeded", 2000)
+    budget, between, during, looks, backoffs, size, duty, seen, lock_backoffs = _pacing(conn, result.run_id)
+    # it looked throughout, saw nobody, and chose the unthrottled pace: no backoff, the configured duty cycle, the
+    # batch size the duty cycle alone would use (the configured one, unless a batch was slower than usual, which
+    # the pacer answers alike with the budget off)
+    assert budget == 1.5 and looks > 0 and seen == 0
+    assert (backoffs, lock_backoffs, between, during, duty) == (0, 0, None, None, 50)
+    assert sizes[0] == max(sizes) == 200 and size <= 200
     assert count(conn, KEYS) == 0
     client = make_app(database_url).test_client()
-    (shown,) = [r for r in client.get("/api/v1/purges").get_json()["items"] if r["run_id"] == result.run_id]
-    assert (shown["latency_budget"], shown["probes"], shown["backoffs"]) == (1.5, probes, backoffs)
     cell = BeautifulSoup(client.get("/purges").data, "html.parser").select_one(
         f"tr[data-run-id='{result.run_id}'] td[data-pacing]").get_text(" ", strip=True)
-    assert f"{baseline:.1f} → {during:.1f} ms" in cell
-    # the budget in words, whichever side of it this run's commits fell
-    assert "within 1.5× their usual time" in cell or "more than the 1.5× allowed" in cell, cell
-    # what never probed records nothing: a run of one batch, a dry run, and the budget switched off
-    add_expired(conn, 3000)
+    assert "Nobody else used the database while it ran" in cell and "so it never slowed down" in cell, cell
+    (shown,) = [r for r in client.get("/api/v1/purges").get_json()["items"] if r["run_id"] == result.run_id]
+    assert (shown["app_backends"], shown["backoffs"], shown["lock_backoffs"]) == (0, 0, 0)
+    # what never watched records nothing: a run of one batch, a dry run, and the budget switched off
+    add_expired(conn, 600)
     for target, dry_run in ((make_target(database_url, PURGE_BATCH_SIZE=5000), False),
-                            (make_target(database_url, PURGE_BATCH_SIZE=100), True),
-                            (make_target(database_url, PURGE_BATCH_SIZE=100, PURGE_LATENCY_BUDGET=0.0), False)):
+                            (make_target(database_url, PURGE_BATCH_SIZE=200), True),
+                            (make_target(database_url, PURGE_BATCH_SIZE=200, PURGE_LATENCY_BUDGET=0.0), False)):
         other = run_purge(target, "keys", dry_run=dry_run, started_by="test")
         assert other.outcome == "succeeded"
-        assert _pacing(conn, other.run_id) == (None,) * 7
+        assert _pacing(conn, other.run_id) == (None,) * 9
         if not dry_run:
-            add_expired(conn, 3000)
+            add_expired(conn, 600)
 
 
-@pytest.mark.system  # about 10 s: the slowness, then the climb back a quarter at a time
-def test_the_run_backs_off_while_commits_slow_down_and_speeds_up_when_they_recover(conn, database_url):
-    """Real slowness: another transaction holds the probe's row for 60 ms at a time, so each probe's write waits;
-    then it stops. The batch sizes the run used (from on_batch) shrink while it lasts and grow back after; the test
-    cancels the run once they have."""
-    add_expired(conn, 100_000)
-    _slow_deletes(conn, "PERFORM pg_sleep(0.01);")  # every batch takes 10 ms or more, whatever its size
-    target = make_target(database_url, PURGE_BATCH_SIZE=400, PURGE_DUTY_CYCLE=100, PURGE_LATENCY_BUDGET=5.0)
-    batches: list[tuple[float, int]] = []  # (when, rows so far)
-    recovered = threading.Event()
-    result_box: list = []
-    worker = threading.Thread(target=lambda: result_box.append(run_purge(
-        target, "keys", dry_run=False, started_by="test", cancel=lambda: "test" if recovered.is_set() else None,
-        on_batch=lambda _n, rows: batches.append((time.monotonic(), rows)))))
-    worker.start()
+class LockingApplication(threading.Thread):
+    """An application transaction that needs the keys table to hold still (as CREATE INDEX or LOCK ... IN SHARE MODE
+    does), again and again: it waits for any batch in flight, behind the purge's lock."""
 
-    def sizes() -> list[tuple[float, int]]:
-        seen = list(batches)
-        return [(when, rows - before) for (when, rows), (_, before) in zip(seen, [(0.0, 0), *seen], strict=False)]
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.stop, self.waited = url, threading.Event(), 0
 
-    with psycopg.connect(database_url, autocommit=True) as blocker:
-        deadline = time.monotonic() + 20
-        # its baseline first: the probes before the second batch
-        def probes() -> int:
-            return blocker.execute("SELECT max(probes) FROM idemdash.purge_probe").fetchone()[0] or 0
-
-        while probes() < 2 * BASELINE_SAMPLES:
-            assert time.monotonic() < deadline, "the run never started probing"
-            time.sleep(0.01)
-        slow_from = time.monotonic()
-        while time.monotonic() - slow_from < 1.0:
-            with blocker.transaction():
-                blocker.execute("SELECT probes FROM idemdash.purge_probe FOR UPDATE")
-                time.sleep(0.06)
-            time.sleep(0.005)
-        slow_until = time.monotonic()
-    while worker.is_alive() and not recovered.is_set() and time.monotonic() < slow_until + 20:
-        if [size for when, size in sizes() if when > slow_until].count(400) >= 3:
-            recovered.set()
-        time.sleep(0.02)
-    recovered.set()
-    worker.join(30)
-    (result,) = result_box
-    assert result.outcome == "cancelled", result
-    during = [size for when, size in sizes() if slow_from + 0.3 < when < slow_until]
-    after = [size for when, size in sizes() if when > slow_until]
-    assert during and max(during) < 400, sizes()
-    assert min(after) < 400 and after.count(400) >= 3, sizes()  # it grew back, step by step
-    budget, baseline, p99_during, probes, backoffs, size, duty = _pacing(conn, result.run_id)
-    assert backoffs >= 2 and p99_during >= 50 and baseline < 50 and budget == 5.0
-    assert size == 400 and duty == 100
-    assert count(conn, KEYS) == 100_000 - result.rows
+    def run(self) -> None:
+        with psycopg.connect(self.url, autocommit=True, application_name="shop-api") as conn:
+            while not self.stop.is_set():
+                with conn.transaction():
+                    conn.execute(f"LOCK TABLE {KEYS} IN SHARE MODE")
+                self.waited += 1
+                time.sleep(0.002)
 
 
-def test_a_probe_that_cannot_write_leaves_the_run_to_its_duty_cycle(conn, database_url):
-    add_expired(conn, 1500)
-    conn.execute("DROP TABLE idemdash.purge_probe")  # as with a role that may not write idemdash's schema
-    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=100), "keys", dry_run=False, started_by="test")
-    assert (result.outcome, result.rows) == ("succeeded", 1500)
-    budget, baseline, _during, probes, backoffs, size, _duty = _pacing(conn, result.run_id)
-    assert (budget, baseline, probes, backoffs, size) == (1.5, None, 0, 0, 100)
-    assert count(conn, KEYS) == 0
+@pytest.mark.system  # a few seconds: batches that hold their locks for 60 ms each
+def test_a_loaded_database_backs_off_when_the_applications_statements_wait_on_the_purge(conn, database_url,
+                                                                                        make_app):
+    add_expired(conn, 6000)
+    _slow_deletes(conn, "PERFORM pg_sleep(0.06);")  # every batch holds its locks for 60 ms or more
+    apps = [LockingApplication(database_url) for _ in range(2)]
+    for app in apps:
+        app.start()
+    try:
+        result, sizes = _run(make_target(database_url, PURGE_BATCH_SIZE=400))
+    finally:
+        for app in apps:
+            app.stop.set()
+        for app in apps:
+            app.join(10)
+    assert (result.outcome, result.rows) == ("succeeded", 6000)
+    assert all(app.waited > 0 for app in apps)
+    budget, _between, during, looks, backoffs, size, duty, seen, lock_backoffs = _pacing(conn, result.run_id)
+    assert seen >= 1 and looks > 0 and during is not None and during >= 5
+    assert lock_backoffs >= 2 and backoffs >= lock_backoffs
+    assert sizes[0] == 400 and min(sizes[:-1]) < 400, sizes  # the batches shrank (then the duty cycle, at the floor)
+    assert size < 400 or duty < 50
+    cell = BeautifulSoup(make_app(database_url).test_client().get("/purges").data, "html.parser").select_one(
+        f"tr[data-run-id='{result.run_id}'] td[data-pacing]").get_text(" ", strip=True)
+    assert "because an application statement waited for a lock the purge held" in cell, cell

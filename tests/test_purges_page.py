@@ -586,3 +586,25 @@ def test_what_the_pacer_did_is_said_in_plain_words_with_the_numbers_on_hover(cli
     item = client.get("/api/v1/purges").get_json()["items"][1]
     assert (item["latency_budget"], item["probe_p99_ms"], item["backoffs"], item["final_batch_size"],
             item["final_duty_cycle"]) == (1.5, 1.2, 0, 1000, 50.0)
+
+
+def test_what_the_governor_saw_of_the_application_is_said_in_words(client, conn):
+    """A run records what the application's sessions did (app_backends, their waits between and during batches)."""
+    for between, during, seen, backoffs, locks in ((0.9, 1.2, 2, 0, 0), (0.8, 3.1, 3, 5, 2), (None, None, 0, 0, 0)):
+        conn.execute("INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted,"
+                     " dry_run, outcome, started_by, method, latency_budget, probe_baseline_ms, probe_p99_ms, probes,"
+                     " backoffs, final_batch_size, final_duty_cycle, app_backends, lock_backoffs) VALUES ('keys',"
+                     " now() - interval '1 minute', now(), 40, 40000, false, 'succeeded', 'scheduler', 'heap', 1.5,"
+                     " %s, %s, 212, %s, 1000, 50, %s, %s)", (between, during, backoffs, seen, locks))
+    html = BeautifulSoup(client.get("/purges").get_data(as_text=True), "html.parser")
+    idle, slowed, calm = (" ".join(td.get_text().split()) for td in html.select("table.purge-history td[data-pacing]"))
+    assert ("Nobody else used the database while it ran (212 looks at its sessions), so it never slowed down; "
+            "batches of 1,000 rows at the end, pausing half the time") in idle, idle
+    assert ("Saw up to 2 application statements running at once; their commits waited 1.2 ms for the WAL or the "
+            "purge's locks while batches ran and 0.9 ms between them, within the 1.5× allowed; never slowed down"
+            ) in calm, calm
+    assert ("their commits waited 3.1 ms for the WAL or the purge's locks while batches ran and 0.8 ms between them, "
+            "more than the 1.5× allowed; slowed down 5 times (2 times because an application statement waited for a "
+            "lock the purge held)") in slowed, slowed
+    item = client.get("/api/v1/purges").get_json()["items"][1]
+    assert (item["app_backends"], item["lock_backoffs"], item["backoffs"]) == (3, 2, 5)

@@ -51,14 +51,14 @@ PURGE_RUN: dict[str, Any] = {
     "outcome": "succeeded", "error": None, "started_by": "scheduler", "duration_seconds": 60.0,
     "method": "due_index", "partitions_dropped": 0, "cancel_requested_by": None, "latency_budget": 1.5,
     "probe_baseline_ms": 1.1, "probe_p99_ms": 1.6, "probes": 5890, "backoffs": 14, "final_batch_size": 500,
-    "final_duty_cycle": 50.0,
+    "final_duty_cycle": 50.0, "app_backends": 2, "lock_backoffs": 0,
 }
 # a run of the outbox purge in progress
 RUNNING_PURGE: dict[str, Any] = {
     **PURGE_RUN, "run_id": 3, "table_name": "outbox", "started_at": "2026-11-24T21:47:48.205841+00:00",
     "finished_at": None, "batches": 4, "rows_deleted": 4000, "outcome": "running", "duration_seconds": 0.147008,
     **dict.fromkeys(PACING := ("latency_budget", "probe_baseline_ms", "probe_p99_ms", "probes", "backoffs",
-                               "final_batch_size", "final_duty_cycle")),
+                               "final_batch_size", "final_duty_cycle", "app_backends", "lock_backoffs")),
 }
 
 

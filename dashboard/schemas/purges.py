@@ -75,16 +75,24 @@ class PurgeRun(Answer):
     partitions_dropped: int
     cancel_requested_by: str | None = Field(description="Who asked the run to stop after its current batch.")
     latency_budget: float | None = Field(
-        description="IDEMDASH_PURGE_LATENCY_BUDGET when it ran: how much slower than idle its commit probe could "
-                    "get. This and the six fields after it are null when the run never probed (a dry run, one "
-                    "batch, the budget off).")
-    probe_baseline_ms: float | None = Field(description="The probe's idle p99 (ms): the baseline the budget "
-                                                        "multiplies.")
-    probe_p99_ms: float | None = Field(description="The probe's p99 (ms) while the run worked.")
-    probes: int | None = Field(description="Probes timed.")
-    backoffs: int | None = Field(description="Times the run halved its batch or duty cycle for a slow probe.")
+        description="IDEMDASH_PURGE_LATENCY_BUDGET when it ran: how much longer the application's statements "
+                    "could wait for the WAL during batches than between them. This and the eight fields after it "
+                    "are null when the run never watched the application (a dry run, one batch, the budget off).")
+    probe_baseline_ms: float | None = Field(
+        description="How long the application's statements that waited for the WAL (or for the purge's locks) had "
+                    "been running, between batches (ms; 90th percentile over the looks in which the application "
+                    "ran a statement); null when it never did.")
+    probe_p99_ms: float | None = Field(description="The same while batches ran (ms).")
+    probes: int | None = Field(description="Looks taken at the application's backends (pg_stat_activity).")
+    backoffs: int | None = Field(description="Times the run halved its batch or duty cycle for the application's "
+                                             "waits (lock_backoffs included).")
     final_batch_size: int | None = Field(description="The batch size it ended at.")
     final_duty_cycle: float | None = Field(description="The duty cycle (percent) it ended at.")
+    app_backends: int | None = Field(
+        description="The most application statements it saw running at once; 0: nobody else used the database, "
+                    "so it never slowed down (null for runs before it was recorded).")
+    lock_backoffs: int | None = Field(description="Of the backoffs, those for an application statement waiting "
+                                                  "on a lock the purge held.")
 
 
 class PartitionRecord(Answer):

@@ -106,6 +106,8 @@ class RunPacing:
     backoffs: int | None
     final_batch_size: int | None
     final_duty_cycle: float | None
+    app_backends: int | None
+    lock_backoffs: int | None
 
 
 def get_run_pacing(conn: psycopg.Connection, run_id: int) -> RunPacing | None:
@@ -125,3 +127,17 @@ def insert_quiet_scope(conn: psycopg.Connection, tables: Tables, scope: str, key
     """A scope whose ``keys`` keys all succeeded weeks ago, and one stuck key in it with an outbox row that the
     benchmark then takes as its sample key (a key page in a scope without a recent success)."""
     conn.execute(statement("insert_quiet_scope", tables), {"scope": scope, "keys": keys})
+
+
+def delete_due_pages(conn: psycopg.Connection, tables: Tables, first_page: int, pages: int) -> int:
+    """The frontier benchmark's bare batch: the due keys on ``pages`` heap pages from ``first_page``, deleted
+    (autocommit: one statement, one commit); how many."""
+    row = conn.execute(statement("frontier_delete_pages", tables),
+                       {"first_tid": f"({first_page},0)", "next_tid": f"({first_page + pages},0)"},
+                       prepare=False).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def set_session_setting(conn: psycopg.Connection, name: str, value: str) -> None:
+    conn.execute(statement("set_session_setting", setting=sql.Identifier(name), value=sql.Literal(value)))

@@ -81,7 +81,8 @@ ALTER SYSTEM SET {setting} = {value}
 
 -- get_run_pacing --
 -- What one purge run's latency pacer recorded (the pacer benchmark reads idemdash's own history).
-SELECT probe_baseline_ms, probe_p99_ms, probes, backoffs, final_batch_size, final_duty_cycle
+SELECT probe_baseline_ms, probe_p99_ms, probes, backoffs, final_batch_size, final_duty_cycle, app_backends,
+       lock_backoffs
 FROM idemdash.purge_run WHERE run_id = %(run_id)s
 
 -- list_client_waits --
@@ -119,3 +120,17 @@ INSERT INTO {outbox} (event_type, aggregate_type, aggregate_id, idempotency_scop
 SELECT 'statement.created', 'statement', gen_random_uuid(), s.idempotency_scope, s.idempotency_key,
        jsonb_build_object('amount', 1)
 FROM stuck s
+
+-- frontier_delete_pages --
+-- The frontier benchmark's bare batch (benchmarks/frontier_bench.py): the due keys on heap pages first_page up to (not including) next_page deleted, nothing else (no row locks skipped, no progress row, no recheck); the rows it deleted.
+WITH gone AS (
+    DELETE FROM {keys}
+    WHERE ctid >= %(first_tid)s::tid AND ctid < %(next_tid)s::tid
+      AND status IN ('succeeded', 'failed_final') AND expires_at < now()
+    RETURNING 1
+)
+SELECT count(*)::int FROM gone
+
+-- set_session_setting --
+-- One setting for the rest of the frontier benchmark's purge session (synchronous_commit, wal_compression); name and value are composed.
+SET {setting} = {value}
