@@ -29,9 +29,8 @@ from flask import Flask, abort, g, request
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import BadRequest, TooManyRequests, Unauthorized
 
-from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import ConfigError, split_list
-from idemdash.dashboard import forgery
+from idemdash.dashboard import forgery, one_model
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
 from idemdash.dashboard.forgery import check_json_request
 from idemdash.dashboard.network import address_in, client_address, is_loopback_request, parse_networks, repeated_headers
@@ -71,7 +70,7 @@ JOB_BLUEPRINTS = frozenset({"purges", "purge_cancel"})
 
 def _library_rows() -> bool:
     """This request would change another library's rows (a database of a foreign profile, not a job's action)."""
-    return get_target().settings["PROFILE"] != DEFAULT_PROFILE and request.blueprint not in JOB_BLUEPRINTS
+    return not one_model.owns_tables(get_target().settings) and request.blueprint not in JOB_BLUEPRINTS
 
 
 def actions_allowed() -> bool:

@@ -22,8 +22,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, url_for
 
-from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.dashboard import contract
+from idemdash.dashboard import contract, one_model
 from idemdash.dashboard.all_databases import DatabaseRow
 from idemdash.dashboard.databases import database_rows
 from idemdash.dashboard.keys import key_url
@@ -82,7 +81,7 @@ def _ask(target: Target, q: str, scope: str | None, deadline: float) -> Held:
 
 def _skip(target: Target, row: DatabaseRow | None) -> str | None:
     """Why ``target`` is not asked at all, or None."""
-    if target.settings["PROFILE"] != DEFAULT_PROFILE:
+    if not one_model.owns_tables(target.settings):
         return f"{target.settings['PROFILE']} tables: search them on that database's own pages"
     if row is not None and not row.pending and not row.reachable and not row.asking:
         return f"its last background ask failed: {row.problem}"

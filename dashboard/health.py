@@ -10,8 +10,7 @@ from flask import Blueprint, current_app
 from idemdash.checks import FAIL, OK, SEVERITY, WARN, Check, run_checks, summary
 from idemdash.checks.connections import check_connections
 from idemdash.checks.library import check_library
-from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.dashboard import contract
+from idemdash.dashboard import contract, one_model
 from idemdash.dashboard.schemas.databases import Health
 from idemdash.dashboard.targets import all_targets, get_target
 from idemdash.dashboard.web import render
@@ -25,7 +24,7 @@ def _checks() -> list[Check]:
 
 def _database_checks() -> list[Check]:
     target = get_target()
-    if target.settings["PROFILE"] != DEFAULT_PROFILE:  # another library's tables: what matters about them
+    if not one_model.owns_tables(target.settings):  # another library's tables: what matters about them
         with target.read(primary=True) as conn:
             return check_library(conn, target.settings)
     # on the primary: its sessions, locks, vacuum and schema are what the checks are about, not a standby's

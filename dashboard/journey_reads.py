@@ -16,11 +16,11 @@ import psycopg
 
 from idemdash.core.journey import Consumed, KeyStep, Sent
 from idemdash.core.parsers import zone_name
-from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found
 from idemdash.core.routes import Learned, learn
 from idemdash.core.settings import setting
+from idemdash.dashboard import one_model
 from idemdash.dashboard.fan_out import ask_all
 from idemdash.queries import journey
 from idemdash.queries.catalog import find_configured
@@ -41,7 +41,7 @@ def where(target: Target, conn: psycopg.Connection) -> journey.Where:
     settings = target.settings
     name = settings["PROFILE"]
     zone = zone_name(setting(settings, "LIBRARY_TIMEZONE"))
-    if name == DEFAULT_PROFILE:
+    if one_model.owns_tables(settings):  # idemdash's own tables, by their configured names
         return journey.Where(name, target.tables, None, zone)
     with _found_lock:
         found = _found.get((target.name, target.dsn))

@@ -12,12 +12,11 @@ from typing import Any
 from flask import Blueprint, abort, g, redirect, request, url_for
 from psycopg import errors
 
-from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import LibraryAction
 from idemdash.core.settings import library_actions
-from idemdash.dashboard import contract, table_rows
+from idemdash.dashboard import contract, one_model, table_rows
 from idemdash.dashboard.auth import check_json_request, current_user, refuse_action
 from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.schemas import library_actions as schema
@@ -33,7 +32,7 @@ def library_action_allowed(name: str) -> bool:
     """Whether the signed-in user may do the library action ``name`` on this database (the row page's forms)."""
     user = g.get("user")
     settings = get_target().settings
-    return bool(user and user.is_operator and not settings["READ_ONLY"] and settings["PROFILE"] != DEFAULT_PROFILE
+    return bool(user and user.is_operator and not settings["READ_ONLY"] and not one_model.owns_tables(settings)
                 and name in library_actions(settings))
 
 

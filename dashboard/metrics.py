@@ -29,8 +29,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles.shape import MEANINGS
+from idemdash.dashboard import one_model
 from idemdash.dashboard.targets import all_targets, current_database
 from idemdash.queries import fleet_numbers, metrics, rollups
 from idemdash.queries.pool_budget import PoolBudget
@@ -182,7 +182,7 @@ def _database(target: Target, sample: Sample, alerts_only: bool) -> None:
     """One database's samples: its summary, read once through its profile (queries/fleet_numbers.py), under the same
     names for every profile; a library's rows by state (not with ``alerts_only``: no rule uses them); the reference
     tables' own detail; idemdash's purges and heartbeat where its schema is."""
-    reference = target.settings["PROFILE"] == DEFAULT_PROFILE
+    reference = one_model.owns_tables(target.settings)
     with _read(target) as conn:
         summary, read = fleet_numbers.get_database_numbers(conn, target.tables, target.settings,
                                                            () if alerts_only else MEANINGS)

@@ -27,6 +27,14 @@ def table(settings: Any, role: str) -> Table | None:
     return role_table(chosen(settings), role)
 
 
+def owns_tables(settings: Any) -> bool:
+    """Whether the database's tables are idemdash's own column contract: a table records an operator's decisions
+    (only the reference tables do). Then idemdash writes them (reclassify, notes, park), purges them by its own rules
+    and checks them against its schema; any other tables are read through their profile, changed only by the
+    library's own documented actions and purged by the library's own definition of finished."""
+    return any(records(t, "decisions") for t in chosen(settings).tables)
+
+
 def rich(settings: Any, role: str) -> bool:
     """Whether the page of ``role`` reads the table's rich columns (the reference column contract): its table records
     what only those columns hold."""

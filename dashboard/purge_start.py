@@ -8,7 +8,7 @@ import logging
 import threading
 from typing import Any
 
-from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
+from idemdash.dashboard import one_model
 from idemdash.dashboard.targets import get_target
 from idemdash.jobs.library_purge import run_library_purges
 from idemdash.jobs.purge_run import describe_error, run_purge
@@ -53,7 +53,7 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> purge_history.
 
     def work() -> None:
         try:
-            if target.settings["PROFILE"] == DEFAULT_PROFILE:
+            if one_model.owns_tables(target.settings):
                 state.result = run_purge(target, table, dry_run=dry_run, started_by=started_by, by_person=True,
                                          on_start=on_start)
             else:  # another library's table, by its role: only what the library counts as finished and old

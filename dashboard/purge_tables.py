@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from idemdash.core.profiles import DEFAULT, profile
+from idemdash.core.profiles import profile
 from idemdash.core.setting import PREFIX
-from idemdash.dashboard import panels
+from idemdash.dashboard import one_model, panels
 from idemdash.dashboard.targets import get_target
 from idemdash.jobs.library_purge import history_name, purgeable_states, schedule_of
 from idemdash.jobs.purge_run import RETENTION_SETTING
@@ -97,4 +97,4 @@ def _library(config: Mapping[str, Any]) -> PurgeTables:
 def purge_tables() -> PurgeTables:
     """The tables the current database's purges empty, as its profile says."""
     config = get_target().settings
-    return _reference(config) if config["PROFILE"] == DEFAULT else _library(config)
+    return _reference(config) if one_model.owns_tables(config) else _library(config)

@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort, request, url_for
 
-from idemdash.core.profiles import DEFAULT, profile
+from idemdash.core.profiles import profile
 from idemdash.core.profiles.dimensions import records
 from idemdash.core.profiles.shape import MEANINGS
-from idemdash.dashboard import contract, panels
+from idemdash.dashboard import contract, one_model, panels
 from idemdash.dashboard.auth import refuse_action
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import all_targets, get_target
@@ -59,7 +59,8 @@ def _report() -> schema.Tables:
     return schema.Tables(database=target.name, slots=slots, profile=chosen.name, library=chosen.library,
                          version=read.found.version if read.found else None, app_schema=target.settings["APP_SCHEMA"],
                          problem=read.problem, tables=tables, cleanup=chosen.cleanup,
-                         read_only=chosen.name != DEFAULT and not target.settings["LIBRARY_ACTIONS"],
+                         read_only=not (one_model.owns_tables(target.settings)
+                                        or target.settings["LIBRARY_ACTIONS"]),
                          as_of=datetime.now(timezone.utc))
 
 
