@@ -57,8 +57,8 @@ def test_hotspots_filter_and_histogram_bars(live_server, page, conn):
     # the bars are SVG rects sized by attribute (no inline style under the CSP) and actually drawn
     full = page.locator('#histogram tr[data-bucket="1"] svg rect')
     assert full.bounding_box()["width"] > 100
-    top = page.locator('#histogram tr[data-bucket="20+"] svg rect')
-    assert top.bounding_box()["width"] < full.bounding_box()["width"]
+    most = page.locator('#histogram tr[data-bucket="20+"] svg rect')
+    assert most.bounding_box()["width"] < full.bounding_box()["width"]
 
     page.keyboard.press("f")
     expect(page.locator("input[name=min_attempts]")).to_be_focused()

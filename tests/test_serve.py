@@ -133,11 +133,13 @@ def test_a_hand_started_gunicorn_without_a_secret_refuses_to_start(database_url,
                             env=_env(database_url, tmp_path), capture_output=True, text=True, timeout=30,
                             cwd=ROOT)
     output = result.stdout + result.stderr
-    assert result.returncode == 4, output  # gunicorn's "App failed to load"
+    # gunicorn's "App failed to load" (4); with two workers refused at once, gunicorn's arbiter may reap the second
+    # while halting on the first and end on its own traceback (1): either way it never serves
+    assert result.returncode in (1, 4) and "App failed to load" in output, output
     assert time.monotonic() - started < 15
-    # gunicorn prints the refusal as its one line, no traceback (once for each worker that got to it)
+    # the refusal is one line of ours (once for each worker that got to it), never a traceback through idemdash
     assert "IDEMDASH_SECRET_KEY is not set, and under gunicorn each worker builds its own app" in output, output
-    assert "Traceback" not in output, output
+    assert "dashboard/__init__.py" not in output, output
 
 
 def test_a_hand_started_gunicorn_with_a_secret_starts(database_url, tmp_path):
