@@ -44,8 +44,14 @@ def install_routes(app: Flask) -> None:
 
 
 def has_database_route(endpoint: str) -> bool:
-    """Whether ``endpoint`` has a rule with the database in its path (none: one database, or a page about all)."""
-    return endpoint in current_app.view_functions and current_app.url_map.is_endpoint_expecting(endpoint, "database")
+    """Whether ``endpoint`` has a rule with the database in its path (none: one database, or a page about all).
+    Asked for every link a page builds, so the app's answer is kept once its rules are all there (the first
+    request comes after ``install_routes``)."""
+    known = current_app.extensions.get("idemdash_database_endpoints")
+    if known is None:
+        known = frozenset(r.endpoint for r in current_app.url_map.iter_rules() if "database" in r.arguments)
+        current_app.extensions["idemdash_database_endpoints"] = known
+    return endpoint in known
 
 
 def stay_in_database(endpoint: str, values: dict[str, Any]) -> None:
