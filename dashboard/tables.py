@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from flask import Blueprint, abort, request, url_for
 
 from idemdash.core.profiles import profile
-from idemdash.core.profiles.dimensions import records
 from idemdash.core.profiles.shape import MEANINGS
 from idemdash.dashboard import contract, one_model, panels
 from idemdash.dashboard.auth import refuse_action
@@ -64,12 +63,6 @@ def _report() -> schema.Tables:
                          as_of=datetime.now(timezone.utc))
 
 
-@bp.app_template_test()
-def every_profile(endpoint: str) -> bool:
-    """Whether ``endpoint`` serves a database of any profile (the navigation of a library's database shows those)."""
-    return endpoint.partition(".")[0] in EVERY_PROFILE
-
-
 @bp.get("/tables")
 def page():
     return render("tables.html", "tables_panel", report=_report())
@@ -105,7 +98,7 @@ def refuse_reference_routes() -> None:
         return
     target = get_target()
     chosen = target.settings["PROFILE"]
-    if request.blueprint is None or any(records(t, "decisions") for t in profile(chosen).tables):
+    if request.blueprint is None or one_model.owns_tables(target.settings):
         return
     if request.method not in ("GET", "HEAD"):
         if request.blueprint in EVERY_PROFILE:
