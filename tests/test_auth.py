@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 
 import pytest
 from bs4 import BeautifulSoup
@@ -728,10 +729,15 @@ def test_demo_refuses_a_public_host_before_starting_anything(monkeypatch):
     refused = CliRunner().invoke(main, ["demo", "--host", "0.0.0.0"], env=_cli_env())
     assert refused.exit_code == 2
     assert "--host 0.0.0.0" in refused.output and "IDEMDASH_AUTH=none" in refused.output
-    allowed = CliRunner().invoke(main, ["demo", "--host", "0.0.0.0"], env=_cli_env(ALLOW_UNAUTHENTICATED="1"))
-    assert isinstance(allowed.exception, _Started)
-    local = CliRunner().invoke(main, ["demo", "--host", "127.0.0.1"], env=_cli_env())
-    assert isinstance(local.exception, _Started)
+    # a port nobody holds: the demo refuses a busy one before it starts anything too
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    allowed = CliRunner().invoke(main, ["demo", "--host", "0.0.0.0", "--port", port],
+                                 env=_cli_env(ALLOW_UNAUTHENTICATED="1"))
+    assert isinstance(allowed.exception, _Started), allowed.output
+    local = CliRunner().invoke(main, ["demo", "--host", "127.0.0.1", "--port", port], env=_cli_env())
+    assert isinstance(local.exception, _Started), local.output
 
 
 # ---------------------------------------------------------------------------
