@@ -5,7 +5,6 @@ from datetime import datetime, timezone
 
 from flask import Blueprint
 
-from idemdash.core.statuses import REVIEW_HOLDER
 from idemdash.dashboard import (
     contract,
     key_breakdown,
@@ -103,29 +102,5 @@ def api() -> schema.Overview | ProfileOverview:
                          "run_id": e.run_id} for e in data["marks"].events],
             "markers_cut": data["marks"].cut,
         },
-        "definitions": {
-            "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and "
-                     f"claimed_at older than {data['lease_seconds']} s",
-            "needs_review": f"status = 'processing' and claimed_by = '{REVIEW_HOLDER}': held for review by an "
-                            "operator (a hold that ended is counted in stuck too)",
-            "failed_final_24h": "status = 'failed_final' and updated_at within the last 24 hours",
-            "succeeded_24h": "status = 'succeeded' and updated_at within the last 24 hours",
-            "outbox.pending": "outbox rows with status = 'pending'; lag is the age of the oldest with attempt_count "
-                              "< 3 (not likely poison)",
-            "outbox.poison": "pending outbox rows with attempt_count >= 3 (likely poison), counted apart from the lag",
-            "inbox.rows_24h": "inbox rows with processed_at within the last 24 hours",
-            "trends.points": "metric snapshots of the range (range: 1h, 6h, 24h or 7d; window_hours), oldest "
-                             "first, recorded by the scheduler's snapshot job; when there are more than max_points, "
-                             "consecutive snapshots are merged (stuck_keys, outbox_pending and outbox_lag_seconds: "
-                             "the peak; rows_purged: the sum)",
-            "trends.points.rows_purged": "rows deleted by real purge runs that finished since the previous snapshot",
-            "trends.points.claims": "keys whose claimed_at falls after the previous snapshot (a key claimed twice in "
-                                    "that interval counts once); completions: keys that became succeeded, failures: "
-                                    "failed_retryable or failed_final, by updated_at in the interval, a "
-                                    "reclassification by an operator left out; *_per_minute: their sum times 60 over "
-                                    "interval_seconds, the seconds the point's snapshots counted (null: not counted)",
-            "trends.markers": "operators' actions (the audit log: one per decision, notes and purges left out) and "
-                              "real purge runs that deleted rows or partitions or failed, of the range, oldest "
-                              "first; markers_cut: the newest 200 of either kind were all that was read",
-        },
+        "definitions": schema.definitions(data["lease_seconds"]),
     })
