@@ -26,6 +26,7 @@ spread and the default ``IDEMDASH_FLEET_JOB_CONCURRENCY``, from the first member
 last one's finishing.
 Percentiles are nearest-rank. The report is Markdown.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -112,8 +113,11 @@ def build_template(server_dsn: str, name: str, days: int) -> None:
 
 def clone(server_dsn: str, template: str, name: str) -> str:
     with psycopg.connect(server_dsn, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
-            sql.Identifier(name), sql.Identifier(template)))
+        admin.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
+                sql.Identifier(name), sql.Identifier(template)
+            )
+        )
     return psycopg.conninfo.make_conninfo(server_dsn, dbname=name)
 
 
@@ -124,8 +128,12 @@ def write_config(path: Path, urls: dict[str, str]) -> str:
 
 def sessions(server_dsn: str) -> dict[str, int]:
     with psycopg.connect(server_dsn, autocommit=True) as conn:
-        return dict(conn.execute("SELECT application_name, count(*) FROM pg_stat_activity "
-                                 "WHERE application_name LIKE 'idemdash%' GROUP BY 1").fetchall())
+        return dict(
+            conn.execute(
+                "SELECT application_name, count(*) FROM pg_stat_activity "
+                "WHERE application_name LIKE 'idemdash%' GROUP BY 1"
+            ).fetchall()
+        )
 
 
 def measure(server_dsn: str, config: str, settings: dict, runs: int, timeout: float) -> dict:
@@ -150,11 +158,17 @@ def serving(config: str, settings: dict, workers: int):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {key: value for key, value in os.environ.items() if not key.startswith("IDEMDASH_")}
-    env |= {"IDEMDASH_CONFIG": config, "IDEMDASH_BIND": f"127.0.0.1:{port}", "IDEMDASH_WORKERS": str(workers),
-            "IDEMDASH_SECRET_KEY": "benchmark", "IDEMDASH_POOL_TIMEOUT_SECONDS": "1",
-            **{f"IDEMDASH_{name}": str(value) for name, value in settings.items()}}
-    server = subprocess.Popen([sys.executable, "-m", "idemdash", "serve"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    env |= {
+        "IDEMDASH_CONFIG": config,
+        "IDEMDASH_BIND": f"127.0.0.1:{port}",
+        "IDEMDASH_WORKERS": str(workers),
+        "IDEMDASH_SECRET_KEY": "benchmark",
+        "IDEMDASH_POOL_TIMEOUT_SECONDS": "1",
+        **{f"IDEMDASH_{name}": str(value) for name, value in settings.items()},
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "idemdash", "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
     def get(path: str) -> tuple[int, bytes]:
         try:
@@ -191,8 +205,9 @@ def proc_status(pid: int) -> dict[str, int]:
     return {"threads": int(fields["Threads"]), "rss_kb": int(fields["VmRSS"].split()[0])}
 
 
-def measure_fleet(server_dsn: str, config: str, settings: dict, runs: int, timeout: float, workers: int,
-                  member: str) -> dict:
+def measure_fleet(
+    server_dsn: str, config: str, settings: dict, runs: int, timeout: float, workers: int, member: str
+) -> dict:
     """One fleet under `idemdash serve`: the overview of all and of one, and what each worker holds."""
     socket_dir = psycopg.conninfo.conninfo_to_dict(server_dsn)["host"]
     with serving(config, settings, workers) as (server, get):
@@ -226,16 +241,27 @@ def measure_fleet(server_dsn: str, config: str, settings: dict, runs: int, timeo
             time.sleep(0.1)
         rest = held_connections(pids, socket_dir)
         status = {pid: proc_status(pid) for pid in pids}
-    return result | {"overview": overview, "pids": pids, "rest": rest, "peak": peak, "peak_threads": peak_threads,
-                     "status": status}
+    return result | {
+        "overview": overview,
+        "pids": pids,
+        "rest": rest,
+        "peak": peak,
+        "peak_threads": peak_threads,
+        "status": status,
+    }
 
 
 def purge_round(config: str) -> tuple[float, int]:
     """`idemdash purge` over every database of the file: wall seconds and exit status."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("IDEMDASH_")}
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "idemdash", "purge"], env=env | {"IDEMDASH_CONFIG": config},
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "idemdash", "purge"],
+        env=env | {"IDEMDASH_CONFIG": config},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
     return time.perf_counter() - started, done.returncode
 
 
@@ -248,11 +274,16 @@ def scheduler_round(config: str, members: list[str], every: int = 30, timeout: f
     from the first member's scheduled run starting to the last one's finishing (one round, at the concurrency
     limit's pace), and the seconds until every member had one."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("IDEMDASH_")}
-    env |= {"IDEMDASH_CONFIG": config, "IDEMDASH_PURGE_KEYS_SCHEDULE": f"every {every}s",
-            "IDEMDASH_PURGE_INBOX_SCHEDULE": "off", "IDEMDASH_PURGE_OUTBOX_SCHEDULE": "off",
-            "IDEMDASH_FLEET_JOB_SPREAD_SECONDS": "0"}
-    process = subprocess.Popen([sys.executable, "-m", "idemdash", "scheduler"], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    env |= {
+        "IDEMDASH_CONFIG": config,
+        "IDEMDASH_PURGE_KEYS_SCHEDULE": f"every {every}s",
+        "IDEMDASH_PURGE_INBOX_SCHEDULE": "off",
+        "IDEMDASH_PURGE_OUTBOX_SCHEDULE": "off",
+        "IDEMDASH_FLEET_JOB_SPREAD_SECONDS": "0",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "idemdash", "scheduler"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     started, waiting, first, last = time.monotonic(), list(members), None, None
     try:
         while waiting and time.monotonic() - started < timeout:
@@ -301,10 +332,17 @@ def timed(get, server_dsn: str, runs: int, timeout: float, *, in_process: bool) 
             assert status == 200
     items = json.loads(get("/api/v1/databases")[1])["items"]
     held = sessions(server_dsn)
-    return {"cold": cold, "warm": warm, "filled": filled, "threads": threads if in_process else None,
-            "peak_refresh": peak_refresh, "answered": sum(i["reachable"] for i in items),
-            "failed": sum(bool(i["problem"]) for i in items), "pool_sessions": held.get("idemdash", 0),
-            "refresh_sessions": held.get(APPLICATION_NAME, 0)}
+    return {
+        "cold": cold,
+        "warm": warm,
+        "filled": filled,
+        "threads": threads if in_process else None,
+        "peak_refresh": peak_refresh,
+        "answered": sum(i["reachable"] for i in items),
+        "failed": sum(bool(i["problem"]) for i in items),
+        "pool_sessions": held.get("idemdash", 0),
+        "refresh_sessions": held.get(APPLICATION_NAME, 0),
+    }
 
 
 def main() -> None:
@@ -317,10 +355,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8, help="IDEMDASH_FLEET_REFRESH_THREADS")
     parser.add_argument("--refresh-seconds", type=int, default=15, help="IDEMDASH_FLEET_REFRESH_SECONDS")
     parser.add_argument("--timeout", type=float, default=300, help="give up waiting for the rows after this long")
-    parser.add_argument("--http", type=int, default=0, metavar="WORKERS",
-                        help="also measure through `idemdash serve` with this many gunicorn workers")
-    parser.add_argument("--fleet", action="store_true",
-                        help="the K databases as one [fleets.shop] pattern, under idemdash serve only (see above)")
+    parser.add_argument(
+        "--http",
+        type=int,
+        default=0,
+        metavar="WORKERS",
+        help="also measure through `idemdash serve` with this many gunicorn workers",
+    )
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="the K databases as one [fleets.shop] pattern, under idemdash serve only (see above)",
+    )
     parser.add_argument("--budget", type=int, default=50, help="IDEMDASH_FLEET_MAX_CONNECTIONS")
     args = parser.parse_args()
     if args.fleet:
@@ -341,12 +387,18 @@ def main() -> None:
         server.start()
         started = time.monotonic()
         build_template(dsn, "fleet_template", args.days)
-        live = {} if args.fleet else {f"service{i:03d}": clone(dsn, "fleet_template", f"service{i:03d}")
-                                      for i in range(max(args.databases))}
+        live = (
+            {}
+            if args.fleet
+            else {
+                f"service{i:03d}": clone(dsn, "fleet_template", f"service{i:03d}") for i in range(max(args.databases))
+            }
+        )
         setup = time.monotonic() - started
         # the web pools connect without a deadline unless the URL says one (the refresh has its own)
-        down = {f"hung{i}": f"postgresql://idemdash@127.0.0.1:{h.port}/hung?connect_timeout=2" for i,
-                h in enumerate(hung)}
+        down = {
+            f"hung{i}": f"postgresql://idemdash@127.0.0.1:{h.port}/hung?connect_timeout=2" for i, h in enumerate(hung)
+        }
         down |= {f"refusing{i}": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone" for i in range(args.refusing)}
         settings = {"FLEET_REFRESH_THREADS": args.threads, "FLEET_REFRESH_SECONDS": args.refresh_seconds}
         if args.fleet:
@@ -361,15 +413,23 @@ def main() -> None:
             results.append((k, f"HTTP, {args.http} workers", m))
             with psycopg.connect(dsn, autocommit=True) as admin:
                 for member in members:
-                    admin.execute(sql.SQL("DROP DATABASE {}").format(
-                        sql.Identifier(psycopg.conninfo.conninfo_to_dict(member)["dbname"])))
+                    admin.execute(
+                        sql.SQL("DROP DATABASE {}").format(
+                            sql.Identifier(psycopg.conninfo.conninfo_to_dict(member)["dbname"])
+                        )
+                    )
         for k in () if args.fleet else args.databases:
             urls = down | dict(list(live.items())[:k])
             config = write_config(server.parent / f"fleet-{k}.toml", urls)
             results.append((k, "in process", measure(dsn, config, settings, args.runs, args.timeout)))
             if args.http:
-                results.append((k, f"HTTP, {args.http} workers",
-                                measure_http(dsn, config, settings, args.runs, args.timeout, args.http)))
+                results.append(
+                    (
+                        k,
+                        f"HTTP, {args.http} workers",
+                        measure_http(dsn, config, settings, args.runs, args.timeout, args.http),
+                    )
+                )
     finally:
         for h in hung:
             h.close()
@@ -380,52 +440,67 @@ def main() -> None:
         return
     load = os.getloadavg()
     print(f"# all-databases overview over a fleet: K live + {args.refusing} refusing + {args.hung} hung\n")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; setup {setup:.0f} s; {args.days} day(s) of history each; "
-          f"IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}; "
-          f"{args.runs} warm requests per route\n")
-    print("| K live | server | requests | p50 ms | p95 ms | max ms | all rows in after | answered / failed | refresh "
-          "threads | refresh connections, peak seen / at end | pool connections |")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; setup {setup:.0f} s; {args.days} day(s) of history each; "
+        f"IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}; "
+        f"{args.runs} warm requests per route\n"
+    )
+    print(
+        "| K live | server | requests | p50 ms | p95 ms | max ms | all rows in after | answered / failed | refresh "
+        "threads | refresh connections, peak seen / at end | pool connections |"
+    )
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, server_kind, m in results:
         filled = f"{m['filled']:.1f} s" if m["filled"] is not None else f"not in {args.timeout:g} s"
         threads = m["threads"] if m["threads"] is not None else "-"
-        tail = (f"| {filled} | {m['answered']} / {m['failed']} | {threads} | {m['peak_refresh']} / "
-                f"{m['refresh_sessions']} | {m['pool_sessions']} |")
+        tail = (
+            f"| {filled} | {m['answered']} / {m['failed']} | {threads} | {m['peak_refresh']} / "
+            f"{m['refresh_sessions']} | {m['pool_sessions']} |"
+        )
         rows = [(f"cold ({len(m['cold'])}, both routes)", m["cold"])] + [(f"warm `{p}`", m["warm"][p]) for p in PATHS]
         for label, times in rows:
-            print(f"| {k} | {server_kind} | {label} | {percentile(times, 50):.1f} | {percentile(times, 95):.1f} | "
-                  f"{max(times):.1f} "
-                  + tail)
+            print(
+                f"| {k} | {server_kind} | {label} | {percentile(times, 50):.1f} | {percentile(times, 95):.1f} | "
+                f"{max(times):.1f} " + tail
+            )
 
 
 def report_fleet(args, results: list, setup: float) -> None:
     load = os.getloadavg()
-    print(f"# a fleet under idemdash serve: [fleets.shop] of K databases + {args.refusing} refusing + {args.hung} "
-          "hung\n")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; template built in {setup:.0f} s; {args.days} day(s) of history "
-          f"each; IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, "
-          f"IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}, IDEMDASH_FLEET_MAX_CONNECTIONS={args.budget}; "
-          f"{args.runs} warm requests per route; per worker: one value per worker, in the order of their pids\n")
-    print("| K | server | `/databases` p50 / p95 ms | `/db/shop/<first>/` p50 / p95 ms | all rows in after "
-          "| answered / failed | connections per worker at rest | at peak | threads per worker at rest | at peak "
-          "| RSS MB per worker | `idemdash purge` over the fleet (exit) | the scheduler's round |")
+    print(
+        f"# a fleet under idemdash serve: [fleets.shop] of K databases + {args.refusing} refusing + {args.hung} hung\n"
+    )
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; template built in {setup:.0f} s; {args.days} day(s) of history "
+        f"each; IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, "
+        f"IDEMDASH_FLEET_REFRESH_SECONDS={args.refresh_seconds}, IDEMDASH_FLEET_MAX_CONNECTIONS={args.budget}; "
+        f"{args.runs} warm requests per route; per worker: one value per worker, in the order of their pids\n"
+    )
+    print(
+        "| K | server | `/databases` p50 / p95 ms | `/db/shop/<first>/` p50 / p95 ms | all rows in after "
+        "| answered / failed | connections per worker at rest | at peak | threads per worker at rest | at peak "
+        "| RSS MB per worker | `idemdash purge` over the fleet (exit) | the scheduler's round |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for k, server_kind, m in results:
+
         def each(values) -> str:
             return " / ".join(str(v) for v in values)
 
         filled = f"{m['filled']:.1f} s" if m["filled"] is not None else f"not in {args.timeout:g} s"
         pages, overview = m["warm"]["/databases"], m["overview"]
         wall, code = m["purge"]
-        print(f"| {k} | {server_kind} | {percentile(pages, 50):.1f} / {percentile(pages, 95):.1f} "
-              f"| {percentile(overview, 50):.1f} / {percentile(overview, 95):.1f} | {filled} "
-              f"| {m['answered']} / {m['failed']} | {each(m['rest'][p] for p in m['pids'])} "
-              f"| {each(m['peak'][p] for p in m['pids'])} | {each(m['status'][p]['threads'] for p in m['pids'])} "
-              f"| {each(m['peak_threads'][p] for p in m['pids'])} "
-              f"| {each(round(m['status'][p]['rss_kb'] / 1024) for p in m['pids'])} | {wall:.1f} s ({code}) "
-              f"| {m['round'][0]:.1f} s |")
+        print(
+            f"| {k} | {server_kind} | {percentile(pages, 50):.1f} / {percentile(pages, 95):.1f} "
+            f"| {percentile(overview, 50):.1f} / {percentile(overview, 95):.1f} | {filled} "
+            f"| {m['answered']} / {m['failed']} | {each(m['rest'][p] for p in m['pids'])} "
+            f"| {each(m['peak'][p] for p in m['pids'])} | {each(m['status'][p]['threads'] for p in m['pids'])} "
+            f"| {each(m['peak_threads'][p] for p in m['pids'])} "
+            f"| {each(round(m['status'][p]['rss_kb'] / 1024) for p in m['pids'])} | {wall:.1f} s ({code}) "
+            f"| {m['round'][0]:.1f} s |"
+        )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ stays exact for a benchmark run. Each value is a pure function of the row number
 the rows are written in ranges by ``--jobs`` connections at once, then VACUUM (ANALYZE) sets the
 visibility map and statistics as autovacuum would after a load.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,13 +90,20 @@ class Size:
         return self.outbox - self.outbox_pending - self.outbox_failed
 
     def key_plan(self) -> datagen.KeyPlan:
-        return datagen.KeyPlan(self.keys, self.processing, self.stuck, self.failed_retryable, self.failed_final,
-                               _coprime_prime(self.keys - (self.processing - self.stuck)))
+        return datagen.KeyPlan(
+            self.keys,
+            self.processing,
+            self.stuck,
+            self.failed_retryable,
+            self.failed_final,
+            _coprime_prime(self.keys - (self.processing - self.stuck)),
+        )
 
     def outbox_plan(self) -> datagen.OutboxPlan:
         backlog = self.outbox_pending - self.outbox_pending // 50
-        return datagen.OutboxPlan(self.outbox, self.keys, self.outbox_pending, self.outbox_failed,
-                                  _coprime_prime(self.outbox - backlog))
+        return datagen.OutboxPlan(
+            self.outbox, self.keys, self.outbox_pending, self.outbox_failed, _coprime_prime(self.outbox - backlog)
+        )
 
 
 SIZES = {
@@ -144,9 +152,20 @@ class Timings:
         return sum(self.seconds.values())
 
 
-def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, jobs: int = 2,
-             chunk_rows: int | None = None, replace: bool = False, status_type: str = "enum",
-             vacuum: bool = True, defer_constraints: bool | None = None, log=None) -> Timings:
+def generate(
+    url: str,
+    size: Size,
+    *,
+    tables: Tables = Tables(),
+    seed: int = 1,
+    jobs: int = 2,
+    chunk_rows: int | None = None,
+    replace: bool = False,
+    status_type: str = "enum",
+    vacuum: bool = True,
+    defer_constraints: bool | None = None,
+    log=None,
+) -> Timings:
     """Fill the three application tables of ``url`` with ``size``'s rows; returns the seconds each phase took.
 
     The reference schema is created if the tables do not exist. Tables that already hold rows are refused
@@ -166,8 +185,10 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
         counts = datagen.count_generated_rows(conn, tables)
         if counts.keys or counts.inbox or counts.outbox:
             if not replace:
-                raise RuntimeError(f"the tables already hold rows ({counts.keys} keys, {counts.inbox} inbox, "
-                                   f"{counts.outbox} outbox): pass replace=True (--replace) to empty them first")
+                raise RuntimeError(
+                    f"the tables already hold rows ({counts.keys} keys, {counts.inbox} inbox, "
+                    f"{counts.outbox} outbox): pass replace=True (--replace) to empty them first"
+                )
             datagen.truncate_generated_tables(conn, tables)
         _restore_interrupted(conn, tables, say)
         status = datagen.status_type(conn, tables)
@@ -183,9 +204,11 @@ def generate(url: str, size: Size, *, tables: Tables = Tables(), seed: int = 1, 
     key_plan, outbox_plan = size.key_plan(), size.outbox_plan()
     # a few large statements per table, enough of them to keep every connection busy to the end
     chunk_rows = chunk_rows or max(100_000, -(-size.keys // (4 * max(1, jobs))))
-    work = ([("keys", lo, hi) for lo, hi in _ranges(size.keys, chunk_rows)]
-            + [("inbox", lo, hi) for lo, hi in _ranges(size.inbox, chunk_rows)]
-            + [("outbox", lo, hi) for lo, hi in _ranges(size.outbox, chunk_rows)])
+    work = (
+        [("keys", lo, hi) for lo, hi in _ranges(size.keys, chunk_rows)]
+        + [("inbox", lo, hi) for lo, hi in _ranges(size.inbox, chunk_rows)]
+        + [("outbox", lo, hi) for lo, hi in _ranges(size.outbox, chunk_rows)]
+    )
     local = threading.local()
     lock = threading.Lock()
     connections: list[psycopg.Connection] = []
@@ -256,25 +279,46 @@ def _restore_interrupted(conn: psycopg.Connection, tables: Tables, say: Callable
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", choices=sorted(SIZES), default="S")
-    parser.add_argument("--database-url", default=os.environ.get("IDEMDASH_DATABASE_URL", ""),
-                        help="target database [default: IDEMDASH_DATABASE_URL]")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("IDEMDASH_DATABASE_URL", ""),
+        help="target database [default: IDEMDASH_DATABASE_URL]",
+    )
     parser.add_argument("--replace", action="store_true", help="empty the three tables first")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 2),
-                        help="connections inserting at once [default: cores, at most 4]")
-    parser.add_argument("--status-type", choices=("enum", "text"), default="enum",
-                        help="status column type when the reference schema has to be created")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(4, os.cpu_count() or 2),
+        help="connections inserting at once [default: cores, at most 4]",
+    )
+    parser.add_argument(
+        "--status-type",
+        choices=("enum", "text"),
+        default="enum",
+        help="status column type when the reference schema has to be created",
+    )
     args = parser.parse_args(argv)
     if not args.database_url:
         parser.error("no database: pass --database-url or set IDEMDASH_DATABASE_URL")
     size = SIZES[args.size]
-    print(f"generating {size.name}: {size.keys:,} keys, {size.inbox:,} inbox rows, {size.outbox:,} outbox rows",
-          file=sys.stderr)
-    timings = generate(args.database_url, size, seed=args.seed, jobs=args.jobs, replace=args.replace,
-                       status_type=args.status_type, log=lambda m: print(m, file=sys.stderr))
+    print(
+        f"generating {size.name}: {size.keys:,} keys, {size.inbox:,} inbox rows, {size.outbox:,} outbox rows",
+        file=sys.stderr,
+    )
+    timings = generate(
+        args.database_url,
+        size,
+        seed=args.seed,
+        jobs=args.jobs,
+        replace=args.replace,
+        status_type=args.status_type,
+        log=lambda m: print(m, file=sys.stderr),
+    )
     parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timings.seconds.items())
     print(f"size {size.name} generated in {timings.total:.1f} s ({parts})")
     return 0

@@ -6,6 +6,7 @@
 
 Arguments after ``--`` go to `idemdash demo`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,9 +45,21 @@ def main(argv: list[str] | None = None) -> int:
         port = _free_port()
         log = Path(tmp) / "demo.log"
         with log.open("w") as out:
-            demo = subprocess.Popen([sys.executable, "-m", "idemdash", "demo", "--port", str(port),
-                                     "--data-dir", str(Path(tmp) / "pgdata"), *args.demo_args],
-                                    stdout=out, stderr=subprocess.STDOUT)
+            demo = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "idemdash",
+                    "demo",
+                    "--port",
+                    str(port),
+                    "--data-dir",
+                    str(Path(tmp) / "pgdata"),
+                    *args.demo_args,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         try:
             deadline = time.monotonic() + 120
             while _overview(port) is None:
@@ -62,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
                 overview = _overview(port)
                 if overview is not None:
                     keys = overview["keys"]
-                    print(f"| {elapsed / 60:.1f} | {keys['stuck']} | {keys['processing']} | "
-                          f"{keys.get('failed_retryable', '')} | {overview['outbox']['pending']} |", flush=True)
+                    print(
+                        f"| {elapsed / 60:.1f} | {keys['stuck']} | {keys['processing']} | "
+                        f"{keys.get('failed_retryable', '')} | {overview['outbox']['pending']} |",
+                        flush=True,
+                    )
                 if elapsed >= args.minutes * 60:
                     break
                 time.sleep(max(0.0, started + (int(elapsed / args.every) + 1) * args.every - time.monotonic()))

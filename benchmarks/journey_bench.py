@@ -13,6 +13,7 @@ Connections: the most
 sessions of the journey's application name seen at once (sampled every 20 ms), and the worker's budget in use.
 Percentiles are nearest-rank. The report is Markdown.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,9 @@ def seed(urls: list[str]) -> list[tuple[str, str]]:
 def sample(server_dsn: str, stop: threading.Event, peak: list[int]) -> None:
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         while not stop.is_set():
-            (n,) = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                                (APPLICATION_NAME,)).fetchone()
+            (n,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (APPLICATION_NAME,)
+            ).fetchone()
             peak[0] = max(peak[0], n)
             time.sleep(0.02)
 
@@ -80,8 +82,15 @@ def measure(server_dsn: str, config: str, asked: list[tuple[str, str]], runs: in
             late += len(answer["not_answered"])
             verdicts.add("missing" if answer["messages"] and answer["messages"][0]["missing"] else "complete")
         usage = app.extensions["idemdash_pools"].usage()
-        return {"times": times, "learn_ms": learn_ms, "routes": len(routes["routes"]), "late": late / runs,
-                "peak": peak[0], "budget": usage.budget, "verdicts": sorted(verdicts)}
+        return {
+            "times": times,
+            "learn_ms": learn_ms,
+            "routes": len(routes["routes"]),
+            "late": late / runs,
+            "peak": peak[0],
+            "budget": usage.budget,
+            "verdicts": sorted(verdicts),
+        }
     finally:
         stop.set()
         targets.close(app)
@@ -106,8 +115,9 @@ def main() -> None:
         live = {f"svc{i:03d}": clone(dsn, "journey_template", f"svc{i:03d}") for i in range(max(args.databases))}
         asked = seed(list(live.values()))
         setup = time.monotonic() - started
-        down = {f"hung{i}": f"postgresql://idemdash@127.0.0.1:{h.port}/hung?connect_timeout=2"
-                for i, h in enumerate(hung)}
+        down = {
+            f"hung{i}": f"postgresql://idemdash@127.0.0.1:{h.port}/hung?connect_timeout=2" for i, h in enumerate(hung)
+        }
         for k in args.databases:
             config = write_config(server.parent / f"journey-{k}.toml", down | dict(list(live.items())[:k]))
             results.append((k, measure(dsn, config, asked, args.runs, args.threads)))
@@ -117,17 +127,23 @@ def main() -> None:
         embedded_server.discard(server)
     load = os.getloadavg()
     print(f"# the journey across K databases + {args.hung} hung\n")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; setup {setup:.0f} s; {args.runs} journeys, in process; "
-          f"IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_MAX_CONNECTIONS=50 (the default)\n")
-    print("| K | journey of a | p50 ms | p95 ms | max ms | not answered per journey (all) | routes learned in "
-          "| journey connections, peak at once | budget | verdicts |")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; setup {setup:.0f} s; {args.runs} journeys, in process; "
+        f"IDEMDASH_FLEET_REFRESH_THREADS={args.threads}, IDEMDASH_FLEET_MAX_CONNECTIONS=50 (the default)\n"
+    )
+    print(
+        "| K | journey of a | p50 ms | p95 ms | max ms | not answered per journey (all) | routes learned in "
+        "| journey connections, peak at once | budget | verdicts |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for k, m in results:
         for kind, t in m["times"].items():
-            print(f"| {k} | {kind} | {percentile(t, 50):.0f} | {percentile(t, 95):.0f} | {max(t):.0f} | "
-                  f"{m['late']:.2f} | {m['learn_ms']:.0f} ms | {m['peak']} | {m['budget']} | "
-                  f"{', '.join(m['verdicts'])} |")
+            print(
+                f"| {k} | {kind} | {percentile(t, 50):.0f} | {percentile(t, 95):.0f} | {max(t):.0f} | "
+                f"{m['late']:.2f} | {m['learn_ms']:.0f} ms | {m['peak']} | {m['budget']} | "
+                f"{', '.join(m['verdicts'])} |"
+            )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ For each library, on one database (loaded once; kept in ``--pgdata`` between run
 
 The load average is printed with each phase (the machine may be shared). The report is Markdown.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,22 +49,58 @@ from tests.test_detect import _create_case
 CHUNK = 1_000_000
 LIBRARIES = {
     # name: (profile settings, DDL, the table loaded, its loading block, the requests timed)
-    "spring-modulith": ({"PROFILE": "spring-modulith", "APP_SCHEMA": "modulith"}, ddl.SPRING_MODULITH_V2,
-                        "event_publication", "library_bench_spring_rows",
-                        ["/tables", "/api/v1/tables", "/api/v1/tables/outbox?state=pending",
-                         "/api/v1/tables/outbox?state=stuck", "/api/v1/tables/outbox?state=failed",
-                         "/api/v1/tables/outbox?state=in+progress", "/api/v1/tables/outbox?state=done",
-                         "/api/v1/tables/outbox?state=purgeable", "/tables/outbox?state=stuck", "ROW"]),
-    "masstransit": ({"PROFILE": "masstransit", "APP_SCHEMA": "bus"}, ddl.MASSTRANSIT, "InboxState",
-                    "library_bench_masstransit_rows",
-                    ["/tables", "/api/v1/tables", "/api/v1/tables/inbox?state=in+progress",
-                     "/api/v1/tables/inbox?state=stuck", "/api/v1/tables/inbox?state=done",
-                     "/api/v1/tables/inbox?state=purgeable", "/tables/inbox?state=stuck", "ROW"]),
-    "dbos": ({"PROFILE": "dbos", "APP_SCHEMA": "dbos"}, ddl.DBOS, "workflow_status", "library_bench_dbos_rows",
-             ["/tables", "/api/v1/tables", "/api/v1/tables/keys?state=pending",
-              "/api/v1/tables/keys?state=in+progress", "/api/v1/tables/keys?state=stuck",
-              "/api/v1/tables/keys?state=failed", "/api/v1/tables/keys?state=done",
-              "/api/v1/tables/keys?state=purgeable", "/tables/keys?state=stuck", "ROW"]),
+    "spring-modulith": (
+        {"PROFILE": "spring-modulith", "APP_SCHEMA": "modulith"},
+        ddl.SPRING_MODULITH_V2,
+        "event_publication",
+        "library_bench_spring_rows",
+        [
+            "/tables",
+            "/api/v1/tables",
+            "/api/v1/tables/outbox?state=pending",
+            "/api/v1/tables/outbox?state=stuck",
+            "/api/v1/tables/outbox?state=failed",
+            "/api/v1/tables/outbox?state=in+progress",
+            "/api/v1/tables/outbox?state=done",
+            "/api/v1/tables/outbox?state=purgeable",
+            "/tables/outbox?state=stuck",
+            "ROW",
+        ],
+    ),
+    "masstransit": (
+        {"PROFILE": "masstransit", "APP_SCHEMA": "bus"},
+        ddl.MASSTRANSIT,
+        "InboxState",
+        "library_bench_masstransit_rows",
+        [
+            "/tables",
+            "/api/v1/tables",
+            "/api/v1/tables/inbox?state=in+progress",
+            "/api/v1/tables/inbox?state=stuck",
+            "/api/v1/tables/inbox?state=done",
+            "/api/v1/tables/inbox?state=purgeable",
+            "/tables/inbox?state=stuck",
+            "ROW",
+        ],
+    ),
+    "dbos": (
+        {"PROFILE": "dbos", "APP_SCHEMA": "dbos"},
+        ddl.DBOS,
+        "workflow_status",
+        "library_bench_dbos_rows",
+        [
+            "/tables",
+            "/api/v1/tables",
+            "/api/v1/tables/keys?state=pending",
+            "/api/v1/tables/keys?state=in+progress",
+            "/api/v1/tables/keys?state=stuck",
+            "/api/v1/tables/keys?state=failed",
+            "/api/v1/tables/keys?state=done",
+            "/api/v1/tables/keys?state=purgeable",
+            "/tables/keys?state=stuck",
+            "ROW",
+        ],
+    ),
 }
 
 
@@ -82,8 +119,7 @@ def load(url: str, name: str, rows: int, out: Callable[[str], None]) -> None:
     ident = sql.Identifier(schema, table)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(statement("library_bench_create_schema", schema=sql.Identifier(schema)))
-        exists = conn.execute(statement("library_bench_table_exists"),
-                              {"table": ident.as_string(conn)}).fetchone()[0]
+        exists = conn.execute(statement("library_bench_table_exists"), {"table": ident.as_string(conn)}).fetchone()[0]
         have = conn.execute(statement("library_bench_count", table=ident)).fetchone()[0] if exists else -1
         if have == rows:
             out(f"{name}: {rows:,} rows already loaded")
@@ -95,8 +131,10 @@ def load(url: str, name: str, rows: int, out: Callable[[str], None]) -> None:
             started = time.monotonic()
             for first in range(1, rows + 1, CHUNK):
                 n = min(CHUNK, rows - first + 1)
-                conn.execute(statement(block, table=ident, versions=sql.Identifier(schema, "application_versions")),
-                             {"first": first, "n": n})
+                conn.execute(
+                    statement(block, table=ident, versions=sql.Identifier(schema, "application_versions")),
+                    {"first": first, "n": n},
+                )
                 out(f"  {name}: {first + n - 1:,} of {rows:,} rows ({time.monotonic() - started:.0f} s)")
         conn.execute(statement("library_bench_analyze", table=ident))
         migrate(conn)
@@ -126,15 +164,23 @@ def row_path(client, paths: list[str]) -> list[str]:
 
 def bench(url: str, name: str, args: argparse.Namespace, out: Callable[[str], None]) -> None:
     config, _, _, _, paths = LIBRARIES[name]
-    settings = {"DATABASE_URL": url, **config, "OUTBOX_RETENTION_DAYS": 30, "INBOX_RETENTION_DAYS": 30,
-                "DEFAULT_LEASE_SECONDS": 300, "STATEMENT_TIMEOUT_MS": 30_000, "SECRET_KEY": "bench"}
+    settings = {
+        "DATABASE_URL": url,
+        **config,
+        "OUTBOX_RETENTION_DAYS": 30,
+        "INBOX_RETENTION_DAYS": 30,
+        "DEFAULT_LEASE_SECONDS": 300,
+        "STATEMENT_TIMEOUT_MS": 30_000,
+        "SECRET_KEY": "bench",
+    }
     target = Target.from_settings(idemdash_settings.load(**settings))
     with target.connect("bench") as conn:
         found = find_configured(conn, target.settings)
         for status in list_profile_index_status(conn, found):  # phase 2 runs without them
             if status.state != "missing":
-                conn.execute(statement("library_bench_drop_index",
-                                       index=sql.Identifier(found.schema, status.index_name)))
+                conn.execute(
+                    statement("library_bench_drop_index", index=sql.Identifier(found.schema, status.index_name))
+                )
         conn.execute(statement("library_bench_forget_rollups"))
     app = create_app(settings, testing=True)
     client = app.test_client()
@@ -149,26 +195,36 @@ def bench(url: str, name: str, args: argparse.Namespace, out: Callable[[str], No
                     conn.execute(statement("library_bench_analyze", table=sql.Identifier(found.schema, table)))
             built = time.monotonic() - started
             rolled = run_rollups(target, force=True)
-            out(f"\nadvised indexes built in {built:.0f} s; rollup job: "
-                + ", ".join(f"{k} {v:,.0f} ms" for k, v in rolled.items()))
+            out(
+                f"\nadvised indexes built in {built:.0f} s; rollup job: "
+                + ", ".join(f"{k} {v:,.0f} ms" for k, v in rolled.items())
+            )
         out(f"\n### {name}, {args.rows:,} rows: pages {phase} ({runs} runs each; {load_average()})\n")
         out("| request | status | p50 ms | p95 ms | max ms |\n|---|---|---|---|---|")
         for path, status, p50, p95, most in time_requests(client, paths, runs):
             out(f"| `{path}` | {status} | {p50:.1f} | {p95:.1f} | {most:.1f} |")
     out(f"\n### {name}: purges ({load_average()})\n")
     out("| run | outcome | rows | batches | seconds | rows/s |\n|---|---|---|---|---|---|")
-    for label, overrides, dry in (("dry run (counts what is due)", {}, True),
-                                  (f"real, {args.purge_seconds} s budget", {}, False),
-                                  ("real, retention 59 days (almost nothing due)",
-                                   {"OUTBOX_RETENTION_DAYS": 59, "INBOX_RETENTION_DAYS": 59}, False)):
-        run_target = Target.from_settings(idemdash_settings.load(**{
-            **settings, **overrides, "PURGE_TIME_BUDGET_SECONDS": args.purge_seconds}))
+    for label, overrides, dry in (
+        ("dry run (counts what is due)", {}, True),
+        (f"real, {args.purge_seconds} s budget", {}, False),
+        (
+            "real, retention 59 days (almost nothing due)",
+            {"OUTBOX_RETENTION_DAYS": 59, "INBOX_RETENTION_DAYS": 59},
+            False,
+        ),
+    ):
+        run_target = Target.from_settings(
+            idemdash_settings.load(**{**settings, **overrides, "PURGE_TIME_BUDGET_SECONDS": args.purge_seconds})
+        )
         started = time.monotonic()
         for result in run_library_purges(run_target, dry_run=dry, started_by="bench"):
             seconds = time.monotonic() - started
             rate = f"{result.rows / seconds:,.0f}" if seconds and result.rows and not dry else "-"
-            out(f"| {label}: {result.table} | {result.outcome} | {result.rows:,} | {result.batches:,} | "
-                f"{seconds:.1f} | {rate} |")
+            out(
+                f"| {label}: {result.table} | {result.outcome} | {result.rows:,} | {result.batches:,} | "
+                f"{seconds:.1f} | {rate} |"
+            )
     targets.close(app)
 
 

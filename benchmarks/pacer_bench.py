@@ -18,6 +18,7 @@ process of its own ("during", its start to its end). It prints rows/s, the claim
 (nearest rank; their count in brackets), p99 during / before, the load average at the start and end of the run,
 and what the run's pacer recorded (its probe's idle baseline and p99 during the run, the backoffs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,15 +57,20 @@ class Client(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        with psycopg.connect(self.url, autocommit=True, application_name=f"pacer-bench-client-{self.n}",
-                             **({"options": self.options} if self.options else {})) as conn:
+        with psycopg.connect(
+            self.url,
+            autocommit=True,
+            application_name=f"pacer-bench-client-{self.n}",
+            **({"options": self.options} if self.options else {}),
+        ) as conn:
             while not self.stop.is_set():
                 key = str(uuid.uuid4())
                 t0 = time.monotonic()
                 claim = claim_key(conn, self.tables, "bench_client", key, "h", f"client-{self.n}", lock_seconds=60)
                 self.samples.append((t0, time.monotonic() - t0))
-                complete_key(conn, self.tables, "bench_client", key, "order", None, {"ok": True},
-                             attempt=claim.attempt_count)
+                complete_key(
+                    conn, self.tables, "bench_client", key, "order", None, {"ok": True}, attempt=claim.attempt_count
+                )
 
     def window(self, start: float, end: float) -> list[float]:
         return [seconds for when, seconds in self.samples if start <= when < end]
@@ -124,16 +130,22 @@ def describe_pacing(pacing: Any) -> str:
     seen = getattr(pacing, "app_backends", None)  # None: a version whose pacer timed a commit probe
     ms = lambda v: "-" if v is None else f"{v:.1f} ms"  # noqa: E731
     if seen is None:
-        looked = (f"probe p99 {ms(pacing.probe_baseline_ms)} idle, {ms(pacing.probe_p99_ms)} during "
-                  f"({pacing.probes:,} probes)")
+        looked = (
+            f"probe p99 {ms(pacing.probe_baseline_ms)} idle, {ms(pacing.probe_p99_ms)} during "
+            f"({pacing.probes:,} probes)"
+        )
     elif seen == 0:
         looked = f"saw no application in {pacing.probes:,} looks"
     else:
-        looked = (f"saw up to {seen} application statements at once in {pacing.probes:,} looks, their waits (p90) "
-                  f"{ms(pacing.probe_baseline_ms)} between batches, {ms(pacing.probe_p99_ms)} during")
+        looked = (
+            f"saw up to {seen} application statements at once in {pacing.probes:,} looks, their waits (p90) "
+            f"{ms(pacing.probe_baseline_ms)} between batches, {ms(pacing.probe_p99_ms)} during"
+        )
     locks = f" ({pacing.lock_backoffs} for locks)" if seen else ""
-    return (f"{looked}; {pacing.backoffs} backoffs{locks}; ended at {pacing.final_batch_size:,} rows, "
-            f"{pacing.final_duty_cycle:.0f} %")
+    return (
+        f"{looked}; {pacing.backoffs} backoffs{locks}; ended at {pacing.final_batch_size:,} rows, "
+        f"{pacing.final_duty_cycle:.0f} %"
+    )
 
 
 def _restore(conn: psycopg.Connection, tables: Tables, total: int, due: int, fresh: bool) -> None:
@@ -161,8 +173,11 @@ def one_run(url: str, tables: Tables, config: dict[str, Any], args: argparse.Nam
     waits_before = _stop(watching)
     before = (t0, time.monotonic())
     watching = _watch(url, args)
-    options = " ".join(o for o in (args.purge_options, f"-c application_name={PURGE_APPLICATION}"
-                                   if args.purge_nice is not None else "") if o)
+    options = " ".join(
+        o
+        for o in (args.purge_options, f"-c application_name={PURGE_APPLICATION}" if args.purge_nice is not None else "")
+        if o
+    )
     result, started, ended, _burst = purge_data.run_purge_in_process(config, pgoptions=options)
     waits_during = _stop(watching)
     load_end = purge_data.load_average()
@@ -170,14 +185,24 @@ def one_run(url: str, tables: Tables, config: dict[str, Any], args: argparse.Nam
         c.stop.set()
     for c in clients:
         c.join(10)
-    windows = {"before": [s for c in clients for s in c.window(*before)],
-               "during": [s for c in clients for s in c.window(started, ended)]}
-    p = {k: (purge_data.percentile(v, 50) * 1000, purge_data.percentile(v, 99) * 1000, len(v))
-         for k, v in windows.items()}
+    windows = {
+        "before": [s for c in clients for s in c.window(*before)],
+        "during": [s for c in clients for s in c.window(started, ended)],
+    }
+    p = {
+        k: (purge_data.percentile(v, 50) * 1000, purge_data.percentile(v, 99) * 1000, len(v))
+        for k, v in windows.items()
+    }
     with psycopg.connect(url) as conn:
         pacing = benchmark.get_run_pacing(conn, result.run_id)
-    return {"result": result, "seconds": ended - started, "p": p, "load": (load_start, load_end), "pacing": pacing,
-            "waits": (waits_before, waits_during)}
+    return {
+        "result": result,
+        "seconds": ended - started,
+        "p": p,
+        "load": (load_start, load_end),
+        "pacing": pacing,
+        "waits": (waits_before, waits_during),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,18 +215,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--warmup-seconds", type=float, default=3.0)
     parser.add_argument("--before-seconds", type=float, default=15.0)
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="an idemdash setting (without IDEMDASH_) for the purge; repeatable")
-    parser.add_argument("--server-set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a server setting for the embedded server (wal_compression=pglz, say); repeatable")
-    parser.add_argument("--purge-options", default="", metavar="'-c NAME=VALUE ...'",
-                        help="libpq options for the purge's connections (PGOPTIONS), to test a session setting")
-    parser.add_argument("--client-options", default="", metavar="'-c NAME=VALUE ...'",
-                        help="libpq options for the clients' connections")
-    parser.add_argument("--sample-waits", action="store_true",
-                        help="print what the clients' backends waited for before and during each run (sampled)")
-    parser.add_argument("--purge-nice", type=int, default=None, metavar="N",
-                        help="renice the purge's backends to N (a server on this machine): is the tail CPU?")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an idemdash setting (without IDEMDASH_) for the purge; repeatable",
+    )
+    parser.add_argument(
+        "--server-set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting for the embedded server (wal_compression=pglz, say); repeatable",
+    )
+    parser.add_argument(
+        "--purge-options",
+        default="",
+        metavar="'-c NAME=VALUE ...'",
+        help="libpq options for the purge's connections (PGOPTIONS), to test a session setting",
+    )
+    parser.add_argument(
+        "--client-options", default="", metavar="'-c NAME=VALUE ...'", help="libpq options for the clients' connections"
+    )
+    parser.add_argument(
+        "--sample-waits",
+        action="store_true",
+        help="print what the clients' backends waited for before and during each run (sampled)",
+    )
+    parser.add_argument(
+        "--purge-nice",
+        type=int,
+        default=None,
+        metavar="N",
+        help="renice the purge's backends to N (a server on this machine): is the tail CPU?",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
@@ -219,39 +267,50 @@ def main(argv: list[str] | None = None) -> int:
         url, stop = start_embedded(pgdata, args.server_set, out)
     try:
         given = dict(item.split("=", 1) for item in args.set)  # parsed as the environment's values are
-        config = settings.load({f"IDEMDASH_{k.strip()}": v.strip() for k, v in given.items()}, DATABASE_URL=url,
-                               APP_SCHEMA=SCHEMA)
+        config = settings.load(
+            {f"IDEMDASH_{k.strip()}": v.strip() for k, v in given.items()}, DATABASE_URL=url, APP_SCHEMA=SCHEMA
+        )
         tables = Tables(schema=SCHEMA)
         with psycopg.connect(url, autocommit=True) as conn:
             out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
-            out(f"settings: batch {config['PURGE_BATCH_SIZE']}, least pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
+            out(
+                f"settings: batch {config['PURGE_BATCH_SIZE']}, least pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
                 f"{config['PURGE_DUTY_CYCLE']} %, latency budget {config['PURGE_LATENCY_BUDGET'] or 'off'}; "
-                f"{args.clients} client threads")
+                f"{args.clients} client threads"
+            )
             out("")
-            out("| run | rows deleted | rows/s | claim p50 / p99 before | during | p99 ratio | pacer: what the run "
-                "recorded | load average (start → end) |")
+            out(
+                "| run | rows deleted | rows/s | claim p50 / p99 before | during | p99 ratio | pacer: what the run "
+                "recorded | load average (start → end) |"
+            )
             out("|---|---:|---:|---|---|---:|---|---|")
             loaded = False
             waits: list[str] = []
             for run in range(args.runs):
-                fresh = not loaded and conn.execute("SELECT to_regclass(%s)",
-                                                    (f"{SCHEMA}.{tables.keys}",)).fetchone()[0] is None
+                fresh = (
+                    not loaded
+                    and conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{tables.keys}",)).fetchone()[0] is None
+                )
                 _restore(conn, tables, args.keys, args.due, fresh)
                 loaded = True
                 m = one_run(url, tables, config, args)
                 r, p, pacing = m["result"], m["p"], m["pacing"]
                 recorded = describe_pacing(pacing)
-                out(f"| {run + 1} | {r.rows:,} | {r.rows / m['seconds']:,.0f} | "
+                out(
+                    f"| {run + 1} | {r.rows:,} | {r.rows / m['seconds']:,.0f} | "
                     f"{p['before'][0]:.2f} / {p['before'][1]:.2f} ms ({p['before'][2]:,}) | "
                     f"{p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | "
-                    f"**{p['during'][1] / p['before'][1]:.2f}x** | {recorded} | {m['load'][0]} → {m['load'][1]} |")
+                    f"**{p['during'][1] / p['before'][1]:.2f}x** | {recorded} | {m['load'][0]} → {m['load'][1]} |"
+                )
                 before_w, during_w = m["waits"]
                 if args.sample_waits and before_w is not None and during_w is not None:
-                    waits.append(f"run {run + 1}: clients' backends before: {before_w.summary()}; during: "
-                                 f"{during_w.summary()}")
+                    waits.append(
+                        f"run {run + 1}: clients' backends before: {before_w.summary()}; during: {during_w.summary()}"
+                    )
                 if during_w is not None and args.purge_nice is not None:
-                    waits.append(f"run {run + 1}: the purge's backends {sorted(during_w.reniced)} at nice "
-                                 f"{args.purge_nice}")
+                    waits.append(
+                        f"run {run + 1}: the purge's backends {sorted(during_w.reniced)} at nice {args.purge_nice}"
+                    )
         out("")
         for line in waits:
             out(line + "  ")

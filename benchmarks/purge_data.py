@@ -7,6 +7,7 @@ expire an hour from now or later, so what is due holds still while the benchmark
 keys every 100th is ``processing`` and every 200th ``failed_retryable`` (they must survive whatever their
 ``expires_at``), every 25th ``failed_final``, the rest ``succeeded``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -93,16 +94,27 @@ class ScanStats:
     deleted: int
 
     def __sub__(self, other: ScanStats) -> ScanStats:
-        return ScanStats(self.index_entries_read - other.index_entries_read,
-                         self.heap_rows_scanned - other.heap_rows_scanned, self.deleted - other.deleted)
+        return ScanStats(
+            self.index_entries_read - other.index_entries_read,
+            self.heap_rows_scanned - other.heap_rows_scanned,
+            self.deleted - other.deleted,
+        )
 
     @property
     def examined(self) -> int:
         return self.index_entries_read + self.heap_rows_scanned
 
 
-def load_keys(conn: psycopg.Connection, tables: Tables, status_type: sql.Composable, total: int, due: int,
-              salt: str = "a", first: int = 0, last: int | None = None) -> None:
+def load_keys(
+    conn: psycopg.Connection,
+    tables: Tables,
+    status_type: sql.Composable,
+    total: int,
+    due: int,
+    salt: str = "a",
+    first: int = 0,
+    last: int | None = None,
+) -> None:
     """Rows ``first`` .. ``last`` (default: all) of a table of ``total`` keys whose oldest ``due`` have expired."""
     step = max(1, int(82_800_000_000 / max(1, total - due)))  # microseconds between two live keys
     query = sql.SQL(INSERT_KEYS).format(**tables.identifiers(), status_type=status_type)
@@ -165,18 +177,32 @@ def machine(conn: psycopg.Connection) -> dict[str, str]:
             mem = f.readline().split(":")[1].strip()
     except OSError:
         pass
-    names = ("server_version", "shared_buffers", "synchronous_commit", "fsync", "max_wal_size", "checkpoint_timeout",
-             "wal_compression")
+    names = (
+        "server_version",
+        "shared_buffers",
+        "synchronous_commit",
+        "fsync",
+        "max_wal_size",
+        "checkpoint_timeout",
+        "wal_compression",
+    )
     pg = {name: conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0] for name in names}
-    return {"cpus": str(os.cpu_count()), "memory": mem, "python": platform.python_version(),
-            "cpu": platform.processor() or platform.machine(), **pg}
+    return {
+        "cpus": str(os.cpu_count()),
+        "memory": mem,
+        "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(),
+        **pg,
+    }
 
 
 def describe_machine(info: dict[str, str]) -> str:
-    return (f"{info['cpus']} CPUs ({info['cpu']}), {info['memory']} RAM, PostgreSQL {info['server_version']} "
-            f"(shared_buffers {info['shared_buffers']}, fsync {info['fsync']}, synchronous_commit "
-            f"{info['synchronous_commit']}, max_wal_size {info['max_wal_size']}, checkpoint_timeout "
-            f"{info['checkpoint_timeout']}, wal_compression {info['wal_compression']}), Python {info['python']}")
+    return (
+        f"{info['cpus']} CPUs ({info['cpu']}), {info['memory']} RAM, PostgreSQL {info['server_version']} "
+        f"(shared_buffers {info['shared_buffers']}, fsync {info['fsync']}, synchronous_commit "
+        f"{info['synchronous_commit']}, max_wal_size {info['max_wal_size']}, checkpoint_timeout "
+        f"{info['checkpoint_timeout']}, wal_compression {info['wal_compression']}), Python {info['python']}"
+    )
 
 
 def _purge_process(settings: dict[str, Any], table: str, results, pgoptions: str) -> None:
@@ -188,6 +214,7 @@ def _purge_process(settings: dict[str, Any], table: str, results, pgoptions: str
     target = Target.from_settings(settings)
     batches: list[int] = []  # WAL position after each batch, read on a connection of our own
     with psycopg.connect(target.dsn, autocommit=True) as conn:
+
         def on_batch(_batches: int, _rows: int) -> None:
             batches.append(conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()[0])
 
@@ -236,8 +263,9 @@ class Probe(threading.Thread):
                 elapsed = time.monotonic() - t0
                 self.samples.append((t0, elapsed))
                 with conn.transaction():
-                    complete_key(conn, self.tables, "bench_probe", key, "order", None, {"ok": True},
-                                 attempt=claim.attempt_count)
+                    complete_key(
+                        conn, self.tables, "bench_probe", key, "order", None, {"ok": True}, attempt=claim.attempt_count
+                    )
                 next_at += self.interval
                 delay = next_at - time.monotonic()
                 if delay > 0:

@@ -4,6 +4,7 @@ A check is one function ``(conn, tables, config) -> list[Check]`` in this packag
 listed in ``CHECKS``; each runs in its own READ ONLY transaction, so one that times out or trips over a missing
 table is reported and the others still run. Add a check by writing a function and appending it there.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -43,8 +44,9 @@ CHECKS: tuple[tuple[str, str, CheckFn], ...] = (
 )
 
 
-def run_checks(read: Callable[[], AbstractContextManager[psycopg.Connection]], tables: Tables,
-               config: Mapping[str, Any]) -> list[Check]:
+def run_checks(
+    read: Callable[[], AbstractContextManager[psycopg.Connection]], tables: Tables, config: Mapping[str, Any]
+) -> list[Check]:
     """Every check, each in its own transaction from ``read()``; a check that cannot run says why."""
     results: list[Check] = []
     for check_id, title, fn in CHECKS:
@@ -52,14 +54,30 @@ def run_checks(read: Callable[[], AbstractContextManager[psycopg.Connection]], t
             with read() as conn:
                 results.extend(fn(conn, tables, config))
         except errors.QueryCanceled:
-            results.append(Check(check_id, WARN, f"{title}: the check timed out",
-                                 "Its catalog or sample query ran past the statement timeout; try again when the "
-                                 "database is less busy."))
-        except (errors.UndefinedTable, errors.UndefinedColumn, errors.InvalidSchemaName,
-                errors.InsufficientPrivilege) as exc:
+            results.append(
+                Check(
+                    check_id,
+                    WARN,
+                    f"{title}: the check timed out",
+                    "Its catalog or sample query ran past the statement timeout; try again when the "
+                    "database is less busy.",
+                )
+            )
+        except (
+            errors.UndefinedTable,
+            errors.UndefinedColumn,
+            errors.InvalidSchemaName,
+            errors.InsufficientPrivilege,
+        ) as exc:
             detail = (exc.diag.message_primary or str(exc)).strip()
-            results.append(Check(check_id, WARN, f"{title}: the check could not run",
-                                 f"{detail}. The table and column findings say what is missing."))
+            results.append(
+                Check(
+                    check_id,
+                    WARN,
+                    f"{title}: the check could not run",
+                    f"{detail}. The table and column findings say what is missing.",
+                )
+            )
     return results
 
 

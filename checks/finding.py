@@ -3,6 +3,7 @@
 Each finding says what is wrong and what fixes it (``fix_sql`` when SQL does, ``fix`` for a setting or a
 command).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -26,11 +27,11 @@ class KeyLink:
 @dataclass(frozen=True)
 class Check:
     id: str
-    status: str            # ok, warn or fail
+    status: str  # ok, warn or fail
     title: str
     detail: str
     fix_sql: str | None = None
-    fix: str | None = None   # a setting or command, when the fix is not SQL
+    fix: str | None = None  # a setting or command, when the fix is not SQL
     keys: tuple[KeyLink, ...] = ()  # idempotency keys the finding is about (the page links them)
 
 

@@ -1,4 +1,5 @@
 """Maintenance checks: dead tuples, vacuum and analyze of the three tables."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -35,37 +36,47 @@ def check_vacuum(conn: psycopg.Connection, tables: Tables, config: Mapping[str, 
         if not reasons:
             continue
         role = role_of[table.table_name]
-        findings.append(Check(
-            f"vacuum.{role}", WARN, f"{tables.schema}.{table.table_name} needs a vacuum: " + "; ".join(reasons),
-            "Updates and deletes leave dead row versions (every claim, completion and purge makes some) that only "
-            "VACUUM reclaims; until then they bloat the table and its indexes and slow every scan, and without "
-            "ANALYZE the planner works from stale row counts. Autovacuum should keep up on its own: when it does "
-            "not, something holds it back (a long or idle-in-transaction session: see the session findings) or its "
-            f"settings are too lax for this table. {_vacuum_numbers(table)}; {_VACUUM_THRESHOLDS}",
-            fix_sql=_fix_vacuum(tables, role, table)))
+        findings.append(
+            Check(
+                f"vacuum.{role}",
+                WARN,
+                f"{tables.schema}.{table.table_name} needs a vacuum: " + "; ".join(reasons),
+                "Updates and deletes leave dead row versions (every claim, completion and purge makes some) that only "
+                "VACUUM reclaims; until then they bloat the table and its indexes and slow every scan, and without "
+                "ANALYZE the planner works from stale row counts. Autovacuum should keep up on its own: when it does "
+                "not, something holds it back (a long or idle-in-transaction session: see the session findings) or its "
+                f"settings are too lax for this table. {_vacuum_numbers(table)}; {_VACUUM_THRESHOLDS}",
+                fix_sql=_fix_vacuum(tables, role, table),
+            )
+        )
     if stats and not findings:
         numbers = "; ".join(f"{tables.schema}.{t.table_name}: {_vacuum_numbers(t)}" for t in stats)
-        findings.append(Check(
-            "vacuum", OK, "Dead tuples of the three tables are within bounds",
-            f"{numbers}; {_VACUUM_THRESHOLDS}"))
+        findings.append(
+            Check("vacuum", OK, "Dead tuples of the three tables are within bounds", f"{numbers}; {_VACUUM_THRESHOLDS}")
+        )
     return findings
 
 
-_VACUUM_THRESHOLDS = (f"counted since the statistics were last reset. A table warns above {DEAD_TUPLES_MIN:,} dead "
-                      f"tuples and {DEAD_TUPLES_SHARE:.0%} of its live rows, or when more than "
-                      f"{NEVER_VACUUMED_CHANGES:,} rows changed and it was never vacuumed or analyzed.")
+_VACUUM_THRESHOLDS = (
+    f"counted since the statistics were last reset. A table warns above {DEAD_TUPLES_MIN:,} dead "
+    f"tuples and {DEAD_TUPLES_SHARE:.0%} of its live rows, or when more than "
+    f"{NEVER_VACUUMED_CHANGES:,} rows changed and it was never vacuumed or analyzed."
+)
 
 
 def _vacuum_numbers(table: health.VacuumStats) -> str:
-    return (f"{table.live_tuples:,} live and {table.dead_tuples:,} dead tuples, last vacuumed {ago(table.vacuumed)}, "
-            f"last analyzed {ago(table.analyzed)}")
+    return (
+        f"{table.live_tuples:,} live and {table.dead_tuples:,} dead tuples, last vacuumed {ago(table.vacuumed)}, "
+        f"last analyzed {ago(table.analyzed)}"
+    )
 
 
 def _fix_vacuum(tables: Tables, role: str, table: health.VacuumStats) -> str:
     fix = health.fix_vacuum(tables, table.table_name)
     if role == "keys" and "autovacuum_vacuum_scale_factor" not in table.options:
-        fix += (";\n-- and have autovacuum visit this hot table after "
-                f"{KEYS_AUTOVACUUM_SCALE_FACTOR:.0%} of its rows changed instead of the default 20%:\n"
-                + health.fix_autovacuum_scale_factor(tables, table.table_name, KEYS_AUTOVACUUM_SCALE_FACTOR))
+        fix += (
+            ";\n-- and have autovacuum visit this hot table after "
+            f"{KEYS_AUTOVACUUM_SCALE_FACTOR:.0%} of its rows changed instead of the default 20%:\n"
+            + health.fix_autovacuum_scale_factor(tables, table.table_name, KEYS_AUTOVACUUM_SCALE_FACTOR)
+        )
     return fix
-

@@ -1,5 +1,6 @@
 """The outbox contract operators rely on: its ``status`` column accepts ``parked`` (docs/interface.md, The outbox
 contract), so a poison row can be parked. A CHECK constraint or an enum type that lacks the value refuses it."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -24,8 +25,14 @@ def check_outbox_parked(conn: psycopg.Connection, tables: Tables, config: Mappin
     table = qualified(tables, "outbox")
     refusing = [c for c in list_outbox_status_checks(conn, tables) if "'parked'" not in c.definition]
     if not refusing:
-        return [Check("outbox.parked", OK, f"{table}.status accepts 'parked'",
-                      "Operators can park a poison outbox row (the relay publishes only pending rows).")]
+        return [
+            Check(
+                "outbox.parked",
+                OK,
+                f"{table}.status accepts 'parked'",
+                "Operators can park a poison outbox row (the relay publishes only pending rows).",
+            )
+        ]
     findings = []
     for found in refusing:
         if found.name.startswith("enum "):
@@ -35,10 +42,16 @@ def check_outbox_parked(conn: psycopg.Connection, tables: Tables, config: Mappin
         else:
             fix = fix_status_check(tables, found.name, found.definition) + ";"
             what = f"CHECK constraint {found.name}: {found.definition}"
-        findings.append(Check(
-            "outbox.parked", WARN, f"{table}.status refuses 'parked': operators cannot park a poison row",
-            f"Parking a row sets status = 'parked' so the relay (which publishes only pending rows) leaves it alone; "
-            f"{what} refuses that value, so the park action answers 409. Allow the value (the relay's contract "
-            "does not change: parked rows are simply not pending).", fix_sql=fix))
+        findings.append(
+            Check(
+                "outbox.parked",
+                WARN,
+                f"{table}.status refuses 'parked': operators cannot park a poison row",
+                "Parking a row sets status = 'parked' so the relay (which publishes only pending rows) leaves it "
+                "alone; "
+                f"{what} refuses that value, so the park action answers 409. Allow the value (the relay's contract "
+                "does not change: parked rows are simply not pending).",
+                fix_sql=fix,
+            )
+        )
     return findings
-

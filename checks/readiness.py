@@ -1,6 +1,7 @@
 """Ready to serve: idemdash's schema is installed and current, and the three application tables exist and can be
 read. What `/readyz`, `idemdash serve` and `idemdash scheduler` ask before anything else; each problem is one
 line naming the cause and the fix (``core.diagnosis``)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -45,17 +46,29 @@ def readiness(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, A
         problems.append(Cause(IDEMDASH_SCHEMA, idemdash_schema_missing(), False))
     elif not all(a.readable for a in own):
         names = ", ".join(a.qualified for a in own if not a.readable)
-        problems.append(Cause(PRIVILEGE, f"role {database.role_name!r} may not read idemdash's own tables ({names}): "
-                                         f"GRANT USAGE ON SCHEMA idemdash TO {quote_role(database.role_name)}; "
-                                         "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO "
-                                         f"{quote_role(database.role_name)};", False))
+        problems.append(
+            Cause(
+                PRIVILEGE,
+                f"role {database.role_name!r} may not read idemdash's own tables ({names}): "
+                f"GRANT USAGE ON SCHEMA idemdash TO {quote_role(database.role_name)}; "
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA idemdash TO "
+                f"{quote_role(database.role_name)};",
+                False,
+            )
+        )
     else:
         applied = {m.version for m in list_applied_migrations(conn)}
         pending = [f"{m.version:04d}_{m.name}" for m in list_migrations() if m.version not in applied]
         if pending:
-            problems.append(Cause(IDEMDASH_SCHEMA, f"idemdash's schema is behind this version ({len(pending)} "
-                                                   f"migration(s) pending: {', '.join(pending)}): run `idemdash "
-                                                   "migrate`.", False))
+            problems.append(
+                Cause(
+                    IDEMDASH_SCHEMA,
+                    f"idemdash's schema is behind this version ({len(pending)} "
+                    f"migration(s) pending: {', '.join(pending)}): run `idemdash "
+                    "migrate`.",
+                    False,
+                )
+            )
     for table in (a for a in access if a.role != "idemdash"):
         if not table.present:
             setting = f"IDEMDASH_APP_SCHEMA and {TABLE_SETTING[table.role]}"
@@ -63,7 +76,9 @@ def readiness(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, A
         elif not table.readable:
             fix = privilege_missing(table.role_name, "SELECT", table.qualified)
             if not table.schema_usage:
-                fix = (f"role {table.role_name!r} may not use schema {table.schema_name}: GRANT USAGE ON SCHEMA "
-                       f"{table.schema_name} TO {quote_role(table.role_name)}; then " + fix)
+                fix = (
+                    f"role {table.role_name!r} may not use schema {table.schema_name}: GRANT USAGE ON SCHEMA "
+                    f"{table.schema_name} TO {quote_role(table.role_name)}; then " + fix
+                )
             problems.append(Cause(PRIVILEGE, fix, False))
     return problems

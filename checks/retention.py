@@ -1,5 +1,6 @@
 """Retention checks: rows are kept at least as long as a retry or redelivery may still come (docs/concepts.md,
 Retention shorter than the replay horizon)."""
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,8 @@ from idemdash.checks.finding import OK, WARN, Check
 from idemdash.core.formatting import duration
 from idemdash.queries import Tables, health
 
-KEY_SAMPLE = 10_000        # most recent keys the key-retention check looks at
-MAX_SCOPE_FINDINGS = 20    # scopes listed one by one before the rest are summed up
+KEY_SAMPLE = 10_000  # most recent keys the key-retention check looks at
+MAX_SCOPE_FINDINGS = 20  # scopes listed one by one before the rest are summed up
 # expires_at computed from a slightly earlier now() than created_at is not a misconfiguration
 RETENTION_SLACK_SECONDS = 60
 
@@ -22,27 +23,46 @@ def check_retention_settings(conn: psycopg.Connection, tables: Tables, config: M
     """(c) The inbox and outbox purges keep rows at least as long as a retry or redelivery may still come."""
     horizon = config["REPLAY_HORIZON"]
     findings = []
-    retained = [("inbox", "INBOX_RETENTION_DAYS",
-                 "a message redelivered after its inbox row was purged is processed a second time")]
+    retained = [
+        (
+            "inbox",
+            "INBOX_RETENTION_DAYS",
+            "a message redelivered after its inbox row was purged is processed a second time",
+        )
+    ]
     if "OUTBOX_RETENTION_DAYS" in config:
-        retained.append(("outbox", "OUTBOX_RETENTION_DAYS",
-                         "a command retried after its published outbox row was purged can insert and publish the "
-                         "same event again"))
+        retained.append(
+            (
+                "outbox",
+                "OUTBOX_RETENTION_DAYS",
+                "a command retried after its published outbox row was purged can insert and publish the "
+                "same event again",
+            )
+        )
     for role, setting, harm in retained:
         days = config[setting]
         if days * 86400 < horizon:
-            findings.append(Check(
-                f"retention.{role}", WARN,
-                f"{role.capitalize()} retention ({days} d) is shorter than the replay horizon ({duration(horizon)})",
-                f"Rows are purged after {days} d but retries and redeliveries may come for {duration(horizon)} "
-                f"(IDEMDASH_REPLAY_HORIZON): {harm} (\"retention shorter than replay horizon\"). "
-                f"Keep rows at least as long as the horizon, or lower the horizon if it is really shorter.",
-                fix=f"IDEMDASH_{setting}={math.ceil(horizon / 86400)}"))
+            findings.append(
+                Check(
+                    f"retention.{role}",
+                    WARN,
+                    f"{role.capitalize()} retention ({days} d) is shorter than the replay horizon "
+                    f"({duration(horizon)})",
+                    f"Rows are purged after {days} d but retries and redeliveries may come for {duration(horizon)} "
+                    f'(IDEMDASH_REPLAY_HORIZON): {harm} ("retention shorter than replay horizon"). '
+                    f"Keep rows at least as long as the horizon, or lower the horizon if it is really shorter.",
+                    fix=f"IDEMDASH_{setting}={math.ceil(horizon / 86400)}",
+                )
+            )
         else:
-            findings.append(Check(f"retention.{role}", OK,
-                                  f"{role.capitalize()} retention ({days} d) covers the replay horizon "
-                                  f"({duration(horizon)})",
-                                  f"IDEMDASH_{setting}={days}, IDEMDASH_REPLAY_HORIZON={horizon}s."))
+            findings.append(
+                Check(
+                    f"retention.{role}",
+                    OK,
+                    f"{role.capitalize()} retention ({days} d) covers the replay horizon ({duration(horizon)})",
+                    f"IDEMDASH_{setting}={days}, IDEMDASH_REPLAY_HORIZON={horizon}s.",
+                )
+            )
     return findings
 
 
@@ -53,25 +73,41 @@ def check_key_retention(conn: psycopg.Connection, tables: Tables, config: Mappin
     short = [s for s in scopes if s.min_retention_seconds < horizon - RETENTION_SLACK_SECONDS]
     findings = []
     for scope in short[:MAX_SCOPE_FINDINGS]:
-        findings.append(Check(
-            f"retention.keys.{scope.scope}", WARN,
-            f"Keys in scope {scope.scope!r} expire after {duration(scope.min_retention_seconds)}, less than the "
-            f"replay horizon ({duration(horizon)})",
-            f"Shortest expires_at - created_at among this scope's {scope.sampled} key(s) in the {KEY_SAMPLE:,} most "
-            "recently created. Once such a key is purged, a client retry with the same key runs the command a second "
-            "time. Have the application set expires_at at least the horizon after created_at (the reference claim "
-            "function's p_retention); the SQL below extends the keys already written (batch it on a big table).",
-            fix_sql=health.fix_extend_key_retention(tables, scope.scope, horizon)))
+        findings.append(
+            Check(
+                f"retention.keys.{scope.scope}",
+                WARN,
+                f"Keys in scope {scope.scope!r} expire after {duration(scope.min_retention_seconds)}, less than the "
+                f"replay horizon ({duration(horizon)})",
+                f"Shortest expires_at - created_at among this scope's {scope.sampled} key(s) in the {KEY_SAMPLE:,} "
+                "most "
+                "recently created. Once such a key is purged, a client retry with the same key runs the command a "
+                "second "
+                "time. Have the application set expires_at at least the horizon after created_at (the reference claim "
+                "function's p_retention); the SQL below extends the keys already written (batch it on a big table).",
+                fix_sql=health.fix_extend_key_retention(tables, scope.scope, horizon),
+            )
+        )
     if len(short) > MAX_SCOPE_FINDINGS:
         rest = short[MAX_SCOPE_FINDINGS:]
-        findings.append(Check("retention.keys.more", WARN, f"{len(rest)} more scopes expire keys before the horizon",
-                              "Scopes: " + ", ".join(repr(s.scope) for s in rest[:50])
-                              + ("…" if len(rest) > 50 else "")))
+        findings.append(
+            Check(
+                "retention.keys.more",
+                WARN,
+                f"{len(rest)} more scopes expire keys before the horizon",
+                "Scopes: " + ", ".join(repr(s.scope) for s in rest[:50]) + ("…" if len(rest) > 50 else ""),
+            )
+        )
     if not short:
         sampled = sum(s.sampled for s in scopes)
-        findings.append(Check(
-            "retention.keys", OK, f"Keys live at least the replay horizon ({duration(horizon)})",
-            f"Checked {sampled:,} recent key(s) in {len(scopes)} scope(s)." if sampled
-            else "No keys yet; checked again once there are some."))
+        findings.append(
+            Check(
+                "retention.keys",
+                OK,
+                f"Keys live at least the replay horizon ({duration(horizon)})",
+                f"Checked {sampled:,} recent key(s) in {len(scopes)} scope(s)."
+                if sampled
+                else "No keys yet; checked again once there are some.",
+            )
+        )
     return findings
-

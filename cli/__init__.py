@@ -3,6 +3,7 @@
 Loading lazily (click's documented pattern) keeps each command to what it needs: `migrate`, `purge`, `check`
 and `scheduler` never load the web app or Flask; `serve` and `demo` do.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -43,5 +44,6 @@ class LazyGroup(click.Group):
 @click.option("-v", "--verbose", is_flag=True, help="Log debug detail.")
 def main(verbose: bool) -> None:
     """idemdash: dashboard and job runner for PostgreSQL idempotency keys, inbox and outbox."""
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )

@@ -4,6 +4,7 @@ and `--apply-indexes` to build what is missing, CONCURRENTLY and one at a time.
 The exit status is what a deploy script or a cron alert needs: 0 when every recommended index exists (valid)
 and no health check fails, 1 otherwise.
 """
+
 from __future__ import annotations
 
 import sys
@@ -26,13 +27,17 @@ from idemdash.queries.target import Target
 
 @click.command()
 @databases_option
-@click.option("--apply-indexes", is_flag=True,
-              help="Build the missing recommended indexes, concurrently and one at a time.")
+@click.option(
+    "--apply-indexes", is_flag=True, help="Build the missing recommended indexes, concurrently and one at a time."
+)
 @keep_going_option
 def check(database_url: str, database: str | None, apply_indexes: bool, keep_going: bool) -> None:
     """The indexes the pages and purges need (statement and why for each), the schema checks; exit 1 if any missing."""
-    sys.exit(each_database(targets(database_url, database), partial(_check, apply_indexes=apply_indexes),
-                           keep_going=keep_going))
+    sys.exit(
+        each_database(
+            targets(database_url, database), partial(_check, apply_indexes=apply_indexes), keep_going=keep_going
+        )
+    )
 
 
 def _check(db: Target, *, apply_indexes: bool) -> Outcome:
@@ -79,9 +84,11 @@ def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     parts.append(f"{failed_checks} health check{'s' if failed_checks != 1 else ''} failed")
     echo("summary: " + "; ".join(parts))
     if missing:
-        echo("Run `idemdash check --apply-indexes` with the tables' owner's database URL (`--database-url`; only the "
-             "owner may build indexes) to build them concurrently, one at a time (writes go on meanwhile), or have "
-             "the owner run the statements above, outside a transaction block.")
+        echo(
+            "Run `idemdash check --apply-indexes` with the tables' owner's database URL (`--database-url`; only the "
+            "owner may build indexes) to build them concurrently, one at a time (writes go on meanwhile), or have "
+            "the owner run the statements above, outside a transaction block."
+        )
     return 1 if (problems or missing or no_table or failed_checks or build_failed) else 0
 
 
@@ -103,11 +110,15 @@ def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[indexes.Inde
             detail = (exc.diag.message_primary or str(exc)).strip()
             echo(f"        failed after {time.monotonic() - started:.1f} s: {detail}")
             if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-                echo("        (only the table's owner or a superuser may create its indexes: run `idemdash check "
-                     "--apply-indexes` with the owner's database URL, or the statement below as the owner)")
+                echo(
+                    "        (only the table's owner or a superuser may create its indexes: run `idemdash check "
+                    "--apply-indexes` with the owner's database URL, or the statement below as the owner)"
+                )
             else:
-                echo("        (a failed concurrent build leaves an invalid index; `idemdash check --apply-indexes` "
-                     "drops and rebuilds it)")
+                echo(
+                    "        (a failed concurrent build leaves an invalid index; `idemdash check --apply-indexes` "
+                    "drops and rebuilds it)"
+                )
             continue
         echo(f"        done in {time.monotonic() - started:.1f} s")
     echo("")
@@ -115,8 +126,10 @@ def _apply(conn: psycopg.Connection, tables: Tables, statuses: list[indexes.Inde
 
 
 def _print_indexes(tables: Tables, statuses: list[indexes.IndexStatus], echo: Echo) -> None:
-    echo(f"Recommended indexes (queries/indexes.sql) for {tables.schema}.{tables.keys}, "
-         f"{tables.schema}.{tables.inbox} and {tables.schema}.{tables.outbox}:")
+    echo(
+        f"Recommended indexes (queries/indexes.sql) for {tables.schema}.{tables.keys}, "
+        f"{tables.schema}.{tables.inbox} and {tables.schema}.{tables.outbox}:"
+    )
     for status in statuses:
         if status.state == indexes.OK:  # present and valid: nothing to do, one line
             echo(f"{status.state:<8} {status.index_name} on {status.table}")
@@ -125,8 +138,10 @@ def _print_indexes(tables: Tables, statuses: list[indexes.IndexStatus], echo: Ec
         echo(f"{status.state:<8} {status.index_name} on {status.table}  [{status.advice.name}]")
         echo(f"         why: {status.advice.why}")
         if status.state == indexes.INVALID:
-            echo("         (exists but is invalid: a concurrent build failed; it is maintained on every write and "
-                 "never used. --apply-indexes drops and rebuilds it)")
+            echo(
+                "         (exists but is invalid: a concurrent build failed; it is maintained on every write and "
+                "never used. --apply-indexes drops and rebuilds it)"
+            )
         if status.state == indexes.NO_TABLE:
             echo(f"         ({status.table} does not exist: check IDEMDASH_APP_SCHEMA and the table settings)")
         echo(f"         {status.create_sql};")

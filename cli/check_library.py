@@ -2,6 +2,7 @@
 every state's count, and the indexes idemdash advises for its pages (queries/profile_indexes.sql), built
 CONCURRENTLY with `--apply-indexes`; the library's own indexes and rows are never touched, and idemdash needs
 no schema of its own there to read them."""
+
 from __future__ import annotations
 
 import time
@@ -33,11 +34,15 @@ def report_library(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) 
     found = read.found
     tables = dict(found.tables)
     version = f" {found.version}" if found.version else ""
-    echo(f"Ready (what /readyz asks): yes\n{found.profile}{version} in schema {found.schema}, read-only: "
-         + ", ".join(f"{name} ({role})" for role, name in found.tables))
+    echo(
+        f"Ready (what /readyz asks): yes\n{found.profile}{version} in schema {found.schema}, read-only: "
+        + ", ".join(f"{name} ({role})" for role, name in found.tables)
+    )
     for state, count in read.counts:
-        echo(f"  {tables.get(state.table, state.table)} {state.meaning}: "
-             + (f"{count:,}" if count is not None else "no table"))
+        echo(
+            f"  {tables.get(state.table, state.table)} {state.meaning}: "
+            + (f"{count:,}" if count is not None else "no table")
+        )
     echo("")
     echo(f"Advised indexes for the pages over these tables ({len(statuses)}; the library's own are left as they are):")
     for status in statuses:
@@ -46,8 +51,10 @@ def report_library(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) 
             echo(f"        {status.create_sql};")
     missing = [s for s in statuses if s.missing]
     if missing:
-        echo("Run `idemdash check --apply-indexes` with the tables' owner's database URL to build them "
-             "concurrently, or have the owner run the statements above, outside a transaction block.")
+        echo(
+            "Run `idemdash check --apply-indexes` with the tables' owner's database URL to build them "
+            "concurrently, or have the owner run the statements above, outside a transaction block."
+        )
     return 1 if missing or build_failed else 0
 
 
@@ -60,8 +67,10 @@ def _apply(conn: psycopg.Connection, found, statuses: list[ProfileIndexStatus], 
             create_profile_index(conn, found, status)
         except psycopg.Error as exc:
             failed = True
-            echo(f"        failed after {time.monotonic() - started:.1f} s: "
-                 f"{(exc.diag.message_primary or str(exc)).strip()}")
+            echo(
+                f"        failed after {time.monotonic() - started:.1f} s: "
+                f"{(exc.diag.message_primary or str(exc)).strip()}"
+            )
             continue
         echo(f"        done in {time.monotonic() - started:.1f} s")
     return failed

@@ -1,6 +1,7 @@
 """What every command shares: which databases it works on (--database-url, or --database NAME of
 IDEMDASH_CONFIG's file, default every one), settings with their errors as usage errors, and database failures
 said in one line (the cause and its fix, ``core.diagnosis``), never a traceback."""
+
 from __future__ import annotations
 
 import logging
@@ -21,12 +22,20 @@ from idemdash.queries.target import Target
 log = logging.getLogger(__name__)
 
 database_url_option = click.option(
-    "--database-url", envvar="IDEMDASH_DATABASE_URL", default="", show_envvar=True,
+    "--database-url",
+    envvar="IDEMDASH_DATABASE_URL",
+    default="",
+    show_envvar=True,
     help="Database holding the application tables (and idemdash's own schema); on the command line it wins "
-         "over IDEMDASH_CONFIG.")
+    "over IDEMDASH_CONFIG.",
+)
 database_option = click.option(
-    "--database", "database", default=None, metavar="NAME",
-    help="With IDEMDASH_CONFIG: only this database of the file [default: every one].")
+    "--database",
+    "database",
+    default=None,
+    metavar="NAME",
+    help="With IDEMDASH_CONFIG: only this database of the file [default: every one].",
+)
 
 
 def databases_option(command):
@@ -54,8 +63,9 @@ def targets(database_url: str = "", database: str | None = None) -> list[Target]
     typed = ctx is not None and ctx.get_parameter_source("database_url") == click.core.ParameterSource.COMMANDLINE
     if database_url and (typed or not config["CONFIG"]):
         if database:
-            raise click.UsageError("--database picks one database of IDEMDASH_CONFIG; with --database-url there "
-                                   "is only that one")
+            raise click.UsageError(
+                "--database picks one database of IDEMDASH_CONFIG; with --database-url there is only that one"
+            )
         return [target(database_url)]
     try:
         described = load_config(config)
@@ -70,8 +80,10 @@ def targets(database_url: str = "", database: str | None = None) -> list[Target]
             why = f" ({membership.problems[fleet]})" if fleet in membership.problems else ""
             declared = ", ".join(d.name for d in membership.databases[:20])
             more = f" and {len(membership.databases) - 20} more" if len(membership.databases) > 20 else ""
-            raise click.UsageError(f"no database {database!r} in {config['CONFIG'] or 'IDEMDASH_DATABASE_URL'}"
-                                   f"{why}: it declares {declared or 'none now'}{more}")
+            raise click.UsageError(
+                f"no database {database!r} in {config['CONFIG'] or 'IDEMDASH_DATABASE_URL'}"
+                f"{why}: it declares {declared or 'none now'}{more}"
+            )
     return [Target.from_settings(d.settings, d.name) for d in found]
 
 
@@ -132,11 +144,17 @@ def preflight_fleet(chosen: list[Target], what: str) -> list[Target]:
         if problems:
             refused.append((db, problems))
     if len(refused) == len(chosen):
-        raise click.ClickException(f"{what} not started: no database can be used:\n  " + "\n  ".join(
-            f"database {db.name}: " + "; ".join(p.message for p in problems) for db, problems in refused))
+        raise click.ClickException(
+            f"{what} not started: no database can be used:\n  "
+            + "\n  ".join(f"database {db.name}: " + "; ".join(p.message for p in problems) for db, problems in refused)
+        )
     for db, problems in refused:
-        log.error("database %s cannot be used yet; %s starts with the others and runs its jobs once it is fixed: %s",
-                  db.name, what, "; ".join(p.message for p in problems))
+        log.error(
+            "database %s cannot be used yet; %s starts with the others and runs its jobs once it is fixed: %s",
+            db.name,
+            what,
+            "; ".join(p.message for p in problems),
+        )
         for problem in problems:
             db.problems.failed(problem, say=False)  # said just now: the jobs' failures stay quiet
     return [db for db, _ in refused]

@@ -1,4 +1,5 @@
 """`idemdash migrate` and `idemdash init-app-schema`: idemdash's own schema, and the reference application schema."""
+
 from __future__ import annotations
 
 import sys
@@ -45,19 +46,31 @@ def _migrate(db: Target) -> Outcome:
 
 @click.command("init-app-schema")
 @database_url_option
-@click.option("--status-type", type=click.Choice(["enum", "text"]), default="enum", show_default=True,
-              help="Make `status` a PostgreSQL enum or plain text.")
-@click.option("--partitioned", is_flag=True,
-              help="Range-partition the inbox (by processed_at) and outbox (by created_at) by day, so purges drop "
-                   "whole days; uniqueness then holds within a day only (see docs/reference-schema.md).")
+@click.option(
+    "--status-type",
+    type=click.Choice(["enum", "text"]),
+    default="enum",
+    show_default=True,
+    help="Make `status` a PostgreSQL enum or plain text.",
+)
+@click.option(
+    "--partitioned",
+    is_flag=True,
+    help="Range-partition the inbox (by processed_at) and outbox (by created_at) by day, so purges drop "
+    "whole days; uniqueness then holds within a day only (see docs/reference-schema.md).",
+)
 def init_app_schema(database_url: str, status_type: str, partitioned: bool) -> None:
     """Create the reference application tables and claim/complete/fail functions (safe to re-run)."""
     db = target(database_url)
     tables = db.tables
     with connect(db) as conn, database_errors(db, "creating the reference schema"):
         create_app_schema(conn, tables, status_type, partitioned=partitioned)  # type: ignore[arg-type]  # a click.Choice
-    click.echo(f"reference schema ready in schema {tables.schema!r}: {tables.keys}, {tables.inbox}, "
-               f"{tables.outbox} and the claim/complete/fail/consume functions")
+    click.echo(
+        f"reference schema ready in schema {tables.schema!r}: {tables.keys}, {tables.inbox}, "
+        f"{tables.outbox} and the claim/complete/fail/consume functions"
+    )
     if partitioned:
-        click.echo(f"{tables.inbox} and {tables.outbox} are partitioned by day, with partitions for the next week; "
-                   "`idemdash scheduler` makes the following ones (IDEMDASH_PARTITIONS_SCHEDULE)")
+        click.echo(
+            f"{tables.inbox} and {tables.outbox} are partitioned by day, with partitions for the next week; "
+            "`idemdash scheduler` makes the following ones (IDEMDASH_PARTITIONS_SCHEDULE)"
+        )

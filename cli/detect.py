@@ -3,6 +3,7 @@
 
 Table-name keys are printed only where the database's name differs from the profile's default.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,12 @@ URL_PLACEHOLDER = "postgresql://USER:PASSWORD@HOST:5432/DATABASE"
 
 @click.command()
 @databases_option
-@click.option("--json", "as_json", is_flag=True, help="JSON for scripts: per database, every shape found with its "
-                                                      "settings and TOML lines.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="JSON for scripts: per database, every shape found with its settings and TOML lines.",
+)
 def detect(database_url: str, database: str | None, as_json: bool) -> None:
     """Find the tables of known libraries (every schema) and print the IDEMDASH_CONFIG lines for each."""
     chosen = targets(database_url, database)
@@ -55,22 +60,37 @@ def entries_for(found: list[Found]) -> list[dict]:
     names: set[str] = set()
     entries = []
     for shape in found:
-        name = _unique(_name(shape.profile), names) if shape.profile not in names else \
-            _unique(_name(f"{shape.profile}-{shape.schema}"), names)
+        name = (
+            _unique(_name(shape.profile), names)
+            if shape.profile not in names
+            else _unique(_name(f"{shape.profile}-{shape.schema}"), names)
+        )
         names.add(name)
         settings = settings_for(shape)
-        entries.append({"name": name, "profile": shape.profile, "served": True,
-                        "version": shape.version, "schema": shape.schema,
-                        "naming": shape.naming, "tables": dict(shape.tables), "settings": settings,
-                        "toml": toml(name, settings)})
+        entries.append(
+            {
+                "name": name,
+                "profile": shape.profile,
+                "served": True,
+                "version": shape.version,
+                "schema": shape.schema,
+                "naming": shape.naming,
+                "tables": dict(shape.tables),
+                "settings": settings,
+                "toml": toml(name, settings),
+            }
+        )
     return entries
 
 
 def settings_for(shape: Found) -> dict[str, str]:
     """profile (but the default one's), app_schema, and each table-name key whose table is not at the profile's
     default name."""
-    settings = {"app_schema": shape.schema} if shape.profile == DEFAULT else \
-        {"profile": shape.profile, "app_schema": shape.schema}
+    settings = (
+        {"app_schema": shape.schema}
+        if shape.profile == DEFAULT
+        else {"profile": shape.profile, "app_schema": shape.schema}
+    )
     for table in profile(shape.profile).tables:
         actual = shape.table(table.role)
         if actual is not None and actual != table.name:

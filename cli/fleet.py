@@ -6,6 +6,7 @@ the worst of the databases'.
 One database (no file, ``--database-url`` or ``--database NAME``) runs exactly as it always has: its errors end
 the command with their own message and status.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -19,17 +20,22 @@ from idemdash.core.formatting import plural
 from idemdash.queries.target import Target
 
 keep_going_option = click.option(
-    "--keep-going/--fail-fast", "keep_going", default=True, show_default=True,
+    "--keep-going/--fail-fast",
+    "keep_going",
+    default=True,
+    show_default=True,
     help="With several databases: go on past a database that fails (cannot be reached, an error), reporting each "
-         "one, or stop at the first and leave the rest unattempted. Either way the exit status is 1 when any failed.")
+    "one, or stop at the first and leave the rest unattempted. Either way the exit status is 1 when any failed.",
+)
 
 
 @dataclass(frozen=True)
 class Outcome:
     """What one database's run came to."""
-    kind: str             # a word for the summary's count: "migrated", "up to date", "purged", "failed" ...
-    status: int = 0       # the exit status this database alone gives (the command's own, 0 or 1)
-    detail: str = ""      # what it did, or for a failure its cause in one line
+
+    kind: str  # a word for the summary's count: "migrated", "up to date", "purged", "failed" ...
+    status: int = 0  # the exit status this database alone gives (the command's own, 0 or 1)
+    detail: str = ""  # what it did, or for a failure its cause in one line
     failed: bool = False  # could not do its work (cannot connect, an error): --fail-fast stops after it
 
 
@@ -40,8 +46,9 @@ def failure(detail: str) -> Outcome:
 Work = Callable[[Target], Outcome]
 
 
-def each_database(chosen: list[Target], work: Work, *, keep_going: bool,
-                  stop: Callable[[], str | None] = lambda: None) -> int:
+def each_database(
+    chosen: list[Target], work: Work, *, keep_going: bool, stop: Callable[[], str | None] = lambda: None
+) -> int:
     """Run ``work`` on every database of ``chosen``; returns the exit status (the worst database's).
 
     ``work`` raises click.ClickException (or lets a psycopg.Error through) for a database it cannot work on:
@@ -65,7 +72,7 @@ def each_database(chosen: list[Target], work: Work, *, keep_going: bool,
         click.echo(f"-- {db.name}: {outcome.kind}" + (f": {outcome.detail}" if outcome.detail else ""))
         why_left = stop() or ("--fail-fast" if outcome.failed and not keep_going else "")
         if why_left:
-            left = chosen[n + 1:]
+            left = chosen[n + 1 :]
             break
     click.echo(summary(results, left, why_left))
     return max(outcome.status for _, outcome in results)

@@ -1,4 +1,5 @@
 """`idemdash purge` and `idemdash scheduler`: the retention purges now, or every job on its schedule."""
+
 from __future__ import annotations
 
 import getpass
@@ -21,8 +22,11 @@ from idemdash.queries.target import Target
 
 # Without a terminal (a log, a pipe), one progress line for the first batch and then every this many.
 PROGRESS_EVERY = 10
-METHODS = {"due_index": "through the index of due rows", "heap": "page by page (the table was mostly due)",
-           "primary_key": "walking the primary key"}
+METHODS = {
+    "due_index": "through the index of due rows",
+    "heap": "page by page (the table was mostly due)",
+    "primary_key": "walking the primary key",
+}
 
 
 class _Progress:
@@ -40,8 +44,10 @@ class _Progress:
             return
         seconds = time.monotonic() - self.started
         rate = rows / seconds if seconds > 0 else 0.0
-        line = (f"  {self.table}: {rows:,} rows {self.verb}, {rate:,.0f} rows/s, {seconds:.1f} s "
-                f"({batches:,} batch{'' if batches == 1 else 'es'})")
+        line = (
+            f"  {self.table}: {rows:,} rows {self.verb}, {rate:,.0f} rows/s, {seconds:.1f} s "
+            f"({batches:,} batch{'' if batches == 1 else 'es'})"
+        )
         if self.live:
             click.echo("\r" + line.ljust(self.width), nl=False)  # pad over a longer previous line
             self.width = len(line)
@@ -52,9 +58,13 @@ class _Progress:
     def partition(self, event: PartitionEvent) -> None:
         self.end_line()
         rows = f" ({event.rows:,} rows)" if event.rows is not None else ""
-        what = {"dropped": "dropped partition", "would_drop": "would drop partition",
-                "kept": "kept partition", "attached_again": "attached again partition",
-                "detached": "detached partition"}.get(event.action, event.action)
+        what = {
+            "dropped": "dropped partition",
+            "would_drop": "would drop partition",
+            "kept": "kept partition",
+            "attached_again": "attached again partition",
+            "detached": "detached partition",
+        }.get(event.action, event.action)
         click.echo(f"  {self.table}: {what} {event.partition}{rows}" + (f": {event.detail}" if event.detail else ""))
 
     def end_line(self) -> None:
@@ -65,9 +75,14 @@ class _Progress:
 
 @click.command()
 @databases_option
-@click.option("--table", "tables", multiple=True, metavar="TABLE",
-              help="Purge only this table (repeatable): keys, inbox or outbox; on a database of another library's "
-                   "profile, the role of one of its purgeable tables (outbox, inbox, keys, archive) [default: all].")
+@click.option(
+    "--table",
+    "tables",
+    multiple=True,
+    metavar="TABLE",
+    help="Purge only this table (repeatable): keys, inbox or outbox; on a database of another library's "
+    "profile, the role of one of its purgeable tables (outbox, inbox, keys, archive) [default: all].",
+)
 @click.option("--dry-run", is_flag=True, help="Count what each purge would delete; delete nothing.")
 @keep_going_option
 def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_run: bool, keep_going: bool) -> None:
@@ -87,8 +102,7 @@ def purge(database_url: str, database: str | None, tables: tuple[str, ...], dry_
                 return failure("; ".join(failed))
             return Outcome("counted" if dry_run else "purged")
 
-        status = each_database(chosen, one, keep_going=keep_going,
-                               stop=lambda: "Ctrl-C" if ctrl_c.asked else None)
+        status = each_database(chosen, one, keep_going=keep_going, stop=lambda: "Ctrl-C" if ctrl_c.asked else None)
     if ctrl_c.asked:
         sys.exit(130)  # stopped by Ctrl-C, as a shell reports it: never "keep going"
     sys.exit(status)
@@ -133,8 +147,9 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
     verb = "to delete" if dry_run else "deleted"
     unknown = [t for t in tables if t not in TABLES] if db.settings["PROFILE"] == DEFAULT_PROFILE else []
     if unknown:
-        raise click.ClickException("; ".join(f"--table {t}: not a table of this database's purges (keys, inbox or "
-                                             "outbox)" for t in unknown))
+        raise click.ClickException(
+            "; ".join(f"--table {t}: not a table of this database's purges (keys, inbox or outbox)" for t in unknown)
+        )
     if db.settings["PROFILE"] != DEFAULT_PROFILE:
         results = _library_purges(db, tables, dry_run, started_by, ctrl_c)
     else:
@@ -144,8 +159,16 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
                 break
             progress = _Progress(table, verb, live)
             click.echo(f"{'dry run: counting' if dry_run else 'purging'} {table} ...")
-            result = run_purge(db, table, dry_run=dry_run, started_by=started_by, by_person=True,
-                               on_batch=progress.batch, on_partition=progress.partition, cancel=ctrl_c.cancelled_by)
+            result = run_purge(
+                db,
+                table,
+                dry_run=dry_run,
+                started_by=started_by,
+                by_person=True,
+                on_batch=progress.batch,
+                on_partition=progress.partition,
+                cancel=ctrl_c.cancelled_by,
+            )
             progress.end_line()
             results.append((result, time.monotonic() - progress.started))
 
@@ -153,15 +176,22 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
     for result, seconds in results:
         run = f"run {result.run_id}" if result.run_id is not None else "not recorded"
         rate = f", {result.rows / seconds:,.0f} rows/s" if seconds > 0 and result.rows else ""
-        click.echo(f"{result.table:<7} {result.outcome:<17} {run:<12} {result.batches:>6,} batches "
-                   f"{result.rows:>12,} rows {verb}  {seconds:.1f}s{rate}")
+        click.echo(
+            f"{result.table:<7} {result.outcome:<17} {run:<12} {result.batches:>6,} batches "
+            f"{result.rows:>12,} rows {verb}  {seconds:.1f}s{rate}"
+        )
         if result.partitions_dropped:
             click.echo(f"        {plural(result.partitions_dropped, 'partition')} dropped whole")
         if result.method:
-            click.echo(f"        batches {METHODS.get(result.method, result.method)}"
-                       + (" (the planner did not read the due rows through an index: usual on a small table or "
-                          "when most rows are due; on a big table `idemdash check` names the index that would)"
-                          if result.method == "primary_key" else ""))
+            click.echo(
+                f"        batches {METHODS.get(result.method, result.method)}"
+                + (
+                    " (the planner did not read the due rows through an index: usual on a small table or "
+                    "when most rows are due; on a big table `idemdash check` names the index that would)"
+                    if result.method == "primary_key"
+                    else ""
+                )
+            )
         if result.outcome == "budget_exhausted":
             click.echo("        time budget (IDEMDASH_PURGE_TIME_BUDGET_SECONDS) used up; the next run carries on")
         if result.error:
@@ -169,21 +199,29 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
     return [f"{result.table}: {result.error}" for result, _ in results if result.outcome == "failed"]
 
 
-def _library_purges(db: Target, tables: tuple[str, ...], dry_run: bool, started_by: str,
-                    ctrl_c: _CtrlC) -> list[tuple[PurgeResult, float]]:
+def _library_purges(
+    db: Target, tables: tuple[str, ...], dry_run: bool, started_by: str, ctrl_c: _CtrlC
+) -> list[tuple[PurgeResult, float]]:
     """Another library's tables: only the rows it counts as finished (jobs/library_purge.py), each table a run."""
-    click.echo(f"{'dry run: counting' if dry_run else 'purging'} what the {db.settings['PROFILE']} tables hold "
-               "finished ...")
+    click.echo(
+        f"{'dry run: counting' if dry_run else 'purging'} what the {db.settings['PROFILE']} tables hold finished ..."
+    )
     began = time.monotonic()
     try:
-        results = [(r, time.monotonic() - began) for r in run_library_purges(
-            db, dry_run=dry_run, started_by=started_by, by_person=True, roles=tables, cancel=ctrl_c.cancelled_by)]
+        results = [
+            (r, time.monotonic() - began)
+            for r in run_library_purges(
+                db, dry_run=dry_run, started_by=started_by, by_person=True, roles=tables, cancel=ctrl_c.cancelled_by
+            )
+        ]
     except ShapeNotFound as exc:  # nothing was purged: the tables are not where, or not what, the configuration says
         raise click.ClickException(f"nothing purged: {exc}") from None
     if not results:
         which = f" among {', '.join(tables)}" if tables else ""
-        click.echo(f"no {db.settings['PROFILE']} table here{which} has a state its library counts as finished and "
-                   "old: nothing to purge")
+        click.echo(
+            f"no {db.settings['PROFILE']} table here{which} has a state its library counts as finished and "
+            "old: nothing to purge"
+        )
     return results
 
 

@@ -1,5 +1,6 @@
 """`idemdash serve` (the dashboard under gunicorn, which replaces the command's process) and
 `idemdash hash-password` (a line for the users file)."""
+
 from __future__ import annotations
 
 import logging
@@ -29,10 +30,15 @@ def _bind(ctx: click.Context, param: click.Parameter, value: str | None) -> str 
 
 @click.command()
 @database_url_option
-@click.option("--bind", default=None, callback=_bind,
-              help="HOST:PORT, [IPv6]:PORT, unix:PATH or fd://N to listen on [default: IDEMDASH_BIND].")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="gunicorn worker processes [default: IDEMDASH_WORKERS].")
+@click.option(
+    "--bind",
+    default=None,
+    callback=_bind,
+    help="HOST:PORT, [IPv6]:PORT, unix:PATH or fd://N to listen on [default: IDEMDASH_BIND].",
+)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="gunicorn worker processes [default: IDEMDASH_WORKERS]."
+)
 def serve(database_url: str, bind: str | None, workers: int | None) -> None:
     """Serve the dashboard with gunicorn (checks the address, the settings and the database first)."""
     config = load_settings(DATABASE_URL=database_url)
@@ -66,14 +72,31 @@ def serve(database_url: str, bind: str | None, workers: int | None) -> None:
         logging.getLogger(__name__).warning(
             "IDEMDASH_SECRET_KEY is not set: made one key for all %d workers of this server; sessions and CSRF "
             "tokens (open forms) end when the server restarts. Set IDEMDASH_SECRET_KEY to keep them across "
-            "restarts.", workers)
+            "restarts.",
+            workers,
+        )
     # the workers' request metrics add up in files here; prometheus_client reads the variable at import, so it
     # is set before gunicorn (and the app) start: gunicorn replaces this process
     if not env.get("PROMETHEUS_MULTIPROC_DIR"):
         env["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=gunicorn_config.OWN_METRICS_DIR_PREFIX)
-    argv = [sys.executable, "-m", "gunicorn", "--config", "python:idemdash.dashboard.gunicorn_config",
-            "--bind", bind, "--workers", str(workers), "--access-logfile", "-", "--timeout", "30",
-            "--graceful-timeout", "10", "idemdash.dashboard:create_app()"]
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--config",
+        "python:idemdash.dashboard.gunicorn_config",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        "--access-logfile",
+        "-",
+        "--timeout",
+        "30",
+        "--graceful-timeout",
+        "10",
+        "idemdash.dashboard:create_app()",
+    ]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, argv, env)
@@ -83,15 +106,22 @@ def _resolves(host: str, bind: str) -> None:
     try:
         socket.getaddrinfo(host.strip("[]"), None)
     except OSError:
-        raise settings.ConfigError(f"--bind {bind}: the host {host!r} does not resolve to an address of this "
-                                   "machine; use an address (127.0.0.1, 0.0.0.0, [::1]) or a name that "
-                                   "resolves") from None
+        raise settings.ConfigError(
+            f"--bind {bind}: the host {host!r} does not resolve to an address of this "
+            "machine; use an address (127.0.0.1, 0.0.0.0, [::1]) or a name that "
+            "resolves"
+        ) from None
 
 
 @click.command("hash-password")
 @click.option("--user", "name", default=None, help="Print a whole IDEMDASH_USERS_FILE line for this user.")
-@click.option("--role", type=click.Choice(["viewer", "operator"]), default="viewer", show_default=True,
-              help="The role on that line.")
+@click.option(
+    "--role",
+    type=click.Choice(["viewer", "operator"]),
+    default="viewer",
+    show_default=True,
+    help="The role on that line.",
+)
 def hash_password(name: str | None, role: str) -> None:
     """Hash a password for IDEMDASH_USERS_FILE (asks for it twice; nothing is echoed or stored)."""
     if name is not None and not valid_user_name(name):

@@ -3,4 +3,3 @@
 Layers (docs/architecture.md; enforced by import-linter): ``dashboard`` (web and CLI) → ``jobs`` / ``checks``
 / ``demo`` → ``queries`` → ``core``. Nothing here imports a higher layer.
 """
-

@@ -9,6 +9,7 @@ returned together, so one start lists everything to fix.
 The freeze rule: IDEMDASH_READ_ONLY=1 in the environment freezes every database, whatever its table says; a table's
 ``read_only = true`` freezes that one database when the environment does not.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,8 +30,15 @@ def allowed_keys() -> list[str]:
     return sorted(ALIASES) + sorted(n.lower() for n in PER_DATABASE if n not in ALIASES.values()) + ["shape"]
 
 
-def table_settings(here: str, database: str, table: Mapping[str, Any], base: Mapping[str, Any], *,
-                   shape_name: str | None = None, url_required: bool = True) -> tuple[dict[str, Any], list[str]]:
+def table_settings(
+    here: str,
+    database: str,
+    table: Mapping[str, Any],
+    base: Mapping[str, Any],
+    *,
+    shape_name: str | None = None,
+    url_required: bool = True,
+) -> tuple[dict[str, Any], list[str]]:
     """The settings of the database ``table`` describes, and one line per mistake in it (``here`` starts each).
     ``shape_name``: the name a custom shape is registered under (a fleet's members share their fleet's)."""
     values = dict(base)
@@ -73,12 +81,14 @@ def _custom_shape(here: str, name: str, table: Mapping[str, Any], values: dict[s
     shape = table.get("shape")
     if values["PROFILE"] != CUSTOM:
         if shape is not None:
-            return [f"{here}: shape describes custom tables: it needs profile = \"custom\""]
+            return [f'{here}: shape describes custom tables: it needs profile = "custom"']
         return []
     if not isinstance(shape, dict):
         table_name = here.rsplit("[", 1)[-1].rstrip("]")
-        return [f"{here}: profile = \"custom\" needs a [{table_name}.shape.<role>] table describing "
-                "the tables (see docs/profiles.md, Custom shapes)"]
+        return [
+            f'{here}: profile = "custom" needs a [{table_name}.shape.<role>] table describing '
+            "the tables (see docs/profiles.md, Custom shapes)"
+        ]
     try:
         described = custom_profile(name, shape)
     except ShapeError as exc:

@@ -5,6 +5,7 @@ IDEMDASH_CONFIG names a TOML file, or a directory whose ``*.toml`` files are rea
 ``[fleets.<name>]`` tables, each describing many databases at once (core/fleets.py). Names are unique across all
 the files. Every mistake in them is a line of one ConfigError, so a start lists all there is to fix.
 """
+
 from __future__ import annotations
 
 import tomllib
@@ -35,8 +36,9 @@ class Config:
 
     def listed(self) -> list[DatabaseConfig]:
         """The databases known without asking a server: each ``[databases.x]``, then each listed fleet member."""
-        members = [DatabaseConfig(*fleet.member(n)) for fleet in self.fleets if not fleet.discovered
-                   for n in fleet.names]
+        members = [
+            DatabaseConfig(*fleet.member(n)) for fleet in self.fleets if not fleet.discovered for n in fleet.names
+        ]
         return self.databases + members
 
 
@@ -45,8 +47,10 @@ def load_config(settings: Mapping[str, Any]) -> Config:
     path = settings["CONFIG"]
     if not path:
         if not settings["DATABASE_URL"]:
-            raise ConfigError("IDEMDASH_DATABASE_URL is not set: point it at the database that holds the "
-                              "application's idempotency tables, or name a file of several in IDEMDASH_CONFIG")
+            raise ConfigError(
+                "IDEMDASH_DATABASE_URL is not set: point it at the database that holds the "
+                "application's idempotency tables, or name a file of several in IDEMDASH_CONFIG"
+            )
         return Config([DatabaseConfig(DEFAULT, dict(settings))])
     return _read_config(Path(path), settings)
 
@@ -76,9 +80,11 @@ def _read_config(path: Path, base: Mapping[str, Any]) -> Config:
             where = f"IDEMDASH_CONFIG {file}: [{kind}.{name}]"
             if name in declared:
                 first = declared[name]
-                problems.append(f"{where}: the name {name!r} is declared twice, " +
-                                (f"in {first} and in {file}" if first != file else f"in {file}") +
-                                ": a database's and a fleet's names are unique across the files")
+                problems.append(
+                    f"{where}: the name {name!r} is declared twice, "
+                    + (f"in {first} and in {file}" if first != file else f"in {file}")
+                    + ": a database's and a fleet's names are unique across the files"
+                )
                 continue
             declared[name] = file
             if kind == "fleets":
@@ -91,8 +97,9 @@ def _read_config(path: Path, base: Mapping[str, Any]) -> Config:
                 problems += found
     if not problems and not databases and not fleets:
         where = f"IDEMDASH_CONFIG {path}"
-        problems.append(f"{where}: declares no database; add a [databases.<name>] table with a url, or a "
-                        "[fleets.<name>] table")
+        problems.append(
+            f"{where}: declares no database; add a [databases.<name>] table with a url, or a [fleets.<name>] table"
+        )
     if problems:
         raise ConfigError("\n".join(problems))
     return Config(databases, fleets)
@@ -117,8 +124,10 @@ def _tables(file: Path, document: Mapping[str, Any], problems: list[str]) -> lis
     where = f"IDEMDASH_CONFIG {file}"
     unknown = set(document) - {"databases", "fleets"}
     if unknown:
-        problems.append(f"{where}: unknown table(s) {', '.join(sorted(unknown))}; declare databases as "
-                        "[databases.<name>] or [fleets.<name>]")
+        problems.append(
+            f"{where}: unknown table(s) {', '.join(sorted(unknown))}; declare databases as "
+            "[databases.<name>] or [fleets.<name>]"
+        )
     found = []
     for kind in ("databases", "fleets"):
         tables = document.get(kind, {})
@@ -129,8 +138,7 @@ def _tables(file: Path, document: Mapping[str, Any], problems: list[str]) -> lis
     return found
 
 
-def _database(where: str, name: str, table: Any, base: Mapping[str, Any],
-              databases: list[DatabaseConfig]) -> list[str]:
+def _database(where: str, name: str, table: Any, base: Mapping[str, Any], databases: list[DatabaseConfig]) -> list[str]:
     if not NAME.match(name):
         return [f"{where}: a database name is {NAME_RULE} (it is part of every URL under /db/<name>/)"]
     if not isinstance(table, dict):

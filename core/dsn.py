@@ -3,6 +3,7 @@
 The header shows this in full (``db.internal:5432/orders``), and error messages name the host, port, user and
 database they are about; neither ever needs the password.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -19,7 +20,7 @@ DEFAULT_PORT = "5432"
 
 @dataclass(frozen=True)
 class Endpoint:
-    host: str      # a name or address, or a socket directory (starts with '/'); '' for libpq's default socket
+    host: str  # a name or address, or a socket directory (starts with '/'); '' for libpq's default socket
     port: str
     dbname: str
     user: str
@@ -55,7 +56,8 @@ def endpoint(dsn: str, environ: Mapping[str, str] | None = None) -> Endpoint:
         host=str(params.get("host") or params.get("hostaddr") or environ.get("PGHOST") or ""),
         port=str(params.get("port") or environ.get("PGPORT") or DEFAULT_PORT),
         dbname=str(params.get("dbname") or environ.get("PGDATABASE") or user),
-        user=user)
+        user=user,
+    )
 
 
 def password_of(dsn: str) -> str | None:

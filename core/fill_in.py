@@ -7,6 +7,7 @@ responses (field names and JSON types only: queries/keys.py reads no value of an
 evidence does not give left blank (null) for the operator to fill in. And a body whose id names another effect than
 the result_ref_id sent with it is refused (docs/oncall.md, Marking a stuck key already_succeeded).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -89,9 +90,11 @@ def contradicting_ids(body: Any, ref_type: str | None, ref_id: UUID | None) -> l
 def contradiction_message(found: Sequence[tuple[str, str]], ref_id: UUID) -> str:
     """Why a body is refused, said after its field's name ("response_body names another effect …")."""
     said = ", ".join(f"its {name} is {value}" for name, value in found)
-    return (f"names another effect than result_ref_id: {said}, result_ref_id is {ref_id}. Was it copied from "
-            "another key's response? Every retry of this client would be answered with it. Put this key's own id "
-            "in the body, or correct result_ref_id; nothing was changed.")
+    return (
+        f"names another effect than result_ref_id: {said}, result_ref_id is {ref_id}. Was it copied from "
+        "another key's response? Every retry of this client would be answered with it. Put this key's own id "
+        "in the body, or correct result_ref_id; nothing was changed."
+    )
 
 
 def fill_ins(shape: Sequence[FieldShape], evidence: Sequence[Evidence]) -> list[FillIn]:
@@ -115,11 +118,18 @@ def fill_ins(shape: Sequence[FieldShape], evidence: Sequence[Evidence]) -> list[
             else:
                 body[f.name] = None
                 sources.append((f.name, f"blank: fill in ({f.type} in this scope's responses)"))
-        label = ("The fields of this scope's responses, filled from this key's own outbox row where it tells"
-                 if first is not None else "The fields of this scope's responses, every value blank")
+        label = (
+            "The fields of this scope's responses, filled from this key's own outbox row where it tells"
+            if first is not None
+            else "The fields of this scope's responses, every value blank"
+        )
         offered.append(FillIn(label, body, sources))
     for row in evidence[:PAYLOADS_OFFERED]:
         if row.payload not in (None, {}, [], "") and all(row.payload != o.body for o in offered):
-            offered.append(FillIn(f"The payload of this key's outbox row {row.event_type} "
-                                  f"({row.aggregate_type} {row.aggregate_id})", row.payload))
+            offered.append(
+                FillIn(
+                    f"The payload of this key's outbox row {row.event_type} ({row.aggregate_type} {row.aggregate_id})",
+                    row.payload,
+                )
+            )
     return offered

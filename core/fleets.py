@@ -15,6 +15,7 @@ or a URL template and a list of names::
 Every other key is one a ``[databases.<name>]`` table may set, and applies to every member. A member is an ordinary
 database named ``<fleet>/<database>`` (``orders/orders_eu``).
 """
+
 from __future__ import annotations
 
 import re
@@ -39,14 +40,14 @@ FLEET_KEYS = ("url", "databases", "url_template", "names", "read_url", "read_url
 @dataclass(frozen=True)
 class FleetConfig:
     name: str
-    where: str                      # "IDEMDASH_CONFIG <file>: [fleets.<name>]", which each of its messages starts with
-    common: Mapping[str, Any]       # the keys every member shares (the fleet's table without its own keys)
-    base: Mapping[str, Any]         # the environment's settings
-    url: str | None = None          # the server, for a pattern
+    where: str  # "IDEMDASH_CONFIG <file>: [fleets.<name>]", which each of its messages starts with
+    common: Mapping[str, Any]  # the keys every member shares (the fleet's table without its own keys)
+    base: Mapping[str, Any]  # the environment's settings
+    url: str | None = None  # the server, for a pattern
     pattern: str | None = None
     url_template: str | None = None
     names: tuple[str, ...] = ()
-    read_url: str | None = None     # a pattern's standby server: each member's standby is its database there
+    read_url: str | None = None  # a pattern's standby server: each member's standby is its database there
     read_url_template: str | None = None
 
     @property
@@ -69,8 +70,9 @@ class FleetConfig:
             table["url"] = with_dbname(self.url, database)
             if self.read_url:
                 table["read_url"] = with_dbname(self.read_url, database)
-        values, problems = table_settings(self.where, self.member_name(database), table, self.base,
-                                          shape_name=self.name)
+        values, problems = table_settings(
+            self.where, self.member_name(database), table, self.base, shape_name=self.name
+        )
         if problems:  # checked once with a sample member when the file was read
             raise ValueError("\n".join(problems))
         return self.member_name(database), values
@@ -98,24 +100,32 @@ def parse_fleet(where: str, name: str, table: Any, base: Mapping[str, Any]) -> t
     by_pattern = "url" in table or "databases" in table
     by_template = "url_template" in table or "names" in table
     if by_pattern and by_template:
-        problems.append(f"{where}: either url and databases (a server and a pattern of names) or url_template "
-                        "and names (a list), not both")
+        problems.append(
+            f"{where}: either url and databases (a server and a pattern of names) or url_template "
+            "and names (a list), not both"
+        )
     elif by_pattern and not ("url" in table and "databases" in table):
         missing = "databases" if "url" in table else "url"
-        problems.append(f"{where}: {missing} is required with {'url' if missing == 'databases' else 'databases'} "
-                        "(a server's url and a pattern of database names, like databases = \"orders_*\")")
+        problems.append(
+            f"{where}: {missing} is required with {'url' if missing == 'databases' else 'databases'} "
+            '(a server\'s url and a pattern of database names, like databases = "orders_*")'
+        )
     elif by_template and not ("url_template" in table and "names" in table):
         missing = "names" if "url_template" in table else "url_template"
         other = "url_template" if missing == "names" else "names"
         problems.append(f"{where}: {missing} is required with {other} (a url with {{name}} and a list of names)")
     elif not by_pattern and not by_template:
-        problems.append(f"{where}: give url and databases (a server and a pattern of database names) or "
-                        "url_template and names (a url with {name} and a list of names)")
+        problems.append(
+            f"{where}: give url and databases (a server and a pattern of database names) or "
+            "url_template and names (a url with {name} and a list of names)"
+        )
     names = _names(where, table.get("names"), problems) if "names" in table else ()
     pattern = strings.get("databases")
     if pattern is not None and not _good_pattern(pattern):
-        problems.append(f"{where}: databases: bad pattern {pattern!r}: a glob of database names (* any, ? one "
-                        "character, [abc] one of), of letters, digits, '_', '.' and '-'")
+        problems.append(
+            f"{where}: databases: bad pattern {pattern!r}: a glob of database names (* any, ? one "
+            "character, [abc] one of), of letters, digits, '_', '.' and '-'"
+        )
     template = strings.get("url_template")
     for key in ("url_template", "read_url_template"):
         if key in strings and (problem := _template_problem(strings[key])):
@@ -123,8 +133,9 @@ def parse_fleet(where: str, name: str, table: Any, base: Mapping[str, Any]) -> t
     if "read_url_template" in table and not by_template:
         problems.append(f"{where}: read_url_template goes with url_template and names; a server's standby is read_url")
     if "read_url" in table and by_template:
-        problems.append(f"{where}: read_url is a server's standby, for url and databases; with url_template give "
-                        "read_url_template")
+        problems.append(
+            f"{where}: read_url is a server's standby, for url and databases; with url_template give read_url_template"
+        )
     for key in ("url", "read_url"):
         if key in strings and (problem := _url_problem(strings[key])):
             problems.append(f"{where}: {key}: {problem}")
@@ -133,9 +144,18 @@ def parse_fleet(where: str, name: str, table: Any, base: Mapping[str, Any]) -> t
     problems += table_problems
     if problems:
         return None, problems
-    return FleetConfig(name, where, common, base, url=strings.get("url"), pattern=pattern, url_template=template,
-                       names=names, read_url=strings.get("read_url"),
-                       read_url_template=strings.get("read_url_template")), []
+    return FleetConfig(
+        name,
+        where,
+        common,
+        base,
+        url=strings.get("url"),
+        pattern=pattern,
+        url_template=template,
+        names=names,
+        read_url=strings.get("read_url"),
+        read_url_template=strings.get("read_url_template"),
+    ), []
 
 
 def _names(where: str, raw: Any, problems: list[str]) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
 """How durations, times and JSON read on pages, in the CLI and in log lines."""
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,9 @@ def pretty_json(value: Any) -> str:
 
 def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
     """``1 attempt``, ``3 attempts``, ``1,234 batches``: the count with its noun in the right number."""
-    word = noun if count == 1 else (plural_noun or (noun + "es" if noun.endswith(("s", "ch", "sh",
-                                                                                  "x")) else noun + "s"))
+    word = (
+        noun if count == 1 else (plural_noun or (noun + "es" if noun.endswith(("s", "ch", "sh", "x")) else noun + "s"))
+    )
     return f"{count:,} {word}"
 
 

@@ -5,6 +5,7 @@ Nothing here runs SQL: queries/journey.py reads the rows (as the dataclasses bel
 consumers usually get an event type, and how soon. A consumer is named by what its inbox records (a consumer name, a
 CAP group) or, where the library records none (pg-transactional-outbox, MassTransit, Wolverine), by its database.
 """
+
 from __future__ import annotations
 
 import re
@@ -71,21 +72,21 @@ class Expected:
 class Message:
     database: str
     sent: Sent
-    consumed: list[tuple[str, str, Consumed]] = field(default_factory=list)   # (database, consumer, row)
-    waiting: list[Expected] = field(default_factory=list)    # expected, not yet consumed, still within its delay
-    missing: list[Expected] = field(default_factory=list)    # expected, not consumed long after its delay
-    unknown: list[Expected] = field(default_factory=list)    # expected, in a database that did not answer
+    consumed: list[tuple[str, str, Consumed]] = field(default_factory=list)  # (database, consumer, row)
+    waiting: list[Expected] = field(default_factory=list)  # expected, not yet consumed, still within its delay
+    missing: list[Expected] = field(default_factory=list)  # expected, not consumed long after its delay
+    unknown: list[Expected] = field(default_factory=list)  # expected, in a database that did not answer
 
 
 @dataclass
 class Journey:
     q: str
-    keys: list[tuple[str, KeyStep]]                  # (database, key)
+    keys: list[tuple[str, KeyStep]]  # (database, key)
     messages: list[Message]
-    unmatched: list[tuple[str, str, Consumed]]       # inbox rows of q whose outbox row was not found
-    verdict: str                                     # the first step that has not happened, in words
-    problems: list[str]                              # every step not taken (missing, stuck, parked), in words
-    traces: list[tuple[str, str]] = field(default_factory=list)   # (trace id, parent span id)
+    unmatched: list[tuple[str, str, Consumed]]  # inbox rows of q whose outbox row was not found
+    verdict: str  # the first step that has not happened, in words
+    problems: list[str]  # every step not taken (missing, stuck, parked), in words
+    traces: list[tuple[str, str]] = field(default_factory=list)  # (trace id, parent span id)
 
 
 def consumer_name(database: str, row: Consumed) -> str:
@@ -107,8 +108,10 @@ def _key_words(key: KeyStep, now: datetime) -> str | None:
     name = f"key `{key.scope}/{key.key}`"
     if key.status == "processing" and key.stuck:
         lease = "" if key.locked_until is None else f": its lease ran out {_since(key.locked_until, now)}"
-        return (f"{name} is stuck in processing{lease} (claimed by {key.claimed_by or 'nobody recorded'}, "
-                f"{key.attempt_count} attempts); no outbox row was written")
+        return (
+            f"{name} is stuck in processing{lease} (claimed by {key.claimed_by or 'nobody recorded'}, "
+            f"{key.attempt_count} attempts); no outbox row was written"
+        )
     if key.status == "processing":
         return f"{name} is processing (since {_since(key.updated_at, now)}); no outbox row written yet"
     if key.status.startswith("failed"):
@@ -124,22 +127,33 @@ def _message_words(m: Message, now: datetime) -> list[str]:
     if s.phase == "failed":
         return [f"{what} was given up by the library ({s.status}, attempts {s.attempts}): never published"]
     if s.phase == "pending":
-        return [f"{what} written {_since(s.created_at, now)}; not yet published"
-                + (f" ({s.attempts} attempts)" if s.attempts else "")]
+        return [
+            f"{what} written {_since(s.created_at, now)}; not yet published"
+            + (f" ({s.attempts} attempts)" if s.attempts else "")
+        ]
     published = f"{what} published {_since(s.published_at or s.created_at, now)}"
-    words = [f"{published}; missing at `{e.consumer}` ({e.database}): it usually consumes within "
-             f"{duration(e.usual_seconds) if e.usual_seconds is not None else 'a time not recorded'}"
-             for e in m.missing]
+    words = [
+        f"{published}; missing at `{e.consumer}` ({e.database}): it usually consumes within "
+        f"{duration(e.usual_seconds) if e.usual_seconds is not None else 'a time not recorded'}"
+        for e in m.missing
+    ]
     words += [f"{published}; not yet consumed by `{e.consumer}` ({e.database})" for e in m.waiting]
     words += [f"{published}; unknown at `{e.consumer}`: its database {e.database} did not answer" for e in m.unknown]
-    words += [f"{what}: `{c}` ({db}) received it and has not finished it ({row.state})"
-              for db, c, row in m.consumed if row.state != "consumed"]
+    words += [
+        f"{what}: `{c}` ({db}) received it and has not finished it ({row.state})"
+        for db, c, row in m.consumed
+        if row.state != "consumed"
+    ]
     return words
 
 
-def place(sent: list[tuple[str, Sent]], consumed: list[tuple[str, Consumed]], expected: dict[str, list[Expected]],
-          now: datetime, unanswered: frozenset[str] = frozenset()
-          ) -> tuple[list[Message], list[tuple[str, str, Consumed]]]:
+def place(
+    sent: list[tuple[str, Sent]],
+    consumed: list[tuple[str, Consumed]],
+    expected: dict[str, list[Expected]],
+    now: datetime,
+    unanswered: frozenset[str] = frozenset(),
+) -> tuple[list[Message], list[tuple[str, str, Consumed]]]:
     """Each outbox row with its consumers' inbox rows, and the expected consumers that have none (waiting while within
     twice their usual delay and MISSING_AFTER_SECONDS, missing after; unknown where their database did not answer);
     inbox rows of no row found, apart."""
@@ -168,9 +182,15 @@ def place(sent: list[tuple[str, Sent]], consumed: list[tuple[str, Consumed]], ex
     return messages, unmatched
 
 
-def follow(q: str, keys: list[tuple[str, KeyStep]], sent: list[tuple[str, Sent]],
-           consumed: list[tuple[str, Consumed]], expected: dict[str, list[Expected]], now: datetime,
-           unanswered: frozenset[str] = frozenset()) -> Journey:
+def follow(
+    q: str,
+    keys: list[tuple[str, KeyStep]],
+    sent: list[tuple[str, Sent]],
+    consumed: list[tuple[str, Consumed]],
+    expected: dict[str, list[Expected]],
+    now: datetime,
+    unanswered: frozenset[str] = frozenset(),
+) -> Journey:
     messages, unmatched = place(sent, consumed, expected, now, unanswered)
     problems: list[str] = []
     if not messages:
@@ -185,8 +205,10 @@ def follow(q: str, keys: list[tuple[str, KeyStep]], sent: list[tuple[str, Sent]]
     elif keys:
         verdict = "the key finished and wrote no outbox row: there is nothing further to follow"
     elif unmatched:
-        verdict = (f"consumed by {', '.join(sorted({f'`{c}`' for _, c, _ in unmatched}))}; its outbox row is not "
-                   "in any database that answered (published and purged, or written by a service not served here)")
+        verdict = (
+            f"consumed by {', '.join(sorted({f'`{c}`' for _, c, _ in unmatched}))}; its outbox row is not "
+            "in any database that answered (published and purged, or written by a service not served here)"
+        )
     else:
         verdict = "no database that answered records it"
     return Journey(q, keys, messages, unmatched, verdict, problems, traces)

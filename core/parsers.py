@@ -1,4 +1,5 @@
 """The parsers of settings: each turns an environment variable's text into a value, or raises saying what it wants."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -62,8 +63,9 @@ def networks(raw: str) -> str:
             try:
                 ipaddress.ip_network(part.strip(), strict=False)
             except ValueError:
-                raise ValueError(f"expected addresses or CIDR networks separated by commas, "
-                                 f"got {part.strip()!r}") from None
+                raise ValueError(
+                    f"expected addresses or CIDR networks separated by commas, got {part.strip()!r}"
+                ) from None
     return raw.strip()
 
 
@@ -158,17 +160,21 @@ def schedule(raw: str) -> str:
         except ValueError:
             seconds = 0
         if seconds < 1 or seconds != int(seconds):
-            raise ValueError(f"expected a crontab line, or 'every' and a whole number of seconds of at least 1 "
-                             f"(every 90s, every 6h), got {raw!r}")
+            raise ValueError(
+                f"expected a crontab line, or 'every' and a whole number of seconds of at least 1 "
+                f"(every 90s, every 6h), got {raw!r}"
+            )
         return f"every {int(seconds)}s"
     return crontab(raw)
 
 
 # IDEMDASH_ENVIRONMENT's colours: classes in idemdash.css (the Content-Security-Policy allows no inline style)
 COLOURS = ("red", "orange", "yellow", "green", "blue", "purple", "grey")
-_DEFAULT_COLOUR = (({"production", "prod", "live"}, "red"),
-                   ({"staging", "stage", "preprod", "pre-production", "uat", "acceptance"}, "orange"),
-                   ({"development", "dev", "local", "test", "testing", "demo", "sandbox"}, "green"))
+_DEFAULT_COLOUR = (
+    ({"production", "prod", "live"}, "red"),
+    ({"staging", "stage", "preprod", "pre-production", "uat", "acceptance"}, "orange"),
+    ({"development", "dev", "local", "test", "testing", "demo", "sandbox"}, "green"),
+)
 _ENV_NAME = re.compile(r"^[\w][\w .+/-]{0,39}$")
 
 
@@ -181,8 +187,9 @@ def environment(raw: str) -> str:
     name, _, colour = value.partition(":")
     name, colour = name.strip(), colour.strip().lower()
     if not _ENV_NAME.match(name):
-        raise ValueError(f"expected a name of 1-40 letters, digits, spaces or . + / - (then optionally :colour), "
-                         f"got {raw!r}")
+        raise ValueError(
+            f"expected a name of 1-40 letters, digits, spaces or . + / - (then optionally :colour), got {raw!r}"
+        )
     if colour and colour not in COLOURS:
         raise ValueError(f"expected a colour out of {', '.join(COLOURS)} after the ':', got {colour!r}")
     if not colour:
@@ -212,7 +219,7 @@ def bind(raw: str) -> str:
             raise ValueError(expected)
         return value
     if value.startswith("fd://"):
-        if not value[len("fd://"):].isdigit():
+        if not value[len("fd://") :].isdigit():
             raise ValueError(expected)
         return value
     if value.startswith("["):

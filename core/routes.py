@@ -5,6 +5,7 @@ A consumed message is matched to its outbox row by message id (the identity colu
 is the inbox's consumed time less the outbox row's published time (its written time where none is recorded). The
 usual delay is the 95th percentile of those delays, so one slow message does not move it much.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,8 +18,8 @@ from idemdash.core.journey import Consumed, Expected, Sent, consumer_name
 class RouteConsumer:
     database: str
     consumer: str
-    messages: int                 # messages of the type it consumed in the window
-    p50_seconds: float | None     # None: its library records no consumed time
+    messages: int  # messages of the type it consumed in the window
+    p50_seconds: float | None  # None: its library records no consumed time
     p95_seconds: float | None
 
 
@@ -26,7 +27,7 @@ class RouteConsumer:
 class Route:
     event_type: str
     producers: tuple[str, ...]
-    sent: int                     # messages of the type written in the window, in all
+    sent: int  # messages of the type written in the window, in all
     consumers: tuple[RouteConsumer, ...]
 
 
@@ -63,9 +64,11 @@ def learn(sent: list[tuple[str, Sent]], consumed: list[tuple[str, Consumed]]) ->
             delays.setdefault(where, [])
     routes = []
     for event_type in sorted(producers):
-        consumers = tuple(RouteConsumer(db, name, seen[(t, db, name)], _percentile(values, 0.5),
-                                        _percentile(values, 0.95))
-                          for (t, db, name), values in sorted(delays.items()) if t == event_type)
+        consumers = tuple(
+            RouteConsumer(db, name, seen[(t, db, name)], _percentile(values, 0.5), _percentile(values, 0.95))
+            for (t, db, name), values in sorted(delays.items())
+            if t == event_type
+        )
         routes.append(Route(event_type, tuple(sorted(producers[event_type])), counts[event_type], consumers))
     return routes
 
@@ -80,4 +83,4 @@ class Learned:
     routes: list[Route]
     learned_at: datetime
     window_seconds: int
-    not_answered: dict[str, str]   # databases whose tables were not read, and why
+    not_answered: dict[str, str]  # databases whose tables were not read, and why

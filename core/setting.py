@@ -1,5 +1,6 @@
 """What a setting is: its name (read from ``IDEMDASH_<NAME>``), default, parser and meaning; the settings themselves
 are declared in ``core/settings.py`` and ``core/setting_jobs.py``."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -4,6 +4,7 @@ JSON models name them too, so the OpenAPI document lists the values) with their 
 The SQL that creates or checks them (queries/app_schema.sql's status enum and CHECK, idemdash.purge_run's CHECK)
 is the database's side of the same list; tests/test_statuses.py holds the two together.
 """
+
 from __future__ import annotations
 
 from typing import Final, Literal, get_args

@@ -1,4 +1,5 @@
 """idemdash: the Flask application factory."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -66,7 +67,8 @@ MISSING_SECRET = (
     "IDEMDASH_SECRET_KEY is not set, and under gunicorn each worker builds its own app (and a replaced worker "
     "another): each would sign sessions and CSRF tokens with a key of its own, and a form served by one would be "
     "refused by the next. Set IDEMDASH_SECRET_KEY (the same value for every worker and replica), or start it with "
-    "`idemdash serve`, which makes one key for all its workers.")
+    "`idemdash serve`, which makes one key for all its workers."
+)
 
 
 def _process_secret_key() -> str:
@@ -74,8 +76,7 @@ def _process_secret_key() -> str:
     processes build the app. gunicorn prints an AppImportError as its one line and stops."""
     if os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/"):  # gunicorn's arbiter sets it
         raise AppImportError(MISSING_SECRET)
-    logging.getLogger(__name__).warning(
-        "IDEMDASH_SECRET_KEY is not set; using a random key for this process only")
+    logging.getLogger(__name__).warning("IDEMDASH_SECRET_KEY is not set; using a random key for this process only")
     return secrets.token_hex(32)
 
 
@@ -94,10 +95,36 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     targets.init_app(app)
     htmx.init_app(app)
 
-    for module in (probes, overview, keys, actions, notes, search, hotspots, suppression, outbox, outbox_rows,
-                   outbox_actions, outbox_bulk, inbox,
-                   audit, metrics, openapi, purges, purge_cancel, health, runbooks, tables, table_rows, library_actions,
-                   fleet_search, workers, breakdown, journey, routes_map):
+    for module in (
+        probes,
+        overview,
+        keys,
+        actions,
+        notes,
+        search,
+        hotspots,
+        suppression,
+        outbox,
+        outbox_rows,
+        outbox_actions,
+        outbox_bulk,
+        inbox,
+        audit,
+        metrics,
+        openapi,
+        purges,
+        purge_cancel,
+        health,
+        runbooks,
+        tables,
+        table_rows,
+        library_actions,
+        fleet_search,
+        workers,
+        breakdown,
+        journey,
+        routes_map,
+    ):
         app.register_blueprint(module.bp)
     # a database of another library's profile: its tables page, and no route of the reference tables
     app.before_request(tables.refuse_reference_routes)

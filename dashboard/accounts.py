@@ -1,4 +1,5 @@
 """The users file of IDEMDASH_AUTH=basic (``name:role:hash`` lines) and the password check against it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -60,8 +61,10 @@ def parse_users(text: str, source: str = "users file") -> dict[str, Account]:
         if role not in ROLES:
             raise ConfigError(f"{where}: role must be viewer or operator, got {role!r}")
         if not _PASSWORD_HASH.match(password_hash):
-            raise ConfigError(f"{where}: the password hash is not one werkzeug makes (scrypt:… or pbkdf2:…); "
-                              "make it with `idemdash hash-password`, never put a plain password here")
+            raise ConfigError(
+                f"{where}: the password hash is not one werkzeug makes (scrypt:… or pbkdf2:…); "
+                "make it with `idemdash hash-password`, never put a plain password here"
+            )
         if name in accounts:
             raise ConfigError(f"{where}: user {name!r} appears twice")
         accounts[name] = Account(name, role, password_hash)
@@ -72,8 +75,9 @@ def parse_users(text: str, source: str = "users file") -> dict[str, Account]:
 
 def load_users(path: str) -> dict[str, Account]:
     if not path:
-        raise ConfigError("IDEMDASH_AUTH=basic needs IDEMDASH_USERS_FILE: a file of name:role:hash lines "
-                          "(see docs/security.md)")
+        raise ConfigError(
+            "IDEMDASH_AUTH=basic needs IDEMDASH_USERS_FILE: a file of name:role:hash lines (see docs/security.md)"
+        )
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -100,9 +104,13 @@ class PasswordCheck:
         # hash has the users' own method and work factor (werkzeug's default differs from pbkdf2 lines in cost).
         methods = Counter(hash_method(account.password_hash) for account in self.accounts.values())
         if len(methods) > 1:
-            log.warning("IDEMDASH_USERS_FILE mixes password hash methods (%s): an unknown user name costs what %s "
-                        "does, so timing tells the users of the others apart; make every line with "
-                        "`idemdash hash-password`", ", ".join(sorted(methods)), methods.most_common(1)[0][0])
+            log.warning(
+                "IDEMDASH_USERS_FILE mixes password hash methods (%s): an unknown user name costs what %s "
+                "does, so timing tells the users of the others apart; make every line with "
+                "`idemdash hash-password`",
+                ", ".join(sorted(methods)),
+                methods.most_common(1)[0][0],
+            )
         self.stand_in_method = methods.most_common(1)[0][0] if methods else "scrypt"
         self._dummy = generate_password_hash(secrets.token_hex(16), method=self.stand_in_method)
 

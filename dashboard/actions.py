@@ -4,6 +4,7 @@ Views validate input (400), ask the database to make the change, and turn
 "the database said no" into 404 / 409 with the current row. They never
 decide eligibility themselves: that is the UPDATE's WHERE clause.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,9 +38,12 @@ KEYS_CHANGED = "keys-changed"
 # -- input -------------------------------------------------------------------
 
 # the form fields each outcome takes besides the common ones (the key page's form carries them all)
-OUTCOME_FIELDS = {"safe_to_retry": (), "abandoned": ("override_evidence",),
-                  "already_succeeded": ("response_body", "result_ref_type", "result_ref_id"),
-                  "needs_review": ("hold_for",)}
+OUTCOME_FIELDS = {
+    "safe_to_retry": (),
+    "abandoned": ("override_evidence",),
+    "already_succeeded": ("response_body", "result_ref_type", "result_ref_id"),
+    "needs_review": ("hold_for",),
+}
 COMMON_FIELDS = ("scope", "key", "to", "reason", "expected_attempt_count", "expected_locked_until")
 
 
@@ -47,8 +51,9 @@ def form_reclassification(form: Mapping[str, str]) -> schema.ReclassifyBody:
     """The key page's form as the API's body: its empty fields absent but the lease it displayed (empty: there was
     none, which is checked too), only the chosen outcome's fields, response_body parsed as JSON."""
     to = form.get("to", "")
-    data: dict[str, Any] = {name: form[name] for name in COMMON_FIELDS + OUTCOME_FIELDS.get(to, ())
-                            if form.get(name, "") != ""}
+    data: dict[str, Any] = {
+        name: form[name] for name in COMMON_FIELDS + OUTCOME_FIELDS.get(to, ()) if form.get(name, "") != ""
+    }
     data["expected_locked_until"] = form.get("expected_locked_until") or None
     if to == "already_succeeded":
         if not form.get("response_body", "").strip():
@@ -65,15 +70,21 @@ def form_reclassification(form: Mapping[str, str]) -> schema.ReclassifyBody:
 def change_of(body: schema.ReclassifyBody) -> tuple[str, str, dict[str, Any]]:
     """The request as the fields of a Reclassification (queries/reclassify.py)."""
     request = body.root
-    change: dict[str, Any] = {"to": request.to, "reason": request.reason,
-                              "expected_attempt_count": request.expected_attempt_count}
+    change: dict[str, Any] = {
+        "to": request.to,
+        "reason": request.reason,
+        "expected_attempt_count": request.expected_attempt_count,
+    }
     # checked only when given: JSON null means "there was no lease" (the form always gives it)
     if "expected_locked_until" in request.model_fields_set:
         change["check_locked_until"] = True
         change["expected_locked_until"] = request.expected_locked_until
     if isinstance(request, schema.AlreadySucceeded):
-        change |= {"result_ref_type": request.result_ref_type, "response_body": request.response_body,
-                   "result_ref_id": None if request.result_ref_id is None else str(request.result_ref_id)}
+        change |= {
+            "result_ref_type": request.result_ref_type,
+            "response_body": request.response_body,
+            "result_ref_id": None if request.result_ref_id is None else str(request.result_ref_id),
+        }
     elif isinstance(request, schema.NeedsReview):
         change["hold_seconds"] = request.hold_for
     elif isinstance(request, schema.Abandoned) and request.override_evidence:
@@ -82,6 +93,7 @@ def change_of(body: schema.ReclassifyBody) -> tuple[str, str, dict[str, Any]]:
 
 
 # -- the actions ---------------------------------------------------------------
+
 
 def _current_key(scope: str, key: str):
     # actions read the primary: what they answer with must be what their compare-and-set saw, not a standby's past
@@ -111,12 +123,16 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
             locked = reclassify_queries.lock_key_for_action(conn, db.tables, scope, key)
             if locked is None:
                 raise ActionError(404, f"no key {key!r} in scope {scope!r}: it was deleted meanwhile")
-            result = reclassify_queries.reclassify_key(conn, db.tables, locked, change, lease_seconds=lease,
-                                                       replay_horizon_seconds=config["REPLAY_HORIZON"])
+            result = reclassify_queries.reclassify_key(
+                conn, db.tables, locked, change, lease_seconds=lease, replay_horizon_seconds=config["REPLAY_HORIZON"]
+            )
     except errors.LockNotAvailable as exc:  # 55P03: FOR UPDATE NOWAIT, or the lock timeout
-        raise ActionError(409, "an application transaction holds this key right now (its worker may be finishing "
-                               "it), so nothing was changed: try again in a moment",
-                          _key_json(_current_key(scope, key))) from exc
+        raise ActionError(
+            409,
+            "an application transaction holds this key right now (its worker may be finishing "
+            "it), so nothing was changed: try again in a moment",
+            _key_json(_current_key(scope, key)),
+        ) from exc
     after = _current_key(scope, key)
     if not result.changed:
         with db.read(primary=True) as conn:
@@ -129,9 +145,14 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
 
 # -- views -----------------------------------------------------------------------
 
+
 @bp.post("/api/v1/keys/reclassify")
-@contract.operation("Reclassify one stuck key: compare-and-set on what you saw, with a reason, audited",
-                    body=schema.ReclassifyBody, ok=schema.Reclassified, conflict=schema.KeyConflict)
+@contract.operation(
+    "Reclassify one stuck key: compare-and-set on what you saw, with a reason, audited",
+    body=schema.ReclassifyBody,
+    ok=schema.Reclassified,
+    conflict=schema.KeyConflict,
+)
 @json_action
 def reclassify_api():
     try:
@@ -157,8 +178,12 @@ def reclassify_form():
 
 
 @bp.post("/api/v1/keys/reclassify-bulk")
-@contract.operation("Preview, then reclassify many stuck keys: a confirmation names the preview's as_of and acts "
-                    "only on what it showed", body=schema.BulkBody, ok=schema.BulkAnswer)
+@contract.operation(
+    "Preview, then reclassify many stuck keys: a confirmation names the preview's as_of and acts "
+    "only on what it showed",
+    body=schema.BulkBody,
+    ok=schema.BulkAnswer,
+)
 @json_action
 def bulk_api():
     try:
@@ -182,11 +207,13 @@ def bulk_form():
             raise ActionError(400, "bulk reclassification acts on stuck keys: switch the list back to stuck first")
         req = bulk.bulk_request(bulk.form_request(form, preview=preview))
         if preview:
-            return render("bulk.html", "bulk_panel", step="preview", req=req, result=bulk.bulk_preview(req),
-                          filters=filters)
+            return render(
+                "bulk.html", "bulk_panel", step="preview", req=req, result=bulk.bulk_preview(req), filters=filters
+            )
         result = bulk.bulk_apply(req)
         body = render("bulk.html", "bulk_panel", step="done", req=req, result=result, filters=filters)
         return htmx_response(body, trigger=KEYS_CHANGED)
     except ActionError as exc:
-        return render("bulk.html", "bulk_panel", step="error", error=exc.message, req=None, result=None,
-                      filters=filters), exc.status
+        return render(
+            "bulk.html", "bulk_panel", step="error", error=exc.message, req=None, result=None, filters=filters
+        ), exc.status

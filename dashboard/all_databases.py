@@ -15,6 +15,7 @@ answered, or that it was not yet.
 The threads start at the app's first request (``start``), never at import nor in a gunicorn master that forks
 its workers afterwards: a process that finds the threads were started by another pid starts its own.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,17 +46,17 @@ THREAD_PREFIX = "idemdash-refresh"
 @dataclass(frozen=True)
 class DatabaseRow:
     name: str
-    label: str                     # where it is: host:port/database, never the password
+    label: str  # where it is: host:port/database, never the password
     environment: tuple[str, str] | None  # its IDEMDASH_ENVIRONMENT band: (name, colour)
     reachable: bool
     summary: fleet_numbers.DatabaseSummary | None
-    problem: str | None            # why there are no numbers: the cause and its fix (core.diagnosis)
-    transient: bool                # the problem may go away on its own (down, slow), not a setting to fix
-    milliseconds: float | None     # how long it took to answer
-    profile: str = "reference"     # whose tables it holds: its summary reads them through that profile
+    problem: str | None  # why there are no numbers: the cause and its fix (core.diagnosis)
+    transient: bool  # the problem may go away on its own (down, slow), not a setting to fix
+    milliseconds: float | None  # how long it took to answer
+    profile: str = "reference"  # whose tables it holds: its summary reads them through that profile
     as_of: datetime | None = None  # when this answer (or failure) came; None: not answered yet
-    asking: bool = False           # being asked right now
-    failures: int = 0              # asks in a row that failed: each waits twice as long as the one before
+    asking: bool = False  # being asked right now
+    failures: int = 0  # asks in a row that failed: each waits twice as long as the one before
     next_ask: datetime | None = None  # when it is asked again; None while it is being asked
     # its purges per table (the all-databases purges view); None: not answered, or purges_problem says why not
     purges: tuple[purge_history.PurgeTableStatus, ...] | None = None
@@ -72,8 +73,8 @@ class DatabaseRow:
 
 @dataclass
 class _State:
-    row: DatabaseRow               # the last answer, or a pending row
-    due: float = 0.0               # time.monotonic() of its next ask
+    row: DatabaseRow  # the last answer, or a pending row
+    due: float = 0.0  # time.monotonic() of its next ask
     asking: bool = False
     failures: int = 0
 
@@ -87,8 +88,9 @@ class AllDatabases:
         self.threads = settings["FLEET_REFRESH_THREADS"]
         self.backoff_max = max(BACKOFF_MAX_SECONDS, self.interval)
         self._cond = threading.Condition()
-        self._states = {name: _State(_row(name, target, None, None, True, answered=False))
-                        for name, target in targets.items()}
+        self._states = {
+            name: _State(_row(name, target, None, None, True, answered=False)) for name, target in targets.items()
+        }
         self._workers: list[threading.Thread] = []
         self._pid: int | None = None
         self._stopped = False
@@ -100,20 +102,30 @@ class AllDatabases:
         self.start()
         now_wall, now = datetime.now(timezone.utc), time.monotonic()
         with self._cond:
-            return [replace(state.row, asking=state.asking, failures=state.failures,
-                            next_ask=None if state.asking else now_wall + timedelta(seconds=max(0.0, state.due - now)))
-                    for state in self._states.values()]
+            return [
+                replace(
+                    state.row,
+                    asking=state.asking,
+                    failures=state.failures,
+                    next_ask=None if state.asking else now_wall + timedelta(seconds=max(0.0, state.due - now)),
+                )
+                for state in self._states.values()
+            ]
 
     def replace_targets(self, targets: Mapping[str, Target]) -> None:
         """The databases served now (a fleet's members joined or left): a new one waits for its first ask, soon; one
         that left is asked no more (an ask of it under way is dropped)."""
         with self._cond:
             self.targets = targets
-            self._states = {name: self._states.get(name) or _State(_row(name, target, None, None, True, answered=False))
-                            for name, target in targets.items()}
+            self._states = {
+                name: self._states.get(name) or _State(_row(name, target, None, None, True, answered=False))
+                for name, target in targets.items()
+            }
             if self._pid == os.getpid() and len(self._workers) < min(self.threads, len(self._states)):
-                more = [threading.Thread(target=self._work, name=f"{THREAD_PREFIX}-{i}", daemon=True)
-                        for i in range(len(self._workers), min(self.threads, len(self._states)))]
+                more = [
+                    threading.Thread(target=self._work, name=f"{THREAD_PREFIX}-{i}", daemon=True)
+                    for i in range(len(self._workers), min(self.threads, len(self._states)))
+                ]
                 self._workers += more
                 for worker in more:
                     worker.start()
@@ -140,8 +152,10 @@ class AllDatabases:
                 for state in self._states.values():
                     state.asking = False
             self._pid = os.getpid()
-            self._workers = [threading.Thread(target=self._work, name=f"{THREAD_PREFIX}-{i}", daemon=True)
-                             for i in range(min(self.threads, len(self._states)))]
+            self._workers = [
+                threading.Thread(target=self._work, name=f"{THREAD_PREFIX}-{i}", daemon=True)
+                for i in range(min(self.threads, len(self._states)))
+            ]
         for worker in self._workers:
             worker.start()
 
@@ -189,7 +203,7 @@ class AllDatabases:
         state = self._states[name]
         state.row, state.asking = row, False
         state.failures = 0 if row.reachable else state.failures + 1
-        wait = self.interval if not state.failures else min(self.interval * 2 ** state.failures, self.backoff_max)
+        wait = self.interval if not state.failures else min(self.interval * 2**state.failures, self.backoff_max)
         state.due = time.monotonic() + wait
 
     def _ask(self, name: str, target: Target) -> DatabaseRow:
@@ -204,8 +218,11 @@ class AllDatabases:
         except Exception as exc:  # any failure is this database's row, never the page's
             cause = target.cause_of(exc)
             return _row(name, target, None, cause.message, cause.transient)
-        return replace(_row(name, target, summary, None, True, (time.perf_counter() - started) * 1000, reachable=True),
-                       purges=purges, purges_problem=purges_problem)
+        return replace(
+            _row(name, target, summary, None, True, (time.perf_counter() - started) * 1000, reachable=True),
+            purges=purges,
+            purges_problem=purges_problem,
+        )
 
 
 def _purge_status(conn: Any, target: Target) -> tuple[tuple[purge_history.PurgeTableStatus, ...] | None, str | None]:
@@ -218,9 +235,27 @@ def _purge_status(conn: Any, target: Target) -> tuple[tuple[purge_history.PurgeT
         return None, target.cause_of(exc).message
 
 
-def _row(name: str, target: Target, summary: fleet_numbers.DatabaseSummary | None, problem: str | None, transient: bool,
-         milliseconds: float | None = None, *, reachable: bool = False, answered: bool = True) -> DatabaseRow:
+def _row(
+    name: str,
+    target: Target,
+    summary: fleet_numbers.DatabaseSummary | None,
+    problem: str | None,
+    transient: bool,
+    milliseconds: float | None = None,
+    *,
+    reachable: bool = False,
+    answered: bool = True,
+) -> DatabaseRow:
     """A database's row: what it answered now, or (``answered`` false) a row that waits for its first answer."""
-    return DatabaseRow(name, endpoint(target.dsn).label, split_environment(target.settings["ENVIRONMENT"]),
-                       reachable, summary, problem, transient, milliseconds, target.settings["PROFILE"],
-                       as_of=datetime.now(timezone.utc) if answered else None)
+    return DatabaseRow(
+        name,
+        endpoint(target.dsn).label,
+        split_environment(target.settings["ENVIRONMENT"]),
+        reachable,
+        summary,
+        problem,
+        transient,
+        milliseconds,
+        target.settings["PROFILE"],
+        as_of=datetime.now(timezone.utc) if answered else None,
+    )

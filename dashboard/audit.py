@@ -1,4 +1,5 @@
 """/audit and its JSON twin: every operator action, newest first."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -13,18 +14,33 @@ from idemdash.queries import audit
 
 bp = Blueprint("audit", __name__)
 
-ACTION_LABELS = {"reclassify": "Reclassify one key", "reclassify-bulk": "Bulk reclassify", "note": "Note",
-                 "purge": "Purge", "purge-dry-run": "Purge dry run", "purge-cancel": "Cancel a purge",
-                 "outbox-park": "Park an outbox row",
-                 "outbox-release": "Release an outbox row", "outbox-park-bulk": "Bulk park outbox rows",
-                 "outbox-release-bulk": "Bulk release outbox rows", "library": "A library's own action"}
+ACTION_LABELS = {
+    "reclassify": "Reclassify one key",
+    "reclassify-bulk": "Bulk reclassify",
+    "note": "Note",
+    "purge": "Purge",
+    "purge-dry-run": "Purge dry run",
+    "purge-cancel": "Cancel a purge",
+    "outbox-park": "Park an outbox row",
+    "outbox-release": "Release an outbox row",
+    "outbox-park-bulk": "Bulk park outbox rows",
+    "outbox-release-bulk": "Bulk release outbox rows",
+    "library": "A library's own action",
+}
 assert set(ACTION_LABELS) == set(audit.ACTION_KINDS) == set(get_args(ActionKind))
 
 
 def _list_panel():
     args = contract.query(AuditQuery)
-    flt = audit.AuditFilter(scope=args.scope, key=args.key, actor=args.actor, parent=args.parent, action=args.action,
-                            since=args.since, until=args.until)
+    flt = audit.AuditFilter(
+        scope=args.scope,
+        key=args.key,
+        actor=args.actor,
+        parent=args.parent,
+        action=args.action,
+        since=args.since,
+        until=args.until,
+    )
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
         panel = panels.load(audit.list_audit, flt, after=args.cursor, limit=args.limit)
@@ -36,13 +52,25 @@ def _list_panel():
 @bp.get("/audit")
 def page():
     flt, limit, after, panel = _list_panel()
-    return render("audit.html", "audit_panel", flt=flt, limit=limit, after=after, panel=panel,
-                  as_of=datetime.now(timezone.utc), action_kinds=ACTION_LABELS)
+    return render(
+        "audit.html",
+        "audit_panel",
+        flt=flt,
+        limit=limit,
+        after=after,
+        panel=panel,
+        as_of=datetime.now(timezone.utc),
+        action_kinds=ACTION_LABELS,
+    )
 
 
 @bp.get("/api/v1/audit")
-@contract.operation("The audit log: every operator decision, newest first, one item per decision (a bulk action "
-                    "expands to its keys with parent=)", query=AuditQuery, ok=AuditPage)
+@contract.operation(
+    "The audit log: every operator decision, newest first, one item per decision (a bulk action "
+    "expands to its keys with parent=)",
+    query=AuditQuery,
+    ok=AuditPage,
+)
 def api() -> AuditPage:
     _, _, _, panel = _list_panel()
     result = panels.require(panel)

@@ -18,6 +18,7 @@ whose CSRF token Flask-WTF checks before the view runs) or ``json_action``
 from another site gets that far (dashboard/forgery.py).
 ``actions_allowed()`` tells templates whether to show action buttons.
 """
+
 from __future__ import annotations
 
 import logging
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 REALM = "idemdash"
 # quoted by hand: werkzeug leaves a token-like realm unquoted, which some clients mis-parse
 BASIC_CHALLENGE = f'Basic realm="{REALM}", charset="UTF-8"'
+
 
 @dataclass(frozen=True)
 class User:
@@ -88,6 +90,7 @@ def check_config(config: Mapping) -> None:
 
 # -- who is asking -------------------------------------------------------------------------
 
+
 class _Untrusted(Unauthorized):
     """Identity headers from an address that is not the proxy: worth a line in the log."""
 
@@ -113,14 +116,18 @@ class _Auth:
         challenge = WWWAuthenticate("basic")  # marks the 401 as a Basic challenge; see unauthorized()
         credentials = request.authorization
         if credentials is None or credentials.type != "basic":
-            raise Unauthorized("sign in: idemdash asks for a user name and password (IDEMDASH_AUTH=basic)",
-                               www_authenticate=challenge)
+            raise Unauthorized(
+                "sign in: idemdash asks for a user name and password (IDEMDASH_AUTH=basic)", www_authenticate=challenge
+            )
         assert self.passwords is not None and self.throttle is not None  # set whenever the mode is basic
         address, name = client_address(), credentials.username or ""
         wait = self.throttle.retry_after(address, name)
         if wait is not None:  # before the password is checked: a guess costs nothing and tells nothing
-            raise TooManyRequests(f"too many failed sign-ins from this address or for this user name: try again in "
-                                  f"{wait} s (see docs/security.md, Failed sign-ins)", retry_after=wait)
+            raise TooManyRequests(
+                f"too many failed sign-ins from this address or for this user name: try again in "
+                f"{wait} s (see docs/security.md, Failed sign-ins)",
+                retry_after=wait,
+            )
         account = self.passwords.check(name, credentials.password or "")
         if account is None:
             self.throttle.failed(address, name)
@@ -132,12 +139,15 @@ class _Auth:
             raise _Untrusted(
                 f"this request did not come through the sign-in proxy (it came from {request.remote_addr}, "
                 "which is not in IDEMDASH_PROXY_TRUSTED), so it is not signed in: open the dashboard through "
-                "the proxy's address")
+                "the proxy's address"
+            )
         self._refuse_repeated()
         name = request.headers.get(self.user_header, "").strip()
         if not name:
-            raise Unauthorized(f"the sign-in proxy sent no {self.user_header} header: configure it to pass the "
-                               "signed-in user (oauth2-proxy: --set-xauthrequest / --pass-user-headers)")
+            raise Unauthorized(
+                f"the sign-in proxy sent no {self.user_header} header: configure it to pass the "
+                "signed-in user (oauth2-proxy: --set-xauthrequest / --pass-user-headers)"
+            )
         if len(name) > 320 or any(ord(c) < 32 or ord(c) == 127 for c in name):
             raise Unauthorized(f"the {self.user_header} header is not a plausible user name")
         groups = set(split_list(request.headers.get(self.groups_header, "")))
@@ -148,9 +158,11 @@ class _Auth:
         repeated = repeated_headers()
         for header in (self.user_header, self.groups_header):
             if header.lower() in repeated:
-                raise BadRequest(f"send exactly one {header} header: this request carried several, as when the "
-                                 "sign-in proxy adds its own to one the client sent. Configure the proxy to set the "
-                                 "header, replacing any the client sent (see docs/security.md)")
+                raise BadRequest(
+                    f"send exactly one {header} header: this request carried several, as when the "
+                    "sign-in proxy adds its own to one the client sent. Configure the proxy to set the "
+                    "header, replacing any the client sent (see docs/security.md)"
+                )
 
 
 # Answer without signing in: load balancers, Prometheus, and the CSS of the 401 page. Only the plain routes: the
@@ -165,15 +177,19 @@ def _open_endpoint() -> bool:
 
 # -- guards ----------------------------------------------------------------------------------
 
+
 def refuse_action(library_action: bool = False) -> None:  # library_action: dashboard/library_actions.py, refuse
     user = current_user()
     target = get_target()
     if target.settings["READ_ONLY"]:
         abort(403, "idemdash runs read-only (IDEMDASH_READ_ONLY=1): actions are switched off")
     if _library_rows() and not library_action:
-        abort(403, f"database {target.name} holds another library's tables (profile = "
-                   f"\"{target.settings['PROFILE']}\", IDEMDASH_PROFILE): idemdash changes none of their rows but by "
-                   "its purges and the library's own actions LIBRARY_ACTIONS enables; see docs/profiles.md")
+        abort(
+            403,
+            f"database {target.name} holds another library's tables (profile = "
+            f'"{target.settings["PROFILE"]}", IDEMDASH_PROFILE): idemdash changes none of their rows but by '
+            "its purges and the library's own actions LIBRARY_ACTIONS enables; see docs/profiles.md",
+        )
     if not user.is_operator:
         abort(403, f"{user.name} is a viewer; reclassifying keys and running purges needs the operator role")
 
@@ -203,6 +219,7 @@ def json_action(view: Callable) -> Callable:
 
 # -- wiring ------------------------------------------------------------------------------------
 
+
 def init_app(app: Flask) -> None:
     try:
         auth = _Auth(app.config)
@@ -213,16 +230,29 @@ def init_app(app: Flask) -> None:
     @app.before_request
     def this_machine_only() -> None:
         """AUTH=none: whoever can send a request is an operator, so only this machine may (before any other check)."""
-        if (auth.mode != "none" or app.config["ALLOW_UNAUTHENTICATED"] or request.endpoint == "static"
-                or (request.endpoint in _PROBES and not database_in_path()) or is_loopback_request()):
+        if (
+            auth.mode != "none"
+            or app.config["ALLOW_UNAUTHENTICATED"]
+            or request.endpoint == "static"
+            or (request.endpoint in _PROBES and not database_in_path())
+            or is_loopback_request()
+        ):
             return
-        log.warning("IDEMDASH_AUTH=none: refused %s %s for host %r from %s (not this machine)",
-                    request.method, request.path, request.host, request.remote_addr)
-        abort(403, f"refused: this dashboard runs without sign-in (IDEMDASH_AUTH=none), so it answers only "
-                   f"requests to localhost or a loopback address from this machine, and this one was for "
-                   f"{request.host[:100]!r} from {request.remote_addr}. Open it as http://127.0.0.1:<port>/ on this "
-                   "machine, set IDEMDASH_AUTH=basic or proxy to let others sign in, or set "
-                   "IDEMDASH_ALLOW_UNAUTHENTICATED=1 if something in front already restricts who can connect.")
+        log.warning(
+            "IDEMDASH_AUTH=none: refused %s %s for host %r from %s (not this machine)",
+            request.method,
+            request.path,
+            request.host,
+            request.remote_addr,
+        )
+        abort(
+            403,
+            f"refused: this dashboard runs without sign-in (IDEMDASH_AUTH=none), so it answers only "
+            f"requests to localhost or a loopback address from this machine, and this one was for "
+            f"{request.host[:100]!r} from {request.remote_addr}. Open it as http://127.0.0.1:<port>/ on this "
+            "machine, set IDEMDASH_AUTH=basic or proxy to let others sign in, or set "
+            "IDEMDASH_ALLOW_UNAUTHENTICATED=1 if something in front already restricts who can connect.",
+        )
 
     @app.before_request
     def identify() -> None:
@@ -235,8 +265,12 @@ def init_app(app: Flask) -> None:
             if _open_endpoint():
                 return
             if isinstance(exc, _Untrusted):
-                log.warning("proxy sign-in: refused %s %s from %s, which is not in IDEMDASH_PROXY_TRUSTED",
-                            request.method, request.path, request.remote_addr)
+                log.warning(
+                    "proxy sign-in: refused %s %s from %s, which is not in IDEMDASH_PROXY_TRUSTED",
+                    request.method,
+                    request.path,
+                    request.remote_addr,
+                )
             raise
 
     # /db/<name>/… for a name not served: 404 naming those served, now that the user is known
@@ -254,5 +288,4 @@ def init_app(app: Flask) -> None:
 
     @app.context_processor
     def auth_context() -> dict:
-        return {"current_user": g.get("user"), "actions_allowed": actions_allowed(),
-                "auth_mode": auth.mode}
+        return {"current_user": g.get("user"), "actions_allowed": actions_allowed(), "auth_mode": auth.mode}

@@ -9,6 +9,7 @@ Input rules, the same on every operation:
   malformed one;
 - every validation error is today's 400 body, ``{"error": "<field> <what to send>", "fields": [...]}``.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,9 @@ class ActionError(Exception):
     """What an action answers with when it does not act: 400 bad input, 404, 409 the state changed (with the row as
     it is now)."""
 
-    def __init__(self, status: int, message: str, key: Any = None, *,
-                 fields: list[dict[str, str]] | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, key: Any = None, *, fields: list[dict[str, str]] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -67,17 +69,34 @@ class Operation:
     also: tuple[type[BaseModel], ...] = ()
 
 
-def operation(summary: str, *, ok: type[BaseModel], status: int = 200, query: type[BaseModel] | None = None,
-              body: type[BaseModel] | None = None, errors: tuple[int, ...] | None = None,
-              description: str | None = None, deprecated: bool = False,
-              conflict: type[BaseModel] | None = None,
-              also: tuple[type[BaseModel], ...] = ()) -> Callable[[Callable], Callable]:
+def operation(
+    summary: str,
+    *,
+    ok: type[BaseModel],
+    status: int = 200,
+    query: type[BaseModel] | None = None,
+    body: type[BaseModel] | None = None,
+    errors: tuple[int, ...] | None = None,
+    description: str | None = None,
+    deprecated: bool = False,
+    conflict: type[BaseModel] | None = None,
+    also: tuple[type[BaseModel], ...] = (),
+) -> Callable[[Callable], Callable]:
     """Declare a JSON operation. The view returns an ``ok`` model (or a Response, for an error it answers itself);
     the model is written as the answer with ``status``. ``also``: the answer's other models (the profile-shaped
     answer of a database whose tables are another library's); the document says the answer is one of them."""
-    op = Operation(summary, ok, status, query, body,
-                   errors if errors is not None else (ACTION_ERRORS if body is not None else READ_ERRORS),
-                   description, deprecated, conflict, also)
+    op = Operation(
+        summary,
+        ok,
+        status,
+        query,
+        body,
+        errors if errors is not None else (ACTION_ERRORS if body is not None else READ_ERRORS),
+        description,
+        deprecated,
+        conflict,
+        also,
+    )
 
     def decorate(view: Callable) -> Callable:
         @wraps(view)
@@ -104,6 +123,7 @@ def operation_of(view: Callable) -> Operation | None:
 
 
 # -- input ----------------------------------------------------------------------------------------------------
+
 
 def query(model: type[M]) -> M:
     """This request's query string as ``model``. The JSON API is strict (a parameter given twice or empty is a
@@ -140,8 +160,10 @@ def body(model: type[M]) -> M:
     try:
         return model.model_validate_json(request.get_data() or b"null", strict=True)
     except ValidationError as exc:
-        if any(e["type"] in ("json_invalid", "model_type", "model_attributes_type", "dict_type") and not e["loc"]
-               for e in exc.errors()):
+        if any(
+            e["type"] in ("json_invalid", "model_type", "model_attributes_type", "dict_type") and not e["loc"]
+            for e in exc.errors()
+        ):
             raise ActionError(400, f"send a JSON object with {', '.join(_names(model))}") from None
         message, fields = _messages(exc, model)
         raise ActionError(400, message, fields=fields) from None
@@ -219,8 +241,11 @@ def _messages(exc: ValidationError, model: type[BaseModel]) -> tuple[str, list[d
             where = str((error.get("ctx") or {}).get("discriminator", "'to'")).strip("'")
         text = _said(error, model)
         given = error.get("input")
-        if error["type"] not in ("missing", "extra_forbidden", "union_tag_not_found", "value_error") \
-                and not isinstance(given, (dict, list)) and given is not None:
+        if (
+            error["type"] not in ("missing", "extra_forbidden", "union_tag_not_found", "value_error")
+            and not isinstance(given, (dict, list))
+            and given is not None
+        ):
             got = json.dumps(given, default=str)
             text += f" (got {got[:80] + '…' if len(got) > 80 else got})"
         fields.append({"field": where or "body", "message": text})

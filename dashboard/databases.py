@@ -8,6 +8,7 @@ hooks carry the name: dashboard/targets.py's ``url_value_preprocessor`` takes it
 ``stay_in_database`` (a ``url_defaults``) puts it back into every ``url_for`` inside that database's pages, so
 templates and views name endpoints as before.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -36,11 +37,12 @@ def install_routes(app: Flask) -> None:
         if rule.endpoint == "static" or rule.endpoint.startswith(fleet_wide):
             continue
         if rule.rule.startswith("/api/v1/"):
-            path = "/api/v1/db/<database:database>/" + rule.rule[len("/api/v1/"):]
+            path = "/api/v1/db/<database:database>/" + rule.rule[len("/api/v1/") :]
         else:
             path = "/db/<database:database>" + rule.rule
-        app.add_url_rule(path, endpoint=rule.endpoint, view_func=app.view_functions[rule.endpoint],
-                         methods=rule.methods)
+        app.add_url_rule(
+            path, endpoint=rule.endpoint, view_func=app.view_functions[rule.endpoint], methods=rule.methods
+        )
 
 
 def has_database_route(endpoint: str) -> bool:
@@ -110,32 +112,64 @@ def filtered_rows() -> tuple[fleet_views.Filters, list[DatabaseRow], list[Databa
 def page():
     filters, every, rows = filtered_rows()
     poll = POLL_PENDING if any(row.pending for row in rows) else POLL_IDLE
-    query = {k: v for k, v in (("fleet", filters.fleet), ("environment", filters.environment),
-                               ("attention", "1" if filters.attention else None)) if v is not None}
-    return render("databases.html", "databases_panel", rows=rows, as_of=datetime.now(timezone.utc), poll=poll,
-                  refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"], filters=filters, query=query,
-                  total=len(every), fleets=fleet_names(), environments=environment_names(every),
-                  attention=fleet_views.attention, no_fleet=fleet_views.NO_FLEET)
+    query = {
+        k: v
+        for k, v in (
+            ("fleet", filters.fleet),
+            ("environment", filters.environment),
+            ("attention", "1" if filters.attention else None),
+        )
+        if v is not None
+    }
+    return render(
+        "databases.html",
+        "databases_panel",
+        rows=rows,
+        as_of=datetime.now(timezone.utc),
+        poll=poll,
+        refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"],
+        filters=filters,
+        query=query,
+        total=len(every),
+        fleets=fleet_names(),
+        environments=environment_names(every),
+        attention=fleet_views.attention,
+        no_fleet=fleet_views.NO_FLEET,
+    )
 
 
 @bp.get("/api/v1/databases")
-@contract.operation("Every database of IDEMDASH_CONFIG at once, as the background refresh last found it: stuck and "
-                    "held keys, the outbox backlog and lag, the last purge, or why it cannot answer; how old each "
-                    "row is, and which have not answered yet; worst first, with why each needs attention, filtered by "
-                    "fleet, environment or attention. Never waits for a database.", query=DatabasesQuery,
-                    ok=Databases, errors=(*contract.READ_ERRORS, 404))
+@contract.operation(
+    "Every database of IDEMDASH_CONFIG at once, as the background refresh last found it: stuck and "
+    "held keys, the outbox backlog and lag, the last purge, or why it cannot answer; how old each "
+    "row is, and which have not answered yet; worst first, with why each needs attention, filtered by "
+    "fleet, environment or attention. Never waits for a database.",
+    query=DatabasesQuery,
+    ok=Databases,
+    errors=(*contract.READ_ERRORS, 404),
+)
 def api() -> Databases:
     now = datetime.now(timezone.utc)
     items = []
     for row in filtered_rows()[2]:
         age = row.age_seconds(now)
-        item: dict[str, Any] = {"name": row.name, "database": row.label,
-                                "environment": row.environment[0] if row.environment else None,
-                                "reachable": row.reachable, "profile": row.profile, "problem": row.problem,
-                                "answered_ms": row.milliseconds, "pending": row.pending, "asking": row.asking,
-                                "as_of": row.as_of, "age_seconds": round(age, 3) if age is not None else None,
-                                "failures": row.failures, "next_ask_at": row.next_ask,
-                                "attention": fleet_views.attention(row), "fleet": fleet_views.fleet_of(row.name)}
+        item: dict[str, Any] = {
+            "name": row.name,
+            "database": row.label,
+            "environment": row.environment[0] if row.environment else None,
+            "reachable": row.reachable,
+            "profile": row.profile,
+            "problem": row.problem,
+            "answered_ms": row.milliseconds,
+            "pending": row.pending,
+            "asking": row.asking,
+            "as_of": row.as_of,
+            "age_seconds": round(age, 3) if age is not None else None,
+            "failures": row.failures,
+            "next_ask_at": row.next_ask,
+            "attention": fleet_views.attention(row),
+            "fleet": fleet_views.fleet_of(row.name),
+        }
         if item["fleet"] == fleet_views.NO_FLEET:
             item["fleet"] = None
         if row.summary is not None:
@@ -161,12 +195,20 @@ def init_app(app: Flask) -> None:
     @app.context_processor
     def database_context() -> dict[str, Any]:
         if not signed_in():  # a refusal or error page: no database names, and no replica to measure
-            return {"databases": [], "database_name": None, "db_settings": app.config, "replica": None,
-                    "plain_endpoint": request.endpoint}
+            return {
+                "databases": [],
+                "database_name": None,
+                "db_settings": app.config,
+                "replica": None,
+                "plain_endpoint": request.endpoint,
+            }
         targets = all_targets()
         name = g.get("database") or next(iter(targets), None)
         target = targets.get(name) if name is not None else None  # none: only fleets, none of which answered yet
-        return {"databases": list(targets) if app.config["CONFIG"] else [], "database_name": name,
-                "db_settings": target.settings if target is not None else app.config,
-                "replica": target.replica_status() if target is not None else None,
-                "plain_endpoint": request.endpoint}
+        return {
+            "databases": list(targets) if app.config["CONFIG"] else [],
+            "database_name": name,
+            "db_settings": target.settings if target is not None else app.config,
+            "replica": target.replica_status() if target is not None else None,
+            "plain_endpoint": request.endpoint,
+        }

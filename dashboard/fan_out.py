@@ -6,6 +6,7 @@ database's short connection path (``Target.read_once``: an idle pooled connectio
 background slots of IDEMDASH_FLEET_MAX_CONNECTIONS). Whatever has not answered by the deadline is named, with why;
 a database whose last background ask failed (dashboard/all_databases.py) is not asked at all.
 """
+
 from __future__ import annotations
 
 import time
@@ -27,8 +28,8 @@ SLOT_MARGIN_SECONDS = 0.05
 
 @dataclass
 class Asked(Generic[T]):
-    answers: dict[str, T]          # in the configured order
-    not_answered: dict[str, str]   # database: why
+    answers: dict[str, T]  # in the configured order
+    not_answered: dict[str, str]  # database: why
 
 
 class _NotReached(Exception):
@@ -42,14 +43,23 @@ def _run(target: Target, read: Callable[[Target, psycopg.Connection], T], name: 
         return read(target, conn)
 
 
-def ask_all(targets: Mapping[str, Target], read: Callable[[Target, psycopg.Connection], T], *, keeper: PoolBudget,
-            ends: float, application_name: str, skip: Mapping[str, str] | None = None) -> Asked[T]:
+def ask_all(
+    targets: Mapping[str, Target],
+    read: Callable[[Target, psycopg.Connection], T],
+    *,
+    keeper: PoolBudget,
+    ends: float,
+    application_name: str,
+    skip: Mapping[str, str] | None = None,
+) -> Asked[T]:
     """``read(target, conn)`` in every database of ``targets`` at once, waiting until ``ends`` (a monotonic time)."""
     skip = skip or {}
     not_answered = {name: why for name, why in skip.items() if name in targets}
     asked: dict[Future, str] = {
         keeper.fan_out(_run, target, read, application_name, ends - SLOT_MARGIN_SECONDS): name
-        for name, target in targets.items() if name not in not_answered}
+        for name, target in targets.items()
+        if name not in not_answered
+    }
     pending = set(asked)
     while pending and (left := ends - time.monotonic()) > 0:
         _, pending = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
@@ -58,9 +68,11 @@ def ask_all(targets: Mapping[str, Target], read: Callable[[Target, psycopg.Conne
     answers: dict[str, Any] = {}
     for future, name in asked.items():
         if future.cancelled() or (future.done() and isinstance(future.exception(), _NotReached)):
-            not_answered[name] = ("not reached in time: this worker's threads and connections for reads across "
-                                  "databases (IDEMDASH_FLEET_REFRESH_THREADS, IDEMDASH_FLEET_MAX_CONNECTIONS) were "
-                                  "busy")
+            not_answered[name] = (
+                "not reached in time: this worker's threads and connections for reads across "
+                "databases (IDEMDASH_FLEET_REFRESH_THREADS, IDEMDASH_FLEET_MAX_CONNECTIONS) were "
+                "busy"
+            )
         elif not future.done():
             not_answered[name] = "no answer in time (a host that hangs, or a slow one)"
         elif isinstance(exc := future.exception(), NoConnectionFree):
@@ -70,11 +82,15 @@ def ask_all(targets: Mapping[str, Target], read: Callable[[Target, psycopg.Conne
         else:
             answers[name] = future.result()
     order = list(targets)
-    return Asked({n: answers[n] for n in order if n in answers},
-                 {n: not_answered[n] for n in order if n in not_answered})
+    return Asked(
+        {n: answers[n] for n in order if n in answers}, {n: not_answered[n] for n in order if n in not_answered}
+    )
 
 
 def known_down(rows: Mapping[str, Any]) -> dict[str, str]:
     """The databases whose last background ask failed (``DatabaseRow``s by name): not asked again now."""
-    return {name: f"its last background ask failed: {row.problem}" for name, row in rows.items()
-            if not row.pending and not row.reachable and not row.asking}
+    return {
+        name: f"its last background ask failed: {row.problem}"
+        for name, row in rows.items()
+        if not row.pending and not row.reachable and not row.asking
+    }

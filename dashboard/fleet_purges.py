@@ -7,6 +7,7 @@ Like `/databases`, a request asks no database: it reads what the all-databases b
 up, and each row says how old it is. The routes live in a blueprint nested in the all-databases one, so they get no
 per-database twin (they are about every database at once).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -87,16 +88,26 @@ def _rows() -> tuple[list[FleetPurgeRow], str | None]:
 def page():
     rows, fleet = _rows()
     poll = POLL_PENDING if any(row.state == "pending" for row in rows) else POLL_IDLE
-    return render("fleet_purges.html", "fleet_purges_panel", rows=rows, fleet=fleet, methods=METHODS,
-                  as_of=datetime.now(timezone.utc), poll=poll,
-                  refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"])
+    return render(
+        "fleet_purges.html",
+        "fleet_purges_panel",
+        rows=rows,
+        fleet=fleet,
+        methods=METHODS,
+        as_of=datetime.now(timezone.utc),
+        poll=poll,
+        refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"],
+    )
 
 
 @bp.get("/api/v1/databases/purges")
-@contract.operation("Every database's purges, as the background refresh last found them: per database and table the "
-                    "last run and the failures in the last 24 hours, failing tables first, then databases that "
-                    "could not be asked; how old each row is. Never waits for a database.",
-                    query=FleetPurgesQuery, ok=FleetPurges)
+@contract.operation(
+    "Every database's purges, as the background refresh last found them: per database and table the "
+    "last run and the failures in the last 24 hours, failing tables first, then databases that "
+    "could not be asked; how old each row is. Never waits for a database.",
+    query=FleetPurgesQuery,
+    ok=FleetPurges,
+)
 def api() -> FleetPurges:
     now = datetime.now(timezone.utc)
     rows, _ = _rows()
@@ -106,8 +117,16 @@ def api() -> FleetPurges:
 def _item(row: FleetPurgeRow, now: datetime) -> FleetPurgeItem:
     age = row.database.age_seconds(now)
     item: dict[str, Any] = {
-        "database": row.name, "fleet": row.fleet, "table": row.table, "state": row.state, "last_run": row.last_run,
-        "failures_24h": row.failures_24h, "last_success_at": row.last_success_at, "problem": row.problem,
-        "as_of": row.database.as_of, "age_seconds": round(age, 3) if age is not None else None,
-        "url": url_for("purges.page", database=row.name)}
+        "database": row.name,
+        "fleet": row.fleet,
+        "table": row.table,
+        "state": row.state,
+        "last_run": row.last_run,
+        "failures_24h": row.failures_24h,
+        "last_success_at": row.last_success_at,
+        "problem": row.problem,
+        "as_of": row.database.as_of,
+        "age_seconds": round(age, 3) if age is not None else None,
+        "url": url_for("purges.page", database=row.name),
+    }
     return FleetPurgeItem.model_validate(item)

@@ -12,6 +12,7 @@ longer than the request. The answer never waits past ``DEADLINE_SECONDS``: a dat
 as not asked, as is one whose last background ask failed (not asked again, so a host known down costs the
 search nothing) and one of another library's profile (its own search page).
 """
+
 from __future__ import annotations
 
 import time
@@ -58,16 +59,17 @@ class Held:
 class Lookup:
     q: str
     scope: str | None
-    held: list[Held]                   # databases that hold it, in the configured order
-    without: list[str]                 # databases asked that do not hold it
-    not_asked: dict[str, str]          # database: why it could not be asked (in the configured order)
+    held: list[Held]  # databases that hold it, in the configured order
+    without: list[str]  # databases asked that do not hold it
+    not_asked: dict[str, str]  # database: why it could not be asked (in the configured order)
     seconds: float
 
 
 def _ask(target: Target, q: str, scope: str | None, deadline: float) -> Held:
     tables, lease = target.tables, target.settings["DEFAULT_LEASE_SECONDS"]
-    with target.read_once(APPLICATION_NAME, STATEMENT_TIMEOUT_MS, CONNECT_TIMEOUT_SECONDS,
-                          slot_deadline=deadline) as conn:
+    with target.read_once(
+        APPLICATION_NAME, STATEMENT_TIMEOUT_MS, CONNECT_TIMEOUT_SECONDS, slot_deadline=deadline
+    ) as conn:
         if scope is not None:
             pairs = [(scope, text) for text in search.spellings(q)]
         else:
@@ -99,8 +101,15 @@ def _ask_by(target: Target, q: str, scope: str | None, deadline: float) -> Held:
     return _ask(target, q, scope, deadline)
 
 
-def lookup(targets: Mapping[str, Target], rows: Mapping[str, DatabaseRow], q: str, scope: str | None, *,
-           keeper: PoolBudget, deadline: float = DEADLINE_SECONDS) -> Lookup:
+def lookup(
+    targets: Mapping[str, Target],
+    rows: Mapping[str, DatabaseRow],
+    q: str,
+    scope: str | None,
+    *,
+    keeper: PoolBudget,
+    deadline: float = DEADLINE_SECONDS,
+) -> Lookup:
     """Ask every database in ``targets`` at once, waiting at most ``deadline`` seconds in all.
 
     The asks run on the worker's one fan-out pool (``PoolBudget.fan_out``), and each connection of their own takes
@@ -124,9 +133,11 @@ def lookup(targets: Mapping[str, Target], rows: Mapping[str, DatabaseRow], q: st
     held, without = [], []
     for future, name in asked.items():
         if future.cancelled() or (future.done() and isinstance(future.exception(), NotReached)):
-            not_asked[name] = (f"not reached within {deadline:g} s: this worker's threads and connections for "
-                               "reads across databases (IDEMDASH_FLEET_REFRESH_THREADS, "
-                               "IDEMDASH_FLEET_MAX_CONNECTIONS) were busy with other databases and searches")
+            not_asked[name] = (
+                f"not reached within {deadline:g} s: this worker's threads and connections for "
+                "reads across databases (IDEMDASH_FLEET_REFRESH_THREADS, "
+                "IDEMDASH_FLEET_MAX_CONNECTIONS) were busy with other databases and searches"
+            )
         elif not future.done():
             not_asked[name] = f"no answer within {deadline:g} s (a host that hangs, or a slow one)"
         elif isinstance(exc := future.exception(), NoConnectionFree):
@@ -138,8 +149,9 @@ def lookup(targets: Mapping[str, Target], rows: Mapping[str, DatabaseRow], q: st
         else:
             without.append(name)
     order = list(targets)
-    return Lookup(q, scope, held, without, {n: not_asked[n] for n in order if n in not_asked},
-                  time.monotonic() - started)
+    return Lookup(
+        q, scope, held, without, {n: not_asked[n] for n in order if n in not_asked}, time.monotonic() - started
+    )
 
 
 def _run(model: type[schema.FleetSearchQuery]) -> Lookup | None:
@@ -157,13 +169,28 @@ def _links(held: Held) -> dict[str, Any]:
     return {
         "database": name,
         "url": url_for("search.page", q=held.keys[0].key if held.keys else None, database=name),
-        "keys": [{"scope": k.scope, "key": k.key, "status": k.status, "stuck": k.stuck,
-                  "url": key_url(k.scope, k.key, database=name)} for k in held.keys],
-        "messages": [{"consumer": m.consumer, "message_id": m.message_id, "processed_at": m.processed_at}
-                     for m in held.messages],
-        "outbox": [{"outbox_id": o.outbox_id, "status": o.status, "event_type": o.event_type,
-                    "url": url_for("outbox_rows.detail_page", outbox_id=o.outbox_id, database=name)}
-                   for o in held.outbox],
+        "keys": [
+            {
+                "scope": k.scope,
+                "key": k.key,
+                "status": k.status,
+                "stuck": k.stuck,
+                "url": key_url(k.scope, k.key, database=name),
+            }
+            for k in held.keys
+        ],
+        "messages": [
+            {"consumer": m.consumer, "message_id": m.message_id, "processed_at": m.processed_at} for m in held.messages
+        ],
+        "outbox": [
+            {
+                "outbox_id": o.outbox_id,
+                "status": o.status,
+                "event_type": o.event_type,
+                "url": url_for("outbox_rows.detail_page", outbox_id=o.outbox_id, database=name),
+            }
+            for o in held.outbox
+        ],
     }
 
 
@@ -172,23 +199,33 @@ def _answer(found: Lookup) -> schema.FleetSearch:
     for item in held:  # an inbox message alone: that database's search page finds it
         if not item["keys"]:
             item["url"] = url_for("search.page", q=found.q, database=item["database"])
-    return schema.FleetSearch.model_validate({
-        "q": found.q, "scope": found.scope, "held_by": held, "not_held_by": found.without,
-        "not_asked": [{"database": n, "why": why} for n, why in found.not_asked.items()],
-        "seconds": round(found.seconds, 3), "deadline_seconds": DEADLINE_SECONDS})
+    return schema.FleetSearch.model_validate(
+        {
+            "q": found.q,
+            "scope": found.scope,
+            "held_by": held,
+            "not_held_by": found.without,
+            "not_asked": [{"database": n, "why": why} for n, why in found.not_asked.items()],
+            "seconds": round(found.seconds, 3),
+            "deadline_seconds": DEADLINE_SECONDS,
+        }
+    )
 
 
 @bp.get("/databases/search")
 def page():
     found = _run(schema.FleetSearchPageQuery)
-    return render("fleet_search.html", "fleet_search_results",
-                  answer=_answer(found) if found is not None else None)
+    return render("fleet_search.html", "fleet_search_results", answer=_answer(found) if found is not None else None)
 
 
 @bp.get("/api/v1/databases/search")
-@contract.operation("Find a key (exact, in scope or every scope), an inbox message id or an outbox id in every "
-                    "database at once: which databases hold it, with links there, and which could not be asked "
-                    "within the deadline (2 s in all)", query=schema.FleetSearchQuery, ok=schema.FleetSearch)
+@contract.operation(
+    "Find a key (exact, in scope or every scope), an inbox message id or an outbox id in every "
+    "database at once: which databases hold it, with links there, and which could not be asked "
+    "within the deadline (2 s in all)",
+    query=schema.FleetSearchQuery,
+    ok=schema.FleetSearch,
+)
 def api() -> schema.FleetSearch:
     found = _run(schema.FleetSearchQuery)
     assert found is not None  # q is required here, and says something

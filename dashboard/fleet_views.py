@@ -12,6 +12,7 @@ Replication lag is not among them: the background refresh reads each primary onl
 (each database's own pages say it). Rows are sorted by their worst reason, then within it by how bad (more stuck
 keys, older outbox row, more failed asks first), then rows with no reason (not answered yet, or fine) by name.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -83,13 +84,17 @@ def check(filters: Filters, fleets: Sequence[str], environments: Sequence[str]) 
     """Raise BadFilter when ``fleet`` or ``environment`` names none of those configured."""
     if filters.fleet is not None and filters.fleet != NO_FLEET and filters.fleet not in fleets:
         known = ", ".join(fleets) or "none are configured"
-        raise BadFilter(f"fleet={filters.fleet!r}: no [fleets.{filters.fleet}] in IDEMDASH_CONFIG; give one of the "
-                        f"fleets ({known}) or '{NO_FLEET}' for the databases of [databases.<name>] tables")
+        raise BadFilter(
+            f"fleet={filters.fleet!r}: no [fleets.{filters.fleet}] in IDEMDASH_CONFIG; give one of the "
+            f"fleets ({known}) or '{NO_FLEET}' for the databases of [databases.<name>] tables"
+        )
     if filters.environment is not None and filters.environment not in environments:
         known = ", ".join(environments) or "none is set"
-        raise BadFilter(f"environment={filters.environment!r}: no database has this environment; the environments "
-                        f"are {known} (the environment key of each [databases.<name>] or [fleets.<name>] table, or "
-                        "IDEMDASH_ENVIRONMENT)")
+        raise BadFilter(
+            f"environment={filters.environment!r}: no database has this environment; the environments "
+            f"are {known} (the environment key of each [databases.<name>] or [fleets.<name>] table, or "
+            "IDEMDASH_ENVIRONMENT)"
+        )
 
 
 def environment_of(row: DatabaseRow) -> str | None:
@@ -98,8 +103,11 @@ def environment_of(row: DatabaseRow) -> str | None:
 
 def select(rows: Iterable[DatabaseRow], filters: Filters) -> list[DatabaseRow]:
     """The rows the filters keep, worst first."""
-    kept = [row for row in rows
-            if (filters.fleet is None or fleet_of(row.name) == filters.fleet)
-            and (filters.environment is None or environment_of(row) == filters.environment)
-            and (not filters.attention or attention(row))]
+    kept = [
+        row
+        for row in rows
+        if (filters.fleet is None or fleet_of(row.name) == filters.fleet)
+        and (filters.environment is None or environment_of(row) == filters.environment)
+        and (not filters.attention or attention(row))
+    ]
     return worst_first(kept)

@@ -9,6 +9,7 @@
 - The JSON API takes no token (scripts call it): JSON bodies only, which no other site can send without a CORS
   preflight that idemdash never grants.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -53,9 +54,12 @@ def refuse_other_sites() -> None:
     """403 for a state-changing request another site made a browser send, before anything is read or changed."""
     other = foreign_origin()
     if other is not None:
-        abort(403, f"refused: this request came from another site ({other}), not from this dashboard "
-                   f"({own_origin()}). Nothing was changed. Use the dashboard's own pages; a script calling the API "
-                   "sends no Origin header.")
+        abort(
+            403,
+            f"refused: this request came from another site ({other}), not from this dashboard "
+            f"({own_origin()}). Nothing was changed. Use the dashboard's own pages; a script calling the API "
+            "sends no Origin header.",
+        )
 
 
 def check_json_request() -> None:
@@ -85,8 +89,12 @@ def _bind_session_to_user() -> None:
     if session.get(SESSION_USER) == name:
         return
     field = current_app.config.get("WTF_CSRF_FIELD_NAME", "csrf_token")
-    if (request.method in STATE_CHANGING and request.endpoint is not None and not request.path.startswith("/api/")
-            and field in session):
+    if (
+        request.method in STATE_CHANGING
+        and request.endpoint is not None
+        and not request.path.startswith("/api/")
+        and field in session
+    ):
         raise CSRFError("The security token of this form was issued to another user than the one now signed in.")
     session.pop(field, None)
     g.pop(field, None)
@@ -136,6 +144,9 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(CSRFError)
     def csrf_failed(exc: CSRFError):
-        return error_response(400, f"This form was refused: {exc.description} It carries a security token "
-                                   "(CSRF) that proves it came from this dashboard. Reload the page and submit "
-                                   "again; if it keeps failing, allow cookies for this site.")
+        return error_response(
+            400,
+            f"This form was refused: {exc.description} It carries a security token "
+            "(CSRF) that proves it came from this dashboard. Reload the page and submit "
+            "again; if it keeps failing, allow cookies for this site.",
+        )

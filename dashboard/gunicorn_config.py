@@ -8,6 +8,7 @@ a gunicorn started by hand should too (docs/deploy.md).
   gunicorn's environment before it starts; its old files are removed when gunicorn starts, an exited worker's
   live gauges when it exits, and a directory `idemdash serve` made for itself when gunicorn stops.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,8 +33,9 @@ limit_request_line = 0
 
 def post_fork(server, worker) -> None:
     """idemdash's own warnings (a database cause, once) with a time, the worker and the level, like gunicorn's."""
-    logging.basicConfig(level=logging.WARNING,
-                        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
+    )
 
 
 def on_starting(server) -> None:

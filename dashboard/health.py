@@ -1,5 +1,6 @@
 """`/health` and `GET /api/v1/health/schema`: the findings of the health checks (checks/), each with what
 fixes it."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -39,19 +40,30 @@ def _connections() -> Check:
 @bp.get("/health")
 def page():
     checks = sorted(_checks(), key=lambda c: SEVERITY[c.status])
-    return render("health.html", "health_panel", checks=checks, counts=summary(checks),
-                  as_of=datetime.now(timezone.utc), horizon=get_target().settings["REPLAY_HORIZON"])
+    return render(
+        "health.html",
+        "health_panel",
+        checks=checks,
+        counts=summary(checks),
+        as_of=datetime.now(timezone.utc),
+        horizon=get_target().settings["REPLAY_HORIZON"],
+    )
 
 
 @bp.get("/api/v1/health/schema")
-@contract.operation("The health checks' findings (schema, indexes, retention, vacuum, sessions, locks, purges), each "
-                    "with what fixes it", ok=Health)
+@contract.operation(
+    "The health checks' findings (schema, indexes, retention, vacuum, sessions, locks, purges), each "
+    "with what fixes it",
+    ok=Health,
+)
 def api() -> Health:
     checks = _checks()
     counts = summary(checks)
-    return Health.model_validate({
-        "status": FAIL if counts[FAIL] else WARN if counts[WARN] else OK,
-        "counts": counts,
-        "items": checks,
-        "next_cursor": None,
-    })
+    return Health.model_validate(
+        {
+            "status": FAIL if counts[FAIL] else WARN if counts[WARN] else OK,
+            "counts": counts,
+            "items": checks,
+            "next_cursor": None,
+        }
+    )

@@ -1,4 +1,5 @@
 """/inbox and its JSON twin: volume per consumer, and each consumer's oldest row against the retention."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, replace
@@ -27,7 +28,7 @@ def _definitions(retention_days: int) -> dict[str, str]:
         "oldest_processed_at": "the earliest processed_at still in the table (not yet purged)",
         "newest_processed_at": "the latest processed_at: when the consumer last recorded a message",
         "retention": f"'{OVERDUE}' when the oldest row is older than the retention ({retention_days} days, "
-                     f"IDEMDASH_INBOX_RETENTION_DAYS): the inbox purge has not removed it; '{WITHIN}' otherwise",
+        f"IDEMDASH_INBOX_RETENTION_DAYS): the inbox purge has not removed it; '{WITHIN}' otherwise",
         "consumers": f"consumers by name, at most {inbox.CONSUMERS_SHOWN}; totals count every consumer",
     }
 
@@ -43,12 +44,21 @@ def _inbox() -> dict:
         if every is not None and not every.truncated:
             # the precomputed list has every consumer: filter it as the query would (name contains, any case)
             needle = consumer.lower()
-            consumers = replace(consumers, value=inbox.ConsumerList(
-                [c for c in every.items if needle in c.consumer_name.lower()], truncated=False))
+            consumers = replace(
+                consumers,
+                value=inbox.ConsumerList(
+                    [c for c in every.items if needle in c.consumer_name.lower()], truncated=False
+                ),
+            )
         else:
-            consumers = panels.load(inbox.list_inbox_consumers, tables, retention_days=retention_days,
-                                    consumer=consumer,
-                                    limit=inbox.CONSUMERS_SHOWN, index="index_inbox_consumer")
+            consumers = panels.load(
+                inbox.list_inbox_consumers,
+                tables,
+                retention_days=retention_days,
+                consumer=consumer,
+                limit=inbox.CONSUMERS_SHOWN,
+                index="index_inbox_consumer",
+            )
     return {
         "as_of": datetime.now(timezone.utc),
         "consumer": consumer,
@@ -73,23 +83,32 @@ def page():
 
 
 @bp.get("/api/v1/inbox")
-@contract.operation("Inbox volume per consumer (1 h, 24 h, 7 d) and each consumer's oldest row against the "
-                    "retention", query=schema.InboxQuery, ok=schema.Inbox, also=(ProfileInbox,))
+@contract.operation(
+    "Inbox volume per consumer (1 h, 24 h, 7 d) and each consumer's oldest row against the retention",
+    query=schema.InboxQuery,
+    ok=schema.Inbox,
+    also=(ProfileInbox,),
+)
 def api() -> schema.Inbox | ProfileInbox:
     if not one_model.rich(get_target().settings, "inbox"):
         return profile_inbox.answer()
     data = _inbox()
     consumers = panels.require(data["consumers"])
     totals = panels.require(data["totals"])
-    return schema.Inbox.model_validate({
-        "retention_days": data["retention_days"],
-        "as_of": data["as_of"],
-        "consumer": data["consumer"],
-        "consumers": [asdict(c) | {"retention": _retention(c.purge_overdue)} for c in consumers.items],
-        "consumers_truncated": consumers.truncated,
-        "totals": asdict(totals) | {"retention": _retention(totals.purge_overdue),
-                                    "consumers_shown": len(consumers.items),
-                                    "consumers_purge_overdue": sum(c.purge_overdue for c in consumers.items)},
-        "definitions": _definitions(data["retention_days"]),
-        "precomputed": rollups.precomputed(consumers=data["consumers"], totals=data["totals"]),
-    })
+    return schema.Inbox.model_validate(
+        {
+            "retention_days": data["retention_days"],
+            "as_of": data["as_of"],
+            "consumer": data["consumer"],
+            "consumers": [asdict(c) | {"retention": _retention(c.purge_overdue)} for c in consumers.items],
+            "consumers_truncated": consumers.truncated,
+            "totals": asdict(totals)
+            | {
+                "retention": _retention(totals.purge_overdue),
+                "consumers_shown": len(consumers.items),
+                "consumers_purge_overdue": sum(c.purge_overdue for c in consumers.items),
+            },
+            "definitions": _definitions(data["retention_days"]),
+            "precomputed": rollups.precomputed(consumers=data["consumers"], totals=data["totals"]),
+        }
+    )

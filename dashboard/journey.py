@@ -9,6 +9,7 @@ have other ids (a key's or an aggregate's messages), every database that answere
 The whole answer waits at most DEADLINE_SECONDS; a database not answered by then is named, with why. Which consumers
 should have a message comes from the learned routes (dashboard/journey_reads.py ``RouteBook``).
 """
+
 from __future__ import annotations
 
 import re
@@ -64,24 +65,40 @@ def follow(q: str) -> Followed:
     names_a_key = bool(key_pairs(q)) and as_uuid(q) is None
     # a key's messages always need a second round: the first leaves it time; an id's rarely do (an aggregate's)
     share = PRODUCERS_SHARE if names_a_key else 1.0
-    first = ask_all(targets, recorded(q, inbox=not names_a_key), keeper=keeper,
-                    ends=started + DEADLINE_SECONDS * share, application_name=APPLICATION_NAME,
-                    skip={**skip, **not_followed})
+    first = ask_all(
+        targets,
+        recorded(q, inbox=not names_a_key),
+        keeper=keeper,
+        ends=started + DEADLINE_SECONDS * share,
+        application_name=APPLICATION_NAME,
+        skip={**skip, **not_followed},
+    )
     asked = set() if names_a_key else {q.lower(), *(u for u in [as_uuid(q)] if u)}
-    ids = list(dict.fromkeys(s.message_id for p in first.answers.values() for s in p.sent
-                             if s.message_id.lower() not in asked))
+    ids = list(
+        dict.fromkeys(s.message_id for p in first.answers.values() for s in p.sent if s.message_id.lower() not in asked)
+    )
     consumed = [(db, c) for db, p in first.answers.items() for c in p.consumed]
     answered, not_answered = list(first.answers), dict(first.not_answered)
     if ids:  # a key's or an aggregate's messages: their inbox rows, in every database that answered
-        second = ask_all({name: targets[name] for name in first.answers}, consuming(ids), keeper=keeper,
-                         ends=started + DEADLINE_SECONDS, application_name=APPLICATION_NAME)
+        second = ask_all(
+            {name: targets[name] for name in first.answers},
+            consuming(ids),
+            keeper=keeper,
+            ends=started + DEADLINE_SECONDS,
+            application_name=APPLICATION_NAME,
+        )
         consumed += [(db, c) for db, rows in second.answers.items() for c in rows]
         answered, not_answered = list(second.answers), {**not_answered, **second.not_answered}
     now = datetime.now(timezone.utc)
     journey = model.follow(
-        q, [(db, k) for db, p in first.answers.items() for k in p.keys],
-        [(db, s) for db, p in first.answers.items() for s in p.sent], consumed, expected(learned.routes), now,
-        frozenset(not_answered))
+        q,
+        [(db, k) for db, p in first.answers.items() for k in p.keys],
+        [(db, s) for db, p in first.answers.items() for s in p.sent],
+        consumed,
+        expected(learned.routes),
+        now,
+        frozenset(not_answered),
+    )
     not_answered = {n: w for n, w in not_answered.items() if n not in not_followed}
     return Followed(journey, answered, not_answered, not_followed, learned, time.monotonic() - started, now)
 
@@ -96,8 +113,14 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
 
 
 def _consumer(database: str, name: str, row: model.Consumed, published: datetime | None) -> schema.ConsumerStep:
-    return schema.ConsumerStep(database=database, consumer=name, state=row.state, received_at=row.received_at,
-                               consumed_at=row.consumed_at, after_seconds=_seconds(published, row.consumed_at))
+    return schema.ConsumerStep(
+        database=database,
+        consumer=name,
+        state=row.state,
+        received_at=row.received_at,
+        consumed_at=row.consumed_at,
+        after_seconds=_seconds(published, row.consumed_at),
+    )
 
 
 def _message(m: model.Message, now: datetime) -> schema.MessageStep:
@@ -105,32 +128,57 @@ def _message(m: model.Message, now: datetime) -> schema.MessageStep:
     published = s.published_at or s.created_at
     trace = model.trace_of(s.traceparent)
     return schema.MessageStep(
-        database=m.database, message_id=s.message_id, event_type=s.event_type, status=s.status, phase=s.phase,
-        attempts=s.attempts, created_at=s.created_at, published_at=s.published_at,
+        database=m.database,
+        message_id=s.message_id,
+        event_type=s.event_type,
+        status=s.status,
+        phase=s.phase,
+        attempts=s.attempts,
+        created_at=s.created_at,
+        published_at=s.published_at,
         spent_seconds=_seconds(s.created_at, s.published_at or (now if s.phase != "published" else None)),
-        traceparent=s.traceparent, trace_url=trace_url(trace[0]) if trace else None,
+        traceparent=s.traceparent,
+        trace_url=trace_url(trace[0]) if trace else None,
         consumers=[_consumer(db, c, row, published) for db, c, row in m.consumed],
         missing=[schema.ExpectedConsumer.model_validate(e) for e in m.missing],
         waiting=[schema.ExpectedConsumer.model_validate(e) for e in m.waiting],
-        unknown=[schema.ExpectedConsumer.model_validate(e) for e in m.unknown])
+        unknown=[schema.ExpectedConsumer.model_validate(e) for e in m.unknown],
+    )
 
 
 def answer(found: Followed) -> schema.Journey:
     j, now = found.journey, found.now
-    keys = [schema.KeyStep(database=db, scope=k.scope, key=k.key, status=k.status, stuck=k.stuck,
-                           claimed_by=k.claimed_by, attempt_count=k.attempt_count, created_at=k.created_at,
-                           updated_at=k.updated_at,
-                           spent_seconds=_seconds(k.created_at, now if k.status == "processing" else k.updated_at) or 0,
-                           url=key_url(k.scope, k.key, database=db if len(all_targets()) > 1 else None))
-            for db, k in j.keys]
+    keys = [
+        schema.KeyStep(
+            database=db,
+            scope=k.scope,
+            key=k.key,
+            status=k.status,
+            stuck=k.stuck,
+            claimed_by=k.claimed_by,
+            attempt_count=k.attempt_count,
+            created_at=k.created_at,
+            updated_at=k.updated_at,
+            spent_seconds=_seconds(k.created_at, now if k.status == "processing" else k.updated_at) or 0,
+            url=key_url(k.scope, k.key, database=db if len(all_targets()) > 1 else None),
+        )
+        for db, k in j.keys
+    ]
     return schema.Journey(
-        q=j.q, verdict=j.verdict, problems=j.problems, keys=keys, messages=[_message(m, now) for m in j.messages],
+        q=j.q,
+        verdict=j.verdict,
+        problems=j.problems,
+        keys=keys,
+        messages=[_message(m, now) for m in j.messages],
         unmatched=[_consumer(db, c, row, None) for db, c, row in j.unmatched],
-        traces=[schema.Trace(trace_id=t, url=trace_url(t)) for t, _ in j.traces], answered=found.answered,
+        traces=[schema.Trace(trace_id=t, url=trace_url(t)) for t, _ in j.traces],
+        answered=found.answered,
         not_answered=[schema.Database(database=n, why=w) for n, w in found.not_answered.items()],
         not_followed=[schema.Database(database=n, why=w) for n, w in found.not_followed.items()],
-        routes_learned_at=found.learned.learned_at, seconds=round(found.seconds, 3),
-        deadline_seconds=DEADLINE_SECONDS)
+        routes_learned_at=found.learned.learned_at,
+        seconds=round(found.seconds, 3),
+        deadline_seconds=DEADLINE_SECONDS,
+    )
 
 
 @bp.app_template_filter("ticks")
@@ -147,10 +195,13 @@ def page():
 
 
 @bp.get("/api/v1/journey")
-@contract.operation("Follow one request across services: a key ('scope/key'), an outbox row's id, a message id or "
-                    "an aggregate id, through every database's key, outbox and inbox tables, with the first step "
-                    "that has not happened in words; within a deadline (3 s), naming the databases not answered",
-                    query=schema.JourneyQuery, ok=schema.Journey)
+@contract.operation(
+    "Follow one request across services: a key ('scope/key'), an outbox row's id, a message id or "
+    "an aggregate id, through every database's key, outbox and inbox tables, with the first step "
+    "that has not happened in words; within a deadline (3 s), naming the databases not answered",
+    query=schema.JourneyQuery,
+    ok=schema.Journey,
+)
 def api() -> schema.Journey:
     args = contract.query(schema.JourneyQuery)
     return answer(follow(args.q.strip()))

@@ -4,6 +4,7 @@ learned, kept for a minute and learned again in the background when older (``Rou
 A library's tables are found once per database and kept (``idemdash detect``'s catalog read is not repeated for
 each journey); the reference tables are read under their configured names.
 """
+
 from __future__ import annotations
 
 import threading
@@ -27,8 +28,8 @@ from idemdash.queries.catalog import find_configured
 from idemdash.queries.pool_budget import PoolBudget
 from idemdash.queries.target import Target
 
-ROUTES_WINDOW_SECONDS = 3600      # the recent window routes are learned from
-ROUTES_MAX_AGE_SECONDS = 60       # learned routes older than this are learned again, in the background
+ROUTES_WINDOW_SECONDS = 3600  # the recent window routes are learned from
+ROUTES_MAX_AGE_SECONDS = 60  # learned routes older than this are learned again, in the background
 APPLICATION_NAME = "idemdash-journey"
 
 # a library's tables, as first found, by database (its name and where it is): asked from the fan-out's threads,
@@ -54,9 +55,12 @@ def where(target: Target, conn: psycopg.Connection) -> journey.Where:
 
 def unfollowed(targets: Mapping[str, Target]) -> dict[str, str]:
     """The databases whose library records no message id the journey can follow, and why."""
-    return {name: f"{profile(t.settings['PROFILE']).library} records no message id the journey can follow "
-                  "(docs/profiles.md)"
-            for name, t in targets.items() if not journey.profile_follows(t.settings["PROFILE"])}
+    return {
+        name: f"{profile(t.settings['PROFILE']).library} records no message id the journey can follow "
+        "(docs/profiles.md)"
+        for name, t in targets.items()
+        if not journey.profile_follows(t.settings["PROFILE"])
+    }
 
 
 @dataclass(frozen=True)
@@ -69,16 +73,19 @@ class Recorded:
 def recorded(q: str, *, inbox: bool):
     """The first round's read: the key ``q`` names, the outbox rows of ``q``, and with ``inbox`` the inbox rows of
     ``q`` as a message id (so that an outbox id or a message id takes one round, not two)."""
+
     def read(target: Target, conn: psycopg.Connection) -> Recorded:
         at = where(target, conn)
         keys = journey.find_keys(conn, at, q, lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"])
         return Recorded(keys, journey.find_sent(conn, at, q), journey.find_consumed(conn, at, [q]) if inbox else [])
+
     return read
 
 
 def consuming(ids: list[str]):
     def read(target: Target, conn: psycopg.Connection) -> list[Consumed]:
         return journey.find_consumed(conn, where(target, conn), ids)
+
     return read
 
 
@@ -86,6 +93,7 @@ def _recent(since: datetime):
     def read(target: Target, conn: psycopg.Connection) -> tuple[list[Sent], list[Consumed]]:
         at = where(target, conn)
         return journey.list_recent_sent(conn, at, since), journey.list_recent_consumed(conn, at, since)
+
     return read
 
 
@@ -97,12 +105,18 @@ class RouteBook:
         self.learned: Learned | None = None
         self._learning = False
 
-    def learn(self, targets: Mapping[str, Target], keeper: PoolBudget, skip: Mapping[str, str],
-              deadline: float) -> Learned:
+    def learn(
+        self, targets: Mapping[str, Target], keeper: PoolBudget, skip: Mapping[str, str], deadline: float
+    ) -> Learned:
         now = datetime.now(timezone.utc)
-        asked = ask_all(targets, _recent(now - timedelta(seconds=ROUTES_WINDOW_SECONDS)), keeper=keeper,
-                        ends=time.monotonic() + deadline, application_name=APPLICATION_NAME,
-                        skip={**skip, **unfollowed(targets)})
+        asked = ask_all(
+            targets,
+            _recent(now - timedelta(seconds=ROUTES_WINDOW_SECONDS)),
+            keeper=keeper,
+            ends=time.monotonic() + deadline,
+            application_name=APPLICATION_NAME,
+            skip={**skip, **unfollowed(targets)},
+        )
         sent = [(db, row) for db, (rows, _) in asked.answers.items() for row in rows]
         consumed = [(db, row) for db, (_, rows) in asked.answers.items() for row in rows]
         learned = Learned(learn(sent, consumed), now, ROUTES_WINDOW_SECONDS, asked.not_answered)
@@ -110,17 +124,23 @@ class RouteBook:
             self.learned, self._learning = learned, False
         return learned
 
-    def current(self, targets: Mapping[str, Target], keeper: PoolBudget, skip: Mapping[str, str],
-                deadline: float) -> Learned:
+    def current(
+        self, targets: Mapping[str, Target], keeper: PoolBudget, skip: Mapping[str, str], deadline: float
+    ) -> Learned:
         """The routes learned last: learned now when there are none, and again in the background when stale."""
         with self._lock:
-            learned, stale = self.learned, self.learned is not None and not self._learning and (
-                datetime.now(timezone.utc) - self.learned.learned_at).total_seconds() > ROUTES_MAX_AGE_SECONDS
+            learned, stale = (
+                self.learned,
+                self.learned is not None
+                and not self._learning
+                and (datetime.now(timezone.utc) - self.learned.learned_at).total_seconds() > ROUTES_MAX_AGE_SECONDS,
+            )
             if stale:
                 self._learning = True
         if learned is None:
             return self.learn(targets, keeper, skip, deadline)
         if stale:
-            threading.Thread(target=self.learn, args=(targets, keeper, skip, deadline), daemon=True,
-                             name="idemdash-routes").start()
+            threading.Thread(
+                target=self.learn, args=(targets, keeper, skip, deadline), daemon=True, name="idemdash-routes"
+            ).start()
         return learned

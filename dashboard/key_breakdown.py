@@ -5,6 +5,7 @@ Bounded like the tab counts: at most ``CAP`` matching keys are read (the exact-c
 more (succeeded, at millions of keys) says "too many to break down" rather than counting them all on every view.
 The stuck set is small and read from the index of leases.
 """
+
 from __future__ import annotations
 
 from flask import g
@@ -26,10 +27,15 @@ def load(flt: keys.KeyFilter) -> panels.Panel[key_breakdown.Breakdown]:
     read = g.setdefault("key_breakdowns", {})
     if flt not in read:
         target = get_target()
-        read[flt] = panels.load(key_breakdown.break_down_keys, target.tables, flt,
-                                lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
-                                hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=CAP,
-                                index=INDEX.get(flt.status, "index_keys_updated"))
+        read[flt] = panels.load(
+            key_breakdown.break_down_keys,
+            target.tables,
+            flt,
+            lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
+            hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"],
+            cap=CAP,
+            index=INDEX.get(flt.status, "index_keys_updated"),
+        )
     return read[flt]
 
 

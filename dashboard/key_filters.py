@@ -5,6 +5,7 @@ A filter that does not apply to a tab is never silently ignored: it is not appli
 it with the tabs it applies to (``not_applied``), as the page shows it disabled with a note. (A 400 would refuse a
 request the OpenAPI document cannot call invalid: a document cannot tie one query parameter to another's value.)
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -23,8 +24,11 @@ COUNT_CAP = 10_000
 SUGGESTION_CAP = 1_000
 # the tabs a filter means something on: a lease's end, and the outcome suggested for a stuck key
 # and the window of a terminal or failed key's last change (the overview's 24 h cards link to it)
-APPLIES = {"overdue": ("stuck", "needs_review", "processing"), "suggested": ("stuck",),
-           "updated_within": ("succeeded", "failed_retryable", "failed_final")}
+APPLIES = {
+    "overdue": ("stuck", "needs_review", "processing"),
+    "suggested": ("stuck",),
+    "updated_within": ("succeeded", "failed_retryable", "failed_final"),
+}
 FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested", "updated_within")
 
 
@@ -32,11 +36,20 @@ def read(args: KeyFilterQuery) -> tuple[keys.KeyFilter, list[str]]:
     """The filter of this request, and the names of the filters it carries that do not apply to its tab: those are
     not applied, and said so (the page shows them disabled, the API lists them in ``not_applied``)."""
     status = args.status
-    flt = keys.KeyFilter(status=status, scope=args.scope, claimed_by=args.claimed_by, min_attempts=args.min_attempts,
-                         min_overdue_seconds=args.overdue, suggested=args.suggested,
-                         updated_within_seconds=args.updated_within)
-    given = {"overdue": flt.min_overdue_seconds, "suggested": flt.suggested,
-             "updated_within": flt.updated_within_seconds}
+    flt = keys.KeyFilter(
+        status=status,
+        scope=args.scope,
+        claimed_by=args.claimed_by,
+        min_attempts=args.min_attempts,
+        min_overdue_seconds=args.overdue,
+        suggested=args.suggested,
+        updated_within_seconds=args.updated_within,
+    )
+    given = {
+        "overdue": flt.min_overdue_seconds,
+        "suggested": flt.suggested,
+        "updated_within": flt.updated_within_seconds,
+    }
     ignored = [name for name, value in given.items() if value is not None and status not in APPLIES[name]]
     if "overdue" in ignored:
         flt = replace(flt, min_overdue_seconds=None)
@@ -80,23 +93,32 @@ def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
     if flt.status == "stuck" and flt.suggested is not None:
         groups = suggestion_groups(flt)
         if not groups.ok or groups.value is None:
-            return panels.Panel(problem=groups.problem, message=groups.message, index_sql=groups.index_sql,
-                                index_why=groups.index_why)
+            return panels.Panel(
+                problem=groups.problem, message=groups.message, index_sql=groups.index_sql, index_why=groups.index_why
+            )
         return panels.Panel(value=key_matching.matching_in_groups(groups.value, flt.suggested))
     target = get_target()
-    return panels.load(key_matching.count_keys_matching, target.tables, flt,
-                       lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
-                       hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=COUNT_CAP,
-                       index="index_keys_leases" if flt.status in keys.PROCESSING_STATUSES
-                       else "index_keys_updated")
+    return panels.load(
+        key_matching.count_keys_matching,
+        target.tables,
+        flt,
+        lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
+        hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"],
+        cap=COUNT_CAP,
+        index="index_keys_leases" if flt.status in keys.PROCESSING_STATUSES else "index_keys_updated",
+    )
 
 
 def without_each(flt: keys.KeyFilter) -> list[tuple[str, key_matching.Matching]]:
     """For an empty filtered list: how many would match with each filter left out (what each one hides)."""
-    loosened = {"scope": replace(flt, scope=None), "claimed by": replace(flt, claimed_by=None),
-                "attempts": replace(flt, min_attempts=None), "overdue": replace(flt, min_overdue_seconds=None),
-                "suggested": replace(flt, suggested=None),
-                "changed within": replace(flt, updated_within_seconds=None)}
+    loosened = {
+        "scope": replace(flt, scope=None),
+        "claimed by": replace(flt, claimed_by=None),
+        "attempts": replace(flt, min_attempts=None),
+        "overdue": replace(flt, min_overdue_seconds=None),
+        "suggested": replace(flt, suggested=None),
+        "changed within": replace(flt, updated_within_seconds=None),
+    }
     found = []
     for label, other in loosened.items():
         if other != flt:
@@ -115,8 +137,13 @@ def suggestion_groups(flt: keys.KeyFilter) -> panels.Panel[list[key_matching.Sug
     read = g.setdefault("suggestion_groups", {})
     if others not in read:
         target = get_target()
-        read[others] = panels.load(key_matching.count_stuck_keys_by_suggestion, target.tables, others,
-                                   lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
-                                   hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"], cap=SUGGESTION_CAP,
-                                   index="index_keys_leases")
+        read[others] = panels.load(
+            key_matching.count_stuck_keys_by_suggestion,
+            target.tables,
+            others,
+            lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
+            hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"],
+            cap=SUGGESTION_CAP,
+            index="index_keys_leases",
+        )
     return read[others]

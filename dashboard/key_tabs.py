@@ -5,6 +5,7 @@ snapshot records that state (stuck, processing, failed_retryable), and "10,000+"
 its count timeouts. Counting every row on every view (and every 15 s refresh) would read the whole index each time.
 A state a fresh snapshot already puts far past the cap is not counted at all: its number is the snapshot's.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,8 +23,14 @@ COUNT_CAP = 10_000
 FRESH_INTERVALS = 3
 SKIP_FACTOR = 2
 
-LABELS = {"stuck": "Stuck", "needs_review": "Needs review", "processing": "Processing",
-          "failed_retryable": "Failed, retryable", "failed_final": "Failed, final", "succeeded": "Succeeded"}
+LABELS = {
+    "stuck": "Stuck",
+    "needs_review": "Needs review",
+    "processing": "Processing",
+    "failed_retryable": "Failed, retryable",
+    "failed_final": "Failed, final",
+    "succeeded": "Succeeded",
+}
 # the snapshot column that records a state's full count (the overview's headline numbers)
 SNAPSHOT_FIELDS = {"stuck": "stuck_keys", "processing": "processing_keys", "failed_retryable": "failed_retryable_keys"}
 
@@ -32,9 +39,9 @@ SNAPSHOT_FIELDS = {"stuck": "stuck_keys", "processing": "processing_keys", "fail
 class Tab:
     status: str
     label: str
-    count: int                         # exact when not ``more``; COUNT_CAP when more
-    more: bool                         # more than COUNT_CAP
-    snapshot: int | None = None        # the snapshot job's count, when ``more`` and it records this state
+    count: int  # exact when not ``more``; COUNT_CAP when more
+    more: bool  # more than COUNT_CAP
+    snapshot: int | None = None  # the snapshot job's count, when ``more`` and it records this state
     snapshot_at: datetime | None = None
     current: bool = False
 
@@ -48,29 +55,55 @@ def load(current: str, updated_within: float | None = None) -> panels.Panel[list
     terminal and failed tabs count only keys changed that recently (the snapshot counts every one: not used)."""
     config = current_app.config
     snapshot = panels.load(snapshots.get_latest_snapshot).value
-    fresh = snapshot is not None and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds() \
+    fresh = (
+        snapshot is not None
+        and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds()
         <= FRESH_INTERVALS * config["SNAPSHOT_INTERVAL_SECONDS"]
+    )
     windowed = set(WINDOWED) if updated_within is not None else set()
-    far_past_cap = {status for status, field in SNAPSHOT_FIELDS.items()
-                    if fresh and status not in windowed and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP}
+    far_past_cap = {
+        status
+        for status, field in SNAPSHOT_FIELDS.items()
+        if fresh and status not in windowed and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP
+    }
     caps = {status: 0 if status in far_past_cap else COUNT_CAP for status in keys.KEY_STATUSES}
-    counted = panels.load(keys.count_keys_by_state, get_target().tables, lease_seconds=config["DEFAULT_LEASE_SECONDS"],
-                          caps=caps, updated_within=updated_within, index="index_keys_updated")
+    counted = panels.load(
+        keys.count_keys_by_state,
+        get_target().tables,
+        lease_seconds=config["DEFAULT_LEASE_SECONDS"],
+        caps=caps,
+        updated_within=updated_within,
+        index="index_keys_updated",
+    )
     if not counted.ok:
-        return panels.Panel(problem=counted.problem, message=counted.message, index_sql=counted.index_sql,
-                            index_why=counted.index_why)
+        return panels.Panel(
+            problem=counted.problem, message=counted.message, index_sql=counted.index_sql, index_why=counted.index_why
+        )
     tabs = []
     for status in keys.KEY_STATUSES:
         value = getattr(counted.value, status)
         more = status in far_past_cap or value > COUNT_CAP
-        from_snapshot = getattr(snapshot, SNAPSHOT_FIELDS[status]) \
-            if more and snapshot is not None and status in SNAPSHOT_FIELDS and status not in windowed else None
+        from_snapshot = (
+            getattr(snapshot, SNAPSHOT_FIELDS[status])
+            if more and snapshot is not None and status in SNAPSHOT_FIELDS and status not in windowed
+            else None
+        )
         taken_at = snapshot.taken_at if snapshot is not None and from_snapshot is not None else None
-        tabs.append(Tab(status, LABELS[status], COUNT_CAP if status in far_past_cap else min(value, COUNT_CAP),
-                        more, from_snapshot, taken_at, status == current))
+        tabs.append(
+            Tab(
+                status,
+                LABELS[status],
+                COUNT_CAP if status in far_past_cap else min(value, COUNT_CAP),
+                more,
+                from_snapshot,
+                taken_at,
+                status == current,
+            )
+        )
     return panels.Panel(value=tabs)
 
 
 def counts_json(tabs: list[Tab]) -> dict[str, Any]:
-    return {t.status: {"count": t.count, "more": t.more, "snapshot": t.snapshot, "snapshot_at": t.snapshot_at}
-            for t in tabs}
+    return {
+        t.status: {"count": t.count, "more": t.more, "snapshot": t.snapshot, "snapshot_at": t.snapshot_at} for t in tabs
+    }

@@ -1,4 +1,5 @@
 """Key lists (`/keys`), one key (`/keys/<scope>/<key>`), and their JSON twins."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -30,10 +31,21 @@ from idemdash.queries.search import list_recent_workers
 
 bp = Blueprint("keys", __name__)
 
-LIST_FIELDS = ("scope", "key", "status", "request_hash", "claimed_by", "claimed_at", "locked_until",
-               "overdue_seconds", "attempt_count", "created_at", "updated_at", "expires_at")
-DETAIL_FIELDS = LIST_FIELDS + ("response_body", "result_ref_type", "result_ref_id", "failure_code",
-                               "failure_message")
+LIST_FIELDS = (
+    "scope",
+    "key",
+    "status",
+    "request_hash",
+    "claimed_by",
+    "claimed_at",
+    "locked_until",
+    "overdue_seconds",
+    "attempt_count",
+    "created_at",
+    "updated_at",
+    "expires_at",
+)
+DETAIL_FIELDS = LIST_FIELDS + ("response_body", "result_ref_type", "result_ref_id", "failure_code", "failure_message")
 # a group of stuck keys by suggested outcome, as the stuck list names it: the evidence, then the question
 SUGGESTION_WORDS = {
     "already_succeeded": ("with an outbox row", "already succeeded?"),
@@ -60,10 +72,17 @@ def _list_panel():
     db = get_target()
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
-        panel = panels.load(keys.list_keys, db.tables, flt, lease_seconds=db.settings["DEFAULT_LEASE_SECONDS"],
-                            after=after, limit=limit, order=order,
-                            hotspot_min_attempts=db.settings["HOTSPOT_MIN_ATTEMPTS"],
-                            index=LIST_INDEX.get(flt.status, "index_keys_updated"))
+        panel = panels.load(
+            keys.list_keys,
+            db.tables,
+            flt,
+            lease_seconds=db.settings["DEFAULT_LEASE_SECONDS"],
+            after=after,
+            limit=limit,
+            order=order,
+            hotspot_min_attempts=db.settings["HOTSPOT_MIN_ATTEMPTS"],
+            index=LIST_INDEX.get(flt.status, "index_keys_updated"),
+        )
     except ValueError as exc:
         abort(400, str(exc))
     return flt, ignored, limit, after, order, panel
@@ -88,26 +107,49 @@ def list_page():
     tables = get_target().tables
     scopes = panels.load(keys.list_scopes, tables)
     # the worker suggestions sit in the filter form, outside the fragment a refresh swaps: full pages, or a hint
-    workers = (panels.load(list_recent_workers, tables, index="index_keys_leases")
-               if not htmx_request() or flt.claimed_by else panels.Panel(value=[]))
+    workers = (
+        panels.load(list_recent_workers, tables, index="index_keys_leases")
+        if not htmx_request() or flt.claimed_by
+        else panels.Panel(value=[])
+    )
     matching = key_filters.matching(flt)
     empty = panel.ok and panel.value is not None and not panel.value.items and after is None
-    return render("keys.html", "keys_panel", flt=flt, limit=limit, after=after, order=order, panel=panel,
-                  tabs=_tabs(flt), scopes=scopes.value or [], workers=workers.value or [],
-                  statuses=keys.KEY_STATUSES, as_of=datetime.now(timezone.utc), ignored=ignored,
-                  filters_text=key_filters.in_words(flt), matching=matching, applies=key_filters.APPLIES,
-                  groups=key_filters.suggestion_groups(flt), suggestions=SUGGESTION_WORDS,
-                  breakdown=key_breakdown.load(flt), breakdown_top=key_breakdown.TOP,
-                  suggestion_cap=key_filters.SUGGESTION_CAP,
-                  window_seconds=contract.query(schema.KeyListQuery).updated_within,
-                  window_words=key_filters.window_words,
-                  loosened=key_filters.without_each(flt) if empty and key_filters.filtered(flt) else [])
+    return render(
+        "keys.html",
+        "keys_panel",
+        flt=flt,
+        limit=limit,
+        after=after,
+        order=order,
+        panel=panel,
+        tabs=_tabs(flt),
+        scopes=scopes.value or [],
+        workers=workers.value or [],
+        statuses=keys.KEY_STATUSES,
+        as_of=datetime.now(timezone.utc),
+        ignored=ignored,
+        filters_text=key_filters.in_words(flt),
+        matching=matching,
+        applies=key_filters.APPLIES,
+        groups=key_filters.suggestion_groups(flt),
+        suggestions=SUGGESTION_WORDS,
+        breakdown=key_breakdown.load(flt),
+        breakdown_top=key_breakdown.TOP,
+        suggestion_cap=key_filters.SUGGESTION_CAP,
+        window_seconds=contract.query(schema.KeyListQuery).updated_within,
+        window_words=key_filters.window_words,
+        loosened=key_filters.without_each(flt) if empty and key_filters.filtered(flt) else [],
+    )
 
 
 @bp.get("/api/v1/keys")
-@contract.operation("Key list, with prev_cursor, the count of every state (exact up to count_cap), how many keys "
-                    "match the filters, and the stuck keys per suggested outcome", query=schema.KeyListQuery,
-                    ok=schema.KeyList, also=(ProfileRows,))
+@contract.operation(
+    "Key list, with prev_cursor, the count of every state (exact up to count_cap), how many keys "
+    "match the filters, and the stuck keys per suggested outcome",
+    query=schema.KeyListQuery,
+    ok=schema.KeyList,
+    also=(ProfileRows,),
+)
 def list_api() -> schema.KeyList | ProfileRows:
     if not _rich():
         return profile_lists.rows_answer("keys", profile_lists.read_rows("keys"))
@@ -115,20 +157,31 @@ def list_api() -> schema.KeyList | ProfileRows:
     page = panels.require(panel)
     tabs = _tabs(flt)
     groups = panels.require(key_filters.suggestion_groups(flt))
-    return schema.KeyList.model_validate({
-        "items": [key_json(row) for row in page.items], "next_cursor": page.next_cursor,
-        "prev_cursor": page.prev_cursor, "order": order, "counts": key_tabs.counts_json(panels.require(tabs)),
-        "count_cap": key_tabs.COUNT_CAP, "matching": panels.require(key_filters.matching(flt)),
-        "suggestions": groups, "suggestions_cap": key_filters.SUGGESTION_CAP,
-        "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored]})
+    return schema.KeyList.model_validate(
+        {
+            "items": [key_json(row) for row in page.items],
+            "next_cursor": page.next_cursor,
+            "prev_cursor": page.prev_cursor,
+            "order": order,
+            "counts": key_tabs.counts_json(panels.require(tabs)),
+            "count_cap": key_tabs.COUNT_CAP,
+            "matching": panels.require(key_filters.matching(flt)),
+            "suggestions": groups,
+            "suggestions_cap": key_filters.SUGGESTION_CAP,
+            "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored],
+        }
+    )
 
 
 def detail_context(scope: str, key: str) -> dict:
     """Everything the key page shows (404 when there is no such key)."""
     data = _detail(scope, key, fill_in=True)
     row = data["key"]
-    return {**data, "outcomes": OUTCOMES,
-            "runbook": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status)}
+    return {
+        **data,
+        "outcomes": OUTCOMES,
+        "runbook": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status),
+    }
 
 
 def _detail(scope: str, key: str, *, fill_in: bool = False) -> dict:
@@ -143,17 +196,23 @@ def _detail(scope: str, key: str, *, fill_in: bool = False) -> dict:
     outbox = panels.load(keys.list_outbox_for_key, db.tables, scope, key, index="index_outbox_key")
     audit = panels.load(list_audit_for_key, scope, key, limit=100)
     notes = panels.load(list_notes_for_key, scope, key, limit=100)
-    suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"],
-                         now=row.as_of)
+    suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"], now=row.as_of)
     # response_bodies to start the form's already_succeeded from: this key's own evidence on the shape of its
     # scope's responses, never another key's values (core/fill_in.py)
     offered: list[FillIn] = []
     if fill_in and row.status == "processing" and (row.stuck or row.held):
         shape = panels.load(keys.list_response_fields, db.tables, scope, key)
         offered = fill_ins(shape.value or [], outbox.value or [])
-    return {"key": row, "outbox": outbox, "audit": audit, "notes": notes, "suggestion": suggestion,
-            "fill_ins": offered, "replay_horizon": config["REPLAY_HORIZON"],
-            "purgeable_from": purgeable_from(row, audit.value or [], config["REPLAY_HORIZON"])}
+    return {
+        "key": row,
+        "outbox": outbox,
+        "audit": audit,
+        "notes": notes,
+        "suggestion": suggestion,
+        "fill_ins": offered,
+        "replay_horizon": config["REPLAY_HORIZON"],
+        "purgeable_from": purgeable_from(row, audit.value or [], config["REPLAY_HORIZON"]),
+    }
 
 
 def purgeable_from(row: keys.KeyRow, audit: list, replay_horizon_seconds: int) -> datetime | None:
@@ -188,15 +247,24 @@ def _render_detail(scope: str, key: str):
 
 
 @bp.get("/api/v1/keys/<scope>/<path:key>")
-@contract.operation("One key with its evidence (the key may contain '/')", ok=schema.KeyPage, also=(Row,),
-                    errors=(*contract.READ_ERRORS, 404))
+@contract.operation(
+    "One key with its evidence (the key may contain '/')",
+    ok=schema.KeyPage,
+    also=(Row,),
+    errors=(*contract.READ_ERRORS, 404),
+)
 def detail_api(scope: str, key: str) -> schema.KeyPage | Row:
     return _detail_json(scope, key)
 
 
 @bp.get("/api/v1/key")
-@contract.operation("One key, for keys a path cannot carry", query=schema.KeyRef, ok=schema.KeyPage, also=(Row,),
-                    errors=(*contract.READ_ERRORS, 404))
+@contract.operation(
+    "One key, for keys a path cannot carry",
+    query=schema.KeyRef,
+    ok=schema.KeyPage,
+    also=(Row,),
+    errors=(*contract.READ_ERRORS, 404),
+)
 def detail_api_by_query() -> schema.KeyPage | Row:
     ref = contract.query(schema.KeyRef)
     return _detail_json(ref.scope, ref.key)
@@ -207,11 +275,16 @@ def _detail_json(scope: str, key: str) -> schema.KeyPage | Row:
         return table_rows.row_answer("keys", profile_lists.key_identity(scope, key))
     data = _detail(scope, key)
     row = data["key"]
-    return schema.KeyPage.model_validate({
-        "key": key_json(row, DETAIL_FIELDS) | {"stuck": row.stuck, "purgeable_from": data["purgeable_from"]},
-        "outbox_events": data["outbox"].value or [], "audit": data["audit"].value or [],
-        "notes": data["notes"].value or [], "suggestion": data["suggestion"],
-        "runbook_url": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status)})
+    return schema.KeyPage.model_validate(
+        {
+            "key": key_json(row, DETAIL_FIELDS) | {"stuck": row.stuck, "purgeable_from": data["purgeable_from"]},
+            "outbox_events": data["outbox"].value or [],
+            "audit": data["audit"].value or [],
+            "notes": data["notes"].value or [],
+            "suggestion": data["suggestion"],
+            "runbook_url": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status),
+        }
+    )
 
 
 def _path_safe(scope: str, key: str) -> bool:
@@ -245,8 +318,10 @@ def runbook_url(scope: str, key: str, status: str, kind: str = "stuck-keys") -> 
             return url_for(RUNBOOKS[kind], scope=scope, key=key)
         return url_for(RUNBOOKS[kind])
     # str.replace, not str.format: a template may contain other braces.
-    return (template.replace("{scope}", quote(scope, safe=""))
-            .replace("{key}", quote(key, safe=""))
-            .replace("{status}", quote(status, safe=""))
-            .replace("{database}", quote(get_target().name, safe=""))
-            .replace("{runbook}", quote(kind, safe="")))
+    return (
+        template.replace("{scope}", quote(scope, safe=""))
+        .replace("{key}", quote(key, safe=""))
+        .replace("{status}", quote(status, safe=""))
+        .replace("{database}", quote(get_target().name, safe=""))
+        .replace("{runbook}", quote(kind, safe=""))
+    )

@@ -13,6 +13,7 @@ backwards between scrapes. Samples are summed per label set. Every sample names 
 the name in IDEMDASH_CONFIG, ``default`` without it). Without it (one process: ``flask run``, the demo, the tests)
 the process keeps them in memory.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,22 +46,31 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "idemdash_database_up": ("1 when the last read of the database succeeded.", ()),
     # every profile's numbers (the all-databases overview's), each by its library's own states; a number the
     # library does not record has no sample
-    "idemdash_stuck": ("Work in progress past what its library allows: stuck keys, stale publications.",
-                       ("profile",)),
-    "idemdash_in_progress": ("Work someone holds now (keys in processing, publications being sent), stuck "
-                             "included.", ("profile",)),
+    "idemdash_stuck": ("Work in progress past what its library allows: stuck keys, stale publications.", ("profile",)),
+    "idemdash_in_progress": (
+        "Work someone holds now (keys in processing, publications being sent), stuck included.",
+        ("profile",),
+    ),
     "idemdash_needs_review": ("Work an operator holds for review.", ("profile",)),
     "idemdash_failed": ("Rows given up on: failed keys, parked or dead-lettered messages.", ("profile",)),
     "idemdash_outbox_pending": ("Outbox rows not yet published.", ("profile",)),
-    "idemdash_outbox_lag_seconds": ("Age of the oldest pending outbox row that is not likely poison (0 when none).",
-                                    ("profile",)),
-    "idemdash_outbox_poison": ("Likely poison outbox rows: pending with 3 or more delivery attempts, left out of the "
-                               "lag.", ("profile",)),
-    "idemdash_outbox_poison_oldest_seconds": ("Age of the oldest likely poison outbox row (0 when none).",
-                                              ("profile",)),
-    "idemdash_profile_rows": ("Rows of a library's tables in each state, by the library's own definition (a "
-                              "database of another library's profile; /tables).", ("profile", "table", "role",
-                                                                                    "state")),
+    "idemdash_outbox_lag_seconds": (
+        "Age of the oldest pending outbox row that is not likely poison (0 when none).",
+        ("profile",),
+    ),
+    "idemdash_outbox_poison": (
+        "Likely poison outbox rows: pending with 3 or more delivery attempts, left out of the lag.",
+        ("profile",),
+    ),
+    "idemdash_outbox_poison_oldest_seconds": (
+        "Age of the oldest likely poison outbox row (0 when none).",
+        ("profile",),
+    ),
+    "idemdash_profile_rows": (
+        "Rows of a library's tables in each state, by the library's own definition (a "
+        "database of another library's profile; /tables).",
+        ("profile", "table", "role", "state"),
+    ),
     # the reference tables' own detail
     "idemdash_stuck_keys": ("Keys in processing whose lease has run out, by scope.", ("scope",)),
     "idemdash_stuck_keys_total": ("Keys in processing whose lease has run out, all scopes.", ()),
@@ -70,30 +80,40 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "idemdash_failed_final_keys_24h": ("Keys that became failed_final in the last 24 hours.", ()),
     "idemdash_inbox_rows_24h": ("Inbox rows recorded in the last 24 hours.", ()),
     # idemdash's own records, wherever its schema is
-    "idemdash_purge_last_success_timestamp_seconds": ("When the last successful real purge of each table "
-                                                      "finished.", ("table",)),
+    "idemdash_purge_last_success_timestamp_seconds": (
+        "When the last successful real purge of each table finished.",
+        ("table",),
+    ),
     "idemdash_purge_last_rows_deleted": ("Rows the last successful real purge of each table deleted.", ("table",)),
     "idemdash_purge_last_run_failed": ("1 when the latest finished real purge run of each table failed.", ("table",)),
-    "idemdash_snapshot_last_timestamp_seconds": ("When the scheduler last recorded a metric snapshot (its "
-                                                 "heartbeat).", ()),
+    "idemdash_snapshot_last_timestamp_seconds": (
+        "When the scheduler last recorded a metric snapshot (its heartbeat).",
+        (),
+    ),
 }
 
 
 # the families /metrics keeps per database with IDEMDASH_METRICS_PER_DATABASE=alerts (auto: past AUTO_ALL databases):
 # those deploy/prometheus/idemdash-alerts.yml uses; the request histogram's database label is then "all"
-ALERT_FAMILIES = ("idemdash_database_up", "idemdash_stuck", "idemdash_outbox_lag_seconds", "idemdash_outbox_poison",
-                  "idemdash_purge_last_run_failed", "idemdash_purge_last_success_timestamp_seconds",
-                  "idemdash_snapshot_last_timestamp_seconds")
+ALERT_FAMILIES = (
+    "idemdash_database_up",
+    "idemdash_stuck",
+    "idemdash_outbox_lag_seconds",
+    "idemdash_outbox_poison",
+    "idemdash_purge_last_run_failed",
+    "idemdash_purge_last_success_timestamp_seconds",
+    "idemdash_snapshot_last_timestamp_seconds",
+)
 ALL_DATABASES = "all"
 AUTO_ALL = 20
 
 # this worker's own connections (queries/pool_budget.py), served fresh at every scrape and without a database label
 WORKER_FAMILIES: dict[str, str] = {
     "idemdash_worker_connections": "Connections the web worker that answered holds now: `pools` (its databases' "
-                                   "pools) and `background` (the all-databases refresh's and /metrics' own).",
+    "pools) and `background` (the all-databases refresh's and /metrics' own).",
     "idemdash_worker_open_pools": "Databases whose pool the web worker that answered has open now.",
     "idemdash_worker_connection_budget": "IDEMDASH_FLEET_MAX_CONNECTIONS: most connections a web worker holds with "
-                                         "several databases (absent with one database: no budget applies).",
+    "several databases (absent with one database: no budget applies).",
 }
 # how long /metrics' own connection to a database whose pool is closed may take to connect
 CONNECT_TIMEOUT_SECONDS = 2
@@ -133,15 +153,18 @@ class DatabaseCollector(Collector):
 
     def _worker(self) -> Iterator[GaugeMetricFamily]:
         usage = self.pools.usage()
-        held = GaugeMetricFamily("idemdash_worker_connections", WORKER_FAMILIES["idemdash_worker_connections"],
-                                 labels=["kind"])
+        held = GaugeMetricFamily(
+            "idemdash_worker_connections", WORKER_FAMILIES["idemdash_worker_connections"], labels=["kind"]
+        )
         held.add_metric(["pools"], usage.pool_connections)
         held.add_metric(["background"], usage.background_connections)
         yield held
-        yield GaugeMetricFamily("idemdash_worker_open_pools", WORKER_FAMILIES["idemdash_worker_open_pools"],
-                                value=usage.open_pools)
-        budget = GaugeMetricFamily("idemdash_worker_connection_budget",
-                                   WORKER_FAMILIES["idemdash_worker_connection_budget"])
+        yield GaugeMetricFamily(
+            "idemdash_worker_open_pools", WORKER_FAMILIES["idemdash_worker_open_pools"], value=usage.open_pools
+        )
+        budget = GaugeMetricFamily(
+            "idemdash_worker_connection_budget", WORKER_FAMILIES["idemdash_worker_connection_budget"]
+        )
         if usage.budget is not None:
             budget.add_metric([], usage.budget)
         yield budget
@@ -149,8 +172,9 @@ class DatabaseCollector(Collector):
     def _read(self) -> list[GaugeMetricFamily]:
         # every family is served, with its help line, even without a sample (no stuck keys): rules and panels
         # that use it can be checked against a quiet database
-        families = {name: GaugeMetricFamily(name, doc, labels=["database", *labels])
-                    for name, (doc, labels) in FAMILIES.items()}
+        families = {
+            name: GaugeMetricFamily(name, doc, labels=["database", *labels]) for name, (doc, labels) in FAMILIES.items()
+        }
         targets = self.targets
         alerts_only = self.alerts_only(len(targets))
         for database, target in targets.items():
@@ -184,8 +208,9 @@ def _database(target: Target, sample: Sample, alerts_only: bool) -> None:
     tables' own detail; idemdash's purges and heartbeat where its schema is."""
     reference = one_model.owns_tables(target.settings)
     with _read(target) as conn:
-        summary, read = fleet_numbers.get_database_numbers(conn, target.tables, target.settings,
-                                                           () if alerts_only else MEANINGS)
+        summary, read = fleet_numbers.get_database_numbers(
+            conn, target.tables, target.settings, () if alerts_only else MEANINGS
+        )
         housekeeping = metrics.get_housekeeping(conn, required=reference)
         if reference:
             _reference(conn, target, summary, sample, alerts_only)
@@ -198,8 +223,11 @@ def _database(target: Target, sample: Sample, alerts_only: bool) -> None:
                 sample("idemdash_profile_rows", (profile, names[state.table], state.table, state.meaning), count)
     for status in housekeeping.purges:
         if status.last_success_at is not None:
-            sample("idemdash_purge_last_success_timestamp_seconds", (status.table_name,),
-                   status.last_success_at.timestamp())
+            sample(
+                "idemdash_purge_last_success_timestamp_seconds",
+                (status.table_name,),
+                status.last_success_at.timestamp(),
+            )
         sample("idemdash_purge_last_rows_deleted", (status.table_name,), status.last_rows_deleted)
     for run in housekeeping.last_runs:
         sample("idemdash_purge_last_run_failed", (run.table_name,), 1.0 if run.failed else 0.0)
@@ -216,16 +244,22 @@ def _summary(profile: str, summary: fleet_numbers.DatabaseSummary, sample: Sampl
     sample("idemdash_outbox_pending", (profile,), summary.outbox_pending)
     lag = summary.outbox_lag_seconds
     # none pending: 0, as ever; rows pending whose age the library does not record: no sample
-    sample("idemdash_outbox_lag_seconds", (profile,), 0.0 if lag is None and summary.outbox_pending is not None
-           and summary.outbox_pending == (summary.outbox_poison or 0) else lag)
+    sample(
+        "idemdash_outbox_lag_seconds",
+        (profile,),
+        0.0
+        if lag is None and summary.outbox_pending is not None and summary.outbox_pending == (summary.outbox_poison or 0)
+        else lag,
+    )
     # the reference outbox's likely poison rows: no sample where the profile does not record them
     sample("idemdash_outbox_poison", (profile,), summary.outbox_poison)
     if summary.outbox_poison is not None:
         sample("idemdash_outbox_poison_oldest_seconds", (profile,), summary.outbox_poison_oldest_seconds or 0.0)
 
 
-def _reference(conn: psycopg.Connection, target: Target, summary: fleet_numbers.DatabaseSummary, sample: Sample,
-               alerts_only: bool) -> None:
+def _reference(
+    conn: psycopg.Connection, target: Target, summary: fleet_numbers.DatabaseSummary, sample: Sample, alerts_only: bool
+) -> None:
     """The reference tables' own series (no rule uses them: not read with ``alerts_only``)."""
     sample("idemdash_stuck_keys_total", (), summary.stuck)
     sample("idemdash_processing_keys", (), summary.processing)
@@ -263,11 +297,19 @@ def init_app(app: Flask) -> None:
     if shared:
         # the histogram lives in files; every worker's, summed, are what a scrape reports
         MultiProcessCollector(registry, path=shared)
-    latency = Histogram("idemdash_http_request_duration_seconds", "Time to answer a request, by endpoint.",
-                        ["database", "endpoint", "method", "status"], registry=None if shared else registry,
-                        buckets=LATENCY_BUCKETS)
-    collector = DatabaseCollector(app.extensions["idemdash_targets"], float(app.config["METRICS_CACHE_SECONDS"]),
-                                  app.extensions["idemdash_pools"], app.config["METRICS_PER_DATABASE"])
+    latency = Histogram(
+        "idemdash_http_request_duration_seconds",
+        "Time to answer a request, by endpoint.",
+        ["database", "endpoint", "method", "status"],
+        registry=None if shared else registry,
+        buckets=LATENCY_BUCKETS,
+    )
+    collector = DatabaseCollector(
+        app.extensions["idemdash_targets"],
+        float(app.config["METRICS_CACHE_SECONDS"]),
+        app.extensions["idemdash_pools"],
+        app.config["METRICS_PER_DATABASE"],
+    )
     app.extensions["idemdash_fleets"].on_change(collector.replace_targets)  # a fleet's members joined or left
     registry.register(collector)
     app.extensions["idemdash_metrics"] = registry
@@ -285,8 +327,9 @@ def init_app(app: Flask) -> None:
             database = current_database() or next(iter(all_targets()), "none")
             if collector.alerts_only():  # a fleet: one series per endpoint, not per endpoint and database
                 database = ALL_DATABASES
-            latency.labels(database, request.endpoint, request.method,
-                           str(response.status_code)).observe(time.perf_counter() - started)
+            latency.labels(database, request.endpoint, request.method, str(response.status_code)).observe(
+                time.perf_counter() - started
+            )
         return response
 
 

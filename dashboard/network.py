@@ -1,5 +1,6 @@
 """Where a request comes from and what it asked for: addresses and networks, loopback names, the trusted proxy's
 X-Forwarded-Proto, gunicorn binds, and header lines sent more than once."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -100,7 +101,8 @@ def check_bind(config: Mapping, host: str | None, *, what: str) -> None:
     raise ConfigError(
         f"refusing to listen on {shown} ({what}) with IDEMDASH_AUTH=none: anyone who can reach it could "
         "reclassify keys as an operator. Set IDEMDASH_AUTH=basic or proxy (see docs/security.md), listen on "
-        "127.0.0.1, or set IDEMDASH_ALLOW_UNAUTHENTICATED=1 if something in front already restricts access.")
+        "127.0.0.1, or set IDEMDASH_ALLOW_UNAUTHENTICATED=1 if something in front already restricts access."
+    )
 
 
 # A WSGI server joins repeated header lines with commas before the app sees them, which for a comma-separated

@@ -3,6 +3,7 @@
 A note and its audit row are one statement (queries/notes.sql), so it shows in the key's history and in /audit
 or nowhere. Writing one is an operator action, like a reclassification: refused to viewers and in read-only mode.
 """
+
 from __future__ import annotations
 
 from flask import Blueprint, abort, redirect, request
@@ -18,20 +19,21 @@ from idemdash.queries import notes
 bp = Blueprint("notes", __name__)
 
 
-
 def write_note(note: NoteBody) -> notes.Note:
     target = get_target()
     with target.write() as conn:
-        written = notes.insert_triage_note(conn, target.tables, note.scope, note.key, author=current_user().name,
-                                           text=note.text)
+        written = notes.insert_triage_note(
+            conn, target.tables, note.scope, note.key, author=current_user().name, text=note.text
+        )
     if written is None:
         raise ActionError(404, f"no key {note.key!r} in scope {note.scope!r}: a note needs a key that exists")
     return written
 
 
 @bp.post("/api/v1/keys/notes")
-@contract.operation("Write a triage note on a key (with its audit row, in one statement)", body=NoteBody, ok=Note,
-                    status=201)
+@contract.operation(
+    "Write a triage note on a key (with its audit row, in one statement)", body=NoteBody, ok=Note, status=201
+)
 @json_action
 def api():
     try:

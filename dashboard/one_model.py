@@ -5,6 +5,7 @@ read a page takes, and what the header shows. Every on-call page asks here, neve
   it refused, ``suppression``) keeps its rich reads over idemdash's own column contract (queries/keys.py, ...);
 - any other reads the profile-driven queries (queries/profile_pages.py) in the page's ``profile_*`` module.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -49,9 +50,18 @@ def header(settings: Any) -> dict[str, Any]:
     keys = role_table(model, "keys")
     decisions = records(keys, "decisions")
     actions = (settings or {}).get("LIBRARY_ACTIONS") or ""
-    badge = None if decisions or any(records(t, "decisions") for t in model.tables) else \
-        {"text": f"{model.name} · {actions.replace(',', ', ') if actions else 'read-only'}", "actions": bool(actions)}
-    return {"decisions_recorded": decisions,
-            "role_pages": [ROLE_PAGES[r] for r in ROLES],
-            "roles_present": [r for r in ROLES if role_table(model, r) is not None],
-            "profile_badge": badge, "profile_name": model.name}
+    badge = (
+        None
+        if decisions or any(records(t, "decisions") for t in model.tables)
+        else {
+            "text": f"{model.name} · {actions.replace(',', ', ') if actions else 'read-only'}",
+            "actions": bool(actions),
+        }
+    )
+    return {
+        "decisions_recorded": decisions,
+        "role_pages": [ROLE_PAGES[r] for r in ROLES],
+        "roles_present": [r for r in ROLES if role_table(model, r) is not None],
+        "profile_badge": badge,
+        "profile_name": model.name,
+    }

@@ -2,6 +2,7 @@
 operation declares (dashboard/contract.py, dashboard/schemas/): every route under /api (the per-database
 twins included), every parameter, body and answer with its schema, and every error with the error body.
 Nothing here is written by hand but the words."""
+
 from __future__ import annotations
 
 import re
@@ -24,16 +25,28 @@ REF = "#/components/schemas/{model}"
 ERRORS = {
     400: ("BadInput", "Bad input: the message says what to send (fields: each field in error)"),
     401: ("NotSignedIn", "Not signed in (IDEMDASH_AUTH=basic or proxy)"),
-    403: ("Forbidden", "Not allowed: a viewer, read-only mode, a cross-origin request, another host with "
-                       "IDEMDASH_AUTH=none, or a database privilege idemdash's role lacks"),
-    404: ("NotFound", "No such key, outbox row, purge run or database; or a route of idemdash's reference tables "
-                      "asked of a database that holds another library's (its profile: see /api/v1/tables)"),
+    403: (
+        "Forbidden",
+        "Not allowed: a viewer, read-only mode, a cross-origin request, another host with "
+        "IDEMDASH_AUTH=none, or a database privilege idemdash's role lacks",
+    ),
+    404: (
+        "NotFound",
+        "No such key, outbox row, purge run or database; or a route of idemdash's reference tables "
+        "asked of a database that holds another library's (its profile: see /api/v1/tables)",
+    ),
     409: ("Conflict", "The state changed: nothing was overwritten (the answer carries the row as it is now)"),
     415: ("NotJson", "The body must be application/json"),
-    429: ("TooManySignIns", "Too many failed sign-ins from this address or for this user name (IDEMDASH_AUTH=basic): "
-                            "try again after Retry-After seconds"),
-    503: ("Unavailable", "The database is unreachable (Retry-After), cannot be used as configured, or a query "
-                         "ran past the statement timeout (the message names the index that would help)"),
+    429: (
+        "TooManySignIns",
+        "Too many failed sign-ins from this address or for this user name (IDEMDASH_AUTH=basic): "
+        "try again after Retry-After seconds",
+    ),
+    503: (
+        "Unavailable",
+        "The database is unreachable (Retry-After), cannot be used as configured, or a query "
+        "ran past the statement timeout (the message names the index that would help)",
+    ),
 }
 DESCRIPTION = (
     "Every page's JSON twin, and the operator actions. Times are ISO 8601 with a zone. Lists are "
@@ -44,17 +57,33 @@ DESCRIPTION = (
     "seconds and 30 days.\n\n"
     "Compatibility: within /api/v1 changes are additive only (a new route, parameter or answer field). A field "
     "or route that must go is first marked `deprecated` here and answered with a `Deprecation` header, for at "
-    "least one minor release, before a /api/v2 drops it.")
+    "least one minor release, before a /api/v2 drops it."
+)
 
 
 class Document(Answer):
     """This document (OpenAPI 3.1)."""
 
-    model_config = Answer.model_config | {"extra": "allow", "json_schema_extra": {"examples": [{
-        "openapi": "3.1.0", "info": {"title": "idemdash JSON API", "version": __version__},
-        "paths": {"/api/v1/overview": {"get": {
-            "operationId": "get_overview_api", "summary": "The overview's headline numbers",
-            "responses": {"200": {"description": "OK"}}}}}}]}}
+    model_config = Answer.model_config | {
+        "extra": "allow",
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "openapi": "3.1.0",
+                    "info": {"title": "idemdash JSON API", "version": __version__},
+                    "paths": {
+                        "/api/v1/overview": {
+                            "get": {
+                                "operationId": "get_overview_api",
+                                "summary": "The overview's headline numbers",
+                                "responses": {"200": {"description": "OK"}},
+                            }
+                        }
+                    },
+                }
+            ]
+        },
+    }
     openapi: str
 
 
@@ -76,22 +105,31 @@ def _path(app: Flask, rule: Rule) -> tuple[str, list[dict[str, Any]]]:
             schema["examples"] = [PATH_EXAMPLES[name]]
         elif name == "database" and "enum" in schema:
             schema["examples"] = schema["enum"][:1]
-        params.append({"name": name, "in": "path", "required": True, "schema": schema,
-                       "description": PATH_WORDS.get(name, name)})
+        params.append(
+            {"name": name, "in": "path", "required": True, "schema": schema, "description": PATH_WORDS.get(name, name)}
+        )
     return re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule), params
 
 
-PATH_WORDS = {"database": "A database's name, as IDEMDASH_CONFIG lists it.", "scope": "Idempotency scope.",
-              "key": "Idempotency key (it may contain '/').", "outbox_id": "The row's outbox_id.",
-              "run_id": "The purge run's run_id.",
-              "role": "A table of the database's profile, by what it is for (keys, inbox, outbox, or the library's "
-                      "own: outbox_state, archive, dead_letters, nodes); /api/v1/tables lists them."}
+PATH_WORDS = {
+    "database": "A database's name, as IDEMDASH_CONFIG lists it.",
+    "scope": "Idempotency scope.",
+    "key": "Idempotency key (it may contain '/').",
+    "outbox_id": "The row's outbox_id.",
+    "run_id": "The purge run's run_id.",
+    "role": "A table of the database's profile, by what it is for (keys, inbox, outbox, or the library's "
+    "own: outbox_state, archive, dead_letters, nodes); /api/v1/tables lists them.",
+}
 
 
 # an example of each path variable: a key of the demo's and the tests' seeded data
-PATH_EXAMPLES: dict[str, Any] = {"scope": "create_order", "key": "cart/0/checkout-0000",
-                                 "outbox_id": "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01", "run_id": 1,
-                                 "role": "outbox"}
+PATH_EXAMPLES: dict[str, Any] = {
+    "scope": "create_order",
+    "key": "cart/0/checkout-0000",
+    "outbox_id": "6b0e4c55-0d1f-4c43-9d8a-2f2a4a8d1e01",
+    "run_id": 1,
+    "role": "outbox",
+}
 
 
 def _parts(rule: Rule) -> list[tuple[str, str, str]]:
@@ -162,8 +200,9 @@ def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
                 "operationId": f"{method.lower()}_{name}",
                 "summary": op.summary,
                 "parameters": path_params + (_query_parameters(op.query) if op.query else []),
-                "responses": {str(op.status): {"description": op.ok.__doc__ or "OK",
-                                               "content": _content(_answer(op, refs))}},
+                "responses": {
+                    str(op.status): {"description": op.ok.__doc__ or "OK", "content": _content(_answer(op, refs))}
+                },
             }
             if op.description:
                 entry["description"] = op.description
@@ -174,18 +213,23 @@ def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
             # a database the path names that this dashboard does not serve, or a route of the reference tables on a
             # database of another library's profile (dashboard/tables.py): 404
             reference_only = not serves_every_profile(rule.endpoint)
-            errors = (*op.errors, 404) if ("{database}" in path or reference_only) and 404 not in op.errors \
-                else op.errors
+            errors = (
+                (*op.errors, 404) if ("{database}" in path or reference_only) and 404 not in op.errors else op.errors
+            )
             errors = (*errors, 429)  # any request may be signed in by a throttled address or name (basic)
             if method == "GET" and entry["parameters"]:
                 # a request line longer than the server takes (gunicorn's limit_request_line, 4094 bytes by
                 # default) is refused by the server before idemdash sees it, with a body of its own
-                entry["responses"]["414"] = {"description": "URI too long: the request line is longer than the "
-                                                            "server takes (a long key: use its page's JSON by path)"}
+                entry["responses"]["414"] = {
+                    "description": "URI too long: the request line is longer than the "
+                    "server takes (a long key: use its page's JSON by path)"
+                }
             for status in sorted(errors):
                 if status == 409 and op.conflict is not None:
-                    entry["responses"]["409"] = {"description": ERRORS[409][1],
-                                                 "content": _content(refs[(op.conflict, "serialization")])}
+                    entry["responses"]["409"] = {
+                        "description": ERRORS[409][1],
+                        "content": _content(refs[(op.conflict, "serialization")]),
+                    }
                 else:
                     entry["responses"][str(status)] = {"$ref": f"#/components/responses/{ERRORS[status][0]}"}
             paths.setdefault(path, {})[method.lower()] = entry
@@ -196,8 +240,9 @@ def build(app: Flask, *, strict: bool = True) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": definitions.get("$defs", {}),
-            "responses": {name: {"description": words, "content": _content(error_ref)}
-                          for name, words in ERRORS.values()},
+            "responses": {
+                name: {"description": words, "content": _content(error_ref)} for name, words in ERRORS.values()
+            },
         },
     }
 

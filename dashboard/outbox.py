@@ -1,4 +1,5 @@
 """/outbox and its JSON twin: backlog and lag, per event type, likely poison events, the row list."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -22,20 +23,20 @@ MANY_ATTEMPTS_SHOWN = 20
 DEFINITIONS = {
     "backlog.pending": "outbox rows with status = 'pending'",
     "backlog.lag_seconds": f"age of the oldest pending row with attempt_count < {MANY_ATTEMPTS} (not likely poison): "
-                           "the lag every page shows",
+    "the lag every page shows",
     "backlog.poison_oldest_seconds": f"age of the oldest pending row with attempt_count >= {MANY_ATTEMPTS}",
     "backlog.pending_many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS} (likely poison)",
     "backlog.healthy_lag_seconds": f"age of the oldest pending row with attempt_count < {MANY_ATTEMPTS}: how far "
-                                   "behind the relay is, without the poison rows it keeps failing on",
+    "behind the relay is, without the poison rows it keeps failing on",
     "backlog.oldest_poison_at": f"created_at of the oldest pending row with attempt_count >= {MANY_ATTEMPTS}",
     "parked": "rows an operator parked (status = 'parked'): the relay publishes only pending rows, so they wait "
-              f"until released; oldest first, at most {outbox_actions.PARKED_SHOWN}",
+    f"until released; oldest first, at most {outbox_actions.PARKED_SHOWN}",
     "by_event_type": "event types that have pending rows or rows published in the last 24 hours, most pending "
-                     f"first, at most {outbox.EVENT_TYPES_SHOWN}",
+    f"first, at most {outbox.EVENT_TYPES_SHOWN}",
     "by_event_type.pending": "pending rows of this event type; oldest_pending_at and max_attempts over those rows",
     "by_event_type.published_24h": "rows of this event type whose published_at is within the last 24 hours",
     "many_attempts": f"pending rows with attempt_count >= {MANY_ATTEMPTS}, most attempts first, at most "
-                     f"{MANY_ATTEMPTS_SHOWN}",
+    f"{MANY_ATTEMPTS_SHOWN}",
     "items": "rows with the requested status (pending: oldest first; any other status: newest first)",
 }
 
@@ -47,8 +48,14 @@ def _outbox() -> dict:
     tables = get_target().tables
     try:
         # a malformed cursor raises ValueError from inside the query function: bad input, 400
-        rows = panels.load(outbox.list_outbox, tables, flt, after=after, limit=limit,
-                           index="index_outbox_pending" if flt.status == "pending" else "index_outbox_status_created")
+        rows = panels.load(
+            outbox.list_outbox,
+            tables,
+            flt,
+            after=after,
+            limit=limit,
+            index="index_outbox_pending" if flt.status == "pending" else "index_outbox_status_created",
+        )
     except ValueError as exc:
         abort(400, str(exc))
     return {
@@ -57,12 +64,18 @@ def _outbox() -> dict:
         "limit": limit,
         "after": after,
         "rows": rows,
-        "summary": panels.load(outbox.get_outbox_summary, tables, min_attempts=MANY_ATTEMPTS,
-                               index="index_outbox_pending"),
+        "summary": panels.load(
+            outbox.get_outbox_summary, tables, min_attempts=MANY_ATTEMPTS, index="index_outbox_pending"
+        ),
         # pending rows and a day of published ones per type: precomputed at scale, see dashboard/rollups.py
         "event_types": rollups.load_one("outbox_event_types"),
-        "many_attempts": panels.load(outbox.list_outbox_many_attempts, tables, min_attempts=MANY_ATTEMPTS,
-                                     limit=MANY_ATTEMPTS_SHOWN, index="index_outbox_attempts"),
+        "many_attempts": panels.load(
+            outbox.list_outbox_many_attempts,
+            tables,
+            min_attempts=MANY_ATTEMPTS,
+            limit=MANY_ATTEMPTS_SHOWN,
+            index="index_outbox_attempts",
+        ),
         "many_attempts_threshold": MANY_ATTEMPTS,
         "many_attempts_shown": MANY_ATTEMPTS_SHOWN,
         "event_types_shown": outbox.EVENT_TYPES_SHOWN,
@@ -95,13 +108,23 @@ def page():
     fragment = bool(htmx_request())
     # the filter form is outside the fragment: a fragment render needs no choices for it
     statuses = _status_choices(data["flt"].status)
-    return render("outbox.html", "outbox_panel", **data, statuses=[data["flt"].status] if fragment else statuses,
-                  parked=_parked(statuses))
+    return render(
+        "outbox.html",
+        "outbox_panel",
+        **data,
+        statuses=[data["flt"].status] if fragment else statuses,
+        parked=_parked(statuses),
+    )
 
 
 @bp.get("/api/v1/outbox")
-@contract.operation("The outbox: its backlog and lag, per event type, likely poison rows, parked rows, and one page "
-                    "of rows in a status", query=schema.OutboxQuery, ok=schema.OutboxPage, also=(ProfileOutbox,))
+@contract.operation(
+    "The outbox: its backlog and lag, per event type, likely poison rows, parked rows, and one page "
+    "of rows in a status",
+    query=schema.OutboxQuery,
+    ok=schema.OutboxPage,
+    also=(ProfileOutbox,),
+)
 def api() -> schema.OutboxPage | ProfileOutbox:
     if not one_model.rich(get_target().settings, "outbox"):
         return profile_lists.outbox_answer()
@@ -110,9 +133,15 @@ def api() -> schema.OutboxPage | ProfileOutbox:
     parked = panels.require(_parked(_status_choices(data["flt"].status)))
     summary = panels.require(data["summary"])
     return schema.OutboxPage(
-        items=rows.items, next_cursor=rows.next_cursor, status=data["flt"].status,
-        event_type=data["flt"].event_type, as_of=data["as_of"],
+        items=rows.items,
+        next_cursor=rows.next_cursor,
+        status=data["flt"].status,
+        event_type=data["flt"].event_type,
+        as_of=data["as_of"],
         backlog=schema.Backlog.model_validate(asdict(summary) | {"many_attempts_threshold": MANY_ATTEMPTS}),
-        by_event_type=panels.require(data["event_types"]), many_attempts=panels.require(data["many_attempts"]),
-        parked=parked, definitions=DEFINITIONS,
-        precomputed=rollups.precomputed(by_event_type=data["event_types"]))
+        by_event_type=panels.require(data["event_types"]),
+        many_attempts=panels.require(data["many_attempts"]),
+        parked=parked,
+        definitions=DEFINITIONS,
+        precomputed=rollups.precomputed(by_event_type=data["event_types"]),
+    )

@@ -6,6 +6,7 @@ judge: it changes the row only while its status is the one the action needs and,
 count is given, a park's row is still likely poison (the relay retrying it meanwhile refuses nothing) and a
 release's count unchanged; it never waits behind the relay, and writes the audit row in the same statement.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -31,15 +32,28 @@ def move(outbox_id: uuid.UUID, action: str, reason: str, expected_attempt_count:
     target = get_target()
     try:
         with target.write() as conn:
-            result = outbox_actions.move_outbox_row(conn, target.tables, outbox_id, action, actor=current_user().name,
-                                                    reason=reason, expected_attempt_count=expected_attempt_count)
+            result = outbox_actions.move_outbox_row(
+                conn,
+                target.tables,
+                outbox_id,
+                action,
+                actor=current_user().name,
+                reason=reason,
+                expected_attempt_count=expected_attempt_count,
+            )
     except errors.LockNotAvailable as exc:
-        raise ActionError(409, "the relay holds this row right now (it may be publishing it), so nothing was "
-                               "changed: look at the row again in a moment") from exc
+        raise ActionError(
+            409,
+            "the relay holds this row right now (it may be publishing it), so nothing was "
+            "changed: look at the row again in a moment",
+        ) from exc
     except (errors.CheckViolation, errors.InvalidTextRepresentation) as exc:
-        raise ActionError(409, "the outbox table refuses status 'parked' (a CHECK constraint or an enum without "
-                               "that value), so nothing was changed: /health (outbox.parked) gives the SQL that "
-                               "allows it") from exc
+        raise ActionError(
+            409,
+            "the outbox table refuses status 'parked' (a CHECK constraint or an enum without "
+            "that value), so nothing was changed: /health (outbox.parked) gives the SQL that "
+            "allows it",
+        ) from exc
     with target.read(primary=True) as conn:
         row = outbox_queries.get_outbox_row(conn, target.tables, outbox_id)
     if row is None:
@@ -54,13 +68,19 @@ def _why_not(action: str, row: Any, expected_attempt_count: int | None) -> str:
     if row.status != needed:
         if row.status == "published":
             return "the row is published: the relay delivered it, and a published row is never changed"
-        return (f"the row is {row.status} now, not {needed}: someone or the relay changed it since you looked. "
-                "Nothing was changed.")
+        return (
+            f"the row is {row.status} now, not {needed}: someone or the relay changed it since you looked. "
+            "Nothing was changed."
+        )
     if action == outbox_actions.PARK:
-        return (f"the row is no longer likely poison: attempt_count is {row.attempt_count}, you saw "
-                f"{expected_attempt_count} (someone reset it for another try). Nothing was changed.")
-    return (f"changed since you looked: attempt_count is {row.attempt_count}, you saw {expected_attempt_count}. "
-            "Nothing was changed.")
+        return (
+            f"the row is no longer likely poison: attempt_count is {row.attempt_count}, you saw "
+            f"{expected_attempt_count} (someone reset it for another try). Nothing was changed."
+        )
+    return (
+        f"changed since you looked: attempt_count is {row.attempt_count}, you saw {expected_attempt_count}. "
+        "Nothing was changed."
+    )
 
 
 def _api(action: str) -> Any:
@@ -73,16 +93,24 @@ def _api(action: str) -> Any:
 
 @bp.post("/api/v1/outbox/park")
 @json_action
-@contract.operation("Park a pending outbox row: the relay leaves it alone until it is released", body=schema.MoveBody,
-                    ok=schema.Moved, conflict=schema.OutboxConflict)
+@contract.operation(
+    "Park a pending outbox row: the relay leaves it alone until it is released",
+    body=schema.MoveBody,
+    ok=schema.Moved,
+    conflict=schema.OutboxConflict,
+)
 def park_api() -> Any:
     return _api(outbox_actions.PARK)
 
 
 @bp.post("/api/v1/outbox/release")
 @json_action
-@contract.operation("Release a parked outbox row: pending again, for the relay to publish", body=schema.MoveBody,
-                    ok=schema.Moved, conflict=schema.OutboxConflict)
+@contract.operation(
+    "Release a parked outbox row: pending again, for the relay to publish",
+    body=schema.MoveBody,
+    ok=schema.Moved,
+    conflict=schema.OutboxConflict,
+)
 def release_api() -> Any:
     return _api(outbox_actions.RELEASE)
 

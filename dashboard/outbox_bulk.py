@@ -3,6 +3,7 @@ the rules of the keys' bulk reclassification (dashboard/bulk.py). A preview coun
 records their ids; a confirmation names the preview's as_of and count, moves exactly the rows it showed that are
 still pending and likely poison (a release: still parked), never more than it counted, in batches that skip a row
 the relay holds (and come back for it), and is one audit entry each row's entry points to."""
+
 from __future__ import annotations
 
 import time
@@ -45,11 +46,25 @@ def preview(move: BulkMove) -> dict:
         by_type = outbox_bulk.count_bulk_rows(conn, db.tables, move)
         rows = outbox_bulk.list_bulk_rows(conn, db.tables, move, cap)
         count = sum(c.rows for c in by_type)
-        outbox_bulk.insert_bulk_preview(conn, move, as_of, candidates=count, by_event_type=by_type,
-                                        ids=[r.outbox_id for r in rows], actor=current_user().name)
-    return {"as_of": as_of, "action": move.action, "count": count, "cap": cap, "filter": move.to_json(),
-            "filter_text": filter_in_words(move), "by_event_type": [c.__dict__ for c in by_type],
-            "sample": [r.__dict__ for r in rows[:outbox_bulk.SAMPLE_ROWS]]}
+        outbox_bulk.insert_bulk_preview(
+            conn,
+            move,
+            as_of,
+            candidates=count,
+            by_event_type=by_type,
+            ids=[r.outbox_id for r in rows],
+            actor=current_user().name,
+        )
+    return {
+        "as_of": as_of,
+        "action": move.action,
+        "count": count,
+        "cap": cap,
+        "filter": move.to_json(),
+        "filter_text": filter_in_words(move),
+        "by_event_type": [c.__dict__ for c in by_type],
+        "sample": [r.__dict__ for r in rows[: outbox_bulk.SAMPLE_ROWS]],
+    }
 
 
 def apply(move: BulkMove, as_of: Any, reason: str, previewed: int | None) -> dict:
@@ -60,25 +75,36 @@ def apply(move: BulkMove, as_of: Any, reason: str, previewed: int | None) -> dic
     bulk_id = uuid.uuid4()
     with db.write() as conn:
         if database_now(conn) - as_of > PREVIEW_MAX_AGE:
-            raise ActionError(409,
-                              "the preview is more than 15 minutes old: preview again and confirm what you see now")
+            raise ActionError(
+                409, "the preview is more than 15 minutes old: preview again and confirm what you see now"
+            )
         recorded = outbox_bulk.get_bulk_preview(conn, move, as_of)
         if recorded is None:
-            raise ActionError(409, f"no outbox preview was taken at {as_of.isoformat()}: preview first, then confirm "
-                                   "with the as_of it returns. Nothing was changed.")
+            raise ActionError(
+                409,
+                f"no outbox preview was taken at {as_of.isoformat()}: preview first, then confirm "
+                "with the as_of it returns. Nothing was changed.",
+            )
         if not recorded.matches:
             shown = BulkMove(recorded.action.removeprefix("outbox-"), recorded.filter.get("event_type"))
-            raise ActionError(409, f"this confirmation is to {move.action} {filter_in_words(move)}, but the preview at "
-                                   f"{as_of.isoformat()} showed: {shown.action} {filter_in_words(shown)}. Nothing "
-                                   "was changed: preview again and confirm what it shows.")
+            raise ActionError(
+                409,
+                f"this confirmation is to {move.action} {filter_in_words(move)}, but the preview at "
+                f"{as_of.isoformat()} showed: {shown.action} {filter_in_words(shown)}. Nothing "
+                "was changed: preview again and confirm what it shows.",
+            )
         if previewed is not None and previewed != recorded.candidates:
-            raise ActionError(409, f"this confirmation says its preview showed {previewed} rows, but the preview at "
-                                   f"{as_of.isoformat()} counted {recorded.candidates}. Nothing was changed: preview "
-                                   "again and confirm what it shows.")
+            raise ActionError(
+                409,
+                f"this confirmation says its preview showed {previewed} rows, but the preview at "
+                f"{as_of.isoformat()} counted {recorded.candidates}. Nothing was changed: preview "
+                "again and confirm what it shows.",
+            )
         ids = recorded.ids
         before = outbox_bulk.count_bulk_left(conn, db.tables, move, ids)
-        parent_id = outbox_bulk.insert_bulk_audit(conn, move, as_of, reason=reason, actor=actor, bulk_id=bulk_id,
-                                                  previewed=recorded.candidates)
+        parent_id = outbox_bulk.insert_bulk_audit(
+            conn, move, as_of, reason=reason, actor=actor, bulk_id=bulk_id, previewed=recorded.candidates
+        )
         most = min(recorded.candidates, len(ids))
         changed = _batch(conn, move, ids, reason, parent_id, min(BATCH, most)) if most else 0
     deadline = time.monotonic() + RETRY_SECONDS
@@ -93,15 +119,31 @@ def apply(move: BulkMove, as_of: Any, reason: str, previewed: int | None) -> dic
             time.sleep(0.05)  # every row still to move is held by the relay right now
     with db.read(primary=True) as conn:
         remaining = outbox_bulk.count_bulk_left(conn, db.tables, move, ids)
-    return {"bulk_id": str(bulk_id), "audit_id": parent_id, "as_of": as_of, "action": move.action,
-            "filter": move.to_json(), "filter_text": filter_in_words(move), "previewed": recorded.candidates,
-            "changed": changed, "skipped": max(before - changed, 0) + (len(ids) - before),
-            "still_eligible": remaining}
+    return {
+        "bulk_id": str(bulk_id),
+        "audit_id": parent_id,
+        "as_of": as_of,
+        "action": move.action,
+        "filter": move.to_json(),
+        "filter_text": filter_in_words(move),
+        "previewed": recorded.candidates,
+        "changed": changed,
+        "skipped": max(before - changed, 0) + (len(ids) - before),
+        "still_eligible": remaining,
+    }
 
 
 def _batch(conn, move: BulkMove, ids: list[str], reason: str, parent_id: int, size: int) -> int:
-    return outbox_bulk.move_bulk_batch(conn, get_target().tables, move, ids, reason=reason,
-                                       actor=current_user().name, parent_id=parent_id, batch_size=size)
+    return outbox_bulk.move_bulk_batch(
+        conn,
+        get_target().tables,
+        move,
+        ids,
+        reason=reason,
+        actor=current_user().name,
+        parent_id=parent_id,
+        batch_size=size,
+    )
 
 
 def _run(body: schema.OutboxBulkBody) -> dict:
@@ -113,9 +155,12 @@ def _run(body: schema.OutboxBulkBody) -> dict:
 
 
 @bp.post("/api/v1/outbox/park-bulk")
-@contract.operation("Preview, then park (or release) many outbox rows: every likely poison row of an event type; "
-                    "a confirmation names the preview's as_of and acts only on what it showed",
-                    body=schema.OutboxBulkBody, ok=schema.OutboxBulkAnswer)
+@contract.operation(
+    "Preview, then park (or release) many outbox rows: every likely poison row of an event type; "
+    "a confirmation names the preview's as_of and acts only on what it showed",
+    body=schema.OutboxBulkBody,
+    ok=schema.OutboxBulkAnswer,
+)
 @json_action
 def park_bulk_api():
     try:
@@ -145,5 +190,4 @@ def park_bulk_form():
         result = _run(body)
     except ActionError as exc:
         return render("outbox_bulk.html", None, step="error", error=exc.message, form=form, result=None), exc.status
-    return render("outbox_bulk.html", None, step="done" if confirm else "preview", form=form, body=body,
-                  result=result)
+    return render("outbox_bulk.html", None, step="done" if confirm else "preview", form=form, body=body, result=result)

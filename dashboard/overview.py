@@ -1,4 +1,5 @@
 """`/` and `GET /api/v1/overview`: the headline numbers an on-call engineer sees first."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -23,14 +24,18 @@ from idemdash.queries import keys, overview, snapshots
 
 bp = Blueprint("overview", __name__)
 
+
 def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
     """Stuck and processing read now; the counts by status and window possibly precomputed (dashboard/rollups.py)."""
     if not live.ok:
         return live
     if not window.ok:
         return window
-    return panels.Panel(value=overview.KeyCounts.combine(panels.require(live), panels.require(window)),
-                        computed_at=window.computed_at, computed_ms=window.computed_ms)
+    return panels.Panel(
+        value=overview.KeyCounts.combine(panels.require(live), panels.require(window)),
+        computed_at=window.computed_at,
+        computed_ms=window.computed_ms,
+    )
 
 
 def _overview() -> dict:
@@ -41,8 +46,9 @@ def _overview() -> dict:
     window, inbox = rollups.load(("key_windows", ""), ("inbox_volume", ""))
     return {
         "as_of": datetime.now(timezone.utc),
-        "keys": _key_counts(panels.load(overview.count_processing_keys, tables, lease, index="index_keys_leases"),
-                            window),
+        "keys": _key_counts(
+            panels.load(overview.count_processing_keys, tables, lease, index="index_keys_leases"), window
+        ),
         "outbox": panels.load(overview.get_outbox_backlog, tables, index="index_outbox_pending"),
         "inbox": inbox,
         "last_purges": panels.load(overview.list_recent_purge_runs),
@@ -68,39 +74,53 @@ def page():
         return profile_overview.page()
     data = _overview()
     charts = trends.charts(data["trend"].value or [], data["marks"].events)
-    return render("overview.html", "overview_panel", **data, charts=charts,
-                  stuck_where=_where_stuck(data["keys"]), breakdown_top=3,
-                  max_marks=trend_marks.MAX_EACH)
+    return render(
+        "overview.html",
+        "overview_panel",
+        **data,
+        charts=charts,
+        stuck_where=_where_stuck(data["keys"]),
+        breakdown_top=3,
+        max_marks=trend_marks.MAX_EACH,
+    )
 
 
 @bp.get("/api/v1/overview")
-@contract.operation("The overview's headline numbers: stuck and processing keys, failures and successes of the last "
-                    "24 h, the outbox backlog and lag, inbox volume, the last purges and the trends",
-                    query=schema.OverviewQuery, ok=schema.Overview, also=(ProfileOverview,))
+@contract.operation(
+    "The overview's headline numbers: stuck and processing keys, failures and successes of the last "
+    "24 h, the outbox backlog and lag, inbox volume, the last purges and the trends",
+    query=schema.OverviewQuery,
+    ok=schema.Overview,
+    also=(ProfileOverview,),
+)
 def api() -> schema.Overview | ProfileOverview:
     if not one_model.rich(get_target().settings, "keys"):
         return profile_overview.api()
     data = _overview()
     trend = data["trend"]
-    return schema.Overview.model_validate({
-        "as_of": data["as_of"],
-        "keys": panels.require(data["keys"]),
-        "outbox": panels.require(data["outbox"]),
-        "inbox": panels.require(data["inbox"]),
-        "last_purges": panels.require(data["last_purges"]),
-        # sections the scheduler precomputed (large tables): when, and how long counting them took
-        "precomputed": rollups.precomputed(keys=data["keys"], inbox=data["inbox"]),
-        "trends": {
-            "window_hours": data["trend_hours"],
-            "range": data["trend_range"],
-            "snapshot_interval_seconds": get_target().settings["SNAPSHOT_INTERVAL_SECONDS"],
-            # more snapshots than max_points come merged: 'snapshots' says how many a point stands for
-            "max_points": trends.MAX_POINTS,
-            "points": trend.value or [],
-            "problem": trend.to_json() if not trend.ok else None,
-            "markers": [{"kind": e.kind, "at": e.at, "by": e.by, "what": e.what, "audit_id": e.audit_id,
-                         "run_id": e.run_id} for e in data["marks"].events],
-            "markers_cut": data["marks"].cut,
-        },
-        "definitions": schema.definitions(data["lease_seconds"]),
-    })
+    return schema.Overview.model_validate(
+        {
+            "as_of": data["as_of"],
+            "keys": panels.require(data["keys"]),
+            "outbox": panels.require(data["outbox"]),
+            "inbox": panels.require(data["inbox"]),
+            "last_purges": panels.require(data["last_purges"]),
+            # sections the scheduler precomputed (large tables): when, and how long counting them took
+            "precomputed": rollups.precomputed(keys=data["keys"], inbox=data["inbox"]),
+            "trends": {
+                "window_hours": data["trend_hours"],
+                "range": data["trend_range"],
+                "snapshot_interval_seconds": get_target().settings["SNAPSHOT_INTERVAL_SECONDS"],
+                # more snapshots than max_points come merged: 'snapshots' says how many a point stands for
+                "max_points": trends.MAX_POINTS,
+                "points": trend.value or [],
+                "problem": trend.to_json() if not trend.ok else None,
+                "markers": [
+                    {"kind": e.kind, "at": e.at, "by": e.by, "what": e.what, "audit_id": e.audit_id, "run_id": e.run_id}
+                    for e in data["marks"].events
+                ],
+                "markers_cut": data["marks"].cut,
+            },
+            "definitions": schema.definitions(data["lease_seconds"]),
+        }
+    )

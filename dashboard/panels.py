@@ -5,6 +5,7 @@ that panel says so and names the index that would help, and the rest of the
 page still renders. A missing table or column (a schema that differs from
 the contract) degrades the panel the same way, with what to check.
 """
+
 from __future__ import annotations
 
 import time
@@ -26,13 +27,13 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Panel(Generic[T]):
     value: T | None = None
-    problem: str | None = None     # None, 'timeout' or 'schema'
+    problem: str | None = None  # None, 'timeout' or 'schema'
     message: str | None = None
     index_sql: str | None = None
     index_why: str | None = None
     # set when the value was precomputed by the scheduler's rollup job (dashboard/rollups.py), not read now
     computed_at: datetime | None = None
-    computed_ms: float | None = None    # how long computing it took
+    computed_ms: float | None = None  # how long computing it took
 
     @property
     def ok(self) -> bool:
@@ -75,17 +76,26 @@ def load(fn: Callable[..., T], *args: Any, index: str | None = None, **kwargs: A
             return Panel(value=fn(conn, *args, **kwargs))
     except errors.QueryCanceled:
         advice = ADVICE.get(index) if index else None
-        limit = (f"the {timeout_ms} ms statement timeout" if timeout_ms >= db.statement_timeout_ms else
-                 f"the {timeout_ms} ms left of this page's time budget (slower panels before it used the rest of "
-                 f"{db.statement_timeout_ms * PAGE_BUDGET_TIMEOUTS:.0f} ms)")
+        limit = (
+            f"the {timeout_ms} ms statement timeout"
+            if timeout_ms >= db.statement_timeout_ms
+            else f"the {timeout_ms} ms left of this page's time budget (slower panels before it used the rest of "
+            f"{db.statement_timeout_ms * PAGE_BUDGET_TIMEOUTS:.0f} ms)"
+        )
         return Panel(
             problem="timeout",
             message=f"This query ran longer than {limit} and was "
-                    "stopped, so this panel is empty." + (" This index would make it fast:" if advice else ""),
+            "stopped, so this panel is empty." + (" This index would make it fast:" if advice else ""),
             index_sql=advice.as_text(db.tables) if advice else None,
-            index_why=advice.why if advice else None)
-    except (errors.UndefinedTable, errors.UndefinedColumn, errors.InvalidSchemaName,
-            errors.UndefinedFunction, errors.InsufficientPrivilege) as exc:
+            index_why=advice.why if advice else None,
+        )
+    except (
+        errors.UndefinedTable,
+        errors.UndefinedColumn,
+        errors.InvalidSchemaName,
+        errors.UndefinedFunction,
+        errors.InsufficientPrivilege,
+    ) as exc:
         cause = db.cause_of(exc, privilege="SELECT")
         db.problems.failed(cause)  # logged once, however many panels and requests trip over it
         return Panel(problem="schema", message=_schema_message(exc, cause.message))
@@ -100,6 +110,8 @@ def require(panel: Panel[T]) -> T:
 def _schema_message(exc: psycopg.Error, cause: str) -> str:
     if isinstance(exc, errors.UndefinedFunction):  # not a missing table: say what PostgreSQL said
         detail = (exc.diag.message_primary or str(exc)).strip()
-        return (f"The application tables do not match what idemdash expects ({detail}): `idemdash check` lists "
-                "what differs.")
+        return (
+            f"The application tables do not match what idemdash expects ({detail}): `idemdash check` lists "
+            "what differs."
+        )
     return f"This panel cannot be read: {cause}"

@@ -1,4 +1,5 @@
 """Liveness and readiness probes for load balancers and orchestrators."""
+
 from __future__ import annotations
 
 import psycopg
@@ -37,8 +38,13 @@ def readyz():
     if problems:
         for problem in problems:
             target.problems.failed(problem)
-        return _unavailable({"cause": problems[0].kind, "error": problems[0].message,
-                             "problems": [{"cause": p.kind, "error": p.message} for p in problems]})
+        return _unavailable(
+            {
+                "cause": problems[0].kind,
+                "error": problems[0].message,
+                "problems": [{"cause": p.kind, "error": p.message} for p in problems],
+            }
+        )
     return jsonify({"status": "ok"})
 
 

@@ -1,5 +1,6 @@
 """`/hotspots` on a database whose tables record no operator's decisions: per role table that records attempts, the
 rows with the most, by group and by owner where the table records them; a table that records no attempts says so."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -29,9 +30,11 @@ def _read(conn: Any, found: Any, settings: Any, min_attempts: int, window: Any) 
         read[role] |= {
             "top": profile_dimensions.list_attempt_rows(conn, found, table, settings, limit=TOP_ROWS, **args),
             "by_group": profile_dimensions.list_attempt_groups(conn, found, table, settings, by="group", **args)
-            if table.groups else None,
+            if table.groups
+            else None,
             "by_owner": profile_dimensions.list_attempt_groups(conn, found, table, settings, by="owner", **args)
-            if table.owner else None,
+            if table.owner
+            else None,
             "stuck_recorded": profile_dimensions.recorded(found, role, "stuck"),
         }
     return read
@@ -53,27 +56,43 @@ def _answer(read: profile_reads.Read, window: str, min_attempts: int, as_of: dat
     by_role = read.value or {}
     tables = [_table(role, read.found.table(role) if read.found else None, by_role.get(role)) for role in ROLES]
     windowed = any(t["window_applies"] for t in tables) and span is not None
-    return schema.ProfileHotspots.model_validate({
-        "profile": chosen.name, "library": chosen.library, "problem": read.problem, "as_of": as_of,
-        "window": window, "since": as_of - span if windowed and span is not None else None,
-        "min_attempts": min_attempts, "tables": tables,
-        "definitions": {
-            "hotspot": f"a row whose attempts column is at least {min_attempts}, in any state",
-            "window": "rows whose change time (the table's column that records when a row last changed) is within "
-                      "the window; a table that records none counts every row (window_applies false)",
-            "stuck": "the library's own stuck rule, as /tables counts it; null where the library records none",
-            "by_group": f"hotspot rows per value of the table's group columns, the {profile_dimensions.GROUP_LIMIT} "
-                        "with the most first",
-            "by_owner": "hotspot rows per owner (the owner column, as text)",
-            "top_rows": f"the {TOP_ROWS} rows with the most attempts, then by identity",
-        }})
+    return schema.ProfileHotspots.model_validate(
+        {
+            "profile": chosen.name,
+            "library": chosen.library,
+            "problem": read.problem,
+            "as_of": as_of,
+            "window": window,
+            "since": as_of - span if windowed and span is not None else None,
+            "min_attempts": min_attempts,
+            "tables": tables,
+            "definitions": {
+                "hotspot": f"a row whose attempts column is at least {min_attempts}, in any state",
+                "window": "rows whose change time (the table's column that records when a row last changed) is within "
+                "the window; a table that records none counts every row (window_applies false)",
+                "stuck": "the library's own stuck rule, as /tables counts it; null where the library records none",
+                "by_group": "hotspot rows per value of the table's group columns, the "
+                f"{profile_dimensions.GROUP_LIMIT} "
+                "with the most first",
+                "by_owner": "hotspot rows per owner (the owner column, as text)",
+                "top_rows": f"the {TOP_ROWS} rows with the most attempts, then by identity",
+            },
+        }
+    )
 
 
 def _groups(rows: list | None, field: str, stuck_known: bool) -> list | None:
     if rows is None:
         return None
-    return [{field: g.group_values, "rows": g.rows, "stuck": g.stuck if stuck_known else None,
-             "max_attempts": g.max_attempts} for g in rows[:profile_dimensions.GROUP_LIMIT]]
+    return [
+        {
+            field: g.group_values,
+            "rows": g.rows,
+            "stuck": g.stuck if stuck_known else None,
+            "max_attempts": g.max_attempts,
+        }
+        for g in rows[: profile_dimensions.GROUP_LIMIT]
+    ]
 
 
 def _table(role: str, name: str | None, read: dict[str, Any] | None) -> dict[str, Any]:
@@ -81,14 +100,29 @@ def _table(role: str, name: str | None, read: dict[str, Any] | None) -> dict[str
     got = read if read and "top" in read else None
     stuck_known = bool(got and got["stuck_recorded"])
     return {
-        "role": role, "table": name,
+        "role": role,
+        "table": name,
         **{dim: asdict(profile_reads.dimension(table, dim, role)) for dim in ("attempts", "group", "owner")},
         "window_applies": table is not None and profile_dimensions.window_applies(table),
         "by_group": _groups(got["by_group"], "group", stuck_known) if got else None,
         "by_owner": _groups(got["by_owner"], "owner", stuck_known) if got else None,
-        "top_rows": [{"identity": r.identity, "attempts": r.attempts, "group": r.group_values, "owner": r.owner,
-                      "stuck": r.stuck if stuck_known else None, "url": profile_reads.row_url(role, r.identity)}
-                     for r in got["top"]] if got else None,
-        "truncated": bool(got and any(g is not None and len(g) > profile_dimensions.GROUP_LIMIT
-                                      for g in (got["by_group"], got["by_owner"]))),
+        "top_rows": [
+            {
+                "identity": r.identity,
+                "attempts": r.attempts,
+                "group": r.group_values,
+                "owner": r.owner,
+                "stuck": r.stuck if stuck_known else None,
+                "url": profile_reads.row_url(role, r.identity),
+            }
+            for r in got["top"]
+        ]
+        if got
+        else None,
+        "truncated": bool(
+            got
+            and any(
+                g is not None and len(g) > profile_dimensions.GROUP_LIMIT for g in (got["by_group"], got["by_owner"])
+            )
+        ),
     }

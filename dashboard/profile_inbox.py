@@ -1,6 +1,7 @@
 """`/inbox` and `GET /api/v1/inbox` on a database whose inbox is another library's: its numbers, and its rows by
 consumer (the table's group columns) with how long ago each consumer's oldest and newest rows came
 (dashboard/inbox.py dispatches, dashboard/one_model.py)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -24,8 +25,11 @@ def answer() -> schema.ProfileInbox:
 
     def read(conn: Any) -> tuple[Any, Any]:
         numbers = read_role_numbers(conn, target.settings, ("inbox",), POISON_MIN_ATTEMPTS)
-        groups = list_group_volumes(conn, numbers.found, "inbox", target.settings, contains=consumer) \
-            if numbers.found is not None and table is not None else None
+        groups = (
+            list_group_volumes(conn, numbers.found, "inbox", target.settings, contains=consumer)
+            if numbers.found is not None and table is not None
+            else None
+        )
         return numbers, groups
 
     numbers, groups = panels.require(panels.load(read))
@@ -34,10 +38,24 @@ def answer() -> schema.ProfileInbox:
     absent = numbers.problem if numbers.found is None else absent_words(model, "inbox", mine)
     missing = {} if records(table, "group") else {"groups": not_recorded(model, "group", "inbox")}
     return schema.ProfileInbox(
-        database=target.name, profile=model.name, library=model.library,
-        numbers=None if absent else role_panel(model, "inbox", mine), no_table=absent, consumer=consumer,
+        database=target.name,
+        profile=model.name,
+        library=model.library,
+        numbers=None if absent else role_panel(model, "inbox", mine),
+        no_table=absent,
+        consumer=consumer,
         group_columns=list(table.groups) if table else [],
-        groups=[schema.GroupVolume(group=[None if v is None else str(v) for v in g.group_values], rows=g.rows,
-                                   oldest_seconds=g.oldest_seconds, newest_seconds=g.newest_seconds)
-                for g in groups] if groups is not None else None,
-        not_recorded=missing, as_of=datetime.now(timezone.utc))
+        groups=[
+            schema.GroupVolume(
+                group=[None if v is None else str(v) for v in g.group_values],
+                rows=g.rows,
+                oldest_seconds=g.oldest_seconds,
+                newest_seconds=g.newest_seconds,
+            )
+            for g in groups
+        ]
+        if groups is not None
+        else None,
+        not_recorded=missing,
+        as_of=datetime.now(timezone.utc),
+    )

@@ -3,6 +3,7 @@ rows in one meaning (tabs with each meaning's count), a group filter where the l
 `/outbox` adds its numbers and backlog by group, `/outbox/poison` its pending rows with many attempts. Rows are shown
 as the library stored them (the row's page: /tables/<role>/row?id=). dashboard/keys.py and dashboard/outbox.py
 dispatch here (dashboard/one_model.py)."""
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,20 @@ def read_rows(role: str, *, min_attempts: int | None = None) -> dict[str, Any]:
         # the poison list shows no count: its table and attempts column only
         numbers = read_role_numbers(conn, target.settings, (role,), POISON_MIN_ATTEMPTS, count=min_attempts is None)
         state = _state(model, numbers.found, role, meaning)
-        rows = list_narrowed_rows(conn, numbers.found, state, target.settings, group=group, min_attempts=min_attempts,
-                                  after=after, limit=args.limit + 1) if state and numbers.found else []
+        rows = (
+            list_narrowed_rows(
+                conn,
+                numbers.found,
+                state,
+                target.settings,
+                group=group,
+                min_attempts=min_attempts,
+                after=after,
+                limit=args.limit + 1,
+            )
+            if state and numbers.found
+            else []
+        )
         return numbers, rows
 
     numbers, rows = panels.require(panels.load(read))
@@ -85,24 +98,50 @@ def read_rows(role: str, *, min_attempts: int | None = None) -> dict[str, Any]:
         missing = {"rows": absent}
     elif min_attempts is None and meaning not in (mine.counts if mine else {}):
         missing["state"] = f"{meaning} is not recorded by {model.library} for its {role} table"
-    return {"model": model, "table": table, "numbers": numbers, "mine": mine, "meaning": meaning, "group": group,
-            "items": items, "next_cursor": next_cursor, "not_recorded": missing, "args": args, "absent": absent,
-            "as_of": datetime.now(timezone.utc)}
+    return {
+        "model": model,
+        "table": table,
+        "numbers": numbers,
+        "mine": mine,
+        "meaning": meaning,
+        "group": group,
+        "items": items,
+        "next_cursor": next_cursor,
+        "not_recorded": missing,
+        "args": args,
+        "absent": absent,
+        "as_of": datetime.now(timezone.utc),
+    }
 
 
-def rows_answer(role: str, data: dict[str, Any], model_type: type[schema.ProfileRows] = schema.ProfileRows,
-                **more: Any) -> schema.ProfileRows:
+def rows_answer(
+    role: str, data: dict[str, Any], model_type: type[schema.ProfileRows] = schema.ProfileRows, **more: Any
+) -> schema.ProfileRows:
     model, table, mine, found = data["model"], data["table"], data["mine"], data["numbers"].found
     counts = mine.counts if mine else {}
-    return model_type.model_validate({
-        "database": get_target().name, "profile": model.name, "library": model.library, "role": role,
-        "table": mine.name if mine else None, "no_table": data["absent"],
-        "state": data["meaning"], "group": data["group"],
-        "group_column": named(column(table, "group") or "", found.naming) if table and table.groups and found
-        else None,
-        "tabs": [{"meaning": m, "count": counts.get(m), "recorded": m in counts} for m in MEANINGS if m != "purgeable"],
-        "items": data["items"], "next_cursor": data["next_cursor"], "not_recorded": data["not_recorded"],
-        "as_of": data["as_of"], **more})
+    return model_type.model_validate(
+        {
+            "database": get_target().name,
+            "profile": model.name,
+            "library": model.library,
+            "role": role,
+            "table": mine.name if mine else None,
+            "no_table": data["absent"],
+            "state": data["meaning"],
+            "group": data["group"],
+            "group_column": named(column(table, "group") or "", found.naming)
+            if table and table.groups and found
+            else None,
+            "tabs": [
+                {"meaning": m, "count": counts.get(m), "recorded": m in counts} for m in MEANINGS if m != "purgeable"
+            ],
+            "items": data["items"],
+            "next_cursor": data["next_cursor"],
+            "not_recorded": data["not_recorded"],
+            "as_of": data["as_of"],
+            **more,
+        }
+    )
 
 
 def outbox_answer() -> schema.ProfileOutbox:
@@ -116,12 +155,21 @@ def _outbox() -> tuple[schema.ProfileOutbox, Found | None]:
     backlog = None
     if table is not None and table.groups and found is not None:
         by_role = panels.require(panels.load(list_backlogs, found, target.settings))
-        backlog = [BacklogGroup(group=[None if v is None else str(v) for v in g.group_values], rows=g.rows,
-                                lag_seconds=g.lag_seconds) for g in by_role.get("outbox", [])]
-    answer = rows_answer("outbox", data, schema.ProfileOutbox,
-                         numbers=None if data["absent"] else role_panel(model, "outbox", data["mine"]),
-                         by_group=backlog, by_group_columns=list(table.groups) if table else [],
-                         definitions=definitions(model))
+        backlog = [
+            BacklogGroup(
+                group=[None if v is None else str(v) for v in g.group_values], rows=g.rows, lag_seconds=g.lag_seconds
+            )
+            for g in by_role.get("outbox", [])
+        ]
+    answer = rows_answer(
+        "outbox",
+        data,
+        schema.ProfileOutbox,
+        numbers=None if data["absent"] else role_panel(model, "outbox", data["mine"]),
+        by_group=backlog,
+        by_group_columns=list(table.groups) if table else [],
+        definitions=definitions(model),
+    )
     assert isinstance(answer, schema.ProfileOutbox)
     return answer, found
 
@@ -139,17 +187,24 @@ def _poison() -> tuple[schema.ProfilePoison, Found | None]:
     absent = data["absent"] if data else absent_words(model, "outbox", mine)
     note = None if recorded else (absent or not_recorded(model, "attempts", "outbox"))
     return schema.ProfilePoison(
-        database=get_target().name, profile=model.name, library=model.library,
-        table=mine.name if mine else None, poison_threshold=POISON_MIN_ATTEMPTS, recorded=recorded, note=note,
+        database=get_target().name,
+        profile=model.name,
+        library=model.library,
+        table=mine.name if mine else None,
+        poison_threshold=POISON_MIN_ATTEMPTS,
+        recorded=recorded,
+        note=note,
         items=data["items"] if data and recorded else [],
         next_cursor=data["next_cursor"] if data and recorded else None,
-        as_of=datetime.now(timezone.utc)), data["numbers"].found if data else None
+        as_of=datetime.now(timezone.utc),
+    ), data["numbers"].found if data else None
 
 
 def keys_page():
     data = read_rows("keys")
-    return render("profile_keys.html", "keys_panel", report=rows_answer("keys", data),
-                  **reading("keys", data["numbers"].found))
+    return render(
+        "profile_keys.html", "keys_panel", report=rows_answer("keys", data), **reading("keys", data["numbers"].found)
+    )
 
 
 def outbox_page():
@@ -171,9 +226,11 @@ def reading(role: str, found: Found | None) -> dict[str, Any]:
         return {"times": {}, "zone": "UTC", "identity_columns": []}
     table = model.table_of(role, found.version)
     naming = found.naming
-    return {"times": {named(t.column, naming): t.unit for t in table.times},
-            "zone": zone_name(setting(target.settings, "LIBRARY_TIMEZONE")),
-            "identity_columns": [named(c, naming) for c in table.identity]}
+    return {
+        "times": {named(t.column, naming): t.unit for t in table.times},
+        "zone": zone_name(setting(target.settings, "LIBRARY_TIMEZONE")),
+        "identity_columns": [named(c, naming) for c in table.identity],
+    }
 
 
 def key_identity(scope: str, key: str) -> str:
@@ -184,9 +241,12 @@ def key_identity(scope: str, key: str) -> str:
     if table is None:
         abort(404, no_table(model, "keys"))
     if len(table.identity) != 2:
-        abort(404, f"{model.library} tells its keys apart by {', '.join(table.identity)}, not by a scope and a key: "
-                   f"open the row at {url_for('table_rows.row_page', role='keys')}?id=<identity> (the identity is "
-                   f"a JSON array, as /tables/keys lists it)")
+        abort(
+            404,
+            f"{model.library} tells its keys apart by {', '.join(table.identity)}, not by a scope and a key: "
+            f"open the row at {url_for('table_rows.row_page', role='keys')}?id=<identity> (the identity is "
+            f"a JSON array, as /tables/keys lists it)",
+        )
     return json.dumps([scope, key])
 
 
@@ -199,7 +259,10 @@ def outbox_identity(outbox_id: Any) -> str:
         abort(404, no_table(model, "outbox"))
     types = {c.name: c.types for c in table.columns}
     if len(table.identity) != 1 or types.get(table.identity[0]) != ("uuid",):
-        abort(404, f"{model.library} tells its outbox rows apart by {', '.join(table.identity)}, not by one uuid: "
-                   f"open the row at {url_for('table_rows.row_page', role='outbox')}?id=<identity> (the identity is "
-                   f"a JSON array, as /tables/outbox lists it)")
+        abort(
+            404,
+            f"{model.library} tells its outbox rows apart by {', '.join(table.identity)}, not by one uuid: "
+            f"open the row at {url_for('table_rows.row_page', role='outbox')}?id=<identity> (the identity is "
+            f"a JSON array, as /tables/outbox lists it)",
+        )
     return json.dumps([str(outbox_id)])

@@ -1,6 +1,7 @@
 """`/` and `GET /api/v1/overview` on a database whose tables record no operator's decisions (another library's):
 per role table, stuck, in progress, pending with its lag (poison apart), failed, done in 24 h, with what the library
 does not record said in words; the last purges and the trends where stored (dashboard/overview.py dispatches)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -31,13 +32,19 @@ def read() -> tuple[schema.ProfileOverview, list]:
     trend = panels.load(snapshots.list_snapshot_trend, hours=TREND_HOURS, max_points=trends.MAX_POINTS)
     points = trend.value if trend.ok and trend.value else []
     answer = schema.ProfileOverview(
-        database=target.name, profile=model.name, library=model.library, problem=numbers.problem,
+        database=target.name,
+        profile=model.name,
+        library=model.library,
+        problem=numbers.problem,
         roles=[role_panel(model, role, by_role.get(role)) for role in ROLES] if numbers.found else [],
         other_tables=[other_table(model, n) for n in numbers.roles if n.role not in ROLES and n.name],
-        last_purges=[LastPurge.model_validate(r) for r in purges.value] if purges.ok and purges.value is not None
+        last_purges=[LastPurge.model_validate(r) for r in purges.value]
+        if purges.ok and purges.value is not None
         else None,
         trends=[OverviewTrendPoint.model_validate(p) for p in points],
-        definitions=definitions(model), as_of=datetime.now(timezone.utc))
+        definitions=definitions(model),
+        as_of=datetime.now(timezone.utc),
+    )
     return answer, points
 
 

@@ -2,6 +2,7 @@
 dimension, and a read over the tables ``find_configured`` finds. A page that reads the reference tables' own columns
 (their ``decisions``) keeps its own statements; every other profile is read here, on one code path, never by its
 name."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

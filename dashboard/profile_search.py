@@ -1,6 +1,7 @@
 """`/search` on a database whose tables record no operator's decisions: the pasted text looked for among the identity
 columns of every role table (a row's whole identity as its URL has it; else each identity column an index starts with,
 exactly, and by prefix for a text one), and among the owners where a table records one."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -33,18 +34,36 @@ def load(q: str) -> panels.Panel[schema.ProfileSearch]:
     read = panels.require(panel)
     chosen = profile_reads.chosen()
     searched = read.value or []
-    items = [{"role": s["role"], "table": s["table"], "identity": hit, "url": profile_reads.row_url(s["role"], hit)}
-             for s in searched for hit in s["hits"]]
+    items = [
+        {"role": s["role"], "table": s["table"], "identity": hit, "url": profile_reads.row_url(s["role"], hit)}
+        for s in searched
+        for hit in s["hits"]
+    ]
     absent = [role for role in ROLES if role_table(chosen, role) is None]
     notes = [f"{chosen.library} has no {' or '.join(absent)} table"] if absent else []
-    notes += [f"{s['table']} ({s['role']}): no index starts with an identity column, so it is not searched"
-              for s in searched if not s["compared"]]
-    return panels.Panel(value=schema.ProfileSearch.model_validate({
-        "profile": chosen.name, "library": chosen.library, "problem": read.problem,
-        "as_of": datetime.now(timezone.utc), "q": q, "match": "exact" if items else "none", "items": items,
-        "workers": [{"role": s["role"], "owner": q, "url": url_for("workers.page")} for s in searched if s["owner"]],
-        "searched": [{"role": s["role"], "table": s["table"], "compared": s["compared"]} for s in searched],
-        "notes": notes if read.problem is None else []}))
+    notes += [
+        f"{s['table']} ({s['role']}): no index starts with an identity column, so it is not searched"
+        for s in searched
+        if not s["compared"]
+    ]
+    return panels.Panel(
+        value=schema.ProfileSearch.model_validate(
+            {
+                "profile": chosen.name,
+                "library": chosen.library,
+                "problem": read.problem,
+                "as_of": datetime.now(timezone.utc),
+                "q": q,
+                "match": "exact" if items else "none",
+                "items": items,
+                "workers": [
+                    {"role": s["role"], "owner": q, "url": url_for("workers.page")} for s in searched if s["owner"]
+                ],
+                "searched": [{"role": s["role"], "table": s["table"], "compared": s["compared"]} for s in searched],
+                "notes": notes if read.problem is None else [],
+            }
+        )
+    )
 
 
 def only_place(result: schema.ProfileSearch) -> str | None:

@@ -6,6 +6,7 @@ ends ``cancelled`` with the rows deleted so far. A cancel that came while the la
 ``succeeded``, its error saying the cancel came after the last batch (queries/purges.sql, ``finish_purge_run``).
 What it had not reached yet goes at the next run. Ctrl-C on `idemdash purge` cancels the same way.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,16 +23,21 @@ from idemdash.queries import purges as purge_queries
 
 bp = Blueprint("purge_cancel", __name__)
 
+
 def cancel(run_id: int, reason: str) -> schema.CancelRequested:
     """Ask the run to stop; raises ActionError 404 (no such run) or 409 (it is not running)."""
     target = get_target()
     with target.write() as conn:
         asked = purge_queries.request_purge_cancel(conn, run_id, actor=current_user().name, reason=reason)
     if asked is not None:
-        return schema.CancelRequested(run_id=asked.run_id, table=asked.table_name,
-                                      cancel_requested_by=asked.cancel_requested_by,
-                                      cancel_requested_at=asked.cancel_requested_at, audit_id=asked.audit_id,
-                                      status_url=url_for("purges.api", run_id=run_id))
+        return schema.CancelRequested(
+            run_id=asked.run_id,
+            table=asked.table_name,
+            cancel_requested_by=asked.cancel_requested_by,
+            cancel_requested_at=asked.cancel_requested_at,
+            audit_id=asked.audit_id,
+            status_url=url_for("purges.api", run_id=run_id),
+        )
     with target.read(primary=True) as conn:
         runs = purge_history.list_purge_runs(conn, purge_history.PurgeRunFilter(run_id=run_id), limit=1).items
     if not runs:
@@ -41,8 +47,12 @@ def cancel(run_id: int, reason: str) -> schema.CancelRequested:
 
 @bp.post("/api/v1/purges/<int:run_id>/cancel")
 @json_action
-@contract.operation("Ask a running purge to stop after its current batch (409 when it is not running)",
-                    body=schema.CancelBody, ok=schema.CancelRequested, status=202)
+@contract.operation(
+    "Ask a running purge to stop after its current batch (409 when it is not running)",
+    body=schema.CancelBody,
+    ok=schema.CancelRequested,
+    status=202,
+)
 def api(run_id: int) -> Any:
     try:
         body = contract.body(schema.CancelBody)

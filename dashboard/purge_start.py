@@ -2,6 +2,7 @@
 engine as the scheduler (``jobs.purge_run.run_purge``; ``jobs.library_purge`` for another library's tables), which
 records it in ``idemdash.purge_run`` (and, started
 by a person, in the audit log); the view waits only until the run has its id."""
+
 from __future__ import annotations
 
 import logging
@@ -54,11 +55,13 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> purge_history.
     def work() -> None:
         try:
             if one_model.owns_tables(target.settings):
-                state.result = run_purge(target, table, dry_run=dry_run, started_by=started_by, by_person=True,
-                                         on_start=on_start)
+                state.result = run_purge(
+                    target, table, dry_run=dry_run, started_by=started_by, by_person=True, on_start=on_start
+                )
             else:  # another library's table, by its role: only what the library counts as finished and old
-                results = run_library_purges(target, dry_run=dry_run, started_by=started_by, by_person=True,
-                                             roles=(table,), on_start=on_start)
+                results = run_library_purges(
+                    target, dry_run=dry_run, started_by=started_by, by_person=True, roles=(table,), on_start=on_start
+                )
                 state.result = results[0] if results else None
         except BaseException as exc:  # noqa: BLE001 - reported to the waiting view, and logged
             state.error = exc
@@ -69,8 +72,9 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> purge_history.
     threading.Thread(target=work, name=f"idemdash-purge-{table}", daemon=True).start()
     state.known.wait(START_WAIT_SECONDS)
     if state.error is not None and state.run_id is None:
-        raise StartError(503, f"the {table} purge could not start: "
-                              f"{describe_error(state.error, target.dsn)}. Nothing was deleted.")
+        raise StartError(
+            503, f"the {table} purge could not start: {describe_error(state.error, target.dsn)}. Nothing was deleted."
+        )
     result = state.result
     if state.run_id is None and result is not None and result.run_id is None:
         raise StartError(503, f"the {table} purge could not start: {result.error or 'no detail'}. Nothing was deleted.")
@@ -81,8 +85,12 @@ def start_purge(table: str, *, dry_run: bool, started_by: str) -> purge_history.
     with db.read(primary=True) as conn:
         run = purge_history.get_purge_run(conn, run_id)
     if run is not None and run.outcome == "skipped":
-        raise StartError(409, f"a purge of {table} is already running, so this one was not started (recorded as "
-                              f"run {run.run_id}, outcome skipped): "
-                              f"{run.error or 'the table is locked by another run'}. Wait for the running one to "
-                              "finish.", run)
+        raise StartError(
+            409,
+            f"a purge of {table} is already running, so this one was not started (recorded as "
+            f"run {run.run_id}, outcome skipped): "
+            f"{run.error or 'the table is locked by another run'}. Wait for the running one to "
+            "finish.",
+            run,
+        )
     return run

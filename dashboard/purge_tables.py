@@ -2,6 +2,7 @@
 on a database of another library's profile, each of its tables that has a state the library counts as finished
 and old (``jobs/library_purge.py``), under its role (``outbox``, ``archive``, ...) as the page, the API and
 ``idemdash purge --table`` call it."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from idemdash.queries.profile_states import binds, retention_setting
 
 DELETES = {
     "keys": "Terminal idempotency keys (succeeded, failed_final) whose expires_at has passed; never processing "
-            "or failed_retryable keys.",
+    "or failed_retryable keys.",
     "inbox": "Inbox rows whose processed_at is older than the retention.",
     "outbox": "Published outbox rows whose published_at is older than the retention; never pending rows.",
 }
@@ -29,20 +30,20 @@ LABELS = {"keys": "Idempotency keys", "inbox": "Inbox", "outbox": "Outbox"}
 
 @dataclass(frozen=True)
 class PurgeTable:
-    table: str                 # keys, inbox, outbox; or a library table's role
+    table: str  # keys, inbox, outbox; or a library table's role
     label: str
-    relation: str              # schema.table, as configured or found
-    history_name: str          # its name in idemdash.purge_run: the role for the reference tables, else schema.table
+    relation: str  # schema.table, as configured or found
+    history_name: str  # its name in idemdash.purge_run: the role for the reference tables, else schema.table
     deletes: str
     retention: str
     retention_days: int | None
-    schedule_of: str           # whose schedule its scheduled purge keeps: keys, inbox or outbox (PURGE_*_SCHEDULE)
+    schedule_of: str  # whose schedule its scheduled purge keeps: keys, inbox or outbox (PURGE_*_SCHEDULE)
 
 
 @dataclass(frozen=True)
 class PurgeTables:
     tables: tuple[PurgeTable, ...]
-    problem: str | None = None   # the library's tables were not found where the configuration points
+    problem: str | None = None  # the library's tables were not found where the configuration points
 
     def keys(self) -> tuple[str, ...]:
         return tuple(t.table for t in self.tables)
@@ -65,8 +66,18 @@ def _reference(config: Mapping[str, Any]) -> PurgeTables:
         else:
             days = config[setting]
             retention = f"{_days(days)} after {'processed_at' if table == 'inbox' else 'published_at'}"
-        found.append(PurgeTable(table, LABELS.get(table, table), f"{tables.schema}.{getattr(tables, table)}", table,
-                                DELETES.get(table, ""), retention, days, table))
+        found.append(
+            PurgeTable(
+                table,
+                LABELS.get(table, table),
+                f"{tables.schema}.{getattr(tables, table)}",
+                table,
+                DELETES.get(table, ""),
+                retention,
+                days,
+                table,
+            )
+        )
     return PurgeTables(tuple(found))
 
 
@@ -85,12 +96,23 @@ def _library(config: Mapping[str, Any]) -> PurgeTables:
         else:
             days, retention = None, f"each row's own expiry, as {chosen.library} writes it"
         note = f" ({state.note})" if state.note else ""
-        deletes = (f"Rows {chosen.library} itself counts as finished and old{note}; never a row it still has to "
-                   "send, handle or retry.")
+        deletes = (
+            f"Rows {chosen.library} itself counts as finished and old{note}; never a row it still has to "
+            "send, handle or retry."
+        )
         name = found.table(state.table) or state.table
-        tables.append(PurgeTable(state.table, f"{state.table.replace('_', ' ').capitalize()}: {name}",
-                                 history_name(found, state.table), history_name(found, state.table), deletes,
-                                 retention, days, schedule_of(state.table)))
+        tables.append(
+            PurgeTable(
+                state.table,
+                f"{state.table.replace('_', ' ').capitalize()}: {name}",
+                history_name(found, state.table),
+                history_name(found, state.table),
+                deletes,
+                retention,
+                days,
+                schedule_of(state.table),
+            )
+        )
     return PurgeTables(tuple(tables))
 
 

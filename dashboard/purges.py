@@ -3,6 +3,7 @@ and "run now" (a dry run first on the page; scripts may purge directly through t
 
 A run started here runs in this web process (dashboard/purge_start.py), through the scheduler's engine.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,30 +36,38 @@ bp.add_app_template_filter(pacing_words.exact, "pacing_exact")
 DRY_RUN_FRESH = timedelta(hours=1)
 POLL_RUNNING, POLL_IDLE = "3s", "15s"
 
-METHODS = {"due_index": "through the index of due rows", "heap": "page by page (the table was mostly due)",
-           "primary_key": "walking the primary key"}
+METHODS = {
+    "due_index": "through the index of due rows",
+    "heap": "page by page (the table was mostly due)",
+    "primary_key": "walking the primary key",
+}
 
 
 @dataclass(frozen=True)
 class TableStatus:
     table: str
     label: str
-    schedule_of: str         # whose schedule setting it keeps: keys, inbox or outbox
-    relation: str            # schema.table, as configured
+    schedule_of: str  # whose schedule setting it keeps: keys, inbox or outbox
+    relation: str  # schema.table, as configured
     deletes: str
     retention: str
     retention_days: int | None
-    schedule: str | None     # crontab line in UTC, 'off', or None when not configured
+    schedule: str | None  # crontab line in UTC, 'off', or None when not configured
     next_run_at: datetime | None
     runs: purge_history.TableRuns
     running: list[purge_history.PurgeRun] = field(default_factory=list)
-    dry_run_ready: purge_history.PurgeRun | None = None   # the dry run a "Purge now" follows, when there is one
+    dry_run_ready: purge_history.PurgeRun | None = None  # the dry run a "Purge now" follows, when there is one
 
     def answer(self) -> schema.TableStatus:
         return schema.TableStatus.model_validate(
-            asdict(self) | {"last_run": self.runs.last_run, "last_dry_run": self.runs.last_dry_run,
-                            "last_success_at": self.runs.last_success.finished_at if self.runs.last_success else None,
-                            "running": self.running})
+            asdict(self)
+            | {
+                "last_run": self.runs.last_run,
+                "last_dry_run": self.runs.last_dry_run,
+                "last_success_at": self.runs.last_success.finished_at if self.runs.last_success else None,
+                "running": self.running,
+            }
+        )
 
 
 def next_run_at(config: Mapping[str, Any], table: str, now: datetime) -> datetime | None:
@@ -67,8 +76,9 @@ def next_run_at(config: Mapping[str, Any], table: str, now: datetime) -> datetim
     return None if trigger is None else trigger.get_next_fire_time(None, now)
 
 
-def _dry_run_ready(runs: purge_history.TableRuns, running: list[purge_history.PurgeRun],
-                   now: datetime) -> purge_history.PurgeRun | None:
+def _dry_run_ready(
+    runs: purge_history.TableRuns, running: list[purge_history.PurgeRun], now: datetime
+) -> purge_history.PurgeRun | None:
     dry = runs.last_dry_run
     if dry is None or running or dry.finished_at is None or now - dry.finished_at > DRY_RUN_FRESH:
         return None
@@ -86,17 +96,28 @@ def _table_statuses(now: datetime, tables: PurgeTables) -> tuple[panels.Panel, p
     for t in tables.tables:
         table_runs = (runs.value or {}).get(t.history_name) or purge_history.TableRuns(t.history_name)
         table_running = [r for r in running.value or [] if r.table_name == t.history_name]
-        statuses.append(TableStatus(
-            table=t.table, label=t.label, schedule_of=t.schedule_of, relation=t.relation, deletes=t.deletes,
-            retention=t.retention, retention_days=t.retention_days,
-            schedule=config.get(SCHEDULE_SETTING[t.schedule_of]),
-            next_run_at=next_run_at(config, t.schedule_of, now), runs=table_runs, running=table_running,
-            dry_run_ready=_dry_run_ready(table_runs, table_running, now)))
+        statuses.append(
+            TableStatus(
+                table=t.table,
+                label=t.label,
+                schedule_of=t.schedule_of,
+                relation=t.relation,
+                deletes=t.deletes,
+                retention=t.retention,
+                retention_days=t.retention_days,
+                schedule=config.get(SCHEDULE_SETTING[t.schedule_of]),
+                next_run_at=next_run_at(config, t.schedule_of, now),
+                runs=table_runs,
+                running=table_running,
+                dry_run_ready=_dry_run_ready(table_runs, table_running, now),
+            )
+        )
     return runs, running, statuses
 
 
-def _purges(flt: purge_history.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50) -> dict[str,
-                                                                                                                Any]:
+def _purges(
+    flt: purge_history.PurgeRunFilter | None = None, after: str | None = None, limit: int = 50
+) -> dict[str, Any]:
     now = datetime.now(timezone.utc)
     flt = flt or purge_history.PurgeRunFilter()
     tables = purge_tables()
@@ -114,12 +135,24 @@ def _purges(flt: purge_history.PurgeRunFilter | None = None, after: str | None =
     # The panels are separate reads: poll fast while any of them shows a run in progress.
     listed = panels.require(history).items if history.ok else []
     in_progress = bool(running.value) or any(r.outcome == "running" for r in listed)
-    partitions = _partitions([r.run_id for r in panels.require(history).items if r.partitions_dropped or r.dry_run]
-                             if history.ok else [])
-    return {"as_of": now, "history": history, "flt": flt, "after": after, "limit": limit, "table_runs": runs,
-            "tables_problem": tables.problem, "chosen_table": _key_of(flt.table, tables),
-            "running": running, "tables": statuses, "poll": POLL_RUNNING if in_progress else POLL_IDLE,
-            "partitions": partitions, "methods": METHODS}
+    partitions = _partitions(
+        [r.run_id for r in panels.require(history).items if r.partitions_dropped or r.dry_run] if history.ok else []
+    )
+    return {
+        "as_of": now,
+        "history": history,
+        "flt": flt,
+        "after": after,
+        "limit": limit,
+        "table_runs": runs,
+        "tables_problem": tables.problem,
+        "chosen_table": _key_of(flt.table, tables),
+        "running": running,
+        "tables": statuses,
+        "poll": POLL_RUNNING if in_progress else POLL_IDLE,
+        "partitions": partitions,
+        "methods": METHODS,
+    }
 
 
 def _partitions(run_ids: list[int]) -> dict[int, list[partitions_queries.PartitionRecord]]:
@@ -134,8 +167,10 @@ def _partitions(run_ids: list[int]) -> dict[int, list[partitions_queries.Partiti
 def _unknown_table(table: object, tables: PurgeTables) -> str:
     keys = [repr(k) for k in tables.keys()]  # noqa: SIM118 (PurgeTables has keys(), no __iter__)
     if not keys:
-        return f"this database has no table to purge: none of its tables has rows its library counts as finished " \
-               f"and old (got {table!r})"
+        return (
+            f"this database has no table to purge: none of its tables has rows its library counts as finished "
+            f"and old (got {table!r})"
+        )
     have = keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} or {keys[-1]}"
     return f"table must be one of {have}, the tables this database's purges empty (got {table!r})"
 
@@ -145,9 +180,18 @@ def _key_of(history_name: str | None, tables: PurgeTables) -> str | None:
 
 
 def _page_args(flt: purge_history.PurgeRunFilter, after: str | None, limit: int) -> dict[str, Any]:
-    return {k: v for k, v in {"table": flt.table, "run_id": flt.run_id, "outcome": flt.outcome,
-                              "started_by": flt.started_by, "cursor": after,
-                              "limit": limit if limit != 50 else None}.items() if v is not None}
+    return {
+        k: v
+        for k, v in {
+            "table": flt.table,
+            "run_id": flt.run_id,
+            "outcome": flt.outcome,
+            "started_by": flt.started_by,
+            "cursor": after,
+            "limit": limit if limit != 50 else None,
+        }.items()
+        if v is not None
+    }
 
 
 def _table_arg(value: Any) -> str:
@@ -163,9 +207,14 @@ def _status_url(run_id: int | None, table: str) -> str:
 
 @bp.post("/api/v1/purges/run")
 @json_action
-@contract.operation("Start a purge of one table now (a dry run counts what would go); follow it at status_url",
-                    body=schema.RunBody, ok=schema.RunStarted, status=202, conflict=schema.RunConflict,
-                    errors=(400, 401, 403, 409, 415, 503))
+@contract.operation(
+    "Start a purge of one table now (a dry run counts what would go); follow it at status_url",
+    body=schema.RunBody,
+    ok=schema.RunStarted,
+    status=202,
+    conflict=schema.RunConflict,
+    errors=(400, 401, 403, 409, 415, 503),
+)
 def run_api() -> Any:
     try:
         body = contract.body(schema.RunBody)
@@ -175,9 +224,14 @@ def run_api() -> Any:
     except StartError as exc:
         if exc.run is None:
             return ActionError(exc.status, exc.message).json()
-        conflict = schema.RunConflict.model_validate({"error": exc.message, "run_id": exc.run.run_id,
-                                                      "outcome": exc.run.outcome,
-                                                      "status_url": _status_url(exc.run.run_id, exc.run.table_name)})
+        conflict = schema.RunConflict.model_validate(
+            {
+                "error": exc.message,
+                "run_id": exc.run.run_id,
+                "outcome": exc.run.outcome,
+                "status_url": _status_url(exc.run.run_id, exc.run.table_name),
+            }
+        )
         return jsonify(conflict.model_dump(exclude_none=True)), exc.status
     run_id = run.run_id if run else None
     location = _status_url(run_id, body.table)
@@ -187,8 +241,15 @@ def run_api() -> Any:
         response.headers["Location"] = location
         return response
 
-    return schema.RunStarted.model_validate({"run_id": run_id, "table": body.table, "dry_run": body.dry_run,
-                                             "outcome": run.outcome if run else "running", "status_url": location})
+    return schema.RunStarted.model_validate(
+        {
+            "run_id": run_id,
+            "table": body.table,
+            "dry_run": body.dry_run,
+            "outcome": run.outcome if run else "running",
+            "status_url": location,
+        }
+    )
 
 
 @bp.post("/purges/run")
@@ -215,8 +276,9 @@ def run_form():
         return render("purges.html", None, **_purges(), page_args={}, message=message), exc.status
     if not htmx:
         return redirect(url_for("purges.page", started=run.run_id if run else 0), code=303)
-    return render("purges.html", "purges_panel", **_purges(), page_args={},
-                  message=_started_message(run, table, dry_run))
+    return render(
+        "purges.html", "purges_panel", **_purges(), page_args={}, message=_started_message(run, table, dry_run)
+    )
 
 
 def _started_message(run: purge_history.PurgeRun | None, table: str, dry_run: bool) -> tuple[str, str]:
@@ -241,16 +303,21 @@ def _check_dry_run_first(table: str, after_dry_run: str) -> None:
         raise StartError(409, f"a purge of {table} is running (run {status.running[0].run_id}): wait for it to finish")
     ready = status.dry_run_ready
     if ready is None or ready.run_id != dry_id:
-        raise StartError(409, f"the dry run you saw (run {dry_id}) is no longer the latest fresh dry run of {table} "
-                              "(another run happened since, or it is over an hour old): run a dry run again, then "
-                              "purge.")
+        raise StartError(
+            409,
+            f"the dry run you saw (run {dry_id}) is no longer the latest fresh dry run of {table} "
+            "(another run happened since, or it is over an hour old): run a dry run again, then "
+            "purge.",
+        )
 
 
 # -- pages ----------------------------------------------------------------------------------------------------
 
+
 def _read_args(args: schema.PurgesQuery) -> tuple[purge_history.PurgeRunFilter, str | None, int]:
-    flt = purge_history.PurgeRunFilter(table=args.table, run_id=args.run_id, outcome=args.outcome,
-                                       started_by=args.started_by)
+    flt = purge_history.PurgeRunFilter(
+        table=args.table, run_id=args.run_id, outcome=args.outcome, started_by=args.started_by
+    )
     return flt, args.cursor, args.limit
 
 
@@ -261,15 +328,27 @@ def page():
     message = None
     started = args.started
     if started is not None:
-        message = ("ok", f"Run {started} started; its progress and result show below." if started
-                   else "The run started; it appears in the history below.")
-    return render("purges.html", "purges_panel", **_purges(flt, after, limit), page_args=_page_args(flt, after, limit),
-                  message=message)
+        message = (
+            "ok",
+            f"Run {started} started; its progress and result show below."
+            if started
+            else "The run started; it appears in the history below.",
+        )
+    return render(
+        "purges.html",
+        "purges_panel",
+        **_purges(flt, after, limit),
+        page_args=_page_args(flt, after, limit),
+        message=message,
+    )
 
 
 @bp.get("/api/v1/purges")
-@contract.operation("The purge history (newest first), the runs in progress, and each table's retention, schedule "
-                    "and latest runs", query=schema.PurgesQuery, ok=schema.PurgeHistory)
+@contract.operation(
+    "The purge history (newest first), the runs in progress, and each table's retention, schedule and latest runs",
+    query=schema.PurgesQuery,
+    ok=schema.PurgeHistory,
+)
 def api() -> schema.PurgeHistory:
     flt, after, limit = _read_args(contract.query(schema.PurgesQuery))
     data = _purges(flt, after, limit)
@@ -278,14 +357,27 @@ def api() -> schema.PurgeHistory:
     panels.require(data["running"])
     partitions = data["partitions"]
     return schema.PurgeHistory(
-        items=[schema.HistoryRun.model_validate(
-            asdict(run) | {"partitions": [_partition(p) for p in partitions.get(run.run_id, [])]})
-            for run in history.items],
-        next_cursor=history.next_cursor, as_of=data["as_of"], running=data["running"].value,
-        tables=[t.answer() for t in data["tables"]])
+        items=[
+            schema.HistoryRun.model_validate(
+                asdict(run) | {"partitions": [_partition(p) for p in partitions.get(run.run_id, [])]}
+            )
+            for run in history.items
+        ],
+        next_cursor=history.next_cursor,
+        as_of=data["as_of"],
+        running=data["running"].value,
+        tables=[t.answer() for t in data["tables"]],
+    )
 
 
 def _partition(record: partitions_queries.PartitionRecord) -> schema.PartitionRecord:
     return schema.PartitionRecord.model_validate(
-        {"partition": f"{record.partition_schema}.{record.partition_name}", "action": record.action,
-         "rows": record.rows, "from": record.bound_from, "to": record.bound_to, "detail": record.detail})
+        {
+            "partition": f"{record.partition_schema}.{record.partition_name}",
+            "action": record.action,
+            "rows": record.rows,
+            "from": record.bound_from,
+            "to": record.bound_to,
+            "detail": record.detail,
+        }
+    )

@@ -2,6 +2,7 @@
 otherwise fetched live like any panel (statement timeout, a degraded panel that names its index). A panel from
 a stored rollup carries ``computed_at`` and the page says so.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,14 +34,19 @@ def _panel(target, name: str, variant: str, stored: rollups.StoredRollup | None)
     rollup = rollups.ROLLUPS[name]
     if stored is not None and rollups.usable(stored, rollup):
         try:
-            return panels.Panel(value=rollup.assemble(rollups.decode_rows(rollup, stored.payload)),
-                                computed_at=stored.computed_at, computed_ms=stored.duration_ms)
+            return panels.Panel(
+                value=rollup.assemble(rollups.decode_rows(rollup, stored.payload)),
+                computed_at=stored.computed_at,
+                computed_ms=stored.duration_ms,
+            )
         except rollups.RollupDecodeError as exc:
             log.warning("%s; computing it live", exc)
     panel = panels.load(rollup.compute, target.tables, target.settings, variant, index=rollup.index)
     if panel.problem == "timeout":
-        hint = (f" At this table size the scheduler precomputes it every {rollup.every_seconds} s (rollup "
-                f"'{name}'), and no fresh value was stored: is `idemdash scheduler` running?")
+        hint = (
+            f" At this table size the scheduler precomputes it every {rollup.every_seconds} s (rollup "
+            f"'{name}'), and no fresh value was stored: is `idemdash scheduler` running?"
+        )
         message, marker, rest = (panel.message or "").partition(" This index would make it fast:")
         panel = replace(panel, message=message + hint + marker + rest)
     return panel
@@ -52,5 +58,8 @@ def load_one(name: str, variant: str = "") -> panels.Panel:
 
 def precomputed(**named: panels.Panel) -> dict[str, Any]:
     """For a JSON answer: the sections that came from a rollup, when they were computed and how long that took."""
-    return {name: {"computed_at": panel.computed_at, "computed_ms": round(panel.computed_ms or 0.0, 1)}
-            for name, panel in named.items() if panel.computed_at is not None}
+    return {
+        name: {"computed_at": panel.computed_at, "computed_ms": round(panel.computed_ms or 0.0, 1)}
+        for name, panel in named.items()
+        if panel.computed_at is not None
+    }

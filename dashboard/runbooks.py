@@ -2,6 +2,7 @@
 (`/runbook/stuck-keys`, `/runbook/outbox-backlog`): alerts link to them. On a database whose tables record no
 operator's decisions, each runbook's steps are read off the profile's role tables and what they record
 (dashboard/profile_runbooks.py), never off its name."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,24 +22,32 @@ bp = Blueprint("runbooks", __name__)
 
 @dataclass(frozen=True)
 class Runbook:
-    name: str          # what IDEMDASH_RUNBOOK_URL's {runbook} is filled with
+    name: str  # what IDEMDASH_RUNBOOK_URL's {runbook} is filled with
     endpoint: str
     title: str
-    when: str          # the alert or the symptom that sends someone here
+    when: str  # the alert or the symptom that sends someone here
     covers: str
 
 
 RUNBOOKS = (
-    Runbook("stuck-keys", "runbooks.stuck_keys", "Stuck idempotency keys",
-            "The alert says keys are stuck in processing, or clients report \"still processing\" for a request "
-            "that never finishes.",
-            "What a stuck key means, how to tell from its evidence whether its work happened, and how to reclassify "
-            "it (already succeeded, safe to retry, abandoned, needs review), one key or many; the SQL to look by "
-            "hand."),
-    Runbook("outbox-backlog", "runbooks.outbox_backlog", "Outbox backlog growing",
-            "The alert says the outbox backlog or its lag is growing: events are written but not published.",
-            "Is the publisher running, one event type or all, poison rows, a publisher stuck in a transaction, "
-            "or load; what never to do; the SQL to look by hand."),
+    Runbook(
+        "stuck-keys",
+        "runbooks.stuck_keys",
+        "Stuck idempotency keys",
+        'The alert says keys are stuck in processing, or clients report "still processing" for a request '
+        "that never finishes.",
+        "What a stuck key means, how to tell from its evidence whether its work happened, and how to reclassify "
+        "it (already succeeded, safe to retry, abandoned, needs review), one key or many; the SQL to look by "
+        "hand.",
+    ),
+    Runbook(
+        "outbox-backlog",
+        "runbooks.outbox_backlog",
+        "Outbox backlog growing",
+        "The alert says the outbox backlog or its lag is growing: events are written but not published.",
+        "Is the publisher running, one event type or all, poison rows, a publisher stuck in a transaction, "
+        "or load; what never to do; the SQL to look by hand.",
+    ),
 )
 
 
@@ -53,13 +62,23 @@ def stuck_keys():
     shown = contract.query(schema.RunbookQuery)
     if not profile_reads.rich("keys"):
         return render("runbook_profile.html", None, runbook=profile_runbooks.stuck())
-    return render("runbook_stuck.html", None, scope=shown.scope, key=shown.key, outcomes=OUTCOMES,
-                  inspection=inspection_sql(get_target().tables, shown.scope, shown.key))
+    return render(
+        "runbook_stuck.html",
+        None,
+        scope=shown.scope,
+        key=shown.key,
+        outcomes=OUTCOMES,
+        inspection=inspection_sql(get_target().tables, shown.scope, shown.key),
+    )
 
 
 @bp.get("/runbook/outbox-backlog")
 def outbox_backlog():
     if not profile_reads.rich("outbox"):
         return render("runbook_profile.html", None, runbook=profile_runbooks.backlog())
-    return render("runbook_outbox.html", None, inspection=outbox_inspection_sql(get_target().tables),
-                  poison_min=outbox.POISON_MIN_ATTEMPTS)
+    return render(
+        "runbook_outbox.html",
+        None,
+        inspection=outbox_inspection_sql(get_target().tables),
+        poison_min=outbox.POISON_MIN_ATTEMPTS,
+    )

@@ -1,4 +1,5 @@
 """/suppression and its JSON twin: per scope, keys created in a window that ran once vs needed a re-claim."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -21,12 +22,14 @@ assert set(WINDOW_LABELS) == set(suppression.WINDOWS) == set(get_args(Window))
 
 
 def counts_sentence(window: str) -> str:
-    return (f"Keys whose created_at is within the last {WINDOW_LABELS[window]}, per idempotency_scope: "
-            "first_attempt keys ran once (attempt_count = 1); retried keys needed a re-claim after a stale lease "
-            "or a retryable failure (attempt_count > 1); extra_attempts = sum(attempt_count) - keys, each a "
-            "duplicate execution the key let through safely, not a duplicate effect; status columns are the "
-            "status now; replays of succeeded keys (client retries answered from the stored response) do not "
-            "change the row and are not counted.")
+    return (
+        f"Keys whose created_at is within the last {WINDOW_LABELS[window]}, per idempotency_scope: "
+        "first_attempt keys ran once (attempt_count = 1); retried keys needed a re-claim after a stale lease "
+        "or a retryable failure (attempt_count > 1); extra_attempts = sum(attempt_count) - keys, each a "
+        "duplicate execution the key let through safely, not a duplicate effect; status columns are the "
+        "status now; replays of succeeded keys (client retries answered from the stored response) do not "
+        "change the row and are not counted."
+    )
 
 
 def _suppression() -> dict:
@@ -49,29 +52,53 @@ def _recorded() -> bool:
 
 def _not_recorded() -> ProfileSuppression:
     chosen = profile_reads.chosen()
-    return ProfileSuppression(profile=chosen.name, library=chosen.library, problem=None,
-                              as_of=datetime.now(timezone.utc), window=contract.query(schema.SuppressionQuery).window,
-                              recorded=False, note=not_recorded(chosen, "suppression"))
+    return ProfileSuppression(
+        profile=chosen.name,
+        library=chosen.library,
+        problem=None,
+        as_of=datetime.now(timezone.utc),
+        window=contract.query(schema.SuppressionQuery).window,
+        recorded=False,
+        note=not_recorded(chosen, "suppression"),
+    )
 
 
 @bp.get("/suppression")
 def page():
     if not _recorded():
-        return render("suppression.html", "suppression_panel", unrecorded=_not_recorded(), windows=WINDOW_LABELS,
-                      window=contract.query(schema.SuppressionQuery).window)
+        return render(
+            "suppression.html",
+            "suppression_panel",
+            unrecorded=_not_recorded(),
+            windows=WINDOW_LABELS,
+            window=contract.query(schema.SuppressionQuery).window,
+        )
     return render("suppression.html", "suppression_panel", **_suppression())
 
 
 @bp.get("/api/v1/suppression")
-@contract.operation("Per scope, keys created in the window that ran once vs needed a re-claim, and the extra "
-                    "attempts the keys let through safely; on a library's database that records none, says so",
-                    query=schema.SuppressionQuery, ok=SuppressionAnswer)
+@contract.operation(
+    "Per scope, keys created in the window that ran once vs needed a re-claim, and the extra "
+    "attempts the keys let through safely; on a library's database that records none, says so",
+    query=schema.SuppressionQuery,
+    ok=SuppressionAnswer,
+)
 def api() -> SuppressionAnswer:
     if not _recorded():
         return SuppressionAnswer(_not_recorded())
     data = _suppression()
     result = panels.require(data["panel"])
-    return SuppressionAnswer(schema.Suppression.model_validate({
-        "window": data["window"], "since": result.since, "as_of": data["as_of"], "scopes": result.scopes,
-        "truncated": result.more, "totals": result.totals, "counts": data["counts"],
-        "precomputed": rollups.precomputed(scopes=data["panel"])}))
+    return SuppressionAnswer(
+        schema.Suppression.model_validate(
+            {
+                "window": data["window"],
+                "since": result.since,
+                "as_of": data["as_of"],
+                "scopes": result.scopes,
+                "truncated": result.more,
+                "totals": result.totals,
+                "counts": data["counts"],
+                "precomputed": rollups.precomputed(scopes=data["panel"]),
+            }
+        )
+    )

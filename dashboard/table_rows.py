@@ -1,6 +1,7 @@
 """`/tables/<role>?state=` and `/tables/<role>/row?id=` (and their JSON): the rows of a library's table in one of
 its states, oldest first, and one row whole with the states it is in, read through the database's profile
 (queries/profile_rows.py). Rows are shown as the library stored them, by its own column names."""
+
 from __future__ import annotations
 
 import shlex
@@ -41,8 +42,11 @@ def _found(conn: Any, settings: Any) -> Found:
 def _table(found: Found, role: str) -> Table:
     chosen = profile(found.profile)
     if role not in {t.role for t in chosen.tables} or found.table(role) is None:
-        abort(404, f"no {role!r} table here: the {chosen.library} tables found are "
-                   + ", ".join(f"{name} ({r})" for r, name in found.tables))
+        abort(
+            404,
+            f"no {role!r} table here: the {chosen.library} tables found are "
+            + ", ".join(f"{name} ({r})" for r, name in found.tables),
+        )
     return chosen.table_of(role, found.version)
 
 
@@ -70,19 +74,31 @@ def _read_rows(role: str) -> tuple[schema.Rows, Found, Table]:
         found = _found(conn, target.settings)
         table = _table(found, role)
         state = _state(found, role, args.state)
-        rows = list_state_rows(conn, found, state, params_for(state, target.settings),
-                               after=after, limit=args.limit + 1)
+        rows = list_state_rows(
+            conn, found, state, params_for(state, target.settings), after=after, limit=args.limit + 1
+        )
         return found, table, state, rows
 
     found, table, state, rows = panels.require(panels.load(read))
     more = len(rows) > args.limit
-    rows = rows[:args.limit]
+    rows = rows[: args.limit]
     next_cursor = cursor.encode([rows[-1].order_value, rows[-1].identity_value]) if more else None
-    return schema.Rows(database=target.name, profile=found.profile, role=role, table=found.table(role) or role,
-                       state=args.state, note=state.note,
-                       order_column=named(column, found.naming) if (column := order_column(table, state)) else None,
-                       items=[schema.RowItem(identity=r.identity_value, row=r.row_json) for r in rows],
-                       next_cursor=next_cursor, as_of=datetime.now(timezone.utc)), found, table
+    return (
+        schema.Rows(
+            database=target.name,
+            profile=found.profile,
+            role=role,
+            table=found.table(role) or role,
+            state=args.state,
+            note=state.note,
+            order_column=named(column, found.naming) if (column := order_column(table, state)) else None,
+            items=[schema.RowItem(identity=r.identity_value, row=r.row_json) for r in rows],
+            next_cursor=next_cursor,
+            as_of=datetime.now(timezone.utc),
+        ),
+        found,
+        table,
+    )
 
 
 def row_answer(role: str, identity: str | None = None) -> schema.Row:
@@ -96,33 +112,60 @@ def _read_row(role: str, identity: str | None = None) -> tuple[schema.Row, Found
     def read(conn: Any) -> tuple[Found, dict | None, list, list, list]:
         found = _found(conn, target.settings)
         _table(found, role)  # 404 for a role the profile or the database lacks
-        actions = [(a, applies(conn, found, a, role, identity))
-                   for a in profile(found.profile).actions if role in a.tables]
-        return (found, get_row(conn, found, role, identity), row_states(conn, found, role, identity, target.settings),
-                actions, row_facts(conn, found, role, identity, target.settings))
+        actions = [
+            (a, applies(conn, found, a, role, identity)) for a in profile(found.profile).actions if role in a.tables
+        ]
+        return (
+            found,
+            get_row(conn, found, role, identity),
+            row_states(conn, found, role, identity, target.settings),
+            actions,
+            row_facts(conn, found, role, identity, target.settings),
+        )
 
     found, row, states, actions, facts = panels.require(panels.load(read))
     if row is None:
         abort(404, f"no row of {found.table(role)} has the identity {identity}")
     inside = {s.meaning for s, is_in in states if is_in}
-    commands = [schema.RowCommand(label=c.label, command=_command(c, row, found))
-                for c in profile(found.profile).commands if c.table == role and inside & set(c.meanings)]
-    return schema.Row(database=target.name, profile=found.profile, role=role, table=found.table(role) or role,
-                      identity=identity, row={k: _cut(v) for k, v in row.items()},
-                      states=[schema.RowState.model_validate({"meaning": s.meaning, "inside": inside, "note": s.note})
-                              for s, inside in states],
-                      actions=[_action(found, a, ok, row, target.settings) for a, ok in actions],
-                      application_acts=profile(found.profile).application_acts or None,
-                      facts=[schema.RowFact(label=label, text=text) for label, text in facts], commands=commands,
-                      as_of=datetime.now(timezone.utc)), found, _table(found, role)
+    commands = [
+        schema.RowCommand(label=c.label, command=_command(c, row, found))
+        for c in profile(found.profile).commands
+        if c.table == role and inside & set(c.meanings)
+    ]
+    return (
+        schema.Row(
+            database=target.name,
+            profile=found.profile,
+            role=role,
+            table=found.table(role) or role,
+            identity=identity,
+            row={k: _cut(v) for k, v in row.items()},
+            states=[
+                schema.RowState.model_validate({"meaning": s.meaning, "inside": inside, "note": s.note})
+                for s, inside in states
+            ],
+            actions=[_action(found, a, ok, row, target.settings) for a, ok in actions],
+            application_acts=profile(found.profile).application_acts or None,
+            facts=[schema.RowFact(label=label, text=text) for label, text in facts],
+            commands=commands,
+            as_of=datetime.now(timezone.utc),
+        ),
+        found,
+        _table(found, role),
+    )
 
 
 def _action(found: Found, action: LibraryAction, ok: bool, row: dict, settings: Any) -> schema.RowAction:
     source = action.source
-    return schema.RowAction(name=action.name, label=action.label, does=action.does,
-                            source=f"https://github.com/{source.repo}/blob/{source.commit}/{source.path}",
-                            enabled=action.name in library_actions(settings), applies=ok,
-                            expected={c: row.get(named(c, found.naming)) for c in action.expected})
+    return schema.RowAction(
+        name=action.name,
+        label=action.label,
+        does=action.does,
+        source=f"https://github.com/{source.repo}/blob/{source.commit}/{source.path}",
+        enabled=action.name in library_actions(settings),
+        applies=ok,
+        expected={c: row.get(named(c, found.naming)) for c in action.expected},
+    )
 
 
 def _command(command: Command, row: dict[str, Any], found: Found) -> str:
@@ -143,9 +186,11 @@ def _reading(found: Found, table: Table) -> dict[str, Any]:
     """How a page reads the table's columns, by their names as found: each time column's unit (shown as how long
     ago, the absolute time on hover), the zone a library's local timestamps are written in, and the identity's
     columns (a lone one links to the row, instead of a column repeating it)."""
-    return {"times": {named(t.column, found.naming): t.unit for t in table.times},
-            "zone": zone_name(setting(get_target().settings, "LIBRARY_TIMEZONE")),
-            "identity_columns": [named(c, found.naming) for c in table.identity]}
+    return {
+        "times": {named(t.column, found.naming): t.unit for t in table.times},
+        "zone": zone_name(setting(get_target().settings, "LIBRARY_TIMEZONE")),
+        "identity_columns": [named(c, found.naming) for c in table.identity],
+    }
 
 
 @bp.get("/tables/<role>")
@@ -155,8 +200,12 @@ def rows_page(role: str):
 
 
 @bp.get("/api/v1/tables/<role>")
-@contract.operation("The rows of one of the database's tables in one of its states, as its profile defines it, "
-                    "oldest first", query=schema.RowsQuery, ok=schema.Rows, errors=ROW_ERRORS)
+@contract.operation(
+    "The rows of one of the database's tables in one of its states, as its profile defines it, oldest first",
+    query=schema.RowsQuery,
+    ok=schema.Rows,
+    errors=ROW_ERRORS,
+)
 def rows_api(role: str) -> schema.Rows:
     return _rows(role)
 
@@ -169,12 +218,23 @@ def row_page(role: str):
 def row_page_for(role: str, identity: str | None = None, action_error: str | None = None, form: Any = None):
     """The row's page; after a library action's form, with the refusal and what was typed (``action_error``)."""
     row, found, table = _read_row(role, identity)
-    return render("table_row.html", None, row=row, action_error=action_error, form=form or {},
-                  done=contract.query(schema.RowPageQuery).done, **_reading(found, table))
+    return render(
+        "table_row.html",
+        None,
+        row=row,
+        action_error=action_error,
+        form=form or {},
+        done=contract.query(schema.RowPageQuery).done,
+        **_reading(found, table),
+    )
 
 
 @bp.get("/api/v1/tables/<role>/row")
-@contract.operation("One row of one of the database's tables, whole, with each state of its table and whether the "
-                    "row is in it", query=schema.RowQuery, ok=schema.Row, errors=ROW_ERRORS)
+@contract.operation(
+    "One row of one of the database's tables, whole, with each state of its table and whether the row is in it",
+    query=schema.RowQuery,
+    ok=schema.Row,
+    errors=ROW_ERRORS,
+)
 def row_api(role: str) -> schema.Row:
     return row_answer(role)

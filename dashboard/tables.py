@@ -2,6 +2,7 @@
 counted by the library's own definition. On a database of another library's profile the on-call pages read through
 the same profile (dashboard/one_model.py); the pages of the reference tables' decisions answer 404 naming it (see
 ``refuse_reference_routes``)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -24,9 +25,29 @@ bp = Blueprint("tables", __name__)
 # blueprints that serve a database of any profile; every other one reads the reference tables
 # (the audit log is idemdash's own: purges started by people and the library's own actions are recorded there;
 # hotspots, workers, suppression, search, the stuck breakdown and the runbooks read each profile's role tables)
-EVERY_PROFILE = frozenset({"tables", "table_rows", "library_actions", "health", "probes", "openapi", "metrics",
-                           "databases", "purges", "purge_cancel", "audit", "journey", "routes_map", "hotspots",
-                           "suppression", "workers", "search", "breakdown", "runbooks"})
+EVERY_PROFILE = frozenset(
+    {
+        "tables",
+        "table_rows",
+        "library_actions",
+        "health",
+        "probes",
+        "openapi",
+        "metrics",
+        "databases",
+        "purges",
+        "purge_cancel",
+        "audit",
+        "journey",
+        "routes_map",
+        "hotspots",
+        "suppression",
+        "workers",
+        "search",
+        "breakdown",
+        "runbooks",
+    }
+)
 
 
 def _report() -> schema.Tables:
@@ -43,24 +64,55 @@ def _report() -> schema.Tables:
         for meaning in MEANINGS:
             state, count = counts.get((table.role, meaning), (None, None))
             kept = stored.get((table.role, meaning))
-            states.append(schema.StateCount.model_validate({
-                "meaning": meaning, "recorded": state is not None, "count": count,
-                "computed_at": kept.computed_at if kept else None, "estimated": bool(kept and kept.estimated),
-                "note": state.note if state is not None else f"not recorded by {chosen.library}"}))
-        backlog = [schema.BacklogGroup(group=[None if v is None else str(v) for v in g.group_values], rows=g.rows,
-                                       lag_seconds=g.lag_seconds) for g in by_role[table.role]] \
-            if table.role in by_role else None
-        tables.append(schema.TableStates(role=table.role, name=found.get(table.role), states=states,
-                                         backlog_by=list(table.groups), backlog=backlog))
+            states.append(
+                schema.StateCount.model_validate(
+                    {
+                        "meaning": meaning,
+                        "recorded": state is not None,
+                        "count": count,
+                        "computed_at": kept.computed_at if kept else None,
+                        "estimated": bool(kept and kept.estimated),
+                        "note": state.note if state is not None else f"not recorded by {chosen.library}",
+                    }
+                )
+            )
+        backlog = (
+            [
+                schema.BacklogGroup(
+                    group=[None if v is None else str(v) for v in g.group_values],
+                    rows=g.rows,
+                    lag_seconds=g.lag_seconds,
+                )
+                for g in by_role[table.role]
+            ]
+            if table.role in by_role
+            else None
+        )
+        tables.append(
+            schema.TableStates(
+                role=table.role,
+                name=found.get(table.role),
+                states=states,
+                backlog_by=list(table.groups),
+                backlog=backlog,
+            )
+        )
     slots = None
     if chosen.reads_wal and read.found:
         slots = [schema.Slot.model_validate(s) for s in panels.require(panels.load(list_logical_slots))]
-    return schema.Tables(database=target.name, slots=slots, profile=chosen.name, library=chosen.library,
-                         version=read.found.version if read.found else None, app_schema=target.settings["APP_SCHEMA"],
-                         problem=read.problem, tables=tables, cleanup=chosen.cleanup,
-                         read_only=not (one_model.owns_tables(target.settings)
-                                        or target.settings["LIBRARY_ACTIONS"]),
-                         as_of=datetime.now(timezone.utc))
+    return schema.Tables(
+        database=target.name,
+        slots=slots,
+        profile=chosen.name,
+        library=chosen.library,
+        version=read.found.version if read.found else None,
+        app_schema=target.settings["APP_SCHEMA"],
+        problem=read.problem,
+        tables=tables,
+        cleanup=chosen.cleanup,
+        read_only=not (one_model.owns_tables(target.settings) or target.settings["LIBRARY_ACTIONS"]),
+        as_of=datetime.now(timezone.utc),
+    )
 
 
 @bp.get("/tables")
@@ -69,18 +121,37 @@ def page():
 
 
 @bp.get("/api/v1/tables")
-@contract.operation("The database's tables as its profile reads them: every state of every table, counted by the "
-                    "library's own definition", ok=schema.Tables)
+@contract.operation(
+    "The database's tables as its profile reads them: every state of every table, counted by the "
+    "library's own definition",
+    ok=schema.Tables,
+)
 def api() -> schema.Tables:
     return _report()
 
 
 # routes of blueprints otherwise of the reference tables that read through the database's profile (the one model:
 # dashboard/one_model.py dispatches each to the profile's reads where the table records no operator's decisions)
-EVERY_PROFILE_ENDPOINTS = frozenset({
-    "overview.page", "overview.api", "keys.list_page", "keys.list_api", "keys.detail_page", "keys.detail_page_by_query",
-    "keys.detail_api", "keys.detail_api_by_query", "outbox.page", "outbox.api", "outbox_rows.detail_page",
-    "outbox_rows.detail_api", "outbox_rows.poison_page", "outbox_rows.poison_api", "inbox.page", "inbox.api"})
+EVERY_PROFILE_ENDPOINTS = frozenset(
+    {
+        "overview.page",
+        "overview.api",
+        "keys.list_page",
+        "keys.list_api",
+        "keys.detail_page",
+        "keys.detail_page_by_query",
+        "keys.detail_api",
+        "keys.detail_api_by_query",
+        "outbox.page",
+        "outbox.api",
+        "outbox_rows.detail_page",
+        "outbox_rows.detail_api",
+        "outbox_rows.poison_page",
+        "outbox_rows.poison_api",
+        "inbox.page",
+        "inbox.api",
+    }
+)
 
 
 def serves_every_profile(endpoint: str | None) -> bool:
@@ -106,7 +177,10 @@ def refuse_reference_routes() -> None:
         refuse_action()  # 403: an action on another library's rows, named as such
     if serves_every_profile(request.endpoint):
         return
-    abort(404, f"database {target.name} holds {profile(chosen).library} tables (profile = \"{chosen}\"), not "
-               f"idemdash's reference tables: {request.path} reads an operator's decisions, which only those record. "
-               f"Its tables and their states are at {url_for('tables.page')} (JSON: {url_for('tables.api')}); see "
-               f"docs/profiles.md.")
+    abort(
+        404,
+        f'database {target.name} holds {profile(chosen).library} tables (profile = "{chosen}"), not '
+        f"idemdash's reference tables: {request.path} reads an operator's decisions, which only those record. "
+        f"Its tables and their states are at {url_for('tables.page')} (JSON: {url_for('tables.api')}); see "
+        f"docs/profiles.md.",
+    )

@@ -17,6 +17,7 @@ Membership changes while the app runs: a fleet found by a pattern is asked again
 dict is never changed in place: each round builds a new one and replaces it in one assignment, so a request reads
 either the old or the new one whole, then closes the pools of the databases that left.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,8 +37,10 @@ from idemdash.queries.target import Target
 log = logging.getLogger(__name__)
 
 THREAD_NAME = "idemdash-fleet-discover"
-NONE_YET = ("no database yet: IDEMDASH_CONFIG describes only fleets, and no fleet's server has answered (they are "
-            "asked again every IDEMDASH_FLEET_DISCOVER_SECONDS):")
+NONE_YET = (
+    "no database yet: IDEMDASH_CONFIG describes only fleets, and no fleet's server has answered (they are "
+    "asked again every IDEMDASH_FLEET_DISCOVER_SECONDS):"
+)
 
 
 def init_app(app: Flask) -> dict[str, Target]:
@@ -90,10 +93,15 @@ def budget(config: Mapping[str, Any], targets: Mapping[str, Target], *, lazy: bo
     """The worker's pools: opened now with one database; with several on demand, within the budget, which the
     background reads share (the all-databases refresh's threads, and one for /metrics)."""
     background = min(config["FLEET_REFRESH_THREADS"], max(1, len(targets))) + 1
-    keeper = PoolBudget(targets, lazy=lazy, budget=config["FLEET_MAX_CONNECTIONS"],
-                        idle_seconds=float(config["FLEET_IDLE_SECONDS"]), background=background,
-                        wait_seconds=float(config["POOL_TIMEOUT_SECONDS"]),
-                        fan_out_threads=config["FLEET_REFRESH_THREADS"])
+    keeper = PoolBudget(
+        targets,
+        lazy=lazy,
+        budget=config["FLEET_MAX_CONNECTIONS"],
+        idle_seconds=float(config["FLEET_IDLE_SECONDS"]),
+        background=background,
+        wait_seconds=float(config["POOL_TIMEOUT_SECONDS"]),
+        fan_out_threads=config["FLEET_REFRESH_THREADS"],
+    )
     for target in targets.values():
         target.keeper = keeper
     return keeper
@@ -102,8 +110,9 @@ def budget(config: Mapping[str, Any], targets: Mapping[str, Target], *, lazy: bo
 def _none_yet() -> Response | None:
     """Only fleets, and no fleet's server answered yet: every page but /healthz answers 503 with why, plainly (the
     error page itself shows a database's context, and there is none)."""
-    if current_app.extensions["idemdash_targets"] or (request.endpoint in ("static", "probes.healthz")
-                                                      and not database_in_path()):
+    if current_app.extensions["idemdash_targets"] or (
+        request.endpoint in ("static", "probes.healthz") and not database_in_path()
+    ):
         return None
     message = NONE_YET + " " + "; ".join(current_app.extensions["idemdash_fleets"].membership.problems.values())
     if not signed_in():  # the probes and /metrics: a stranger learns "down", not the fleets' servers
@@ -144,7 +153,7 @@ class Fleets:
         self.app, self.config, self.membership = app, config, membership
         self.interval = float(app.config["FLEET_DISCOVER_SECONDS"])
         self.listeners: list[Callable[[dict[str, Target]], None]] = []
-        self._lock = threading.Lock()      # one discovery round at a time
+        self._lock = threading.Lock()  # one discovery round at a time
         self._start_lock = threading.Lock()
         self._stop = threading.Event()
         self._pid: int | None = None
@@ -195,8 +204,12 @@ class Fleets:
             self.app.extensions["idemdash_targets"] = targets  # one assignment: requests see old or new, whole
             joined = [name for name in targets if name not in old]
             left = [name for name in old if name not in targets]
-            log.info("fleet membership: %d database(s); joined: %s; left: %s", len(targets),
-                     ", ".join(joined) or "none", ", ".join(left) or "none")
+            log.info(
+                "fleet membership: %d database(s); joined: %s; left: %s",
+                len(targets),
+                ", ".join(joined) or "none",
+                ", ".join(left) or "none",
+            )
             for listener in self.listeners:
                 listener(targets)
             for name in left:
@@ -210,8 +223,10 @@ class Fleets:
         if member:
             problem = self.membership.problems.get(fleet)
             why = f"; its server does not answer now: {problem}" if problem else ""
-            return (f"no database {name!r} here: fleet {fleet} has no database {member!r} now (it was dropped, or "
-                    f"does not match the fleet's pattern; the fleets are asked every {int(self.interval)} s){why}")
+            return (
+                f"no database {name!r} here: fleet {fleet} has no database {member!r} now (it was dropped, or "
+                f"does not match the fleet's pattern; the fleets are asked every {int(self.interval)} s){why}"
+            )
         served = list(all_targets())
         shown = ", ".join(served[:20]) + (f" and {len(served) - 20} more" if len(served) > 20 else "")
         return f"no database {name!r} here: this dashboard serves {shown or 'none yet'}"

@@ -9,6 +9,7 @@ Kept in this process's memory: each gunicorn worker counts on its own, so with W
 times the limits. Not in PostgreSQL: signing in must not wait on (or fail with) a database, and with several
 databases there is no one database whose ``idemdash`` schema would be the right one.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,8 +29,14 @@ MAX_TRACKED = 10_000
 
 
 class SignInThrottle:
-    def __init__(self, *, per_address: int = PER_ADDRESS, per_name: int = PER_NAME,
-                 window: float = WINDOW_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        per_address: int = PER_ADDRESS,
+        per_name: int = PER_NAME,
+        window: float = WINDOW_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.limits = {"address": per_address, "name": per_name}
         self.window = window
         self.clock = clock
@@ -54,8 +61,13 @@ class SignInThrottle:
                 times.append(now)
                 self._failures.move_to_end(key)
                 if len(times) == self.limits[key[0]]:
-                    log.warning("basic sign-in: %d failed sign-ins for %s %r within %d s: refusing it (429) until "
-                                "they age out", len(times), key[0], key[1], self.window)
+                    log.warning(
+                        "basic sign-in: %d failed sign-ins for %s %r within %d s: refusing it (429) until they age out",
+                        len(times),
+                        key[0],
+                        key[1],
+                        self.window,
+                    )
             while len(self._failures) > MAX_TRACKED:
                 self._failures.popitem(last=False)
 

@@ -1,5 +1,6 @@
 """The markers on the overview's trend charts: when an operator acted (the audit log) and when a purge ran, placed
 on the charts' time axis, with the words a hover shows and a list under the charts that says the same."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,9 +10,9 @@ from typing import Literal
 from idemdash.dashboard import panels
 from idemdash.queries.trend_marks import TrendAction, TrendPurge, list_trend_marks
 
-MAX_EACH = 200          # the newest actions and purge runs of a range read for the markers (each)
-NEAR = 4.0              # markers closer than this on the chart's x axis (of 262) merge into one
-MAX_LINES = 6           # a merged marker's hover lists this many events, then "and N more"
+MAX_EACH = 200  # the newest actions and purge runs of a range read for the markers (each)
+NEAR = 4.0  # markers closer than this on the chart's x axis (of 262) merge into one
+MAX_LINES = 6  # a merged marker's hover lists this many events, then "and N more"
 # an action taken after the newest snapshot (the next comes within a minute) is drawn at the charts' right edge
 LATE = timedelta(minutes=2)
 
@@ -23,7 +24,7 @@ class Event:
     kind: Kind
     at: datetime
     by: str
-    what: str                  # in words: "alice reclassified 40 keys as abandoned"
+    what: str  # in words: "alice reclassified 40 keys as abandoned"
     audit_id: int | None
     run_id: int | None
 
@@ -35,7 +36,7 @@ class Mark:
     x: float
     kind: Literal["action", "purge", "both"]
     events: list[Event]
-    title: str                 # the hover: each event's time and words
+    title: str  # the hover: each event's time and words
 
 
 def _plural(n: int, word: str) -> str:
@@ -103,9 +104,10 @@ def load(hours: int) -> Found:
 
 
 def _title(group: list[Event]) -> str:
-    lines = [f"{e.at.astimezone(timezone.utc):%m-%d %H:%M} "
-             f"{'operator action' if e.kind == 'action' else 'purge'}: {e.what}"
-             for e in group[:MAX_LINES]]
+    lines = [
+        f"{e.at.astimezone(timezone.utc):%m-%d %H:%M} {'operator action' if e.kind == 'action' else 'purge'}: {e.what}"
+        for e in group[:MAX_LINES]
+    ]
     if len(group) > MAX_LINES:
         lines.append(f"and {len(group) - MAX_LINES} more")
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 a value on hover for every point, markers where an operator acted or a purge ran, and the same values as a table
 for screen readers and the curious. Rates (claims, completions and failures per minute) come first: after a deploy
 they move before the levels do."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -15,8 +16,8 @@ from idemdash.queries import snapshots
 # the ranges a person can pick, in hours; the overview shows 24 h unless asked
 RANGES = {"1h": 1, "6h": 6, "24h": 24, "7d": 168}
 DEFAULT_RANGE = "24h"
-MAX_POINTS = 240            # more snapshots than this are merged into buckets (peaks kept)
-TABLE_ROWS = 24             # rows of the values table under each chart (buckets merged further)
+MAX_POINTS = 240  # more snapshots than this are merged into buckets (peaks kept)
+TABLE_ROWS = 24  # rows of the values table under each chart (buckets merged further)
 
 # the SVG's coordinate system: the plot area, with room on the left for the value axis and a strip at the top for
 # the markers (templates/overview.html draws the axes at these numbers)
@@ -31,7 +32,7 @@ class Point:
     value: float
     x: float
     y: float
-    band_x: float           # the hover band of this point: from band_x, band_w wide
+    band_x: float  # the hover band of this point: from band_x, band_w wide
     band_w: float
 
 
@@ -41,15 +42,15 @@ class Chart:
 
     key: str
     title: str
-    unit: str                  # 'count', 'seconds', 'rows' or 'per_minute'
+    unit: str  # 'count', 'seconds', 'rows' or 'per_minute'
     means: str
-    points: list[Point]        # a rate's points leave out the snapshots that did not count it
-    polyline: str              # the polyline's "x,y x,y ..." attribute
+    points: list[Point]  # a rate's points leave out the snapshots that did not count it
+    polyline: str  # the polyline's "x,y x,y ..." attribute
     latest: float
     peak: float
     low: float
     total: float
-    table: list[Point]         # at most TABLE_ROWS rows: the peak (or, for rows, the sum) of consecutive points
+    table: list[Point]  # at most TABLE_ROWS rows: the peak (or, for rows, the sum) of consecutive points
     marks: list[trend_marks.Mark]
 
     def say(self, value: float) -> str:
@@ -91,8 +92,11 @@ def _layout(trend: list[snapshots.TrendPoint], values: list[float], start: datet
         left = LEFT if i == 0 else (xs[i - 1] + xs[i]) / 2
         right = RIGHT if i == len(xs) - 1 else (xs[i] + xs[i + 1]) / 2
         y = TOP + height - (height * v / peak if peak > 0 else 0)
-        points.append(Point(p.taken_at, p.until, v, round(xs[i], 1), round(y, 1), round(left, 2),
-                            round(max(right - left, 0.5), 2)))
+        points.append(
+            Point(
+                p.taken_at, p.until, v, round(xs[i], 1), round(y, 1), round(left, 2), round(max(right - left, 0.5), 2)
+            )
+        )
     return points
 
 
@@ -100,14 +104,21 @@ def _table(points: list[Point], summed: bool) -> list[Point]:
     size = -(-len(points) // TABLE_ROWS)
     rows = []
     for i in range(0, len(points), size):
-        group = points[i:i + size]
+        group = points[i : i + size]
         value = sum(p.value for p in group) if summed else max(p.value for p in group)
         rows.append(Point(group[0].start, group[-1].end, value, 0, 0, 0, 0))
     return rows
 
 
-def chart(key: str, title: str, unit: str, means: str, trend: list[snapshots.TrendPoint],
-          value: Callable[[snapshots.TrendPoint], float | None], found: list[trend_marks.Event]) -> Chart:
+def chart(
+    key: str,
+    title: str,
+    unit: str,
+    means: str,
+    trend: list[snapshots.TrendPoint],
+    value: Callable[[snapshots.TrendPoint], float | None],
+    found: list[trend_marks.Event],
+) -> Chart:
     start, end = trend[0].taken_at, trend[-1].until
     marks = trend_marks.layout(found, start, end, LEFT, RIGHT)
     if unit == "per_minute":
@@ -117,8 +128,20 @@ def chart(key: str, title: str, unit: str, means: str, trend: list[snapshots.Tre
             return Chart(key, title, unit, means, [], "", 0, 0, 0, 0, [], marks)
     values = [float(value(p) or 0) for p in trend]
     points = _layout(trend, values, start, end)
-    return Chart(key, title, unit, means, points, " ".join(f"{p.x:g},{p.y:g}" for p in points), values[-1],
-                 max(values), min(values), sum(values), _table(points, summed=unit == "rows"), marks)
+    return Chart(
+        key,
+        title,
+        unit,
+        means,
+        points,
+        " ".join(f"{p.x:g},{p.y:g}" for p in points),
+        values[-1],
+        max(values),
+        min(values),
+        sum(values),
+        _table(points, summed=unit == "rows"),
+        marks,
+    )
 
 
 def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | None = None) -> list[Chart]:
@@ -126,22 +149,61 @@ def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | N
         return []
     found = found or []
     return [
-        chart("claims_per_minute", "Claims", "per_minute",
-              "Keys claimed per minute: each key whose claimed_at falls between two snapshots (a key claimed twice "
-              "between them counts once).", trend, lambda p: p.claims_per_minute, found),
-        chart("completions_per_minute", "Completions", "per_minute",
-              "Keys that became succeeded per minute, by updated_at; an operator's already_succeeded left out.",
-              trend, lambda p: p.completions_per_minute, found),
-        chart("failures_per_minute", "Failures", "per_minute",
-              "Keys that became failed_retryable or failed_final per minute, by updated_at; an operator's "
-              "reclassification left out.", trend, lambda p: p.failures_per_minute, found),
-        chart("stuck_keys", "Stuck keys", "count", "Peak stuck keys per point.", trend, lambda p: p.stuck_keys,
-              found),
-        chart("outbox_pending", "Outbox backlog", "count", "Pending outbox rows (peak per point).", trend,
-              lambda p: p.outbox_pending, found),
-        chart("outbox_lag_seconds", "Outbox lag", "seconds",
-              "Age of the oldest pending row that is not likely poison (peak per point).", trend,
-              lambda p: p.outbox_lag_seconds, found),
-        chart("rows_purged", "Rows purged", "rows", "Rows deleted by purges between snapshots.", trend,
-              lambda p: p.rows_purged, found),
+        chart(
+            "claims_per_minute",
+            "Claims",
+            "per_minute",
+            "Keys claimed per minute: each key whose claimed_at falls between two snapshots (a key claimed twice "
+            "between them counts once).",
+            trend,
+            lambda p: p.claims_per_minute,
+            found,
+        ),
+        chart(
+            "completions_per_minute",
+            "Completions",
+            "per_minute",
+            "Keys that became succeeded per minute, by updated_at; an operator's already_succeeded left out.",
+            trend,
+            lambda p: p.completions_per_minute,
+            found,
+        ),
+        chart(
+            "failures_per_minute",
+            "Failures",
+            "per_minute",
+            "Keys that became failed_retryable or failed_final per minute, by updated_at; an operator's "
+            "reclassification left out.",
+            trend,
+            lambda p: p.failures_per_minute,
+            found,
+        ),
+        chart("stuck_keys", "Stuck keys", "count", "Peak stuck keys per point.", trend, lambda p: p.stuck_keys, found),
+        chart(
+            "outbox_pending",
+            "Outbox backlog",
+            "count",
+            "Pending outbox rows (peak per point).",
+            trend,
+            lambda p: p.outbox_pending,
+            found,
+        ),
+        chart(
+            "outbox_lag_seconds",
+            "Outbox lag",
+            "seconds",
+            "Age of the oldest pending row that is not likely poison (peak per point).",
+            trend,
+            lambda p: p.outbox_lag_seconds,
+            found,
+        ),
+        chart(
+            "rows_purged",
+            "Rows purged",
+            "rows",
+            "Rows deleted by purges between snapshots.",
+            trend,
+            lambda p: p.rows_purged,
+            found,
+        ),
     ]

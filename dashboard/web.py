@@ -1,4 +1,5 @@
 """What every page and API answer shares: JSON encoding, fragments, headers, errors."""
+
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
@@ -26,8 +27,10 @@ from idemdash.dashboard.panels import PanelError
 from idemdash.dashboard.targets import get_target, signed_in
 from idemdash.queries.pool_budget import BudgetExhausted
 
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+)
 
 
 class JSONProvider(DefaultJSONProvider):
@@ -69,8 +72,14 @@ def render(template: str, block: str | None = None, **context: Any) -> Response:
 
 
 # Form fields a person types, shown editable when a post failed and is offered again (the rest ride along hidden).
-RESEND_TEXT_FIELDS = {"text": "Note", "reason": "Reason", "response_body": "response_body (JSON)",
-                      "result_ref_type": "result_ref_type", "result_ref_id": "result_ref_id", "hold_for": "Hold for"}
+RESEND_TEXT_FIELDS = {
+    "text": "Note",
+    "reason": "Reason",
+    "response_body": "response_body (JSON)",
+    "result_ref_type": "result_ref_type",
+    "result_ref_id": "result_ref_id",
+    "hold_for": "Hold for",
+}
 
 
 # What a request nobody signed in for may be told in full: how to sign in, and what was wrong with the request itself.
@@ -92,9 +101,16 @@ def error_response(status: int, message: str, *, retry: bool | None = None) -> R
         # the typed text gone. A form post that failed shows what was sent, with a button to send it again.
         read = request.method in ("GET", "HEAD")
         resend = list(request.form.items(multi=True)) if not read and status >= 500 else None
-        response = make_response(render_template(
-            "error.html", status=status, message=message, resend=resend, resend_text_fields=RESEND_TEXT_FIELDS,
-            retry=read and (status == 503 if retry is None else retry)))
+        response = make_response(
+            render_template(
+                "error.html",
+                status=status,
+                message=message,
+                resend=resend,
+                resend_text_fields=RESEND_TEXT_FIELDS,
+                retry=read and (status == 503 if retry is None else retry),
+            )
+        )
     response.status_code = status
     return response
 
@@ -118,8 +134,7 @@ def url_with(**changes: Any) -> str:
 
 def drop_empty_query_args():
     """A filter form submits empty fields; the address bar should only hold the filters that apply."""
-    if (request.method != "GET" or wants_json() or htmx_request()
-            or request.endpoint in (None, "static")):
+    if request.method != "GET" or wants_json() or htmx_request() or request.endpoint in (None, "static"):
         return None
     if any(v == "" for v in request.args.values()):
         return redirect(url_with(), code=302)
@@ -127,8 +142,13 @@ def drop_empty_query_args():
 
 
 def push_clean_url(response: Response) -> Response:
-    if (htmx_request() and request.method == "GET" and request.endpoint
-            and any(v == "" for v in request.args.values()) and response.status_code == 200):
+    if (
+        htmx_request()
+        and request.method == "GET"
+        and request.endpoint
+        and any(v == "" for v in request.args.values())
+        and response.status_code == 200
+    ):
         return htmx_response(response, push_url=url_with())
     return response
 
@@ -155,19 +175,22 @@ def bad_value(exc: psycopg.DataError):
 def row_locked(exc: errors.LockNotAvailable):
     # 55P03: FOR UPDATE NOWAIT, or the lock timeout of the dashboard's own writes. The transaction was
     # rolled back, and the application will finish with the row soon: a conflict, not an outage.
-    return error_response(409, "An application transaction holds this row right now; nothing was changed, "
-                               "try again in a moment.")
+    return error_response(
+        409, "An application transaction holds this row right now; nothing was changed, try again in a moment."
+    )
 
 
 def query_timed_out(exc: errors.QueryCanceled):
     # 57014: the statement timeout. Panels turn it into a degraded panel; this is for any other read.
     timeout_ms = get_target().statement_timeout_ms
     return error_response(
-        503, f"The database did not answer within the {timeout_ms} ms statement timeout "
-             "(IDEMDASH_STATEMENT_TIMEOUT_MS), so this request timed out and nothing was changed. The database "
-             "is reachable: a long query or a lock held by another transaction is in the way. Try again in a "
-             "moment; `idemdash check` lists missing indexes.",
-        retry=False)  # no reload every 5 s: each would run the slow query again
+        503,
+        f"The database did not answer within the {timeout_ms} ms statement timeout "
+        "(IDEMDASH_STATEMENT_TIMEOUT_MS), so this request timed out and nothing was changed. The database "
+        "is reachable: a long query or a lock held by another transaction is in the way. Try again in a "
+        "moment; `idemdash check` lists missing indexes.",
+        retry=False,
+    )  # no reload every 5 s: each would run the slow query again
 
 
 def database_unreachable(exc: Exception):
@@ -178,12 +201,16 @@ def database_unreachable(exc: Exception):
     if not cause.transient:  # a wrong password or database name: reloading will not help until it is fixed
         return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
     if request.method in ("GET", "HEAD"):
-        message = (f"The database is unreachable right now, so there is nothing to show: {cause.message} idemdash "
-                   "keeps retrying on its own: this page reloads every 5 seconds and recovers as soon as the "
-                   "database answers again. /healthz stays up; /readyz reports the outage.")
+        message = (
+            f"The database is unreachable right now, so there is nothing to show: {cause.message} idemdash "
+            "keeps retrying on its own: this page reloads every 5 seconds and recovers as soon as the "
+            "database answers again. /healthz stays up; /readyz reports the outage."
+        )
     else:
-        message = (f"The database is unreachable right now, so nothing was saved or changed: {cause.message} "
-                   "Send it again once the database answers (/readyz says when).")
+        message = (
+            f"The database is unreachable right now, so nothing was saved or changed: {cause.message} "
+            "Send it again once the database answers (/readyz says when)."
+        )
     response = error_response(503, message)
     response.headers["Retry-After"] = "5"
     return response
@@ -240,10 +267,12 @@ def template_globals() -> dict[str, Any]:
         return {"database": None, "database_label": "", "env_band": None, "lease_seconds": 0}
     target = get_target()
     database = endpoint(target.dsn)
-    return {"database": database,
-            "database_label": database.label,
-            "env_band": split_environment(target.settings["ENVIRONMENT"]),
-            "lease_seconds": target.settings["DEFAULT_LEASE_SECONDS"]}
+    return {
+        "database": database,
+        "database_label": database.label,
+        "env_band": split_environment(target.settings["ENVIRONMENT"]),
+        "lease_seconds": target.settings["DEFAULT_LEASE_SECONDS"],
+    }
 
 
 def _has_endpoint(name: str) -> bool:

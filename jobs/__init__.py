@@ -1,2 +1,1 @@
 """Scheduled jobs: retention purges and metric snapshots, run by APScheduler."""
-

@@ -2,6 +2,7 @@
 
 Jobs connect through their target (``Target.connect``: a fresh connection per run, with a connect timeout).
 """
+
 from __future__ import annotations
 
 import psycopg
@@ -59,4 +60,3 @@ def already_logged(exc: BaseException, problems: CauseLog) -> bool:
 def describe_failure(exc: BaseException, dsn: str) -> str:
     """``describe_outage`` when the database was unreachable, else ``describe_error``."""
     return describe_outage(exc, dsn) if unreachable(exc) else describe_error(exc, dsn)
-

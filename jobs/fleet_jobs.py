@@ -1,6 +1,7 @@
 """The scheduler's databases when IDEMDASH_CONFIG has fleets: each member's jobs are added when it is found (at start,
 and by the ``discover_fleets`` job every FLEET_DISCOVER_SECONDS) and removed when it leaves (its database dropped, or
 no longer matching the pattern). A fleet's server that does not answer keeps the members it had."""
+
 from __future__ import annotations
 
 import logging
@@ -26,22 +27,29 @@ def membership(config: Mapping[str, Any]) -> tuple[Config, Membership]:
 
 def known(config: Config, targets: Sequence[Target]) -> Membership:
     """The membership ``targets`` stand for (found by the caller): each pattern fleet's members among them."""
-    found = {fleet.name: tuple(t.name.partition("/")[2] for t in targets if t.name.partition("/")[0] == fleet.name)
-             for fleet in config.fleets if fleet.discovered}
+    found = {
+        fleet.name: tuple(t.name.partition("/")[2] for t in targets if t.name.partition("/")[0] == fleet.name)
+        for fleet in config.fleets
+        if fleet.discovered
+    }
     return Membership([DatabaseConfig(t.name, t.settings) for t in targets], found)
 
 
 class FleetJobs:
     """Keeps each fleet member's jobs in ``scheduler`` as members join and leave."""
 
-    def __init__(self, scheduler: BaseScheduler, config: Config, found: Membership,
-                 register: Callable[[BaseScheduler, Target], None]) -> None:
+    def __init__(
+        self,
+        scheduler: BaseScheduler,
+        config: Config,
+        found: Membership,
+        register: Callable[[BaseScheduler, Target], None],
+    ) -> None:
         self.scheduler, self.config, self.membership, self.register = scheduler, config, found, register
 
     def add_discovery(self, seconds: int) -> None:
         if any(fleet.discovered for fleet in self.config.fleets):
-            self.scheduler.add_job(self.discover, "interval", seconds=seconds, id=JOB_ID, name=JOB_ID,
-                                   executor=CONTROL)
+            self.scheduler.add_job(self.discover, "interval", seconds=seconds, id=JOB_ID, name=JOB_ID, executor=CONTROL)
 
     def discover(self) -> Membership:
         before = set(self.membership.names)

@@ -12,6 +12,7 @@
   within half the period (another process's, done already): then it records nothing and returns (see
   ``jobs.purge_run``).
 """
+
 from __future__ import annotations
 
 import hashlib

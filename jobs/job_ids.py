@@ -1,4 +1,5 @@
 """A scheduled job's id: one set of jobs per database."""
+
 from __future__ import annotations
 
 from idemdash.core.databases import DEFAULT

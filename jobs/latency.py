@@ -21,16 +21,17 @@ running its statement. A look is **busy** when a batch was in flight (or had jus
 - **Speed up** when a window's quantile is below ``SPEED_UP_BELOW`` of the target: the duty cycle back first, then
   the batch by a quarter, up to the configured ones (``IDEMDASH_PURGE_DUTY_CYCLE``, ``IDEMDASH_PURGE_BATCH_SIZE``).
 """
+
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
 
 BASELINE_POOL = 300
-MIN_QUIET = 25          # quiet looks before a baseline means anything
-DECIDE_LOOKS = 50       # busy looks a decision is made on
-QUANTILE = 90           # of the longest wait per look: robust with 50 looks, still the tail
-MIN_BASELINE_MS = 0.5   # an application that never waits between batches: the least baseline
+MIN_QUIET = 25  # quiet looks before a baseline means anything
+DECIDE_LOOKS = 50  # busy looks a decision is made on
+QUANTILE = 90  # of the longest wait per look: robust with 50 looks, still the tail
+MIN_BASELINE_MS = 0.5  # an application that never waits between batches: the least baseline
 LOCK_WAIT_MS = 5.0
 SPEED_UP_BELOW = 0.8
 MIN_DUTY = 0.05
@@ -52,23 +53,23 @@ def p99(samples: list[float]) -> float:
 class Look:
     """What the application's backends were doing at one moment (``queries.purge_probe.look_at_application``)."""
 
-    active: int              # running a statement
-    wal_waits: int           # of them waiting for the WAL
-    lock_waits: int          # of them waiting for a lock the purge holds
-    longest_ms: float        # how long the longest-waiting of those has run its statement (0: none waits)
-    busy: bool = False       # a batch was in flight or had just ended
+    active: int  # running a statement
+    wal_waits: int  # of them waiting for the WAL
+    lock_waits: int  # of them waiting for a lock the purge holds
+    longest_ms: float  # how long the longest-waiting of those has run its statement (0: none waits)
+    busy: bool = False  # a batch was in flight or had just ended
 
 
 @dataclass
 class LatencyGovernor:
-    budget: float                  # allowed wait quantile during batches as a multiple of the baseline (> 1)
-    floor: int                     # the smallest batch
-    ceiling: int                   # the largest batch (the configured size, lowered by timeouts)
-    max_duty: float                # the configured duty cycle
+    budget: float  # allowed wait quantile during batches as a multiple of the baseline (> 1)
+    floor: int  # the smallest batch
+    ceiling: int  # the largest batch (the configured size, lowered by timeouts)
+    max_duty: float  # the configured duty cycle
     size: int = field(init=False)
     duty: float = field(init=False)
     looks: int = 0
-    most_active: int = 0           # the most application statements seen running at once
+    most_active: int = 0  # the most application statements seen running at once
     quiet: deque[float] = field(default_factory=lambda: deque(maxlen=BASELINE_POOL))
     window: list[float] = field(default_factory=list)
     # every look's longest wait, busy and quiet (the run's record; about half an hour of looks)
@@ -77,7 +78,7 @@ class LatencyGovernor:
     backoffs: int = 0
     lock_backoffs: int = 0
     speedups: int = 0
-    current: int = field(init=False)   # the size the run used last
+    current: int = field(init=False)  # the size the run used last
 
     def __post_init__(self) -> None:
         self.size, self.duty = self.ceiling, self.max_duty
@@ -140,5 +141,7 @@ class LatencyGovernor:
     def recorded(self) -> tuple[float | None, float | None]:
         """The run's waits between and during batches (the quantile over every look in which the application ran
         a statement), for its record."""
-        return (quantile(list(self.quiet_seen), QUANTILE) if self.quiet_seen else None,
-                quantile(list(self.busy_seen), QUANTILE) if self.busy_seen else None)
+        return (
+            quantile(list(self.quiet_seen), QUANTILE) if self.quiet_seen else None,
+            quantile(list(self.busy_seen), QUANTILE) if self.busy_seen else None,
+        )

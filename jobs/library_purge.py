@@ -9,6 +9,7 @@ A table whose library defines no purgeable state (Debezium's outbox, whose rows 
 library's in-progress or unfinished rows, which its own cleaner may delete by age but idemdash never does) has
 no purge. The database needs idemdash's own schema for the history (`idemdash migrate`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -52,21 +53,47 @@ def history_name(found: Found, role: str) -> str:
     return f"{found.schema}.{found.table(role)}"
 
 
-def run_library_purges(target: Target, *, dry_run: bool, started_by: str, by_person: bool = False,
-                       roles: tuple[str, ...] = (), cancel: Callable[[], str | None] | None = None,
-                       on_start: Callable[[int], None] | None = None) -> list[PurgeResult]:
+def run_library_purges(
+    target: Target,
+    *,
+    dry_run: bool,
+    started_by: str,
+    by_person: bool = False,
+    roles: tuple[str, ...] = (),
+    cancel: Callable[[], str | None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> list[PurgeResult]:
     """A run for each purgeable table of the database's profile (only ``roles``, when given); ``on_start(run_id)``
     as each run's ``idemdash.purge_run`` row exists (a skipped run's too)."""
     with target.connect("idemdash-purge-find") as conn:
         found = find_configured(conn, target.settings)
-    return [run_library_purge(target, found, state, dry_run=dry_run, started_by=started_by, by_person=by_person,
-                              cancel=cancel, on_start=on_start)
-            for state in purgeable_states(found) if not roles or state.table in roles]
+    return [
+        run_library_purge(
+            target,
+            found,
+            state,
+            dry_run=dry_run,
+            started_by=started_by,
+            by_person=by_person,
+            cancel=cancel,
+            on_start=on_start,
+        )
+        for state in purgeable_states(found)
+        if not roles or state.table in roles
+    ]
 
 
-def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bool, started_by: str,
-                      by_person: bool = False, cancel: Callable[[], str | None] | None = None,
-                      on_start: Callable[[int], None] | None = None) -> PurgeResult:
+def run_library_purge(
+    target: Target,
+    found: Found,
+    state: State,
+    *,
+    dry_run: bool,
+    started_by: str,
+    by_person: bool = False,
+    cancel: Callable[[], str | None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> PurgeResult:
     """One run of the table of ``state`` (a purgeable one); never raises for database trouble."""
     name = history_name(found, state.table)
     settings = PurgeSettings.from_config(target.settings, "outbox")
@@ -80,8 +107,9 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
     try:
         lock_conn = target.connect(f"idemdash-purge-{state.table}"[:63])
         if not purges.try_purge_lock(lock_conn, name):
-            skipped = purges.insert_skipped_purge_run(lock_conn, name, dry_run=dry_run, started_by=started_by,
-                                                      audited=by_person)
+            skipped = purges.insert_skipped_purge_run(
+                lock_conn, name, dry_run=dry_run, started_by=started_by, audited=by_person
+            )
             if on_start is not None:
                 on_start(skipped.run_id)
             return PurgeResult(skipped.run_id, name, "skipped", 0, 0, dry_run, skipped.error)
@@ -98,10 +126,23 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
         if dry_run:
             rows = record_library_dry_run(lock_conn, found, state, params, run_id=run_id)
         else:
-            pacer = make_pacer(settings, run_id, lambda: target.connect(f"idemdash-purge-{state.table}-probe"[:63]),
-                               [lock_conn.info.backend_pid])
-            outcome, error, batches, rows = _batches(target, found, state, params, settings, run_id, pacer=pacer,
-                                                     deadline=started + settings.time_budget_seconds, cancel=asked)
+            pacer = make_pacer(
+                settings,
+                run_id,
+                lambda: target.connect(f"idemdash-purge-{state.table}-probe"[:63]),
+                [lock_conn.info.backend_pid],
+            )
+            outcome, error, batches, rows = _batches(
+                target,
+                found,
+                state,
+                params,
+                settings,
+                run_id,
+                pacer=pacer,
+                deadline=started + settings.time_budget_seconds,
+                cancel=asked,
+            )
     except Exception as exc:  # a purge never takes the scheduler or a request down with it
         outcome, error = "failed", describe_error(exc, target.dsn)
         log.error("purge %s%s failed: %s", name, f" run {run_id}" if run_id else "", error)
@@ -117,13 +158,31 @@ def run_library_purge(target: Target, found: Found, state: State, *, dry_run: bo
                 except psycopg.Error as exc:
                     log.error("purge %s run %d: could not record outcome %s: %s", name, run_id, outcome, exc)
             lock_conn.close()
-    log.info("purge %s: run %s %s: %d batch(es), %d row(s)%s in %.1fs", name, run_id, outcome, batches, rows,
-             " counted" if dry_run else " deleted", time.monotonic() - started)
+    log.info(
+        "purge %s: run %s %s: %d batch(es), %d row(s)%s in %.1fs",
+        name,
+        run_id,
+        outcome,
+        batches,
+        rows,
+        " counted" if dry_run else " deleted",
+        time.monotonic() - started,
+    )
     return PurgeResult(run_id, name, outcome, batches, rows, dry_run, error)
 
 
-def _batches(target: Target, found: Found, state: State, params: dict, settings: PurgeSettings, run_id: int, *,
-             pacer: Pacer, deadline: float, cancel: Callable[[], str | None]) -> tuple[str, str | None, int, int]:
+def _batches(
+    target: Target,
+    found: Found,
+    state: State,
+    params: dict,
+    settings: PurgeSettings,
+    run_id: int,
+    *,
+    pacer: Pacer,
+    deadline: float,
+    cancel: Callable[[], str | None],
+) -> tuple[str, str | None, int, int]:
     """Batches until none is left, the budget is spent, or someone cancels, paced like the reference tables' purges
     (``jobs.pacing.Pacer``: the duty cycle, smaller batches after slow ones or a timeout); (outcome, error, batches,
     rows)."""
@@ -142,15 +201,23 @@ def _batches(target: Target, found: Found, state: State, params: dict, settings:
                     purges.set_purge_timeouts(conn, settings.statement_timeout_ms, settings.lock_timeout_ms)
                     if state.order:
                         deleted, stopped = delete_library_batch_in_order(
-                            conn, found, state, params, run_id=run_id, batch_size=size, order=state.order, after=after)
+                            conn, found, state, params, run_id=run_id, batch_size=size, order=state.order, after=after
+                        )
                     else:
-                        deleted, stopped = delete_library_batch(conn, found, state, params, run_id=run_id,
-                                                                batch_size=size), None
+                        deleted, stopped = (
+                            delete_library_batch(conn, found, state, params, run_id=run_id, batch_size=size),
+                            None,
+                        )
             except (errors.QueryCanceled, errors.LockNotAvailable):
                 pacer.batch_ended()
                 if not pacer.after_timeout():
-                    return ("failed", f"batches of {size} rows kept running past the "
-                            f"{settings.statement_timeout_ms} ms statement timeout", batches, rows)
+                    return (
+                        "failed",
+                        f"batches of {size} rows kept running past the "
+                        f"{settings.statement_timeout_ms} ms statement timeout",
+                        batches,
+                        rows,
+                    )
                 continue
             pacer.batch_ended()
             batches += 1 if deleted else 0
@@ -186,8 +253,13 @@ def register(scheduler, target: Target) -> list[str]:
         if trigger is None:
             continue
         ident = job_id(f"purge_{role}", target)
-        scheduler.add_job(purge_library_table, trigger, args=[target, role], id=ident,
-                          name=f"retention purge of the {chosen.library} {role} table ({target.name})",
-                          replace_existing=True)
+        scheduler.add_job(
+            purge_library_table,
+            trigger,
+            args=[target, role],
+            id=ident,
+            name=f"retention purge of the {chosen.library} {role} table ({target.name})",
+            replace_existing=True,
+        )
         added.append(ident)
     return added

@@ -16,6 +16,7 @@ smaller batches after a timeout.
   size and duty cycle are the upper bounds). With nobody else there, the run paces exactly as with the budget off.
   The run records what it saw and did (``finish``).
 """
+
 from __future__ import annotations
 
 import random
@@ -38,17 +39,17 @@ COMPARABLE_SHARE = 0.5
 
 @dataclass
 class Pacer:
-    batch_size: int          # configured (IDEMDASH_PURGE_BATCH_SIZE)
-    floor: int               # smallest batch after timeouts
-    duty_cycle: float        # 0 < share <= 1
-    pause_ms: int            # the least pause (jittered)
-    latency_budget: float = 0.0                                  # 0: the duty cycle alone
+    batch_size: int  # configured (IDEMDASH_PURGE_BATCH_SIZE)
+    floor: int  # smallest batch after timeouts
+    duty_cycle: float  # 0 < share <= 1
+    pause_ms: int  # the least pause (jittered)
+    latency_budget: float = 0.0  # 0: the duty cycle alone
     probe_factory: Callable[[], ApplicationWatch] | None = None  # None: no looking (a dry run)
-    size: int = field(init=False)          # the next batch's: the own size, or less while the governor says so
-    own: int = field(init=False)           # what slow batches and timeouts leave (grows back after normal ones)
-    ceiling: int = field(init=False)       # lowered by timeouts for the rest of the run
-    usual: dict[int, float] = field(default_factory=dict)   # batch size -> seconds per row (moving average)
-    normal: dict[int, int] = field(default_factory=dict)    # batch size -> normal batches seen
+    size: int = field(init=False)  # the next batch's: the own size, or less while the governor says so
+    own: int = field(init=False)  # what slow batches and timeouts leave (grows back after normal ones)
+    ceiling: int = field(init=False)  # lowered by timeouts for the rest of the run
+    usual: dict[int, float] = field(default_factory=dict)  # batch size -> seconds per row (moving average)
+    normal: dict[int, int] = field(default_factory=dict)  # batch size -> normal batches seen
     slow_batches: int = 0
     probe: ApplicationWatch | None = None
     governor: LatencyGovernor | None = None
@@ -102,8 +103,12 @@ class Pacer:
     def _governed(self) -> bool:
         """The governor decides once the watch has seen the application (and still works); before, the run paces
         exactly as with the budget off."""
-        return (self.governor is not None and self.governor.application_seen
-                and self.probe is not None and self.probe.failed is None)
+        return (
+            self.governor is not None
+            and self.governor.application_seen
+            and self.probe is not None
+            and self.probe.failed is None
+        )
 
     def _govern(self) -> None:
         """Start watching after the first batch (without waiting for anything), then let what the application's
@@ -128,9 +133,17 @@ class Pacer:
         if probe.failed is None:
             governor.observe(probe.new_looks(), self.size)
         between, during = governor.recorded()
-        return Pacing(latency_budget=self.latency_budget, baseline_ms=between, p99_ms=during, probes=governor.looks,
-                      backoffs=governor.backoffs, batch_size=self.size, duty_cycle=round(self.duty * 100, 1),
-                      app_backends=governor.most_active, lock_backoffs=governor.lock_backoffs)
+        return Pacing(
+            latency_budget=self.latency_budget,
+            baseline_ms=between,
+            p99_ms=during,
+            probes=governor.looks,
+            backoffs=governor.backoffs,
+            batch_size=self.size,
+            duty_cycle=round(self.duty * 100, 1),
+            app_backends=governor.most_active,
+            lock_backoffs=governor.lock_backoffs,
+        )
 
     def after_timeout(self) -> bool:
         """A batch hit a timeout: halve the size for the rest of the run. False when already at the floor."""

@@ -15,6 +15,7 @@ live row (not eligible for the purge) and it stays, purged in batches like any o
 Either way the check that every row is eligible runs in the transaction that drops the partition, while nothing
 else can reach it. A dry run lists the partitions it would drop with their row counts and changes nothing.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,8 +40,8 @@ DETACH_WAIT_MS = 60_000
 
 @dataclass(frozen=True)
 class PartitionEvent:
-    action: str          # dropped, would_drop, kept, attached_again, detached
-    partition: str       # schema-qualified
+    action: str  # dropped, would_drop, kept, attached_again, detached
+    partition: str  # schema-qualified
     rows: int | None
     detail: str | None = None
 
@@ -51,8 +52,11 @@ class _LiveRow(Exception):
         self.rows = rows
 
 
-def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
-                    on_partition: Callable[[PartitionEvent], None] | None = None) -> tuple[str | None, set[str]]:
+def drop_partitions(
+    ctx: RunContext,
+    connect: Callable[[], psycopg.Connection],
+    on_partition: Callable[[PartitionEvent], None] | None = None,
+) -> tuple[str | None, set[str]]:
     """Drop (dry run: list) every partition of the table whose rows are all eligible.
 
     Returns an outcome when the run must stop here ('budget_exhausted', 'cancelled'), else None, and the qualified
@@ -66,8 +70,15 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
         return None, set()
 
     def report(event: PartitionEvent) -> None:
-        log.info("purge %s run %d: partition %s %s (%s rows)%s", ctx.table, ctx.run_id, event.partition,
-                 event.action, event.rows, f": {event.detail}" if event.detail else "")
+        log.info(
+            "purge %s run %d: partition %s %s (%s rows)%s",
+            ctx.table,
+            ctx.run_id,
+            event.partition,
+            event.action,
+            event.rows,
+            f": {event.detail}" if event.detail else "",
+        )
         if on_partition is not None:
             on_partition(event)
 
@@ -77,8 +88,9 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
     s = ctx.settings
     cutoffs = partitions.get_purge_cutoffs(conn, s.inbox_retention_days, s.outbox_retention_days)
     cutoff = getattr(cutoffs, ctx.table)
-    concurrent = (conn.info.server_version >= partitions.CONCURRENT_DETACH_VERSION
-                  and not any(p.is_default for p in parts))
+    concurrent = conn.info.server_version >= partitions.CONCURRENT_DETACH_VERSION and not any(
+        p.is_default for p in parts
+    )
     accounted = {p.qualified for p in parts if p.nothing_due(ctx.table, cutoff)}
     not_owned = 0
     for part in parts:
@@ -93,12 +105,20 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
             return CANCELLED, accounted
         try:
             with conn.transaction():
-                partitions.set_partition_timeouts(conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR,
-                                                  s.lock_timeout_ms)
+                partitions.set_partition_timeouts(
+                    conn, s.statement_timeout_ms * CHECK_TIMEOUT_FACTOR, s.lock_timeout_ms
+                )
                 rows = partitions.get_partition_rows(conn, ctx.table, part.identifiers()["partition"], s.predicate())
         except errors.QueryCanceled as exc:
-            report(_record(ctx, part, None, "kept", f"checking its rows timed out ({describe_error(exc, '')}); "
-                                                   "purged in batches"))
+            report(
+                _record(
+                    ctx,
+                    part,
+                    None,
+                    "kept",
+                    f"checking its rows timed out ({describe_error(exc, '')}); purged in batches",
+                )
+            )
             continue
         if rows.live:
             report(_record(ctx, part, rows.rows, "kept", f"{rows.live:,} live row(s); the rest purged in batches"))
@@ -113,13 +133,24 @@ def drop_partitions(ctx: RunContext, connect: Callable[[], psycopg.Connection],
         else:
             _detach_and_drop(ctx, part, report)
     if not_owned:
-        log.info("purge %s run %d: %d partition(s) past the cutoff left to batches: only the owner of the table may "
-                 "drop them (/health: partition.owner.%s)", ctx.table, ctx.run_id, not_owned, ctx.table)
+        log.info(
+            "purge %s run %d: %d partition(s) past the cutoff left to batches: only the owner of the table may "
+            "drop them (/health: partition.owner.%s)",
+            ctx.table,
+            ctx.run_id,
+            not_owned,
+            ctx.table,
+        )
     return None, accounted
 
 
-def _record(ctx: RunContext, part: partitions.Partition | partitions.PartitionRecord, rows: int | None, action: str,
-            detail: str | None) -> PartitionEvent:
+def _record(
+    ctx: RunContext,
+    part: partitions.Partition | partitions.PartitionRecord,
+    rows: int | None,
+    action: str,
+    detail: str | None,
+) -> PartitionEvent:
     partitions.insert_purge_partition(ctx.work_conn, ctx.run_id, ctx.table, part, rows, action, detail)
     if action == "dropped":
         ctx.progress.partitions_dropped += 1
@@ -145,8 +176,13 @@ def _detach_and_drop(ctx: RunContext, part: partitions.Partition, report) -> Non
             partitions.drop_partition(conn, names)
             event = _record(ctx, part, rows.rows, "dropped", "detached and dropped in one transaction")
     except _LiveRow as live:
-        event = _record(ctx, part, live.rows.rows, "kept",
-                        f"{live.rows.live:,} live row(s) found while detaching: left attached, purged in batches")
+        event = _record(
+            ctx,
+            part,
+            live.rows.rows,
+            "kept",
+            f"{live.rows.live:,} live row(s) found while detaching: left attached, purged in batches",
+        )
     except (errors.QueryCanceled, errors.LockNotAvailable, errors.InsufficientPrivilege) as exc:
         event = _record(ctx, part, None, "kept", f"could not detach it ({describe_error(exc, '')}); purged in batches")
     report(event)
@@ -158,12 +194,18 @@ def _detach_concurrently(ctx: RunContext, part: partitions.Partition, connect, r
         with connect() as detacher:  # its own session: DETACH ... CONCURRENTLY runs outside a transaction block
             partitions.set_detach_timeouts(detacher, DETACH_WAIT_MS, DETACH_WAIT_MS)
             partitions.detach_partition_concurrently(detacher, names)
-    except (errors.QueryCanceled, errors.LockNotAvailable, errors.ObjectNotInPrerequisiteState,
-            errors.FeatureNotSupported, errors.InsufficientPrivilege) as exc:
+    except (
+        errors.QueryCanceled,
+        errors.LockNotAvailable,
+        errors.ObjectNotInPrerequisiteState,
+        errors.FeatureNotSupported,
+        errors.InsufficientPrivilege,
+    ) as exc:
         state = partitions.get_relation_state(ctx.work_conn, part.partition_schema, part.partition_name)
         if not state.detach_pending:
-            report(_record(ctx, part, None, "kept", f"could not detach it ({describe_error(exc, '')}); "
-                                                   "purged in batches"))
+            report(
+                _record(ctx, part, None, "kept", f"could not detach it ({describe_error(exc, '')}); purged in batches")
+            )
             return
         # cancelled between its two transactions: finish it now, or the next run does
         report(_record(ctx, part, None, "detached", f"detach pending after {describe_error(exc, '')}"))
@@ -172,9 +214,19 @@ def _detach_concurrently(ctx: RunContext, part: partitions.Partition, connect, r
     else:
         _record(ctx, part, None, "detached", None)
     assert part.bound_to is not None  # drop_partitions passes only partitions with an upper bound past the cutoff
-    record = partitions.PartitionRecord(ctx.run_id, ctx.table, part.partition_schema, part.partition_name,
-                                        part.parent_schema, part.parent_name, part.bound_from, part.bound_to, None,
-                                        "detached", None)
+    record = partitions.PartitionRecord(
+        ctx.run_id,
+        ctx.table,
+        part.partition_schema,
+        part.partition_name,
+        part.parent_schema,
+        part.parent_name,
+        part.bound_from,
+        part.bound_to,
+        None,
+        "detached",
+        None,
+    )
     report(finish_detached(ctx, record))
 
 
@@ -185,8 +237,13 @@ def _finalize(ctx: RunContext, part: partitions.Partition | partitions.Partition
             partitions.finalize_detach_partition(detacher, part.identifiers())
         return True
     except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
-        log.warning("purge %s run %d: partition %s is still detach pending (%s); the next run finishes it",
-                    ctx.table, ctx.run_id, qualified(part), describe_error(exc, ""))
+        log.warning(
+            "purge %s run %d: partition %s is still detach pending (%s); the next run finishes it",
+            ctx.table,
+            ctx.run_id,
+            qualified(part),
+            describe_error(exc, ""),
+        )
         return False
 
 
@@ -201,15 +258,20 @@ def finish_detached(ctx: RunContext, record: partitions.PartitionRecord) -> Part
             rows = partitions.get_partition_rows(conn, ctx.table, names["partition"], s.predicate())
             if rows.live:
                 partitions.attach_partition(conn, names, record.bound_from, record.bound_to)
-                return _record(ctx, record, rows.rows, "attached_again",
-                               f"{rows.live:,} live row(s) got in before it was detached: attached again, purged in "
-                               "batches")
+                return _record(
+                    ctx,
+                    record,
+                    rows.rows,
+                    "attached_again",
+                    f"{rows.live:,} live row(s) got in before it was detached: attached again, purged in batches",
+                )
             partitions.drop_partition(conn, names)
             return _record(ctx, record, rows.rows, "dropped", "detached concurrently, checked and dropped")
     except (errors.QueryCanceled, errors.LockNotAvailable) as exc:
         # stays 'detached': the next run of the table tries again before anything else
-        return PartitionEvent("detached", qualified(record), None,
-                              f"could not finish yet ({describe_error(exc, '')}); the next run does")
+        return PartitionEvent(
+            "detached", qualified(record), None, f"could not finish yet ({describe_error(exc, '')}); the next run does"
+        )
 
 
 def _settle_leftovers(ctx: RunContext, parts: list[partitions.Partition], connect, report) -> None:
@@ -222,8 +284,9 @@ def _settle_leftovers(ctx: RunContext, parts: list[partitions.Partition], connec
         mine = record.run_id == ctx.run_id
         if not state.present:
             event = PartitionEvent("dropped", qualified(record), None, "already gone")
-            partitions.settle_detached_partition(ctx.work_conn, record, "dropped",
-                                                 "gone before a later run could drop it")
+            partitions.settle_detached_partition(
+                ctx.work_conn, record, "dropped", "gone before a later run could drop it"
+            )
         elif state.is_partition and not state.detach_pending:
             event = PartitionEvent("attached_again", qualified(record), None, "attached again by someone else")
             partitions.settle_detached_partition(ctx.work_conn, record, "attached_again", "found attached again")
@@ -232,6 +295,7 @@ def _settle_leftovers(ctx: RunContext, parts: list[partitions.Partition], connec
         else:
             event = finish_detached(ctx, record)
             if not mine and event.action in ("dropped", "attached_again"):
-                partitions.settle_detached_partition(ctx.work_conn, record, event.action,
-                                                     f"finished by run {ctx.run_id}")
+                partitions.settle_detached_partition(
+                    ctx.work_conn, record, event.action, f"finished by run {ctx.run_id}"
+                )
         report(event)

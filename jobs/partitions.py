@@ -6,6 +6,7 @@ right away when the scheduler starts. It only touches tables that are partitione
 reference schema's ``create_time_partitions``; an application's own partitioned tables are its own business
 (pg_partman and the like). The purges drop old partitions (``jobs.partition_drops``).
 """
+
 from __future__ import annotations
 
 import logging
@@ -67,7 +68,13 @@ def register(scheduler: BaseScheduler, target: Target) -> str | None:
         raise ConfigError(f"{schedule.env}: {exc}") from None
     if value == "off":
         return None
-    scheduler.add_job(partitions_job, CronTrigger.from_crontab(value, timezone=timezone.utc),
-                      id=job_id(JOB_ID, target), name="upcoming partitions", args=[target], replace_existing=True,
-                      next_run_time=datetime.now(timezone.utc))
+    scheduler.add_job(
+        partitions_job,
+        CronTrigger.from_crontab(value, timezone=timezone.utc),
+        id=job_id(JOB_ID, target),
+        name="upcoming partitions",
+        args=[target],
+        replace_existing=True,
+        next_run_time=datetime.now(timezone.utc),
+    )
     return job_id(JOB_ID, target)

@@ -5,6 +5,7 @@ were dropped, ``jobs.partition_drops``). Each unit's batches go in due order whe
 (``queries.purge_batches.due_index``) and along the primary key otherwise, one short transaction each with
 ``SET LOCAL`` timeouts, paced by ``jobs.pacing.Pacer``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -59,8 +60,12 @@ class RunContext:
     pacer: Pacer = field(init=False)
 
     def __post_init__(self) -> None:
-        self.pacer = make_pacer(self.settings, self.run_id, None if self.dry_run else self.connect_probe,
-                                [self.work_conn.info.backend_pid, self.lock_conn.info.backend_pid])
+        self.pacer = make_pacer(
+            self.settings,
+            self.run_id,
+            None if self.dry_run else self.connect_probe,
+            [self.work_conn.info.backend_pid, self.lock_conn.info.backend_pid],
+        )
 
     def pause(self, seconds: float) -> None:
         time.sleep(max(0.0, min(seconds, self.deadline - time.monotonic())))
@@ -72,8 +77,12 @@ class RunContext:
         return local or purges.get_purge_cancel(self.lock_conn, self.run_id)
 
 
-def make_pacer(s: PurgeSettings, run_id: int, connect_probe: Callable[[], psycopg.Connection] | None,
-               purge_pids: list[int] | None = None) -> Pacer:
+def make_pacer(
+    s: PurgeSettings,
+    run_id: int,
+    connect_probe: Callable[[], psycopg.Connection] | None,
+    purge_pids: list[int] | None = None,
+) -> Pacer:
     """A run's pacer: the configured batch size and duty cycle, and the latency budget when it may watch the
     application (``purge_pids``: the run's own backends, which are not the application)."""
     factory = None
@@ -82,8 +91,15 @@ def make_pacer(s: PurgeSettings, run_id: int, connect_probe: Callable[[], psycop
 
         def factory() -> ApplicationWatch:
             return ApplicationWatch(probe_connect, run_id, pids)
-    return Pacer(s.batch_size, min(MIN_BATCH_SIZE, s.batch_size), s.duty_cycle, s.pause_ms,
-                 latency_budget=s.latency_budget, probe_factory=factory)
+
+    return Pacer(
+        s.batch_size,
+        min(MIN_BATCH_SIZE, s.batch_size),
+        s.duty_cycle,
+        s.pause_ms,
+        latency_budget=s.latency_budget,
+        probe_factory=factory,
+    )
 
 
 def record_pacing_safely(conn: psycopg.Connection, run_id: int, pacing: Pacing) -> None:
@@ -99,8 +115,10 @@ CANCELLED = "cancelled"
 
 
 def cancelled_error(by: str, progress: Progress) -> str:
-    return (f"cancelled by {by} after {plural(progress.batches, 'batch')} and {plural(progress.rows, 'row')}; what is "
-            "left goes at the next run")
+    return (
+        f"cancelled by {by} after {plural(progress.batches, 'batch')} and {plural(progress.rows, 'row')}; what is "
+        "left goes at the next run"
+    )
 
 
 @dataclass(frozen=True)
@@ -118,9 +136,11 @@ def plan_units(ctx: RunContext, skip: Set[str] = frozenset()) -> list[Unit]:
     qualified names of partitions batches need not visit (``jobs.partition_drops.drop_partitions`` says which)."""
     if not partitions.list_table_partitions(ctx.work_conn, ctx.tables, ctx.table):
         return [_unit(ctx, None, None)]
-    return [_unit(ctx, leaf.identifier, leaf.partition_name)
-            for leaf in partitions.list_leaf_partitions(ctx.work_conn, ctx.tables, ctx.table)
-            if leaf.identifier.as_string(None) not in skip]
+    return [
+        _unit(ctx, leaf.identifier, leaf.partition_name)
+        for leaf in partitions.list_leaf_partitions(ctx.work_conn, ctx.tables, ctx.table)
+        if leaf.identifier.as_string(None) not in skip
+    ]
 
 
 def _unit(ctx: RunContext, relation: sql.Identifier | None, name: str | None) -> Unit:
@@ -130,8 +150,15 @@ def _unit(ctx: RunContext, relation: sql.Identifier | None, name: str | None) ->
     try:
         with ctx.work_conn.transaction():
             purges.set_purge_timeouts(ctx.work_conn, s.statement_timeout_ms, s.lock_timeout_ms)
-            chosen = purge_batches.choose_order(ctx.work_conn, ctx.tables, ctx.table, limit=s.batch_size,
-                                                relation=relation, relation_name=name, **s.predicate())
+            chosen = purge_batches.choose_order(
+                ctx.work_conn,
+                ctx.tables,
+                ctx.table,
+                limit=s.batch_size,
+                relation=relation,
+                relation_name=name,
+                **s.predicate(),
+            )
     except (errors.QueryCanceled, errors.LockNotAvailable):
         return Unit(relation, name, purge_batches.BY_KEY)
     return Unit(relation, name, chosen.order, chosen.heap)
@@ -140,15 +167,33 @@ def _unit(ctx: RunContext, relation: sql.Identifier | None, name: str | None) ->
 def _batch(ctx: RunContext, unit: Unit, size: int, after: purge_batches.Cursor | None) -> purge_batches.Batch:
     s = ctx.settings
     if unit.heap is None:
-        return purge_batches.run_batch(ctx.work_conn, ctx.tables, ctx.table, dry_run=ctx.dry_run, order=unit.order,
-                                       run_id=ctx.run_id, limit=size, after=after, relation=unit.relation,
-                                       **s.predicate())
+        return purge_batches.run_batch(
+            ctx.work_conn,
+            ctx.tables,
+            ctx.table,
+            dry_run=ctx.dry_run,
+            order=unit.order,
+            run_id=ctx.run_id,
+            limit=size,
+            after=after,
+            relation=unit.relation,
+            **s.predicate(),
+        )
     # heap order: as many pages as hold a batch's rows on average
     pages = max(1, round(size / (unit.heap.rows_per_page or 1)))
     first = int(after[0]) if after is not None and after[0] is not None else 0  # type: ignore[arg-type]
-    return purge_batches.run_heap_batch(ctx.work_conn, ctx.tables, ctx.table, dry_run=ctx.dry_run, run_id=ctx.run_id,
-                                        first_page=first, pages=pages, end_page=unit.heap.pages,
-                                        relation=unit.relation, **s.predicate())
+    return purge_batches.run_heap_batch(
+        ctx.work_conn,
+        ctx.tables,
+        ctx.table,
+        dry_run=ctx.dry_run,
+        run_id=ctx.run_id,
+        first_page=first,
+        pages=pages,
+        end_page=unit.heap.pages,
+        relation=unit.relation,
+        **s.predicate(),
+    )
 
 
 def run_batches(ctx: RunContext, units: list[Unit]) -> tuple[str, str | None]:
@@ -189,9 +234,11 @@ def _unit_batches(ctx: RunContext, unit: Unit) -> tuple[str, str | None]:
             else:
                 timeouts_at_floor += 1
                 if timeouts_at_floor >= TIMEOUTS_AT_FLOOR:
-                    return "failed", (f"{TIMEOUTS_AT_FLOOR} batches of {size} rows in a row hit {what} "
-                                      f"({s.statement_timeout_ms} ms statement, {s.lock_timeout_ms} ms "
-                                      f"lock): {describe_error(exc, '')}")
+                    return "failed", (
+                        f"{TIMEOUTS_AT_FLOOR} batches of {size} rows in a row hit {what} "
+                        f"({s.statement_timeout_ms} ms statement, {s.lock_timeout_ms} ms "
+                        f"lock): {describe_error(exc, '')}"
+                    )
                 log.warning("purge %s run %d: a batch of %d (the floor) hit %s", where, ctx.run_id, size, what)
             ctx.pause(pacer.after_batch(time.monotonic() - started, 0))
             continue

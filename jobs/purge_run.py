@@ -29,6 +29,7 @@ A run that cannot reach the database, or loses it before its outcome is
 written, is kept in memory (``jobs.unrecorded``) and recorded with its real
 times once the database answers: the next run writes it before it starts.
 """
+
 from __future__ import annotations
 
 import logging
@@ -58,8 +59,16 @@ from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OUTCOMES", "RETENTION_SETTING", "TABLES", "PartitionEvent", "PurgeResult", "PurgeSettings",
-           "describe_error", "run_purge"]
+__all__ = [
+    "OUTCOMES",
+    "RETENTION_SETTING",
+    "TABLES",
+    "PartitionEvent",
+    "PurgeResult",
+    "PurgeSettings",
+    "describe_error",
+    "run_purge",
+]
 
 TABLES = purges.TABLES
 OUTCOMES = PURGE_ENDS
@@ -67,23 +76,31 @@ OUTCOMES = PURGE_ENDS
 
 @dataclass(frozen=True)
 class PurgeResult:
-    run_id: int | None        # None only when the run could not even be recorded (database unreachable:
-                              # then it is recorded later, see jobs.unrecorded)
-    table: str                # 'keys', 'inbox' or 'outbox'
-    outcome: str              # 'succeeded' | 'failed' | 'skipped' | 'budget_exhausted' | 'cancelled'
-    batches: int              # committed batches (dry run: counted chunks)
-    rows: int                 # rows deleted (dry run: rows that would be deleted), dropped partitions' rows included
+    run_id: int | None  # None only when the run could not even be recorded (database unreachable:
+    # then it is recorded later, see jobs.unrecorded)
+    table: str  # 'keys', 'inbox' or 'outbox'
+    outcome: str  # 'succeeded' | 'failed' | 'skipped' | 'budget_exhausted' | 'cancelled'
+    batches: int  # committed batches (dry run: counted chunks)
+    rows: int  # rows deleted (dry run: rows that would be deleted), dropped partitions' rows included
     dry_run: bool
     error: str | None
-    method: str | None = None        # 'due_index', 'heap' or 'primary_key': how the batches found their rows
-    partitions_dropped: int = 0      # whole partitions dropped (a dry run: none)
+    method: str | None = None  # 'due_index', 'heap' or 'primary_key': how the batches found their rows
+    partitions_dropped: int = 0  # whole partitions dropped (a dry run: none)
 
 
-def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_person: bool = False,
-              on_start: Callable[[int], None] | None = None,
-              on_batch: Callable[[int, int], None] | None = None,
-              on_partition: Callable[[PartitionEvent], None] | None = None,
-              cancel: Callable[[], str | None] | None = None, once_per_seconds: float | None = None) -> PurgeResult:
+def run_purge(
+    target: Target,
+    table: str,
+    *,
+    dry_run: bool,
+    started_by: str,
+    by_person: bool = False,
+    on_start: Callable[[int], None] | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+    on_partition: Callable[[PartitionEvent], None] | None = None,
+    cancel: Callable[[], str | None] | None = None,
+    once_per_seconds: float | None = None,
+) -> PurgeResult:
     """One purge run of ``table`` now; never raises for database trouble (the outcome says ``failed``).
 
     ``once_per_seconds`` (the scheduler's runs, several schedulers sharing a database): a run that finds the lock
@@ -123,8 +140,9 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
                 lock_conn.close()
                 return PurgeResult(None, table, "skipped", 0, 0, dry_run, None)
         elif not purges.try_purge_lock(lock_conn, table):
-            skipped = purges.insert_skipped_purge_run(lock_conn, table, dry_run=dry_run, started_by=started_by,
-                                                      audited=by_person)
+            skipped = purges.insert_skipped_purge_run(
+                lock_conn, table, dry_run=dry_run, started_by=started_by, audited=by_person
+            )
             lock_conn.close()
             log.info("purge %s: skipped (run %d): %s", table, skipped.run_id, skipped.error)
             if on_start is not None:
@@ -137,15 +155,24 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
             log.warning("purge %s: run %d was left 'running' by a runner that died; recorded as failed", table, dead)
         forgotten = purges.delete_old_purge_runs(lock_conn, table, settings.history_retention_days)
         if forgotten:
-            log.info("purge %s: forgot %d run(s) older than %d days", table, forgotten,
-                     settings.history_retention_days)
+            log.info("purge %s: forgot %d run(s) older than %d days", table, forgotten, settings.history_retention_days)
         log.info("purge %s: run %d started%s by %s", table, run_id, " (dry run)" if dry_run else "", started_by)
         if on_start is not None:
             on_start(run_id)
         work_conn = target.connect(f"idemdash-purge-{table}-batches")
-        ctx = RunContext(table, target.tables, settings, run_id, dry_run, work_conn, lock_conn,
-                         deadline=started + settings.time_budget_seconds, on_batch=on_batch, cancel=cancel,
-                         connect_probe=lambda: target.connect(f"idemdash-purge-{table}-probe"))
+        ctx = RunContext(
+            table,
+            target.tables,
+            settings,
+            run_id,
+            dry_run,
+            work_conn,
+            lock_conn,
+            deadline=started + settings.time_budget_seconds,
+            on_batch=on_batch,
+            cancel=cancel,
+            connect_probe=lambda: target.connect(f"idemdash-purge-{table}-probe"),
+        )
         outcome, error, method = _work(ctx, lambda: target.connect(f"idemdash-purge-{table}-detach"), on_partition)
     except Exception as exc:  # a purge never takes its caller (the scheduler, a web request) down with it
         # no run row and no connection: the database is unreachable, not merely refusing this statement
@@ -162,25 +189,36 @@ def run_purge(target: Target, table: str, *, dry_run: bool, started_by: str, by_
         pacing = ctx.pacer.finish() if ctx is not None else None  # stops watching the application
 
     if run_id is not None and not _finish(target, lock_conn, table, run_id, outcome, error, pacing):
-        UNRECORDED.add(UnrecordedRun(dsn, table, dry_run, started_by, started_at, datetime.now(timezone.utc),
-                                     outcome, error, run_id))
+        UNRECORDED.add(
+            UnrecordedRun(
+                dsn, table, dry_run, started_by, started_at, datetime.now(timezone.utc), outcome, error, run_id
+            )
+        )
     if lock_conn is not None:
         lock_conn.close()  # releases the session lock even if the explicit unlock did not run
     if interrupted is not None:
         raise interrupted
     if unreachable:
-        waiting = UNRECORDED.add(UnrecordedRun(dsn, table, dry_run, started_by, started_at,
-                                               datetime.now(timezone.utc), outcome, error))
+        waiting = UNRECORDED.add(
+            UnrecordedRun(dsn, table, dry_run, started_by, started_at, datetime.now(timezone.utc), outcome, error)
+        )
         # one line per run, no traceback: an outage fails every run the same way until it ends
-        log.error("purge %s failed: %s (recorded when the database answers; %d run(s) waiting)", table, error,
-                  waiting)
+        log.error("purge %s failed: %s (recorded when the database answers; %d run(s) waiting)", table, error, waiting)
         return PurgeResult(None, table, outcome, 0, 0, dry_run, error)
     progress = ctx.progress if ctx is not None else None
     batches, rows = (progress.batches, progress.rows) if progress else (0, 0)
     dropped = progress.partitions_dropped if progress else 0
-    log.info("purge %s: run %s %s: %d batch(es)%s, %d row(s)%s in %.1fs", table, run_id, outcome, batches,
-             f" ({method})" if method else "", rows, " counted" if dry_run else " deleted",
-             time.monotonic() - started)
+    log.info(
+        "purge %s: run %s %s: %d batch(es)%s, %d row(s)%s in %.1fs",
+        table,
+        run_id,
+        outcome,
+        batches,
+        f" ({method})" if method else "",
+        rows,
+        " counted" if dry_run else " deleted",
+        time.monotonic() - started,
+    )
     return PurgeResult(run_id, table, outcome, batches, rows, dry_run, error, method, dropped)
 
 
@@ -197,8 +235,9 @@ def _done_elsewhere(lock_conn: psycopg.Connection, table: str, started_by: str, 
     return False
 
 
-def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],
-          on_partition: Callable[[PartitionEvent], None] | None) -> tuple[str, str | None, str | None]:
+def _work(
+    ctx: RunContext, connect: Callable[[], psycopg.Connection], on_partition: Callable[[PartitionEvent], None] | None
+) -> tuple[str, str | None, str | None]:
     """Partitions first, then batches; the outcome, error and the batches' method."""
     stop, accounted = drop_partitions(ctx, connect, on_partition)
     if stop is not None:
@@ -211,8 +250,15 @@ def _work(ctx: RunContext, connect: Callable[[], psycopg.Connection],
     return outcome, error, method
 
 
-def _finish(target: Target, lock_conn: psycopg.Connection | None, table: str, run_id: int, outcome: str,
-            error: str | None, pacing: Pacing | None = None) -> bool:
+def _finish(
+    target: Target,
+    lock_conn: psycopg.Connection | None,
+    table: str,
+    run_id: int,
+    outcome: str,
+    error: str | None,
+    pacing: Pacing | None = None,
+) -> bool:
     """Close the run's row (with what its pacer measured) and release the lock; on a fresh connection if the lock's
     connection broke.
 
@@ -226,14 +272,23 @@ def _finish(target: Target, lock_conn: psycopg.Connection | None, table: str, ru
             purges.release_purge_lock(lock_conn, table)
             return True
     except psycopg.Error as exc:
-        log.warning("purge %s run %d: could not record the outcome on its own connection: %s", table, run_id,
-                    describe_error(exc, target.dsn))
+        log.warning(
+            "purge %s run %d: could not record the outcome on its own connection: %s",
+            table,
+            run_id,
+            describe_error(exc, target.dsn),
+        )
     try:
         with target.connect(f"idemdash-purge-{table}") as conn:
             purges.finish_purge_run(conn, run_id, outcome, error)
             return True
     except psycopg.Error as exc:
         # Kept in memory and written when the database answers again (the next run writes it first).
-        log.error("purge %s run %d: could not record outcome %s yet: %s", table, run_id, outcome,
-                  describe_error(exc, target.dsn))
+        log.error(
+            "purge %s run %d: could not record outcome %s yet: %s",
+            table,
+            run_id,
+            outcome,
+            describe_error(exc, target.dsn),
+        )
         return False

@@ -1,4 +1,5 @@
 """A purge run's settings, read once from the target's settings and checked before touching the database."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -17,10 +18,10 @@ class PurgeSettings:
     statement_timeout_ms: int
     lock_timeout_ms: int
     pause_ms: int
-    duty_cycle: float           # 0 < share <= 1 of the time batches may take
+    duty_cycle: float  # 0 < share <= 1 of the time batches may take
     time_budget_seconds: float
     retention_days: int | None  # None for keys
-    inbox_retention_days: int   # every table's cutoff is read at once (partitions of any table need theirs)
+    inbox_retention_days: int  # every table's cutoff is read at once (partitions of any table need theirs)
     outbox_retention_days: int
     replay_horizon_seconds: int
     history_retention_days: int

@@ -1,5 +1,6 @@
 """The scheduled retention purges: one job per table (STYLE: jobs are named purge_<table>), each on the crontab
 line of its schedule setting, each a run of ``jobs.purge_run.run_purge``."""
+
 from __future__ import annotations
 
 import logging
@@ -36,7 +37,10 @@ def purge_outbox(target: Target, once_per_seconds: float | None = None) -> Purge
 
 
 JOBS: Mapping[str, Callable[..., PurgeResult | None]] = {
-    "keys": purge_keys, "inbox": purge_inbox, "outbox": purge_outbox}
+    "keys": purge_keys,
+    "inbox": purge_inbox,
+    "outbox": purge_outbox,
+}
 
 
 def _scheduled(target: Target, table: str, once_per_seconds: float | None) -> PurgeResult | None:
@@ -79,8 +83,14 @@ def register(scheduler, target: Target) -> list[str]:
         job = JOBS[table]
         # a fixed offset per database spreads a fleet's runs; at most one scheduled run per half period
         trigger, period = spread(trigger, target.name, job.__name__, target.settings)
-        scheduler.add_job(job, trigger, args=[target], kwargs={"once_per_seconds": period / 2 or None},
-                          id=job_id(job.__name__, target),
-                          name=f"retention purge of {table} ({target.name})", replace_existing=True)
+        scheduler.add_job(
+            job,
+            trigger,
+            args=[target],
+            kwargs={"once_per_seconds": period / 2 or None},
+            id=job_id(job.__name__, target),
+            name=f"retention purge of {table} ({target.name})",
+            replace_existing=True,
+        )
         added.append(job_id(job.__name__, target))
     return added

@@ -6,6 +6,7 @@ One writer at a time across scheduler replicas (advisory lock); a rollup another
 left alone. Each computation runs in its own READ ONLY transaction with a long statement timeout (it reads up
 to the whole keys table once, instead of every page view doing it), and is written in a short transaction.
 """
+
 from __future__ import annotations
 
 import logging
@@ -51,8 +52,11 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
                     _compute_one(conn, target, rollup, variant, done, failed)
             deadline = time.monotonic() + ROUND_SECONDS
             while time.monotonic() < deadline:
-                due = [(r, v) for r, v in _due(list(rollups.list_rollup_ages(conn)), target.settings, False)
-                       if (r.name, v) not in failed]
+                due = [
+                    (r, v)
+                    for r, v in _due(list(rollups.list_rollup_ages(conn)), target.settings, False)
+                    if (r.name, v) not in failed
+                ]
                 if not due:
                     break
                 _compute_one(conn, target, *due[0], done, failed)
@@ -62,8 +66,14 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
     return done
 
 
-def _compute_one(conn: psycopg.Connection, target: Target, rollup: rollups.Rollup, variant: str,
-                 done: dict[str, float], failed: set[tuple[str, str]]) -> None:
+def _compute_one(
+    conn: psycopg.Connection,
+    target: Target,
+    rollup: rollups.Rollup,
+    variant: str,
+    done: dict[str, float],
+    failed: set[tuple[str, str]],
+) -> None:
     """One rollup computed and stored into ``done``; one that fails is logged and left for the next round."""
     try:
         done[f"{rollup.name}:{variant}"] = _compute_and_store(conn, target.tables, target.settings, rollup, variant)
@@ -74,8 +84,7 @@ def _compute_one(conn: psycopg.Connection, target: Target, rollup: rollups.Rollu
         failed.add((rollup.name, variant))
 
 
-def _due(ages: list[rollups.RollupAge], config: Mapping[str, Any],
-         force: bool) -> list[tuple[rollups.Rollup, str]]:
+def _due(ages: list[rollups.RollupAge], config: Mapping[str, Any], force: bool) -> list[tuple[rollups.Rollup, str]]:
     """The (rollup, variant) pairs to recompute now, the most overdue for its interval first (never computed
     before all): each is due once its age reaches its interval, which grows with what computing it costs
     (``rollups.interval_seconds``), so a round that meets a 40 s rollup still refreshes the cheap ones first."""
@@ -93,8 +102,9 @@ def _due(ages: list[rollups.RollupAge], config: Mapping[str, Any],
     return [(rollup, variant) for _, rollup, variant in sorted(due, key=lambda d: -d[0])]
 
 
-def _compute_and_store(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any], rollup: rollups.Rollup,
-                       variant: str) -> float:
+def _compute_and_store(
+    conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any], rollup: rollups.Rollup, variant: str
+) -> float:
     with conn.transaction():
         conn.execute(statement("set_read_only"))
         conn.execute(statement("set_statement_timeout"), {"ms": str(STATEMENT_TIMEOUT_MS)})
@@ -124,5 +134,13 @@ def rollup_job(target: Target) -> str:
 
 
 def register(scheduler: BaseScheduler, target: Target) -> None:
-    scheduler.add_job(rollup_job, "interval", seconds=INTERVAL_SECONDS, id=job_id(JOB_ID, target), name="rollups",
-                      args=[target], replace_existing=True, next_run_time=datetime.now(timezone.utc))
+    scheduler.add_job(
+        rollup_job,
+        "interval",
+        seconds=INTERVAL_SECONDS,
+        id=job_id(JOB_ID, target),
+        name="rollups",
+        args=[target],
+        replace_existing=True,
+        next_run_time=datetime.now(timezone.utc),
+    )

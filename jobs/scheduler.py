@@ -8,6 +8,7 @@ a fresh connection. A listener logs, in one line each, what still reaches the sc
 a bug; a run missed or skipped because the previous one was still running) and keeps every job's last
 outcome (``last_outcomes``).
 """
+
 from __future__ import annotations
 
 import logging
@@ -70,8 +71,8 @@ def register_jobs(scheduler: BaseScheduler, target: Target) -> None:
 @dataclass(frozen=True)
 class JobOutcome:
     job_id: str
-    at: datetime          # when the run was due (a missed run: the time it missed)
-    outcome: str          # the job's own ('succeeded', 'failed', 'skipped', ...), or 'raised' / 'missed'
+    at: datetime  # when the run was due (a missed run: the time it missed)
+    outcome: str  # the job's own ('succeeded', 'failed', 'skipped', ...), or 'raised' / 'missed'
     error: str | None
 
 
@@ -86,13 +87,19 @@ class JobMonitor:
 
     def __call__(self, event: JobEvent) -> None:
         # execution events carry one run time, submission events (max instances) a list of them
-        at = (getattr(event, "scheduled_run_time", None) or next(iter(getattr(event, "scheduled_run_times", [])), None)
-              or datetime.now(timezone.utc))
+        at = (
+            getattr(event, "scheduled_run_time", None)
+            or next(iter(getattr(event, "scheduled_run_times", [])), None)
+            or datetime.now(timezone.utc)
+        )
         if event.code == EVENT_JOB_EXECUTED:
             retval = getattr(event, "retval", None)
             outcome = getattr(retval, "outcome", retval)
-            self._set(JobOutcome(event.job_id, at, outcome if isinstance(outcome, str) else "failed",
-                                 getattr(retval, "error", None)))
+            self._set(
+                JobOutcome(
+                    event.job_id, at, outcome if isinstance(outcome, str) else "failed", getattr(retval, "error", None)
+                )
+            )
         elif event.code == EVENT_JOB_ERROR:
             assert isinstance(event, JobExecutionEvent)
             first_line = (str(event.exception).strip().splitlines() or [""])[0]
@@ -101,12 +108,18 @@ class JobMonitor:
             log.error("job %s raised %s; it runs again at its next time", event.job_id, error)
             self._set(JobOutcome(event.job_id, at, "raised", error))
         elif event.code == EVENT_JOB_MISSED:
-            log.warning("job %s missed its run at %s (the process was busy or stopped)", event.job_id,
-                        at.isoformat(timespec="seconds"))
+            log.warning(
+                "job %s missed its run at %s (the process was busy or stopped)",
+                event.job_id,
+                at.isoformat(timespec="seconds"),
+            )
             self._set(JobOutcome(event.job_id, at, "missed", None))
         else:  # EVENT_JOB_MAX_INSTANCES
-            log.warning("job %s skipped its run at %s: the previous run is still going", event.job_id,
-                        at.isoformat(timespec="seconds"))
+            log.warning(
+                "job %s skipped its run at %s: the previous run is still going",
+                event.job_id,
+                at.isoformat(timespec="seconds"),
+            )
 
     def _set(self, outcome: JobOutcome) -> None:
         with self._lock:
@@ -126,8 +139,13 @@ def last_outcomes(scheduler: BaseScheduler) -> dict[str, JobOutcome]:
     return monitor.last() if monitor is not None else {}
 
 
-def build(config: Mapping[str, Any], scheduler_class: type[S],
-          targets: Sequence[Target] | None = None, *, discover: bool = False) -> S:
+def build(
+    config: Mapping[str, Any],
+    scheduler_class: type[S],
+    targets: Sequence[Target] | None = None,
+    *,
+    discover: bool = False,
+) -> S:
     """A scheduler with every job of ``targets`` (default: every database of IDEMDASH_CONFIG, or the one of
     IDEMDASH_DATABASE_URL); each database's jobs are its own, so one failing never stops the others'. Without
     ``targets``, or with ``discover`` (they are every database of IDEMDASH_CONFIG), a fleet's members' jobs come and
@@ -144,7 +162,8 @@ def build(config: Mapping[str, Any], scheduler_class: type[S],
     elif discover:
         described = load_config(config)
         FleetJobs(scheduler, described, known(described, targets), register_jobs).add_discovery(
-            config["FLEET_DISCOVER_SECONDS"])
+            config["FLEET_DISCOVER_SECONDS"]
+        )
     for target in targets:
         register_jobs(scheduler, target)
     return scheduler
@@ -159,8 +178,11 @@ def start_in_background(config: Mapping[str, Any]) -> BackgroundScheduler:
 
 def run_blocking(config: Mapping[str, Any], targets: Sequence[Target] | None = None, *, discover: bool = False) -> None:
     scheduler = build(config, BlockingScheduler, targets, discover=discover)
-    log.info("scheduler starting with %d job(s): %s", len(scheduler.get_jobs()),
-             ", ".join(job.id for job in scheduler.get_jobs()) or "none yet")
+    log.info(
+        "scheduler starting with %d job(s): %s",
+        len(scheduler.get_jobs()),
+        ", ".join(job.id for job in scheduler.get_jobs()) or "none yet",
+    )
     try:
         scheduler.start()
     except (KeyboardInterrupt, SystemExit):

@@ -2,6 +2,7 @@
 purged since the previous snapshot into ``idemdash.metric_snapshot``, and drop snapshots past
 SNAPSHOT_RETENTION_DAYS (one bounded batch per run). The overview draws its trend lines from these rows.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,8 +37,9 @@ def run_snapshot(target: Target, *, min_gap_seconds: float | None = None) -> sna
         conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
         conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
         snapshot = snapshots.take_snapshot(conn, target.tables, config, interval_seconds=interval, min_gap_seconds=gap)
-        deleted = snapshots.delete_old_snapshots(conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"],
-                                                 limit=DELETE_BATCH)
+        deleted = snapshots.delete_old_snapshots(
+            conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"], limit=DELETE_BATCH
+        )
     if deleted:
         log.info("dropped %d metric snapshot(s) older than %d days", deleted, config["SNAPSHOT_RETENTION_DAYS"])
     return snapshot
@@ -63,6 +65,13 @@ def register(scheduler: BaseScheduler, target: Target) -> None:
     FLEET_JOB_SPREAD_SECONDS, so a fleet's snapshots do not all start at once), so trends start with the scheduler."""
     interval = target.settings["SNAPSHOT_INTERVAL_SECONDS"]
     offset = offset_seconds(target.name, JOB_ID, min(setting(target.settings, "FLEET_JOB_SPREAD_SECONDS"), interval))
-    scheduler.add_job(snapshot_job, "interval", seconds=interval, id=job_id(JOB_ID, target),
-                      name="metric snapshot", args=[target], replace_existing=True,
-                      next_run_time=datetime.now(timezone.utc) + timedelta(seconds=offset))
+    scheduler.add_job(
+        snapshot_job,
+        "interval",
+        seconds=interval,
+        id=job_id(JOB_ID, target),
+        name="metric snapshot",
+        args=[target],
+        replace_existing=True,
+        next_run_time=datetime.now(timezone.utc) + timedelta(seconds=offset),
+    )

@@ -7,6 +7,7 @@ same database, or by the ``record_unrecorded_runs`` job within ``FLUSH_INTERVAL_
 first. A run leaves memory only after the transaction that recorded it committed; writing one again is a
 no-op (the same table, start and starter), so a flush cut off mid-commit cannot record it twice.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,13 +33,13 @@ JOB_ID = "record_unrecorded_runs"
 
 @dataclass(frozen=True, eq=False)  # identity, not value: two equal failures are two runs
 class UnrecordedRun:
-    dsn: str                   # the database it belongs to (a run is only ever written where it ran)
+    dsn: str  # the database it belongs to (a run is only ever written where it ran)
     table: str
     dry_run: bool
     started_by: str
     started_at: datetime
     finished_at: datetime
-    outcome: str               # 'failed' when it never reached the database; else whatever the run ended with
+    outcome: str  # 'failed' when it never reached the database; else whatever the run ended with
     error: str | None
     run_id: int | None = None  # set when its row exists, still 'running', and only the ending was lost
 
@@ -46,9 +47,9 @@ class UnrecordedRun:
 class UnrecordedRuns:
     def __init__(self, limit: int = LIMIT) -> None:
         self._runs: deque[UnrecordedRun] = deque(maxlen=limit)
-        self._lock = threading.Lock()        # guards _runs and dropped
-        self._flushing = threading.Lock()    # one flush at a time, so no run is written by two threads
-        self.dropped = 0                     # runs pushed out by newer ones before they could be written
+        self._lock = threading.Lock()  # guards _runs and dropped
+        self._flushing = threading.Lock()  # one flush at a time, so no run is written by two threads
+        self.dropped = 0  # runs pushed out by newer ones before they could be written
 
     def add(self, run: UnrecordedRun) -> int:
         """Keep ``run``; returns how many wait for its database."""
@@ -81,8 +82,7 @@ class UnrecordedRuns:
                     for run in runs:
                         _write(conn, run)
             except psycopg.Error as exc:
-                log.warning("%d purge run(s) from an outage still unrecorded: %s", len(runs),
-                            describe_error(exc, dsn))
+                log.warning("%d purge run(s) from an outage still unrecorded: %s", len(runs), describe_error(exc, dsn))
                 return 0
             written = {id(r) for r in runs}
             with self._lock:
@@ -90,8 +90,11 @@ class UnrecordedRuns:
                 self._runs.clear()
                 self._runs.extend(kept)
                 dropped, self.dropped = self.dropped, 0
-            log.info("recorded %d purge run(s) that failed while the database was unreachable%s", len(runs),
-                     f" ({dropped} older one(s) were not kept)" if dropped else "")
+            log.info(
+                "recorded %d purge run(s) that failed while the database was unreachable%s",
+                len(runs),
+                f" ({dropped} older one(s) were not kept)" if dropped else "",
+            )
             return len(runs)
         finally:
             self._flushing.release()
@@ -99,9 +102,15 @@ class UnrecordedRuns:
 
 def _write(conn: psycopg.Connection, run: UnrecordedRun) -> None:
     if run.run_id is None:
-        purges.insert_unrecorded_purge_run(conn, run.table, dry_run=run.dry_run, started_by=run.started_by,
-                                           started_at=run.started_at, finished_at=run.finished_at,
-                                           error=run.error or "database unreachable")
+        purges.insert_unrecorded_purge_run(
+            conn,
+            run.table,
+            dry_run=run.dry_run,
+            started_by=run.started_by,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            error=run.error or "database unreachable",
+        )
     else:
         purges.finish_unrecorded_purge_run(conn, run.run_id, run.outcome, run.finished_at, run.error)
 
@@ -119,13 +128,22 @@ def record_unrecorded_runs(target: Target) -> str:
         with target.connect("idemdash-purge-history") as conn:
             UNRECORDED.flush(conn, dsn)
     except psycopg.Error as exc:
-        log.info("%d purge run(s) from an outage wait for the database: %s", len(UNRECORDED.waiting(dsn)),
-                 describe_error(exc, dsn))
+        log.info(
+            "%d purge run(s) from an outage wait for the database: %s",
+            len(UNRECORDED.waiting(dsn)),
+            describe_error(exc, dsn),
+        )
         return "failed"
     return "failed" if UNRECORDED.waiting(dsn) else "succeeded"
 
 
 def register(scheduler: BaseScheduler, target: Target) -> None:
-    scheduler.add_job(record_unrecorded_runs, "interval", seconds=FLUSH_INTERVAL_SECONDS, id=job_id(JOB_ID, target),
-                      name="record purge runs that failed during an outage", args=[target],
-                      replace_existing=True)
+    scheduler.add_job(
+        record_unrecorded_runs,
+        "interval",
+        seconds=FLUSH_INTERVAL_SECONDS,
+        id=job_id(JOB_ID, target),
+        name="record purge runs that failed during an outage",
+        args=[target],
+        replace_existing=True,
+    )

@@ -1,4 +1,5 @@
 """`python -m idemdash`: the same as the `idemdash` console script."""
+
 from idemdash.cli import main
 
 main()

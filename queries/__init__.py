@@ -17,6 +17,7 @@ caller is filled with that block, rendered with the same tables and identifiers.
 A word written once in Python (core/statuses.py) that a statement needs is a field
 of ``CONSTANTS``: ``claimed_by = {review_holder}``, filled in as a literal.
 """
+
 from __future__ import annotations
 
 import re
@@ -50,11 +51,11 @@ def _parse(source: str, text: str) -> dict[str, Query]:
     for bare in _BARE_HEADER.finditer(text):
         if bare.start() not in complete:
             raise ValueError(f"{source}: query {bare.group(1)!r} needs a one-line '-- description' under its name")
-    if headers and text[:headers[0].start()].strip():
+    if headers and text[: headers[0].start()].strip():
         raise ValueError(f"{source}: text before the first '-- name --' header")
     for i, match in enumerate(headers):
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
-        body = text[match.end():end].strip()
+        body = text[match.end() : end].strip()
         name = match.group(1)
         if not body:
             raise ValueError(f"{source}: query {name!r} has no statement")
@@ -98,8 +99,7 @@ class Tables:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Tables:
-        return cls(config["APP_SCHEMA"], config["KEYS_TABLE"], config["INBOX_TABLE"],
-                   config["OUTBOX_TABLE"])
+        return cls(config["APP_SCHEMA"], config["KEYS_TABLE"], config["INBOX_TABLE"], config["OUTBOX_TABLE"])
 
     def identifiers(self) -> dict[str, sql.Composable]:
         return {

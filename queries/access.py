@@ -1,5 +1,6 @@
 """What the configured role may do: the application tables and idemdash's own, from the catalog
 (``has_table_privilege``), for `/readyz`, `/health` and `idemdash check`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,10 +14,10 @@ from idemdash.queries.transactions import select_all, select_one
 
 @dataclass(frozen=True)
 class TableAccess:
-    role: str            # keys, inbox, outbox, or idemdash (one of idemdash's own tables)
+    role: str  # keys, inbox, outbox, or idemdash (one of idemdash's own tables)
     schema_name: str
     table_name: str
-    role_name: str       # the database role idemdash connects as
+    role_name: str  # the database role idemdash connects as
     schema_present: bool
     schema_usage: bool
     present: bool
@@ -24,7 +25,7 @@ class TableAccess:
     can_insert: bool
     can_update: bool
     can_delete: bool
-    can_lock: bool       # SELECT ... FOR UPDATE needs UPDATE on at least one column
+    can_lock: bool  # SELECT ... FOR UPDATE needs UPDATE on at least one column
 
     @property
     def qualified(self) -> str:
@@ -47,9 +48,12 @@ class DatabaseAccess:
 
 def list_table_access(conn: psycopg.Connection, tables: Tables) -> list[TableAccess]:
     """The keys, inbox and outbox tables (in that order, present or not), then idemdash's own tables."""
-    rows = select_all(conn, statement("list_table_access"),
-                      {"schema": tables.schema, "keys": tables.keys, "inbox": tables.inbox, "outbox": tables.outbox},
-                      TableAccess)
+    rows = select_all(
+        conn,
+        statement("list_table_access"),
+        {"schema": tables.schema, "keys": tables.keys, "inbox": tables.inbox, "outbox": tables.outbox},
+        TableAccess,
+    )
     return sorted(rows, key=lambda row: (_ORDER.get(row.role, len(_ORDER)), row.table_name))
 
 
@@ -73,8 +77,12 @@ def fix_grant_schema_usage(schema: str, role: str) -> str:
 def fix_grant_on_table(schema: str, table: str, privileges: list[str], role: str) -> str:
     if not privileges or not set(privileges) <= set(PRIVILEGES):
         raise ValueError(f"privileges must be some of {PRIVILEGES}, got {privileges}")
-    return statement("fix_grant_on_table", privileges=sql.SQL(", ").join(sql.SQL(p) for p in privileges),
-                     table=sql.Identifier(schema, table), role=sql.Identifier(role)).as_string(None)
+    return statement(
+        "fix_grant_on_table",
+        privileges=sql.SQL(", ").join(sql.SQL(p) for p in privileges),
+        table=sql.Identifier(schema, table),
+        role=sql.Identifier(role),
+    ).as_string(None)
 
 
 def fix_grant_idemdash_tables(role: str) -> str:

@@ -5,6 +5,7 @@ never changes an existing application's tables: every statement here is
 ``IF NOT EXISTS`` / ``CREATE OR REPLACE``, and ``idemdash init-app-schema``
 is the only thing that runs it.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -48,15 +49,22 @@ class Claim:
 
 
 # The unique index each daily partition gets (the deduplication that holds within one partition).
-PARTITION_UNIQUE_COLUMNS = {"inbox": ["consumer_name", "message_id"],
-                            "outbox": ["idempotency_scope", "idempotency_key", "event_type"]}
+PARTITION_UNIQUE_COLUMNS = {
+    "inbox": ["consumer_name", "message_id"],
+    "outbox": ["idempotency_scope", "idempotency_key", "event_type"],
+}
 PARTITIONED_TABLES = tuple(PARTITION_UNIQUE_COLUMNS)
 _PARTITION_FUNCTION = "create_time_partitions(regclass, timestamptz, timestamptz, text[])"
 
 
-def create_app_schema(conn: psycopg.Connection, tables: Tables, status_type: StatusType = "enum",
-                      partitioned: bool = False, partitions_from: datetime | None = None,
-                      partitions_to: datetime | None = None) -> None:
+def create_app_schema(
+    conn: psycopg.Connection,
+    tables: Tables,
+    status_type: StatusType = "enum",
+    partitioned: bool = False,
+    partitions_from: datetime | None = None,
+    partitions_to: datetime | None = None,
+) -> None:
     """Create the reference tables and functions; safe to run again.
 
     ``partitioned``: the inbox and outbox are range-partitioned by day (inbox by ``processed_at``, outbox by
@@ -77,15 +85,17 @@ def create_app_schema(conn: psycopg.Connection, tables: Tables, status_type: Sta
             for advice in ADVICE.values():
                 if advice.table in PARTITIONED_TABLES:
                     conn.execute(advice.create_statement_in_transaction(tables))
-        conn.execute(statement("create_app_tables", tables,
-                               status_type=enum if status_type == "enum" else sql.SQL("text")))
+        conn.execute(
+            statement("create_app_tables", tables, status_type=enum if status_type == "enum" else sql.SQL("text"))
+        )
         conn.execute(statement("create_app_functions", tables))
         if partitioned:
             conn.execute(statement("create_app_partition_functions", tables))
             now = datetime.now(timezone.utc)
             for table in PARTITIONED_TABLES:
-                create_time_partitions(conn, tables, table, partitions_from or now,
-                                       partitions_to or now + timedelta(days=7))
+                create_time_partitions(
+                    conn, tables, table, partitions_from or now, partitions_to or now + timedelta(days=7)
+                )
 
 
 def has_partition_function(conn: psycopg.Connection, tables: Tables) -> bool:
@@ -95,44 +105,104 @@ def has_partition_function(conn: psycopg.Connection, tables: Tables) -> bool:
     return bool(row and row[0])
 
 
-def create_time_partitions(conn: psycopg.Connection, tables: Tables, table: str, start: datetime,
-                           end: datetime) -> int:
+def create_time_partitions(conn: psycopg.Connection, tables: Tables, table: str, start: datetime, end: datetime) -> int:
     """The missing daily partitions of the reference ``table`` ('inbox' or 'outbox') from ``start`` to ``end``."""
     relation = sql.Identifier(tables.schema, getattr(tables, table)).as_string(conn)
-    row = conn.execute(statement("create_time_partitions", tables),
-                       {"table": relation, "from": start, "to": end,
-                        "unique_columns": PARTITION_UNIQUE_COLUMNS[table]}).fetchone()
+    row = conn.execute(
+        statement("create_time_partitions", tables),
+        {"table": relation, "from": start, "to": end, "unique_columns": PARTITION_UNIQUE_COLUMNS[table]},
+    ).fetchone()
     return int(row[0]) if row else 0
 
 
-def claim_key(conn: psycopg.Connection, tables: Tables, scope: str, key: str, request_hash: str,
-              claimed_by: str, lock_seconds: int = 300, retention: timedelta = timedelta(hours=24)) -> Claim:
-    params = {"scope": scope, "key": key, "request_hash": request_hash, "claimed_by": claimed_by,
-              "lock_seconds": lock_seconds, "retention": retention}
+def claim_key(
+    conn: psycopg.Connection,
+    tables: Tables,
+    scope: str,
+    key: str,
+    request_hash: str,
+    claimed_by: str,
+    lock_seconds: int = 300,
+    retention: timedelta = timedelta(hours=24),
+) -> Claim:
+    params = {
+        "scope": scope,
+        "key": key,
+        "request_hash": request_hash,
+        "claimed_by": claimed_by,
+        "lock_seconds": lock_seconds,
+        "retention": retention,
+    }
     claim = select_one(conn, statement("claim_key", tables), params, Claim)
     assert claim is not None
     return claim
 
 
-def complete_key(conn: psycopg.Connection, tables: Tables, scope: str, key: str, result_ref_type: str | None,
-                 result_ref_id: uuid.UUID | None, response_body: Any, attempt: int | None = None) -> None:
-    conn.execute(statement("complete_key", tables),
-                 {"scope": scope, "key": key, "result_ref_type": result_ref_type, "result_ref_id": result_ref_id,
-                  "response_body": Jsonb(response_body), "attempt": attempt})
+def complete_key(
+    conn: psycopg.Connection,
+    tables: Tables,
+    scope: str,
+    key: str,
+    result_ref_type: str | None,
+    result_ref_id: uuid.UUID | None,
+    response_body: Any,
+    attempt: int | None = None,
+) -> None:
+    conn.execute(
+        statement("complete_key", tables),
+        {
+            "scope": scope,
+            "key": key,
+            "result_ref_type": result_ref_type,
+            "result_ref_id": result_ref_id,
+            "response_body": Jsonb(response_body),
+            "attempt": attempt,
+        },
+    )
 
 
-def fail_key(conn: psycopg.Connection, tables: Tables, scope: str, key: str, retryable: bool, failure_code: str,
-             failure_message: str, attempt: int | None = None) -> None:
-    conn.execute(statement("fail_key", tables),
-                 {"scope": scope, "key": key, "retryable": retryable, "failure_code": failure_code,
-                  "failure_message": failure_message, "attempt": attempt})
+def fail_key(
+    conn: psycopg.Connection,
+    tables: Tables,
+    scope: str,
+    key: str,
+    retryable: bool,
+    failure_code: str,
+    failure_message: str,
+    attempt: int | None = None,
+) -> None:
+    conn.execute(
+        statement("fail_key", tables),
+        {
+            "scope": scope,
+            "key": key,
+            "retryable": retryable,
+            "failure_code": failure_code,
+            "failure_message": failure_message,
+            "attempt": attempt,
+        },
+    )
 
 
-def consume_message(conn: psycopg.Connection, tables: Tables, consumer: str, message_id: str, message_hash: str,
-                    result_ref_type: str | None = None, result_ref_id: uuid.UUID | None = None) -> str:
-    row = conn.execute(statement("consume_message", tables),
-                       {"consumer": consumer, "message_id": message_id, "message_hash": message_hash,
-                        "result_ref_type": result_ref_type, "result_ref_id": result_ref_id}).fetchone()
+def consume_message(
+    conn: psycopg.Connection,
+    tables: Tables,
+    consumer: str,
+    message_id: str,
+    message_hash: str,
+    result_ref_type: str | None = None,
+    result_ref_id: uuid.UUID | None = None,
+) -> str:
+    row = conn.execute(
+        statement("consume_message", tables),
+        {
+            "consumer": consumer,
+            "message_id": message_id,
+            "message_hash": message_hash,
+            "result_ref_type": result_ref_type,
+            "result_ref_id": result_ref_id,
+        },
+    ).fetchone()
     assert row is not None
     return cast(str, row[0])
 
@@ -140,5 +210,9 @@ def consume_message(conn: psycopg.Connection, tables: Tables, consumer: str, mes
 def fix_create_time_partitions(tables: Tables, table: str) -> str:
     """The call that makes the next week's partitions of the reference ``table`` (shown on /health, never run)."""
     relation = sql.Identifier(tables.schema, getattr(tables, table)).as_string(None)
-    return statement("fix_create_time_partitions", tables, table=sql.Literal(relation),
-                     unique_columns=sql.Literal(PARTITION_UNIQUE_COLUMNS[table])).as_string(None)
+    return statement(
+        "fix_create_time_partitions",
+        tables,
+        table=sql.Literal(relation),
+        unique_columns=sql.Literal(PARTITION_UNIQUE_COLUMNS[table]),
+    ).as_string(None)

@@ -1,4 +1,5 @@
 """idemdash's append-only audit log of operator actions."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,8 +18,8 @@ class AuditFilter:
     scope: str | None = None
     key: str | None = None
     actor: str | None = None
-    parent: int | None = None     # the per-key rows of one bulk action
-    action: str | None = None     # the kind of action (ACTION_KINDS)
+    parent: int | None = None  # the per-key rows of one bulk action
+    action: str | None = None  # the kind of action (ACTION_KINDS)
     since: datetime | None = None
     until: datetime | None = None
 
@@ -27,8 +28,19 @@ class AuditFilter:
 # a purge or dry run started by a person, a run's cancel, a triage note, an outbox row parked or released (one by one,
 # or in bulk: one line, its rows under it), a library's
 # own documented action on one of its rows (library:<action>, core/profiles).
-ACTION_KINDS = ("reclassify", "reclassify-bulk", "purge", "purge-dry-run", "purge-cancel", "note", "outbox-park",
-                "outbox-release", "outbox-park-bulk", "outbox-release-bulk", "library")
+ACTION_KINDS = (
+    "reclassify",
+    "reclassify-bulk",
+    "purge",
+    "purge-dry-run",
+    "purge-cancel",
+    "note",
+    "outbox-park",
+    "outbox-release",
+    "outbox-park-bulk",
+    "outbox-release-bulk",
+    "library",
+)
 
 
 @dataclass(frozen=True)
@@ -44,28 +56,42 @@ class AuditEntry:
     reason: str | None
     evidence: Any
     detail: Any
-    parent_id: int | None     # the bulk action this per-key row belongs to
-    children: int             # per-key rows under this entry (a bulk action); 0 otherwise
+    parent_id: int | None  # the bulk action this per-key row belongs to
+    children: int  # per-key rows under this entry (a bulk action); 0 otherwise
 
 
 def list_audit_for_key(conn: psycopg.Connection, scope: str, key: str, limit: int = 100) -> list[AuditEntry]:
     return select_all(conn, statement("list_audit_for_key"), {"scope": scope, "key": key, "limit": limit}, AuditEntry)
 
 
-def list_audit(conn: psycopg.Connection, flt: AuditFilter, *, after: str | None = None,
-               limit: int = 50) -> Page[AuditEntry]:
+def list_audit(
+    conn: psycopg.Connection, flt: AuditFilter, *, after: str | None = None, limit: int = 50
+) -> Page[AuditEntry]:
     """One page of the audit log, newest first; ``after`` is the previous page's next_cursor (ValueError if
     malformed)."""
-    params: dict[str, Any] = {"scope": flt.scope, "key": flt.key, "actor": flt.actor, "parent": flt.parent,
-                              "action": flt.action, "since": flt.since, "until": flt.until,
-                              "limit": limit + 1,
-                              "has_cursor": after is not None, "c_at": None, "c_id": None}
+    params: dict[str, Any] = {
+        "scope": flt.scope,
+        "key": flt.key,
+        "actor": flt.actor,
+        "parent": flt.parent,
+        "action": flt.action,
+        "since": flt.since,
+        "until": flt.until,
+        "limit": limit + 1,
+        "has_cursor": after is not None,
+        "c_at": None,
+        "c_id": None,
+    }
     if after is not None:
         at, audit_id = cursor.decode(after, 2)
         params["c_at"] = cursor.parse_time(at)
         # bool is an int in Python; a bigint out of range would be a database error, not bad input
-        if params["c_at"] is None or isinstance(audit_id, bool) or not isinstance(audit_id, int) \
-                or not -2**63 <= audit_id < 2**63:
+        if (
+            params["c_at"] is None
+            or isinstance(audit_id, bool)
+            or not isinstance(audit_id, int)
+            or not -(2**63) <= audit_id < 2**63
+        ):
             raise ValueError("cursor is not valid: use the next_cursor value from the previous page")
         params["c_id"] = audit_id
     rows = select_all(conn, statement("list_audit"), params, AuditEntry)

@@ -1,5 +1,6 @@
 """The catalog as `idemdash detect` reads it: every table's columns and types, matched against the table-shape
 profiles of ``core.profiles``."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -46,13 +47,17 @@ def find_configured(conn: psycopg.Connection, settings: Mapping[str, Any]) -> Fo
     names: a name as the library spells it matches under any naming convention the profile allows (and any endpoint
     prefix for NServiceBus), a name of the user's own matches exactly."""
     chosen = profile(settings["PROFILE"])
-    tables = tuple(table if settings.get(table.setting.upper()) in (None, "", table.name)
-                   else replace(table, name=settings[table.setting.upper()], match=EXACT)
-                   for table in chosen.tables)
+    tables = tuple(
+        table
+        if settings.get(table.setting.upper()) in (None, "", table.name)
+        else replace(table, name=settings[table.setting.upper()], match=EXACT)
+        for table in chosen.tables
+    )
     schema = settings["APP_SCHEMA"]
     columns = [c for c in list_catalog_columns(conn) if c.schema_name == schema]
-    found = detect(((c.schema_name, c.table_name, c.column_name, c.data_type) for c in columns),
-                   [replace(chosen, tables=tables)])
+    found = detect(
+        ((c.schema_name, c.table_name, c.column_name, c.data_type) for c in columns), [replace(chosen, tables=tables)]
+    )
     custom = chosen.name.startswith(f"{CUSTOM}:")
     if len(found) == 1:
         if custom:
@@ -63,13 +68,17 @@ def find_configured(conn: psycopg.Connection, settings: Mapping[str, Any]) -> Fo
     wanted = ", ".join(f"{t.name} ({t.role})" for t in tables if not t.optional)
     if found:
         names = "; ".join(", ".join(name for _, name in f.tables) for f in found)
-        raise ShapeNotFound(f"schema {schema} holds {len(found)} sets of {chosen.library} tables ({names}): name "
-                            f"the one to read with its table key ({', '.join(sorted({t.setting for t in tables}))})")
+        raise ShapeNotFound(
+            f"schema {schema} holds {len(found)} sets of {chosen.library} tables ({names}): name "
+            f"the one to read with its table key ({', '.join(sorted({t.setting for t in tables}))})"
+        )
     elsewhere = [f for f in find_shapes(conn) if f.profile == chosen.name]
-    hint = (f"; `idemdash detect` finds them in schema {', '.join(sorted({f.schema for f in elsewhere}))} (set "
-            "app_schema)" if elsewhere else "; `idemdash detect` lists the shapes this database holds")
+    hint = (
+        f"; `idemdash detect` finds them in schema {', '.join(sorted({f.schema for f in elsewhere}))} (set app_schema)"
+        if elsewhere
+        else "; `idemdash detect` lists the shapes this database holds"
+    )
     raise ShapeNotFound(f"no {chosen.library} tables ({wanted}) with the library's columns in schema {schema}{hint}")
-
 
 
 @dataclass(frozen=True)
@@ -79,9 +88,12 @@ class Sample:
 
 def _check_columns(tables: tuple[Table, ...], columns: list[CatalogColumn]) -> None:
     """A custom shape whose tables are there but whose columns are not as it says: ShapeNotFound naming each."""
-    wrong = [line for table in tables for line in misfits(table, {c.column_name: c.data_type for c in columns
-                                                                  if c.table_name == table.name})
-             if any(c.table_name == table.name for c in columns)]
+    wrong = [
+        line
+        for table in tables
+        for line in misfits(table, {c.column_name: c.data_type for c in columns if c.table_name == table.name})
+        if any(c.table_name == table.name for c in columns)
+    ]
     if wrong:
         raise ShapeNotFound("the custom shape does not fit its tables: " + "; ".join(wrong))
 
@@ -96,8 +108,17 @@ def _check_epoch_units(conn: psycopg.Connection, found: Found, tables: tuple[Tab
         if name is None or not epochs:
             continue
         for column in epochs:
-            sample = select_one(conn, statement("sample_newest_number", None, table=sql.Identifier(found.schema, name),
-                                                column=sql.Identifier(column)), None, Sample)
+            sample = select_one(
+                conn,
+                statement(
+                    "sample_newest_number",
+                    None,
+                    table=sql.Identifier(found.schema, name),
+                    column=sql.Identifier(column),
+                ),
+                None,
+                Sample,
+            )
             if sample is not None and sample.newest is not None:
                 wrong.append(implausible_epoch(table, column, sample.newest, datetime.now(timezone.utc)))
     if any(wrong):

@@ -4,6 +4,7 @@ A cursor is base64url(JSON list). Datetimes travel as ISO 8601 strings with
 their zone; PostgreSQL parses them back when they are bound as parameters.
 Anything that does not decode is the caller's bad input (ValueError → 400).
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,13 +23,14 @@ class Page(Generic[T]):
 
     items: list[T]
     next_cursor: str | None
-    prev_cursor: str | None = None    # the page before this one, where a list can go back
+    prev_cursor: str | None = None  # the page before this one, where a list can go back
 
 
 def encode(values: list[Any]) -> str:
     def plain(v: Any) -> Any:
-        return v.isoformat() if isinstance(v, datetime) else v if v is None or isinstance(v,
-                                                                                          (str, int, float)) else str(v)
+        return (
+            v.isoformat() if isinstance(v, datetime) else v if v is None or isinstance(v, (str, int, float)) else str(v)
+        )
 
     raw = json.dumps([plain(v) for v in values], separators=(",", ":"), ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -40,8 +42,11 @@ def decode(cursor: str, arity: int) -> list[Any]:
         values = json.loads(raw.decode())
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise ValueError("cursor is not valid: use the next_cursor value from the previous page") from None
-    if not isinstance(values, list) or len(values) != arity or not all(
-            v is None or isinstance(v, (str, int, float)) for v in values):
+    if (
+        not isinstance(values, list)
+        or len(values) != arity
+        or not all(v is None or isinstance(v, (str, int, float)) for v in values)
+    ):
         raise ValueError("cursor is not valid: use the next_cursor value from the previous page")
     return values
 

@@ -3,6 +3,7 @@ progress work, the outbox's pending rows and lag, what the library gave up on, t
 tables answer from the overview's own statements (their indexes keep them cheap at any size); another library's from
 its profile's states, counted as /tables counts them (the rollup job's stored count where counting live is slow).
 A number the library does not record is None, never 0."""
+
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
@@ -26,12 +27,12 @@ OUTBOX = "outbox"
 
 @dataclass(frozen=True)
 class DatabaseSummary:
-    stuck: int | None               # work in progress past what the library allows (stuck keys, stale publications)
-    processing: int | None          # work someone holds now
-    needs_review: int | None        # keys an operator held for review (the reference tables' own)
-    outbox_pending: int | None      # what the outbox still has to send
+    stuck: int | None  # work in progress past what the library allows (stuck keys, stale publications)
+    processing: int | None  # work someone holds now
+    needs_review: int | None  # keys an operator held for review (the reference tables' own)
+    outbox_pending: int | None  # what the outbox still has to send
     outbox_lag_seconds: float | None  # how long its oldest pending row has waited; None when none is pending
-    failed: int | None              # rows given up on: failed keys, parked or dead-lettered messages
+    failed: int | None  # rows given up on: failed keys, parked or dead-lettered messages
     last_purge: PurgeRun | None
     # the reference outbox's likely poison rows (pending, POISON_MIN_ATTEMPTS or more attempts), left out of its lag
     # and counted apart; None where the library does not record attempts that way
@@ -60,8 +61,9 @@ def get_database_summary(conn: psycopg.Connection, tables: Tables, settings: Map
     return get_database_numbers(conn, tables, settings)[0]
 
 
-def get_database_numbers(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any],
-                         meanings: Collection[str] = ()) -> tuple[DatabaseSummary, ConfiguredStates]:
+def get_database_numbers(
+    conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], meanings: Collection[str] = ()
+) -> tuple[DatabaseSummary, ConfiguredStates]:
     """The summary, and a library's count of every state of ``meanings`` besides, counted in the same pass as the
     summary's own (/metrics' rows by state). The reference tables answer the summary only: their states beyond it
     have series of their own."""
@@ -74,10 +76,25 @@ def get_database_numbers(conn: psycopg.Connection, tables: Tables, settings: Map
     if reference:
         keys = count_processing_keys(conn, tables, settings["DEFAULT_LEASE_SECONDS"])
         outbox = get_outbox_backlog(conn, tables)
-        return DatabaseSummary(keys.stuck, keys.processing, keys.needs_review, outbox.pending, outbox.lag_seconds,
-                               _total(counts, FAILED), _last_purge(conn), outbox.poison,
-                               outbox.poison_oldest_seconds), read
+        return DatabaseSummary(
+            keys.stuck,
+            keys.processing,
+            keys.needs_review,
+            outbox.pending,
+            outbox.lag_seconds,
+            _total(counts, FAILED),
+            _last_purge(conn),
+            outbox.poison,
+            outbox.poison_oldest_seconds,
+        ), read
     pending = next((state for state, _ in read.counts if state.table == OUTBOX and state.meaning == PENDING), None)
     lag = get_state_lag(conn, read.found, pending, settings) if pending is not None and read.found else None
-    return DatabaseSummary(_total(counts, STUCK), _total(counts, IN_PROGRESS), None, _total(counts, PENDING, OUTBOX),
-                           lag, _total(counts, FAILED), _last_purge(conn)), read
+    return DatabaseSummary(
+        _total(counts, STUCK),
+        _total(counts, IN_PROGRESS),
+        None,
+        _total(counts, PENDING, OUTBOX),
+        lag,
+        _total(counts, FAILED),
+        _last_purge(conn),
+    ), read

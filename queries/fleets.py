@@ -5,6 +5,7 @@ a listed fleet's members are its names.
 web app, the scheduler); the command line calls it once. A server that cannot be asked is not an error: its fleet
 keeps the members it had (none at start), the cause is logged once, and the next round asks again.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,7 +33,7 @@ STATEMENT_TIMEOUT_MS = 5000
 
 @dataclass(frozen=True)
 class Membership:
-    databases: list[DatabaseConfig]                       # every database served, in order
+    databases: list[DatabaseConfig]  # every database served, in order
     found: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # a pattern fleet: its databases as last found
     problems: Mapping[str, str] = field(default_factory=dict)  # a pattern fleet whose server did not answer: why
 
@@ -43,8 +44,9 @@ class Membership:
 
 def server_databases(url: str) -> list[str]:
     """The names of the databases of ``url``'s server (any database one may connect to names them all)."""
-    extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(url)
-                             else {"connect_timeout": CONNECT_TIMEOUT_SECONDS})
+    extra: dict[str, Any] = (
+        {} if "connect_timeout" in conninfo_to_dict(url) else {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+    )
     with psycopg.connect(url, autocommit=True, application_name=APPLICATION_NAME, **extra) as conn:
         conn.execute(statement("set_statement_timeout"), {"ms": str(STATEMENT_TIMEOUT_MS)})
         return [name for (name,) in conn.execute(statement("list_server_databases")).fetchall()]
@@ -81,9 +83,13 @@ def _members(fleet: FleetConfig) -> tuple[str, ...]:
     members = member_names(fleet, names)
     skipped = [n for n in names if n not in members and _matches(fleet, n)]
     if skipped:
-        log.warning("fleet %s: database(s) %s match %r but cannot be served under that name (a member's name is "
-                    "letters, digits, '_', '.' or '-'): rename them or narrow the pattern", fleet.name,
-                    ", ".join(skipped), fleet.pattern)
+        log.warning(
+            "fleet %s: database(s) %s match %r but cannot be served under that name (a member's name is "
+            "letters, digits, '_', '.' or '-'): rename them or narrow the pattern",
+            fleet.name,
+            ", ".join(skipped),
+            fleet.pattern,
+        )
     return tuple(members)
 
 
@@ -96,5 +102,7 @@ def _cannot_ask(fleet: FleetConfig, exc: psycopg.Error, kept: int) -> str:
     cause = diagnose(exc, fleet.url)
     message = cause.message.replace(URL, f"the url of [fleets.{fleet.name}] in IDEMDASH_CONFIG")
     kept_text = f"it keeps its {kept} member(s) found before" if kept else "it has no members until it answers"
-    return (f"fleet {fleet.name}: cannot ask {endpoint(fleet.url).label} for its databases, so {kept_text} "
-            f"(asked again every IDEMDASH_FLEET_DISCOVER_SECONDS): {message}")
+    return (
+        f"fleet {fleet.name}: cannot ask {endpoint(fleet.url).label} for its databases, so {kept_text} "
+        f"(asked again every IDEMDASH_FLEET_DISCOVER_SECONDS): {message}"
+    )

@@ -1,4 +1,5 @@
 """Database health: the probes, and what the schema checks of `/health` read from the catalog."""
+
 from __future__ import annotations
 
 import re
@@ -59,8 +60,9 @@ def list_applied_migrations(conn: psycopg.Connection) -> list[AppliedMigration]:
 def list_table_columns(conn: psycopg.Connection, tables: Tables) -> dict[str, dict[str, str]]:
     """Columns (name → type) of each configured application table that exists, keyed by its role."""
     roles = {tables.keys: "keys", tables.inbox: "inbox", tables.outbox: "outbox"}
-    rows = select_all(conn, statement("list_table_columns"), {"schema": tables.schema, "names": list(roles)},
-                      TableColumn)
+    rows = select_all(
+        conn, statement("list_table_columns"), {"schema": tables.schema, "names": list(roles)}, TableColumn
+    )
     found: dict[str, dict[str, str]] = {}
     for row in rows:
         columns = found.setdefault(roles[row.table_name], {})
@@ -74,19 +76,21 @@ def list_table_indexes(conn: psycopg.Connection, tables: Tables) -> list[TableIn
     return select_all(conn, statement("list_table_indexes"), {"schema": tables.schema, "names": names}, TableIndex)
 
 
-def list_key_retention_by_scope(conn: psycopg.Connection, tables: Tables, *, sample: int = 10_000,
-                                limit: int = 100) -> list[ScopeRetention]:
-    return select_all(conn, statement("list_key_retention_by_scope", tables), {"sample": sample, "limit": limit},
-                      ScopeRetention)
+def list_key_retention_by_scope(
+    conn: psycopg.Connection, tables: Tables, *, sample: int = 10_000, limit: int = 100
+) -> list[ScopeRetention]:
+    return select_all(
+        conn, statement("list_key_retention_by_scope", tables), {"sample": sample, "limit": limit}, ScopeRetention
+    )
 
 
 @dataclass(frozen=True)
 class NullableUniqueColumn:
     table_name: str
     index_name: str
-    constraint_name: str | None   # None: a unique index without a constraint
+    constraint_name: str | None  # None: a unique index without a constraint
     column_name: str
-    nulls_not_distinct: bool      # PostgreSQL 15+: NULLs conflict like values, so no trap
+    nulls_not_distinct: bool  # PostgreSQL 15+: NULLs conflict like values, so no trap
     partial: bool
 
 
@@ -95,13 +99,13 @@ class VacuumStats:
     table_name: str
     live_tuples: int
     dead_tuples: int
-    changes: int                  # inserted + updated + deleted rows since the statistics were reset
+    changes: int  # inserted + updated + deleted rows since the statistics were reset
     changes_since_analyze: int
     last_vacuum: datetime | None
     last_autovacuum: datetime | None
     last_analyze: datetime | None
     last_autoanalyze: datetime | None
-    options: str                  # the table's storage parameters (reloptions), e.g. autovacuum settings
+    options: str  # the table's storage parameters (reloptions), e.g. autovacuum settings
 
     @property
     def vacuumed(self) -> datetime | None:
@@ -117,7 +121,7 @@ class Session:
     pid: int
     user_name: str | None
     application_name: str | None
-    client_addr: str | None       # None: a Unix socket
+    client_addr: str | None  # None: a Unix socket
     state: str
     query_seconds: float | None
     state_seconds: float | None
@@ -128,30 +132,30 @@ class Session:
 @dataclass(frozen=True)
 class SessionCount:
     sessions: int
-    hidden: int                   # other roles' sessions this role may not inspect (no pg_read_all_stats)
-    role: str                     # the role idemdash connects as
+    hidden: int  # other roles' sessions this role may not inspect (no pg_read_all_stats)
+    role: str  # the role idemdash connects as
 
 
 @dataclass(frozen=True)
 class AdvisoryLock:
-    pid: int | None               # None: a prepared transaction holds it
+    pid: int | None  # None: a prepared transaction holds it
     granted: bool
     mode: str
-    two_keys: bool                # pg_advisory_lock(int4, int4) rather than pg_advisory_lock(bigint)
-    lock_key: int                 # the bigint key (two keys: key1 in the high half, key2 in the low)
+    two_keys: bool  # pg_advisory_lock(int4, int4) rather than pg_advisory_lock(bigint)
+    lock_key: int  # the bigint key (two keys: key1 in the high half, key2 in the low)
     key1: int
     key2: int
-    idemdash_lock: str | None     # what it is when it is one of idemdash's own locks
+    idemdash_lock: str | None  # what it is when it is one of idemdash's own locks
     user_name: str | None
     application_name: str | None
     client_addr: str | None
     state: str | None
-    hidden: bool                  # another role's session: no state, times or client without pg_read_all_stats
+    hidden: bool  # another role's session: no state, times or client without pg_read_all_stats
     session_seconds: float | None
     transaction_seconds: float | None
     state_seconds: float | None
     blocked_by: list[int] | None  # waiting locks: the sessions in the way
-    total: int                    # advisory locks in this database, before the limit
+    total: int  # advisory locks in this database, before the limit
 
     @property
     def key_text(self) -> str:
@@ -169,26 +173,33 @@ class LockedKey:
     scope: str
     key: str
     claimed_by: str | None
-    derivation: str               # the expression over the key row that equals the lock key
-    same_holder: bool             # claimed_by is the lock holder's application_name
+    derivation: str  # the expression over the key row that equals the lock key
+    same_holder: bool  # claimed_by is the lock holder's application_name
 
 
 def list_nullable_unique_columns(conn: psycopg.Connection, tables: Tables) -> list[NullableUniqueColumn]:
     names = [tables.keys, tables.inbox, tables.outbox]
-    return select_all(conn, statement("list_nullable_unique_columns"), {"schema": tables.schema, "names": names},
-                      NullableUniqueColumn)
+    return select_all(
+        conn, statement("list_nullable_unique_columns"), {"schema": tables.schema, "names": names}, NullableUniqueColumn
+    )
 
 
 def list_table_vacuum_stats(conn: psycopg.Connection, tables: Tables) -> list[VacuumStats]:
     names = [tables.keys, tables.inbox, tables.outbox]
-    return select_all(conn, statement("list_table_vacuum_stats"), {"schema": tables.schema, "names": names},
-                      VacuumStats)
+    return select_all(
+        conn, statement("list_table_vacuum_stats"), {"schema": tables.schema, "names": names}, VacuumStats
+    )
 
 
-def list_long_sessions(conn: psycopg.Connection, *, active_seconds: float, idle_seconds: float,
-                       query_chars: int = 200, limit: int = 50) -> list[Session]:
-    params = {"active_seconds": active_seconds, "idle_seconds": idle_seconds, "query_chars": query_chars,
-              "limit": limit}
+def list_long_sessions(
+    conn: psycopg.Connection, *, active_seconds: float, idle_seconds: float, query_chars: int = 200, limit: int = 50
+) -> list[Session]:
+    params = {
+        "active_seconds": active_seconds,
+        "idle_seconds": idle_seconds,
+        "query_chars": query_chars,
+        "limit": limit,
+    }
     return select_all(conn, statement("list_long_sessions"), params, Session)
 
 
@@ -204,12 +215,18 @@ def list_advisory_locks(conn: psycopg.Connection, own: dict[str, str], *, limit:
     return select_all(conn, statement("list_advisory_locks"), params, AdvisoryLock)
 
 
-def list_advisory_lock_keys(conn: psycopg.Connection, tables: Tables, locks: list[AdvisoryLock], *,
-                            candidates: int = 10_000, per_lock: int = 3) -> list[LockedKey]:
+def list_advisory_lock_keys(
+    conn: psycopg.Connection, tables: Tables, locks: list[AdvisoryLock], *, candidates: int = 10_000, per_lock: int = 3
+) -> list[LockedKey]:
     """Processing keys each lock may guard (see the derivations in the statement), at most ``per_lock`` each."""
-    params = {"lock_keys": [lock.lock_key for lock in locks], "two_keys": [lock.two_keys for lock in locks],
-              "holders": [lock.application_name for lock in locks], "candidates": candidates,
-              "per_lock": per_lock, "by_holder": BY_HOLDER}
+    params = {
+        "lock_keys": [lock.lock_key for lock in locks],
+        "two_keys": [lock.two_keys for lock in locks],
+        "holders": [lock.application_name for lock in locks],
+        "candidates": candidates,
+        "per_lock": per_lock,
+        "by_holder": BY_HOLDER,
+    }
     return select_all(conn, statement("list_advisory_lock_keys", tables), params, LockedKey)
 
 
@@ -229,14 +246,20 @@ def lock_name(query_name: str) -> str:
 
 # -- the SQL a finding suggests (text to show; idemdash never runs it) --------------------------------
 
+
 def fix_add_column(tables: Tables, role: str, column: str, data_type: str) -> str:
-    return statement("fix_add_column", table=sql.Identifier(tables.schema, getattr(tables, role)),
-                     column=sql.Identifier(column), data_type=sql.SQL(data_type)).as_string(None)
+    return statement(
+        "fix_add_column",
+        table=sql.Identifier(tables.schema, getattr(tables, role)),
+        column=sql.Identifier(column),
+        data_type=sql.SQL(data_type),
+    ).as_string(None)
 
 
 def fix_extend_key_retention(tables: Tables, scope: str, horizon_seconds: int) -> str:
-    return statement("fix_extend_key_retention", tables, horizon=sql.Literal(f"{horizon_seconds} seconds"),
-                     scope=sql.Literal(scope)).as_string(None)
+    return statement(
+        "fix_extend_key_retention", tables, horizon=sql.Literal(f"{horizon_seconds} seconds"), scope=sql.Literal(scope)
+    ).as_string(None)
 
 
 def fix_drop_index(tables: Tables, index_name: str) -> str:
@@ -244,13 +267,15 @@ def fix_drop_index(tables: Tables, index_name: str) -> str:
 
 
 def fix_set_not_null(tables: Tables, table: str, column: str) -> str:
-    return statement("fix_set_not_null", table=sql.Identifier(tables.schema, table),
-                     column=sql.Identifier(column)).as_string(None)
+    return statement(
+        "fix_set_not_null", table=sql.Identifier(tables.schema, table), column=sql.Identifier(column)
+    ).as_string(None)
 
 
 def fix_count_nulls(tables: Tables, table: str, column: str) -> str:
-    return statement("fix_count_nulls", table=sql.Identifier(tables.schema, table),
-                     column=sql.Identifier(column)).as_string(None)
+    return statement(
+        "fix_count_nulls", table=sql.Identifier(tables.schema, table), column=sql.Identifier(column)
+    ).as_string(None)
 
 
 def fix_vacuum(tables: Tables, table: str) -> str:
@@ -258,8 +283,11 @@ def fix_vacuum(tables: Tables, table: str) -> str:
 
 
 def fix_autovacuum_scale_factor(tables: Tables, table: str, scale_factor: float) -> str:
-    return statement("fix_autovacuum_scale_factor", table=sql.Identifier(tables.schema, table),
-                     scale_factor=sql.Literal(scale_factor)).as_string(None)
+    return statement(
+        "fix_autovacuum_scale_factor",
+        table=sql.Identifier(tables.schema, table),
+        scale_factor=sql.Literal(scale_factor),
+    ).as_string(None)
 
 
 def fix_cancel_backend(pid: int) -> str:
@@ -271,8 +299,9 @@ def fix_terminate_backend(pid: int) -> str:
 
 
 def fix_idle_in_transaction_timeout(role: str, timeout: str) -> str:
-    return statement("fix_idle_in_transaction_timeout", role=sql.Identifier(role),
-                     timeout=sql.Literal(timeout)).as_string(None)
+    return statement(
+        "fix_idle_in_transaction_timeout", role=sql.Identifier(role), timeout=sql.Literal(timeout)
+    ).as_string(None)
 
 
 def fix_grant_read_all_stats(role: str) -> str:

@@ -1,5 +1,6 @@
 """Retry hotspots: keys with attempt_count >= N by scope and by worker, the top keys, the attempt histogram,
 over the keys last changed (``updated_at``) within a window, or all of them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +19,12 @@ GROUP_LIMIT = 100
 # A key is in a window when its updated_at is within it: the claim function sets updated_at (and claimed_at) on
 # every attempt, and complete/fail set it again, so updated_at is the key's last attempt or its outcome.
 # None: every key, whatever its age.
-WINDOWS: dict[str, timedelta | None] = {"1h": timedelta(hours=1), "24h": timedelta(hours=24),
-                                        "7d": timedelta(days=7), "all": None}
+WINDOWS: dict[str, timedelta | None] = {
+    "1h": timedelta(hours=1),
+    "24h": timedelta(hours=24),
+    "7d": timedelta(days=7),
+    "all": None,
+}
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,7 @@ class ScopeHotspots:
     scope: str
     hotspot_keys: int
     stuck: int
-    processing: int          # every processing hotspot key, the stuck ones included
+    processing: int  # every processing hotspot key, the stuck ones included
     failed_retryable: int
     failed_final: int
     succeeded: int
@@ -81,9 +86,9 @@ class HotKey(KeyRow):
 
 @dataclass(frozen=True)
 class AttemptBucket:
-    bucket: str          # '1', '2', ..., '5-9', '10-19', '20+'
+    bucket: str  # '1', '2', ..., '5-9', '10-19', '20+'
     min: int
-    max: int | None      # None: no upper bound
+    max: int | None  # None: no upper bound
     keys: int
 
 
@@ -96,26 +101,43 @@ def _bounded(rows: list[T], limit: int) -> Bounded[T]:
     return Bounded(rows[:limit], len(rows) > limit)
 
 
-def list_hotspot_groups(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
-                        window: timedelta | None = None, limit: int = GROUP_LIMIT) -> HotspotGroups:
+def list_hotspot_groups(
+    conn: psycopg.Connection,
+    tables: Tables,
+    min_attempts: int,
+    *,
+    lease_seconds: int,
+    window: timedelta | None = None,
+    limit: int = GROUP_LIMIT,
+) -> HotspotGroups:
     """Hotspots by scope and by worker (one pass over the hotspot rows), at most ``limit`` groups of each."""
-    return group_hotspots(list_hotspot_group_rows(conn, tables, min_attempts, lease_seconds=lease_seconds,
-                                                  window=window, limit=limit), limit)
+    return group_hotspots(
+        list_hotspot_group_rows(conn, tables, min_attempts, lease_seconds=lease_seconds, window=window, limit=limit),
+        limit,
+    )
 
 
-def list_hotspot_group_rows(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
-                            window: timedelta | None = None, limit: int = GROUP_LIMIT) -> list[HotspotGroupRow]:
+def list_hotspot_group_rows(
+    conn: psycopg.Connection,
+    tables: Tables,
+    min_attempts: int,
+    *,
+    lease_seconds: int,
+    window: timedelta | None = None,
+    limit: int = GROUP_LIMIT,
+) -> list[HotspotGroupRow]:
     """The rows behind ``list_hotspot_groups`` (what the rollup stores): up to ``limit`` + 1 groups of each kind."""
-    return select_all(conn, statement("list_hotspot_groups", tables),
-                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "window": window,
-                       "limit": limit + 1},
-                      HotspotGroupRow)
+    return select_all(
+        conn,
+        statement("list_hotspot_groups", tables),
+        {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "window": window, "limit": limit + 1},
+        HotspotGroupRow,
+    )
 
 
 def group_hotspots(rows: list[HotspotGroupRow], limit: int = GROUP_LIMIT) -> HotspotGroups:
     def counts(r: HotspotGroupRow) -> tuple[int, int, int, int, int, int, int]:
-        return (r.hotspot_keys, r.stuck, r.processing, r.failed_retryable, r.failed_final, r.succeeded,
-                r.max_attempts)
+        return (r.hotspot_keys, r.stuck, r.processing, r.failed_retryable, r.failed_final, r.succeeded, r.max_attempts)
 
     # a by_scope row always has its scope (the grouping set is the scope); the row type cannot say so
     by_scope = [ScopeHotspots(r.scope, *counts(r)) for r in rows if r.by_scope]  # type: ignore[arg-type]
@@ -123,13 +145,24 @@ def group_hotspots(rows: list[HotspotGroupRow], limit: int = GROUP_LIMIT) -> Hot
     return HotspotGroups(_bounded(by_scope, limit), _bounded(by_worker, limit))
 
 
-def list_top_hotspot_keys(conn: psycopg.Connection, tables: Tables, min_attempts: int, *, lease_seconds: int,
-                          window: timedelta | None = None, limit: int = 20) -> list[HotKey]:
-    return select_all(conn, statement("list_top_hotspot_keys", tables),
-                      {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "window": window,
-                       "limit": limit}, HotKey)
+def list_top_hotspot_keys(
+    conn: psycopg.Connection,
+    tables: Tables,
+    min_attempts: int,
+    *,
+    lease_seconds: int,
+    window: timedelta | None = None,
+    limit: int = 20,
+) -> list[HotKey]:
+    return select_all(
+        conn,
+        statement("list_top_hotspot_keys", tables),
+        {"min_attempts": min_attempts, "lease_seconds": lease_seconds, "window": window, "limit": limit},
+        HotKey,
+    )
 
 
-def count_keys_by_attempts(conn: psycopg.Connection, tables: Tables,
-                           window: timedelta | None = None) -> list[AttemptBucket]:
+def count_keys_by_attempts(
+    conn: psycopg.Connection, tables: Tables, window: timedelta | None = None
+) -> list[AttemptBucket]:
     return select_all(conn, statement("count_keys_by_attempts", tables), {"window": window}, AttemptBucket)

@@ -1,4 +1,5 @@
 """The inbox (processed-message table): volume per consumer, and the oldest row against the retention."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ class ConsumerVolume:
 @dataclass(frozen=True)
 class ConsumerList:
     items: list[ConsumerVolume]
-    truncated: bool     # more consumers match than the limit allowed
+    truncated: bool  # more consumers match than the limit allowed
 
 
 @dataclass(frozen=True)
@@ -43,18 +44,35 @@ class InboxTotals:
     newest_processed_at: datetime | None
 
 
-def list_inbox_consumers(conn: psycopg.Connection, tables: Tables, *, retention_days: int,
-                         consumer: str | None = None, limit: int = CONSUMERS_SHOWN) -> ConsumerList:
+def list_inbox_consumers(
+    conn: psycopg.Connection,
+    tables: Tables,
+    *,
+    retention_days: int,
+    consumer: str | None = None,
+    limit: int = CONSUMERS_SHOWN,
+) -> ConsumerList:
     """Consumers by name (those whose name contains ``consumer``, case-insensitive), at most ``limit``."""
-    return bounded_consumers(list_inbox_consumer_rows(conn, tables, retention_days=retention_days,
-                                                      consumer=consumer, limit=limit), limit)
+    return bounded_consumers(
+        list_inbox_consumer_rows(conn, tables, retention_days=retention_days, consumer=consumer, limit=limit), limit
+    )
 
 
-def list_inbox_consumer_rows(conn: psycopg.Connection, tables: Tables, *, retention_days: int,
-                             consumer: str | None = None, limit: int = CONSUMERS_SHOWN) -> list[ConsumerVolume]:
+def list_inbox_consumer_rows(
+    conn: psycopg.Connection,
+    tables: Tables,
+    *,
+    retention_days: int,
+    consumer: str | None = None,
+    limit: int = CONSUMERS_SHOWN,
+) -> list[ConsumerVolume]:
     """Up to ``limit`` + 1 consumers: the rows behind ``list_inbox_consumers`` (what the rollup stores)."""
-    return select_all(conn, statement("list_inbox_consumers", tables),
-                      {"retention_days": retention_days, "consumer": consumer, "limit": limit + 1}, ConsumerVolume)
+    return select_all(
+        conn,
+        statement("list_inbox_consumers", tables),
+        {"retention_days": retention_days, "consumer": consumer, "limit": limit + 1},
+        ConsumerVolume,
+    )
 
 
 def bounded_consumers(rows: list[ConsumerVolume], limit: int = CONSUMERS_SHOWN) -> ConsumerList:

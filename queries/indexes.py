@@ -1,5 +1,6 @@
 """The indexes idemdash's queries need, named so a timed-out panel can say which would help, whether each exists,
 and building the missing ones with CREATE INDEX CONCURRENTLY (`idemdash check --apply-indexes`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,8 +14,8 @@ from idemdash.queries.transactions import select_all
 
 @dataclass(frozen=True)
 class IndexAdvice:
-    name: str       # the block in indexes.sql, e.g. index_keys_leases
-    table: str      # 'keys', 'inbox' or 'outbox'
+    name: str  # the block in indexes.sql, e.g. index_keys_leases
+    table: str  # 'keys', 'inbox' or 'outbox'
     why: str
 
     def index_name(self, tables: Tables) -> str:
@@ -37,7 +38,8 @@ class IndexAdvice:
 
 ADVICE = {
     name: IndexAdvice(name, name.split("_")[1], QUERIES[name].description)
-    for name in QUERIES if name.startswith("index_")
+    for name in QUERIES
+    if name.startswith("index_")
 }
 
 
@@ -54,9 +56,9 @@ class AppIndex:
 @dataclass(frozen=True)
 class IndexStatus:
     advice: IndexAdvice
-    index_name: str      # the name idemdash gives it
-    table: str           # schema-qualified table it belongs on
-    state: str           # ok, missing, invalid or 'no table'
+    index_name: str  # the name idemdash gives it
+    table: str  # schema-qualified table it belongs on
+    state: str  # ok, missing, invalid or 'no table'
     create_sql: str
 
     @property
@@ -65,8 +67,12 @@ class IndexStatus:
 
 
 def list_app_indexes(conn: psycopg.Connection, tables: Tables) -> list[AppIndex]:
-    return select_all(conn, statement("list_app_indexes"),
-                      {"schema": tables.schema, "names": [tables.keys, tables.inbox, tables.outbox]}, AppIndex)
+    return select_all(
+        conn,
+        statement("list_app_indexes"),
+        {"schema": tables.schema, "names": [tables.keys, tables.inbox, tables.outbox]},
+        AppIndex,
+    )
 
 
 def list_index_status(conn: psycopg.Connection, tables: Tables) -> list[IndexStatus]:

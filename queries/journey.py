@@ -6,6 +6,7 @@ A database is read through its profile: the reference tables by their configured
 by the tables ``idemdash detect`` found (``Found``), each through the profile's block ``<read>_<profile>``. A profile
 without such a block records no message id the journey can follow (docs/profiles.md says which).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,9 +22,9 @@ from idemdash.queries.profile_states import block_names
 from idemdash.queries.search import as_uuid, spellings
 from idemdash.queries.transactions import select_all
 
-ROWS_LIMIT = 200          # rows a journey reads at most per table and database
-MAX_CONSUMERS = 1000      # consumers of a reference inbox probed at most
-ROUTES_SAMPLE = 2000      # rows per table the routes are learned from, newest first
+ROWS_LIMIT = 200  # rows a journey reads at most per table and database
+MAX_CONSUMERS = 1000  # consumers of a reference inbox probed at most
+ROUTES_SAMPLE = 2000  # rows per table the routes are learned from, newest first
 
 
 @dataclass(frozen=True)
@@ -49,31 +50,42 @@ def _block(where: Where, read: str, role: str) -> Statement | None:
 def profile_follows(name: str) -> bool:
     """Whether the journey can follow a message through a database of profile ``name`` (it has a journey block)."""
     suffix = "_" + name.replace("-", "_")
-    return any(block.endswith(suffix) and (block.startswith("journey_") or block.startswith("routes_"))
-               for block in QUERIES)
+    return any(
+        block.endswith(suffix) and (block.startswith("journey_") or block.startswith("routes_")) for block in QUERIES
+    )
 
 
 def key_pairs(q: str) -> list[tuple[str, str]]:
     """The (scope, key) pairs ``scope/key`` may mean: split at each '/', since a scope or a key may hold one too;
     a pasted key page address (``…/keys/<scope>/<key>``) is its scope and key."""
     marker = q.find("/keys/")
-    text = q[marker + len("/keys/"):] if marker >= 0 else q
-    return [(text[:i], text[i + 1:]) for i, c in enumerate(text) if c == "/" and 0 < i < len(text) - 1]
+    text = q[marker + len("/keys/") :] if marker >= 0 else q
+    return [(text[:i], text[i + 1 :]) for i, c in enumerate(text) if c == "/" and 0 < i < len(text) - 1]
 
 
 def _params(where: Where, ids: list[str], pairs: list[tuple[str, str]]) -> dict[str, Any]:
     texts = list(dict.fromkeys(s for i in ids for s in spellings(i)))
-    return {"ids": texts, "uuids": list(dict.fromkeys(u for i in ids if (u := as_uuid(i)))),
-            "scopes": [s for s, _ in pairs], "keys": [k for _, k in pairs], "limit": ROWS_LIMIT,
-            "max_consumers": MAX_CONSUMERS, "library_zone": where.library_zone}
+    return {
+        "ids": texts,
+        "uuids": list(dict.fromkeys(u for i in ids if (u := as_uuid(i)))),
+        "scopes": [s for s, _ in pairs],
+        "keys": [k for _, k in pairs],
+        "limit": ROWS_LIMIT,
+        "max_consumers": MAX_CONSUMERS,
+        "library_zone": where.library_zone,
+    }
 
 
 def find_keys(conn: psycopg.Connection, where: Where, q: str, *, lease_seconds: int) -> list[KeyStep]:
     pairs = key_pairs(q)
     if where.found is not None or not pairs:
         return []  # the journey starts from the reference tables' keys
-    return select_all(conn, statement("journey_keys_reference", where.tables),
-                      {**_params(where, [], pairs), "lease_seconds": lease_seconds}, KeyStep)
+    return select_all(
+        conn,
+        statement("journey_keys_reference", where.tables),
+        {**_params(where, [], pairs), "lease_seconds": lease_seconds},
+        KeyStep,
+    )
 
 
 def find_sent(conn: psycopg.Connection, where: Where, q: str) -> list[Sent]:
@@ -102,5 +114,6 @@ def list_recent_consumed(conn: psycopg.Connection, where: Where, since: datetime
     query = _block(where, "routes_consumed", "inbox")
     if query is None:
         return []
-    return select_all(conn, query, {"since": since, "limit": ROUTES_SAMPLE, "library_zone": where.library_zone},
-                      Consumed)
+    return select_all(
+        conn, query, {"since": since, "limit": ROUTES_SAMPLE, "library_zone": where.library_zone}, Consumed
+    )

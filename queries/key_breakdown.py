@@ -5,6 +5,7 @@ keys the two index ranges ``stuck_keys_unleased`` and ``stuck_keys_leased``), so
 rows. It reads at most ``cap`` + 1 of them: past the cap it is not computed (``too_many``), as the state tabs stop
 counting at their cap, so a tab of millions of succeeded keys costs a bounded index read, never a full count.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,8 +20,8 @@ from idemdash.queries.transactions import select_all
 
 @dataclass(frozen=True)
 class _Cell:
-    dimension: str        # 'scope' or 'worker'
-    name: str | None      # a worker is NULL for a key never claimed
+    dimension: str  # 'scope' or 'worker'
+    name: str | None  # a worker is NULL for a key never claimed
     count: int
 
 
@@ -32,10 +33,10 @@ class Group:
 
 @dataclass(frozen=True)
 class Breakdown:
-    total: int                          # the rows broken down (0 when too_many)
-    too_many: bool                      # more than ``cap`` rows match: not broken down
+    total: int  # the rows broken down (0 when too_many)
+    too_many: bool  # more than ``cap`` rows match: not broken down
     cap: int
-    by_scope: list[Group] = field(default_factory=list)    # worst first, then by name
+    by_scope: list[Group] = field(default_factory=list)  # worst first, then by name
     by_worker: list[Group] = field(default_factory=list)
 
     def top(self, dimension: str, n: int) -> tuple[list[Group], int, int]:
@@ -48,8 +49,14 @@ class Breakdown:
     def to_json(self, n: int | None = None) -> dict[str, Any]:
         def cells(groups: list[Group], key: str) -> list[dict[str, Any]]:
             return [{key: g.name, "count": g.count} for g in (groups if n is None else groups[:n])]
-        return {"total": self.total, "too_many": self.too_many, "cap": self.cap,
-                "by_scope": cells(self.by_scope, "scope"), "by_worker": cells(self.by_worker, "worker")}
+
+        return {
+            "total": self.total,
+            "too_many": self.too_many,
+            "cap": self.cap,
+            "by_scope": cells(self.by_scope, "scope"),
+            "by_worker": cells(self.by_worker, "worker"),
+        }
 
 
 def _worst_first(cells: list[_Cell], dimension: str) -> list[Group]:
@@ -58,8 +65,9 @@ def _worst_first(cells: list[_Cell], dimension: str) -> list[Group]:
     return sorted(groups, key=lambda g: (-g.count, g.name is None, g.name or ""))
 
 
-def break_down_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int,
-                    hotspot_min_attempts: int, cap: int) -> Breakdown:
+def break_down_keys(
+    conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int, hotspot_min_attempts: int, cap: int
+) -> Breakdown:
     """The keys of ``flt``'s tab matching every filter of it, per scope and per worker, when at most ``cap``
     match; else ``too_many`` with no groups."""
     if flt.status == "stuck":

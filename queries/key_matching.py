@@ -9,6 +9,7 @@ A stuck key's suggested outcome costs an outbox lookup, so the groups read at mo
 (most overdue first), and ``matching`` for a ``suggested`` filter is that group's count: exact when every stuck key
 matching the other filters was read, else a lower bound with ``more``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +27,8 @@ SUGGESTIONS = ("already_succeeded", "safe_to_retry", "needs_review", "abandoned"
 
 @dataclass(frozen=True)
 class Matching:
-    count: int     # exact when not ``more``; the cap when more
-    more: bool     # more keys match than the cap
+    count: int  # exact when not ``more``; the cap when more
+    more: bool  # more keys match than the cap
 
     def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "more": self.more}
@@ -41,18 +42,31 @@ class _Count:
 @dataclass(frozen=True)
 class SuggestionGroup:
     suggested: str
-    keys: int      # among the stuck keys read
-    more: bool     # more stuck keys match the other filters than were read: ``keys`` is a lower bound
+    keys: int  # among the stuck keys read
+    more: bool  # more stuck keys match the other filters than were read: ``keys`` is a lower bound
 
 
-def count_keys_matching(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int,
-                        hotspot_min_attempts: int, cap: int, suggestion_cap: int | None = None) -> Matching:
+def count_keys_matching(
+    conn: psycopg.Connection,
+    tables: Tables,
+    flt: KeyFilter,
+    *,
+    lease_seconds: int,
+    hotspot_min_attempts: int,
+    cap: int,
+    suggestion_cap: int | None = None,
+) -> Matching:
     """Keys of ``flt``'s tab matching it, exact up to ``cap``; with a ``suggested`` filter, its group among the
     first ``suggestion_cap`` (default ``cap``) stuck keys (see matching_in_groups)."""
     if flt.status == "stuck" and flt.suggested is not None:
-        groups = count_stuck_keys_by_suggestion(conn, tables, flt, lease_seconds=lease_seconds,
-                                                hotspot_min_attempts=hotspot_min_attempts,
-                                                cap=suggestion_cap if suggestion_cap is not None else cap)
+        groups = count_stuck_keys_by_suggestion(
+            conn,
+            tables,
+            flt,
+            lease_seconds=lease_seconds,
+            hotspot_min_attempts=hotspot_min_attempts,
+            cap=suggestion_cap if suggestion_cap is not None else cap,
+        )
         return matching_in_groups(groups, flt.suggested)
     if flt.status == "stuck":
         name = "count_stuck_keys_matching"
@@ -66,14 +80,19 @@ def count_keys_matching(conn: psycopg.Connection, tables: Tables, flt: KeyFilter
     return Matching(min(row.count, cap), row.count > cap)
 
 
-def count_stuck_keys_by_suggestion(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int,
-                                   hotspot_min_attempts: int, cap: int) -> list[SuggestionGroup]:
+def count_stuck_keys_by_suggestion(
+    conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int, hotspot_min_attempts: int, cap: int
+) -> list[SuggestionGroup]:
     """The first ``cap`` stuck keys matching ``flt`` (its own ``suggested`` aside), most overdue first, per
     suggested outcome, in SUGGESTIONS order; each group says ``more`` when further stuck keys were left unread."""
     stuck = KeyFilter("stuck", flt.scope, flt.claimed_by, flt.min_attempts, flt.min_overdue_seconds)
     params = filter_params(stuck, lease_seconds=lease_seconds, hotspot_min_attempts=hotspot_min_attempts)
-    groups = {g.suggested: g for g in select_all(conn, statement("count_stuck_keys_by_suggestion", tables),
-                                                 params | {"cap": cap}, SuggestionGroup)}
+    groups = {
+        g.suggested: g
+        for g in select_all(
+            conn, statement("count_stuck_keys_by_suggestion", tables), params | {"cap": cap}, SuggestionGroup
+        )
+    }
     return [groups[s] for s in SUGGESTIONS if s in groups]
 
 

@@ -1,4 +1,5 @@
 """Idempotency keys: the stuck and status lists, one key's detail, its outbox evidence."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from idemdash.queries.transactions import select_all, select_one
 
 KEY_STATUSES = KEY_LIST_STATUSES
 
+
 @dataclass(frozen=True)
 class KeyFilter:
     status: str = "stuck"
@@ -23,7 +25,7 @@ class KeyFilter:
     claimed_by: str | None = None
     min_attempts: int | None = None
     min_overdue_seconds: float | None = None
-    suggested: str | None = None     # stuck keys whose suggested outcome is this (queries/key_matching.py)
+    suggested: str | None = None  # stuck keys whose suggested outcome is this (queries/key_matching.py)
     # terminal and failed keys whose last change (updated_at) is at most this many seconds ago
     updated_within_seconds: float | None = None
 
@@ -82,8 +84,14 @@ class Scope:
 
 
 # The order each list is read in by default, and the other way; both are one index read forwards or backwards.
-DEFAULT_ORDER = {"stuck": "asc", "needs_review": "asc", "processing": "asc",
-                 "succeeded": "desc", "failed_retryable": "desc", "failed_final": "desc"}
+DEFAULT_ORDER = {
+    "stuck": "asc",
+    "needs_review": "asc",
+    "processing": "asc",
+    "succeeded": "desc",
+    "failed_retryable": "desc",
+    "failed_final": "desc",
+}
 PROCESSING_STATUSES = ("stuck", "needs_review", "processing")
 _BAD_CURSOR = "cursor is not valid: use the next_cursor or prev_cursor value of the page you came from"
 # A list read one way or the other: ORDER BY's direction, where a NULL lease end goes (first either way in the
@@ -115,17 +123,30 @@ def filter_params(flt: KeyFilter, *, lease_seconds: int, hotspot_min_attempts: i
     if flt.status in PROCESSING_STATUSES:
         if flt.suggested is not None and hotspot_min_attempts is None:
             raise ValueError("a suggested filter needs hotspot_min_attempts")
-        params.update(stuck_only=flt.status == "stuck", held_only=flt.status == "needs_review",
-                      lease_seconds=lease_seconds, min_overdue=flt.min_overdue_seconds,
-                      suggested=flt.suggested, hotspot_min_attempts=hotspot_min_attempts)
+        params.update(
+            stuck_only=flt.status == "stuck",
+            held_only=flt.status == "needs_review",
+            lease_seconds=lease_seconds,
+            min_overdue=flt.min_overdue_seconds,
+            suggested=flt.suggested,
+            hotspot_min_attempts=hotspot_min_attempts,
+        )
     else:
         params.update(status=flt.status, updated_within=flt.updated_within_seconds)
     return params
 
 
-def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int,
-              after: str | None = None, limit: int = 50, order: str | None = None,
-              hotspot_min_attempts: int | None = None) -> Page[KeyRow]:
+def list_keys(
+    conn: psycopg.Connection,
+    tables: Tables,
+    flt: KeyFilter,
+    *,
+    lease_seconds: int,
+    after: str | None = None,
+    limit: int = 50,
+    order: str | None = None,
+    hotspot_min_attempts: int | None = None,
+) -> Page[KeyRow]:
     """One page of keys in ``order`` (``asc`` or ``desc`` by the list's sort column: the lease end for processing
     lists, the last change otherwise; default ``DEFAULT_ORDER``). ``after`` is a next_cursor or prev_cursor of an
     earlier page (ValueError if malformed)."""
@@ -144,14 +165,17 @@ def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease
     if flt.status in PROCESSING_STATUSES:
         params["descending"] = read_order == "desc"
         name = "list_processing_keys"
+
         def sort_value(row: KeyRow) -> datetime | None:
             return row.locked_until
     else:
         if after is not None and params["c_ts"] is None:
             raise ValueError(_BAD_CURSOR)
         name = "list_keys_by_status"
+
         def sort_value(row: KeyRow) -> datetime | None:
             return row.updated_at
+
     rows = select_all(conn, list_statement(name, tables, read_order), params, KeyRow)
     more = len(rows) > limit
     rows = rows[:limit]
@@ -166,8 +190,9 @@ def list_keys(conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease
     if backwards:
         # came back from a later page: there is one after these; earlier ones when the read found more
         return Page(rows, position(rows[-1]), prev_cursor=position(rows[0], _BACK) if more else None)
-    return Page(rows, position(rows[-1]) if more else None,
-                prev_cursor=position(rows[0], _BACK) if after is not None else None)
+    return Page(
+        rows, position(rows[-1]) if more else None, prev_cursor=position(rows[0], _BACK) if after is not None else None
+    )
 
 
 def list_statement(name: str, tables: Tables, order: str) -> Statement:
@@ -187,28 +212,41 @@ class StateCounts:
     succeeded: int
 
 
-def count_keys_by_state(conn: psycopg.Connection, tables: Tables, *, lease_seconds: int,
-                        caps: Mapping[str, int], updated_within: float | None = None) -> StateCounts:
+def count_keys_by_state(
+    conn: psycopg.Connection,
+    tables: Tables,
+    *,
+    lease_seconds: int,
+    caps: Mapping[str, int],
+    updated_within: float | None = None,
+) -> StateCounts:
     """Each state counted up to ``caps[state] + 1`` rows (a larger value than the cap means "more"); a state whose
     cap is 0 is not counted (0). With ``updated_within`` (seconds), the terminal and failed states count only the
     keys whose last change is that recent, as their lists filtered the same way show them."""
     params = {f"cap_{state}": cap + 1 if cap > 0 else 0 for state, cap in caps.items()}
-    row = select_one(conn, statement("count_keys_by_state", tables),
-                     params | {"lease_seconds": lease_seconds, "updated_within": updated_within}, StateCounts)
+    row = select_one(
+        conn,
+        statement("count_keys_by_state", tables),
+        params | {"lease_seconds": lease_seconds, "updated_within": updated_within},
+        StateCounts,
+    )
     assert row is not None  # scalar subqueries always answer one row
     # stuck adds two capped counts (with and without a lease)
     return StateCounts(**{name: min(value, caps[name] + 1) for name, value in row.__dict__.items()})
 
 
 def get_key(conn: psycopg.Connection, tables: Tables, scope: str, key: str, *, lease_seconds: int) -> KeyDetail | None:
-    return select_one(conn, statement("get_key", tables),
-                      {"scope": scope, "key": key, "lease_seconds": lease_seconds}, KeyDetail)
+    return select_one(
+        conn, statement("get_key", tables), {"scope": scope, "key": key, "lease_seconds": lease_seconds}, KeyDetail
+    )
 
 
-def list_outbox_for_key(conn: psycopg.Connection, tables: Tables, scope: str, key: str,
-                        limit: int = 50) -> list[KeyOutboxRow]:
-    return select_all(conn, statement("list_outbox_for_key", tables),
-                      {"scope": scope, "key": key, "limit": limit}, KeyOutboxRow)
+def list_outbox_for_key(
+    conn: psycopg.Connection, tables: Tables, scope: str, key: str, limit: int = 50
+) -> list[KeyOutboxRow]:
+    return select_all(
+        conn, statement("list_outbox_for_key", tables), {"scope": scope, "key": key, "limit": limit}, KeyOutboxRow
+    )
 
 
 def list_scopes(conn: psycopg.Connection, tables: Tables, limit: int = 200) -> list[str]:
@@ -218,13 +256,18 @@ def list_scopes(conn: psycopg.Connection, tables: Tables, limit: int = 200) -> l
 @dataclass(frozen=True)
 class ResponseField:
     name: str
-    type: str    # jsonb_typeof of a neighbour's value: object, array, string, number, boolean, null
+    type: str  # jsonb_typeof of a neighbour's value: object, array, string, number, boolean, null
 
 
-def list_response_fields(conn: psycopg.Connection, tables: Tables, scope: str, key: str, *, span: int = 10,
-                         limit: int = 50) -> list[ResponseField]:
+def list_response_fields(
+    conn: psycopg.Connection, tables: Tables, scope: str, key: str, *, span: int = 10, limit: int = 50
+) -> list[ResponseField]:
     """The fields of a succeeded neighbour's stored response in ``scope`` (names and JSON types, never values):
     what an already_succeeded response_body of this scope looks like. Reads at most ``2 * span`` keys beside
     ``key`` in the primary key; empty when none of them stored an object."""
-    return select_all(conn, statement("list_response_fields", tables),
-                      {"scope": scope, "key": key, "span": span, "limit": limit}, ResponseField)
+    return select_all(
+        conn,
+        statement("list_response_fields", tables),
+        {"scope": scope, "key": key, "span": span, "limit": limit},
+        ResponseField,
+    )

@@ -3,6 +3,7 @@ meets the action's condition now, and the compare-and-set that does it, with its
 
 The statement is the judge: it locks the row without waiting behind the library (NOWAIT raises LockNotAvailable),
 and changes it only while it still meets the library's condition and still holds the values the operator saw."""
+
 from __future__ import annotations
 
 import json
@@ -42,11 +43,13 @@ def _names(found: Found, action: LibraryAction, role: str) -> dict[str, sql.Comp
     if condition is None or sets is None:
         return None
     table = profile_table(found, role)
-    return {"table": condition["table"],
-            "condition": statement(action.condition, None, **condition),
-            "sets": statement(action.sets, None, **sets),
-            "identity_columns": sql.SQL(", ").join(sql.Identifier(named(c, found.naming)) for c in table.identity),
-            "identity_values": sql.SQL(", ").join(sql.Placeholder(f"id_{i}") for i in range(len(table.identity)))}
+    return {
+        "table": condition["table"],
+        "condition": statement(action.condition, None, **condition),
+        "sets": statement(action.sets, None, **sets),
+        "identity_columns": sql.SQL(", ").join(sql.Identifier(named(c, found.naming)) for c in table.identity),
+        "identity_values": sql.SQL(", ").join(sql.Placeholder(f"id_{i}") for i in range(len(table.identity))),
+    }
 
 
 def applies(conn: psycopg.Connection, found: Found, action: LibraryAction, role: str, identity: str) -> bool:
@@ -55,14 +58,29 @@ def applies(conn: psycopg.Connection, found: Found, action: LibraryAction, role:
     values = identity_values(profile_table(found, role), identity)
     if names is None or values is None:
         return False
-    query = statement("profile_row_in_state", None, table=names["table"], condition=names["condition"],
-                      identity_columns=names["identity_columns"], identity_values=names["identity_values"])
+    query = statement(
+        "profile_row_in_state",
+        None,
+        table=names["table"],
+        condition=names["condition"],
+        identity_columns=names["identity_columns"],
+        identity_values=names["identity_values"],
+    )
     row = conn.execute(query, values).fetchone()
     return bool(row and row[0])
 
 
-def run_action(conn: psycopg.Connection, found: Found, action: LibraryAction, role: str, identity: str, *,
-               actor: str, reason: str, expected: Mapping[str, Any]) -> ActionResult:
+def run_action(
+    conn: psycopg.Connection,
+    found: Found,
+    action: LibraryAction,
+    role: str,
+    identity: str,
+    *,
+    actor: str,
+    reason: str,
+    expected: Mapping[str, Any],
+) -> ActionResult:
     """Do ``action`` on the row, in the caller's transaction, if it still meets the library's condition and still
     holds ``expected`` (column as the profile names it -> the value the operator saw). Raises LockNotAvailable when
     the library holds the row."""
@@ -71,12 +89,26 @@ def run_action(conn: psycopg.Connection, found: Found, action: LibraryAction, ro
     if names is None or values is None:
         return ActionResult(None, 0)
     table = dict(found.tables)[role]
-    params = {**values, "actor": actor, "action": f"library:{action.name}", "scope": table,
-              "identity": identity, "reason": reason,
-              "expected": json.dumps({named(c, found.naming): expected_text(v) for c, v in expected.items()}),
-              "changes": [named(c, found.naming) for c in action.changes],
-              "detail": json.dumps({"profile": profile(found.profile).name, "role": role, "schema": found.schema,
-                                    "table": table, "identity": identity, "source": action.source.path})}
+    params = {
+        **values,
+        "actor": actor,
+        "action": f"library:{action.name}",
+        "scope": table,
+        "identity": identity,
+        "reason": reason,
+        "expected": json.dumps({named(c, found.naming): expected_text(v) for c, v in expected.items()}),
+        "changes": [named(c, found.naming) for c in action.changes],
+        "detail": json.dumps(
+            {
+                "profile": profile(found.profile).name,
+                "role": role,
+                "schema": found.schema,
+                "table": table,
+                "identity": identity,
+                "source": action.source.path,
+            }
+        ),
+    }
     row = conn.execute(statement("library_action_row", None, **names), params).fetchone()
     assert row is not None
     return ActionResult(row[0], row[1])

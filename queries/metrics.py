@@ -1,4 +1,5 @@
 """The few numbers /metrics needs beyond the overview's."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ class LastPurgeRun:
 @dataclass(frozen=True)
 class Housekeeping:
     """idemdash's own records in the database: its purges per table and the scheduler's last snapshot."""
+
     purges: list[PurgeStatus]
     last_runs: list[LastPurgeRun]
     last_snapshot_at: datetime | None
@@ -46,8 +48,9 @@ def get_housekeeping(conn: psycopg.Connection, *, required: bool = True) -> Hous
     """The purges and the heartbeat; unless ``required``, in a savepoint and nothing when idemdash's schema is not
     there (a library's database idemdash only reads)."""
     if required:
-        return Housekeeping(list_purge_status_by_table(conn), list_last_purge_run_by_table(conn),
-                            get_last_snapshot_at(conn))
+        return Housekeeping(
+            list_purge_status_by_table(conn), list_last_purge_run_by_table(conn), get_last_snapshot_at(conn)
+        )
     try:
         with conn.transaction():
             return get_housekeeping(conn)
@@ -55,10 +58,15 @@ def get_housekeeping(conn: psycopg.Connection, *, required: bool = True) -> Hous
         return NO_HOUSEKEEPING
 
 
-def count_stuck_keys_by_scope(conn: psycopg.Connection, tables: Tables, lease_seconds: int,
-                              limit: int = 500) -> list[ScopeStuck]:
-    return select_all(conn, statement("count_stuck_keys_by_scope", tables),
-                      {"lease_seconds": lease_seconds, "limit": limit}, ScopeStuck)
+def count_stuck_keys_by_scope(
+    conn: psycopg.Connection, tables: Tables, lease_seconds: int, limit: int = 500
+) -> list[ScopeStuck]:
+    return select_all(
+        conn,
+        statement("count_stuck_keys_by_scope", tables),
+        {"lease_seconds": lease_seconds, "limit": limit},
+        ScopeStuck,
+    )
 
 
 def list_purge_status_by_table(conn: psycopg.Connection) -> list[PurgeStatus]:

@@ -6,6 +6,7 @@ booting together serialise: the first applies, the others wait, then find
 nothing left to do. A migration that was applied and later edited is refused
 (its checksum no longer matches), because migrations are append-only.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -73,9 +74,12 @@ def migrate(conn: psycopg.Connection) -> list[Migration]:
             elif done.checksum != migration.checksum:
                 raise MigrationError(
                     f"migration {migration.version:04d}_{migration.name} was changed after it was applied; "
-                    "migrations are append-only, add a new one instead")
+                    "migrations are append-only, add a new one instead"
+                )
         for migration in pending:
             conn.execute(migration.text.encode())
-            conn.execute(statement("record_migration"),
-                         {"version": migration.version, "name": migration.name, "checksum": migration.checksum})
+            conn.execute(
+                statement("record_migration"),
+                {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
+            )
     return pending

@@ -1,4 +1,5 @@
 """The transactional outbox: backlog and lag, per event type, likely poison events, the row list."""
+
 from __future__ import annotations
 
 import uuid
@@ -25,10 +26,10 @@ class OutboxFilter:
 class OutboxSummary:
     pending: int
     oldest_pending_at: datetime | None
-    lag_seconds: float | None            # the oldest pending row that is not likely poison (= healthy_lag_seconds)
-    pending_many_attempts: int           # likely poison: failed at least min_attempts times
-    oldest_healthy_at: datetime | None   # the oldest pending row that is not likely poison
-    healthy_lag_seconds: float | None    # its age: how far behind the relay is
+    lag_seconds: float | None  # the oldest pending row that is not likely poison (= healthy_lag_seconds)
+    pending_many_attempts: int  # likely poison: failed at least min_attempts times
+    oldest_healthy_at: datetime | None  # the oldest pending row that is not likely poison
+    healthy_lag_seconds: float | None  # its age: how far behind the relay is
     oldest_poison_at: datetime | None
     poison_oldest_seconds: float | None  # the age of the oldest likely poison row
 
@@ -69,7 +70,7 @@ class OutboxRow:
 
 @dataclass(frozen=True)
 class OutboxDetail(OutboxRow):
-    key_exists: bool          # the key it was written under is still in the key table
+    key_exists: bool  # the key it was written under is still in the key table
 
 
 @dataclass(frozen=True)
@@ -83,15 +84,18 @@ def get_outbox_summary(conn: psycopg.Connection, tables: Tables, *, min_attempts
     return row
 
 
-def list_outbox_event_types(conn: psycopg.Connection, tables: Tables,
-                            limit: int = EVENT_TYPES_SHOWN) -> list[EventTypeSummary]:
+def list_outbox_event_types(
+    conn: psycopg.Connection, tables: Tables, limit: int = EVENT_TYPES_SHOWN
+) -> list[EventTypeSummary]:
     return select_all(conn, statement("list_outbox_event_types", tables), {"limit": limit}, EventTypeSummary)
 
 
-def list_outbox_many_attempts(conn: psycopg.Connection, tables: Tables, *, min_attempts: int,
-                              limit: int = 20) -> list[OutboxRow]:
-    return select_all(conn, statement("list_outbox_many_attempts", tables),
-                      {"min_attempts": min_attempts, "limit": limit}, OutboxRow)
+def list_outbox_many_attempts(
+    conn: psycopg.Connection, tables: Tables, *, min_attempts: int, limit: int = 20
+) -> list[OutboxRow]:
+    return select_all(
+        conn, statement("list_outbox_many_attempts", tables), {"min_attempts": min_attempts, "limit": limit}, OutboxRow
+    )
 
 
 def _keyset(after: str | None) -> dict[str, Any]:
@@ -120,15 +124,22 @@ def get_outbox_row(conn: psycopg.Connection, tables: Tables, outbox_id: uuid.UUI
     return select_one(conn, statement("get_outbox_row", tables), {"outbox_id": str(outbox_id)}, OutboxDetail)
 
 
-def list_outbox_poison(conn: psycopg.Connection, tables: Tables, *, min_attempts: int = POISON_MIN_ATTEMPTS,
-                       after: str | None = None, limit: int = 50) -> Page[OutboxRow]:
+def list_outbox_poison(
+    conn: psycopg.Connection,
+    tables: Tables,
+    *,
+    min_attempts: int = POISON_MIN_ATTEMPTS,
+    after: str | None = None,
+    limit: int = 50,
+) -> Page[OutboxRow]:
     """Pending rows with at least ``min_attempts`` (never fewer than POISON_MIN_ATTEMPTS) attempts, oldest first."""
     params = _keyset(after) | {"min_attempts": max(min_attempts, POISON_MIN_ATTEMPTS), "limit": limit + 1}
     return _page(select_all(conn, statement("list_outbox_poison", tables), params, OutboxRow), limit)
 
 
-def list_outbox(conn: psycopg.Connection, tables: Tables, flt: OutboxFilter, *, after: str | None = None,
-                limit: int = 50) -> Page[OutboxRow]:
+def list_outbox(
+    conn: psycopg.Connection, tables: Tables, flt: OutboxFilter, *, after: str | None = None, limit: int = 50
+) -> Page[OutboxRow]:
     """One page of rows: pending oldest first, any other status newest first.
 
     ``after`` is the previous page's next_cursor; a malformed one raises ValueError (the caller's bad input).

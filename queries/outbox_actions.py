@@ -5,6 +5,7 @@ The contract (docs/interface.md, The outbox contract): the relay publishes only 
 status and on what the operator saw in one UPDATE that never waits behind the relay (NOWAIT), with the audit
 row in the same statement; a published row is never changed.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -50,8 +51,16 @@ class StatusCheck:
     definition: str
 
 
-def move_outbox_row(conn: psycopg.Connection, tables: Tables, outbox_id: uuid.UUID, action: str, *, actor: str,
-                    reason: str, expected_attempt_count: int | None = None) -> MoveResult:
+def move_outbox_row(
+    conn: psycopg.Connection,
+    tables: Tables,
+    outbox_id: uuid.UUID,
+    action: str,
+    *,
+    actor: str,
+    reason: str,
+    expected_attempt_count: int | None = None,
+) -> MoveResult:
     """Park or release one row in the caller's transaction. Raises LockNotAvailable when the relay holds it.
 
     ``expected_attempt_count`` is what the operator saw. A park needs the row still pending and still as bad:
@@ -62,10 +71,21 @@ def move_outbox_row(conn: psycopg.Connection, tables: Tables, outbox_id: uuid.UU
     exact, at_least = expected_attempt_count, None
     if action == PARK and expected_attempt_count is not None:
         exact, at_least = None, park_needs_attempts(expected_attempt_count)
-    row = select_one(conn, statement("move_outbox_row", tables), {
-        "outbox_id": outbox_id, "from_status": from_status, "to_status": to_status, "actor": actor,
-        "action": f"outbox-{action}", "reason": reason, "expected_attempt_count": exact, "min_attempts": at_least,
-    }, MoveResult)
+    row = select_one(
+        conn,
+        statement("move_outbox_row", tables),
+        {
+            "outbox_id": outbox_id,
+            "from_status": from_status,
+            "to_status": to_status,
+            "actor": actor,
+            "action": f"outbox-{action}",
+            "reason": reason,
+            "expected_attempt_count": exact,
+            "min_attempts": at_least,
+        },
+        MoveResult,
+    )
     assert row is not None
     return row
 
@@ -81,8 +101,12 @@ def list_outbox_parked(conn: psycopg.Connection, tables: Tables, limit: int = PA
 
 def list_outbox_status_checks(conn: psycopg.Connection, tables: Tables) -> list[StatusCheck]:
     """The outbox's CHECK constraints on ``status``, and its enum labels if ``status`` is an enum."""
-    return select_all(conn, statement("list_outbox_status_checks", tables),
-                      {"schema": tables.schema, "table": tables.outbox}, StatusCheck)
+    return select_all(
+        conn,
+        statement("list_outbox_status_checks", tables),
+        {"schema": tables.schema, "table": tables.outbox},
+        StatusCheck,
+    )
 
 
 @dataclass(frozen=True)
@@ -92,8 +116,12 @@ class _StatusType:
 
 def get_outbox_status_type(conn: psycopg.Connection, tables: Tables) -> str | None:
     """The data type of the outbox's ``status`` column; None when the table or the column is missing."""
-    row = select_one(conn, statement("get_outbox_status_type", tables),
-                     {"schema": tables.schema, "table": tables.outbox}, _StatusType)
+    row = select_one(
+        conn,
+        statement("get_outbox_status_type", tables),
+        {"schema": tables.schema, "table": tables.outbox},
+        _StatusType,
+    )
     return None if row is None else row.data_type
 
 
@@ -104,8 +132,9 @@ def fix_status_check(tables: Tables, constraint: str, definition: str) -> str:
         widened = definition.replace("ARRAY[", "ARRAY['parked'::text, ", 1)
     else:
         widened = f"CHECK ((status = 'parked') OR ({definition.removeprefix('CHECK ')}))"
-    return statement("fix_outbox_status_check", tables, constraint=sql.Identifier(constraint),
-                     definition=sql.SQL(widened)).as_string(None)
+    return statement(
+        "fix_outbox_status_check", tables, constraint=sql.Identifier(constraint), definition=sql.SQL(widened)
+    ).as_string(None)
 
 
 def fix_status_enum(type_name: str) -> str:

@@ -4,6 +4,7 @@ A preview counts them and records the ids of the rows it shows (oldest first, at
 idemdash.bulk_preview; its confirmation moves exactly those, each only while it is still in the status the action
 needs (a park: still pending and still likely poison, however often the relay retried it since), in batches that
 skip a row the relay holds, and writes one audit entry for the bulk that each row's entry points to."""
+
 from __future__ import annotations
 
 import uuid
@@ -24,8 +25,8 @@ SAMPLE_ROWS = 10
 
 @dataclass(frozen=True)
 class BulkMove:
-    action: str                      # park or release
-    event_type: str | None = None    # None: every event type
+    action: str  # park or release
+    event_type: str | None = None  # None: every event type
 
     @property
     def from_status(self) -> str:
@@ -101,42 +102,107 @@ def list_bulk_rows(conn: psycopg.Connection, tables: Tables, move: BulkMove, lim
     return select_all(conn, statement("list_outbox_bulk_rows", tables), move.params() | {"limit": limit}, BulkRow)
 
 
-def insert_bulk_preview(conn: psycopg.Connection, move: BulkMove, as_of: datetime, *, candidates: int,
-                        by_event_type: list[EventTypeCount], ids: list[str], actor: str) -> int:
+def insert_bulk_preview(
+    conn: psycopg.Connection,
+    move: BulkMove,
+    as_of: datetime,
+    *,
+    candidates: int,
+    by_event_type: list[EventTypeCount],
+    ids: list[str],
+    actor: str,
+) -> int:
     shown = {"by_event_type": [c.__dict__ for c in by_event_type], "ids": ids}
-    row = select_one(conn, statement("insert_outbox_bulk_preview"), {
-        "as_of": as_of, "filter": Jsonb(move.to_json()), "action": f"outbox-{move.action}",
-        "candidates": candidates, "shown": Jsonb(shown), "actor": actor}, _Id)
+    row = select_one(
+        conn,
+        statement("insert_outbox_bulk_preview"),
+        {
+            "as_of": as_of,
+            "filter": Jsonb(move.to_json()),
+            "action": f"outbox-{move.action}",
+            "candidates": candidates,
+            "shown": Jsonb(shown),
+            "actor": actor,
+        },
+        _Id,
+    )
     assert row is not None
     return row.preview_id
 
 
 def get_bulk_preview(conn: psycopg.Connection, move: BulkMove, as_of: datetime) -> RecordedPreview | None:
     """The outbox preview recorded at ``as_of`` (preferring one with this filter and action); None if none."""
-    return select_one(conn, statement("get_outbox_bulk_preview"), {
-        "as_of": as_of, "filter": Jsonb(move.to_json()), "action": f"outbox-{move.action}"}, RecordedPreview)
+    return select_one(
+        conn,
+        statement("get_outbox_bulk_preview"),
+        {"as_of": as_of, "filter": Jsonb(move.to_json()), "action": f"outbox-{move.action}"},
+        RecordedPreview,
+    )
 
 
-def insert_bulk_audit(conn: psycopg.Connection, move: BulkMove, as_of: datetime, *, reason: str, actor: str,
-                      bulk_id: uuid.UUID, previewed: int) -> int:
+def insert_bulk_audit(
+    conn: psycopg.Connection,
+    move: BulkMove,
+    as_of: datetime,
+    *,
+    reason: str,
+    actor: str,
+    bulk_id: uuid.UUID,
+    previewed: int,
+) -> int:
     """The bulk's one audit entry; call in the transaction of its first batch."""
-    evidence = [f"every row moved was shown by the preview ({as_of.isoformat()}) and still {move.from_status}"
-                + (" and likely poison" if move.min_attempts else "") + " when it was moved"]
-    row = select_one(conn, statement("insert_outbox_bulk_audit"), {
-        "actor": actor, "action": f"outbox-{move.action}-bulk", "from_status": move.from_status,
-        "to_status": move.to_status, "reason": reason, "evidence": Jsonb(evidence),
-        "detail": Jsonb({"bulk_id": str(bulk_id), "as_of": as_of.isoformat(), "filter": move.to_json(),
-                         "previewed": previewed})}, _Audit)
+    evidence = [
+        f"every row moved was shown by the preview ({as_of.isoformat()}) and still {move.from_status}"
+        + (" and likely poison" if move.min_attempts else "")
+        + " when it was moved"
+    ]
+    row = select_one(
+        conn,
+        statement("insert_outbox_bulk_audit"),
+        {
+            "actor": actor,
+            "action": f"outbox-{move.action}-bulk",
+            "from_status": move.from_status,
+            "to_status": move.to_status,
+            "reason": reason,
+            "evidence": Jsonb(evidence),
+            "detail": Jsonb(
+                {"bulk_id": str(bulk_id), "as_of": as_of.isoformat(), "filter": move.to_json(), "previewed": previewed}
+            ),
+        },
+        _Audit,
+    )
     assert row is not None
     return row.audit_id
 
 
-def move_bulk_batch(conn: psycopg.Connection, tables: Tables, move: BulkMove, ids: list[str], *, reason: str,
-                    actor: str, parent_id: int, batch_size: int) -> int:
+def move_bulk_batch(
+    conn: psycopg.Connection,
+    tables: Tables,
+    move: BulkMove,
+    ids: list[str],
+    *,
+    reason: str,
+    actor: str,
+    parent_id: int,
+    batch_size: int,
+) -> int:
     """Move up to ``batch_size`` of ``ids`` that still qualify, skipping rows someone holds; how many moved."""
-    row = select_one(conn, statement("move_outbox_bulk_batch", tables), move.params() | {
-        "ids": ids, "to_status": move.to_status, "actor": actor, "row_action": f"outbox-{move.action}",
-        "reason": reason, "parent_id": parent_id, "batch_size": batch_size}, _Changed)
+    row = select_one(
+        conn,
+        statement("move_outbox_bulk_batch", tables),
+        move.params()
+        | {
+            "ids": ids,
+            "to_status": move.to_status,
+            "actor": actor,
+            "row_action": f"outbox-{move.action}",
+            "reason": reason,
+            "parent_id": parent_id,
+            "batch_size": batch_size,
+        },
+        _Changed,
+    )
     assert row is not None
     return row.changed
 

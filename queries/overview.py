@@ -1,4 +1,5 @@
 """The overview's headline numbers: one function per panel, one SQL block each."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,16 +40,23 @@ class KeyCounts:
 
     @classmethod
     def combine(cls, live: ProcessingCounts, window: WindowCounts) -> KeyCounts:
-        return cls(live.stuck, live.processing, live.needs_review, window.failed_retryable, window.failed_final_24h,
-                   window.succeeded_24h, live.oldest_stuck_lease)
+        return cls(
+            live.stuck,
+            live.processing,
+            live.needs_review,
+            window.failed_retryable,
+            window.failed_final_24h,
+            window.succeeded_24h,
+            live.oldest_stuck_lease,
+        )
 
 
 @dataclass(frozen=True)
 class OutboxBacklog:
-    pending: int                          # every pending row, likely poison included
+    pending: int  # every pending row, likely poison included
     oldest_pending_at: datetime | None
-    lag_seconds: float | None             # the oldest pending row that is not likely poison: the publisher's lag
-    poison: int                           # likely poison: pending with POISON_MIN_ATTEMPTS or more attempts
+    lag_seconds: float | None  # the oldest pending row that is not likely poison: the publisher's lag
+    poison: int  # likely poison: pending with POISON_MIN_ATTEMPTS or more attempts
     oldest_poison_at: datetime | None
     poison_oldest_seconds: float | None
 
@@ -60,8 +68,9 @@ class InboxVolume:
 
 
 def count_processing_keys(conn: psycopg.Connection, tables: Tables, lease_seconds: int) -> ProcessingCounts:
-    row = select_one(conn, statement("count_processing_keys", tables), {"lease_seconds": lease_seconds},
-                     ProcessingCounts)
+    row = select_one(
+        conn, statement("count_processing_keys", tables), {"lease_seconds": lease_seconds}, ProcessingCounts
+    )
     assert row is not None
     return row
 
@@ -79,8 +88,9 @@ def count_keys_by_state(conn: psycopg.Connection, tables: Tables, lease_seconds:
 
 def get_outbox_backlog(conn: psycopg.Connection, tables: Tables) -> OutboxBacklog:
     """The backlog, its lag without the likely poison rows, and those counted apart (the definition /outbox uses)."""
-    row = select_one(conn, statement("get_outbox_backlog", tables), {"min_attempts": POISON_MIN_ATTEMPTS},
-                     OutboxBacklog)
+    row = select_one(
+        conn, statement("get_outbox_backlog", tables), {"min_attempts": POISON_MIN_ATTEMPTS}, OutboxBacklog
+    )
     assert row is not None
     return row
 

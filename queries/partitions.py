@@ -11,6 +11,7 @@ happens inside the checking transaction. What happened to each partition is reco
 DDL cannot take bound parameters: partition and parent names enter through ``psycopg.sql.Identifier`` and
 range bounds (timestamps read from the catalog) through ``psycopg.sql.Literal``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -26,8 +27,11 @@ from idemdash.queries.transactions import select_all, select_one
 
 # The time columns a table may be range-partitioned by for whole partitions to be dropped (docs/operations.md,
 # Partitioned tables) ...
-DROP_COLUMNS = {"keys": ("expires_at", "created_at"), "inbox": ("processed_at",),
-                "outbox": ("created_at", "published_at")}
+DROP_COLUMNS = {
+    "keys": ("expires_at", "created_at"),
+    "inbox": ("processed_at",),
+    "outbox": ("created_at", "published_at"),
+}
 # ... and the one of them that says when a row is due: a partition of it starting after the cutoff holds nothing due.
 DUE_COLUMN = {"keys": "expires_at", "inbox": "processed_at", "outbox": "published_at"}
 TIMESTAMPTZ = "timestamp with time zone"
@@ -47,10 +51,10 @@ class Partition:
     bound: str
     detach_pending: bool
     subpartitioned: bool
-    owned: bool                   # the role may detach and drop it (owns the parent and the partition)
-    writable: bool                # the role may lock and delete its rows addressed directly (batches do)
-    bound_from: datetime | None   # None: MINVALUE (or not a timestamptz range)
-    bound_to: datetime | None     # None: MAXVALUE, DEFAULT, or not a timestamptz range
+    owned: bool  # the role may detach and drop it (owns the parent and the partition)
+    writable: bool  # the role may lock and delete its rows addressed directly (batches do)
+    bound_from: datetime | None  # None: MINVALUE (or not a timestamptz range)
+    bound_to: datetime | None  # None: MAXVALUE, DEFAULT, or not a timestamptz range
 
     @property
     def is_default(self) -> bool:
@@ -62,17 +66,28 @@ class Partition:
 
     def droppable_by(self, table: str) -> bool:
         """Partitioned on a time column whose range alone can say a partition is wholly past the cutoff."""
-        return (self.single_column_range and self.key_column in DROP_COLUMNS[table] and self.key_type == TIMESTAMPTZ
-                and not self.is_default)
+        return (
+            self.single_column_range
+            and self.key_column in DROP_COLUMNS[table]
+            and self.key_type == TIMESTAMPTZ
+            and not self.is_default
+        )
 
     def nothing_due(self, table: str, cutoff: datetime) -> bool:
         """Partitioned by the due column itself and starting at or after the cutoff: no row in it can be due."""
-        return (self.droppable_by(table) and self.key_column == DUE_COLUMN[table] and not self.subpartitioned
-                and self.bound_from is not None and self.bound_from >= cutoff)
+        return (
+            self.droppable_by(table)
+            and self.key_column == DUE_COLUMN[table]
+            and not self.subpartitioned
+            and self.bound_from is not None
+            and self.bound_from >= cutoff
+        )
 
     def identifiers(self) -> dict[str, sql.Composable]:
-        return {"parent": sql.Identifier(self.parent_schema, self.parent_name),
-                "partition": sql.Identifier(self.partition_schema, self.partition_name)}
+        return {
+            "parent": sql.Identifier(self.parent_schema, self.parent_name),
+            "partition": sql.Identifier(self.partition_schema, self.partition_name),
+        }
 
 
 @dataclass(frozen=True)
@@ -114,8 +129,10 @@ class PartitionRecord:
     detail: str | None
 
     def identifiers(self) -> dict[str, sql.Composable]:
-        return {"parent": sql.Identifier(self.parent_schema, self.parent_name),
-                "partition": sql.Identifier(self.partition_schema, self.partition_name)}
+        return {
+            "parent": sql.Identifier(self.parent_schema, self.parent_name),
+            "partition": sql.Identifier(self.partition_schema, self.partition_name),
+        }
 
 
 @dataclass(frozen=True)
@@ -127,8 +144,9 @@ class RelationState:
 
 def list_table_partitions(conn: psycopg.Connection, tables: Tables, table: str) -> list[Partition]:
     """The direct partitions of the configured ``table`` (role), oldest range first; [] when not partitioned."""
-    return select_all(conn, statement("list_table_partitions"),
-                      {"schema": tables.schema, "table": getattr(tables, table)}, Partition)
+    return select_all(
+        conn, statement("list_table_partitions"), {"schema": tables.schema, "table": getattr(tables, table)}, Partition
+    )
 
 
 def list_leaf_partitions(conn: psycopg.Connection, tables: Tables, table: str) -> list[Leaf]:
@@ -137,30 +155,36 @@ def list_leaf_partitions(conn: psycopg.Connection, tables: Tables, table: str) -
 
 
 def get_purge_cutoffs(conn: psycopg.Connection, inbox_days: int, outbox_days: int) -> Cutoffs:
-    row = select_one(conn, statement("get_purge_cutoffs"), {"inbox_days": inbox_days, "outbox_days": outbox_days},
-                     Cutoffs)
+    row = select_one(
+        conn, statement("get_purge_cutoffs"), {"inbox_days": inbox_days, "outbox_days": outbox_days}, Cutoffs
+    )
     assert row is not None
     return row
 
 
-def get_partition_rows(conn: psycopg.Connection, table: str, partition: sql.Composable,
-                       predicate: Mapping[str, Any]) -> PartitionRows:
+def get_partition_rows(
+    conn: psycopg.Connection, table: str, partition: sql.Composable, predicate: Mapping[str, Any]
+) -> PartitionRows:
     """How many rows the partition holds and how many of them are live (not eligible for the purge): a scan."""
     purgeable = statement(f"purgeable_{table}", None, **{table: partition})
-    row = select_one(conn, statement("get_partition_rows", partition=partition, purgeable=purgeable), dict(predicate),
-                     PartitionRows)
+    row = select_one(
+        conn, statement("get_partition_rows", partition=partition, purgeable=purgeable), dict(predicate), PartitionRows
+    )
     assert row is not None
     return row
 
 
 def set_partition_timeouts(conn: psycopg.Connection, statement_timeout_ms: int, lock_timeout_ms: int) -> None:
-    conn.execute(statement("set_partition_timeouts"),
-                 {"statement_ms": str(statement_timeout_ms), "lock_ms": str(lock_timeout_ms)})
+    conn.execute(
+        statement("set_partition_timeouts"),
+        {"statement_ms": str(statement_timeout_ms), "lock_ms": str(lock_timeout_ms)},
+    )
 
 
 def set_detach_timeouts(conn: psycopg.Connection, statement_timeout_ms: int, lock_timeout_ms: int) -> None:
-    conn.execute(statement("set_detach_timeouts"),
-                 {"statement_ms": str(statement_timeout_ms), "lock_ms": str(lock_timeout_ms)})
+    conn.execute(
+        statement("set_detach_timeouts"), {"statement_ms": str(statement_timeout_ms), "lock_ms": str(lock_timeout_ms)}
+    )
 
 
 def detach_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable]) -> None:
@@ -180,8 +204,9 @@ def lock_detached_partition(conn: psycopg.Connection, identifiers: Mapping[str, 
     conn.execute(statement("lock_detached_partition", partition=identifiers["partition"]))
 
 
-def attach_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable],
-                     bound_from: datetime | None, bound_to: datetime) -> None:
+def attach_partition(
+    conn: psycopg.Connection, identifiers: Mapping[str, sql.Composable], bound_from: datetime | None, bound_to: datetime
+) -> None:
     lower = sql.SQL("MINVALUE") if bound_from is None else sql.Literal(bound_from)
     conn.execute(statement("attach_partition", None, **identifiers, bound_from=lower, bound_to=sql.Literal(bound_to)))
 
@@ -191,25 +216,52 @@ def drop_partition(conn: psycopg.Connection, identifiers: Mapping[str, sql.Compo
 
 
 def get_relation_state(conn: psycopg.Connection, schema: str, name: str) -> RelationState:
-    row = select_one(conn, statement("get_relation_state"),
-                     {"relation": sql.Identifier(schema, name).as_string(conn)}, RelationState)
+    row = select_one(
+        conn, statement("get_relation_state"), {"relation": sql.Identifier(schema, name).as_string(conn)}, RelationState
+    )
     assert row is not None
     return row
 
 
-def insert_purge_partition(conn: psycopg.Connection, run_id: int, table: str, part: Partition | PartitionRecord,
-                           rows: int | None, action: str, detail: str | None = None) -> None:
+def insert_purge_partition(
+    conn: psycopg.Connection,
+    run_id: int,
+    table: str,
+    part: Partition | PartitionRecord,
+    rows: int | None,
+    action: str,
+    detail: str | None = None,
+) -> None:
     """Record (or update) what ``run_id`` did with the partition; 'dropped' and 'would_drop' count into the run."""
-    conn.execute(statement("insert_purge_partition"), {
-        "run_id": run_id, "table": table, "partition_schema": part.partition_schema,
-        "partition_name": part.partition_name, "parent_schema": part.parent_schema, "parent_name": part.parent_name,
-        "bound_from": part.bound_from, "bound_to": part.bound_to, "rows": rows, "action": action, "detail": detail})
+    conn.execute(
+        statement("insert_purge_partition"),
+        {
+            "run_id": run_id,
+            "table": table,
+            "partition_schema": part.partition_schema,
+            "partition_name": part.partition_name,
+            "parent_schema": part.parent_schema,
+            "parent_name": part.parent_name,
+            "bound_from": part.bound_from,
+            "bound_to": part.bound_to,
+            "rows": rows,
+            "action": action,
+            "detail": detail,
+        },
+    )
 
 
 def settle_detached_partition(conn: psycopg.Connection, record: PartitionRecord, action: str, detail: str) -> None:
-    conn.execute(statement("settle_detached_partition"), {
-        "run_id": record.run_id, "partition_schema": record.partition_schema,
-        "partition_name": record.partition_name, "action": action, "detail": detail})
+    conn.execute(
+        statement("settle_detached_partition"),
+        {
+            "run_id": record.run_id,
+            "partition_schema": record.partition_schema,
+            "partition_name": record.partition_name,
+            "action": action,
+            "detail": detail,
+        },
+    )
 
 
 def list_detached_partitions(conn: psycopg.Connection, table: str) -> list[PartitionRecord]:

@@ -16,6 +16,7 @@ on this worker's one bounded pool of threads (``fan_out``), whatever the number 
 With one database its pool opens at start and stays open, as it always did: no budget applies (``lazy`` false), but
 the connections are counted the same way for /health and /metrics.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,13 +58,13 @@ class Pooled(Protocol):
 class Usage:
     """What one worker holds now, for /health and /metrics."""
 
-    lazy: bool                  # pools open on demand within the budget (several databases)
-    budget: int | None          # None: one database, no budget applies
+    lazy: bool  # pools open on demand within the budget (several databases)
+    budget: int | None  # None: one database, no budget applies
     idle_seconds: float | None  # None: pools stay open
-    open_pools: int             # databases whose pool is open
-    pool_connections: int       # connections those pools hold now (in use or idle)
+    open_pools: int  # databases whose pool is open
+    pool_connections: int  # connections those pools hold now (in use or idle)
     background_connections: int  # connections the background reads opened of their own, now
-    reserved: int               # what the open pools and the background reads may grow to
+    reserved: int  # what the open pools and the background reads may grow to
 
     @property
     def held(self) -> int:
@@ -79,16 +80,25 @@ class _Open:
 
 
 class PoolBudget:
-    def __init__(self, targets: Mapping[str, Pooled], *, lazy: bool, budget: int, idle_seconds: float,
-                 background: int, wait_seconds: float, fan_out_threads: int = 1) -> None:
+    def __init__(
+        self,
+        targets: Mapping[str, Pooled],
+        *,
+        lazy: bool,
+        budget: int,
+        idle_seconds: float,
+        background: int,
+        wait_seconds: float,
+        fan_out_threads: int = 1,
+    ) -> None:
         self.targets, self.lazy, self.budget = targets, lazy, budget
         self.idle_seconds, self.background, self.wait_seconds = idle_seconds, background, wait_seconds
         self.fan_out_threads = max(1, fan_out_threads)
         self._fan_out: ThreadPoolExecutor | None = None
         self._cond = threading.Condition()
         self._open: dict[str, _Open] = {}
-        self._closing = 0       # reservations of pools being closed (their connections are not gone yet)
-        self._own = 0           # connections the background reads hold of their own
+        self._closing = 0  # reservations of pools being closed (their connections are not gone yet)
+        self._own = 0  # connections the background reads hold of their own
         self._pid = os.getpid()
         self._reaper: threading.Thread | None = None
         self._stopped = False
@@ -109,7 +119,8 @@ class PoolBudget:
                 f"{MAX_CONNECTIONS} ({self.budget}) leaves no room for database {biggest.name}'s pool: the background "
                 f"reads take {self.background} (IDEMDASH_FLEET_REFRESH_THREADS, and one for /metrics) and its pool up "
                 f"to {biggest.pool_reservation} (IDEMDASH_POOL_MAX_SIZE, twice with a read_url); set it to {need} at "
-                "least")
+                "least"
+            )
 
     # -- a request's use of a pool ----------------------------------------------------------------------------
 
@@ -281,8 +292,15 @@ class PoolBudget:
             entries = [e for e in self._open.values() if e.target.pool_is_open()]
             reserved = self._reserved()
             own = self._own
-        return Usage(self.lazy, self.budget if self.lazy else None, self.idle_seconds if self.lazy else None,
-                     len(entries), sum(e.target.pool_connections() for e in entries), own, reserved)
+        return Usage(
+            self.lazy,
+            self.budget if self.lazy else None,
+            self.idle_seconds if self.lazy else None,
+            len(entries),
+            sum(e.target.pool_connections() for e in entries),
+            own,
+            reserved,
+        )
 
     def _reserved(self) -> int:
         return self.background + self._closing + sum(e.reserved for e in self._open.values())

@@ -4,6 +4,7 @@
 ``Target.open_pool`` (queries/target.py) calls ``new_pool``; when a pool opens and closes is ``PoolBudget``'s
 (queries/pool_budget.py).
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,18 +24,33 @@ from idemdash.queries import transactions
 CHECK_AFTER_IDLE_SECONDS = 2.0
 
 
-def new_pool(name: str, dsn: str, settings: Mapping[str, Any], kwargs: Mapping[str, Any],
-             connection_class: type[psycopg.Connection]) -> ConnectionPool:
+def new_pool(
+    name: str,
+    dsn: str,
+    settings: Mapping[str, Any],
+    kwargs: Mapping[str, Any],
+    connection_class: type[psycopg.Connection],
+) -> ConnectionPool:
     """An open pool (not waiting for the database). Its connects give up after POOL_CONNECT_TIMEOUT_SECONDS unless
     the DSN sets its own ``connect_timeout``: a host that accepts and never answers then fails each attempt, with its
     cause, instead of holding the pool's workers for good."""
     _quiet_pool_retries()
-    deadline = ({} if "connect_timeout" in conninfo_to_dict(dsn)
-                else {"connect_timeout": setting(settings, "POOL_CONNECT_TIMEOUT_SECONDS")})
+    deadline = (
+        {}
+        if "connect_timeout" in conninfo_to_dict(dsn)
+        else {"connect_timeout": setting(settings, "POOL_CONNECT_TIMEOUT_SECONDS")}
+    )
     return ConnectionPool(
-        dsn, min_size=settings["POOL_MIN_SIZE"], max_size=max(settings["POOL_MAX_SIZE"], settings["POOL_MIN_SIZE"]),
-        open=True, timeout=float(settings["POOL_TIMEOUT_SECONDS"]), name=name,
-        check=check_rested, kwargs={**deadline, **kwargs}, connection_class=connection_class)
+        dsn,
+        min_size=settings["POOL_MIN_SIZE"],
+        max_size=max(settings["POOL_MAX_SIZE"], settings["POOL_MIN_SIZE"]),
+        open=True,
+        timeout=float(settings["POOL_TIMEOUT_SECONDS"]),
+        name=name,
+        check=check_rested,
+        kwargs={**deadline, **kwargs},
+        connection_class=connection_class,
+    )
 
 
 def check_rested(conn: psycopg.Connection) -> None:
@@ -47,8 +63,9 @@ def check_rested(conn: psycopg.Connection) -> None:
         ConnectionPool.check_connection(conn)
 
 
-def watched_connection_class(problems: CauseLog,
-                             cause_of: Callable[[BaseException], Cause]) -> type[psycopg.Connection]:
+def watched_connection_class(
+    problems: CauseLog, cause_of: Callable[[BaseException], Cause]
+) -> type[psycopg.Connection]:
     """A pool's connections, each attempt reported to ``problems``: the cause is logged once, as soon as the pool's
     background connect fails, and a request that then waits in vain can name it."""
 

@@ -4,6 +4,7 @@ owner (`GET /api/v1/keys/breakdown`); rows found by their identity (`/search`) a
 Every statement is a block of ``queries/profile_dimensions.sql`` filled with the found table's names
 (``psycopg.sql.Identifier``) and the states' conditions of ``queries/profile_states.sql``; a dimension the table
 does not record is never read (the caller says so instead)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -32,8 +33,12 @@ from idemdash.queries.profile_rows import profile_table
 from idemdash.queries.profile_states import params_for, state_condition, state_params
 from idemdash.queries.transactions import select_all
 
-_TIME = {TIMESTAMPTZ: "profile_time_timestamptz", UTC_TIMESTAMP: "profile_time_utc",
-         LOCAL_TIMESTAMP: "profile_time_local", EPOCH_MS: "profile_time_epoch_ms"}
+_TIME = {
+    TIMESTAMPTZ: "profile_time_timestamptz",
+    UTC_TIMESTAMP: "profile_time_utc",
+    LOCAL_TIMESTAMP: "profile_time_local",
+    EPOCH_MS: "profile_time_epoch_ms",
+}
 # owners counted per state at most; groups of hotspots at most
 OWNER_LIMIT = 200
 GROUP_LIMIT = 100
@@ -50,7 +55,7 @@ class AttemptRow:
 
 @dataclass(frozen=True)
 class AttemptGroup:
-    group_values: Any          # a JSON array of the group columns' values, or the owner as a JSON string
+    group_values: Any  # a JSON array of the group columns' values, or the owner as a JSON string
     rows: int
     stuck: int
     max_attempts: int
@@ -65,7 +70,7 @@ class OwnerCount:
 
 @dataclass(frozen=True)
 class Cell:
-    dimension: str             # 'group' or 'owner'
+    dimension: str  # 'group' or 'owner'
     name: str | None
     count: int
 
@@ -102,10 +107,13 @@ def present_table(conn: psycopg.Connection, found: Found, role: str) -> Table | 
     def has(column: str | None) -> bool:
         return column is not None and named(column, found.naming) in columns
 
-    return replace(table, attempts=table.attempts if has(table.attempts) else None,
-                   owner=table.owner if has(table.owner) else None,
-                   changed=table.changed if has(table.changed) else None,
-                   groups=table.groups if all(has(g) for g in table.groups) else ())
+    return replace(
+        table,
+        attempts=table.attempts if has(table.attempts) else None,
+        owner=table.owner if has(table.owner) else None,
+        changed=table.changed if has(table.changed) else None,
+        groups=table.groups if all(has(g) for g in table.groups) else (),
+    )
 
 
 def column_of(found: Found, column: str) -> sql.Identifier:
@@ -113,8 +121,9 @@ def column_of(found: Found, column: str) -> sql.Identifier:
 
 
 def identity_of(found: Found, table: Table) -> sql.Composable:
-    return statement("profile_identity", None, identity_columns=sql.SQL(", ").join(
-        column_of(found, c) for c in table.identity))
+    return statement(
+        "profile_identity", None, identity_columns=sql.SQL(", ").join(column_of(found, c) for c in table.identity)
+    )
 
 
 def _group(found: Found, table: Table) -> sql.Composable:
@@ -145,8 +154,9 @@ def _window(found: Found, table: Table, window: timedelta | None) -> sql.Composa
     return statement("profile_within_window", None, time=_changed(found, table))
 
 
-def _condition(found: Found, role: str, meaning: str, settings: Mapping[str, Any]
-               ) -> tuple[sql.Composable, dict[str, Any]]:
+def _condition(
+    found: Found, role: str, meaning: str, settings: Mapping[str, Any]
+) -> tuple[sql.Composable, dict[str, Any]]:
     """The condition of ``role``'s state ``meaning`` and its values; ``false`` where it is not recorded."""
     state = state_of(found, role, meaning)
     condition = state_condition(found, state) if state is not None else None
@@ -160,8 +170,16 @@ def window_applies(table: Table) -> bool:
     return records(table, "changed")
 
 
-def list_attempt_rows(conn: psycopg.Connection, found: Found, table: Table | None, settings: Mapping[str, Any],
-                      *, min_attempts: int, window: timedelta | None, limit: int) -> list[AttemptRow]:
+def list_attempt_rows(
+    conn: psycopg.Connection,
+    found: Found,
+    table: Table | None,
+    settings: Mapping[str, Any],
+    *,
+    min_attempts: int,
+    window: timedelta | None,
+    limit: int,
+) -> list[AttemptRow]:
     """The rows of the table with the most attempts (at least ``min_attempts``), most first."""
     names = table_of(found, table)
     if names is None or names[0].attempts is None:
@@ -169,16 +187,36 @@ def list_attempt_rows(conn: psycopg.Connection, found: Found, table: Table | Non
     table, ident = names
     role = table.role
     stuck, params = _condition(found, role, STUCK, settings)
-    query = statement("list_profile_attempt_rows", None, table=ident, attempts=column_of(found, str(table.attempts)),
-                      identity_value=identity_of(found, table), group_value=_group(found, table),
-                      owner_value=_owner(found, table), stuck=stuck, window=_window(found, table, window))
-    return select_all(conn, query, {**_base(settings, table), **params, "min_attempts": min_attempts,
-                                    "window": window, "limit": limit}, AttemptRow)
+    query = statement(
+        "list_profile_attempt_rows",
+        None,
+        table=ident,
+        attempts=column_of(found, str(table.attempts)),
+        identity_value=identity_of(found, table),
+        group_value=_group(found, table),
+        owner_value=_owner(found, table),
+        stuck=stuck,
+        window=_window(found, table, window),
+    )
+    return select_all(
+        conn,
+        query,
+        {**_base(settings, table), **params, "min_attempts": min_attempts, "window": window, "limit": limit},
+        AttemptRow,
+    )
 
 
-def list_attempt_groups(conn: psycopg.Connection, found: Found, table: Table | None,
-                        settings: Mapping[str, Any], *, by: str, min_attempts: int, window: timedelta | None,
-                        limit: int = GROUP_LIMIT) -> list[AttemptGroup]:
+def list_attempt_groups(
+    conn: psycopg.Connection,
+    found: Found,
+    table: Table | None,
+    settings: Mapping[str, Any],
+    *,
+    by: str,
+    min_attempts: int,
+    window: timedelta | None,
+    limit: int = GROUP_LIMIT,
+) -> list[AttemptGroup]:
     """The rows of the table attempted at least ``min_attempts`` times, per group (``by="group"``) or per
     owner (``by="owner"``): at most ``limit`` + 1 groups, the most rows first."""
     names = table_of(found, table)
@@ -188,15 +226,33 @@ def list_attempt_groups(conn: psycopg.Connection, found: Found, table: Table | N
     role = table.role
     value = _group(found, table) if by == "group" else sql.SQL("to_jsonb({})").format(_owner(found, table))
     stuck, params = _condition(found, role, STUCK, settings)
-    query = statement("list_profile_attempt_groups", None, table=ident, attempts=column_of(found, str(table.attempts)),
-                      group_value=value, stuck=stuck, window=_window(found, table, window))
-    return select_all(conn, query, {**_base(settings, table), **params, "min_attempts": min_attempts,
-                                    "window": window, "limit": limit + 1}, AttemptGroup)
+    query = statement(
+        "list_profile_attempt_groups",
+        None,
+        table=ident,
+        attempts=column_of(found, str(table.attempts)),
+        group_value=value,
+        stuck=stuck,
+        window=_window(found, table, window),
+    )
+    return select_all(
+        conn,
+        query,
+        {**_base(settings, table), **params, "min_attempts": min_attempts, "window": window, "limit": limit + 1},
+        AttemptGroup,
+    )
 
 
-def list_owner_counts(conn: psycopg.Connection, found: Found, table: Table | None, meaning: str,
-                      settings: Mapping[str, Any], *, window: timedelta | None,
-                      limit: int = OWNER_LIMIT) -> list[OwnerCount] | None:
+def list_owner_counts(
+    conn: psycopg.Connection,
+    found: Found,
+    table: Table | None,
+    meaning: str,
+    settings: Mapping[str, Any],
+    *,
+    window: timedelta | None,
+    limit: int = OWNER_LIMIT,
+) -> list[OwnerCount] | None:
     """The rows of the table in its state ``meaning`` (changed within ``window``, where the table records
     when), per owner; None where the library records no such state (or no owner)."""
     names = table_of(found, table)
@@ -205,14 +261,23 @@ def list_owner_counts(conn: psycopg.Connection, found: Found, table: Table | Non
     table, ident = names
     role = table.role
     condition, params = _condition(found, role, meaning, settings)
-    query = statement("list_profile_owner_counts", None, table=ident, owner=column_of(found, str(table.owner)),
-                      condition=condition, changed=_changed(found, table), window=_window(found, table, window))
-    return select_all(conn, query, {**_base(settings, table), **params, "window": window, "limit": limit + 1},
-                      OwnerCount)
+    query = statement(
+        "list_profile_owner_counts",
+        None,
+        table=ident,
+        owner=column_of(found, str(table.owner)),
+        condition=condition,
+        changed=_changed(found, table),
+        window=_window(found, table, window),
+    )
+    return select_all(
+        conn, query, {**_base(settings, table), **params, "window": window, "limit": limit + 1}, OwnerCount
+    )
 
 
-def list_stuck_cells(conn: psycopg.Connection, found: Found, table: Table | None, settings: Mapping[str, Any], *,
-                     cap: int) -> list[Cell] | None:
+def list_stuck_cells(
+    conn: psycopg.Connection, found: Found, table: Table | None, settings: Mapping[str, Any], *, cap: int
+) -> list[Cell] | None:
     """The stuck rows of the table per group and per owner, at most ``cap`` + 1 read; None where the library
     records no stuck state for it."""
     names = table_of(found, table)
@@ -221,8 +286,14 @@ def list_stuck_cells(conn: psycopg.Connection, found: Found, table: Table | None
     table, ident = names
     role = table.role
     condition, params = _condition(found, role, STUCK, settings)
-    query = statement("list_profile_stuck_cells", None, table=ident, condition=condition,
-                      group_value=_group(found, table), owner_value=_owner(found, table))
+    query = statement(
+        "list_profile_stuck_cells",
+        None,
+        table=ident,
+        condition=condition,
+        group_value=_group(found, table),
+        owner_value=_owner(found, table),
+    )
     return select_all(conn, query, {**_base(settings, table), **params, "cap": cap}, Cell)
 
 
@@ -237,4 +308,3 @@ def _base(settings: Mapping[str, Any], table: Table) -> dict[str, Any]:
     """The values every block over ``table`` may bind: the library's zone for its local times, the owner values
     that mean no owner."""
     return {"library_zone": state_params(settings, table.role)["library_zone"], "unowned": list(table.unowned)}
-

@@ -1,6 +1,7 @@
 """The indexes idemdash advises on a library's tables (``Profile.indexes``, queries/profile_indexes.sql): whether
 each exists under the name idemdash gives it, and building a missing one CONCURRENTLY (`idemdash check
 --apply-indexes`). The library's own indexes are never touched."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,9 +28,9 @@ class LibraryIndex:
 @dataclass(frozen=True)
 class ProfileIndexStatus:
     advice: Index
-    index_name: str      # the name idemdash gives it
-    table: str           # schema-qualified table it belongs on
-    state: str           # ok, missing or invalid
+    index_name: str  # the name idemdash gives it
+    table: str  # schema-qualified table it belongs on
+    state: str  # ok, missing or invalid
     create_sql: str
 
     @property
@@ -44,7 +45,8 @@ def index_name(found: Found, advice: Index) -> str:
 def create_statement(found: Found, advice: Index) -> Statement:
     names: dict[str, sql.Composable] = {
         "index": sql.Identifier(index_name(found, advice)),
-        "table": sql.Identifier(found.schema, found.table(advice.table) or advice.table)}
+        "table": sql.Identifier(found.schema, found.table(advice.table) or advice.table),
+    }
     for _, field, _, _ in Formatter().parse(QUERIES[advice.query].text):
         if field and field not in names:
             names[field] = sql.Identifier(named(field, found.naming))
@@ -53,21 +55,37 @@ def create_statement(found: Found, advice: Index) -> Statement:
 
 def advised(found: Found) -> list[Index]:
     """The indexes advised for the found version's tables that are there."""
-    return [i for i in profile(found.profile).indexes
-            if (i.version is None or i.version == found.version) and found.table(i.table) is not None]
+    return [
+        i
+        for i in profile(found.profile).indexes
+        if (i.version is None or i.version == found.version) and found.table(i.table) is not None
+    ]
 
 
 def list_profile_index_status(conn: psycopg.Connection, found: Found) -> list[ProfileIndexStatus]:
-    present = {(i.table_name, i.index_name): i.valid for i in select_all(
-        conn, statement("list_app_indexes"), {"schema": found.schema, "names": [n for _, n in found.tables]},
-        LibraryIndex)}
+    present = {
+        (i.table_name, i.index_name): i.valid
+        for i in select_all(
+            conn,
+            statement("list_app_indexes"),
+            {"schema": found.schema, "names": [n for _, n in found.tables]},
+            LibraryIndex,
+        )
+    }
     result = []
     for advice in advised(found):
         name = index_name(found, advice)
         valid = present.get((found.table(advice.table) or "", name))
         state = MISSING if valid is None else OK if valid else INVALID
-        result.append(ProfileIndexStatus(advice, name, f"{found.schema}.{found.table(advice.table)}", state,
-                                         create_statement(found, advice).as_string(conn)))
+        result.append(
+            ProfileIndexStatus(
+                advice,
+                name,
+                f"{found.schema}.{found.table(advice.table)}",
+                state,
+                create_statement(found, advice).as_string(conn),
+            )
+        )
     return result
 
 

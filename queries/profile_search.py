@@ -2,6 +2,7 @@
 decisions): the row's whole identity (the JSON array its URL has), else each identity column an index starts with,
 equal to the text or, for a text column, starting with it; and its owners by name. Blocks of
 ``queries/profile_search.sql`` filled with the found table's names (``psycopg.sql.Identifier``)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,21 +44,40 @@ def find_rows(conn: psycopg.Connection, found: Found, table: Table | None, q: st
     if identity_values(table, q) is not None:
         return [q], ["identity"]
     regclass = ident.as_string(conn)
-    indexed = {c.name: c.data_type for c in select_all(conn, statement("list_leading_index_columns"),
-                                                       {"regclass": regclass}, TableColumn)}
+    indexed = {
+        c.name: c.data_type
+        for c in select_all(conn, statement("list_leading_index_columns"), {"regclass": regclass}, TableColumn)
+    }
     hits: list[str] = []
     compared: list[str] = []
     for column in (named(c, found.naming) for c in table.identity):
         if column not in indexed:
             continue
         compared.append(column)
-        hits += _probe(conn, statement("find_profile_rows_exact", None, table=ident, column=sql.Identifier(column),
-                                       identity_value=identity_of(found, table)), {"q": q, "limit": FOUND_LIMIT})
+        hits += _probe(
+            conn,
+            statement(
+                "find_profile_rows_exact",
+                None,
+                table=ident,
+                column=sql.Identifier(column),
+                identity_value=identity_of(found, table),
+            ),
+            {"q": q, "limit": FOUND_LIMIT},
+        )
         if not hits and indexed[column] in ("text", "character varying"):
             compared.append(f"{column} (prefix)")
-            hits += _probe(conn, statement("find_profile_rows_prefix", None, table=ident,
-                                           column=sql.Identifier(column), identity_value=identity_of(found, table)),
-                           {"q": q, "limit": FOUND_LIMIT, "examine": PREFIX_EXAMINE})
+            hits += _probe(
+                conn,
+                statement(
+                    "find_profile_rows_prefix",
+                    None,
+                    table=ident,
+                    column=sql.Identifier(column),
+                    identity_value=identity_of(found, table),
+                ),
+                {"q": q, "limit": FOUND_LIMIT, "examine": PREFIX_EXAMINE},
+            )
         if hits:
             break
     return list(dict.fromkeys(hits))[:FOUND_LIMIT], compared
@@ -69,8 +89,12 @@ def find_owner(conn: psycopg.Connection, found: Found, table: Table | None, q: s
     if names is None or names[0].owner is None:
         return False
     table, ident = names
-    row = select_one(conn, statement("find_profile_owner", None, table=ident, owner=column_of(found, str(table.owner))),
-                     {"q": q}, _Found)
+    row = select_one(
+        conn,
+        statement("find_profile_owner", None, table=ident, owner=column_of(found, str(table.owner))),
+        {"q": q},
+        _Found,
+    )
     return bool(row and row.found)
 
 

@@ -1,5 +1,6 @@
 """How many rows of a library's tables are in each state of its profile (``core.profiles``): the state's block of
 ``queries/profile_states.sql``, with the shape's table and column names as ``idemdash detect`` found them."""
+
 from __future__ import annotations
 
 import time
@@ -28,8 +29,9 @@ def state_names(found: Found, state: State | Fact) -> dict[str, sql.Composable] 
     return block_names(found, state.table, state.query, dict(state.columns))
 
 
-def block_names(found: Found, role: str, block: str,
-                columns: Mapping[str, str] | None = None) -> dict[str, sql.Composable] | None:
+def block_names(
+    found: Found, role: str, block: str, columns: Mapping[str, str] | None = None
+) -> dict[str, sql.Composable] | None:
     """The identifiers a block over ``role``'s table names (a state's condition, a library action's condition or
     assignments): see ``state_names``."""
     tables = dict(found.tables)
@@ -85,11 +87,12 @@ def count_state(conn: psycopg.Connection, found: Found, state: State, params: Ma
     return int(row[0])
 
 
-def count_states(conn: psycopg.Connection, found: Found,
-                 params: Mapping[str, Any]) -> list[tuple[State, int | None]]:
+def count_states(conn: psycopg.Connection, found: Found, params: Mapping[str, Any]) -> list[tuple[State, int | None]]:
     """Every state of the found shape's version, with its count (``params``, and the values the state binds itself)."""
-    return [(state, count_state(conn, found, state, {**params, **_own_params(state)}))
-            for state in profile(found.profile).states_of(found.version)]
+    return [
+        (state, count_state(conn, found, state, {**params, **_own_params(state)}))
+        for state in profile(found.profile).states_of(found.version)
+    ]
 
 
 # roles whose rows are dedup records or keys: kept INBOX_RETENTION_DAYS; every other role OUTBOX_RETENTION_DAYS
@@ -119,10 +122,15 @@ def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
     retention = timedelta(days=days)
     lease = timedelta(seconds=settings["DEFAULT_LEASE_SECONDS"])
     now = time.time()
-    return {"retention": retention, "stale_after": lease, "lock_timeout": lease,
-            "before_epoch_ms": int((now - retention.total_seconds()) * 1000), "library_zone": zone,
-            "stale_before_epoch_ms": int((now - lease.total_seconds()) * 1000),
-            "horizon_before_epoch_ms": int((now - settings["REPLAY_HORIZON"]) * 1000)}
+    return {
+        "retention": retention,
+        "stale_after": lease,
+        "lock_timeout": lease,
+        "before_epoch_ms": int((now - retention.total_seconds()) * 1000),
+        "library_zone": zone,
+        "stale_before_epoch_ms": int((now - lease.total_seconds()) * 1000),
+        "horizon_before_epoch_ms": int((now - settings["REPLAY_HORIZON"]) * 1000),
+    }
 
 
 def params_for(state: State | Fact, settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,11 +143,14 @@ def _own_params(state: State | Fact) -> dict[str, Any]:
     return {name: list(value) if isinstance(value, tuple) else value for name, value in state.params}
 
 
-def count_configured_states(conn: psycopg.Connection, found: Found,
-                            settings: Mapping[str, Any]) -> list[tuple[State, int | None]]:
+def count_configured_states(
+    conn: psycopg.Connection, found: Found, settings: Mapping[str, Any]
+) -> list[tuple[State, int | None]]:
     """Every state of the found shape's version, counted with the database's own settings."""
-    return [(state, count_state(conn, found, state, params_for(state, settings)))
-            for state in profile(found.profile).states_of(found.version)]
+    return [
+        (state, count_state(conn, found, state, params_for(state, settings)))
+        for state in profile(found.profile).states_of(found.version)
+    ]
 
 
 @dataclass(frozen=True)
@@ -188,8 +199,9 @@ def estimate_state(conn: psycopg.Connection, found: Found, state: State, params:
     return int(row[0][0]["Plan"]["Plan Rows"])
 
 
-def measure_states(conn: psycopg.Connection, settings: Mapping[str, Any],
-                   budget_ms: int = COUNT_BUDGET_MS) -> list[MeasuredState]:
+def measure_states(
+    conn: psycopg.Connection, settings: Mapping[str, Any], budget_ms: int = COUNT_BUDGET_MS
+) -> list[MeasuredState]:
     """Every state of the configured profile's tables, counted and timed, each within ``budget_ms`` (estimated
     past it); none when the tables are not found. Runs in the caller's transaction: each count in a savepoint."""
     try:
@@ -208,7 +220,8 @@ def measure_states(conn: psycopg.Connection, settings: Mapping[str, Any],
                 count, estimated = count_state(conn, found, state, params), False
         except errors.QueryCanceled:
             count, estimated = estimate_state(conn, found, state, params), True
-        measured.append(MeasuredState(state.table, state.meaning, count, (time.perf_counter() - started) * 1000,
-                                      estimated))
+        measured.append(
+            MeasuredState(state.table, state.meaning, count, (time.perf_counter() - started) * 1000, estimated)
+        )
     conn.execute(statement("set_statement_timeout"), {"ms": row[0]})  # a kept savepoint kept the budget too
     return measured

@@ -24,6 +24,7 @@ The statements run unprepared so that each is planned with its cursor and limit 
 the configured table: a partitioned table is purged partition by partition (``ctid`` is only unique within
 one).
 """
+
 from __future__ import annotations
 
 import uuid
@@ -63,8 +64,8 @@ Cursor = tuple[CursorValue, CursorValue, CursorValue]
 class Batch:
     """What one batch deleted (or one dry-run chunk counted) and the cursor after it (the last row it took)."""
 
-    rows: int                # deleted (dry run: counted)
-    taken: int               # rows the ordered scan returned; fewer than the limit: no more due rows
+    rows: int  # deleted (dry run: counted)
+    taken: int  # rows the ordered scan returned; fewer than the limit: no more due rows
     after_1: CursorValue
     after_2: CursorValue = None
     after_3: CursorValue = None
@@ -74,33 +75,59 @@ class Batch:
         return None if self.after_1 is None else (self.after_1, self.after_2, self.after_3)
 
 
-def batch_statement(tables: Tables, table: str, *, dry_run: bool, order: str,
-                    relation: sql.Composable | None = None) -> Statement:
+def batch_statement(
+    tables: Tables, table: str, *, dry_run: bool, order: str, relation: sql.Composable | None = None
+) -> Statement:
     """The batch (or dry-run chunk) of ``table`` in ``order``: the one batch statement with the table's eligibility
     (``purgeable_<table>``) and the order's columns filled in; ``relation``: a partition to run on instead."""
     target = relation if relation is not None else tables.identifiers()[table]
     columns = ORDERS[(table, order)]
-    return statement("count_purge_batch" if dry_run else "purge_batch", tables,
-                     relation=target,
-                     purgeable=statement(f"purgeable_{table}", tables, **{table: target}),
-                     delete_doomed=_delete_doomed(tables, table, target),
-                     columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
-                     cursor=sql.SQL(", ").join(sql.Placeholder(f"after_{i}") for i in range(1, len(columns) + 1)))
+    return statement(
+        "count_purge_batch" if dry_run else "purge_batch",
+        tables,
+        relation=target,
+        purgeable=statement(f"purgeable_{table}", tables, **{table: target}),
+        delete_doomed=_delete_doomed(tables, table, target),
+        columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        cursor=sql.SQL(", ").join(sql.Placeholder(f"after_{i}") for i in range(1, len(columns) + 1)),
+    )
 
 
 def _delete_doomed(tables: Tables, table: str, target: sql.Composable) -> Statement:
-    return statement("delete_doomed", tables, relation=target,
-                     recheck=statement(RECHECK.get(table, f"purgeable_{table}"), tables, **{table: target}))
+    return statement(
+        "delete_doomed",
+        tables,
+        relation=target,
+        recheck=statement(RECHECK.get(table, f"purgeable_{table}"), tables, **{table: target}),
+    )
 
 
 def _params(run_id: int, limit: int, after: Cursor | None, predicate: dict[str, Any]) -> dict[str, Any]:
     after_1, after_2, after_3 = after if after is not None else (None, None, None)
-    return {"run_id": run_id, "limit": limit, "has_cursor": after is not None,
-            "after_1": after_1, "after_2": after_2, "after_3": after_3, **predicate}
+    return {
+        "run_id": run_id,
+        "limit": limit,
+        "has_cursor": after is not None,
+        "after_1": after_1,
+        "after_2": after_2,
+        "after_3": after_3,
+        **predicate,
+    }
 
 
-def run_batch(conn: psycopg.Connection, tables: Tables, table: str, *, dry_run: bool, order: str, run_id: int,
-              limit: int, after: Cursor | None, relation: sql.Composable | None = None, **predicate: Any) -> Batch:
+def run_batch(
+    conn: psycopg.Connection,
+    tables: Tables,
+    table: str,
+    *,
+    dry_run: bool,
+    order: str,
+    run_id: int,
+    limit: int,
+    after: Cursor | None,
+    relation: sql.Composable | None = None,
+    **predicate: Any,
+) -> Batch:
     """One batch of ``table`` (``keys``, ``inbox`` or ``outbox``) in ``order``; ``predicate``: the table's
     ``retention_days`` or, for keys, ``replay_horizon_seconds``. Call inside the batch's transaction."""
     query = batch_statement(tables, table, dry_run=dry_run, order=order, relation=relation)
@@ -110,9 +137,16 @@ def run_batch(conn: psycopg.Connection, tables: Tables, table: str, *, dry_run: 
     return Batch(*row)
 
 
-def due_index(conn: psycopg.Connection, tables: Tables, table: str, *, limit: int,
-              relation: sql.Composable | None = None, relation_name: str | None = None,
-              **predicate: Any) -> str | None:
+def due_index(
+    conn: psycopg.Connection,
+    tables: Tables,
+    table: str,
+    *,
+    limit: int,
+    relation: sql.Composable | None = None,
+    relation_name: str | None = None,
+    **predicate: Any,
+) -> str | None:
     """The index PostgreSQL would read the due rows through, in due order, or None (then batches walk the key).
 
     Asks the planner for the first dry-run chunk's plan: due order is used when the table (``relation_name``:
@@ -121,8 +155,9 @@ def due_index(conn: psycopg.Connection, tables: Tables, table: str, *, limit: in
     whatever its name; without one, a due-ordered batch would sort every due row of the table each time.
     """
     batch = batch_statement(tables, table, dry_run=True, order=DUE, relation=relation)
-    row = conn.execute(statement("explain_purge_batch", batch=batch), _params(0, limit, None, predicate),
-                       prepare=False).fetchone()
+    row = conn.execute(
+        statement("explain_purge_batch", batch=batch), _params(0, limit, None, predicate), prepare=False
+    ).fetchone()
     assert row is not None
     name = relation_name or getattr(tables, table)
     scans = [(node, above) for node, above in _nodes(row[0][0]["Plan"], ()) if node.get("Relation Name") == name]
@@ -136,9 +171,9 @@ def due_index(conn: psycopg.Connection, tables: Tables, table: str, *, limit: in
 
 @dataclass(frozen=True)
 class HeapShape:
-    pages: int                    # heap pages now (a heap-order run ends there)
-    rows_per_page: float | None   # on average, from the last ANALYZE or VACUUM; None: never counted
-    rows: float                   # the table's estimated rows
+    pages: int  # heap pages now (a heap-order run ends there)
+    rows_per_page: float | None  # on average, from the last ANALYZE or VACUUM; None: never counted
+    rows: float  # the table's estimated rows
 
 
 def heap_shape(conn: psycopg.Connection, relation: str) -> HeapShape:
@@ -157,15 +192,22 @@ HEAP_SHARE = 0.5
 class BatchOrder:
     """The order a purge's batches take on one table (or partition), as the planner sees the table now."""
 
-    order: str                     # DUE, HEAP or BY_KEY
-    index: str | None              # DUE: the index the due rows are read through
-    heap: HeapShape | None         # HEAP: the table's pages when it was decided
-    share: float | None            # the planner's share of rows due (None: never counted)
+    order: str  # DUE, HEAP or BY_KEY
+    index: str | None  # DUE: the index the due rows are read through
+    heap: HeapShape | None  # HEAP: the table's pages when it was decided
+    share: float | None  # the planner's share of rows due (None: never counted)
 
 
-def choose_order(conn: psycopg.Connection, tables: Tables, table: str, *, limit: int,
-                 relation: sql.Identifier | None = None, relation_name: str | None = None,
-                 **predicate: Any) -> BatchOrder:
+def choose_order(
+    conn: psycopg.Connection,
+    tables: Tables,
+    table: str,
+    *,
+    limit: int,
+    relation: sql.Identifier | None = None,
+    relation_name: str | None = None,
+    **predicate: Any,
+) -> BatchOrder:
     """Heap order when the planner expects at least HEAP_SHARE of the rows to be due; else due order when it reads
     the due rows through an index; the primary key otherwise.
 
@@ -189,40 +231,67 @@ def run_method(orders: list[str]) -> str:
     return HEAP if HEAP in orders else DUE
 
 
-def due_share(conn: psycopg.Connection, tables: Tables, table: str, *, rows: float,
-              relation: sql.Composable | None = None, **predicate: Any) -> float | None:
+def due_share(
+    conn: psycopg.Connection,
+    tables: Tables,
+    table: str,
+    *,
+    rows: float,
+    relation: sql.Composable | None = None,
+    **predicate: Any,
+) -> float | None:
     """The planner's estimate of the share of ``table``'s ``rows`` a purge may delete (None: the table was
     never counted)."""
     if rows <= 0:
         return None
     target = relation if relation is not None else tables.identifiers()[table]
-    query = statement("purgeable_rows", tables, relation=target,
-                      purgeable=statement(f"purgeable_{table}", tables, **{table: target}))
+    query = statement(
+        "purgeable_rows", tables, relation=target, purgeable=statement(f"purgeable_{table}", tables, **{table: target})
+    )
     row = conn.execute(statement("explain_purge_batch", batch=query), predicate, prepare=False).fetchone()
     assert row is not None
     planned: float = row[0][0]["Plan"]["Plan Rows"]
     return min(1.0, planned / rows)
 
 
-def run_heap_batch(conn: psycopg.Connection, tables: Tables, table: str, *, dry_run: bool, run_id: int,
-                   first_page: int, pages: int, end_page: int, relation: sql.Composable | None = None,
-                   **predicate: Any) -> Batch:
+def run_heap_batch(
+    conn: psycopg.Connection,
+    tables: Tables,
+    table: str,
+    *,
+    dry_run: bool,
+    run_id: int,
+    first_page: int,
+    pages: int,
+    end_page: int,
+    relation: sql.Composable | None = None,
+    **predicate: Any,
+) -> Batch:
     """One heap-order batch (or dry-run chunk) over pages ``first_page`` .. ``first_page + pages - 1``; the cursor
     after it is the next first page, None past ``end_page``. Call inside the batch's transaction."""
     target = relation if relation is not None else tables.identifiers()[table]
-    query = statement("count_purge_batch_heap" if dry_run else "purge_batch_heap", tables, relation=target,
-                      purgeable=statement(f"purgeable_{table}", tables, **{table: target}),
-                      delete_doomed=_delete_doomed(tables, table, target))
+    query = statement(
+        "count_purge_batch_heap" if dry_run else "purge_batch_heap",
+        tables,
+        relation=target,
+        purgeable=statement(f"purgeable_{table}", tables, **{table: target}),
+        delete_doomed=_delete_doomed(tables, table, target),
+    )
     next_page = first_page + max(1, pages)
-    params = {"run_id": run_id, "first_tid": f"({first_page},0)", "next_tid": f"({next_page},0)",
-              "next_page": next_page, "end_page": end_page, **predicate}
+    params = {
+        "run_id": run_id,
+        "first_tid": f"({first_page},0)",
+        "next_tid": f"({next_page},0)",
+        "next_page": next_page,
+        "end_page": end_page,
+        **predicate,
+    }
     row = conn.execute(query, params, prepare=False).fetchone()
     assert row is not None
     return Batch(*row)
 
 
-def _nodes(plan: dict[str, Any],
-           above: tuple[str, ...]) -> Iterator[tuple[dict[str, Any], tuple[str, ...]]]:
+def _nodes(plan: dict[str, Any], above: tuple[str, ...]) -> Iterator[tuple[dict[str, Any], tuple[str, ...]]]:
     yield plan, above
     for child in plan.get("Plans", []):
         yield from _nodes(child, above + (plan["Node Type"],))

@@ -3,6 +3,7 @@
 The runs themselves are written by the purge engine (``jobs/purge_run.py``);
 this module only reads ``idemdash.purge_run``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,9 +32,9 @@ class PurgeRun:
     error: str | None
     started_by: str
     duration_seconds: float | None
-    method: str | None = None        # 'due_index', 'heap' or 'primary_key' (runs before issue 13: None)
+    method: str | None = None  # 'due_index', 'heap' or 'primary_key' (runs before issue 13: None)
     partitions_dropped: int = 0
-    cancel_requested_by: str | None = None   # who asked the run to stop after its current batch
+    cancel_requested_by: str | None = None  # who asked the run to stop after its current batch
     # what its governor saw and did (jobs.latency; None: it never watched the application)
     latency_budget: float | None = None
     probe_baseline_ms: float | None = None
@@ -42,8 +43,8 @@ class PurgeRun:
     backoffs: int | None = None
     final_batch_size: int | None = None
     final_duty_cycle: float | None = None
-    app_backends: int | None = None      # the most application statements its governor saw at once (0: nobody)
-    lock_backoffs: int | None = None     # of its backoffs, those for a lock the purge held
+    app_backends: int | None = None  # the most application statements its governor saw at once (0: nobody)
+    lock_backoffs: int | None = None  # of its backoffs, those for a lock the purge held
 
     @property
     def rate(self) -> float | None:
@@ -75,16 +76,24 @@ class TableRuns:
 class PurgeRunFilter:
     table: str | None = None
     run_id: int | None = None
-    outcome: str | None = None       # 'running', or how the run ended
-    started_by: str | None = None    # a person's name, or 'scheduler'
+    outcome: str | None = None  # 'running', or how the run ended
+    started_by: str | None = None  # a person's name, or 'scheduler'
 
 
-def list_purge_runs(conn: psycopg.Connection, flt: PurgeRunFilter = PurgeRunFilter(), *, after: str | None = None,
-                    limit: int = 50) -> Page[PurgeRun]:
+def list_purge_runs(
+    conn: psycopg.Connection, flt: PurgeRunFilter = PurgeRunFilter(), *, after: str | None = None, limit: int = 50
+) -> Page[PurgeRun]:
     """One page of runs, newest first; ``after`` is the previous page's next_cursor (ValueError if malformed)."""
-    params: dict[str, Any] = {"table": flt.table, "run_id": flt.run_id, "outcome": flt.outcome,
-                              "started_by": flt.started_by, "limit": limit + 1,
-                              "has_cursor": after is not None, "c_ts": None, "c_id": None}
+    params: dict[str, Any] = {
+        "table": flt.table,
+        "run_id": flt.run_id,
+        "outcome": flt.outcome,
+        "started_by": flt.started_by,
+        "limit": limit + 1,
+        "has_cursor": after is not None,
+        "c_ts": None,
+        "c_id": None,
+    }
     if after is not None:
         ts, run_id = cursor.decode(after, 2)
         params["c_ts"] = cursor.parse_time(ts)
@@ -129,13 +138,19 @@ class PurgeTableStatus:
 
     table_name: str
     last_run: PurgeRun
-    failures_24h: int                   # runs that failed in the last 24 hours
-    last_success_at: datetime | None    # when the latest real purge that succeeded finished
+    failures_24h: int  # runs that failed in the last 24 hours
+    last_success_at: datetime | None  # when the latest real purge that succeeded finished
 
 
 def list_purge_table_status(conn: psycopg.Connection) -> list[PurgeTableStatus]:
     """Every table purges ever ran on, by name: its latest run, its failures in the last 24 h, its last success."""
     rows = select_all(conn, statement("list_purge_table_status"), None, _StatusRow)
-    return [PurgeTableStatus(row.table_name,
-                             PurgeRun(**{f: getattr(row, f) for f in PurgeRun.__dataclass_fields__}),
-                             row.failures_24h, row.last_success_at) for row in rows]
+    return [
+        PurgeTableStatus(
+            row.table_name,
+            PurgeRun(**{f: getattr(row, f) for f in PurgeRun.__dataclass_fields__}),
+            row.failures_24h,
+            row.last_success_at,
+        )
+        for row in rows
+    ]

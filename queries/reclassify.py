@@ -18,6 +18,7 @@ action, then changes batches that lock candidates with SKIP LOCKED, each key
 audited under that entry; a candidate must have been stuck already at the
 preview's ``as_of`` and still be stuck now.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -33,8 +34,11 @@ from idemdash.core.statuses import BULK_OUTCOMES, BulkOutcome, KeyStatus, Outcom
 from idemdash.queries import Tables, statement
 from idemdash.queries.transactions import select_all, select_one
 
-BULK_TO_STATUS: dict[BulkOutcome, KeyStatus] = {"safe_to_retry": "failed_retryable", "abandoned": "failed_final",
-                                                "needs_review": "processing"}
+BULK_TO_STATUS: dict[BulkOutcome, KeyStatus] = {
+    "safe_to_retry": "failed_retryable",
+    "abandoned": "failed_final",
+    "needs_review": "processing",
+}
 # Outcomes an outbox row contradicts: the effect committed, so a retry must not run it again (safe_to_retry)
 # and the client must not be told the request failed (abandoned).
 EVIDENCE_GUARDED: tuple[Outcome, ...] = ("safe_to_retry", "abandoned")
@@ -64,7 +68,7 @@ class Reclassification:
     result_ref_id: str | None = None
     response_body: Any = None
     hold_seconds: float = 86400.0
-    override_evidence: bool = False   # abandoned although an outbox row exists (a known false positive)
+    override_evidence: bool = False  # abandoned although an outbox row exists (a known false positive)
 
 
 @dataclass(frozen=True)
@@ -79,15 +83,19 @@ class BulkFilter:
     claimed_by: str | None = None
     min_attempts: int | None = None
     min_overdue_seconds: float | None = None
-    suggested: str | None = None      # the suggested outcome of the keys (queries/keys.sql, suggested_outcome)
+    suggested: str | None = None  # the suggested outcome of the keys (queries/keys.sql, suggested_outcome)
     # the attempts that make a stuck key's suggestion needs_review (IDEMDASH_HOTSPOT_MIN_ATTEMPTS): what the
     # suggested groups mean, not a filter of its own
     hotspot_min_attempts: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The filter as recorded with a preview and in the audit log, and compared at confirmation."""
-        recorded: dict[str, Any] = {"scope": self.scope, "claimed_by": self.claimed_by,
-                                    "min_attempts": self.min_attempts, "overdue_seconds": self.min_overdue_seconds}
+        recorded: dict[str, Any] = {
+            "scope": self.scope,
+            "claimed_by": self.claimed_by,
+            "min_attempts": self.min_attempts,
+            "overdue_seconds": self.min_overdue_seconds,
+        }
         if self.suggested is not None:  # absent otherwise: previews recorded before it existed still compare equal
             recorded["suggested"] = self.suggested
         return recorded
@@ -106,7 +114,7 @@ class RecordedPreview:
     to_status: str
     candidates: int
     by_scope: list[dict[str, Any]]
-    matches: bool          # same filter and outcome as the confirmation asked about
+    matches: bool  # same filter and outcome as the confirmation asked about
 
 
 @dataclass(frozen=True)
@@ -144,25 +152,49 @@ def lock_key_for_action(conn: psycopg.Connection, tables: Tables, scope: str, ke
     return select_one(conn, statement("lock_key_for_action", tables), {"scope": scope, "key": key}, LockedKey)
 
 
-def reclassify_key(conn: psycopg.Connection, tables: Tables, locked: LockedKey, change: Reclassification, *,
-                   lease_seconds: int, replay_horizon_seconds: int) -> ChangeResult:
+def reclassify_key(
+    conn: psycopg.Connection,
+    tables: Tables,
+    locked: LockedKey,
+    change: Reclassification,
+    *,
+    lease_seconds: int,
+    replay_horizon_seconds: int,
+) -> ChangeResult:
     """Change the locked key if the database agrees it is still eligible; the audit row commits with it."""
-    query = statement("reclassify_key", tables, set_clause=statement(f"fragment_set_{change.to}"),
-                      effect_guard=_effect_guard(tables, change.to, override=change.override_evidence))
+    query = statement(
+        "reclassify_key",
+        tables,
+        set_clause=statement(f"fragment_set_{change.to}"),
+        effect_guard=_effect_guard(tables, change.to, override=change.override_evidence),
+    )
     params = {
-        "scope": locked.scope, "key": locked.key, "lease_seconds": lease_seconds,
+        "scope": locked.scope,
+        "key": locked.key,
+        "lease_seconds": lease_seconds,
         "expected_attempt_count": change.expected_attempt_count,
         "check_locked_until": change.check_locked_until,
         "expected_locked_until": change.expected_locked_until,
-        "actor": change.actor, "action": f"reclassify:{change.to}", "from_status": locked.status,
-        "reason": change.reason, "evidence": Jsonb(change.evidence),
-        "detail": Jsonb({"attempt_count": locked.attempt_count, "claimed_by": locked.claimed_by,
-                         "locked_until": locked.locked_until.isoformat() if locked.locked_until else None,
-                         "hold_seconds": change.hold_seconds if change.to == "needs_review" else None,
-                         "result_ref_type": change.result_ref_type, "result_ref_id": change.result_ref_id,
-                         "override_evidence": change.override_evidence}),
-        "result_ref_type": change.result_ref_type, "result_ref_id": change.result_ref_id,
-        "response_body": Jsonb(change.response_body), "hold_seconds": change.hold_seconds,
+        "actor": change.actor,
+        "action": f"reclassify:{change.to}",
+        "from_status": locked.status,
+        "reason": change.reason,
+        "evidence": Jsonb(change.evidence),
+        "detail": Jsonb(
+            {
+                "attempt_count": locked.attempt_count,
+                "claimed_by": locked.claimed_by,
+                "locked_until": locked.locked_until.isoformat() if locked.locked_until else None,
+                "hold_seconds": change.hold_seconds if change.to == "needs_review" else None,
+                "result_ref_type": change.result_ref_type,
+                "result_ref_id": change.result_ref_id,
+                "override_evidence": change.override_evidence,
+            }
+        ),
+        "result_ref_type": change.result_ref_type,
+        "result_ref_id": change.result_ref_id,
+        "response_body": Jsonb(change.response_body),
+        "hold_seconds": change.hold_seconds,
         "replay_horizon_seconds": replay_horizon_seconds,
     }
     row = conn.execute(query, params).fetchone()
@@ -172,9 +204,16 @@ def reclassify_key(conn: psycopg.Connection, tables: Tables, locked: LockedKey, 
 
 
 def _bulk_params(tables: Tables, flt: BulkFilter, as_of: datetime, lease_seconds: int) -> dict[str, Any]:
-    return {"scope": flt.scope, "claimed_by": flt.claimed_by, "min_attempts": flt.min_attempts,
-            "min_overdue": flt.min_overdue_seconds, "as_of": as_of, "lease_seconds": lease_seconds,
-            "suggested": flt.suggested, "hotspot_min_attempts": flt.hotspot_min_attempts}
+    return {
+        "scope": flt.scope,
+        "claimed_by": flt.claimed_by,
+        "min_attempts": flt.min_attempts,
+        "min_overdue": flt.min_overdue_seconds,
+        "as_of": as_of,
+        "lease_seconds": lease_seconds,
+        "suggested": flt.suggested,
+        "hotspot_min_attempts": flt.hotspot_min_attempts,
+    }
 
 
 def _effect_guard(tables: Tables, to: str, *, override: bool = False) -> sql.Composable:
@@ -190,73 +229,170 @@ _SUGGESTED_AT_PREVIEW = sql.SQL("%(as_of)s::timestamptz")
 
 
 def _bulk_filter(tables: Tables, to: str, *, guarded: bool = True) -> sql.Composable:
-    return statement("fragment_bulk_filter", tables, effect_guard=_effect_guard(tables, to, override=not guarded),
-                     suggested_at=_SUGGESTED_AT_PREVIEW)
+    return statement(
+        "fragment_bulk_filter",
+        tables,
+        effect_guard=_effect_guard(tables, to, override=not guarded),
+        suggested_at=_SUGGESTED_AT_PREVIEW,
+    )
 
 
-def count_bulk_candidates(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
-                          to: str, lease_seconds: int, guarded: bool = True) -> int:
+def count_bulk_candidates(
+    conn: psycopg.Connection,
+    tables: Tables,
+    flt: BulkFilter,
+    as_of: datetime,
+    *,
+    to: str,
+    lease_seconds: int,
+    guarded: bool = True,
+) -> int:
     """How many keys the bulk action would change; ``guarded=False`` counts those with an outbox row too."""
     query = statement("count_bulk_candidates", tables, bulk_filter=_bulk_filter(tables, to, guarded=guarded))
     row = select_one(conn, query, _bulk_params(tables, flt, as_of, lease_seconds), _Count)
     return row.candidates if row else 0
 
 
-def list_bulk_sample(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
-                     to: str, lease_seconds: int, limit: int = 20) -> list[BulkSampleRow]:
+def list_bulk_sample(
+    conn: psycopg.Connection,
+    tables: Tables,
+    flt: BulkFilter,
+    as_of: datetime,
+    *,
+    to: str,
+    lease_seconds: int,
+    limit: int = 20,
+) -> list[BulkSampleRow]:
     query = statement("list_bulk_sample", tables, bulk_filter=_bulk_filter(tables, to))
     return select_all(conn, query, _bulk_params(tables, flt, as_of, lease_seconds) | {"limit": limit}, BulkSampleRow)
 
 
-def count_bulk_candidates_by_scope(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
-                                   to: str, lease_seconds: int, limit: int = 50) -> list[ScopeCount]:
+def count_bulk_candidates_by_scope(
+    conn: psycopg.Connection,
+    tables: Tables,
+    flt: BulkFilter,
+    as_of: datetime,
+    *,
+    to: str,
+    lease_seconds: int,
+    limit: int = 50,
+) -> list[ScopeCount]:
     query = statement("count_bulk_candidates_by_scope", tables, bulk_filter=_bulk_filter(tables, to))
     return select_all(conn, query, _bulk_params(tables, flt, as_of, lease_seconds) | {"limit": limit}, ScopeCount)
 
 
-def insert_bulk_preview(conn: psycopg.Connection, flt: BulkFilter, to: str, as_of: datetime, *, candidates: int,
-                        by_scope: list[ScopeCount], actor: str) -> int:
-    row = select_one(conn, statement("insert_bulk_preview"),
-                     {"as_of": as_of, "filter": Jsonb(flt.to_json()), "to": to, "candidates": candidates,
-                      "by_scope": Jsonb([{"scope": s.scope, "keys": s.keys} for s in by_scope]), "actor": actor},
-                     _PreviewId)
+def insert_bulk_preview(
+    conn: psycopg.Connection,
+    flt: BulkFilter,
+    to: str,
+    as_of: datetime,
+    *,
+    candidates: int,
+    by_scope: list[ScopeCount],
+    actor: str,
+) -> int:
+    row = select_one(
+        conn,
+        statement("insert_bulk_preview"),
+        {
+            "as_of": as_of,
+            "filter": Jsonb(flt.to_json()),
+            "to": to,
+            "candidates": candidates,
+            "by_scope": Jsonb([{"scope": s.scope, "keys": s.keys} for s in by_scope]),
+            "actor": actor,
+        },
+        _PreviewId,
+    )
     assert row is not None
     return row.preview_id
 
 
 def get_bulk_preview(conn: psycopg.Connection, flt: BulkFilter, to: str, as_of: datetime) -> RecordedPreview | None:
     """The preview recorded at ``as_of`` (preferring one with this filter and outcome); None if there is none."""
-    return select_one(conn, statement("get_bulk_preview"),
-                      {"as_of": as_of, "filter": Jsonb(flt.to_json()), "to": to}, RecordedPreview)
+    return select_one(
+        conn, statement("get_bulk_preview"), {"as_of": as_of, "filter": Jsonb(flt.to_json()), "to": to}, RecordedPreview
+    )
 
 
-def insert_bulk_audit(conn: psycopg.Connection, flt: BulkFilter, to: BulkOutcome, as_of: datetime, *, reason: str,
-                      actor: str, bulk_id: uuid.UUID, preview: RecordedPreview, cap: int) -> int:
+def insert_bulk_audit(
+    conn: psycopg.Connection,
+    flt: BulkFilter,
+    to: BulkOutcome,
+    as_of: datetime,
+    *,
+    reason: str,
+    actor: str,
+    bulk_id: uuid.UUID,
+    preview: RecordedPreview,
+    cap: int,
+) -> int:
     """The bulk action's one audit entry; call in the transaction of its first batch."""
-    row = select_one(conn, statement("insert_bulk_audit"), {
-        "actor": actor, "action": f"reclassify-bulk:{to}", "scope": flt.scope, "to_status": BULK_TO_STATUS[to],
-        "reason": reason,
-        "evidence": Jsonb([f"every key changed was stuck at the preview ({as_of.isoformat()}) and still stuck "
-                           "when it was changed"]),
-        "detail": Jsonb({"bulk_id": str(bulk_id), "as_of": as_of.isoformat(), "filter": flt.to_json(),
-                         "previewed": preview.candidates, "previewed_by_scope": preview.by_scope, "cap": cap}),
-    }, _AuditId)
+    row = select_one(
+        conn,
+        statement("insert_bulk_audit"),
+        {
+            "actor": actor,
+            "action": f"reclassify-bulk:{to}",
+            "scope": flt.scope,
+            "to_status": BULK_TO_STATUS[to],
+            "reason": reason,
+            "evidence": Jsonb(
+                [
+                    f"every key changed was stuck at the preview ({as_of.isoformat()}) and still stuck "
+                    "when it was changed"
+                ]
+            ),
+            "detail": Jsonb(
+                {
+                    "bulk_id": str(bulk_id),
+                    "as_of": as_of.isoformat(),
+                    "filter": flt.to_json(),
+                    "previewed": preview.candidates,
+                    "previewed_by_scope": preview.by_scope,
+                    "cap": cap,
+                }
+            ),
+        },
+        _AuditId,
+    )
     assert row is not None
     return row.audit_id
 
 
-def reclassify_bulk_batch(conn: psycopg.Connection, tables: Tables, flt: BulkFilter, as_of: datetime, *,
-                          to: str, reason: str, actor: str, lease_seconds: int, replay_horizon_seconds: int,
-                          batch_size: int, parent_id: int, hold_seconds: float = 86400.0) -> int:
+def reclassify_bulk_batch(
+    conn: psycopg.Connection,
+    tables: Tables,
+    flt: BulkFilter,
+    as_of: datetime,
+    *,
+    to: str,
+    reason: str,
+    actor: str,
+    lease_seconds: int,
+    replay_horizon_seconds: int,
+    batch_size: int,
+    parent_id: int,
+    hold_seconds: float = 86400.0,
+) -> int:
     """One batch in the caller's transaction; returns how many keys changed (0: none left that it could lock).
     ``hold_seconds``: how long needs_review holds each key."""
     if to not in BULK_OUTCOMES:
         raise ValueError(f"bulk reclassification is only {' or '.join(BULK_OUTCOMES)}")
-    query = statement("reclassify_bulk_batch", tables, bulk_filter=_bulk_filter(tables, to),
-                      set_clause=statement(f"fragment_set_{to}"))
+    query = statement(
+        "reclassify_bulk_batch",
+        tables,
+        bulk_filter=_bulk_filter(tables, to),
+        set_clause=statement(f"fragment_set_{to}"),
+    )
     params = _bulk_params(tables, flt, as_of, lease_seconds) | {
-        "batch_size": batch_size, "actor": actor, "action": f"reclassify-bulk:{to}", "reason": reason,
-        "replay_horizon_seconds": replay_horizon_seconds, "parent_id": parent_id, "hold_seconds": hold_seconds,
+        "batch_size": batch_size,
+        "actor": actor,
+        "action": f"reclassify-bulk:{to}",
+        "reason": reason,
+        "replay_horizon_seconds": replay_horizon_seconds,
+        "parent_id": parent_id,
+        "hold_seconds": hold_seconds,
     }
     row = select_one(conn, query, params, _Batch)
     assert row is not None and row.changed == row.audited

@@ -1,5 +1,6 @@
 """How far a hot standby is behind its primary (the Target reads from the standby only while it is close), and how
 far the logical replication slots that read a table from the WAL (Debezium's outbox) are behind."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ class _Lsn:
 @dataclass(frozen=True)
 class StandbyReplay:
     in_recovery: bool
-    bytes_behind: float | None          # None: not a standby
+    bytes_behind: float | None  # None: not a standby
     seconds_since_replay: float | None  # None: it has replayed nothing since it started
     paused: bool
 
@@ -46,10 +47,10 @@ def get_standby_replay(conn: psycopg.Connection, primary_lsn: str) -> StandbyRep
 class LogicalSlot:
     slot_name: str
     plugin: str
-    active: bool                    # a reader is connected now
+    active: bool  # a reader is connected now
     never_confirmed: bool
-    bytes_behind: float | None      # WAL written since what the reader confirmed it has read
-    bytes_retained: float | None    # WAL the slot keeps from being recycled
+    bytes_behind: float | None  # WAL written since what the reader confirmed it has read
+    bytes_retained: float | None  # WAL the slot keeps from being recycled
 
 
 def list_logical_slots(conn: psycopg.Connection) -> list[LogicalSlot]:

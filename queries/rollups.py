@@ -10,6 +10,7 @@ always read live, so a demo or a test database shows exact numbers.
 Stored rows are plain JSON objects of their row type's fields (times as ISO 8601); a stored value that does not decode
 into the row type (another idemdash version wrote it) is logged and fetched live instead.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,13 +49,13 @@ Fetch = Callable[[psycopg.Connection, Tables, Mapping[str, Any], str], list[Any]
 @dataclass(frozen=True)
 class Rollup:
     name: str
-    row: type                                               # the dataclass of the rows it stores
-    fetch: Fetch                                            # (conn, tables, settings, variant) -> rows
-    assemble: Callable[[list[Any]], Any]                         # rows -> the value a page shows
-    variants: Callable[[Mapping[str, Any]], list[str]]      # the variants the job precomputes
-    index: str | None                                       # the index advice its live fetch needs
-    every_seconds: int                                      # how often the job recomputes it
-    profiles: str = "reference"                             # whose databases: "reference", "library" or "any"
+    row: type  # the dataclass of the rows it stores
+    fetch: Fetch  # (conn, tables, settings, variant) -> rows
+    assemble: Callable[[list[Any]], Any]  # rows -> the value a page shows
+    variants: Callable[[Mapping[str, Any]], list[str]]  # the variants the job precomputes
+    index: str | None  # the index advice its live fetch needs
+    every_seconds: int  # how often the job recomputes it
+    profiles: str = "reference"  # whose databases: "reference", "library" or "any"
 
     def compute(self, conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], variant: str) -> Any:
         return self.assemble(self.fetch(conn, tables, settings, variant))
@@ -76,47 +77,115 @@ def _as_list(rows: list[Any]) -> Any:
     return list(rows)
 
 
-ROLLUPS: dict[str, Rollup] = {r.name: r for r in (
-    Rollup("key_windows", overview.WindowCounts,
-           lambda conn, tables, s, v: [overview.count_keys_by_window(conn, tables)],
-           _one, _single, "index_keys_updated", 60),
-    Rollup("inbox_volume", overview.InboxVolume,
-           lambda conn, tables, s, v: [overview.get_inbox_volume(conn, tables)],
-           _one, _single, "index_inbox_processed", 60),
-    # variant '<window>:<min_attempts>' (hotspot_variant), each window at the default min_attempts
-    Rollup("hotspot_groups", hotspots.HotspotGroupRow,
-           lambda conn, tables, s, v: hotspots.list_hotspot_group_rows(
-               conn, tables, int(v.partition(":")[2]), lease_seconds=s["DEFAULT_LEASE_SECONDS"],
-               window=hotspots.WINDOWS[v.partition(":")[0]]),
-           hotspots.group_hotspots,
-           lambda s: [hotspots.hotspot_variant(w, s["HOTSPOT_MIN_ATTEMPTS"]) for w in hotspots.WINDOWS],
-           "index_keys_hotspots", 60),
-    # variant: the window. Window 'all' counts every key in the table, the one aggregate that reads all of it
-    # (an index-only count), so less often
-    Rollup("attempt_histogram", hotspots.AttemptBucket,
-           lambda conn, tables, s, v: hotspots.count_keys_by_attempts(conn, tables, hotspots.WINDOWS[v]),
-           _as_list, lambda s: list(hotspots.WINDOWS), "index_keys_hotspots", 300),
-    Rollup("suppression", suppression.ScopeSuppression,
-           lambda conn, tables, s, v: suppression.list_suppression_rows(conn, tables, suppression.WINDOWS[v]),
-           suppression.assemble_suppression, lambda s: list(suppression.WINDOWS), "index_keys_created", 120),
-    Rollup("inbox_consumers", inbox.ConsumerVolume,
-           lambda conn, tables, s, v: inbox.list_inbox_consumer_rows(
-               conn, tables, retention_days=s["INBOX_RETENTION_DAYS"]),
-           inbox.bounded_consumers, _single, "index_inbox_consumer", 60),
-    Rollup("inbox_totals", inbox.InboxTotals,
-           lambda conn, tables, s, v: [inbox.get_inbox_totals(conn, tables, retention_days=s["INBOX_RETENTION_DAYS"])],
-           _one, _single, "index_inbox_processed", 60),
-    Rollup("outbox_event_types", outbox.EventTypeSummary,
-           lambda conn, tables, s, v: outbox.list_outbox_event_types(conn, tables),
-           _as_list, _single, "index_outbox_published", 60),
-    Rollup("workers", workers.Owner, workers.fetch_owner_rows, workers.bounded_owners,
-           lambda s: list(workers.WINDOWS), "index_keys_updated", 60),
-    # /tables (any profile's: a library's, or the reference tables read as a profile): every state's count with
-    # how long it took; a page counts live the quick ones. The name is older than the reference profile's /tables
-    Rollup("library_states", profile_states.MeasuredState,
-           lambda conn, tables, s, v: profile_states.measure_states(conn, s),
-           _as_list, _single, None, 60, profiles="any"),
-)}
+ROLLUPS: dict[str, Rollup] = {
+    r.name: r
+    for r in (
+        Rollup(
+            "key_windows",
+            overview.WindowCounts,
+            lambda conn, tables, s, v: [overview.count_keys_by_window(conn, tables)],
+            _one,
+            _single,
+            "index_keys_updated",
+            60,
+        ),
+        Rollup(
+            "inbox_volume",
+            overview.InboxVolume,
+            lambda conn, tables, s, v: [overview.get_inbox_volume(conn, tables)],
+            _one,
+            _single,
+            "index_inbox_processed",
+            60,
+        ),
+        # variant '<window>:<min_attempts>' (hotspot_variant), each window at the default min_attempts
+        Rollup(
+            "hotspot_groups",
+            hotspots.HotspotGroupRow,
+            lambda conn, tables, s, v: hotspots.list_hotspot_group_rows(
+                conn,
+                tables,
+                int(v.partition(":")[2]),
+                lease_seconds=s["DEFAULT_LEASE_SECONDS"],
+                window=hotspots.WINDOWS[v.partition(":")[0]],
+            ),
+            hotspots.group_hotspots,
+            lambda s: [hotspots.hotspot_variant(w, s["HOTSPOT_MIN_ATTEMPTS"]) for w in hotspots.WINDOWS],
+            "index_keys_hotspots",
+            60,
+        ),
+        # variant: the window. Window 'all' counts every key in the table, the one aggregate that reads all of it
+        # (an index-only count), so less often
+        Rollup(
+            "attempt_histogram",
+            hotspots.AttemptBucket,
+            lambda conn, tables, s, v: hotspots.count_keys_by_attempts(conn, tables, hotspots.WINDOWS[v]),
+            _as_list,
+            lambda s: list(hotspots.WINDOWS),
+            "index_keys_hotspots",
+            300,
+        ),
+        Rollup(
+            "suppression",
+            suppression.ScopeSuppression,
+            lambda conn, tables, s, v: suppression.list_suppression_rows(conn, tables, suppression.WINDOWS[v]),
+            suppression.assemble_suppression,
+            lambda s: list(suppression.WINDOWS),
+            "index_keys_created",
+            120,
+        ),
+        Rollup(
+            "inbox_consumers",
+            inbox.ConsumerVolume,
+            lambda conn, tables, s, v: inbox.list_inbox_consumer_rows(
+                conn, tables, retention_days=s["INBOX_RETENTION_DAYS"]
+            ),
+            inbox.bounded_consumers,
+            _single,
+            "index_inbox_consumer",
+            60,
+        ),
+        Rollup(
+            "inbox_totals",
+            inbox.InboxTotals,
+            lambda conn, tables, s, v: [inbox.get_inbox_totals(conn, tables, retention_days=s["INBOX_RETENTION_DAYS"])],
+            _one,
+            _single,
+            "index_inbox_processed",
+            60,
+        ),
+        Rollup(
+            "outbox_event_types",
+            outbox.EventTypeSummary,
+            lambda conn, tables, s, v: outbox.list_outbox_event_types(conn, tables),
+            _as_list,
+            _single,
+            "index_outbox_published",
+            60,
+        ),
+        Rollup(
+            "workers",
+            workers.Owner,
+            workers.fetch_owner_rows,
+            workers.bounded_owners,
+            lambda s: list(workers.WINDOWS),
+            "index_keys_updated",
+            60,
+        ),
+        # /tables (any profile's: a library's, or the reference tables read as a profile): every state's count with
+        # how long it took; a page counts live the quick ones. The name is older than the reference profile's /tables
+        Rollup(
+            "library_states",
+            profile_states.MeasuredState,
+            lambda conn, tables, s, v: profile_states.measure_states(conn, s),
+            _as_list,
+            _single,
+            None,
+            60,
+            profiles="any",
+        ),
+    )
+}
 
 
 def applies(rollup: Rollup, settings: Mapping[str, Any]) -> bool:
@@ -131,6 +200,7 @@ def applies(rollup: Rollup, settings: Mapping[str, Any]) -> bool:
 class StoredCount:
     """A state's count as the rollup job stored it: when it was counted, and whether it is the planner's estimate
     (counting it took longer than the job's budget for one state: profile_states.COUNT_BUDGET_MS)."""
+
     count: int | None
     computed_at: datetime
     estimated: bool
@@ -152,8 +222,11 @@ def stored_state_counts(conn: psycopg.Connection) -> dict[tuple[str, str], Store
     except RollupDecodeError as exc:
         log.warning("%s; counting live", exc)
         return {}
-    return {(r.role, r.meaning): StoredCount(r.count, stored[0].computed_at, r.estimated)
-            for r in rows if r.ms >= LIVE_BUDGET_MS or r.estimated}  # estimated: too slow even for the job
+    return {
+        (r.role, r.meaning): StoredCount(r.count, stored[0].computed_at, r.estimated)
+        for r in rows
+        if r.ms >= LIVE_BUDGET_MS or r.estimated
+    }  # estimated: too slow even for the job
 
 
 def interval_seconds(rollup: Rollup, duration_ms: float | None) -> float:
@@ -165,11 +238,13 @@ def interval_seconds(rollup: Rollup, duration_ms: float | None) -> float:
 def usable(stored: StoredRollup, rollup: Rollup) -> bool:
     """Fresh (within FRESH_FACTOR of its intervals), and slow enough to fetch that reading it precomputed is worth
     its age."""
-    return (stored.duration_ms >= LIVE_BUDGET_MS
-            and stored.age_seconds <= FRESH_FACTOR * interval_seconds(rollup, stored.duration_ms))
+    return stored.duration_ms >= LIVE_BUDGET_MS and stored.age_seconds <= FRESH_FACTOR * interval_seconds(
+        rollup, stored.duration_ms
+    )
 
 
 # -- stored rows ------------------------------------------------------------------------------------------------
+
 
 def encode_rows(rows: Sequence[Any]) -> list[dict[str, Any]]:
     return [{f.name: _plain(getattr(row, f.name)) for f in dataclasses.fields(row)} for row in rows]
@@ -193,8 +268,9 @@ def decode_rows(rollup: Rollup, payload: Any) -> list[Any]:
     for item in payload:
         if not isinstance(item, dict) or set(item) != names:
             got = sorted(item) if isinstance(item, dict) else type(item).__name__
-            raise RollupDecodeError(f"rollup {rollup.name!r}: a stored row has {got}, "
-                                    f"{rollup.row.__name__} has {sorted(names)}")
+            raise RollupDecodeError(
+                f"rollup {rollup.name!r}: a stored row has {got}, {rollup.row.__name__} has {sorted(names)}"
+            )
         try:
             rows.append(rollup.row(**{k: _typed(hints[k], v) for k, v in item.items()}))
         except (TypeError, ValueError) as exc:
@@ -208,8 +284,9 @@ def _typed(hint: Any, value: Any) -> Any:
     return value
 
 
-def read_value(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], name: str,
-               variant: str = "") -> Any:
+def read_value(
+    conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], name: str, variant: str = ""
+) -> Any:
     """A rollup's value for code that is not a page panel (the /metrics collector, the snapshot job), on the
     caller's connection: precomputed when fresh and slow to fetch live, as for panels; otherwise fetched now."""
     rollup = ROLLUPS[name]
@@ -246,8 +323,12 @@ class RollupAge:
 
 
 def list_rollups(conn: psycopg.Connection, wanted: Sequence[tuple[str, str]]) -> list[StoredRollup]:
-    return select_all(conn, statement("list_rollups"),
-                      {"names": [n for n, _ in wanted], "variants": [v for _, v in wanted]}, StoredRollup)
+    return select_all(
+        conn,
+        statement("list_rollups"),
+        {"names": [n for n, _ in wanted], "variants": [v for _, v in wanted]},
+        StoredRollup,
+    )
 
 
 def list_rollup_ages(conn: psycopg.Connection) -> list[RollupAge]:
@@ -269,15 +350,27 @@ def get_clock(conn: psycopg.Connection) -> datetime:
     return cast(datetime, row[0])
 
 
-def upsert_rollup(conn: psycopg.Connection, name: str, variant: str, computed_at: datetime, duration_ms: float,
-                  rows: Sequence[Any]) -> None:
-    conn.execute(statement("upsert_rollup"), {"name": name, "variant": variant, "computed_at": computed_at,
-                                              "duration_ms": duration_ms, "payload": Jsonb(encode_rows(rows))})
+def upsert_rollup(
+    conn: psycopg.Connection, name: str, variant: str, computed_at: datetime, duration_ms: float, rows: Sequence[Any]
+) -> None:
+    conn.execute(
+        statement("upsert_rollup"),
+        {
+            "name": name,
+            "variant": variant,
+            "computed_at": computed_at,
+            "duration_ms": duration_ms,
+            "payload": Jsonb(encode_rows(rows)),
+        },
+    )
 
 
-def read_library_states(conn: psycopg.Connection, settings: Mapping[str, Any], meanings: Collection[str] = MEANINGS,
-                        roles: Collection[str] | None = None,
-                        ) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, Meaning], StoredCount]]:
+def read_library_states(
+    conn: psycopg.Connection,
+    settings: Mapping[str, Any],
+    meanings: Collection[str] = MEANINGS,
+    roles: Collection[str] | None = None,
+) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, Meaning], StoredCount]]:
     """A database's tables (as its profile reads them) and the count of every state (of ``meanings`` only, and of
     the tables of ``roles`` only, when given): the stored one where counting it live was measured slow and it is
     fresh (``stored_state_counts``), counted now otherwise; and the stored ones."""

@@ -1,5 +1,6 @@
 """SQL shown on the built-in runbook pages for inspecting a stuck key or the outbox backlog by hand. idemdash never
 runs these."""
+
 from __future__ import annotations
 
 from psycopg import sql
@@ -7,8 +8,12 @@ from psycopg import sql
 from idemdash.queries import QUERIES, Tables, statement
 
 _BLOCKS = ("runbook_inspect_key", "runbook_inspect_outbox", "runbook_inspect_locks")
-_OUTBOX_BLOCKS = ("runbook_outbox_backlog", "runbook_outbox_poison", "runbook_outbox_recent_publishes",
-                  "runbook_outbox_sessions")
+_OUTBOX_BLOCKS = (
+    "runbook_outbox_backlog",
+    "runbook_outbox_poison",
+    "runbook_outbox_recent_publishes",
+    "runbook_outbox_sessions",
+)
 
 
 def inspection_sql(tables: Tables, scope: str | None, key: str | None) -> list[tuple[str, str]]:
@@ -24,5 +29,7 @@ def inspection_sql(tables: Tables, scope: str | None, key: str | None) -> list[t
 def outbox_inspection_sql(tables: Tables) -> list[tuple[str, str]]:
     """(description, SQL text) pairs for the outbox backlog runbook."""
     regclass = sql.Literal(sql.Identifier(tables.schema, tables.outbox).as_string(None))
-    return [(QUERIES[name].description, statement(name, tables, outbox_regclass=regclass).as_string(None))
-            for name in _OUTBOX_BLOCKS]
+    return [
+        (QUERIES[name].description, statement(name, tables, outbox_regclass=regclass).as_string(None))
+        for name in _OUTBOX_BLOCKS
+    ]

@@ -9,6 +9,7 @@ scan of it (``list_scopes``), and each scope is then probed for the key, or walk
 number of entries. This is what PostgreSQL 18's skip scan does for ``WHERE idempotency_key = $1``, written out
 so that it works on every version and the plan cannot flip to a sequential scan on a table with many scopes.
 """
+
 from __future__ import annotations
 
 import re
@@ -74,7 +75,7 @@ class OutboxHit:
     aggregate_type: str
     aggregate_id: str
     created_at: datetime
-    matched: str                      # 'outbox_id' or 'aggregate_id'
+    matched: str  # 'outbox_id' or 'aggregate_id'
 
 
 @dataclass(frozen=True)
@@ -88,47 +89,71 @@ class MessageHit:
 class NearKey:
     scope: str
     key: str
-    common_prefix: str                # what the key and the text share from the start
+    common_prefix: str  # what the key and the text share from the start
 
 
 @dataclass(frozen=True)
 class SearchResult:
     q: str
     scope: str | None
-    match: str                        # 'exact', 'prefix' or 'none'
+    match: str  # 'exact', 'prefix' or 'none'
     items: list[SearchHit]
-    scopes: list[str]                 # scope names containing q (any case)
-    workers: list[str]                # the worker named q (first), and those containing q: see find_owners
+    scopes: list[str]  # scope names containing q (any case)
+    workers: list[str]  # the worker named q (first), and those containing q: see find_owners
     scopes_searched: int
-    scopes_truncated: bool            # more scopes exist than MAX_SCOPES: keys in those were not looked for
-    prefix_limited: bool = field(default=False)   # the prefix list may go on: type more of the key
-    outbox: list[OutboxHit] = field(default_factory=list)      # outbox rows with this id or aggregate id
-    messages: list[MessageHit] = field(default_factory=list)   # inbox rows with this message id
-    nearest: list[NearKey] = field(default_factory=list)       # when nothing matches: the keys nearest in key order
+    scopes_truncated: bool  # more scopes exist than MAX_SCOPES: keys in those were not looked for
+    prefix_limited: bool = field(default=False)  # the prefix list may go on: type more of the key
+    outbox: list[OutboxHit] = field(default_factory=list)  # outbox rows with this id or aggregate id
+    messages: list[MessageHit] = field(default_factory=list)  # inbox rows with this message id
+    nearest: list[NearKey] = field(default_factory=list)  # when nothing matches: the keys nearest in key order
 
 
-def find_keys_exact(conn: psycopg.Connection, tables: Tables, pairs: list[tuple[str, str]], *,
-                    lease_seconds: int) -> list[SearchHit]:
+def find_keys_exact(
+    conn: psycopg.Connection, tables: Tables, pairs: list[tuple[str, str]], *, lease_seconds: int
+) -> list[SearchHit]:
     if not pairs:
         return []
-    return select_all(conn, statement("find_keys_exact", tables),
-                      {"scopes": [s for s, _ in pairs], "keys": [k for _, k in pairs], "lease_seconds": lease_seconds},
-                      SearchHit)
+    return select_all(
+        conn,
+        statement("find_keys_exact", tables),
+        {"scopes": [s for s, _ in pairs], "keys": [k for _, k in pairs], "lease_seconds": lease_seconds},
+        SearchHit,
+    )
 
 
-def list_keys_with_prefix(conn: psycopg.Connection, tables: Tables, scopes: list[str], prefix: str, *,
-                          per_scope: int, lease_seconds: int, examine: int = PREFIX_EXAMINE) -> list[SearchHit]:
+def list_keys_with_prefix(
+    conn: psycopg.Connection,
+    tables: Tables,
+    scopes: list[str],
+    prefix: str,
+    *,
+    per_scope: int,
+    lease_seconds: int,
+    examine: int = PREFIX_EXAMINE,
+) -> list[SearchHit]:
     if not scopes:
         return []
-    return select_all(conn, statement("list_keys_with_prefix", tables),
-                      {"scopes": scopes, "prefix": prefix, "per_scope": per_scope, "examine": examine,
-                       "lease_seconds": lease_seconds}, SearchHit)
+    return select_all(
+        conn,
+        statement("list_keys_with_prefix", tables),
+        {
+            "scopes": scopes,
+            "prefix": prefix,
+            "per_scope": per_scope,
+            "examine": examine,
+            "lease_seconds": lease_seconds,
+        },
+        SearchHit,
+    )
 
 
-def list_recent_workers(conn: psycopg.Connection, tables: Tables, *, sample: int = WORKER_SAMPLE,
-                        limit: int = 200) -> list[str]:
-    return [w.name for w in select_all(conn, statement("list_recent_workers", tables),
-                                       {"sample": sample, "limit": limit}, Worker)]
+def list_recent_workers(
+    conn: psycopg.Connection, tables: Tables, *, sample: int = WORKER_SAMPLE, limit: int = 200
+) -> list[str]:
+    return [
+        w.name
+        for w in select_all(conn, statement("list_recent_workers", tables), {"sample": sample, "limit": limit}, Worker)
+    ]
 
 
 @dataclass(frozen=True)
@@ -136,14 +161,26 @@ class _Found:
     found: bool
 
 
-def list_recent_owners(conn: psycopg.Connection, tables: Tables, *, sample: int | None = None,
-                       max_failing: int | None = None, limit: int = OWNERS_READ) -> list[str]:
+def list_recent_owners(
+    conn: psycopg.Connection,
+    tables: Tables,
+    *,
+    sample: int | None = None,
+    max_failing: int | None = None,
+    limit: int = OWNERS_READ,
+) -> list[str]:
     """Owners of keys in every state, by name, read through the indexes within bounds: every owner of a failed key
     (at most ``max_failing``, MAX_FAILING_OWNERS), and those of the latest ``sample`` (OWNER_SAMPLE) succeeded keys
     and of the processing keys at each end of the lease order."""
-    return [w.name for w in select_all(conn, statement("list_recent_owners", tables),
-                                       {"sample": sample or OWNER_SAMPLE, "limit": limit,
-                                        "max_failing": max_failing or MAX_FAILING_OWNERS}, Worker)]
+    return [
+        w.name
+        for w in select_all(
+            conn,
+            statement("list_recent_owners", tables),
+            {"sample": sample or OWNER_SAMPLE, "limit": limit, "max_failing": max_failing or MAX_FAILING_OWNERS},
+            Worker,
+        )
+    ]
 
 
 def find_failing_owner(conn: psycopg.Connection, tables: Tables, name: str) -> bool:
@@ -183,11 +220,11 @@ def candidate_pairs(q: str, scopes: list[str]) -> list[tuple[str, str]]:
     for scope in scopes:
         for separator in ("/", " "):
             if q.startswith(scope + separator) and len(q) > len(scope) + 1:
-                pairs.append((scope, q[len(scope) + 1:]))
+                pairs.append((scope, q[len(scope) + 1 :]))
     path = urlsplit(q).path if "://" in q else q
     marker = path.find("/keys/")
     if marker >= 0:
-        scope, _, key = path[marker + len("/keys/"):].partition("/")
+        scope, _, key = path[marker + len("/keys/") :].partition("/")
         if scope and key:
             pairs.append((unquote(scope), unquote(key)))
     return list(dict.fromkeys(pairs))
@@ -199,16 +236,24 @@ def find_outbox_rows(conn: psycopg.Connection, tables: Tables, q: str) -> list[O
     if uuid_text is None:
         return []
     for column in ("outbox_id", "aggregate_id"):
-        rows = select_all(conn, statement("find_outbox_rows", tables, column=sql.Identifier(column)),
-                          {"ids": [uuid_text], "limit": OTHER_ROWS_LIMIT, "matched": column}, OutboxHit)
+        rows = select_all(
+            conn,
+            statement("find_outbox_rows", tables, column=sql.Identifier(column)),
+            {"ids": [uuid_text], "limit": OTHER_ROWS_LIMIT, "matched": column},
+            OutboxHit,
+        )
         if rows:
             return rows
     return []
 
 
 def find_inbox_messages(conn: psycopg.Connection, tables: Tables, q: str) -> list[MessageHit]:
-    return select_all(conn, statement("find_inbox_messages", tables),
-                      {"ids": spellings(q), "max_consumers": MAX_CONSUMERS, "limit": OTHER_ROWS_LIMIT}, MessageHit)
+    return select_all(
+        conn,
+        statement("find_inbox_messages", tables),
+        {"ids": spellings(q), "max_consumers": MAX_CONSUMERS, "limit": OTHER_ROWS_LIMIT},
+        MessageHit,
+    )
 
 
 def list_nearest_keys(conn: psycopg.Connection, tables: Tables, scopes: list[str], q: str) -> list[NearKey]:
@@ -240,8 +285,15 @@ def _containing(q: str, names: list[str]) -> list[str]:
     return [n for n in names if needle in n.casefold()][:NAMES_SHOWN]
 
 
-def search_keys(conn: psycopg.Connection, tables: Tables, q: str, *, scope: str | None = None,
-                lease_seconds: int, typed: str | None = None) -> SearchResult:
+def search_keys(
+    conn: psycopg.Connection,
+    tables: Tables,
+    q: str,
+    *,
+    scope: str | None = None,
+    lease_seconds: int,
+    typed: str | None = None,
+) -> SearchResult:
     """The exact key (in ``scope``, or in every scope); failing that, keys starting with ``q``. ``typed`` is the
     text before its surrounding white space was trimmed: a key that really has such white space is found too."""
     known = list_scopes(conn, tables, limit=MAX_SCOPES + 1)
@@ -268,5 +320,16 @@ def search_keys(conn: psycopg.Connection, tables: Tables, q: str, *, scope: str 
     items = [hit for hits in by_scope.values() for hit in hits[:per_scope]][:PREFIX_LIMIT]
     nothing = not (items or matching_scopes or workers or others.get("outbox") or others.get("messages"))
     nearest = list_nearest_keys(conn, tables, scopes, q) if nothing else []
-    return SearchResult(q, scope, "prefix" if items else "none", items, matching_scopes, workers, len(scopes),
-                        truncated, prefix_limited=limited or len(found) > PREFIX_LIMIT, nearest=nearest, **others)
+    return SearchResult(
+        q,
+        scope,
+        "prefix" if items else "none",
+        items,
+        matching_scopes,
+        workers,
+        len(scopes),
+        truncated,
+        prefix_limited=limited or len(found) > PREFIX_LIMIT,
+        nearest=nearest,
+        **others,
+    )

@@ -6,6 +6,7 @@ the overview can never disagree about what "stuck" or "lag" means; the counts
 the rollup job precomputes (by status and window, inbox volume) are taken from
 it while fresh instead of being counted a second time.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -59,7 +60,7 @@ class TrendPoint:
     outbox_pending: int
     outbox_lag_seconds: float | None
     rows_purged: int
-    interval_seconds: float | None      # the seconds the point's counts below cover (None: none counted)
+    interval_seconds: float | None  # the seconds the point's counts below cover (None: none counted)
     claims: int | None
     completions: int | None
     failures: int | None
@@ -98,15 +99,17 @@ def count_rows_purged_between(conn: psycopg.Connection, since: datetime, until: 
     return row.rows_purged if row else 0
 
 
-def count_key_changes_between(conn: psycopg.Connection, tables: Tables, since: datetime,
-                              until: datetime) -> KeyChanges | None:
+def count_key_changes_between(
+    conn: psycopg.Connection, tables: Tables, since: datetime, until: datetime
+) -> KeyChanges | None:
     """Keys claimed, completed and failed in (since, until]; None when counting them timed out (the keys table lacks
     index_keys_updated) or waited past the lock timeout: a savepoint keeps the caller's transaction, and the snapshot's
     levels, alive."""
     try:
         with conn.transaction():
-            return select_one(conn, statement("count_key_changes_between", tables), {"since": since, "until": until},
-                              KeyChanges)
+            return select_one(
+                conn, statement("count_key_changes_between", tables), {"since": since, "until": until}, KeyChanges
+            )
     except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable):
         return None
 
@@ -121,8 +124,14 @@ def delete_old_snapshots(conn: psycopg.Connection, *, retention_days: int, limit
     return cur.rowcount
 
 
-def take_snapshot(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], *, interval_seconds: int,
-                  min_gap_seconds: float = 0.0) -> Snapshot | None:
+def take_snapshot(
+    conn: psycopg.Connection,
+    tables: Tables,
+    settings: Mapping[str, Any],
+    *,
+    interval_seconds: int,
+    min_gap_seconds: float = 0.0,
+) -> Snapshot | None:
     """Measure and record one snapshot inside the caller's transaction.
 
     None when another writer holds the snapshot lock, or when the newest
@@ -137,8 +146,10 @@ def take_snapshot(conn: psycopg.Connection, tables: Tables, settings: Mapping[st
     previous = get_last_snapshot_at(conn)
     if previous is not None and (now - previous).total_seconds() < min_gap_seconds:
         return None
-    keys = overview.KeyCounts.combine(overview.count_processing_keys(conn, tables, settings["DEFAULT_LEASE_SECONDS"]),
-                                      rollups.read_value(conn, tables, settings, "key_windows"))
+    keys = overview.KeyCounts.combine(
+        overview.count_processing_keys(conn, tables, settings["DEFAULT_LEASE_SECONDS"]),
+        rollups.read_value(conn, tables, settings, "key_windows"),
+    )
     backlog = overview.get_outbox_backlog(conn, tables)
     inbox = rollups.read_value(conn, tables, settings, "inbox_volume")
     since = previous if previous is not None else now - timedelta(seconds=interval_seconds)

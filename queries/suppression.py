@@ -1,5 +1,6 @@
 """Suppression numbers (docs/concepts.md, Suppression): per scope, keys created in a window that ran once vs were
 retried."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,16 +17,16 @@ WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta
 @dataclass(frozen=True)
 class ScopeSuppression:
     is_total: bool
-    scope: str | None            # None on the totals row
-    scopes: int                  # 1 per scope row; on the totals row, how many scopes had keys in the window
-    keys: int                    # keys created in the window
-    first_attempt: int           # attempt_count = 1
-    retried: int                 # attempt_count > 1
-    retried_pct: float | None    # retried / keys * 100; None when there are no keys
-    total_attempts: int          # sum(attempt_count)
-    extra_attempts: int          # sum(attempt_count) - keys
+    scope: str | None  # None on the totals row
+    scopes: int  # 1 per scope row; on the totals row, how many scopes had keys in the window
+    keys: int  # keys created in the window
+    first_attempt: int  # attempt_count = 1
+    retried: int  # attempt_count > 1
+    retried_pct: float | None  # retried / keys * 100; None when there are no keys
+    total_attempts: int  # sum(attempt_count)
+    extra_attempts: int  # sum(attempt_count) - keys
     max_attempts: int | None
-    succeeded: int               # status now, not at the end of the window
+    succeeded: int  # status now, not at the end of the window
     failed_final: int
     processing: int
     failed_retryable: int
@@ -36,15 +37,17 @@ class ScopeSuppression:
 class Suppression:
     since: datetime
     scopes: list[ScopeSuppression]
-    more: bool                   # scopes past the limit (still in the totals)
+    more: bool  # scopes past the limit (still in the totals)
     totals: ScopeSuppression
 
 
-def list_suppression_rows(conn: psycopg.Connection, tables: Tables, window: timedelta,
-                          limit: int = 200) -> list[ScopeSuppression]:
+def list_suppression_rows(
+    conn: psycopg.Connection, tables: Tables, window: timedelta, limit: int = 200
+) -> list[ScopeSuppression]:
     """One row per scope (at most ``limit``), then the totals row (what the rollup stores)."""
-    return select_all(conn, statement("list_suppression_by_scope", tables), {"window": window, "limit": limit},
-                      ScopeSuppression)
+    return select_all(
+        conn, statement("list_suppression_by_scope", tables), {"window": window, "limit": limit}, ScopeSuppression
+    )
 
 
 def assemble_suppression(rows: list[ScopeSuppression]) -> Suppression:

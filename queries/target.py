@@ -6,6 +6,7 @@ inbox and outbox there (``Tables``), and the settings that apply to it. The web 
 line each build the targets they need from the settings (core.databases) and pass them down explicitly;
 nothing is kept at module level. What shape the tables have is the database's profile (core/profiles).
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,9 +44,9 @@ class ReplicaStatus:
     """Where reads go now: the standby while it answers and is at most ``max_lag_seconds`` behind."""
 
     using_standby: bool
-    lag_seconds: float | None      # None: not measured (no standby, or it did not answer)
+    lag_seconds: float | None  # None: not measured (no standby, or it did not answer)
     max_lag_seconds: int
-    problem: str | None            # why reads went to the primary
+    problem: str | None  # why reads went to the primary
 
 
 @dataclass(eq=False)
@@ -71,8 +72,13 @@ class Target:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], name: str = "default") -> Target:
-        return cls(name, settings["DATABASE_URL"], Tables.from_config(settings), settings,
-                   read_dsn=settings.get("READ_DATABASE_URL") or None)
+        return cls(
+            name,
+            settings["DATABASE_URL"],
+            Tables.from_config(settings),
+            settings,
+            read_dsn=settings.get("READ_DATABASE_URL") or None,
+        )
 
     @property
     def statement_timeout_ms(self) -> int:
@@ -95,12 +101,21 @@ class Target:
         self._pool_pid, self._application_name = os.getpid(), application_name or self._application_name
         options = {"application_name": self._application_name}
         watched = watched_connection_class(self.problems, self.cause_of)
-        self.pool = new_pool(f"idemdash-{self.name}", self.dsn, self.settings,
-                             {**options, **self._session_options(self.dsn)}, watched)
+        self.pool = new_pool(
+            f"idemdash-{self.name}", self.dsn, self.settings, {**options, **self._session_options(self.dsn)}, watched
+        )
         # the standby's failures are not the database's: replica_status sends reads to the primary instead
-        self.read_pool = (new_pool(f"idemdash-{self.name}-standby", self.read_dsn, self.settings,
-                                   {**options, **self._session_options(self.read_dsn)}, psycopg.Connection)
-                          if self.read_dsn else None)
+        self.read_pool = (
+            new_pool(
+                f"idemdash-{self.name}-standby",
+                self.read_dsn,
+                self.settings,
+                {**options, **self._session_options(self.read_dsn)},
+                psycopg.Connection,
+            )
+            if self.read_dsn
+            else None
+        )
         return self.pool
 
     def pool_is_open(self) -> bool:
@@ -129,9 +144,13 @@ class Target:
             known = self.problems.current
             if known is not None:
                 return known
-            return Cause(TIMEOUT, f"no database connection within {self.settings['POOL_TIMEOUT_SECONDS']} s "
-                                  "(IDEMDASH_POOL_TIMEOUT_SECONDS): the database is slow to accept connections, or "
-                                  "every pooled connection is busy (IDEMDASH_POOL_MAX_SIZE).", True)
+            return Cause(
+                TIMEOUT,
+                f"no database connection within {self.settings['POOL_TIMEOUT_SECONDS']} s "
+                "(IDEMDASH_POOL_TIMEOUT_SECONDS): the database is slow to accept connections, or "
+                "every pooled connection is busy (IDEMDASH_POOL_MAX_SIZE).",
+                True,
+            )
         t = self.tables
         names = {t.keys: "IDEMDASH_KEYS_TABLE", t.inbox: "IDEMDASH_INBOX_TABLE", t.outbox: "IDEMDASH_OUTBOX_TABLE"}
         cause = diagnose(exc, self.dsn, schema=t.schema, app_tables=names, privilege=privilege)
@@ -204,17 +223,27 @@ class Target:
                 with standby.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:
                     replay = replication.get_standby_replay(conn, primary_lsn)
         except (psycopg.Error, PoolTimeout) as exc:
-            return ReplicaStatus(False, None, limit, f"the standby or the primary did not answer "
-                                                     f"({type(exc).__name__}): reading from the primary")
+            return ReplicaStatus(
+                False,
+                None,
+                limit,
+                f"the standby or the primary did not answer ({type(exc).__name__}): reading from the primary",
+            )
         if not replay.in_recovery:
-            return ReplicaStatus(False, None, limit, "the read database is not a standby (not in recovery): "
-                                                     "reading from the primary")
+            return ReplicaStatus(
+                False, None, limit, "the read database is not a standby (not in recovery): reading from the primary"
+            )
         lag = replay.lag_seconds
         if lag > limit:
             paused = " (its replay is paused)" if replay.paused else ""
-            return ReplicaStatus(False, lag, limit, f"the standby is {lag:.0f} s behind{paused}, more than "
-                                                    f"IDEMDASH_READ_MAX_LAG_SECONDS ({limit} s): reading from the "
-                                                    "primary")
+            return ReplicaStatus(
+                False,
+                lag,
+                limit,
+                f"the standby is {lag:.0f} s behind{paused}, more than "
+                f"IDEMDASH_READ_MAX_LAG_SECONDS ({limit} s): reading from the "
+                "primary",
+            )
         return ReplicaStatus(True, lag, limit, None)
 
     def _session_options(self, dsn: str) -> dict[str, str]:
@@ -235,8 +264,9 @@ class Target:
         reset (a broken connection dies with the run that saw it). With ``report`` a failure's cause is logged
         once (``problems``), however many runs retry; the command line says it itself instead.
         """
-        extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(self.dsn)
-                                 else {"connect_timeout": DEFAULT_CONNECT_TIMEOUT})
+        extra: dict[str, Any] = (
+            {} if "connect_timeout" in conninfo_to_dict(self.dsn) else {"connect_timeout": DEFAULT_CONNECT_TIMEOUT}
+        )
         extra.update(self._session_options(self.dsn))
         try:
             conn = psycopg.connect(self.dsn, autocommit=True, application_name=application_name, **extra)
@@ -249,8 +279,14 @@ class Target:
         return conn
 
     @contextmanager
-    def read_once(self, application_name: str, statement_timeout_ms: int, connect_timeout: int, *,
-                  slot_deadline: float | None = None) -> Iterator[psycopg.Connection]:
+    def read_once(
+        self,
+        application_name: str,
+        statement_timeout_ms: int,
+        connect_timeout: int,
+        *,
+        slot_deadline: float | None = None,
+    ) -> Iterator[psycopg.Connection]:
         """A READ ONLY transaction with ``statement_timeout_ms`` on the primary, for a read made now and then (the
         all-databases refresh) that must hold no connection between times: on an idle connection of this process's
         pool when it has one, else on one of its own, closed after, taken within the budget's background slots
@@ -271,12 +307,15 @@ class Target:
                 finally:
                     pool.putconn(conn)
                 return
-        extra: dict[str, Any] = ({} if "connect_timeout" in conninfo_to_dict(self.dsn)
-                                 else {"connect_timeout": connect_timeout})
+        extra: dict[str, Any] = (
+            {} if "connect_timeout" in conninfo_to_dict(self.dsn) else {"connect_timeout": connect_timeout}
+        )
         extra.update(self._session_options(self.dsn))
-        with (self._own_connection(slot_deadline),
-              psycopg.connect(self.dsn, application_name=application_name, **extra) as own,
-              own.transaction()):
+        with (
+            self._own_connection(slot_deadline),
+            psycopg.connect(self.dsn, application_name=application_name, **extra) as own,
+            own.transaction(),
+        ):
             _read_only(own, statement_timeout_ms)
             yield own
 

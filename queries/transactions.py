@@ -5,6 +5,7 @@ with a statement timeout, so a slow panel can never hold locks or run away.
 ``write_tx`` is for the dashboard's own writes: a lock timeout, so an action
 never queues behind an application transaction for long.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,8 +46,9 @@ def read_tx(pool: ConnectionPool, statement_timeout_ms: int) -> Iterator[psycopg
 
 
 @contextmanager
-def write_tx(pool: ConnectionPool, lock_timeout_ms: int,
-             statement_timeout_ms: int = 10000) -> Iterator[psycopg.Connection]:
+def write_tx(
+    pool: ConnectionPool, lock_timeout_ms: int, statement_timeout_ms: int = 10000
+) -> Iterator[psycopg.Connection]:
     with pool.connection() as conn:
         conn.read_only = None  # as the server's default, whatever a read left behind
         with conn.transaction():

@@ -1,4 +1,5 @@
 """What the trend charts mark: operators' actions (the audit log) and purge runs, in the charts' time range."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,14 +20,14 @@ class TrendAction:
     scope: str | None
     key: str | None
     to_status: str | None
-    children: int             # the keys or rows a bulk action moved (its per-key rows); 0 for one
+    children: int  # the keys or rows a bulk action moved (its per-key rows); 0 for one
 
 
 @dataclass(frozen=True)
 class TrendPurge:
     run_id: int
     table_name: str
-    at: datetime               # when it finished, or started while it runs
+    at: datetime  # when it finished, or started while it runs
     started_at: datetime
     finished_at: datetime | None
     rows_deleted: int
@@ -55,5 +56,6 @@ class TrendMarks:
 
 def list_trend_marks(conn: psycopg.Connection, *, hours: int, limit: int) -> TrendMarks:
     """The newest operators' actions and purge runs of the last hours, at most limit of each."""
-    return TrendMarks(list_trend_actions(conn, hours=hours, limit=limit),
-                      list_trend_purges(conn, hours=hours, limit=limit))
+    return TrendMarks(
+        list_trend_actions(conn, hours=hours, limit=limit), list_trend_purges(conn, hours=hours, limit=limit)
+    )

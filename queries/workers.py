@@ -1,5 +1,6 @@
 """The workers that claim keys (the owners in the keys table's ``claimed_by``): who is alive, who holds stuck keys,
 who fails. Each owner holding a processing key now, or owning a key that failed or succeeded within a window."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -23,12 +24,12 @@ DEFAULT_WINDOW = "1h"
 @dataclass(frozen=True)
 class Owner:
     name: str
-    last_claim: datetime | None      # the latest claimed_at among the keys counted for it
-    in_flight: int                   # processing, lease live
-    stuck: int                       # processing, lease run out
-    failed_retryable: int            # in the window
-    failed_final: int                # in the window
-    succeeded: int                   # in the window
+    last_claim: datetime | None  # the latest claimed_at among the keys counted for it
+    in_flight: int  # processing, lease live
+    stuck: int  # processing, lease run out
+    failed_retryable: int  # in the window
+    failed_final: int  # in the window
+    succeeded: int  # in the window
 
     @property
     def failed(self) -> int:
@@ -40,12 +41,17 @@ class _Held:
     held: int
 
 
-def list_owner_rows(conn: psycopg.Connection, tables: Tables, *, lease_seconds: int, window: timedelta,
-                    limit: int | None = None) -> list[Owner]:
+def list_owner_rows(
+    conn: psycopg.Connection, tables: Tables, *, lease_seconds: int, window: timedelta, limit: int | None = None
+) -> list[Owner]:
     """The rows behind ``list_owners`` (what the rollup stores): up to ``limit`` (OWNER_LIMIT) + 1 owners, worst
     first."""
-    return select_all(conn, statement("list_workers", tables),
-                      {"lease_seconds": lease_seconds, "window": window, "limit": (limit or OWNER_LIMIT) + 1}, Owner)
+    return select_all(
+        conn,
+        statement("list_workers", tables),
+        {"lease_seconds": lease_seconds, "window": window, "limit": (limit or OWNER_LIMIT) + 1},
+        Owner,
+    )
 
 
 def fetch_owner_rows(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], window: str) -> list[Owner]:

@@ -15,6 +15,7 @@ never meet either.
 Markers: every ``browser`` test is also ``system`` (see pytest_collection_modifyitems),
 so ``pytest -m "not system"`` is the fast loop.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -89,8 +90,7 @@ def pg_server_dsn():
             # what /health advises for deletes, so that its other findings read ok here; the advice itself is
             # tested against a server with the defaults (tests/test_purge_advice.py, own_server)
             for setting, value in (("wal_compression", "on"), ("checkpoint_timeout", "15min")):
-                admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(setting),
-                                                                        sql.Literal(value)))
+                admin.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(setting), sql.Literal(value)))
             admin.execute("SELECT pg_reload_conf()")
         yield server.get_uri("postgres")
     finally:
@@ -131,8 +131,11 @@ def _clone_as(server_dsn: str, name: str, template: str | None) -> None:
         if template:
             # FILE_COPY (PostgreSQL 15+) copies files instead of WAL-logging every block: several times faster
             strategy = sql.SQL(" STRATEGY FILE_COPY") if admin.info.server_version >= 150000 else sql.SQL("")
-            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}{}").format(
-                sql.Identifier(name), sql.Identifier(template), strategy))
+            admin.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}{}").format(
+                    sql.Identifier(name), sql.Identifier(template), strategy
+                )
+            )
         else:
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
@@ -146,36 +149,64 @@ def _clone_as(server_dsn: str, name: str, template: str | None) -> None:
 # database indistinguishable from a fresh clone.
 
 _SORTED = "(SELECT string_agg(x, ',' ORDER BY x COLLATE \"C\") FROM (SELECT {} AS x {}) s)"
-_FINGERPRINT = "SELECT md5(concat_ws('|', {}))".format(",\n".join(_SORTED.format(*part) for part in (
-    ("format('%s.%s:%s:%s:%s', n.nspname, c.relname, c.relkind, c.relpersistence, c.relowner::regrole)",
-     "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-     "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'"),
-    ("format('%s.%s:%s:%s:%s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
-     "pg_get_expr(d.adbin, d.adrelid))",
-     "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
-     "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
-     "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%' "
-     "AND a.attnum > 0 AND NOT a.attisdropped"),
-    ("format('%s.%s:%s', conrelid::regclass, conname, pg_get_constraintdef(oid))",
-     "FROM pg_constraint WHERE connamespace <> 'pg_catalog'::regnamespace"),
-    ("pg_get_indexdef(i.indexrelid)",
-     "FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace <> 'pg_catalog'::regnamespace "
-     "AND c.relnamespace <> 'pg_toast'::regnamespace"),
-    ("format('%s.%s:%s', t.typnamespace::regnamespace, t.typname, (SELECT string_agg(enumlabel, ',' ORDER BY "
-     "enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid))",
-     "FROM pg_type t WHERE t.typnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"),
-    ("format('%s:%s:%s', p.oid::regprocedure, md5(p.prosrc), p.proacl)",
-     "FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)"),
-    ("format('%s.%s:%s', tgrelid::regclass, tgname, tgenabled)", "FROM pg_trigger WHERE NOT tgisinternal"),
-    ("format('%s:%s:%s', nspname, nspowner::regrole, nspacl)", "FROM pg_namespace"),
-    ("format('%s:%s', c.oid::regclass, c.relacl)",
-     "FROM pg_class c WHERE c.relacl IS NOT NULL AND c.relnamespace <> 'pg_catalog'::regnamespace"),
-    ("format('%s:%s', extname, extversion)", "FROM pg_extension"),
-    ("setconfig::text",
-     "FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())"),
-    ("format('%s:%s', datacl, datdba::regrole)", "FROM pg_database WHERE datname = current_database()"),
-    ("format('%s:%s:%s', version, name, checksum)", "FROM idemdash.schema_migration"),
-)))
+_FINGERPRINT = "SELECT md5(concat_ws('|', {}))".format(
+    ",\n".join(
+        _SORTED.format(*part)
+        for part in (
+            (
+                "format('%s.%s:%s:%s:%s', n.nspname, c.relname, c.relkind, c.relpersistence, c.relowner::regrole)",
+                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'",
+            ),
+            (
+                "format('%s.%s:%s:%s:%s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod), "
+                "a.attnotnull, "
+                "pg_get_expr(d.adbin, d.adrelid))",
+                "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = "
+                "c.relnamespace "
+                "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+                "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%' "
+                "AND a.attnum > 0 AND NOT a.attisdropped",
+            ),
+            (
+                "format('%s.%s:%s', conrelid::regclass, conname, pg_get_constraintdef(oid))",
+                "FROM pg_constraint WHERE connamespace <> 'pg_catalog'::regnamespace",
+            ),
+            (
+                "pg_get_indexdef(i.indexrelid)",
+                "FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace <> "
+                "'pg_catalog'::regnamespace "
+                "AND c.relnamespace <> 'pg_toast'::regnamespace",
+            ),
+            (
+                "format('%s.%s:%s', t.typnamespace::regnamespace, t.typname, (SELECT string_agg(enumlabel, ',' ORDER "
+                "BY "
+                "enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid))",
+                "FROM pg_type t WHERE t.typnamespace NOT IN ('pg_catalog'::regnamespace, "
+                "'information_schema'::regnamespace)",
+            ),
+            (
+                "format('%s:%s:%s', p.oid::regprocedure, md5(p.prosrc), p.proacl)",
+                "FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, "
+                "'information_schema'::regnamespace)",
+            ),
+            ("format('%s.%s:%s', tgrelid::regclass, tgname, tgenabled)", "FROM pg_trigger WHERE NOT tgisinternal"),
+            ("format('%s:%s:%s', nspname, nspowner::regrole, nspacl)", "FROM pg_namespace"),
+            (
+                "format('%s:%s', c.oid::regclass, c.relacl)",
+                "FROM pg_class c WHERE c.relacl IS NOT NULL AND c.relnamespace <> 'pg_catalog'::regnamespace",
+            ),
+            ("format('%s:%s', extname, extversion)", "FROM pg_extension"),
+            (
+                "setconfig::text",
+                "FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = "
+                "current_database())",
+            ),
+            ("format('%s:%s', datacl, datdba::regrole)", "FROM pg_database WHERE datname = current_database()"),
+            ("format('%s:%s:%s', version, name, checksum)", "FROM idemdash.schema_migration"),
+        )
+    )
+)
 _fingerprints: dict[str, str] = {}
 _spares: dict[str, list[str]] = {}
 # databases of finished tests, given back at the next test's setup: a test's database is torn down before fixtures
@@ -230,8 +261,10 @@ def _empty_if_unchanged(server_dsn: str, name: str, template: str) -> bool:
             others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
             conn.execute("SELECT pg_terminate_backend(pid) " + others)
             deadline = time.monotonic() + 2
-            while (conn.execute("SELECT count(*) " + others + " AND backend_type = 'client backend'").fetchone()[0]
-                   and time.monotonic() < deadline):
+            while (
+                conn.execute("SELECT count(*) " + others + " AND backend_type = 'client backend'").fetchone()[0]
+                and time.monotonic() < deadline
+            ):
                 time.sleep(0.005)
             if conn.execute(_FINGERPRINT).fetchone()[0] != _fingerprints.get(template):  # type: ignore[index]
                 return False
@@ -419,8 +452,15 @@ def client(make_app):
 
 
 CHROMIUM = os.environ.get("IDEMDASH_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture
@@ -450,8 +490,10 @@ def live_server(make_app):
 @pytest.fixture(scope="session")
 def chromium():
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"browser tests need Chromium at {CHROMIUM}: apt-get install chromium "
-                    "(or set IDEMDASH_TEST_CHROMIUM)", pytrace=False)
+        pytest.fail(
+            f"browser tests need Chromium at {CHROMIUM}: apt-get install chromium (or set IDEMDASH_TEST_CHROMIUM)",
+            pytrace=False,
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -1,6 +1,7 @@
 """Every JSON answer a test receives is checked against the OpenAPI document the app serves: its status must be one
 the operation documents, and its body must validate against that status's schema. The tests' apps (conftest's
 ``make_app``) carry the check; a test that received an undocumented answer fails at teardown, naming it."""
+
 from __future__ import annotations
 
 import re
@@ -23,16 +24,23 @@ class ContractCheck:
         self.checked = 0
 
     def document(self) -> tuple[tuple, dict[str, Any]]:
-        key = (tuple(sorted(r.rule for r in self.app.url_map.iter_rules())),
-               tuple(self.app.extensions["idemdash_targets"]))
+        key = (
+            tuple(sorted(r.rule for r in self.app.url_map.iter_rules())),
+            tuple(self.app.extensions["idemdash_targets"]),
+        )
         if key not in _DOCUMENTS:
             _DOCUMENTS[key] = build(self.app, strict=False)  # a test's own route declares no operation
         return key, _DOCUMENTS[key]
 
     def __call__(self, response: Response) -> Response:
         rule = request.url_rule
-        if (rule is None or not rule.rule.startswith("/api/") or request.method not in ("GET", "POST")
-                or response.status_code == 405 or operation_of(self.app.view_functions[rule.endpoint]) is None):
+        if (
+            rule is None
+            or not rule.rule.startswith("/api/")
+            or request.method not in ("GET", "POST")
+            or response.status_code == 405
+            or operation_of(self.app.view_functions[rule.endpoint]) is None
+        ):
             return response
         key, document = self.document()
         path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)

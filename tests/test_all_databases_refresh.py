@@ -4,6 +4,7 @@ row, and a request shows what is there with how old it is.
 
 Real databases on the session's server, a refusing host (a closed port) and a hung host (a socket that accepts and
 never answers, so only the connect deadline ends the wait)."""
+
 from __future__ import annotations
 
 import threading
@@ -42,8 +43,9 @@ def refresh_threads() -> list[threading.Thread]:
 
 def refresh_sessions(dsn: str) -> int:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                            (APPLICATION_NAME,)).fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (APPLICATION_NAME,)
+        ).fetchone()[0]
 
 
 def timed_get(client, path: str):
@@ -110,9 +112,12 @@ def test_the_page_answers_at_once_and_fills_in_as_the_databases_answer(fleet, ma
     # database was asked for, so no web pool is open either (dashboard/targets.py: pools open when used)
     assert wait_until(lambda: refresh_sessions(pg_server_dsn) == 0, timeout=5, what="the refresh's sessions to end")
     with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
-        held = dict(conn.execute("SELECT datname, count(*) FROM pg_stat_activity WHERE datname = ANY(%s) GROUP BY 1",
-                                 ([psycopg.conninfo.conninfo_to_dict(fleet["urls"][f"live{i}"])["dbname"]
-                                   for i in range(LIVE)],)).fetchall())
+        held = dict(
+            conn.execute(
+                "SELECT datname, count(*) FROM pg_stat_activity WHERE datname = ANY(%s) GROUP BY 1",
+                ([psycopg.conninfo.conninfo_to_dict(fleet["urls"][f"live{i}"])["dbname"] for i in range(LIVE)],),
+            ).fetchall()
+        )
     assert held == {}, held
 
 

@@ -1,6 +1,7 @@
 """docs/api.md against the generated document: the prose may not drift from the contract. Each route's section
 names every query parameter the route takes and no other, and every field name it shows (in a JSON example or a
 `{"a", "b"}` shape) is a field of that route's body or answers."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,9 @@ import pytest
 from idemdash.dashboard import create_app, openapi
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
-SPEC = openapi.build(create_app({"DATABASE_URL": "postgresql://localhost/unused", "RUN_JOBS": False,
-                                 "SECRET_KEY": "docs"}, testing=True))
+SPEC = openapi.build(
+    create_app({"DATABASE_URL": "postgresql://localhost/unused", "RUN_JOBS": False, "SECRET_KEY": "docs"}, testing=True)
+)
 # a route's section: its own heading (## `GET /api/v1/x` ...) or its bullet under "Other read endpoints"
 HEADING = re.compile(r"^## (.*)$", re.M)
 BULLET = re.compile(r"^- (`(?:GET|POST) /api/v1/[^`]*`.*?)(?=^- |^\S|\Z)", re.M | re.S)
@@ -36,8 +38,12 @@ def _sections() -> dict[tuple[str, str], str]:
 
 
 SECTIONS = _sections()
-OPERATIONS = {(path, method): op for path, ops in SPEC["paths"].items() if "/db/{database}/" not in path
-              and not path.endswith("openapi.json") for method, op in ops.items()}
+OPERATIONS = {
+    (path, method): op
+    for path, ops in SPEC["paths"].items()
+    if "/db/{database}/" not in path and not path.endswith("openapi.json")
+    for method, op in ops.items()
+}
 
 
 def _resolve(schema: dict) -> dict:
@@ -55,9 +61,15 @@ def _field_names(schema: dict, seen: set[int] | None = None) -> set[str]:
     seen.add(id(schema))
     # an object's fields, and the names a dict's keys may take (the key list's counts per state)
     names = set(schema.get("properties", {})) | set((schema.get("propertyNames") or {}).get("enum", []))
-    for child in [*schema.get("properties", {}).values(), *schema.get("anyOf", []), *schema.get("oneOf", []),
-                  *schema.get("allOf", []), schema.get("items"), schema.get("additionalProperties"),
-                  schema.get("propertyNames")]:
+    for child in [
+        *schema.get("properties", {}).values(),
+        *schema.get("anyOf", []),
+        *schema.get("oneOf", []),
+        *schema.get("allOf", []),
+        schema.get("items"),
+        schema.get("additionalProperties"),
+        schema.get("propertyNames"),
+    ]:
         if isinstance(child, dict) and child:
             names |= _field_names(child, seen)
     return names

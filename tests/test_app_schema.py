@@ -4,6 +4,7 @@ Every behavioural test runs against both flavours of the reference schema
 (``status`` as a PostgreSQL enum and as plain text), because the column contract (docs/getting-started.md)
 says both must work.
 """
+
 from __future__ import annotations
 
 import threading
@@ -82,7 +83,9 @@ def expire_lease(conn: psycopg.Connection, key: str, scope: str = SCOPE) -> None
     """Make a processing key stuck: its lease ran out a minute ago."""
     cur = conn.execute(
         "UPDATE app.idempotency_request SET locked_until = clock_timestamp() - interval '1 minute' "
-        "WHERE idempotency_scope = %s AND idempotency_key = %s AND status::text = 'processing'", (scope, key))
+        "WHERE idempotency_scope = %s AND idempotency_key = %s AND status::text = 'processing'",
+        (scope, key),
+    )
     assert cur.rowcount == 1
 
 
@@ -220,8 +223,11 @@ def test_null_locked_until_falls_back_to_claimed_at_plus_lease(db):
     for n, (claimed_ago, lease, expected) in enumerate(cases):
         key = f"k-null-{n}"
         claim(db, key, claimed_by="worker-a")
-        db.execute("UPDATE app.idempotency_request SET locked_until = NULL, "
-                   "claimed_at = clock_timestamp() - %s::interval WHERE idempotency_key = %s", (claimed_ago, key))
+        db.execute(
+            "UPDATE app.idempotency_request SET locked_until = NULL, "
+            "claimed_at = clock_timestamp() - %s::interval WHERE idempotency_key = %s",
+            (claimed_ago, key),
+        )
         before = key_row(db, key)
 
         result = claim(db, key, claimed_by="worker-b", lock_seconds=lease)
@@ -282,8 +288,7 @@ def test_reclaim_extends_the_replay_horizon_but_never_shortens_it(db):
 
 def test_final_failure_returns_the_failure_and_changes_nothing(db):
     first = claim(db, "k-final", claimed_by="worker-a")
-    fail_key(db, TABLES, SCOPE, "k-final", False, "card_declined", "the card was declined",
-             attempt=first.attempt_count)
+    fail_key(db, TABLES, SCOPE, "k-final", False, "card_declined", "the card was declined", attempt=first.attempt_count)
     failed = key_row(db, "k-final")
     assert failed["status"] == "failed_final"
     assert failed["locked_until"] is None
@@ -418,8 +423,10 @@ def test_complete_and_fail_refuse_a_key_that_is_not_processing(db):
 
 
 def inbox_rows(conn: psycopg.Connection) -> list[tuple]:
-    return conn.execute("SELECT consumer_name, message_id, message_hash, result_ref_type, result_ref_id "
-                        "FROM app.processed_message ORDER BY consumer_name, message_id").fetchall()
+    return conn.execute(
+        "SELECT consumer_name, message_id, message_hash, result_ref_type, result_ref_id "
+        "FROM app.processed_message ORDER BY consumer_name, message_id"
+    ).fetchall()
 
 
 def test_consume_message_once(conn):
@@ -535,23 +542,34 @@ def _pause_after_insert(conn: psycopg.Connection, table: str, lock_key: int) -> 
     """Test instrumentation: every INSERT statement on ``table`` (also one that inserts nothing, ON CONFLICT DO
     NOTHING) then waits for advisory lock ``lock_key``, which the test holds: the gap between a reference
     function's INSERT and its re-read, held open for as long as the test needs."""
-    conn.execute(sql.SQL("""
+    conn.execute(
+        sql.SQL("""
         CREATE FUNCTION app.test_pause_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             PERFORM pg_advisory_xact_lock({lock});
             RETURN NULL;
-        END $$""").format(lock=sql.Literal(lock_key)))
-    conn.execute(sql.SQL("CREATE TRIGGER test_pause_after_insert AFTER INSERT ON {} FOR EACH STATEMENT "
-                         "EXECUTE FUNCTION app.test_pause_after_insert()").format(sql.Identifier("app", table)))
+        END $$""").format(lock=sql.Literal(lock_key))
+    )
+    conn.execute(
+        sql.SQL(
+            "CREATE TRIGGER test_pause_after_insert AFTER INSERT ON {} FOR EACH STATEMENT "
+            "EXECUTE FUNCTION app.test_pause_after_insert()"
+        ).format(sql.Identifier("app", table))
+    )
 
 
 def _waiting_on_advisory_lock(conn: psycopg.Connection, lock_key: int) -> bool:
-    return conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-                        "AND objid = %s", (lock_key,)).fetchone()[0] > 0
+    return (
+        conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %s", (lock_key,)
+        ).fetchone()[0]
+        > 0
+    )
 
 
-def _in_the_gap(app_db: str, lock_key: int, call: Callable[[psycopg.Connection], Any],
-                purge: Callable[[psycopg.Connection], None]) -> Any:
+def _in_the_gap(
+    app_db: str, lock_key: int, call: Callable[[psycopg.Connection], Any], purge: Callable[[psycopg.Connection], None]
+) -> Any:
     """Run ``call`` in a thread; once its INSERT has collided and it waits in the gap, ``purge`` deletes the row
     it collided with and commits; then let the call go on. Returns what the call returned or raised."""
 
@@ -560,8 +578,11 @@ def _in_the_gap(app_db: str, lock_key: int, call: Callable[[psycopg.Connection],
         holder.execute("SELECT pg_advisory_lock(%s)", (lock_key,))
         thread = threading.Thread(target=lambda: result.append(_call(call, worker)))
         thread.start()
-        wait_until(lambda: _waiting_on_advisory_lock(holder, lock_key), timeout=10,
-                   what="the call to wait in the gap after its INSERT")
+        wait_until(
+            lambda: _waiting_on_advisory_lock(holder, lock_key),
+            timeout=10,
+            what="the call to wait in the gap after its INSERT",
+        )
         purge(holder)  # autocommit: deleted and committed while the call waits
         holder.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
         thread.join(10)
@@ -580,14 +601,20 @@ def test_a_claim_racing_a_purge_claims_the_key_afresh(db, app_db):
     """The expired row the INSERT collided with is purged before the locked re-read: a new claim, not P0002."""
     old = claim(db, "purged-meanwhile", claimed_by="worker-old")
     complete_key(db, TABLES, SCOPE, "purged-meanwhile", "order", None, {"old": True}, old.attempt_count)
-    db.execute("UPDATE app.idempotency_request SET expires_at = created_at + interval '1 microsecond' "
-               "WHERE idempotency_key = 'purged-meanwhile'")
+    db.execute(
+        "UPDATE app.idempotency_request SET expires_at = created_at + interval '1 microsecond' "
+        "WHERE idempotency_key = 'purged-meanwhile'"
+    )
     _pause_after_insert(db, "idempotency_request", 7001)
 
     result = _in_the_gap(
-        app_db, 7001, lambda c: claim(c, "purged-meanwhile", claimed_by="worker-new"),
-        lambda c: c.execute("DELETE FROM app.idempotency_request WHERE idempotency_key = 'purged-meanwhile' "
-                            "AND expires_at < now()"))
+        app_db,
+        7001,
+        lambda c: claim(c, "purged-meanwhile", claimed_by="worker-new"),
+        lambda c: c.execute(
+            "DELETE FROM app.idempotency_request WHERE idempotency_key = 'purged-meanwhile' AND expires_at < now()"
+        ),
+    )
 
     assert isinstance(result, Claim), f"the claim raised instead of claiming afresh: {result!r}"
     assert result.claim_kind == "new_claim" and result.attempt_count == 1
@@ -600,8 +627,11 @@ def test_a_redelivery_racing_an_inbox_purge_is_processed_not_an_error(db, app_db
     _pause_after_insert(db, "processed_message", 7002)
 
     result = _in_the_gap(
-        app_db, 7002, lambda c: consume_message(c, TABLES, "billing", "m-old", "h1"),
-        lambda c: c.execute("DELETE FROM app.processed_message WHERE message_id = 'm-old'"))
+        app_db,
+        7002,
+        lambda c: consume_message(c, TABLES, "billing", "m-old", "h1"),
+        lambda c: c.execute("DELETE FROM app.processed_message WHERE message_id = 'm-old'"),
+    )
 
     assert result == "processed", f"expected the message to be recorded afresh, got {result!r}"
     assert [r[1] for r in inbox_rows(db)] == ["m-old"]
@@ -612,8 +642,11 @@ def test_a_redelivery_racing_an_inbox_purge_is_processed_not_an_error(db, app_db
 
 
 def column_types(conn: psycopg.Connection, schema: str, table: str) -> dict[str, str]:
-    rows = conn.execute("SELECT column_name, data_type, udt_name FROM information_schema.columns "
-                        "WHERE table_schema = %s AND table_name = %s", (schema, table)).fetchall()
+    rows = conn.execute(
+        "SELECT column_name, data_type, udt_name FROM information_schema.columns "
+        "WHERE table_schema = %s AND table_name = %s",
+        (schema, table),
+    ).fetchall()
     return {name: (udt if data_type == "USER-DEFINED" else data_type) for name, data_type, udt in rows}
 
 
@@ -623,8 +656,11 @@ def test_create_app_schema_is_safe_to_rerun_and_keeps_data(db, status_type):
     complete_key(db, TABLES, SCOPE, "k-kept", "order", ref, {"kept": True}, attempt=1)
     claim(db, "k-busy")
     consume_message(db, TABLES, "billing", "m-kept", "h")
-    db.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
-               "idempotency_key, payload) VALUES ('order.created', 'order', %s, %s, 'k-kept', '{}')", (ref, SCOPE))
+    db.execute(
+        "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
+        "idempotency_key, payload) VALUES ('order.created', 'order', %s, %s, 'k-kept', '{}')",
+        (ref, SCOPE),
+    )
     keys_before = [key_row(db, "k-kept"), key_row(db, "k-busy")]
     types_before = column_types(db, "app", "idempotency_request")
     assert types_before["status"] == ("idempotency_status" if status_type == "enum" else "text")
@@ -648,8 +684,10 @@ def test_create_app_schema_rejects_an_unknown_status_type(empty_database_url):
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         with pytest.raises(ValueError, match="status_type"):
             create_app_schema(conn, TABLES, "varchar")  # type: ignore[arg-type]
-        assert conn.execute("SELECT count(*) FROM information_schema.schemata "
-                            "WHERE schema_name = 'app'").fetchone()[0] == 0
+        assert (
+            conn.execute("SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'app'").fetchone()[0]
+            == 0
+        )
 
 
 ODD = Tables(schema="Ops Schema", keys='Idem"Keys', inbox="inbox tbl", outbox="out box")
@@ -660,12 +698,15 @@ def test_reference_schema_with_odd_names(empty_database_url, status_type):
         create_app_schema(conn, ODD, status_type)
         create_app_schema(conn, ODD, status_type)  # and again: still fine
 
-        tables = conn.execute("SELECT table_schema, table_name FROM information_schema.tables "
-                              "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
-                              "ORDER BY table_name").fetchall()
+        tables = conn.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
+            "ORDER BY table_name"
+        ).fetchall()
         assert tables == [("Ops Schema", 'Idem"Keys'), ("Ops Schema", "inbox tbl"), ("Ops Schema", "out box")]
         assert column_types(conn, "Ops Schema", 'Idem"Keys')["status"] == (
-            "idempotency_status" if status_type == "enum" else "text")
+            "idempotency_status" if status_type == "enum" else "text"
+        )
 
         ref = uuid.uuid4()
         first = claim_key(conn, ODD, "Scope", "Key 'with' \"quotes\"", HASH, "w1")
@@ -673,7 +714,8 @@ def test_reference_schema_with_odd_names(empty_database_url, status_type):
         assert claim_key(conn, ODD, "Scope", "Key 'with' \"quotes\"", HASH, "w2").claim_kind == "in_progress"
         complete_key(conn, ODD, "Scope", "Key 'with' \"quotes\"", "order", ref, {"ok": 1}, attempt=1)
         assert claim_key(conn, ODD, "Scope", "Key 'with' \"quotes\"", HASH, "w3") == Claim(
-            "replay_success", 1, {"ok": 1}, "order", ref, None, None)
+            "replay_success", 1, {"ok": 1}, "order", ref, None, None
+        )
 
         claim_key(conn, ODD, "Scope", "k2", HASH, "w1")
         fail_key(conn, ODD, "Scope", "k2", True, "t", "m", attempt=1)
@@ -684,9 +726,13 @@ def test_reference_schema_with_odd_names(empty_database_url, status_type):
 
         assert consume_message(conn, ODD, "c", "m", "h") == "processed"
         assert consume_message(conn, ODD, "c", "m", "h") == "duplicate_ignored"
-        conn.execute(sql.SQL("INSERT INTO {} (event_type, aggregate_type, aggregate_id, idempotency_scope, "
-                             "idempotency_key, payload) VALUES ('e', 'a', %s, 'Scope', 'k2', '{{}}')")
-                     .format(sql.Identifier(ODD.schema, ODD.outbox)), (ref,))
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (event_type, aggregate_type, aggregate_id, idempotency_scope, "
+                "idempotency_key, payload) VALUES ('e', 'a', %s, 'Scope', 'k2', '{{}}')"
+            ).format(sql.Identifier(ODD.schema, ODD.outbox)),
+            (ref,),
+        )
         assert key_row(conn, "k2", scope="Scope", tables=ODD)["attempt_count"] == 2
         assert count_keys(conn, ODD) == 2
 

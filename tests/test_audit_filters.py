@@ -1,4 +1,5 @@
 """/audit filtered by kind of action, actor and time range, and a bulk action's one line saying what it did."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -16,11 +17,21 @@ from tests.test_audit_page import BASE, insert_audit
 def log(conn):
     """Actions of every kind at known times: BASE - 0 h, 1 h, ... ."""
     rows = {}
-    for hours, action, actor in ((0, "note", "alice"), (1, "reclassify:abandoned", "bob"),
-                                 (2, "purge:keys", "alice"), (3, "purge-dry-run:inbox", "carol"),
-                                 (4, "reclassify-bulk:safe_to_retry", "bob"), (30, "reclassify:needs_review", "alice")):
-        rows[action] = insert_audit(conn, at=BASE - timedelta(hours=hours), action=action, actor=actor,
-                                    key=None if action.startswith(("purge", "reclassify-bulk")) else "k")
+    for hours, action, actor in (
+        (0, "note", "alice"),
+        (1, "reclassify:abandoned", "bob"),
+        (2, "purge:keys", "alice"),
+        (3, "purge-dry-run:inbox", "carol"),
+        (4, "reclassify-bulk:safe_to_retry", "bob"),
+        (30, "reclassify:needs_review", "alice"),
+    ):
+        rows[action] = insert_audit(
+            conn,
+            at=BASE - timedelta(hours=hours),
+            action=action,
+            actor=actor,
+            key=None if action.startswith(("purge", "reclassify-bulk")) else "k",
+        )
     return rows
 
 
@@ -44,10 +55,12 @@ def test_filter_by_kind_of_action(client, log):
 
 def test_filter_by_time_range(client, conn, log):
     iso = lambda moment: quote(moment.isoformat())  # noqa: E731
-    assert _actions(client, f"since={iso(BASE - timedelta(hours=2))}") == [
-        "note", "reclassify:abandoned", "purge:keys"]
+    assert _actions(client, f"since={iso(BASE - timedelta(hours=2))}") == ["note", "reclassify:abandoned", "purge:keys"]
     assert _actions(client, f"since={iso(BASE - timedelta(hours=3))}&until={iso(BASE - timedelta(hours=1))}") == [
-        "reclassify:abandoned", "purge:keys", "purge-dry-run:inbox"]
+        "reclassify:abandoned",
+        "purge:keys",
+        "purge-dry-run:inbox",
+    ]
     # a time without a zone is UTC; datetime-local's form (no seconds) works
     naive = (BASE - timedelta(hours=4)).strftime("%Y-%m-%dT%H:%M")
     assert _actions(client, f"until={naive}") == ["reclassify-bulk:safe_to_retry", "reclassify:needs_review"]
@@ -63,11 +76,14 @@ def test_a_duration_longer_than_a_century_means_since_ever(client, log):
     assert client.get("/audit?since=999999999d").status_code == 200
 
 
-@pytest.mark.parametrize("query, words", [
-    ("action=delete", "action must be one of"),
-    ("since=yesterday", "since must be a time"),
-    ("until=2026-13-40", "until must be a time"),
-])
+@pytest.mark.parametrize(
+    "query, words",
+    [
+        ("action=delete", "action must be one of"),
+        ("since=yesterday", "since must be a time"),
+        ("until=2026-13-40", "until must be a time"),
+    ],
+)
 def test_bad_filters_are_a_400_that_says_what_to_send(client, log, query, words):
     for path in ("/api/v1/audit?", "/audit?"):
         response = client.get(path + query)
@@ -88,8 +104,10 @@ def test_a_bulk_line_says_filter_outcome_reason_and_counts(client, conn):
     api = "/api/v1/keys/reclassify-bulk"
     preview = client.post(api, json={"filter": {"scope": "refund"}, "to": "abandoned", "preview": True}).get_json()
     claim_key(conn, Tables(), "refund", "r2", "h", "api-2", lock_seconds=600)  # a retry took one back meanwhile
-    done = client.post(api, json={"filter": {"scope": "refund"}, "to": "abandoned", "reason": "INC-3: refunds",
-                                  "as_of": preview["as_of"]}).get_json()
+    done = client.post(
+        api,
+        json={"filter": {"scope": "refund"}, "to": "abandoned", "reason": "INC-3: refunds", "as_of": preview["as_of"]},
+    ).get_json()
     assert done["changed"] == 2
     soup = BeautifulSoup(client.get("/audit?action=reclassify-bulk").data, "html.parser")
     (line,) = soup.select("#audit-panel table.audit > tbody > tr")

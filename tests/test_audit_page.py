@@ -1,4 +1,5 @@
 """/audit and GET /api/v1/audit, against audit rows the tests insert themselves."""
+
 from __future__ import annotations
 
 import random
@@ -10,20 +11,44 @@ from psycopg.types.json import Jsonb
 
 from idemdash.queries import cursor
 
-FIELDS = {"audit_id", "at", "actor", "action", "scope", "key", "from_status", "to_status", "reason", "evidence",
-          "detail", "parent_id", "children"}
+FIELDS = {
+    "audit_id",
+    "at",
+    "actor",
+    "action",
+    "scope",
+    "key",
+    "from_status",
+    "to_status",
+    "reason",
+    "evidence",
+    "detail",
+    "parent_id",
+    "children",
+}
 BASE = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 
 
-def insert_audit(conn, *, at=BASE, actor="alice", action="reclassify:safe_to_retry", scope="create_order",
-                 key="k-1", from_status="processing", to_status="failed_retryable", reason="worker died",
-                 evidence=None, detail=None) -> int:
+def insert_audit(
+    conn,
+    *,
+    at=BASE,
+    actor="alice",
+    action="reclassify:safe_to_retry",
+    scope="create_order",
+    key="k-1",
+    from_status="processing",
+    to_status="failed_retryable",
+    reason="worker died",
+    evidence=None,
+    detail=None,
+) -> int:
     return conn.execute(
         """INSERT INTO idemdash.audit_log (at, actor, action, scope, key, from_status, to_status, reason,
                                            evidence, detail)
            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING audit_id""",
-        (at, actor, action, scope, key, from_status, to_status, reason, Jsonb(evidence or {}),
-         Jsonb(detail or {}))).fetchone()[0]
+        (at, actor, action, scope, key, from_status, to_status, reason, Jsonb(evidence or {}), Jsonb(detail or {})),
+    ).fetchone()[0]
 
 
 def walk(client, url):
@@ -49,8 +74,12 @@ def many(conn):
     rows = []
     for i in range(40):
         at = BASE - timedelta(seconds=rng.choice([0, 0, 0, 5, 5, 60, 3600]))  # heavy ties in `at`
-        row = {"at": at, "actor": rng.choice(["alice", "bob", "carol@example.com"]),
-               "scope": rng.choice(["create_order", "refund"]), "key": f"key-{i % 7}"}
+        row = {
+            "at": at,
+            "actor": rng.choice(["alice", "bob", "carol@example.com"]),
+            "scope": rng.choice(["create_order", "refund"]),
+            "key": f"key-{i % 7}",
+        }
         row["audit_id"] = insert_audit(conn, **row)
         rows.append(row)
     rows.sort(key=lambda r: (r["at"], r["audit_id"]), reverse=True)
@@ -66,8 +95,16 @@ def test_api_walks_every_action_once_newest_first_with_ties(client, many):
     assert items[0]["evidence"] == {} and items[0]["reason"] == "worker died"
 
 
-@pytest.mark.parametrize("query", ["actor=bob", "scope=refund", "key=key-3", "scope=create_order&actor=alice",
-                                   "scope=refund&key=key-2&actor=carol@example.com"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "actor=bob",
+        "scope=refund",
+        "key=key-3",
+        "scope=create_order&actor=alice",
+        "scope=refund&key=key-2&actor=carol@example.com",
+    ],
+)
 def test_api_filters_match_exactly(client, many, query):
     wanted = dict(part.split("=") for part in query.split("&"))
     expected = [r["audit_id"] for r in many if all(r[k] == v for k, v in wanted.items())]
@@ -85,16 +122,25 @@ def test_api_filter_with_no_match_and_default_limit(client, conn):
     assert client.get("/api/v1/audit?key=k").get_json()["items"] == []  # exact, not a prefix
 
 
-@pytest.mark.parametrize("query", [
-    "limit=0", "limit=501", "limit=ten", "cursor=***", "cursor=" + "A" * 9000,
-    "cursor=" + cursor.encode(["not a time", 1]),
-    "cursor=" + cursor.encode([BASE.isoformat(), "1"]),
-    "cursor=" + cursor.encode([BASE.isoformat(), True]),
-    "cursor=" + cursor.encode([BASE.isoformat(), 2**70]),
-    "cursor=" + cursor.encode([BASE.replace(tzinfo=None).isoformat(), 1]),
-    "cursor=" + cursor.encode([BASE.isoformat()]),
-    "actor=" + "a" * 501, "scope=" + "s" * 2001, "key=%00",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "limit=0",
+        "limit=501",
+        "limit=ten",
+        "cursor=***",
+        "cursor=" + "A" * 9000,
+        "cursor=" + cursor.encode(["not a time", 1]),
+        "cursor=" + cursor.encode([BASE.isoformat(), "1"]),
+        "cursor=" + cursor.encode([BASE.isoformat(), True]),
+        "cursor=" + cursor.encode([BASE.isoformat(), 2**70]),
+        "cursor=" + cursor.encode([BASE.replace(tzinfo=None).isoformat(), 1]),
+        "cursor=" + cursor.encode([BASE.isoformat()]),
+        "actor=" + "a" * 501,
+        "scope=" + "s" * 2001,
+        "key=%00",
+    ],
+)
 def test_bad_parameters_are_400(client, query):
     api = client.get(f"/api/v1/audit?{query}")
     assert api.status_code == 400, query
@@ -110,12 +156,29 @@ def _rows(response):
 
 
 def test_page_lists_actions_with_links_and_pager(client, conn):
-    first = insert_audit(conn, at=BASE - timedelta(minutes=5), key="a/b c", reason="first",
-                         evidence={"outbox_rows": 1})
-    second = insert_audit(conn, at=BASE, actor="bob", action="reclassify:abandoned", to_status="failed_final",
-                          scope="refund", key="r-9", reason="second")
-    insert_audit(conn, at=BASE, actor="scheduler", action="purge:run", scope=None, key=None, from_status=None,
-                 to_status=None, reason=None, detail={"table": "inbox"})
+    first = insert_audit(conn, at=BASE - timedelta(minutes=5), key="a/b c", reason="first", evidence={"outbox_rows": 1})
+    second = insert_audit(
+        conn,
+        at=BASE,
+        actor="bob",
+        action="reclassify:abandoned",
+        to_status="failed_final",
+        scope="refund",
+        key="r-9",
+        reason="second",
+    )
+    insert_audit(
+        conn,
+        at=BASE,
+        actor="scheduler",
+        action="purge:run",
+        scope=None,
+        key=None,
+        from_status=None,
+        to_status=None,
+        reason=None,
+        detail={"table": "inbox"},
+    )
     soup, rows = _rows(client.get("/audit"))
     assert len(rows) == 3
     assert [r["id"] for r in rows[1:]] == [f"audit-{second}", f"audit-{first}"]  # newest first, ties by id
@@ -182,16 +245,27 @@ def test_empty_states_say_what_to_do(client, conn):
     last = client.get("/api/v1/audit?limit=1").get_json()
     assert last["next_cursor"] is None
     beyond = cursor.encode([BASE.isoformat(), 1])
-    text = BeautifulSoup(client.get(f"/audit?cursor={beyond}").data,
-                         "html.parser").select_one("#audit-panel").get_text(" ")
+    text = (
+        BeautifulSoup(client.get(f"/audit?cursor={beyond}").data, "html.parser")
+        .select_one("#audit-panel")
+        .get_text(" ")
+    )
     assert "this was the last page" in text
 
 
 def test_untrusted_text_renders_inert(client, conn):
     payload = "<script>alert(1)</script><img src=x onerror=alert(2)>"
-    insert_audit(conn, actor=f"eve{payload}", key=f"k{payload}", scope=f"s{payload}", reason=f"why {payload}",
-                 action=f"reclassify:{payload}", from_status=payload, to_status="x\" onmouseover=\"alert(3)",
-                 evidence={"note": payload})
+    insert_audit(
+        conn,
+        actor=f"eve{payload}",
+        key=f"k{payload}",
+        scope=f"s{payload}",
+        reason=f"why {payload}",
+        action=f"reclassify:{payload}",
+        from_status=payload,
+        to_status='x" onmouseover="alert(3)',
+        evidence={"note": payload},
+    )
     response = client.get("/audit")
     soup = BeautifulSoup(response.data, "html.parser")
     body = soup.select_one("#audit-panel")
@@ -224,17 +298,23 @@ def test_a_bulk_action_is_one_line_that_expands_to_its_keys(client, conn):
     single = insert_audit(conn, at=datetime.now(timezone.utc), scope="refund", key="other")
     api = "/api/v1/keys/reclassify-bulk"
     preview = client.post(api, json={"filter": {"scope": "refund"}, "to": "abandoned", "preview": True}).get_json()
-    done = client.post(api, json={"filter": {"scope": "refund"}, "to": "abandoned", "reason": "refunds stuck",
-                                  "as_of": preview["as_of"]}).get_json()
+    done = client.post(
+        api,
+        json={"filter": {"scope": "refund"}, "to": "abandoned", "reason": "refunds stuck", "as_of": preview["as_of"]},
+    ).get_json()
     assert done["changed"] == 4
 
     items = client.get("/api/v1/audit").get_json()["items"]
-    assert [(i["audit_id"], i["children"], i["key"]) for i in items] == [(done["audit_id"], 4, None),
-                                                                         (single, 0, "other")]
+    assert [(i["audit_id"], i["children"], i["key"]) for i in items] == [
+        (done["audit_id"], 4, None),
+        (single, 0, "other"),
+    ]
     assert items[0]["detail"]["filter"]["scope"] == "refund" and items[0]["reason"] == "refunds stuck"
     # scope filter: the bulk line counts for its scope
-    assert [i["audit_id"] for i in client.get("/api/v1/audit?scope=refund").get_json()["items"]] == [done["audit_id"],
-                                                                                                     single]
+    assert [i["audit_id"] for i in client.get("/api/v1/audit?scope=refund").get_json()["items"]] == [
+        done["audit_id"],
+        single,
+    ]
     children = client.get(f"/api/v1/audit?parent={done['audit_id']}").get_json()["items"]
     assert sorted(c["key"] for c in children) == ["r0", "r1", "r2", "r3"]
     assert {c["parent_id"] for c in children} == {done["audit_id"]}
@@ -249,6 +329,7 @@ def test_a_bulk_action_is_one_line_that_expands_to_its_keys(client, conn):
     assert summary["data-children"] == "4" and "stuck keys in scope 'refund'" in summary.get_text()
     assert rows[0].select_one("details.children")["hx-get"] == f"/audit?parent={done['audit_id']}"
     # what the expansion loads (and the link without JavaScript) lists the four keys
-    expanded = BeautifulSoup(client.get(f"/audit?parent={done['audit_id']}", headers={"HX-Request": "true"}).data,
-                             "html.parser")
+    expanded = BeautifulSoup(
+        client.get(f"/audit?parent={done['audit_id']}", headers={"HX-Request": "true"}).data, "html.parser"
+    )
     assert sorted(a.get_text() for a in expanded.select("table.audit td.keycell a.key")) == ["r0", "r1", "r2", "r3"]

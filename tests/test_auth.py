@@ -3,6 +3,7 @@
 The guards are exercised through a tiny blueprint registered here (a form action and a JSON action),
 so these tests do not depend on any real action's behaviour.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,9 +43,10 @@ def database_url(shared_database_url):
 @pytest.fixture
 def users_file(tmp_path):
     path = tmp_path / "users"
-    path.write_text("# idemdash users\n\n"
-                    f"alice:operator:{_fast_hash('alice-pw')}\n"
-                    f"bob:viewer:{_fast_hash('bob-pw')}\n", encoding="utf-8")
+    path.write_text(
+        f"# idemdash users\n\nalice:operator:{_fast_hash('alice-pw')}\nbob:viewer:{_fast_hash('bob-pw')}\n",
+        encoding="utf-8",
+    )
     return str(path)
 
 
@@ -77,8 +79,9 @@ def guarded(make_app):
         @bp.get("/test-whoami")
         def whoami():
             user = current_user()
-            return jsonify({"name": user.name, "role": user.role, "source": user.source,
-                            "actions_allowed": actions_allowed()})
+            return jsonify(
+                {"name": user.name, "role": user.role, "source": user.source, "actions_allowed": actions_allowed()}
+            )
 
         app.register_blueprint(bp)
         return app
@@ -140,8 +143,11 @@ def test_none_mode_refuses_another_host_on_every_kind_of_request(guarded, conn):
     assert "/idemdash_test" in label and label not in page.get_data(as_text=True)
     _refused(client.get("/api/v1/keys?status=stuck", headers=REBOUND), json_body=True)
     # a matching Origin passed the same-origin check before: the rebinding page is its own origin
-    purge = client.post("/api/v1/purges/run", json={"table": "keys", "dry_run": False},
-                        headers={**REBOUND, "Origin": "http://evil.example:8000"})
+    purge = client.post(
+        "/api/v1/purges/run",
+        json={"table": "keys", "dry_run": False},
+        headers={**REBOUND, "Origin": "http://evil.example:8000"},
+    )
     _refused(purge, json_body=True)
     form = client.post("/test-action", data={"csrf_token": token}, headers=REBOUND)
     _refused(form, json_body=False)
@@ -167,8 +173,21 @@ def test_none_mode_refuses_a_peer_on_another_machine(guarded):
     assert client.get("/healthz", environ_base=REMOTE).status_code == 200
 
 
-@pytest.mark.parametrize("host", ["localhost", "localhost:8000", "LOCALHOST:8000", "localhost.", "localhost.:8000",
-                                  "127.0.0.1", "127.0.0.1:8000", "127.1.2.3:80", "[::1]:8000", "[::1]"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost",
+        "localhost:8000",
+        "LOCALHOST:8000",
+        "localhost.",
+        "localhost.:8000",
+        "127.0.0.1",
+        "127.0.0.1:8000",
+        "127.1.2.3:80",
+        "[::1]:8000",
+        "[::1]",
+    ],
+)
 @pytest.mark.parametrize("peer", ["127.0.0.1", "::1", "::ffff:127.0.0.1"])
 def test_none_mode_answers_loopback_names_and_peers(guarded, host, peer):
     client = guarded().test_client()
@@ -176,9 +195,22 @@ def test_none_mode_answers_loopback_names_and_peers(guarded, host, peer):
     assert response.status_code == 200 and response.get_json()["role"] == "operator"
 
 
-@pytest.mark.parametrize("host", ["evil.example", "localhost.evil.example", "127.0.0.1.evil.example", "10.0.0.1:8000",
-                                  "0.0.0.0:8000", "[::]:8000", "foo.localhost", "127.0.0.1,evil.example",
-                                  "unix:/tmp/x", "[::1", "evil.example:8000\x00"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.example",
+        "localhost.evil.example",
+        "127.0.0.1.evil.example",
+        "10.0.0.1:8000",
+        "0.0.0.0:8000",
+        "[::]:8000",
+        "foo.localhost",
+        "127.0.0.1,evil.example",
+        "unix:/tmp/x",
+        "[::1",
+        "evil.example:8000\x00",
+    ],
+)
 def test_none_mode_refuses_names_that_are_not_loopback(guarded, host):
     client = guarded().test_client()
     response = client.get("/test-whoami", headers={"Host": host})
@@ -212,8 +244,12 @@ def test_none_mode_refuses_another_host_through_a_real_server(guarded, live_serv
     url = urlsplit(live_server(guarded()))
     for method, path, body, headers in [
         ("GET", "/keys", None, {}),
-        ("POST", "/api/v1/purges/run", '{"table": "keys", "dry_run": false}',
-         {"Content-Type": "application/json", "Origin": "http://evil.example:8000"}),
+        (
+            "POST",
+            "/api/v1/purges/run",
+            '{"table": "keys", "dry_run": false}',
+            {"Content-Type": "application/json", "Origin": "http://evil.example:8000"},
+        ),
     ]:
         connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
         try:
@@ -282,8 +318,9 @@ def test_read_only_refuses_operators_and_hides_actions(guarded):
     api = client.post("/api/v1/test-action", json={}, headers=OPERATOR_HEADERS)
     assert api.status_code == 403 and "IDEMDASH_READ_ONLY" in api.get_json()["error"]
     assert app.actors == []
-    badge = BeautifulSoup(client.get("/runbook/stuck-keys", headers=OPERATOR_HEADERS).data,
-                          "html.parser").select_one("header.topbar .read-only")
+    badge = BeautifulSoup(client.get("/runbook/stuck-keys", headers=OPERATOR_HEADERS).data, "html.parser").select_one(
+        "header.topbar .read-only"
+    )
     assert badge is not None and badge.get_text() == "read-only"
 
 
@@ -304,8 +341,10 @@ def test_basic_without_credentials_is_challenged(guarded, users_file):
     assert client.get("/audit", headers={"Authorization": "Bearer abc"}).status_code == 401
 
 
-@pytest.mark.parametrize(("name", "password"), [("alice", "wrong"), ("alice", ""), ("mallory", "alice-pw"),
-                                                ("", "alice-pw"), ("ALICE", "alice-pw")])
+@pytest.mark.parametrize(
+    ("name", "password"),
+    [("alice", "wrong"), ("alice", ""), ("mallory", "alice-pw"), ("", "alice-pw"), ("ALICE", "alice-pw")],
+)
 def test_basic_wrong_credentials_are_refused(guarded, users_file, name, password):
     client = guarded(AUTH="basic", USERS_FILE=users_file).test_client()
     response = client.get("/test-whoami", headers=basic(name, password))
@@ -318,7 +357,11 @@ def test_basic_roles_come_from_the_users_file(guarded, users_file):
     client = app.test_client()
     alice, bob = basic("alice", "alice-pw"), basic("bob", "bob-pw")
     assert client.get("/test-whoami", headers=alice).get_json() == {
-        "name": "alice", "role": "operator", "source": "basic", "actions_allowed": True}
+        "name": "alice",
+        "role": "operator",
+        "source": "basic",
+        "actions_allowed": True,
+    }
     assert client.get("/test-whoami", headers=bob).get_json()["role"] == "viewer"
     # asked twice: the second answer comes from the remembered check and must agree
     assert client.get("/test-whoami", headers=alice).get_json()["name"] == "alice"
@@ -342,15 +385,18 @@ def test_probes_and_static_stay_open(guarded, users_file):
     assert client.get("/no-such-page").status_code == 401  # not even whether a page exists
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("", "lists no users"),
-    ("# only a comment\n", "lists no users"),
-    ("alice:operator\n", "line 1: expected name:role:hash"),
-    ("\nalice:admin:{h}\n", "line 2: role must be viewer or operator"),
-    ("alice:operator:hunter2\n", "line 1: the password hash is not one werkzeug makes"),
-    ("alice:operator:{h}\nalice:viewer:{h}\n", "line 2: user 'alice' appears twice"),
-    ("al ice:operator:{h}\n", "line 1: user name"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "lists no users"),
+        ("# only a comment\n", "lists no users"),
+        ("alice:operator\n", "line 1: expected name:role:hash"),
+        ("\nalice:admin:{h}\n", "line 2: role must be viewer or operator"),
+        ("alice:operator:hunter2\n", "line 1: the password hash is not one werkzeug makes"),
+        ("alice:operator:{h}\nalice:viewer:{h}\n", "line 2: user 'alice' appears twice"),
+        ("al ice:operator:{h}\n", "line 1: user name"),
+    ],
+)
 def test_bad_users_files_stop_the_start(make_app, tmp_path, content, message):
     path = tmp_path / "users"
     path.write_text(content.replace("{h}", _fast_hash("x")), encoding="utf-8")
@@ -375,8 +421,9 @@ def test_users_file_accepts_werkzeug_default_hashes_and_colons_in_them():
 
 
 def test_hash_password_prints_a_users_file_line():
-    result = CliRunner().invoke(main, ["hash-password", "--user", "dave", "--role", "operator"],
-                                input="s3cret pass\ns3cret pass\n")
+    result = CliRunner().invoke(
+        main, ["hash-password", "--user", "dave", "--role", "operator"], input="s3cret pass\ns3cret pass\n"
+    )
     assert result.exit_code == 0, result.output
     line = result.stdout.strip().splitlines()[-1]
     assert "s3cret" not in line
@@ -396,14 +443,26 @@ def test_hash_password_prints_a_users_file_line():
 def test_proxy_groups_decide_the_role(guarded):
     client = guarded(AUTH="proxy", OPERATOR_GROUPS="oncall, idemdash-operators").test_client()
     assert client.get("/test-whoami", headers=OPERATOR_HEADERS).get_json() == {
-        "name": "alice@example.com", "role": "operator", "source": "proxy", "actions_allowed": True}
+        "name": "alice@example.com",
+        "role": "operator",
+        "source": "proxy",
+        "actions_allowed": True,
+    }
     assert client.get("/test-whoami", headers=VIEWER_HEADERS).get_json()["role"] == "viewer"
     # no groups header at all: a viewer; group names match exactly
     assert client.get("/test-whoami", headers={"X-Forwarded-User": "carol"}).get_json()["role"] == "viewer"
-    assert client.get("/test-whoami", headers={"X-Forwarded-User": "carol", "X-Forwarded-Groups": "OnCall"}
-                      ).get_json()["role"] == "viewer"
-    assert client.get("/test-whoami", headers={"X-Forwarded-User": "carol", "X-Forwarded-Groups": "oncall"}
-                      ).get_json()["role"] == "operator"
+    assert (
+        client.get("/test-whoami", headers={"X-Forwarded-User": "carol", "X-Forwarded-Groups": "OnCall"}).get_json()[
+            "role"
+        ]
+        == "viewer"
+    )
+    assert (
+        client.get("/test-whoami", headers={"X-Forwarded-User": "carol", "X-Forwarded-Groups": "oncall"}).get_json()[
+            "role"
+        ]
+        == "operator"
+    )
 
 
 def test_proxy_headers_from_an_untrusted_address_are_ignored(guarded, caplog):
@@ -426,19 +485,28 @@ def test_proxy_headers_from_an_untrusted_address_are_ignored(guarded, caplog):
 def test_proxy_trusts_cidr_networks_and_mapped_addresses(guarded):
     client = guarded(AUTH="proxy", PROXY_TRUSTED="10.9.0.0/16, ::1").test_client()
     assert client.get("/test-whoami", headers=OPERATOR_HEADERS, environ_base=UNTRUSTED).get_json()["role"] == "operator"
-    assert client.get("/test-whoami", headers=OPERATOR_HEADERS,
-                      environ_base={"REMOTE_ADDR": "::ffff:10.9.1.1"}).status_code == 200
-    assert client.get("/test-whoami", headers=OPERATOR_HEADERS,
-                      environ_base={"REMOTE_ADDR": "10.10.0.1"}).status_code == 401
+    assert (
+        client.get(
+            "/test-whoami", headers=OPERATOR_HEADERS, environ_base={"REMOTE_ADDR": "::ffff:10.9.1.1"}
+        ).status_code
+        == 200
+    )
+    assert (
+        client.get("/test-whoami", headers=OPERATOR_HEADERS, environ_base={"REMOTE_ADDR": "10.10.0.1"}).status_code
+        == 401
+    )
     # 127.0.0.1 is no longer in the list
     assert client.get("/test-whoami", headers=OPERATOR_HEADERS).status_code == 401
 
 
 def test_proxy_custom_headers_and_missing_user(guarded):
-    client = guarded(AUTH="proxy", PROXY_USER_HEADER="X-Auth-Request-Email",
-                     PROXY_GROUPS_HEADER="X-Auth-Request-Groups").test_client()
-    me = client.get("/test-whoami", headers={"X-Auth-Request-Email": "erin@example.com",
-                                             "X-Auth-Request-Groups": "idemdash-operators"}).get_json()
+    client = guarded(
+        AUTH="proxy", PROXY_USER_HEADER="X-Auth-Request-Email", PROXY_GROUPS_HEADER="X-Auth-Request-Groups"
+    ).test_client()
+    me = client.get(
+        "/test-whoami",
+        headers={"X-Auth-Request-Email": "erin@example.com", "X-Auth-Request-Groups": "idemdash-operators"},
+    ).get_json()
     assert me["name"] == "erin@example.com" and me["role"] == "operator"
     # the default header names mean nothing now
     missing = client.get("/api/v1/audit", headers=OPERATOR_HEADERS)
@@ -467,8 +535,11 @@ def test_proxy_refuses_identity_headers_sent_more_than_once(guarded, repeated):
 
 def test_proxy_names_the_configured_header_when_it_is_repeated(guarded):
     client = guarded(AUTH="proxy", PROXY_GROUPS_HEADER="X-Auth-Request-Groups").test_client()
-    headers = {"X-Forwarded-User": "erin", "X-Auth-Request-Groups": "idemdash-operators",
-               REPEATED_HEADERS: "X-AUTH-REQUEST-GROUPS"}
+    headers = {
+        "X-Forwarded-User": "erin",
+        "X-Auth-Request-Groups": "idemdash-operators",
+        REPEATED_HEADERS: "X-AUTH-REQUEST-GROUPS",
+    }
     response = client.get("/api/v1/audit", headers=headers)
     assert response.status_code == 400
     assert "send exactly one X-Auth-Request-Groups header" in response.get_json()["error"]
@@ -529,8 +600,13 @@ def test_form_posts_from_another_site_are_refused_even_with_a_good_token(guarded
     app = guarded()
     client = app.test_client()
     token = page_token(client)
-    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Referer": "http://evil.example/x.html"},
-                    {"Origin": "http://localhost.evil.example"}, {"Sec-Fetch-Site": "cross-site"}):
+    for headers in (
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Referer": "http://evil.example/x.html"},
+        {"Origin": "http://localhost.evil.example"},
+        {"Sec-Fetch-Site": "cross-site"},
+    ):
         refused = client.post("/test-action", data={"csrf_token": token}, headers=headers)
         assert refused.status_code == 403, headers
         text = BeautifulSoup(refused.data, "html.parser").get_text()
@@ -567,8 +643,9 @@ def test_without_sign_in_the_token_outlives_a_change_of_loopback_address(guarded
     app = guarded()
     client = app.test_client()
     token = page_token(client)
-    assert client.post("/test-action", data={"csrf_token": token}, environ_base={"REMOTE_ADDR": "::1"}
-                       ).status_code == 200
+    assert (
+        client.post("/test-action", data={"csrf_token": token}, environ_base={"REMOTE_ADDR": "::1"}).status_code == 200
+    )
     assert app.actors == ["anonymous@::1"]
 
 
@@ -595,8 +672,10 @@ def test_json_api_refuses_other_origins(guarded, path):
     assert client.post(path, json={}, headers={"Referer": "https://evil.example/a"}).status_code == 403
     # same origin, or a script with no Origin at all
     assert client.post(path, json={}, headers={"Origin": "http://localhost"}).status_code == 200
-    assert client.post(path, json={}, headers={"Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"}
-                       ).status_code == 200
+    assert (
+        client.post(path, json={}, headers={"Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"}).status_code
+        == 200
+    )
     assert client.post(path, json={}).status_code == 200
 
 
@@ -632,8 +711,9 @@ def test_session_cookie_flags(guarded):
     assert "HttpOnly" in plain and "SameSite=Lax" in plain and "Secure" not in plain
     tls = _session_cookie(guarded().test_client().get("/runbook/stuck-keys", base_url="https://localhost"))
     assert "Secure" in tls
-    forwarded = _session_cookie(guarded().test_client().get("/runbook/stuck-keys",
-                                                            headers={"X-Forwarded-Proto": "https"}))
+    forwarded = _session_cookie(
+        guarded().test_client().get("/runbook/stuck-keys", headers={"X-Forwarded-Proto": "https"})
+    )
     assert "Secure" in forwarded
     forced = _session_cookie(guarded(SESSION_COOKIE_SECURE=True).test_client().get("/runbook/stuck-keys"))
     assert "Secure" in forced
@@ -643,28 +723,56 @@ def test_session_cookie_flags(guarded):
 # refusing to serve AUTH=none beyond loopback
 
 
-@pytest.mark.parametrize(("bind", "host"), [
-    ("127.0.0.1:8000", "127.0.0.1"), ("0.0.0.0:8000", "0.0.0.0"), ("[::1]:8000", "::1"), ("[::]:80", "::"),
-    ("localhost:8000", "localhost"), ("dash.internal:8000", "dash.internal"), (":8000", ""),
-    ("0.0.0.0", "0.0.0.0"), ("::1", "::1"), ("unix:/run/idemdash.sock", None), ("fd://3", None),
-])
+@pytest.mark.parametrize(
+    ("bind", "host"),
+    [
+        ("127.0.0.1:8000", "127.0.0.1"),
+        ("0.0.0.0:8000", "0.0.0.0"),
+        ("[::1]:8000", "::1"),
+        ("[::]:80", "::"),
+        ("localhost:8000", "localhost"),
+        ("dash.internal:8000", "dash.internal"),
+        (":8000", ""),
+        ("0.0.0.0", "0.0.0.0"),
+        ("::1", "::1"),
+        ("unix:/run/idemdash.sock", None),
+        ("fd://3", None),
+    ],
+)
 def test_bind_host(bind, host):
     assert bind_host(bind) == host
 
 
-@pytest.mark.parametrize(("host", "loopback"), [
-    ("127.0.0.1", True), ("127.1.2.3", True), ("::1", True), ("[::1]", True), ("localhost", True),
-    ("LOCALHOST", True), ("0.0.0.0", False), ("::", False), ("", False), ("10.0.0.1", False),
-    ("dash.internal", False), ("::ffff:127.0.0.1", True),
-])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.1.2.3", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("", False),
+        ("10.0.0.1", False),
+        ("dash.internal", False),
+        ("::ffff:127.0.0.1", True),
+    ],
+)
 def test_is_loopback_host(host, loopback):
     assert is_loopback_host(host) is loopback
 
 
 def _cli_env(**values):
     database_url = os.environ.get("TEST_SERVE_DATABASE_URL", "postgresql://idemdash@db.invalid/app")
-    env = {"IDEMDASH_DATABASE_URL": database_url, "IDEMDASH_AUTH": None,
-           "IDEMDASH_ALLOW_UNAUTHENTICATED": None, "IDEMDASH_USERS_FILE": None, "IDEMDASH_BIND": None}
+    env = {
+        "IDEMDASH_DATABASE_URL": database_url,
+        "IDEMDASH_AUTH": None,
+        "IDEMDASH_ALLOW_UNAUTHENTICATED": None,
+        "IDEMDASH_USERS_FILE": None,
+        "IDEMDASH_BIND": None,
+    }
     env.update({f"IDEMDASH_{k}": v for k, v in values.items()})
     return env
 
@@ -691,13 +799,16 @@ def test_serve_refuses_a_public_bind_without_auth(gunicorn_runs):
     assert gunicorn_runs == []
 
 
-@pytest.mark.parametrize(("args", "env"), [
-    (["--bind", "127.0.0.1:8000"], {}),
-    (["--bind", "[::1]:8000"], {}),
-    ([], {}),  # the default bind is loopback
-    (["--bind", "0.0.0.0:8000"], {"ALLOW_UNAUTHENTICATED": "1"}),
-    (["--bind", "0.0.0.0:8000"], {"AUTH": "proxy"}),
-])
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["--bind", "127.0.0.1:8000"], {}),
+        (["--bind", "[::1]:8000"], {}),
+        ([], {}),  # the default bind is loopback
+        (["--bind", "0.0.0.0:8000"], {"ALLOW_UNAUTHENTICATED": "1"}),
+        (["--bind", "0.0.0.0:8000"], {"AUTH": "proxy"}),
+    ],
+)
 def test_serve_starts_when_allowed(gunicorn_runs, args, env):
     result = CliRunner().invoke(main, ["serve", *args], env=_cli_env(**env))
     assert result.exit_code == 0, result.output
@@ -705,12 +816,14 @@ def test_serve_starts_when_allowed(gunicorn_runs, args, env):
 
 
 def test_serve_checks_the_users_file_before_starting(gunicorn_runs, tmp_path, users_file):
-    missing = CliRunner().invoke(main, ["serve", "--bind", "0.0.0.0:8000"],
-                                 env=_cli_env(AUTH="basic", USERS_FILE=str(tmp_path / "nope")))
+    missing = CliRunner().invoke(
+        main, ["serve", "--bind", "0.0.0.0:8000"], env=_cli_env(AUTH="basic", USERS_FILE=str(tmp_path / "nope"))
+    )
     assert missing.exit_code == 2 and "does not exist" in missing.output
     assert gunicorn_runs == []
-    ok = CliRunner().invoke(main, ["serve", "--bind", "0.0.0.0:8000"],
-                            env=_cli_env(AUTH="basic", USERS_FILE=users_file))
+    ok = CliRunner().invoke(
+        main, ["serve", "--bind", "0.0.0.0:8000"], env=_cli_env(AUTH="basic", USERS_FILE=users_file)
+    )
     assert ok.exit_code == 0, ok.output
     assert gunicorn_runs == [["0.0.0.0:8000"]]
 
@@ -733,8 +846,9 @@ def test_demo_refuses_a_public_host_before_starting_anything(monkeypatch):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = str(probe.getsockname()[1])
-    allowed = CliRunner().invoke(main, ["demo", "--host", "0.0.0.0", "--port", port],
-                                 env=_cli_env(ALLOW_UNAUTHENTICATED="1"))
+    allowed = CliRunner().invoke(
+        main, ["demo", "--host", "0.0.0.0", "--port", port], env=_cli_env(ALLOW_UNAUTHENTICATED="1")
+    )
     assert isinstance(allowed.exception, _Started), allowed.output
     local = CliRunner().invoke(main, ["demo", "--host", "127.0.0.1", "--port", port], env=_cli_env())
     assert isinstance(local.exception, _Started), local.output
@@ -748,9 +862,18 @@ def test_security_doc_names_every_auth_setting():
     from pathlib import Path
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "security.md").read_text(encoding="utf-8")
-    for name in ("IDEMDASH_AUTH", "IDEMDASH_USERS_FILE", "IDEMDASH_PROXY_USER_HEADER", "IDEMDASH_PROXY_GROUPS_HEADER",
-                 "IDEMDASH_PROXY_TRUSTED", "IDEMDASH_OPERATOR_GROUPS", "IDEMDASH_ALLOW_UNAUTHENTICATED",
-                 "IDEMDASH_SESSION_COOKIE_SECURE", "IDEMDASH_READ_ONLY", "idemdash hash-password"):
+    for name in (
+        "IDEMDASH_AUTH",
+        "IDEMDASH_USERS_FILE",
+        "IDEMDASH_PROXY_USER_HEADER",
+        "IDEMDASH_PROXY_GROUPS_HEADER",
+        "IDEMDASH_PROXY_TRUSTED",
+        "IDEMDASH_OPERATOR_GROUPS",
+        "IDEMDASH_ALLOW_UNAUTHENTICATED",
+        "IDEMDASH_SESSION_COOKIE_SECURE",
+        "IDEMDASH_READ_ONLY",
+        "idemdash hash-password",
+    ):
         assert name in text, name
     assert re.search(r"X-CSRFToken", text)
     assert auth.REALM in text

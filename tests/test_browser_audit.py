@@ -1,4 +1,5 @@
 """The audit log in a real Chromium: filter in place, follow a key, and nothing breaks the CSP."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -15,8 +16,16 @@ pytestmark = pytest.mark.browser
 def test_filter_the_audit_log_in_place(live_server, page, conn):
     insert_key(conn, "refund", "refund 7/x")
     insert_audit(conn, at=BASE, actor="alice", scope="create_order", key="order-1", reason="worker OOM")
-    insert_audit(conn, at=BASE - timedelta(minutes=1), actor="bob", scope="refund", key="refund 7/x",
-                 action="reclassify:abandoned", to_status="failed_final", reason="<b>customer gave up</b>")
+    insert_audit(
+        conn,
+        at=BASE - timedelta(minutes=1),
+        actor="bob",
+        scope="refund",
+        key="refund 7/x",
+        action="reclassify:abandoned",
+        to_status="failed_final",
+        reason="<b>customer gave up</b>",
+    )
     base = live_server()
     page.goto(base + "/audit")
     rows = page.locator("#audit-panel tbody tr")

@@ -2,6 +2,7 @@
 the list in place (the form's field follows); at 390 px it is folded to its summary line, which names where the
 keys are, the list's first row stays on the first screen, and a 15 s refresh keeps it as the operator left it. The
 overview names the stuck keys' scope and worker at both widths. Screenshots in /tmp/breakdown/."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,7 +36,7 @@ def test_at_1440_the_breakdown_is_open_and_a_worker_filters_the_list_in_place(ch
         page.locator("[data-breakdown=worker] a[data-name=api-3]").click()
         page.locator("#filters-summary", has_text="claimed by = api-3").wait_for()
         assert page.url.endswith("claimed_by=api-3")
-        assert page.locator("#filter-claimed-by").input_value() == "api-3"    # the form follows the link
+        assert page.locator("#filter-claimed-by").input_value() == "api-3"  # the form follows the link
         workers = page.locator("#keys-panel table.keys tbody tr td:nth-child(3)").all_text_contents()
         assert workers and {w.strip() for w in workers} == {"api-3"}
         assert page.locator("[data-breakdown=worker] a[aria-current]").get_attribute("data-name") == "api-3"
@@ -52,7 +53,7 @@ def test_at_1440_the_breakdown_is_open_and_a_worker_filters_the_list_in_place(ch
 def refresh(page) -> None:
     """The panel's 15 s refresh, now; returns once the new panel is in."""
     page.evaluate("document.getElementById('keys-panel').dataset.old = '1'; htmx.trigger('#keys-panel', 'refresh')")
-    for _ in range(100):   # wait_for_function evaluates a string: the page's CSP refuses it
+    for _ in range(100):  # wait_for_function evaluates a string: the page's CSP refuses it
         page.wait_for_timeout(100)
         if page.evaluate("() => { const p = document.getElementById('keys-panel'); return !!p && !p.dataset.old; }"):
             break
@@ -84,7 +85,7 @@ def test_at_390_the_breakdown_folds_and_the_list_stays_on_the_first_screen(chrom
         page.goto(incident + "/")
         where = page.locator("#stuck-where").bounding_box()
         stuck, held = page.locator("#card-stuck").bounding_box(), page.locator("#card-needs-review").bounding_box()
-        assert stuck["y"] + stuck["height"] <= where["y"] < held["y"], (stuck, where, held)   # under its card
+        assert stuck["y"] + stuck["height"] <= where["y"] < held["y"], (stuck, where, held)  # under its card
         assert page.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
         page.screenshot(path=str(SHOTS / "overview-390.png"), full_page=True)
     finally:

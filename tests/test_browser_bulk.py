@@ -1,4 +1,5 @@
 """Bulk reclassification the way an operator clicks it: filter the stuck list in place, preview, confirm."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,12 @@ pytestmark = pytest.mark.browser
 
 
 def statuses(conn) -> dict[tuple[str, str], str]:
-    return {(s, k): st for s, k, st in conn.execute(
-        "SELECT idempotency_scope, idempotency_key, status::text FROM app.idempotency_request")}
+    return {
+        (s, k): st
+        for s, k, st in conn.execute(
+            "SELECT idempotency_scope, idempotency_key, status::text FROM app.idempotency_request"
+        )
+    }
 
 
 def test_filter_in_place_preview_confirm_changes_only_that_scope(live_server, page, conn):
@@ -47,8 +52,9 @@ def test_filter_in_place_preview_confirm_changes_only_that_scope(live_server, pa
     expect(page.locator("#keys-panel")).to_contain_text("No stuck keys match")
 
     after = statuses(conn)
-    assert {k: v for k, v in after.items() if k[0] == "refund"} == {("refund", f"refund-{i}"): "failed_final"
-                                                                   for i in range(3)}
+    assert {k: v for k, v in after.items() if k[0] == "refund"} == {
+        ("refund", f"refund-{i}"): "failed_final" for i in range(3)
+    }
     assert {v for k, v in after.items() if k[0] == "create_order"} == {"processing"}
 
 
@@ -84,7 +90,7 @@ def test_every_scope_needs_the_explicit_tick(live_server, page, conn):
     expect(preview.locator("[data-bulk-filter]")).to_contain_text("in every scope")
     tick = preview.locator("input[name=all_scopes]")
     expect(tick).to_have_count(1)
-    preview.get_by_role("button", name="Mark 2 keys").click()   # the browser will not submit without the tick
+    preview.get_by_role("button", name="Mark 2 keys").click()  # the browser will not submit without the tick
     expect(preview.locator("[data-bulk-count]")).to_have_text("2")
     assert set(statuses(conn).values()) == {"processing"}
     tick.check()

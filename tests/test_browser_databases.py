@@ -1,5 +1,6 @@
 """The all-databases page in a real headless Chromium: it opens at once with rows still waiting for their first
 answer, and fills them in as the background refresh gets them, without a reload."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The all-databases page's fleet views in a real headless Chromium: a filter changes the table in place (no reload,
 the address keeping it), and a key searched on the page is found across every database."""
+
 from __future__ import annotations
 
 import psycopg
@@ -11,16 +12,19 @@ from tests.test_keys import insert_key
 pytestmark = pytest.mark.browser
 
 
-def test_a_filter_changes_the_table_in_place_and_a_key_is_found_across_the_fleet(pg_templates, clone_of, make_app,
-                                                                                  live_server, page, tmp_path):
+def test_a_filter_changes_the_table_in_place_and_a_key_is_found_across_the_fleet(
+    pg_templates, clone_of, make_app, live_server, page, tmp_path
+):
     urls = {name: clone_of(pg_templates["enum"]) for name in ("alpha", "bravo", "carol")}
     for name in ("alpha", "carol"):
         with psycopg.connect(urls[name], autocommit=True) as conn:
             insert_key(conn, "orders", "order-4471")
     environments = {"alpha": "prod", "bravo": "staging", "carol": "prod"}
     config = tmp_path / "three.toml"
-    config.write_text("".join(f'[databases.{n}]\nurl = "{u}"\nenvironment = "{environments[n]}"\n\n'
-                              for n, u in urls.items()), encoding="utf-8")
+    config.write_text(
+        "".join(f'[databases.{n}]\nurl = "{u}"\nenvironment = "{environments[n]}"\n\n' for n, u in urls.items()),
+        encoding="utf-8",
+    )
     app = make_app(CONFIG=str(config), FLEET_REFRESH_SECONDS=3600)
     app.extensions["idemdash_overview"].ask_all_now()
     base = live_server(app)

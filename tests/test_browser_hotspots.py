@@ -1,4 +1,5 @@
 """Hotspots and suppression in a real Chromium: the filter swaps the table, pushes the URL, breaks no CSP rule."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -13,9 +14,14 @@ pytestmark = pytest.mark.browser
 
 def test_suppression_window_select_swaps_the_table_and_pushes_the_url(live_server, page, conn):
     now = _now(conn)
-    insert(conn, [Key("create_order", "recent", "succeeded", 1, now - timedelta(minutes=20)),
-                  Key("create_order", "today", "succeeded", 3, now - timedelta(hours=5)),
-                  Key("refund", "this-week", "failed_final", 2, now - timedelta(days=3))])
+    insert(
+        conn,
+        [
+            Key("create_order", "recent", "succeeded", 1, now - timedelta(minutes=20)),
+            Key("create_order", "today", "succeeded", 3, now - timedelta(hours=5)),
+            Key("refund", "this-week", "failed_final", 2, now - timedelta(days=3)),
+        ],
+    )
     base = live_server()
     page.goto(base + "/suppression?window=24h")
     keys_total = page.locator('#totals [data-col="keys"]')
@@ -47,9 +53,22 @@ def test_hotspots_filter_and_histogram_bars(live_server, page, conn):
     from tests.test_hotspots import insert as insert_hot
 
     now = _now(conn)
-    insert_hot(conn, [HotKey("create_order", f"k-{i}", "processing", "api-1", attempts, now - timedelta(hours=1),
-                             now - timedelta(minutes=30), now - timedelta(seconds=i))
-                      for i, attempts in enumerate([1, 1, 1, 2, 6, 8, 25])])
+    insert_hot(
+        conn,
+        [
+            HotKey(
+                "create_order",
+                f"k-{i}",
+                "processing",
+                "api-1",
+                attempts,
+                now - timedelta(hours=1),
+                now - timedelta(minutes=30),
+                now - timedelta(seconds=i),
+            )
+            for i, attempts in enumerate([1, 1, 1, 2, 6, 8, 25])
+        ],
+    )
     base = live_server()
     page.goto(base + "/hotspots")
     top = page.locator("#top-keys tbody tr")
@@ -80,10 +99,19 @@ def test_hotspot_window_tabs_swap_the_panel_and_keep_the_threshold(live_server, 
 
     now = _now(conn)
     # one hot key per age: 10 minutes, 2 hours, 3 days, 20 days since its last change
-    ages = {"fresh": timedelta(minutes=10), "two-hours": timedelta(hours=2), "three-days": timedelta(days=3),
-            "last-month": timedelta(days=20)}
-    insert_hot(conn, [HotKey(scope, f"{scope}-{i}", "failed_retryable", f"worker-{i}", 6 + i, now - age,
-                             None, now - age) for i, (scope, age) in enumerate(ages.items())])
+    ages = {
+        "fresh": timedelta(minutes=10),
+        "two-hours": timedelta(hours=2),
+        "three-days": timedelta(days=3),
+        "last-month": timedelta(days=20),
+    }
+    insert_hot(
+        conn,
+        [
+            HotKey(scope, f"{scope}-{i}", "failed_retryable", f"worker-{i}", 6 + i, now - age, None, now - age)
+            for i, (scope, age) in enumerate(ages.items())
+        ],
+    )
     base = live_server()
     page.goto(base + "/hotspots?min_attempts=6")
     rows = page.locator("#by-scope tbody tr")
@@ -102,7 +130,7 @@ def test_hotspot_window_tabs_swap_the_panel_and_keep_the_threshold(live_server, 
     page.locator("input[name=min_attempts]").fill("7")
     page.keyboard.press("Enter")
     expect(page).to_have_url(f"{base}/hotspots?window=7d&min_attempts=7")
-    expect(rows).to_have_count(2)   # three-days (8 attempts) and two-hours (7)
+    expect(rows).to_have_count(2)  # three-days (8 attempts) and two-hours (7)
     expect(page.locator('nav.tabs a[data-tab="1h"]')).to_have_attribute("href", "/hotspots?window=1h&min_attempts=7")
     # the links outside the panel follow it
     expect(page.locator("#json-link")).to_have_attribute("href", "/api/v1/hotspots?min_attempts=7&window=7d")

@@ -4,6 +4,7 @@ keys, /workers puts api-3 first, the poison is parked in bulk from /outbox/poiso
 Each screen passes axe-core with no serious or critical finding (the phone in dark mode); screenshots go to
 IDEMDASH_TEST_SHOTS (a folder)
 when it is set, for a person to look at."""
+
 from __future__ import annotations
 
 import os
@@ -44,7 +45,7 @@ def stage_an_hour_before(conn) -> None:
 def incident(make_app, live_server, conn):
     app = make_app()
     stage_history(conn)
-    stage_an_hour_before(conn)     # its newest snapshot 90 s ago: the next one counts the traffic since then
+    stage_an_hour_before(conn)  # its newest snapshot 90 s ago: the next one counts the traffic since then
     stage_traffic(conn)
     snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     return live_server(app)
@@ -58,16 +59,20 @@ def shoot(page, name: str) -> None:
     page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
     width, height = page.evaluate("[document.documentElement.clientWidth, document.scrollingElement.scrollHeight]")
     for i, top in enumerate(range(0, height if height > 1800 else 0, 900)):
-        page.screenshot(path=str(Path(SHOTS) / f"{name}-{i}.png"), full_page=True,
-                        clip={"x": 0, "y": top, "width": width, "height": min(900, height - top)})
+        page.screenshot(
+            path=str(Path(SHOTS) / f"{name}-{i}.png"),
+            full_page=True,
+            clip={"x": 0, "y": top, "width": width, "height": min(900, height - top)},
+        )
 
 
 @pytest.mark.parametrize(("viewport", "scheme"), [(WIDE, "light"), (PHONE, "dark")], ids=["1440px", "390px"])
 def test_the_incident_as_the_on_call_meets_it(chromium, incident, viewport, scheme):
     base, source, size = incident, _axe_source(), viewport["width"]
     # axe is injected as an inline script, which the dashboard's CSP refuses: this context bypasses it
-    context = chromium.new_context(viewport=viewport, is_mobile=size < 500, has_touch=size < 500, bypass_csp=True,
-                                   color_scheme=scheme)
+    context = chromium.new_context(
+        viewport=viewport, is_mobile=size < 500, has_touch=size < 500, bypass_csp=True, color_scheme=scheme
+    )
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
@@ -85,7 +90,8 @@ def test_the_incident_as_the_on_call_meets_it(chromium, incident, viewport, sche
         where = page.locator("#stuck-where")
         where.wait_for()
         assert " ".join(where.inner_text().split()).startswith(
-            f"49 stuck: 41 in {BAD_SCOPE}, 43 claimed by {BAD_WORKER}.")
+            f"49 stuck: 41 in {BAD_SCOPE}, 43 claimed by {BAD_WORKER}."
+        )
         for key in ("claims", "completions", "failures"):
             assert page.locator(f"#trend-{key}_per_minute svg polyline").is_visible()
         purge = page.locator("#trend-rows_purged g.mark.purge title")
@@ -108,7 +114,7 @@ def test_the_incident_as_the_on_call_meets_it(chromium, incident, viewport, sche
         page.goto(base + "/outbox/poison")
         look("poison")
         form = page.locator("form#outbox-bulk")
-        if not form.is_visible():           # folded on a phone
+        if not form.is_visible():  # folded on a phone
             form.locator("xpath=ancestor::details[1]/summary").click()
         form.locator("input[name=event_type]").fill(POISON_TYPE)
         form.get_by_role("button", name="Preview").click()

@@ -1,4 +1,5 @@
 """The on-call flow in a real Chromium: stuck list, filter, open a key, come back."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """A Wolverine database whose LIBRARY_ACTIONS enables both of its library's actions, in a real Chromium, the way an
 operator works: from the overview to a stuck envelope owned by a dead node, released to any node with a reason;
 then a dead letter, replayed; both in the audit log."""
+
 from __future__ import annotations
 
 import psycopg
@@ -12,8 +13,9 @@ from tests.test_library_actions import BOTH, LETTER, NODE_DEAD, ORPHAN, seed_wol
 pytestmark = pytest.mark.browser
 
 
-def test_an_operator_releases_a_dead_nodes_envelope_and_replays_a_dead_letter(live_server, make_app, page,
-                                                                              empty_database_url):
+def test_an_operator_releases_a_dead_nodes_envelope_and_replays_a_dead_letter(
+    live_server, make_app, page, empty_database_url
+):
     wolverine = seed_wolverine(empty_database_url)
     base = live_server(make_app(wolverine, PROFILE="wolverine", LIBRARY_ACTIONS=BOTH))
     page.goto(base + "/")
@@ -30,8 +32,9 @@ def test_an_operator_releases_a_dead_nodes_envelope_and_replays_a_dead_letter(li
     expect(page.locator("table.row-columns tr", has_text="owner_id")).to_contain_text("0")
     expect(page.locator("section[data-action]")).to_have_count(0)
     with psycopg.connect(wolverine) as conn:
-        assert conn.execute(f"SELECT owner_id FROM wolverine.wolverine_incoming_envelopes WHERE id = '{ORPHAN}'"
-                            ).fetchone() == (0,)
+        assert conn.execute(
+            f"SELECT owner_id FROM wolverine.wolverine_incoming_envelopes WHERE id = '{ORPHAN}'"
+        ).fetchone() == (0,)
     # a dead letter, replayed
     page.locator("p.breadcrumb a", has_text="Tables").click()
     page.locator("tr[data-role=dead_letters] td[data-meaning='failed'] a").click()

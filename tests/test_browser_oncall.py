@@ -1,5 +1,6 @@
 """The on-call flows of issue 14 in a real Chromium: find a pasted key, switch state tabs in place, leave a note,
 open a bulk action's keys, read a hostile outbox payload, and the keyboard, the clock and the copy buttons."""
+
 from __future__ import annotations
 
 import re
@@ -22,7 +23,7 @@ def test_a_key_pasted_into_the_header_lands_on_its_page_whatever_its_scope(live_
     insert_key(conn, "capture_payment", "pay/2026/77 ü", status="succeeded", locked_until=None)
     base = live_server()
     page.goto(base + "/outbox")
-    page.keyboard.press("/")                       # on every page, / goes to the search box
+    page.keyboard.press("/")  # on every page, / goes to the search box
     search = page.locator("#header-search")
     expect(search).to_be_focused()
     search.fill("pay/2026/77 ü")
@@ -54,13 +55,13 @@ def test_state_tabs_show_counts_and_switch_in_place(live_server, page, conn):
     expect(tabs.locator('[data-count="succeeded"]')).to_have_text("2")
     expect(tabs.locator('[data-count="needs_review"]')).to_have_text("1")
     expect(page.locator("details.bulk")).to_be_visible()
-    page.evaluate("window.__same_page = true")      # gone if the page reloads
+    page.evaluate("window.__same_page = true")  # gone if the page reloads
 
     tabs.locator('a[data-tab="succeeded"]').click()
     expect(page).to_have_url(f"{base}/keys?scope=s&status=succeeded")
     expect(page.locator("#keys-panel tbody tr")).to_have_count(2)
     expect(page.locator('nav.tabs a[aria-current="page"]')).to_have_attribute("data-tab", "succeeded")
-    expect(page.locator("details.bulk")).to_be_hidden()    # bulk acts on stuck keys only
+    expect(page.locator("details.bulk")).to_be_hidden()  # bulk acts on stuck keys only
     assert page.evaluate("window.__same_page") is True
 
     # the filters go with the tab: a filter changed now keeps the succeeded state
@@ -71,8 +72,9 @@ def test_state_tabs_show_counts_and_switch_in_place(live_server, page, conn):
 
     tabs = page.locator("nav.tabs")
     # the tabs swapped in with the new filter (a click on the ones being replaced would be lost)
-    expect(tabs.locator('a[data-tab="needs_review"]')).to_have_attribute("href",
-                                                                         "/keys?status=needs_review&scope=nothing")
+    expect(tabs.locator('a[data-tab="needs_review"]')).to_have_attribute(
+        "href", "/keys?status=needs_review&scope=nothing"
+    )
     tabs.locator('a[data-tab="needs_review"]').click()
     expect(page.locator('nav.tabs a[aria-current="page"]')).to_have_attribute("data-tab", "needs_review")
     expect(page).to_have_url(f"{base}/keys?status=needs_review&scope=nothing")
@@ -107,8 +109,10 @@ def test_a_bulk_action_is_one_audit_line_that_opens_to_its_keys(live_server, pag
     app = make_app()
     api, client = "/api/v1/keys/reclassify-bulk", app.test_client()
     preview = client.post(api, json={"filter": {"scope": "refund"}, "to": "abandoned", "preview": True}).get_json()
-    done = client.post(api, json={"filter": {"scope": "refund"}, "to": "abandoned", "reason": "INC-8: refunds",
-                                  "as_of": preview["as_of"]}).get_json()
+    done = client.post(
+        api,
+        json={"filter": {"scope": "refund"}, "to": "abandoned", "reason": "INC-8: refunds", "as_of": preview["as_of"]},
+    ).get_json()
     assert done["changed"] == 4
     page.goto(live_server(app) + "/audit")
     lines = page.locator("#audit-panel table.audit > tbody > tr")
@@ -128,13 +132,20 @@ def test_an_outbox_row_page_renders_a_hostile_payload_inert(live_server, page, c
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     insert_key(conn, "create_order", "k", status="succeeded", locked_until=None)
-    row = Event("order.created", "pending", now_of(conn) - timedelta(hours=1), attempt_count=6, scope="create_order",
-                key="k", payload=HOSTILE_PAYLOAD)
+    row = Event(
+        "order.created",
+        "pending",
+        now_of(conn) - timedelta(hours=1),
+        attempt_count=6,
+        scope="create_order",
+        key="k",
+        payload=HOSTILE_PAYLOAD,
+    )
     insert_events(conn, [row])
     base = live_server()
     page.goto(base + "/outbox/poison")
     page.locator(f'a[href="/outbox/{row.outbox_id}"]').click()
-    expect(page.locator("pre[data-payload]")).to_contain_text('</pre><script>window.pwned = 1</script><img src=x')
+    expect(page.locator("pre[data-payload]")).to_contain_text("</pre><script>window.pwned = 1</script><img src=x")
     expect(page.locator("[data-poison]")).to_contain_text("Delivery failed 6 times")
     page.wait_for_load_state("load")  # every element parsed, every image loaded or failed: its handlers have run
     assert page.evaluate("typeof window.pwned") == "undefined"
@@ -158,7 +169,7 @@ def test_keyboard_help_go_to_pages_and_walk_a_list(live_server, page, conn):
     page.keyboard.press("g")
     page.keyboard.press("k")
     expect(page).to_have_url(f"{base}/keys")
-    page.wait_for_load_state()   # the shortcuts are the page's script: wait until it runs
+    page.wait_for_load_state()  # the shortcuts are the page's script: wait until it runs
     page.keyboard.press("j")
     page.keyboard.press("j")
     expect(page.locator("tr.row-current a.key")).to_have_text("key-1")
@@ -167,7 +178,7 @@ def test_keyboard_help_go_to_pages_and_walk_a_list(live_server, page, conn):
     page.keyboard.press("Enter")
     expect(page.locator("h1 .mono")).to_have_text("key-0")
     page.wait_for_load_state()
-    page.keyboard.press("f")   # the page's filter (none on a key page): nothing happens, nothing breaks
+    page.keyboard.press("f")  # the page's filter (none on a key page): nothing happens, nothing breaks
     page.keyboard.press("g")
     page.keyboard.press("x")
     expect(page).to_have_url(f"{base}/outbox")
@@ -188,7 +199,7 @@ def test_times_tick_switch_to_local_and_stay_switched(live_server, chromium, con
         expect(lease).to_have_text(re.compile(r"^3 min( \d+ s)? ago$"))
         expect(lease).to_have_attribute("title", re.compile(r" UTC$"))
         page.clock.run_for(120_000)
-        expect(lease).to_have_text(re.compile(r"^5 min( \d+ s)? ago$"))   # ticks without a reload
+        expect(lease).to_have_text(re.compile(r"^5 min( \d+ s)? ago$"))  # ticks without a reload
 
         toggle = page.locator("#tz-toggle")
         expect(toggle).to_have_text("UTC")
@@ -196,7 +207,7 @@ def test_times_tick_switch_to_local_and_stay_switched(live_server, chromium, con
         expect(toggle).to_have_text("Local time")
         expect(lease).to_have_attribute("title", re.compile(r"GMT\+5:30|IST"))
         page.goto(base + "/keys")
-        expect(page.locator("#tz-toggle")).to_have_text("Local time")      # remembered
+        expect(page.locator("#tz-toggle")).to_have_text("Local time")  # remembered
         expect(page.locator(".updated time")).to_have_text(re.compile(r"^\d\d:\d\d:\d\d (GMT\+5:30|IST)$"))
         page.keyboard.press("t")
         expect(page.locator(".updated time")).to_have_text(re.compile(r"^\d\d:\d\d:\d\d UTC$"))
@@ -231,7 +242,7 @@ def test_without_javascript_tabs_search_and_notes_still_work(live_server, chromi
     try:
         base = live_server()
         page.goto(base + "/keys")
-        expect(page.locator("#tz-toggle")).to_be_hidden()         # what needs the script is not offered
+        expect(page.locator("#tz-toggle")).to_be_hidden()  # what needs the script is not offered
         page.locator('nav.tabs a[data-tab="succeeded"]').click()  # a plain link: a whole page
         expect(page).to_have_url(f"{base}/keys?status=succeeded")
         expect(page.locator("#keys-panel a.key")).to_have_text("done-1")

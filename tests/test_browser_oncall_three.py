@@ -3,6 +3,7 @@ outbox row shows the effect committed, then overridden on purpose; already_succe
 shape of the scope's responses; a poison outbox row parked and released; a running purge cancelled; a search that
 forgives
 a pasted key; a stuck list narrowed to one suggested group."""
+
 from __future__ import annotations
 
 import re
@@ -22,12 +23,16 @@ ORDER = "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55"
 
 
 def outbox_row(conn, scope: str, key: str) -> None:
-    conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
-                 "idempotency_key, payload) VALUES ('order.created', 'order', %s, %s, %s, '{}')", (ORDER, scope, key))
+    conn.execute(
+        "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
+        "idempotency_key, payload) VALUES ('order.created', 'order', %s, %s, %s, '{}')",
+        (ORDER, scope, key),
+    )
 
 
-def test_abandoned_is_refused_with_the_outbox_row_named_then_overridden_on_purpose(live_server, page, conn,
-                                                                                     allowed_console_errors):
+def test_abandoned_is_refused_with_the_outbox_row_named_then_overridden_on_purpose(
+    live_server, page, conn, allowed_console_errors
+):
     allowed_console_errors.append("409")
     claim_key(conn, T, "create_order", "cart/7", "h", "api-3", lock_seconds=0)
     outbox_row(conn, "create_order", "cart/7")
@@ -87,8 +92,10 @@ def test_a_poison_row_is_parked_and_released_from_its_page(live_server, page, co
 
 
 def test_a_running_purge_is_cancelled_from_the_purges_page(live_server, page, conn):
-    run_id = conn.execute("INSERT INTO idemdash.purge_run (table_name, started_by, batches, rows_deleted, dry_run) "
-                          "VALUES ('keys', 'scheduler', 40, 40000, false) RETURNING run_id").fetchone()[0]
+    run_id = conn.execute(
+        "INSERT INTO idemdash.purge_run (table_name, started_by, batches, rows_deleted, dry_run) "
+        "VALUES ('keys', 'scheduler', 40, 40000, false) RETURNING run_id"
+    ).fetchone()[0]
     page.goto(live_server() + "/purges")
     page.get_by_role("button", name=f"Cancel run {run_id}").click()
     expect(page.locator(f'[data-running-run="{run_id}"] [data-cancelling]')).to_be_visible()

@@ -1,4 +1,5 @@
 """The outbox in a real Chromium: filter by event type, open the key a row was written under, come back."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -18,10 +19,19 @@ def test_filter_open_key_and_back_keeps_the_filter(live_server, page, conn):
     for i in range(3):
         insert_key(conn, "create_order", f"order-{i}")
         insert_key(conn, "refund", f"refund {i}/x")
-        events.append(Event("order.created", "pending", now - timedelta(minutes=10 + i), scope="create_order",
-                            key=f"order-{i}"))
-        events.append(Event("refund.issued", "pending", now - timedelta(minutes=20 + i), scope="refund",
-                            key=f"refund {i}/x", payload={"note": "<b>not bold</b>"}))
+        events.append(
+            Event("order.created", "pending", now - timedelta(minutes=10 + i), scope="create_order", key=f"order-{i}")
+        )
+        events.append(
+            Event(
+                "refund.issued",
+                "pending",
+                now - timedelta(minutes=20 + i),
+                scope="refund",
+                key=f"refund {i}/x",
+                payload={"note": "<b>not bold</b>"},
+            )
+        )
     insert_events(conn, events)
     base = live_server()
     page.goto(base + "/outbox")
@@ -69,9 +79,14 @@ def test_filter_open_key_and_back_keeps_the_filter(live_server, page, conn):
 
 def test_status_select_swaps_the_list(live_server, page, conn):
     now = now_of(conn)
-    insert_events(conn, [Event("order.created", "pending", now - timedelta(minutes=1)),
-                         Event("order.created", "published", now - timedelta(minutes=2), published_at=now),
-                         Event("order.created", "published", now - timedelta(minutes=3), published_at=now)])
+    insert_events(
+        conn,
+        [
+            Event("order.created", "pending", now - timedelta(minutes=1)),
+            Event("order.created", "published", now - timedelta(minutes=2), published_at=now),
+            Event("order.created", "published", now - timedelta(minutes=3), published_at=now),
+        ],
+    )
     base = live_server()
     page.goto(base + "/outbox")
     rows = page.locator('#outbox-panel table[data-rows="list"] tbody tr')

@@ -1,4 +1,5 @@
 """The overview in a real headless Chromium: numbers, live refresh, no CSP violations."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,10 +9,13 @@ pytestmark = pytest.mark.browser
 
 
 def _add_stuck_key(conn, key: str) -> None:
-    conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+    conn.execute(
+        """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                         claimed_by, claimed_at, locked_until, expires_at)
                     VALUES ('create_order', %s, 'h', 'processing', 'api-1', now() - interval '1 hour',
-                            now() - interval '50 minutes', now() + interval '1 day')""", (key,))
+                            now() - interval '50 minutes', now() + interval '1 day')""",
+        (key,),
+    )
 
 
 def test_overview_refreshes_itself_in_the_browser(live_server, page, conn):

@@ -6,6 +6,7 @@ where npm is on the PATH (so the README's test command passes on a fresh machine
 ``npm install --no-save --prefix tests/.axe axe-core@<the version .ci/run names>`` (docs/development.md). Missing, the
 test fails: it is not skipped.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,9 @@ from tests import npm_packages, world
 
 pytestmark = pytest.mark.browser
 
-AXE = Path(os.environ.get("IDEMDASH_TEST_AXE",
-                          Path(__file__).parent / ".axe" / "node_modules" / "axe-core" / "axe.min.js"))
+AXE = Path(
+    os.environ.get("IDEMDASH_TEST_AXE", Path(__file__).parent / ".axe" / "node_modules" / "axe-core" / "axe.min.js")
+)
 PHONE = {"width": 390, "height": 844}
 # the version CI installs (.ci/run), for the message when it is missing
 AXE_VERSION = re.search(r"axe-core@(\S+)", (Path(__file__).parent.parent / ".ci" / "run").read_text()).group(1)
@@ -72,9 +74,11 @@ def _axe_source() -> str:
     if not AXE.is_file() and "IDEMDASH_TEST_AXE" not in os.environ and shutil.which("npm"):
         npm_packages.install(".axe", [f"axe-core@{AXE_VERSION}"], marker="axe-core/axe.min.js")
     if not AXE.is_file():
-        pytest.fail(f"axe-core is not installed at {AXE}: run `npm install --no-save --prefix tests/.axe "
-                    f"axe-core@{AXE_VERSION}` (CI's .ci/run does), or point IDEMDASH_TEST_AXE at axe.min.js",
-                    pytrace=False)
+        pytest.fail(
+            f"axe-core is not installed at {AXE}: run `npm install --no-save --prefix tests/.axe "
+            f"axe-core@{AXE_VERSION}` (CI's .ci/run does), or point IDEMDASH_TEST_AXE at axe.min.js",
+            pytrace=False,
+        )
     return AXE.read_text(encoding="utf-8")
 
 
@@ -88,7 +92,7 @@ def test_axe_finds_no_serious_violation_on_any_page(chromium, site, scheme):
     found = {}
     try:
         for url in urls + [u for u in urls if u.startswith(("/keys", "/search", "/outbox/"))][:4]:
-            phone = url in found   # the second visit of a page: at phone width
+            phone = url in found  # the second visit of a page: at phone width
             page.set_viewport_size(PHONE if phone else {"width": 1280, "height": 900})
             page.goto(base + url)
             violations = _serious(page, source)
@@ -140,6 +144,7 @@ def _choose(outcome):
         page.locator(f"input[name=to][value={outcome}]").check()
         if outcome == "abandoned":
             page.locator("input[name=override_evidence]").check()
+
     return choose
 
 
@@ -166,10 +171,12 @@ def _note_during_an_outage(page):
 STATES = [
     ("/audit", _open_evidence, "site"),
     ("/keys?status=stuck&scope=refund", _bulk_preview, "site"),
-    *[("/keys/create_order/cart/0/checkout-0000", _choose(o), "site")
-      for o in ("safe_to_retry", "abandoned", "already_succeeded", "needs_review")],
+    *[
+        ("/keys/create_order/cart/0/checkout-0000", _choose(o), "site")
+        for o in ("safe_to_retry", "abandoned", "already_succeeded", "needs_review")
+    ],
     ("/keys/create_order/cart/0/checkout-0000", _note_during_an_outage, "down"),
-    ("/keys?status=stuck&scope=refund", _bulk_confirmed, "site"),   # last: it changes the keys
+    ("/keys?status=stuck&scope=refund", _bulk_confirmed, "site"),  # last: it changes the keys
 ]
 
 
@@ -184,8 +191,9 @@ def test_what_opens_on_a_page_fits_a_phone_and_passes_axe(chromium, site, make_a
     found, wide = {}, {}
     for url, act, app in STATES:
         for name, viewport in (("desktop", {"width": 1440, "height": 900}), ("phone", PHONE)):
-            context = chromium.new_context(viewport=viewport, color_scheme=scheme, bypass_csp=True,
-                                           is_mobile=name == "phone")
+            context = chromium.new_context(
+                viewport=viewport, color_scheme=scheme, bypass_csp=True, is_mobile=name == "phone"
+            )
             page = context.new_page()
             try:
                 page.goto((base if app == "site" else down) + url)
@@ -200,6 +208,6 @@ def test_what_opens_on_a_page_fits_a_phone_and_passes_axe(chromium, site, make_a
             finally:
                 context.close()
             if act is _bulk_confirmed:
-                break   # once: the keys it changed are no longer stuck
+                break  # once: the keys it changed are no longer stuck
     assert not found, f"{scheme} mode: " + "\n".join(f"{url}: {v}" for url, v in found.items())
     assert not wide, f"wider than the screen: {wide}"

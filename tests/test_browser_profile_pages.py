@@ -1,5 +1,6 @@
 """/workers and /hotspots of a Wolverine database in a real Chromium: its owners and its rows tried most, the
 threshold swapping the panel in place, and a phone-width page that does not scroll sideways."""
+
 from __future__ import annotations
 
 import os

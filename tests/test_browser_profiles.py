@@ -1,6 +1,7 @@
 """Each library's tables in a real Chromium, the way an operator follows them: a library database's overview (its
 tables and their states), a state's rows, one row's page; seeded with the library's own DDL and rows whose states
 are known (tests/test_profile_states.py)."""
+
 from __future__ import annotations
 
 import psycopg
@@ -79,20 +80,40 @@ CASES = [
     ("masstransit", "public", [ddl.MASSTRANSIT], MASSTRANSIT_ROWS, ("inbox", "stuck"), 1),
     ("nservicebus", "public", [_nservicebus("Sales_")], NSERVICEBUS_ROWS, ("outbox", "pending"), 2),
     ("eventuate", "eventuate", [ddl.EVENTUATE], EVENTUATE_ROWS, ("outbox", "pending"), 1),
-    ("pg-transactional-outbox", "public", [ddl.PG_TRANSACTIONAL_OUTBOX.replace("{table}", "outbox")],
-     PG_TRANSACTIONAL_ROWS, ("outbox", "failed"), 1),
+    (
+        "pg-transactional-outbox",
+        "public",
+        [ddl.PG_TRANSACTIONAL_OUTBOX.replace("{table}", "outbox")],
+        PG_TRANSACTIONAL_ROWS,
+        ("outbox", "failed"),
+        1,
+    ),
     ("debezium-outbox", "public", [ddl.DEBEZIUM], DEBEZIUM_ROWS, ("outbox", "pending"), 2),
     ("cap", "cap", [ddl.CAP], CAP_ROWS, ("outbox", "stuck"), 2),
     ("dbos", "dbos", [ddl.DBOS], DBOS_ROWS, ("keys", "stuck"), 2),
 ]
 
 
-@pytest.mark.parametrize(("name", "schema", "statements", "rows", "follow", "count"), CASES,
-                         ids=["brandur", "spring-v1", "spring-v2", "wolverine", "masstransit", "nservicebus",
-                              "eventuate",
-                              "pg-transactional-outbox", "debezium", "cap", "dbos"])
-def test_an_operator_follows_a_librarys_state_to_a_row(live_server, make_app, page, empty_database_url, name, schema,
-                                                       statements, rows, follow, count):
+@pytest.mark.parametrize(
+    ("name", "schema", "statements", "rows", "follow", "count"),
+    CASES,
+    ids=[
+        "brandur",
+        "spring-v1",
+        "spring-v2",
+        "wolverine",
+        "masstransit",
+        "nservicebus",
+        "eventuate",
+        "pg-transactional-outbox",
+        "debezium",
+        "cap",
+        "dbos",
+    ],
+)
+def test_an_operator_follows_a_librarys_state_to_a_row(
+    live_server, make_app, page, empty_database_url, name, schema, statements, rows, follow, count
+):
     _create_case(empty_database_url, schema, statements)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(rows)

@@ -1,4 +1,5 @@
 """/purges in a real Chromium: dry run first, then purge now; the history shows what was deleted."""
+
 from __future__ import annotations
 
 import os
@@ -44,18 +45,24 @@ def test_operator_dry_runs_then_purges_the_inbox(live_server, page, conn):
 
 
 def test_operator_purges_a_partitioned_inbox_and_sees_the_partitions_dropped_whole(
-        live_server, make_app, page, partitioned_url):
+    live_server, make_app, page, partitioned_url
+):
     """Dry run, then purge, on the partitioned reference inbox: the dry run lists the day it would drop with its
     rows, the purge drops it whole, and the history unfolds the partitions under the run."""
     with psycopg.connect(partitioned_url, autocommit=True) as conn:
         now = datetime.now(timezone.utc)
         create_time_partitions(conn, Tables(), "inbox", now - timedelta(days=40), now)
-        conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
-                     " SELECT 'c', 'm' || g, 'h', now() - interval '35 days' FROM generate_series(1, 12) g")
-        conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
-                     " SELECT 'c', 'new' || g, 'h', now() - interval '1 day' FROM generate_series(1, 3) g")
-        day = conn.execute("SELECT tableoid::regclass::text FROM app.processed_message WHERE message_id = 'm1'"
-                           ).fetchone()[0]
+        conn.execute(
+            "INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
+            " SELECT 'c', 'm' || g, 'h', now() - interval '35 days' FROM generate_series(1, 12) g"
+        )
+        conn.execute(
+            "INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
+            " SELECT 'c', 'new' || g, 'h', now() - interval '1 day' FROM generate_series(1, 3) g"
+        )
+        day = conn.execute(
+            "SELECT tableoid::regclass::text FROM app.processed_message WHERE message_id = 'm1'"
+        ).fetchone()[0]
     page.goto(live_server(make_app(partitioned_url)) + "/purges")
     card = page.locator('article[data-table="inbox"]')
     card.locator('button[data-action="dry-run"]').click()
@@ -74,7 +81,8 @@ def test_operator_purges_a_partitioned_inbox_and_sees_the_partitions_dropped_who
     expect(dropped.locator("summary")).to_contain_text("dropped whole (12 rows)")
     dropped.locator("summary").click()
     expect(dropped.locator(f'li[data-partition="{day}"][data-action="dropped"]')).to_contain_text(
-        "partition dropped, 12 rows")
+        "partition dropped, 12 rows"
+    )
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / "purges-partitions.png"), full_page=True)
     with psycopg.connect(partitioned_url) as conn:
@@ -83,8 +91,9 @@ def test_operator_purges_a_partitioned_inbox_and_sees_the_partitions_dropped_who
     assert left == {"new1", "new2", "new3"} and gone is None
 
 
-def test_operator_purges_a_spring_modulith_registry_from_its_purges_page(live_server, make_app, page,
-                                                                          empty_database_url, monkeypatch):
+def test_operator_purges_a_spring_modulith_registry_from_its_purges_page(
+    live_server, make_app, page, empty_database_url, monkeypatch
+):
     """A database of another library's profile: its /purges lists the registry by role; dry run, then purge now,
     deletes exactly the publications Spring Modulith counts as completed and old."""
     from idemdash.queries.migrate import migrate
@@ -98,8 +107,9 @@ def test_operator_purges_a_spring_modulith_registry_from_its_purges_page(live_se
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(SPRING_ROWS)
         migrate(conn)
-    app = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith", OUTBOX_RETENTION_DAYS=1,
-                   PURGE_PAUSE_MS=0)
+    app = make_app(
+        empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith", OUTBOX_RETENTION_DAYS=1, PURGE_PAUSE_MS=0
+    )
     page.goto(live_server(app) + "/")
     page.locator("nav a", has_text="Purges").click()
     card = page.locator('article[data-table="outbox"]')

@@ -1,4 +1,5 @@
 """An operator reclassifies a stuck key from its page; it leaves the stuck list; /audit says who, what, why."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,7 +26,7 @@ def test_operator_reclassifies_from_the_key_page(live_server, page, conn):
     page.get_by_role("button", name="Reclassify").click()
 
     expect(page.locator(".flash.ok")).to_contain_text("Reclassified")
-    expect(page.locator('section.history')).to_contain_text("INC-42: customer cancelled")
+    expect(page.locator("section.history")).to_contain_text("INC-42: customer cancelled")
     expect(page.locator("main p .badge")).to_have_text("failed_final")
 
     page.goto(base + "/keys?status=stuck")

@@ -1,5 +1,6 @@
 """/workers in a real Chromium: the window tabs swap the panel in place and push the URL, a number leads to its
 keys, the navigation reaches it by its shortcut, and a phone-width page does not scroll sideways."""
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,7 @@ def test_window_tabs_swap_the_panel_and_a_number_opens_its_keys(live_server, pag
     seed(conn)
     base = live_server()
     page.goto(base + "/")
-    page.wait_for_load_state()   # the shortcuts are the page's script: wait until it runs
+    page.wait_for_load_state()  # the shortcuts are the page's script: wait until it runs
     page.keyboard.press("g")
     page.keyboard.press("w")
     expect(page).to_have_url(f"{base}/workers")

@@ -1,5 +1,6 @@
 """The cache rule: every answer but a static file carries ``Cache-Control: no-store``, so that no browser, proxy or
 shared cache keeps a key, a response body, a payload or an error page (docs/security.md, The cache rule)."""
+
 from __future__ import annotations
 
 from tests.test_auth import page_token
@@ -15,8 +16,9 @@ def test_every_answer_but_static_files_is_no_store(make_app, conn):
         "key JSON": client.get("/api/v1/keys/refund/order-7"),
         "list fragment": client.get("/keys?status=stuck", headers={"HX-Request": "true"}),
         "overview": client.get("/api/v1/overview"),
-        "note (form post)": client.post("/keys/notes", data={"scope": "refund", "key": "order-7", "text": "looked",
-                                                             "csrf_token": token}),
+        "note (form post)": client.post(
+            "/keys/notes", data={"scope": "refund", "key": "order-7", "text": "looked", "csrf_token": token}
+        ),
         "refusal": client.post("/api/v1/keys/reclassify", json={"scope": "refund"}),
         "404": client.get("/keys/refund/no-such-key"),
         "probe": client.get("/readyz"),
@@ -24,8 +26,16 @@ def test_every_answer_but_static_files_is_no_store(make_app, conn):
     }
     assert "4111-secret" in answers["key JSON"].get_data(as_text=True)
     assert {what: answer.status_code for what, answer in answers.items()} == {
-        "key page": 200, "key JSON": 200, "list fragment": 200, "overview": 200, "note (form post)": 303,
-        "refusal": 400, "404": 404, "probe": 200, "metrics": 200}
+        "key page": 200,
+        "key JSON": 200,
+        "list fragment": 200,
+        "overview": 200,
+        "note (form post)": 303,
+        "refusal": 400,
+        "404": 404,
+        "probe": 200,
+        "metrics": 200,
+    }
     for what, answer in answers.items():
         assert answer.headers.get("Cache-Control") == "no-store", (what, answer.status_code, answer.headers)
     static = client.get("/static/css/idemdash.css")

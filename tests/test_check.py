@@ -1,5 +1,6 @@
 """`idemdash check`: every recommended index with its statement and why, whether it exists, --apply-indexes, exit
 codes."""
+
 from __future__ import annotations
 
 import psycopg

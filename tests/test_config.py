@@ -1,4 +1,5 @@
 """Settings: defaults, parsing, clear errors, overrides, DSN redaction, and their documentation."""
+
 from __future__ import annotations
 
 import re
@@ -15,9 +16,22 @@ from idemdash.core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setti
 ROOT = Path(__file__).resolve().parent.parent
 
 # The settings the foundation relies on (others come and go as features land).
-CORE_NAMES = {"DATABASE_URL", "APP_SCHEMA", "KEYS_TABLE", "INBOX_TABLE", "OUTBOX_TABLE", "SECRET_KEY",
-              "DEFAULT_LEASE_SECONDS", "STATEMENT_TIMEOUT_MS", "LOCK_TIMEOUT_MS", "POOL_MIN_SIZE",
-              "POOL_MAX_SIZE", "RUN_JOBS", "BIND", "WORKERS"}
+CORE_NAMES = {
+    "DATABASE_URL",
+    "APP_SCHEMA",
+    "KEYS_TABLE",
+    "INBOX_TABLE",
+    "OUTBOX_TABLE",
+    "SECRET_KEY",
+    "DEFAULT_LEASE_SECONDS",
+    "STATEMENT_TIMEOUT_MS",
+    "LOCK_TIMEOUT_MS",
+    "POOL_MIN_SIZE",
+    "POOL_MAX_SIZE",
+    "RUN_JOBS",
+    "BIND",
+    "WORKERS",
+}
 
 
 @pytest.fixture
@@ -61,7 +75,10 @@ def test_defaults_when_the_environment_is_empty():
     assert values["DATABASE_URL"] == ""
     assert values["APP_SCHEMA"] == "app"
     assert (values["KEYS_TABLE"], values["INBOX_TABLE"], values["OUTBOX_TABLE"]) == (
-        "idempotency_request", "processed_message", "outbox_event")
+        "idempotency_request",
+        "processed_message",
+        "outbox_event",
+    )
     assert values["RUN_JOBS"] is False
     assert values["DEFAULT_LEASE_SECONDS"] == 300
     assert values["STATEMENT_TIMEOUT_MS"] == 3000
@@ -84,9 +101,16 @@ def test_unrelated_environment_variables_are_ignored():
 
 
 def test_real_settings_parse_their_values():
-    values = load({"IDEMDASH_RUN_JOBS": "on", "IDEMDASH_WORKERS": " 4 ", "IDEMDASH_APP_SCHEMA": "Ops Schema",
-                   "IDEMDASH_KEYS_TABLE": 'Idem"Keys', "IDEMDASH_OUTBOX_TABLE": "x" * 63,
-                   "IDEMDASH_DATABASE_URL": "host=db dbname=app"})
+    values = load(
+        {
+            "IDEMDASH_RUN_JOBS": "on",
+            "IDEMDASH_WORKERS": " 4 ",
+            "IDEMDASH_APP_SCHEMA": "Ops Schema",
+            "IDEMDASH_KEYS_TABLE": 'Idem"Keys',
+            "IDEMDASH_OUTBOX_TABLE": "x" * 63,
+            "IDEMDASH_DATABASE_URL": "host=db dbname=app",
+        }
+    )
     assert values["RUN_JOBS"] is True
     assert values["WORKERS"] == 4
     assert values["APP_SCHEMA"] == "Ops Schema"
@@ -95,14 +119,17 @@ def test_real_settings_parse_their_values():
     assert values["DATABASE_URL"] == "host=db dbname=app"
 
 
-@pytest.mark.parametrize(("name", "raw", "hint"), [
-    ("RUN_JOBS", "maybe", "boolean"),
-    ("DEFAULT_LEASE_SECONDS", "0", "positive integer"),
-    ("POOL_MAX_SIZE", "-1", "positive integer"),
-    ("STATEMENT_TIMEOUT_MS", "3s", "3s"),
-    ("APP_SCHEMA", "", "identifier"),
-    ("KEYS_TABLE", "k" * 64, "identifier"),
-])
+@pytest.mark.parametrize(
+    ("name", "raw", "hint"),
+    [
+        ("RUN_JOBS", "maybe", "boolean"),
+        ("DEFAULT_LEASE_SECONDS", "0", "positive integer"),
+        ("POOL_MAX_SIZE", "-1", "positive integer"),
+        ("STATEMENT_TIMEOUT_MS", "3s", "3s"),
+        ("APP_SCHEMA", "", "identifier"),
+        ("KEYS_TABLE", "k" * 64, "identifier"),
+    ],
+)
 def test_real_settings_reject_bad_values_naming_the_variable(name, raw, hint):
     with pytest.raises(ConfigError) as caught:
         load({PREFIX + name: raw})
@@ -130,8 +157,9 @@ def test_integers(synthetic, raw, expected):
     assert value == expected and isinstance(value, int)
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("none", "none"), ("basic", "basic"), ("PROXY", "proxy"),
-                                               (" Basic ", "basic")])
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("none", "none"), ("basic", "basic"), ("PROXY", "proxy"), (" Basic ", "basic")]
+)
 def test_choices(synthetic, raw, expected):
     assert load({"IDEMDASH_MODE": raw})["MODE"] == expected
 
@@ -146,21 +174,24 @@ def test_strings_are_kept_as_given(synthetic):
     assert values["NAME"] == "Ops Schema"
 
 
-@pytest.mark.parametrize(("name", "raw", "hint"), [
-    ("FLAG", "maybe", "boolean"),
-    ("FLAG", "2", "boolean"),
-    ("COUNT", "0", "positive integer"),
-    ("COUNT", "-1", "positive integer"),
-    ("COUNT", "3s", "3s"),
-    ("COUNT", "1.5", "1.5"),
-    ("COUNT", "", "''"),
-    ("MODE", "ldap", "none, basic, proxy"),
-    ("MODE", "", "none, basic, proxy"),
-    ("NAME", "", "identifier"),
-    ("NAME", " app", "identifier"),
-    ("NAME", "k" * 64, "identifier"),
-    ("NAME", "inbox\n", "identifier"),
-])
+@pytest.mark.parametrize(
+    ("name", "raw", "hint"),
+    [
+        ("FLAG", "maybe", "boolean"),
+        ("FLAG", "2", "boolean"),
+        ("COUNT", "0", "positive integer"),
+        ("COUNT", "-1", "positive integer"),
+        ("COUNT", "3s", "3s"),
+        ("COUNT", "1.5", "1.5"),
+        ("COUNT", "", "''"),
+        ("MODE", "ldap", "none, basic, proxy"),
+        ("MODE", "", "none, basic, proxy"),
+        ("NAME", "", "identifier"),
+        ("NAME", " app", "identifier"),
+        ("NAME", "k" * 64, "identifier"),
+        ("NAME", "inbox\n", "identifier"),
+    ],
+)
 def test_bad_values_name_the_variable(synthetic, name, raw, hint):
     with pytest.raises(ConfigError) as caught:
         load({PREFIX + name: raw})
@@ -200,37 +231,45 @@ def test_unknown_overrides_are_rejected():
 # redact_dsn
 
 
-@pytest.mark.parametrize(("dsn", "expected"), [
-    ("postgresql://alice:s3cret@db.example:5432/app", "postgresql://alice:***@db.example:5432/app"),
-    ("postgres://alice:s3cret@db/app?sslmode=require", "postgres://alice:***@db/app?sslmode=require"),
-    ("postgresql://alice:p%40ss%3Aw0rd@db/app", "postgresql://alice:***@db/app"),
-    ("postgresql://alice:pa:ss@word@db/app", "postgresql://alice:***@db/app"),
-    ("postgresql://:s3cret@db/app", "postgresql://:***@db/app"),
-    ("postgresql://alice:s3cret@h1:5432,h2:5433/app", "postgresql://alice:***@h1:5432,h2:5433/app"),
-    ("postgresql://db/app?user=alice&password=s3cret&sslmode=require",
-     "postgresql://db/app?user=alice&password=***&sslmode=require"),
-    ("host=db user=alice password=s3cret dbname=app", "host=db user=alice password=*** dbname=app"),
-    ("host=db password = s3cret dbname=app", "host=db password = *** dbname=app"),
-    ("host=db password='s3 cr et' dbname=app", "host=db password=*** dbname=app"),
-    (r"host=db password='it\'s s3cret' dbname=app", "host=db password=*** dbname=app"),
-    ("password=s3cret", "password=***"),
-    ("host=db PASSWORD=s3cret", "host=db PASSWORD=***"),
-])
+@pytest.mark.parametrize(
+    ("dsn", "expected"),
+    [
+        ("postgresql://alice:s3cret@db.example:5432/app", "postgresql://alice:***@db.example:5432/app"),
+        ("postgres://alice:s3cret@db/app?sslmode=require", "postgres://alice:***@db/app?sslmode=require"),
+        ("postgresql://alice:p%40ss%3Aw0rd@db/app", "postgresql://alice:***@db/app"),
+        ("postgresql://alice:pa:ss@word@db/app", "postgresql://alice:***@db/app"),
+        ("postgresql://:s3cret@db/app", "postgresql://:***@db/app"),
+        ("postgresql://alice:s3cret@h1:5432,h2:5433/app", "postgresql://alice:***@h1:5432,h2:5433/app"),
+        (
+            "postgresql://db/app?user=alice&password=s3cret&sslmode=require",
+            "postgresql://db/app?user=alice&password=***&sslmode=require",
+        ),
+        ("host=db user=alice password=s3cret dbname=app", "host=db user=alice password=*** dbname=app"),
+        ("host=db password = s3cret dbname=app", "host=db password = *** dbname=app"),
+        ("host=db password='s3 cr et' dbname=app", "host=db password=*** dbname=app"),
+        (r"host=db password='it\'s s3cret' dbname=app", "host=db password=*** dbname=app"),
+        ("password=s3cret", "password=***"),
+        ("host=db PASSWORD=s3cret", "host=db PASSWORD=***"),
+    ],
+)
 def test_redact_dsn_hides_passwords(dsn, expected):
     redacted = redact_dsn(dsn)
     assert redacted == expected
     assert "s3cret" not in redacted and "s3 cr et" not in redacted and "p%40ss" not in redacted
 
 
-@pytest.mark.parametrize("dsn", [
-    "",
-    "postgresql://alice@db.example:5432/app",
-    "postgresql://db/app",
-    "postgresql:///app?host=/var/run/postgresql",
-    "postgresql://db/app?application_name=my app",
-    "host=db user=alice dbname=app",
-    "host=/tmp/pg dbname=app passfile=/home/alice/.pgpass",
-])
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "",
+        "postgresql://alice@db.example:5432/app",
+        "postgresql://db/app",
+        "postgresql:///app?host=/var/run/postgresql",
+        "postgresql://db/app?application_name=my app",
+        "host=db user=alice dbname=app",
+        "host=/tmp/pg dbname=app passfile=/home/alice/.pgpass",
+    ],
+)
 def test_redact_dsn_leaves_passwordless_dsns_alone(dsn):
     assert redact_dsn(dsn) == dsn
 
@@ -292,9 +331,11 @@ def test_no_setting_is_given_a_second_default_outside_its_declaration():
     ``settings.setting`` (or ``config[NAME]``) instead."""
     names = "|".join(BY_NAME)
     redefault = re.compile(rf"""\.get\(\s*["']({names})["']\s*,""")
-    offenders = [f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
-                 for package in ("cli", "dashboard", "jobs", "checks", "workload", "queries", "core")
-                 for path in sorted((ROOT / package).rglob("*.py"))
-                 for text in [path.read_text(encoding="utf-8")]
-                 for m in redefault.finditer(text)]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+        for package in ("cli", "dashboard", "jobs", "checks", "workload", "queries", "core")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for text in [path.read_text(encoding="utf-8")]
+        for m in redefault.finditer(text)
+    ]
     assert not offenders, "\n".join(offenders)

@@ -4,6 +4,7 @@ IDEMDASH_FLEET_MAX_CONNECTIONS (queries/pool_budget.py); with one database the p
 
 Counted where it matters: in the server's pg_stat_activity, by database and application_name (the web pools'
 sessions are named ``idemdash``, the refresh's ``idemdash-refresh``). Real databases, real threads."""
+
 from __future__ import annotations
 
 import threading
@@ -31,9 +32,11 @@ def sessions(server: str, urls: dict[str, str], application_name: str | None = P
     """Sessions on each of ``urls``' databases (of ``application_name``, or of any with None), by config name."""
     names = {dbname(url): name for name, url in urls.items()}
     with psycopg.connect(server, autocommit=True) as conn:
-        rows = conn.execute("SELECT datname, count(*) FROM pg_stat_activity WHERE datname = ANY(%s) "
-                            "AND (%s::text IS NULL OR application_name = %s) GROUP BY 1",
-                            (list(names), application_name, application_name)).fetchall()
+        rows = conn.execute(
+            "SELECT datname, count(*) FROM pg_stat_activity WHERE datname = ANY(%s) "
+            "AND (%s::text IS NULL OR application_name = %s) GROUP BY 1",
+            (list(names), application_name, application_name),
+        ).fetchall()
     return {names[datname]: count for datname, count in rows}
 
 
@@ -41,8 +44,10 @@ def sessions(server: str, urls: dict[str, str], application_name: str | None = P
 def many(pg_templates, clone_of, tmp_path):
     """A config file of 20 databases, each a clone of the reference template."""
     urls = {f"db{i:02d}": clone_of(pg_templates["enum"]) for i in range(20)}
-    return {"config": write_config(tmp_path / "many.toml", {name: {"url": url} for name, url in urls.items()}),
-            "urls": urls}
+    return {
+        "config": write_config(tmp_path / "many.toml", {name: {"url": url} for name, url in urls.items()}),
+        "urls": urls,
+    }
 
 
 def test_one_database_keeps_its_pool_open_from_the_start(make_app, database_url, pg_server_dsn):
@@ -85,8 +90,13 @@ def test_twenty_databases_open_a_pool_only_for_the_page_asked_and_close_it_once_
 @pytest.mark.system
 def test_opening_pool_after_pool_never_holds_more_than_the_budget(many, make_app, pg_server_dsn):
     budget = 8  # background reads: 1 refresh thread + 1 for /metrics; each pool up to 2: three pools at once
-    app = make_app(CONFIG=many["config"], FLEET_MAX_CONNECTIONS=budget, FLEET_REFRESH_THREADS=1, POOL_MAX_SIZE=2,
-                   FLEET_REFRESH_SECONDS=1)
+    app = make_app(
+        CONFIG=many["config"],
+        FLEET_MAX_CONNECTIONS=budget,
+        FLEET_REFRESH_THREADS=1,
+        POOL_MAX_SIZE=2,
+        FLEET_REFRESH_SECONDS=1,
+    )
     most, stop = [0], threading.Event()
 
     def sample() -> None:
@@ -122,14 +132,16 @@ def test_opening_pool_after_pool_never_holds_more_than_the_budget(many, make_app
 
 
 @pytest.mark.system  # over a second: waits for a busy pool
-def test_with_every_pool_busy_a_page_of_another_database_answers_503_naming_the_budget(database_url, make_app,
-                                                                                        tmp_path, clone_of,
-                                                                                        pg_templates):
-    config = write_config(tmp_path / "two.toml", {"alpha": {"url": database_url},
-                                                  "beta": {"url": clone_of(pg_templates["enum"])}})
+def test_with_every_pool_busy_a_page_of_another_database_answers_503_naming_the_budget(
+    database_url, make_app, tmp_path, clone_of, pg_templates
+):
+    config = write_config(
+        tmp_path / "two.toml", {"alpha": {"url": database_url}, "beta": {"url": clone_of(pg_templates["enum"])}}
+    )
     # background reads: 1 refresh thread + 1 for /metrics; room for one pool of 2
-    app = make_app(CONFIG=config, FLEET_MAX_CONNECTIONS=4, FLEET_REFRESH_THREADS=1, POOL_MAX_SIZE=2,
-                   POOL_TIMEOUT_SECONDS=1)
+    app = make_app(
+        CONFIG=config, FLEET_MAX_CONNECTIONS=4, FLEET_REFRESH_THREADS=1, POOL_MAX_SIZE=2, POOL_TIMEOUT_SECONDS=1
+    )
     pools, targets = app.extensions["idemdash_pools"], app.extensions["idemdash_targets"]
     with pools.lease(targets["alpha"]):  # a request on alpha, still running
         started = time.monotonic()
@@ -171,9 +183,13 @@ def test_requests_opening_the_same_pool_at_once_open_one(database_url, make_app,
 def test_a_page_of_a_hung_host_answers_503_within_the_deadline(database_url, make_app, tmp_path):
     host = HungHost()
     try:
-        config = write_config(tmp_path / "hung.toml", {
-            "alpha": {"url": database_url},
-            "hung": {"url": f"postgresql://idemdash@127.0.0.1:{host.port}/hung?sslmode=disable"}})
+        config = write_config(
+            tmp_path / "hung.toml",
+            {
+                "alpha": {"url": database_url},
+                "hung": {"url": f"postgresql://idemdash@127.0.0.1:{host.port}/hung?sslmode=disable"},
+            },
+        )
         # the pool's connect gives up after IDEMDASH_POOL_CONNECT_TIMEOUT_SECONDS (2), the request's wait after
         # IDEMDASH_POOL_TIMEOUT_SECONDS (3): the 503 names the hung host
         client = make_app(CONFIG=config).test_client()
@@ -207,8 +223,12 @@ def test_many_searches_at_once_stay_within_the_budget(pg_templates, clone_of, ma
     def watch() -> None:
         with psycopg.connect(pg_server_dsn, autocommit=True) as conn:
             while not stop.is_set():
-                now = dict(conn.execute("SELECT application_name, count(*) FROM pg_stat_activity "
-                                        "WHERE datname = ANY(%s) GROUP BY 1", ([dbname(u) for u in urls.values()],)))
+                now = dict(
+                    conn.execute(
+                        "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = ANY(%s) GROUP BY 1",
+                        ([dbname(u) for u in urls.values()],),
+                    )
+                )
                 peak["all"] = max(peak["all"], sum(now.values()))
                 peak["search"] = max(peak["search"], now.get(SEARCH, 0))
 
@@ -233,24 +253,32 @@ def test_many_searches_at_once_stay_within_the_budget(pg_templates, clone_of, ma
     assert peak["search"] >= 1 and peak["all"] <= 14, peak
     # every database is accounted for in each answer, and the key was found by the searches that reached db05
     for answer in answers:
-        assert {h["database"] for h in answer["held_by"]} | set(answer["not_held_by"]) | \
-            {n["database"] for n in answer["not_asked"]} == set(urls)
+        assert {h["database"] for h in answer["held_by"]} | set(answer["not_held_by"]) | {
+            n["database"] for n in answer["not_asked"]
+        } == set(urls)
     assert any(h["database"] == "db05" for a in answers for h in a["held_by"])
-    wait_until(lambda: app.extensions["idemdash_pools"].usage().background_connections == 0, timeout=10,
-               what="every slot given back once the asks in flight end")
+    wait_until(
+        lambda: app.extensions["idemdash_pools"].usage().background_connections == 0,
+        timeout=10,
+        what="every slot given back once the asks in flight end",
+    )
 
 
 @pytest.mark.system  # waits out the search's 2 s deadline
 def test_a_search_that_finds_every_connection_taken_waits_its_deadline_and_says_so(
-        pg_templates, clone_of, make_app, pg_server_dsn, tmp_path):
+    pg_templates, clone_of, make_app, pg_server_dsn, tmp_path
+):
     urls = {f"db{i}": clone_of(pg_templates["enum"]) for i in range(3)}
     config = write_config(tmp_path / "three.toml", {name: {"url": url} for name, url in urls.items()})
     app = make_app(CONFIG=config, FLEET_REFRESH_THREADS=2, FLEET_REFRESH_SECONDS=3600)
     keeper = app.extensions["idemdash_pools"]
     client = app.test_client()
     assert client.get("/healthz").status_code == 200  # the refresh asks each database once, then rests
-    wait_until(lambda: keeper.usage().background_connections == 0 and not sessions(pg_server_dsn, urls, None),
-               timeout=10, what="the refresh's first round to end")
+    wait_until(
+        lambda: keeper.usage().background_connections == 0 and not sessions(pg_server_dsn, urls, None),
+        timeout=10,
+        what="the refresh's first round to end",
+    )
     with ExitStack() as held:  # every slot the budget keeps for the background reads, taken
         for _ in range(keeper.background):
             held.enter_context(keeper.own_connection())
@@ -260,8 +288,9 @@ def test_a_search_that_finds_every_connection_taken_waits_its_deadline_and_says_
         assert sessions(pg_server_dsn, urls, SEARCH) == {}
     assert 1.9 <= waited <= 3.0, waited
     assert [n["database"] for n in answer["not_asked"]] == list(urls) and answer["held_by"] == []
-    assert all("IDEMDASH_FLEET_MAX_CONNECTIONS" in n["why"] and "no answer" not in n["why"]
-               for n in answer["not_asked"]), answer["not_asked"]
+    assert all(
+        "IDEMDASH_FLEET_MAX_CONNECTIONS" in n["why"] and "no answer" not in n["why"] for n in answer["not_asked"]
+    ), answer["not_asked"]
     # slots given back: the next search asks them all
     again = client.get("/api/v1/databases/search?q=orders/order-1").get_json()
     assert again["not_asked"] == [] and sorted(again["not_held_by"]) == sorted(urls)

@@ -1,5 +1,6 @@
 """A request from another site: a real HTTP server, a browser's session cookie and a good CSRF token, and an
 ``Origin`` (or only a ``Referer``) of another site. It is refused with 403 and changes nothing."""
+
 from __future__ import annotations
 
 import json
@@ -37,13 +38,20 @@ def test_a_form_post_from_another_site_is_refused_and_changes_nothing(make_app, 
         assert refused.value.code == 403 and "another site" in text and EVIL in text, text
     with pytest.raises(urllib.error.HTTPError) as api:
         body = json.dumps({"scope": "refund", "key": "order-7", "text": "from evil"}).encode()
-        browser.open(urllib.request.Request(base + "/api/v1/keys/notes", data=body, method="POST", headers={
-            "Content-Type": "application/json", "Referer": EVIL + "/attack.html"}))
+        browser.open(
+            urllib.request.Request(
+                base + "/api/v1/keys/notes",
+                data=body,
+                method="POST",
+                headers={"Content-Type": "application/json", "Referer": EVIL + "/attack.html"},
+            )
+        )
     with api.value:
         assert api.value.code == 403 and "another site" in json.load(api.value)["error"]
     assert _notes(conn) == 0
 
     # the same form from the dashboard's own page is taken
-    with browser.open(urllib.request.Request(base + "/keys/notes", data=form, headers={"Origin": base},
-                                             method="POST")) as own:
+    with browser.open(
+        urllib.request.Request(base + "/keys/notes", data=form, headers={"Origin": base}, method="POST")
+    ) as own:
         assert own.status == 200 and _notes(conn) == 1

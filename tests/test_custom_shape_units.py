@@ -2,6 +2,7 @@
 unit that contradicts its column's type (a timestamp read as timestamptz ages every row by the zone's offset, seconds
 read as milliseconds purge every done row at once) is refused by `idemdash check`, at start and by the purge, which
 then deletes nothing; identity columns get the checks every other column gets."""
+
 from __future__ import annotations
 
 import psycopg
@@ -16,10 +17,12 @@ from tests.test_custom_shapes import _config
 
 # each row's times as timestamptz; {written} and {done} turn them into the column's type
 ROWS = [(1, "NEW", "2 hours", None), (2, "SENT", "40 days", "40 days"), (3, "SENT", "1 day", "1 day")]
-AS = {"timestamptz": "now() - interval '{}'",
-      "timestamp": "(now() - interval '{}') AT TIME ZONE 'UTC'",
-      "bigint seconds": "extract(epoch FROM now() - interval '{}')::bigint",
-      "bigint ms": "(extract(epoch FROM now() - interval '{}') * 1000)::bigint"}
+AS = {
+    "timestamptz": "now() - interval '{}'",
+    "timestamp": "(now() - interval '{}') AT TIME ZONE 'UTC'",
+    "bigint seconds": "extract(epoch FROM now() - interval '{}')::bigint",
+    "bigint ms": "(extract(epoch FROM now() - interval '{}') * 1000)::bigint",
+}
 SHAPE = """
 [databases.payments]
 url = "{url}"
@@ -38,18 +41,20 @@ done_time = "sent_at"
 """
 
 
-def _world(url: str, tmp_path, column: str, unit: str | None, identity: str = '["id"]',
-           id_type: str = "bigint") -> str:
+def _world(url: str, tmp_path, column: str, unit: str | None, identity: str = '["id"]', id_type: str = "bigint") -> str:
     sql_type = column.split()[0]
     values = ", ".join(
         f"({i if id_type == 'bigint' else repr(str(i)) + '::' + id_type}, '{status}', {AS[column].format(written)}, "
-        f"{AS[column].format(done) if done else 'NULL'})" for i, status, written, done in ROWS)
+        f"{AS[column].format(done) if done else 'NULL'})"
+        for i, status, written, done in ROWS
+    )
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA payments; CREATE TABLE payments.events_out (id {id_type} NOT NULL, "
-                     f"status text NOT NULL, created_at {sql_type} NOT NULL, sent_at {sql_type}); "
-                     f"INSERT INTO payments.events_out VALUES {values}")
-    return _config(tmp_path, SHAPE.format(url=url, identity=identity,
-                                          unit=f'time_unit = "{unit}"' if unit else ""))
+        conn.execute(
+            f"CREATE SCHEMA payments; CREATE TABLE payments.events_out (id {id_type} NOT NULL, "
+            f"status text NOT NULL, created_at {sql_type} NOT NULL, sent_at {sql_type}); "
+            f"INSERT INTO payments.events_out VALUES {values}"
+        )
+    return _config(tmp_path, SHAPE.format(url=url, identity=identity, unit=f'time_unit = "{unit}"' if unit else ""))
 
 
 def _left(url: str) -> int:
@@ -66,19 +71,37 @@ def _check_and_purge(config: str) -> tuple[object, object]:
     return check, purge
 
 
-@pytest.mark.parametrize("column, unit, said", [
-    # a timestamp without time zone read as timestamptz: every age off by the zone's offset
-    ("timestamp", None, 'time_unit = "timestamptz" reads timestamp with time zone: set time_unit = "utc timestamp"'),
-    ("timestamptz", "utc timestamp", 'time_unit = "utc timestamp" reads timestamp without time zone: set time_unit '
-                                     '= "timestamptz"'),
-    ("timestamptz", "epoch ms", 'is timestamp with time zone, but time_unit = "epoch ms" reads smallint or integer'),
-    ("bigint ms", "timestamptz", 'is bigint, but time_unit = "timestamptz" reads timestamp with time zone: set '
-                                 'time_unit = "epoch ms"'),
-    # seconds read as milliseconds: every done row is "decades old", so all of them would go at once
-    ("bigint seconds", "epoch ms", "read as epoch milliseconds are 1970-01-"),
-])
-def test_a_unit_the_column_cannot_hold_is_refused_and_nothing_is_purged(make_app, empty_database_url, tmp_path,
-                                                                          column, unit, said):
+@pytest.mark.parametrize(
+    "column, unit, said",
+    [
+        # a timestamp without time zone read as timestamptz: every age off by the zone's offset
+        (
+            "timestamp",
+            None,
+            'time_unit = "timestamptz" reads timestamp with time zone: set time_unit = "utc timestamp"',
+        ),
+        (
+            "timestamptz",
+            "utc timestamp",
+            'time_unit = "utc timestamp" reads timestamp without time zone: set time_unit = "timestamptz"',
+        ),
+        (
+            "timestamptz",
+            "epoch ms",
+            'is timestamp with time zone, but time_unit = "epoch ms" reads smallint or integer',
+        ),
+        (
+            "bigint ms",
+            "timestamptz",
+            'is bigint, but time_unit = "timestamptz" reads timestamp with time zone: set time_unit = "epoch ms"',
+        ),
+        # seconds read as milliseconds: every done row is "decades old", so all of them would go at once
+        ("bigint seconds", "epoch ms", "read as epoch milliseconds are 1970-01-"),
+    ],
+)
+def test_a_unit_the_column_cannot_hold_is_refused_and_nothing_is_purged(
+    make_app, empty_database_url, tmp_path, column, unit, said
+):
     config = _world(empty_database_url, tmp_path, column, unit)
     check, purge = _check_and_purge(config)
     assert check.exit_code != 0 and said in check.output, check.output
@@ -89,8 +112,9 @@ def test_a_unit_the_column_cannot_hold_is_refused_and_nothing_is_purged(make_app
     assert said in answer["problem"] and answer["tables"] == [], answer
 
 
-@pytest.mark.parametrize("column, unit", [("timestamptz", None), ("timestamp", "utc timestamp"),
-                                          ("bigint ms", "epoch ms")])
+@pytest.mark.parametrize(
+    "column, unit", [("timestamptz", None), ("timestamp", "utc timestamp"), ("bigint ms", "epoch ms")]
+)
 def test_a_unit_that_fits_its_column_purges_only_the_old_done_row(empty_database_url, tmp_path, column, unit):
     check, purge = _check_and_purge(_world(empty_database_url, tmp_path, column, unit))
     assert check.exit_code == 0, check.output
@@ -98,12 +122,16 @@ def test_a_unit_that_fits_its_column_purges_only_the_old_done_row(empty_database
     assert _left(empty_database_url) == 2  # the row sent 40 days ago, not the one sent yesterday
 
 
-@pytest.mark.parametrize("identity, id_type, said", [
-    ('["nope"]', "bigint", "shape.outbox.identity: events_out has no column 'nope'"),
-    ('["id"]', "json", "shape.outbox.identity: events_out.id is json, expected text or"),
-])
-def test_identity_columns_must_exist_with_a_type_rows_can_be_found_by(empty_database_url, tmp_path, identity,
-                                                                      id_type, said):
+@pytest.mark.parametrize(
+    "identity, id_type, said",
+    [
+        ('["nope"]', "bigint", "shape.outbox.identity: events_out has no column 'nope'"),
+        ('["id"]', "json", "shape.outbox.identity: events_out.id is json, expected text or"),
+    ],
+)
+def test_identity_columns_must_exist_with_a_type_rows_can_be_found_by(
+    empty_database_url, tmp_path, identity, id_type, said
+):
     check, purge = _check_and_purge(_world(empty_database_url, tmp_path, "timestamptz", None, identity, id_type))
     assert check.exit_code != 0 and said in check.output, check.output
     assert purge.exit_code != 0 and said in purge.output, purge.output

@@ -1,6 +1,7 @@
 """Several databases in one deployment (IDEMDASH_CONFIG): each database's own pages and numbers, bookmarkable
 URLs, the all-databases overview that a database going down cannot hold up, the scheduler and the command line
 on every database. Two real PostgreSQL servers: the session's, and one of this test's own that it stops."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -41,8 +42,10 @@ def write_config(path: Path, databases: dict[str, dict[str, object]]) -> str:
     lines = []
     for name, values in databases.items():
         lines.append(f"[databases.{name}]")
-        lines += [f"{key} = {value!r}" if not isinstance(value, str) else f'{key} = "{value}"'
-                  for key, value in values.items()]
+        lines += [
+            f"{key} = {value!r}" if not isinstance(value, str) else f'{key} = "{value}"'
+            for key, value in values.items()
+        ]
     path.write_text("\n".join(lines) + "\n")
     return str(path)
 
@@ -57,29 +60,42 @@ def two(database_url, own_server, tmp_path, conn):
     with psycopg.connect(beta_url, autocommit=True) as beta:
         for i in range(5):
             insert_key(beta, "payments", f"beta-{i}")
-    path = write_config(tmp_path / "idemdash.toml", {"alpha": {"url": database_url},
-                                                     "beta": {"url": beta_url, "inbox_retention_days": 9,
-                                                              "environment": "production"}})
+    path = write_config(
+        tmp_path / "idemdash.toml",
+        {
+            "alpha": {"url": database_url},
+            "beta": {"url": beta_url, "inbox_retention_days": 9, "environment": "production"},
+        },
+    )
     return {"config": path, "alpha": database_url, "beta": beta_url, "stop": stop, "start": start}
 
 
 # -- the file ------------------------------------------------------------------------------------------------
+
 
 def _load(path: Path, text: str) -> list:
     path.write_text(text)
     return load_databases(settings.load({}, CONFIG=str(path)))
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("", "declares no database"),
-    ("[databases.orders]\nurl = 'postgresql:///o'\ninbox_retention_days = 'soon'\n",
-     "[databases.orders]: inbox_retention_days: expected a positive integer"),
-    ("[databases.orders]\nurl = 'postgresql:///o'\nsecret_key = 'x'\n", "[databases.orders]: unknown key 'secret_key'"),
-    ("[databases.orders]\napp_schema = 'x'\n", "[databases.orders]: url is required"),
-    ("[databases.Orders]\nurl = 'postgresql:///o'\n", "[databases.Orders]: a database name is"),
-    ("[databases.orders\nurl = 1\n", "not valid TOML"),
-    ("[database.orders]\nurl = 'x'\n", "unknown table(s) database"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "declares no database"),
+        (
+            "[databases.orders]\nurl = 'postgresql:///o'\ninbox_retention_days = 'soon'\n",
+            "[databases.orders]: inbox_retention_days: expected a positive integer",
+        ),
+        (
+            "[databases.orders]\nurl = 'postgresql:///o'\nsecret_key = 'x'\n",
+            "[databases.orders]: unknown key 'secret_key'",
+        ),
+        ("[databases.orders]\napp_schema = 'x'\n", "[databases.orders]: url is required"),
+        ("[databases.Orders]\nurl = 'postgresql:///o'\n", "[databases.Orders]: a database name is"),
+        ("[databases.orders\nurl = 1\n", "not valid TOML"),
+        ("[database.orders]\nurl = 'x'\n", "unknown table(s) database"),
+    ],
+)
 def test_a_bad_file_is_one_line_naming_the_file_the_database_and_the_key(tmp_path, text, fragment):
     path = tmp_path / "idemdash.toml"
     with pytest.raises(ConfigError) as caught:
@@ -90,9 +106,11 @@ def test_a_bad_file_is_one_line_naming_the_file_the_database_and_the_key(tmp_pat
 
 def test_each_database_takes_the_environment_as_defaults_and_its_own_keys_on_top(tmp_path):
     path = tmp_path / "idemdash.toml"
-    path.write_text("[databases.orders]\nurl = 'postgresql:///orders'\nread_url = 'postgresql:///orders-replica'\n"
-                    "purge_batch_size = 800\nread_only = true\n\n"
-                    "[databases.billing]\nurl = 'postgresql:///billing'\napp_schema = 'billing'\n")
+    path.write_text(
+        "[databases.orders]\nurl = 'postgresql:///orders'\nread_url = 'postgresql:///orders-replica'\n"
+        "purge_batch_size = 800\nread_only = true\n\n"
+        "[databases.billing]\nurl = 'postgresql:///billing'\napp_schema = 'billing'\n"
+    )
     orders, billing = load_databases(settings.load({"IDEMDASH_PURGE_BATCH_SIZE": "300"}, CONFIG=str(path)))
     assert (orders.name, billing.name) == ("orders", "billing")  # the file's order: the first is the default
     assert orders.settings["READ_DATABASE_URL"] == "postgresql:///orders-replica"
@@ -104,6 +122,7 @@ def test_each_database_takes_the_environment_as_defaults_and_its_own_keys_on_top
 
 
 # -- pages and JSON per database -------------------------------------------------------------------------------
+
 
 @pytest.mark.system
 def test_each_database_has_its_own_pages_and_numbers(two, make_app):
@@ -148,12 +167,18 @@ def test_each_database_has_its_own_pages_and_numbers(two, make_app):
 @pytest.mark.system
 def test_an_action_under_a_database_changes_that_database_only(two, make_app, conn):
     client = make_app(CONFIG=two["config"]).test_client()
-    response = client.post("/api/v1/db/beta/keys/reclassify", json={"scope": "payments", "key": "beta-0",
-                                                                   "to": "abandoned", "reason": "INC-1"})
+    response = client.post(
+        "/api/v1/db/beta/keys/reclassify",
+        json={"scope": "payments", "key": "beta-0", "to": "abandoned", "reason": "INC-1"},
+    )
     assert response.status_code == 200, response.get_json()
     with psycopg.connect(two["beta"]) as beta:
-        assert beta.execute("SELECT status::text FROM app.idempotency_request WHERE idempotency_key = 'beta-0'"
-                            ).fetchone()[0] == "failed_final"
+        assert (
+            beta.execute(
+                "SELECT status::text FROM app.idempotency_request WHERE idempotency_key = 'beta-0'"
+            ).fetchone()[0]
+            == "failed_final"
+        )
         assert beta.execute("SELECT count(*) FROM idemdash.audit_log").fetchone()[0] == 1
     assert conn.execute("SELECT count(*) FROM idemdash.audit_log").fetchone()[0] == 0
     # the answer's links point at beta
@@ -171,7 +196,8 @@ def test_an_action_under_a_database_changes_that_database_only(two, make_app, co
 def test_the_runbook_link_can_name_the_database(two, make_app):
     client = make_app(CONFIG=two["config"], RUNBOOK_URL="https://wiki/{database}/{scope}/{key}").test_client()
     assert client.get("/api/v1/db/beta/keys/payments/beta-1").get_json()["runbook_url"] == (
-        "https://wiki/beta/payments/beta-1")
+        "https://wiki/beta/payments/beta-1"
+    )
 
 
 def test_without_a_file_there_are_only_the_plain_routes(client):
@@ -186,8 +212,10 @@ def test_without_a_file_there_are_only_the_plain_routes(client):
 
 # -- the all-databases overview --------------------------------------------------------------------------------
 
+
 def answered(client, timeout: float = 15) -> list[dict]:
     """The all-databases rows once each has answered at least once (the refresh asks in the background)."""
+
     def rows():
         items = client.get("/api/v1/databases").get_json()["items"]
         return None if any(item["pending"] for item in items) else items
@@ -212,8 +240,9 @@ def test_one_database_down_marks_its_own_row_and_the_others_keep_working(two, ma
     assert scrape(client, "beta")[("idemdash_stuck_keys_total", ())] == 5
 
     two["stop"]()
-    beta = wait_until(lambda: (row := row_of(client, "beta")) and not row["reachable"] and row,
-                      what="the refresh to find beta down")
+    beta = wait_until(
+        lambda: (row := row_of(client, "beta")) and not row["reachable"] and row, what="the refresh to find beta down"
+    )
     assert "stuck" not in beta and beta["failures"] >= 1 and beta["as_of"] is not None
     alpha = row_of(client, "alpha")
     assert alpha["reachable"] and alpha["stuck"] == 2
@@ -233,18 +262,27 @@ def test_one_database_down_marks_its_own_row_and_the_others_keep_working(two, ma
     assert client.get("/api/v1/db/beta/overview").status_code == 503
 
     two["start"]()  # back without a restart of the dashboard: the refresh asks it again (backed off, 2 s at most)
-    beta = wait_until(lambda: (row := row_of(client, "beta")) and row["reachable"] and row,
-                      timeout=30, what="beta's row to come back")
+    beta = wait_until(
+        lambda: (row := row_of(client, "beta")) and row["reachable"] and row, timeout=30, what="beta's row to come back"
+    )
     assert beta["stuck"] == 5 and beta["failures"] == 0
 
 
 # -- the scheduler and the command line ----------------------------------------------------------------------------
 
+
 @pytest.mark.system
 def test_the_scheduler_serves_every_database_and_one_failing_stops_none_of_the_others(two, conn):
     for i in range(3):
-        insert_key(conn, "orders", f"done-{i}", "succeeded", locked_until=None, claimed_ago=timedelta(days=3),
-                   expires_in=timedelta(days=-1))
+        insert_key(
+            conn,
+            "orders",
+            f"done-{i}",
+            "succeeded",
+            locked_until=None,
+            claimed_ago=timedelta(days=3),
+            expires_in=timedelta(days=-1),
+        )
     config = settings.load({}, CONFIG=two["config"], PURGE_PAUSE_MS=0)
     scheduler = build(config, BackgroundScheduler)
     jobs = {job.id for job in scheduler.get_jobs()}

@@ -1,4 +1,5 @@
 """The synthetic data generator: exact counts at every size, the distributions the benchmark relies on, speed at S."""
+
 from __future__ import annotations
 
 import math
@@ -61,11 +62,16 @@ def test_small_size_is_fast_and_exact(generated, conn, tables):
     # stuck by the dashboard's own definition (the overview's query), not by the generator's
     counts = count_keys_by_state(conn, tables, lease_seconds=300)
     assert (counts.stuck, counts.processing, counts.failed_retryable) == (S.stuck, S.processing, 200)
-    assert _one(conn, "SELECT count(*) FROM app.idempotency_request "
-                      "WHERE status = 'processing' AND locked_until IS NULL") == S.stuck_null_lease
+    assert (
+        _one(conn, "SELECT count(*) FROM app.idempotency_request WHERE status = 'processing' AND locked_until IS NULL")
+        == S.stuck_null_lease
+    )
     # active leases end well after now, so the stuck count holds through a benchmark run
-    assert _one(conn, "SELECT min(locked_until) > now() + interval '115 minutes' FROM app.idempotency_request "
-                      "WHERE status = 'processing' AND locked_until > now()")
+    assert _one(
+        conn,
+        "SELECT min(locked_until) > now() + interval '115 minutes' FROM app.idempotency_request "
+        "WHERE status = 'processing' AND locked_until > now()",
+    )
 
     assert _one(conn, "SELECT count(*) FROM app.processed_message") == S.inbox
     assert _one(conn, "SELECT count(DISTINCT consumer_name) FROM app.processed_message") == CONSUMERS
@@ -76,19 +82,48 @@ def test_small_size_is_fast_and_exact(generated, conn, tables):
 
 def test_rows_satisfy_the_reference_constraints_and_look_real(generated, conn):
     # the CHECK constraints held on insert; these are the relations the pages reason about
-    assert _one(conn, """
+    assert (
+        _one(
+            conn,
+            """
         SELECT count(*) FROM app.idempotency_request
         WHERE NOT (expires_at > created_at AND claimed_at >= created_at AND updated_at >= claimed_at
                    AND created_at > now() - interval '30 days 1 minute' AND created_at < now()
-                   AND attempt_count >= 1)""") == 0
-    assert _one(conn, "SELECT count(*) FROM app.idempotency_request "
-                      "WHERE status::text <> 'processing' AND locked_until IS NOT NULL") == 0
-    assert _one(conn, "SELECT count(*) FROM app.idempotency_request WHERE status::text = 'succeeded' "
-                      "AND (response_body IS NULL OR result_ref_id IS NULL)") == 0
-    assert _one(conn, "SELECT count(*) FROM app.idempotency_request "
-                      "WHERE status::text LIKE 'failed%' AND failure_code IS NULL") == 0
-    assert _one(conn, "SELECT count(*) FROM app.outbox_event WHERE (status = 'published') <> "
-                      "(published_at IS NOT NULL) OR published_at < created_at") == 0
+                   AND attempt_count >= 1)""",
+        )
+        == 0
+    )
+    assert (
+        _one(
+            conn,
+            "SELECT count(*) FROM app.idempotency_request "
+            "WHERE status::text <> 'processing' AND locked_until IS NOT NULL",
+        )
+        == 0
+    )
+    assert (
+        _one(
+            conn,
+            "SELECT count(*) FROM app.idempotency_request WHERE status::text = 'succeeded' "
+            "AND (response_body IS NULL OR result_ref_id IS NULL)",
+        )
+        == 0
+    )
+    assert (
+        _one(
+            conn,
+            "SELECT count(*) FROM app.idempotency_request WHERE status::text LIKE 'failed%' AND failure_code IS NULL",
+        )
+        == 0
+    )
+    assert (
+        _one(
+            conn,
+            "SELECT count(*) FROM app.outbox_event WHERE (status = 'published') <> "
+            "(published_at IS NOT NULL) OR published_at < created_at",
+        )
+        == 0
+    )
 
     assert _one(conn, "SELECT count(DISTINCT idempotency_scope) FROM app.idempotency_request") == SCOPES
     busiest, quietest = conn.execute("""
@@ -102,12 +137,15 @@ def test_rows_satisfy_the_reference_constraints_and_look_real(generated, conn):
     assert 0.88 < first < 0.94
     assert _one(conn, "SELECT max(attempt_count) FROM app.idempotency_request") >= 20
     # one worker claims a large share of the hotspots
-    assert _one(conn, "SELECT avg((claimed_by = 'worker-07')::int) FROM app.idempotency_request "
-                      "WHERE attempt_count >= 5") > 0.3
+    assert (
+        _one(conn, "SELECT avg((claimed_by = 'worker-07')::int) FROM app.idempotency_request WHERE attempt_count >= 5")
+        > 0.3
+    )
     # keys of mixed shapes: a browser-hostile path, spaces, non-ASCII, long ones; scopes with '/'
     for pattern in ("cart/%/checkout/%", "% rüge %", "invoice #% für Müller", "batch-%"):
-        assert _one(conn, "SELECT count(*) FROM app.idempotency_request WHERE idempotency_key LIKE %s",
-                    (pattern,)) > 0, pattern
+        assert (
+            _one(conn, "SELECT count(*) FROM app.idempotency_request WHERE idempotency_key LIKE %s", (pattern,)) > 0
+        ), pattern
     assert _one(conn, "SELECT count(*) FROM app.idempotency_request WHERE idempotency_scope LIKE '%%/%%'") > 0
     # stuck keys with and without outbox evidence, as the key page's suggestions need
     evidence = """
@@ -118,16 +156,21 @@ def test_rows_satisfy_the_reference_constraints_and_look_real(generated, conn):
     assert _one(conn, evidence.format("")) > 0
     assert _one(conn, evidence.format("NOT")) > 0
     # a few inbox consumers are past a 30-day retention; the rest are not
-    overdue = _one(conn, "SELECT count(*) FROM (SELECT consumer_name FROM app.processed_message GROUP BY 1 "
-                         "HAVING min(processed_at) < now() - interval '30 days') c")
+    overdue = _one(
+        conn,
+        "SELECT count(*) FROM (SELECT consumer_name FROM app.processed_message GROUP BY 1 "
+        "HAVING min(processed_at) < now() - interval '30 days') c",
+    )
     assert 0 < overdue < CONSUMERS
     assert _one(conn, "SELECT count(*) FROM app.outbox_event WHERE status = 'pending' AND attempt_count >= 3") > 0
 
 
 @pytest.mark.system  # about a second or more: the fast loop keeps within its minute
 def test_same_seed_same_data_and_refuses_to_mix(generated, database_url, conn):
-    digest = "SELECT md5(string_agg(idempotency_scope || idempotency_key || status::text || attempt_count, ',' " \
-             "ORDER BY idempotency_scope, idempotency_key)) FROM app.idempotency_request"
+    digest = (
+        "SELECT md5(string_agg(idempotency_scope || idempotency_key || status::text || attempt_count, ',' "
+        "ORDER BY idempotency_scope, idempotency_key)) FROM app.idempotency_request"
+    )
     first = _one(conn, digest)
     with pytest.raises(RuntimeError, match="already hold rows"):
         generate(database_url, S)
@@ -142,8 +185,14 @@ def test_text_status_column_and_command_line(text_status_database_url, capsys):
     assert main(["--size", "S", "--database-url", text_status_database_url, "--jobs", "1"]) == 0
     assert "size S generated in" in capsys.readouterr().out
     with psycopg.connect(text_status_database_url) as conn:
-        assert _one(conn, "SELECT data_type FROM information_schema.columns "
-                          "WHERE table_name = 'idempotency_request' AND column_name = 'status'") == "text"
+        assert (
+            _one(
+                conn,
+                "SELECT data_type FROM information_schema.columns "
+                "WHERE table_name = 'idempotency_request' AND column_name = 'status'",
+            )
+            == "text"
+        )
         counts = count_keys_by_state(conn, Tables(), lease_seconds=300)
         assert (counts.stuck, counts.processing) == (S.stuck, S.processing)
 
@@ -154,14 +203,19 @@ def test_creates_the_reference_schema_when_absent(empty_database_url):
         assert _one(conn, "SELECT count(*) FROM app.outbox_event") == S.outbox
 
 
-CONSTRAINTS = ("SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
-               "WHERE connamespace = 'app'::regnamespace AND contype IN ('p', 'u') ORDER BY 1, 2")
+CONSTRAINTS = (
+    "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE connamespace = 'app'::regnamespace AND contype IN ('p', 'u') ORDER BY 1, 2"
+)
 
 
 def test_a_load_with_its_constraints_deferred_writes_the_same_rows_and_adds_every_constraint_back(
-        generated, database_url, conn):
-    digest = "SELECT md5(string_agg(idempotency_scope || idempotency_key || status::text || attempt_count, ',' " \
-             "ORDER BY idempotency_scope, idempotency_key)) FROM app.idempotency_request"
+    generated, database_url, conn
+):
+    digest = (
+        "SELECT md5(string_agg(idempotency_scope || idempotency_key || status::text || attempt_count, ',' "
+        "ORDER BY idempotency_scope, idempotency_key)) FROM app.idempotency_request"
+    )
     first, constraints = _one(conn, digest), conn.execute(CONSTRAINTS).fetchall()
     assert len(constraints) >= 3  # each table's primary key, the outbox's unique event per key
     timings = generate(database_url, S, replace=True, seed=1, defer_constraints=True)

@@ -2,6 +2,7 @@
 workload/dbos_demo.py): DBOS creates its own tables, an older version's executor leaves workflows PENDING inside a
 step, the current version's executors run orders step by step and are killed mid-step now and then; what they leave
 reads as stuck on /tables, with the executor's name; stopping the demo stops the executor."""
+
 from __future__ import annotations
 
 import time
@@ -14,7 +15,7 @@ from idemdash.cli.workload import demo
 from idemdash.workload import dbos_demo
 from idemdash.workload.library_demo import set_up, workload
 
-LIVE = "workflow_uuid NOT LIKE 'wf-%%'"   # the history's workflows are wf-1, wf-2, ...; DBOS names its own
+LIVE = "workflow_uuid NOT LIKE 'wf-%%'"  # the history's workflows are wf-1, wf-2, ...; DBOS names its own
 
 
 def _live_counts(url: str) -> dict[str, int]:
@@ -28,7 +29,7 @@ def test_without_dbos_the_dbos_demo_says_how_to_install_it_in_one_line(monkeypat
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "pip install 'idemdash[demo]'" in lines[0] and "Traceback" not in result.output
-    assert not (tmp_path / "PG_VERSION").exists()   # nothing started
+    assert not (tmp_path / "PG_VERSION").exists()  # nothing started
 
 
 @pytest.mark.system
@@ -41,10 +42,13 @@ def test_the_dbos_demo_runs_dbos_and_its_killed_executors_leave_stuck_workflows(
         assert conn.execute("SELECT count(*) FROM dbos.dbos_migrations").fetchone()[0] == 1
         leftovers = conn.execute(
             f"SELECT workflow_uuid, executor_id FROM dbos.workflow_status WHERE {LIVE} AND application_version = 'v1'"
-            " AND status = 'PENDING'").fetchall()
+            " AND status = 'PENDING'"
+        ).fetchall()
         assert len(leftovers) == 3
-        steps = conn.execute("SELECT function_name, count(*) FROM dbos.operation_outputs"
-                             " WHERE workflow_uuid = ANY(%s) GROUP BY 1", ([w for w, _ in leftovers],)).fetchall()
+        steps = conn.execute(
+            "SELECT function_name, count(*) FROM dbos.operation_outputs WHERE workflow_uuid = ANY(%s) GROUP BY 1",
+            ([w for w, _ in leftovers],),
+        ).fetchall()
         assert steps == [("reserve_stock", 3)]
     client = make_app(url, PROFILE="dbos", APP_SCHEMA=schema, DEFAULT_LEASE_SECONDS=1).test_client()
     old = client.get("/api/v1/tables/keys/row", query_string={"id": f'["{leftovers[0][0]}"]'}).get_json()
@@ -64,7 +68,9 @@ def test_the_dbos_demo_runs_dbos_and_its_killed_executors_leave_stuck_workflows(
                 with psycopg.connect(url) as conn:
                     orphaned = conn.execute(
                         f"SELECT workflow_uuid, executor_id FROM dbos.workflow_status WHERE {LIVE} AND status = "
-                        "'PENDING' AND executor_id = ANY(%s) AND application_version = 'v2'", (live.killed,)).fetchall()
+                        "'PENDING' AND executor_id = ANY(%s) AND application_version = 'v2'",
+                        (live.killed,),
+                    ).fetchall()
                 if orphaned:
                     break
             time.sleep(0.5)
@@ -80,16 +86,20 @@ def test_the_dbos_demo_runs_dbos_and_its_killed_executors_leave_stuck_workflows(
         finished = conn.execute(
             f"SELECT count(*) FILTER (WHERE n = 3), count(*) FROM (SELECT s.workflow_uuid, count(o.function_id) AS n"
             f" FROM dbos.workflow_status s JOIN dbos.operation_outputs o USING (workflow_uuid)"
-            f" WHERE s.{LIVE} AND s.name = 'checkout' AND s.status = 'SUCCESS' GROUP BY 1) AS w").fetchone()
+            f" WHERE s.{LIVE} AND s.name = 'checkout' AND s.status = 'SUCCESS' GROUP BY 1) AS w"
+        ).fetchone()
         assert finished[0] == finished[1] >= 10
-    time.sleep(1.2)   # past DEFAULT_LEASE_SECONDS: the killed executor is silent
-    stuck = {i["row"]["workflow_uuid"] for i in
-             client.get("/api/v1/tables/keys", query_string={"state": "stuck", "limit": 500}).get_json()["items"]}
+    time.sleep(1.2)  # past DEFAULT_LEASE_SECONDS: the killed executor is silent
+    stuck = {
+        i["row"]["workflow_uuid"]
+        for i in client.get("/api/v1/tables/keys", query_string={"state": "stuck", "limit": 500}).get_json()["items"]
+    }
     assert {w for w, _ in orphaned} | {w for w, _ in leftovers} <= stuck
     workflow, executor = orphaned[0]
     row = client.get("/api/v1/tables/keys/row", query_string={"id": f'["{workflow}"]'}).get_json()
     assert {f["label"]: f["text"] for f in row["facts"]}["Why it is stuck"].startswith(
-        f"executor '{executor}' silent since ")
+        f"executor '{executor}' silent since "
+    )
     tables = client.get("/api/v1/tables").get_json()["tables"]
     keys = {s["meaning"]: s["count"] for t in tables if t["role"] == "keys" for s in t["states"]}
     assert keys["done"] >= _live_counts(url)["SUCCESS"] and keys["stuck"] >= len(stuck) > 0

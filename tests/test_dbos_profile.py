@@ -5,6 +5,7 @@ under the current one. idemdash's counts equal DBOS's own ``list_workflows``; an
 terminal, old workflows (a child only with its parent) with their steps, inputs and outputs in the same statement;
 then DBOS, launched again, recovers and finishes its PENDING workflows and replays a retained workflow ID from its
 record."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,12 @@ from idemdash.queries.target import Target
 APP = Path(__file__).with_name("dbos_app.py")
 DAY_MS = 86_400_000
 # DBOS's own meaning of each idemdash state of workflow_status (the issue's mapping)
-DBOS_STATUSES = {"pending": ["ENQUEUED", "DELAYED"], "in progress": ["PENDING"], "done": ["SUCCESS"],
-                 "failed": ["ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"]}
+DBOS_STATUSES = {
+    "pending": ["ENQUEUED", "DELAYED"],
+    "in progress": ["PENDING"],
+    "done": ["SUCCESS"],
+    "failed": ["ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"],
+}
 ORPHANS = """
 SELECT 'operation_outputs', workflow_uuid FROM dbos.operation_outputs o
  WHERE NOT EXISTS (SELECT 1 FROM dbos.workflow_status s WHERE s.workflow_uuid = o.workflow_uuid)
@@ -49,23 +54,39 @@ def _sqlalchemy_url(dsn: str) -> str:
 
     params = conninfo_to_dict(dsn)
     query = {k: str(params[k]) for k in ("host", "port") if k in params}
-    return URL.create("postgresql", username=params.get("user"), password=params.get("password"),
-                      database=params.get("dbname"), query=query).render_as_string(hide_password=False)
+    return URL.create(
+        "postgresql",
+        username=params.get("user"),
+        password=params.get("password"),
+        database=params.get("dbname"),
+        query=query,
+    ).render_as_string(hide_password=False)
 
 
 def _env(url: str, log: Path, version: str, executor: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DBOS", "IDEMDASH"))}
-    return {**env, "DBOS_URL": _sqlalchemy_url(url), "STEP_LOG": str(log), "DBOS_VERSION": version,
-            "DBOS_EXECUTOR": executor,
-            **extra}
+    return {
+        **env,
+        "DBOS_URL": _sqlalchemy_url(url),
+        "STEP_LOG": str(log),
+        "DBOS_VERSION": version,
+        "DBOS_EXECUTOR": executor,
+        **extra,
+    }
 
 
 def _run(url: str, log: Path, mode: str, version: str, executor: str, **extra: str) -> str:
     errors = log.with_name(f"{mode}.err")
     with errors.open("w") as err:
         try:
-            done = subprocess.run([sys.executable, str(APP), mode], env=_env(url, log, version, executor, **extra),
-                                  stdout=subprocess.PIPE, stderr=err, text=True, timeout=40)
+            done = subprocess.run(
+                [sys.executable, str(APP), mode],
+                env=_env(url, log, version, executor, **extra),
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                timeout=40,
+            )
         except subprocess.TimeoutExpired:
             pytest.fail(f"DBOS {mode} did not finish: {errors.read_text()[-3000:]}")
     assert done.returncode == 0, errors.read_text()[-3000:]
@@ -76,9 +97,12 @@ def _crash(url: str, log: Path, workflow_id: str, version: str, executor: str) -
     """A process killed (SIGKILL) inside the second step of ``workflow_id``, its first step recorded."""
     errors = log.with_name(f"crash-{workflow_id}.err")
     with errors.open("w") as err:
-        proc = subprocess.Popen([sys.executable, str(APP), "crash"],
-                                env=_env(url, log, version, executor, DBOS_IDS=workflow_id, DBOS_HANG="1"),
-                                stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, str(APP), "crash"],
+            env=_env(url, log, version, executor, DBOS_IDS=workflow_id, DBOS_HANG="1"),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     try:
         deadline = time.monotonic() + 30
         while f"second {workflow_id}" not in (log.read_text() if log.exists() else ""):
@@ -92,15 +116,26 @@ def _crash(url: str, log: Path, workflow_id: str, version: str, executor: str) -
 
 
 def _settings(url: str, **extra):
-    return idemdash_settings.load({}, DATABASE_URL=url, PROFILE="dbos", APP_SCHEMA="dbos", PURGE_PAUSE_MS=0,
-                                  INBOX_RETENTION_DAYS=30, DEFAULT_LEASE_SECONDS=1, **extra)
+    return idemdash_settings.load(
+        {},
+        DATABASE_URL=url,
+        PROFILE="dbos",
+        APP_SCHEMA="dbos",
+        PURGE_PAUSE_MS=0,
+        INBOX_RETENTION_DAYS=30,
+        DEFAULT_LEASE_SECONDS=1,
+        **extra,
+    )
 
 
 def _idemdash_counts(url: str, settings) -> dict[str, int | None]:
     with psycopg.connect(url) as conn:
         found = find_configured(conn, settings)
-        return {state.meaning: count for state, count in count_configured_states(conn, found, settings)
-                if state.table == "keys"}
+        return {
+            state.meaning: count
+            for state, count in count_configured_states(conn, found, settings)
+            if state.table == "keys"
+        }
 
 
 def _dbos_counts(url: str) -> dict[str, int]:
@@ -119,8 +154,11 @@ def _ids(url: str) -> set[str]:
 
 def _age(url: str, ids: list[str], days: int) -> None:
     with psycopg.connect(url) as conn:
-        conn.execute("UPDATE dbos.workflow_status SET created_at = created_at - %(ms)s, updated_at = updated_at - "
-                     "%(ms)s WHERE workflow_uuid = ANY(%(ids)s)", {"ms": days * DAY_MS, "ids": ids})
+        conn.execute(
+            "UPDATE dbos.workflow_status SET created_at = created_at - %(ms)s, updated_at = updated_at - "
+            "%(ms)s WHERE workflow_uuid = ANY(%(ids)s)",
+            {"ms": days * DAY_MS, "ids": ids},
+        )
 
 
 def _pages_tell_why_and_what_to_run(client) -> None:
@@ -131,7 +169,8 @@ def _pages_tell_why_and_what_to_run(client) -> None:
     assert facts["Why it is stuck"].startswith("application version 'v1' is no longer the latest ('v2')")
     assert facts["Last completed step"].startswith("remember (step 1), completed ")
     assert [c["command"] for c in old["commands"]] == [
-        f'dbos workflow {verb} crash-old -s "$DBOS_SYSTEM_DATABASE_URL" --schema dbos' for verb in ("resume", "cancel")]
+        f'dbos workflow {verb} crash-old -s "$DBOS_SYSTEM_DATABASE_URL" --schema dbos' for verb in ("resume", "cancel")
+    ]
     new = client.get("/api/v1/tables/keys/row", query_string={"id": '["crash-new"]'}).get_json()
     why = {f["label"]: f["text"] for f in new["facts"]}["Why it is stuck"]
     assert why.startswith("executor 'executor-2' silent since ")
@@ -141,8 +180,10 @@ def _pages_tell_why_and_what_to_run(client) -> None:
     assert "no longer the latest" in page and "dbos workflow resume crash-old" in page
     metrics = client.get("/metrics").get_data(as_text=True)
     for state, count in (("stuck", 2), ("in progress", 2), ("pending", 2), ("done", 5), ("failed", 2)):
-        assert (f'idemdash_profile_rows{{database="default",profile="dbos",role="keys",state="{state}",'
-                f'table="workflow_status"}} {count}.0') in metrics
+        assert (
+            f'idemdash_profile_rows{{database="default",profile="dbos",role="keys",state="{state}",'
+            f'table="workflow_status"}} {count}.0'
+        ) in metrics
     # the names every profile shares: DBOS keeps no outbox, so no outbox series
     assert 'idemdash_stuck{database="default",profile="dbos"} 2.0' in metrics
     assert 'idemdash_in_progress{database="default",profile="dbos"} 2.0' in metrics
@@ -159,19 +200,26 @@ def test_dbos_itself_counts_purge_and_recovery(empty_database_url, tmp_path, mak
     client = dbos.DBOSClient(system_database_url=_sqlalchemy_url(url))
     try:
         for i in range(2):
-            client.enqueue({"workflow_name": "greet", "queue_name": "nobody-serves-it", "workflow_id": f"queued-{i}"},
-                           f"q{i}")
+            client.enqueue(
+                {"workflow_name": "greet", "queue_name": "nobody-serves-it", "workflow_id": f"queued-{i}"}, f"q{i}"
+            )
     finally:
         client.destroy()
-    _crash(url, log, "crash-old", "v1", "executor-1")       # its version is deployed away just below
-    _crash(url, log, "crash-new", "v2", "executor-2")       # the current version, its executor gone
-    time.sleep(1.2)                                         # past DEFAULT_LEASE_SECONDS=1: executor-2 is silent
+    _crash(url, log, "crash-old", "v1", "executor-1")  # its version is deployed away just below
+    _crash(url, log, "crash-new", "v2", "executor-2")  # the current version, its executor gone
+    time.sleep(1.2)  # past DEFAULT_LEASE_SECONDS=1: executor-2 is silent
     with psycopg.connect(url, autocommit=True) as conn:
         migrate(conn)
-        [child] = [c for (c,) in conn.execute("SELECT workflow_uuid FROM dbos.workflow_status"
-                                              " WHERE parent_workflow_id = 'parent'")]
-        catalog = conn.execute("SELECT table_schema, table_name, column_name, data_type FROM "
-                               "information_schema.columns WHERE table_schema = 'dbos'").fetchall()
+        [child] = [
+            c
+            for (c,) in conn.execute(
+                "SELECT workflow_uuid FROM dbos.workflow_status WHERE parent_workflow_id = 'parent'"
+            )
+        ]
+        catalog = conn.execute(
+            "SELECT table_schema, table_name, column_name, data_type FROM "
+            "information_schema.columns WHERE table_schema = 'dbos'"
+        ).fetchall()
     assert [f.profile for f in detect(catalog)] == ["dbos"]
 
     settings = _settings(url)
@@ -180,8 +228,9 @@ def test_dbos_itself_counts_purge_and_recovery(empty_database_url, tmp_path, mak
     assert {m: counts[m] for m in DBOS_STATUSES} == theirs
     assert counts["stuck"] == 2 and counts["purgeable"] == 0
 
-    _pages_tell_why_and_what_to_run(make_app(url, PROFILE="dbos", APP_SCHEMA="dbos",
-                                             DEFAULT_LEASE_SECONDS=1).test_client())
+    _pages_tell_why_and_what_to_run(
+        make_app(url, PROFILE="dbos", APP_SCHEMA="dbos", DEFAULT_LEASE_SECONDS=1).test_client()
+    )
 
     # old: two successes, the failure, the cancellation, the child (not its parent), and every unfinished workflow
     _age(url, ["ok-0", "ok-1", "fails", "cancelled", child, "queued-0", "crash-old", "crash-new"], 40)
@@ -193,19 +242,22 @@ def test_dbos_itself_counts_purge_and_recovery(empty_database_url, tmp_path, mak
     with psycopg.connect(url) as conn:
         assert conn.execute(ORPHANS).fetchall() == []
         # operation_outputs has no foreign key in DBOS 3.4: the purge itself deleted the steps, no cascade did
-        assert conn.execute("SELECT count(*) FROM pg_constraint WHERE conrelid = 'dbos.operation_outputs'::regclass"
-                            " AND contype = 'f'").fetchone() == (0,)
-        assert conn.execute("SELECT count(*) FROM dbos.operation_outputs"
-                            " WHERE workflow_uuid = 'ok-2'").fetchone() == (1,)
-    _age(url, ["parent"], 40)                                 # now the child follows its parent
+        assert conn.execute(
+            "SELECT count(*) FROM pg_constraint WHERE conrelid = 'dbos.operation_outputs'::regclass AND contype = 'f'"
+        ).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM dbos.operation_outputs WHERE workflow_uuid = 'ok-2'").fetchone() == (
+            1,
+        )
+    _age(url, ["parent"], 40)  # now the child follows its parent
     [again] = run_library_purges(target, dry_run=False, started_by="test")
     assert (again.outcome, again.rows) == ("succeeded", 2), again.error
     assert before - _ids(url) == {"ok-0", "ok-1", "fails", "cancelled", "parent", child}
     assert {"queued-0", "queued-1", "crash-old", "crash-new", "ok-2"} <= _ids(url)
 
     # DBOS launched again recovers its own PENDING workflows and replays a retained ID from its record
-    out = json.loads(_run(url, log, "recover", "v2", "executor-2", DBOS_IDS="crash-new", DBOS_REPLAY="ok-2")
-                     .strip().splitlines()[-1])
+    out = json.loads(
+        _run(url, log, "recover", "v2", "executor-2", DBOS_IDS="crash-new", DBOS_REPLAY="ok-2").strip().splitlines()[-1]
+    )
     assert out == {"crash-new": "FIRSTsecond", "ok-2": "N2!"}
     out = json.loads(_run(url, log, "recover", "v1", "executor-1", DBOS_IDS="crash-old").strip().splitlines()[-1])
     assert out == {"crash-old": "FIRSTsecond"}
@@ -216,6 +268,9 @@ def test_dbos_itself_counts_purge_and_recovery(empty_database_url, tmp_path, mak
     with psycopg.connect(url) as conn:
         assert conn.execute(ORPHANS).fetchall() == []
     counts = _idemdash_counts(url, _settings(url))
-    assert {m: counts[m] for m in DBOS_STATUSES} == _dbos_counts(url) == {
-        "pending": 2, "in progress": 0, "done": 3, "failed": 0}
+    assert (
+        {m: counts[m] for m in DBOS_STATUSES}
+        == _dbos_counts(url)
+        == {"pending": 2, "in progress": 0, "done": 3, "failed": 0}
+    )
     assert counts["stuck"] == 0

@@ -1,6 +1,7 @@
 """Debezium's outbox is published by a connector that reads the rows from the write-ahead log through a logical
 replication slot: `/tables` shows each slot of the database and how far behind it is, and `/health` fails when no
 slot reads the database and warns when a slot has no reader. On a server of its own with ``wal_level = logical``."""
+
 from __future__ import annotations
 
 import psycopg
@@ -13,8 +14,10 @@ from tests.test_detect import _create_case
 
 pytestmark = pytest.mark.system  # a server restart for wal_level
 
-ROWS = ("INSERT INTO public.outboxevent (id, aggregatetype, aggregateid, type, payload) "
-        "SELECT gen_random_uuid(), 'order', g::text, 'OrderPlaced', '{\"n\": 1}'::jsonb FROM generate_series(1, %s) g")
+ROWS = (
+    "INSERT INTO public.outboxevent (id, aggregatetype, aggregateid, type, payload) "
+    "SELECT gen_random_uuid(), 'order', g::text, 'OrderPlaced', '{\"n\": 1}'::jsonb FROM generate_series(1, %s) g"
+)
 
 
 @pytest.fixture

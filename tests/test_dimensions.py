@@ -1,4 +1,5 @@
 """The one model's dimensions: what each profile's tables record, and the words for what they do not."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,15 +16,18 @@ def test_reference_keys_record_every_dimension_a_key_page_reads():
 def test_a_library_records_no_decisions_and_says_so_by_its_name():
     outbox = role_table(profile("spring-modulith"), "outbox")
     assert records(outbox, "attempts") and not records(outbox, "decisions") and not records(outbox, "owner")
-    assert not_recorded(profile("spring-modulith"), "owner", "outbox") == \
-        "who holds a row is not recorded by Spring Modulith event publication registry for its outbox table"
+    assert (
+        not_recorded(profile("spring-modulith"), "owner", "outbox")
+        == "who holds a row is not recorded by Spring Modulith event publication registry for its outbox table"
+    )
 
 
 def test_a_missing_role_has_no_table_and_records_nothing():
     spring = profile("spring-modulith")
     assert role_table(spring, "keys") is None and not records(None, "attempts")
-    assert no_table(spring, "keys").startswith("Spring Modulith event publication registry has no keys table: its "
-                                               "tables are event_publication")
+    assert no_table(spring, "keys").startswith(
+        "Spring Modulith event publication registry has no keys table: its tables are event_publication"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))

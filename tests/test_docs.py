@@ -1,4 +1,5 @@
 """The README's promises: its commands are the ones CI runs; the docs' command table is the CLI's."""
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,12 @@ def test_the_readme_names_every_debian_package_ci_installs():
     """The test command alone passes only where what .ci/run installs is there: the README names all of it (it once
     left out promtool's `prometheus`, and the README's command failed one test on a fresh machine)."""
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    installed = {name for line in re.findall(r"^\s*(?:apt_install|apt-get install) ([^#>\n]*)", ci, re.M)
-                 for name in line.split() if re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", name)}
+    installed = {
+        name
+        for line in re.findall(r"^\s*(?:apt_install|apt-get install) ([^#>\n]*)", ci, re.M)
+        for name in line.split()
+        if re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", name)
+    }
     assert {"chromium", "prometheus", "iproute2", "nodejs", "npm"} <= installed, installed
     opening = README.split("## What it is", 1)[0]
     assert not [name for name in installed if f"`{name}`" not in opening], installed

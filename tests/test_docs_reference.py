@@ -1,6 +1,7 @@
 """The docs' generated references are what the code makes now: docs/settings.md from SETTINGS and
 docs/api-reference.md from the OpenAPI document (tools/docs_reference.py; `python -m tools.docs_reference` rewrites
 both). A setting, a help text or an API answer changed without running it fails here."""
+
 from __future__ import annotations
 
 import re

@@ -5,6 +5,7 @@ Each failure is real: another connection holds a row or table lock while the req
 are exercised through a tiny blueprint registered here (a write and a read of idemdash's own tables) and then
 through real endpoints.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -125,8 +126,9 @@ def test_a_bulk_reclassification_against_a_locked_table_is_409_and_changes_nothi
     preview = client.post(BULK, json={"filter": {}, "to": "abandoned", "preview": True}).get_json()
     assert preview["count"] == 3
     holder.execute("LOCK TABLE app.idempotency_request IN SHARE MODE")  # an application's migration, say
-    response = client.post(BULK, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"],
-                                       "all_scopes": True})
+    response = client.post(
+        BULK, json={"filter": {}, "to": "abandoned", "reason": "x", "as_of": preview["as_of"], "all_scopes": True}
+    )
     assert response.status_code == 409, response.get_json()
     assert "nothing was changed" in response.get_json()["error"]
     holder.rollback()

@@ -5,6 +5,7 @@ and its fix in one line, without a traceback, and never show the password.
 The wrong password needs a server that asks for one: a PostgreSQL of this module's own whose pg_hba.conf wants
 scram-sha-256 from everyone but its superuser (the session's server trusts local connections).
 """
+
 from __future__ import annotations
 
 import logging
@@ -88,24 +89,30 @@ def case(request, pg_server_dsn):
     name = request.param
     if name == "refused":
         port = _free_port()
-        return (name, f"postgresql://idemdash:{PASSWORD}@127.0.0.1:{port}/orders?connect_timeout=2", "refused",
-                f"connection refused by 127.0.0.1 port {port}: no PostgreSQL is listening there")
+        return (
+            name,
+            f"postgresql://idemdash:{PASSWORD}@127.0.0.1:{port}/orders?connect_timeout=2",
+            "refused",
+            f"connection refused by 127.0.0.1 port {port}: no PostgreSQL is listening there",
+        )
     if name == "wrong_password":
         params = conninfo_to_dict(request.getfixturevalue("password_server"))
         params["password"] = WRONG
-        return (name, make_conninfo(**params), "auth",
-                "password authentication failed for user 'idemdash_pw'")
+        return (name, make_conninfo(**params), "auth", "password authentication failed for user 'idemdash_pw'")
     if name == "missing_database":
         params = conninfo_to_dict(pg_server_dsn)
         params["dbname"] = "no_such_orders"
         return name, make_conninfo(**params), "no_database", "database 'no_such_orders' does not exist"
     if name == "missing_tables":
-        return (name, request.getfixturevalue("no_app_tables"), "no_table",
-                "app.idempotency_request does not exist: point IDEMDASH_APP_SCHEMA and IDEMDASH_KEYS_TABLE at your "
-                "tables, or create the reference tables with `idemdash init-app-schema`")
+        return (
+            name,
+            request.getfixturevalue("no_app_tables"),
+            "no_table",
+            "app.idempotency_request does not exist: point IDEMDASH_APP_SCHEMA and IDEMDASH_KEYS_TABLE at your "
+            "tables, or create the reference tables with `idemdash init-app-schema`",
+        )
     url, role = request.getfixturevalue("role_without_grants")
-    return (name, url, "privilege",
-            f"GRANT SELECT ON app.idempotency_request TO {role};")
+    return (name, url, "privilege", f"GRANT SELECT ON app.idempotency_request TO {role};")
 
 
 def _one_line_with(text: str, fragment: str) -> None:
@@ -176,16 +183,21 @@ def test_a_role_that_may_only_read_is_told_what_it_cannot_do(database_url):
         output = result.output
         # reading works, so nothing fails for it; the actions it cannot take are warned about, with the GRANT
         assert "may not read" not in output
-        assert (f"warn     Reclassifying keys is switched off: role '{role}' may not update app.idempotency_request"
-                in output)
+        assert (
+            f"warn     Reclassifying keys is switched off: role '{role}' may not update app.idempotency_request"
+            in output
+        )
         assert f'GRANT UPDATE ON "app"."idempotency_request" TO "{role}";' in output
-        assert (f"warn     Purges of the inbox table fail: role '{role}' may not delete and lock rows of "
-                "app.processed_message") in output
+        assert (
+            f"warn     Purges of the inbox table fail: role '{role}' may not delete and lock rows of "
+            "app.processed_message"
+        ) in output
         assert f'GRANT DELETE, UPDATE ON "app"."processed_message" TO "{role}";' in output
         assert "warn     Role" in output and "may not write idemdash's own tables" in output
         # a viewer-only deployment says so, and UPDATE is then not needed
-        read_only = CliRunner().invoke(main, ["check", "--database-url", make_conninfo(**params)],
-                                       env={"IDEMDASH_READ_ONLY": "1"})
+        read_only = CliRunner().invoke(
+            main, ["check", "--database-url", make_conninfo(**params)], env={"IDEMDASH_READ_ONLY": "1"}
+        )
         assert f"ok       Role '{role}' may not update app.idempotency_request: none needed" in read_only.output
     finally:
         with psycopg.connect(database_url, autocommit=True) as conn:

@@ -1,5 +1,6 @@
 """The pieces of a response_body to start from (core/fill_in.py, queries/keys.py list_response_fields) and the
 ids that contradict result_ref_id; the pages that use them: tests/test_response_fill_in.py."""
+
 from __future__ import annotations
 
 import uuid
@@ -16,16 +17,19 @@ OWN_ORDER = "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55"
 OTHER_PAYMENT = "66627de0-1f0a-4b7e-8c55-2d9f3e4a5b61"
 
 
-@pytest.mark.parametrize("body, ref_type, found", [
-    ({"id": OTHER_PAYMENT}, None, [("id", OTHER_PAYMENT)]),
-    ({"ID": OTHER_PAYMENT}, "order", [("ID", OTHER_PAYMENT)]),
-    ({"orderId": OTHER_PAYMENT, "order_id": OWN_ORDER}, "order", [("orderId", OTHER_PAYMENT)]),
-    ({"orderId": OTHER_PAYMENT}, None, []),           # without a type, orderId is not known to be the effect's id
-    ({"paymentId": OTHER_PAYMENT}, "order", []),      # another entity's id: nothing to tell
-    ({"id": "pay_123"}, "order", []),                 # not a UUID: may be another system's id
-    ({"id": None}, "order", []),                      # a blank left by the fill-in
-    ([{"id": OTHER_PAYMENT}], "order", []),           # not an object
-])
+@pytest.mark.parametrize(
+    "body, ref_type, found",
+    [
+        ({"id": OTHER_PAYMENT}, None, [("id", OTHER_PAYMENT)]),
+        ({"ID": OTHER_PAYMENT}, "order", [("ID", OTHER_PAYMENT)]),
+        ({"orderId": OTHER_PAYMENT, "order_id": OWN_ORDER}, "order", [("orderId", OTHER_PAYMENT)]),
+        ({"orderId": OTHER_PAYMENT}, None, []),  # without a type, orderId is not known to be the effect's id
+        ({"paymentId": OTHER_PAYMENT}, "order", []),  # another entity's id: nothing to tell
+        ({"id": "pay_123"}, "order", []),  # not a UUID: may be another system's id
+        ({"id": None}, "order", []),  # a blank left by the fill-in
+        ([{"id": OTHER_PAYMENT}], "order", []),  # not an object
+    ],
+)
 def test_which_ids_contradict_result_ref_id(body, ref_type, found):
     assert contradicting_ids(body, ref_type, uuid.UUID(OWN_ORDER)) == found
     assert contradicting_ids(body, ref_type, None) == []
@@ -47,4 +51,6 @@ def test_the_shape_is_read_from_the_keys_neighbours_only(conn):
     with conn.transaction():
         assert list_response_fields(conn, T, "create_order", "m", span=3) == []
         assert list_response_fields(conn, T, "create_order", "m", span=4) == [
-            ResponseField("total", "number"), ResponseField("status", "string")]
+            ResponseField("total", "number"),
+            ResponseField("status", "string"),
+        ]

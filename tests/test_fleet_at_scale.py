@@ -5,6 +5,7 @@ Every live row's numbers equal a direct query of its database, the down hosts' r
 connections than IDEMDASH_FLEET_MAX_CONNECTIONS.
 
 IDEMDASH_TEST_FLEET_SIZE=500 runs it with 500 databases (each a FILE_COPY clone of the test template, ~10 ms)."""
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,9 @@ pytestmark = pytest.mark.system
 
 SIZE = int(os.environ.get("IDEMDASH_TEST_FLEET_SIZE", "200"))
 WORKERS = 2
-THREADS = 4                 # IDEMDASH_FLEET_REFRESH_THREADS per worker
-BUDGET = 20                 # IDEMDASH_FLEET_MAX_CONNECTIONS: 4 refresh + 1 metrics + 3 pools of 5
-DOWN = 2                    # hung hosts, and as many refusing ones
+THREADS = 4  # IDEMDASH_FLEET_REFRESH_THREADS per worker
+BUDGET = 20  # IDEMDASH_FLEET_MAX_CONNECTIONS: 4 refresh + 1 metrics + 3 pools of 5
+DOWN = 2  # hung hosts, and as many refusing ones
 # members with numbers of their own (index: stuck keys, keys held for review, pending outbox rows); the rest are 0
 DISTINCT = {0: (1, 0, 0), 7: (3, 1, 0), 42: (0, 0, 5), 99: (2, 2, 1), SIZE - 1: (4, 0, 2)}
 # an upper bound, not a benchmark: half the hung hosts' 2 s connect deadline (a request takes milliseconds here)
@@ -63,15 +64,19 @@ def shop(pg_server_dsn, pg_templates, tmp_path):
                 for k in range(stuck):
                     insert_key(conn, "orders", f"stuck-{k}")
                 for k in range(review):
-                    insert_key(conn, "orders", f"held-{k}", claimed_by="idemdash:needs_review",
-                               locked_until=timedelta(days=30))
+                    insert_key(
+                        conn, "orders", f"held-{k}", claimed_by="idemdash:needs_review", locked_until=timedelta(days=30)
+                    )
                 now = conn.execute("SELECT now()").fetchone()[0]
-                insert_events(conn, [Event("order.created", "pending", now - timedelta(minutes=k + 1))
-                                     for k in range(outbox)])
+                insert_events(
+                    conn, [Event("order.created", "pending", now - timedelta(minutes=k + 1)) for k in range(outbox)]
+                )
         lines = []
         for i, host in enumerate(hung):
-            lines += [f"[databases.hung{i}]",
-                      f'url = "postgresql://idemdash@127.0.0.1:{host.port}/hung?connect_timeout=2&sslmode=disable"']
+            lines += [
+                f"[databases.hung{i}]",
+                f'url = "postgresql://idemdash@127.0.0.1:{host.port}/hung?connect_timeout=2&sslmode=disable"',
+            ]
         for i in range(DOWN):
             lines += [f"[databases.refusing{i}]", f'url = "postgresql://idemdash@127.0.0.1:{closed_port()}/gone"']
         lines += ["[fleets.shop]", f'url = "{pg_server_dsn}"', f'databases = "{prefix}_*"']
@@ -95,22 +100,31 @@ def direct_numbers(server: str, names: list[str]) -> dict[str, tuple[int, int, i
 
 def sessions(server: str, application_name: str) -> int:
     with psycopg.connect(server, autocommit=True) as conn:
-        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                            (application_name,)).fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (application_name,)
+        ).fetchone()[0]
 
 
 def test_a_fleet_of_200_under_gunicorn_every_number_right_no_wait_for_hung_hosts_within_the_budget(shop, tmp_path):
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("IDEMDASH_") and k != "SERVER_SOFTWARE"}
-    env |= {"HOME": str(tmp_path), "IDEMDASH_CONFIG": shop["config"], "IDEMDASH_SECRET_KEY": "fleet-at-scale",
-            "IDEMDASH_FLEET_REFRESH_THREADS": str(THREADS), "IDEMDASH_FLEET_REFRESH_SECONDS": "120",
-            "IDEMDASH_FLEET_MAX_CONNECTIONS": str(BUDGET), "IDEMDASH_POOL_TIMEOUT_SECONDS": "3"}
+    env |= {
+        "HOME": str(tmp_path),
+        "IDEMDASH_CONFIG": shop["config"],
+        "IDEMDASH_SECRET_KEY": "fleet-at-scale",
+        "IDEMDASH_FLEET_REFRESH_THREADS": str(THREADS),
+        "IDEMDASH_FLEET_REFRESH_SECONDS": "120",
+        "IDEMDASH_FLEET_MAX_CONNECTIONS": str(BUDGET),
+        "IDEMDASH_POOL_TIMEOUT_SECONDS": "3",
+    }
     args = [sys.executable, "-m", "idemdash", "serve", "--bind", f"127.0.0.1:{port}", "--workers", str(WORKERS)]
     expected = direct_numbers(shop["server"], shop["names"])
     assert sum(any(n) for n in expected.values()) == len(DISTINCT)  # the seeded ones differ, the rest are 0
     with _running(args, env, tmp_path / "serve.log", port) as server:
-        workers = wait_until(lambda: pids if len(pids := [c.pid for c in psutil.Process(server.pid).children()])
-                             == WORKERS else None, what="the workers")
+        workers = wait_until(
+            lambda: pids if len(pids := [c.pid for c in psutil.Process(server.pid).children()]) == WORKERS else None,
+            what="the workers",
+        )
         # while the refresh fills the rows in: every request answers at once; done when both workers have every
         # row (a fresh connection each, so either worker answers: several answers running with none pending)
         slowest, complete, answers = 0.0, 0, []
@@ -137,7 +151,11 @@ def test_a_fleet_of_200_under_gunicorn_every_number_right_no_wait_for_hung_hosts
                 row = rows[name]
                 assert row["reachable"] and not row["problem"], row
                 assert (row["stuck"], row["processing"], row["needs_review"], row["outbox_pending"]) == (
-                    stuck, processing, review, outbox), (name, row)
+                    stuck,
+                    processing,
+                    review,
+                    outbox,
+                ), (name, row)
             for i, host in enumerate(shop["hung"]):
                 row = rows[f"hung{i}"]
                 assert not row["reachable"] and "stuck" not in row and row["failures"] >= 1, row

@@ -2,6 +2,7 @@
 reached, or fails, is reported in one line and the others still get their turn (--keep-going, the default);
 --fail-fast stops there and names what it never attempted; a summary line ends the output; the exit status is
 1 when any database failed, and 130 on Ctrl-C for purge."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,10 @@ REFUSED = "postgresql://idemdash@127.0.0.1:1/nowhere?connect_timeout=2"  # nothi
 # the middle database, unreachable two ways, and the start of its one-line cause
 UNREACHABLE = {
     "refused": (lambda server: REFUSED, "cannot connect to the database: connection refused by 127.0.0.1 port 1"),
-    "no database": (lambda server: _dsn_for(server, "no_such_database"),
-                    "cannot connect to the database: database 'no_such_database' does not exist"),
+    "no database": (
+        lambda server: _dsn_for(server, "no_such_database"),
+        "cannot connect to the database: database 'no_such_database' does not exist",
+    ),
 }
 ALL = [(m.version, m.name) for m in list_migrations()]
 
@@ -47,8 +50,9 @@ def middle(request, pg_server_dsn):
 
 
 def fleet(monkeypatch, tmp_path, alpha: str, beta: str, gamma: str) -> None:
-    path = write_config(tmp_path / "idemdash.toml", {"alpha": {"url": alpha}, "beta": {"url": beta},
-                                                     "gamma": {"url": gamma}})
+    path = write_config(
+        tmp_path / "idemdash.toml", {"alpha": {"url": alpha}, "beta": {"url": beta}, "gamma": {"url": gamma}}
+    )
     monkeypatch.setenv("IDEMDASH_CONFIG", path)
 
 
@@ -64,9 +68,11 @@ def purge_runs(url: str) -> int:
 
 # -- migrate -----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("argv", [[], ["--keep-going"]])
-def test_migrate_goes_on_past_an_unreachable_database_and_exits_1(monkeypatch, tmp_path, empty_database_url,
-                                                                  clone_of, middle, argv):
+def test_migrate_goes_on_past_an_unreachable_database_and_exits_1(
+    monkeypatch, tmp_path, empty_database_url, clone_of, middle, argv
+):
     beta, cause = middle
     gamma = clone_of(None)
     fleet(monkeypatch, tmp_path, empty_database_url, beta, gamma)
@@ -89,7 +95,8 @@ def test_migrate_goes_on_past_an_unreachable_database_and_exits_1(monkeypatch, t
 
 
 def test_migrate_fail_fast_stops_at_the_unreachable_database_and_never_touches_the_rest(
-        monkeypatch, tmp_path, empty_database_url, clone_of, middle):
+    monkeypatch, tmp_path, empty_database_url, clone_of, middle
+):
     beta, cause = middle
     gamma = clone_of(None)
     fleet(monkeypatch, tmp_path, empty_database_url, beta, gamma)
@@ -107,7 +114,8 @@ def test_migrate_fail_fast_stops_at_the_unreachable_database_and_never_touches_t
 
 
 def test_a_failed_migration_is_that_database_s_failure_and_the_next_one_is_migrated(
-        monkeypatch, tmp_path, empty_database_url, clone_of):
+    monkeypatch, tmp_path, empty_database_url, clone_of
+):
     beta, gamma = clone_of(None), clone_of(None)
     with psycopg.connect(beta, autocommit=True) as conn:  # migrated once, then its first migration "edited"
         CliRunner().invoke(main, ["migrate", "--database-url", beta])
@@ -119,7 +127,8 @@ def test_a_failed_migration_is_that_database_s_failure_and_the_next_one_is_migra
         assert applied_versions(conn) == ALL
     assert "Traceback" not in result.output
     assert lines_about(result.output)[1].startswith(
-        "-- beta: failed: migrating idemdash's schema failed: migration 0001_init was changed after it was applied")
+        "-- beta: failed: migrating idemdash's schema failed: migration 0001_init was changed after it was applied"
+    )
     assert result.output.splitlines()[-1].startswith("3 databases: 2 migrated, 1 failed: beta (migrating")
 
 
@@ -132,17 +141,21 @@ def test_one_database_keeps_its_own_output_and_status(empty_database_url):
 
 # -- check -------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("argv", [[], ["--fail-fast"]])
-def test_check_reports_every_database_past_an_unreachable_one(monkeypatch, tmp_path, database_url, clone_of,
-                                                             pg_templates, middle, argv):
+def test_check_reports_every_database_past_an_unreachable_one(
+    monkeypatch, tmp_path, database_url, clone_of, pg_templates, middle, argv
+):
     beta, cause = middle
     gamma = clone_of(pg_templates["enum"])
     fleet(monkeypatch, tmp_path, database_url, beta, gamma)
     result = CliRunner().invoke(main, ["check", *argv])
     assert result.exit_code == 1, result.output
     about = lines_about(result.output)
-    assert about[0] in ("-- alpha: passed", "-- alpha: with findings: not ready, an index missing or a check "
-                                            "failing: see its summary above")
+    assert about[0] in (
+        "-- alpha: passed",
+        "-- alpha: with findings: not ready, an index missing or a check failing: see its summary above",
+    )
     assert about[1].startswith(f"-- beta: failed: {cause}")
     assert result.output.count("Recommended indexes") == (1 if argv else 2)
     last = result.output.splitlines()[-1]
@@ -158,9 +171,11 @@ def test_check_reports_every_database_past_an_unreachable_one(monkeypatch, tmp_p
 
 # -- purge -------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("argv", [[], ["--fail-fast"]])
-def test_purge_goes_on_past_an_unreachable_database(monkeypatch, tmp_path, database_url, conn, clone_of,
-                                                   pg_templates, middle, argv):
+def test_purge_goes_on_past_an_unreachable_database(
+    monkeypatch, tmp_path, database_url, conn, clone_of, pg_templates, middle, argv
+):
     beta, cause = middle
     gamma = clone_of(pg_templates["enum"])
     add_expired(conn, 30)
@@ -184,8 +199,9 @@ def test_purge_goes_on_past_an_unreachable_database(monkeypatch, tmp_path, datab
         assert last.startswith(f"3 databases: 2 purged, 1 failed: beta ({cause}")
 
 
-def test_purge_of_a_database_without_idemdash_s_schema_fails_it_alone(monkeypatch, tmp_path, database_url,
-                                                                    clone_of, pg_templates):
+def test_purge_of_a_database_without_idemdash_s_schema_fails_it_alone(
+    monkeypatch, tmp_path, database_url, clone_of, pg_templates
+):
     beta, gamma = clone_of(None), clone_of(pg_templates["enum"])  # beta: reachable, never migrated
     fleet(monkeypatch, tmp_path, database_url, beta, gamma)
     result = CliRunner().invoke(main, ["purge", "--table", "keys"])
@@ -202,13 +218,20 @@ def test_ctrl_c_stops_a_fleet_purge_at_once_with_130(tmp_path, conn, database_ur
     """Ctrl-C is no failure to go on past: the database in hand stops after its batch, no other is started."""
     gamma = clone_of(pg_templates["enum"])
     add_expired(conn, 20_000)
-    path = write_config(tmp_path / "idemdash.toml", {"alpha": {"url": database_url}, "beta": {"url": REFUSED},
-                                                     "gamma": {"url": gamma}})
+    path = write_config(
+        tmp_path / "idemdash.toml", {"alpha": {"url": database_url}, "beta": {"url": REFUSED}, "gamma": {"url": gamma}}
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("IDEMDASH_")}
     env.update(IDEMDASH_CONFIG=path, IDEMDASH_PURGE_BATCH_SIZE="100", IDEMDASH_PURGE_PAUSE_MS="50")
-    child = subprocess.Popen([sys.executable, "-m", "idemdash", "purge", "--table", "keys"], cwd=ROOT,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "idemdash", "purge", "--table", "keys"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 30
         while not conn.execute("SELECT 1 FROM idemdash.purge_run WHERE rows_deleted > 0").fetchone():

@@ -1,6 +1,7 @@
 """The purges of every database (`/databases/purges`, `GET /api/v1/databases/purges`): each database's tables with
 their last run and failures, worst first, read from the all-databases background refresh so that a hung host never
 holds a request up. Real databases on the session's server and a hung host (a socket that never answers)."""
+
 from __future__ import annotations
 
 import time
@@ -32,17 +33,22 @@ def hung_host():
 
 def _runs(url: str, values: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted, "
-                     "dry_run, outcome, error, started_by, method) VALUES " + values)
+        conn.execute(
+            "INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted, "
+            "dry_run, outcome, error, started_by, method) VALUES " + values
+        )
 
 
 @pytest.mark.system
-def test_the_failing_database_comes_first_the_hung_one_says_so_and_no_request_waits(pg_templates, clone_of, tmp_path,
-                                                                                   hung_host, make_app):
+def test_the_failing_database_comes_first_the_hung_one_says_so_and_no_request_waits(
+    pg_templates, clone_of, tmp_path, hung_host, make_app
+):
     urls = {name: clone_of(pg_templates["enum"]) for name in ("alpha", "bravo", "charlie")}
     # alpha: its keys purge succeeded yesterday, then failed twice (the last run with a two-line error); its inbox
     # purge is fine. bravo: never purged. charlie: one good keys purge. zulu: a host that never answers.
-    _runs(urls["alpha"], f"""
+    _runs(
+        urls["alpha"],
+        f"""
         ('keys', now() - interval '30 hours', now() - interval '30 hours', 2, 500, false, 'succeeded', null,
          'scheduler', 'due_index'),
         ('keys', now() - interval '2 hours', now() - interval '2 hours', 0, 0, false, 'failed', 'first', 'scheduler',
@@ -50,9 +56,13 @@ def test_the_failing_database_comes_first_the_hung_one_says_so_and_no_request_wa
         ('keys', now() - interval '1 hour', now() - interval '1 hour', 0, 0, false, 'failed', '{ERROR}\nDETAIL: more',
          'scheduler', null),
         ('inbox', now() - interval '1 hour', now() - interval '1 hour', 1, 40, false, 'succeeded', null, 'scheduler',
-         'primary_key')""")
-    _runs(urls["charlie"], """('keys', now() - interval '10 minutes', now() - interval '9 minutes', 3, 1200, false,
-                                'succeeded', null, 'scheduler', 'due_index')""")
+         'primary_key')""",
+    )
+    _runs(
+        urls["charlie"],
+        """('keys', now() - interval '10 minutes', now() - interval '9 minutes', 3, 1200, false,
+                                'succeeded', null, 'scheduler', 'due_index')""",
+    )
     urls["zulu"] = f"postgresql://idemdash@127.0.0.1:{hung_host.port}/zulu?connect_timeout=2&sslmode=disable"
     config = write_config(tmp_path / "fleet.toml", {name: {"url": url} for name, url in urls.items()})
     client = make_app(CONFIG=config, FLEET_REFRESH_THREADS=2, FLEET_REFRESH_SECONDS=60).test_client()
@@ -72,22 +82,30 @@ def test_the_failing_database_comes_first_the_hung_one_says_so_and_no_request_wa
     items = wait_until(answered, timeout=20, what="every database's first answer")
     assert slowest < SOON, slowest  # no request waited while the hung host was being asked
     assert [(i["database"], i["table"], i["state"]) for i in items] == [
-        ("alpha", "keys", "failing"), ("zulu", None, "unreachable"), ("bravo", None, "never_purged"),
-        ("alpha", "inbox", "ok"), ("charlie", "keys", "ok")]
+        ("alpha", "keys", "failing"),
+        ("zulu", None, "unreachable"),
+        ("bravo", None, "never_purged"),
+        ("alpha", "inbox", "ok"),
+        ("charlie", "keys", "ok"),
+    ]
     failing, hung, never, _, good = items
     assert failing["last_run"]["error"].startswith(ERROR) and failing["failures_24h"] == 2
     assert failing["last_success_at"] is not None and failing["url"] == "/db/alpha/purges"
     assert f"no answer from 127.0.0.1 port {hung_host.port} within the connect timeout" in hung["problem"]
     assert hung["url"] == "/db/zulu/purges" and hung["last_run"] is None
     assert never["last_run"] is None and never["problem"] is None
-    assert (good["last_run"]["rows_deleted"], good["last_run"]["method"], good["failures_24h"]) == (1200, "due_index",
-                                                                                                    0)
+    assert (good["last_run"]["rows_deleted"], good["last_run"]["method"], good["failures_24h"]) == (
+        1200,
+        "due_index",
+        0,
+    )
     assert all(i["age_seconds"] is not None and i["age_seconds"] < 30 for i in items)
 
     page = BeautifulSoup(client.get("/databases/purges").data, "html.parser")
     rows = page.select("#fleet-purges-panel tbody tr")
     assert [(r["data-database"], r["data-state"]) for r in rows] == [
-        (i["database"], i["state"]) for i in items]  # the page and the JSON agree
+        (i["database"], i["state"]) for i in items
+    ]  # the page and the JSON agree
     assert [r.select_one("a")["href"] for r in rows] == [i["url"] for i in items]
     assert rows[0].select_one("[data-error]").get_text() == ERROR  # the error in one line
     assert rows[0].select_one('[data-metric="failures_24h"]').get_text() == "2"
@@ -102,8 +120,18 @@ def test_the_failing_database_comes_first_the_hung_one_says_so_and_no_request_wa
 
 def _db(name: str, *, reachable: bool = True, purges=None, pending: bool = False) -> DatabaseRow:
     now = datetime.now(timezone.utc)
-    row = DatabaseRow(name, "h:5432/" + name, None, reachable, None, None if reachable else "refused", True, 1.0,
-                      as_of=None if pending else now, purges=purges)
+    row = DatabaseRow(
+        name,
+        "h:5432/" + name,
+        None,
+        reachable,
+        None,
+        None if reachable else "refused",
+        True,
+        1.0,
+        as_of=None if pending else now,
+        purges=purges,
+    )
     return replace(row, reachable=reachable and not pending)
 
 
@@ -114,13 +142,24 @@ def _status(table: str, outcome: str, failures: int) -> PurgeTableStatus:
 
 
 def test_worst_first_and_the_fleet_filter():
-    dbs = [_db("orders"), _db("shop/a", purges=(_status("keys", "succeeded", 1), _status("outbox", "succeeded", 0))),
-           _db("shop/b", reachable=False), _db("shop/c", purges=(_status("inbox", "failed", 1),)),
-           _db("shop/d", pending=True), _db("zeta", purges=())]
+    dbs = [
+        _db("orders"),
+        _db("shop/a", purges=(_status("keys", "succeeded", 1), _status("outbox", "succeeded", 0))),
+        _db("shop/b", reachable=False),
+        _db("shop/c", purges=(_status("inbox", "failed", 1),)),
+        _db("shop/d", pending=True),
+        _db("zeta", purges=()),
+    ]
     order = [(r.name, r.table, r.state) for r in purge_rows(dbs)]
-    assert order == [("shop/c", "inbox", "failing"), ("shop/a", "keys", "failed_recently"),
-                     ("shop/b", None, "unreachable"), ("orders", None, "purges_unknown"), ("shop/d", None, "pending"),
-                     ("zeta", None, "never_purged"), ("shop/a", "outbox", "ok")]
+    assert order == [
+        ("shop/c", "inbox", "failing"),
+        ("shop/a", "keys", "failed_recently"),
+        ("shop/b", None, "unreachable"),
+        ("orders", None, "purges_unknown"),
+        ("shop/d", None, "pending"),
+        ("zeta", None, "never_purged"),
+        ("shop/a", "outbox", "ok"),
+    ]
     assert {r.name for r in purge_rows(dbs, "shop")} == {"shop/a", "shop/b", "shop/c", "shop/d"}
     assert all(r.fleet == "shop" for r in purge_rows(dbs, "shop"))
     assert purge_rows(dbs, "other") == []

@@ -1,6 +1,7 @@
 """How one scheduler spreads a fleet's jobs (jobs/fleet_schedule.py): a fixed offset per database within the spread
 and half the period, `every <duration>` schedules aligned across processes, and scheduled purges that lose to another
 scheduler recording nothing."""
+
 from __future__ import annotations
 
 import time
@@ -54,8 +55,9 @@ def test_a_fleet_members_purge_fires_at_its_offset_after_the_schedule_within_hal
 def test_a_bad_every_schedule_is_refused(raw):
     with pytest.raises(ConfigError, match=r"^IDEMDASH_PURGE_KEYS_SCHEDULE: expected a crontab line"):
         settings.load({"IDEMDASH_PURGE_KEYS_SCHEDULE": raw})
-    assert schedule_trigger(settings.load({"IDEMDASH_PURGE_KEYS_SCHEDULE": " every  2m "}),
-                            "keys").interval_length == 120
+    assert (
+        schedule_trigger(settings.load({"IDEMDASH_PURGE_KEYS_SCHEDULE": " every  2m "}), "keys").interval_length == 120
+    )
 
 
 def test_scheduled_runs_that_lose_the_lock_or_come_second_in_a_period_record_nothing(database_url):

@@ -1,6 +1,7 @@
 """Fleet views on the all-databases page: worst first with the reasons, filters by fleet, environment and attention
 (a bad value is a 400), the search of every database at once (a hung host reported as not asked, within the
 deadline), the header's switcher at 25 databases, and how many series /metrics serves for 30 databases."""
+
 from __future__ import annotations
 
 import time
@@ -19,15 +20,20 @@ from tests.test_keys import insert_key
 
 
 def outbox_row(conn, age: str = "1 hour", aggregate_id: str | None = None) -> None:
-    conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
-                 "idempotency_key, payload, created_at) VALUES ('e', 'a', coalesce(%s::uuid, gen_random_uuid()), "
-                 "'s', gen_random_uuid()::text, '{}', now() - %s::interval)", (aggregate_id, age))
+    conn.execute(
+        "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
+        "idempotency_key, payload, created_at) VALUES ('e', 'a', coalesce(%s::uuid, gen_random_uuid()), "
+        "'s', gen_random_uuid()::text, '{}', now() - %s::interval)",
+        (aggregate_id, age),
+    )
 
 
 def failed_purge(conn) -> None:
-    conn.execute("INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, rows_deleted, dry_run, "
-                 "outcome, started_by, error) VALUES ('keys', now() - interval '5 minutes', now(), 0, false, "
-                 "'failed', 'scheduler', 'lock timeout')")
+    conn.execute(
+        "INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, rows_deleted, dry_run, "
+        "outcome, started_by, error) VALUES ('keys', now() - interval '5 minutes', now(), 0, false, "
+        "'failed', 'scheduler', 'lock timeout')"
+    )
 
 
 def write_toml(path: Path, text: str) -> str:
@@ -56,11 +62,11 @@ def mixed(pg_templates, clone_of, tmp_path):
     assert server["dbname"] in names
     text = f"""
 [databases.alpha]
-url = "{urls['alpha']}"
+url = "{urls["alpha"]}"
 environment = "prod"
 
 [databases.bravo]
-url = "{urls['bravo']}"
+url = "{urls["bravo"]}"
 environment = "prod"
 
 [databases.echo]
@@ -88,8 +94,13 @@ def test_the_rows_come_worst_first_with_their_reasons_and_each_filter_keeps_its_
     named = [mixed["members"].get(i["name"], i["name"]) for i in items]
     assert named == ["echo", "bravo", "charlie", "delta", "alpha"]
     reasons = {mixed["members"].get(i["name"], i["name"]): i["attention"] for i in items}
-    assert reasons == {"echo": ["unreachable"], "bravo": ["stuck_keys", "purge_failed"], "charlie": ["outbox_lag"],
-                       "delta": ["purge_failed"], "alpha": []}
+    assert reasons == {
+        "echo": ["unreachable"],
+        "bravo": ["stuck_keys", "purge_failed"],
+        "charlie": ["outbox_lag"],
+        "delta": ["purge_failed"],
+        "alpha": [],
+    }
     assert {i["fleet"] for i in items if i["name"].startswith("shards/")} == {"shards"}
     assert items[0]["fleet"] is None and "stuck" in items[1]  # the fields there were are still there
 
@@ -114,10 +125,13 @@ def test_the_rows_come_worst_first_with_their_reasons_and_each_filter_keeps_its_
     assert len(soup.select("#databases-panel tbody tr")) == 2 and soup.select_one("#filters") is None
 
 
-def test_a_filter_that_names_nothing_is_a_404_saying_what_there_is_and_a_malformed_one_a_400(database_url, make_app,
-                                                                                            tmp_path):
-    config = write_toml(tmp_path / "two.toml", f'[databases.one]\nurl = "{database_url}"\nenvironment = "prod"\n'
-                                               f'[databases.two]\nurl = "{database_url}"\n')
+def test_a_filter_that_names_nothing_is_a_404_saying_what_there_is_and_a_malformed_one_a_400(
+    database_url, make_app, tmp_path
+):
+    config = write_toml(
+        tmp_path / "two.toml",
+        f'[databases.one]\nurl = "{database_url}"\nenvironment = "prod"\n[databases.two]\nurl = "{database_url}"\n',
+    )
     client = make_app(CONFIG=config, FLEET_REFRESH_SECONDS=3600).test_client()
     fleet = client.get("/api/v1/databases?fleet=nope")
     assert fleet.status_code == 404
@@ -136,20 +150,27 @@ def test_a_filter_that_names_nothing_is_a_404_saying_what_there_is_and_a_malform
 
 @pytest.mark.system
 def test_a_key_is_found_in_the_two_databases_of_six_that_hold_it_and_a_hung_host_is_not_asked(
-        pg_templates, clone_of, make_app, tmp_path):
+    pg_templates, clone_of, make_app, tmp_path
+):
     urls = {f"db{i}": clone_of(pg_templates["enum"]) for i in range(6)}
     message = "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f"
     for name in ("db1", "db4"):
         with psycopg.connect(urls[name], autocommit=True) as conn:
             insert_key(conn, "orders", "order-4471")
     with psycopg.connect(urls["db2"], autocommit=True) as conn:
-        conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at) "
-                     "VALUES ('billing', %s, 'h', now())", (message,))
+        conn.execute(
+            "INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at) "
+            "VALUES ('billing', %s, 'h', now())",
+            (message,),
+        )
     hung = HungHost()
     try:
         urls["hung"] = f"postgresql://idemdash@127.0.0.1:{hung.port}/hung?connect_timeout=2&sslmode=disable"
-        client = make_app(CONFIG=write_config(tmp_path / "six.toml", {n: {"url": u} for n, u in urls.items()}),
-                          FLEET_REFRESH_SECONDS=3600, FLEET_REFRESH_THREADS=2).test_client()
+        client = make_app(
+            CONFIG=write_config(tmp_path / "six.toml", {n: {"url": u} for n, u in urls.items()}),
+            FLEET_REFRESH_SECONDS=3600,
+            FLEET_REFRESH_THREADS=2,
+        ).test_client()
         started = time.monotonic()
         answer = client.get("/api/v1/databases/search?q=order-4471").get_json()
         took = time.monotonic() - started
@@ -183,8 +204,9 @@ def test_the_switcher_lists_twenty_of_25_databases_and_links_to_all(database_url
     assert links == names[:20] + ["db24", "All 25 databases…"]
     assert switcher.select_one("[data-more]")["data-more"] == "5"
     few = write_config(tmp_path / "few.toml", {n: {"url": database_url} for n in names[:3]})
-    small = BeautifulSoup(make_app(CONFIG=few, FLEET_REFRESH_SECONDS=3600).test_client().get("/databases").data,
-                          "html.parser")
+    small = BeautifulSoup(
+        make_app(CONFIG=few, FLEET_REFRESH_SECONDS=3600).test_client().get("/databases").data, "html.parser"
+    )
     assert [a.get_text() for a in small.select(".db-switcher li a")] == names[:3] + ["All 3 databases…"]
 
 
@@ -206,8 +228,13 @@ def test_thirty_databases_make_five_series_each_for_the_alerts(database_url, mak
     config = write_config(tmp_path / "thirty.toml", {f"db{i:02d}": {"url": database_url} for i in range(30)})
     client = make_app(CONFIG=config).test_client()
     auto = database_series(client)  # auto: the alerts' series past 20 databases
-    assert auto == {"idemdash_database_up": 30, "idemdash_stuck": 30, "idemdash_outbox_lag_seconds": 30,
-                    "idemdash_outbox_poison": 30, "idemdash_purge_last_run_failed": 30}
+    assert auto == {
+        "idemdash_database_up": 30,
+        "idemdash_stuck": 30,
+        "idemdash_outbox_lag_seconds": 30,
+        "idemdash_outbox_poison": 30,
+        "idemdash_purge_last_run_failed": 30,
+    }
     assert sum(auto.values()) == 5 * 30
     client.get("/db/db07/search")  # the request histogram: one database label for the fleet
     client.get("/db/db08/search")
@@ -223,16 +250,18 @@ def test_thirty_databases_make_five_series_each_for_the_alerts(database_url, mak
 def test_a_database_whose_last_ask_failed_is_not_asked_again_by_the_search(database_url, make_app, tmp_path):
     with psycopg.connect(database_url, autocommit=True) as conn:
         insert_key(conn, "orders", "order-9")
-    config = write_config(tmp_path / "down.toml", {
-        "up": {"url": database_url},
-        "down": {"url": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone"}})
+    config = write_config(
+        tmp_path / "down.toml",
+        {"up": {"url": database_url}, "down": {"url": f"postgresql://idemdash@127.0.0.1:{closed_port()}/gone"}},
+    )
     app = make_app(CONFIG=config, FLEET_REFRESH_SECONDS=3600)
     app.extensions["idemdash_overview"].ask_all_now()
     answer = app.test_client().get("/api/v1/databases/search?q=orders/order-9").get_json()
     assert [(h["database"], [k["key"] for k in h["keys"]]) for h in answer["held_by"]] == [("up", ["order-9"])]
     assert [n["database"] for n in answer["not_asked"]] == ["down"]
     assert answer["not_asked"][0]["why"].startswith("its last background ask failed: connection refused")
-    page = BeautifulSoup(app.test_client().get("/databases/search?q=order-9", headers={"HX-Request": "true"}).data,
-                         "html.parser")
+    page = BeautifulSoup(
+        app.test_client().get("/databases/search?q=order-9", headers={"HX-Request": "true"}).data, "html.parser"
+    )
     assert page.select_one('[data-not-asked="down"]') is not None and page.select_one("h1") is None
     assert page.select_one('[data-held-by="up"] a')["href"] == "/db/up/search?q=order-9"

@@ -3,6 +3,7 @@ database named <fleet>/<database> (pages, JSON, actions, the command line, metri
 schedule; a directory of files; every mistake of the config one line.
 
 Real databases on the session's server, created under a name of this test's own so the pattern matches them only."""
+
 from __future__ import annotations
 
 import itertools
@@ -52,10 +53,17 @@ def fleet(pg_server_dsn, pg_templates, tmp_path):
     for i in range(MEMBERS):
         make(i)
     config = tmp_path / "fleet.toml"
-    config.write_text(f'[fleets.orders]\nurl = "{pg_server_dsn}"\ndatabases = "{prefix}_*"\n'
-                      'environment = "production"\ninbox_retention_days = 9\n')
-    yield {"config": str(config), "prefix": prefix, "make": make, "server": pg_server_dsn,
-           "drop": lambda i: _drop(pg_server_dsn, f"{prefix}_{i}")}
+    config.write_text(
+        f'[fleets.orders]\nurl = "{pg_server_dsn}"\ndatabases = "{prefix}_*"\n'
+        'environment = "production"\ninbox_retention_days = 9\n'
+    )
+    yield {
+        "config": str(config),
+        "prefix": prefix,
+        "make": make,
+        "server": pg_server_dsn,
+        "drop": lambda i: _drop(pg_server_dsn, f"{prefix}_{i}"),
+    }
     for name in made:
         _drop(pg_server_dsn, name)
 
@@ -66,6 +74,7 @@ def _config(path: Path, text: str) -> dict:
 
 
 # -- members by pattern, everywhere ------------------------------------------------------------------------------------
+
 
 def test_a_fleet_by_pattern_is_every_matching_database_of_its_server(fleet):
     membership = resolve(load_config(settings.load({}, CONFIG=fleet["config"])))
@@ -94,8 +103,10 @@ def test_a_member_has_its_pages_json_and_actions_under_its_fleet(fleet, make_app
     actions = [form["action"] for form in detail.select("form[action]")]
     assert actions and all(action.startswith(f"{base}/") for action in actions), actions
 
-    response = client.post(f"/api/v1{base}/keys/reclassify", json={"scope": "payments", "key": "k-2-0",
-                                                                   "to": "abandoned", "reason": "INC-1"})
+    response = client.post(
+        f"/api/v1{base}/keys/reclassify",
+        json={"scope": "payments", "key": "k-2-0", "to": "abandoned", "reason": "INC-1"},
+    )
     assert response.status_code == 200, response.get_json()
     with psycopg.connect(_dsn_for(fleet["server"], f"{p}_2")) as conn:
         assert conn.execute("SELECT count(*) FROM idemdash.audit_log").fetchone()[0] == 1
@@ -118,6 +129,7 @@ def test_the_command_line_takes_a_member_by_its_name(fleet, monkeypatch):
 
 
 # -- membership changes ------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.system
 def test_a_database_created_later_joins_and_one_dropped_leaves_at_the_next_discovery(fleet, make_app):
@@ -159,9 +171,11 @@ def test_the_scheduler_schedules_a_joining_members_jobs_and_removes_a_leaving_on
 def test_a_fleet_whose_server_is_down_at_start_is_served_once_it_answers(database_url, tmp_path, make_app, caplog):
     port = closed_port()
     config = tmp_path / "down.toml"
-    config.write_text(f'[databases.alpha]\nurl = "{database_url}"\n\n[fleets.far]\n'
-                      f'url = "postgresql://idemdash@127.0.0.1:{port}/postgres?connect_timeout=2"\n'
-                      'databases = "orders_*"\n')
+    config.write_text(
+        f'[databases.alpha]\nurl = "{database_url}"\n\n[fleets.far]\n'
+        f'url = "postgresql://idemdash@127.0.0.1:{port}/postgres?connect_timeout=2"\n'
+        'databases = "orders_*"\n'
+    )
     with caplog.at_level(logging.WARNING):
         app = make_app(CONFIG=str(config))
     lines = [r.getMessage() for r in caplog.records if "fleet far" in r.getMessage()]
@@ -177,10 +191,14 @@ def test_a_fleet_whose_server_is_down_at_start_is_served_once_it_answers(databas
 
 # -- a list of names, a directory --------------------------------------------------------------------------------------
 
+
 def test_a_fleet_by_template_lists_its_members_without_asking_a_server(tmp_path):
-    values = _config(tmp_path / "t.toml", '[databases.alpha]\nurl = "postgresql:///alpha"\n\n[fleets.shards]\n'
-                     'url_template = "postgresql://idemdash@shard-{name}.internal/app"\nnames = ["eu1", "us1"]\n'
-                     'purge_batch_size = 700\n')
+    values = _config(
+        tmp_path / "t.toml",
+        '[databases.alpha]\nurl = "postgresql:///alpha"\n\n[fleets.shards]\n'
+        'url_template = "postgresql://idemdash@shard-{name}.internal/app"\nnames = ["eu1", "us1"]\n'
+        "purge_batch_size = 700\n",
+    )
     databases = load_config(values).listed()
     assert [d.name for d in databases] == ["alpha", "shards/eu1", "shards/us1"]
     assert databases[2].settings["DATABASE_URL"] == "postgresql://idemdash@shard-us1.internal/app"
@@ -195,9 +213,11 @@ def test_a_directory_of_files_is_read_in_name_order_and_a_name_is_unique_across_
     (tmp_path / "c.toml").write_text('[fleets.alpha]\nurl_template = "postgresql:///{name}"\nnames = ["x"]\n')
     with pytest.raises(ConfigError) as raised:
         load_config(settings.load({}, CONFIG=str(tmp_path)))
-    assert str(raised.value) == (f"IDEMDASH_CONFIG {tmp_path / 'c.toml'}: [fleets.alpha]: the name 'alpha' is declared "
-                                 f"twice, in {tmp_path / 'a.toml'} and in {tmp_path / 'c.toml'}: a database's and a "
-                                 "fleet's names are unique across the files")
+    assert str(raised.value) == (
+        f"IDEMDASH_CONFIG {tmp_path / 'c.toml'}: [fleets.alpha]: the name 'alpha' is declared "
+        f"twice, in {tmp_path / 'a.toml'} and in {tmp_path / 'c.toml'}: a database's and a "
+        "fleet's names are unique across the files"
+    )
 
 
 # -- mistakes: one line each, all of them ------------------------------------------------------------------------------
@@ -205,23 +225,36 @@ def test_a_directory_of_files_is_read_in_name_order_and_a_name_is_unique_across_
 SERVER = 'url = "postgresql://h/postgres"\n'
 
 
-@pytest.mark.parametrize(("table", "fragment"), [
-    (SERVER + 'databases = "orders_*"\nsecret_key = "x"\n', "[fleets.f]: unknown key 'secret_key'"),
-    (SERVER + 'databases = "orders_[a"\n', "[fleets.f]: databases: bad pattern 'orders_[a'"),
-    (SERVER + 'databases = "orders/*"\n', "[fleets.f]: databases: bad pattern 'orders/*'"),
-    (SERVER + 'databases = "o_*"\nurl_template = "postgresql://h/{name}"\nnames = ["a"]\n',
-     "[fleets.f]: either url and databases (a server and a pattern of names) or url_template and names"),
-    ('inbox_retention_days = 3\n', "[fleets.f]: give url and databases"),
-    (SERVER, "[fleets.f]: databases is required with url"),
-    ('url_template = "postgresql://h/{name}"\n', "[fleets.f]: names is required with url_template"),
-    ('url_template = "postgresql://h/app"\nnames = ["a"]\n', "[fleets.f]: url_template: it must contain {name}"),
-    ('url_template = "postgresql://h/{db}"\nnames = ["a"]\n', "[fleets.f]: url_template: only {name} may be filled"),
-    ('url_template = "postgresql://h/{name}"\nnames = ["a", "a/b"]\n', "[fleets.f]: names: 'a/b': a member's name is"),
-    ('url_template = "postgresql://h/{name}"\nnames = ["a", "a"]\n', "[fleets.f]: names: listed twice: a"),
-    ('url_template = "postgresql://h/{name}"\nnames = []\n', "[fleets.f]: names: expected a non-empty list"),
-    (SERVER + 'databases = "o_*"\ninbox_retention_days = "soon"\n',
-     "[fleets.f]: inbox_retention_days: expected a positive integer"),
-])
+@pytest.mark.parametrize(
+    ("table", "fragment"),
+    [
+        (SERVER + 'databases = "orders_*"\nsecret_key = "x"\n', "[fleets.f]: unknown key 'secret_key'"),
+        (SERVER + 'databases = "orders_[a"\n', "[fleets.f]: databases: bad pattern 'orders_[a'"),
+        (SERVER + 'databases = "orders/*"\n', "[fleets.f]: databases: bad pattern 'orders/*'"),
+        (
+            SERVER + 'databases = "o_*"\nurl_template = "postgresql://h/{name}"\nnames = ["a"]\n',
+            "[fleets.f]: either url and databases (a server and a pattern of names) or url_template and names",
+        ),
+        ("inbox_retention_days = 3\n", "[fleets.f]: give url and databases"),
+        (SERVER, "[fleets.f]: databases is required with url"),
+        ('url_template = "postgresql://h/{name}"\n', "[fleets.f]: names is required with url_template"),
+        ('url_template = "postgresql://h/app"\nnames = ["a"]\n', "[fleets.f]: url_template: it must contain {name}"),
+        (
+            'url_template = "postgresql://h/{db}"\nnames = ["a"]\n',
+            "[fleets.f]: url_template: only {name} may be filled",
+        ),
+        (
+            'url_template = "postgresql://h/{name}"\nnames = ["a", "a/b"]\n',
+            "[fleets.f]: names: 'a/b': a member's name is",
+        ),
+        ('url_template = "postgresql://h/{name}"\nnames = ["a", "a"]\n', "[fleets.f]: names: listed twice: a"),
+        ('url_template = "postgresql://h/{name}"\nnames = []\n', "[fleets.f]: names: expected a non-empty list"),
+        (
+            SERVER + 'databases = "o_*"\ninbox_retention_days = "soon"\n',
+            "[fleets.f]: inbox_retention_days: expected a positive integer",
+        ),
+    ],
+)
 def test_each_bad_fleet_entry_is_one_line_naming_the_file_the_fleet_and_the_key(tmp_path, table, fragment):
     path = tmp_path / "idemdash.toml"
     with pytest.raises(ConfigError) as raised:
@@ -233,28 +266,44 @@ def test_each_bad_fleet_entry_is_one_line_naming_the_file_the_fleet_and_the_key(
 def test_a_fleet_and_a_database_of_one_name_clash(tmp_path):
     path = tmp_path / "idemdash.toml"
     with pytest.raises(ConfigError, match=r"\[fleets.orders\]: the name 'orders' is declared twice, in "):
-        load_config(_config(path, '[databases.orders]\nurl = "postgresql:///o"\n\n[fleets.orders]\n'
-                                  'url_template = "postgresql:///{name}"\nnames = ["eu"]\n'))
+        load_config(
+            _config(
+                path,
+                '[databases.orders]\nurl = "postgresql:///o"\n\n[fleets.orders]\n'
+                'url_template = "postgresql:///{name}"\nnames = ["eu"]\n',
+            )
+        )
 
 
 def test_every_mistake_of_the_config_is_listed_at_once(tmp_path):
     path = tmp_path / "idemdash.toml"
     with pytest.raises(ConfigError) as raised:
-        load_config(_config(path, '[databases.alpha]\nurl = "postgresql:///a"\nread_only = "maybe"\nfoo = 1\n\n'
-                                  '[databases.Beta]\nurl = "postgresql:///b"\n\n'
-                                  '[fleets.f]\nurl = "postgresql://h/postgres"\ndatabases = "[x"\n\n[other]\n'))
+        load_config(
+            _config(
+                path,
+                '[databases.alpha]\nurl = "postgresql:///a"\nread_only = "maybe"\nfoo = 1\n\n'
+                '[databases.Beta]\nurl = "postgresql:///b"\n\n'
+                '[fleets.f]\nurl = "postgresql://h/postgres"\ndatabases = "[x"\n\n[other]\n',
+            )
+        )
     lines = str(raised.value).splitlines()
     assert len(lines) == 5, lines
     assert all(line.startswith(f"IDEMDASH_CONFIG {path}: ") for line in lines)
-    for fragment in ("unknown table(s) other", "[databases.alpha]: read_only:", "[databases.alpha]: unknown key 'foo'",
-                     "[databases.Beta]: a database name is", "[fleets.f]: databases: bad pattern"):
+    for fragment in (
+        "unknown table(s) other",
+        "[databases.alpha]: read_only:",
+        "[databases.alpha]: unknown key 'foo'",
+        "[databases.Beta]: a database name is",
+        "[fleets.f]: databases: bad pattern",
+    ):
         assert sum(fragment in line for line in lines) == 1, (fragment, lines)
 
 
 def test_with_only_a_fleet_whose_server_is_down_the_app_starts_and_says_why_pages_are_empty(tmp_path, make_app):
     config = tmp_path / "only.toml"
-    config.write_text(f'[fleets.far]\nurl = "postgresql://idemdash@127.0.0.1:{closed_port()}/postgres"\n'
-                      'databases = "orders_*"\n')
+    config.write_text(
+        f'[fleets.far]\nurl = "postgresql://idemdash@127.0.0.1:{closed_port()}/postgres"\ndatabases = "orders_*"\n'
+    )
     client = make_app("postgresql:///unused", CONFIG=str(config)).test_client()
     assert client.get("/healthz").status_code == 200
     overview = client.get("/api/v1/overview")
@@ -274,8 +323,9 @@ def test_the_discovery_thread_starts_at_the_first_request_and_finds_a_new_databa
     client.get("/healthz")
     assert len(_discovery_threads(app)) == 1
     fleet["make"](8)
-    wait_until(lambda: client.get(f"/api/v1/db/orders/{p}_8/overview").status_code == 200, 15,
-               what="the new database to join")
+    wait_until(
+        lambda: client.get(f"/api/v1/db/orders/{p}_8/overview").status_code == 200, 15, what="the new database to join"
+    )
     app.extensions["idemdash_fleets"].close()
     assert not _discovery_threads(app)
 

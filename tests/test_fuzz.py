@@ -1,5 +1,6 @@
 """Fuzz every JSON endpoint and every page: the documented query parameters from the OpenAPI description, and
 query parameters of any name at all. Zero 5xx."""
+
 from __future__ import annotations
 
 import random
@@ -34,12 +35,38 @@ def _pool_jitter_off_the_global_random(monkeypatch):
     (FlakyStrategyDefinition). The pools get a Random of their own here."""
     monkeypatch.setattr(psycopg_pool.base, "random", random.Random(20).random)
 
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+FUZZ = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
-nasty = st.sampled_from(["", " ", "0", "-1", "1e9", "9" * 30, "null", "%", "%00", "\x00", "../..", "<script>",
-                         "'; DROP TABLE x; --", "2026-11-21T04:00:00", "ünï", "a/b", "true", "[]", "{}"])
+nasty = st.sampled_from(
+    [
+        "",
+        " ",
+        "0",
+        "-1",
+        "1e9",
+        "9" * 30,
+        "null",
+        "%",
+        "%00",
+        "\x00",
+        "../..",
+        "<script>",
+        "'; DROP TABLE x; --",
+        "2026-11-21T04:00:00",
+        "ünï",
+        "a/b",
+        "true",
+        "[]",
+        "{}",
+    ]
+)
 
 
 def _value(schema: dict):
@@ -47,7 +74,7 @@ def _value(schema: dict):
     if "enum" in schema:
         options.append(st.sampled_from(schema["enum"]))
     if schema.get("type") == "integer":
-        options.append(st.integers(min_value=-10**12, max_value=10**12).map(str))
+        options.append(st.integers(min_value=-(10**12), max_value=10**12).map(str))
     return st.one_of(*options)
 
 
@@ -57,8 +84,9 @@ def _query(parameters: list[dict]):
 
 
 # the document the app serves, made from its routes (no database is asked for it)
-SPEC = build(create_app({"DATABASE_URL": "postgresql://localhost/unused", "RUN_JOBS": False,
-                         "SECRET_KEY": "fuzz"}, testing=True))
+SPEC = build(
+    create_app({"DATABASE_URL": "postgresql://localhost/unused", "RUN_JOBS": False, "SECRET_KEY": "fuzz"}, testing=True)
+)
 
 
 def _resolve(schema: dict) -> dict:
@@ -77,8 +105,12 @@ def _body_properties(path: str) -> dict:
 GET_PATHS = sorted(p for p, ops in SPEC["paths"].items() if "get" in ops)
 POST_PATHS = sorted(p for p, ops in SPEC["paths"].items() if "post" in ops)
 # the HTML page behind each JSON twin takes the same query parameters
-PAGES = {"/api/v1/overview": "/", "/api/v1/keys/breakdown": "/keys", "/api/v1/health/schema": "/health",
-         "/api/v1/openapi.json": "/api/v1/openapi.json"}
+PAGES = {
+    "/api/v1/overview": "/",
+    "/api/v1/keys/breakdown": "/keys",
+    "/api/v1/health/schema": "/health",
+    "/api/v1/openapi.json": "/api/v1/openapi.json",
+}
 
 
 @pytest.fixture(scope="module")
@@ -105,10 +137,12 @@ def _seed(conn) -> None:
         claim_key(conn, tables, "create_order", f"k{i}/x", "h", "api-1", lock_seconds=0)
     claim_key(conn, tables, "refund", "done", "h", "api-2")
     complete_key(conn, tables, "refund", "done", "r", None, {"ok": True}, 1)
-    conn.execute("""INSERT INTO app.outbox_event (outbox_id, event_type, aggregate_type, aggregate_id,
+    conn.execute(
+        """INSERT INTO app.outbox_event (outbox_id, event_type, aggregate_type, aggregate_id,
                         idempotency_scope, idempotency_key, payload)
                     VALUES (%s, 'e', 'a', gen_random_uuid(), 'create_order', 'k0/x', '{}')""",
-                 (OUTBOX_ID,))
+        (OUTBOX_ID,),
+    )
     conn.execute("""INSERT INTO app.processed_message (consumer_name, message_id, message_hash)
                     VALUES ('billing', 'm1', 'h')""")
 
@@ -116,8 +150,11 @@ def _seed(conn) -> None:
 def _concrete(path: str, scope: str, key: str) -> str:
     """The path with its variables filled in; a key may carry '/', an outbox_id is a UUID or (to be refused) text."""
     outbox_id = OUTBOX_ID if scope == "create_order" else quote(scope, safe="")
-    return (path.replace("{scope}", quote(scope, safe="")).replace("{key}", quote(key, safe="/"))
-            .replace("{outbox_id}", outbox_id))
+    return (
+        path.replace("{scope}", quote(scope, safe=""))
+        .replace("{key}", quote(key, safe="/"))
+        .replace("{outbox_id}", outbox_id)
+    )
 
 
 def _urls(path: str, query: dict, scope: str, key: str) -> list[str]:
@@ -135,8 +172,11 @@ def test_get_endpoints_and_their_pages_never_answer_5xx(reader, path):
     parameters = SPEC["paths"][path]["get"]["parameters"]
 
     @FUZZ
-    @given(query=_query(parameters), scope=st.one_of(st.just("create_order"), text.filter(bool)),
-           key=st.one_of(st.just("k0/x"), text.filter(bool)))
+    @given(
+        query=_query(parameters),
+        scope=st.one_of(st.just("create_order"), text.filter(bool)),
+        key=st.one_of(st.just("k0/x"), text.filter(bool)),
+    )
     def run(query, scope, key):
         for url in _urls(path, query, scope, key):
             response = client.get(url)
@@ -146,24 +186,61 @@ def test_get_endpoints_and_their_pages_never_answer_5xx(reader, path):
 
 
 # Every GET route of the app, path variables as {name}: the JSON twins, their pages, and the routes without a twin.
-OTHER_GET_ROUTES = ["/runbook", "/runbook/stuck-keys", "/runbook/outbox-backlog", "/healthz", "/readyz", "/metrics",
-                    "/api/v1/openapi.json"]
+OTHER_GET_ROUTES = [
+    "/runbook",
+    "/runbook/stuck-keys",
+    "/runbook/outbox-backlog",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/api/v1/openapi.json",
+]
 ROUTES = sorted({*GET_PATHS, *(PAGES.get(p, p.replace("/api/v1", "", 1)) for p in GET_PATHS), *OTHER_GET_ROUTES})
 # Names that once broke URL building (url_for's own arguments, the path's variables) or look like other syntaxes
-NAMES = ["scope", "key", "endpoint", "_anchor", "_external", "_method", "_scheme", "values", "cursor", "limit",
-         "status", "a[b]", "a[]", "filter[scope]", "ünï", "名前", "", " ", "%", "%00", "\x00", "&", "=", "?", "#",
-         "a.b", "__class__"]
+NAMES = [
+    "scope",
+    "key",
+    "endpoint",
+    "_anchor",
+    "_external",
+    "_method",
+    "_scheme",
+    "values",
+    "cursor",
+    "limit",
+    "status",
+    "a[b]",
+    "a[]",
+    "filter[scope]",
+    "ünï",
+    "名前",
+    "",
+    " ",
+    "%",
+    "%00",
+    "\x00",
+    "&",
+    "=",
+    "?",
+    "#",
+    "a.b",
+    "__class__",
+]
 
 
 def _documented(route: str) -> list[str]:
-    api = next((p for p, page in PAGES.items() if page == route),
-               route if route.startswith("/api/") else "/api/v1" + route)
+    api = next(
+        (p for p, page in PAGES.items() if page == route), route if route.startswith("/api/") else "/api/v1" + route
+    )
     return [p["name"] for p in SPEC["paths"].get(api, {}).get("get", {}).get("parameters", [])]
 
 
 def test_the_fuzzed_routes_are_every_get_route(client):
-    rules = {re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)
-             for rule in client.application.url_map.iter_rules() if "GET" in rule.methods and rule.endpoint != "static"}
+    rules = {
+        re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)
+        for rule in client.application.url_map.iter_rules()
+        if "GET" in rule.methods and rule.endpoint != "static"
+    }
     assert rules == set(ROUTES)
 
 
@@ -174,9 +251,12 @@ def test_query_parameters_of_any_name_never_answer_5xx(reader, route):
     values = st.one_of(st.just(""), nasty, text)
 
     @settings(FUZZ, max_examples=25)
-    @given(pairs=st.lists(st.tuples(names, values), max_size=5), htmx=st.booleans(),
-           scope=st.one_of(st.just("create_order"), text.filter(bool)),
-           key=st.one_of(st.just("k0/x"), text.filter(bool)))
+    @given(
+        pairs=st.lists(st.tuples(names, values), max_size=5),
+        htmx=st.booleans(),
+        scope=st.one_of(st.just("create_order"), text.filter(bool)),
+        key=st.one_of(st.just("k0/x"), text.filter(bool)),
+    )
     def run(pairs, htmx, scope, key):
         path = _concrete(route, scope, key)
         url = path + ("?" + urlencode(pairs) if pairs else "")
@@ -194,17 +274,19 @@ def test_query_parameters_of_any_name_never_answer_5xx(reader, route):
     run()
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
-                           lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children,
-                                                                                             max_size=4),
-                           max_leaves=12)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children, max_size=4),
+    max_leaves=12,
+)
 
 
 @pytest.mark.parametrize("path", POST_PATHS)
 def test_post_endpoints_never_answer_5xx(client, seeded, path):
     properties = _body_properties(path)
-    shaped = st.fixed_dictionaries({}, optional={name: st.one_of(json_values, _value(schema))
-                                                 for name, schema in properties.items()})
+    shaped = st.fixed_dictionaries(
+        {}, optional={name: st.one_of(json_values, _value(schema)) for name, schema in properties.items()}
+    )
 
     @FUZZ
     @given(body=st.one_of(shaped, json_values))

@@ -1,4 +1,5 @@
 """/health and GET /api/v1/health/schema: each check finds what is wrong, and its fix_sql fixes it."""
+
 from __future__ import annotations
 
 import psycopg
@@ -83,9 +84,13 @@ def test_a_missing_required_column_fails_and_an_optional_one_warns(client, index
     indexed.execute("ALTER TABLE app.outbox_event DROP COLUMN payload")
     items = checks(client)
     # the CASCADE took the indexes on locked_until with it
-    assert problems(items) == {"column.keys.locked_until": "fail", "column.outbox.payload": "warn",
-                               "index.index_keys_leases": "warn", "index.index_keys_unleased": "warn",
-                               "index.index_keys_held": "warn"}
+    assert problems(items) == {
+        "column.keys.locked_until": "fail",
+        "column.outbox.payload": "warn",
+        "index.index_keys_leases": "warn",
+        "index.index_keys_unleased": "warn",
+        "index.index_keys_held": "warn",
+    }
     required = items["column.keys.locked_until"]
     assert "required" in required["detail"]
     assert required["fix_sql"] == 'ALTER TABLE "app"."idempotency_request" ADD COLUMN "locked_until" timestamptz'
@@ -93,8 +98,13 @@ def test_a_missing_required_column_fails_and_an_optional_one_warns(client, index
     assert "outbox page's row list" in optional["detail"]  # names the feature that degrades
     assert optional["fix_sql"] == 'ALTER TABLE "app"."outbox_event" ADD COLUMN "payload" jsonb'
     assert client.get("/api/v1/health/schema").get_json()["status"] == "fail"
-    for finding in (required, optional, items["index.index_keys_leases"], items["index.index_keys_unleased"],
-                    items["index.index_keys_held"]):
+    for finding in (
+        required,
+        optional,
+        items["index.index_keys_leases"],
+        items["index.index_keys_unleased"],
+        items["index.index_keys_held"],
+    ):
         indexed.execute(finding["fix_sql"])
     assert problems(checks(client)) == {}
 
@@ -130,8 +140,10 @@ def test_keys_that_expire_before_the_replay_horizon_warn_per_scope_with_sql_that
                          (VALUES ('refund''s', interval '1 hour'), ('create_order', interval '2 days'),
                                  ('mixed', interval '3 days')) s(scope, retention)""")
     # one key of 'mixed' expires early: the shortest decides
-    conn.execute("UPDATE app.idempotency_request SET expires_at = created_at + interval '6 hours' "
-                 "WHERE idempotency_key = 'mixed3'")
+    conn.execute(
+        "UPDATE app.idempotency_request SET expires_at = created_at + interval '6 hours' "
+        "WHERE idempotency_key = 'mixed3'"
+    )
     items = checks(client)
     assert problems(items) == problems(items) | {"retention.keys.refund's": "warn", "retention.keys.mixed": "warn"}
     assert "retention.keys.create_order" not in items
@@ -185,8 +197,10 @@ def test_the_page_lists_findings_worst_first_with_their_sql(client, indexed):
     assert statuses == sorted(statuses, key=["fail", "warn", "ok"].index)
     assert soup.select_one('[data-count="warn"]').get_text().startswith(str(statuses.count("warn")))
     column = soup.select_one('[data-check="column.outbox.attempt_count"]')
-    assert column.select_one("pre[data-fix-sql]").get_text() == \
-        'ALTER TABLE "app"."outbox_event" ADD COLUMN "attempt_count" integer;'
+    assert (
+        column.select_one("pre[data-fix-sql]").get_text()
+        == 'ALTER TABLE "app"."outbox_event" ADD COLUMN "attempt_count" integer;'
+    )
     index = soup.select_one('[data-check="index.index_inbox_processed"]')
     assert index.select_one("pre[data-fix-sql]").get_text().startswith("CREATE INDEX CONCURRENTLY")
     fragment = client.get("/health", headers={"HX-Request": "true"})

@@ -3,6 +3,7 @@
 Each is driven by the real thing (a nullable unique column that lets a duplicate in, rows deleted, a second
 connection left in a transaction, a lock held by another session) and each fix the finding prints is applied.
 """
+
 from __future__ import annotations
 
 import threading
@@ -48,7 +49,7 @@ def printed_fix_sql(output: str, title_start: str) -> str:
     lines = output.splitlines()
     at = next(n for n, line in enumerate(lines) if line.startswith(title_start))
     block = []
-    for line in lines[at + 2:]:  # the title, then the detail on one line, then the SQL
+    for line in lines[at + 2 :]:  # the title, then the detail on one line, then the SQL
         if not line.startswith("         ") or line.strip().startswith("fix:"):
             break
         block.append(line.strip())
@@ -65,23 +66,29 @@ def flush_stats(conn: psycopg.Connection) -> None:
 
 # -- the NULL trap ---------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def trap_schema(conn):
     """The reference tables under schema 'trap', the keys table deduplicated by (scope, key, tenant_id) only."""
     create_app_schema(conn, TRAP, "text")
     conn.execute("ALTER TABLE trap.idempotency_request DROP CONSTRAINT idempotency_request_pkey")
     conn.execute("ALTER TABLE trap.idempotency_request ADD COLUMN tenant_id text")
-    conn.execute("ALTER TABLE trap.idempotency_request ADD CONSTRAINT idempotency_request_tenant_key "
-                 "UNIQUE (idempotency_scope, idempotency_key, tenant_id)")
+    conn.execute(
+        "ALTER TABLE trap.idempotency_request ADD CONSTRAINT idempotency_request_tenant_key "
+        "UNIQUE (idempotency_scope, idempotency_key, tenant_id)"
+    )
     return conn
 
 
 def _insert_key(conn, tenant: str | None) -> int:
-    return conn.execute("""
+    return conn.execute(
+        """
         INSERT INTO trap.idempotency_request (idempotency_scope, idempotency_key, tenant_id, request_hash, status,
                                               expires_at)
         VALUES ('orders', 'k-1', %s, 'h', 'processing', now() + interval '1 day')
-        ON CONFLICT (idempotency_scope, idempotency_key, tenant_id) DO NOTHING""", (tenant,)).rowcount
+        ON CONFLICT (idempotency_scope, idempotency_key, tenant_id) DO NOTHING""",
+        (tenant,),
+    ).rowcount
 
 
 def test_the_null_trap_fails_idemdash_check_with_the_sql_that_closes_it(database_url, trap_schema):
@@ -92,22 +99,26 @@ def test_the_null_trap_fails_idemdash_check_with_the_sql_that_closes_it(database
 
     result = check_cli(database_url, schema="trap")
     assert result.exit_code == 1, result.output
-    title = ("fail     tenant_id may be NULL in unique constraint idempotency_request_tenant_key of "
-             "trap.idempotency_request: duplicates get through  [null_trap.keys.idempotency_request_tenant_key]")
+    title = (
+        "fail     tenant_id may be NULL in unique constraint idempotency_request_tenant_key of "
+        "trap.idempotency_request: duplicates get through  [null_trap.keys.idempotency_request_tenant_key]"
+    )
     assert title in result.output.splitlines()
     assert "1 health check failed" in result.output
     fix_sql = printed_fix_sql(result.output, "fail     tenant_id may be NULL")
     assert fix_sql.splitlines()[1:] == [
         '-- SELECT count(*) FROM "trap"."idempotency_request" WHERE "tenant_id" IS NULL;',
-        'ALTER TABLE "trap"."idempotency_request" ALTER COLUMN "tenant_id" SET NOT NULL']
+        'ALTER TABLE "trap"."idempotency_request" ALTER COLUMN "tenant_id" SET NOT NULL',
+    ]
 
     # the comment's query counts the rows that block the fix; they get the sentinel first, as the finding says
     count = fix_sql.splitlines()[1].removeprefix("-- ").removesuffix(";")
     assert trap_schema.execute(count).fetchone()[0] == 2
     with pytest.raises(psycopg.errors.NotNullViolation):
         trap_schema.execute(fix_sql)
-    trap_schema.execute("DELETE FROM trap.idempotency_request WHERE ctid <> (SELECT min(ctid) FROM "
-                        "trap.idempotency_request)")
+    trap_schema.execute(
+        "DELETE FROM trap.idempotency_request WHERE ctid <> (SELECT min(ctid) FROM trap.idempotency_request)"
+    )
     trap_schema.execute("UPDATE trap.idempotency_request SET tenant_id = '' WHERE tenant_id IS NULL")
     trap_schema.execute(fix_sql)
 
@@ -127,35 +138,45 @@ def test_the_reference_schema_has_no_null_trap(client):
 
 def test_unique_indexes_count_by_their_plain_key_columns_and_nulls_not_distinct_is_no_trap(client, conn):
     # INCLUDE columns take no part in uniqueness: not a trap
-    conn.execute("CREATE UNIQUE INDEX inbox_covering ON app.processed_message (consumer_name, message_id) "
-                 "INCLUDE (result_ref_type)")
+    conn.execute(
+        "CREATE UNIQUE INDEX inbox_covering ON app.processed_message (consumer_name, message_id) "
+        "INCLUDE (result_ref_type)"
+    )
     assert checks(client)["null_trap"]["status"] == "ok"
     if conn.info.server_version >= 150000:
-        conn.execute("CREATE UNIQUE INDEX outbox_ref ON app.outbox_event (idempotency_scope, published_at) "
-                     "NULLS NOT DISTINCT")
+        conn.execute(
+            "CREATE UNIQUE INDEX outbox_ref ON app.outbox_event (idempotency_scope, published_at) NULLS NOT DISTINCT"
+        )
         ok = checks(client)["null_trap"]
         assert ok["status"] == "ok" and "outbox_ref (published_at)" in ok["detail"]
     # a partial expression index: its plain nullable column is the trap, the expression is not reported
-    conn.execute("CREATE UNIQUE INDEX inbox_ref ON app.processed_message (lower(message_id), result_ref_type, "
-                 "result_ref_id) WHERE consumer_name <> ''")
+    conn.execute(
+        "CREATE UNIQUE INDEX inbox_ref ON app.processed_message (lower(message_id), result_ref_type, "
+        "result_ref_id) WHERE consumer_name <> ''"
+    )
     items = checks(client)
     finding = items["null_trap.inbox.inbox_ref"]
     assert finding["status"] == "fail"
     assert finding["title"].startswith("result_ref_type, result_ref_id may be NULL in partial unique index inbox_ref")
     assert finding["fix_sql"].endswith(
         'ALTER TABLE "app"."processed_message" ALTER COLUMN "result_ref_type" SET NOT NULL;\n'
-        'ALTER TABLE "app"."processed_message" ALTER COLUMN "result_ref_id" SET NOT NULL')
+        'ALTER TABLE "app"."processed_message" ALTER COLUMN "result_ref_id" SET NOT NULL'
+    )
     assert "NULLS NOT DISTINCT" in finding["detail"]
     assert "null_trap" not in items and client.get("/api/v1/health/schema").get_json()["status"] == "fail"
 
 
 # -- dead tuples and vacuum ------------------------------------------------------------------------------
 
+
 def _add_keys(conn, n: int) -> None:
-    conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+    conn.execute(
+        """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                         expires_at)
                     SELECT 'bulk', 'k' || g, 'h', 'succeeded', now() + interval '1 day'
-                    FROM generate_series(1, %s) g""", (n,))
+                    FROM generate_series(1, %s) g""",
+        (n,),
+    )
 
 
 def test_dead_tuples_warn_with_vacuum_and_the_autovacuum_setting_and_vacuum_clears_it(client, conn):
@@ -169,8 +190,10 @@ def test_dead_tuples_warn_with_vacuum_and_the_autovacuum_setting_and_vacuum_clea
     assert "15,000 dead tuples against 0 live" in finding["title"]
     vacuum, autovacuum = finding["fix_sql"].split(";\n", 1)
     assert vacuum == 'VACUUM (ANALYZE, VERBOSE) "app"."idempotency_request"'
-    assert autovacuum.splitlines()[-1] == \
-        'ALTER TABLE "app"."idempotency_request" SET (autovacuum_vacuum_scale_factor = 0.02)'
+    assert (
+        autovacuum.splitlines()[-1]
+        == 'ALTER TABLE "app"."idempotency_request" SET (autovacuum_vacuum_scale_factor = 0.02)'
+    )
     assert "vacuum" not in items and "vacuum.inbox" not in items
 
     conn.execute(vacuum)
@@ -197,6 +220,7 @@ def test_a_busy_table_never_vacuumed_or_analyzed_warns(client, conn, monkeypatch
 
 
 # -- long-running and idle-in-transaction sessions -------------------------------------------------------
+
 
 @pytest.mark.system  # over a second: a session held idle in a transaction
 def test_a_session_idle_in_a_transaction_is_reported_until_it_commits(client, database_url, monkeypatch):
@@ -241,9 +265,13 @@ def test_a_long_query_is_reported_and_its_cancel_statement_stops_it(client, conn
         thread.start()
         try:
             # no row until the thread's query has started
-            wait_until(lambda: conn.execute("SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = %s AND "
-                                            "state = 'active' AND now() - query_start > interval '1.2 s')",
-                                            (pid,)).fetchone()[0])
+            wait_until(
+                lambda: conn.execute(
+                    "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = %s AND "
+                    "state = 'active' AND now() - query_start > interval '1.2 s')",
+                    (pid,),
+                ).fetchone()[0]
+            )
             finding = checks(client)[f"session.{pid}"]
             assert finding["status"] == "warn"
             assert finding["title"].startswith(f"Session {pid} running one query for ")
@@ -258,6 +286,7 @@ def test_a_long_query_is_reported_and_its_cancel_statement_stops_it(client, conn
 
 
 # -- advisory locks --------------------------------------------------------------------------------------
+
 
 def test_advisory_locks_name_their_session_and_link_the_key_they_guard(client, conn, database_url, monkeypatch):
     tables = Tables()
@@ -289,8 +318,12 @@ def test_advisory_locks_name_their_session_and_link_the_key_they_guard(client, c
         waiter = psycopg.connect(database_url, autocommit=True, application_name="waiter")
         waiting_thread = threading.Thread(target=lambda: waiter.execute("SELECT pg_advisory_lock(42)"))
         waiting_thread.start()
-        wait_until(lambda: conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
-                                        "AND NOT granted").fetchone()[0] == 1)
+        wait_until(
+            lambda: (
+                conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone()[0]
+                == 1
+            )
+        )
         # idemdash's own purge lock
         purger = session("idemdash-purge-keys")
         assert try_purge_lock(purger, "keys")
@@ -300,11 +333,15 @@ def test_advisory_locks_name_their_session_and_link_the_key_they_guard(client, c
 
         linked = locks[f"advisory_lock.{holder.info.backend_pid}.{lock_key}"]
         assert linked["status"] == "ok"
-        assert linked["title"] == f"Session {holder.info.backend_pid} holds advisory lock {lock_key} for key 'k-1' " \
-                                  "in scope 'orders'"
+        assert (
+            linked["title"] == f"Session {holder.info.backend_pid} holds advisory lock {lock_key} for key 'k-1' "
+            "in scope 'orders'"
+        )
         assert linked["keys"] == [{"scope": "orders", "key": "k-1"}]
-        assert ("'k-1' in scope 'orders': hashtextextended(idempotency_scope || ':' || idempotency_key, 0) equals "
-                "the lock key and the key is claimed_by this session's application_name") in linked["detail"]
+        assert (
+            "'k-1' in scope 'orders': hashtextextended(idempotency_scope || ':' || idempotency_key, 0) equals "
+            "the lock key and the key is claimed_by this session's application_name"
+        ) in linked["detail"]
         assert "application 'worker-k-1'" in linked["detail"]
 
         idle_lock = next(c for c in locks.values() if c["keys"] == [{"scope": "orders", "key": "k-2"}])
@@ -355,8 +392,11 @@ def test_sessions_and_locks_of_other_roles_need_pg_read_all_stats(conn, database
     role = f"idemdash_viewer_{uuid.uuid4().hex[:12]}"
     conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'viewer'").format(sql.Identifier(role)))
     try:
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA app TO {0}; GRANT SELECT ON ALL TABLES IN SCHEMA app TO {0}")
-                     .format(sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT USAGE ON SCHEMA app TO {0}; GRANT SELECT ON ALL TABLES IN SCHEMA app TO {0}").format(
+                sql.Identifier(role)
+            )
+        )
         conn.execute("SELECT pg_advisory_lock(99)")  # this test's own (superuser) session
         url = make_conninfo(database_url, user=role, password="viewer")
         with psycopg.connect(url, autocommit=True) as viewer:

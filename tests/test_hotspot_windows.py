@@ -1,5 +1,6 @@
 """/hotspots over a window (1h, 24h, 7d, all): keys seeded at known ages of updated_at, the API, the page, the
 rollups per window agreeing with the live answer, a bad window."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -16,10 +17,18 @@ from tests.test_hotspots import BUCKETS, Key, _now, insert
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 # scope -> (age of updated_at, attempts of its hotspot key); each scope also holds one key attempted once
-AGES = {"fresh": (timedelta(minutes=10), 7), "two-hours": (timedelta(hours=2), 8),
-        "three-days": (timedelta(days=3), 9), "last-month": (timedelta(days=20), 12)}
-IN_WINDOW = {"1h": {"fresh"}, "24h": {"fresh", "two-hours"}, "7d": {"fresh", "two-hours", "three-days"},
-             "all": set(AGES)}
+AGES = {
+    "fresh": (timedelta(minutes=10), 7),
+    "two-hours": (timedelta(hours=2), 8),
+    "three-days": (timedelta(days=3), 9),
+    "last-month": (timedelta(days=20), 12),
+}
+IN_WINDOW = {
+    "1h": {"fresh"},
+    "24h": {"fresh", "two-hours"},
+    "7d": {"fresh", "two-hours", "three-days"},
+    "all": set(AGES),
+}
 SPANS = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "all": None}
 
 
@@ -29,10 +38,19 @@ def seed(conn) -> datetime:
     for scope, (age, attempts) in AGES.items():
         updated = now - age
         # the hot key failed retryably; its claim began a minute before its last change
-        keys.append(Key(scope, f"{scope}-hot", "failed_retryable", f"worker-{scope}", attempts,
-                        updated - timedelta(minutes=1), None, updated))
-        keys.append(Key(scope, f"{scope}-once", "succeeded", "api-1", 1, updated - timedelta(minutes=1), None,
-                        updated))
+        keys.append(
+            Key(
+                scope,
+                f"{scope}-hot",
+                "failed_retryable",
+                f"worker-{scope}",
+                attempts,
+                updated - timedelta(minutes=1),
+                None,
+                updated,
+            )
+        )
+        keys.append(Key(scope, f"{scope}-once", "succeeded", "api-1", 1, updated - timedelta(minutes=1), None, updated))
     insert(conn, keys)
     return now
 
@@ -56,7 +74,8 @@ def test_api_counts_only_the_keys_changed_in_the_window(client, conn, window):
     assert {r["claimed_by"] for r in body["by_worker"]} == {f"worker-{s}" for s in IN_WINDOW[window]}
     # most attempts first: the older keys here have more
     assert [k["key"] for k in body["top_keys"]] == [
-        f"{s}-hot" for s in sorted(IN_WINDOW[window], key=lambda s: -AGES[s][1])]
+        f"{s}-hot" for s in sorted(IN_WINDOW[window], key=lambda s: -AGES[s][1])
+    ]
     assert {b["bucket"]: b["keys"] for b in body["histogram"]} == histogram_for(window)
     as_of = datetime.fromisoformat(body["as_of"])
     if SPANS[window] is None:
@@ -87,9 +106,15 @@ def test_a_bad_window_is_a_400_naming_it(client, conn, query):
     assert soup.select_one("#hotspots-panel") is None and not soup.find("script", string=True)
 
 
-@pytest.mark.parametrize(("window", "headline"), [
-    ("1h", "Retry hotspots in the last hour"), ("24h", "Retry hotspots in the last 24 hours"),
-    ("7d", "Retry hotspots in the last 7 days"), ("all", "Retry hotspots of all time")])
+@pytest.mark.parametrize(
+    ("window", "headline"),
+    [
+        ("1h", "Retry hotspots in the last hour"),
+        ("24h", "Retry hotspots in the last 24 hours"),
+        ("7d", "Retry hotspots in the last 7 days"),
+        ("all", "Retry hotspots of all time"),
+    ],
+)
 def test_page_per_window_says_it_and_its_links_keep_the_threshold(client, conn, window, headline):
     seed(conn)
     soup = BeautifulSoup(client.get(f"/hotspots?window={window}&min_attempts=6").data, "html.parser")
@@ -101,8 +126,10 @@ def test_page_per_window_says_it_and_its_links_keep_the_threshold(client, conn, 
         assert parse_qs(urlsplit(a["href"]).query) == {"window": [a["data-tab"]], "min_attempts": ["6"]}
         assert a["hx-get"] == a["href"]
     assert {tr["data-scope"] for tr in soup.select("#by-scope tbody tr")} == IN_WINDOW[window]
-    shown = {tr["data-bucket"]: int(tr.select_one('[data-col="keys"]').get_text().replace(",", ""))
-             for tr in soup.select("#histogram tbody tr")}
+    shown = {
+        tr["data-bucket"]: int(tr.select_one('[data-col="keys"]').get_text().replace(",", ""))
+        for tr in soup.select("#histogram tbody tr")
+    }
     assert shown == histogram_for(window)
     assert soup.select_one("input[name=window]")["value"] == window  # the threshold form keeps the window
     json_link = parse_qs(urlsplit(soup.select_one("#json-link")["href"]).query)

@@ -1,4 +1,5 @@
 """/hotspots and its JSON twin against ground truth computed here from the rows the tests write."""
+
 from __future__ import annotations
 
 import random
@@ -47,8 +48,22 @@ def insert(conn, keys: list[Key]) -> None:
             """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                    claimed_by, claimed_at, locked_until, attempt_count, created_at, updated_at, expires_at)
                VALUES (%s, %s, 'h', %s, %s, %s, %s, %s, %s, %s, %s + interval '30 days')""",
-            [(k.scope, k.key, k.status, k.claimed_by, k.claimed_at, k.locked_until, k.attempts,
-              k.claimed_at - timedelta(minutes=5), k.updated_at, k.claimed_at) for k in keys])
+            [
+                (
+                    k.scope,
+                    k.key,
+                    k.status,
+                    k.claimed_by,
+                    k.claimed_at,
+                    k.locked_until,
+                    k.attempts,
+                    k.claimed_at - timedelta(minutes=5),
+                    k.updated_at,
+                    k.claimed_at,
+                )
+                for k in keys
+            ],
+        )
 
 
 def make_world(conn, seed: int, count: int = 400) -> list[Key]:
@@ -62,22 +77,25 @@ def make_world(conn, seed: int, count: int = 400) -> list[Key]:
         locked_until = None
         if status == "processing":
             # lease ran out, still live, or no lease (judged by claimed_at, half of them inside the lease)
-            locked_until = rng.choice([now - timedelta(seconds=rng.randint(60, 7200)),
-                                       now + timedelta(seconds=rng.randint(60, 7200)), None])
+            locked_until = rng.choice(
+                [now - timedelta(seconds=rng.randint(60, 7200)), now + timedelta(seconds=rng.randint(60, 7200)), None]
+            )
             if locked_until is None and rng.random() < 0.5:
                 claimed_at = now - timedelta(seconds=rng.randint(1, LEASE - 60))
         attempts = rng.choice([1, 1, 1, 1, 2, 2, 3, 4, 5, 6, 9, 10, 12, 19, 20, 35, rng.randint(1, 60)])
-        keys.append(Key(
-            scope=rng.choice(["create_order", "refund", "x/y scope", PAYLOAD]),
-            key=f"k-{i}" if i % 50 else f"{PAYLOAD}-{i}",
-            status=status,
-            claimed_by=rng.choice(["api-1", "api-2", "worker-7", PAYLOAD, None]),
-            attempts=attempts,
-            claimed_at=claimed_at,
-            locked_until=locked_until,
-            # distinct per key, so the top-keys order has no ties to break
-            updated_at=now - timedelta(seconds=10 * i + rng.randint(0, 9)),
-        ))
+        keys.append(
+            Key(
+                scope=rng.choice(["create_order", "refund", "x/y scope", PAYLOAD]),
+                key=f"k-{i}" if i % 50 else f"{PAYLOAD}-{i}",
+                status=status,
+                claimed_by=rng.choice(["api-1", "api-2", "worker-7", PAYLOAD, None]),
+                attempts=attempts,
+                claimed_at=claimed_at,
+                locked_until=locked_until,
+                # distinct per key, so the top-keys order has no ties to break
+                updated_at=now - timedelta(seconds=10 * i + rng.randint(0, 9)),
+            )
+        )
     insert(conn, keys)
     return keys
 
@@ -94,15 +112,33 @@ def expected(now: datetime, keys: list[Key], n: int) -> dict:
             c["processing"] += k.status == "processing"
             c[k.status if k.status != "processing" else "_"] += k.status != "processing"
             c["max_attempts"] = max(c["max_attempts"], k.attempts)
-        return {name: {f: c[f] for f in ("hotspot_keys", "stuck", "processing", "failed_retryable",
-                                          "failed_final", "succeeded", "max_attempts")}
-                for name, c in out.items()}
+        return {
+            name: {
+                f: c[f]
+                for f in (
+                    "hotspot_keys",
+                    "stuck",
+                    "processing",
+                    "failed_retryable",
+                    "failed_final",
+                    "succeeded",
+                    "max_attempts",
+                )
+            }
+            for name, c in out.items()
+        }
 
     hot = sorted((k for k in keys if k.attempts >= n), key=lambda k: (-k.attempts, -k.updated_at.timestamp()))
-    histogram = {label: sum(lo <= k.attempts and (hi is None or k.attempts <= hi) for k in keys)
-                 for label, lo, hi in BUCKETS}
-    return {"by_scope": groups("scope"), "by_worker": groups("claimed_by"),
-            "top": [(k.scope, k.key) for k in hot[:20]], "top_keys": hot[:20], "histogram": histogram}
+    histogram = {
+        label: sum(lo <= k.attempts and (hi is None or k.attempts <= hi) for k in keys) for label, lo, hi in BUCKETS
+    }
+    return {
+        "by_scope": groups("scope"),
+        "by_worker": groups("claimed_by"),
+        "top": [(k.scope, k.key) for k in hot[:20]],
+        "top_keys": hot[:20],
+        "histogram": histogram,
+    }
 
 
 def number(cell) -> int:
@@ -122,16 +158,29 @@ def test_api_matches_ground_truth(make_app, conn, seed, n):
     assert {row.pop("scope"): row for row in body["by_scope"]} == want["by_scope"]
     assert {row.pop("claimed_by"): row for row in body["by_worker"]} == want["by_worker"]
     # most hotspot keys first
-    assert [r["hotspot_keys"] for r in body["by_scope"]] == sorted((r["hotspot_keys"] for r in body["by_scope"]),
-                                                                  reverse=True)
+    assert [r["hotspot_keys"] for r in body["by_scope"]] == sorted(
+        (r["hotspot_keys"] for r in body["by_scope"]), reverse=True
+    )
     assert [(k["scope"], k["key"]) for k in body["top_keys"]] == want["top"]
     first = body["top_keys"][0]
     truth = want["top_keys"][0]
-    assert (first["status"], first["claimed_by"], first["attempt_count"]) == (truth.status, truth.claimed_by,
-                                                                              truth.attempts)
+    assert (first["status"], first["claimed_by"], first["attempt_count"]) == (
+        truth.status,
+        truth.claimed_by,
+        truth.attempts,
+    )
     assert datetime.fromisoformat(first["updated_at"]) == truth.updated_at
-    assert set(first) >= {"scope", "key", "status", "claimed_by", "attempt_count", "updated_at", "created_at",
-                          "locked_until", "stuck"}
+    assert set(first) >= {
+        "scope",
+        "key",
+        "status",
+        "claimed_by",
+        "attempt_count",
+        "updated_at",
+        "created_at",
+        "locked_until",
+        "stuck",
+    }
     assert [(b["bucket"], b["min"], b["max"]) for b in body["histogram"]] == BUCKETS
     assert {b["bucket"]: b["keys"] for b in body["histogram"]} == want["histogram"]
     assert sum(b["keys"] for b in body["histogram"]) == len(keys)  # every key, not only hotspots
@@ -148,17 +197,20 @@ def test_page_shows_the_same_numbers_and_links_to_the_matching_keys(make_app, co
     assert soup.select_one('[data-metric="min_attempts"]').get_text() == "6"
     assert soup.select_one("input[name=min_attempts]")["value"] == "6"
 
-    shown = {tr["data-scope"]: {td["data-col"]: number(td) for td in tr.select("td[data-col]")}
-             for tr in soup.select("#by-scope tbody tr")}
+    shown = {
+        tr["data-scope"]: {td["data-col"]: number(td) for td in tr.select("td[data-col]")}
+        for tr in soup.select("#by-scope tbody tr")
+    }
     assert shown == want["by_scope"]
-    shown = {tr["data-claimed-by"] or None: {td["data-col"]: number(td) for td in tr.select("td[data-col]")}
-             for tr in soup.select("#by-worker tbody tr")}
+    shown = {
+        tr["data-claimed-by"] or None: {td["data-col"]: number(td) for td in tr.select("td[data-col]")}
+        for tr in soup.select("#by-worker tbody tr")
+    }
     assert shown == want["by_worker"]
 
     top = soup.select("#top-keys tbody tr")
     assert [tr.select_one("a.key").get_text() for tr in top] == [key for _, key in want["top"]]
-    assert [number(tr.select_one('[data-col="attempt_count"]')) for tr in top] == [
-        k.attempts for k in want["top_keys"]]
+    assert [number(tr.select_one('[data-col="attempt_count"]')) for tr in top] == [k.attempts for k in want["top_keys"]]
     # each key links to its own page
     detail = client.get(top[0].select_one("a.key")["href"])
     assert detail.status_code == 200 and want["top"][0][1] in BeautifulSoup(detail.data, "html.parser").get_text()
@@ -173,8 +225,10 @@ def test_page_shows_the_same_numbers_and_links_to_the_matching_keys(make_app, co
     # buckets that hold keys with >= 6 attempts are highlighted, the others not
     assert [tr["data-bucket"] for tr in bars if "hot" in tr.get("class", [])] == ["5-9", "10-19", "20+"]
     # the default window is 24 hours (every key here changed within it); window=all is the whole table
-    assert "every key changed in the last 24 hours" in soup.select_one(
-        '[aria-label="Attempt histogram"]').get_text().lower()
+    assert (
+        "every key changed in the last 24 hours"
+        in soup.select_one('[aria-label="Attempt histogram"]').get_text().lower()
+    )
     whole = BeautifulSoup(client.get("/hotspots?min_attempts=6&window=all").data, "html.parser")
     assert "every key in the table" in whole.select_one('[aria-label="Attempt histogram"]').get_text().lower()
 
@@ -188,8 +242,11 @@ def test_page_shows_the_same_numbers_and_links_to_the_matching_keys(make_app, co
     listed = client.get("/api/v1/keys?" + url.query + "&limit=500").get_json()["items"]
     assert len(listed) == want["by_scope"][scope]["stuck"]
     worker_href = soup.find("tr", attrs={"data-claimed-by": "api-1"}).select_one('[data-col="processing"] a')["href"]
-    assert parse_qs(urlsplit(worker_href).query) == {"status": ["processing"], "claimed_by": ["api-1"],
-                                                     "min_attempts": ["6"]}
+    assert parse_qs(urlsplit(worker_href).query) == {
+        "status": ["processing"],
+        "claimed_by": ["api-1"],
+        "min_attempts": ["6"],
+    }
     listed = client.get("/api/v1/keys?" + urlsplit(worker_href).query + "&limit=500").get_json()["items"]
     assert len(listed) == want["by_worker"]["api-1"]["processing"]
 
@@ -210,8 +267,10 @@ def test_numbers_have_thousands_separators(client, conn):
 
 def test_html_in_scopes_keys_and_workers_renders_as_inert_text(client, conn):
     now = _now(conn)
-    insert(conn, [Key(PAYLOAD, PAYLOAD, "processing", PAYLOAD, 9, now - timedelta(hours=1),
-                      now - timedelta(minutes=30), now)])
+    insert(
+        conn,
+        [Key(PAYLOAD, PAYLOAD, "processing", PAYLOAD, 9, now - timedelta(hours=1), now - timedelta(minutes=30), now)],
+    )
     response = client.get("/hotspots")
     html = response.get_data(as_text=True)
     soup = BeautifulSoup(html, "html.parser")
@@ -234,8 +293,17 @@ def _table_state(conn) -> tuple:
                            FROM app.idempotency_request""").fetchone()
 
 
-@pytest.mark.parametrize("query", ["min_attempts=0", "min_attempts=-1", "min_attempts=1000001", "min_attempts=abc",
-                                   "min_attempts=2.5", "min_attempts=" + "9" * 40])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "min_attempts=0",
+        "min_attempts=-1",
+        "min_attempts=1000001",
+        "min_attempts=abc",
+        "min_attempts=2.5",
+        "min_attempts=" + "9" * 40,
+    ],
+)
 def test_bad_min_attempts_is_a_clear_400_and_changes_nothing(client, conn, query):
     make_world(conn, 5, count=40)
     before = _table_state(conn)
@@ -245,7 +313,8 @@ def test_bad_min_attempts_is_a_clear_400_and_changes_nothing(client, conn, query
     assert api.status_code == 400
     [error] = api.get_json()["fields"]
     assert error["field"] == "min_attempts" and error["message"].startswith(
-        ("must be at least 1", "must be at most 1000000", "must be a whole number"))
+        ("must be at least 1", "must be at most 1000000", "must be a whole number")
+    )
     page = client.get("/hotspots?" + query)
     assert page.status_code == 400
     soup = BeautifulSoup(page.data, "html.parser")
@@ -258,7 +327,8 @@ def test_bad_min_attempts_is_a_clear_400_and_changes_nothing(client, conn, query
         for key in body["top_keys"]:
             del key["overdue_seconds"]  # grows with the clock
     assert {k: again[k] for k in ("by_scope", "by_worker", "top_keys", "histogram")} == {
-        k: good[k] for k in ("by_scope", "by_worker", "top_keys", "histogram")}
+        k: good[k] for k in ("by_scope", "by_worker", "top_keys", "histogram")
+    }
 
 
 def test_min_attempts_bounds_are_accepted(client, conn):

@@ -1,4 +1,5 @@
 """The inbox page and its JSON twin, checked against rows the tests write themselves."""
+
 from __future__ import annotations
 
 import random
@@ -16,8 +17,11 @@ def now_of(conn) -> datetime:
 
 def insert_messages(conn, rows: list[tuple[str, datetime]], table: str = "app.processed_message") -> None:
     with conn.cursor() as cur:
-        cur.executemany(f"""INSERT INTO {table} (consumer_name, message_id, message_hash, processed_at)
-                            VALUES (%s, gen_random_uuid()::text, 'h', %s)""", rows)
+        cur.executemany(
+            f"""INSERT INTO {table} (consumer_name, message_id, message_hash, processed_at)
+                            VALUES (%s, gen_random_uuid()::text, 'h', %s)""",
+            rows,
+        )
 
 
 def soup_of(response) -> BeautifulSoup:
@@ -26,8 +30,10 @@ def soup_of(response) -> BeautifulSoup:
 
 
 def consumer_rows(soup: BeautifulSoup) -> dict[str, dict[str, str]]:
-    return {tr["data-consumer"]: {td["data-col"]: td for td in tr.select("td[data-col]")}
-            for tr in soup.select("table.consumers tbody tr")}
+    return {
+        tr["data-consumer"]: {td["data-col"]: td for td in tr.select("td[data-col]")}
+        for tr in soup.select("table.consumers tbody tr")
+    }
 
 
 BOUNDARIES = (3600, 86400, 7 * 86400, RETENTION_DAYS * 86400)
@@ -112,10 +118,15 @@ def test_consumers_match_ground_truth(client, conn, seed):
 def test_retention_flag_on_both_sides_of_the_boundary(make_app, conn):
     now = now_of(conn)
     retention = timedelta(days=RETENTION_DAYS)
-    insert_messages(conn, [("just-inside", now - retention + timedelta(minutes=2)),
-                           ("just-inside", now - timedelta(minutes=1)),
-                           ("just-past", now - retention - timedelta(minutes=2)),
-                           ("just-past", now - timedelta(minutes=1))])
+    insert_messages(
+        conn,
+        [
+            ("just-inside", now - retention + timedelta(minutes=2)),
+            ("just-inside", now - timedelta(minutes=1)),
+            ("just-past", now - retention - timedelta(minutes=2)),
+            ("just-past", now - timedelta(minutes=1)),
+        ],
+    )
     client = make_app().test_client()
     got = {c["consumer_name"]: c["retention"] for c in client.get("/api/v1/inbox").get_json()["consumers"]}
     assert got == {"just-inside": "within retention", "just-past": "purge overdue"}

@@ -2,6 +2,7 @@
 never by idemdash: where the stuck keys are (the overview's sentence, /keys, GET /api/v1/keys/breakdown); one
 outbox lag with the poison apart, equal on /, /outbox, /databases, their JSON and /metrics; who is alive
 (/workers and its JSON); the rates between two snapshots; and the operator's bulk park, marked on the charts."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -31,7 +32,8 @@ def outbox_truth(conn) -> tuple[float, int, float]:
         """SELECT extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count < 3))::float8,
                   count(*) FILTER (WHERE attempt_count >= 3),
                   extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count >= 3))::float8
-           FROM app.outbox_event WHERE status = 'pending'""").fetchone()
+           FROM app.outbox_event WHERE status = 'pending'"""
+    ).fetchone()
 
 
 def text(node) -> str:
@@ -40,7 +42,7 @@ def text(node) -> str:
 
 @pytest.mark.system
 def test_an_incident_reads_the_same_everywhere_as_its_ground_truth(make_app, conn, database_url, tmp_path):
-    plain = make_app()                        # the snapshot job's target, and a database without a config file
+    plain = make_app()  # the snapshot job's target, and a database without a config file
     stage_history(conn)
     baseline = snapshots.run_snapshot(Target.from_settings(plain.config), min_gap_seconds=0)
     truth = stage_traffic(conn)
@@ -67,13 +69,16 @@ def test_an_incident_reads_the_same_everywhere_as_its_ground_truth(make_app, con
     overview_page = BeautifulSoup(client.get("/db/orders/").data, "html.parser")
     assert text(overview_page.select_one("#stuck-where")).startswith(
         f"{len(truth.stuck)} stuck: {by_scope[BAD_SCOPE]} in {BAD_SCOPE}, {by_worker[BAD_WORKER]} claimed by "
-        f"{BAD_WORKER}.")
+        f"{BAD_WORKER}."
+    )
     assert overview_page.select_one('[data-metric="stuck"]').get_text(strip=True) == str(len(truth.stuck))
     box = BeautifulSoup(client.get("/db/orders/keys?status=stuck").data, "html.parser").select_one("#breakdown-box")
-    shown = {what: [(a["data-name"], int(a["data-count"])) for a in box.select(f"[data-breakdown={what}] a")]
-             for what in ("scope", "worker")}
-    assert shown["scope"] == worst_first(by_scope)[:len(shown["scope"])] and shown["scope"][0] == (BAD_SCOPE, 41)
-    assert shown["worker"] == worst_first(by_worker)[:len(shown["worker"])] and shown["worker"][0] == (BAD_WORKER, 43)
+    shown = {
+        what: [(a["data-name"], int(a["data-count"])) for a in box.select(f"[data-breakdown={what}] a")]
+        for what in ("scope", "worker")
+    }
+    assert shown["scope"] == worst_first(by_scope)[: len(shown["scope"])] and shown["scope"][0] == (BAD_SCOPE, 41)
+    assert shown["worker"] == worst_first(by_worker)[: len(shown["worker"])] and shown["worker"][0] == (BAD_WORKER, 43)
 
     # -- one lag, the poison apart: the same on every page, API and /metrics ---------------------------------------
     lag, poison, poison_age = outbox_truth(conn)
@@ -101,7 +106,8 @@ def test_an_incident_reads_the_same_everywhere_as_its_ground_truth(make_app, con
     outbox_page = BeautifulSoup(client.get("/db/orders/outbox").data, "html.parser")
     assert outbox_page.select_one('[data-metric="lag"]').get_text(strip=True) in words
     cell = BeautifulSoup(client.get("/databases").data, "html.parser").select_one(
-        '[data-database="orders"] [data-col="outbox_lag"]')
+        '[data-database="orders"] [data-col="outbox_lag"]'
+    )
     assert cell.contents[0].strip() in words
     assert cell.select_one('[data-col="outbox_poison"]')["data-value"] == "120"
 
@@ -110,19 +116,31 @@ def test_an_incident_reads_the_same_everywhere_as_its_ground_truth(make_app, con
     assert workers[0]["name"] == BAD_WORKER
     columns = ("stuck", "in_flight", "failed_retryable", "failed_final", "succeeded")
     assert {w["name"]: tuple(w[c] for c in columns) for w in workers} == {
-        name: (by_worker[name], truth.in_flight[name], truth.failed_retryable[name], truth.failed_final[name],
-               truth.succeeded[name])
-        for name in set(by_worker) | set(truth.in_flight) | set(truth.succeeded) | set(truth.failed_retryable)
-        | set(truth.failed_final)}
+        name: (
+            by_worker[name],
+            truth.in_flight[name],
+            truth.failed_retryable[name],
+            truth.failed_final[name],
+            truth.succeeded[name],
+        )
+        for name in set(by_worker)
+        | set(truth.in_flight)
+        | set(truth.succeeded)
+        | set(truth.failed_retryable)
+        | set(truth.failed_final)
+    }
     row = BeautifulSoup(client.get("/db/orders/workers").data, "html.parser").select_one(
-        f'#workers tr[data-worker="{BAD_WORKER}"]')
+        f'#workers tr[data-worker="{BAD_WORKER}"]'
+    )
     assert row.select_one('[data-col="stuck"]').get_text(strip=True) == "43"
     assert row.select_one('[data-col="failed"]').get_text(" ", strip=True).startswith("2")
 
     # -- the rates: what the workers did between the two snapshots -------------------------------------------------
     points = client.get("/api/v1/db/orders/overview?range=1h").get_json()["trends"]["points"]
     assert [(p["claims"], p["completions"], p["failures"]) for p in points] == [
-        (0, 0, 0), (truth.claims, truth.completions, truth.failures)]
+        (0, 0, 0),
+        (truth.claims, truth.completions, truth.failures),
+    ]
     seconds = (after.taken_at - baseline.taken_at).total_seconds()
     assert points[1]["interval_seconds"] == pytest.approx(seconds)
     assert points[1]["claims_per_minute"] == pytest.approx(truth.claims * 60 / seconds)
@@ -133,12 +151,19 @@ def test_an_incident_reads_the_same_everywhere_as_its_ground_truth(make_app, con
         assert now == per_minute(count * 60 / seconds), key
 
     # -- the operator parks the poison in bulk: one action, marked on the charts; no poison left anywhere ----------
-    preview = client.post("/api/v1/db/orders/outbox/park-bulk",
-                          json={"preview": True, "filter": {"event_type": POISON_TYPE}}).get_json()
+    preview = client.post(
+        "/api/v1/db/orders/outbox/park-bulk", json={"preview": True, "filter": {"event_type": POISON_TYPE}}
+    ).get_json()
     assert preview["count"] == 120
-    done = client.post("/api/v1/db/orders/outbox/park-bulk",
-                       json={"filter": {"event_type": POISON_TYPE}, "as_of": preview["as_of"],
-                             "previewed": preview["count"], "reason": "INC-42: legacy.unroutable has no route"})
+    done = client.post(
+        "/api/v1/db/orders/outbox/park-bulk",
+        json={
+            "filter": {"event_type": POISON_TYPE},
+            "as_of": preview["as_of"],
+            "previewed": preview["count"],
+            "reason": "INC-42: legacy.unroutable has no route",
+        },
+    )
     assert done.status_code == 200 and done.get_json()["changed"] == 120, done.get_json()
     assert now_of(conn) is not None
     snapshots.run_snapshot(Target.from_settings(plain.config), min_gap_seconds=0)
@@ -148,7 +173,8 @@ def test_an_incident_reads_the_same_everywhere_as_its_ground_truth(make_app, con
     assert marker["audit_id"] == done.get_json()["audit_id"]
     charts = BeautifulSoup(client.get("/db/orders/?range=1h").data, "html.parser")
     marks = charts.select("#trend-outbox_pending g.mark title")
-    assert [m.get_text() for m in marks] == [f"{marker['at'][5:10]} {marker['at'][11:16]} operator action: "
-                                             f"{marker['what']}"]
+    assert [m.get_text() for m in marks] == [
+        f"{marker['at'][5:10]} {marker['at'][11:16]} operator action: {marker['what']}"
+    ]
     assert client.get("/api/v1/db/orders/overview").get_json()["outbox"]["poison"] == 0
     assert scrape(client, "orders")[("idemdash_outbox_poison", REF)] == 0

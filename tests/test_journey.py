@@ -1,6 +1,7 @@
 """The journey across three databases of the reference tables (a producer, two consumers): a message consumed by one
 consumer and missing at the other, a key stuck before its outbox row was written, a parked poison row, each named in
 words; the routes learned from the tables; a trace id linked through IDEMDASH_TRACE_URL; bad input refused."""
+
 from __future__ import annotations
 
 import re
@@ -21,16 +22,21 @@ TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 @pytest.fixture
 def world(pg_templates, clone_of, tmp_path):
     urls = {name: clone_of(pg_templates["enum"]) for name in ("shop", "billing", "email")}
-    with psycopg.connect(urls["shop"], autocommit=True) as shop, \
-            psycopg.connect(urls["billing"], autocommit=True) as billing, \
-            psycopg.connect(urls["email"], autocommit=True) as email:
+    with (
+        psycopg.connect(urls["shop"], autocommit=True) as shop,
+        psycopg.connect(urls["billing"], autocommit=True) as billing,
+        psycopg.connect(urls["email"], autocommit=True) as email,
+    ):
         for i in range(5):  # the history the routes are learned from: both consumers get every payment
             mid = produce(shop, "checkout", f"old-{i}", "payment.captured", ago=20 * MINUTE)
             consume(billing, "billing", mid, ago=20 * MINUTE - (i + 2) * MINUTE / 60)
             consume(email, "email", mid, ago=20 * MINUTE - 3 * MINUTE / 60)
-        ids = {"half": produce(shop, "checkout", "k-half", "payment.captured", ago=10 * MINUTE, traceparent=TRACE),
-               "parked": produce(shop, "checkout", "k-poison", "payment.captured", ago=5 * MINUTE,
-                                 status="parked", attempts=7)}
+        ids = {
+            "half": produce(shop, "checkout", "k-half", "payment.captured", ago=10 * MINUTE, traceparent=TRACE),
+            "parked": produce(
+                shop, "checkout", "k-poison", "payment.captured", ago=5 * MINUTE, status="parked", attempts=7
+            ),
+        }
         consume(billing, "billing", ids["half"], ago=10 * MINUTE - MINUTE / 30)
         insert_key(shop, "checkout", "k-stuck", "processing", claimed_by="api-7", attempts=2)
     config = write_config(tmp_path / "journey.toml", {name: {"url": url} for name, url in urls.items()})
@@ -42,19 +48,28 @@ def test_the_journey_names_the_missing_consumer_the_stuck_key_and_the_parked_row
     config, ids = world
     client = make_app(CONFIG=config, TRACE_URL="https://jaeger.example/trace/{trace_id}").test_client()
     routes = client.get("/api/v1/routes").get_json()["routes"]
-    assert [(r["event_type"], r["producers"], sorted((c["database"], c["consumer"]) for c in r["consumers"]))
-            for r in routes] == [("payment.captured", ["shop"], [("billing", "billing"), ("email", "email")])]
+    assert [
+        (r["event_type"], r["producers"], sorted((c["database"], c["consumer"]) for c in r["consumers"]))
+        for r in routes
+    ] == [("payment.captured", ["shop"], [("billing", "billing"), ("email", "email")])]
 
     half = client.get("/api/v1/journey?q=checkout/k-half").get_json()
-    assert re.fullmatch(r"`payment.captured` \(shop\) published (9 min 5\d s|10 min( \d s)?) ago; missing at "
-                        r"`email` \(email\): it usually consumes within \d s", half["verdict"]), half["verdict"]
+    assert re.fullmatch(
+        r"`payment.captured` \(shop\) published (9 min 5\d s|10 min( \d s)?) ago; missing at "
+        r"`email` \(email\): it usually consumes within \d s",
+        half["verdict"],
+    ), half["verdict"]
     (message,) = half["messages"]
     assert message["message_id"] == ids["half"]
     assert [c["consumer"] for c in message["consumers"]] == ["billing"]
     assert [e["consumer"] for e in message["missing"]] == ["email"]
     assert half["keys"][0]["status"] == "succeeded"
-    assert half["traces"] == [{"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
-                               "url": "https://jaeger.example/trace/4bf92f3577b34da6a3ce929d0e0e4736"}]
+    assert half["traces"] == [
+        {
+            "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+            "url": "https://jaeger.example/trace/4bf92f3577b34da6a3ce929d0e0e4736",
+        }
+    ]
     assert sorted(half["answered"]) == ["billing", "email", "shop"] and half["not_answered"] == []
 
     by_id = client.get(f"/api/v1/journey?q={ids['half']}").get_json()
@@ -66,8 +81,9 @@ def test_the_journey_names_the_missing_consumer_the_stuck_key_and_the_parked_row
     assert stuck["verdict"].endswith("no outbox row was written") and stuck["messages"] == []
 
     parked = client.get("/api/v1/journey?q=checkout/k-poison").get_json()
-    assert parked["verdict"] == ("`payment.captured` (shop) is parked by an operator (attempts 7): not published, "
-                                 "no consumer will get it")
+    assert parked["verdict"] == (
+        "`payment.captured` (shop) is parked by an operator (attempts 7): not published, no consumer will get it"
+    )
 
     page = client.get("/journey?q=checkout/k-half").get_data(as_text=True)
     assert "missing at <code>email</code> (email)" in page
@@ -111,8 +127,9 @@ def test_an_aggregate_id_is_followed_to_its_messages_consumers(make_app, world):
     config, ids = world
     shop = tomllib.loads(Path(config).read_text())["databases"]["shop"]["url"]
     with psycopg.connect(shop) as conn:
-        (aggregate,) = conn.execute("SELECT aggregate_id::text FROM app.outbox_event WHERE outbox_id = %s",
-                                    (ids["half"],)).fetchone()
+        (aggregate,) = conn.execute(
+            "SELECT aggregate_id::text FROM app.outbox_event WHERE outbox_id = %s", (ids["half"],)
+        ).fetchone()
     answer = make_app(CONFIG=config).test_client().get(f"/api/v1/journey?q={aggregate.upper()}").get_json()
     (message,) = answer["messages"]
     assert message["message_id"] == ids["half"]
@@ -126,8 +143,11 @@ def test_a_consumer_whose_database_did_not_answer_is_unknown_not_missing(make_ap
     assert client.get("/api/v1/routes").status_code == 200  # learned while email answers
     email = tomllib.loads(Path(config).read_text())["databases"]["email"]["url"]
     with psycopg.connect(pg_server_dsn, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(
-            sql.Identifier(psycopg.conninfo.conninfo_to_dict(email)["dbname"])))
+        admin.execute(
+            sql.SQL("DROP DATABASE {} WITH (FORCE)").format(
+                sql.Identifier(psycopg.conninfo.conninfo_to_dict(email)["dbname"])
+            )
+        )
     answer = client.get(f"/api/v1/journey?q={ids['half']}").get_json()
     assert [d["database"] for d in answer["not_answered"]] == ["email"]
     (message,) = answer["messages"]

@@ -1,6 +1,7 @@
 """Every library's journey reads on its own DDL (tests/library_ddl.py): the outbox row and the inbox row of one
 message id are found (and the recent window's rows the routes learn from); each read is one statement that an index
 serves, the library's own or one `idemdash check` advises, with sequential scans switched off."""
+
 from __future__ import annotations
 
 import json
@@ -37,48 +38,64 @@ ROWS = {
         'INSERT INTO {s}."OutboxMessage" ("SentTime", "MessageId", "ContentType", "MessageType", "Body", "Headers")'
         " VALUES (now(), %(mid)s, 'application/json', 'urn:message:Payments:Captured', '{}', %(headers)s)",
         'INSERT INTO {s}."InboxState" ("MessageId", "ConsumerId", "LockId", "Received", "ReceiveCount", "Consumed",'
-        ' "Delivered") VALUES (%(mid)s, gen_random_uuid(), gen_random_uuid(), now(), 1, now(), now())'],
+        ' "Delivered") VALUES (%(mid)s, gen_random_uuid(), gen_random_uuid(), now(), 1, now(), now())',
+    ],
     "wolverine": [
         "INSERT INTO {s}.wolverine_outgoing_envelopes (id, owner_id, destination, body, attempts, message_type)"
         " VALUES (%(mid)s, 0, 'rabbitmq://q', '\\x00', 0, 'PaymentCaptured')",
         "INSERT INTO {s}.wolverine_incoming_envelopes (id, status, owner_id, body, message_type, received_at)"
-        " VALUES (%(mid)s, 'Handled', 0, '\\x00', 'PaymentCaptured', 'rabbitmq://q')"],
+        " VALUES (%(mid)s, 'Handled', 0, '\\x00', 'PaymentCaptured', 'rabbitmq://q')",
+    ],
     "eventuate": [
         "INSERT INTO {s}.message (id, destination, headers, payload, published, creation_time)"
         " VALUES (%(mid)s, 'payments', %(headers)s, '{}', 1, %(ms)s)",
         "INSERT INTO {s}.received_messages (consumer_id, message_id, creation_time)"
-        " VALUES ('billing', %(mid)s, %(ms)s)"],
+        " VALUES ('billing', %(mid)s, %(ms)s)",
+    ],
     "pg-transactional-outbox": [
         "INSERT INTO {s}.outbox (id, aggregate_type, aggregate_id, message_type, payload, metadata, processed_at)"
         " VALUES (%(mid)s, 'order', '1', 'payment.captured', '{}', %(headers)s::jsonb, now())",
         "INSERT INTO {s}.inbox (id, aggregate_type, aggregate_id, message_type, payload, processed_at)"
-        " VALUES (%(mid)s, 'order', '1', 'payment.captured', '{}', now())"],
+        " VALUES (%(mid)s, 'order', '1', 'payment.captured', '{}', now())",
+    ],
     "cap": [
         'INSERT INTO {s}."published" ("Id", "Version", "Name", "Content", "Retries", "Added", "ExpiresAt",'
         ' "StatusName")'
         " VALUES (1, 'v1', 'payment.captured', %(cap)s, 0, localtimestamp, NULL, 'Succeeded')",
         'INSERT INTO {s}."received" ("Id", "Version", "Name", "Group", "Content", "Retries", "Added", "ExpiresAt",'
-        ' "StatusName") VALUES (2, \'v1\', \'payment.captured\', \'billing\', %(cap)s, 0, localtimestamp, NULL,'
-        " 'Succeeded')"],
+        " \"StatusName\") VALUES (2, 'v1', 'payment.captured', 'billing', %(cap)s, 0, localtimestamp, NULL,"
+        " 'Succeeded')",
+    ],
 }
 FOLLOWED = [(case, ident) for case, ident in zip(CASES, IDS, strict=True) if ident in ROWS]
 
 
 def test_the_profiles_the_journey_follows_and_those_it_cannot():
-    assert {name for name in ["reference", *ROWS, "spring-modulith", "brandur", "nservicebus", "debezium-outbox",
-                              "dbos"] if profile_follows(name)} == {"reference", *ROWS}
+    assert {
+        name
+        for name in ["reference", *ROWS, "spring-modulith", "brandur", "nservicebus", "debezium-outbox", "dbos"]
+        if profile_follows(name)
+    } == {"reference", *ROWS}
 
 
-@pytest.mark.parametrize(("name", "version", "schema", "statements", "tables"), [c for c, _ in FOLLOWED],
-                         ids=[i for _, i in FOLLOWED])
-def test_each_library_s_message_is_followed_through_an_index(empty_database_url, name, version, schema, statements,
-                                                             tables):
+@pytest.mark.parametrize(
+    ("name", "version", "schema", "statements", "tables"), [c for c, _ in FOLLOWED], ids=[i for _, i in FOLLOWED]
+)
+def test_each_library_s_message_is_followed_through_an_index(
+    empty_database_url, name, version, schema, statements, tables
+):
     _create_case(empty_database_url, schema, statements)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         for text in ROWS[name]:
-            conn.execute(text.replace("{s}", sql.Identifier(schema).as_string(conn)),
-                         {"mid": MID, "headers": HEADERS, "cap": CAP_CONTENT,
-                          "ms": int(datetime.now(timezone.utc).timestamp() * 1000)})
+            conn.execute(
+                text.replace("{s}", sql.Identifier(schema).as_string(conn)),
+                {
+                    "mid": MID,
+                    "headers": HEADERS,
+                    "cap": CAP_CONTENT,
+                    "ms": int(datetime.now(timezone.utc).timestamp() * 1000),
+                },
+            )
         [found] = find_shapes(conn)
         for status in list_profile_index_status(conn, found):
             create_profile_index(conn, found, status)
@@ -95,9 +112,12 @@ def test_each_library_s_message_is_followed_through_an_index(empty_database_url,
         for read, role in (("journey_sent", "outbox"), ("journey_consumed", "inbox")):
             query = _block(where, read, role)
             assert query is not None
-            plan = "\n".join(r[0] for r in conn.execute(
-                sql.SQL("EXPLAIN ") + query,
-                {"ids": [MID], "uuids": [MID], "limit": 10, "library_zone": "UTC"}).fetchall())
+            plan = "\n".join(
+                r[0]
+                for r in conn.execute(
+                    sql.SQL("EXPLAIN ") + query, {"ids": [MID], "uuids": [MID], "limit": 10, "library_zone": "UTC"}
+                ).fetchall()
+            )
             assert "Seq Scan" not in plan and "Index" in plan, (read, plan)
 
 
@@ -111,10 +131,21 @@ def test_the_reference_tables_reads_are_index_lookups(database_url):
                 create_index(conn, tables, status)
         conn.execute("SET enable_seqscan = off")
         where = Where("reference", tables, None)
-        params = {"ids": [MID], "uuids": [MID], "scopes": ["checkout"], "keys": ["order-1"], "limit": 10,
-                  "max_consumers": 10, "lease_seconds": 300, "library_zone": "UTC"}
-        for query in (statement("journey_keys_reference", tables), _block(where, "journey_sent", "outbox"),
-                      _block(where, "journey_consumed", "inbox")):
+        params = {
+            "ids": [MID],
+            "uuids": [MID],
+            "scopes": ["checkout"],
+            "keys": ["order-1"],
+            "limit": 10,
+            "max_consumers": 10,
+            "lease_seconds": 300,
+            "library_zone": "UTC",
+        }
+        for query in (
+            statement("journey_keys_reference", tables),
+            _block(where, "journey_sent", "outbox"),
+            _block(where, "journey_consumed", "inbox"),
+        ):
             assert query is not None
             plan = "\n".join(r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + query, params).fetchall())
             assert "Seq Scan" not in plan and "Index" in plan, plan

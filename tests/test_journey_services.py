@@ -5,6 +5,7 @@ that hangs. Ground truth: a payment consumed by billing and email and missing at
 row was written, a parked poison row. The journey names each exactly within its deadline, says which database did not
 answer, and the learned routes are the staged topology; in Chromium, from the search page and from a key's page, at
 1440 and 390 px, with no serious axe violation."""
+
 from __future__ import annotations
 
 import json
@@ -35,13 +36,22 @@ pytestmark = pytest.mark.system  # npm, a Node process, a hung host's deadline
 
 INBOX = Path(__file__).resolve().parent / "pgto" / "inbox.cjs"
 SHOTS = Path(os.environ.get("IDEMDASH_TEST_SHOTS", "/tmp/idemdash-journey-shots"))
-TOPOLOGY = {"payment.captured": (["shop"], [("billing", "billing"), ("email", "email"), ("ledger", "ledger")]),
-            "order.shipped": (["shop"], [("billing", "billing")])}
+TOPOLOGY = {
+    "payment.captured": (["shop"], [("billing", "billing"), ("email", "email"), ("ledger", "ledger")]),
+    "order.shipped": (["shop"], [("billing", "billing")]),
+}
 
 
 def _node(modules: Path, mode: str, url: str, stdin: str = "") -> None:
-    subprocess.run(["node", str(INBOX), str(modules), mode], env={**os.environ, "DATABASE_URL": _node_url(url)},
-                   input=stdin, capture_output=True, text=True, timeout=60, check=True)
+    subprocess.run(
+        ["node", str(INBOX), str(modules), mode],
+        env={**os.environ, "DATABASE_URL": _node_url(url)},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
 
 
 def _pgto_consumes(url: str, messages: list[tuple[str, str]]) -> None:
@@ -49,12 +59,17 @@ def _pgto_consumes(url: str, messages: list[tuple[str, str]]) -> None:
     modules = npm_packages.install(".pgto", PACKAGES, marker="pg-transactional-outbox/package.json") / "node_modules"
     _node(modules, "setup", url)
     _node(modules, "receive", url, "\n".join(json.dumps({"id": i, "messageType": t}) for i, t in messages))
-    listener = subprocess.Popen(["node", str(INBOX), str(modules), "listen"], stdout=subprocess.DEVNULL,
-                                env={**os.environ, "DATABASE_URL": _node_url(url)})
+    listener = subprocess.Popen(
+        ["node", str(INBOX), str(modules), "listen"],
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "DATABASE_URL": _node_url(url)},
+    )
     try:
+
         def handled():
             with psycopg.connect(url) as conn:
                 return conn.execute("SELECT count(*) FROM public.inbox WHERE processed_at IS NULL").fetchone()[0] == 0
+
         wait_until(handled, 30, what="pg-transactional-outbox's listener to handle every inbox message")
     finally:
         listener.send_signal(signal.SIGTERM)
@@ -63,39 +78,59 @@ def _pgto_consumes(url: str, messages: list[tuple[str, str]]) -> None:
 
 @pytest.fixture
 def services(pg_templates, clone_of, tmp_path):
-    urls = {"shop": clone_of(pg_templates["enum"]), "billing": clone_of(pg_templates["enum"]),
-            "email": clone_of(None), "ledger": clone_of(None)}  # the libraries' databases: their own tables alone
+    urls = {
+        "shop": clone_of(pg_templates["enum"]),
+        "billing": clone_of(pg_templates["enum"]),
+        "email": clone_of(None),
+        "ledger": clone_of(None),
+    }  # the libraries' databases: their own tables alone
     create(urls["ledger"], "public", ddl.MASSTRANSIT)
     with psycopg.connect(urls["ledger"], autocommit=True) as conn:
         [found] = find_shapes(conn)
         for status in list_profile_index_status(conn, found):  # what `idemdash check --apply-indexes` builds
             create_profile_index(conn, found, status)
     sent: list[tuple[str, str]] = []
-    with psycopg.connect(urls["shop"], autocommit=True) as shop, \
-            psycopg.connect(urls["billing"], autocommit=True) as billing, \
-            psycopg.connect(urls["ledger"], autocommit=True) as ledger:
+    with (
+        psycopg.connect(urls["shop"], autocommit=True) as shop,
+        psycopg.connect(urls["billing"], autocommit=True) as billing,
+        psycopg.connect(urls["ledger"], autocommit=True) as ledger,
+    ):
         for i in range(6):
             mid = produce(shop, "checkout", f"paid-{i}", "payment.captured", ago=MINUTE)
             consume(billing, "billing", mid, ago=MINUTE - timedelta(seconds=2))
             consume_masstransit(ledger, mid, ago=MINUTE - timedelta(seconds=3))
             sent.append((mid, "payment.captured"))
         for i in range(3):
-            consume(billing, "billing", produce(shop, "shipping", f"ship-{i}", "order.shipped", ago=MINUTE),
-                    ago=MINUTE - timedelta(seconds=1))
-        half = produce(shop, "checkout", "order-4471", "payment.captured", ago=10 * MINUTE,
-                       traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            consume(
+                billing,
+                "billing",
+                produce(shop, "shipping", f"ship-{i}", "order.shipped", ago=MINUTE),
+                ago=MINUTE - timedelta(seconds=1),
+            )
+        half = produce(
+            shop,
+            "checkout",
+            "order-4471",
+            "payment.captured",
+            ago=10 * MINUTE,
+            traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        )
         consume(billing, "billing", half, ago=10 * MINUTE - timedelta(seconds=2))
         sent.append((half, "payment.captured"))
-        poison = produce(shop, "checkout", "order-poison", "payment.captured", ago=5 * MINUTE, status="parked",
-                         attempts=9)
+        poison = produce(
+            shop, "checkout", "order-poison", "payment.captured", ago=5 * MINUTE, status="parked", attempts=9
+        )
         insert_key(shop, "checkout", "order-stuck", "processing", claimed_by="api-7", attempts=3)
     _pgto_consumes(urls["email"], sent)
     hung = HungHost()
     urls["audit"] = f"postgresql://idemdash@127.0.0.1:{hung.port}/audit?connect_timeout=2&sslmode=disable"
-    profiles = {"email": {"profile": "pg-transactional-outbox", "app_schema": "public"},
-                "ledger": {"profile": "masstransit", "app_schema": "public"}}
-    config = write_config(tmp_path / "services.toml",
-                          {name: {"url": url, **profiles.get(name, {})} for name, url in urls.items()})
+    profiles = {
+        "email": {"profile": "pg-transactional-outbox", "app_schema": "public"},
+        "ledger": {"profile": "masstransit", "app_schema": "public"},
+    }
+    config = write_config(
+        tmp_path / "services.toml", {name: {"url": url, **profiles.get(name, {})} for name, url in urls.items()}
+    )
     yield config, {"half": half, "poison": poison}
     hung.close()
 
@@ -111,8 +146,10 @@ def test_the_journey_names_each_step_not_taken_within_its_deadline(make_app, ser
     config, ids = services
     client = make_app(CONFIG=config, TRACE_URL="https://tempo.example/trace/{trace_id}").test_client()
     routes, _ = _timed(client, "/api/v1/routes")
-    assert {r["event_type"]: (r["producers"], sorted((c["database"], c["consumer"]) for c in r["consumers"]))
-            for r in routes["routes"]} == TOPOLOGY
+    assert {
+        r["event_type"]: (r["producers"], sorted((c["database"], c["consumer"]) for c in r["consumers"]))
+        for r in routes["routes"]
+    } == TOPOLOGY
     assert [d["database"] for d in routes["not_answered"]] == ["audit"]
 
     half, took = _timed(client, "/api/v1/journey?q=checkout/order-4471")
@@ -122,22 +159,30 @@ def test_the_journey_names_each_step_not_taken_within_its_deadline(make_app, ser
     (message,) = half["messages"]
     assert message["message_id"] == ids["half"]
     assert sorted((c["database"], c["consumer"], c["state"]) for c in message["consumers"]) == [
-        ("billing", "billing", "consumed"), ("email", "email", "consumed")]
+        ("billing", "billing", "consumed"),
+        ("email", "email", "consumed"),
+    ]
     assert [(e["database"], e["consumer"]) for e in message["missing"]] == [("ledger", "ledger")]
-    assert re.fullmatch(r"`payment.captured` \(shop\) published (9 min 5\d s|10 min( \d+ s)?) ago; missing at "
-                        r"`ledger` \(ledger\): it usually consumes within \d s", half["verdict"]), half["verdict"]
+    assert re.fullmatch(
+        r"`payment.captured` \(shop\) published (9 min 5\d s|10 min( \d+ s)?) ago; missing at "
+        r"`ledger` \(ledger\): it usually consumes within \d s",
+        half["verdict"],
+    ), half["verdict"]
     assert half["problems"] == [half["verdict"]]
     assert half["traces"][0]["url"] == "https://tempo.example/trace/4bf92f3577b34da6a3ce929d0e0e4736"
 
     stuck, took = _timed(client, "/api/v1/journey?q=checkout/order-stuck")
     assert took < stuck["deadline_seconds"] + 0.5
-    assert re.fullmatch(r"key `checkout/order-stuck` is stuck in processing: its lease ran out 10 min( \d+ s)? ago "
-                        r"\(claimed by api-7, 3 attempts\); no outbox row was written", stuck["verdict"]), \
-        stuck["verdict"]
+    assert re.fullmatch(
+        r"key `checkout/order-stuck` is stuck in processing: its lease ran out 10 min( \d+ s)? ago "
+        r"\(claimed by api-7, 3 attempts\); no outbox row was written",
+        stuck["verdict"],
+    ), stuck["verdict"]
 
     poison, _ = _timed(client, f"/api/v1/journey?q={ids['poison']}")
-    assert poison["verdict"] == ("`payment.captured` (shop) is parked by an operator (attempts 9): not published, "
-                                 "no consumer will get it")
+    assert poison["verdict"] == (
+        "`payment.captured` (shop) is parked by an operator (attempts 9): not published, no consumer will get it"
+    )
     assert poison["messages"][0]["consumers"] == [] and poison["messages"][0]["missing"] == []
 
     # a message id the producer's outbox no longer holds: the consumers' rows alone

@@ -1,6 +1,7 @@
 """Where an incident is: the key list's rows per scope and per worker equal ground truth, worst first, within the
 list's filters; a name's link filters the list to exactly those keys; the overview names the top scope and worker
 of the stuck keys; a tab with more keys than the cap is not broken down (it says so)."""
+
 from __future__ import annotations
 
 import random
@@ -24,8 +25,15 @@ def stage_incident(conn) -> list[tuple[str, str, str]]:
     stuck = []
     for i in range(40):
         lease = None if i % 5 == 0 else timedelta(minutes=-rng.choice((3, 30, 300)))
-        insert_key(conn, "capture_payment", f"bad-{i}", claimed_by="api-3", locked_until=lease,
-                   claimed_ago=timedelta(hours=2), attempts=rng.choice((1, 2, 6)))
+        insert_key(
+            conn,
+            "capture_payment",
+            f"bad-{i}",
+            claimed_by="api-3",
+            locked_until=lease,
+            claimed_ago=timedelta(hours=2),
+            attempts=rng.choice((1, 2, 6)),
+        )
         stuck.append(("capture_payment", f"bad-{i}", "api-3"))
     for i in range(35):
         scope, worker = rng.choice(SCOPES), rng.choice(WORKERS)
@@ -37,7 +45,7 @@ def stage_incident(conn) -> list[tuple[str, str, str]]:
         stuck.append(("refund", f"api3-{i}", "api-3"))
     insert_key(conn, "capture_payment", "other-0", claimed_by="api-2")
     stuck.append(("capture_payment", "other-0", "api-2"))
-    for i in range(20):   # live leases and finished keys: not stuck
+    for i in range(20):  # live leases and finished keys: not stuck
         insert_key(conn, "capture_payment", f"live-{i}", claimed_by="api-3", locked_until=timedelta(minutes=5))
         insert_key(conn, rng.choice(SCOPES), f"done-{i}", status="succeeded", claimed_by=rng.choice(WORKERS))
     return stuck
@@ -82,7 +90,9 @@ def test_page_breakdown_links_filter_the_list_to_exactly_those_keys(client, conn
     box = page.select_one("#breakdown-box")
     assert "capture_payment" in box.summary.text and "api-3" in box.summary.text
     scopes = [(a["data-name"], int(a["data-count"])) for a in box.select("[data-breakdown=scope] a")]
-    assert scopes == [(g["name"], g["count"]) for g in worst_first(Counter(s for s, _, _ in stuck))][:key_breakdown.TOP]
+    assert (
+        scopes == [(g["name"], g["count"]) for g in worst_first(Counter(s for s, _, _ in stuck))][: key_breakdown.TOP]
+    )
     link = box.select_one("[data-breakdown=worker] a[data-name=api-3]")
     assert link["href"] == link["hx-get"]
     query = parse_qs(urlsplit(link["href"]).query)
@@ -92,8 +102,11 @@ def test_page_breakdown_links_filter_the_list_to_exactly_those_keys(client, conn
     # on the filtered list, the scope link keeps the worker filter: both together
     page = BeautifulSoup(client.get(link["href"]).data, "html.parser")
     link = page.select_one("#breakdown-box [data-breakdown=scope] a[data-name=capture_payment]")
-    assert parse_qs(urlsplit(link["href"]).query) == {"status": ["stuck"], "claimed_by": ["api-3"],
-                                                      "scope": ["capture_payment"]}
+    assert parse_qs(urlsplit(link["href"]).query) == {
+        "status": ["stuck"],
+        "claimed_by": ["api-3"],
+        "scope": ["capture_payment"],
+    }
     listed, _ = walk(client, "/api/v1/keys?" + urlsplit(link["href"]).query)
     assert len(listed) == 40
     # the filter in force is marked, and its link takes it off again
@@ -128,7 +141,7 @@ def test_overview_names_the_scope_and_the_worker(client, conn):
 
 def test_a_tab_past_the_cap_is_not_broken_down(client, conn, monkeypatch):
     monkeypatch.setattr(key_breakdown, "CAP", 15)
-    stage_incident(conn)   # 20 succeeded keys: more than a cap of 15
+    stage_incident(conn)  # 20 succeeded keys: more than a cap of 15
     body = client.get("/api/v1/keys/breakdown?status=succeeded").get_json()
     assert body == {**body, "too_many": True, "total": 0, "by_scope": [], "by_worker": [], "cap": 15}
     page = BeautifulSoup(client.get("/keys?status=succeeded").data, "html.parser")

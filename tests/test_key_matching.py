@@ -2,6 +2,7 @@
 every filter on that tab; an empty filtered list names what the filters hide; a filter that does not apply to a tab
 is refused (API) or shown disabled (page); the stuck list groups by suggested outcome exactly as core/triage.py
 suggests one key at a time, and a group can be acted on in bulk."""
+
 from __future__ import annotations
 
 import random
@@ -16,8 +17,8 @@ from hypothesis import strategies as st
 from idemdash.core.triage import suggest
 from tests.test_keys import insert_key
 
-LEASE = 300          # IDEMDASH_DEFAULT_LEASE_SECONDS's default
-HOT = 5              # IDEMDASH_HOTSPOT_MIN_ATTEMPTS's default
+LEASE = 300  # IDEMDASH_DEFAULT_LEASE_SECONDS's default
+HOT = 5  # IDEMDASH_HOTSPOT_MIN_ATTEMPTS's default
 SCOPES = ("create_order", "refund", "send_invoice")
 WORKERS = ("api-1", "api-2", "idemdash:needs_review")
 STATUSES = ("processing", "succeeded", "failed_retryable", "failed_final")
@@ -31,7 +32,7 @@ class Key:
     status: str
     claimed_by: str
     attempts: int
-    locked_until: timedelta | None     # relative to now
+    locked_until: timedelta | None  # relative to now
     claimed_ago: timedelta
     expires_in: timedelta
     outbox: bool
@@ -40,8 +41,9 @@ class Key:
     def stuck(self) -> bool:
         if self.status != "processing":
             return False
-        return (self.locked_until is not None and self.locked_until < timedelta(0)) or \
-            (self.locked_until is None and self.claimed_ago > timedelta(seconds=LEASE))
+        return (self.locked_until is not None and self.locked_until < timedelta(0)) or (
+            self.locked_until is None and self.claimed_ago > timedelta(seconds=LEASE)
+        )
 
     @property
     def overdue(self) -> timedelta:
@@ -64,20 +66,41 @@ def make_world(conn, seed: int = 7) -> list[Key]:
         claimed_ago = timedelta(minutes=rng.choice((2, 20, 600, 4000)))
         # expires_at must come after created_at (the reference schema checks it): past only for older keys
         expires_in = timedelta(minutes=rng.choice((-90, 90)) if claimed_ago > timedelta(minutes=90) else 90)
-        k = Key(rng.choice(SCOPES), f"k{i}", status, rng.choice(WORKERS), rng.choice((1, 2, 4, 5, 9)),
-                lease, claimed_ago, expires_in, rng.random() < 0.3)
+        k = Key(
+            rng.choice(SCOPES),
+            f"k{i}",
+            status,
+            rng.choice(WORKERS),
+            rng.choice((1, 2, 4, 5, 9)),
+            lease,
+            claimed_ago,
+            expires_in,
+            rng.random() < 0.3,
+        )
         world.append(k)
-        insert_key(conn, k.scope, k.key, status=k.status, claimed_by=k.claimed_by, attempts=k.attempts,
-                   locked_until=k.locked_until, claimed_ago=k.claimed_ago, expires_in=k.expires_in)
+        insert_key(
+            conn,
+            k.scope,
+            k.key,
+            status=k.status,
+            claimed_by=k.claimed_by,
+            attempts=k.attempts,
+            locked_until=k.locked_until,
+            claimed_ago=k.claimed_ago,
+            expires_in=k.expires_in,
+        )
         if k.outbox:
-            conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
-                         " idempotency_key, payload) VALUES ('e', 'order', gen_random_uuid(), %s, %s, '{}')",
-                         (k.scope, k.key))
+            conn.execute(
+                "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
+                " idempotency_key, payload) VALUES ('e', 'order', gen_random_uuid(), %s, %s, '{}')",
+                (k.scope, k.key),
+            )
     return world
 
 
 def suggested_by_triage(k: Key) -> str | None:
     """The outcome core/triage.py suggests for the key, one key at a time (the reference for the SQL groups)."""
+
     @dataclass
     class Facts:
         status: str
@@ -110,6 +133,7 @@ def expected(world: list[Key], tab: str, f: dict) -> int:
             return False
         if f.get("overdue") is not None:
             from idemdash.core.parsers import parse_duration
+
             if k.overdue.total_seconds() < parse_duration(f["overdue"]):
                 return False
         return not (f.get("suggested") and suggested_by_triage(k) != f["suggested"])
@@ -117,11 +141,13 @@ def expected(world: list[Key], tab: str, f: dict) -> int:
     return sum(on_tab(k) and matches(k) for k in world)
 
 
-TAB_FILTERS = st.fixed_dictionaries({
-    "scope": st.sampled_from((None, *SCOPES, "nope")),
-    "claimed_by": st.sampled_from((None, *WORKERS)),
-    "min_attempts": st.sampled_from((None, 2, 5)),
-})
+TAB_FILTERS = st.fixed_dictionaries(
+    {
+        "scope": st.sampled_from((None, *SCOPES, "nope")),
+        "claimed_by": st.sampled_from((None, *WORKERS)),
+        "min_attempts": st.sampled_from((None, 2, 5)),
+    }
+)
 
 
 @pytest.mark.system
@@ -129,9 +155,12 @@ def test_matching_equals_the_rows_that_match_for_every_filter_combination(client
     world = make_world(conn)
 
     @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(tab=st.sampled_from(("stuck", "needs_review", "processing", *STATUSES[1:])), common=TAB_FILTERS,
-           overdue=st.sampled_from(OVERDUES), suggested=st.sampled_from((None, "already_succeeded", "safe_to_retry",
-                                                                         "needs_review", "abandoned")))
+    @given(
+        tab=st.sampled_from(("stuck", "needs_review", "processing", *STATUSES[1:])),
+        common=TAB_FILTERS,
+        overdue=st.sampled_from(OVERDUES),
+        suggested=st.sampled_from((None, "already_succeeded", "safe_to_retry", "needs_review", "abandoned")),
+    )
     def check(tab, common, overdue, suggested):
         f = {k: v for k, v in common.items() if v is not None}
         if tab in ("stuck", "needs_review", "processing") and overdue is not None:
@@ -156,8 +185,10 @@ def test_the_stuck_groups_are_what_triage_suggests_key_by_key(client, conn):
             want[suggested_by_triage(k)] = want.get(suggested_by_triage(k), 0) + 1
     assert groups == want and sum(groups.values()) == body["matching"]["count"]
     page = BeautifulSoup(client.get("/keys?status=stuck").data, "html.parser")
-    chips = {a["data-group"]: int(a.select_one("[data-group-count]").get_text().replace(",", ""))
-             for a in page.select("nav.suggestion-groups a.group")}
+    chips = {
+        a["data-group"]: int(a.select_one("[data-group-count]").get_text().replace(",", ""))
+        for a in page.select("nav.suggestion-groups a.group")
+    }
     assert chips == want
     assert "with an outbox row: already succeeded?" in page.select_one("nav.suggestion-groups").get_text()
 
@@ -180,7 +211,9 @@ def test_a_filtered_count_reads_7_of_all_and_an_empty_filtered_list_is_never_all
     hides = " ".join(empty.select_one("[data-loosened]").get_text().split())
     assert "without scope, 0" not in hides and "without overdue, 7 match" in hides
     assert client.get("/api/v1/keys?status=stuck&scope=refund&overdue=3d").get_json()["matching"] == {
-        "count": 0, "more": False}
+        "count": 0,
+        "more": False,
+    }
 
 
 def test_a_filter_that_does_not_apply_is_named_by_the_api_and_shown_disabled_on_the_page(client, conn):
@@ -203,50 +236,63 @@ def test_a_filter_that_does_not_apply_is_named_by_the_api_and_shown_disabled_on_
 
 def test_a_suggested_group_is_listed_and_reclassified_in_bulk_through_preview_and_confirm(client, conn):
     for i in range(3):
-        insert_key(conn, "refund", f"fresh{i}", locked_until=timedelta(minutes=-10))             # safe_to_retry
+        insert_key(conn, "refund", f"fresh{i}", locked_until=timedelta(minutes=-10))  # safe_to_retry
     for i in range(2):
-        insert_key(conn, "refund", f"hot{i}", attempts=9, locked_until=timedelta(minutes=-10))   # needs_review
+        insert_key(conn, "refund", f"hot{i}", attempts=9, locked_until=timedelta(minutes=-10))  # needs_review
     insert_key(conn, "refund", "done-elsewhere", locked_until=timedelta(minutes=-10))
-    conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
-                 "idempotency_key, payload) VALUES ('e', 'order', gen_random_uuid(), 'refund', 'done-elsewhere', '{}')")
+    conn.execute(
+        "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
+        "idempotency_key, payload) VALUES ('e', 'order', gen_random_uuid(), 'refund', 'done-elsewhere', '{}')"
+    )
     listed = client.get("/api/v1/keys?status=stuck&suggested=needs_review").get_json()
     assert sorted(i["key"] for i in listed["items"]) == ["hot0", "hot1"]
     assert listed["matching"]["count"] == 2
     flt = {"scope": "refund", "suggested": "needs_review"}
-    preview = client.post("/api/v1/keys/reclassify-bulk", json={"filter": flt, "to": "needs_review",
-                                                                "preview": True}).get_json()
+    preview = client.post(
+        "/api/v1/keys/reclassify-bulk", json={"filter": flt, "to": "needs_review", "preview": True}
+    ).get_json()
     assert preview["count"] == 2 and "whose suggested outcome is needs_review" in preview["filter_text"]
-    done = client.post("/api/v1/keys/reclassify-bulk", json={"filter": flt, "to": "needs_review", "hold_for": "4h",
-                                                             "reason": "INC-9: look at the retried ones",
-                                                             "as_of": preview["as_of"]}).get_json()
+    done = client.post(
+        "/api/v1/keys/reclassify-bulk",
+        json={
+            "filter": flt,
+            "to": "needs_review",
+            "hold_for": "4h",
+            "reason": "INC-9: look at the retried ones",
+            "as_of": preview["as_of"],
+        },
+    ).get_json()
     assert done["changed"] == 2
     held = client.get("/api/v1/keys?status=needs_review").get_json()
     assert sorted(i["key"] for i in held["items"]) == ["hot0", "hot1"]
     assert all(i["hold"]["reason"] == "INC-9: look at the retried ones" for i in held["items"])
     remaining = client.get("/api/v1/keys?status=stuck").get_json()
-    assert {g["suggested"]: g["keys"] for g in remaining["suggestions"]} == {"already_succeeded": 1,
-                                                                             "safe_to_retry": 3}
+    assert {g["suggested"]: g["keys"] for g in remaining["suggestions"]} == {"already_succeeded": 1, "safe_to_retry": 3}
 
 
-def test_the_groups_read_the_most_overdue_stuck_keys_up_to_their_cap_and_say_there_are_more(client, conn,
-                                                                                            monkeypatch):
+def test_the_groups_read_the_most_overdue_stuck_keys_up_to_their_cap_and_say_there_are_more(client, conn, monkeypatch):
     from idemdash.dashboard import key_filters
+
     monkeypatch.setattr(key_filters, "SUGGESTION_CAP", 3)
     # most overdue first: the key without a lease (claimed long ago), then by lease end
     insert_key(conn, "refund", "no-lease", locked_until=None, claimed_ago=timedelta(hours=5))
     insert_key(conn, "refund", "hot", locked_until=timedelta(days=-3), attempts=9)
     insert_key(conn, "refund", "done", locked_until=timedelta(days=-2))
-    conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
-                 " idempotency_key, payload) VALUES ('e', 'order', gen_random_uuid(), 'refund', 'done', '{}')")
+    conn.execute(
+        "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
+        " idempotency_key, payload) VALUES ('e', 'order', gen_random_uuid(), 'refund', 'done', '{}')"
+    )
     for i in range(4):  # less overdue: past the cap, never read for the groups
         insert_key(conn, "refund", f"late{i}", locked_until=timedelta(minutes=-10 - i))
     insert_key(conn, "refund", "live", locked_until=timedelta(minutes=10))  # not stuck
     body = client.get("/api/v1/keys?status=stuck").get_json()
-    assert body["matching"] == {"count": 7, "more": False}   # the matching count itself is not capped
+    assert body["matching"] == {"count": 7, "more": False}  # the matching count itself is not capped
     assert body["suggestions_cap"] == 3
-    assert body["suggestions"] == [{"suggested": "already_succeeded", "keys": 1, "more": True},
-                                   {"suggested": "safe_to_retry", "keys": 1, "more": True},
-                                   {"suggested": "needs_review", "keys": 1, "more": True}]
+    assert body["suggestions"] == [
+        {"suggested": "already_succeeded", "keys": 1, "more": True},
+        {"suggested": "safe_to_retry", "keys": 1, "more": True},
+        {"suggested": "needs_review", "keys": 1, "more": True},
+    ]
     # a suggested filter counts its group among the keys read (a lower bound), and lists every match
     safe = client.get("/api/v1/keys?status=stuck&suggested=safe_to_retry").get_json()
     assert safe["matching"] == {"count": 1, "more": True}
@@ -258,4 +304,7 @@ def test_the_groups_read_the_most_overdue_stuck_keys_up_to_their_cap_and_say_the
     monkeypatch.setattr(key_filters, "SUGGESTION_CAP", 7)
     body = client.get("/api/v1/keys?status=stuck").get_json()
     assert {g["suggested"]: (g["keys"], g["more"]) for g in body["suggestions"]} == {
-        "already_succeeded": (1, False), "safe_to_retry": (5, False), "needs_review": (1, False)}
+        "already_succeeded": (1, False),
+        "safe_to_retry": (5, False),
+        "needs_review": (1, False),
+    }

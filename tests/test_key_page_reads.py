@@ -9,6 +9,7 @@ than this scope's last success: nothing at the generated data sets, whose scopes
 another scope succeeded since; the plans are asked with EXPLAIN (ANALYZE, BUFFERS), so a statement that reads
 more than its key fails whatever the planner estimated.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,10 +25,14 @@ from idemdash.queries.indexes import ADVICE
 T = Tables()
 SCOPE, KEY = "monthly_statement", "statement/2026-11/stuck"
 # the tables a key page reads, and the columns an index probe on one key names in its Index Cond
-KEY_COLUMNS = {T.keys: ("idempotency_scope", "idempotency_key"), T.outbox: ("idempotency_scope", "idempotency_key"),
-               "audit_log": ("scope", "key"), "triage_note": ("scope", "key")}
-MAX_ROWS = 25      # per scan: the neighbours' read is 2 x 10 keys at most; the key's own rows are a few
-MAX_BUFFERS = 60   # per statement, shared blocks hit or read (the walk this guards against read 20,459 at 2M)
+KEY_COLUMNS = {
+    T.keys: ("idempotency_scope", "idempotency_key"),
+    T.outbox: ("idempotency_scope", "idempotency_key"),
+    "audit_log": ("scope", "key"),
+    "triage_note": ("scope", "key"),
+}
+MAX_ROWS = 25  # per scan: the neighbours' read is 2 x 10 keys at most; the key's own rows are a few
+MAX_BUFFERS = 60  # per statement, shared blocks hit or read (the walk this guards against read 20,459 at 2M)
 
 
 @pytest.fixture
@@ -43,23 +48,31 @@ def quiet_scope(database_url):
                                now() + interval '1 day'
                         FROM generate_series(1, 3000) g""")
         # this scope went quiet 50 days ago; one key of it is stuck now, with the outbox row of its effect
-        conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+        conn.execute(
+            """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                             result_ref_type, result_ref_id, response_body, claimed_by, claimed_at, attempt_count,
                             created_at, updated_at, expires_at)
                         SELECT %s, 'statement/2026-09/' || g, md5(g::text), 'succeeded', 'statement',
                                gen_random_uuid(), jsonb_build_object('id', gen_random_uuid(), 'total', g), 'api-2',
                                now() - interval '50 days', 1, now() - interval '50 days', now() - interval '50 days',
                                now() + interval '30 days'
-                        FROM generate_series(1, 40) g""", (SCOPE,))
-        conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+                        FROM generate_series(1, 40) g""",
+            (SCOPE,),
+        )
+        conn.execute(
+            """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                             claimed_by, claimed_at, locked_until, attempt_count, created_at, updated_at, expires_at)
                         VALUES (%s, %s, 'h', 'processing', 'api-2', now() - interval '1 hour',
                                 now() - interval '30 minutes', 1, now() - interval '1 hour',
-                                now() - interval '1 hour', now() + interval '1 day')""", (SCOPE, KEY))
-        conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+                                now() - interval '1 hour', now() + interval '1 day')""",
+            (SCOPE, KEY),
+        )
+        conn.execute(
+            """INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
                             idempotency_key, payload)
                         VALUES ('statement.created', 'statement', gen_random_uuid(), %s, %s, '{"total": 7}')""",
-                     (SCOPE, KEY))
+            (SCOPE, KEY),
+        )
         for advice in ADVICE.values():
             conn.execute(advice.create_statement(T))
         conn.execute("VACUUM (ANALYZE)")
@@ -83,8 +96,10 @@ def _reads_of_the_key(conn: psycopg.Connection, query: sql.Composable, params: A
             continue
         kind, cond = node["Node Type"], node.get("Index Cond", "")
         if kind not in ("Index Scan", "Index Only Scan") or not all(f"{c} " in cond for c in KEY_COLUMNS[table]):
-            problems.append(f"{kind} on {table} ({node.get('Index Name')}, Index Cond {cond or 'none'}): not a "
-                            "probe of an index on the key")
+            problems.append(
+                f"{kind} on {table} ({node.get('Index Name')}, Index Cond {cond or 'none'}): not a "
+                "probe of an index on the key"
+            )
         rows = node.get("Actual Rows", 0) * node.get("Actual Loops", 1) + node.get("Rows Removed by Filter", 0)
         if rows > MAX_ROWS:
             problems.append(f"{kind} on {table} read {rows:g} rows")
@@ -113,8 +128,10 @@ def test_every_statement_of_a_key_page_probes_the_keys_own_indexes(quiet_scope, 
     for page in pages:
         assert client.get(page).status_code == 200, page
     # held for review: the hold's audit row is looked up too, and the form is still offered
-    held = client.post("/api/v1/keys/reclassify", json={"scope": SCOPE, "key": KEY, "to": "needs_review",
-                                                         "reason": "INC-9: look at the statement run"})
+    held = client.post(
+        "/api/v1/keys/reclassify",
+        json={"scope": SCOPE, "key": KEY, "to": "needs_review", "reason": "INC-9: look at the statement run"},
+    )
     assert held.status_code == 200, held.get_json()
     recorded.clear()
     for page in pages:
@@ -131,6 +148,8 @@ def test_every_statement_of_a_key_page_probes_the_keys_own_indexes(quiet_scope, 
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_bitmapscan = off")
         for page, query, params in recorded:
-            problems += [f"{page}: {' '.join(query.as_string(None).split())[:90]}…: {p}"
-                         for p in _reads_of_the_key(conn, query, params)]
+            problems += [
+                f"{page}: {' '.join(query.as_string(None).split())[:90]}…: {p}"
+                for p in _reads_of_the_key(conn, query, params)
+            ]
     assert not problems, "\n".join(problems)

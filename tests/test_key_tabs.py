@@ -1,5 +1,6 @@
 """The key list's state tabs (counts exact up to a cap, then the snapshot's number or "10,000+"), its sortable
 column, and going back a page as well as forward."""
+
 from __future__ import annotations
 
 import random
@@ -14,14 +15,16 @@ from tests.test_keys import insert_key
 
 def _tabs(client, url="/keys"):
     soup = BeautifulSoup(client.get(url).data, "html.parser")
-    return {a["data-tab"]: (a.select_one(".tab-count").get_text(strip=True) if a.select_one(".tab-count") else None)
-            for a in soup.select("nav.tabs a")}, soup
+    return {
+        a["data-tab"]: (a.select_one(".tab-count").get_text(strip=True) if a.select_one(".tab-count") else None)
+        for a in soup.select("nav.tabs a")
+    }, soup
 
 
 def test_each_tab_counts_its_state(client, conn):
     for i in range(3):
-        insert_key(conn, "s", f"stuck-{i}")                                            # lease ran out
-    insert_key(conn, "s", "no-lease-old", locked_until=None, claimed_ago=timedelta(hours=1))   # stuck too
+        insert_key(conn, "s", f"stuck-{i}")  # lease ran out
+    insert_key(conn, "s", "no-lease-old", locked_until=None, claimed_ago=timedelta(hours=1))  # stuck too
     insert_key(conn, "s", "live", locked_until=timedelta(minutes=5))
     insert_key(conn, "s", "held", claimed_by="idemdash:needs_review", locked_until=timedelta(hours=5))
     for i in range(2):
@@ -30,8 +33,14 @@ def test_each_tab_counts_its_state(client, conn):
     for i in range(4):
         insert_key(conn, "s", f"ok-{i}", status="succeeded", locked_until=None)
     counts, soup = _tabs(client, "/keys?status=failed_final&scope=s")
-    assert counts == {"stuck": "4", "needs_review": "1", "processing": "6", "succeeded": "4",
-                      "failed_retryable": "2", "failed_final": "1"}
+    assert counts == {
+        "stuck": "4",
+        "needs_review": "1",
+        "processing": "6",
+        "succeeded": "4",
+        "failed_retryable": "2",
+        "failed_final": "1",
+    }
     current = soup.select_one('nav.tabs a[aria-current="page"]')
     assert current["data-tab"] == "failed_final"
     # a tab keeps the filters, starts at the first page in the default order
@@ -39,7 +48,7 @@ def test_each_tab_counts_its_state(client, conn):
     assert soup.select_one('nav.tabs a[data-tab="stuck"]')["href"] == "/keys?status=stuck&scope=s"
     assert "ignore the filters" in soup.select_one(".tab-note").get_text()
     # the state travels with the filter form; a tab switched in place replaces it out of band
-    assert soup.select_one('#filters input[type=hidden][name=status]')["value"] == "failed_final"
+    assert soup.select_one("#filters input[type=hidden][name=status]")["value"] == "failed_final"
     fragment = BeautifulSoup(client.get("/keys?status=succeeded", headers={"HX-Request": "true"}).data, "html.parser")
     oob = fragment.select_one("input#filter-status")
     assert (oob["value"], oob["hx-swap-oob"]) == ("succeeded", "true")
@@ -74,13 +83,13 @@ def test_past_the_cap_a_tab_shows_the_snapshot_or_a_plus(client, conn, monkeypat
 def test_a_state_a_fresh_snapshot_puts_far_past_the_cap_is_not_counted_again(client, conn, monkeypatch):
     monkeypatch.setattr(key_tabs, "COUNT_CAP", 3)
     for i in range(2):
-        insert_key(conn, "s", f"stuck-{i}")   # live: 2, under the cap
+        insert_key(conn, "s", f"stuck-{i}")  # live: 2, under the cap
     snapshot = """INSERT INTO idemdash.metric_snapshot (taken_at, stuck_keys, processing_keys, failed_retryable_keys,
                       failed_final_keys_24h, outbox_pending, outbox_lag_seconds, inbox_rows_24h)
                   VALUES (now() - %s::interval, %s, 0, 0, 0, 0, NULL, 0)"""
-    conn.execute(snapshot, ("10 minutes", 700))   # older than 3 snapshot intervals: not trusted to skip
+    conn.execute(snapshot, ("10 minutes", 700))  # older than 3 snapshot intervals: not trusted to skip
     assert _tabs(client)[0]["stuck"] == "2"
-    conn.execute(snapshot, ("30 seconds", 900))   # fresh and far past the cap: the tab shows it, uncounted
+    conn.execute(snapshot, ("30 seconds", 900))  # fresh and far past the cap: the tab shows it, uncounted
     counts, soup = _tabs(client)
     assert counts["stuck"] == "≈900" and counts["processing"] == "2"
     assert "taken 30 s ago" in soup.select_one('[data-count="stuck"]')["title"]
@@ -103,11 +112,21 @@ def test_both_orders_and_back_again_list_every_key_once(client, conn, status):
     rng = random.Random(5)
     for i in range(23):
         if status == "succeeded":
-            insert_key(conn, rng.choice(["a", "b"]), f"k{i}", status="succeeded", locked_until=None,
-                       updated_ago=timedelta(minutes=rng.choice([1, 2, 3])))  # ties in the sort column
+            insert_key(
+                conn,
+                rng.choice(["a", "b"]),
+                f"k{i}",
+                status="succeeded",
+                locked_until=None,
+                updated_ago=timedelta(minutes=rng.choice([1, 2, 3])),
+            )  # ties in the sort column
         else:
-            insert_key(conn, rng.choice(["a", "b"]), f"k{i}",
-                       locked_until=None if i % 5 == 0 else timedelta(minutes=-rng.choice([1, 2, 3])))
+            insert_key(
+                conn,
+                rng.choice(["a", "b"]),
+                f"k{i}",
+                locked_until=None if i % 5 == 0 else timedelta(minutes=-rng.choice([1, 2, 3])),
+            )
     url = f"/api/v1/keys?status={status}&limit=5"
     forward, last = _walk(client, url)
     flat = [k for page in forward for k in page]
@@ -156,8 +175,9 @@ def test_the_pager_offers_previous_and_next(client, conn):
     second = BeautifulSoup(client.get(second_url).data, "html.parser")
     assert second.select_one("a[rel=prev]") is not None and second.select_one("a[rel=next]") is not None
     back = BeautifulSoup(client.get(second.select_one("a[rel=prev]")["href"]).data, "html.parser")
-    assert [a.get_text() for a in back.select("#keys-panel a.key")] == \
-        [a.get_text() for a in first.select("#keys-panel a.key")]
+    assert [a.get_text() for a in back.select("#keys-panel a.key")] == [
+        a.get_text() for a in first.select("#keys-panel a.key")
+    ]
 
 
 def test_an_exact_filter_that_matches_nothing_offers_the_names_that_exist(client, conn):
@@ -176,13 +196,13 @@ def test_an_exact_filter_that_matches_nothing_offers_the_names_that_exist(client
 
 
 def test_the_overviews_24_h_cards_open_a_list_and_a_tab_that_count_the_same_keys(client, conn):
-    """"Failed, final, 24 h 389" opened a list whose tab said 545: every failed_final key, of any age."""
+    """ "Failed, final, 24 h 389" opened a list whose tab said 545: every failed_final key, of any age."""
     for i in range(3):
-        insert_key(conn, "s", f"final-new-{i}", status="failed_final", locked_until=None,
-                   updated_ago=timedelta(hours=2))
+        insert_key(
+            conn, "s", f"final-new-{i}", status="failed_final", locked_until=None, updated_ago=timedelta(hours=2)
+        )
     for i in range(2):
-        insert_key(conn, "s", f"final-old-{i}", status="failed_final", locked_until=None,
-                   updated_ago=timedelta(days=3))
+        insert_key(conn, "s", f"final-old-{i}", status="failed_final", locked_until=None, updated_ago=timedelta(days=3))
     insert_key(conn, "s", "ok-new", status="succeeded", locked_until=None, updated_ago=timedelta(hours=1))
     insert_key(conn, "s", "ok-old", status="succeeded", locked_until=None, updated_ago=timedelta(days=2))
     overview = BeautifulSoup(client.get("/").data, "html.parser")
@@ -201,8 +221,9 @@ def test_the_overviews_24_h_cards_open_a_list_and_a_tab_that_count_the_same_keys
     assert api["matching"] == {"count": 3, "more": False} and api["not_applied"] == []
     # on a processing tab the window is not applied (and said so), the windowed tabs still count by it
     stuck = client.get("/api/v1/keys?status=stuck&updated_within=24h").get_json()
-    assert stuck["not_applied"] == [{"filter": "updated_within",
-                                     "applies_to": ["succeeded", "failed_retryable", "failed_final"]}]
+    assert stuck["not_applied"] == [
+        {"filter": "updated_within", "applies_to": ["succeeded", "failed_retryable", "failed_final"]}
+    ]
     assert stuck["counts"]["failed_final"]["count"] == 3
     assert client.get("/api/v1/keys").get_json()["counts"]["failed_final"]["count"] == 5
     assert client.get("/api/v1/keys?status=failed_final&updated_within=soon").status_code == 400

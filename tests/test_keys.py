@@ -1,4 +1,5 @@
 """Key lists, key detail and the runbook, checked against rows the tests write themselves."""
+
 from __future__ import annotations
 
 import random
@@ -38,9 +39,22 @@ NASTY_KEYS = [
 ]
 
 
-def insert_key(conn, scope, key, status="processing", *, claimed_by="api-1", attempts=1,
-               locked_until=timedelta(minutes=-10), claimed_ago=timedelta(hours=1), updated_ago=timedelta(0),
-               expires_in=timedelta(days=1), response_body=None, failure=None, table="app.idempotency_request"):
+def insert_key(
+    conn,
+    scope,
+    key,
+    status="processing",
+    *,
+    claimed_by="api-1",
+    attempts=1,
+    locked_until=timedelta(minutes=-10),
+    claimed_ago=timedelta(hours=1),
+    updated_ago=timedelta(0),
+    expires_in=timedelta(days=1),
+    response_body=None,
+    failure=None,
+    table="app.idempotency_request",
+):
     """locked_until is relative to now (negative: lease ran out), or None for no lease."""
     now = conn.execute("SELECT now()").fetchone()[0]
     conn.execute(
@@ -48,10 +62,22 @@ def insert_key(conn, scope, key, status="processing", *, claimed_by="api-1", att
                 claimed_at, locked_until, attempt_count, created_at, updated_at, expires_at, response_body,
                 failure_code, failure_message)
             VALUES (%s, %s, 'hash', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-        (scope, key, status, claimed_by, now - claimed_ago,
-         None if locked_until is None else now + locked_until, attempts, now - claimed_ago,
-         now - updated_ago, now + expires_in, Jsonb(response_body) if response_body is not None else None,
-         failure[0] if failure else None, failure[1] if failure else None))
+        (
+            scope,
+            key,
+            status,
+            claimed_by,
+            now - claimed_ago,
+            None if locked_until is None else now + locked_until,
+            attempts,
+            now - claimed_ago,
+            now - updated_ago,
+            now + expires_in,
+            Jsonb(response_body) if response_body is not None else None,
+            failure[0] if failure else None,
+            failure[1] if failure else None,
+        ),
+    )
 
 
 def walk(client, url):
@@ -79,16 +105,36 @@ def test_stuck_list_matches_ground_truth_and_filters(client, conn):
         attempts = rng.randint(1, 8)
         kind = rng.choice(["stuck", "live", "nolease_old", "nolease_new", "done"])
         if kind == "stuck":
-            insert_key(conn, scope, f"k{i}", claimed_by=worker, attempts=attempts,
-                       locked_until=-timedelta(seconds=rng.randint(10, 7200)))
+            insert_key(
+                conn,
+                scope,
+                f"k{i}",
+                claimed_by=worker,
+                attempts=attempts,
+                locked_until=-timedelta(seconds=rng.randint(10, 7200)),
+            )
         elif kind == "live":
             insert_key(conn, scope, f"k{i}", claimed_by=worker, attempts=attempts, locked_until=timedelta(minutes=5))
         elif kind == "nolease_old":
-            insert_key(conn, scope, f"k{i}", claimed_by=worker, attempts=attempts, locked_until=None,
-                       claimed_ago=timedelta(seconds=LEASE + 60))
+            insert_key(
+                conn,
+                scope,
+                f"k{i}",
+                claimed_by=worker,
+                attempts=attempts,
+                locked_until=None,
+                claimed_ago=timedelta(seconds=LEASE + 60),
+            )
         elif kind == "nolease_new":
-            insert_key(conn, scope, f"k{i}", claimed_by=worker, attempts=attempts, locked_until=None,
-                       claimed_ago=timedelta(seconds=10))
+            insert_key(
+                conn,
+                scope,
+                f"k{i}",
+                claimed_by=worker,
+                attempts=attempts,
+                locked_until=None,
+                claimed_ago=timedelta(seconds=10),
+            )
         else:
             insert_key(conn, scope, f"k{i}", "succeeded", claimed_by=worker, attempts=attempts, locked_until=None)
         truth.append((scope, f"k{i}", worker, attempts, kind))
@@ -101,8 +147,11 @@ def test_stuck_list_matches_ground_truth_and_filters(client, conn):
     got, _ = walk(client, "/api/v1/keys?status=processing&limit=9")
     assert {(i["scope"], i["key"]) for i in got} == processing
 
-    want = {(s, k) for s, k, w, a, kind in truth
-            if kind in ("stuck", "nolease_old") and s == "refund" and w == "api-2" and a >= 3}
+    want = {
+        (s, k)
+        for s, k, w, a, kind in truth
+        if kind in ("stuck", "nolease_old") and s == "refund" and w == "api-2" and a >= 3
+    }
     got, _ = walk(client, "/api/v1/keys?status=stuck&scope=refund&claimed_by=api-2&min_attempts=3&limit=2")
     assert {(i["scope"], i["key"]) for i in got} == want
 
@@ -136,8 +185,19 @@ def test_pagination_with_ties_sees_every_row_once(client, conn, status):
             """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                    claimed_at, locked_until, created_at, updated_at, expires_at)
                VALUES (%s, %s, 'h', %s, %s, %s, %s, %s, now() + interval '1 day')""",
-            [(s, k, "processing" if status == "stuck" else "succeeded", same,
-              same if status == "stuck" else None, same, same) for s, k in rows])
+            [
+                (
+                    s,
+                    k,
+                    "processing" if status == "stuck" else "succeeded",
+                    same,
+                    same if status == "stuck" else None,
+                    same,
+                    same,
+                )
+                for s, k in rows
+            ],
+        )
     got, pages = walk(client, f"/api/v1/keys?status={status}&limit=4")
     keys = [(i["scope"], i["key"]) for i in got]
     assert len(keys) == len(set(keys)) == 45
@@ -170,10 +230,12 @@ def test_nasty_keys_round_trip_through_their_links(client, conn):
 def test_html_in_keys_workers_and_bodies_renders_as_inert_text(client, conn):
     payload = "<img src=x onerror=alert(1)><script>alert('x')</script>"
     insert_key(conn, "create_order", payload, claimed_by=payload, response_body={"html": payload})
-    conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+    conn.execute(
+        """INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
                         idempotency_key, payload)
                     VALUES (%s, 'order', gen_random_uuid(), 'create_order', %s, %s)""",
-                 (payload, payload, Jsonb({"evil": payload})))
+        (payload, payload, Jsonb({"evil": payload})),
+    )
     for url in ["/keys?status=stuck", "/keys?status=processing"]:
         soup = BeautifulSoup(client.get(url).data, "html.parser")
         assert not soup.find("img")
@@ -199,10 +261,25 @@ def test_key_detail_json_shape_and_evidence(client, conn):
 
     body = client.get("/api/v1/keys/create_order/with-effect").get_json()
     assert set(body) >= {"key", "outbox_events", "audit", "suggestion"}
-    assert set(body["key"]) >= {"scope", "key", "status", "request_hash", "claimed_by", "claimed_at", "locked_until",
-                                "overdue_seconds", "attempt_count", "created_at", "updated_at", "expires_at",
-                                "response_body", "result_ref_type", "result_ref_id", "failure_code",
-                                "failure_message"}
+    assert set(body["key"]) >= {
+        "scope",
+        "key",
+        "status",
+        "request_hash",
+        "claimed_by",
+        "claimed_at",
+        "locked_until",
+        "overdue_seconds",
+        "attempt_count",
+        "created_at",
+        "updated_at",
+        "expires_at",
+        "response_body",
+        "result_ref_type",
+        "result_ref_id",
+        "failure_code",
+        "failure_message",
+    }
     assert datetime.fromisoformat(body["key"]["claimed_at"]).tzinfo is not None
     assert [e["event_type"] for e in body["outbox_events"]] == ["order.created"]
     assert body["suggestion"]["to"] == "already_succeeded"
@@ -227,18 +304,21 @@ def test_missing_key_is_404_with_a_message(client):
     assert client.get("/api/v1/key?scope=create_order").status_code == 400
 
 
-@pytest.mark.parametrize("query, fragment", [
-    ("status=bogus", "status must be one of"),
-    ("min_attempts=abc", "min_attempts"),
-    ("min_attempts=0", "min_attempts"),
-    ("limit=0", "limit"),
-    ("limit=501", "limit"),
-    ("overdue=soon", "overdue"),
-    ("cursor=!!!", "cursor"),
-    ("cursor=bm90LWpzb24", "cursor"),
-    ("cursor=WzEsMiwzXQ", "cursor"),
-    ("scope=" + "x" * 3000, "scope"),
-])
+@pytest.mark.parametrize(
+    "query, fragment",
+    [
+        ("status=bogus", "status must be one of"),
+        ("min_attempts=abc", "min_attempts"),
+        ("min_attempts=0", "min_attempts"),
+        ("limit=0", "limit"),
+        ("limit=501", "limit"),
+        ("overdue=soon", "overdue"),
+        ("cursor=!!!", "cursor"),
+        ("cursor=bm90LWpzb24", "cursor"),
+        ("cursor=WzEsMiwzXQ", "cursor"),
+        ("scope=" + "x" * 3000, "scope"),
+    ],
+)
 def test_bad_input_is_a_clear_400(client, query, fragment):
     api = client.get("/api/v1/keys?" + query)
     assert api.status_code == 400
@@ -318,8 +398,9 @@ def test_other_schema_and_table_names(make_app, empty_database_url):
         migrate(c)
         create_app_schema(c, tables, "text")
         insert_key(c, "sc", "k/1", table='"Ops Data"."Idem Keys"')
-    client = make_app(empty_database_url, APP_SCHEMA="Ops Data", KEYS_TABLE="Idem Keys", INBOX_TABLE="in box",
-                      OUTBOX_TABLE="out box").test_client()
+    client = make_app(
+        empty_database_url, APP_SCHEMA="Ops Data", KEYS_TABLE="Idem Keys", INBOX_TABLE="in box", OUTBOX_TABLE="out box"
+    ).test_client()
     assert [i["key"] for i in client.get("/api/v1/keys?status=stuck").get_json()["items"]] == ["k/1"]
     assert client.get("/api/v1/keys/sc/k/1").get_json()["key"]["status"] == "processing"
     assert client.get("/api/v1/overview").get_json()["keys"]["stuck"] == 1
@@ -342,8 +423,9 @@ def test_runbook_links(make_app, conn):
 
 
 def test_runbook_sql_quotes_hostile_keys(client):
-    text = BeautifulSoup(client.get("/runbook/stuck-keys?scope=s&key=x'; DROP TABLE t; --").data,
-                         "html.parser").get_text()
+    text = BeautifulSoup(
+        client.get("/runbook/stuck-keys?scope=s&key=x'; DROP TABLE t; --").data, "html.parser"
+    ).get_text()
     assert "idempotency_key = 'x''; DROP TABLE t; --'" in text
 
 

@@ -1,4 +1,5 @@
 """Layout that reads at 3 a.m.: the header names the database on one line, however long its socket path."""
+
 from __future__ import annotations
 
 from bs4 import BeautifulSoup

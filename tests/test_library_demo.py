@@ -1,5 +1,6 @@
 """`idemdash demo --profile NAME`'s tables and workload (workload/library_demo.py): the library's own tables with
 history, rows moved through the library's states every second, read and purged like any library database."""
+
 from __future__ import annotations
 
 import time
@@ -34,15 +35,25 @@ def shown(library: str) -> set[tuple[str, str]]:
 
 
 def test_the_seven_newer_demos_wait_for_every_state_their_profile_declares():
-    assert set(DEMOS) - set(NOT_WAITED_FOR) == {"wolverine", "nservicebus", "eventuate", "pg-transactional-outbox",
-                                                  "debezium-outbox", "cap", "dbos"}
-    assert shown("wolverine") >= {("inbox", "pending"), ("inbox", "stuck"), ("outbox", "stuck"),
-                                  ("dead_letters", "failed")}
+    assert set(DEMOS) - set(NOT_WAITED_FOR) == {
+        "wolverine",
+        "nservicebus",
+        "eventuate",
+        "pg-transactional-outbox",
+        "debezium-outbox",
+        "cap",
+        "dbos",
+    }
+    assert shown("wolverine") >= {
+        ("inbox", "pending"),
+        ("inbox", "stuck"),
+        ("outbox", "stuck"),
+        ("dead_letters", "failed"),
+    }
 
 
 @pytest.mark.parametrize("library", sorted(DEMOS))
-def test_a_library_demo_fills_every_state_and_its_purge_takes_only_finished_rows(make_app, empty_database_url,
-                                                                                  library):
+def test_a_library_demo_fills_every_state_and_its_purge_takes_only_finished_rows(make_app, empty_database_url, library):
     schema = set_up(empty_database_url, library, backfill_days=10)
     assert set_up(empty_database_url, library, backfill_days=10) == schema  # again: no second history
     overrides = {"PROFILE": library, "INBOX_RETENTION_DAYS": 1, "OUTBOX_RETENTION_DAYS": 1}
@@ -99,23 +110,26 @@ def test_a_library_demo_fills_every_state_and_its_purge_takes_only_finished_rows
         assert recorded == len(results)  # one run per purgeable table (Spring Modulith's archive too)
 
 
-
 def test_the_spring_demo_completes_a_publication_as_the_registry_does(empty_database_url):
     """Spring Modulith writes a completed publication's status and completion_date together: the demo's listeners
     never leave a COMPLETED row without its date, nor a PROCESSING or FAILED one with one (the outbox's pending list
     opened on such rows)."""
     schema = set_up(empty_database_url, "spring-modulith", backfill_days=1)
     with psycopg.connect(empty_database_url) as conn:
-        conn.execute(f"INSERT INTO {schema}.event_publication (id, listener_id, event_type, serialized_event, "
-                     "publication_date, status, completion_attempts) SELECT gen_random_uuid(), 'demo.MailListener.on', "
-                     "'com.example.OrderPlaced', '{}', now() - interval '1 minute', 'PUBLISHED', 0 "
-                     "FROM generate_series(1, 100)")
+        conn.execute(
+            f"INSERT INTO {schema}.event_publication (id, listener_id, event_type, serialized_event, "
+            "publication_date, status, completion_attempts) SELECT gen_random_uuid(), 'demo.MailListener.on', "
+            "'com.example.OrderPlaced', '{}', now() - interval '1 minute', 'PUBLISHED', 0 "
+            "FROM generate_series(1, 100)"
+        )
         conn.commit()
 
     def waiting() -> int:
         with psycopg.connect(empty_database_url) as conn:
-            return conn.execute(f"SELECT count(*) FROM {schema}.event_publication WHERE status = 'PUBLISHED' "
-                                "AND publication_date < now() - interval '30 seconds'").fetchone()[0]
+            return conn.execute(
+                f"SELECT count(*) FROM {schema}.event_publication WHERE status = 'PUBLISHED' "
+                "AND publication_date < now() - interval '30 seconds'"
+            ).fetchone()[0]
 
     assert waiting() >= 100
     live = workload(empty_database_url, "spring-modulith", schema)
@@ -128,6 +142,8 @@ def test_the_spring_demo_completes_a_publication_as_the_registry_does(empty_data
         live.stop()
     assert not live.is_alive() and waiting() == 0  # the listeners took every one
     with psycopg.connect(empty_database_url) as conn:
-        odd = conn.execute(f"SELECT status, count(*) FROM {schema}.event_publication WHERE "
-                           "(status = 'COMPLETED') <> (completion_date IS NOT NULL) GROUP BY status").fetchall()
+        odd = conn.execute(
+            f"SELECT status, count(*) FROM {schema}.event_publication WHERE "
+            "(status = 'COMPLETED') <> (completion_date IS NOT NULL) GROUP BY status"
+        ).fetchall()
     assert odd == []

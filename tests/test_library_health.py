@@ -1,6 +1,7 @@
 """/health of a database of another library's profile: its tables found (or where detect finds them), the advised
 indexes with the statement that builds each, idemdash's schema for the purge history, and where the library's own
 cleaner deletes unfinished rows (idemdash never does)."""
+
 from __future__ import annotations
 
 import psycopg
@@ -31,14 +32,30 @@ def test_a_spring_modulith_database_health_says_what_to_build_and_to_migrate(mak
     scripts = [pre.get_text() for pre in page.select("pre[data-fix-sql]")]
     assert scripts and all(s.endswith(";") and not s.endswith(";;") for s in scripts), scripts
     assert [a.get_text() for a in page.select("nav a")] == [
-        "Overview", "Hotspots", "Workers", "Suppression", "Outbox", "Audit", "Purges", "Health", "Runbooks", "Tables"]
+        "Overview",
+        "Hotspots",
+        "Workers",
+        "Suppression",
+        "Outbox",
+        "Audit",
+        "Purges",
+        "Health",
+        "Runbooks",
+        "Tables",
+    ]
 
 
-def test_a_brandur_database_health_says_its_reaper_deletes_unfinished_keys_and_a_wrong_schema_fails(make_app,
-                                                                                                   empty_database_url):
+def test_a_brandur_database_health_says_its_reaper_deletes_unfinished_keys_and_a_wrong_schema_fails(
+    make_app, empty_database_url
+):
     _create_case(empty_database_url, "public", [ddl.BRANDUR])
-    items = {i["id"]: i for i in make_app(empty_database_url, PROFILE="brandur").test_client()
-             .get("/api/v1/health/schema").get_json()["items"]}
+    items = {
+        i["id"]: i
+        for i in make_app(empty_database_url, PROFILE="brandur")
+        .test_client()
+        .get("/api/v1/health/schema")
+        .get_json()["items"]
+    }
     assert "whatever its recovery point" in items["profile.cleanup"]["detail"]
     wrong = make_app(empty_database_url, PROFILE="brandur", APP_SCHEMA="rides").test_client()
     answer = wrong.get("/api/v1/health/schema").get_json()

@@ -2,6 +2,7 @@
 every state each library has (the cases of tests/test_library_purge_properties.py, with their time units and time
 zones), then every state's count, its rows' first and second page, and each listed row's page are asked for, as
 JSON (checked against the OpenAPI document by make_app) and as HTML."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,12 @@ def test_every_page_of_a_librarys_tables_answers_whatever_rows_they_hold(make_ap
         case.setup(conn, url)
     client = make_app(url, PROFILE=case.profile, DEFAULT_LEASE_SECONDS=300).test_client()
 
-    @settings(max_examples=6, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=6,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(rows=st.lists(case.row, min_size=3, max_size=12))
     def check(rows):
         with psycopg.connect(url, autocommit=True) as conn:
@@ -52,8 +57,9 @@ def test_every_page_of_a_librarys_tables_answers_whatever_rows_they_hold(make_ap
             body = first.get_json()
             items = body["items"]
             if body["next_cursor"]:
-                second = client.get(f"/api/v1/tables/{case.role}",
-                                    query_string={**query, "cursor": body["next_cursor"]})
+                second = client.get(
+                    f"/api/v1/tables/{case.role}", query_string={**query, "cursor": body["next_cursor"]}
+                )
                 assert second.status_code == 200, second.get_json()
                 items += second.get_json()["items"]
             assert len({i["identity"] for i in items}) == len(items)  # no row twice across pages

@@ -1,6 +1,7 @@
 """A purge of a library's table (jobs/library_purge.py) beside other work: it leaves a row another transaction holds
 and still succeeds (SKIP LOCKED), a second run of the same table at the same time records ``skipped`` (the advisory
 lock), and a table whose library defines no purgeable state (Debezium's outbox) gets no run at all."""
+
 from __future__ import annotations
 
 import threading
@@ -28,8 +29,9 @@ def _library(url: str, schema: str, statements: list[str], profile: str, **extra
     _create_case(url, schema, statements)
     with psycopg.connect(url, autocommit=True) as conn:
         migrate(conn)
-    return Target.from_settings(idemdash_settings.load(
-        {}, DATABASE_URL=url, PROFILE=profile, PURGE_PAUSE_MS=0, INBOX_RETENTION_DAYS=1, **extra))
+    return Target.from_settings(
+        idemdash_settings.load({}, DATABASE_URL=url, PROFILE=profile, PURGE_PAUSE_MS=0, INBOX_RETENTION_DAYS=1, **extra)
+    )
 
 
 def _keys(url: str) -> set[int]:
@@ -39,8 +41,9 @@ def _keys(url: str) -> set[int]:
 
 def _runs(url: str) -> list[tuple[str, str, int, bool]]:
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT table_name, outcome, rows_deleted, dry_run FROM idemdash.purge_run"
-                            " ORDER BY run_id").fetchall()
+        return conn.execute(
+            "SELECT table_name, outcome, rows_deleted, dry_run FROM idemdash.purge_run ORDER BY run_id"
+        ).fetchall()
 
 
 def test_a_row_another_transaction_holds_is_left_and_the_run_succeeds(empty_database_url):
@@ -76,8 +79,10 @@ def test_a_row_another_transaction_holds_is_left_and_the_run_succeeds(empty_data
     [again] = run_library_purges(target, dry_run=False, started_by="test")
     assert (again.outcome, again.rows) == ("succeeded", 1)
     assert _keys(url) == set()
-    assert _runs(url) == [("public.idempotency_keys", "succeeded", 6, False),
-                          ("public.idempotency_keys", "succeeded", 1, False)]
+    assert _runs(url) == [
+        ("public.idempotency_keys", "succeeded", 6, False),
+        ("public.idempotency_keys", "succeeded", 1, False),
+    ]
 
 
 @pytest.mark.parametrize("dry_run", [False, True])
@@ -92,8 +97,9 @@ def test_a_second_run_of_the_same_table_at_the_same_time_is_skipped(empty_databa
         # called by the first run between its batches, while it holds the table's lock: a second run starts on
         # another thread (as another replica's scheduler would) and finishes before the first goes on
         if not second:
-            other = threading.Thread(target=lambda: second.extend(
-                run_library_purges(target, dry_run=False, started_by="replica-2")))
+            other = threading.Thread(
+                target=lambda: second.extend(run_library_purges(target, dry_run=False, started_by="replica-2"))
+            )
             other.start()
             other.join(30)
             assert second, "the second run did not finish"
@@ -111,8 +117,11 @@ def test_a_second_run_of_the_same_table_at_the_same_time_is_skipped(empty_databa
         assert _keys(url) == set()
     [skipped] = second
     assert (skipped.outcome, skipped.rows) == ("skipped", 0)
-    recorded = {(outcome, rows) for name, outcome, rows, dry in _runs(url)
-                if name == "public.idempotency_keys" and dry == dry_run}
+    recorded = {
+        (outcome, rows)
+        for name, outcome, rows, dry in _runs(url)
+        if name == "public.idempotency_keys" and dry == dry_run
+    }
     assert recorded == {("succeeded", 7), ("skipped", 0)}
 
 
@@ -120,8 +129,10 @@ def test_debeziums_outbox_gets_no_run_at_all(empty_database_url):
     url = empty_database_url
     target = _library(url, "public", [ddl.DEBEZIUM], "debezium-outbox")
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("INSERT INTO public.outboxevent (id, aggregatetype, aggregateid, type, payload)"
-                     " VALUES (gen_random_uuid(), 'order', '1', 'created', '{}')")
+        conn.execute(
+            "INSERT INTO public.outboxevent (id, aggregatetype, aggregateid, type, payload)"
+            " VALUES (gen_random_uuid(), 'order', '1', 'created', '{}')"
+        )
     assert run_library_purges(target, dry_run=True, started_by="test") == []
     assert run_library_purges(target, dry_run=False, started_by="test") == []
     # a replication slot reads these rows: none is deleted, and no run is recorded (not even a skipped one)
@@ -136,4 +147,5 @@ def test_only_the_tables_whose_library_lets_rows_go_get_a_run(empty_database_url
     target = _library(url, "wolverine", [ddl.WOLVERINE], "wolverine")
     results = run_library_purges(target, dry_run=True, started_by="test")
     assert [(r.table, r.outcome, r.rows) for r in results] == [
-        ("wolverine.wolverine_incoming_envelopes", "succeeded", 0)]
+        ("wolverine.wolverine_incoming_envelopes", "succeeded", 0)
+    ]

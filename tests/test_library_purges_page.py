@@ -2,6 +2,7 @@
 counts as finished and old (by their role), starts a dry run and then a purge of one of them through the page and
 the API (deleting exactly the purgeable rows, recorded under the table's schema.table), filters the history by
 role, refuses a table the database has no purge for, and keeps the library's rows read-only for everything else."""
+
 from __future__ import annotations
 
 import psycopg
@@ -35,8 +36,9 @@ def spring(empty_database_url):
 
 
 def _app(make_app, url, **settings):
-    return make_app(url, PROFILE="spring-modulith", APP_SCHEMA="modulith", OUTBOX_RETENTION_DAYS=1,
-                    PURGE_PAUSE_MS=0, **settings)
+    return make_app(
+        url, PROFILE="spring-modulith", APP_SCHEMA="modulith", OUTBOX_RETENTION_DAYS=1, PURGE_PAUSE_MS=0, **settings
+    )
 
 
 def _events(url: str) -> set[str]:
@@ -57,14 +59,27 @@ def test_the_page_lists_the_librarys_purgeable_tables_by_role(make_app, spring):
     assert "1 day after Spring Modulith" in outbox.get_text() and "IDEMDASH_OUTBOX_RETENTION_DAYS" in outbox.get_text()
     assert outbox.select_one("[data-action=dry-run]") is not None  # an operator (no sign-in, this machine)
     assert [a.get_text() for a in soup.select("nav a")] == [
-        "Overview", "Hotspots", "Workers", "Suppression", "Outbox", "Audit", "Purges", "Health", "Runbooks", "Tables"]
+        "Overview",
+        "Hotspots",
+        "Workers",
+        "Suppression",
+        "Outbox",
+        "Audit",
+        "Purges",
+        "Health",
+        "Runbooks",
+        "Tables",
+    ]
     answer = client.get("/api/v1/purges").get_json()
-    assert [(t["table"], t["relation"], t["retention_days"]) for t in answer["tables"]] == \
-        [("outbox", "modulith.event_publication", 1), ("archive", "modulith.event_publication_archive", 1)]
+    assert [(t["table"], t["relation"], t["retention_days"]) for t in answer["tables"]] == [
+        ("outbox", "modulith.event_publication", 1),
+        ("archive", "modulith.event_publication_archive", 1),
+    ]
 
 
 def test_a_dry_run_then_a_purge_from_the_page_deletes_exactly_what_the_library_counts_as_finished_and_old(
-        make_app, spring):
+    make_app, spring
+):
     client = _app(make_app, spring).test_client()
     before = _events(spring)
     fields = form_fields(table_card(client, "outbox"), "dry-run")
@@ -74,8 +89,11 @@ def test_a_dry_run_then_a_purge_from_the_page_deletes_exactly_what_the_library_c
     dry_id = int(dry.headers["Location"].split("started=")[1])
     with psycopg.connect(spring, autocommit=True) as conn:
         counted = wait_finished(conn, dry_id)
-    assert (counted["outcome"], counted["rows_deleted"], counted["table_name"]) == \
-        ("succeeded", len(PURGEABLE), "modulith.event_publication")
+    assert (counted["outcome"], counted["rows_deleted"], counted["table_name"]) == (
+        "succeeded",
+        len(PURGEABLE),
+        "modulith.event_publication",
+    )
     assert _events(spring) == before  # a dry run deletes nothing
     card = table_card(client, "outbox")
     assert card.select_one("[data-dry-count]").get_text() == str(len(PURGEABLE))
@@ -91,8 +109,10 @@ def test_a_dry_run_then_a_purge_from_the_page_deletes_exactly_what_the_library_c
     assert _events(spring) == before - PURGEABLE
     assert audited == 2  # a person started both
     history = client.get("/api/v1/purges?table=outbox").get_json()["items"]
-    assert [(r["run_id"], r["table_name"]) for r in history] == \
-        [(run_id, "modulith.event_publication"), (dry_id, "modulith.event_publication")]
+    assert [(r["run_id"], r["table_name"]) for r in history] == [
+        (run_id, "modulith.event_publication"),
+        (dry_id, "modulith.event_publication"),
+    ]
     assert client.get("/api/v1/purges?table=archive").get_json()["items"] == []
 
 
@@ -124,14 +144,21 @@ def test_a_viewer_or_read_only_cannot_start_one_and_the_librarys_rows_stay_read_
     refused = read_only.post("/api/v1/purges/run", json={"table": "outbox", "dry_run": True})
     assert refused.status_code == 403 and "IDEMDASH_READ_ONLY" in refused.get_json()["error"]
     # a purge is the scheduler's job; an action on the library's rows is still refused, naming the profile
-    reclassify = _app(make_app, spring).test_client().post(
-        "/api/v1/keys/reclassify", json={"scope": "s", "key": "k", "to": "safe_to_retry", "reason": "r"})
+    reclassify = (
+        _app(make_app, spring)
+        .test_client()
+        .post("/api/v1/keys/reclassify", json={"scope": "s", "key": "k", "to": "safe_to_retry", "reason": "r"})
+    )
     assert reclassify.status_code == 403 and "spring-modulith" in reclassify.get_json()["error"]
 
 
 def test_the_command_line_purges_a_librarys_table_by_role_and_refuses_one_it_lacks(spring, monkeypatch):
-    for name, value in (("PROFILE", "spring-modulith"), ("APP_SCHEMA", "modulith"), ("OUTBOX_RETENTION_DAYS", "1"),
-                        ("PURGE_PAUSE_MS", "0")):
+    for name, value in (
+        ("PROFILE", "spring-modulith"),
+        ("APP_SCHEMA", "modulith"),
+        ("OUTBOX_RETENTION_DAYS", "1"),
+        ("PURGE_PAUSE_MS", "0"),
+    ):
         monkeypatch.setenv(f"IDEMDASH_{name}", value)
     before = _events(spring)
     archive = CliRunner().invoke(main, ["purge", "--table", "archive", "--database-url", spring])
@@ -151,6 +178,7 @@ def test_a_library_that_keeps_its_own_expiry_shows_no_retention_setting(make_app
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         migrate(conn)
     answer = make_app(empty_database_url, PROFILE="wolverine").test_client().get("/api/v1/purges").get_json()
-    assert [(t["table"], t["relation"], t["retention_days"]) for t in answer["tables"]] == \
-        [("inbox", "wolverine.wolverine_incoming_envelopes", None)]
+    assert [(t["table"], t["relation"], t["retention_days"]) for t in answer["tables"]] == [
+        ("inbox", "wolverine.wolverine_incoming_envelopes", None)
+    ]
     assert "own expiry" in answer["tables"][0]["retention"]

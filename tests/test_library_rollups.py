@@ -2,6 +2,7 @@
 took; /tables and /metrics then read the slow ones stored (saying when they were counted) and count the quick ones
 live. Only the library rollup runs there; a reference database runs it too (its /tables), beside its own rollups.
 A state slower to count than the job's budget is stored as the planner's estimate, and shown as one."""
+
 from __future__ import annotations
 
 import time
@@ -21,8 +22,13 @@ from tests import library_ddl as ddl
 from tests.test_detect import _create_case
 from tests.test_profile_pages import SPRING_COUNTS, SPRING_ROWS
 
-SPRING = {"PROFILE": "spring-modulith", "APP_SCHEMA": "modulith", "INBOX_RETENTION_DAYS": 1,
-          "OUTBOX_RETENTION_DAYS": 1, "DEFAULT_LEASE_SECONDS": 300}
+SPRING = {
+    "PROFILE": "spring-modulith",
+    "APP_SCHEMA": "modulith",
+    "INBOX_RETENTION_DAYS": 1,
+    "OUTBOX_RETENTION_DAYS": 1,
+    "DEFAULT_LEASE_SECONDS": 300,
+}
 
 
 def _spring(url: str) -> None:
@@ -53,8 +59,14 @@ def test_a_slow_state_is_read_stored_with_its_time_and_a_quick_one_counted_now(m
     counted_at = datetime.now(timezone.utc)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         # as the job stores them at size: 'done' took 900 ms to count (read stored), 'pending' 2 ms (counted now)
-        upsert_rollup(conn, "library_states", "", counted_at, 905.0, [
-            MeasuredState("outbox", "done", 1_000_000, 900.0), MeasuredState("outbox", "pending", 777, 2.0)])
+        upsert_rollup(
+            conn,
+            "library_states",
+            "",
+            counted_at,
+            905.0,
+            [MeasuredState("outbox", "done", 1_000_000, 900.0), MeasuredState("outbox", "pending", 777, 2.0)],
+        )
     client = make_app(empty_database_url, **SPRING).test_client()
     states = {s["meaning"]: s for s in client.get("/api/v1/tables").get_json()["tables"][0]["states"]}
     assert states["done"]["count"] == 1_000_000 and states["done"]["computed_at"] is not None
@@ -68,8 +80,14 @@ def test_a_slow_state_is_read_stored_with_its_time_and_a_quick_one_counted_now(m
 def test_a_stale_stored_count_is_not_used(make_app, empty_database_url):
     _spring(empty_database_url)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
-        upsert_rollup(conn, "library_states", "", datetime(2026, 1, 1, tzinfo=timezone.utc), 905.0,
-                      [MeasuredState("outbox", "done", 1_000_000, 900.0)])
+        upsert_rollup(
+            conn,
+            "library_states",
+            "",
+            datetime(2026, 1, 1, tzinfo=timezone.utc),
+            905.0,
+            [MeasuredState("outbox", "done", 1_000_000, 900.0)],
+        )
     answer = make_app(empty_database_url, **SPRING).test_client().get("/api/v1/tables").get_json()
     done = {s["meaning"]: s for s in answer["tables"][0]["states"]}["done"]
     assert (done["count"], done["computed_at"]) == (SPRING_COUNTS["done"], None)
@@ -83,16 +101,23 @@ def test_a_reference_database_counts_its_states_too_for_its_tables_page(database
     assert "library_states:" in done and "key_windows:" in done
     with psycopg.connect(database_url) as conn:
         [stored] = list_rollups(conn, [("library_states", "")])
-    assert {(r["role"], r["meaning"]) for r in stored.payload} >= {("keys", "done"), ("keys", "stuck"),
-                                                                    ("outbox", "pending"), ("inbox", "purgeable")}
+    assert {(r["role"], r["meaning"]) for r in stored.payload} >= {
+        ("keys", "done"),
+        ("keys", "stuck"),
+        ("outbox", "pending"),
+        ("inbox", "purgeable"),
+    }
     assert not any(r["estimated"] for r in stored.payload)
 
 
 def _succeeded_keys(conn: psycopg.Connection, n: int) -> None:
-    conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+    conn.execute(
+        """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                         created_at, updated_at, expires_at)
                     SELECT 'bulk', 'k' || i, 'h', 'succeeded', now(), now(), now() + interval '1 day'
-                    FROM generate_series(1, %s) AS i""", (n,))
+                    FROM generate_series(1, %s) AS i""",
+        (n,),
+    )
     conn.execute("ANALYZE app.idempotency_request")
 
 
@@ -135,18 +160,24 @@ def test_check_advises_the_incomplete_index_builds_it_and_the_pending_count_read
     before = runner.invoke(main, ["check", "--database-url", empty_database_url])
     assert before.exit_code == 1, before.output
     assert "[missing] event_publication_incomplete_idemdash_idx on modulith.event_publication" in before.output
-    assert ('CREATE INDEX CONCURRENTLY IF NOT EXISTS "event_publication_incomplete_idemdash_idx" ON '
-            '"modulith"."event_publication" ("publication_date")') in before.output
+    assert (
+        'CREATE INDEX CONCURRENTLY IF NOT EXISTS "event_publication_incomplete_idemdash_idx" ON '
+        '"modulith"."event_publication" ("publication_date")'
+    ) in before.output
     built = runner.invoke(main, ["check", "--apply-indexes", "--database-url", empty_database_url])
     assert "done in" in built.output and built.exit_code == 0, built.output
     assert "[ok] event_publication_incomplete_idemdash_idx" in built.output
     with psycopg.connect(empty_database_url) as conn:
         own = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'modulith' ORDER BY 1").fetchall()
-        assert [n for (n,) in own] == ["event_publication_by_completion_date_idx",
-                                       "event_publication_incomplete_idemdash_idx",
-                                       "event_publication_pkey", "event_publication_serialized_event_hash_idx"] or \
-            ("event_publication_incomplete_idemdash_idx",) in own
+        assert [n for (n,) in own] == [
+            "event_publication_by_completion_date_idx",
+            "event_publication_incomplete_idemdash_idx",
+            "event_publication_pkey",
+            "event_publication_serialized_event_hash_idx",
+        ] or ("event_publication_incomplete_idemdash_idx",) in own
         conn.execute("SET enable_seqscan = off")
-        plan = conn.execute("EXPLAIN SELECT count(*) FROM modulith.event_publication "
-                            "WHERE (completion_date IS NULL OR status <> 'COMPLETED')").fetchall()
+        plan = conn.execute(
+            "EXPLAIN SELECT count(*) FROM modulith.event_publication "
+            "WHERE (completion_date IS NULL OR status <> 'COMPLETED')"
+        ).fetchall()
         assert "event_publication_incomplete_idemdash_idx" in " ".join(r[0] for r in plan)

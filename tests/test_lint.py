@@ -4,6 +4,7 @@ ruff checks the whole repository (pyflakes, bugbear, import order, pyupgrade, co
 `idemdash` package. Both run from the repository root with the binaries of this venv, as `.ci/run` and a
 developer would.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -30,13 +31,26 @@ def test_ruff_finds_nothing():
     assert "All checks passed!" in result.stdout
 
 
+def test_the_tree_is_formatted():
+    result = _run("ruff", "format", "--check", ".")
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert "already formatted" in result.stdout
+
+
 def test_mypy_finds_nothing_in_the_package():
     result = _run("mypy")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     # every module of every subpackage was checked: mypy read the package package-dir lays out from the folders
     # (templates/ and static/ are the package's namespace packages idemdash.dashboard.templates, .static, ...)
-    assets = sum(1 for top in ("templates", "static") for d in [ROOT / top, *(ROOT / top).rglob("*")] if d.is_dir()
-                 and "__pycache__" not in d.parts)
-    modules = assets + len(list((ROOT / "package").glob("*.py"))) + sum(
-        len(list((ROOT / package).rglob("*.py"))) for package in PACKAGES)
+    assets = sum(
+        1
+        for top in ("templates", "static")
+        for d in [ROOT / top, *(ROOT / top).rglob("*")]
+        if d.is_dir() and "__pycache__" not in d.parts
+    )
+    modules = (
+        assets
+        + len(list((ROOT / "package").glob("*.py")))
+        + sum(len(list((ROOT / package).rglob("*.py"))) for package in PACKAGES)
+    )
     assert result.stdout.startswith(f"Success: no issues found in {modules} source files"), result.stdout

@@ -1,4 +1,5 @@
 """/metrics: Prometheus text with the headline numbers, cached so scrapes do not load the database."""
+
 from __future__ import annotations
 
 import time
@@ -52,8 +53,12 @@ def test_metrics_match_the_database(client, conn):
     assert m[("idemdash_processing_keys", ())] == 5
     # the names every profile shares, labelled by the profile: the same numbers
     ref = (("profile", "reference"),)
-    assert (m[("idemdash_stuck", ref)], m[("idemdash_in_progress", ref)], m[("idemdash_needs_review", ref)],
-            m[("idemdash_failed", ref)]) == (4, 5, 0, 0)
+    assert (
+        m[("idemdash_stuck", ref)],
+        m[("idemdash_in_progress", ref)],
+        m[("idemdash_needs_review", ref)],
+        m[("idemdash_failed", ref)],
+    ) == (4, 5, 0, 0)
     assert m[("idemdash_outbox_pending", ref)] == 1
     assert 85 <= m[("idemdash_outbox_lag_seconds", ref)] < 200
     assert not [name for name, _ in m if name == "idemdash_profile_rows"]  # the reference's detail is its own
@@ -76,10 +81,14 @@ def test_request_latency_is_recorded_per_endpoint(client):
     client.get("/api/v1/overview")
     client.get("/keys?status=bogus")
     m = scrape(client)
-    ok = ("idemdash_http_request_duration_seconds_count",
-          (("endpoint", "overview.api"), ("method", "GET"), ("status", "200")))
-    bad = ("idemdash_http_request_duration_seconds_count",
-           (("endpoint", "keys.list_page"), ("method", "GET"), ("status", "400")))
+    ok = (
+        "idemdash_http_request_duration_seconds_count",
+        (("endpoint", "overview.api"), ("method", "GET"), ("status", "200")),
+    )
+    bad = (
+        "idemdash_http_request_duration_seconds_count",
+        (("endpoint", "keys.list_page"), ("method", "GET"), ("status", "400")),
+    )
     assert m[ok] == 1 and m[bad] == 1
 
 

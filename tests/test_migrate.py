@@ -1,4 +1,5 @@
 """idemdash's own schema: migrations build what the code expects, once, under a lock."""
+
 from __future__ import annotations
 
 import os
@@ -27,46 +28,103 @@ ROOT = Path(__file__).resolve().parent.parent
 # table -> column -> data type.
 EXPECTED_TABLES = {
     "schema_migration": {
-        "version": "integer", "name": "text", "checksum": "text", "applied_at": "timestamp with time zone",
+        "version": "integer",
+        "name": "text",
+        "checksum": "text",
+        "applied_at": "timestamp with time zone",
     },
     "audit_log": {
-        "audit_id": "bigint", "at": "timestamp with time zone", "actor": "text", "action": "text",
-        "scope": "text", "key": "text", "from_status": "text", "to_status": "text", "reason": "text",
-        "evidence": "jsonb", "detail": "jsonb", "parent_id": "bigint",
+        "audit_id": "bigint",
+        "at": "timestamp with time zone",
+        "actor": "text",
+        "action": "text",
+        "scope": "text",
+        "key": "text",
+        "from_status": "text",
+        "to_status": "text",
+        "reason": "text",
+        "evidence": "jsonb",
+        "detail": "jsonb",
+        "parent_id": "bigint",
     },
     "bulk_preview": {
-        "preview_id": "bigint", "as_of": "timestamp with time zone", "filter": "jsonb", "to_status": "text",
-        "candidates": "integer", "by_scope": "jsonb", "actor": "text", "created_at": "timestamp with time zone",
+        "preview_id": "bigint",
+        "as_of": "timestamp with time zone",
+        "filter": "jsonb",
+        "to_status": "text",
+        "candidates": "integer",
+        "by_scope": "jsonb",
+        "actor": "text",
+        "created_at": "timestamp with time zone",
     },
     "purge_run": {
-        "run_id": "bigint", "table_name": "text", "started_at": "timestamp with time zone",
-        "finished_at": "timestamp with time zone", "batches": "integer", "rows_deleted": "bigint",
-        "dry_run": "boolean", "outcome": "text", "error": "text", "started_by": "text",
-        "method": "text", "partitions_dropped": "integer", "cancel_requested_by": "text",
-        "cancel_requested_at": "timestamp with time zone", "latency_budget": "double precision",
-        "probe_baseline_ms": "double precision", "probe_p99_ms": "double precision", "probes": "integer",
-        "backoffs": "integer", "final_batch_size": "integer", "final_duty_cycle": "double precision",
-        "app_backends": "integer", "lock_backoffs": "integer",
+        "run_id": "bigint",
+        "table_name": "text",
+        "started_at": "timestamp with time zone",
+        "finished_at": "timestamp with time zone",
+        "batches": "integer",
+        "rows_deleted": "bigint",
+        "dry_run": "boolean",
+        "outcome": "text",
+        "error": "text",
+        "started_by": "text",
+        "method": "text",
+        "partitions_dropped": "integer",
+        "cancel_requested_by": "text",
+        "cancel_requested_at": "timestamp with time zone",
+        "latency_budget": "double precision",
+        "probe_baseline_ms": "double precision",
+        "probe_p99_ms": "double precision",
+        "probes": "integer",
+        "backoffs": "integer",
+        "final_batch_size": "integer",
+        "final_duty_cycle": "double precision",
+        "app_backends": "integer",
+        "lock_backoffs": "integer",
     },
     "purge_partition": {
-        "run_id": "bigint", "table_name": "text", "partition_schema": "text", "partition_name": "text",
-        "parent_schema": "text", "parent_name": "text", "bound_from": "timestamp with time zone",
-        "bound_to": "timestamp with time zone", "rows": "bigint", "action": "text", "detail": "text",
+        "run_id": "bigint",
+        "table_name": "text",
+        "partition_schema": "text",
+        "partition_name": "text",
+        "parent_schema": "text",
+        "parent_name": "text",
+        "bound_from": "timestamp with time zone",
+        "bound_to": "timestamp with time zone",
+        "rows": "bigint",
+        "action": "text",
+        "detail": "text",
         "at": "timestamp with time zone",
     },
     "metric_snapshot": {
-        "taken_at": "timestamp with time zone", "stuck_keys": "bigint", "processing_keys": "bigint",
-        "failed_retryable_keys": "bigint", "failed_final_keys_24h": "bigint", "outbox_pending": "bigint",
-        "outbox_lag_seconds": "double precision", "inbox_rows_24h": "bigint", "rows_purged": "bigint",
-        "interval_seconds": "double precision", "claims": "bigint", "completions": "bigint", "failures": "bigint",
+        "taken_at": "timestamp with time zone",
+        "stuck_keys": "bigint",
+        "processing_keys": "bigint",
+        "failed_retryable_keys": "bigint",
+        "failed_final_keys_24h": "bigint",
+        "outbox_pending": "bigint",
+        "outbox_lag_seconds": "double precision",
+        "inbox_rows_24h": "bigint",
+        "rows_purged": "bigint",
+        "interval_seconds": "double precision",
+        "claims": "bigint",
+        "completions": "bigint",
+        "failures": "bigint",
     },
     "triage_note": {
-        "note_id": "bigint", "scope": "text", "key": "text", "at": "timestamp with time zone",
-        "author": "text", "note": "text",
+        "note_id": "bigint",
+        "scope": "text",
+        "key": "text",
+        "at": "timestamp with time zone",
+        "author": "text",
+        "note": "text",
     },
     "rollup": {
-        "name": "text", "variant": "text", "computed_at": "timestamp with time zone",
-        "duration_ms": "double precision", "payload": "jsonb",
+        "name": "text",
+        "variant": "text",
+        "computed_at": "timestamp with time zone",
+        "duration_ms": "double precision",
+        "payload": "jsonb",
     },
 }
 
@@ -87,8 +145,9 @@ def _no_idemdash_env(monkeypatch):
 def idemdash_columns(conn: psycopg.Connection) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
     for table, column, data_type in conn.execute(
-            "SELECT table_name, column_name, data_type FROM information_schema.columns "
-            "WHERE table_schema = 'idemdash' ORDER BY table_name, ordinal_position"):
+        "SELECT table_name, column_name, data_type FROM information_schema.columns "
+        "WHERE table_schema = 'idemdash' ORDER BY table_name, ordinal_position"
+    ):
         found.setdefault(table, {})[column] = data_type
     return found
 
@@ -124,10 +183,15 @@ def _fake_package(monkeypatch, tmp_path: Path, files: dict[str, str]) -> None:
 
 
 def test_list_migrations_ignores_other_files_and_sorts(monkeypatch, tmp_path):
-    _fake_package(monkeypatch, tmp_path, {
-        "0002_second.sql": "SELECT 2", "0001_first.sql": "SELECT 1", "__init__.py": "", "README.txt": "x"})
-    assert [(m.version, m.name, m.text) for m in list_migrations()] == [(1, "first", "SELECT 1"),
-                                                                         (2, "second", "SELECT 2")]
+    _fake_package(
+        monkeypatch,
+        tmp_path,
+        {"0002_second.sql": "SELECT 2", "0001_first.sql": "SELECT 1", "__init__.py": "", "README.txt": "x"},
+    )
+    assert [(m.version, m.name, m.text) for m in list_migrations()] == [
+        (1, "first", "SELECT 1"),
+        (2, "second", "SELECT 2"),
+    ]
 
 
 @pytest.mark.parametrize("names", [["0001_a.sql", "0003_c.sql"], ["0002_b.sql"], ["0001_a.sql", "0001_again.sql"]])
@@ -183,8 +247,13 @@ def test_every_query_block_compiles_against_the_migrated_schema(empty):
         try:
             with empty.transaction():
                 empty.execute(psycopg.sql.SQL("EXPLAIN ") + text, params or None)
-        except (errors.UndefinedTable, errors.UndefinedColumn, errors.UndefinedObject, errors.SyntaxError,
-                errors.InvalidSchemaName) as exc:
+        except (
+            errors.UndefinedTable,
+            errors.UndefinedColumn,
+            errors.UndefinedObject,
+            errors.SyntaxError,
+            errors.InvalidSchemaName,
+        ) as exc:
             problems.append(f"{query.source}: {name}: {exc.sqlstate} {exc}")
         except psycopg.Error:
             pass  # e.g. an untyped NULL parameter; names were resolved before that
@@ -213,7 +282,8 @@ def test_a_tampered_checksum_is_refused(empty):
         migrate(empty)
     # Refusing changed nothing, and leaves the connection usable.
     assert empty.execute("SELECT checksum FROM idemdash.schema_migration WHERE version = 1").fetchall() == [
-        ("not-the-checksum",)]
+        ("not-the-checksum",)
+    ]
     assert empty.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
@@ -229,8 +299,9 @@ def test_an_edited_migration_file_is_refused(empty, monkeypatch):
 def test_a_new_migration_is_applied_after_the_old_ones(empty, monkeypatch):
     migrate(empty)
     real = list_migrations()
-    extra = Migration(len(real) + 1, "add_widget", "CREATE TABLE idemdash.widget (id int);\n"
-                                                   "INSERT INTO idemdash.widget VALUES (7);")
+    extra = Migration(
+        len(real) + 1, "add_widget", "CREATE TABLE idemdash.widget (id int);\nINSERT INTO idemdash.widget VALUES (7);"
+    )
     monkeypatch.setattr("idemdash.queries.migrate.list_migrations", lambda: [*real, extra])
 
     assert migrate(empty) == [extra]
@@ -308,10 +379,17 @@ def test_concurrent_migrators_serialise(empty_database_url):
 
 @pytest.mark.system
 def test_concurrent_cli_processes_serialise(empty_database_url):
-    command = [sys.executable, "-c", "from idemdash.cli import main; main()", "migrate",
-               "--database-url", empty_database_url]
-    procs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(3)]
+    command = [
+        sys.executable,
+        "-c",
+        "from idemdash.cli import main; main()",
+        "migrate",
+        "--database-url",
+        empty_database_url,
+    ]
+    procs = [
+        subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)
+    ]
     outputs = []
     for proc in procs:
         out, err = proc.communicate(timeout=60)
@@ -326,8 +404,10 @@ def test_concurrent_cli_processes_serialise(empty_database_url):
 
 
 def test_audit_log_is_append_only(conn):
-    conn.execute("INSERT INTO idemdash.audit_log (actor, action, scope, key, reason) "
-                 "VALUES ('alice', 'reclassify', 's', 'k', 'stuck for an hour')")
+    conn.execute(
+        "INSERT INTO idemdash.audit_log (actor, action, scope, key, reason) "
+        "VALUES ('alice', 'reclassify', 's', 'k', 'stuck for an hour')"
+    )
     before = conn.execute("SELECT * FROM idemdash.audit_log").fetchall()
     assert len(before) == 1
 
@@ -351,11 +431,16 @@ def test_audit_log_cannot_be_truncated(conn):
 
 def test_table_constraints(conn):
     with pytest.raises(errors.CheckViolation):
-        conn.execute("INSERT INTO idemdash.purge_run (table_name, dry_run, started_by, outcome) "
-                     "VALUES ('keys', false, 'me', 'exploded')")
+        conn.execute(
+            "INSERT INTO idemdash.purge_run (table_name, dry_run, started_by, outcome) "
+            "VALUES ('keys', false, 'me', 'exploded')"
+        )
     for outcome in ("running", "succeeded", "failed", "skipped", "budget_exhausted"):
-        conn.execute("INSERT INTO idemdash.purge_run (table_name, dry_run, started_by, outcome) "
-                     "VALUES ('keys', false, 'me', %s)", (outcome,))
+        conn.execute(
+            "INSERT INTO idemdash.purge_run (table_name, dry_run, started_by, outcome) "
+            "VALUES ('keys', false, 'me', %s)",
+            (outcome,),
+        )
     with pytest.raises(errors.CheckViolation):
         conn.execute("INSERT INTO idemdash.triage_note (scope, key, author, note) VALUES ('s', 'k', 'me', '')")
     with pytest.raises(errors.NotNullViolation):
@@ -400,11 +485,14 @@ def test_cli_never_prints_the_password():
     assert "connection refused by 127.0.0.1 port 1" in result.output
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    ([], "idempotency_status"),
-    (["--status-type", "enum"], "idempotency_status"),
-    (["--status-type", "text"], "text"),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], "idempotency_status"),
+        (["--status-type", "enum"], "idempotency_status"),
+        (["--status-type", "text"], "text"),
+    ],
+)
 def test_cli_init_app_schema(empty_database_url, argv, expected):
     runner = CliRunner()
     command = ["init-app-schema", "--database-url", empty_database_url, *argv]
@@ -414,37 +502,52 @@ def test_cli_init_app_schema(empty_database_url, argv, expected):
     assert runner.invoke(main, command).exit_code == 0  # safe to re-run
 
     with psycopg.connect(empty_database_url) as conn:
-        tables = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'app' "
-                              "ORDER BY table_name").fetchall()
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'app' ORDER BY table_name"
+        ).fetchall()
         assert tables == [("idempotency_request",), ("outbox_event",), ("processed_message",)]
         data_type, udt = conn.execute(
             "SELECT data_type, udt_name FROM information_schema.columns WHERE table_schema = 'app' "
-            "AND table_name = 'idempotency_request' AND column_name = 'status'").fetchone()
+            "AND table_name = 'idempotency_request' AND column_name = 'status'"
+        ).fetchone()
         assert (udt if data_type == "USER-DEFINED" else data_type) == expected
-        functions = conn.execute("SELECT proname FROM pg_proc WHERE pronamespace = 'app'::regnamespace "
-                                 "ORDER BY proname").fetchall()
-        assert [f[0] for f in functions] == ["claim_idempotency_key", "complete_idempotency_key",
-                                             "consume_message_once", "fail_idempotency_key"]
+        functions = conn.execute(
+            "SELECT proname FROM pg_proc WHERE pronamespace = 'app'::regnamespace ORDER BY proname"
+        ).fetchall()
+        assert [f[0] for f in functions] == [
+            "claim_idempotency_key",
+            "complete_idempotency_key",
+            "consume_message_once",
+            "fail_idempotency_key",
+        ]
         # init-app-schema does not migrate idemdash's own schema.
         assert not schema_exists(conn)
 
 
 def test_cli_init_app_schema_uses_the_configured_names(empty_database_url):
-    env = {"IDEMDASH_APP_SCHEMA": "Billing", "IDEMDASH_KEYS_TABLE": "keys", "IDEMDASH_INBOX_TABLE": "inbox",
-           "IDEMDASH_OUTBOX_TABLE": "outbox"}
-    result = CliRunner().invoke(main, ["init-app-schema", "--database-url", empty_database_url,
-                                       "--status-type", "text"], env=env)
+    env = {
+        "IDEMDASH_APP_SCHEMA": "Billing",
+        "IDEMDASH_KEYS_TABLE": "keys",
+        "IDEMDASH_INBOX_TABLE": "inbox",
+        "IDEMDASH_OUTBOX_TABLE": "outbox",
+    }
+    result = CliRunner().invoke(
+        main, ["init-app-schema", "--database-url", empty_database_url, "--status-type", "text"], env=env
+    )
     assert result.exit_code == 0, result.output
     with psycopg.connect(empty_database_url) as conn:
-        tables = conn.execute("SELECT table_schema, table_name FROM information_schema.tables "
-                              "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
-                              "ORDER BY table_name").fetchall()
+        tables = conn.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
+            "ORDER BY table_name"
+        ).fetchall()
         assert tables == [("Billing", "inbox"), ("Billing", "keys"), ("Billing", "outbox")]
 
 
 def test_cli_init_app_schema_rejects_an_unknown_status_type(empty_database_url):
-    result = CliRunner().invoke(main, ["init-app-schema", "--database-url", empty_database_url,
-                                       "--status-type", "varchar"])
+    result = CliRunner().invoke(
+        main, ["init-app-schema", "--database-url", empty_database_url, "--status-type", "varchar"]
+    )
     assert result.exit_code == 2
     assert "varchar" in result.output
 
@@ -460,8 +563,10 @@ def test_migrate_needs_create_on_the_database_only_until_the_schema_exists(empty
     try:
         refused = CliRunner().invoke(main, ["migrate", "--database-url", url])
         assert refused.exit_code == 1
-        assert f"may not create schemas in database {database}: GRANT CREATE ON DATABASE {database} TO {role};" \
-            in refused.output, refused.output
+        assert (
+            f"may not create schemas in database {database}: GRANT CREATE ON DATABASE {database} TO {role};"
+            in refused.output
+        ), refused.output
 
         empty.execute(f'GRANT CREATE ON DATABASE "{database}" TO {role}')
         assert CliRunner().invoke(main, ["migrate", "--database-url", url]).exit_code == 0

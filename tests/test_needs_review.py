@@ -1,4 +1,5 @@
 """Keys held for review (needs_review) are a state of their own: listed, counted, and said who and why."""
+
 from __future__ import annotations
 
 from bs4 import BeautifulSoup
@@ -11,8 +12,10 @@ T = Tables()
 
 def hold(client, conn, key, reason="INC-7: looks like a double charge", scope="payments", hold_for="4h"):
     claim_key(conn, T, scope, key, "h", "api-1", lock_seconds=0)
-    response = client.post("/api/v1/keys/reclassify", json={"scope": scope, "key": key, "to": "needs_review",
-                                                            "reason": reason, "hold_for": hold_for})
+    response = client.post(
+        "/api/v1/keys/reclassify",
+        json={"scope": scope, "key": key, "to": "needs_review", "reason": reason, "hold_for": hold_for},
+    )
     assert response.status_code == 200, response.get_json()
     return response.get_json()
 
@@ -20,7 +23,7 @@ def hold(client, conn, key, reason="INC-7: looks like a double charge", scope="p
 def test_held_keys_have_their_own_list_count_and_say_who_and_why(client, conn):
     hold(client, conn, "p1")
     hold(client, conn, "p2", reason="checking with the bank")
-    claim_key(conn, T, "payments", "stuck-one", "h", "api-1", lock_seconds=0)   # stuck, not held
+    claim_key(conn, T, "payments", "stuck-one", "h", "api-1", lock_seconds=0)  # stuck, not held
     claim_key(conn, T, "payments", "live-one", "h", "api-1", lock_seconds=600)  # processing, not held
 
     body = client.get("/api/v1/keys?status=needs_review").get_json()
@@ -31,8 +34,12 @@ def test_held_keys_have_their_own_list_count_and_say_who_and_why(client, conn):
     # held keys are not stuck while the hold lasts; the processing list shows them, marked
     assert [i["key"] for i in client.get("/api/v1/keys?status=stuck").get_json()["items"]] == ["stuck-one"]
     processing = client.get("/api/v1/keys?status=processing").get_json()["items"]
-    assert {i["key"]: i["hold"] is not None for i in processing} == {"stuck-one": False, "live-one": False,
-                                                                     "p1": True, "p2": True}
+    assert {i["key"]: i["hold"] is not None for i in processing} == {
+        "stuck-one": False,
+        "live-one": False,
+        "p1": True,
+        "p2": True,
+    }
 
     overview = client.get("/api/v1/overview").get_json()["keys"]
     assert (overview["needs_review"], overview["stuck"], overview["processing"]) == (2, 1, 4)
@@ -64,8 +71,10 @@ def test_the_key_page_says_who_holds_a_key_and_when_a_finished_key_may_be_purged
     assert "Held for review by anonymous@" in held and "INC-7: looks like a double charge" in held
     assert "never deletes a processing key" in page.select_one("[data-purgeable]").get_text()
 
-    response = client.post("/api/v1/keys/reclassify", json={"scope": "payments", "key": "p1", "to": "abandoned",
-                                                            "reason": "bank says no charge"})
+    response = client.post(
+        "/api/v1/keys/reclassify",
+        json={"scope": "payments", "key": "p1", "to": "abandoned", "reason": "bank says no charge"},
+    )
     assert response.status_code == 200
     detail = client.get("/api/v1/keys/payments/p1").get_json()["key"]
     assert detail["hold"] is None and detail["purgeable_from"] >= detail["expires_at"]

@@ -1,5 +1,6 @@
 """Triage notes on a key: `POST /api/v1/keys/notes` and the key page's form; each note is in the key's history and
 in /audit, written in the same statement as its audit row."""
+
 from __future__ import annotations
 
 import threading
@@ -15,30 +16,50 @@ API = "/api/v1/keys/notes"
 
 def _rows(conn):
     notes = conn.execute("SELECT scope, key, author, note FROM idemdash.triage_note ORDER BY note_id").fetchall()
-    audit = conn.execute("SELECT actor, action, scope, key, reason, detail FROM idemdash.audit_log "
-                         "ORDER BY audit_id").fetchall()
+    audit = conn.execute(
+        "SELECT actor, action, scope, key, reason, detail FROM idemdash.audit_log ORDER BY audit_id"
+    ).fetchall()
     return notes, audit
 
 
 def test_a_note_is_stored_with_its_audit_row_and_shows_in_history_and_audit(client, conn):
     insert_key(conn, "create_order", "cart/42 x")
-    response = client.post(API, json={"scope": "create_order", "key": "cart/42 x",
-                                      "text": "  INC-7: orders table has no row; waiting for payments  "})
+    response = client.post(
+        API,
+        json={
+            "scope": "create_order",
+            "key": "cart/42 x",
+            "text": "  INC-7: orders table has no row; waiting for payments  ",
+        },
+    )
     assert response.status_code == 201, response.get_json()
     note = response.get_json()
-    assert (note["scope"], note["key"], note["text"]) == ("create_order", "cart/42 x",
-                                                          "INC-7: orders table has no row; waiting for payments")
+    assert (note["scope"], note["key"], note["text"]) == (
+        "create_order",
+        "cart/42 x",
+        "INC-7: orders table has no row; waiting for payments",
+    )
     assert note["author"] == "anonymous@127.0.0.1" and note["at"] and note["audit_id"]
     notes, audit = _rows(conn)
-    assert notes == [("create_order", "cart/42 x", "anonymous@127.0.0.1",
-                      "INC-7: orders table has no row; waiting for payments")]
-    assert audit == [("anonymous@127.0.0.1", "note", "create_order", "cart/42 x",
-                      "INC-7: orders table has no row; waiting for payments", {"note_id": note["note_id"]})]
+    assert notes == [
+        ("create_order", "cart/42 x", "anonymous@127.0.0.1", "INC-7: orders table has no row; waiting for payments")
+    ]
+    assert audit == [
+        (
+            "anonymous@127.0.0.1",
+            "note",
+            "create_order",
+            "cart/42 x",
+            "INC-7: orders table has no row; waiting for payments",
+            {"note_id": note["note_id"]},
+        )
+    ]
 
     detail = client.get("/api/v1/keys/create_order/cart/42 x").get_json()
     assert [n["text"] for n in detail["notes"]] == ["INC-7: orders table has no row; waiting for payments"]
     assert [(a["action"], a["reason"]) for a in detail["audit"]] == [
-        ("note", "INC-7: orders table has no row; waiting for payments")]
+        ("note", "INC-7: orders table has no row; waiting for payments")
+    ]
 
     page = BeautifulSoup(client.get("/keys/create_order/cart/42 x").data, "html.parser")
     row = page.select_one("section.history tr[data-note]")
@@ -68,14 +89,15 @@ def test_the_key_page_form_writes_a_note_and_comes_back_to_the_history(client, c
 def test_bad_notes_are_refused_and_nothing_is_written(client, conn):
     insert_key(conn, "s", "k")
     for body, status, words in (
-            ({"scope": "s", "key": "k", "text": "   "}, 400, "text is required: it must say something"),
-            ({"scope": "s", "key": "k", "text": "x", "author": "mallory"}, 400, "author is not a field"),
-            ({"scope": "s", "key": "k"}, 400, "text is required"),
-            ({"scope": "s", "text": "x"}, 400, "key is required"),
-            ({"scope": "s", "key": "k", "text": "x" * 4001}, 400, "at most 4000"),
-            ({"scope": "s", "key": "k", "text": 7}, 400, "must be a string"),
-            (["not", "an", "object"], 400, "JSON object"),
-            ({"scope": "s", "key": "nope", "text": "x"}, 404, "needs a key that exists")):
+        ({"scope": "s", "key": "k", "text": "   "}, 400, "text is required: it must say something"),
+        ({"scope": "s", "key": "k", "text": "x", "author": "mallory"}, 400, "author is not a field"),
+        ({"scope": "s", "key": "k"}, 400, "text is required"),
+        ({"scope": "s", "text": "x"}, 400, "key is required"),
+        ({"scope": "s", "key": "k", "text": "x" * 4001}, 400, "at most 4000"),
+        ({"scope": "s", "key": "k", "text": 7}, 400, "must be a string"),
+        (["not", "an", "object"], 400, "JSON object"),
+        ({"scope": "s", "key": "nope", "text": "x"}, 404, "needs a key that exists"),
+    ):
         response = client.post(API, json=body)
         assert response.status_code == status, (body, response.get_json())
         assert words in response.get_json()["error"], (body, response.get_json())

@@ -1,6 +1,7 @@
 """Nothing an operator typed is lost to an outage: a form posted while the database is down answers 503 with what
 was sent on the page and a button to send it again; the page never reloads itself (a reload is a GET, and the
 POST-only URL would answer 405 with the text gone). htmx actions keep their form and offer to send it again."""
+
 from __future__ import annotations
 
 import time
@@ -62,7 +63,7 @@ def test_a_note_posted_during_an_outage_comes_back_with_its_text_and_no_reload(o
         failed = client.post("/keys/notes", data=fields | {"text": "INC-9: payments says no charge"})
         assert failed.status_code == 503
         page = BeautifulSoup(failed.data, "html.parser")
-        assert page.find("meta", attrs={"http-equiv": "refresh"}) is None   # no reload: it would GET a POST URL
+        assert page.find("meta", attrs={"http-equiv": "refresh"}) is None  # no reload: it would GET a POST URL
         assert "Retry-After" not in failed.headers or failed.headers["Retry-After"]
         resend = page.select_one("[data-resend] form")
         assert resend["method"] == "post" and resend["action"] == "/keys/notes"
@@ -126,7 +127,8 @@ def test_in_chromium_a_note_survives_the_outage_and_sends_again(outage, live_ser
 
 @pytest.mark.browser
 def test_in_chromium_an_htmx_action_that_fails_keeps_its_form_and_offers_to_send_again(
-        outage, live_server, page, allowed_console_errors):
+    outage, live_server, page, allowed_console_errors
+):
     url, app, stop, start = outage
     allowed_console_errors.append("503")
     base = live_server(app)

@@ -2,6 +2,7 @@
 per-database twins too, every answer with a real schema), and the HTTP rules hold the same on every operation:
 an empty or repeated query parameter is a 400 naming it, an unknown body field is a 400, a body that is not JSON
 is a 415, a 405 says what is allowed."""
+
 from __future__ import annotations
 
 import json
@@ -44,9 +45,12 @@ def test_the_document_is_valid_openapi_3_1(document):
 
 def test_every_api_route_is_documented_with_each_method_and_the_database_twins(document):
     app, spec = document
-    routes = {(re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule), method.lower())
-              for rule in app.url_map.iter_rules() if rule.rule.startswith("/api/")
-              for method in rule.methods - {"HEAD", "OPTIONS"}}
+    routes = {
+        (re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule), method.lower())
+        for rule in app.url_map.iter_rules()
+        if rule.rule.startswith("/api/")
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+    }
     documented = {(path, method) for path, ops in spec["paths"].items() for method in ops}
     assert routes == documented
     assert ("/api/v1/db/{database}/keys/reclassify", "post") in documented
@@ -79,8 +83,13 @@ def test_every_example_in_the_document_validates_against_its_schema(document):
             assert not errors, (name, example, errors)
             seen += 1
     assert seen >= 1
-    missing = sorted({f"{method.upper()} {path}: {name}" for path, method, _status, name in _answers(spec)
-                      if not spec["components"]["schemas"][name].get("examples")})
+    missing = sorted(
+        {
+            f"{method.upper()} {path}: {name}"
+            for path, method, _status, name in _answers(spec)
+            if not spec["components"]["schemas"][name].get("examples")
+        }
+    )
     assert not missing, "answers without an example: " + "; ".join(missing)
 
 
@@ -133,8 +142,7 @@ def test_no_schema_carries_pydantics_own_constraint_words(document):
     _, spec = document
     assert list(_answers(spec))
     assert not list(_raw_constraints(spec)), "minimum/maximum, not ge/le: put a BeforeValidator after Field(...)"
-    assert list(_raw_constraints({"properties": {"limit": {"type": "integer", "ge": 1}}})) == [
-        "#/properties/limit/ge"]
+    assert list(_raw_constraints({"properties": {"limit": {"type": "integer", "ge": 1}}})) == ["#/properties/limit/ge"]
 
 
 def test_the_document_is_served_and_matches_the_build(client):
@@ -143,11 +151,14 @@ def test_the_document_is_served_and_matches_the_build(client):
     assert served.get_json() == openapi.build(client.application)
 
 
-@pytest.mark.parametrize("url, name", [
-    ("/api/v1/keys?status=", "status"),
-    ("/api/v1/keys?scope=", "scope"),
-    ("/api/v1/key?scope=&key=abc", "scope"),
-])
+@pytest.mark.parametrize(
+    "url, name",
+    [
+        ("/api/v1/keys?status=", "status"),
+        ("/api/v1/keys?scope=", "scope"),
+        ("/api/v1/key?scope=&key=abc", "scope"),
+    ],
+)
 def test_an_empty_query_value_is_a_400_naming_it(client, url, name):
     response = client.get(url)
     assert response.status_code == 400
@@ -167,11 +178,14 @@ def test_a_nul_in_a_query_value_names_the_parameter(client):
     assert error["field"] == "key" and error["message"].startswith("must not contain a NUL character")
 
 
-@pytest.mark.parametrize("path, body", [
-    ("/api/v1/keys/reclassify", {"scope": "s", "key": "k", "to": "safe_to_retry", "reason": "r", "typo": 1}),
-    ("/api/v1/keys/reclassify-bulk", {"to": "abandoned", "preview": True, "typo": 1}),
-    ("/api/v1/keys/notes", {"scope": "s", "key": "k", "text": "t", "typo": 1}),
-])
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/api/v1/keys/reclassify", {"scope": "s", "key": "k", "to": "safe_to_retry", "reason": "r", "typo": 1}),
+        ("/api/v1/keys/reclassify-bulk", {"to": "abandoned", "preview": True, "typo": 1}),
+        ("/api/v1/keys/notes", {"scope": "s", "key": "k", "text": "t", "typo": 1}),
+    ],
+)
 def test_an_unknown_body_field_is_refused_everywhere(client, path, body):
     response = client.post(path, json=body)
     assert response.status_code == 400
@@ -179,16 +193,20 @@ def test_an_unknown_body_field_is_refused_everywhere(client, path, body):
 
 
 def test_a_body_that_is_not_json_is_a_415(client):
-    response = client.post("/api/v1/keys/notes", data="scope=s&key=k&text=t",
-                           content_type="application/x-www-form-urlencoded")
+    response = client.post(
+        "/api/v1/keys/notes", data="scope=s&key=k&text=t", content_type="application/x-www-form-urlencoded"
+    )
     assert response.status_code == 415
 
 
-@pytest.mark.parametrize("method, url, allowed", [
-    ("delete", "/api/v1/keys", "GET, HEAD, OPTIONS"),
-    ("get", "/api/v1/keys/reclassify", "OPTIONS, POST"),
-    ("put", "/keys", "GET, HEAD, OPTIONS"),
-])
+@pytest.mark.parametrize(
+    "method, url, allowed",
+    [
+        ("delete", "/api/v1/keys", "GET, HEAD, OPTIONS"),
+        ("get", "/api/v1/keys/reclassify", "OPTIONS, POST"),
+        ("put", "/keys", "GET, HEAD, OPTIONS"),
+    ],
+)
 def test_a_405_says_what_is_allowed(client, method, url, allowed):
     response = getattr(client, method)(url)
     assert response.status_code == 405
@@ -199,10 +217,22 @@ def test_what_the_document_allows_in_a_query_the_server_takes(document, client):
     """A cursor is never empty (the server refuses `cursor=`, so the document says minLength 1), and a duration is at
     most 64 characters in both."""
     _, built = document
-    cursors = [p for path in built["paths"].values() for op in path.values() if isinstance(op, dict)
-               for p in op.get("parameters", ()) if p["name"] == "cursor"]
+    cursors = [
+        p
+        for path in built["paths"].values()
+        for op in path.values()
+        if isinstance(op, dict)
+        for p in op.get("parameters", ())
+        if p["name"] == "cursor"
+    ]
     assert len(cursors) > 5 and all(p["schema"].get("minLength") == 1 for p in cursors), cursors[:2]
     assert client.get("/api/v1/audit?cursor=").status_code == 400
-    overdue = next(p for path in built["paths"].values() for op in path.values() if isinstance(op, dict)
-                   for p in op.get("parameters", ()) if p["name"] == "overdue")
+    overdue = next(
+        p
+        for path in built["paths"].values()
+        for op in path.values()
+        if isinstance(op, dict)
+        for p in op.get("parameters", ())
+        if p["name"] == "overdue"
+    )
     assert overdue["schema"]["maxLength"] == 64

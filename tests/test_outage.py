@@ -1,4 +1,5 @@
 """The database goes away and comes back while the app keeps running (no restart)."""
+
 from __future__ import annotations
 
 import time

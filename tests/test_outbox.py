@@ -1,4 +1,5 @@
 """The outbox page and its JSON twin, checked against rows the tests write themselves."""
+
 from __future__ import annotations
 
 import random
@@ -42,8 +43,22 @@ def insert_events(conn, events: list[Event], table: str = "app.outbox_event") ->
             f"""INSERT INTO {table} (outbox_id, event_type, aggregate_type, aggregate_id, idempotency_scope,
                     idempotency_key, payload, status, attempt_count, created_at, published_at)
                 VALUES (%s, %s, %s, gen_random_uuid(), %s, %s, %s, %s, %s, %s, %s)""",
-            [(e.outbox_id, e.event_type, e.aggregate_type, e.scope, e.key, Jsonb(e.payload), e.status,
-              e.attempt_count, e.created_at, e.published_at) for e in events])
+            [
+                (
+                    e.outbox_id,
+                    e.event_type,
+                    e.aggregate_type,
+                    e.scope,
+                    e.key,
+                    Jsonb(e.payload),
+                    e.status,
+                    e.attempt_count,
+                    e.created_at,
+                    e.published_at,
+                )
+                for e in events
+            ],
+        )
 
 
 def soup_of(response) -> BeautifulSoup:
@@ -96,8 +111,9 @@ def expected(now: datetime, events: list[Event]) -> dict:
         if e.published_at is not None and e.published_at >= day_ago:
             types.setdefault(e.event_type, {"pending": 0, "oldest": None, "max_attempts": None, "published_24h": 0})
             types[e.event_type]["published_24h"] += 1
-    many = sorted((e for e in pending if e.attempt_count >= MANY),
-                  key=lambda e: (-e.attempt_count, e.created_at, e.outbox_id))
+    many = sorted(
+        (e for e in pending if e.attempt_count >= MANY), key=lambda e: (-e.attempt_count, e.created_at, e.outbox_id)
+    )
     return {
         "pending": len(pending),
         "oldest": min((e.created_at for e in pending), default=None),
@@ -130,15 +146,27 @@ def test_summary_matches_ground_truth(client, conn, seed):
         assert g["max_attempts"] == t["max_attempts"], name
         assert g["published_24h"] == t["published_24h"], name
         assert (datetime.fromisoformat(g["oldest_pending_at"]) if g["oldest_pending_at"] else None) == t["oldest"]
-    assert [t["pending"] for t in body["by_event_type"]] == sorted((t["pending"] for t in body["by_event_type"]),
-                                                                   reverse=True)
+    assert [t["pending"] for t in body["by_event_type"]] == sorted(
+        (t["pending"] for t in body["by_event_type"]), reverse=True
+    )
 
     assert [r["outbox_id"] for r in body["many_attempts"]] == want["many"]
     assert all(r["status"] == "pending" and r["attempt_count"] >= MANY for r in body["many_attempts"])
 
-    assert set(body["items"][0]) == {"outbox_id", "event_type", "aggregate_type", "aggregate_id", "idempotency_scope",
-                                     "idempotency_key", "status", "attempt_count", "created_at", "published_at",
-                                     "age_seconds", "payload"}
+    assert set(body["items"][0]) == {
+        "outbox_id",
+        "event_type",
+        "aggregate_type",
+        "aggregate_id",
+        "idempotency_scope",
+        "idempotency_key",
+        "status",
+        "attempt_count",
+        "created_at",
+        "published_at",
+        "age_seconds",
+        "payload",
+    }
     # the first page of the default list: pending, oldest first
     assert [r["outbox_id"] for r in body["items"]] == want["pending_order"][:50]
     assert body["next_cursor"] is not None
@@ -169,11 +197,14 @@ def test_pagination_with_ties_sees_every_row_once_in_order(client, conn, status)
     # 45 rows over three created_at values: only outbox_id breaks the ties
     now = now_of(conn)
     moments = [now - timedelta(hours=h) for h in (3, 2, 1)]
-    events = [Event("order.created", status, moments[i % 3], published_at=now if status == "published" else None)
-              for i in range(45)]
+    events = [
+        Event("order.created", status, moments[i % 3], published_at=now if status == "published" else None)
+        for i in range(45)
+    ]
     other = "published" if status == "pending" else "pending"
-    noise = [Event("order.created", other, moments[0]) for _ in range(5)] + \
-            [Event("order.created", "dead_letter", moments[1]) for _ in range(5)]
+    noise = [Event("order.created", other, moments[0]) for _ in range(5)] + [
+        Event("order.created", "dead_letter", moments[1]) for _ in range(5)
+    ]
     insert_events(conn, events + noise)
     order = sorted(events, key=lambda e: (e.created_at, e.outbox_id), reverse=status != "pending")
     want = [str(e.outbox_id) for e in order]
@@ -201,10 +232,16 @@ def test_pagination_with_ties_sees_every_row_once_in_order(client, conn, status)
 
 def test_filters_by_event_type_and_any_status(client, conn):
     now = now_of(conn)
-    events = [Event(rng_type, status, now - timedelta(minutes=i))
-              for i, (rng_type, status) in enumerate(
-                  [(t, s) for t in ("order.created", "refund.issued", "order created") for s in
-                   ("pending", "published", "dead_letter", "pending")])]
+    events = [
+        Event(rng_type, status, now - timedelta(minutes=i))
+        for i, (rng_type, status) in enumerate(
+            [
+                (t, s)
+                for t in ("order.created", "refund.issued", "order created")
+                for s in ("pending", "published", "dead_letter", "pending")
+            ]
+        )
+    ]
     insert_events(conn, events)
 
     def ids(query: str) -> set[str]:
@@ -218,16 +255,19 @@ def test_filters_by_event_type_and_any_status(client, conn):
     assert ids("") == want(lambda e: e.status == "pending")  # pending is the default
     assert ids("status=dead_letter") == want(lambda e: e.status == "dead_letter")
     assert ids("status=published&event_type=refund.issued") == want(
-        lambda e: e.status == "published" and e.event_type == "refund.issued")
+        lambda e: e.status == "published" and e.event_type == "refund.issued"
+    )
     assert ids("event_type=order%20created") == want(
-        lambda e: e.status == "pending" and e.event_type == "order created")
+        lambda e: e.status == "pending" and e.event_type == "order created"
+    )
     assert ids("status=no_such_status") == set()
     assert ids("event_type=order") == set()  # an exact match, not a prefix
 
     soup = soup_of(client.get("/outbox?status=dead_letter&event_type=order.created"))
     rows = soup.select('table[data-rows="list"] tbody tr')
     assert {tr["data-outbox-id"] for tr in rows} == want(
-        lambda e: e.status == "dead_letter" and e.event_type == "order.created")
+        lambda e: e.status == "dead_letter" and e.event_type == "order.created"
+    )
     assert {tr["data-status"] for tr in rows} == {"dead_letter"}
     # the status filter offers every status the table holds, and keeps the current one selected
     options = [o["value"] for o in soup.select("select[name=status] option")]
@@ -245,8 +285,14 @@ def test_rows_link_to_their_key_and_show_the_payload(client, conn):
     key = "checkout a/b?c"
     insert_key(conn, "create_order", key)
     now = now_of(conn)
-    event = Event("order.created", "pending", now - timedelta(minutes=5), attempt_count=1, key=key,
-                  payload={"orderId": 42, "lines": [{"sku": "A-1", "qty": 2}]})
+    event = Event(
+        "order.created",
+        "pending",
+        now - timedelta(minutes=5),
+        attempt_count=1,
+        key=key,
+        payload={"orderId": 42, "lines": [{"sku": "A-1", "qty": 2}]},
+    )
     insert_events(conn, [event])
     soup = soup_of(client.get("/outbox"))
     row = soup.select_one(f'tr[data-outbox-id="{event.outbox_id}"]')
@@ -264,9 +310,19 @@ def test_html_in_event_types_keys_and_payloads_renders_inert(client, conn):
     evil = "<img src=x onerror=alert(1)><script>alert('x')</script>"
     now = now_of(conn)
     insert_key(conn, evil, evil)
-    events = [Event(evil, "pending", now - timedelta(minutes=1), attempt_count=5, scope=evil, key=evil,
-                    aggregate_type=evil, payload={"html": evil, evil: [evil]}),
-              Event("ok", evil, now - timedelta(minutes=2), payload={"x": evil})]
+    events = [
+        Event(
+            evil,
+            "pending",
+            now - timedelta(minutes=1),
+            attempt_count=5,
+            scope=evil,
+            key=evil,
+            aggregate_type=evil,
+            payload={"html": evil, evil: [evil]},
+        ),
+        Event("ok", evil, now - timedelta(minutes=2), payload={"x": evil}),
+    ]
     insert_events(conn, events)
     for url in ["/outbox", f"/outbox?event_type={evil}", "/outbox?status=" + evil.replace("&", "%26")]:
         response = client.get(url, query_string=None)
@@ -285,19 +341,22 @@ def test_html_in_event_types_keys_and_payloads_renders_inert(client, conn):
     assert body["items"][0]["payload"] == {"html": evil, evil: [evil]}
 
 
-@pytest.mark.parametrize("query, fragment", [
-    ("limit=0", "limit"),
-    ("limit=abc", "limit"),
-    ("limit=501", "limit"),
-    ("cursor=garbage!", "cursor"),
-    ("cursor=bm90LWpzb24", "cursor"),                                           # not JSON
-    ("cursor=WzEsMiwzXQ", "cursor"),                                            # [1,2,3]: wrong arity
-    ("cursor=WyJub3QgYSB0aW1lIiwiYWJjIl0", "cursor"),                           # ["not a time","abc"]
-    ("cursor=WyIyMDI2LTAxLTAxVDAwOjAwOjAwKzAwOjAwIiwibm90LWEtdXVpZCJd", "cursor"),  # a time, not a uuid
-    ("cursor=W251bGwsIjAwMDAwMDAwLTAwMDAtMDAwMC0wMDAwLTAwMDAwMDAwMDAwMCJd", "cursor"),  # [null, uuid]
-    ("status=" + "s" * 101, "status"),
-    ("event_type=" + "e" * 3000, "event_type"),
-])
+@pytest.mark.parametrize(
+    "query, fragment",
+    [
+        ("limit=0", "limit"),
+        ("limit=abc", "limit"),
+        ("limit=501", "limit"),
+        ("cursor=garbage!", "cursor"),
+        ("cursor=bm90LWpzb24", "cursor"),  # not JSON
+        ("cursor=WzEsMiwzXQ", "cursor"),  # [1,2,3]: wrong arity
+        ("cursor=WyJub3QgYSB0aW1lIiwiYWJjIl0", "cursor"),  # ["not a time","abc"]
+        ("cursor=WyIyMDI2LTAxLTAxVDAwOjAwOjAwKzAwOjAwIiwibm90LWEtdXVpZCJd", "cursor"),  # a time, not a uuid
+        ("cursor=W251bGwsIjAwMDAwMDAwLTAwMDAtMDAwMC0wMDAwLTAwMDAwMDAwMDAwMCJd", "cursor"),  # [null, uuid]
+        ("status=" + "s" * 101, "status"),
+        ("event_type=" + "e" * 3000, "event_type"),
+    ],
+)
 def test_bad_input_is_a_clear_400(client, query, fragment):
     api = client.get("/api/v1/outbox?" + query)
     assert api.status_code == 400
@@ -396,8 +455,11 @@ def test_timed_out_panels_say_so_and_name_their_index(make_app, conn, database_u
         problems = soup.select(".panel-problem.timeout")
         assert len(problems) == 3
         statements = " ".join(p.select_one("pre.sql").get_text() for p in problems)
-        for index in ("outbox_event_pending_idemdash_idx", "outbox_event_published_idemdash_idx",
-                      "outbox_event_status_created_idemdash_idx"):
+        for index in (
+            "outbox_event_pending_idemdash_idx",
+            "outbox_event_published_idemdash_idx",
+            "outbox_event_status_created_idemdash_idx",
+        ):
             assert index in statements
         # the filter still offers the two usual statuses when their lookup timed out
         assert [o["value"] for o in soup.select("select[name=status] option")] == ["pending", "published"]

@@ -2,6 +2,7 @@
 
 Compare-and-set on the row (status, and attempt count when given), never waiting behind the relay, audited in the
 same statement; a published row is never changed. /health warns when the table's status would refuse 'parked'."""
+
 from __future__ import annotations
 
 import threading
@@ -38,9 +39,11 @@ def relay_picks(conn) -> set[str]:
 @pytest.fixture
 def poison(conn):
     now = now_of(conn)
-    events = [Event("invoice.sent", "pending", now - timedelta(hours=2), attempt_count=9),
-              Event("order.created", "pending", now - timedelta(seconds=12)),
-              Event("order.created", "published", now - timedelta(hours=1), published_at=now - timedelta(minutes=59))]
+    events = [
+        Event("invoice.sent", "pending", now - timedelta(hours=2), attempt_count=9),
+        Event("order.created", "pending", now - timedelta(seconds=12)),
+        Event("order.created", "published", now - timedelta(hours=1), published_at=now - timedelta(minutes=59)),
+    ]
     insert_events(conn, events)
     return [str(e.outbox_id) for e in events]
 
@@ -48,15 +51,20 @@ def poison(conn):
 def test_park_holds_a_row_back_from_the_relay_and_release_gives_it_back(client, conn, poison):
     bad, fresh, _ = poison
     assert relay_picks(conn) == {bad, fresh}
-    parked = client.post(PARK, json={"outbox_id": bad, "reason": "INC-5: payload fails the schema",
-                                      "expected_attempt_count": 9})
+    parked = client.post(
+        PARK, json={"outbox_id": bad, "reason": "INC-5: payload fails the schema", "expected_attempt_count": 9}
+    )
     assert parked.status_code == 200, parked.get_json()
     assert parked.get_json()["status"] == "parked" and parked.get_json()["audit_id"]
     assert status_of(conn, bad) == "parked"
     assert relay_picks(conn) == {fresh}
     [entry] = audit(conn)
     assert (entry["action"], entry["from_status"], entry["to_status"], entry["reason"]) == (
-        "outbox-park", "pending", "parked", "INC-5: payload fails the schema")
+        "outbox-park",
+        "pending",
+        "parked",
+        "INC-5: payload fails the schema",
+    )
     assert entry["detail"]["outbox_id"] == bad and entry["scope"] == "create_order"
 
     released = client.post(RELEASE, json={"outbox_id": bad.upper(), "reason": "schema fixed"})
@@ -64,7 +72,8 @@ def test_park_holds_a_row_back_from_the_relay_and_release_gives_it_back(client, 
     assert relay_picks(conn) == {bad, fresh}
     assert [a["action"] for a in audit(conn)] == ["outbox-park", "outbox-release"]
     assert client.get("/api/v1/audit?action=outbox-park").get_json()["items"][0]["reason"] == (
-        "INC-5: payload fails the schema")
+        "INC-5: payload fails the schema"
+    )
 
 
 def test_a_published_row_and_a_row_that_changed_are_refused(client, conn, poison):
@@ -74,8 +83,10 @@ def test_a_published_row_and_a_row_that_changed_are_refused(client, conn, poison
     assert answer.get_json()["row"]["status"] == "published"
     conn.execute("UPDATE app.outbox_event SET attempt_count = 0 WHERE outbox_id = %s", (bad,))  # reset: a new try
     stale = client.post(PARK, json={"outbox_id": bad, "reason": "x", "expected_attempt_count": 9})
-    assert stale.status_code == 409 and "no longer likely poison: attempt_count is 0, you saw 9" in (
-        stale.get_json()["error"])
+    assert (
+        stale.status_code == 409
+        and "no longer likely poison: attempt_count is 0, you saw 9" in (stale.get_json()["error"])
+    )
     conn.execute("UPDATE app.outbox_event SET attempt_count = 9 WHERE outbox_id = %s", (bad,))
     assert client.post(RELEASE, json={"outbox_id": fresh, "reason": "x"}).status_code == 409  # not parked
     assert client.post(PARK, json={"outbox_id": bad, "reason": "x"}).status_code == 200
@@ -85,14 +96,19 @@ def test_a_published_row_and_a_row_that_changed_are_refused(client, conn, poison
     assert len(audit(conn)) == 1
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"reason": "x"}, "outbox_id is required"),
-    ({"outbox_id": "not-a-uuid", "reason": "x"}, "must be a UUID"),
-    ({"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55"}, "reason is required"),
-    ({"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55", "reason": "x", "force": True},
-     "force is not a field of this request"),
-    ({"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55", "reason": "x"}, "no outbox row"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"reason": "x"}, "outbox_id is required"),
+        ({"outbox_id": "not-a-uuid", "reason": "x"}, "must be a UUID"),
+        ({"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55"}, "reason is required"),
+        (
+            {"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55", "reason": "x", "force": True},
+            "force is not a field of this request",
+        ),
+        ({"outbox_id": "0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55", "reason": "x"}, "no outbox row"),
+    ],
+)
 def test_bad_input_is_a_clear_4xx_and_changes_nothing(client, conn, poison, body, message):
     answer = client.post(PARK, json=body)
     assert 400 <= answer.status_code < 500 and message in answer.get_json()["error"]
@@ -164,8 +180,9 @@ def test_health_warns_when_a_check_constraint_refuses_parked_and_its_fix_allows_
         return next(c for c in checks if c["id"] == "outbox.parked")
 
     assert finding()["status"] == "ok"
-    conn.execute("ALTER TABLE app.outbox_event ADD CONSTRAINT outbox_status_known "
-                 "CHECK (status IN ('pending', 'published'))")
+    conn.execute(
+        "ALTER TABLE app.outbox_event ADD CONSTRAINT outbox_status_known CHECK (status IN ('pending', 'published'))"
+    )
     found = finding()
     assert found["status"] == "warn" and "outbox_status_known" in found["detail"]
     refused = client.post(PARK, json={"outbox_id": poison[0], "reason": "x"})
@@ -177,9 +194,11 @@ def test_health_warns_when_a_check_constraint_refuses_parked_and_its_fix_allows_
 
 def test_an_enum_status_without_parked_is_named_and_the_page_still_reads(client, conn, poison):
     conn.execute("CREATE TYPE app.outbox_status AS ENUM ('pending', 'published')")
-    conn.execute("ALTER TABLE app.outbox_event ALTER COLUMN status DROP DEFAULT, "
-                 "ALTER COLUMN status TYPE app.outbox_status USING status::app.outbox_status, "
-                 "ALTER COLUMN status SET DEFAULT 'pending'")
+    conn.execute(
+        "ALTER TABLE app.outbox_event ALTER COLUMN status DROP DEFAULT, "
+        "ALTER COLUMN status TYPE app.outbox_status USING status::app.outbox_status, "
+        "ALTER COLUMN status SET DEFAULT 'pending'"
+    )
     found = next(c for c in client.get("/api/v1/health/schema").get_json()["items"] if c["id"] == "outbox.parked")
     assert found["status"] == "warn" and "app.outbox_status" in found["fix_sql"]
     assert client.get("/outbox").status_code == 200

@@ -1,6 +1,7 @@
 """One outbox lag everywhere: the age of the oldest pending row that is not likely poison (pending with 3 or more
 delivery attempts, the definition /outbox uses), the likely poison rows counted apart with their own oldest age.
 The overview, /outbox, /databases, their JSON and /metrics say the same, against the database's own ground truth."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -24,12 +25,17 @@ def mixed_outbox(conn):
     """120 likely poison rows of one event type, 2 to 3 days old, among healthy pending rows up to 40 s old (some
     with 1 or 2 failed attempts), published rows and one old row of a healthy type that failed twice."""
     now = now_of(conn)
-    events = [Event(POISON_TYPE, "pending", now - timedelta(days=3) + timedelta(minutes=i), attempt_count=3 + i % 50)
-              for i in range(120)]
-    events += [Event("order.created", "pending", now - timedelta(seconds=40 - i), attempt_count=i % 3)
-               for i in range(30)]
-    events += [Event("order.created", "published", now - timedelta(days=4), published_at=now - timedelta(days=4))
-               for _ in range(5)]
+    events = [
+        Event(POISON_TYPE, "pending", now - timedelta(days=3) + timedelta(minutes=i), attempt_count=3 + i % 50)
+        for i in range(120)
+    ]
+    events += [
+        Event("order.created", "pending", now - timedelta(seconds=40 - i), attempt_count=i % 3) for i in range(30)
+    ]
+    events += [
+        Event("order.created", "published", now - timedelta(days=4), published_at=now - timedelta(days=4))
+        for _ in range(5)
+    ]
     insert_events(conn, events)
     return now
 
@@ -40,12 +46,12 @@ def truth(conn) -> tuple[float, int, float]:
         """SELECT extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count < 3))::float8,
                   count(*) FILTER (WHERE attempt_count >= 3),
                   extract(epoch FROM now() - min(created_at) FILTER (WHERE attempt_count >= 3))::float8
-           FROM app.outbox_event WHERE status = 'pending'""").fetchone()
+           FROM app.outbox_event WHERE status = 'pending'"""
+    ).fetchone()
 
 
 @pytest.mark.system
-def test_the_lag_leaves_poison_out_and_is_the_same_on_every_page(make_app, conn, database_url, tmp_path,
-                                                                   mixed_outbox):
+def test_the_lag_leaves_poison_out_and_is_the_same_on_every_page(make_app, conn, database_url, tmp_path, mixed_outbox):
     lag, poison, poison_age = truth(conn)
     assert 40 <= lag < 60 and poison == 120 and poison_age > 2.9 * 86400
     config = write_toml(tmp_path / "one.toml", f'[databases.orders]\nurl = "{database_url}"\n')
@@ -73,7 +79,8 @@ def test_the_lag_leaves_poison_out_and_is_the_same_on_every_page(make_app, conn,
     assert samples[("idemdash_outbox_lag_seconds", (("profile", "reference"),))] == close
     assert samples[("idemdash_outbox_poison", (("profile", "reference"),))] == 120
     assert samples[("idemdash_outbox_poison_oldest_seconds", (("profile", "reference"),))] == pytest.approx(
-        poison_age, abs=30)
+        poison_age, abs=30
+    )
 
     # the pages: the lag reads the same on each (a duration of some 40 s, never days), the poison beside it
     shown = {duration(lag), duration(lag + 1), duration(lag + 2)}

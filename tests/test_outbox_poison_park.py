@@ -1,5 +1,6 @@
 """Parking likely poison outbox rows while the relay keeps retrying them: the park is compare-and-set on what
 matters (still pending, still likely poison), not on the attempt count the relay moves on every retry."""
+
 from __future__ import annotations
 
 import threading
@@ -28,8 +29,11 @@ class Relay:
     def _run(self) -> None:
         with psycopg.connect(self.url, autocommit=True) as conn:
             while not self._stop.is_set():
-                conn.execute("UPDATE app.outbox_event SET attempt_count = attempt_count + 1 "
-                             "WHERE status = 'pending' AND event_type = %s AND attempt_count >= 3", (self.event_type,))
+                conn.execute(
+                    "UPDATE app.outbox_event SET attempt_count = attempt_count + 1 "
+                    "WHERE status = 'pending' AND event_type = %s AND attempt_count >= 3",
+                    (self.event_type,),
+                )
                 self.passes += 1
                 self._stop.wait(0.005)
 
@@ -57,8 +61,10 @@ def attempts_of(conn, outbox_id) -> int:
 @pytest.fixture
 def one_poison(conn):
     now = now_of(conn)
-    events = [Event(POISON_TYPE, "pending", now - timedelta(days=2), attempt_count=2160),
-              Event("order.created", "pending", now - timedelta(seconds=5))]
+    events = [
+        Event(POISON_TYPE, "pending", now - timedelta(days=2), attempt_count=2160),
+        Event("order.created", "pending", now - timedelta(seconds=5)),
+    ]
     insert_events(conn, events)
     return [str(e.outbox_id) for e in events]
 
@@ -93,27 +99,39 @@ def poison_among_healthy(conn):
     """120 likely poison rows of one event type; healthy pending rows of it (fewer than 3 attempts) and of another
     type; likely poison rows of another type; a published row of the poison type."""
     now = now_of(conn)
-    poison = [Event(POISON_TYPE, "pending", now - timedelta(days=3) + timedelta(minutes=i), attempt_count=3 + i % 40)
-              for i in range(120)]
+    poison = [
+        Event(POISON_TYPE, "pending", now - timedelta(days=3) + timedelta(minutes=i), attempt_count=3 + i % 40)
+        for i in range(120)
+    ]
     healthy = [Event(POISON_TYPE, "pending", now - timedelta(seconds=30), attempt_count=i % 3) for i in range(6)]
     healthy += [Event("order.created", "pending", now - timedelta(seconds=20)) for _ in range(10)]
     other_poison = [Event("invoice.sent", "pending", now - timedelta(days=1), attempt_count=7) for _ in range(4)]
-    published = [Event(POISON_TYPE, "published", now - timedelta(days=4), attempt_count=5,
-                       published_at=now - timedelta(days=4))]
+    published = [
+        Event(POISON_TYPE, "published", now - timedelta(days=4), attempt_count=5, published_at=now - timedelta(days=4))
+    ]
     insert_events(conn, poison + healthy + other_poison + published)
-    return {name: {str(e.outbox_id) for e in events} for name, events in
-            (("poison", poison), ("healthy", healthy), ("other_poison", other_poison), ("published", published))}
+    return {
+        name: {str(e.outbox_id) for e in events}
+        for name, events in (
+            ("poison", poison),
+            ("healthy", healthy),
+            ("other_poison", other_poison),
+            ("published", published),
+        )
+    }
 
 
 def statuses(conn, ids) -> dict[str, str]:
-    rows = conn.execute("SELECT outbox_id::text, status FROM app.outbox_event WHERE outbox_id = ANY(%s::uuid[])",
-                        (list(ids),)).fetchall()
+    rows = conn.execute(
+        "SELECT outbox_id::text, status FROM app.outbox_event WHERE outbox_id = ANY(%s::uuid[])", (list(ids),)
+    ).fetchall()
     return dict(rows)
 
 
 @pytest.mark.system
 def test_a_bulk_park_of_an_event_types_poison_parks_all_of_it_while_the_relay_retries_them(
-        client, conn, database_url, poison_among_healthy):
+    client, conn, database_url, poison_among_healthy
+):
     rows = poison_among_healthy
     with Relay(database_url) as relay:
         relay.wait_passes(3)
@@ -122,8 +140,15 @@ def test_a_bulk_park_of_an_event_types_poison_parks_all_of_it_while_the_relay_re
         shown = preview.get_json()
         assert shown["count"] == 120 and shown["by_event_type"] == [{"event_type": POISON_TYPE, "rows": 120}]
         relay.wait_passes(3)  # the attempt counts move on between the preview and its confirmation
-        done = client.post(BULK, json={"filter": {"event_type": POISON_TYPE}, "as_of": shown["as_of"],
-                                       "previewed": shown["count"], "reason": "INC-9: legacy.unroutable has no route"})
+        done = client.post(
+            BULK,
+            json={
+                "filter": {"event_type": POISON_TYPE},
+                "as_of": shown["as_of"],
+                "previewed": shown["count"],
+                "reason": "INC-9: legacy.unroutable has no route",
+            },
+        )
         assert done.status_code == 200, done.get_json()
         result = done.get_json()
         relay.wait_passes(2)
@@ -152,8 +177,9 @@ def test_a_bulk_confirmation_is_held_to_its_preview(client, conn, poison_among_h
     assert no_reason.status_code == 400 and "reason" in no_reason.get_json()["error"]
     other = client.post(BULK, json={"filter": {"event_type": POISON_TYPE}, "as_of": shown["as_of"], "reason": "x"})
     assert other.status_code == 409 and "showed" in other.get_json()["error"]
-    miscounted = client.post(BULK, json={"filter": {"event_type": "invoice.sent"}, "as_of": shown["as_of"],
-                                         "previewed": 5, "reason": "x"})
+    miscounted = client.post(
+        BULK, json={"filter": {"event_type": "invoice.sent"}, "as_of": shown["as_of"], "previewed": 5, "reason": "x"}
+    )
     assert miscounted.status_code == 409 and "counted 4" in miscounted.get_json()["error"]
     # a row that is no longer poison (reset for another try) and one that became poison after the preview stay
     reset, *_ = sorted(rows["other_poison"])
@@ -161,16 +187,19 @@ def test_a_bulk_confirmation_is_held_to_its_preview(client, conn, poison_among_h
     late = Event("invoice.sent", "pending", now_of(conn), attempt_count=3)
     insert_events(conn, [late])
     assert audit(conn) == []
-    done = client.post(BULK, json={"filter": {"event_type": "invoice.sent"}, "as_of": shown["as_of"],
-                                   "previewed": 4, "reason": "INC-10"}).get_json()
+    done = client.post(
+        BULK,
+        json={"filter": {"event_type": "invoice.sent"}, "as_of": shown["as_of"], "previewed": 4, "reason": "INC-10"},
+    ).get_json()
     assert (done["changed"], done["skipped"]) == (3, 1)
     assert statuses(conn, [reset, str(late.outbox_id)]) == {reset: "pending", str(late.outbox_id): "pending"}
     assert set(statuses(conn, rows["poison"] | rows["healthy"]).values()) == {"pending"}
     # released again in bulk: parked → pending, one more audit entry
     back = client.post(BULK, json={"preview": True, "action": "release"}).get_json()
     assert back["count"] == 3
-    released = client.post(BULK, json={"action": "release", "as_of": back["as_of"], "previewed": 3,
-                                       "reason": "consumer fixed"}).get_json()
+    released = client.post(
+        BULK, json={"action": "release", "as_of": back["as_of"], "previewed": 3, "reason": "consumer fixed"}
+    ).get_json()
     assert released["changed"] == 3 and "parked" not in statuses(conn, rows["other_poison"]).values()
     assert [e["action"] for e in audit(conn) if e["parent_id"] is None] == ["outbox-park-bulk", "outbox-release-bulk"]
 

@@ -1,4 +1,5 @@
 """The overview's numbers against ground truth computed here, from the rows the test writes."""
+
 from __future__ import annotations
 
 import random
@@ -46,37 +47,66 @@ def make_world(conn: psycopg.Connection, seed: int) -> tuple[list[Key], list[Out
         locked_until = None
         if status == "processing":
             # leases ending in the past (stuck), in the future (live), or NULL (judged by claimed_at)
-            locked_until = rng.choice([now - timedelta(seconds=rng.randint(1, 7200)),
-                                       now + timedelta(seconds=rng.randint(60, 7200)), None])
+            locked_until = rng.choice(
+                [now - timedelta(seconds=rng.randint(1, 7200)), now + timedelta(seconds=rng.randint(60, 7200)), None]
+            )
             if locked_until is None and rng.random() < 0.5:
                 claimed_at = now - timedelta(seconds=rng.randint(1, LEASE - 30))  # still inside the lease
         updated_at = claimed_at + timedelta(seconds=rng.randint(0, 600))
         if updated_at > now:
             updated_at = now
-        keys.append(Key(rng.choice(["create_order", "refund", "x/y scope"]), f"k-{i}-{uuid.uuid4()}", status,
-                        claimed_at, locked_until, updated_at))
+        keys.append(
+            Key(
+                rng.choice(["create_order", "refund", "x/y scope"]),
+                f"k-{i}-{uuid.uuid4()}",
+                status,
+                claimed_at,
+                locked_until,
+                updated_at,
+            )
+        )
     with conn.cursor() as cur:
         cur.executemany(
             """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                    claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at, response_body)
                VALUES (%s, %s, 'h', %s, 'w', %s, %s, %s, %s, %s + interval '10 days', %s)""",
-            [(k.scope, k.key, k.status, k.claimed_at, k.locked_until, k.claimed_at, k.updated_at, k.claimed_at,
-              Jsonb({"ok": True})) for k in keys])
-    outbox = [Outbox(rng.choice(["pending", "published", "published"]),
-                     now - timedelta(seconds=rng.randint(5, 86400))) for _ in range(120)]
+            [
+                (
+                    k.scope,
+                    k.key,
+                    k.status,
+                    k.claimed_at,
+                    k.locked_until,
+                    k.claimed_at,
+                    k.updated_at,
+                    k.claimed_at,
+                    Jsonb({"ok": True}),
+                )
+                for k in keys
+            ],
+        )
+    outbox = [
+        Outbox(rng.choice(["pending", "published", "published"]), now - timedelta(seconds=rng.randint(5, 86400)))
+        for _ in range(120)
+    ]
     with conn.cursor() as cur:
         cur.executemany(
             """INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
                    idempotency_key, payload, status, created_at, published_at)
                VALUES ('e', 'a', gen_random_uuid(), 's', gen_random_uuid()::text, '{}', %s, %s,
                        CASE WHEN %s = 'published' THEN now() END)""",
-            [(o.status, o.created_at, o.status) for o in outbox])
-    inbox = [(rng.choice(["billing", "shipping", "analytics"]), now - timedelta(hours=rng.uniform(0, 60)))
-             for _ in range(150)]
+            [(o.status, o.created_at, o.status) for o in outbox],
+        )
+    inbox = [
+        (rng.choice(["billing", "shipping", "analytics"]), now - timedelta(hours=rng.uniform(0, 60)))
+        for _ in range(150)
+    ]
     with conn.cursor() as cur:
         cur.executemany(
             """INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)
-               VALUES (%s, gen_random_uuid()::text, 'h', %s)""", inbox)
+               VALUES (%s, gen_random_uuid()::text, 'h', %s)""",
+            inbox,
+        )
     return keys, outbox, inbox
 
 

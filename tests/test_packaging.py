@@ -1,5 +1,6 @@
 """The wheel ships every package: a new subpackage missing from pyproject.toml works in a checkout (editable
 install) and breaks `pip install .` with an ImportError."""
+
 from __future__ import annotations
 
 import tomllib

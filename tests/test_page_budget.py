@@ -1,4 +1,5 @@
 """A page whose panels all time out (no indexes on a big table, or a lock) still answers in bounded time."""
+
 from __future__ import annotations
 
 import threading

@@ -3,6 +3,7 @@ creates its outbox and polling function, stores messages (one to run in an hour:
 a lease) and runs a polling listener that is killed holding a message. Once that message's lease has run out, idemdash
 reads what the library's own columns say: the killed worker's message stuck, the scheduled one pending and nobody's,
 nothing in progress; on the database's /tables, on the fleet view and in /metrics."""
+
 from __future__ import annotations
 
 import os
@@ -44,9 +45,13 @@ def _node(modules: Path, mode: str, url: str, **kwargs) -> subprocess.Popen | su
 
 def _rows(url: str) -> dict[str, tuple]:
     with psycopg.connect(url) as conn:
-        return {r[0]: r[1:] for r in conn.execute(
-            "SELECT message_type, id::text, started_attempts, finished_attempts, locked_until > now(),"
-            " processed_at IS NOT NULL FROM public.outbox")}
+        return {
+            r[0]: r[1:]
+            for r in conn.execute(
+                "SELECT message_type, id::text, started_attempts, finished_attempts, locked_until > now(),"
+                " processed_at IS NOT NULL FROM public.outbox"
+            )
+        }
 
 
 @pytest.fixture
@@ -58,6 +63,7 @@ def killed_listener(empty_database_url):
     _node(modules, "store", url)
     listener = _node(modules, "listen", url)
     try:
+
         def hang_taken():
             rows = _rows(empty_database_url)
             return rows["hang"][1] == 1 and rows["ok"][4]  # 'hang' taken, 'ok' processed
@@ -73,8 +79,8 @@ def killed_listener(empty_database_url):
 def test_a_message_held_by_a_killed_worker_is_stuck_and_a_scheduled_one_is_nobodys(make_app, killed_listener):
     url, rows = killed_listener
     hang, later = rows["hang"], rows["later"]
-    assert hang[1:4] == (1, 0, False)      # taken once, never finished, its lease over: the library's own columns
-    assert later[1:4] == (0, 0, True)      # never taken; locked_until ahead is its schedule
+    assert hang[1:4] == (1, 0, False)  # taken once, never finished, its lease over: the library's own columns
+    assert later[1:4] == (0, 0, True)  # never taken; locked_until ahead is its schedule
     client = make_app(url, PROFILE="pg-transactional-outbox", APP_SCHEMA="public").test_client()
     states = {s["meaning"]: s["count"] for s in client.get("/api/v1/tables").get_json()["tables"][0]["states"]}
     pending = sum(1 for r in rows.values() if not r[4])
@@ -88,8 +94,7 @@ def test_a_message_held_by_a_killed_worker_is_stuck_and_a_scheduled_one_is_nobod
 def test_the_fleet_view_and_metrics_show_the_killed_workers_message(make_app, killed_listener, tmp_path):
     url, rows = killed_listener
     config = tmp_path / "idemdash.toml"
-    config.write_text(f'[databases.relay]\nurl = "{url}"\nprofile = "pg-transactional-outbox"\n'
-                      'app_schema = "public"\n')
+    config.write_text(f'[databases.relay]\nurl = "{url}"\nprofile = "pg-transactional-outbox"\napp_schema = "public"\n')
     client = make_app(None, CONFIG=str(config), DATABASE_URL="").test_client()
 
     def answered():
@@ -97,13 +102,21 @@ def test_the_fleet_view_and_metrics_show_the_killed_workers_message(make_app, ki
         return None if items[0]["pending"] else items[0]
 
     relay = wait_until(answered, 15, what="the relay database's first answer")
-    assert (relay["profile"], relay["stuck"], relay["processing"], relay["outbox_pending"]) == \
-        ("pg-transactional-outbox", 1, 0, sum(1 for r in rows.values() if not r[4]))
+    assert (relay["profile"], relay["stuck"], relay["processing"], relay["outbox_pending"]) == (
+        "pg-transactional-outbox",
+        1,
+        0,
+        sum(1 for r in rows.values() if not r[4]),
+    )
     assert relay["attention"][0] == "stuck_keys"
     scrape = client.get("/metrics").data.decode()
     # the series the shipped stuck alert watches, the same name as a reference database's
     assert 'idemdash_stuck{database="relay",profile="pg-transactional-outbox"} 1.0' in scrape
     assert 'idemdash_in_progress{database="relay",profile="pg-transactional-outbox"} 0.0' in scrape
     # its outbox alone (the library's inbox table is optional and not there): rows by state for the outbox only
-    assert 'idemdash_profile_rows{database="relay",profile="pg-transactional-outbox",role="outbox",state="stuck",' \
-           'table="outbox"} 1.0' in scrape and 'role="inbox"' not in scrape
+    assert (
+        'idemdash_profile_rows{database="relay",profile="pg-transactional-outbox",role="outbox",state="stuck",'
+        'table="outbox"} 1.0'
+        in scrape
+        and 'role="inbox"' not in scrape
+    )

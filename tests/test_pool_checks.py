@@ -1,6 +1,7 @@
 """A page takes a pooled connection per panel: one handed back moments ago goes out again without a check query, one
 that rested is checked (a terminated backend is replaced before a page uses it), and a read's READ ONLY never
 reaches the next write on the same connection."""
+
 from __future__ import annotations
 
 import psycopg
@@ -14,8 +15,13 @@ from idemdash.queries.transactions import read_tx, write_tx
 
 @pytest.fixture
 def pool(database_url):
-    made = pools.new_pool("test", database_url, load(DATABASE_URL=database_url, SECRET_KEY="x", POOL_MIN_SIZE=1,
-                                                     POOL_MAX_SIZE=1), {}, psycopg.Connection)
+    made = pools.new_pool(
+        "test",
+        database_url,
+        load(DATABASE_URL=database_url, SECRET_KEY="x", POOL_MIN_SIZE=1, POOL_MAX_SIZE=1),
+        {},
+        psycopg.Connection,
+    )
     made.wait()
     yield made
     made.close()

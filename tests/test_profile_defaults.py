@@ -1,6 +1,7 @@
 """A library's own retention and lock timeout (``Profile.defaults``) are a database's defaults: a Brandur database
 with no retention set is purged by the reaper's 72 h and read with its 90 s lock timeout; a value the configuration
 sets wins; docs/profiles.md lists each default with its source."""
+
 from __future__ import annotations
 
 import re
@@ -51,16 +52,23 @@ def test_what_the_configuration_sets_wins_over_the_librarys_own():
     env = idemdash_settings.load({"IDEMDASH_PROFILE": "brandur", "IDEMDASH_INBOX_RETENTION_DAYS": "10"})
     assert (env["INBOX_RETENTION_DAYS"], env["DEFAULT_LEASE_SECONDS"]) == (10, 90)
     # a database of the config file: its own keys win; the environment's (the reference tables') do not
-    table, problems = table_settings("[databases.events]", "events",
-                                     {"url": "postgresql:///x", "profile": "brandur", "default_lease_seconds": 30},
-                                     idemdash_settings.load({"IDEMDASH_INBOX_RETENTION_DAYS": "40"}))
+    table, problems = table_settings(
+        "[databases.events]",
+        "events",
+        {"url": "postgresql:///x", "profile": "brandur", "default_lease_seconds": 30},
+        idemdash_settings.load({"IDEMDASH_INBOX_RETENTION_DAYS": "40"}),
+    )
     assert not problems and (table["INBOX_RETENTION_DAYS"], table["DEFAULT_LEASE_SECONDS"]) == (3, 30)
     reference = idemdash_settings.load({})
     assert (reference["INBOX_RETENTION_DAYS"], reference["DEFAULT_LEASE_SECONDS"]) == (30, 300)
 
 
 def test_docs_list_every_librarys_default_with_its_source():
-    rows = {(name, setting, value): source.replace("`", "") for name, setting, value, source in
-            re.findall(r"^\| ([a-z-]+) \| `IDEMDASH_([A-Z_]+)` \| (\d+) \| (.+?) \|", DOCS, re.M)}
+    rows = {
+        (name, setting, value): source.replace("`", "")
+        for name, setting, value, source in re.findall(
+            r"^\| ([a-z-]+) \| `IDEMDASH_([A-Z_]+)` \| (\d+) \| (.+?) \|", DOCS, re.M
+        )
+    }
     declared = {(p.name, d.setting, str(d.value)): d.source for p in PROFILES.values() for d in p.defaults}
     assert rows == declared and len(declared) >= 6

@@ -2,6 +2,7 @@
 through its role tables and their dimensions (core/profiles/dimensions.py): each library's own DDL, rows with known
 counts, a database zone that is not UTC. Where a library records attempts and an owner (Wolverine, DBOS) the numbers
 equal what the rows say; where it records neither, the page says so by the library's name."""
+
 from __future__ import annotations
 
 import json
@@ -52,10 +53,23 @@ INSERT INTO dbos.workflow_status (workflow_uuid, status, name, executor_id, appl
   ('wf-err', 'ERROR', 'ship', 'e1', 'v2', 7, {_MS} - 600000, {_MS} - 600000)
 """
 
-ROUTES = ["/hotspots", "/api/v1/hotspots", "/hotspots?window=all&min_attempts=1", "/suppression",
-          "/api/v1/suppression", "/workers", "/api/v1/workers?window=7d", "/search", "/search?q=nothing-like-it",
-          "/api/v1/search?q=nothing-like-it", "/api/v1/search?q=%5B%221%22%5D", "/api/v1/keys/breakdown", "/runbook",
-          "/runbook/stuck-keys", "/runbook/outbox-backlog"]
+ROUTES = [
+    "/hotspots",
+    "/api/v1/hotspots",
+    "/hotspots?window=all&min_attempts=1",
+    "/suppression",
+    "/api/v1/suppression",
+    "/workers",
+    "/api/v1/workers?window=7d",
+    "/search",
+    "/search?q=nothing-like-it",
+    "/api/v1/search?q=nothing-like-it",
+    "/api/v1/search?q=%5B%221%22%5D",
+    "/api/v1/keys/breakdown",
+    "/runbook",
+    "/runbook/stuck-keys",
+    "/runbook/outbox-backlog",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -77,8 +91,9 @@ def _text(html: bytes) -> str:
 
 @pytest.mark.system  # every library's tables, fifteen routes each: over a second per profile
 @pytest.mark.parametrize(("name", "version", "default_schema", "statements", "tables"), CASES, ids=IDS)
-def test_every_route_answers_on_every_librarys_database(make_app, empty_database_url, name, version,
-                                                        default_schema, statements, tables):
+def test_every_route_answers_on_every_librarys_database(
+    make_app, empty_database_url, name, version, default_schema, statements, tables
+):
     seed, _ = SEEDED.get((name, version), (None, None))
     _database(empty_database_url, default_schema, statements, seed)
     overrides = {"OUTBOX_TABLE": tables["outbox"]} if name == "nservicebus" else {}
@@ -94,7 +109,8 @@ def test_every_route_answers_on_every_librarys_database(make_app, empty_database
     assert f"is not recorded by {library}" in client.get("/api/v1/suppression").get_json()["note"]
     for table in client.get("/api/v1/hotspots").get_json()["tables"]:
         assert (table["attempts"]["recorded"] and table["top_rows"] is not None) or (
-            library in table["attempts"]["note"] and table["top_rows"] is None), table
+            library in table["attempts"]["note"] and table["top_rows"] is None
+        ), table
     workers = client.get("/api/v1/workers").get_json()
     for table in workers["tables"]:
         assert table["owner"]["recorded"] or library in table["owner"]["note"], table
@@ -116,8 +132,9 @@ def test_a_custom_shape_answers_every_route_and_says_what_it_does_not_record(mak
     hot = client.get("/api/v1/hotspots").get_json()
     outbox = next(t for t in hot["tables"] if t["role"] == "outbox")
     assert (outbox["table"], outbox["attempts"]["recorded"], outbox["top_rows"]) == ("events_out", False, None)
-    assert outbox["attempts"]["note"] == \
-        "attempts is not recorded by the payments service's outbox for its outbox table"
+    assert (
+        outbox["attempts"]["note"] == "attempts is not recorded by the payments service's outbox for its outbox table"
+    )
     # the identity column (its primary key) finds the row, and the page goes straight to it
     found = client.get("/api/v1/search?q=3").get_json()
     assert [(i["role"], i["identity"]) for i in found["items"]] == [("outbox", "[3]")]
@@ -139,45 +156,66 @@ def test_wolverine_hotspots_and_workers_equal_the_rows(make_app, empty_database_
     tables = {t["role"]: t for t in hot["tables"]}
     inbox = tables["inbox"]
     assert [(r["attempts"], r["owner"], r["stuck"]) for r in inbox["top_rows"]] == [
-        (9, "7", True), (7, None, False), (6, "1", False), (5, None, False)]
-    assert inbox["top_rows"][0]["url"].endswith(
-        "/tables/inbox/row?id=%5B%2200000000-0000-0000-0000-000000000002%22%5D")
+        (9, "7", True),
+        (7, None, False),
+        (6, "1", False),
+        (5, None, False),
+    ]
+    assert inbox["top_rows"][0]["url"].endswith("/tables/inbox/row?id=%5B%2200000000-0000-0000-0000-000000000002%22%5D")
     # owner 0 is no one: its rows make the group of no owner
     assert [(g["owner"], g["rows"], g["stuck"], g["max_attempts"]) for g in inbox["by_owner"]] == [
-        (None, 2, 0, 7), ("7", 1, 1, 9), ("1", 1, 0, 6)]
+        (None, 2, 0, 7),
+        ("7", 1, 1, 9),
+        ("1", 1, 0, 6),
+    ]
     assert inbox["by_group"] is None and "not recorded by Wolverine" in inbox["group"]["note"]
     assert inbox["window_applies"] is False and hot["since"] is None
     assert [(r["attempts"], r["owner"], r["stuck"]) for r in tables["outbox"]["top_rows"]] == [(5, "9", True)]
     assert tables["keys"]["table"] is None and tables["keys"]["attempts"]["note"].startswith(
-        "Wolverine durable messaging (PostgreSQL) has no keys table")
+        "Wolverine durable messaging (PostgreSQL) has no keys table"
+    )
 
     workers = client.get("/api/v1/workers").get_json()
-    assert [(w["role"], w["name"], w["stuck"], w["in_progress"], w["failed"], w["done"], w["last_seen"])
-            for w in workers["items"]] == [
-        ("inbox", "7", 2, 2, None, 0, None), ("outbox", "9", 1, None, None, None, None),
-        ("inbox", "1", 0, 1, None, 1, None)]
+    assert [
+        (w["role"], w["name"], w["stuck"], w["in_progress"], w["failed"], w["done"], w["last_seen"])
+        for w in workers["items"]
+    ] == [
+        ("inbox", "7", 2, 2, None, 0, None),
+        ("outbox", "9", 1, None, None, None, None),
+        ("inbox", "1", 0, 1, None, 1, None),
+    ]
     assert workers["items"][0]["url"].endswith("/tables/inbox?state=stuck")
 
     page = BeautifulSoup(client.get("/workers").data, "html.parser")
     row = page.select_one('tr[data-worker="7"][data-role="inbox"]')
     assert {td["data-col"]: td.get_text(" ", strip=True) for td in row.select("td[data-col]")} == {
-        "stuck": "2", "in_progress": "2", "done": "0"}
+        "stuck": "2",
+        "in_progress": "2",
+        "done": "0",
+    }
     # failed (dead letters are a table of their own) and a time of change: recorded for no table with an owner
     assert " ".join(page.select_one("[data-not-recorded-states]").get_text().split()) == (
         "Failed: not recorded by Wolverine durable messaging (PostgreSQL) for wolverine_outgoing_envelopes or "
-        "wolverine_incoming_envelopes.")
+        "wolverine_incoming_envelopes."
+    )
     assert "no window applies" in page.get_text() and page.select_one("nav.tabs") is None
     hot_page = BeautifulSoup(client.get("/hotspots?min_attempts=5").data, "html.parser")
-    assert [td.get_text(strip=True) for td in hot_page.select("#top-rows-inbox td[data-col=attempts]")] == \
-        ["9", "7", "6", "5"]
+    assert [td.get_text(strip=True) for td in hot_page.select("#top-rows-inbox td[data-col=attempts]")] == [
+        "9",
+        "7",
+        "6",
+        "5",
+    ]
     assert "A group per row is not recorded by Wolverine" in hot_page.get_text()
     assert hot_page.select_one("#hotspots-panel nav.tabs") is None  # no table records when a row changed
-    assert [a.get_text() for a in hot_page.select("#top-rows-inbox td.keycell a")][0] == \
-        "00000000-0000-0000-0000-000000000002"
+    assert [a.get_text() for a in hot_page.select("#top-rows-inbox td.keycell a")][
+        0
+    ] == "00000000-0000-0000-0000-000000000002"
 
     found = client.get("/api/v1/search?q=00000000-0000-0000-0000-000000000011").get_json()
     assert [(i["role"], i["identity"]) for i in found["items"]] == [
-        ("outbox", '["00000000-0000-0000-0000-000000000011"]')]
+        ("outbox", '["00000000-0000-0000-0000-000000000011"]')
+    ]
     assert [w["role"] for w in client.get("/api/v1/search?q=7").get_json()["workers"]] == ["inbox"]
     breakdown = client.get("/api/v1/keys/breakdown").get_json()
     assert breakdown["table"] is None and "has no keys table" in breakdown["note"]
@@ -190,9 +228,15 @@ def test_dbos_hotspots_workers_breakdown_and_search_equal_the_rows(make_app, emp
     every = client.get("/api/v1/hotspots?window=all&min_attempts=5").get_json()
     keys = next(t for t in every["tables"] if t["role"] == "keys")
     assert [(json.loads(r["identity"]), r["attempts"], r["owner"], r["stuck"]) for r in keys["top_rows"]] == [
-        (["wf-err"], 7, "e1", False), (["wf-silent"], 6, "e2", True), (["wf-done-old"], 5, "e3", False)]
+        (["wf-err"], 7, "e1", False),
+        (["wf-silent"], 6, "e2", True),
+        (["wf-done-old"], 5, "e3", False),
+    ]
     assert [(g["owner"], g["rows"], g["stuck"], g["max_attempts"]) for g in keys["by_owner"]] == [
-        ("e1", 1, 0, 7), ("e2", 1, 1, 6), ("e3", 1, 0, 5)]
+        ("e1", 1, 0, 7),
+        ("e2", 1, 1, 6),
+        ("e3", 1, 0, 5),
+    ]
     # DBOS records when a workflow last changed (updated_at): the window narrows its rows
     day = client.get("/api/v1/hotspots?window=24h&min_attempts=5").get_json()
     assert day["since"] is not None
@@ -200,15 +244,20 @@ def test_dbos_hotspots_workers_breakdown_and_search_equal_the_rows(make_app, emp
 
     hour = client.get("/api/v1/workers?window=1h").get_json()
     assert [(w["name"], w["stuck"], w["in_progress"], w["failed"], w["done"]) for w in hour["items"]] == [
-        ("e1", 1, 1, 1, 0), ("e2", 1, 1, 0, 0), ("e3", 0, 1, 0, 1)]
+        ("e1", 1, 1, 1, 0),
+        ("e2", 1, 1, 0, 0),
+        ("e3", 0, 1, 0, 1),
+    ]
     seen = {w["name"]: w["last_seen"] for w in hour["items"]}
     with psycopg.connect(empty_database_url) as conn:
         conn.execute("SET timezone = 'UTC'")
-        expected = dict(conn.execute("""SELECT executor_id, to_timestamp(max(updated_at)::float8 / 1000)
+        expected = dict(
+            conn.execute("""SELECT executor_id, to_timestamp(max(updated_at)::float8 / 1000)
                                         FROM dbos.workflow_status
                                         WHERE status = 'PENDING' OR updated_at >= (extract(epoch FROM now()) * 1000
                                                                                      - 3600000)
-                                        GROUP BY 1""").fetchall())
+                                        GROUP BY 1""").fetchall()
+        )
     assert {n: datetime.fromisoformat(v) for n, v in seen.items()} == expected
     week = client.get("/api/v1/workers?window=7d").get_json()
     assert {w["name"]: w["done"] for w in week["items"]} == {"e1": 0, "e2": 0, "e3": 2}
@@ -238,8 +287,10 @@ def test_spring_modulith_records_no_owner_and_says_so(make_app, empty_database_u
     workers = client.get("/api/v1/workers").get_json()
     outbox = next(t for t in workers["tables"] if t["role"] == "outbox")
     assert workers["items"] == [] and outbox["owner"] == {
-        "recorded": False, "columns": [],
-        "note": "who holds a row is not recorded by Spring Modulith event publication registry for its outbox table"}
+        "recorded": False,
+        "columns": [],
+        "note": "who holds a row is not recorded by Spring Modulith event publication registry for its outbox table",
+    }
     page = _text(client.get("/workers").data)
     assert "Who holds a row is not recorded by Spring Modulith event publication registry for its outbox table" in page
     runbook = BeautifulSoup(client.get("/runbook/stuck-keys").data, "html.parser")
@@ -272,8 +323,12 @@ def test_the_table_of_what_each_profile_records_in_the_docs_is_the_profiles_own(
             return ", ".join(f"`{g}`" for g in table.groups)
         return "yes" if dimension in ("decisions", "suppression") else f"`{column(table, dimension)}`"
 
-    rows = [f"| {name} | {role}: `{table.name}` | " + " | ".join(cell(table, d) for d in dims) + " |"
-            for name, chosen in PROFILES.items() for role in ROLES if (table := role_table(chosen, role)) is not None]
+    rows = [
+        f"| {name} | {role}: `{table.name}` | " + " | ".join(cell(table, d) for d in dims) + " |"
+        for name, chosen in PROFILES.items()
+        for role in ROLES
+        if (table := role_table(chosen, role)) is not None
+    ]
     doc = (Path(__file__).resolve().parent.parent / "docs" / "profiles.md").read_text()
     section = doc.split("## What each profile records", 1)[1].split("\n## ", 1)[0]
     shown = [line for line in section.splitlines() if line.startswith("| ") and ": `" in line]

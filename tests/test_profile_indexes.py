@@ -1,5 +1,6 @@
 """Every index a profile advises builds on the library's own tables (tests/library_ddl.py), under the name idemdash
 gives it, beside the library's indexes (left as they are); a second build is a no-op."""
+
 from __future__ import annotations
 
 import psycopg
@@ -12,14 +13,19 @@ from idemdash.queries.profile_indexes import create_profile_index, list_profile_
 from tests.test_detect import CASES, IDS, _create_case
 
 # the cases with a table an advised index is on (Eventuate's database-id mode has no received_messages)
-ADVISING = [(case, ident) for case, ident in zip(CASES, IDS, strict=True)
-            if any(index.table in case[4] for index in PROFILES[case[0]].indexes)]
+ADVISING = [
+    (case, ident)
+    for case, ident in zip(CASES, IDS, strict=True)
+    if any(index.table in case[4] for index in PROFILES[case[0]].indexes)
+]
 
 
-@pytest.mark.parametrize(("name", "version", "schema", "statements", "tables"), [c for c, _ in ADVISING],
-                         ids=[i for _, i in ADVISING])
-def test_each_advised_index_builds_beside_the_librarys_own(empty_database_url, name, version, schema, statements,
-                                                            tables):
+@pytest.mark.parametrize(
+    ("name", "version", "schema", "statements", "tables"), [c for c, _ in ADVISING], ids=[i for _, i in ADVISING]
+)
+def test_each_advised_index_builds_beside_the_librarys_own(
+    empty_database_url, name, version, schema, statements, tables
+):
     _create_case(empty_database_url, schema, statements)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         [found] = find_shapes(conn)

@@ -1,6 +1,7 @@
 """The on-call pages on a database of every profile (the one model, dashboard/one_model.py): `/`, `/keys`, `/outbox`,
 `/outbox/poison`, `/inbox` and their JSON answer 200 on another library's tables, each number by the library's own
 states (the counts /api/v1/tables gives), and a panel the library cannot fill says so in words, never 0."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,18 @@ from tests.test_custom_shapes import SHAPE, TABLE
 from tests.test_detect import CASES, IDS, _create_case
 from tests.test_profile_pages import SPRING_COUNTS, SPRING_ROWS
 
-ROUTES = ("/", "/api/v1/overview", "/keys", "/api/v1/keys", "/outbox", "/api/v1/outbox", "/outbox/poison",
-          "/api/v1/outbox/poison", "/inbox", "/api/v1/inbox")
+ROUTES = (
+    "/",
+    "/api/v1/overview",
+    "/keys",
+    "/api/v1/keys",
+    "/outbox",
+    "/api/v1/outbox",
+    "/outbox/poison",
+    "/api/v1/outbox/poison",
+    "/inbox",
+    "/api/v1/inbox",
+)
 FIELDS = {"stuck": "stuck", "in progress": "in_progress", "pending": "pending", "failed": "failed", "done": "done"}
 
 
@@ -29,8 +40,11 @@ def _no_config(monkeypatch):
 def _tables_counts(client) -> dict[str, dict[str, int | None]]:
     """Each role's count of each meaning as /api/v1/tables gives it (the library's own states); None: not recorded."""
     answer = client.get("/api/v1/tables").get_json()
-    return {t["role"]: {s["meaning"]: s["count"] if s["recorded"] else None for s in t["states"]}
-            for t in answer["tables"] if t["name"]}
+    return {
+        t["role"]: {s["meaning"]: s["count"] if s["recorded"] else None for s in t["states"]}
+        for t in answer["tables"]
+        if t["name"]
+    }
 
 
 def _assert_overview_matches_tables(client) -> dict:
@@ -50,14 +64,21 @@ def _assert_overview_matches_tables(client) -> dict:
 
 @pytest.mark.system  # every route, a second and a half
 def test_a_spring_modulith_database_gets_the_overview_the_lists_and_a_rows_page_in_a_zone_that_is_not_utc(
-        make_app, empty_database_url):
+    make_app, empty_database_url
+):
     _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(SPRING_ROWS)
         conn.execute("UPDATE modulith.event_publication SET completion_attempts = 4 WHERE status = 'PUBLISHED'")
         conn.execute(f"ALTER DATABASE {conn.info.dbname} SET timezone = 'Asia/Tokyo'")
-    client = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith", INBOX_RETENTION_DAYS=1,
-                      OUTBOX_RETENTION_DAYS=1, DEFAULT_LEASE_SECONDS=300).test_client()
+    client = make_app(
+        empty_database_url,
+        PROFILE="spring-modulith",
+        APP_SCHEMA="modulith",
+        INBOX_RETENTION_DAYS=1,
+        OUTBOX_RETENTION_DAYS=1,
+        DEFAULT_LEASE_SECONDS=300,
+    ).test_client()
     for path in ROUTES:
         response = client.get(path)
         assert response.status_code == 200, (path, response.data[:300])
@@ -74,7 +95,17 @@ def test_a_spring_modulith_database_gets_the_overview_the_lists_and_a_rows_page_
     assert soup.select_one("[data-metric='outbox.poison']").get_text() == "1"
     assert "has no keys or inbox table" in soup.select_one("[data-no-table]").get_text()
     assert [a.get_text() for a in soup.select("nav[aria-label=Pages] a")] == [
-        "Overview", "Hotspots", "Workers", "Suppression", "Outbox", "Audit", "Purges", "Health", "Runbooks", "Tables"]
+        "Overview",
+        "Hotspots",
+        "Workers",
+        "Suppression",
+        "Outbox",
+        "Audit",
+        "Purges",
+        "Health",
+        "Runbooks",
+        "Tables",
+    ]
     assert "spring-modulith · read-only" in soup.select_one("header").get_text()
     # the outbox: pending rows by the library's states, the poison one listed apart; a row's own page by its uuid
     pending = client.get("/api/v1/outbox").get_json()
@@ -97,14 +128,19 @@ def test_a_spring_modulith_database_gets_the_overview_the_lists_and_a_rows_page_
     page = BeautifulSoup(client.get("/outbox").data, "html.parser")
     assert page.select("table.library-rows time[data-rel]") and "T" not in page.select_one("time[data-rel]").get_text()
     # writes of the reference tables' actions stay refused
-    assert client.post("/api/v1/keys/reclassify", json={"scope": "s", "key": "k", "to": "safe_to_retry",
-                                                        "reason": "r"}).status_code == 403
+    assert (
+        client.post(
+            "/api/v1/keys/reclassify", json={"scope": "s", "key": "k", "to": "safe_to_retry", "reason": "r"}
+        ).status_code
+        == 403
+    )
 
 
 @pytest.mark.system  # a second each, thirteen shapes
 @pytest.mark.parametrize(("name", "version", "default_schema", "statements", "tables"), CASES, ids=IDS)
-def test_every_profile_answers_every_on_call_route_with_its_own_tables(make_app, empty_database_url, name, version,
-                                                                       default_schema, statements, tables):
+def test_every_profile_answers_every_on_call_route_with_its_own_tables(
+    make_app, empty_database_url, name, version, default_schema, statements, tables
+):
     _create_case(empty_database_url, default_schema, statements)
     overrides = {"OUTBOX_TABLE": tables["outbox"]} if name == "nservicebus" else {}
     client = make_app(empty_database_url, PROFILE=name, **overrides).test_client()
@@ -145,11 +181,15 @@ def test_a_custom_shape_gets_the_on_call_pages_with_its_own_states(make_app, emp
     assert {m: outbox[f] for m, f in FIELDS.items()} == CUSTOM_COUNTS
     # the shape names a done time: one row sent a day ago is done in 24 h... and none since; no attempts column
     assert outbox["done_24h"] == 0 and outbox["poison"] is None
-    assert outbox["not_recorded"]["poison"] == \
-        "attempts is not recorded by the payments service's outbox for its outbox table"
+    assert (
+        outbox["not_recorded"]["poison"]
+        == "attempts is not recorded by the payments service's outbox for its outbox table"
+    )
     soup = BeautifulSoup(client.get("/").data, "html.parser")
-    assert "Attempts is not recorded by the payments service's outbox" in \
-        soup.select_one("[data-not-recorded='outbox.poison']").get_text()
+    assert (
+        "Attempts is not recorded by the payments service's outbox"
+        in soup.select_one("[data-not-recorded='outbox.poison']").get_text()
+    )
     poison = client.get("/api/v1/outbox/poison").get_json()
     assert (poison["recorded"], poison["items"]) == (False, [])
     # its stuck row on the outbox's stuck tab; its row page by the identity
@@ -159,10 +199,14 @@ def test_a_custom_shape_gets_the_on_call_pages_with_its_own_states(make_app, emp
 
 
 @pytest.mark.system  # a second or two each, eleven libraries
-@pytest.mark.parametrize(("name", "schema", "statements", "rows", "follow", "count"), SEEDED,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(SEEDED)])
+@pytest.mark.parametrize(
+    ("name", "schema", "statements", "rows", "follow", "count"),
+    SEEDED,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(SEEDED)],
+)
 def test_each_librarys_rows_in_every_state_are_counted_by_its_own_definitions_on_every_page(
-        make_app, empty_database_url, name, schema, statements, rows, follow, count):
+    make_app, empty_database_url, name, schema, statements, rows, follow, count
+):
     _create_case(empty_database_url, schema, statements)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(rows)
@@ -186,8 +230,9 @@ def test_each_librarys_rows_in_every_state_are_counted_by_its_own_definitions_on
                 continue
             items = client.get(api, query_string={"state": state}).get_json()["items"]
             assert len(items) == n, (listed, state)
-            shown = BeautifulSoup(client.get(api.replace("/api/v1", ""), query_string={"state": state}).data,
-                                  "html.parser")
+            shown = BeautifulSoup(
+                client.get(api.replace("/api/v1", ""), query_string={"state": state}).data, "html.parser"
+            )
             assert len(shown.select("table.library-rows tbody tr")) == n
     # the likely poison rows: as many listed as the overview counts
     outbox = by_role["outbox"]
@@ -224,7 +269,8 @@ INSERT INTO cap."received" ("Id", "Version", "Name", "Group", "Content", "Retrie
 
 
 def test_where_the_library_records_groups_the_outbox_filters_and_the_inbox_breaks_down_by_them(
-        make_app, empty_database_url):
+    make_app, empty_database_url
+):
     [(_, schema, statements, rows, _, _)] = [c for c in SEEDED if c[0] == "cap"]
     _create_case(empty_database_url, schema, statements)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
@@ -250,7 +296,8 @@ def test_where_the_library_records_groups_the_outbox_filters_and_the_inbox_break
     # the shipping row was tried 5 times: likely poison, apart; the consumer filter narrows the groups
     assert inbox["numbers"]["poison"] == 1
     assert [g["group"] for g in client.get("/api/v1/inbox?consumer=SHIP").get_json()["groups"]] == [
-        ["orders.created", "shipping"]]
+        ["orders.created", "shipping"]
+    ]
     page = BeautifulSoup(client.get("/inbox").data, "html.parser")
     assert len(page.select("table.profile-groups tbody tr")) == 2
 
@@ -266,8 +313,10 @@ def test_the_librarys_tables_of_its_own_roles_are_on_the_overview_with_what_they
     others = {o["role"]: {s["meaning"]: s["count"] for s in o["states"]} for o in overview["other_tables"]}
     counts = _tables_counts(client)
     assert others["dead_letters"] == {m: n for m, n in counts["dead_letters"].items() if n is not None}
-    assert overview["roles"][1]["not_recorded"]["failed"] == "failed is not recorded by Wolverine durable messaging " \
-                                                             "(PostgreSQL)"
+    assert (
+        overview["roles"][1]["not_recorded"]["failed"] == "failed is not recorded by Wolverine durable messaging "
+        "(PostgreSQL)"
+    )
     soup = BeautifulSoup(client.get("/").data, "html.parser")
     link = soup.select_one("[data-other='dead_letters.failed']")
     assert link.get_text(" ", strip=True) == f"{counts['dead_letters']['failed']} failed"
@@ -280,13 +329,16 @@ def test_a_key_of_a_library_told_apart_by_two_columns_opens_by_scope_and_key(mak
     _create_case(empty_database_url, schema, statements)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(rows)
-        user_id, key = conn.execute("SELECT user_id, idempotency_key FROM public.idempotency_keys "
-                                    "ORDER BY id LIMIT 1").fetchone()
+        user_id, key = conn.execute(
+            "SELECT user_id, idempotency_key FROM public.idempotency_keys ORDER BY id LIMIT 1"
+        ).fetchone()
     client = make_app(empty_database_url, PROFILE="brandur", DEFAULT_LEASE_SECONDS=300).test_client()
     found = client.get(f"/api/v1/keys/{user_id}/{key}")
     assert found.status_code == 200
     assert (found.get_json()["identity"], found.get_json()["row"]["idempotency_key"]) == (
-        json.dumps([str(user_id), key]), key)
+        json.dumps([str(user_id), key]),
+        key,
+    )
     by_query = client.get("/api/v1/key", query_string={"scope": str(user_id), "key": key}).get_json()
     assert by_query | {"as_of": None} == found.get_json() | {"as_of": None}
     page = BeautifulSoup(client.get(f"/keys/{user_id}/{key}").data, "html.parser")

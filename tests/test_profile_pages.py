@@ -1,6 +1,7 @@
 """A database of another library's profile, served: configured with `profile` (IDEMDASH_PROFILE, or in
 IDEMDASH_CONFIG beside reference databases on the same URL), read through its own states on `/tables` and
 `/api/v1/tables` (also its `/`), and never written to nor read as if it held the reference tables."""
+
 from __future__ import annotations
 
 import json
@@ -39,14 +40,21 @@ def _no_config(monkeypatch):
 
 
 def _states(answer: dict) -> dict[tuple[str, str], int | None | str]:
-    return {(t["role"], s["meaning"]): (s["count"] if s["recorded"] else "not recorded")
-            for t in answer["tables"] for s in t["states"]}
+    return {
+        (t["role"], s["meaning"]): (s["count"] if s["recorded"] else "not recorded")
+        for t in answer["tables"]
+        for s in t["states"]
+    }
 
 
 def test_a_library_profile_takes_the_librarys_own_names_where_none_are_set(tmp_path):
     values = settings.load({"IDEMDASH_PROFILE": "masstransit"})
-    assert (values["APP_SCHEMA"], values["OUTBOX_TABLE"], values["INBOX_TABLE"], values["OUTBOX_STATE_TABLE"]) == \
-        ("public", "OutboxMessage", "InboxState", "OutboxState")
+    assert (values["APP_SCHEMA"], values["OUTBOX_TABLE"], values["INBOX_TABLE"], values["OUTBOX_STATE_TABLE"]) == (
+        "public",
+        "OutboxMessage",
+        "InboxState",
+        "OutboxState",
+    )
     assert settings.load({"IDEMDASH_PROFILE": "masstransit", "IDEMDASH_APP_SCHEMA": "bus"})["APP_SCHEMA"] == "bus"
     assert settings.load({})["OUTBOX_TABLE"] == "outbox_event"  # the reference's, as before
     with pytest.raises(ConfigError, match="IDEMDASH_PROFILE: expected one of reference, spring-modulith"):
@@ -54,18 +62,32 @@ def test_a_library_profile_takes_the_librarys_own_names_where_none_are_set(tmp_p
 
 
 def test_a_spring_modulith_database_shows_the_registrys_own_states_in_a_zone_that_is_not_utc(
-        make_app, empty_database_url):
+    make_app, empty_database_url
+):
     _create_case(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2])
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
         conn.execute(SPRING_ROWS)
         conn.execute(f"ALTER DATABASE {conn.info.dbname} SET timezone = 'Pacific/Auckland'")
-    client = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith", INBOX_RETENTION_DAYS=1,
-                      OUTBOX_RETENTION_DAYS=1, DEFAULT_LEASE_SECONDS=300).test_client()
+    client = make_app(
+        empty_database_url,
+        PROFILE="spring-modulith",
+        APP_SCHEMA="modulith",
+        INBOX_RETENTION_DAYS=1,
+        OUTBOX_RETENTION_DAYS=1,
+        DEFAULT_LEASE_SECONDS=300,
+    ).test_client()
     answer = client.get("/api/v1/tables").get_json()
-    assert (answer["profile"], answer["version"], answer["app_schema"], answer["problem"], answer["read_only"]) == \
-        ("spring-modulith", "v2", "modulith", None, True)
-    assert [(t["role"], t["name"]) for t in answer["tables"]] == [("outbox", "event_publication"),
-                                                                  ("archive", "event_publication_archive")]
+    assert (answer["profile"], answer["version"], answer["app_schema"], answer["problem"], answer["read_only"]) == (
+        "spring-modulith",
+        "v2",
+        "modulith",
+        None,
+        True,
+    )
+    assert [(t["role"], t["name"]) for t in answer["tables"]] == [
+        ("outbox", "event_publication"),
+        ("archive", "event_publication_archive"),
+    ]
     states = _states(answer)
     assert {meaning: states[("outbox", meaning)] for meaning in SPRING_COUNTS} == SPRING_COUNTS
     # the archive records neither progress nor failure: said so, never 0
@@ -78,13 +100,24 @@ def test_a_spring_modulith_database_shows_the_registrys_own_states_in_a_zone_tha
     assert shown == {meaning: str(n) for meaning, n in SPRING_COUNTS.items()}
     assert "not recorded" in soup.select_one("tr[data-role=archive] td[data-meaning='in progress']").get_text()
     assert [a.get_text() for a in soup.select("nav[aria-label=Pages] a")] == [
-        "Overview", "Hotspots", "Workers", "Suppression", "Outbox", "Audit", "Purges", "Health", "Runbooks", "Tables"]
+        "Overview",
+        "Hotspots",
+        "Workers",
+        "Suppression",
+        "Outbox",
+        "Audit",
+        "Purges",
+        "Health",
+        "Runbooks",
+        "Tables",
+    ]
     assert "spring-modulith · read-only" in soup.select_one("header").get_text()
 
 
 @pytest.mark.parametrize(("name", "version", "default_schema", "statements", "tables"), CASES, ids=IDS)
-def test_every_library_is_read_through_its_profile_in_its_default_schema(make_app, empty_database_url, name,
-                                                                         version, default_schema, statements, tables):
+def test_every_library_is_read_through_its_profile_in_its_default_schema(
+    make_app, empty_database_url, name, version, default_schema, statements, tables
+):
     _create_case(empty_database_url, default_schema, statements)
     overrides = {"OUTBOX_TABLE": tables["outbox"]} if name == "nservicebus" else {}
     client = make_app(empty_database_url, PROFILE=name, **overrides).test_client()
@@ -104,8 +137,7 @@ def test_every_library_is_read_through_its_profile_in_its_default_schema(make_ap
     assert client.get("/tables").status_code == 200
 
 
-def test_the_on_call_routes_read_the_librarys_tables_and_the_reference_actions_answer_403(make_app,
-                                                                                         empty_database_url):
+def test_the_on_call_routes_read_the_librarys_tables_and_the_reference_actions_answer_403(make_app, empty_database_url):
     _create_case(empty_database_url, "public", [ddl.BRANDUR])
     client = make_app(empty_database_url, PROFILE="brandur").test_client()
     api = client.get("/api/v1/keys?status=stuck")  # a runbook's link: the stuck keys by Brandur's own rule
@@ -113,8 +145,10 @@ def test_the_on_call_routes_read_the_librarys_tables_and_the_reference_actions_a
     assert (api.get_json()["profile"], api.get_json()["state"], api.get_json()["items"]) == ("brandur", "stuck", [])
     page = client.get("/outbox")  # Brandur keeps no outbox: the page says so
     assert page.status_code == 200 and b"Brandur" in page.data and b"has no outbox table" in page.data
-    refused = client.post("/api/v1/keys/reclassify", json={"scope": "s", "key": "k", "to": "safe_to_retry",
-                                                           "reason": "r", "expected_attempt_count": 1})
+    refused = client.post(
+        "/api/v1/keys/reclassify",
+        json={"scope": "s", "key": "k", "to": "safe_to_retry", "reason": "r", "expected_attempt_count": 1},
+    )
     assert refused.status_code == 403 and "IDEMDASH_PROFILE" in refused.get_json()["error"]
     assert client.get("/api/v1/tables").status_code == 200 and client.get("/healthz").status_code == 200
 
@@ -124,8 +158,10 @@ def test_tables_missing_where_the_configuration_points_say_where_detect_finds_th
     client = make_app(empty_database_url, PROFILE="spring-modulith").test_client()
     answer = client.get("/api/v1/tables").get_json()
     assert answer["tables"] == []
-    assert answer["problem"].startswith("no Spring Modulith event publication registry tables "
-                                        "(event_publication (outbox)) with the library's columns in schema public")
+    assert answer["problem"].startswith(
+        "no Spring Modulith event publication registry tables "
+        "(event_publication (outbox)) with the library's columns in schema public"
+    )
     assert "finds them in schema modulith (set app_schema)" in answer["problem"]
     assert "finds them in schema modulith" in BeautifulSoup(client.get("/").data, "html.parser").get_text()
     # the on-call pages say the same, each in its panel's place
@@ -134,8 +170,9 @@ def test_tables_missing_where_the_configuration_points_say_where_detect_finds_th
     assert "finds them in schema modulith" in client.get("/api/v1/inbox").get_json()["no_table"]
 
 
-def test_what_detect_prints_for_several_libraries_and_the_reference_serves_each_on_one_url(make_app,
-                                                                                           database_url, tmp_path):
+def test_what_detect_prints_for_several_libraries_and_the_reference_serves_each_on_one_url(
+    make_app, database_url, tmp_path
+):
     """One database holding the reference tables, Spring Modulith's and MassTransit's (snake_case) and two NServiceBus
     endpoints: `idemdash detect`'s lines, pasted, serve each under /db/<name>/ with its own states."""
     _create_case(database_url, "modulith", [ddl.SPRING_MODULITH_V2])
@@ -149,13 +186,15 @@ def test_what_detect_prints_for_several_libraries_and_the_reference_serves_each_
     # none answered yet, none needing attention: by name
     assert names == sorted(["reference", "spring-modulith", "masstransit", "nservicebus", "nservicebus-public"])
     found = {name: client.get(f"/api/v1/db/{name}/tables").get_json() for name in names}
-    assert {name: (a["profile"], a["problem"], [t["name"] for t in a["tables"] if t["name"]])
-            for name, a in found.items()} == {
+    assert {
+        name: (a["profile"], a["problem"], [t["name"] for t in a["tables"] if t["name"]]) for name, a in found.items()
+    } == {
         "reference": ("reference", None, ["idempotency_request", "processed_message", "outbox_event"]),
         "spring-modulith": ("spring-modulith", None, ["event_publication", "event_publication_archive"]),
         "masstransit": ("masstransit", None, ["inbox_state", "outbox_state", "outbox_message"]),
         "nservicebus": ("nservicebus", None, ["Billing_OutboxData"]),
-        "nservicebus-public": ("nservicebus", None, ["Orders.OutboxData"])}
+        "nservicebus-public": ("nservicebus", None, ["Orders.OutboxData"]),
+    }
     # the reference database keeps its pages; the others answer with their tables
     assert client.get("/api/v1/db/reference/keys").status_code == 200
     assert client.get("/api/v1/db/masstransit/keys").get_json()["no_table"].startswith("MassTransit")
@@ -168,21 +207,31 @@ def test_all_databases_and_metrics_read_a_library_database_through_its_profile(m
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(SPRING_ROWS)
     path = tmp_path / "idemdash.toml"
-    path.write_text(f'[databases.orders]\nurl = "{database_url}"\n[databases.events]\nurl = "{database_url}"\n'
-                    'profile = "spring-modulith"\napp_schema = "modulith"\n[databases.lost]\n'
-                    f'url = "{database_url}"\nprofile = "brandur"\n')
+    path.write_text(
+        f'[databases.orders]\nurl = "{database_url}"\n[databases.events]\nurl = "{database_url}"\n'
+        'profile = "spring-modulith"\napp_schema = "modulith"\n[databases.lost]\n'
+        f'url = "{database_url}"\nprofile = "brandur"\n'
+    )
     client = make_app(None, CONFIG=str(path), DATABASE_URL="", DEFAULT_LEASE_SECONDS=300).test_client()
     listed = answered(client)  # the refresh asks in the background
     items = {i["name"]: i for i in listed}
-    assert (items["orders"]["profile"], items["orders"]["reachable"], items["orders"]["stuck"],
-            items["orders"]["failed"]) == ("reference", True, 0, 0)
+    assert (
+        items["orders"]["profile"],
+        items["orders"]["reachable"],
+        items["orders"]["stuck"],
+        items["orders"]["failed"],
+    ) == ("reference", True, 0, 0)
     events = items["events"]
     assert (events["profile"], events["reachable"], events["problem"]) == ("spring-modulith", True, None)
     # the same numbers as the reference tables', each by Spring Modulith's own meaning (SPRING_COUNTS): stuck, in
     # progress, pending and failed publications; it records no hold for review; the oldest pending row is an hour old
-    assert (events["stuck"], events["processing"], events["outbox_pending"], events["failed"],
-            events["needs_review"]) == (SPRING_COUNTS["stuck"], SPRING_COUNTS["in progress"],
-                                        SPRING_COUNTS["pending"], SPRING_COUNTS["failed"], None)
+    assert (
+        events["stuck"],
+        events["processing"],
+        events["outbox_pending"],
+        events["failed"],
+        events["needs_review"],
+    ) == (SPRING_COUNTS["stuck"], SPRING_COUNTS["in progress"], SPRING_COUNTS["pending"], SPRING_COUNTS["failed"], None)
     assert 3500 < events["outbox_lag_seconds"] < 3700
     # and sorted with every other database by the same reasons: after the unreachable one, its stuck publication and
     # its lag put it before the reference database, which is fine
@@ -195,8 +244,10 @@ def test_all_databases_and_metrics_read_a_library_database_through_its_profile(m
     scrape = client.get("/metrics").data.decode()
     assert 'idemdash_database_up{database="events"} 1.0' in scrape
     assert 'idemdash_database_up{database="lost"} 0.0' in scrape
-    pending = ('idemdash_profile_rows{database="events",profile="spring-modulith",role="outbox",state="pending",'
-               'table="event_publication"} 2.0')
+    pending = (
+        'idemdash_profile_rows{database="events",profile="spring-modulith",role="outbox",state="pending",'
+        'table="event_publication"} 2.0'
+    )
     assert pending in scrape
     assert 'idemdash_stuck_keys_total{database="events"}' not in scrape
 
@@ -207,10 +258,12 @@ def test_check_readyz_purge_and_the_scheduler_on_a_library_database(make_app, em
     table; pointed at the wrong schema, each says why."""
     _create_case(empty_database_url, "public", [ddl.BRANDUR])
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
-        conn.execute("INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, "
-                     "request_params, request_path, recovery_point, user_id) VALUES "
-                     "(now() - interval '40 days', 'old', NULL, 'POST', '{}', '/rides', 'finished', 1), "
-                     "(now() - interval '40 days', 'stalled', NULL, 'POST', '{}', '/rides', 'started', 1)")
+        conn.execute(
+            "INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, "
+            "request_params, request_path, recovery_point, user_id) VALUES "
+            "(now() - interval '40 days', 'old', NULL, 'POST', '{}', '/rides', 'finished', 1), "
+            "(now() - interval '40 days', 'stalled', NULL, 'POST', '{}', '/rides', 'started', 1)"
+        )
     monkeypatch.setenv("IDEMDASH_PROFILE", "brandur")
     runner = CliRunner()
     check = runner.invoke(main, ["check", "--database-url", empty_database_url])
@@ -227,10 +280,14 @@ def test_check_readyz_purge_and_the_scheduler_on_a_library_database(make_app, em
     assert purge.exit_code == 0 and "1 rows deleted" in " ".join(purge.output.split()), purge.output
     with psycopg.connect(empty_database_url) as conn:  # the old key Brandur's reaper would take, unfinished: kept
         assert conn.execute("SELECT idempotency_key FROM public.idempotency_keys").fetchall() == [("stalled",)]
-        runs = conn.execute("SELECT table_name, dry_run, outcome, rows_deleted FROM idemdash.purge_run "
-                            "WHERE outcome <> 'failed' ORDER BY run_id").fetchall()
-        assert runs == [("public.idempotency_keys", True, "succeeded", 1),
-                        ("public.idempotency_keys", False, "succeeded", 1)]
+        runs = conn.execute(
+            "SELECT table_name, dry_run, outcome, rows_deleted FROM idemdash.purge_run "
+            "WHERE outcome <> 'failed' ORDER BY run_id"
+        ).fetchall()
+        assert runs == [
+            ("public.idempotency_keys", True, "succeeded", 1),
+            ("public.idempotency_keys", False, "succeeded", 1),
+        ]
         assert conn.execute("SELECT count(*) FROM idemdash.audit_log WHERE action LIKE 'purge%%'").fetchone()[0] == 2
     assert make_app(empty_database_url, PROFILE="brandur").test_client().get("/readyz").status_code == 200
 
@@ -250,21 +307,32 @@ def test_a_states_rows_are_listed_oldest_first_page_by_page_and_a_row_shows_its_
         conn.execute(SPRING_ROWS)
         # five more pending, published at known times, and one with a long payload
         for minutes in (50, 40, 30, 20, 10):
-            conn.execute("INSERT INTO modulith.event_publication (id, listener_id, event_type, serialized_event, "
-                         "publication_date, status) VALUES (gen_random_uuid(), 'l', 't', %s, "
-                         "now() - make_interval(mins => %s), 'PUBLISHED')", (f"pending {minutes}m" + "x" * 70_000,
-                                                                              minutes))
-    client = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith", DEFAULT_LEASE_SECONDS=300,
-                      OUTBOX_RETENTION_DAYS=1).test_client()
+            conn.execute(
+                "INSERT INTO modulith.event_publication (id, listener_id, event_type, serialized_event, "
+                "publication_date, status) VALUES (gen_random_uuid(), 'l', 't', %s, "
+                "now() - make_interval(mins => %s), 'PUBLISHED')",
+                (f"pending {minutes}m" + "x" * 70_000, minutes),
+            )
+    client = make_app(
+        empty_database_url,
+        PROFILE="spring-modulith",
+        APP_SCHEMA="modulith",
+        DEFAULT_LEASE_SECONDS=300,
+        OUTBOX_RETENTION_DAYS=1,
+    ).test_client()
     first = client.get("/api/v1/tables/outbox?state=pending&limit=3").get_json()
-    assert (first["table"], first["order_column"], first["state"]) == ("event_publication", "publication_date",
-                                                                       "pending")
+    assert (first["table"], first["order_column"], first["state"]) == (
+        "event_publication",
+        "publication_date",
+        "pending",
+    )
     assert "serialized_event" not in first["items"][0]["row"]  # the payload is on the row's page
     seen = [item["row"]["status"] for item in first["items"]]
     pages = [first]
     while pages[-1]["next_cursor"]:
-        pages.append(client.get(f"/api/v1/tables/outbox?state=pending&limit=3&cursor={pages[-1]['next_cursor']}")
-                     .get_json())
+        pages.append(
+            client.get(f"/api/v1/tables/outbox?state=pending&limit=3&cursor={pages[-1]['next_cursor']}").get_json()
+        )
     items = [item for page in pages for item in page["items"]]
     assert len(items) == 7 and len({i["identity"] for i in items}) == 7  # 2 + 5 pending, each once
     times = [i["row"]["publication_date"] for i in items]
@@ -278,7 +346,13 @@ def test_a_states_rows_are_listed_oldest_first_page_by_page_and_a_row_shows_its_
     row = client.get("/api/v1/tables/outbox/row", query_string={"id": identity}).get_json()
     assert row["row"]["status"] == "PROCESSING"
     assert {s["meaning"]: s["inside"] for s in row["states"]} == {
-        "pending": True, "in progress": True, "stuck": True, "done": False, "failed": False, "purgeable": False}
+        "pending": True,
+        "in progress": True,
+        "stuck": True,
+        "done": False,
+        "failed": False,
+        "purgeable": False,
+    }
     long = client.get("/api/v1/tables/outbox/row", query_string={"id": items[2]["identity"]}).get_json()
     assert long["row"]["serialized_event"].endswith("(cut at 64 KiB of 70,011 characters)")
     page = BeautifulSoup(client.get("/tables/outbox/row", query_string={"id": identity}).data, "html.parser")

@@ -1,5 +1,6 @@
 """Every state of every profile runs as its block of queries/profile_states.sql against the library's own tables
 (tests/library_ddl.py, found by `idemdash detect`'s matching), and counts the right rows where rows are seeded."""
+
 from __future__ import annotations
 
 import time
@@ -15,10 +16,15 @@ from idemdash.queries.profile_states import count_states
 from tests import library_ddl as ddl
 from tests.test_detect import CASES, IDS, _create_case
 
-PARAMS = {"retention": timedelta(hours=1), "stale_after": timedelta(minutes=5),
-          "lock_timeout": timedelta(seconds=90), "before_epoch_ms": int(time.time() * 1000) - 3_600_000,
-          "library_zone": "UTC", "stale_before_epoch_ms": int(time.time() * 1000) - 300_000,
-          "horizon_before_epoch_ms": int(time.time() * 1000) - 86_400_000}
+PARAMS = {
+    "retention": timedelta(hours=1),
+    "stale_after": timedelta(minutes=5),
+    "lock_timeout": timedelta(seconds=90),
+    "before_epoch_ms": int(time.time() * 1000) - 3_600_000,
+    "library_zone": "UTC",
+    "stale_before_epoch_ms": int(time.time() * 1000) - 300_000,
+    "horizon_before_epoch_ms": int(time.time() * 1000) - 86_400_000,
+}
 
 BRANDUR_ROWS = """
 INSERT INTO public.idempotency_keys (created_at, idempotency_key, locked_at, request_method, request_params,
@@ -89,22 +95,62 @@ INSERT INTO public.outbox (id, aggregate_type, aggregate_id, message_type, paylo
 
 # (profile, version): the seed, and every state's count by (table role, meaning)
 SEEDED = {
-    ("brandur", None): (BRANDUR_ROWS, {("keys", "pending"): 1, ("keys", "in progress"): 2, ("keys", "stuck"): 1,
-                                       ("keys", "done"): 2, ("keys", "purgeable"): 1}),
-    ("spring-modulith", "v1"): (SPRING_V1_ROWS, {("outbox", "pending"): 2, ("outbox", "stuck"): 1,
-                                                 ("outbox", "done"): 2, ("outbox", "purgeable"): 1}),
-    ("spring-modulith", "v2"): (SPRING_V2_ROWS, {("outbox", "pending"): 2, ("outbox", "in progress"): 1,
-                                                 ("outbox", "stuck"): 1, ("outbox", "done"): 2,
-                                                 ("outbox", "failed"): 2, ("outbox", "purgeable"): 2,
-                                                 ("archive", "purgeable"): 1}),
-    ("pg-transactional-outbox", None): (PGTO_ROWS, {
-        ("outbox", "pending"): 5, ("outbox", "in progress"): 1, ("outbox", "stuck"): 1, ("outbox", "done"): 1,
-        ("outbox", "failed"): 1, ("outbox", "purgeable"): 1, ("inbox", "pending"): 0, ("inbox", "in progress"): 0,
-        ("inbox", "stuck"): 0, ("inbox", "done"): 0, ("inbox", "failed"): 0, ("inbox", "purgeable"): 0}),
-    ("wolverine", None): (WOLVERINE_ROWS, {("inbox", "pending"): 4, ("inbox", "in progress"): 2,
-                                           ("inbox", "stuck"): 2, ("inbox", "done"): 2, ("inbox", "purgeable"): 1,
-                                           ("outbox", "pending"): 3, ("outbox", "stuck"): 1,
-                                           ("dead_letters", "failed"): 2}),
+    ("brandur", None): (
+        BRANDUR_ROWS,
+        {
+            ("keys", "pending"): 1,
+            ("keys", "in progress"): 2,
+            ("keys", "stuck"): 1,
+            ("keys", "done"): 2,
+            ("keys", "purgeable"): 1,
+        },
+    ),
+    ("spring-modulith", "v1"): (
+        SPRING_V1_ROWS,
+        {("outbox", "pending"): 2, ("outbox", "stuck"): 1, ("outbox", "done"): 2, ("outbox", "purgeable"): 1},
+    ),
+    ("spring-modulith", "v2"): (
+        SPRING_V2_ROWS,
+        {
+            ("outbox", "pending"): 2,
+            ("outbox", "in progress"): 1,
+            ("outbox", "stuck"): 1,
+            ("outbox", "done"): 2,
+            ("outbox", "failed"): 2,
+            ("outbox", "purgeable"): 2,
+            ("archive", "purgeable"): 1,
+        },
+    ),
+    ("pg-transactional-outbox", None): (
+        PGTO_ROWS,
+        {
+            ("outbox", "pending"): 5,
+            ("outbox", "in progress"): 1,
+            ("outbox", "stuck"): 1,
+            ("outbox", "done"): 1,
+            ("outbox", "failed"): 1,
+            ("outbox", "purgeable"): 1,
+            ("inbox", "pending"): 0,
+            ("inbox", "in progress"): 0,
+            ("inbox", "stuck"): 0,
+            ("inbox", "done"): 0,
+            ("inbox", "failed"): 0,
+            ("inbox", "purgeable"): 0,
+        },
+    ),
+    ("wolverine", None): (
+        WOLVERINE_ROWS,
+        {
+            ("inbox", "pending"): 4,
+            ("inbox", "in progress"): 2,
+            ("inbox", "stuck"): 2,
+            ("inbox", "done"): 2,
+            ("inbox", "purgeable"): 1,
+            ("outbox", "pending"): 3,
+            ("outbox", "stuck"): 1,
+            ("dead_letters", "failed"): 2,
+        },
+    ),
 }
 
 
@@ -115,8 +161,9 @@ def _counts(url: str) -> dict[tuple[str, str], int | None]:
 
 
 @pytest.mark.parametrize(("name", "version", "default_schema", "statements", "tables"), CASES, ids=IDS)
-def test_every_state_counts_over_the_librarys_own_tables(empty_database_url, name, version, default_schema,
-                                                         statements, tables):
+def test_every_state_counts_over_the_librarys_own_tables(
+    empty_database_url, name, version, default_schema, statements, tables
+):
     _create_case(empty_database_url, default_schema, statements)
     seed, expected = SEEDED.get((name, version), (None, None))
     if seed is not None:
@@ -162,9 +209,17 @@ INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, payload,
   AS o(event_type, aggregate_type, aggregate_id, payload, status, published_at);
 """
 REFERENCE_COUNTS = {
-    ("keys", "in progress"): 4, ("keys", "stuck"): 2, ("keys", "done"): 2, ("keys", "failed"): 3,
-    ("keys", "purgeable"): 3, ("inbox", "done"): 2, ("inbox", "purgeable"): 1,
-    ("outbox", "pending"): 1, ("outbox", "done"): 2, ("outbox", "failed"): 1, ("outbox", "purgeable"): 1,
+    ("keys", "in progress"): 4,
+    ("keys", "stuck"): 2,
+    ("keys", "done"): 2,
+    ("keys", "failed"): 3,
+    ("keys", "purgeable"): 3,
+    ("inbox", "done"): 2,
+    ("inbox", "purgeable"): 1,
+    ("outbox", "pending"): 1,
+    ("outbox", "done"): 2,
+    ("outbox", "failed"): 1,
+    ("outbox", "purgeable"): 1,
 }
 
 

@@ -1,6 +1,7 @@
 """A running purge can be cancelled: from the API or the page (the run reads the request between batches) and by
 Ctrl-C on `idemdash purge`. It stops after the batch in flight, is recorded as cancelled with who asked, and what
 it had not reached goes at the next run."""
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,9 @@ def wait_for_progress(conn, timeout: float = 30) -> int:
     """The running keys run once it has committed a batch: its run_id."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        row = conn.execute("SELECT run_id FROM idemdash.purge_run WHERE outcome = 'running' AND rows_deleted > 0"
-                           ).fetchone()
+        row = conn.execute(
+            "SELECT run_id FROM idemdash.purge_run WHERE outcome = 'running' AND rows_deleted > 0"
+        ).fetchone()
         if row:
             return row[0]
         time.sleep(0.05)
@@ -47,8 +49,11 @@ def wait_for_progress(conn, timeout: float = 30) -> int:
 def test_cancelling_a_purge_of_500000_due_keys_stops_it_within_5_seconds(conn, database_url, make_app):
     add_expired(conn, DUE)
     results = []
-    purge = threading.Thread(target=lambda: results.append(
-        run_purge(make_target(database_url, PURGE_PAUSE_MS=5), "keys", dry_run=False, started_by="scheduler")))
+    purge = threading.Thread(
+        target=lambda: results.append(
+            run_purge(make_target(database_url, PURGE_PAUSE_MS=5), "keys", dry_run=False, started_by="scheduler")
+        )
+    )
     purge.start()
     try:
         run_id = wait_for_progress(conn)
@@ -68,8 +73,9 @@ def test_cancelling_a_purge_of_500000_due_keys_stops_it_within_5_seconds(conn, d
     assert row["cancel_requested_by"].startswith("anonymous@") and "cancelled by anonymous@" in row["error"]
     left = keys_left(conn)
     assert 0 < left < DUE and row["rows_deleted"] == DUE - left
-    [audited] = conn.execute("SELECT action, reason FROM idemdash.audit_log WHERE action LIKE 'purge-cancel:%'"
-                             ).fetchall()
+    [audited] = conn.execute(
+        "SELECT action, reason FROM idemdash.audit_log WHERE action LIKE 'purge-cancel:%'"
+    ).fetchall()
     assert audited == ("purge-cancel:keys", "INC-8: commit latency doubled")
     # what is left goes at the next run
     again = run_purge(make_target(database_url), "keys", dry_run=False, started_by="scheduler")
@@ -89,8 +95,10 @@ def test_a_run_that_is_not_running_cannot_be_cancelled(client, conn, database_ur
 
 def test_the_page_offers_cancel_beside_a_running_run_and_then_says_it_is_cancelling(client, conn):
     # a run some scheduler is running right now (its row, as the runner writes it)
-    run_id = conn.execute("INSERT INTO idemdash.purge_run (table_name, started_by, batches, rows_deleted, dry_run) "
-                          "VALUES ('keys', 'scheduler', 4, 4000, false) RETURNING run_id").fetchone()[0]
+    run_id = conn.execute(
+        "INSERT INTO idemdash.purge_run (table_name, started_by, batches, rows_deleted, dry_run) "
+        "VALUES ('keys', 'scheduler', 4, 4000, false) RETURNING run_id"
+    ).fetchone()[0]
     page = BeautifulSoup(client.get("/purges").data, "html.parser")
     form = page.select_one(f'[data-running-run="{run_id}"] form.cancel')
     assert form is not None and form["action"] == f"/purges/{run_id}/cancel"
@@ -107,9 +115,15 @@ def test_the_page_offers_cancel_beside_a_running_run_and_then_says_it_is_cancell
 def test_ctrl_c_on_idemdash_purge_cancels_after_the_current_batch(conn, database_url):
     add_expired(conn, DUE)
     env = {**os.environ, "IDEMDASH_PURGE_PAUSE_MS": "5"}
-    child = subprocess.Popen([sys.executable, "-m", "idemdash", "purge", "--table", "keys", "--database-url",
-                              database_url], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "idemdash", "purge", "--table", "keys", "--database-url", database_url],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         run_id = wait_for_progress(conn)
         child.send_signal(signal.SIGINT)
@@ -150,8 +164,14 @@ def test_a_cancel_that_arrives_between_batches_stops_the_run_before_the_next_one
             threading.Thread(target=cancel_in_the_pause, args=(run_ids[0],)).start()
 
     run_ids: list[int] = []
-    result = run_purge(_small_batches(database_url, PURGE_PAUSE_MS=400), "keys", dry_run=False, started_by="scheduler",
-                       on_start=run_ids.append, on_batch=on_batch)
+    result = run_purge(
+        _small_batches(database_url, PURGE_PAUSE_MS=400),
+        "keys",
+        dry_run=False,
+        started_by="scheduler",
+        on_start=run_ids.append,
+        on_batch=on_batch,
+    )
     assert asked["status"] == 202, asked
     assert asked["batches_then"] == (2, 200)  # the cancel came in the pause after the second batch
     row = run_row(conn, result.run_id)
@@ -174,8 +194,14 @@ def test_a_cancel_that_arrives_once_no_batch_is_left_is_said_in_the_history(conn
         if batches == 2:  # the last batch (50 rows of 100) has committed: the run has nothing left to stop
             answers.append(client.post(f"/api/v1/purges/{run_ids[0]}/cancel", json={}).status_code)
 
-    result = run_purge(_small_batches(database_url), "keys", dry_run=False, started_by="scheduler",
-                       on_start=run_ids.append, on_batch=on_batch)
+    result = run_purge(
+        _small_batches(database_url),
+        "keys",
+        dry_run=False,
+        started_by="scheduler",
+        on_start=run_ids.append,
+        on_batch=on_batch,
+    )
     assert answers == [202]
     row = run_row(conn, result.run_id)
     assert row["outcome"] == "succeeded" and (row["batches"], row["rows_deleted"]) == (2, 150)

@@ -1,5 +1,6 @@
 """A table mostly due is purged in heap order (docs/concepts.md, Purge orders): page ranges read by a TID Range
 Scan, each page once. The same rows go as in due order, and never one the purge must keep."""
+
 from __future__ import annotations
 
 import threading
@@ -58,8 +59,9 @@ def test_a_table_mostly_due_goes_in_heap_order_and_keeps_every_row_it_must(conn,
     assert (result.outcome, result.rows, result.method) == ("succeeded", 3000, purge_batches.HEAP)
     assert result.batches > 5  # page ranges of about 200 rows each, not one sweep
     assert _left(conn) == _kept()
-    recorded = conn.execute("SELECT method, rows_deleted FROM idemdash.purge_run WHERE run_id = %s",
-                            (result.run_id,)).fetchone()
+    recorded = conn.execute(
+        "SELECT method, rows_deleted FROM idemdash.purge_run WHERE run_id = %s", (result.run_id,)
+    ).fetchone()
     assert recorded == ("heap", 3000)
 
 
@@ -90,10 +92,12 @@ def test_a_row_another_transaction_holds_is_skipped_and_goes_at_the_next_run(con
 
 def test_a_table_mostly_live_keeps_due_order(conn, database_url):
     conn.execute(ADVICE["index_keys_due"].as_text(Tables()))
-    conn.execute("INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,"
-                 " created_at, expires_at) SELECT 's', 'k' || g, 'h', 'succeeded', now() - interval '3 days',"
-                 " now() + CASE WHEN g % 10 = 1 THEN interval '-1 day' ELSE interval '1 day' END"
-                 " FROM generate_series(1, 20000) g")  # a tenth due
+    conn.execute(
+        "INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,"
+        " created_at, expires_at) SELECT 's', 'k' || g, 'h', 'succeeded', now() - interval '3 days',"
+        " now() + CASE WHEN g % 10 = 1 THEN interval '-1 day' ELSE interval '1 day' END"
+        " FROM generate_series(1, 20000) g"
+    )  # a tenth due
     conn.execute("ANALYZE app.idempotency_request")
     result = run_purge(make_target(database_url), "keys", dry_run=False, started_by="test")
     assert result.method == purge_batches.DUE

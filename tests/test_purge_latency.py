@@ -3,6 +3,7 @@ pg_stat_activity while it works; with nobody there it paces exactly as with the 
 off (smaller batches, then a lower duty cycle) when the application's statements wait longer for the WAL during
 batches than between them, or wait for a lock the purge holds; it speeds up again when they recover, and records what
 it saw on the run."""
+
 from __future__ import annotations
 
 import threading
@@ -101,17 +102,20 @@ def test_a_budget_that_cannot_be_met_or_read_is_refused(raw):
 
 
 def _pacing(conn, run_id):
-    return conn.execute("SELECT latency_budget, probe_baseline_ms, probe_p99_ms, probes, backoffs, final_batch_size,"
-                        " final_duty_cycle, app_backends, lock_backoffs FROM idemdash.purge_run WHERE run_id = %s",
-                        (run_id,)).fetchone()
+    return conn.execute(
+        "SELECT latency_budget, probe_baseline_ms, probe_p99_ms, probes, backoffs, final_batch_size,"
+        " final_duty_cycle, app_backends, lock_backoffs FROM idemdash.purge_run WHERE run_id = %s",
+        (run_id,),
+    ).fetchone()
 
 
 def _wal_ballast(conn, rows):
     """Every batch also writes about ``rows`` KB of WAL (a statement trigger), so that whatever commits beside a batch
     waits for it to reach the disk: what made the commit probe this replaced back off on an idle database."""
     conn.execute("CREATE TABLE app.ballast (id int, filler text)")
-    _slow_deletes(conn, "INSERT INTO app.ballast SELECT g, repeat(md5(g::text), 32) "
-                        f"FROM generate_series(1, {rows}) g;")
+    _slow_deletes(
+        conn, f"INSERT INTO app.ballast SELECT g, repeat(md5(g::text), 32) FROM generate_series(1, {rows}) g;"
+    )
 
 
 def _run(target, **kwargs):
@@ -140,16 +144,21 @@ def test_an_idle_database_is_not_throttled_however_slow_the_purges_own_commits(c
     assert sizes[0] == max(sizes) == 200 and size <= 200
     assert count(conn, KEYS) == 0
     client = make_app(database_url).test_client()
-    cell = BeautifulSoup(client.get("/purges").data, "html.parser").select_one(
-        f"tr[data-run-id='{result.run_id}'] td[data-pacing]").get_text(" ", strip=True)
+    cell = (
+        BeautifulSoup(client.get("/purges").data, "html.parser")
+        .select_one(f"tr[data-run-id='{result.run_id}'] td[data-pacing]")
+        .get_text(" ", strip=True)
+    )
     assert "Nobody else used the database while it ran" in cell and "so it never slowed down" in cell, cell
     (shown,) = [r for r in client.get("/api/v1/purges").get_json()["items"] if r["run_id"] == result.run_id]
     assert (shown["app_backends"], shown["backoffs"], shown["lock_backoffs"]) == (0, 0, 0)
     # what never watched records nothing: a run of one batch, a dry run, and the budget switched off
     add_expired(conn, 600)
-    for target, dry_run in ((make_target(database_url, PURGE_BATCH_SIZE=5000), False),
-                            (make_target(database_url, PURGE_BATCH_SIZE=200), True),
-                            (make_target(database_url, PURGE_BATCH_SIZE=200, PURGE_LATENCY_BUDGET=0.0), False)):
+    for target, dry_run in (
+        (make_target(database_url, PURGE_BATCH_SIZE=5000), False),
+        (make_target(database_url, PURGE_BATCH_SIZE=200), True),
+        (make_target(database_url, PURGE_BATCH_SIZE=200, PURGE_LATENCY_BUDGET=0.0), False),
+    ):
         other = run_purge(target, "keys", dry_run=dry_run, started_by="test")
         assert other.outcome == "succeeded"
         assert _pacing(conn, other.run_id) == (None,) * 9
@@ -175,8 +184,7 @@ class LockingApplication(threading.Thread):
 
 
 @pytest.mark.system  # a few seconds: batches that hold their locks for 60 ms each
-def test_a_loaded_database_backs_off_when_the_applications_statements_wait_on_the_purge(conn, database_url,
-                                                                                        make_app):
+def test_a_loaded_database_backs_off_when_the_applications_statements_wait_on_the_purge(conn, database_url, make_app):
     add_expired(conn, 6000)
     _slow_deletes(conn, "PERFORM pg_sleep(0.06);")  # every batch holds its locks for 60 ms or more
     apps = [LockingApplication(database_url) for _ in range(2)]
@@ -196,6 +204,9 @@ def test_a_loaded_database_backs_off_when_the_applications_statements_wait_on_th
     assert lock_backoffs >= 2 and backoffs >= lock_backoffs
     assert sizes[0] == 400 and min(sizes[:-1]) < 400, sizes  # the batches shrank (then the duty cycle, at the floor)
     assert size < 400 or duty < 50
-    cell = BeautifulSoup(make_app(database_url).test_client().get("/purges").data, "html.parser").select_one(
-        f"tr[data-run-id='{result.run_id}'] td[data-pacing]").get_text(" ", strip=True)
+    cell = (
+        BeautifulSoup(make_app(database_url).test_client().get("/purges").data, "html.parser")
+        .select_one(f"tr[data-run-id='{result.run_id}'] td[data-pacing]")
+        .get_text(" ", strip=True)
+    )
     assert "because an application statement waited for a lock the purge held" in cell, cell

@@ -1,6 +1,7 @@
 """Retention purges against a real PostgreSQL: what goes and what never does, batches, locks, concurrency,
 crashes, timeouts, the time budget, the run history, the CLI.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,15 +46,20 @@ def add_keys(conn, rows):
             " CASE WHEN %(processing)s THEN now() - interval '39 days' END,"
             " now() - interval '40 days', now() - interval '40 days',"
             " now() + %(minutes)s * interval '1 minute')",
-            [{"scope": s, "key": k, "status": st, "minutes": m, "processing": st == "processing"}
-             for s, k, st, m in rows])
+            [
+                {"scope": s, "key": k, "status": st, "minutes": m, "processing": st == "processing"}
+                for s, k, st, m in rows
+            ],
+        )
 
 
 def add_expired(conn, n, scope="s", status="succeeded"):
     conn.execute(
         f"INSERT INTO {KEYS} (idempotency_scope, idempotency_key, request_hash, status, created_at, expires_at)"
         " SELECT %s, 'k' || lpad(g::text, 6, '0'), 'h', %s, now() - interval '3 days', now() - interval '1 day'"
-        " FROM generate_series(1, %s) g", (scope, status, n))
+        " FROM generate_series(1, %s) g",
+        (scope, status, n),
+    )
 
 
 def add_inbox(conn, rows):
@@ -61,19 +67,24 @@ def add_inbox(conn, rows):
     with conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
-            " VALUES (%s, %s, 'h', now() - %s * interval '1 minute')", rows)
+            " VALUES (%s, %s, 'h', now() - %s * interval '1 minute')",
+            rows,
+        )
 
 
 def add_outbox(conn, rows):
     """rows: (status, published_minutes_ago or None, created_minutes_ago); returns the outbox ids in order."""
     ids = []
     for status, published, created in rows:
-        ids.append(conn.execute(
-            "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
-            " idempotency_key, payload, status, created_at, published_at)"
-            " VALUES ('e', 'a', gen_random_uuid(), 's', gen_random_uuid()::text, '{}', %s,"
-            " now() - %s * interval '1 minute', now() - %s * interval '1 minute') RETURNING outbox_id",
-            (status, created, published)).fetchone()[0])
+        ids.append(
+            conn.execute(
+                "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
+                " idempotency_key, payload, status, created_at, published_at)"
+                " VALUES ('e', 'a', gen_random_uuid(), 's', gen_random_uuid()::text, '{}', %s,"
+                " now() - %s * interval '1 minute', now() - %s * interval '1 minute') RETURNING outbox_id",
+                (status, created, published),
+            ).fetchone()[0]
+        )
     return ids
 
 
@@ -101,9 +112,11 @@ DAY = 24 * 60
 def test_keys_purge_deletes_only_expired_terminal_keys(request, status_type):
     url = request.getfixturevalue("database_url" if status_type == "enum" else "text_status_database_url")
     with psycopg.connect(url, autocommit=True) as conn:
-        rows = [(f"scope-{status}", f"expires-in-{m}", status, m)
-                for status in ("processing", "succeeded", "failed_retryable", "failed_final")
-                for m in (-30 * DAY, -2, 2, 30 * DAY)]
+        rows = [
+            (f"scope-{status}", f"expires-in-{m}", status, m)
+            for status in ("processing", "succeeded", "failed_retryable", "failed_final")
+            for m in (-30 * DAY, -2, 2, 30 * DAY)
+        ]
         add_keys(conn, rows)
         result = run_purge(make_target(url, PURGE_BATCH_SIZE=3), "keys", dry_run=False, started_by="test")
         assert result.outcome == "succeeded", result
@@ -114,8 +127,16 @@ def test_keys_purge_deletes_only_expired_terminal_keys(request, status_type):
 
 
 def test_inbox_purge_keeps_rows_inside_the_retention(conn, database_url):
-    add_inbox(conn, [("billing", "a", 30 * DAY + 5), ("billing", "b", 30 * DAY - 5), ("shipping", "c", 90 * DAY),
-                     ("shipping", "d", 1), ("analytics", "e", 31 * DAY)])
+    add_inbox(
+        conn,
+        [
+            ("billing", "a", 30 * DAY + 5),
+            ("billing", "b", 30 * DAY - 5),
+            ("shipping", "c", 90 * DAY),
+            ("shipping", "d", 1),
+            ("analytics", "e", 31 * DAY),
+        ],
+    )
     result = run_purge(make_target(database_url), "inbox", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 3)
     left = {r[0] for r in conn.execute("SELECT message_id FROM app.processed_message")}
@@ -127,21 +148,23 @@ def test_inbox_purge_keeps_rows_inside_the_retention(conn, database_url):
 
 
 def test_outbox_purge_deletes_only_published_rows_past_the_retention(conn, database_url):
-    ids = add_outbox(conn, [
-        ("published", 8 * DAY, 8 * DAY),       # 0: goes
-        ("published", 6 * DAY, 9 * DAY),       # 1: published recently (created long ago): stays
-        ("pending", None, 400 * DAY),          # 2: pending, very old: never
-        ("pending", 300 * DAY, 400 * DAY),     # 3: pending even with a published_at: never
-        ("failed", 30 * DAY, 30 * DAY),        # 4: another status: never
-        ("published", None, 30 * DAY),         # 5: published without published_at: kept
-        ("published", 365 * DAY, 366 * DAY),   # 6: goes
-    ])
+    ids = add_outbox(
+        conn,
+        [
+            ("published", 8 * DAY, 8 * DAY),  # 0: goes
+            ("published", 6 * DAY, 9 * DAY),  # 1: published recently (created long ago): stays
+            ("pending", None, 400 * DAY),  # 2: pending, very old: never
+            ("pending", 300 * DAY, 400 * DAY),  # 3: pending even with a published_at: never
+            ("failed", 30 * DAY, 30 * DAY),  # 4: another status: never
+            ("published", None, 30 * DAY),  # 5: published without published_at: kept
+            ("published", 365 * DAY, 366 * DAY),  # 6: goes
+        ],
+    )
     result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=1), "outbox", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 2)
     left = {r[0] for r in conn.execute("SELECT outbox_id FROM app.outbox_event")}
     assert left == {ids[i] for i in (1, 2, 3, 4, 5)}
-    result = run_purge(make_target(database_url, OUTBOX_RETENTION_DAYS=1), "outbox", dry_run=False,
-                       started_by="test")
+    result = run_purge(make_target(database_url, OUTBOX_RETENTION_DAYS=1), "outbox", dry_run=False, started_by="test")
     assert result.rows == 1
     assert {r[0] for r in conn.execute("SELECT outbox_id FROM app.outbox_event")} == {ids[i] for i in (2, 3, 4, 5)}
 
@@ -166,7 +189,10 @@ def test_dry_run_counts_deletes_nothing_and_a_real_run_deletes_that_many(conn, d
 
     dry = {t: run_purge(target, t, dry_run=True, started_by="test") for t in TABLES}
     assert {t: (r.outcome, r.rows, r.dry_run) for t, r in dry.items()} == {
-        "keys": ("succeeded", 23, True), "inbox": ("succeeded", 7, True), "outbox": ("succeeded", 4, True)}
+        "keys": ("succeeded", 23, True),
+        "inbox": ("succeeded", 7, True),
+        "outbox": ("succeeded", 4, True),
+    }
     assert dry["keys"].batches == 5  # chunks of 5: 5+5+5+5+3
     assert {t: count(conn, t) for t in before} == before
 
@@ -177,10 +203,16 @@ def test_dry_run_counts_deletes_nothing_and_a_real_run_deletes_that_many(conn, d
 
     history = runs(conn)
     assert [(h["table_name"], h["dry_run"], h["outcome"], h["rows_deleted"]) for h in history] == [
-        ("keys", True, "succeeded", 23), ("inbox", True, "succeeded", 7), ("outbox", True, "succeeded", 4),
-        ("keys", False, "succeeded", 23), ("inbox", False, "succeeded", 7), ("outbox", False, "succeeded", 4)]
-    assert all(h["finished_at"] >= h["started_at"] and h["started_by"] == "test" and h["error"] is None
-               for h in history)
+        ("keys", True, "succeeded", 23),
+        ("inbox", True, "succeeded", 7),
+        ("outbox", True, "succeeded", 4),
+        ("keys", False, "succeeded", 23),
+        ("inbox", False, "succeeded", 7),
+        ("outbox", False, "succeeded", 4),
+    ]
+    assert all(
+        h["finished_at"] >= h["started_at"] and h["started_by"] == "test" and h["error"] is None for h in history
+    )
     assert [h["run_id"] for h in history] == [r.run_id for r in (*dry.values(), *real.values())]
 
 
@@ -191,16 +223,28 @@ def test_progress_is_visible_after_every_batch_while_running(conn, database_url)
 
     def on_batch(batches, rows):
         # read from another connection: what /purges would show right now
-        row = conn.execute("SELECT outcome, batches, rows_deleted, finished_at FROM idemdash.purge_run"
-                           " WHERE run_id = %s", (started[0],)).fetchone()
+        row = conn.execute(
+            "SELECT outcome, batches, rows_deleted, finished_at FROM idemdash.purge_run WHERE run_id = %s",
+            (started[0],),
+        ).fetchone()
         seen.append(((batches, rows), row))
 
-    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=3), "keys", dry_run=False, started_by="test",
-                       on_start=started.append, on_batch=on_batch)
+    result = run_purge(
+        make_target(database_url, PURGE_BATCH_SIZE=3),
+        "keys",
+        dry_run=False,
+        started_by="test",
+        on_start=started.append,
+        on_batch=on_batch,
+    )
     assert result == PurgeResult(started[0], "keys", "succeeded", 4, 10, False, None, "primary_key")
     assert [s[0] for s in seen] == [(1, 3), (2, 6), (3, 9), (4, 10)]
-    assert [s[1] for s in seen] == [("running", 1, 3, None), ("running", 2, 6, None), ("running", 3, 9, None),
-                                    ("running", 4, 10, None)]
+    assert [s[1] for s in seen] == [
+        ("running", 1, 3, None),
+        ("running", 2, 6, None),
+        ("running", 3, 9, None),
+        ("running", 4, 10, None),
+    ]
 
 
 def test_an_empty_table_is_one_empty_batch(conn, database_url):
@@ -219,8 +263,12 @@ def test_a_locked_row_survives_and_the_purge_does_not_wait_for_it(conn, database
         # an application transaction holds one eligible key in the middle of the key order
         holder.execute(f"SELECT 1 FROM {KEYS} WHERE idempotency_key = 'k000013' FOR UPDATE")
         started = time.monotonic()
-        result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=4, PURGE_LOCK_TIMEOUT_MS=5000,
-                                       PURGE_STATEMENT_TIMEOUT_MS=10000), "keys", dry_run=False, started_by="test")
+        result = run_purge(
+            make_target(database_url, PURGE_BATCH_SIZE=4, PURGE_LOCK_TIMEOUT_MS=5000, PURGE_STATEMENT_TIMEOUT_MS=10000),
+            "keys",
+            dry_run=False,
+            started_by="test",
+        )
         elapsed = time.monotonic() - started
         assert (result.outcome, result.rows) == ("succeeded", 29)
         assert elapsed < 2.0, f"the purge waited for the locked row ({elapsed:.1f}s)"
@@ -252,8 +300,7 @@ def test_two_purges_of_one_table_at_once_one_runs_one_is_skipped(conn, database_
     def purge():
         try:
             barrier.wait(5)
-            result = run_purge(target, "keys", dry_run=False, started_by=threading.current_thread().name,
-                               on_batch=hold)
+            result = run_purge(target, "keys", dry_run=False, started_by=threading.current_thread().name, on_batch=hold)
             results.append(result)
             if result.outcome == "skipped":
                 loser_done.set()
@@ -272,8 +319,10 @@ def test_two_purges_of_one_table_at_once_one_runs_one_is_skipped(conn, database_
     loser = next(r for r in results if r.outcome == "skipped")
     assert (winner.rows, loser.rows, loser.batches) == (12, 0, 0)
     # the winner records its run just after taking the lock: a loser that looked in between cannot name it yet
-    assert loser.error in (f"another purge of this table is running (run {winner.run_id})",
-                           "another purge of this table is running")
+    assert loser.error in (
+        f"another purge of this table is running (run {winner.run_id})",
+        "another purge of this table is running",
+    )
     history = {h["run_id"]: h for h in runs(conn)}
     assert history[winner.run_id]["outcome"] == "succeeded"
     assert history[loser.run_id]["outcome"] == "skipped"
@@ -318,8 +367,9 @@ run_purge(Target.from_settings(config), "keys",
 def _wait_for_no_backend(conn, prefix, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        left = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s",
-                            (prefix + "%",)).fetchone()[0]
+        left = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s", (prefix + "%",)
+        ).fetchone()[0]
         if not left:
             return
         time.sleep(0.05)
@@ -329,8 +379,14 @@ def _wait_for_no_backend(conn, prefix, timeout=10.0):
 @pytest.mark.system
 def test_a_killed_runner_is_recorded_as_failed_and_the_next_run_finishes_the_work(conn, database_url):
     add_expired(conn, 35)
-    child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, database_url], cwd=ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_CHILD, database_url],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     guard = threading.Timer(60, child.kill)  # never hang the suite on a child that never reports
     guard.start()
     try:
@@ -350,7 +406,11 @@ def test_a_killed_runner_is_recorded_as_failed_and_the_next_run_finishes_the_wor
     (killed,) = runs(conn)
     # nothing could record its end: the row says 'running', with the batch that did commit
     assert (killed["outcome"], killed["batches"], killed["rows_deleted"], killed["finished_at"]) == (
-        "running", 1, 10, None)
+        "running",
+        1,
+        10,
+        None,
+    )
     assert count(conn, KEYS) == 25
 
     result = run_purge(make_target(database_url), "keys", dry_run=False, started_by="test")
@@ -381,17 +441,24 @@ def test_a_terminated_connection_fails_the_run_and_the_next_run_finishes(conn, d
 
     def kill_batches(batches, rows):
         if batches == 1:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                         " WHERE application_name = 'idemdash-purge-keys-batches'")
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name = 'idemdash-purge-keys-batches'"
+            )
             _wait_for_no_backend(conn, "idemdash-purge-keys-batches")
 
-    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=10), "keys", dry_run=False, started_by="test",
-                       on_batch=kill_batches)
+    result = run_purge(
+        make_target(database_url, PURGE_BATCH_SIZE=10), "keys", dry_run=False, started_by="test", on_batch=kill_batches
+    )
     assert (result.outcome, result.batches, result.rows) == ("failed", 1, 10)
     assert "terminat" in result.error
     (failed,) = runs(conn)
     assert (failed["outcome"], failed["batches"], failed["rows_deleted"], failed["error"]) == (
-        "failed", 1, 10, result.error)
+        "failed",
+        1,
+        10,
+        result.error,
+    )
     again = run_purge(make_target(database_url), "keys", dry_run=False, started_by="test")
     assert (again.outcome, again.rows) == ("succeeded", 20)
 
@@ -402,8 +469,7 @@ def test_a_database_that_is_down_fails_without_showing_the_password():
     assert (result.run_id, result.outcome, result.rows) == (None, "failed", 0)
     assert result.error.startswith("database unreachable: OperationalError: ")
     assert "s3cr3t-pw" not in result.error
-    assert describe_error(RuntimeError("password=s3cr3t-pw and s3cr3t-pw"), url) == \
-        "RuntimeError: password=*** and ***"
+    assert describe_error(RuntimeError("password=s3cr3t-pw and s3cr3t-pw"), url) == "RuntimeError: password=*** and ***"
 
 
 def test_without_idemdash_schema_the_run_fails_and_says_to_migrate(empty_database_url):
@@ -427,10 +493,13 @@ def test_a_missing_application_table_is_a_recorded_failure(conn, database_url):
 
 def _slow_deletes(conn, body):
     """A statement-level trigger on the keys table, so a batch's duration is what the test decides."""
-    conn.execute(f"CREATE FUNCTION app.slow_purge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {body}"
-                 " RETURN NULL; END $$")
-    conn.execute(f"CREATE TRIGGER slow_purge AFTER DELETE ON {KEYS} REFERENCING OLD TABLE AS gone"
-                 " FOR EACH STATEMENT EXECUTE FUNCTION app.slow_purge()")
+    conn.execute(
+        f"CREATE FUNCTION app.slow_purge() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {body} RETURN NULL; END $$"
+    )
+    conn.execute(
+        f"CREATE TRIGGER slow_purge AFTER DELETE ON {KEYS} REFERENCING OLD TABLE AS gone"
+        " FOR EACH STATEMENT EXECUTE FUNCTION app.slow_purge()"
+    )
 
 
 @pytest.mark.system  # over a second: kept out of the fast loop
@@ -440,10 +509,13 @@ def test_a_batch_that_times_out_halves_the_batch_size_and_the_run_carries_on(con
     _slow_deletes(conn, "IF (SELECT count(*) FROM gone) > 150 THEN PERFORM pg_sleep(30); END IF;")
     sizes = []
     # the latency budget off: its probe may shrink a batch too (tests/test_purge_latency.py), not what this is about
-    result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=800, PURGE_STATEMENT_TIMEOUT_MS=300,
-                                   PURGE_LATENCY_BUDGET=0.0),
-                       "keys", dry_run=False, started_by="test",
-                       on_batch=lambda batches, rows: sizes.append(rows))
+    result = run_purge(
+        make_target(database_url, PURGE_BATCH_SIZE=800, PURGE_STATEMENT_TIMEOUT_MS=300, PURGE_LATENCY_BUDGET=0.0),
+        "keys",
+        dry_run=False,
+        started_by="test",
+        on_batch=lambda batches, rows: sizes.append(rows),
+    )
     assert (result.outcome, result.rows, result.error) == ("succeeded", 350, None)
     # 800, 400 and 200 timed out (rolled back, not counted); then batches of 100 to the end
     assert sizes == [100, 200, 300, 350]
@@ -459,8 +531,12 @@ def test_batches_that_keep_timing_out_at_the_floor_fail_the_run(conn, database_u
     try:
         blocker.execute(f"LOCK TABLE {KEYS} IN ACCESS EXCLUSIVE MODE")
         started = time.monotonic()
-        result = run_purge(make_target(database_url, PURGE_BATCH_SIZE=400, PURGE_LOCK_TIMEOUT_MS=100), "keys",
-                           dry_run=False, started_by="test")
+        result = run_purge(
+            make_target(database_url, PURGE_BATCH_SIZE=400, PURGE_LOCK_TIMEOUT_MS=100),
+            "keys",
+            dry_run=False,
+            started_by="test",
+        )
         elapsed = time.monotonic() - started
     finally:
         blocker.rollback()
@@ -503,9 +579,11 @@ def _nodes(plan):
         yield from _nodes(child)
 
 
-DUE_INDEX = {"idempotency_request": ADVICE["index_keys_due"].index_name(Tables()),
-             "processed_message": ADVICE["index_inbox_processed"].index_name(Tables()),
-             "outbox_event": ADVICE["index_outbox_published"].index_name(Tables())}
+DUE_INDEX = {
+    "idempotency_request": ADVICE["index_keys_due"].index_name(Tables()),
+    "processed_message": ADVICE["index_inbox_processed"].index_name(Tables()),
+    "outbox_event": ADVICE["index_outbox_published"].index_name(Tables()),
+}
 AT = datetime(2020, 1, 1, tzinfo=timezone.utc)
 
 CURSOR_KEYS = {"after_1": AT, "after_2": "s", "after_3": "k000500"}
@@ -516,7 +594,7 @@ PLAN_CASES = [
     ("keys", True, "idempotency_request", {**CURSOR_KEYS, "replay_horizon_seconds": 86400}),
     ("inbox", False, "processed_message", {"after_1": AT, "after_2": "c", "after_3": "m500", "retention_days": 30}),
     ("inbox", True, "processed_message", {"retention_days": 30}),
-    ("outbox", False, "outbox_event", {"after_1": AT, "after_2": uuid.UUID(int=2 ** 127), "retention_days": 7}),
+    ("outbox", False, "outbox_event", {"after_1": AT, "after_2": uuid.UUID(int=2**127), "retention_days": 7}),
     ("outbox", True, "outbox_event", {"retention_days": 7}),
 ]
 # the same along the primary key
@@ -526,7 +604,7 @@ KEY_PLAN_CASES = [
     ("keys", True, "idempotency_request", {"after_1": "s", "after_2": "k000500", "replay_horizon_seconds": 86400}),
     ("inbox", False, "processed_message", {"after_1": "c", "after_2": "m500", "retention_days": 30}),
     ("inbox", True, "processed_message", {"retention_days": 30}),
-    ("outbox", False, "outbox_event", {"after_1": uuid.UUID(int=2 ** 127), "retention_days": 7}),
+    ("outbox", False, "outbox_event", {"after_1": uuid.UUID(int=2**127), "retention_days": 7}),
     ("outbox", True, "outbox_event", {"retention_days": 7}),
 ]
 
@@ -535,23 +613,37 @@ def _fill_for_plans(conn):
     # tables where one batch is a quarter of it: the size at which a join on the key turned into a hash join
     add_expired(conn, 20000)
     # as rows arrive: each at its own time (the due order's ties are the exception)
-    conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
-                 " SELECT 'c' || g % 7, 'm' || g, 'h', now() - interval '40 days' - g * interval '1 second'"
-                 " FROM generate_series(1, 20000) g")
-    conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
-                 " idempotency_key, payload, status, created_at, published_at)"
-                 " SELECT 'e', 'a', gen_random_uuid(), 's', g::text, '{}', 'published',"
-                 " now() - interval '9 days' - g * interval '1 second', now() - interval '9 days' - g * interval '1 "
-                 "second' FROM generate_series(1, 20000) g")
+    conn.execute(
+        "INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)"
+        " SELECT 'c' || g % 7, 'm' || g, 'h', now() - interval '40 days' - g * interval '1 second'"
+        " FROM generate_series(1, 20000) g"
+    )
+    conn.execute(
+        "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
+        " idempotency_key, payload, status, created_at, published_at)"
+        " SELECT 'e', 'a', gen_random_uuid(), 's', g::text, '{}', 'published',"
+        " now() - interval '9 days' - g * interval '1 second', now() - interval '9 days' - g * interval '1 "
+        "second' FROM generate_series(1, 20000) g"
+    )
 
 
 def _scans(conn, tables, role, dry_run, order, table, params):
     explain = psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ") + batch_statement(tables, role, dry_run=dry_run, order=order)
-    values = {"run_id": 0, "limit": 5000, "after_1": None, "after_2": None, "after_3": None,
-              "has_cursor": "after_1" in params, **params}
+    values = {
+        "run_id": 0,
+        "limit": 5000,
+        "after_1": None,
+        "after_2": None,
+        "after_3": None,
+        "has_cursor": "after_1" in params,
+        **params,
+    }
     (plan,) = conn.execute(explain, values, prepare=False).fetchone()[0]
-    return sorted((n["Node Type"], n.get("Index Name")) for n in _nodes(plan["Plan"])
-                  if n.get("Relation Name") == table and n["Node Type"] != "ModifyTable")
+    return sorted(
+        (n["Node Type"], n.get("Index Name"))
+        for n in _nodes(plan["Plan"])
+        if n.get("Relation Name") == table and n["Node Type"] != "ModifyTable"
+    )
 
 
 def test_with_the_recommended_indexes_batches_read_only_due_rows_through_them_and_delete_by_tid(conn, tables):
@@ -561,15 +653,20 @@ def test_with_the_recommended_indexes_batches_read_only_due_rows_through_them_an
     conn.execute("ANALYZE")
     for role, dry_run, table, params in PLAN_CASES:
         # a dry-run count may read the index alone (its visibility map says the heap pages are all visible)
-        scans = [("Index Scan" if node == "Index Only Scan" else node, index)
-                 for node, index in _scans(conn, tables, role, dry_run, DUE, table, params)]
+        scans = [
+            ("Index Scan" if node == "Index Only Scan" else node, index)
+            for node, index in _scans(conn, tables, role, dry_run, DUE, table, params)
+        ]
         expected = [("Index Scan", DUE_INDEX[table])]
         if not dry_run:
             expected.append(("Tid Scan", None))
         assert scans == sorted(expected), (role, dry_run, params)
     for role, table in (("keys", "idempotency_request"), ("inbox", "processed_message"), ("outbox", "outbox_event")):
-        predicate = {"keys": {"replay_horizon_seconds": 86400}, "inbox": {"retention_days": 30},
-                     "outbox": {"retention_days": 7}}[role]
+        predicate = {
+            "keys": {"replay_horizon_seconds": 86400},
+            "inbox": {"retention_days": 30},
+            "outbox": {"retention_days": 7},
+        }[role]
         assert due_index(conn, tables, role, limit=5000, **predicate) == DUE_INDEX[table]
 
 
@@ -596,37 +693,53 @@ def test_without_an_index_of_due_rows_batches_walk_the_primary_key_and_delete_by
 def test_cli_dry_run_prints_progress_and_a_summary_and_deletes_nothing(conn, database_url):
     add_expired(conn, 25)
     add_inbox(conn, [("c", "m", 40 * DAY)])
-    result = CliRunner().invoke(main, ["purge", "--dry-run", "--database-url", database_url],
-                                env={"IDEMDASH_PURGE_BATCH_SIZE": "2", "IDEMDASH_PURGE_PAUSE_MS": "0"})
+    result = CliRunner().invoke(
+        main,
+        ["purge", "--dry-run", "--database-url", database_url],
+        env={"IDEMDASH_PURGE_BATCH_SIZE": "2", "IDEMDASH_PURGE_PAUSE_MS": "0"},
+    )
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == "dry run: counting keys ..."
     # not a terminal: a progress line for the first batch and then every tenth, with rows, rate and time
-    progress = [re.fullmatch(r"  keys: ([\d,]+) rows to delete, ([\d,]+) rows/s, (\d+\.\d) s \((\d+) batch(es)?\)",
-                             line)
-                for line in lines[1:3]]
+    progress = [
+        re.fullmatch(r"  keys: ([\d,]+) rows to delete, ([\d,]+) rows/s, (\d+\.\d) s \((\d+) batch(es)?\)", line)
+        for line in lines[1:3]
+    ]
     assert all(progress), lines[:4]
     assert [(m.group(1), m.group(4)) for m in progress] == [("2", "1"), ("20", "10")]
     assert lines[3] == "dry run: counting inbox ..."
     assert re.fullmatch(r"  inbox: 1 rows to delete, [\d,]+ rows/s, \d+\.\d s \(1 batch\)", lines[4])
     summary = [line.split() for line in lines if line.split()[:1] in (["keys"], ["inbox"], ["outbox"])]
     assert [(s[0], s[1], s[4], s[6]) for s in summary] == [
-        ("keys", "succeeded", "13", "25"), ("inbox", "succeeded", "1", "1"), ("outbox", "succeeded", "1", "0")]
+        ("keys", "succeeded", "13", "25"),
+        ("inbox", "succeeded", "1", "1"),
+        ("outbox", "succeeded", "1", "0"),
+    ]
     # without the recommended indexes the summary says how batches went and where to look
-    assert lines.count("        batches walking the primary key (the planner did not read the due rows through an "
-                       "index: usual on a small table or when most rows are due; on a big table `idemdash check` "
-                       "names the index that would)") == 3
+    assert (
+        lines.count(
+            "        batches walking the primary key (the planner did not read the due rows through an "
+            "index: usual on a small table or when most rows are due; on a big table `idemdash check` "
+            "names the index that would)"
+        )
+        == 3
+    )
     assert count(conn, KEYS) == 25
     assert [(h["table_name"], h["dry_run"], h["rows_deleted"], h["method"]) for h in runs(conn)] == [
-        ("keys", True, 25, "primary_key"), ("inbox", True, 1, "primary_key"), ("outbox", True, 0, "primary_key")]
+        ("keys", True, 25, "primary_key"),
+        ("inbox", True, 1, "primary_key"),
+        ("outbox", True, 0, "primary_key"),
+    ]
     assert all(h["started_by"].startswith("cli") for h in runs(conn))
 
 
 def test_cli_purges_the_tables_asked_for(conn, database_url):
     add_expired(conn, 4)
     add_inbox(conn, [("c", "m", 40 * DAY)])
-    result = CliRunner().invoke(main, ["purge", "--table", "keys", "--database-url", database_url],
-                                env={"IDEMDASH_PURGE_PAUSE_MS": "0"})
+    result = CliRunner().invoke(
+        main, ["purge", "--table", "keys", "--database-url", database_url], env={"IDEMDASH_PURGE_PAUSE_MS": "0"}
+    )
     assert result.exit_code == 0, result.output
     assert re.fullmatch(r"  keys: 4 rows deleted, [\d,]+ rows/s, \d+\.\d s \(1 batch\)", result.stdout.splitlines()[1])
     assert "inbox" not in result.stdout

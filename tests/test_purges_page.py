@@ -1,4 +1,5 @@
 """/purges and its JSON twin: history with keyset pagination, live progress, run now (dry run first), refusals."""
+
 from __future__ import annotations
 
 import time
@@ -19,25 +20,37 @@ VIEWER_HEADERS = {"X-Forwarded-User": "bob@example.com", "X-Forwarded-Groups": "
 
 # -- data -------------------------------------------------------------------------------------------------------
 
-def add_run(conn, table="inbox", *, started_at=None, outcome="succeeded", dry_run=False, rows=0, batches=0,
-            error=None, started_by="scheduler") -> int:
+
+def add_run(
+    conn,
+    table="inbox",
+    *,
+    started_at=None,
+    outcome="succeeded",
+    dry_run=False,
+    rows=0,
+    batches=0,
+    error=None,
+    started_by="scheduler",
+) -> int:
     return conn.execute(
         """INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted, dry_run,
                                            outcome, error, started_by)
            VALUES (%s, coalesce(%s, clock_timestamp()), CASE WHEN %s <> 'running' THEN clock_timestamp() END,
                    %s, %s, %s, %s, %s, %s)
            RETURNING run_id""",
-        (table, started_at, outcome, batches, rows, dry_run, outcome, error, started_by)).fetchone()[0]
+        (table, started_at, outcome, batches, rows, dry_run, outcome, error, started_by),
+    ).fetchone()[0]
 
 
 def add_keys(conn) -> dict[str, int]:
     """Keys of every kind; returns how many of each, 'eligible' being what a keys purge deletes."""
     kinds = {
         # (status, expires_at offset) → count
-        ("succeeded", "-1 hour"): 7,         # eligible
-        ("failed_final", "-2 days"): 4,      # eligible
-        ("succeeded", "+1 hour"): 3,         # not expired yet
-        ("processing", "-1 hour"): 2,        # never purged, however old
+        ("succeeded", "-1 hour"): 7,  # eligible
+        ("failed_final", "-2 days"): 4,  # eligible
+        ("succeeded", "+1 hour"): 3,  # not expired yet
+        ("processing", "-1 hour"): 2,  # never purged, however old
         ("failed_retryable", "-1 hour"): 2,  # never purged
     }
     for (status, offset), count in kinds.items():
@@ -47,28 +60,39 @@ def add_keys(conn) -> dict[str, int]:
                SELECT 'create_order', %s || '-' || g, 'h', %s, 'api-1', now() - interval '10 days',
                       now() - interval '10 days', now() - interval '10 days', now() - interval '9 days',
                       now() + %s::interval
-               FROM generate_series(1, %s) g""", (f"{status}{offset}", status, offset, count))
+               FROM generate_series(1, %s) g""",
+            (f"{status}{offset}", status, offset, count),
+        )
     return {"eligible": 11, "total": sum(kinds.values())}
 
 
 def add_inbox(conn, old=9, recent=5) -> None:
-    conn.execute("""INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)
+    conn.execute(
+        """INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)
                     SELECT 'billing', 'old-' || g, 'h', now() - interval '40 days' FROM generate_series(1, %s) g""",
-                 (old,))
-    conn.execute("""INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)
+        (old,),
+    )
+    conn.execute(
+        """INSERT INTO app.processed_message (consumer_name, message_id, message_hash, processed_at)
                     SELECT 'billing', 'new-' || g, 'h', now() - interval '1 day' FROM generate_series(1, %s) g""",
-                 (recent,))
+        (recent,),
+    )
 
 
 def add_outbox(conn) -> None:
-    for status, published, count in (("published", "now() - interval '10 days'", 6),
-                                      ("published", "now() - interval '1 day'", 2),
-                                      ("pending", "NULL", 3)):
-        conn.execute(f"""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+    for status, published, count in (
+        ("published", "now() - interval '10 days'", 6),
+        ("published", "now() - interval '1 day'", 2),
+        ("pending", "NULL", 3),
+    ):
+        conn.execute(
+            f"""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
                              idempotency_key, payload, status, created_at, published_at)
                          SELECT 'e', 'a', gen_random_uuid(), 's', gen_random_uuid()::text, '{{}}', %s,
                                 now() - interval '20 days', {published}
-                         FROM generate_series(1, %s) g""", (status, count))
+                         FROM generate_series(1, %s) g""",
+            (status, count),
+        )
 
 
 def count(conn, table: str) -> int:
@@ -78,11 +102,19 @@ def count(conn, table: str) -> int:
 def wait_finished(conn, run_id: int, timeout: float = 20.0) -> dict:
     deadline = time.monotonic() + timeout
     while True:
-        row = conn.execute("SELECT outcome, rows_deleted, batches, dry_run, table_name, started_by, error "
-                           "FROM idemdash.purge_run WHERE run_id = %s", (run_id,)).fetchone()
+        row = conn.execute(
+            "SELECT outcome, rows_deleted, batches, dry_run, table_name, started_by, error "
+            "FROM idemdash.purge_run WHERE run_id = %s",
+            (run_id,),
+        ).fetchone()
         if row is not None and row[0] != "running":
-            return dict(zip(("outcome", "rows_deleted", "batches", "dry_run", "table_name", "started_by", "error"),
-                            row, strict=True))
+            return dict(
+                zip(
+                    ("outcome", "rows_deleted", "batches", "dry_run", "table_name", "started_by", "error"),
+                    row,
+                    strict=True,
+                )
+            )
         assert time.monotonic() < deadline, f"run {run_id} did not finish in {timeout} s: {row}"
         time.sleep(0.05)
 
@@ -112,20 +144,26 @@ def form_fields(card, action: str) -> dict:
 
 # -- history ------------------------------------------------------------------------------------------------------
 
+
 def test_history_with_ties_in_started_at_paginates_without_duplicates_or_gaps(client, conn):
     tie = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
     ids = [add_run(conn, "keys", started_at=tie, rows=i) for i in range(7)]
-    ids += [add_run(conn, "inbox", started_at=tie + timedelta(seconds=1)),
-            add_run(conn, "outbox", started_at=tie - timedelta(seconds=1))]
+    ids += [
+        add_run(conn, "inbox", started_at=tie + timedelta(seconds=1)),
+        add_run(conn, "outbox", started_at=tie - timedelta(seconds=1)),
+    ]
     ids += [add_run(conn, "keys", started_at=tie, rows=99) for _ in range(2)]
-    want = [r[0] for r in conn.execute(
-        "SELECT run_id FROM idemdash.purge_run ORDER BY started_at DESC, run_id DESC").fetchall()]
+    want = [
+        r[0]
+        for r in conn.execute("SELECT run_id FROM idemdash.purge_run ORDER BY started_at DESC, run_id DESC").fetchall()
+    ]
     assert sorted(want) == sorted(ids)
 
     seen, cursor, pages = [], None, 0
     while True:
-        body = client.get("/api/v1/purges",
-                          query_string={"limit": 3, **({"cursor": cursor} if cursor else {})}).get_json()
+        body = client.get(
+            "/api/v1/purges", query_string={"limit": 3, **({"cursor": cursor} if cursor else {})}
+        ).get_json()
         seen += [item["run_id"] for item in body["items"]]
         pages += 1
         cursor = body["next_cursor"]
@@ -177,12 +215,15 @@ def test_history_filters_by_outcome_and_starter(client, conn):
     assert "outcome=failed" in soup.select_one('nav.pager a[rel="next"]')["href"]
 
 
-@pytest.mark.parametrize("query, field", [
-    ("outcome=zzz", "outcome"),                # once answered 200, unfiltered
-    ("started_by=" + "s" * 201, "started_by"),
-    ("outcome=failed&outcome=succeeded", "outcome"),
-    ("started_by=", "started_by"),
-])
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ("outcome=zzz", "outcome"),  # once answered 200, unfiltered
+        ("started_by=" + "s" * 201, "started_by"),
+        ("outcome=failed&outcome=succeeded", "outcome"),
+        ("started_by=", "started_by"),
+    ],
+)
 def test_history_refuses_an_unknown_outcome_or_a_bad_starter(client, conn, query, field):
     add_run(conn, "keys")
     response = client.get(f"/api/v1/purges?{query}")
@@ -203,12 +244,15 @@ def test_the_history_answer_has_exactly_the_documented_fields(client, conn):
     assert set(body["tables"][0]) == set(TableStatus.model_fields)
 
 
-@pytest.mark.parametrize("query, fragment", [
-    ("cursor=abc", "cursor is not valid"),
-    ("cursor=" + "W10", "cursor is not valid"),
-    ("table=users", "table must be one of 'keys', 'inbox' or 'outbox'"),
-    ("limit=0", "limit must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "query, fragment",
+    [
+        ("cursor=abc", "cursor is not valid"),
+        ("cursor=" + "W10", "cursor is not valid"),
+        ("table=users", "table must be one of 'keys', 'inbox' or 'outbox'"),
+        ("limit=0", "limit must be at least 1"),
+    ],
+)
 def test_bad_history_queries_are_400(client, query, fragment):
     response = client.get(f"/api/v1/purges?{query}")
     assert response.status_code == 400
@@ -236,9 +280,11 @@ def test_no_runs_yet_says_so(client):
 
 # -- tables: retention, schedule, last runs --------------------------------------------------------------------
 
+
 def test_tables_say_what_they_delete_retention_schedule_and_last_runs(make_app, conn):
-    client = make_app(PURGE_INBOX_SCHEDULE="7 * * * *", PURGE_OUTBOX_SCHEDULE="off", INBOX_RETENTION_DAYS=12,
-                      OUTBOX_RETENTION_DAYS=3).test_client()
+    client = make_app(
+        PURGE_INBOX_SCHEDULE="7 * * * *", PURGE_OUTBOX_SCHEDULE="off", INBOX_RETENTION_DAYS=12, OUTBOX_RETENTION_DAYS=3
+    ).test_client()
     success = add_run(conn, "inbox", rows=40)
     add_run(conn, "inbox", outcome="failed", error="boom")
     body = client.get("/api/v1/purges").get_json()
@@ -269,6 +315,7 @@ def test_tables_say_what_they_delete_retention_schedule_and_last_runs(make_app, 
 
 # -- live progress -----------------------------------------------------------------------------------------------
 
+
 def test_running_runs_show_live_progress_in_the_polling_fragment(client, conn):
     run_id = add_run(conn, "outbox", outcome="running", dry_run=False, batches=0, rows=0)
     fragment = client.get("/purges", headers={"HX-Request": "true"})
@@ -289,8 +336,10 @@ def test_running_runs_show_live_progress_in_the_polling_fragment(client, conn):
     assert progress.select_one("[data-rows]").get_text() == "12,345"
     assert client.get("/api/v1/purges").get_json()["running"][0]["rows_deleted"] == 12345
 
-    conn.execute("UPDATE idemdash.purge_run SET outcome = 'succeeded', finished_at = clock_timestamp() "
-                 "WHERE run_id = %s", (run_id,))
+    conn.execute(
+        "UPDATE idemdash.purge_run SET outcome = 'succeeded', finished_at = clock_timestamp() WHERE run_id = %s",
+        (run_id,),
+    )
     soup = soup_of(client.get("/purges", headers={"HX-Request": "true"}))
     assert soup.select_one("[data-running-run]") is None
     assert soup.select_one("#purges-panel")["hx-trigger"] == "every 15s, refresh"
@@ -299,17 +348,35 @@ def test_running_runs_show_live_progress_in_the_polling_fragment(client, conn):
 
 # -- run now: the API -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("table, setup, eligible, remaining_check", [
-    ("keys", add_keys, 11,
-     "SELECT count(*) FROM app.idempotency_request"
-     " WHERE status IN ('succeeded', 'failed_final') AND expires_at < now()"),
-    ("inbox", add_inbox, 9,
-     "SELECT count(*) FROM app.processed_message WHERE processed_at < now() - interval '30 days'"),
-    ("outbox", add_outbox, 6,
-     "SELECT count(*) FROM app.outbox_event WHERE status = 'published' AND published_at < now() - interval '7 days'"),
-])
-def test_run_api_dry_run_counts_then_purge_deletes_exactly_the_eligible_rows(client, conn, table, setup, eligible,
-                                                                               remaining_check):
+
+@pytest.mark.parametrize(
+    "table, setup, eligible, remaining_check",
+    [
+        (
+            "keys",
+            add_keys,
+            11,
+            "SELECT count(*) FROM app.idempotency_request"
+            " WHERE status IN ('succeeded', 'failed_final') AND expires_at < now()",
+        ),
+        (
+            "inbox",
+            add_inbox,
+            9,
+            "SELECT count(*) FROM app.processed_message WHERE processed_at < now() - interval '30 days'",
+        ),
+        (
+            "outbox",
+            add_outbox,
+            6,
+            "SELECT count(*) FROM app.outbox_event WHERE status = 'published' AND published_at < now() - interval '7 "
+            "days'",
+        ),
+    ],
+)
+def test_run_api_dry_run_counts_then_purge_deletes_exactly_the_eligible_rows(
+    client, conn, table, setup, eligible, remaining_check
+):
     setup(conn)
     relation = {"keys": "idempotency_request", "inbox": "processed_message", "outbox": "outbox_event"}[table]
     before = count(conn, relation)
@@ -351,24 +418,29 @@ def test_a_purge_already_running_for_the_table_is_reported_as_skipped(client, co
         body = response.get_json()
         assert body["outcome"] == "skipped" and "already running" in body["error"]
         assert body["status_url"] == f"/api/v1/purges?run_id={body['run_id']}"
-        assert conn.execute("SELECT outcome FROM idemdash.purge_run WHERE run_id = %s",
-                            (body["run_id"],)).fetchone()[0] == "skipped"
+        assert (
+            conn.execute("SELECT outcome FROM idemdash.purge_run WHERE run_id = %s", (body["run_id"],)).fetchone()[0]
+            == "skipped"
+        )
         # the other tables are not blocked
         other = run_api(client, {"table": "outbox", "dry_run": True})
         assert other.status_code == 202
         wait_finished(conn, other.get_json()["run_id"])
 
 
-@pytest.mark.parametrize("body, fragment", [
-    ({"table": "users", "dry_run": True}, "table must be one of 'keys', 'inbox' or 'outbox'"),
-    ({"table": "archive", "dry_run": True}, "table must be one of 'keys', 'inbox' or 'outbox'"),
-    ({"table": None, "dry_run": True}, "table must be a string"),
-    ({"table": "keys"}, "dry_run is required"),
-    ({"table": "keys", "dry_run": "false"}, "dry_run must be true or false"),
-    ({"table": "keys", "dry_run": 0}, "dry_run must be true or false"),
-    ({"table": "keys", "dry_run": True, "force": True}, "force is not a field of this request"),
-    (["keys"], "send a JSON object"),
-])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ({"table": "users", "dry_run": True}, "table must be one of 'keys', 'inbox' or 'outbox'"),
+        ({"table": "archive", "dry_run": True}, "table must be one of 'keys', 'inbox' or 'outbox'"),
+        ({"table": None, "dry_run": True}, "table must be a string"),
+        ({"table": "keys"}, "dry_run is required"),
+        ({"table": "keys", "dry_run": "false"}, "dry_run must be true or false"),
+        ({"table": "keys", "dry_run": 0}, "dry_run must be true or false"),
+        ({"table": "keys", "dry_run": True, "force": True}, "force is not a field of this request"),
+        (["keys"], "send a JSON object"),
+    ],
+)
 def test_run_api_bad_input_is_400_and_starts_nothing(client, conn, body, fragment):
     response = run_api(client, body)
     assert response.status_code == 400
@@ -383,6 +455,7 @@ def test_run_api_wants_json(client, conn):
 
 
 # -- run now: the page (dry run first) ----------------------------------------------------------------------------
+
 
 def test_page_flow_dry_run_then_purge_now(client, conn):
     add_inbox(conn, old=9, recent=5)
@@ -432,37 +505,49 @@ def test_purge_now_without_a_fresh_dry_run_is_refused(client, conn):
     fields = form_fields(table_card(client, "inbox"), "dry-run")
     token = fields["csrf_token"]
     # no dry run at all
-    response = client.post("/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0",
-                                                "after_dry_run": "1"})
+    response = client.post(
+        "/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0", "after_dry_run": "1"}
+    )
     assert response.status_code == 409
     assert "run a dry run again" in soup_of(response).select_one(".flash.error").get_text()
     # a dry run that a real run has overtaken since
     dry = add_run(conn, "inbox", dry_run=True, rows=9)
     add_run(conn, "inbox", dry_run=False, rows=9)
-    response = client.post("/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0",
-                                                "after_dry_run": str(dry)})
+    response = client.post(
+        "/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0", "after_dry_run": str(dry)}
+    )
     assert response.status_code == 409
     # a dry run over an hour old
     old = add_run(conn, "inbox", dry_run=True, rows=9)
-    conn.execute("UPDATE idemdash.purge_run SET started_at = now() - interval '2 hours', "
-                 "finished_at = now() - interval '2 hours' WHERE run_id = %s", (old,))
-    response = client.post("/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0",
-                                                "after_dry_run": str(old)})
+    conn.execute(
+        "UPDATE idemdash.purge_run SET started_at = now() - interval '2 hours', "
+        "finished_at = now() - interval '2 hours' WHERE run_id = %s",
+        (old,),
+    )
+    response = client.post(
+        "/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0", "after_dry_run": str(old)}
+    )
     assert response.status_code == 409
     # htmx gets the panel with the message (htmx does not swap 4xx answers)
-    response = client.post("/purges/run", data={"csrf_token": token, "table": "inbox", "dry_run": "0",
-                                                "after_dry_run": str(old)}, headers={"HX-Request": "true"})
+    response = client.post(
+        "/purges/run",
+        data={"csrf_token": token, "table": "inbox", "dry_run": "0", "after_dry_run": str(old)},
+        headers={"HX-Request": "true"},
+    )
     assert response.status_code == 200
     assert "run a dry run again" in soup_of(response).select_one(".flash.error").get_text()
     assert count(conn, "processed_message") == 14  # nothing was purged
     assert conn.execute("SELECT count(*) FROM idemdash.purge_run WHERE NOT dry_run").fetchone()[0] == 1
 
 
-@pytest.mark.parametrize("data, fragment", [
-    ({"table": "users", "dry_run": "1"}, "table must be one of"),
-    ({"table": "inbox", "dry_run": "yes"}, "dry_run must be 1"),
-    ({"table": "inbox", "dry_run": "0", "after_dry_run": "x"}, "after_dry_run must be the run id"),
-])
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        ({"table": "users", "dry_run": "1"}, "table must be one of"),
+        ({"table": "inbox", "dry_run": "yes"}, "dry_run must be 1"),
+        ({"table": "inbox", "dry_run": "0", "after_dry_run": "x"}, "after_dry_run must be the run id"),
+    ],
+)
 def test_form_bad_input_is_400(client, conn, data, fragment):
     token = form_fields(table_card(client, "inbox"), "dry-run")["csrf_token"]
     response = client.post("/purges/run", data={"csrf_token": token, **data})
@@ -478,6 +563,7 @@ def test_form_without_csrf_token_is_refused(client, conn):
 
 
 # -- who may run purges ------------------------------------------------------------------------------------------
+
 
 def test_read_only_mode_refuses_and_shows_no_buttons(make_app, conn):
     add_inbox(conn)
@@ -539,11 +625,15 @@ def test_purges_started_by_people_are_in_the_audit_log_and_scheduled_ones_are_no
     with psycopg.connect(conn.info.dsn, autocommit=True) as holder:  # a skipped run a person asked for is audited
         holder.execute("SELECT pg_advisory_lock(hashtextextended('idemdash.purge.' || 'outbox', 0))")
         skipped = run_api(client, {"table": "outbox", "dry_run": True}).get_json()["run_id"]
-    rows = conn.execute("SELECT actor, action, detail->>'run_id', detail->>'outcome', key, parent_id "
-                        "FROM idemdash.audit_log ORDER BY audit_id").fetchall()
-    assert [(r[1], int(r[2]), r[3]) for r in rows] == [("purge-dry-run:keys", dry, "running"),
-                                                       ("purge:keys", real, "running"),
-                                                       ("purge-dry-run:outbox", skipped, "skipped")]
+    rows = conn.execute(
+        "SELECT actor, action, detail->>'run_id', detail->>'outcome', key, parent_id "
+        "FROM idemdash.audit_log ORDER BY audit_id"
+    ).fetchall()
+    assert [(r[1], int(r[2]), r[3]) for r in rows] == [
+        ("purge-dry-run:keys", dry, "running"),
+        ("purge:keys", real, "running"),
+        ("purge-dry-run:outbox", skipped, "skipped"),
+    ]
     assert all(r[0].startswith("anonymous@") and r[4] is None and r[5] is None for r in rows)
     # and /audit shows them, linked to their run
     page = BeautifulSoup(client.get("/audit").data, "html.parser")
@@ -563,48 +653,69 @@ def test_a_purge_from_the_command_line_is_audited_with_the_os_user(conn, databas
 
 
 def test_what_the_pacer_did_is_said_in_plain_words_with_the_numbers_on_hover(client, conn):
-    """"1.0× of 1.5× allowed · 0 backoffs · ended at 1,000 rows, 50 %" was jargon."""
+    """ "1.0× of 1.5× allowed · 0 backoffs · ended at 1,000 rows, 50 %" was jargon."""
     for p99, backoffs, size, duty in ((1.2, 0, 1000, 50.0), (4.8, 3, 250, 12.5)):
-        conn.execute("INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted,"
-                     " dry_run, outcome, started_by, method, latency_budget, probe_baseline_ms, probe_p99_ms, probes,"
-                     " backoffs, final_batch_size, final_duty_cycle) VALUES ('keys', now() - interval '1 minute',"
-                     " now(), 40, 40000, false, 'succeeded', 'scheduler', 'due_index', 1.5, 1.2, %s, 80, %s, %s, %s)",
-                     (p99, backoffs, size, duty))
+        conn.execute(
+            "INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted,"
+            " dry_run, outcome, started_by, method, latency_budget, probe_baseline_ms, probe_p99_ms, probes,"
+            " backoffs, final_batch_size, final_duty_cycle) VALUES ('keys', now() - interval '1 minute',"
+            " now(), 40, 40000, false, 'succeeded', 'scheduler', 'due_index', 1.5, 1.2, %s, 80, %s, %s, %s)",
+            (p99, backoffs, size, duty),
+        )
     html = BeautifulSoup(client.get("/purges").get_data(as_text=True), "html.parser")
     cells = [" ".join(td.get_text().split()) for td in html.select("table.purge-history td[data-pacing]")]
     calm, slowed = cells[1], cells[0]  # newest first
-    assert ("Kept the application's commits within 1.5× their usual time; never slowed down; batches of 1,000 rows "
-            "at the end, pausing half the time") in calm, calm
-    assert ("The application's commits took 4.0× their usual time, more than the 1.5× allowed; slowed down 3 "
-            "times; batches of 250 rows at the end, pausing 88 % of the time") in slowed, slowed
+    assert (
+        "Kept the application's commits within 1.5× their usual time; never slowed down; batches of 1,000 rows "
+        "at the end, pausing half the time"
+    ) in calm, calm
+    assert (
+        "The application's commits took 4.0× their usual time, more than the 1.5× allowed; slowed down 3 "
+        "times; batches of 250 rows at the end, pausing 88 % of the time"
+    ) in slowed, slowed
     assert all("backoffs ·" not in cell and "× allowed ·" not in cell for cell in cells)
     hover = html.select("table.purge-history td[data-pacing] .pacing-words")[1]["title"]
-    assert hover == ("commit p99 1.2 ms idle, 1.2 ms during the run; 1.0× of 1.5× allowed "
-                     "(IDEMDASH_PURGE_LATENCY_BUDGET); 80 probes, 0 backoffs (batch or duty cycle halved); "
-                     "final batch size 1,000, duty cycle 50 %")
+    assert hover == (
+        "commit p99 1.2 ms idle, 1.2 ms during the run; 1.0× of 1.5× allowed "
+        "(IDEMDASH_PURGE_LATENCY_BUDGET); 80 probes, 0 backoffs (batch or duty cycle halved); "
+        "final batch size 1,000, duty cycle 50 %"
+    )
     # the JSON keeps every number
     item = client.get("/api/v1/purges").get_json()["items"][1]
-    assert (item["latency_budget"], item["probe_p99_ms"], item["backoffs"], item["final_batch_size"],
-            item["final_duty_cycle"]) == (1.5, 1.2, 0, 1000, 50.0)
+    assert (
+        item["latency_budget"],
+        item["probe_p99_ms"],
+        item["backoffs"],
+        item["final_batch_size"],
+        item["final_duty_cycle"],
+    ) == (1.5, 1.2, 0, 1000, 50.0)
 
 
 def test_what_the_governor_saw_of_the_application_is_said_in_words(client, conn):
     """A run records what the application's sessions did (app_backends, their waits between and during batches)."""
     for between, during, seen, backoffs, locks in ((0.9, 1.2, 2, 0, 0), (0.8, 3.1, 3, 5, 2), (None, None, 0, 0, 0)):
-        conn.execute("INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted,"
-                     " dry_run, outcome, started_by, method, latency_budget, probe_baseline_ms, probe_p99_ms, probes,"
-                     " backoffs, final_batch_size, final_duty_cycle, app_backends, lock_backoffs) VALUES ('keys',"
-                     " now() - interval '1 minute', now(), 40, 40000, false, 'succeeded', 'scheduler', 'heap', 1.5,"
-                     " %s, %s, 212, %s, 1000, 50, %s, %s)", (between, during, backoffs, seen, locks))
+        conn.execute(
+            "INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, batches, rows_deleted,"
+            " dry_run, outcome, started_by, method, latency_budget, probe_baseline_ms, probe_p99_ms, probes,"
+            " backoffs, final_batch_size, final_duty_cycle, app_backends, lock_backoffs) VALUES ('keys',"
+            " now() - interval '1 minute', now(), 40, 40000, false, 'succeeded', 'scheduler', 'heap', 1.5,"
+            " %s, %s, 212, %s, 1000, 50, %s, %s)",
+            (between, during, backoffs, seen, locks),
+        )
     html = BeautifulSoup(client.get("/purges").get_data(as_text=True), "html.parser")
     idle, slowed, calm = (" ".join(td.get_text().split()) for td in html.select("table.purge-history td[data-pacing]"))
-    assert ("Nobody else used the database while it ran (212 looks at its sessions), so it never slowed down; "
-            "batches of 1,000 rows at the end, pausing half the time") in idle, idle
-    assert ("Saw up to 2 application statements running at once; their commits waited 1.2 ms for the WAL or the "
-            "purge's locks while batches ran and 0.9 ms between them, within the 1.5× allowed; never slowed down"
-            ) in calm, calm
-    assert ("their commits waited 3.1 ms for the WAL or the purge's locks while batches ran and 0.8 ms between them, "
-            "more than the 1.5× allowed; slowed down 5 times (2 times because an application statement waited for a "
-            "lock the purge held)") in slowed, slowed
+    assert (
+        "Nobody else used the database while it ran (212 looks at its sessions), so it never slowed down; "
+        "batches of 1,000 rows at the end, pausing half the time"
+    ) in idle, idle
+    assert (
+        "Saw up to 2 application statements running at once; their commits waited 1.2 ms for the WAL or the "
+        "purge's locks while batches ran and 0.9 ms between them, within the 1.5× allowed; never slowed down"
+    ) in calm, calm
+    assert (
+        "their commits waited 3.1 ms for the WAL or the purge's locks while batches ran and 0.8 ms between them, "
+        "more than the 1.5× allowed; slowed down 5 times (2 times because an application statement waited for a "
+        "lock the purge held)"
+    ) in slowed, slowed
     item = client.get("/api/v1/purges").get_json()["items"][1]
     assert (item["app_backends"], item["lock_backoffs"], item["backoffs"]) == (3, 2, 5)

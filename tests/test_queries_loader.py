@@ -1,4 +1,5 @@
 """The named-SQL loader, and the rule that SQL lives in queries/*.sql only."""
+
 from __future__ import annotations
 
 import ast
@@ -69,12 +70,11 @@ def test_nothing_before_the_first_header():
         text = path.read_text(encoding="utf-8")
         first = re.search(r"^-- [a-z][a-z0-9_]* --$", text, re.MULTILINE)
         assert first is not None, path.name
-        assert text[:first.start()].strip() == "", f"{path.name}: text before the first block is ignored"
+        assert text[: first.start()].strip() == "", f"{path.name}: text before the first block is ignored"
 
 
 def test_parse_reads_name_description_and_body():
-    text = ("-- first_one --\n-- The first.\nSELECT 1\n\n"
-            "-- second --\n-- The second one.\nSELECT {keys}\nFROM x\n")
+    text = "-- first_one --\n-- The first.\nSELECT 1\n\n-- second --\n-- The second one.\nSELECT {keys}\nFROM x\n"
     parsed = _parse("t.sql", text)
     assert parsed == {
         "first_one": Query("first_one", "The first.", "SELECT 1", "t.sql"),
@@ -88,10 +88,13 @@ def test_parse_rejects_a_duplicate_name():
         _parse("t.sql", text)
 
 
-@pytest.mark.parametrize("text", [
-    "-- empty --\n-- Nothing here.\n",
-    "-- empty --\n-- Nothing here.\n\n   \n-- next --\n-- Fine.\nSELECT 1\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-- empty --\n-- Nothing here.\n",
+        "-- empty --\n-- Nothing here.\n\n   \n-- next --\n-- Fine.\nSELECT 1\n",
+    ],
+)
 def test_parse_rejects_an_empty_body(text):
     with pytest.raises(ValueError, match=r"t\.sql.*'empty' has no statement"):
         _parse("t.sql", text)
@@ -153,12 +156,23 @@ def test_every_placeholder_block_formats_with_tables():
         # (tests/test_profile_states.py runs every state, tests/test_profile_indexes.py every index,
         # tests/test_custom_shapes.py the custom states, tests/test_library_purge_properties.py the purges,
         # tests/test_library_actions.py every library action, tests/test_journey_profiles.py every journey read)
-        for extra in extras if query.source not in ("profile_states.sql", "profile_indexes.sql",
-                                                    "custom_states.sql", "library_purges.sql",
-                                                    "library_action_rules.sql", "profile_facts.sql",
-                                                    "journey_profiles.sql") else {}:
+        for extra in (
+            extras
+            if query.source
+            not in (
+                "profile_states.sql",
+                "profile_indexes.sql",
+                "custom_states.sql",
+                "library_purges.sql",
+                "library_action_rules.sql",
+                "profile_facts.sql",
+                "journey_profiles.sql",
+            )
+            else {}
+        ):
             assert re.search(rf"\b{extra}\s*=|[\"']{extra}[\"']", sources), (
-                f"{name}: placeholder {{{extra}}} is not passed by any caller in queries/")
+                f"{name}: placeholder {{{extra}}} is not passed by any caller in queries/"
+            )
         rendered = statement(name, Tables(), **extras).as_string()
         assert not re.search(r"\{(schema|keys|inbox|outbox)\}", rendered), name
         formatted += 1
@@ -168,13 +182,16 @@ def test_every_placeholder_block_formats_with_tables():
 def test_a_field_naming_a_block_is_filled_with_that_block_rendered_alike(monkeypatch):
     monkeypatch.setitem(QUERIES, "frag_inner", Query("frag_inner", "Inner.", "{keys}.a = %(v)s", "t.sql"))
     monkeypatch.setitem(QUERIES, "frag_outer", Query("frag_outer", "Outer.", "({frag_inner} AND b)", "t.sql"))
-    monkeypatch.setitem(QUERIES, "frag_use", Query("frag_use", "Use.", "SELECT 1 FROM {keys} WHERE {frag_outer}",
-                                                   "t.sql"))
-    assert statement("frag_use",
-                     Tables("s", "k")).as_string() == 'SELECT 1 FROM "s"."k" WHERE ("s"."k".a = %(v)s AND b)'
+    monkeypatch.setitem(
+        QUERIES, "frag_use", Query("frag_use", "Use.", "SELECT 1 FROM {keys} WHERE {frag_outer}", "t.sql")
+    )
+    assert (
+        statement("frag_use", Tables("s", "k")).as_string() == 'SELECT 1 FROM "s"."k" WHERE ("s"."k".a = %(v)s AND b)'
+    )
     # identifiers passed reach the fragments too (a partition in place of the table)
-    assert statement("frag_use",
-                     keys=sql.Identifier("p")).as_string() == 'SELECT 1 FROM "p" WHERE ("p".a = %(v)s AND b)'
+    assert (
+        statement("frag_use", keys=sql.Identifier("p")).as_string() == 'SELECT 1 FROM "p" WHERE ("p".a = %(v)s AND b)'
+    )
     # a caller's own value for the field wins over the block
     assert statement("frag_use", Tables(), frag_outer=sql.SQL("true")).as_string().endswith("WHERE true")
 
@@ -182,9 +199,12 @@ def test_a_field_naming_a_block_is_filled_with_that_block_rendered_alike(monkeyp
 def test_each_purge_rule_is_written_once():
     """The eligibility of each table lives in its fragment alone; the statements and the index name it."""
     texts = {name: query.text for name, query in QUERIES.items()}
-    for rule in ("status IN ('succeeded', 'failed_final')", "AND a.action LIKE 'reclassify%%'",
-                 "processed_at < now() - make_interval(days => %(retention_days)s)",
-                 "published_at < now() - make_interval(days => %(retention_days)s)"):
+    for rule in (
+        "status IN ('succeeded', 'failed_final')",
+        "AND a.action LIKE 'reclassify%%'",
+        "processed_at < now() - make_interval(days => %(retention_days)s)",
+        "published_at < now() - make_interval(days => %(retention_days)s)",
+    ):
         assert len([name for name, text in texts.items() if rule in text]) == 1, rule
     assert "{terminal_keys}" in texts["index_keys_due"] and "{terminal_keys}" in texts["expired_keys"]
     assert "{expired_keys}" in texts["purgeable_keys"]
@@ -195,7 +215,11 @@ def test_each_purge_rule_is_written_once():
 def test_table_identifiers():
     ids = Tables("s", "k", "i", "o").identifiers()
     assert {name: ident.as_string() for name, ident in ids.items()} == {
-        "schema": '"s"', "keys": '"s"."k"', "inbox": '"s"."i"', "outbox": '"s"."o"'}
+        "schema": '"s"',
+        "keys": '"s"."k"',
+        "inbox": '"s"."i"',
+        "outbox": '"s"."o"',
+    }
     config = {"APP_SCHEMA": "a", "KEYS_TABLE": "b", "INBOX_TABLE": "c", "OUTBOX_TABLE": "d"}
     assert Tables.from_config(config) == Tables("a", "b", "c", "d")
 
@@ -235,15 +259,24 @@ def test_every_sql_block_has_a_caller():
     assert {"fragment_set_", "index_"} <= prefixes, "the scan found too little"
     blocks = set(QUERIES) | set(workload.QUERIES)
     # a fragment another block names as a {field} is filled in by the loader: it runs inside that block
-    composed = {field for query in [*QUERIES.values(), *workload.QUERIES.values()]
-                for field in format_fields(query.text) if field in blocks}
-    unused = sorted(name for name in blocks - composed
-                    if name not in literals and not any(name.startswith(prefix) for prefix in prefixes))
+    composed = {
+        field
+        for query in [*QUERIES.values(), *workload.QUERIES.values()]
+        for field in format_fields(query.text)
+        if field in blocks
+    }
+    unused = sorted(
+        name
+        for name in blocks - composed
+        if name not in literals and not any(name.startswith(prefix) for prefix in prefixes)
+    )
     assert not unused, f"SQL blocks no code runs: {unused}"
 
 
-SQL_IN_STRING = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE|DELETE\s+FROM|CREATE\s+(TABLE|INDEX|SCHEMA)|"
-                           r"ALTER\s+TABLE|DROP\s+TABLE|TRUNCATE)\s")
+SQL_IN_STRING = re.compile(
+    r"\b(SELECT|INSERT\s+INTO|UPDATE|DELETE\s+FROM|CREATE\s+(TABLE|INDEX|SCHEMA)|"
+    r"ALTER\s+TABLE|DROP\s+TABLE|TRUNCATE)\s"
+)
 
 
 def _docstring_nodes(tree: ast.AST) -> set[int]:
@@ -259,15 +292,22 @@ def _docstring_nodes(tree: ast.AST) -> set[int]:
 def sql_like_strings(source: str) -> list[tuple[int, str]]:
     tree = ast.parse(source)
     docstrings = _docstring_nodes(tree)
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in docstrings and SQL_IN_STRING.search(node.value)]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and SQL_IN_STRING.search(node.value)
+    ]
 
 
 def test_the_static_check_finds_sql():
-    source = ('"""Module doc: SELECT things from here."""\n'
-              'def f():\n    """SELECT in a docstring is fine."""\n'
-              '    a = "SELECT 1"\n    b = f"DELETE FROM {x} WHERE y"\n    c = "select lowercase prose"\n')
+    source = (
+        '"""Module doc: SELECT things from here."""\n'
+        'def f():\n    """SELECT in a docstring is fine."""\n'
+        '    a = "SELECT 1"\n    b = f"DELETE FROM {x} WHERE y"\n    c = "select lowercase prose"\n'
+    )
     assert [line for line, _ in sql_like_strings(source)] == [4, 5]
 
 

@@ -8,6 +8,7 @@ has no index it could use, and would read every row at size L. A full walk of an
 unless a LIMIT stops it early (keyset pagination) or the statement is one of the whole-table aggregates that
 the rollup job precomputes (dashboard/rollups.py).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -36,8 +37,14 @@ APP_TABLES = {TABLES.keys, TABLES.inbox, TABLES.outbox}
 # Aggregates over a whole window or table: precomputed by the rollup job at size L (dashboard/rollups.py), so
 # a page reads them from idemdash.rollup, not from these statements. They walk an index by design.
 WHOLE_TABLE_AGGREGATES = {
-    "count_keys_by_window", "get_inbox_volume", "list_hotspot_groups", "count_keys_by_attempts",
-    "list_suppression_by_scope", "list_inbox_consumers", "get_inbox_totals", "list_outbox_event_types",
+    "count_keys_by_window",
+    "get_inbox_volume",
+    "list_hotspot_groups",
+    "count_keys_by_attempts",
+    "list_suppression_by_scope",
+    "list_inbox_consumers",
+    "get_inbox_totals",
+    "list_outbox_event_types",
     "list_workers",
 }
 
@@ -70,8 +77,13 @@ def _statement_names() -> dict[str, str]:
         except (KeyError, IndexError, ValueError):
             continue  # needs identifiers other than the tables (index names, columns): not a page read
     # the reference tables' states (/tables), with the column names the profile gives them
-    found = Found("reference", None, TABLES.schema, AS_IS,
-                  (("keys", TABLES.keys), ("inbox", TABLES.inbox), ("outbox", TABLES.outbox)))
+    found = Found(
+        "reference",
+        None,
+        TABLES.schema,
+        AS_IS,
+        (("keys", TABLES.keys), ("inbox", TABLES.inbox), ("outbox", TABLES.outbox)),
+    )
     for state in PROFILES["reference"].states:
         names[state_statement(found, state).as_string(None)] = state.query  # type: ignore[union-attr]
     for name in ("list_processing_keys", "list_keys_by_status"):  # key lists, read either way
@@ -104,8 +116,12 @@ def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypat
     samples = find_samples(client, indexed_s, TABLES)
     requests, _ = build_requests(app, samples)
     # the search of every database needs its q, which the benchmark's list does not give it
-    requests = [replace(r, path=f"{r.path}?{urlencode({'q': samples.stuck_key.key})}")
-                if r.endpoint == "fleet_search.api" and "?" not in r.path else r for r in requests]
+    requests = [
+        replace(r, path=f"{r.path}?{urlencode({'q': samples.stuck_key.key})}")
+        if r.endpoint == "fleet_search.api" and "?" not in r.path
+        else r
+        for r in requests
+    ]
     assert len(requests) > 50
 
     recorded: dict[str, tuple[sql.Composable, Any, str]] = {}
@@ -123,15 +139,24 @@ def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypat
         current = request.label
         response = client.get(request.path, headers=dict(request.headers))
         # 302: the search for a key only one scope has goes to its page
-        assert response.status_code == (302 if "redirect" in request.label else 200), (request.label,
-                                                                                        response.status_code)
+        assert response.status_code == (302 if "redirect" in request.label else 200), (
+            request.label,
+            response.status_code,
+        )
     monkeypatch.undo()
 
     names = _statement_names()
     seen = {names.get(text, "?") for text in recorded}
     # the page reads the benchmark cares most about were among them
-    assert {"count_processing_keys", "list_processing_keys", "list_keys_by_status", "get_outbox_backlog",
-            "list_outbox_pending", "get_key", "list_outbox_for_key"} <= seen, seen
+    assert {
+        "count_processing_keys",
+        "list_processing_keys",
+        "list_keys_by_status",
+        "get_outbox_backlog",
+        "list_outbox_pending",
+        "get_key",
+        "list_outbox_for_key",
+    } <= seen, seen
 
     problems = []
     with psycopg.connect(indexed_s) as conn:
@@ -147,9 +172,14 @@ def test_every_page_statement_has_an_index_to_use(indexed_s, make_app, monkeypat
                 kind = node["Node Type"]
                 if kind == "Seq Scan" and not _profile_state_count(name):
                     problems.append(f"{name} ({label}): Seq Scan on {node['Relation Name']}")
-                elif (kind in ("Index Scan", "Index Only Scan") and "Index Cond" not in node
-                      and "Limit" not in parents and name not in WHOLE_TABLE_AGGREGATES | PARTIAL_INDEX_COUNTS
-                      and node["Index Name"] not in SMALL_BY_PREDICATE and not _profile_state_count(name)):
+                elif (
+                    kind in ("Index Scan", "Index Only Scan")
+                    and "Index Cond" not in node
+                    and "Limit" not in parents
+                    and name not in WHOLE_TABLE_AGGREGATES | PARTIAL_INDEX_COUNTS
+                    and node["Index Name"] not in SMALL_BY_PREDICATE
+                    and not _profile_state_count(name)
+                ):
                     problems.append(f"{name} ({label}): unbounded {kind} of {node['Index Name']}")
     assert not problems, "\n".join(problems)
 
@@ -161,8 +191,12 @@ def test_failed_keys_by_worker_read_the_failures_index_not_every_failed_row(inde
     real_execute = psycopg.Cursor.execute
 
     def spy(self, query, params=None, **kwargs):
-        if isinstance(query, sql.Composable) and TABLES.keys in query.as_string(None) and isinstance(params, dict) \
-                and "worker-07" in params.values():
+        if (
+            isinstance(query, sql.Composable)
+            and TABLES.keys in query.as_string(None)
+            and isinstance(params, dict)
+            and "worker-07" in params.values()
+        ):
             recorded.append((query, params))
         return real_execute(self, query, params, **kwargs)
 
@@ -188,16 +222,29 @@ def test_failed_keys_by_worker_read_the_failures_index_not_every_failed_row(inde
 def test_workers_and_the_owner_search_read_the_leases_updated_and_failures_indexes(indexed_s):
     # /workers: every processing key from the leases index (index-only: it carries claimed_by and claimed_at),
     # the window's finished keys as a range of the status/updated_at index; never the table whole
-    leases, updated, failures = (ADVICE[name].index_name(TABLES) for name in
-                                 ("index_keys_leases", "index_keys_updated", "index_keys_failures"))
-    checks = [(statement("list_workers", TABLES), {"lease_seconds": 300, "window": timedelta(hours=window),
-                                                    "limit": 201}, {leases, updated}, {leases, updated})
-              for window in (1, 24, 168)]
+    leases, updated, failures = (
+        ADVICE[name].index_name(TABLES) for name in ("index_keys_leases", "index_keys_updated", "index_keys_failures")
+    )
+    checks = [
+        (
+            statement("list_workers", TABLES),
+            {"lease_seconds": 300, "window": timedelta(hours=window), "limit": 201},
+            {leases, updated},
+            {leases, updated},
+        )
+        for window in (1, 24, 168)
+    ]
     # the search's owners: a loose scan of the failures index (one descent per owner), the newest succeeded keys
     # and the processing keys at each end of the lease order, each up to a LIMIT
-    checks += [(statement("list_recent_owners", TABLES), {"sample": 2000, "max_failing": 2000, "limit": 10000},
-                {leases, updated, failures}, {leases, updated, failures}),
-               (statement("find_failing_owner", TABLES), {"name": "worker-07"}, {failures}, {failures})]
+    checks += [
+        (
+            statement("list_recent_owners", TABLES),
+            {"sample": 2000, "max_failing": 2000, "limit": 10000},
+            {leases, updated, failures},
+            {leases, updated, failures},
+        ),
+        (statement("find_failing_owner", TABLES), {"name": "worker-07"}, {failures}, {failures}),
+    ]
     with psycopg.connect(indexed_s) as conn:
         conn.execute("SET enable_seqscan = off")
         for query, params, must, may in checks:
@@ -223,8 +270,11 @@ def test_the_snapshots_rates_read_the_keys_that_changed_through_the_updated_inde
         conn.execute("SET enable_seqscan = off")
         until = conn.execute("SELECT now()").fetchone()[0]
         query = statement("count_key_changes_between", TABLES)
-        (plan,) = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + query,
-                               {"since": until - timedelta(minutes=1), "until": until}, prepare=False).fetchone()[0]
+        (plan,) = conn.execute(
+            sql.SQL("EXPLAIN (FORMAT JSON) ") + query,
+            {"since": until - timedelta(minutes=1), "until": until},
+            prepare=False,
+        ).fetchone()[0]
     nodes = [n for n, _ in _nodes(plan["Plan"])]
     assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
     keys = [n for n in nodes if n.get("Relation Name") == TABLES.keys or n.get("Index Name") == updated]

@@ -1,4 +1,5 @@
 """Reclassifying stuck keys: each outcome, what a client's retry then gets, and every refusal."""
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,11 @@ def stuck_key(conn, key: str, scope: str = "create_order", worker: str = "api-1"
 
 def row(conn, key: str, scope: str = "create_order") -> dict:
     with conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
-        return cur.execute("SELECT *, status::text AS status FROM app.idempotency_request "
-                           "WHERE idempotency_scope = %s AND idempotency_key = %s", (scope, key)).fetchone()
+        return cur.execute(
+            "SELECT *, status::text AS status FROM app.idempotency_request "
+            "WHERE idempotency_scope = %s AND idempotency_key = %s",
+            (scope, key),
+        ).fetchone()
 
 
 def audit(conn) -> list[dict]:
@@ -36,8 +40,16 @@ def audit(conn) -> list[dict]:
 
 def test_safe_to_retry_lets_the_next_retry_run_again(client, conn):
     stuck_key(conn, "k")
-    response = client.post(API, json={"scope": "create_order", "key": "k", "to": "safe_to_retry",
-                                      "reason": "pod died", "expected_attempt_count": 1})
+    response = client.post(
+        API,
+        json={
+            "scope": "create_order",
+            "key": "k",
+            "to": "safe_to_retry",
+            "reason": "pod died",
+            "expected_attempt_count": 1,
+        },
+    )
     assert response.status_code == 200, response.get_json()
     body = response.get_json()
     assert body["status"] == "failed_retryable" and body["locked_until"] is None and body["key"] == "k"
@@ -54,24 +66,35 @@ def test_safe_to_retry_lets_the_next_retry_run_again(client, conn):
 
 def test_abandoned_gives_retries_the_final_failure(client, conn):
     stuck_key(conn, "k")
-    response = client.post(API,
-                           json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "customer gave up"})
+    response = client.post(
+        API, json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "customer gave up"}
+    )
     assert response.status_code == 200
     r = row(conn, "k")
     assert (r["status"], r["failure_code"], r["failure_message"]) == ("failed_final", "abandoned", "customer gave up")
     claim = claim_key(conn, T, "create_order", "k", "hash-1", "api-2")
-    assert (claim.claim_kind, claim.failure_code, claim.failure_message) == ("final_failure", "abandoned",
-                                                                             "customer gave up")
+    assert (claim.claim_kind, claim.failure_code, claim.failure_message) == (
+        "final_failure",
+        "abandoned",
+        "customer gave up",
+    )
 
 
 def test_already_succeeded_replays_the_given_result(client, conn):
     stuck_key(conn, "k")
     ref = "6a1f0d5e-8a4e-4c55-9d55-1b4f3e0b2a10"
-    response = client.post(API,
-                           json={"scope": "create_order", "key": "k", "to": "already_succeeded",
-                                 "reason": "order exists",
-                                      "result_ref_type": "order", "result_ref_id": ref,
-                                      "response_body": {"orderId": ref, "status": "created"}})
+    response = client.post(
+        API,
+        json={
+            "scope": "create_order",
+            "key": "k",
+            "to": "already_succeeded",
+            "reason": "order exists",
+            "result_ref_type": "order",
+            "result_ref_id": ref,
+            "response_body": {"orderId": ref, "status": "created"},
+        },
+    )
     assert response.status_code == 200, response.get_json()
     claim = claim_key(conn, T, "create_order", "k", "hash-1", "api-2")
     assert claim.claim_kind == "replay_success"
@@ -81,8 +104,9 @@ def test_already_succeeded_replays_the_given_result(client, conn):
 
 def test_needs_review_holds_the_key_and_can_be_decided_later(client, conn):
     stuck_key(conn, "k")
-    response = client.post(API, json={"scope": "create_order", "key": "k", "to": "needs_review", "reason": "looking",
-                                      "hold_for": "2h"})
+    response = client.post(
+        API, json={"scope": "create_order", "key": "k", "to": "needs_review", "reason": "looking", "hold_for": "2h"}
+    )
     assert response.status_code == 200
     r = row(conn, "k")
     now = conn.execute("SELECT now()").fetchone()[0]
@@ -113,18 +137,36 @@ def test_compare_and_set_refuses_a_key_that_changed_since_you_looked(client, con
     seen = stuck_key(conn, "k")
     claim_key(conn, T, "create_order", "k", "hash-1", "api-2", lock_seconds=0)  # a retry re-claimed it meanwhile
     before = row(conn, "k")
-    response = client.post(API, json={"scope": "create_order", "key": "k", "to": "safe_to_retry", "reason": "x",
-                                      "expected_attempt_count": seen["attempt_count"],
-                                      "expected_locked_until": seen["locked_until"].isoformat()})
+    response = client.post(
+        API,
+        json={
+            "scope": "create_order",
+            "key": "k",
+            "to": "safe_to_retry",
+            "reason": "x",
+            "expected_attempt_count": seen["attempt_count"],
+            "expected_locked_until": seen["locked_until"].isoformat(),
+        },
+    )
     assert response.status_code == 409
     assert "changed since you looked" in response.get_json()["error"]
     assert row(conn, "k") == before
     # the same with only the lease changed (attempt_count equal)
-    conn.execute("UPDATE app.idempotency_request SET locked_until = locked_until - interval '1 second' "
-                 "WHERE idempotency_key = 'k'")
-    response = client.post(API, json={"scope": "create_order", "key": "k", "to": "safe_to_retry", "reason": "x",
-                                      "expected_attempt_count": 2,
-                                      "expected_locked_until": before["locked_until"].isoformat()})
+    conn.execute(
+        "UPDATE app.idempotency_request SET locked_until = locked_until - interval '1 second' "
+        "WHERE idempotency_key = 'k'"
+    )
+    response = client.post(
+        API,
+        json={
+            "scope": "create_order",
+            "key": "k",
+            "to": "safe_to_retry",
+            "reason": "x",
+            "expected_attempt_count": 2,
+            "expected_locked_until": before["locked_until"].isoformat(),
+        },
+    )
     assert response.status_code == 409 and "locked_until" in response.get_json()["error"]
 
 
@@ -143,25 +185,57 @@ def test_a_key_locked_by_an_application_transaction_answers_409_at_once(client, 
     assert row(conn, "k")["status"] == "processing" and audit(conn) == []
 
 
-@pytest.mark.parametrize("body, status, fragment", [
-    ({"scope": "create_order", "key": "k", "to": "abandoned"}, 400, "reason is required"),
-    ({"scope": "create_order", "key": "k", "to": "abandoned", "reason": "   "}, 400, "reason is required"),
-    ({"scope": "create_order", "key": "k", "to": "delete", "reason": "x"}, 400, "to must be one of"),
-    ({"scope": "create_order", "to": "abandoned", "reason": "x"}, 400, "key is required"),
-    ({"scope": "create_order", "key": "k", "to": "already_succeeded", "reason": "x"}, 400, "response_body"),
-    ({"scope": "create_order", "key": "k", "to": "already_succeeded", "reason": "x", "response_body": {},
-      "result_ref_id": "nope"}, 400, "UUID"),
-    ({"scope": "create_order", "key": "k", "to": "needs_review", "reason": "x", "hold_for": "forever"}, 400,
-     "hold_for"),
-    ({"scope": "create_order", "key": "k", "to": "needs_review", "reason": "x", "hold_for": 10**9}, 400, "hold_for"),
-    ({"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x", "expected_attempt_count": "two"}, 400,
-     "expected_attempt_count"),
-    ({"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x", "expected_locked_until": "yesterday"}, 400,
-     "expected_locked_until"),
-    ({"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x" * 2001}, 400, "reason"),
-    ({"scope": "create_order", "key": "nope", "to": "abandoned", "reason": "x"}, 404, "no key"),
-    (["not", "an", "object"], 400, "JSON object"),
-])
+@pytest.mark.parametrize(
+    "body, status, fragment",
+    [
+        ({"scope": "create_order", "key": "k", "to": "abandoned"}, 400, "reason is required"),
+        ({"scope": "create_order", "key": "k", "to": "abandoned", "reason": "   "}, 400, "reason is required"),
+        ({"scope": "create_order", "key": "k", "to": "delete", "reason": "x"}, 400, "to must be one of"),
+        ({"scope": "create_order", "to": "abandoned", "reason": "x"}, 400, "key is required"),
+        ({"scope": "create_order", "key": "k", "to": "already_succeeded", "reason": "x"}, 400, "response_body"),
+        (
+            {
+                "scope": "create_order",
+                "key": "k",
+                "to": "already_succeeded",
+                "reason": "x",
+                "response_body": {},
+                "result_ref_id": "nope",
+            },
+            400,
+            "UUID",
+        ),
+        (
+            {"scope": "create_order", "key": "k", "to": "needs_review", "reason": "x", "hold_for": "forever"},
+            400,
+            "hold_for",
+        ),
+        (
+            {"scope": "create_order", "key": "k", "to": "needs_review", "reason": "x", "hold_for": 10**9},
+            400,
+            "hold_for",
+        ),
+        (
+            {"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x", "expected_attempt_count": "two"},
+            400,
+            "expected_attempt_count",
+        ),
+        (
+            {
+                "scope": "create_order",
+                "key": "k",
+                "to": "abandoned",
+                "reason": "x",
+                "expected_locked_until": "yesterday",
+            },
+            400,
+            "expected_locked_until",
+        ),
+        ({"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x" * 2001}, 400, "reason"),
+        ({"scope": "create_order", "key": "nope", "to": "abandoned", "reason": "x"}, 404, "no key"),
+        (["not", "an", "object"], 400, "JSON object"),
+    ],
+)
 def test_bad_input_is_a_clear_4xx_and_changes_nothing(client, conn, body, status, fragment):
     stuck_key(conn, "k")
     before = row(conn, "k")
@@ -205,7 +279,7 @@ def test_the_key_page_form_reclassifies_and_shows_history(client, conn):
     page = client.get(response.headers["Location"])
     soup = BeautifulSoup(page.data, "html.parser")
     assert "Reclassified" in soup.select_one(".flash.ok").get_text()
-    history = soup.select_one('section.history').get_text()
+    history = soup.select_one("section.history").get_text()
     assert "worker OOM" in history and "failed_retryable" in history
     assert soup.select("form.reclassify") == []  # no longer stuck: nothing left to reclassify
 
@@ -225,8 +299,9 @@ def test_the_form_refuses_a_stale_view_and_keeps_what_was_typed(client, conn):
 def test_form_with_invalid_json_body_is_400(client, conn):
     stuck_key(conn, "k")
     fields = _form_fields(client, "/keys/create_order/k")
-    response = client.post("/keys/reclassify", data=fields | {"to": "already_succeeded", "reason": "x",
-                                                              "response_body": "{not json"})
+    response = client.post(
+        "/keys/reclassify", data=fields | {"to": "already_succeeded", "reason": "x", "response_body": "{not json"}
+    )
     assert response.status_code == 400
     assert "not valid JSON" in BeautifulSoup(response.data, "html.parser").select_one(".flash.error").get_text()
     assert row(conn, "k")["status"] == "processing"
@@ -235,27 +310,33 @@ def test_form_with_invalid_json_body_is_400(client, conn):
 def test_hostile_key_text_in_the_form_is_inert(client, conn):
     key = "<script>alert(1)</script>\"'><img src=x>"
     stuck_key(conn, key)
-    fields = _form_fields(client,
-                          "/key?scope=create_order&key=" + re.sub("[<>\"'/ ]", lambda m: f"%{ord(m.group()):02X}", key))
+    fields = _form_fields(
+        client, "/key?scope=create_order&key=" + re.sub("[<>\"'/ ]", lambda m: f"%{ord(m.group()):02X}", key)
+    )
     assert fields["key"] == key
     response = client.post("/keys/reclassify", data=fields | {"to": "abandoned", "reason": "<b>why</b>"})
     assert response.status_code == 303
     assert row(conn, key)["failure_message"] == "<b>why</b>"
 
 
-@pytest.mark.parametrize("to, extra", [
-    ("already_succeeded", {"response_body": {"order": 1}, "result_ref_type": "order"}),
-    ("abandoned", {}),
-])
+@pytest.mark.parametrize(
+    "to, extra",
+    [
+        ("already_succeeded", {"response_body": {"order": 1}, "result_ref_type": "order"}),
+        ("abandoned", {}),
+    ],
+)
 def test_a_decision_on_a_long_stuck_key_survives_the_next_purge(make_app, conn, to, extra):
     """A key stuck past its own expiry (a 24 h needs_review hold, say) is kept for the replay horizon after the
     decision: the next purge must not delete it, or the client's retry would claim it afresh and run it again."""
     from idemdash.jobs.purge_run import run_purge
 
     stuck_key(conn, "k")
-    conn.execute("UPDATE app.idempotency_request SET created_at = now() - interval '3 days', "
-                 "claimed_at = now() - interval '2 days', expires_at = now() - interval '1 day' "
-                 "WHERE idempotency_key = 'k'")
+    conn.execute(
+        "UPDATE app.idempotency_request SET created_at = now() - interval '3 days', "
+        "claimed_at = now() - interval '2 days', expires_at = now() - interval '1 day' "
+        "WHERE idempotency_key = 'k'"
+    )
     app = make_app(REPLAY_HORIZON=8 * 3600)
     response = app.test_client().post(API, json={"scope": "create_order", "key": "k", "to": to, "reason": "x", **extra})
     assert response.status_code == 200, response.get_json()
@@ -270,11 +351,14 @@ def test_a_decision_on_a_long_stuck_key_survives_the_next_purge(make_app, conn, 
 
 def test_a_later_expiry_is_never_shortened_by_a_decision(client, conn):
     stuck_key(conn, "k")
-    conn.execute("UPDATE app.idempotency_request SET expires_at = now() + interval '30 days' WHERE idempotency_key = "
-                 "'k'")
+    conn.execute(
+        "UPDATE app.idempotency_request SET expires_at = now() + interval '30 days' WHERE idempotency_key = 'k'"
+    )
     before = row(conn, "k")["expires_at"]
-    assert client.post(API,
-                       json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x"}).status_code == 200
+    assert (
+        client.post(API, json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x"}).status_code
+        == 200
+    )
     assert row(conn, "k")["expires_at"] == before
 
 
@@ -286,17 +370,24 @@ def test_the_purge_keeps_a_key_decided_within_the_horizon_even_if_its_expiry_pas
     stuck_key(conn, "decided")
     stuck_key(conn, "other")
     app = make_app(REPLAY_HORIZON=3600)
-    assert app.test_client().post(API, json={"scope": "create_order", "key": "decided", "to": "abandoned",
-                                             "reason": "x"}).status_code == 200
+    assert (
+        app.test_client()
+        .post(API, json={"scope": "create_order", "key": "decided", "to": "abandoned", "reason": "x"})
+        .status_code
+        == 200
+    )
     complete_key(conn, T, "create_order", "other", None, None, {}, 1)
-    conn.execute("UPDATE app.idempotency_request SET created_at = now() - interval '2 days', "
-                 "expires_at = now() - interval '1 day'")
+    conn.execute(
+        "UPDATE app.idempotency_request SET created_at = now() - interval '2 days', "
+        "expires_at = now() - interval '1 day'"
+    )
     assert run_purge(Target.from_settings(app.config), "keys", dry_run=True, started_by="test").rows == 1
     assert run_purge(Target.from_settings(app.config), "keys", dry_run=False, started_by="test").rows == 1
     assert [r[0] for r in conn.execute("SELECT idempotency_key FROM app.idempotency_request")] == ["decided"]
     # once the decision is older than the horizon, the key goes like any other
     time.sleep(1.1)
-    result = run_purge(Target.from_settings({**app.config, "REPLAY_HORIZON": 1}), "keys", dry_run=False,
-                       started_by="test")
+    result = run_purge(
+        Target.from_settings({**app.config, "REPLAY_HORIZON": 1}), "keys", dry_run=False, started_by="test"
+    )
     assert result.rows == 1
     assert conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0] == 0

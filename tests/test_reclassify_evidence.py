@@ -4,6 +4,7 @@ An outbox row for a key means its business effect committed: `abandoned` would t
 failed while the order exists, so it is refused like `safe_to_retry` (single and bulk) unless the operator
 overrides the evidence explicitly, which the audit records.
 """
+
 from __future__ import annotations
 
 import psycopg
@@ -22,16 +23,21 @@ def stuck(conn, key: str, scope: str = "create_order", worker: str = "api-1") ->
 
 
 def with_outbox_row(conn, key: str, scope: str = "create_order") -> str:
-    row = conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+    row = conn.execute(
+        """INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
                               idempotency_key, payload)
                           VALUES ('order.created', 'order', '0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55', %s, %s, '{}')
-                          RETURNING outbox_id::text""", (scope, key)).fetchone()
+                          RETURNING outbox_id::text""",
+        (scope, key),
+    ).fetchone()
     return row[0]
 
 
 def status(conn, key: str, scope: str = "create_order") -> str:
-    return conn.execute("SELECT status::text FROM app.idempotency_request WHERE idempotency_scope = %s "
-                        "AND idempotency_key = %s", (scope, key)).fetchone()[0]
+    return conn.execute(
+        "SELECT status::text FROM app.idempotency_request WHERE idempotency_scope = %s AND idempotency_key = %s",
+        (scope, key),
+    ).fetchone()[0]
 
 
 def audit(conn) -> list[dict]:
@@ -53,8 +59,16 @@ def test_abandoned_is_refused_when_an_outbox_row_shows_the_effect_committed(clie
 def test_an_explicit_override_abandons_it_and_the_audit_says_so(client, conn):
     stuck(conn, "k")
     with_outbox_row(conn, "k")
-    response = client.post(API, json={"scope": "create_order", "key": "k", "to": "abandoned",
-                                      "reason": "INC-7: the outbox row is a test event", "override_evidence": True})
+    response = client.post(
+        API,
+        json={
+            "scope": "create_order",
+            "key": "k",
+            "to": "abandoned",
+            "reason": "INC-7: the outbox row is a test event",
+            "override_evidence": True,
+        },
+    )
     assert response.status_code == 200, response.get_json()
     assert status(conn, "k") == "failed_final"
     [entry] = audit(conn)
@@ -64,11 +78,13 @@ def test_an_explicit_override_abandons_it_and_the_audit_says_so(client, conn):
 def test_override_is_refused_for_anything_but_abandoned_and_must_be_a_boolean(client, conn):
     stuck(conn, "k")
     with_outbox_row(conn, "k")
-    retry = client.post(API, json={"scope": "create_order", "key": "k", "to": "safe_to_retry", "reason": "x",
-                                   "override_evidence": True})
+    retry = client.post(
+        API, json={"scope": "create_order", "key": "k", "to": "safe_to_retry", "reason": "x", "override_evidence": True}
+    )
     assert retry.status_code == 400 and "abandoned only" in retry.get_json()["error"]
-    odd = client.post(API, json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x",
-                                 "override_evidence": "maybe"})
+    odd = client.post(
+        API, json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "x", "override_evidence": "maybe"}
+    )
     assert odd.status_code == 400 and "override_evidence" in odd.get_json()["error"]
     assert status(conn, "k") == "processing" and audit(conn) == []
 
@@ -81,8 +97,10 @@ def test_bulk_abandoned_leaves_out_keys_with_an_outbox_row_and_says_how_many(cli
     body = preview.get_json()
     assert (body["count"], body["left_out_committed"]) == (2, 1)
     assert {s["key"] for s in body["sample"]} == {"a", "c"}
-    done = client.post(BULK, json={"filter": {"scope": "create_order"}, "to": "abandoned", "reason": "batch died",
-                                   "as_of": body["as_of"]})
+    done = client.post(
+        BULK,
+        json={"filter": {"scope": "create_order"}, "to": "abandoned", "reason": "batch died", "as_of": body["as_of"]},
+    )
     assert done.status_code == 200 and done.get_json()["changed"] == 2
     assert [status(conn, k) for k in ("a", "b", "c")] == ["failed_final", "processing", "failed_final"]
 
@@ -92,7 +110,8 @@ def test_the_bulk_preview_page_says_why_abandoned_leaves_them_out(client, conn):
         stuck(conn, key)
     with_outbox_row(conn, "b")
     form = BeautifulSoup(client.get("/keys?status=stuck&scope=create_order").data, "html.parser").select_one(
-        "details.bulk form")
+        "details.bulk form"
+    )
     fields = {i["name"]: i.get("value", "") for i in form.select("input[type=hidden]")}
     html = client.post("/keys/reclassify-bulk", data=fields | {"to": "abandoned", "reason": "x"})
     assert html.status_code == 200
@@ -106,8 +125,16 @@ def test_a_refusal_names_the_operator_who_decided_first(client, conn):
     seen = client.get("/api/v1/keys/create_order/k").get_json()["key"]
     first = client.post(API, json={"scope": "create_order", "key": "k", "to": "abandoned", "reason": "mine"})
     assert first.status_code == 200
-    late = client.post(API, json={"scope": "create_order", "key": "k", "to": "safe_to_retry", "reason": "theirs",
-                                  "expected_attempt_count": seen["attempt_count"]})
+    late = client.post(
+        API,
+        json={
+            "scope": "create_order",
+            "key": "k",
+            "to": "safe_to_retry",
+            "reason": "theirs",
+            "expected_attempt_count": seen["attempt_count"],
+        },
+    )
     assert late.status_code == 409
     error = late.get_json()["error"]
     actor = audit(conn)[0]["actor"]

@@ -4,6 +4,7 @@ For every key exactly one side wins: either the worker's completion (and the
 operator gets 409) or the operator's reclassification (and the worker's
 fenced completion is refused). A completed key is never overwritten.
 """
+
 from __future__ import annotations
 
 import random
@@ -61,22 +62,31 @@ def test_a_worker_result_is_never_overwritten(make_app, conn, database_url, roun
         worker_delay, operator_delay = [(0.0, 0.4), (0.4, 0.0), (rng.uniform(0, 0.08), 0.0)][i % 3]
         barrier = threading.Barrier(2)
         threads.append(threading.Thread(target=_worker, args=(database_url, key, worker_delay, barrier, workers)))
-        threads.append(threading.Thread(target=_operator, args=(app.test_client(), key, targets[key], operator_delay,
-                                                                barrier, operators)))
+        threads.append(
+            threading.Thread(
+                target=_operator, args=(app.test_client(), key, targets[key], operator_delay, barrier, operators)
+            )
+        )
     for t in threads:
         t.start()
     for t in threads:
         t.join(30)
     assert not any(t.is_alive() for t in threads)
 
-    expected_status = {"safe_to_retry": "failed_retryable", "abandoned": "failed_final",
-                       "already_succeeded": "succeeded"}
+    expected_status = {
+        "safe_to_retry": "failed_retryable",
+        "abandoned": "failed_final",
+        "already_succeeded": "succeeded",
+    }
     audited = {r[0] for r in conn.execute("SELECT key FROM idemdash.audit_log WHERE scope = 'race'")}
     outcomes = {"worker": 0, "operator": 0}
     for key in keys:
         status, body = operators[key]
-        final = conn.execute("SELECT status::text, response_body FROM app.idempotency_request "
-                             "WHERE idempotency_scope = 'race' AND idempotency_key = %s", (key,)).fetchone()
+        final = conn.execute(
+            "SELECT status::text, response_body FROM app.idempotency_request "
+            "WHERE idempotency_scope = 'race' AND idempotency_key = %s",
+            (key,),
+        ).fetchone()
         assert status in (200, 409), body  # never a 5xx, never a wait past the timeout
         if workers[key] == "completed":
             # the worker won: its result stands and the operator was told no

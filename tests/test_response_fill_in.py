@@ -5,6 +5,7 @@ scope stored lately" with a Use this button: one click filled another customer's
 the form saved it. The page now offers this key's own evidence on the shape of its scope's responses (values
 blank), and a body whose id contradicts result_ref_id is refused, by the form and by the API alike.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,21 +26,34 @@ OTHER_KEY = "customer-4711-checkout"
 
 def stuck_with_evidence(conn, key: str = "cart/9", *, amount: float = 12.5) -> None:
     claim_key(conn, T, "create_order", key, "hash-9", "api-1", lock_seconds=0)
-    conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+    conn.execute(
+        """INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
                         idempotency_key, payload)
                     VALUES ('order.created', 'order', %s, 'create_order', %s, %s)""",
-                 (OWN_ORDER, key, Jsonb({"amount": amount, "key": key})))
+        (OWN_ORDER, key, Jsonb({"amount": amount, "key": key})),
+    )
 
 
 def another_customers_response(conn) -> None:
     claim_key(conn, T, "create_order", OTHER_KEY, "hash-o", "api-2")
-    complete_key(conn, T, "create_order", OTHER_KEY, "order", uuid.UUID(OTHER_PAYMENT),
-                 {"id": OTHER_PAYMENT, "amount": 375.98, "status": "ok"}, attempt=1)
+    complete_key(
+        conn,
+        T,
+        "create_order",
+        OTHER_KEY,
+        "order",
+        uuid.UUID(OTHER_PAYMENT),
+        {"id": OTHER_PAYMENT, "amount": 375.98, "status": "ok"},
+        attempt=1,
+    )
 
 
 def state(conn, key: str = "cart/9") -> tuple:
-    return conn.execute("SELECT status::text, response_body, result_ref_id::text FROM app.idempotency_request "
-                        "WHERE idempotency_scope = 'create_order' AND idempotency_key = %s", (key,)).fetchone()
+    return conn.execute(
+        "SELECT status::text, response_body, result_ref_id::text FROM app.idempotency_request "
+        "WHERE idempotency_scope = 'create_order' AND idempotency_key = %s",
+        (key,),
+    ).fetchone()
 
 
 def audit_rows(conn) -> int:
@@ -81,10 +95,18 @@ def test_without_evidence_the_shape_is_offered_with_every_value_blank(client, co
 
 def test_a_body_naming_another_effect_is_refused_by_the_api_and_changes_nothing(client, conn):
     stuck_with_evidence(conn)
-    response = client.post(API, json={"scope": "create_order", "key": "cart/9", "to": "already_succeeded",
-                                      "reason": "INC-1: order exists", "result_ref_type": "order",
-                                      "result_ref_id": OWN_ORDER,
-                                      "response_body": {"id": OTHER_PAYMENT, "amount": 375.98}})
+    response = client.post(
+        API,
+        json={
+            "scope": "create_order",
+            "key": "cart/9",
+            "to": "already_succeeded",
+            "reason": "INC-1: order exists",
+            "result_ref_type": "order",
+            "result_ref_id": OWN_ORDER,
+            "response_body": {"id": OTHER_PAYMENT, "amount": 375.98},
+        },
+    )
     assert response.status_code == 400, response.get_json()
     error = response.get_json()["error"]
     assert error.startswith("response_body names another effect than result_ref_id")
@@ -92,11 +114,23 @@ def test_a_body_naming_another_effect_is_refused_by_the_api_and_changes_nothing(
     assert state(conn) == ("processing", None, None) and audit_rows(conn) == 0
     # this key's own id (in any case), under either name, is what the check wants; another entity's id is no
     # contradiction
-    response = client.post(API, json={"scope": "create_order", "key": "cart/9", "to": "already_succeeded",
-                                      "reason": "INC-1: order exists", "result_ref_type": "order",
-                                      "result_ref_id": OWN_ORDER,
-                                      "response_body": {"id": OWN_ORDER.upper(), "order_id": OWN_ORDER,
-                                                        "paymentId": OTHER_PAYMENT, "amount": 12.5}})
+    response = client.post(
+        API,
+        json={
+            "scope": "create_order",
+            "key": "cart/9",
+            "to": "already_succeeded",
+            "reason": "INC-1: order exists",
+            "result_ref_type": "order",
+            "result_ref_id": OWN_ORDER,
+            "response_body": {
+                "id": OWN_ORDER.upper(),
+                "order_id": OWN_ORDER,
+                "paymentId": OTHER_PAYMENT,
+                "amount": 12.5,
+            },
+        },
+    )
     assert response.status_code == 200, response.get_json()
     assert state(conn)[0] == "succeeded" and state(conn)[2] == OWN_ORDER and audit_rows(conn) == 1
 
@@ -106,9 +140,17 @@ def test_a_body_naming_another_effect_is_refused_by_the_form_and_keeps_what_was_
     form = BeautifulSoup(client.get("/keys/create_order/cart/9").data, "html.parser").select_one("form.reclassify")
     fields = {i["name"]: i.get("value", "") for i in form.select("input[type=hidden]")}
     typed = json.dumps({"orderId": OTHER_PAYMENT.upper(), "amount": 375.98})
-    response = client.post("/keys/reclassify", data=fields | {
-        "to": "already_succeeded", "reason": "INC-2", "result_ref_type": "order", "result_ref_id": OWN_ORDER,
-        "response_body": typed})
+    response = client.post(
+        "/keys/reclassify",
+        data=fields
+        | {
+            "to": "already_succeeded",
+            "reason": "INC-2",
+            "result_ref_type": "order",
+            "result_ref_id": OWN_ORDER,
+            "response_body": typed,
+        },
+    )
     assert response.status_code == 400
     page = BeautifulSoup(response.data, "html.parser")
     assert "names another effect than result_ref_id" in page.select_one(".flash.error").get_text()

@@ -1,5 +1,6 @@
 """Rollups: the scheduler precomputes what a page cannot count live at scale; pages use a stored value only when
 it is fresh and was slow to compute, and say when it was computed."""
+
 from __future__ import annotations
 
 import time
@@ -31,12 +32,22 @@ def _config(url: str) -> dict:
     return settings.load({}, DATABASE_URL=url)
 
 
-def _store(conn: psycopg.Connection, name: str, variant: str, rows, *, duration_ms: float = 500.0,
-           age: timedelta = timedelta(seconds=5)) -> None:
-    conn.execute("INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
-                 "VALUES (%s, %s, now() - %s, %s, %s) ON CONFLICT (name, variant) DO UPDATE "
-                 "SET computed_at = EXCLUDED.computed_at, duration_ms = EXCLUDED.duration_ms, "
-                 "payload = EXCLUDED.payload", (name, variant, age, duration_ms, Jsonb(rows)))
+def _store(
+    conn: psycopg.Connection,
+    name: str,
+    variant: str,
+    rows,
+    *,
+    duration_ms: float = 500.0,
+    age: timedelta = timedelta(seconds=5),
+) -> None:
+    conn.execute(
+        "INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
+        "VALUES (%s, %s, now() - %s, %s, %s) ON CONFLICT (name, variant) DO UPDATE "
+        "SET computed_at = EXCLUDED.computed_at, duration_ms = EXCLUDED.duration_ms, "
+        "payload = EXCLUDED.payload",
+        (name, variant, age, duration_ms, Jsonb(rows)),
+    )
 
 
 def _rows(*rows) -> list[dict]:
@@ -67,12 +78,15 @@ def test_rows_round_trip_through_json_as_their_row_type():
     assert set(cases) | {"inbox_volume", "inbox_totals", "outbox_event_types"} == set(ROLLUPS)
 
 
-@pytest.mark.parametrize("payload", [
-    {"failed_retryable": 1},                                                    # not a list of rows
-    [{"failed_retryable": 1, "failed_final_24h": 2}],                           # a field missing
-    [{"failed_retryable": 1, "failed_final_24h": 2, "succeeded_24h": 3, "x": 4}],  # a field it does not have
-    [{"__class__": "subprocess:Popen", "args": ["true"]}],                      # an old tagged value: data, not code
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"failed_retryable": 1},  # not a list of rows
+        [{"failed_retryable": 1, "failed_final_24h": 2}],  # a field missing
+        [{"failed_retryable": 1, "failed_final_24h": 2, "succeeded_24h": 3, "x": 4}],  # a field it does not have
+        [{"__class__": "subprocess:Popen", "args": ["true"]}],  # an old tagged value: data, not code
+    ],
+)
 def test_rows_that_do_not_fit_their_type_are_refused(payload):
     with pytest.raises(rollups.RollupDecodeError, match="key_windows"):
         rollups.decode_rows(ROLLUPS["key_windows"], payload)
@@ -128,10 +142,13 @@ def test_page_shows_a_fresh_slow_rollup_and_says_so(client, conn):
     assert live["scopes"] == [] and live["precomputed"] == {}
 
 
-@pytest.mark.parametrize(("duration_ms", "age"), [
-    (LIVE_BUDGET_MS / 2, timedelta(seconds=5)),                                    # cheap to compute: read live
-    (500.0, timedelta(seconds=FRESH_FACTOR * ROLLUPS["suppression"].every_seconds + 60)),  # stale: read live
-])
+@pytest.mark.parametrize(
+    ("duration_ms", "age"),
+    [
+        (LIVE_BUDGET_MS / 2, timedelta(seconds=5)),  # cheap to compute: read live
+        (500.0, timedelta(seconds=FRESH_FACTOR * ROLLUPS["suppression"].every_seconds + 60)),  # stale: read live
+    ],
+)
 def test_cheap_or_stale_rollups_are_not_shown(client, conn, duration_ms, age):
     _store(conn, "suppression", "24h", _suppression("precomputed-scope", 7), duration_ms=duration_ms, age=age)
     body = client.get("/api/v1/suppression?window=24h").get_json()
@@ -150,7 +167,10 @@ def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client,
     body = client.get("/api/v1/overview").get_json()
     assert body["keys"]["stuck"] == 1 and body["keys"]["processing"] == 1
     assert (body["keys"]["failed_retryable"], body["keys"]["failed_final_24h"], body["keys"]["succeeded_24h"]) == (
-        777, 55, 4242)
+        777,
+        55,
+        4242,
+    )
     assert set(body["precomputed"]) == {"keys"}
     page = BeautifulSoup(client.get("/").data, "html.parser")
     assert page.select_one('[data-metric="failed_retryable"]').get_text() == "777"
@@ -159,8 +179,9 @@ def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client,
 
 
 def test_hotspot_threshold_or_window_other_than_the_precomputed_one_is_live(client, conn):
-    _store(conn, "hotspot_groups", "24h:5",
-           _rows(HotspotGroupRow(True, "precomputed-scope", None, 3, 0, 0, 0, 0, 3, 9)))
+    _store(
+        conn, "hotspot_groups", "24h:5", _rows(HotspotGroupRow(True, "precomputed-scope", None, 3, 0, 0, 0, 0, 3, 9))
+    )
     assert [s["scope"] for s in client.get("/api/v1/hotspots").get_json()["by_scope"]] == ["precomputed-scope"]
     assert client.get("/api/v1/hotspots?min_attempts=6").get_json()["by_scope"] == []
     # a window's rollup serves only that window
@@ -168,9 +189,12 @@ def test_hotspot_threshold_or_window_other_than_the_precomputed_one_is_live(clie
     _store(conn, "hotspot_groups", "7d:5", _rows(HotspotGroupRow(True, "seven-days", None, 4, 0, 0, 0, 0, 4, 9)))
     body = client.get("/api/v1/hotspots?window=7d").get_json()
     assert [s["scope"] for s in body["by_scope"]] == ["seven-days"] and set(body["precomputed"]) == {
-        "by_scope", "by_worker"}
+        "by_scope",
+        "by_worker",
+    }
     assert [s["scope"] for s in client.get("/api/v1/hotspots?window=24h").get_json()["by_scope"]] == [
-        "precomputed-scope"]
+        "precomputed-scope"
+    ]
 
 
 def test_suppression_windows_are_all_precomputed():
@@ -228,8 +252,14 @@ def test_a_costly_rollup_is_recomputed_less_often_and_shown_as_long(database_url
     assert interval == rollups.COST_FACTOR * 40 > ROLLUPS["suppression"].every_seconds
     config = _config(database_url)
     run_rollups(Target.from_settings(config), force=True)
-    _store(conn, "suppression", "24h", _suppression("costly-scope", 7), duration_ms=40_000.0,
-           age=timedelta(seconds=interval - 60))
+    _store(
+        conn,
+        "suppression",
+        "24h",
+        _suppression("costly-scope", 7),
+        duration_ms=40_000.0,
+        age=timedelta(seconds=interval - 60),
+    )
     assert "suppression:24h" not in run_rollups(Target.from_settings(config), force=False)
     age = timedelta(seconds=FRESH_FACTOR * ROLLUPS["suppression"].every_seconds + 60)  # stale for a cheap one
     _store(conn, "suppression", "24h", _suppression("costly-scope", 7), duration_ms=40_000.0, age=age)
@@ -240,11 +270,15 @@ def test_a_costly_rollup_is_recomputed_less_often_and_shown_as_long(database_url
 def test_the_job_recomputes_the_most_overdue_first(database_url, conn):
     config = _config(database_url)
     run_rollups(Target.from_settings(config), force=True)
-    conn.execute("DELETE FROM idemdash.rollup WHERE name = 'hotspot_groups' AND variant = '1h:5'")   # never computed
-    conn.execute("UPDATE idemdash.rollup SET computed_at = now() - interval '65 seconds', duration_ms = 1 "
-                 "WHERE name = 'key_windows'")                                                  # 1.08 x its 60 s
-    conn.execute("UPDATE idemdash.rollup SET computed_at = now() - interval '200 seconds', duration_ms = 1 "
-                 "WHERE name = 'suppression' AND variant = '24h'")                              # 1.67 x its 120 s
+    conn.execute("DELETE FROM idemdash.rollup WHERE name = 'hotspot_groups' AND variant = '1h:5'")  # never computed
+    conn.execute(
+        "UPDATE idemdash.rollup SET computed_at = now() - interval '65 seconds', duration_ms = 1 "
+        "WHERE name = 'key_windows'"
+    )  # 1.08 x its 60 s
+    conn.execute(
+        "UPDATE idemdash.rollup SET computed_at = now() - interval '200 seconds', duration_ms = 1 "
+        "WHERE name = 'suppression' AND variant = '24h'"
+    )  # 1.67 x its 120 s
     done = run_rollups(Target.from_settings(config))
     assert list(done) == ["hotspot_groups:1h:5", "suppression:24h", "key_windows:"]
 
@@ -261,10 +295,14 @@ def test_a_cheap_rollup_due_again_during_a_long_one_is_recomputed_in_the_same_ro
         return slow.fetch(c, tables, s, v)
 
     monkeypatch.setitem(ROLLUPS, "suppression", replace(slow, fetch=fetch_slowly))
-    conn.execute("UPDATE idemdash.rollup SET computed_at = now() - interval '200 seconds', duration_ms = 1 "
-                 "WHERE name = 'suppression' AND variant = '24h'")                  # due now
-    conn.execute("UPDATE idemdash.rollup SET computed_at = now() - interval '54 seconds', duration_ms = 1 "
-                 "WHERE name = 'key_windows'")                                      # due in a second
+    conn.execute(
+        "UPDATE idemdash.rollup SET computed_at = now() - interval '200 seconds', duration_ms = 1 "
+        "WHERE name = 'suppression' AND variant = '24h'"
+    )  # due now
+    conn.execute(
+        "UPDATE idemdash.rollup SET computed_at = now() - interval '54 seconds', duration_ms = 1 "
+        "WHERE name = 'key_windows'"
+    )  # due in a second
     done = run_rollups(Target.from_settings(config))
     assert list(done) == ["suppression:24h", "key_windows:"]
     [windows] = rollups.list_rollups(conn, [("key_windows", "")])

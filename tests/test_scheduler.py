@@ -1,6 +1,7 @@
 """The scheduler: the three purge jobs on their configured crontab schedules, bad schedules refused by name,
 jobs that run for real in a started scheduler, and a failing job that leaves the scheduler running.
 """
+
 from __future__ import annotations
 
 import threading
@@ -47,18 +48,40 @@ def test_build_registers_the_three_purge_jobs_on_their_default_schedules():
 
 
 def test_schedules_come_from_the_environment_and_off_leaves_a_job_out():
-    config = settings.load({"IDEMDASH_PURGE_KEYS_SCHEDULE": "5 3 * * sat", "IDEMDASH_PURGE_INBOX_SCHEDULE": " OFF ",
-                            "IDEMDASH_PURGE_OUTBOX_SCHEDULE": "0   */2 * * *"}, DATABASE_URL="postgresql://unused/db")
+    config = settings.load(
+        {
+            "IDEMDASH_PURGE_KEYS_SCHEDULE": "5 3 * * sat",
+            "IDEMDASH_PURGE_INBOX_SCHEDULE": " OFF ",
+            "IDEMDASH_PURGE_OUTBOX_SCHEDULE": "0   */2 * * *",
+        },
+        DATABASE_URL="postgresql://unused/db",
+    )
     assert (config["PURGE_KEYS_SCHEDULE"], config["PURGE_INBOX_SCHEDULE"], config["PURGE_OUTBOX_SCHEDULE"]) == (
-        "5 3 * * sat", "off", "0 */2 * * *")
+        "5 3 * * sat",
+        "off",
+        "0 */2 * * *",
+    )
     jobs = {job.id: job for job in build(config, BackgroundScheduler).get_jobs()}
     assert "purge_inbox" not in jobs
     assert _next(jobs["purge_keys"]) == datetime(2026, 3, 7, 3, 5, tzinfo=timezone.utc)  # Saturday 03:05 UTC
     assert _next(jobs["purge_outbox"]) == datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
 
 
-@pytest.mark.parametrize("raw", ["every 15 minutes", "*/15 * * *", "61 * * * *", "* * * * * *", "", "0 25 * * *",
-                                 "0 3 * * 6", "0 3 * * 1-5", "0 3 * * */2", "0 3 * * fri-mon"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "every 15 minutes",
+        "*/15 * * *",
+        "61 * * * *",
+        "* * * * * *",
+        "",
+        "0 25 * * *",
+        "0 3 * * 6",
+        "0 3 * * 1-5",
+        "0 3 * * */2",
+        "0 3 * * fri-mon",
+    ],
+)
 def test_a_bad_schedule_in_the_environment_is_refused_naming_the_variable(raw):
     with pytest.raises(ConfigError) as caught:
         settings.load({"IDEMDASH_PURGE_OUTBOX_SCHEDULE": raw})
@@ -83,22 +106,27 @@ def test_a_bad_schedule_given_as_an_override_is_refused_when_the_scheduler_is_bu
 
 
 def test_a_started_scheduler_runs_a_purge_job_against_the_database(conn, database_url):
-    conn.execute("INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,"
-                 " created_at, expires_at) SELECT 's', g::text, 'h', 'succeeded', now() - interval '2 days',"
-                 " now() - interval '1 day' FROM generate_series(1, 25) g")
+    conn.execute(
+        "INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,"
+        " created_at, expires_at) SELECT 's', g::text, 'h', 'succeeded', now() - interval '2 days',"
+        " now() - interval '1 day' FROM generate_series(1, 25) g"
+    )
     config = settings.load({}, DATABASE_URL=database_url, PURGE_PAUSE_MS=0, PURGE_BATCH_SIZE=10)
     scheduler = build(config, BackgroundScheduler)
     done = threading.Event()
-    scheduler.add_listener(lambda event: done.set() if event.job_id == "purge_keys" else None,
-                           EVENT_JOB_EXECUTED | EVENT_JOB_ERROR)
+    scheduler.add_listener(
+        lambda event: done.set() if event.job_id == "purge_keys" else None, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR
+    )
     scheduler.start()
     try:
         scheduler.get_job("purge_keys").modify(next_run_time=datetime.now(timezone.utc))
         assert done.wait(15)
     finally:
         scheduler.shutdown(wait=True)
-    row = conn.execute("SELECT table_name, outcome, batches, rows_deleted, started_by FROM idemdash.purge_run"
-                       " WHERE table_name = 'keys'").fetchone()
+    row = conn.execute(
+        "SELECT table_name, outcome, batches, rows_deleted, started_by FROM idemdash.purge_run"
+        " WHERE table_name = 'keys'"
+    ).fetchone()
     assert row == ("keys", "succeeded", 3, 25, "scheduler")
     assert conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0] == 0
 
@@ -144,5 +172,8 @@ def test_a_purge_job_that_cannot_even_start_does_not_raise(caplog):
 
 def test_the_job_functions_are_named_after_their_tables():
     assert {table: job.__name__ for table, job in purges.JOBS.items()} == {
-        "keys": "purge_keys", "inbox": "purge_inbox", "outbox": "purge_outbox"}
+        "keys": "purge_keys",
+        "inbox": "purge_inbox",
+        "outbox": "purge_outbox",
+    }
     assert tuple(purges.JOBS) == purges.TABLES

@@ -1,6 +1,7 @@
 """The scheduler through a database outage: every job keeps its schedule and works again once the database
 is back, and purge runs that failed because the database was unreachable are recorded afterwards, once.
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,8 +47,10 @@ def no_unrecorded_runs_left_behind():
 
 def _runs(url: str) -> list[dict]:
     with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
-        return conn.execute("SELECT run_id, table_name, started_at, finished_at, outcome, error, started_by"
-                            " FROM idemdash.purge_run ORDER BY started_at, run_id").fetchall()
+        return conn.execute(
+            "SELECT run_id, table_name, started_at, finished_at, outcome, error, started_by"
+            " FROM idemdash.purge_run ORDER BY started_at, run_id"
+        ).fetchall()
 
 
 @pytest.mark.system
@@ -80,11 +83,15 @@ def test_jobs_survive_an_outage_and_its_failed_purges_are_recorded_when_the_data
         stopped = time.monotonic()
         failed_since = datetime.now(timezone.utc)
         # every job runs at least once into the outage, and fails
-        wait_until(lambda: outcomes("failed") and all(last_outcomes(scheduler)[job].at > failed_since for job in FAST),
-              10, "every job to fail during the outage")
+        wait_until(
+            lambda: outcomes("failed") and all(last_outcomes(scheduler)[job].at > failed_since for job in FAST),
+            10,
+            "every job to fail during the outage",
+        )
         kept = UNRECORDED.waiting(url)
-        assert kept and all(run.error.startswith("database unreachable: OperationalError") for run in kept
-                            if run.run_id is None)
+        assert kept and all(
+            run.error.startswith("database unreachable: OperationalError") for run in kept if run.run_id is None
+        )
         assert scheduler.running and scheduler._thread.is_alive()  # noqa: SLF001 - the thread is what could die
         assert {job.id for job in scheduler.get_jobs()} == all_jobs  # none removed, each still has a next run
         assert all(job.next_run_time is not None for job in scheduler.get_jobs())
@@ -95,11 +102,18 @@ def test_jobs_survive_an_outage_and_its_failed_purges_are_recorded_when_the_data
 
         def recovered():
             runs = _runs(url)
-            failed = [r for r in runs if r["outcome"] == "failed"
-                      and (r["error"] or "").startswith("database unreachable: ")
-                      and outage_began <= r["started_at"] <= outage_ended]
-            later = [r for r in runs if r["outcome"] == "succeeded" and failed
-                     and r["started_at"] > max(f["started_at"] for f in failed)]
+            failed = [
+                r
+                for r in runs
+                if r["outcome"] == "failed"
+                and (r["error"] or "").startswith("database unreachable: ")
+                and outage_began <= r["started_at"] <= outage_ended
+            ]
+            later = [
+                r
+                for r in runs
+                if r["outcome"] == "succeeded" and failed and r["started_at"] > max(f["started_at"] for f in failed)
+            ]
             return (failed, later) if failed and {r["table_name"] for r in later} == set(purges.TABLES) else None
 
         failed, later = wait_until(recovered, 10, "the outage's failed purges and new successful ones in purge_run")
@@ -114,14 +128,15 @@ def test_jobs_survive_an_outage_and_its_failed_purges_are_recorded_when_the_data
     starts = [(r["table_name"], r["started_at"]) for r in runs]
     assert len(starts) == len(set(starts))
     assert {r["table_name"] for r in failed} == set(purges.TABLES)
-    assert all(r["started_by"] == "scheduler" and r["started_at"] <= r["finished_at"] <= outage_ended
-               for r in failed)
+    assert all(r["started_by"] == "scheduler" and r["started_at"] <= r["finished_at"] <= outage_ended for r in failed)
     assert not [r for r in runs if r["outcome"] == "running"]
     # one line per failed run, no traceback storm
     assert "Traceback" not in caplog.text
     assert "purge keys failed: database unreachable: OperationalError" in caplog.text
-    print(f"outage {outage_seconds:.1f} s, {len(failed)} failed purge run(s) recorded {recorded_after:.1f} s"
-          " after the database returned")
+    print(
+        f"outage {outage_seconds:.1f} s, {len(failed)} failed purge run(s) recorded {recorded_after:.1f} s"
+        " after the database returned"
+    )
 
 
 # -- the in-memory queue of unrecorded runs ----------------------------------------------------------------------
@@ -129,8 +144,17 @@ def test_jobs_survive_an_outage_and_its_failed_purges_are_recorded_when_the_data
 
 def _failure(dsn: str, table: str = "keys", minutes_ago: float = 5, run_id: int | None = None) -> UnrecordedRun:
     started = datetime.now(timezone.utc) - timedelta(minutes=minutes_ago)
-    return UnrecordedRun(dsn, table, False, "scheduler", started, started + timedelta(seconds=2), "failed",
-                         "database unreachable: OperationalError: connection refused", run_id)
+    return UnrecordedRun(
+        dsn,
+        table,
+        False,
+        "scheduler",
+        started,
+        started + timedelta(seconds=2),
+        "failed",
+        "database unreachable: OperationalError: connection refused",
+        run_id,
+    )
 
 
 def test_a_kept_failure_is_written_once_and_then_forgotten(conn, database_url):
@@ -143,9 +167,9 @@ def test_a_kept_failure_is_written_once_and_then_forgotten(conn, database_url):
     assert kept.flush(conn, database_url) == 0  # gone from memory once committed
     assert kept.waiting(database_url) == [] and kept.waiting() == [elsewhere]  # only ever written where it ran
     rows = _runs(database_url)
-    assert [(r["table_name"], r["started_at"], r["finished_at"], r["outcome"], r["error"], r["started_by"])
-            for r in rows] == [(run.table, run.started_at, run.finished_at, "failed", run.error, "scheduler")
-                               for run in (first, second)]
+    assert [
+        (r["table_name"], r["started_at"], r["finished_at"], r["outcome"], r["error"], r["started_by"]) for r in rows
+    ] == [(run.table, run.started_at, run.finished_at, "failed", run.error, "scheduler") for run in (first, second)]
     # a flush whose commit was lost with its connection writes the same runs again: nothing new
     again = UnrecordedRuns()
     again.add(first)
@@ -194,9 +218,17 @@ def test_a_failed_flush_keeps_the_runs_for_the_next_one(empty_database_url):
 
 def test_the_next_purge_closes_a_run_that_lost_the_database_with_its_real_error(conn, database_url):
     run_id = purges_queries.insert_purge_run(conn, "keys", dry_run=False, started_by="scheduler")
-    lost = UnrecordedRun(database_url, "keys", False, "scheduler", datetime.now(timezone.utc),
-                         datetime.now(timezone.utc), "failed",
-                         "AdminShutdown: terminating connection due to administrator command", run_id)
+    lost = UnrecordedRun(
+        database_url,
+        "keys",
+        False,
+        "scheduler",
+        datetime.now(timezone.utc),
+        datetime.now(timezone.utc),
+        "failed",
+        "AdminShutdown: terminating connection due to administrator command",
+        run_id,
+    )
     UNRECORDED.add(lost)
     UNRECORDED.add(_failure(database_url, "outbox"))
     config = settings.load({}, DATABASE_URL=database_url, PURGE_PAUSE_MS=0)
@@ -204,9 +236,15 @@ def test_the_next_purge_closes_a_run_that_lost_the_database_with_its_real_error(
     rows = {r["run_id"]: r for r in _runs(database_url)}
     # written before the new run looked for dead runners, so not 'runner died'
     assert (rows[run_id]["outcome"], rows[run_id]["error"], rows[run_id]["finished_at"]) == (
-        "failed", lost.error, lost.finished_at)
+        "failed",
+        lost.error,
+        lost.finished_at,
+    )
     assert sorted((r["table_name"], r["outcome"]) for r in rows.values()) == [
-        ("keys", "failed"), ("keys", "succeeded"), ("outbox", "failed")]
+        ("keys", "failed"),
+        ("keys", "succeeded"),
+        ("outbox", "failed"),
+    ]
     assert UNRECORDED.waiting(database_url) == []
 
 
@@ -232,8 +270,13 @@ def test_only_connection_trouble_counts_as_unreachable():
 
 
 def test_a_job_that_raises_is_logged_in_one_line_and_keeps_its_schedule(caplog):
-    config = settings.load({}, DATABASE_URL="postgresql://unused/db", PURGE_KEYS_SCHEDULE="off",
-                           PURGE_INBOX_SCHEDULE="off", PURGE_OUTBOX_SCHEDULE="off")
+    config = settings.load(
+        {},
+        DATABASE_URL="postgresql://unused/db",
+        PURGE_KEYS_SCHEDULE="off",
+        PURGE_INBOX_SCHEDULE="off",
+        PURGE_OUTBOX_SCHEDULE="off",
+    )
     scheduler = build(config, BackgroundScheduler)
     scheduler.remove_all_jobs()  # only the broken one below
     done = threading.Event()

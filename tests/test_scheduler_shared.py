@@ -1,6 +1,7 @@
 """Several `idemdash scheduler` processes over one fleet, sharing it through each database's purge lock: every
 database is purged exactly once per schedule, killing one (SIGKILL) mid-run leaves its databases to the other by the
 next run, and one process never runs more than IDEMDASH_FLEET_JOB_CONCURRENCY purges at once."""
+
 from __future__ import annotations
 
 import os
@@ -19,10 +20,10 @@ from tests.test_purges import KEYS, add_expired
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
-PERIOD = 3      # seconds: IDEMDASH_PURGE_KEYS_SCHEDULE=every 3s
-SPREAD = 1      # seconds: IDEMDASH_FLEET_JOB_SPREAD_SECONDS
+PERIOD = 3  # seconds: IDEMDASH_PURGE_KEYS_SCHEDULE=every 3s
+SPREAD = 1  # seconds: IDEMDASH_FLEET_JOB_SPREAD_SECONDS
 DATABASES = 8
-LIMIT = 2       # IDEMDASH_FLEET_JOB_CONCURRENCY of each process
+LIMIT = 2  # IDEMDASH_FLEET_JOB_CONCURRENCY of each process
 # each run of a database with expired keys: 10 batches of 20 paced by ~100 ms pauses, about a second
 SLOW_ROWS = 200
 
@@ -44,14 +45,28 @@ def refill(urls: dict[str, str]) -> None:
 
 def scheduler(config: str, tmp_path: Path, name: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("IDEMDASH_")}
-    env.update(IDEMDASH_CONFIG=config, IDEMDASH_PURGE_KEYS_SCHEDULE=f"every {PERIOD}s",
-               IDEMDASH_PURGE_INBOX_SCHEDULE="off", IDEMDASH_PURGE_OUTBOX_SCHEDULE="off",
-               IDEMDASH_PARTITIONS_SCHEDULE="off", IDEMDASH_SNAPSHOT_INTERVAL_SECONDS="3600",
-               IDEMDASH_FLEET_JOB_CONCURRENCY=str(LIMIT), IDEMDASH_FLEET_JOB_SPREAD_SECONDS=str(SPREAD),
-               IDEMDASH_PURGE_BATCH_SIZE="20", IDEMDASH_PURGE_PAUSE_MS="100", IDEMDASH_PURGE_LATENCY_BUDGET="off")
+    env.update(
+        IDEMDASH_CONFIG=config,
+        IDEMDASH_PURGE_KEYS_SCHEDULE=f"every {PERIOD}s",
+        IDEMDASH_PURGE_INBOX_SCHEDULE="off",
+        IDEMDASH_PURGE_OUTBOX_SCHEDULE="off",
+        IDEMDASH_PARTITIONS_SCHEDULE="off",
+        IDEMDASH_SNAPSHOT_INTERVAL_SECONDS="3600",
+        IDEMDASH_FLEET_JOB_CONCURRENCY=str(LIMIT),
+        IDEMDASH_FLEET_JOB_SPREAD_SECONDS=str(SPREAD),
+        IDEMDASH_PURGE_BATCH_SIZE="20",
+        IDEMDASH_PURGE_PAUSE_MS="100",
+        IDEMDASH_PURGE_LATENCY_BUDGET="off",
+    )
     with open(tmp_path / f"{name}.log", "w") as log:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen([sys.executable, "-m", "idemdash", "scheduler"], cwd=ROOT, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, env=env)
+        return subprocess.Popen(
+            [sys.executable, "-m", "idemdash", "scheduler"],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
 
 
 def stop(*children: subprocess.Popen) -> None:
@@ -69,16 +84,21 @@ def stop(*children: subprocess.Popen) -> None:
 def runs(url: str) -> list[tuple[float, str, str | None]]:
     """The database's scheduled runs of keys: start (epoch seconds), outcome, error; oldest first."""
     with psycopg.connect(url) as conn:
-        return [(float(r[0]), r[1], r[2]) for r in conn.execute(
-            "SELECT extract(epoch FROM started_at), outcome, error FROM idemdash.purge_run"
-            " WHERE table_name = 'keys' AND started_by = 'scheduler' ORDER BY started_at").fetchall()]
+        return [
+            (float(r[0]), r[1], r[2])
+            for r in conn.execute(
+                "SELECT extract(epoch FROM started_at), outcome, error FROM idemdash.purge_run"
+                " WHERE table_name = 'keys' AND started_by = 'scheduler' ORDER BY started_at"
+            ).fetchall()
+        ]
 
 
 def purging_now(server_dsn: str) -> int:
     """Purge runs under way on the whole server: each holds one connection named idemdash-purge-keys (its lock)."""
     with psycopg.connect(server_dsn) as conn:
-        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'idemdash-purge-keys'"
-                            ).fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'idemdash-purge-keys'"
+        ).fetchone()[0]
 
 
 def running(urls: dict[str, str]) -> int:
@@ -92,13 +112,17 @@ def period_of(name: str, started: float) -> int:
 
 
 def test_two_schedulers_purge_each_database_once_per_period_and_one_killed_leaves_its_work_to_the_other(
-        fleet, tmp_path, pg_server_dsn):
+    fleet, tmp_path, pg_server_dsn
+):
     config, urls = fleet
     first, second = scheduler(config, tmp_path, "first"), scheduler(config, tmp_path, "second")
     try:
         # both start, and every database is purged (its rows were due)
-        wait_until(lambda: all(any(o == "succeeded" for _, o, _ in runs(u)) for u in urls.values()), timeout=20,
-                   what="a succeeded run in every database")
+        wait_until(
+            lambda: all(any(o == "succeeded" for _, o, _ in runs(u)) for u in urls.values()),
+            timeout=20,
+            what="a succeeded run in every database",
+        )
         most = 0
         watch_until = time.monotonic() + 2 * PERIOD  # two more periods
         while time.monotonic() < watch_until:
@@ -119,9 +143,14 @@ def test_two_schedulers_purge_each_database_once_per_period_and_one_killed_leave
         first.wait(5)
         killed_at = time.time()
         for name, url in urls.items():
-            wait_until(lambda url=url: any(s > killed_at and o == "succeeded" for s, o, _ in runs(url))
-                       and not any(o == "running" and s < killed_at for s, o, _ in runs(url)),
-                       timeout=4 * PERIOD + 8, what=f"{name} purged by the second scheduler after the kill")
+            wait_until(
+                lambda url=url: (
+                    any(s > killed_at and o == "succeeded" for s, o, _ in runs(url))
+                    and not any(o == "running" and s < killed_at for s, o, _ in runs(url))
+                ),
+                timeout=4 * PERIOD + 8,
+                what=f"{name} purged by the second scheduler after the kill",
+            )
         died = [e for u in urls.values() for _, o, e in runs(u) if o == "failed"]
         assert died and all(e.startswith("runner died") for e in died), died  # its runs failed by the next one
         with psycopg.connect(urls["d0"]) as conn:

@@ -1,5 +1,6 @@
 """The header's search (`/search`) and `GET /api/v1/search`: a key pasted whole, whatever its scope; by prefix; by
 scope or worker name; against keys the tests write themselves."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -24,7 +25,8 @@ def test_a_key_in_one_scope_is_found_and_the_page_goes_to_it(client, conn):
     body = _search(client, q="cart/42/checkout")
     assert body["match"] == "exact"
     assert [(i["scope"], i["key"], i["status"], i["stuck"]) for i in body["items"]] == [
-        ("create_order", "cart/42/checkout", "processing", True)]
+        ("create_order", "cart/42/checkout", "processing", True)
+    ]
     assert body["items"][0]["url"] == "/keys/create_order/cart/42/checkout"
     assert body["scopes_searched"] == 2 and body["scopes_truncated"] is False
 
@@ -45,7 +47,10 @@ def test_the_same_key_in_several_scopes_is_listed_not_guessed(client, conn):
     assert response.status_code == 200
     soup = BeautifulSoup(response.data, "html.parser")
     assert [tr["data-scope"] for tr in soup.select("table.search-results tbody tr")] == [
-        "capture_payment", "create_order", "refund"]
+        "capture_payment",
+        "create_order",
+        "refund",
+    ]
     assert "3 keys named" in soup.select_one("#results-title").get_text()
     # naming the scope narrows it to one, and then the page goes there
     assert client.get("/search?q=ord-7&scope=refund").status_code == 302
@@ -82,7 +87,8 @@ def test_prefix_search_within_a_scope_and_across_scopes(client, conn):
     across = _search(client, q="cart")
     per = search.PREFIX_PER_SCOPE_ACROSS
     assert [(i["scope"], i["key"]) for i in across["items"]] == (
-        [("create_order", f"cart/{i:03d}") for i in range(per)] + [("refund", f"cart/r{i}") for i in range(per)])
+        [("create_order", f"cart/{i:03d}") for i in range(per)] + [("refund", f"cart/r{i}") for i in range(per)]
+    )
     assert across["prefix_limited"] is True
 
 
@@ -98,9 +104,15 @@ def test_scope_and_worker_names_containing_the_text(client, conn):
     assert links == ["capture_payment", "recapture"]
 
 
-@pytest.mark.parametrize("text", ["create_order/a/b", "create_order a/b",
-                                  "https://idemdash.example/keys/create_order/a%2Fb",
-                                  "http://127.0.0.1:8000/keys/create_order/a/b"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "create_order/a/b",
+        "create_order a/b",
+        "https://idemdash.example/keys/create_order/a%2Fb",
+        "http://127.0.0.1:8000/keys/create_order/a/b",
+    ],
+)
 def test_scope_slash_key_and_a_pasted_key_address_are_understood(client, conn, text):
     insert_key(conn, "create_order", "a/b")
     insert_key(conn, "refund", "unrelated")
@@ -155,15 +167,19 @@ def test_more_scopes_than_the_cap_are_said_to_be_left_out(client, conn, monkeypa
 
 # -- forgiving search: white space, case, other ids, nearest keys -------------------------------------------------
 
+
 def _outbox_row(conn, scope, key, aggregate_id="0b6d7c1e-5c59-4f0e-9a43-7d2f3c1a9e55") -> str:
-    return conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+    return conn.execute(
+        """INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
                                idempotency_key, payload)
                            VALUES ('order.created', 'order', %s, %s, %s, '{}') RETURNING outbox_id::text""",
-                        (aggregate_id, scope, key)).fetchone()[0]
+        (aggregate_id, scope, key),
+    ).fetchone()[0]
 
 
-@pytest.mark.parametrize("pasted",
-                         ["cart/42/checkout ", "  cart/42/checkout", "cart/42/checkout\n", "\tcart/42/checkout "])
+@pytest.mark.parametrize(
+    "pasted", ["cart/42/checkout ", "  cart/42/checkout", "cart/42/checkout\n", "\tcart/42/checkout "]
+)
 def test_white_space_around_a_pasted_key_is_ignored(client, conn, pasted):
     insert_key(conn, "create_order", "cart/42/checkout")
     body = _search(client, q=pasted)
@@ -203,7 +219,7 @@ def test_an_aggregate_id_lists_the_outbox_rows_of_that_aggregate(client, conn):
     insert_key(conn, "create_order", "k1")
     insert_key(conn, "send_invoice", "k2")
     ids = {_outbox_row(conn, "create_order", "k1", order), _outbox_row(conn, "send_invoice", "k2", order)}
-    _outbox_row(conn, "create_order", "k3")     # another aggregate
+    _outbox_row(conn, "create_order", "k3")  # another aggregate
     body = _search(client, q=order)
     assert {o["outbox_id"] for o in body["outbox"]} == ids
     assert {o["matched"] for o in body["outbox"]} == {"aggregate_id"}
@@ -213,13 +229,18 @@ def test_an_aggregate_id_lists_the_outbox_rows_of_that_aggregate(client, conn):
 
 def test_an_inbox_message_id_finds_every_consumer_that_processed_it(client, conn):
     for consumer in ("billing", "shipping"):
-        conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash) "
-                     "VALUES (%s, 'msg-123', 'h')", (consumer,))
-    conn.execute("INSERT INTO app.processed_message (consumer_name, message_id, message_hash) "
-                 "VALUES ('billing', 'msg-999', 'h')")
+        conn.execute(
+            "INSERT INTO app.processed_message (consumer_name, message_id, message_hash) VALUES (%s, 'msg-123', 'h')",
+            (consumer,),
+        )
+    conn.execute(
+        "INSERT INTO app.processed_message (consumer_name, message_id, message_hash) VALUES ('billing', 'msg-999', 'h')"
+    )
     body = _search(client, q=" msg-123 ")
     assert sorted((m["consumer"], m["message_id"]) for m in body["messages"]) == [
-        ("billing", "msg-123"), ("shipping", "msg-123")]
+        ("billing", "msg-123"),
+        ("shipping", "msg-123"),
+    ]
     soup = BeautifulSoup(client.get("/search", query_string={"q": "msg-123"}).data, "html.parser")
     assert len(soup.select("[data-message-hits] tbody tr")) == 2
 
@@ -247,8 +268,7 @@ def test_an_empty_or_blank_query_is_a_400_in_the_api(client, conn):
 def test_a_worker_whose_keys_all_succeeded_is_found_by_its_name_and_linked(client, conn):
     # the top hotspot worker of the on-call round: every key it claimed is finished, none holds a lease
     for i in range(3):
-        insert_key(conn, "capture_payment", f"done-{i}", status="succeeded", claimed_by="worker-7",
-                   locked_until=None)
+        insert_key(conn, "capture_payment", f"done-{i}", status="succeeded", claimed_by="worker-7", locked_until=None)
     insert_key(conn, "refund", "k-live", claimed_by="worker-70", locked_until=timedelta(minutes=5))
     insert_key(conn, "refund", "k-held", claimed_by="idemdash:needs_review", locked_until=timedelta(hours=5))
     body = _search(client, q="worker-7")
@@ -262,8 +282,11 @@ def test_a_worker_whose_keys_all_succeeded_is_found_by_its_name_and_linked(clien
     assert "/keys?claimed_by=worker-7" in hrefs and "/keys?status=succeeded&claimed_by=worker-7" in hrefs
     assert "/workers" in hrefs
     names = soup.select_one("[data-workers]")
-    assert [a["href"] for a in names.select("a")] == ["/keys?claimed_by=worker-7", "/keys?claimed_by=worker-70",
-                                                       "/workers"]
+    assert [a["href"] for a in names.select("a")] == [
+        "/keys?claimed_by=worker-7",
+        "/keys?claimed_by=worker-70",
+        "/workers",
+    ]
     # the succeeded list it links to holds its keys
     listed = client.get("/api/v1/keys?status=succeeded&claimed_by=worker-7").get_json()["items"]
     assert sorted(k["key"] for k in listed) == ["done-0", "done-1", "done-2"]
@@ -271,10 +294,16 @@ def test_a_worker_whose_keys_all_succeeded_is_found_by_its_name_and_linked(clien
     assert _search(client, q="worker-77")["workers"] == []
 
 
-def test_every_owner_of_a_failed_key_is_found_however_old_and_by_exact_name_past_the_limit(client, conn,
-                                                                                          monkeypatch):
-    insert_key(conn, "refund", "old-failure", status="failed_final", claimed_by="batch-runner",
-               locked_until=None, updated_ago=timedelta(days=20))
+def test_every_owner_of_a_failed_key_is_found_however_old_and_by_exact_name_past_the_limit(client, conn, monkeypatch):
+    insert_key(
+        conn,
+        "refund",
+        "old-failure",
+        status="failed_final",
+        claimed_by="batch-runner",
+        locked_until=None,
+        updated_ago=timedelta(days=20),
+    )
     for i in range(3):
         insert_key(conn, "refund", f"recent-{i}", status="failed_retryable", claimed_by="api-1", locked_until=None)
     for i in range(3):

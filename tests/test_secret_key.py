@@ -1,6 +1,7 @@
 """The app factory's one check on IDEMDASH_SECRET_KEY: under gunicorn (several processes build the app) it is
 required; a single process (``flask run``, the demo) makes a random key of its own. `idemdash serve` makes one
 for all its workers (tests/test_serve.py runs the real servers)."""
+
 from __future__ import annotations
 
 import logging

@@ -1,5 +1,6 @@
 """Real gunicorn processes: `idemdash serve` shares one secret among its workers and counts repeated
 identity headers; a gunicorn started by hand without a secret refuses to start."""
+
 from __future__ import annotations
 
 import http.client
@@ -39,8 +40,9 @@ def _env(database_url: str, home: Path, **settings: str) -> dict[str, str]:
     return env
 
 
-def _request(port: int, method: str, path: str, *, body: str | None = None,
-             headers: list[tuple[str, str]] = ()) -> tuple[int, dict[str, str], str]:
+def _request(
+    port: int, method: str, path: str, *, body: str | None = None, headers: list[tuple[str, str]] = ()
+) -> tuple[int, dict[str, str], str]:
     """One request on a fresh connection (so gunicorn may hand it to any worker); headers may repeat."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
     try:
@@ -99,8 +101,11 @@ def test_serve_without_a_secret_shares_one_key_among_its_workers(database_url, t
         status, headers, page = _request(port, "GET", "/purges")
         assert status == 200, page[:300]
         cookie = headers["Set-Cookie"].split(";", 1)[0]
-        form = next(f for f in BeautifulSoup(page, "html.parser").select('form[action="/purges/run"]')
-                    if f.select_one('input[name="dry_run"]')["value"] == "1")
+        form = next(
+            f
+            for f in BeautifulSoup(page, "html.parser").select('form[action="/purges/run"]')
+            if f.select_one('input[name="dry_run"]')["value"] == "1"
+        )
         fields = {i["name"]: i["value"] for i in form.select("input[type=hidden]")}
         assert fields["csrf_token"] and fields["table"]
 
@@ -110,8 +115,13 @@ def test_serve_without_a_secret_shares_one_key_among_its_workers(database_url, t
 
         written = {pid: _written_bytes(pid) for pid in workers}
         for attempt in range(20):
-            status, _, text = _request(port, "POST", "/purges/run", body=urlencode(fields), headers=[
-                ("Cookie", cookie), ("Content-Type", "application/x-www-form-urlencoded")])
+            status, _, text = _request(
+                port,
+                "POST",
+                "/purges/run",
+                body=urlencode(fields),
+                headers=[("Cookie", cookie), ("Content-Type", "application/x-www-form-urlencoded")],
+            )
             # 303: started; 400 would be the token refused by a worker with a key of its own
             assert status == 303, (attempt, status, text[:500])
             wait_until(finished, what="the dry run to finish")  # else the next one is skipped as concurrent
@@ -128,10 +138,14 @@ def test_a_hand_started_gunicorn_without_a_secret_refuses_to_start(database_url,
     # one worker too: gunicorn replaces a worker (a timeout, --max-requests), and the new one would make a new key
     port = _free_port()
     started = time.monotonic()
-    result = subprocess.run([str(BIN / "gunicorn"), *options, "-b", f"127.0.0.1:{port}",
-                             "idemdash.dashboard:create_app()"],
-                            env=_env(database_url, tmp_path), capture_output=True, text=True, timeout=30,
-                            cwd=ROOT)
+    result = subprocess.run(
+        [str(BIN / "gunicorn"), *options, "-b", f"127.0.0.1:{port}", "idemdash.dashboard:create_app()"],
+        env=_env(database_url, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+    )
     output = result.stdout + result.stderr
     # gunicorn's "App failed to load" (4); with two workers refused at once, gunicorn's arbiter may reap the second
     # while halting on the first and end on its own traceback (1): either way it never serves
@@ -160,18 +174,24 @@ def test_serve_refuses_identity_headers_sent_twice(database_url, tmp_path):
     operator = [("X-Forwarded-User", "alice@example.com"), ("X-Forwarded-Groups", "sre")]
     with _running(args, _env(database_url, tmp_path, AUTH="proxy", SECRET_KEY="s3cret"), log, port):
         # the client's line, then the proxy's: gunicorn would join them into "idemdash-operators,sre"
-        status, _, body = _request(port, "GET", "/api/v1/audit", headers=[
-            ("X-Forwarded-Groups", "idemdash-operators"), *operator])
+        status, _, body = _request(
+            port, "GET", "/api/v1/audit", headers=[("X-Forwarded-Groups", "idemdash-operators"), *operator]
+        )
         assert status == 400 and "send exactly one X-Forwarded-Groups header" in json.loads(body)["error"]
         status, _, body = _request(port, "GET", "/audit", headers=[("X-Forwarded-User", "mallory"), *operator])
         assert status == 400 and "send exactly one X-Forwarded-User header" in body
         # one line each, with a comma-separated list, is what the proxy should send
-        status, _, body = _request(port, "GET", "/api/v1/audit", headers=[
-            ("X-Forwarded-User", "alice@example.com"), ("X-Forwarded-Groups", "sre,idemdash-operators")])
+        status, _, body = _request(
+            port,
+            "GET",
+            "/api/v1/audit",
+            headers=[("X-Forwarded-User", "alice@example.com"), ("X-Forwarded-Groups", "sre,idemdash-operators")],
+        )
         assert status == 200, body[:300]
         # the note is the server's alone: a copy the client sent is dropped
-        status, _, body = _request(port, "GET", "/api/v1/audit", headers=[
-            *operator, ("X-Idemdash-Repeated-Headers", "X-FORWARDED-GROUPS")])
+        status, _, body = _request(
+            port, "GET", "/api/v1/audit", headers=[*operator, ("X-Idemdash-Repeated-Headers", "X-FORWARDED-GROUPS")]
+        )
         assert status == 200, body[:300]
 
 

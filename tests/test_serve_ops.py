@@ -1,5 +1,6 @@
 """`idemdash serve` as operators run it: it refuses to start on a database it cannot use (one line, no traceback),
 starts and says so once when the database is merely down, and its /metrics add up across workers."""
+
 from __future__ import annotations
 
 import subprocess
@@ -24,8 +25,14 @@ def _serve(port: int, workers: int = 1) -> list[str]:
 def test_serve_refuses_a_database_it_cannot_use_in_one_line(pg_server_dsn, tmp_path):
     params = conninfo_to_dict(pg_server_dsn)
     params["dbname"] = "no_such_orders"
-    result = subprocess.run(_serve(_free_port()), env=_env(make_conninfo(**params), tmp_path), cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        _serve(_free_port()),
+        env=_env(make_conninfo(**params), tmp_path),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert errors == [line for line in result.stderr.splitlines() if line.strip()], result.stderr
@@ -36,8 +43,9 @@ def test_serve_refuses_a_database_it_cannot_use_in_one_line(pg_server_dsn, tmp_p
 def test_serve_over_several_databases_starts_without_the_one_it_cannot_use(database_url, pg_server_dsn, tmp_path):
     params = conninfo_to_dict(pg_server_dsn)
     params["dbname"] = "no_such_orders"
-    config = write_config(tmp_path / "idemdash.toml", {"alpha": {"url": database_url},
-                                                       "beta": {"url": make_conninfo(**params)}})
+    config = write_config(
+        tmp_path / "idemdash.toml", {"alpha": {"url": database_url}, "beta": {"url": make_conninfo(**params)}}
+    )
     port, log = _free_port(), tmp_path / "serve.log"
     env = _env("", tmp_path, CONFIG=config)
     env.pop("IDEMDASH_DATABASE_URL")
@@ -112,6 +120,8 @@ def test_two_workers_metrics_add_up_and_never_go_backwards(database_url, tmp_pat
         assert all(_written_bytes(pid) > written[pid] for pid in workers), written
         status, _, body = _request(port, "GET", "/metrics")
         seen = _counters(body)
-        count = ("idemdash_http_request_duration_seconds_count",
-                 (("database", "default"), ("endpoint", "overview.api"), ("method", "GET"), ("status", "200")))
+        count = (
+            "idemdash_http_request_duration_seconds_count",
+            (("database", "default"), ("endpoint", "overview.api"), ("method", "GET"), ("status", "200")),
+        )
         assert seen[count] == sent, (seen[count], sent)

@@ -1,6 +1,7 @@
 """IDEMDASH_AUTH=basic against guessing: an unknown user name costs what a known one does (no timing oracle), and
 failed sign-ins are throttled per client address and per user name (429 with Retry-After; docs/security.md,
 Failed sign-ins)."""
+
 from __future__ import annotations
 
 import time
@@ -91,8 +92,11 @@ def test_behind_a_trusted_proxy_the_address_it_forwarded_is_counted(basic_app):
     assert ok.status_code == 200
     # from an address that is not a trusted proxy, X-Forwarded-For is the client's own say and not believed
     for attempt in range(throttle.PER_ADDRESS):
-        client.get("/api/v1/overview", headers={**basic(f"v{attempt}", "x"), "X-Forwarded-For": f"192.0.2.{attempt}"},
-                   **_from("10.7.7.7"))
+        client.get(
+            "/api/v1/overview",
+            headers={**basic(f"v{attempt}", "x"), "X-Forwarded-For": f"192.0.2.{attempt}"},
+            **_from("10.7.7.7"),
+        )
     _throttled(client.get("/api/v1/overview", headers=basic("bob", "bob-pw"), **_from("10.7.7.7")))
 
 

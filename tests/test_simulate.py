@@ -1,4 +1,5 @@
 """The workload simulator: live threads against the reference functions, the backfill, and the CLI entry point."""
+
 from __future__ import annotations
 
 import threading
@@ -41,14 +42,24 @@ def test_live_run_produces_every_kind_of_row(database_url, conn):
     assert keys("status = 'succeeded' AND attempt_count = 1") > 0
     assert keys("status = 'succeeded' AND attempt_count > 1") > 0
     assert keys("status = 'processing' AND locked_until < now() AND claimed_by IS NOT NULL") > 0
-    assert keys("status = 'processing' AND locked_until < now() AND EXISTS ("
-                " SELECT 1 FROM app.outbox_event o"
-                " WHERE o.idempotency_scope = idempotency_request.idempotency_scope"
-                "   AND o.idempotency_key = idempotency_request.idempotency_key)") > 0
-    assert keys("status = 'processing' AND locked_until < now() AND NOT EXISTS ("
-                " SELECT 1 FROM app.outbox_event o"
-                " WHERE o.idempotency_scope = idempotency_request.idempotency_scope"
-                "   AND o.idempotency_key = idempotency_request.idempotency_key)") > 0
+    assert (
+        keys(
+            "status = 'processing' AND locked_until < now() AND EXISTS ("
+            " SELECT 1 FROM app.outbox_event o"
+            " WHERE o.idempotency_scope = idempotency_request.idempotency_scope"
+            "   AND o.idempotency_key = idempotency_request.idempotency_key)"
+        )
+        > 0
+    )
+    assert (
+        keys(
+            "status = 'processing' AND locked_until < now() AND NOT EXISTS ("
+            " SELECT 1 FROM app.outbox_event o"
+            " WHERE o.idempotency_scope = idempotency_request.idempotency_scope"
+            "   AND o.idempotency_key = idempotency_request.idempotency_key)"
+        )
+        > 0
+    )
     assert keys("status = 'failed_retryable'") > 0
     assert keys("status = 'failed_final'") > 0
     assert keys("attempt_count >= 5") > 0
@@ -59,16 +70,33 @@ def test_live_run_produces_every_kind_of_row(database_url, conn):
     assert _one(conn, "SELECT count(DISTINCT idempotency_scope) FROM app.idempotency_request") >= 4
     assert _one(conn, "SELECT count(DISTINCT claimed_by) FROM app.idempotency_request") >= 4
 
-    assert _one(conn, "SELECT count(*) FROM app.outbox_event WHERE status = 'published' "
-                      "AND published_at >= created_at") > 0
+    assert (
+        _one(conn, "SELECT count(*) FROM app.outbox_event WHERE status = 'published' AND published_at >= created_at")
+        > 0
+    )
     assert _one(conn, "SELECT count(*) FROM app.outbox_event WHERE status = 'pending'") > 0
     assert _one(conn, "SELECT count(*) FROM app.outbox_event WHERE status = 'pending' AND attempt_count > 0") > 0
-    assert _one(conn, "SELECT count(*) FROM app.outbox_event WHERE event_type = 'legacy.unroutable' "
-                      "AND status = 'published'") == 0
+    assert (
+        _one(
+            conn,
+            "SELECT count(*) FROM app.outbox_event WHERE event_type = 'legacy.unroutable' AND status = 'published'",
+        )
+        == 0
+    )
     assert _one(conn, "SELECT count(DISTINCT consumer_name) FROM app.processed_message") >= 3
 
-    for counter in ("new_claim", "replay_success", "in_progress", "retry_reclaim", "final_failure",
-                    "payload_mismatch", "duplicate_ignored", "processed", "published", "publish_failed"):
+    for counter in (
+        "new_claim",
+        "replay_success",
+        "in_progress",
+        "retry_reclaim",
+        "final_failure",
+        "payload_mismatch",
+        "duplicate_ignored",
+        "processed",
+        "published",
+        "publish_failed",
+    ):
         assert stats.get(counter, 0) > 0, counter
     assert stats.get("errors", 0) == 0
     # what the stats counted is what the table holds
@@ -99,8 +127,12 @@ def test_threads_survive_lost_connections(database_url, conn):
         assert _one(conn, f"SELECT count(pg_terminate_backend(pid)) {sessions}") == 4
         wait_until(lambda: sim.stats["errors"] > 0)
         before = sim.stats.snapshot()
-        wait_until(lambda: sim.stats["succeeded"] > before["succeeded"] + 20
-                         and sim.stats["published"] > before.get("published", 0))
+        wait_until(
+            lambda: (
+                sim.stats["succeeded"] > before["succeeded"] + 20
+                and sim.stats["published"] > before.get("published", 0)
+            )
+        )
         assert len(_sim_threads()) == 4
     finally:
         assert sim.stop()
@@ -125,12 +157,19 @@ def test_backfill_writes_history_of_every_kind(request, url_fixture, tables):
         for status in ("succeeded", "failed_retryable", "failed_final"):
             n = count(f"SELECT count(*) FROM app.idempotency_request WHERE status = '{status}'")
             assert n == written[status] and n > 0, status
-        stuck = count("SELECT count(*) FROM app.idempotency_request WHERE status = 'processing' "
-                      "AND locked_until < now() AND claimed_by IS NOT NULL AND claimed_at >= created_at")
+        stuck = count(
+            "SELECT count(*) FROM app.idempotency_request WHERE status = 'processing' "
+            "AND locked_until < now() AND claimed_by IS NOT NULL AND claimed_at >= created_at"
+        )
         assert stuck == written["stuck"] > 0
-        assert count("SELECT count(*) FROM app.idempotency_request ir WHERE status = 'processing' AND EXISTS ("
-                     " SELECT 1 FROM app.outbox_event o WHERE o.idempotency_scope = ir.idempotency_scope"
-                     " AND o.idempotency_key = ir.idempotency_key)") > 0
+        assert (
+            count(
+                "SELECT count(*) FROM app.idempotency_request ir WHERE status = 'processing' AND EXISTS ("
+                " SELECT 1 FROM app.outbox_event o WHERE o.idempotency_scope = ir.idempotency_scope"
+                " AND o.idempotency_key = ir.idempotency_key)"
+            )
+            > 0
+        )
         # attempts: mostly first-time, some retried, a few hotspots
         ones = count("SELECT count(*) FROM app.idempotency_request WHERE attempt_count = 1")
         assert ones > total * 0.7
@@ -139,21 +178,47 @@ def test_backfill_writes_history_of_every_kind(request, url_fixture, tables):
         # history is spread over the window, and some terminal rows are already purgeable
         assert count("SELECT count(*) FROM app.idempotency_request WHERE created_at < now() - interval '2 days'") > 0
         assert count("SELECT count(*) FROM app.idempotency_request WHERE created_at > now() - interval '1 day'") > 0
-        assert _one(conn, "SELECT count(*) FROM app.idempotency_request WHERE created_at < %s "
-                          "OR updated_at > now()", (window_start,)) == 0
-        assert count("SELECT count(*) FROM app.idempotency_request WHERE status IN ('succeeded', 'failed_final') "
-                     "AND expires_at < now()") > 0
-        assert count("SELECT count(*) FROM app.idempotency_request WHERE status IN ('succeeded', 'failed_final') "
-                     "AND expires_at > now()") > 0
+        assert (
+            _one(
+                conn,
+                "SELECT count(*) FROM app.idempotency_request WHERE created_at < %s OR updated_at > now()",
+                (window_start,),
+            )
+            == 0
+        )
+        assert (
+            count(
+                "SELECT count(*) FROM app.idempotency_request WHERE status IN ('succeeded', 'failed_final') "
+                "AND expires_at < now()"
+            )
+            > 0
+        )
+        assert (
+            count(
+                "SELECT count(*) FROM app.idempotency_request WHERE status IN ('succeeded', 'failed_final') "
+                "AND expires_at > now()"
+            )
+            > 0
+        )
         assert count("SELECT count(*) FROM app.idempotency_request WHERE idempotency_key ~ '[/ ]'") > 0
         # outbox: mostly published, a few pending, some of those old
         assert count("SELECT count(*) FROM app.outbox_event WHERE status = 'published'") == written["outbox_published"]
-        assert count("SELECT count(*) FROM app.outbox_event WHERE status = 'published' "
-                     "AND (published_at IS NULL OR published_at < created_at OR published_at > now())") == 0
+        assert (
+            count(
+                "SELECT count(*) FROM app.outbox_event WHERE status = 'published' "
+                "AND (published_at IS NULL OR published_at < created_at OR published_at > now())"
+            )
+            == 0
+        )
         pending = count("SELECT count(*) FROM app.outbox_event WHERE status = 'pending'")
         assert 0 < pending == written["outbox_pending"] < written["outbox_published"] / 10
-        assert count("SELECT count(*) FROM app.outbox_event WHERE status = 'pending' "
-                     "AND created_at < now() - interval '1 day'") > 0
+        assert (
+            count(
+                "SELECT count(*) FROM app.outbox_event WHERE status = 'pending' "
+                "AND created_at < now() - interval '1 day'"
+            )
+            > 0
+        )
         # inbox over several consumers, none older than the window
         assert count("SELECT count(*) FROM app.processed_message") == written["inbox"] > 0
         assert count("SELECT count(DISTINCT consumer_name) FROM app.processed_message") >= 4
@@ -182,13 +247,28 @@ def test_cli_without_reference_schema_says_what_to_run(empty_database_url):
 @pytest.mark.system  # about a second or more: the fast loop keeps within its minute
 def test_cli_backfills_then_runs_for_the_duration(database_url, conn):
     started = time.monotonic()
-    result = CliRunner().invoke(main, ["simulate", "--database-url", database_url, "--duration", "1",
-                                       "--backfill", "1", "--rate", "50", "--seed", "5"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "simulate",
+            "--database-url",
+            database_url,
+            "--duration",
+            "1",
+            "--backfill",
+            "1",
+            "--rate",
+            "50",
+            "--seed",
+            "5",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started < 10
     assert "backfilled 1 day in" in result.output
     assert "final: requests=" in result.output
     assert _sim_threads() == []
     # the live rows are the ones newer than the backfill's newest slice
-    assert _one(conn, "SELECT count(*) FROM app.idempotency_request "
-                      "WHERE created_at > now() - interval '5 minutes'") > 0
+    assert (
+        _one(conn, "SELECT count(*) FROM app.idempotency_request WHERE created_at > now() - interval '5 minutes'") > 0
+    )

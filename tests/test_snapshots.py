@@ -1,5 +1,6 @@
 """The snapshot job (numbers equal the overview's, rows purged between snapshots, one writer, retention)
 and the overview's trend lines drawn from the snapshots."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -28,36 +29,48 @@ def snapshot_rows(conn) -> list[dict]:
 
 
 def add_stuck(conn, n: int, prefix: str) -> None:
-    conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+    conn.execute(
+        """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                         claimed_by, claimed_at, locked_until, expires_at)
                     SELECT 's', %s || g, 'h', 'processing', 'w', now() - interval '1 hour',
                            now() - interval '30 minutes', now() + interval '1 day'
-                    FROM generate_series(1, %s) g""", (prefix, n))
+                    FROM generate_series(1, %s) g""",
+        (prefix, n),
+    )
 
 
 def add_pending(conn, n: int, age: str) -> None:
-    conn.execute("""INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
+    conn.execute(
+        """INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,
                         idempotency_key, payload, status, created_at)
                     SELECT 'e', 'a', gen_random_uuid(), 's', gen_random_uuid()::text, '{}', 'pending',
                            now() - %s::interval
-                    FROM generate_series(1, %s)""", (age, n))
+                    FROM generate_series(1, %s)""",
+        (age, n),
+    )
 
 
 def add_finished_run(conn, rows: int, *, dry_run: bool = False, ago: str = "1 second", outcome: str = "succeeded"):
-    conn.execute("""INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, rows_deleted, dry_run,
+    conn.execute(
+        """INSERT INTO idemdash.purge_run (table_name, started_at, finished_at, rows_deleted, dry_run,
                                                     outcome, started_by)
                     VALUES ('inbox', now() - %s::interval - interval '1 second', now() - %s::interval, %s, %s, %s,
-                            'test')""", (ago, ago, rows, dry_run, outcome))
+                            'test')""",
+        (ago, ago, rows, dry_run, outcome),
+    )
 
 
 def add_snapshot(conn, ago: str, stuck: int, pending: int = 0, lag: float | None = None, purged: int = 0) -> None:
-    conn.execute("""INSERT INTO idemdash.metric_snapshot (taken_at, stuck_keys, processing_keys, failed_retryable_keys,
+    conn.execute(
+        """INSERT INTO idemdash.metric_snapshot (taken_at, stuck_keys, processing_keys, failed_retryable_keys,
                         failed_final_keys_24h, outbox_pending, outbox_lag_seconds, inbox_rows_24h, rows_purged)
                     VALUES (now() - %s::interval, %s, %s, 0, 0, %s, %s, 0, %s)""",
-                 (ago, stuck, stuck, pending, lag, purged))
+        (ago, stuck, stuck, pending, lag, purged),
+    )
 
 
 # -- the job -------------------------------------------------------------------------------------------------------
+
 
 def test_snapshot_records_exactly_the_overview_numbers(app, conn):
     make_world(conn, 11)
@@ -77,8 +90,8 @@ def test_snapshot_records_exactly_the_overview_numbers(app, conn):
 
 
 def test_rows_purged_counts_real_runs_finished_since_the_previous_snapshot(app, conn):
-    add_finished_run(conn, 500, ago="10 minutes")   # before the first snapshot's interval: not counted
-    add_finished_run(conn, 7, ago="5 seconds")      # within the first interval (60 s)
+    add_finished_run(conn, 500, ago="10 minutes")  # before the first snapshot's interval: not counted
+    add_finished_run(conn, 7, ago="5 seconds")  # within the first interval (60 s)
     first = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     assert first.rows_purged == 7
 
@@ -92,8 +105,9 @@ def test_rows_purged_counts_real_runs_finished_since_the_previous_snapshot(app, 
 
     third = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     assert third.rows_purged == 0  # nothing counted twice
-    conn.execute("UPDATE idemdash.purge_run SET outcome = 'succeeded', finished_at = clock_timestamp() "
-                 "WHERE outcome = 'running'")
+    conn.execute(
+        "UPDATE idemdash.purge_run SET outcome = 'succeeded', finished_at = clock_timestamp() WHERE outcome = 'running'"
+    )
     assert snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0).rows_purged == 999
     assert [r["rows_purged"] for r in snapshot_rows(conn)] == [7, 130, 0, 999]
 
@@ -137,13 +151,15 @@ def test_the_job_is_registered_with_the_interval_and_survives_an_outage(app, cap
     assert {"snapshot", "purge_keys", "purge_inbox", "purge_outbox"} <= set(jobs)
     assert jobs["snapshot"].trigger.interval == timedelta(seconds=45)
     # a database that does not answer: logged, no exception into the scheduler
-    snapshots.snapshot_job(Target.from_settings({**app.config,
-                                                 "DATABASE_URL": "postgresql://127.0.0.1:1/nothing?connect_timeout=1"}))
+    snapshots.snapshot_job(
+        Target.from_settings({**app.config, "DATABASE_URL": "postgresql://127.0.0.1:1/nothing?connect_timeout=1"})
+    )
     # the cause, once (the target says it; the job's own line would repeat it every interval)
     assert caplog.text.count("database: connection refused by 127.0.0.1 port 1") == 1
 
 
 # -- the trends on the overview --------------------------------------------------------------------------------------
+
 
 def _polylines(response) -> dict[str, list[tuple[float, float]]]:
     soup = BeautifulSoup(response.data, "html.parser")
@@ -162,15 +178,22 @@ def _polylines(response) -> dict[str, list[tuple[float, float]]]:
 def test_trends_draw_one_point_per_snapshot_from_the_job(app, conn):
     client = app.test_client()
     for stuck, pending in ((0, 0), (3, 2), (8, 5)):
-        add_stuck(conn, stuck - conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0],
-                  f"k{stuck}-")
-        add_pending(conn, pending - conn.execute("SELECT count(*) FROM app.outbox_event").fetchone()[0],
-                    "2 minutes")
+        add_stuck(
+            conn, stuck - conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0], f"k{stuck}-"
+        )
+        add_pending(conn, pending - conn.execute("SELECT count(*) FROM app.outbox_event").fetchone()[0], "2 minutes")
         snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     response = client.get("/")
     lines = _polylines(response)
-    assert set(lines) == {"claims_per_minute", "completions_per_minute", "failures_per_minute", "stuck_keys",
-                          "outbox_pending", "outbox_lag_seconds", "rows_purged"}
+    assert set(lines) == {
+        "claims_per_minute",
+        "completions_per_minute",
+        "failures_per_minute",
+        "stuck_keys",
+        "outbox_pending",
+        "outbox_lag_seconds",
+        "rows_purged",
+    }
     assert all(len(points) == 3 for points in lines.values())
     stuck = lines["stuck_keys"]
     # left to right in time; higher values are drawn higher (smaller y), zero on the baseline
@@ -230,7 +253,7 @@ def test_trends_degrade_alone_when_idemdash_schema_is_missing(client, conn):
     response = client.get("/")
     assert response.status_code == 200
     soup = BeautifulSoup(response.data, "html.parser")
-    assert "idemdash migrate" in soup.select_one('section.trends .panel-problem').get_text()
+    assert "idemdash migrate" in soup.select_one("section.trends .panel-problem").get_text()
     assert soup.select_one('[data-metric="stuck"]') is not None
     body = client.get("/api/v1/overview").get_json()
     assert body["trends"]["points"] == [] and body["trends"]["problem"]["problem"] == "schema"
@@ -254,8 +277,11 @@ def test_a_snapshot_takes_the_precomputed_counts_instead_of_counting_again(app, 
     from idemdash.queries.rollups import encode_rows
 
     for name, row in (("key_windows", WindowCounts(777, 55, 4242)), ("inbox_volume", InboxVolume(9001, 3))):
-        conn.execute("INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
-                     "VALUES (%s, '', now(), 900, %s)", (name, Jsonb(encode_rows([row]))))
+        conn.execute(
+            "INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
+            "VALUES (%s, '', now(), 900, %s)",
+            (name, Jsonb(encode_rows([row]))),
+        )
     taken = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
     assert (taken.failed_retryable_keys, taken.failed_final_keys_24h, taken.inbox_rows_24h) == (777, 55, 9001)
     assert taken.stuck_keys == 0  # stuck and processing stay live

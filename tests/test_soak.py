@@ -22,6 +22,7 @@ every bulk action changed only keys matching its filter; the reference functions
 fencing errors. The seed is printed with every failure (IDEMDASH_SOAK_SEED reruns it). IDEMDASH_SOAK_SECONDS=60
 runs it longer (before a release, say): the number of times each kind of event must happen grows with the time.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,15 +48,15 @@ pytestmark = pytest.mark.system  # see docs/development.md, Tests
 T = Tables()
 SEED = int(os.environ.get("IDEMDASH_SOAK_SEED", "20261123"))
 SECONDS = float(os.environ.get("IDEMDASH_SOAK_SECONDS", "10"))
-PER_30_SECONDS = SECONDS / 30          # the counts below are what 30 s of this workload at least produce
+PER_30_SECONDS = SECONDS / 30  # the counts below are what 30 s of this workload at least produce
 CLIENTS = 6
 # expires_at = claim + 4 s: purges have work all the time, yet a key outlives its slowest worker (lease + 0.4 s)
 # and the client's next attempt: a retention shorter than the work would let a purge run an intent twice
 RETENTION = timedelta(seconds=4)
-HORIZON_SECONDS = 8                    # IDEMDASH_REPLAY_HORIZON of the app under test
+HORIZON_SECONDS = 8  # IDEMDASH_REPLAY_HORIZON of the app under test
 LEASE = {"orders": 1, "emails": 1, "payments": 2}
-LEGACY = "payments"                    # effect committed first, completion afterwards
-RESEND_MARGIN = 0.7                    # a client re-sends a finished intent only this long before its key expires
+LEGACY = "payments"  # effect committed first, completion afterwards
+RESEND_MARGIN = 0.7  # a client re-sends a finished intent only this long before its key expires
 
 SCHEMA = """
 CREATE SCHEMA soak;
@@ -88,9 +89,9 @@ class Intent:
     key: str
     request_hash: str
     done: bool = False
-    parked: bool = False            # legacy effect committed, completion lost: the client waits for an operator
-    due: float = 0.0                # monotonic time of the next attempt
-    covered_until: float = 0.0      # the key's retention covers a re-send until about then (monotonic)
+    parked: bool = False  # legacy effect committed, completion lost: the client waits for an operator
+    due: float = 0.0  # monotonic time of the next attempt
+    covered_until: float = 0.0  # the key's retention covers a re-send until about then (monotonic)
 
 
 @dataclass
@@ -125,6 +126,7 @@ def _guard(run: Run, name: str, body) -> threading.Thread:
 
 # -- clients and their workers ---------------------------------------------------------------------------------
 
+
 def _client(run: Run, index: int) -> None:
     rng = random.Random(SEED * 100 + index)
     worker = f"api-{index}"
@@ -152,8 +154,16 @@ def _client(run: Run, index: int) -> None:
 
 def _claim(run: Run, conn, intent: Intent, worker: str):
     started = time.monotonic()
-    claim = claim_key(conn, T, intent.scope, intent.key, intent.request_hash, worker,
-                      lock_seconds=LEASE[intent.scope], retention=RETENTION)
+    claim = claim_key(
+        conn,
+        T,
+        intent.scope,
+        intent.key,
+        intent.request_hash,
+        worker,
+        lock_seconds=LEASE[intent.scope],
+        retention=RETENTION,
+    )
     run.count(run.claims, claim.claim_kind)
     if claim.owns:  # a claim that takes the key sets expires_at to at least now + retention
         intent.covered_until = max(intent.covered_until, started + RETENTION.total_seconds())
@@ -180,14 +190,16 @@ def _resend(run: Run, conn, intent: Intent, worker: str) -> None:
     """The same request again (a lost response, a user clicking twice): the key must still answer it."""
     claim = _claim(run, conn, intent, worker)
     if claim.claim_kind not in ("replay_success", "final_failure", "in_progress"):
-        run.errors.append(f"a re-sent finished intent {intent.scope}/{intent.key} got {claim.claim_kind}: "
-                          "its key was gone while its retention still covered the re-send")
+        run.errors.append(
+            f"a re-sent finished intent {intent.scope}/{intent.key} got {claim.claim_kind}: "
+            "its key was gone while its retention still covered the re-send"
+        )
 
 
 def _work(run: Run, conn, rng: random.Random, intent: Intent, worker: str, attempt: int) -> None:
     roll = rng.random()
     retry_soon = time.monotonic() + rng.uniform(0.3, 1.5)
-    if roll < 0.08:            # crashed before doing anything: the key is stuck until its lease runs out
+    if roll < 0.08:  # crashed before doing anything: the key is stuck until its lease runs out
         intent.due = retry_soon + LEASE[intent.scope]
         return
     if roll < 0.15:
@@ -200,7 +212,7 @@ def _work(run: Run, conn, rng: random.Random, intent: Intent, worker: str, attem
         else:
             intent.done = True  # the client got the final failure
         return
-    if roll < 0.26:            # a slow worker: finishes after its lease ran out (a retry or an operator may win)
+    if roll < 0.26:  # a slow worker: finishes after its lease ran out (a retry or an operator may win)
         time.sleep(LEASE[intent.scope] + rng.uniform(0.05, 0.4))
     body = {"worker": worker, "attempt": attempt, "n": rng.randrange(10**6)}
     if intent.scope == LEGACY:
@@ -210,8 +222,9 @@ def _work(run: Run, conn, rng: random.Random, intent: Intent, worker: str, attem
         with conn.transaction():  # the business effect and the completion commit together
             _effect(conn, intent, attempt, worker)
             complete_key(conn, T, intent.scope, intent.key, "order", None, body, attempt)
-            conn.execute("INSERT INTO soak.completion VALUES (%s, %s, %s, %s)",
-                         (intent.scope, intent.key, attempt, Jsonb(body)))
+            conn.execute(
+                "INSERT INTO soak.completion VALUES (%s, %s, %s, %s)", (intent.scope, intent.key, attempt, Jsonb(body))
+            )
         intent.done = True  # the worker answered the client
     except psycopg.Error as exc:
         if exc.sqlstate not in NOT_PROCESSING:
@@ -225,26 +238,31 @@ def _legacy_work(run: Run, conn, rng, intent: Intent, worker: str, attempt: int,
     """A legacy application: the effect and its outbox row commit first, the completion afterwards."""
     with conn.transaction():
         # the application guards itself: still processing under this attempt (locked), or nothing is done
-        row = conn.execute("SELECT 1 FROM app.idempotency_request WHERE idempotency_scope = %s AND "
-                           "idempotency_key = %s AND status = 'processing' AND attempt_count = %s FOR UPDATE",
-                           (intent.scope, intent.key, attempt)).fetchone()
+        row = conn.execute(
+            "SELECT 1 FROM app.idempotency_request WHERE idempotency_scope = %s AND "
+            "idempotency_key = %s AND status = 'processing' AND attempt_count = %s FOR UPDATE",
+            (intent.scope, intent.key, attempt),
+        ).fetchone()
         if row is None:
             intent.due = time.monotonic()
             return
         _effect(conn, intent, attempt, worker)
-        conn.execute("INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
-                     "idempotency_key, payload) VALUES ('payment_taken', 'payment', %s, %s, %s, %s) "
-                     "ON CONFLICT DO NOTHING",  # a second effect shows in soak.effect, checked at the end
-                     (uuid.uuid4(), intent.scope, intent.key, Jsonb(body)))
-    if rng.random() < 0.25:    # crashed between the effect and the completion: an operator must decide
+        conn.execute(
+            "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope, "
+            "idempotency_key, payload) VALUES ('payment_taken', 'payment', %s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING",  # a second effect shows in soak.effect, checked at the end
+            (uuid.uuid4(), intent.scope, intent.key, Jsonb(body)),
+        )
+    if rng.random() < 0.25:  # crashed between the effect and the completion: an operator must decide
         intent.parked = True
         intent.due = time.monotonic() + 0.3
         return
     try:
         with conn.transaction():
             complete_key(conn, T, intent.scope, intent.key, "payment", None, body, attempt)
-            conn.execute("INSERT INTO soak.completion VALUES (%s, %s, %s, %s)",
-                         (intent.scope, intent.key, attempt, Jsonb(body)))
+            conn.execute(
+                "INSERT INTO soak.completion VALUES (%s, %s, %s, %s)", (intent.scope, intent.key, attempt, Jsonb(body))
+            )
         intent.done = True
     except psycopg.Error as exc:
         if exc.sqlstate not in NOT_PROCESSING:
@@ -257,8 +275,10 @@ def _legacy_work(run: Run, conn, rng, intent: Intent, worker: str, attempt: int,
 
 
 def _effect(conn, intent: Intent, attempt: int, worker: str) -> None:
-    conn.execute("INSERT INTO soak.effect (scope, key, attempt, worker) VALUES (%s, %s, %s, %s)",
-                 (intent.scope, intent.key, attempt, worker))
+    conn.execute(
+        "INSERT INTO soak.effect (scope, key, attempt, worker) VALUES (%s, %s, %s, %s)",
+        (intent.scope, intent.key, attempt, worker),
+    )
 
 
 def _fenced(run: Run, call) -> bool:
@@ -275,8 +295,11 @@ def _fenced(run: Run, call) -> bool:
 
 
 def _status(conn, intent: Intent) -> tuple[str, bool] | None:
-    row = conn.execute("SELECT status::text, claimed_by = 'idemdash:needs_review' FROM app.idempotency_request "
-                       "WHERE idempotency_scope = %s AND idempotency_key = %s", (intent.scope, intent.key)).fetchone()
+    row = conn.execute(
+        "SELECT status::text, claimed_by = 'idemdash:needs_review' FROM app.idempotency_request "
+        "WHERE idempotency_scope = %s AND idempotency_key = %s",
+        (intent.scope, intent.key),
+    ).fetchone()
     return None if row is None else (row[0], bool(row[1]))
 
 
@@ -292,6 +315,7 @@ def _consumer(run: Run, index: int) -> None:
 
 
 # -- operators -------------------------------------------------------------------------------------------------
+
 
 def _operator(run: Run) -> None:
     rng = random.Random(SEED * 100 + 99)
@@ -315,11 +339,20 @@ def _operator(run: Run) -> None:
             to = "already_succeeded" if evidence else "abandoned"
         if to == "safe_to_retry" and rng.random() < 0.3:
             to = "abandoned"
-        body = {"scope": item["scope"], "key": item["key"], "to": to, "reason": f"soak {to}",
-                "expected_attempt_count": item["attempt_count"], "expected_locked_until": item["locked_until"]}
+        body = {
+            "scope": item["scope"],
+            "key": item["key"],
+            "to": to,
+            "reason": f"soak {to}",
+            "expected_attempt_count": item["attempt_count"],
+            "expected_locked_until": item["locked_until"],
+        }
         if to == "already_succeeded":
-            body |= {"result_ref_type": "payment", "result_ref_id": evidence[0]["aggregate_id"],
-                     "response_body": {"by": "operator", "outbox_id": evidence[0]["outbox_id"]}}
+            body |= {
+                "result_ref_type": "payment",
+                "result_ref_id": evidence[0]["aggregate_id"],
+                "response_body": {"by": "operator", "outbox_id": evidence[0]["outbox_id"]},
+            }
         if to == "needs_review":
             body["hold_for"] = "60s"
         response = client.post("/api/v1/keys/reclassify", json=body)
@@ -347,8 +380,13 @@ def _bulk_operator(run: Run) -> None:
         preview = _ok(client.post("/api/v1/keys/reclassify-bulk", json={"filter": flt, "to": to, "preview": True}), run)
         if preview["count"] == 0:
             continue
-        _ok(client.post("/api/v1/keys/reclassify-bulk", json={"filter": flt, "to": to, "reason": f"soak bulk {flt}",
-                                                               "as_of": preview["as_of"]}), run)
+        _ok(
+            client.post(
+                "/api/v1/keys/reclassify-bulk",
+                json={"filter": flt, "to": to, "reason": f"soak bulk {flt}", "as_of": preview["as_of"]},
+            ),
+            run,
+        )
         with run.lock:
             run.bulk_runs += 1
 
@@ -370,8 +408,10 @@ def _ok(response, run: Run, also: tuple[int, ...] = ()):
     if response.status_code in also:
         return None
     if response.status_code != 200:
-        run.errors.append(f"{response.request.method} {response.request.path} answered {response.status_code}: "
-                          f"{response.get_data(as_text=True)[:300]}")
+        run.errors.append(
+            f"{response.request.method} {response.request.path} answered {response.status_code}: "
+            f"{response.get_data(as_text=True)[:300]}"
+        )
         run.stop.set()
         raise AssertionError("an operator's request failed")
     return response.get_json()
@@ -381,32 +421,46 @@ def _history(conn, scope: str, key: str) -> str:
     """Everything the run recorded about one key, for a failure message."""
     parts = []
     for title, query in (
-            ("effects", "SELECT attempt, worker, at FROM soak.effect WHERE scope = %(s)s AND key = %(k)s ORDER BY at"),
-            ("completions", "SELECT attempt, body FROM soak.completion WHERE scope = %(s)s AND key = %(k)s"),
-            ("decisions", "SELECT at, action, from_status, to_status, detail FROM idemdash.audit_log "
-                          "WHERE scope = %(s)s AND key = %(k)s ORDER BY at"),
-            ("purged", "SELECT status, expires_at, deleted_at FROM soak.deleted WHERE scope = %(s)s AND key = %(k)s"),
-            ("now", "SELECT status::text, attempt_count, claimed_by, claimed_at, locked_until, expires_at, updated_at "
-                    "FROM app.idempotency_request WHERE idempotency_scope = %(s)s AND idempotency_key = %(k)s")):
+        ("effects", "SELECT attempt, worker, at FROM soak.effect WHERE scope = %(s)s AND key = %(k)s ORDER BY at"),
+        ("completions", "SELECT attempt, body FROM soak.completion WHERE scope = %(s)s AND key = %(k)s"),
+        (
+            "decisions",
+            "SELECT at, action, from_status, to_status, detail FROM idemdash.audit_log "
+            "WHERE scope = %(s)s AND key = %(k)s ORDER BY at",
+        ),
+        ("purged", "SELECT status, expires_at, deleted_at FROM soak.deleted WHERE scope = %(s)s AND key = %(k)s"),
+        (
+            "now",
+            "SELECT status::text, attempt_count, claimed_by, claimed_at, locked_until, expires_at, updated_at "
+            "FROM app.idempotency_request WHERE idempotency_scope = %(s)s AND idempotency_key = %(k)s",
+        ),
+    ):
         parts.append(f"{title}: {conn.execute(query, {'s': scope, 'k': key}).fetchall()}")
     return "\n".join(parts)
 
 
 # -- the test --------------------------------------------------------------------------------------------------
 
+
 def _missing_events(run: Run) -> list[str]:
     """The kinds of event that have not yet happened as often as the run's length asks, with their counts."""
     kinds, consumed = dict(run.claims), dict(run.consumed)
     wanted = [
-        ("new_claim", kinds.get("new_claim", 0), 300), ("replay_success", kinds.get("replay_success", 0), 50),
-        ("stale_reclaim", kinds.get("stale_reclaim", 0), 5), ("retry_reclaim", kinds.get("retry_reclaim", 0), 5),
-        ("purged", run.purged, 100), ("bulk_runs", run.bulk_runs, 2),
+        ("new_claim", kinds.get("new_claim", 0), 300),
+        ("replay_success", kinds.get("replay_success", 0), 50),
+        ("stale_reclaim", kinds.get("stale_reclaim", 0), 5),
+        ("retry_reclaim", kinds.get("retry_reclaim", 0), 5),
+        ("purged", run.purged, 100),
+        ("bulk_runs", run.bulk_runs, 2),
         # redeliveries raced the inbox purge: some found their row, some were recorded afresh, none raised
         ("duplicate_ignored", consumed.get("duplicate_ignored", 0), 10),
         ("processed", consumed.get("processed", 0), 100),
     ]
-    missing = [f"{name}: {count} (wanted > {floor * PER_30_SECONDS:g})" for name, count, floor in wanted
-               if not count > floor * PER_30_SECONDS]
+    missing = [
+        f"{name}: {count} (wanted > {floor * PER_30_SECONDS:g})"
+        for name, count, floor in wanted
+        if not count > floor * PER_30_SECONDS
+    ]
     if not run.fenced > 0:
         missing.append("fenced: 0 (a slow worker's completion refused)")
     decided = set(run.decisions)
@@ -427,8 +481,11 @@ def test_the_promises_hold_under_concurrent_clients_operators_and_purges(soak_db
     run = Run(soak_db, app)
     threads = [_guard(run, f"client-{i}", lambda i=i: _client(run, i)) for i in range(CLIENTS)]
     threads += [_guard(run, f"consumer-{i}", lambda i=i: _consumer(run, i)) for i in range(2)]
-    threads += [_guard(run, "operator", lambda: _operator(run)), _guard(run, "bulk", lambda: _bulk_operator(run)),
-                _guard(run, "purger", lambda: _purger(run))]
+    threads += [
+        _guard(run, "operator", lambda: _operator(run)),
+        _guard(run, "bulk", lambda: _bulk_operator(run)),
+        _guard(run, "purger", lambda: _purger(run)),
+    ]
     for thread in threads:
         thread.start()
     run.stop.wait(SECONDS)
@@ -463,13 +520,16 @@ def test_the_promises_hold_under_concurrent_clients_operators_and_purges(soak_db
         SELECT d.scope, d.key, d.status, d.expires_at, d.deleted_at FROM soak.deleted d
         WHERE d.status NOT IN ('succeeded', 'failed_final') OR d.expires_at >= d.deleted_at""").fetchall()
     assert not wrongly_purged, f"live or unexpired keys purged: {wrongly_purged[:5]} {seed}"
-    decided_then_purged = conn.execute("""
+    decided_then_purged = conn.execute(
+        """
         SELECT d.scope, d.key, a.action, a.at, d.deleted_at FROM soak.deleted d
         JOIN idemdash.audit_log a ON a.scope = d.scope AND a.key = d.key AND a.action LIKE 'reclassify%%'
         WHERE a.at <= d.deleted_at AND a.at > d.deleted_at - make_interval(secs => %s)""",
-                                       (HORIZON_SECONDS,)).fetchall()
-    assert not decided_then_purged, (f"keys purged within the replay horizon of a decision: "
-                                     f"{decided_then_purged[:5]} {seed}")
+        (HORIZON_SECONDS,),
+    ).fetchall()
+    assert not decided_then_purged, (
+        f"keys purged within the replay horizon of a decision: {decided_then_purged[:5]} {seed}"
+    )
     assert conn.execute("SELECT count(*) FROM soak.deleted").fetchone()[0] == run.purged
 
     # every bulk action changed only keys that matched its filter and were stuck at its preview
@@ -486,5 +546,9 @@ def test_the_promises_hold_under_concurrent_clients_operators_and_purges(soak_db
                     - make_interval(secs => coalesce((p.detail->'filter'->>'overdue_seconds')::float, 0)))
     """).fetchall()
     assert not outside, f"bulk actions changed keys outside their filter: {outside[:5]} {seed}"
-    assert conn.execute("SELECT count(*) FROM idemdash.audit_log WHERE action LIKE 'reclassify-bulk:%%' "
-                        "AND parent_id IS NULL").fetchone()[0] == run.bulk_runs
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM idemdash.audit_log WHERE action LIKE 'reclassify-bulk:%%' AND parent_id IS NULL"
+        ).fetchone()[0]
+        == run.bulk_runs
+    )

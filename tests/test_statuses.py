@@ -1,4 +1,5 @@
 """The words of core/statuses.py and the SQL that creates or checks them say the same values, in the same order."""
+
 from __future__ import annotations
 
 import re

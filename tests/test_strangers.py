@@ -5,6 +5,7 @@ Two databases: ``wdown`` (first, so the plain /readyz asks it) behind a unix soc
 ``walpha``, the test database. Every name, the role and the socket's folder carry ``zqsecret``, which no stranger's
 answer may hold.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -14,9 +15,17 @@ from tests.test_auth import OPERATOR_HEADERS, _fast_hash, basic
 from tests.test_databases import write_config
 
 SECRET = "zqsecret"
-STRANGER_PATHS = ["/db/zqsecretgamma/keys", "/api/v1/db/zqsecretgamma/overview", "/db/zqsecretgamma/readyz",
-                  "/db/walpha/readyz", "/db/wdown/readyz", "/api/v1/db/wdown/overview", "/db/orders/zqsecretgamma/keys",
-                  "/no-such-page", "/static/no-such-file.css"]
+STRANGER_PATHS = [
+    "/db/zqsecretgamma/keys",
+    "/api/v1/db/zqsecretgamma/overview",
+    "/db/zqsecretgamma/readyz",
+    "/db/walpha/readyz",
+    "/db/wdown/readyz",
+    "/api/v1/db/wdown/overview",
+    "/db/orders/zqsecretgamma/keys",
+    "/no-such-page",
+    "/static/no-such-file.css",
+]
 
 
 @pytest.fixture
@@ -24,8 +33,7 @@ def two_databases(tmp_path, database_url):
     socket_dir = tmp_path / "zqsecretsock"
     socket_dir.mkdir()
     down = make_conninfo(host=str(socket_dir), dbname="zqsecretdown", user="zqsecretrole")
-    config = write_config(tmp_path / "zqsecretconfig.toml",
-                          {"wdown": {"url": down}, "walpha": {"url": database_url}})
+    config = write_config(tmp_path / "zqsecretconfig.toml", {"wdown": {"url": down}, "walpha": {"url": database_url}})
     users = tmp_path / "users"
     users.write_text(f"alice:operator:{_fast_hash('alice-pw')}\n", encoding="utf-8")
     return {"CONFIG": config, "USERS_FILE": str(users), "POOL_TIMEOUT_SECONDS": 1}
@@ -35,8 +43,10 @@ def two_databases(tmp_path, database_url):
 MODES = {
     "none": ({"environ_base": {"REMOTE_ADDR": "10.1.2.3"}, "headers": {"Host": "dash.example"}}, {}),
     "basic": ({}, {"headers": basic("alice", "alice-pw")}),
-    "proxy": ({"environ_base": {"REMOTE_ADDR": "10.9.8.7"}, "headers": OPERATOR_HEADERS},
-              {"headers": OPERATOR_HEADERS}),
+    "proxy": (
+        {"environ_base": {"REMOTE_ADDR": "10.9.8.7"}, "headers": OPERATOR_HEADERS},
+        {"headers": OPERATOR_HEADERS},
+    ),
 }
 
 

@@ -1,4 +1,5 @@
 """/suppression and its JSON twin against ground truth computed here from the rows the tests write."""
+
 from __future__ import annotations
 
 import random
@@ -14,10 +15,24 @@ PAYLOAD = "<img src=x onerror=alert(1)><script>alert('sup')</script>"
 STATUSES = ("processing", "succeeded", "failed_retryable", "failed_final")
 WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}
 # Ages of created_at, each well clear of a window's edge (the request's now() is a little later than ours).
-AGES = [(timedelta(minutes=1), timedelta(minutes=50)), (timedelta(minutes=70), timedelta(hours=23)),
-        (timedelta(hours=25), timedelta(days=6, hours=22)), (timedelta(days=7, hours=2), timedelta(days=12))]
-COUNTED = ("keys", "first_attempt", "retried", "total_attempts", "extra_attempts", "max_attempts", "succeeded",
-           "failed_final", "processing", "failed_retryable")
+AGES = [
+    (timedelta(minutes=1), timedelta(minutes=50)),
+    (timedelta(minutes=70), timedelta(hours=23)),
+    (timedelta(hours=25), timedelta(days=6, hours=22)),
+    (timedelta(days=7, hours=2), timedelta(days=12)),
+]
+COUNTED = (
+    "keys",
+    "first_attempt",
+    "retried",
+    "total_attempts",
+    "extra_attempts",
+    "max_attempts",
+    "succeeded",
+    "failed_final",
+    "processing",
+    "failed_retryable",
+)
 
 
 @dataclass
@@ -39,20 +54,31 @@ def insert(conn, keys: list[Key]) -> None:
             """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                    claimed_by, claimed_at, locked_until, attempt_count, created_at, updated_at, expires_at)
                VALUES (%s, %s, 'h', %s, 'api-1', %s, NULL, %s, %s, %s, %s + interval '30 days')""",
-            [(k.scope, k.key, k.status, k.created_at, k.attempts, k.created_at, k.created_at, k.created_at)
-             for k in keys])
+            [
+                (k.scope, k.key, k.status, k.created_at, k.attempts, k.created_at, k.created_at, k.created_at)
+                for k in keys
+            ],
+        )
 
 
-def make_world(conn, seed: int, count: int = 500, scopes=("create_order", "refund", "send_invoice", "x/y scope")
-               ) -> list[Key]:
+def make_world(
+    conn, seed: int, count: int = 500, scopes=("create_order", "refund", "send_invoice", "x/y scope")
+) -> list[Key]:
     rng = random.Random(seed)
     now = _now(conn)
     keys = []
     for i in range(count):
         low, high = rng.choice(AGES)
         age = timedelta(seconds=rng.uniform(low.total_seconds(), high.total_seconds()))
-        keys.append(Key(rng.choice(scopes), f"k-{i}", rng.choice(STATUSES),
-                        rng.choice([1, 1, 1, 1, 1, 2, 2, 3, 4, 7, rng.randint(1, 40)]), now - age))
+        keys.append(
+            Key(
+                rng.choice(scopes),
+                f"k-{i}",
+                rng.choice(STATUSES),
+                rng.choice([1, 1, 1, 1, 1, 2, 2, 3, 4, 7, rng.randint(1, 40)]),
+                now - age,
+            )
+        )
     insert(conn, keys)
     return keys
 
@@ -112,8 +138,15 @@ def test_api_matches_ground_truth(make_app, conn, window):
     assert body["truncated"] is False
     sentence = body["counts"]
     assert sentence.count(". ") == 0 and sentence.endswith(".")  # one sentence
-    for words in ("created_at", "attempt_count = 1", "attempt_count > 1", "re-claim", "not a duplicate effect",
-                  "replays of succeeded keys", "not counted"):
+    for words in (
+        "created_at",
+        "attempt_count = 1",
+        "attempt_count > 1",
+        "re-claim",
+        "not a duplicate effect",
+        "replays of succeeded keys",
+        "not counted",
+    ):
         assert words in sentence
 
 
@@ -145,14 +178,23 @@ def test_page_shows_the_same_numbers_and_says_what_they_count(make_app, conn, wi
     soup = BeautifulSoup(response.data, "html.parser")
     rows = soup.select("#suppression-table tbody tr")
     assert {tr["data-scope"]: cells(tr) for tr in rows} == {
-        scope: shown_as(r, pct(r["retried"], r["keys"])) for scope, r in want.items()}
+        scope: shown_as(r, pct(r["retried"], r["keys"])) for scope, r in want.items()
+    }
     assert cells(soup.select_one("#totals")) == shown_as(want_totals, pct(want_totals["retried"], want_totals["keys"]))
     assert f"All {want_totals['scopes']} scopes" in soup.select_one("#totals th").get_text()
     assert soup.select_one("select[name=window] option[selected]")["value"] == window
     text = " ".join(soup.get_text().split())
-    for words in ("created_at", "attempt_count = 1", "attempt_count > 1", "needed a re-claim", "lease ran out",
-                  "retryable failure", "duplicate execution the key let through safely", "not a duplicate effect",
-                  "answered from the stored response and does not change the row"):
+    for words in (
+        "created_at",
+        "attempt_count = 1",
+        "attempt_count > 1",
+        "needed a re-claim",
+        "lease ran out",
+        "retryable failure",
+        "duplicate execution the key let through safely",
+        "not a duplicate effect",
+        "answered from the stored response and does not change the row",
+    ):
         assert words in text, words
     label = {"1h": "hour", "7d": "7 days"}[window]
     assert f"in the last {label}" in soup.select_one("#window-note").get_text(" ", strip=True)
@@ -164,8 +206,9 @@ def test_numbers_have_thousands_separators(client, conn):
                     SELECT 'bulk', 'k' || i, 'h', 'succeeded', CASE WHEN i <= 1100 THEN 3 ELSE 1 END,
                            now() + interval '1 day'
                     FROM generate_series(1, 2345) AS i""")
-    row = cells(BeautifulSoup(client.get("/suppression?window=1h").data, "html.parser")
-                .find("tr", attrs={"data-scope": "bulk"}))
+    row = cells(
+        BeautifulSoup(client.get("/suppression?window=1h").data, "html.parser").find("tr", attrs={"data-scope": "bulk"})
+    )
     assert row["keys"] == "2,345" and row["first_attempt"] == "1,245" and row["retried"] == "1,100"
     assert row["total_attempts"] == "4,545" and row["extra_attempts"] == "2,200" and row["retried_pct"] == "46.9%"
 
@@ -193,12 +236,14 @@ def test_html_in_scopes_renders_as_inert_text(client, conn):
     assert client.get("/api/v1/suppression?window=1h").get_json()["scopes"][0]["scope"] == PAYLOAD
 
 
-@pytest.mark.parametrize("query", ["window=2h", "window=24H", "window=1d", "window=7d%20", "window=%3Cscript%3E",
-                                   "window=" + "x" * 3000])
+@pytest.mark.parametrize(
+    "query", ["window=2h", "window=24H", "window=1d", "window=7d%20", "window=%3Cscript%3E", "window=" + "x" * 3000]
+)
 def test_bad_window_is_a_clear_400_and_changes_nothing(client, conn, query):
     make_world(conn, 5, count=40)
-    before = conn.execute("SELECT count(*), sum(attempt_count), max(updated_at)"
-                          " FROM app.idempotency_request").fetchone()
+    before = conn.execute(
+        "SELECT count(*), sum(attempt_count), max(updated_at) FROM app.idempotency_request"
+    ).fetchone()
     good = client.get("/api/v1/suppression?window=7d").get_json()
 
     api = client.get("/api/v1/suppression?" + query)
@@ -238,8 +283,10 @@ def test_empty_tables_render_an_empty_state(client):
     response = client.get("/suppression")
     assert response.status_code == 200
     soup = BeautifulSoup(response.data, "html.parser")
-    assert soup.select_one("p.empty").get_text(" ", strip=True) == \
-        "No key was created in the last 24 hours. Try a longer window."
+    assert (
+        soup.select_one("p.empty").get_text(" ", strip=True)
+        == "No key was created in the last 24 hours. Try a longer window."
+    )
     assert soup.select_one("#suppression-table") is None
     assert "Not counted here" in soup.get_text()  # the definitions stay, data or not
 

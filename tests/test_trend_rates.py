@@ -1,6 +1,7 @@
 """Rates on the overview's trends: keys claimed, completed and failed between snapshots, per minute, counted from
 what the keys table records (claimed_at, updated_at and status, an operator's decision left out); and the markers
 for operators' actions and purge runs, with a hover and a list under the charts that say which."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -31,7 +32,7 @@ def snap(app):
 
 def test_the_snapshot_counts_claims_completions_and_failures_since_the_previous_one(app, conn):
     client = app.test_client()
-    insert_key(conn, "capture_payment", "stuck-before", claimed_by="api-3")        # claimed an hour ago: not a claim
+    insert_key(conn, "capture_payment", "stuck-before", claimed_by="api-3")  # claimed an hour ago: not a claim
     insert_key(conn, "refund", "done-before", status="succeeded", locked_until=None, updated_ago=timedelta(hours=2))
     first = snap(app)
     assert (first.claims, first.completions, first.failures) == (0, 0, 0)
@@ -43,8 +44,10 @@ def test_the_snapshot_counts_claims_completions_and_failures_since_the_previous_
     fail_key(conn, T, "capture_payment", "k6", True, "timeout", "upstream timed out")
     fail_key(conn, T, "capture_payment", "k7", False, "declined", "card declined")
     # an operator's decision is not a failure the workers recorded
-    decided = client.post("/api/v1/keys/reclassify", json={"scope": "capture_payment", "key": "stuck-before",
-                                                            "to": "abandoned", "reason": "INC-1: bad deploy"})
+    decided = client.post(
+        "/api/v1/keys/reclassify",
+        json={"scope": "capture_payment", "key": "stuck-before", "to": "abandoned", "reason": "INC-1: bad deploy"},
+    )
     assert decided.status_code == 200, decided.get_json()
     second = snap(app)
     assert (second.claims, second.completions, second.failures) == (10, 6, 2)
@@ -74,7 +77,7 @@ def test_the_snapshot_counts_claims_completions_and_failures_since_the_previous_
 
 
 def test_a_merged_point_is_its_snapshots_counts_over_their_seconds_and_old_snapshots_are_left_out(client, conn):
-    add_snapshot(conn, "50 minutes", stuck=1)     # taken before rates were recorded: no rate, never a zero
+    add_snapshot(conn, "50 minutes", stuck=1)  # taken before rates were recorded: no rate, never a zero
     conn.execute("""INSERT INTO idemdash.metric_snapshot (taken_at, stuck_keys, processing_keys, failed_retryable_keys,
                         failed_final_keys_24h, outbox_pending, outbox_lag_seconds, inbox_rows_24h, rows_purged,
                         interval_seconds, claims, completions, failures)
@@ -84,10 +87,11 @@ def test_a_merged_point_is_its_snapshots_counts_over_their_seconds_and_old_snaps
     assert [p["claims_per_minute"] for p in points] == [None, 120.0, 60.0]
     soup = BeautifulSoup(client.get("/?range=1h").data, "html.parser")
     line = soup.select_one("#trend-claims_per_minute polyline")
-    assert int(line["data-points"]) == 2          # the uncounted snapshot is not drawn
+    assert int(line["data-points"]) == 2  # the uncounted snapshot is not drawn
     assert int(soup.select_one("#trend-stuck_keys polyline")["data-points"]) == 3
     # a chart's merged point: the counts of its snapshots over their seconds, not an average of rates
     from idemdash.queries.snapshots import list_snapshot_trend
+
     [merged] = list_snapshot_trend(conn, hours=1, max_points=1)
     assert merged.claims == 150 and merged.interval_seconds == 90
     assert merged.claims_per_minute == pytest.approx(100.0) and merged.failures_per_minute == pytest.approx(2.0)
@@ -104,15 +108,18 @@ def test_no_rate_recorded_in_the_range_says_so(client, conn):
 def test_operators_actions_and_purges_are_marked_with_a_hover_and_listed(client, conn):
     insert_key(conn, "capture_payment", "k1", claimed_by="api-3")
     add_snapshot(conn, "30 minutes", stuck=1)
-    decided = client.post("/api/v1/keys/reclassify", json={"scope": "capture_payment", "key": "k1",
-                                                            "to": "safe_to_retry", "reason": "INC-2"})
+    decided = client.post(
+        "/api/v1/keys/reclassify",
+        json={"scope": "capture_payment", "key": "k1", "to": "safe_to_retry", "reason": "INC-2"},
+    )
     assert decided.status_code == 200
-    assert client.post("/api/v1/keys/notes", json={"scope": "capture_payment", "key": "k1",
-                                                   "text": "a note changes nothing"}).status_code in (200, 201)
-    add_finished_run(conn, 4000, ago="15 minutes")                       # marked
-    add_finished_run(conn, 50, dry_run=True, ago="14 minutes")           # a dry run deleted nothing: not marked
-    add_finished_run(conn, 0, ago="13 minutes")                          # found nothing due: not marked
-    add_finished_run(conn, 0, ago="12 minutes", outcome="failed")        # a failure is marked
+    assert client.post(
+        "/api/v1/keys/notes", json={"scope": "capture_payment", "key": "k1", "text": "a note changes nothing"}
+    ).status_code in (200, 201)
+    add_finished_run(conn, 4000, ago="15 minutes")  # marked
+    add_finished_run(conn, 50, dry_run=True, ago="14 minutes")  # a dry run deleted nothing: not marked
+    add_finished_run(conn, 0, ago="13 minutes")  # found nothing due: not marked
+    add_finished_run(conn, 0, ago="12 minutes", outcome="failed")  # a failure is marked
     add_snapshot(conn, "0 minutes", stuck=0)
 
     trends = client.get("/api/v1/overview?range=1h").get_json()["trends"]
@@ -157,16 +164,19 @@ def test_events_close_together_share_one_marker_that_lists_each(client, conn):
 
 def test_an_action_just_after_the_newest_snapshot_is_at_the_right_edge_and_a_later_one_only_listed(client, conn):
     add_snapshot(conn, "30 minutes", stuck=1)
-    add_snapshot(conn, "20 minutes", stuck=0)      # the scheduler stopped 20 minutes ago
+    add_snapshot(conn, "20 minutes", stuck=0)  # the scheduler stopped 20 minutes ago
     for ago, key in (("19 minutes", "soon"), ("5 minutes", "later")):
-        conn.execute("""INSERT INTO idemdash.audit_log (at, actor, action, scope, key, to_status, reason)
+        conn.execute(
+            """INSERT INTO idemdash.audit_log (at, actor, action, scope, key, to_status, reason)
                         VALUES (now() - %s::interval, 'bob', 'reclassify:safe_to_retry', 'refund', %s,
-                                'failed_retryable', 'INC-4')""", (ago, key))
+                                'failed_retryable', 'INC-4')""",
+            (ago, key),
+        )
     soup = BeautifulSoup(client.get("/?range=1h").data, "html.parser")
     [mark] = soup.select("#trend-stuck_keys g.mark")
     assert "refund soon" in mark.select_one("title").get_text()
-    assert float(mark.select_one("rect.hit")["x"]) + 5 == 296      # the right edge of the plot
-    assert len(soup.select("#trend-events li")) == 2                 # both listed under the charts
+    assert float(mark.select_one("rect.hit")["x"]) + 5 == 296  # the right edge of the plot
+    assert len(soup.select("#trend-events li")) == 2  # both listed under the charts
 
 
 def test_a_count_that_cannot_finish_leaves_the_rates_out_and_records_the_rest(conn, database_url):
@@ -177,7 +187,7 @@ def test_a_count_that_cannot_finish_leaves_the_rates_out_and_records_the_rest(co
 
     claim_key(conn, T, "refund", "r1", "h", "api-1", lock_seconds=0)
     with psycopg.connect(database_url) as other:
-        other.execute("LOCK TABLE idemdash.audit_log IN ACCESS EXCLUSIVE MODE")   # the count's NOT EXISTS waits
+        other.execute("LOCK TABLE idemdash.audit_log IN ACCESS EXCLUSIVE MODE")  # the count's NOT EXISTS waits
         with conn.transaction():
             conn.execute("SET LOCAL lock_timeout = '200ms'")
             taken = take_snapshot(conn, T, settings.load({}), interval_seconds=60)

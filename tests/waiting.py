@@ -1,4 +1,5 @@
 """Waiting for something another thread or process does: polled, with a deadline that fails the test."""
+
 from __future__ import annotations
 
 import time

@@ -7,6 +7,7 @@ docs/api-reference.md from the OpenAPI document (dashboard/openapi.py, served as
 tests/test_docs_reference.py runs the check in the fast loop, so a setting or an API answer changed without
 running this fails CI. Neither file is edited by hand: the words live beside the code.
 """
+
 from __future__ import annotations
 
 import logging
@@ -63,8 +64,12 @@ def render_settings() -> str:
     for s in SETTINGS:
         per_database = f"`{s.name.lower()}`" if s.per_database else ""
         lines.append(f"| `{s.env}` | {_default(s.default)} | {per_database} | {_cell(s.doc)} |")
-    lines += ["", f"{len(SETTINGS)} settings. Older names still read when the new one is unset: "
-              + ", ".join(f"`IDEMDASH_{s.legacy[0]}` (for `{s.env}`)" for s in SETTINGS if s.legacy) + "."]
+    lines += [
+        "",
+        f"{len(SETTINGS)} settings. Older names still read when the new one is unset: "
+        + ", ".join(f"`IDEMDASH_{s.legacy[0]}` (for `{s.env}`)" for s in SETTINGS if s.legacy)
+        + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -77,8 +82,9 @@ def openapi_document() -> dict[str, Any]:
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)  # the pool's first try at the unused URL, logged in the background
     try:
-        app = create_app({"RUN_JOBS": False, "SECRET_KEY": "docs", "DATABASE_URL": "postgresql:///unused"},
-                         testing=True)
+        app = create_app(
+            {"RUN_JOBS": False, "SECRET_KEY": "docs", "DATABASE_URL": "postgresql:///unused"}, testing=True
+        )
         return openapi.build(app)
     finally:
         quiet.setLevel(level)
@@ -111,8 +117,11 @@ def _type(schema: dict[str, Any]) -> str:
 
 
 def _limits(schema: dict[str, Any]) -> str:
-    said = [f"{word} {schema[key]}" for key, word in (("minimum", "≥"), ("maximum", "≤"), ("minLength", "length ≥"),
-                                                       ("maxLength", "length ≤")) if key in schema]
+    said = [
+        f"{word} {schema[key]}"
+        for key, word in (("minimum", "≥"), ("maximum", "≤"), ("minLength", "length ≥"), ("maxLength", "length ≤"))
+        if key in schema
+    ]
     if "default" in schema and schema["default"] is not None:
         said.append(f"default `{schema['default']}`")
     return f" ({', '.join(said)})" if said else ""
@@ -151,8 +160,10 @@ def render_api(document: dict[str, Any]) -> str:
             lines += ["| parameter | in | type | required | meaning |", "|---|---|---|---|---|"]
             for p in op["parameters"]:
                 schema = p.get("schema", {})
-                lines.append(f"| `{p['name']}` | {p['in']} | {_cell(_type(schema) + _limits(schema))} | "
-                             f"{'yes' if p.get('required') else ''} | {_cell(p.get('description', ''))} |")
+                lines.append(
+                    f"| `{p['name']}` | {p['in']} | {_cell(_type(schema) + _limits(schema))} | "
+                    f"{'yes' if p.get('required') else ''} | {_cell(p.get('description', ''))} |"
+                )
             lines.append("")
         if "requestBody" in op:
             lines += [f"Body: {_cell(_body_models(op['requestBody'].get('content', {})))}", ""]
@@ -172,8 +183,10 @@ def render_api(document: dict[str, Any]) -> str:
             required = set(schema.get("required", ()))
             lines += ["| field | type | required | meaning |", "|---|---|---|---|"]
             for field, sub in schema["properties"].items():
-                lines.append(f"| `{field}` | {_cell(_type(sub) + _limits(sub))} | {'yes' if field in required else ''} "
-                             f"| {_cell(sub.get('description', ''))} |")
+                lines.append(
+                    f"| `{field}` | {_cell(_type(sub) + _limits(sub))} | {'yes' if field in required else ''} "
+                    f"| {_cell(sub.get('description', ''))} |"
+                )
             lines.append("")
         elif schema.get("enum") or schema.get("type"):
             lines += [f"{_cell(_type(schema))}", ""]
@@ -194,8 +207,10 @@ def main(argv: list[str]) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path.relative_to(ROOT)}")
     if stale:
-        print(f"not what the code makes: {', '.join(map(str, stale))}; run `python -m tools.docs_reference`",
-              file=sys.stderr)
+        print(
+            f"not what the code makes: {', '.join(map(str, stale))}; run `python -m tools.docs_reference`",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

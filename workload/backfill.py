@@ -1,5 +1,6 @@
 """History written fast: days of keys, outbox rows and inbox rows with set-based inserts (the demo's first start,
 ``idemdash simulate --backfill``)."""
+
 from __future__ import annotations
 
 import secrets
@@ -13,8 +14,9 @@ from idemdash.queries import Tables
 from idemdash.queries.workload.simulate import backfill_inbox, backfill_keys_and_outbox
 
 
-def backfill(conn: psycopg.Connection, tables: Tables, days: int, keys_per_day: int = 3000,
-             inbox_per_day: int | None = None) -> dict[str, int]:
+def backfill(
+    conn: psycopg.Connection, tables: Tables, days: int, keys_per_day: int = 3000, inbox_per_day: int | None = None
+) -> dict[str, int]:
     """Write ``days`` of history with set-based inserts, one day per transaction; returns what was written.
 
     Each run uses a fresh random token in its keys and message ids, so running it again adds more history

@@ -1,5 +1,6 @@
 """Downstream of the clients: an outbox relay that publishes (and sometimes fails), and inbox consumers that see
 each published event, and now and then a redelivery or a producer's tampered duplicate."""
+
 from __future__ import annotations
 
 import queue
@@ -42,8 +43,9 @@ class Publisher:
 
     def step(self, conn: psycopg.Connection) -> None:
         with conn.transaction():
-            events = list_pending_outbox_events_for_publish(conn, self.sim.tables, PUBLISH_BATCH,
-                                                            PUBLISH_RETRY_FRACTION)
+            events = list_pending_outbox_events_for_publish(
+                conn, self.sim.tables, PUBLISH_BATCH, PUBLISH_RETRY_FRACTION
+            )
             failed: list[PendingEvent] = []
             delivered: list[PendingEvent] = []
             for event in events:
@@ -95,13 +97,18 @@ class Consumer:
         result_type = CONSUMER_RESULTS.get(consumer)
         try:
             with conn.transaction():
-                outcome = consume_message(conn, self.sim.tables, consumer, message_id, message_hash,
-                                          result_type, uuid.uuid4() if result_type else None)
+                outcome = consume_message(
+                    conn,
+                    self.sim.tables,
+                    consumer,
+                    message_id,
+                    message_hash,
+                    result_type,
+                    uuid.uuid4() if result_type else None,
+                )
         except psycopg.Error as exc:
             if exc.sqlstate == MESSAGE_MISMATCH:
                 self.sim.stats.add("message_mismatch")
                 return
             raise
         self.sim.stats.add(outcome)
-
-

@@ -1,5 +1,6 @@
 """One simulated API client: a paced stream of requests through the reference functions, each following one
 scenario (success, replay, crashes, failures, payload reuse, hotspots, impatient retries)."""
+
 from __future__ import annotations
 
 import time
@@ -60,8 +61,11 @@ class Client:
     # -- building blocks -----------------------------------------------------------------------------------------
 
     def _new_command(self, scope_name: str | None = None) -> Command:
-        scope = (self.rng.choices(SCOPES, SCOPE_WEIGHTS)[0] if scope_name is None
-                 else next(s for s in SCOPES if s.name == scope_name))
+        scope = (
+            self.rng.choices(SCOPES, SCOPE_WEIGHTS)[0]
+            if scope_name is None
+            else next(s for s in SCOPES if s.name == scope_name)
+        )
         self._seq += 1
         r = self.rng.random()
         # Mostly UUIDs, sometimes keys with slashes, spaces or non-ASCII, which the dashboard must handle.
@@ -84,9 +88,16 @@ class Client:
 
     def _claim(self, conn: psycopg.Connection, cmd: Command, worker: str | None = None) -> Claim:
         with conn.transaction():
-            claim = claim_key(conn, self.tables, cmd.scope.name, cmd.key, cmd.request_hash,
-                              worker or self._worker(), lock_seconds=self.rng.randint(*self.sim.lease_seconds),
-                              retention=cmd.scope.retention)
+            claim = claim_key(
+                conn,
+                self.tables,
+                cmd.scope.name,
+                cmd.key,
+                cmd.request_hash,
+                worker or self._worker(),
+                lock_seconds=self.rng.randint(*self.sim.lease_seconds),
+                retention=cmd.scope.retention,
+            )
         self.stats.add(claim.claim_kind)
         return claim
 
@@ -96,8 +107,16 @@ class Client:
         if self.rng.random() < 0.01:
             events.append(UNROUTABLE_EVENT)
         for event_type in events:
-            insert_outbox_event(conn, self.tables, event_type, cmd.scope.result_type, aggregate_id,
-                                cmd.scope.name, cmd.key, {"amount": cmd.amount, "key": cmd.key})
+            insert_outbox_event(
+                conn,
+                self.tables,
+                event_type,
+                cmd.scope.result_type,
+                aggregate_id,
+                cmd.scope.name,
+                cmd.key,
+                {"amount": cmd.amount, "key": cmd.key},
+            )
         self.stats.add("outbox_written", len(events))
 
     def _complete(self, conn: psycopg.Connection, cmd: Command, claim: Claim) -> bool:
@@ -106,9 +125,16 @@ class Client:
         try:
             with conn.transaction():
                 self._write_effect(conn, cmd, aggregate_id)
-                complete_key(conn, self.tables, cmd.scope.name, cmd.key, cmd.scope.result_type, aggregate_id,
-                             {"id": str(aggregate_id), "status": "ok", "amount": cmd.amount},
-                             attempt=claim.attempt_count)
+                complete_key(
+                    conn,
+                    self.tables,
+                    cmd.scope.name,
+                    cmd.key,
+                    cmd.scope.result_type,
+                    aggregate_id,
+                    {"id": str(aggregate_id), "status": "ok", "amount": cmd.amount},
+                    attempt=claim.attempt_count,
+                )
         except psycopg.Error as exc:
             if exc.sqlstate in NOT_PROCESSING:
                 self.stats.add("fenced")  # someone took the key over meanwhile; our effect rolled back
@@ -118,20 +144,30 @@ class Client:
         self.succeeded.append(cmd)
         return True
 
-    def _fail(self, conn: psycopg.Connection, cmd: Command, claim: Claim, retryable: bool,
-              remember: bool = True) -> bool:
+    def _fail(
+        self, conn: psycopg.Connection, cmd: Command, claim: Claim, retryable: bool, remember: bool = True
+    ) -> bool:
         if retryable:
-            code, message = self.rng.choice((("upstream_timeout", "payment gateway did not answer within 10s"),
-                                             ("rate_limited", "provider answered 429"),
-                                             ("deadlock_retry", "business transaction hit a deadlock")))
+            code, message = self.rng.choice(
+                (
+                    ("upstream_timeout", "payment gateway did not answer within 10s"),
+                    ("rate_limited", "provider answered 429"),
+                    ("deadlock_retry", "business transaction hit a deadlock"),
+                )
+            )
         else:
-            code, message = self.rng.choice((("card_declined", "issuer declined the card"),
-                                             ("invalid_address", "address failed validation"),
-                                             ("insufficient_funds", "account balance too low")))
+            code, message = self.rng.choice(
+                (
+                    ("card_declined", "issuer declined the card"),
+                    ("invalid_address", "address failed validation"),
+                    ("insufficient_funds", "account balance too low"),
+                )
+            )
         try:
             with conn.transaction():
-                fail_key(conn, self.tables, cmd.scope.name, cmd.key, retryable, code, message,
-                         attempt=claim.attempt_count)
+                fail_key(
+                    conn, self.tables, cmd.scope.name, cmd.key, retryable, code, message, attempt=claim.attempt_count
+                )
         except psycopg.Error as exc:
             if exc.sqlstate in NOT_PROCESSING:
                 self.stats.add("fenced")
@@ -221,8 +257,11 @@ class Client:
         if not pool:
             return self._success(conn)
         original = self.rng.choice(pool)
-        reused = replace(original, amount=original.amount + 1,
-                         request_hash=digest(original.scope.name, original.key, original.amount + 1))
+        reused = replace(
+            original,
+            amount=original.amount + 1,
+            request_hash=digest(original.scope.name, original.key, original.amount + 1),
+        )
         try:
             claim = self._claim(conn, reused)
         except psycopg.Error as exc:
@@ -264,5 +303,3 @@ class Client:
         if claim.owns:
             self.crashed.remove(cmd)
             self._finish(conn, cmd, claim)
-
-

@@ -13,6 +13,7 @@ Environment: IDEMDASH_DBOS_URL (the demo database, a libpq URL or conninfo), IDE
 schema), IDEMDASH_DBOS_VERSION (application version), IDEMDASH_DBOS_EXECUTOR (executor ID), IDEMDASH_DBOS_RATE
 (orders a second, on average).
 """
+
 from __future__ import annotations
 
 import os
@@ -28,11 +29,11 @@ from sqlalchemy.engine import URL
 
 APP_NAME = "idemdash-demo"
 ORDERS, REPORTS = "orders", "reports"
-DECLINED = 0.05             # orders whose card is declined (ERROR)
-CANCELLED = 0.3             # refunds whose approval never comes (CANCELLED by the application)
-STOP_SECONDS = 3            # a stopped executor's wait for its workflows under way
-LEFTOVERS = 3               # orders the older version's executor leaves inside a step
-_hang = threading.Event()   # leftovers: steps wait here until the process is killed
+DECLINED = 0.05  # orders whose card is declined (ERROR)
+CANCELLED = 0.3  # refunds whose approval never comes (CANCELLED by the application)
+STOP_SECONDS = 3  # a stopped executor's wait for its workflows under way
+LEFTOVERS = 3  # orders the older version's executor leaves inside a step
+_hang = threading.Event()  # leftovers: steps wait here until the process is killed
 _inside = threading.Semaphore(0)
 
 
@@ -41,8 +42,13 @@ def sqlalchemy_url(dsn: str) -> str:
     ``host``)."""
     params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
     query: dict[str, str] = {k: params[k] for k in ("host", "port") if k in params}
-    return URL.create("postgresql", username=params.get("user"), password=params.get("password"),
-                      database=params.get("dbname"), query=query).render_as_string(hide_password=False)
+    return URL.create(
+        "postgresql",
+        username=params.get("user"),
+        password=params.get("password"),
+        database=params.get("dbname"),
+        query=query,
+    ).render_as_string(hide_password=False)
 
 
 @DBOS.step()
@@ -88,12 +94,15 @@ def monthly_report(month: str) -> str:
 
 
 def _launch() -> None:
-    config: DBOSConfig = {"name": APP_NAME, "system_database_url": sqlalchemy_url(os.environ["IDEMDASH_DBOS_URL"]),
-                          "dbos_system_schema": os.environ.get("IDEMDASH_DBOS_SCHEMA", "dbos"),
-                          "application_version": os.environ["IDEMDASH_DBOS_VERSION"],
-                          "executor_id": os.environ["IDEMDASH_DBOS_EXECUTOR"]}
+    config: DBOSConfig = {
+        "name": APP_NAME,
+        "system_database_url": sqlalchemy_url(os.environ["IDEMDASH_DBOS_URL"]),
+        "dbos_system_schema": os.environ.get("IDEMDASH_DBOS_SCHEMA", "dbos"),
+        "application_version": os.environ["IDEMDASH_DBOS_VERSION"],
+        "executor_id": os.environ["IDEMDASH_DBOS_EXECUTOR"],
+    }
     DBOS(config=config)
-    DBOS.listen_queues([ORDERS])    # never REPORTS: its workflows wait for an executor that never comes
+    DBOS.listen_queues([ORDERS])  # never REPORTS: its workflows wait for an executor that never comes
     DBOS.launch()
     DBOS.register_queue(ORDERS, worker_concurrency=8)
 
@@ -137,7 +146,7 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGTERM, _stop)   # the demo stops its executors with SIGTERM
+    signal.signal(signal.SIGTERM, _stop)  # the demo stops its executors with SIGTERM
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the demo's to handle: it sends SIGTERM
     _launch()
     try:
@@ -146,7 +155,7 @@ def main() -> None:
         pass
     finally:  # the workflows under way get a moment to finish; any that do not stay PENDING for the next launch
         DBOS.destroy(workflow_completion_timeout_sec=STOP_SECONDS)
-    os._exit(0)   # a refund's thread may still wait in recv: DBOS has recorded everything
+    os._exit(0)  # a refund's thread may still wait in recv: DBOS has recorded everything
 
 
 if __name__ == "__main__":

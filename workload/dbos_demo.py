@@ -9,6 +9,7 @@ one was running stay PENDING, their executor silent (stuck once ``DEFAULT_LEASE_
 stops the running executor with SIGTERM (it gives its workflows a moment, then DBOS shuts down), SIGKILL only if it
 does not exit.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -26,10 +27,10 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 CURRENT_VERSION, OLD_VERSION = "v2", "v1"
-CRASH_EVERY = 120.0         # seconds between killed executors, on average
-RATE = 3.0                  # orders a second, on average
-LAUNCH_SECONDS = 60         # an executor's launch (DBOS's migrations on a new database) or its SIGTERM stop
-RESTART_PAUSE = 5.0         # after an executor that exited on its own (the database gone?)
+CRASH_EVERY = 120.0  # seconds between killed executors, on average
+RATE = 3.0  # orders a second, on average
+LAUNCH_SECONDS = 60  # an executor's launch (DBOS's migrations on a new database) or its SIGTERM stop
+RESTART_PAUSE = 5.0  # after an executor that exited on its own (the database gone?)
 INSTALL = "pip install 'idemdash[demo]' (or pip install 'dbos>=3.4,<4')"
 
 
@@ -45,8 +46,15 @@ def _command(mode: str) -> list[str]:
 def _env(url: str, schema: str, version: str, executor: str, rate: float) -> dict[str, str]:
     # the child imports the same idemdash as this process (a checkout's too), whatever its working directory
     path = os.pathsep.join(filter(None, (_package_root(), os.environ.get("PYTHONPATH"))))
-    return {**os.environ, "PYTHONPATH": path, "IDEMDASH_DBOS_URL": url, "IDEMDASH_DBOS_SCHEMA": schema,
-            "IDEMDASH_DBOS_VERSION": version, "IDEMDASH_DBOS_EXECUTOR": executor, "IDEMDASH_DBOS_RATE": str(rate)}
+    return {
+        **os.environ,
+        "PYTHONPATH": path,
+        "IDEMDASH_DBOS_URL": url,
+        "IDEMDASH_DBOS_SCHEMA": schema,
+        "IDEMDASH_DBOS_VERSION": version,
+        "IDEMDASH_DBOS_EXECUTOR": executor,
+        "IDEMDASH_DBOS_RATE": str(rate),
+    }
 
 
 def _package_root() -> str:
@@ -69,9 +77,15 @@ def leave_leftovers(url: str, schema: str) -> None:
     """An executor of the older version ``v1`` launched (DBOS creates its tables), killed inside a step of each of
     its few orders."""
     with tempfile.TemporaryFile("w+") as errors:
-        proc = subprocess.Popen(_command("leftovers"), env=_env(url, schema, OLD_VERSION, _executor_id(), 0),
-                                stdout=subprocess.PIPE, stderr=errors, text=True, start_new_session=True)
-        timer = threading.Timer(LAUNCH_SECONDS, proc.kill)   # a launch that hangs ends here, as a failure below
+        proc = subprocess.Popen(
+            _command("leftovers"),
+            env=_env(url, schema, OLD_VERSION, _executor_id(), 0),
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            start_new_session=True,
+        )
+        timer = threading.Timer(LAUNCH_SECONDS, proc.kill)  # a launch that hangs ends here, as a failure below
         timer.start()
         try:
             said = proc.stdout.readline() if proc.stdout else ""
@@ -92,8 +106,8 @@ class DbosWorkload(threading.Thread):
     def __init__(self, url: str, schema: str, *, crash_every: float = CRASH_EVERY, rate: float = RATE) -> None:
         super().__init__(name="idemdash-demo-dbos", daemon=True)
         self.url, self.schema, self.crash_every, self.rate = url, schema, crash_every, rate
-        self.executors: list[str] = []          # every executor ID launched, in order
-        self.killed: list[str] = []             # the ones killed mid-run
+        self.executors: list[str] = []  # every executor ID launched, in order
+        self.killed: list[str] = []  # the ones killed mid-run
         self._stop_event = threading.Event()
         self._proc: subprocess.Popen | None = None
 
@@ -102,18 +116,27 @@ class DbosWorkload(threading.Thread):
             executor = _executor_id()
             with tempfile.TemporaryFile("w+") as errors:
                 self._proc = proc = subprocess.Popen(
-                    _command("run"), env=_env(self.url, self.schema, CURRENT_VERSION, executor, self.rate),
-                    stdout=subprocess.DEVNULL, stderr=errors, text=True, start_new_session=True)
+                    _command("run"),
+                    env=_env(self.url, self.schema, CURRENT_VERSION, executor, self.rate),
+                    stdout=subprocess.DEVNULL,
+                    stderr=errors,
+                    text=True,
+                    start_new_session=True,
+                )
                 self.executors.append(executor)
                 if self._stop_event.wait(random.expovariate(1 / self.crash_every)):
-                    break   # stop() ends it
+                    break  # stop() ends it
                 if proc.poll() is not None:  # it exited on its own: say why, then start another after a pause
                     errors.seek(0)
-                    log.warning("the demo's DBOS executor %s exited (%s): %s", executor, proc.returncode,
-                                errors.read()[-1000:].strip())
+                    log.warning(
+                        "the demo's DBOS executor %s exited (%s): %s",
+                        executor,
+                        proc.returncode,
+                        errors.read()[-1000:].strip(),
+                    )
                     self._stop_event.wait(RESTART_PAUSE)
                     continue
-                _kill(proc)                  # killed mid-step, as a crashed machine would be
+                _kill(proc)  # killed mid-step, as a crashed machine would be
             self.killed.append(executor)
             log.info("killed the demo's DBOS executor %s; a new one takes over", executor)
 

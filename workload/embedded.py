@@ -1,5 +1,6 @@
 """The demo's embedded PostgreSQL: loading the package (with a runtime directory of its own), where its data lives,
 a server a crashed demo left behind, psql, and noticing when the server dies under the demo."""
+
 from __future__ import annotations
 
 import contextlib

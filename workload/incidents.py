@@ -5,6 +5,7 @@ The schedule is drawn from the run's seed: gaps of ``every`` seconds on average 
 times that), each incident lasting ``length`` seconds and adding about ``stuck_per_second`` crashed keys a second
 across all clients, whatever the request rate.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,15 +23,24 @@ BAD_DEPLOY_WORKER = "api-3"
 @dataclass(frozen=True)
 class Incident:
     scope: str
-    started: float      # time.monotonic()
+    started: float  # time.monotonic()
     ends: float
 
 
 class Incidents:
     """A thread-safe schedule of bad deploys; the clients ask it, per request, whether to crash."""
 
-    def __init__(self, scopes: tuple[str, ...], *, every: float, length: float, stuck_per_second: float,
-                 request_rate: float, seed: int | None = None, first_after: float | None = None) -> None:
+    def __init__(
+        self,
+        scopes: tuple[str, ...],
+        *,
+        every: float,
+        length: float,
+        stuck_per_second: float,
+        request_rate: float,
+        seed: int | None = None,
+        first_after: float | None = None,
+    ) -> None:
         if every <= 0 or length <= 0 or stuck_per_second <= 0 or request_rate <= 0:
             raise ValueError("every, length, stuck_per_second and request_rate must be positive")
         self.scopes = scopes
@@ -58,8 +68,12 @@ class Incidents:
                 scope = self._rng.choice(self.scopes)
                 self._current = Incident(scope, now, now + self.length)
                 self.started += 1
-                log.info("incident: a bad deploy of %s on %s crashes its workers for the next %.0fs",
-                            scope, BAD_DEPLOY_WORKER, self.length)
+                log.info(
+                    "incident: a bad deploy of %s on %s crashes its workers for the next %.0fs",
+                    scope,
+                    BAD_DEPLOY_WORKER,
+                    self.length,
+                )
             return self._current
 
     def crash_scope(self, rng: random.Random) -> str | None:

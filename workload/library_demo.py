@@ -11,6 +11,7 @@ or left behind by a crashed instance, their times from this machine's clock as C
 (``HOST_ZONE``). DBOS is the one library whose demo runs the library itself: a real DBOS application
 (workload/dbos_demo.py) creates its tables and drives the present, its history written here like the others'.
 Retention purges and the rollup job run on it like on any library database."""
+
 from __future__ import annotations
 
 import logging
@@ -39,39 +40,79 @@ HOST_ZONE = zone_name(LOCAL_ZONE)
 
 @dataclass(frozen=True)
 class LibraryDemo:
-    table: str                                  # the table its history fills (to tell a new database)
-    history: str                                # its history block
-    ticks: tuple[tuple[str, int], ...]          # each second: (block, rows it writes: %(n)s)
-    app: bool = False                           # the library's own application creates its tables and is the workload
+    table: str  # the table its history fills (to tell a new database)
+    history: str  # its history block
+    ticks: tuple[tuple[str, int], ...]  # each second: (block, rows it writes: %(n)s)
+    app: bool = False  # the library's own application creates its tables and is the workload
 
 
 DEMOS = {
-    "spring-modulith": LibraryDemo("event_publication",
-                                   "library_demo_spring_history",
-                                   (("library_demo_spring_publish", 4), ("library_demo_spring_listen", 0))),
-    "masstransit": LibraryDemo("InboxState", "library_demo_masstransit_history",
-                               (("library_demo_masstransit_receive", 6), ("library_demo_masstransit_consume", 0))),
-    "brandur": LibraryDemo("idempotency_keys", "library_demo_brandur_history",
-                           (("library_demo_brandur_request", 3), ("library_demo_brandur_finish", 0))),
-    "wolverine": LibraryDemo("wolverine_incoming_envelopes", "library_demo_wolverine_history",
-                             (("library_demo_wolverine_heartbeat", 0), ("library_demo_wolverine_receive", 6),
-                              ("library_demo_wolverine_recover", 0), ("library_demo_wolverine_handle", 0),
-                              ("library_demo_wolverine_fail", 0), ("library_demo_wolverine_send", 4))),
-    "nservicebus": LibraryDemo("OutboxData", "library_demo_nservicebus_history",
-                               (("library_demo_nservicebus_handle", 5), ("library_demo_nservicebus_dispatch", 0))),
-    "eventuate": LibraryDemo("message", "library_demo_eventuate_history",
-                             (("library_demo_eventuate_send", 5), ("library_demo_eventuate_relay", 0),
-                              ("library_demo_eventuate_consume", 0))),
-    "pg-transactional-outbox": LibraryDemo("outbox", "library_demo_pg_transactional_outbox_history",
-                                           (("library_demo_pg_transactional_outbox_write", 4),
-                                            ("library_demo_pg_transactional_outbox_take", 0),
-                                            ("library_demo_pg_transactional_outbox_finish", 0),
-                                            ("library_demo_pg_transactional_outbox_handle", 0))),
-    "debezium-outbox": LibraryDemo("outboxevent", "library_demo_debezium_history",
-                                   (("library_demo_debezium_emit", 3), ("library_demo_debezium_clean", 0))),
-    "cap": LibraryDemo("published", "library_demo_cap_history",
-                       (("library_demo_cap_publish", 5), ("library_demo_cap_send", 0), ("library_demo_cap_receive", 5),
-                        ("library_demo_cap_execute", 0))),
+    "spring-modulith": LibraryDemo(
+        "event_publication",
+        "library_demo_spring_history",
+        (("library_demo_spring_publish", 4), ("library_demo_spring_listen", 0)),
+    ),
+    "masstransit": LibraryDemo(
+        "InboxState",
+        "library_demo_masstransit_history",
+        (("library_demo_masstransit_receive", 6), ("library_demo_masstransit_consume", 0)),
+    ),
+    "brandur": LibraryDemo(
+        "idempotency_keys",
+        "library_demo_brandur_history",
+        (("library_demo_brandur_request", 3), ("library_demo_brandur_finish", 0)),
+    ),
+    "wolverine": LibraryDemo(
+        "wolverine_incoming_envelopes",
+        "library_demo_wolverine_history",
+        (
+            ("library_demo_wolverine_heartbeat", 0),
+            ("library_demo_wolverine_receive", 6),
+            ("library_demo_wolverine_recover", 0),
+            ("library_demo_wolverine_handle", 0),
+            ("library_demo_wolverine_fail", 0),
+            ("library_demo_wolverine_send", 4),
+        ),
+    ),
+    "nservicebus": LibraryDemo(
+        "OutboxData",
+        "library_demo_nservicebus_history",
+        (("library_demo_nservicebus_handle", 5), ("library_demo_nservicebus_dispatch", 0)),
+    ),
+    "eventuate": LibraryDemo(
+        "message",
+        "library_demo_eventuate_history",
+        (
+            ("library_demo_eventuate_send", 5),
+            ("library_demo_eventuate_relay", 0),
+            ("library_demo_eventuate_consume", 0),
+        ),
+    ),
+    "pg-transactional-outbox": LibraryDemo(
+        "outbox",
+        "library_demo_pg_transactional_outbox_history",
+        (
+            ("library_demo_pg_transactional_outbox_write", 4),
+            ("library_demo_pg_transactional_outbox_take", 0),
+            ("library_demo_pg_transactional_outbox_finish", 0),
+            ("library_demo_pg_transactional_outbox_handle", 0),
+        ),
+    ),
+    "debezium-outbox": LibraryDemo(
+        "outboxevent",
+        "library_demo_debezium_history",
+        (("library_demo_debezium_emit", 3), ("library_demo_debezium_clean", 0)),
+    ),
+    "cap": LibraryDemo(
+        "published",
+        "library_demo_cap_history",
+        (
+            ("library_demo_cap_publish", 5),
+            ("library_demo_cap_send", 0),
+            ("library_demo_cap_receive", 5),
+            ("library_demo_cap_execute", 0),
+        ),
+    ),
     "dbos": LibraryDemo("workflow_status", "library_demo_dbos_history", (), app=True),
 }
 
@@ -83,13 +124,14 @@ def set_up(url: str, name: str, backfill_days: int) -> str:
     with psycopg.connect(url, autocommit=True) as conn:
         migrate(conn)
         if not library_tables.table_exists(conn, schema, demo.table):
-            if demo.app:   # DBOS creates its tables and registers the older version, leaving its workflows PENDING
+            if demo.app:  # DBOS creates its tables and registers the older version, leaving its workflows PENDING
                 dbos_demo.leave_leftovers(url, schema)
             else:
                 library_tables.create_library_tables(conn, name, schema)
             if backfill_days:
-                library_tables.run_block(conn, demo.history, schema, n=HISTORY_ROWS, days=backfill_days,
-                                         host_zone=HOST_ZONE)
+                library_tables.run_block(
+                    conn, demo.history, schema, n=HISTORY_ROWS, days=backfill_days, host_zone=HOST_ZONE
+                )
     return schema
 
 

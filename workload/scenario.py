@@ -1,5 +1,6 @@
 """The simulated world: scopes and their events, workers, consumers, what a client request does and how often,
 the counters every thread adds to, and what the threads of one run share (``Run``)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -45,28 +46,35 @@ CONSUMER_ROUTES: Mapping[str, tuple[str, ...]] = {
     "refund.issued": ("billing", "notifications"),
 }
 CONSUMER_RESULTS: Mapping[str, str | None] = {
-    "billing": "ledger_entry", "shipping": "shipment", "notifications": "email", "fraud-check": "risk_score",
+    "billing": "ledger_entry",
+    "shipping": "shipment",
+    "notifications": "email",
+    "fraud-check": "risk_score",
     "analytics": None,
 }
 
 # Relative weights of what one client request does.
 SCENARIOS: Mapping[str, float] = {
     "success": 60,
-    "replay": 10,             # client retry of an earlier finished key
-    "crash_after_claim": 2,   # worker dies holding the lease: a stuck key
+    "replay": 10,  # client retry of an earlier finished key
+    "crash_after_claim": 2,  # worker dies holding the lease: a stuck key
     "crash_after_effect": 2,  # dies after its outbox row committed: a stuck key with evidence
     "retryable_failure": 7,
-    "retry_failed": 5,        # a later retry of a failed_retryable key
+    "retry_failed": 5,  # a later retry of a failed_retryable key
     "final_failure": 3,
-    "payload_mismatch": 2,    # same key, different request
-    "flaky": 2,               # retried until attempt_count reaches 5-9
-    "impatient_retry": 2,     # retry of a crashed key: in_progress, or stale_reclaim once the lease ran out
+    "payload_mismatch": 2,  # same key, different request
+    "flaky": 2,  # retried until attempt_count reaches 5-9
+    "impatient_retry": 2,  # retry of a crashed key: in_progress, or stale_reclaim once the lease ran out
 }
 # The demo's mix: crashes are rare outside an incident (workload/incidents.py) and clients retry a crashed key
 # less eagerly, so stuck keys stay a handful that the simulated on-call keeps up with, instead of piling up by
 # the hundred.
-STEADY_SCENARIOS: Mapping[str, float] = {**SCENARIOS, "crash_after_claim": 0.25, "crash_after_effect": 0.25,
-                                         "impatient_retry": 1}
+STEADY_SCENARIOS: Mapping[str, float] = {
+    **SCENARIOS,
+    "crash_after_claim": 0.25,
+    "crash_after_effect": 0.25,
+    "impatient_retry": 1,
+}
 
 PUBLISH_FAILURE_RATE = 0.05
 PUBLISH_BATCH = 500
@@ -147,7 +155,7 @@ class Run:
     seed: int | None
     lease_seconds: tuple[int, int]
     publish_interval: float
-    run_tag: str                 # keys differ between runs even with a fixed seed, so two runs never collide
+    run_tag: str  # keys differ between runs even with a fixed seed, so two runs never collide
     key_salt: int
     scenarios: Mapping[str, float] = field(default_factory=lambda: SCENARIOS)
     incidents: Incidents | None = None

@@ -11,6 +11,7 @@ Every thread owns one connection and survives database restarts: an
 unexpected error is logged, the connection dropped, and the thread reconnects
 after a short back-off. Nothing here needs idemdash's own schema.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,10 +34,19 @@ log = logging.getLogger(__name__)
 class Simulator:
     """Concurrent simulated clients, an outbox publisher and an inbox consumer, each on its own thread."""
 
-    def __init__(self, database_url: str, tables: Tables = Tables(), rate: float = 20.0, clients: int = 4,
-                 seed: int | None = None, lease_seconds: int | tuple[int, int] = (15, 45),
-                 publish_interval: float = 2.0, scenarios: Mapping[str, float] = SCENARIOS,
-                 incidents: Incidents | None = None, expected_error: Callable[[], bool] = lambda: False) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        tables: Tables = Tables(),
+        rate: float = 20.0,
+        clients: int = 4,
+        seed: int | None = None,
+        lease_seconds: int | tuple[int, int] = (15, 45),
+        publish_interval: float = 2.0,
+        scenarios: Mapping[str, float] = SCENARIOS,
+        incidents: Incidents | None = None,
+        expected_error: Callable[[], bool] = lambda: False,
+    ) -> None:
         if rate <= 0:
             raise ValueError("rate must be positive")
         if clients < 1:
@@ -44,9 +54,19 @@ class Simulator:
         lease = (lease_seconds, lease_seconds) if isinstance(lease_seconds, int) else lease_seconds
         if lease[0] < 1 or lease[1] < lease[0]:
             raise ValueError("lease_seconds must be a positive int or a (low, high) range")
-        self.run = Run(database_url, tables, rate, clients, seed, lease, publish_interval,
-                       run_tag=secrets.token_hex(3), key_salt=secrets.randbits(128),
-                       scenarios=scenarios, incidents=incidents)
+        self.run = Run(
+            database_url,
+            tables,
+            rate,
+            clients,
+            seed,
+            lease,
+            publish_interval,
+            run_tag=secrets.token_hex(3),
+            key_salt=secrets.randbits(128),
+            scenarios=scenarios,
+            incidents=incidents,
+        )
         self._threads: list[threading.Thread] = []
         # asked before an error is logged: True when the caller knows its cause and says it itself (the demo,
         # whose own PostgreSQL died)
@@ -88,17 +108,18 @@ class Simulator:
     # -- supervision ---------------------------------------------------------------------------------------------
 
     def _spawn(self, role: str, wait_next: Callable[[], bool], step: Callable[[psycopg.Connection], None]) -> None:
-        thread = threading.Thread(target=self._supervise, args=(role, wait_next, step),
-                                  name=f"idemdash-sim-{role}", daemon=True)
+        thread = threading.Thread(
+            target=self._supervise, args=(role, wait_next, step), name=f"idemdash-sim-{role}", daemon=True
+        )
         self._threads.append(thread)
         thread.start()
 
     def _connect(self, role: str) -> psycopg.Connection:
-        return psycopg.connect(self.run.database_url, autocommit=False, connect_timeout=3,
-                               application_name=f"idemdash-simulate-{role}")
+        return psycopg.connect(
+            self.run.database_url, autocommit=False, connect_timeout=3, application_name=f"idemdash-simulate-{role}"
+        )
 
-    def _supervise(self, role: str, wait_next: Callable[[], bool],
-                   step: Callable[[psycopg.Connection], None]) -> None:
+    def _supervise(self, role: str, wait_next: Callable[[], bool], step: Callable[[psycopg.Connection], None]) -> None:
         conn: psycopg.Connection | None = None
         failures = 0
         try:
@@ -112,8 +133,12 @@ class Simulator:
                     failures += 1
                     self.stats.add("errors")
                     if not self.expected_error():
-                        log.warning("simulator %s: %s: %s (retrying)", role, type(exc).__name__,
-                                    str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+                        log.warning(
+                            "simulator %s: %s: %s (retrying)",
+                            role,
+                            type(exc).__name__,
+                            str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+                        )
                     if conn is not None:
                         conn.close()
                         conn = None

@@ -4,6 +4,7 @@ A new library is one new module holding its ``PROFILE`` (see ``shape.py`` for th
 ``PROFILES`` below, plus its tests with the library's own DDL (tests/test_detect.py). Nothing here runs SQL:
 ``detect.py`` matches a catalog listing against the profiles, and the queries layer feeds it.
 """
+
 from __future__ import annotations
 
 from idemdash.core.profiles import (
@@ -21,19 +22,22 @@ from idemdash.core.profiles import (
 )
 from idemdash.core.profiles.shape import Profile
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (
-    reference.PROFILE,
-    spring_modulith.PROFILE,
-    masstransit.PROFILE,
-    wolverine.PROFILE,
-    brandur.PROFILE,
-    nservicebus.PROFILE,
-    eventuate.PROFILE,
-    pg_transactional_outbox.PROFILE,
-    debezium_outbox.PROFILE,
-    cap.PROFILE,
-    dbos.PROFILE,
-)}
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        reference.PROFILE,
+        spring_modulith.PROFILE,
+        masstransit.PROFILE,
+        wolverine.PROFILE,
+        brandur.PROFILE,
+        nservicebus.PROFILE,
+        eventuate.PROFILE,
+        pg_transactional_outbox.PROFILE,
+        debezium_outbox.PROFILE,
+        cap.PROFILE,
+        dbos.PROFILE,
+    )
+}
 DEFAULT = "reference"
 
 
@@ -65,4 +69,3 @@ def setting_defaults(name: str) -> dict[str, str | int]:
     zone = {"LIBRARY_TIMEZONE": chosen.timezone} if chosen.timezone else {}
     own = {d.setting: d.value for d in chosen.defaults}
     return {"APP_SCHEMA": chosen.default_schema, **{t.setting.upper(): t.name for t in chosen.tables}, **zone, **own}
-

@@ -19,6 +19,7 @@ tables are found, ``misfits`` and ``implausible_epoch`` say which columns do not
     done_time = "sent_at"           # when a row was done: with it, done rows older than the retention are purged
     payload = "body"
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -63,8 +64,18 @@ IDENTITY_TYPES = TEXT + ("character",) + UUID + NUMBERS + ANY_TIMESTAMP + ("date
 EARLIEST_PLAUSIBLE = datetime(1990, 1, 1, tzinfo=timezone.utc)
 LATEST_PLAUSIBLE_YEARS = 100
 MEANING_KEYS = {"pending": PENDING, "in_progress": IN_PROGRESS, "done": DONE, "failed": FAILED}
-KEYS = {"table", "identity", "state", "time", "time_unit", "stuck_after", "lease", "done_time", "payload",
-        *MEANING_KEYS}
+KEYS = {
+    "table",
+    "identity",
+    "state",
+    "time",
+    "time_unit",
+    "stuck_after",
+    "lease",
+    "done_time",
+    "payload",
+    *MEANING_KEYS,
+}
 
 
 class ShapeError(ValueError):
@@ -95,9 +106,16 @@ def custom_profile(database: str, shape: Mapping[str, Any]) -> Profile:
         mistakes.append(f"shape: describes no table; add [databases.{database}.shape.outbox] (or keys, inbox)")
     if mistakes:
         raise ShapeError("\n".join(mistakes))
-    return Profile(name=f"{NAME}:{database}", library=str(library), default_schema="public", tables=tuple(tables),
-                   states=tuple(states), cleanup="Whatever the application does itself: idemdash purges only rows "
-                   "in a done state whose done_time is older than the retention.", sources=())
+    return Profile(
+        name=f"{NAME}:{database}",
+        library=str(library),
+        default_schema="public",
+        tables=tuple(tables),
+        states=tuple(states),
+        cleanup="Whatever the application does itself: idemdash purges only rows "
+        "in a done state whose done_time is older than the retention.",
+        sources=(),
+    )
 
 
 def _table(role: str, spec: Mapping[str, Any], mistakes: list[str]) -> tuple[Table | None, list[State]]:
@@ -113,8 +131,9 @@ def _table(role: str, spec: Mapping[str, Any], mistakes: list[str]) -> tuple[Tab
     payload = _text(spec, "payload", where, mistakes)
     identity = spec.get("identity")
     if not (isinstance(identity, list) and identity and all(_is_name(c) for c in identity)):
-        mistakes.append(f"{where}.identity: expected a list of the columns that tell rows apart, such as [\"id\"], "
-                        f"got {identity!r}")
+        mistakes.append(
+            f'{where}.identity: expected a list of the columns that tell rows apart, such as ["id"], got {identity!r}'
+        )
     unit = UNITS.get(str(spec.get("time_unit", "timestamptz")))
     if unit is None:
         mistakes.append(f"{where}.time_unit: expected one of {', '.join(UNITS)}, got {spec.get('time_unit')!r}")
@@ -124,7 +143,7 @@ def _table(role: str, spec: Mapping[str, Any], mistakes: list[str]) -> tuple[Tab
         if given is None:
             continue
         if not (isinstance(given, list) and given and all(isinstance(v, str) for v in given)):
-            mistakes.append(f"{where}.{key}: expected a list of state values, such as [\"SENT\"]")
+            mistakes.append(f'{where}.{key}: expected a list of state values, such as ["SENT"]')
             continue
         values[meaning] = given
     if not values:
@@ -142,30 +161,75 @@ def _table(role: str, spec: Mapping[str, Any], mistakes: list[str]) -> tuple[Tab
     assert name and state and time and unit and isinstance(identity, list)
     columns = {"state": state, "time": time}
     types: dict[str, tuple[str, ...]] = {c: IDENTITY_TYPES for c in identity}  # each column's accepted types
-    for column, accepted in ((state, ()), (time, UNIT_TYPES[unit]), (lease, ANY_TIMESTAMP),
-                             (done_time, UNIT_TYPES[unit]), (payload, ())):
+    for column, accepted in (
+        (state, ()),
+        (time, UNIT_TYPES[unit]),
+        (lease, ANY_TIMESTAMP),
+        (done_time, UNIT_TYPES[unit]),
+        (payload, ()),
+    ):
         if column:
             types.setdefault(column, accepted)
-    table = Table(role, name, f"{role}_table", tuple(Column(c, t) for c, t in types.items()),
-                  identity=tuple(identity), state=state, lease=lease, payload=payload,
-                  times=tuple(Time(c, m, unit, done=m == "done")
-                              for c, m in ((time, "written"), (done_time, "done")) if c),
-                  match=EXACT)
-    states = [State(meaning, role, "custom_state_values", params=(("values", tuple(vals)),),
-                    columns=tuple(columns.items()), order=time) for meaning, vals in values.items()]
+    table = Table(
+        role,
+        name,
+        f"{role}_table",
+        tuple(Column(c, t) for c, t in types.items()),
+        identity=tuple(identity),
+        state=state,
+        lease=lease,
+        payload=payload,
+        times=tuple(Time(c, m, unit, done=m == "done") for c, m in ((time, "written"), (done_time, "done")) if c),
+        match=EXACT,
+    )
+    states = [
+        State(
+            meaning,
+            role,
+            "custom_state_values",
+            params=(("values", tuple(vals)),),
+            columns=tuple(columns.items()),
+            order=time,
+        )
+        for meaning, vals in values.items()
+    ]
     if IN_PROGRESS in values and lease:
-        states.append(State(STUCK, role, "custom_state_lease_ran_out", "in progress, its lease run out",
-                            params=(("values", tuple(values[IN_PROGRESS])),),
-                            columns=(("state", state), ("lease", lease)), order=time))
+        states.append(
+            State(
+                STUCK,
+                role,
+                "custom_state_lease_ran_out",
+                "in progress, its lease run out",
+                params=(("values", tuple(values[IN_PROGRESS])),),
+                columns=(("state", state), ("lease", lease)),
+                order=time,
+            )
+        )
     elif IN_PROGRESS in values and stuck_after is not None:
-        states.append(State(STUCK, role, "custom_state_in_progress_since", f"in progress for over {stuck_after} s",
-                            params=(("values", tuple(values[IN_PROGRESS])), ("stale", stuck_after)),
-                            columns=tuple(columns.items()), order=time))
+        states.append(
+            State(
+                STUCK,
+                role,
+                "custom_state_in_progress_since",
+                f"in progress for over {stuck_after} s",
+                params=(("values", tuple(values[IN_PROGRESS])), ("stale", stuck_after)),
+                columns=tuple(columns.items()),
+                order=time,
+            )
+        )
     if DONE in values and done_time:
         block = "custom_state_done_before_epoch_ms" if unit == EPOCH_MS else "custom_state_done_before"
-        states.append(State(PURGEABLE, role, block, "done, and done longer ago than the retention",
-                            params=(("values", tuple(values[DONE])),),
-                            columns=(("state", state), ("done_time", done_time)), order=done_time))
+        states.append(
+            State(
+                PURGEABLE,
+                role,
+                block,
+                "done, and done longer ago than the retention",
+                params=(("values", tuple(values[DONE])),),
+                columns=(("state", state), ("done_time", done_time)),
+                order=done_time,
+            )
+        )
     return table, states
 
 
@@ -187,8 +251,13 @@ def _is_name(value: Any) -> bool:
 
 def _key_of(table: Table, column: str) -> str:
     """The shape's key that names ``column`` (identity, time, done_time, ...)."""
-    keys = {"identity": table.identity, "state": (table.state,), "lease": (table.lease,), "payload": (table.payload,),
-            **{("time" if t.meaning == "written" else "done_time"): (t.column,) for t in table.times}}
+    keys = {
+        "identity": table.identity,
+        "state": (table.state,),
+        "lease": (table.lease,),
+        "payload": (table.payload,),
+        **{("time" if t.meaning == "written" else "done_time"): (t.column,) for t in table.times},
+    }
     return next((key for key, names in keys.items() if column in names), "table")
 
 
@@ -209,10 +278,15 @@ def misfits(table: Table, columns: Mapping[str, str]) -> list[str]:
                 found.append(f"{where}: {table.name}.{column.name} is {actual}, expected {' or '.join(column.types)}")
                 continue
             fits = [name for name, u in UNITS.items() if actual in UNIT_TYPES[u]]
-            found.append(f"{where}: {table.name}.{column.name} is {actual}, but time_unit = \"{spelled[unit]}\" reads "
-                         f"{' or '.join(UNIT_TYPES[unit])}"
-                         + (f": set time_unit = \"{fits[0]}\" if that is how it is written" if fits else
-                            ": point it at a timestamp or epoch-milliseconds column"))
+            found.append(
+                f'{where}: {table.name}.{column.name} is {actual}, but time_unit = "{spelled[unit]}" reads '
+                f"{' or '.join(UNIT_TYPES[unit])}"
+                + (
+                    f': set time_unit = "{fits[0]}" if that is how it is written'
+                    if fits
+                    else ": point it at a timestamp or epoch-milliseconds column"
+                )
+            )
     return found
 
 
@@ -228,7 +302,9 @@ def implausible_epoch(table: Table, column: str, newest: float, now: datetime) -
         return None
     early = moment < EARLIEST_PLAUSIBLE
     when = "before 1990" if early else f"over {LATEST_PLAUSIBLE_YEARS} years ahead"
-    return (f"shape.{table.role}.{_key_of(table, column)}: {table.name}.{column}'s newest values ({newest:,.0f}) read "
-            f"as epoch milliseconds are {moment:%Y-%m-%d}, {when}: the column holds "
-            f"{'seconds' if early else 'a finer unit (microseconds?)'}, which time_unit = \"epoch ms\" would misread "
-            f"(every done row purged at once, or none); store milliseconds, or point it at another column")
+    return (
+        f"shape.{table.role}.{_key_of(table, column)}: {table.name}.{column}'s newest values ({newest:,.0f}) read "
+        f"as epoch milliseconds are {moment:%Y-%m-%d}, {when}: the column holds "
+        f'{"seconds" if early else "a finer unit (microseconds?)"}, which time_unit = "epoch ms" would misread '
+        f"(every done row purged at once, or none); store milliseconds, or point it at another column"
+    )

@@ -5,6 +5,7 @@ A table is claimed only when every required column of its profile table is there
 is found when all its non-optional tables are claimed in one schema (at least one table in all). The version is
 the first of the profile's versions whose marker columns fit.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from idemdash.core.profiles import PROFILES
 from idemdash.core.profiles.shape import ANY_NAME, AS_IS, SNAKE_CASE, SUFFIX, Profile, Table
 
-Columns = Mapping[str, str]   # column name -> catalog type
+Columns = Mapping[str, str]  # column name -> catalog type
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Found:
     version: str | None
     schema: str
     naming: str
-    tables: tuple[tuple[str, str], ...]     # (role, table name in the database), in the profile's order
+    tables: tuple[tuple[str, str], ...]  # (role, table name in the database), in the profile's order
 
     def table(self, role: str) -> str | None:
         return dict(self.tables).get(role)
@@ -39,8 +40,9 @@ def named(name: str, naming: str) -> str:
     return snake_case(name) if naming == SNAKE_CASE else name
 
 
-def detect(catalog: Iterable[tuple[str, str, str, str]],
-           profiles: Iterable[Profile] = PROFILES.values()) -> list[Found]:
+def detect(
+    catalog: Iterable[tuple[str, str, str, str]], profiles: Iterable[Profile] = PROFILES.values()
+) -> list[Found]:
     """Every shape found in ``catalog`` rows of (schema, table, column, type), by schema, then profile order."""
     schemas: dict[str, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
     for schema, table, column, data_type in catalog:
@@ -67,8 +69,9 @@ def _in_schema(profile: Profile, naming: str, schema: str, tables: Mapping[str, 
                 complete = False
                 break
         if complete and claimed:
-            results.append(Found(profile.name, _version(profile, naming, dict(claimed), tables), schema,
-                                 naming, tuple(claimed)))
+            results.append(
+                Found(profile.name, _version(profile, naming, dict(claimed), tables), schema, naming, tuple(claimed))
+            )
     return results
 
 
@@ -80,7 +83,7 @@ def _prefixes(profile: Profile, naming: str, tables: Mapping[str, Columns]) -> l
     if not suffixed:
         return [""]
     suffix = named(suffixed[0].name, naming)
-    return sorted({name[:-len(suffix)] for name in tables if name.endswith(suffix)})
+    return sorted({name[: -len(suffix)] for name in tables if name.endswith(suffix)})
 
 
 def _candidates(table: Table, naming: str, prefix: str, tables: Mapping[str, Columns]) -> list[str]:
@@ -98,15 +101,15 @@ def _fits(table: Table, naming: str, columns: Columns) -> bool:
     return True
 
 
-def _version(profile: Profile, naming: str, claimed: Mapping[str, str],
-             tables: Mapping[str, Columns]) -> str | None:
+def _version(profile: Profile, naming: str, claimed: Mapping[str, str], tables: Mapping[str, Columns]) -> str | None:
     for version in profile.versions:
         name = claimed.get(version.table)
         if name is None:
             continue
         columns = tables[name]
-        if all(named(c, naming) in columns for c in version.present) and \
-                not any(named(c, naming) in columns for c in version.absent):
+        if all(named(c, naming) in columns for c in version.present) and not any(
+            named(c, naming) in columns for c in version.absent
+        ):
             return version.name
     return None
 

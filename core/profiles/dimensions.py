@@ -25,6 +25,7 @@ optional dimensions:
 A page asks ``records(table, dimension)`` and, where it is false, shows ``not_recorded(profile, dimension)`` in the
 panel's place: never 0, never a 404. Pages never branch on a profile's name.
 """
+
 from __future__ import annotations
 
 from idemdash.core.profiles.shape import Profile, Table, Time
@@ -68,9 +69,17 @@ def role_table(chosen: Profile, role: str) -> Table | None:
 
 def not_recorded(chosen: Profile, dimension: str, role: str | None = None) -> str:
     """The words a panel shows in place of what the library does not record."""
-    what = {"group": "a group per row", "owner": "who holds a row", "attempts": "attempts",
-            "lease": "a lease", "changed": "when a row last changed", "payload": "a payload", "error": "an error",
-            "decisions": "an operator's decisions", "suppression": "suppressed duplicates"}[dimension]
+    what = {
+        "group": "a group per row",
+        "owner": "who holds a row",
+        "attempts": "attempts",
+        "lease": "a lease",
+        "changed": "when a row last changed",
+        "payload": "a payload",
+        "error": "an error",
+        "decisions": "an operator's decisions",
+        "suppression": "suppressed duplicates",
+    }[dimension]
     of = f" for its {role} table" if role and role_table(chosen, role) is not None else ""
     return f"{what} is not recorded by {chosen.library}{of}"
 

@@ -12,6 +12,7 @@ a value the caller supplies (``retention``, ``stale_after``, ``lock_timeout`` in
 ``queries/profile_states.py`` fills every name in with ``psycopg.sql.Identifier``, after applying the naming
 convention found in the database, so a configured or detected name never enters SQL as text.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -19,10 +20,10 @@ from typing import Literal, get_args
 
 # Time units: how a column holds a point in time.
 TIMESTAMPTZ = "timestamptz"
-UTC_TIMESTAMP = "timestamp holding UTC"      # timestamp without time zone, written from a UTC clock
-EPOCH_MS = "epoch milliseconds"             # bigint
-LOCAL_TIMESTAMP = "timestamp holding the library's local time"   # timestamp without time zone, written from the
-                                            # application host's clock: read in LIBRARY_TIMEZONE (``%(library_zone)s``)
+UTC_TIMESTAMP = "timestamp holding UTC"  # timestamp without time zone, written from a UTC clock
+EPOCH_MS = "epoch milliseconds"  # bigint
+LOCAL_TIMESTAMP = "timestamp holding the library's local time"  # timestamp without time zone, written from the
+# application host's clock: read in LIBRARY_TIMEZONE (``%(library_zone)s``)
 
 # What a state means, the same words for every library: pending, the library still has to do it (send it, handle
 # it); in progress, someone holds it now; stuck, in progress, or pending, past what the library allows; done, the
@@ -44,18 +45,18 @@ ANY_TIMESTAMP = TSTZ + TS
 
 # Naming conventions a library's tables may be created under.
 AS_IS = "as-is"
-SNAKE_CASE = "snake_case"    # EF Core's EFCore.NamingConventions: "InboxState" -> inbox_state
+SNAKE_CASE = "snake_case"  # EF Core's EFCore.NamingConventions: "InboxState" -> inbox_state
 
 # How a table's name is recognised.
-EXACT = "exact"              # the profile's name (after the naming convention)
-SUFFIX = "suffix"            # any prefix, then the name (NServiceBus: one table per endpoint)
-ANY_NAME = "any"             # any table with the required columns (the name is the user's choice)
+EXACT = "exact"  # the profile's name (after the naming convention)
+SUFFIX = "suffix"  # any prefix, then the name (NServiceBus: one table per endpoint)
+ANY_NAME = "any"  # any table with the required columns (the name is the user's choice)
 
 
 @dataclass(frozen=True)
 class Column:
     name: str
-    types: tuple[str, ...] = ()     # accepted catalog types; () accepts any
+    types: tuple[str, ...] = ()  # accepted catalog types; () accepts any
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Time:
     column: str
     meaning: str
     unit: str
-    done: bool = False              # when the library finished the row (done in 24 h counts by it)
+    done: bool = False  # when the library finished the row (done in 24 h counts by it)
 
 
 @dataclass(frozen=True)
@@ -71,35 +72,35 @@ class Dependent:
     """Rows of another table of the profile that belong to a row of this one without a foreign key (so no cascade
     deletes them): a purge deletes them with the purged row, in the same statement."""
 
-    table: str                      # the role of the dependent table
-    column: str                     # its column holding the purged row's ...
-    parent: str                     # ... value of this column
+    table: str  # the role of the dependent table
+    column: str  # its column holding the purged row's ...
+    parent: str  # ... value of this column
 
 
 @dataclass(frozen=True)
 class Table:
-    role: str                       # keys, inbox, outbox, or a library's own: outbox_state, archive, nodes, ...
-    name: str                       # the library's default name, as the library spells it
-    setting: str                    # the [databases.<name>] key naming this table
-    columns: tuple[Column, ...]     # required to recognise the table (other columns may exist)
+    role: str  # keys, inbox, outbox, or a library's own: outbox_state, archive, nodes, ...
+    name: str  # the library's default name, as the library spells it
+    setting: str  # the [databases.<name>] key naming this table
+    columns: tuple[Column, ...]  # required to recognise the table (other columns may exist)
     identity: tuple[str, ...]
     state: str | None = None
-    lease: str | None = None        # a time after which another worker may take it
-    owner: str | None = None        # who holds it (a node, a worker)
+    lease: str | None = None  # a time after which another worker may take it
+    owner: str | None = None  # who holds it (a node, a worker)
     attempts: str | None = None
     times: tuple[Time, ...] = ()
     payload: str | None = None
     error: str | None = None
-    optional: bool = False          # the shape is recognised without it
+    optional: bool = False  # the shape is recognised without it
     match: str = EXACT
-    groups: tuple[str, ...] = ()    # /tables breaks its backlog (rows not in its done state) down by these columns,
-                                    # each group with its rows and how long its oldest has waited (the first time)
-    dependents: tuple[Dependent, ...] = ()   # deleted with each purged row (a found table only)
+    groups: tuple[str, ...] = ()  # /tables breaks its backlog (rows not in its done state) down by these columns,
+    # each group with its rows and how long its oldest has waited (the first time)
+    dependents: tuple[Dependent, ...] = ()  # deleted with each purged row (a found table only)
     # dimensions beyond its columns (core/profiles/dimensions.py): decisions, suppression
     extras: tuple[str, ...] = ()
-    changed: str | None = None      # a time column the library sets whenever a row changes (a claim, an attempt, an
-                                    # outcome): when an owner was last seen, and what a window counts by
-    unowned: tuple[str, ...] = ()   # owner values (as text) that mean no one holds the row (Wolverine's 0: any node)
+    changed: str | None = None  # a time column the library sets whenever a row changes (a claim, an attempt, an
+    # outcome): when an owner was last seen, and what a window counts by
+    unowned: tuple[str, ...] = ()  # owner values (as text) that mean no one holds the row (Wolverine's 0: any node)
 
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
@@ -108,16 +109,16 @@ class Table:
 @dataclass(frozen=True)
 class State:
     meaning: Meaning
-    table: str                      # the role of the table it is about
-    query: str                      # the name of its block in queries/profile_states.sql, see the docstring
+    table: str  # the role of the table it is about
+    query: str  # the name of its block in queries/profile_states.sql, see the docstring
     note: str = ""
-    version: str | None = None      # holds for this version of the shape only; None: for every version
-    order: str | None = None        # the time column its rows are listed by (one the library indexes for the
-                                    # state); None: the table's first time column
-    params: tuple[tuple[str, object], ...] = ()   # values its condition binds besides the settings' (a custom
-                                                  # shape's state values, its stuck-after interval)
-    columns: tuple[tuple[str, str], ...] = ()     # a field of its condition -> the column it stands for (a custom
-                                                  # shape's); a field not here is a column of that very name
+    version: str | None = None  # holds for this version of the shape only; None: for every version
+    order: str | None = None  # the time column its rows are listed by (one the library indexes for the
+    # state); None: the table's first time column
+    params: tuple[tuple[str, object], ...] = ()  # values its condition binds besides the settings' (a custom
+    # shape's state values, its stuck-after interval)
+    columns: tuple[tuple[str, str], ...] = ()  # a field of its condition -> the column it stands for (a custom
+    # shape's); a field not here is a column of that very name
 
 
 @dataclass(frozen=True)
@@ -127,10 +128,10 @@ class Fact:
     columns written ``t.{<column>}``, other tables ``{<role>}``, values ``%(name)s`` as a state's); NULL says
     nothing."""
 
-    table: str                      # the role of the table whose rows it is about
+    table: str  # the role of the table whose rows it is about
     label: str
     query: str
-    columns: tuple[tuple[str, str], ...] = ()   # as State.columns
+    columns: tuple[tuple[str, str], ...] = ()  # as State.columns
     params: tuple[tuple[str, object], ...] = ()  # as State.params
 
 
@@ -151,24 +152,24 @@ class Index:
     """An index idemdash advises on one of the library's tables, for its pages' counts and lists: built only by
     `idemdash check --apply-indexes`, named ``<table>_<purpose>_idemdash_idx``, never one of the library's own."""
 
-    table: str                      # the role of the table it is on
-    purpose: str                    # part of its name
-    query: str                      # its CREATE INDEX CONCURRENTLY block in queries/profile_indexes.sql
+    table: str  # the role of the table it is on
+    purpose: str  # part of its name
+    query: str  # its CREATE INDEX CONCURRENTLY block in queries/profile_indexes.sql
     why: str
-    version: str | None = None      # advised for this version of the shape only; None: for every version
+    version: str | None = None  # advised for this version of the shape only; None: for every version
 
 
 @dataclass(frozen=True)
 class Version:
     name: str
-    table: str                      # the role of the table whose columns tell it
+    table: str  # the role of the table whose columns tell it
     present: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Source:
-    repo: str                       # owner/name on GitHub
+    repo: str  # owner/name on GitHub
     path: str
     commit: str
 
@@ -177,10 +178,11 @@ class Source:
 class Default:
     """A value the library itself uses, as the setting it becomes (``INBOX_RETENTION_DAYS``, ``DEFAULT_LEASE_SECONDS``)
     where the configuration sets none; ``source`` names where the library says so (a file, a constant, its docs)."""
+
     setting: str
     value: int
     source: str
-    note: str = ""                  # where the setting cannot say it exactly (a window shorter than a day)
+    note: str = ""  # where the setting cannot say it exactly (a window shorter than a day)
 
 
 @dataclass(frozen=True)
@@ -191,15 +193,15 @@ class LibraryAction:
     state's), ``sets`` the assignments it makes (another block, ``{column} = value, ...``). The write is a
     compare-and-set: the row must still meet ``condition`` and still hold what the operator saw in ``expected``."""
 
-    name: str                       # release-dead-node: what LIBRARY_ACTIONS names, and the last part of its URL
-    tables: tuple[str, ...]         # the roles of the tables whose rows it changes (one row a time)
-    label: str                      # its button
-    does: str                       # what it does, in the library's words
-    source: Source                  # the library's file that does it
-    condition: str                  # block: the library's condition on the row, checked again when writing
-    sets: str                       # block: the assignments the library makes
+    name: str  # release-dead-node: what LIBRARY_ACTIONS names, and the last part of its URL
+    tables: tuple[str, ...]  # the roles of the tables whose rows it changes (one row a time)
+    label: str  # its button
+    does: str  # what it does, in the library's words
+    source: Source  # the library's file that does it
+    condition: str  # block: the library's condition on the row, checked again when writing
+    sets: str  # block: the assignments the library makes
     expected: tuple[str, ...] = ()  # columns whose values the operator saw are passed back and must still hold
-    changes: tuple[str, ...] = ()   # the columns ``sets`` changes (their values before and after go to the audit)
+    changes: tuple[str, ...] = ()  # the columns ``sets`` changes (their values before and after go to the audit)
 
 
 @dataclass(frozen=True)
@@ -209,9 +211,9 @@ class Profile:
     default_schema: str
     tables: tuple[Table, ...]
     states: tuple[State, ...]
-    cleanup: str                    # the library's own cleanup rule, in words
+    cleanup: str  # the library's own cleanup rule, in words
     sources: tuple[Source, ...]
-    versions: tuple[Version, ...] = ()   # the first that fits wins
+    versions: tuple[Version, ...] = ()  # the first that fits wins
     namings: tuple[str, ...] = (AS_IS,)
     indexes: tuple[Index, ...] = ()
     # where the library's own cleaner deletes rows it has not finished (by age alone), in words; idemdash never does
@@ -229,10 +231,10 @@ class Profile:
     # the zone its LOCAL_TIMESTAMP columns are written in when the configuration names none (LIBRARY_TIMEZONE's
     # default for it: an IANA name, or "local"); "" : it writes none
     timezone: str = ""
-    facts: tuple[Fact, ...] = ()          # told on a row's page
+    facts: tuple[Fact, ...] = ()  # told on a row's page
     # the library's own retention and lock timeout, as settings a database of it gets where its configuration sets none
     defaults: tuple[Default, ...] = ()
-    commands: tuple[Command, ...] = ()    # the library's own, shown on a row's page
+    commands: tuple[Command, ...] = ()  # the library's own, shown on a row's page
 
     def table(self, role: str) -> Table:
         for table in self.tables:

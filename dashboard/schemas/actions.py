@@ -1,5 +1,6 @@
 """The key actions' bodies and answers: `POST /api/v1/keys/reclassify` (one key) and
 `POST /api/v1/keys/reclassify-bulk` (preview, then confirm)."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -32,11 +33,14 @@ class _Reclassify(Body):
     scope: Name = Field(description="Idempotency scope.")
     key: Key = Field(description="Idempotency key.")
     reason: Reason = Field(description="Why: for the audit log and the next person on call.")
-    expected_attempt_count: AttemptCount | None = Field(None,
-                                               description="The attempt_count you saw: refused (409) if it changed.")
+    expected_attempt_count: AttemptCount | None = Field(
+        None, description="The attempt_count you saw: refused (409) if it changed."
+    )
     expected_locked_until: Timestamp | None = Field(
-        None, description="The lease end you saw (null: there was no lease): refused (409) if it changed. Checked "
-                          "only when given.")
+        None,
+        description="The lease end you saw (null: there was no lease): refused (409) if it changed. Checked "
+        "only when given.",
+    )
 
 
 class SafeToRetry(_Reclassify):
@@ -45,8 +49,11 @@ class SafeToRetry(_Reclassify):
 
 class Abandoned(_Reclassify):
     to: Literal["abandoned"]
-    override_evidence: bool = Field(False, description="Abandon although an outbox row shows the effect committed "
-                                                       "(a known false positive): audited as an override.")
+    override_evidence: bool = Field(
+        False,
+        description="Abandon although an outbox row shows the effect committed "
+        "(a known false positive): audited as an override.",
+    )
 
 
 class AlreadySucceeded(_Reclassify):
@@ -54,9 +61,11 @@ class AlreadySucceeded(_Reclassify):
     # before response_body, which is checked against them
     result_ref_type: Name | None = None
     result_ref_id: UUID | None = Field(None, description="The effect's id (the column is uuid).")
-    response_body: Any = Field(description="The response retries get replayed (any JSON value). With result_ref_id, "
-                                           "an id field of the body (id, or <result_ref_type>Id / _id) holding "
-                                           "another UUID is refused (400): it names another effect.")
+    response_body: Any = Field(
+        description="The response retries get replayed (any JSON value). With result_ref_id, "
+        "an id field of the body (id, or <result_ref_type>Id / _id) holding "
+        "another UUID is refused (400): it names another effect."
+    )
 
     @field_validator("response_body")
     @classmethod
@@ -74,14 +83,15 @@ class NeedsReview(_Reclassify):
     hold_for: HoldFor = Field(86400.0, description="How long the key is held for review (default 1 day).")
 
 
-class ReclassifyBody(RootModel[Annotated[SafeToRetry | Abandoned | AlreadySucceeded | NeedsReview,
-                                         Field(discriminator="to")]]):
+class ReclassifyBody(
+    RootModel[Annotated[SafeToRetry | Abandoned | AlreadySucceeded | NeedsReview, Field(discriminator="to")]]
+):
     """One stuck key's new state; the fields besides the common ones depend on ``to``."""
 
     # a field of another outcome, said as why it does not belong to this one
     field_hints: ClassVar[dict[str, str]] = {
         "override_evidence": "applies to abandoned only: safe_to_retry with an outbox row would run a committed "
-                             "effect a second time",
+        "effect a second time",
         "hold_for": "applies to needs_review only",
         "response_body": "applies to already_succeeded only",
         "result_ref_type": "applies to already_succeeded only",
@@ -90,27 +100,42 @@ class ReclassifyBody(RootModel[Annotated[SafeToRetry | Abandoned | AlreadySuccee
 
 
 class Reclassified(KeyDetail):
-    model_config = ConfigDict(from_attributes=True, frozen=True,
-                              json_schema_extra={"examples": [{**RETRYABLE_KEY, "audit_id": 8}]})
+    model_config = ConfigDict(
+        from_attributes=True, frozen=True, json_schema_extra={"examples": [{**RETRYABLE_KEY, "audit_id": 8}]}
+    )
 
     audit_id: int = Field(description="The audit row of this decision.")
 
 
 class KeyConflict(Error):
-    model_config = ConfigDict(from_attributes=True, frozen=True, extra="allow", json_schema_extra={"examples": [{
-        "error": "the key is failed_retryable now, not stuck: alice marked it safe to retry 12 s ago. Nothing was "
-                 "overwritten.",
-        "key": RETRYABLE_KEY}]})
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "error": "the key is failed_retryable now, not stuck: alice marked it safe to retry 12 s ago. "
+                    "Nothing was "
+                    "overwritten.",
+                    "key": RETRYABLE_KEY,
+                }
+            ]
+        },
+    )
 
     key: KeyDetail | None = Field(None, description="The key as it is now (null: it is gone).")
 
 
 # -- bulk -------------------------------------------------------------------------------------------------------
 
+
 def _bulk_outcome(value: Any) -> Any:
     if value in ("already_succeeded",):
-        raise ValueError("bulk to must be safe_to_retry, abandoned or needs_review (already_succeeded needs one "
-                         "key at a time: each key's response_body is its own)")
+        raise ValueError(
+            "bulk to must be safe_to_retry, abandoned or needs_review (already_succeeded needs one "
+            "key at a time: each key's response_body is its own)"
+        )
     return value
 
 
@@ -124,27 +149,34 @@ class BulkFilterBody(Body):
 
 # to confirm (no "preview": true), reason and as_of are required and not null; hold_for is for needs_review only
 _REQUIRED_WHEN: Any = [
-    {"if": {"properties": {"preview": {"const": True}}, "required": ["preview"]},
-     "else": {"required": ["reason", "as_of"],
-              "properties": {"reason": {"type": "string"}, "as_of": {"type": "string"}}}},
-    {"if": {"properties": {"to": {"const": "needs_review"}}},
-     "else": {"properties": {"hold_for": {"type": "null"}}}},
+    {
+        "if": {"properties": {"preview": {"const": True}}, "required": ["preview"]},
+        "else": {
+            "required": ["reason", "as_of"],
+            "properties": {"reason": {"type": "string"}, "as_of": {"type": "string"}},
+        },
+    },
+    {"if": {"properties": {"to": {"const": "needs_review"}}}, "else": {"properties": {"hold_for": {"type": "null"}}}},
 ]
 
 
 class BulkBody(Body):
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"allOf": _REQUIRED_WHEN})
 
-    filter: BulkFilterBody = Field(default_factory=lambda: BulkFilterBody.model_validate({}),
-                                   description="Which stuck keys (all: none).")
+    filter: BulkFilterBody = Field(
+        default_factory=lambda: BulkFilterBody.model_validate({}), description="Which stuck keys (all: none)."
+    )
     to: Annotated[BulkOutcome, BeforeValidator(_bulk_outcome)]
     preview: bool = Field(False, description="true: count and sample, change nothing, and record the preview.")
     reason: Reason | None = Field(None, description="Why (required to confirm).")
     as_of: Timestamp | None = Field(None, description="The as_of of the preview you confirm (required to confirm).")
     all_scopes: bool = Field(False, description="Confirm a filter without a scope: every scope.")
-    previewed: Count | None = Field(None, description="The count the preview you confirm showed (its count): the "
-                                                          "confirmation changes no more keys than that; 409 when it "
-                                                          "is not the recorded preview's.")
+    previewed: Count | None = Field(
+        None,
+        description="The count the preview you confirm showed (its count): the "
+        "confirmation changes no more keys than that; 409 when it "
+        "is not the recorded preview's.",
+    )
     hold_for: HoldFor | None = Field(None, description="needs_review only: how long each key is held (default 1 d).")
 
     @model_validator(mode="after")
@@ -204,19 +236,49 @@ class BulkResult(Answer):
     capped: bool
 
 
-_BULK_FILTER: dict[str, Any] = {"scope": "refund", "claimed_by": None, "min_attempts": None, "overdue_seconds": None,
-                "suggested": None}
+_BULK_FILTER: dict[str, Any] = {
+    "scope": "refund",
+    "claimed_by": None,
+    "min_attempts": None,
+    "overdue_seconds": None,
+    "suggested": None,
+}
 
 
 class BulkAnswer(RootModel[BulkPreview | BulkResult]):
     """A preview's counts, or a confirmation's result."""
 
     # a preview (a confirmation answers a BulkResult: bulk_id, audit_id, previewed, changed, skipped, ...)
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "as_of": "2026-11-24T21:47:48.594128+00:00", "to": "needs_review", "count": 5, "left_out_committed": 0,
-        "cap": 1000, "filter": _BULK_FILTER, "filter_text": "stuck keys in scope 'refund' (exact matches)",
-        "all_scopes": False, "by_scope": [{"scope": "refund", "keys": 5}],
-        "sample": [{"scope": "refund", "key": "cart/11/checkout-0011", "claimed_by": "worker-3", "attempt_count": 6,
-                    "locked_until": "2026-11-24T21:31:48.159412+00:00"},
-                   {"scope": "refund", "key": "cart/8/checkout-0008", "claimed_by": "worker-0", "attempt_count": 3,
-                    "locked_until": "2026-11-24T21:34:48.158931+00:00"}]}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "as_of": "2026-11-24T21:47:48.594128+00:00",
+                    "to": "needs_review",
+                    "count": 5,
+                    "left_out_committed": 0,
+                    "cap": 1000,
+                    "filter": _BULK_FILTER,
+                    "filter_text": "stuck keys in scope 'refund' (exact matches)",
+                    "all_scopes": False,
+                    "by_scope": [{"scope": "refund", "keys": 5}],
+                    "sample": [
+                        {
+                            "scope": "refund",
+                            "key": "cart/11/checkout-0011",
+                            "claimed_by": "worker-3",
+                            "attempt_count": 6,
+                            "locked_until": "2026-11-24T21:31:48.159412+00:00",
+                        },
+                        {
+                            "scope": "refund",
+                            "key": "cart/8/checkout-0008",
+                            "claimed_by": "worker-0",
+                            "attempt_count": 3,
+                            "locked_until": "2026-11-24T21:34:48.158931+00:00",
+                        },
+                    ],
+                }
+            ]
+        }
+    )

@@ -1,4 +1,5 @@
 """Types the models share: text without NUL, durations, moments, cursors, and the error body."""
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,8 @@ def _trimmed(value: str) -> str:
     return value.strip(BLANK)
 
 
-Name = _text(200)                 # a scope, a worker, an actor, an event type, a consumer
-Key = _text(100_000)              # an idempotency key
+Name = _text(200)  # a scope, a worker, an actor, an event type, a consumer
+Key = _text(100_000)  # an idempotency key
 # why: for the audit log and the next person on call (trimmed; spaces alone are not a reason)
 Reason = Annotated[str, Field(min_length=1, max_length=2000, pattern=SAYS_SOMETHING), AfterValidator(_trimmed)]
 NoteText = Annotated[str, Field(min_length=1, max_length=4000, pattern=SAYS_SOMETHING), AfterValidator(_trimmed)]
@@ -68,16 +69,34 @@ def _seconds(value: Any) -> float:
 
 
 # a duration in the query string: "90s", "15m", "2h", "1d" (a bare number is seconds); read as seconds
-Duration = Annotated[float, BeforeValidator(_seconds), WithJsonSchema(
-    {"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH,
-     "examples": ["90s", "15m", "2h", "1d"],
-     "description": "A duration: a number of seconds, or with a unit s, m, h or d (90s, 15m, 2h, 1d)."})]
+Duration = Annotated[
+    float,
+    BeforeValidator(_seconds),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": DURATION_PATTERN,
+            "maxLength": MAX_DURATION_LENGTH,
+            "examples": ["90s", "15m", "2h", "1d"],
+            "description": "A duration: a number of seconds, or with a unit s, m, h or d (90s, 15m, 2h, 1d).",
+        }
+    ),
+]
 # in a JSON body a duration may also be a number of seconds
-BodyDuration = Annotated[float, BeforeValidator(_seconds), WithJsonSchema(
-    {"anyOf": [{"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH},
-               {"type": "number", "minimum": 0}],
-     "examples": ["30m", "4h", 3600],
-     "description": "A duration: seconds as a number, or a string such as 90s, 15m, 2h or 1d."})]
+BodyDuration = Annotated[
+    float,
+    BeforeValidator(_seconds),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH},
+                {"type": "number", "minimum": 0},
+            ],
+            "examples": ["30m", "4h", 3600],
+            "description": "A duration: seconds as a number, or a string such as 90s, 15m, 2h or 1d.",
+        }
+    ),
+]
 
 
 def _moment(value: Any) -> datetime:
@@ -91,17 +110,28 @@ def _moment(value: Any) -> datetime:
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise ValueError("must be a time such as 2026-11-21T04:30:00Z or 2026-11-21 04:30 (UTC unless it names a "
-                         "zone), or how long ago, such as 90m, 24h or 7d") from None
+        raise ValueError(
+            "must be a time such as 2026-11-21T04:30:00Z or 2026-11-21 04:30 (UTC unless it names a "
+            "zone), or how long ago, such as 90m, 24h or 7d"
+        ) from None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 # a point in time in the query string: ISO 8601 (UTC unless it names a zone) or how long ago (24h)
-Moment = Annotated[datetime, BeforeValidator(_moment), WithJsonSchema(
-    {"anyOf": [{"type": "string", "format": "date-time"},
-               {"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH}],
-     "examples": ["2026-11-21T04:30:00Z", "24h"],
-     "description": "A time (ISO 8601; UTC unless it names a zone), or how long ago: 90m, 24h, 7d."})]
+Moment = Annotated[
+    datetime,
+    BeforeValidator(_moment),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "format": "date-time"},
+                {"type": "string", "pattern": DURATION_PATTERN, "maxLength": MAX_DURATION_LENGTH},
+            ],
+            "examples": ["2026-11-21T04:30:00Z", "24h"],
+            "description": "A time (ISO 8601; UTC unless it names a zone), or how long ago: 90m, 24h, 7d.",
+        }
+    ),
+]
 
 
 def _aware(value: datetime) -> datetime:
@@ -123,13 +153,21 @@ def cursor_of(listing: str) -> WithJsonSchema:
     """How a list's cursor is documented: the next_cursor (or prev_cursor) of another page of the same list, passed
     back unchanged. Its format names the list (``idemdash-cursor-keys``): a cursor of another list is refused.
     A list's cursor type is ``Annotated[str, CURSOR_TEXT, cursor_of("keys")]``."""
-    return WithJsonSchema({"type": "string", "format": f"{CURSOR_FORMAT}-{listing}", "minLength": 1,
-                           "maxLength": 8192,
-                           "description": f"Opaque: the next_cursor (or prev_cursor) of another page of this list "
-                                          f"({listing}), unchanged (never empty: the first page has none)."})
+    return WithJsonSchema(
+        {
+            "type": "string",
+            "format": f"{CURSOR_FORMAT}-{listing}",
+            "minLength": 1,
+            "maxLength": 8192,
+            "description": f"Opaque: the next_cursor (or prev_cursor) of another page of this list "
+            f"({listing}), unchanged (never empty: the first page has none).",
+        }
+    )
 
 
 Limit = Annotated[int, Field(ge=1, le=500, description="Rows per page.")]
+
+
 def _whole(value: Any) -> Any:
     # JSON Schema counts 457.0 as an integer: a body's whole number may be written so
     return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**63 else value
@@ -143,8 +181,9 @@ Count = Annotated[int, Field(ge=0, le=2**62), BeforeValidator(_whole)]
 # a whole number a query string or body carries as an id or a count
 PositiveInt = Annotated[int, Field(ge=1, le=2**62)]
 # the JSON encoding of a UUID, a Decimal and a timedelta (seconds), as every answer writes them
-UuidText = Annotated[Any, PlainSerializer(lambda v: None if v is None else str(v)), WithJsonSchema(
-    {"type": "string", "format": "uuid"})]
+UuidText = Annotated[
+    Any, PlainSerializer(lambda v: None if v is None else str(v)), WithJsonSchema({"type": "string", "format": "uuid"})
+]
 
 
 class Query(BaseModel):
@@ -172,15 +211,23 @@ class FieldError(Answer):
 
 def _error_example(schema: dict[str, Any], model: type) -> None:
     if model is Error:  # not its subclasses: a 409's body has fields of its own
-        schema["examples"] = [{"error": "min_attempts must be at least 1 (got 0)",
-                               "fields": [{"field": "min_attempts", "message": "must be at least 1 (got 0)"}]}]
+        schema["examples"] = [
+            {
+                "error": "min_attempts must be at least 1 (got 0)",
+                "fields": [{"field": "min_attempts", "message": "must be at least 1 (got 0)"}],
+            }
+        ]
 
 
 class Error(Answer):
     """Every error answer: what went wrong and what to do."""
 
-    model_config = ConfigDict(from_attributes=True, frozen=True, extra="allow",
-                              json_schema_extra=lambda schema, model: _error_example(schema, model))
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        extra="allow",
+        json_schema_extra=lambda schema, model: _error_example(schema, model),
+    )
     error: str = Field(description="What went wrong and what to do, in one message.")
     fields: list[FieldError] | None = Field(None, description="A 400 from a request's model: each field in error.")
 
@@ -206,13 +253,22 @@ def _hold(value: Any) -> float:
 
 
 # how long a key stays held for review: 1 minute to 30 days, as seconds or a duration string
-HoldFor = Annotated[float, BeforeValidator(_hold), WithJsonSchema(
-    {"anyOf": [{"type": "string", "format": HOLD_FORMAT, "pattern": DURATION_PATTERN},
-               {"type": "number", "minimum": 60, "maximum": MAX_HOLD_SECONDS}],
-     "examples": ["4h", "2d", 3600],
-     "description": "How long the key is held: 1 minute to 30 days, as seconds or a duration such as 30m, 4h, "
-                    "2d (a string in the idemdash-hold format: the same duration syntax, at most 64 characters, "
-                    "between 60 s and 30 d)."})]
+HoldFor = Annotated[
+    float,
+    BeforeValidator(_hold),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "format": HOLD_FORMAT, "pattern": DURATION_PATTERN},
+                {"type": "number", "minimum": 60, "maximum": MAX_HOLD_SECONDS},
+            ],
+            "examples": ["4h", "2d", 3600],
+            "description": "How long the key is held: 1 minute to 30 days, as seconds or a duration such as 30m, 4h, "
+            "2d (a string in the idemdash-hold format: the same duration syntax, at most 64 characters, "
+            "between 60 s and 30 d).",
+        }
+    ),
+]
 
 
 class Precomputed(Answer):
@@ -222,11 +278,12 @@ class Precomputed(Answer):
     computed_ms: float = Field(description="How long computing it took, in milliseconds.")
 
 
-
 def require_to_confirm(body: Any) -> None:
     """A bulk body (keys' or outbox rows'): a confirmation, unlike a preview, names the preview's as_of and a reason."""
     if not body.preview:
         missing = [name for name in ("reason", "as_of") if getattr(body, name) is None]
         if missing:
-            raise ValueError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required to confirm: "
-                             "preview first (\"preview\": true), then confirm with the as_of it returns and a reason")
+            raise ValueError(
+                f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required to confirm: "
+                'preview first ("preview": true), then confirm with the as_of it returns and a reason'
+            )

@@ -1,4 +1,5 @@
 """The search across every database (`GET /api/v1/databases/search`)."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -11,9 +12,11 @@ from idemdash.dashboard.schemas.search import SearchFor
 
 
 class FleetSearchQuery(Query):
-    q: SearchFor = Field(description="The exact key (in scope, or in every scope; 'scope/key' and a pasted key page "
-                                     "address are understood too), an inbox message id or an outbox id. White "
-                                     "space around it is trimmed.")
+    q: SearchFor = Field(
+        description="The exact key (in scope, or in every scope; 'scope/key' and a pasted key page "
+        "address are understood too), an inbox message id or an outbox id. White "
+        "space around it is trimmed."
+    )
     scope: Name | None = Field(None, description="Only this scope; then inbox and outbox are not looked in.")
 
 
@@ -52,27 +55,55 @@ class HeldBy(Answer):
 
 class NotAsked(Answer):
     database: str
-    why: str = Field(description="Its last background ask failed (with its cause), no answer within the deadline "
-                                 "(a host that hangs), the cause of the failure, or another library's tables.")
+    why: str = Field(
+        description="Its last background ask failed (with its cause), no answer within the deadline "
+        "(a host that hangs), the cause of the failure, or another library's tables."
+    )
 
 
 class FleetSearch(Answer):
-    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
-        "q": "order-4471", "scope": None,
-        "held_by": [{"database": "orders/orders_eu", "url": "/db/orders/orders_eu/search?q=order-4471",
-                     "keys": [{"scope": "checkout", "key": "order-4471", "status": "processing", "stuck": True,
-                               "url": "/db/orders/orders_eu/keys/checkout/order-4471"}],
-                     "messages": [], "outbox": []}],
-        "not_held_by": ["orders/orders_us", "billing"],
-        "not_asked": [{"database": "ledger", "why": "no answer within 2 s (a host that hangs, or a slow one)"}],
-        "seconds": 2.004, "deadline_seconds": 2.0}]})
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "q": "order-4471",
+                    "scope": None,
+                    "held_by": [
+                        {
+                            "database": "orders/orders_eu",
+                            "url": "/db/orders/orders_eu/search?q=order-4471",
+                            "keys": [
+                                {
+                                    "scope": "checkout",
+                                    "key": "order-4471",
+                                    "status": "processing",
+                                    "stuck": True,
+                                    "url": "/db/orders/orders_eu/keys/checkout/order-4471",
+                                }
+                            ],
+                            "messages": [],
+                            "outbox": [],
+                        }
+                    ],
+                    "not_held_by": ["orders/orders_us", "billing"],
+                    "not_asked": [
+                        {"database": "ledger", "why": "no answer within 2 s (a host that hangs, or a slow one)"}
+                    ],
+                    "seconds": 2.004,
+                    "deadline_seconds": 2.0,
+                }
+            ]
+        },
+    )
 
     q: str
     scope: str | None
     held_by: list[HeldBy] = Field(description="The databases that hold it, in IDEMDASH_CONFIG's order.")
     not_held_by: list[str] = Field(description="The databases asked that do not hold it.")
-    not_asked: list[NotAsked] = Field(description="The databases that could not be asked, and why: held_by may "
-                                                  "miss one of these.")
+    not_asked: list[NotAsked] = Field(
+        description="The databases that could not be asked, and why: held_by may miss one of these."
+    )
     seconds: float = Field(description="How long the lookup took (never much past deadline_seconds).")
     deadline_seconds: float = Field(description="The longest the lookup waits for the databases, all together.")
-

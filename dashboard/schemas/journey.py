@@ -1,4 +1,5 @@
 """One request across services (`GET /api/v1/journey`) and the routes learned from the tables (`GET /api/v1/routes`)."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -10,67 +11,92 @@ from idemdash.dashboard.schemas.common import Answer, Query
 from idemdash.dashboard.schemas.search import SearchFor
 
 # the examples docs/api.md shows
-_JOURNEY: dict[str, Any] = {"q": "checkout/order-4471",
- "verdict": "`payment.captured` (shop) published 10 min ago; missing at `ledger` (ledger): it usually consumes "
-            "within 2 s",
- "problems": ["`payment.captured` (shop) published 10 min ago; missing at `ledger` (ledger): it usually "
-              "consumes within 2 s"],
- "keys": [{"database": "shop",
-           "scope": "checkout",
-           "key": "order-4471",
-           "status": "succeeded",
-           "stuck": False,
-           "claimed_by": "api-1",
-           "attempt_count": 1,
-           "created_at": "2026-11-27T09:50:00+00:00",
-           "updated_at": "2026-11-27T09:50:02+00:00",
-           "spent_seconds": 2.0,
-           "url": "/db/shop/keys/checkout/order-4471"}],
- "messages": [{"database": "shop",
-               "message_id": "0b5f6a1e-8d0e-4a57-9f43-5d2f1f0c9e11",
-               "event_type": "payment.captured",
-               "status": "published",
-               "phase": "published",
-               "attempts": 1,
-               "created_at": "2026-11-27T09:50:02+00:00",
-               "published_at": "2026-11-27T09:50:03+00:00",
-               "spent_seconds": 1.0,
-               "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-               "trace_url": "https://jaeger.example/trace/4bf92f3577b34da6a3ce929d0e0e4736",
-               "consumers": [{"database": "billing",
-                              "consumer": "billing",
-                              "state": "consumed",
-                              "received_at": "2026-11-27T09:50:04+00:00",
-                              "consumed_at": "2026-11-27T09:50:04+00:00",
-                              "after_seconds": 1.2}],
-               "missing": [{"database": "ledger", "consumer": "ledger", "usual_seconds": 2.0}],
-               "waiting": [],
-               "unknown": []}],
- "unmatched": [],
- "traces": [{"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
-             "url": "https://jaeger.example/trace/4bf92f3577b34da6a3ce929d0e0e4736"}],
- "answered": ["shop", "billing", "ledger"],
- "not_answered": [{"database": "email", "why": "no answer in time (a host that hangs, or a slow one)"}],
- "not_followed": [],
- "routes_learned_at": "2026-11-27T10:00:00+00:00",
- "seconds": 1.83,
- "deadline_seconds": 3.0}
-_ROUTES: dict[str, Any] = {"routes": [{"event_type": "payment.captured",
-             "producers": ["shop"],
-             "sent": 240,
-             "consumers": [{"database": "billing",
-                            "consumer": "billing",
-                            "messages": 240,
-                            "p50_seconds": 0.8,
-                            "p95_seconds": 2.1}]}],
- "learned_at": "2026-11-27T10:00:00+00:00",
- "window_seconds": 3600,
- "not_answered": [{"database": "email", "why": "no answer in time (a host that hangs, or a slow one)"}]}
+_JOURNEY: dict[str, Any] = {
+    "q": "checkout/order-4471",
+    "verdict": "`payment.captured` (shop) published 10 min ago; missing at `ledger` (ledger): it usually consumes "
+    "within 2 s",
+    "problems": [
+        "`payment.captured` (shop) published 10 min ago; missing at `ledger` (ledger): it usually consumes within 2 s"
+    ],
+    "keys": [
+        {
+            "database": "shop",
+            "scope": "checkout",
+            "key": "order-4471",
+            "status": "succeeded",
+            "stuck": False,
+            "claimed_by": "api-1",
+            "attempt_count": 1,
+            "created_at": "2026-11-27T09:50:00+00:00",
+            "updated_at": "2026-11-27T09:50:02+00:00",
+            "spent_seconds": 2.0,
+            "url": "/db/shop/keys/checkout/order-4471",
+        }
+    ],
+    "messages": [
+        {
+            "database": "shop",
+            "message_id": "0b5f6a1e-8d0e-4a57-9f43-5d2f1f0c9e11",
+            "event_type": "payment.captured",
+            "status": "published",
+            "phase": "published",
+            "attempts": 1,
+            "created_at": "2026-11-27T09:50:02+00:00",
+            "published_at": "2026-11-27T09:50:03+00:00",
+            "spent_seconds": 1.0,
+            "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "trace_url": "https://jaeger.example/trace/4bf92f3577b34da6a3ce929d0e0e4736",
+            "consumers": [
+                {
+                    "database": "billing",
+                    "consumer": "billing",
+                    "state": "consumed",
+                    "received_at": "2026-11-27T09:50:04+00:00",
+                    "consumed_at": "2026-11-27T09:50:04+00:00",
+                    "after_seconds": 1.2,
+                }
+            ],
+            "missing": [{"database": "ledger", "consumer": "ledger", "usual_seconds": 2.0}],
+            "waiting": [],
+            "unknown": [],
+        }
+    ],
+    "unmatched": [],
+    "traces": [
+        {
+            "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+            "url": "https://jaeger.example/trace/4bf92f3577b34da6a3ce929d0e0e4736",
+        }
+    ],
+    "answered": ["shop", "billing", "ledger"],
+    "not_answered": [{"database": "email", "why": "no answer in time (a host that hangs, or a slow one)"}],
+    "not_followed": [],
+    "routes_learned_at": "2026-11-27T10:00:00+00:00",
+    "seconds": 1.83,
+    "deadline_seconds": 3.0,
+}
+_ROUTES: dict[str, Any] = {
+    "routes": [
+        {
+            "event_type": "payment.captured",
+            "producers": ["shop"],
+            "sent": 240,
+            "consumers": [
+                {"database": "billing", "consumer": "billing", "messages": 240, "p50_seconds": 0.8, "p95_seconds": 2.1}
+            ],
+        }
+    ],
+    "learned_at": "2026-11-27T10:00:00+00:00",
+    "window_seconds": 3600,
+    "not_answered": [{"database": "email", "why": "no answer in time (a host that hangs, or a slow one)"}],
+}
 
 
 class JourneyQuery(Query):
-    q: SearchFor = Field(description="A key as 'scope/key' (or a pasted key page address), an outbox row's id, a "
-                                     "message id or an aggregate id. White space around it is trimmed.")
+    q: SearchFor = Field(
+        description="A key as 'scope/key' (or a pasted key page address), an outbox row's id, a "
+        "message id or an aggregate id. White space around it is trimmed."
+    )
 
 
 class JourneyPageQuery(JourneyQuery):
@@ -98,13 +124,16 @@ class KeyStep(Answer):
 
 class ConsumerStep(Answer):
     database: str
-    consumer: str = Field(description="The consumer its inbox names (a consumer name, a CAP group), else the "
-                                      "database's name.")
+    consumer: str = Field(
+        description="The consumer its inbox names (a consumer name, a CAP group), else the database's name."
+    )
     state: str = Field(description="consumed, received (not finished) or failed.")
     received_at: datetime | None
     consumed_at: datetime | None
-    after_seconds: float | None = Field(description="Consumed this long after it was published (written, where "
-                                                    "no publishing time is recorded); null: not recorded.")
+    after_seconds: float | None = Field(
+        description="Consumed this long after it was published (written, where "
+        "no publishing time is recorded); null: not recorded."
+    )
 
 
 class ExpectedConsumer(Answer):
@@ -147,8 +176,9 @@ class Journey(Answer):
     unmatched: list[ConsumerStep] = Field(description="Inbox rows of q whose outbox row no database answered with.")
     traces: list[Trace]
     answered: list[str] = Field(description="The databases that answered every read.")
-    not_answered: list[Database] = Field(description="The databases not answered within the deadline, and why: "
-                                                     "steps there are unknown.")
+    not_answered: list[Database] = Field(
+        description="The databases not answered within the deadline, and why: steps there are unknown."
+    )
     not_followed: list[Database] = Field(description="Databases whose library records no message id to follow.")
     routes_learned_at: datetime
     seconds: float

@@ -1,5 +1,6 @@
 """The key lists (`GET /api/v1/keys`), one key (`GET /api/v1/keys/{scope}/{key}`, `GET /api/v1/key`) and its
 actions (`POST /api/v1/keys/reclassify`, `POST /api/v1/keys/reclassify-bulk`)."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -25,7 +26,6 @@ from idemdash.dashboard.schemas.examples import ACTOR, KEY, KEY_DETAIL, OUTBOX_R
 KeysCursor = Annotated[str, CURSOR_TEXT, cursor_of("keys")]
 
 
-
 class KeyFilterQuery(Query):
     """A key list's tab and filters (the list, and its breakdown by scope and worker)."""
 
@@ -33,20 +33,26 @@ class KeyFilterQuery(Query):
     scope: Name | None = Field(None, description="Only this scope (the whole name).")
     claimed_by: Name | None = Field(None, description="Only keys last claimed by this worker (the whole name).")
     min_attempts: int | None = Field(None, ge=1, le=1_000_000, description="attempt_count at least this.")
-    overdue: Duration | None = Field(None, description="Lease ended at least this long ago (stuck, needs_review "
-                                                       "and processing only).")
-    suggested: Outcome | None = Field(None, description="Only stuck keys whose suggested outcome is this "
-                                                          "(stuck only).")
-    updated_within: Duration | None = Field(None, description="Only keys whose last change (updated_at) is at most "
-                                                             "this long ago, such as 24h (succeeded, "
-                                                             "failed_retryable and failed_final only); the counts "
-                                                             "of those tabs honour it too.")
+    overdue: Duration | None = Field(
+        None, description="Lease ended at least this long ago (stuck, needs_review and processing only)."
+    )
+    suggested: Outcome | None = Field(None, description="Only stuck keys whose suggested outcome is this (stuck only).")
+    updated_within: Duration | None = Field(
+        None,
+        description="Only keys whose last change (updated_at) is at most "
+        "this long ago, such as 24h (succeeded, "
+        "failed_retryable and failed_final only); the counts "
+        "of those tabs honour it too.",
+    )
 
 
 class KeyListQuery(KeyFilterQuery):
-    order: Literal["asc", "desc"] | None = Field(None, description="By the list's sort column: lease end (stuck, "
-                                                                   "needs_review, processing; default asc) or last "
-                                                                   "change (default desc).")
+    order: Literal["asc", "desc"] | None = Field(
+        None,
+        description="By the list's sort column: lease end (stuck, "
+        "needs_review, processing; default asc) or last "
+        "change (default desc).",
+    )
     cursor: KeysCursor | None = None
     limit: Limit = 50
 
@@ -106,8 +112,10 @@ class KeyDetail(KeyItem):
 
 
 class KeyAnswer(KeyDetail):
-    purgeable_from: datetime | None = Field(description="When the keys purge may delete this key; null while it "
-                                                        "is processing or failed_retryable (never purged).")
+    purgeable_from: datetime | None = Field(
+        description="When the keys purge may delete this key; null while it "
+        "is processing or failed_retryable (never purged)."
+    )
 
 
 class TabCount(Answer):
@@ -124,8 +132,10 @@ class Matching(Answer):
 
 class SuggestionGroup(Answer):
     suggested: Outcome
-    keys: int = Field(description="Stuck keys with this suggested outcome among those read (at most "
-                                  "suggestions_cap, most overdue first).")
+    keys: int = Field(
+        description="Stuck keys with this suggested outcome among those read (at most "
+        "suggestions_cap, most overdue first)."
+    )
     more: bool = Field(description="More stuck keys match the other filters than were read: keys is a lower bound.")
 
 
@@ -145,11 +155,24 @@ class WorkerCount(Answer):
 
 
 class KeyBreakdown(Answer):
-    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
-        "status": "stuck", "total": 23, "too_many": False, "cap": 10000,
-        "by_scope": [{"scope": "capture_payment", "count": 21}, {"scope": "refund", "count": 2}],
-        "by_worker": [{"worker": "api-3", "count": 19}, {"worker": "api-1", "count": 4}],
-        "as_of": "2026-11-24T21:47:48.149746+00:00", "not_applied": []}]})
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "status": "stuck",
+                    "total": 23,
+                    "too_many": False,
+                    "cap": 10000,
+                    "by_scope": [{"scope": "capture_payment", "count": 21}, {"scope": "refund", "count": 2}],
+                    "by_worker": [{"worker": "api-3", "count": 19}, {"worker": "api-1", "count": 4}],
+                    "as_of": "2026-11-24T21:47:48.149746+00:00",
+                    "not_applied": [],
+                }
+            ]
+        },
+    )
 
     status: KeyListStatus
     total: int = Field(description="Keys of the tab matching every filter, broken down (0 when too_many).")
@@ -166,20 +189,49 @@ def _tab(count: int) -> dict[str, Any]:
 
 
 class KeyList(Answer):
-    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
-        "items": [{**KEY, "scope": "refund", "key": "cart/2/checkout-0002", "claimed_by": "worker-2",
-                   "locked_until": "2026-11-24T21:40:48.149746+00:00", "overdue_seconds": 420.201813,
-                   "attempt_count": 3}, KEY],
-        "next_cursor": "WyIyMDI2LTExLTI0VDIxOjQyOjQ4LjE0MTg4MCswMDowMCIsImNyZWF0ZV9v"
-                       "cmRlciIsImNhcnQvMC9jaGVja291dC0wMDAwIl0",
-        "prev_cursor": None, "order": "asc",
-        "counts": {"stuck": _tab(13), "needs_review": _tab(0), "processing": _tab(14), "succeeded": _tab(6),
-                   "failed_retryable": _tab(6), "failed_final": _tab(10)},
-        "count_cap": 10000, "matching": {"count": 13, "more": False},
-        "suggestions": [{"suggested": "already_succeeded", "keys": 2, "more": False},
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "items": [
+                        {
+                            **KEY,
+                            "scope": "refund",
+                            "key": "cart/2/checkout-0002",
+                            "claimed_by": "worker-2",
+                            "locked_until": "2026-11-24T21:40:48.149746+00:00",
+                            "overdue_seconds": 420.201813,
+                            "attempt_count": 3,
+                        },
+                        KEY,
+                    ],
+                    "next_cursor": "WyIyMDI2LTExLTI0VDIxOjQyOjQ4LjE0MTg4MCswMDowMCIsImNyZWF0ZV9v"
+                    "cmRlciIsImNhcnQvMC9jaGVja291dC0wMDAwIl0",
+                    "prev_cursor": None,
+                    "order": "asc",
+                    "counts": {
+                        "stuck": _tab(13),
+                        "needs_review": _tab(0),
+                        "processing": _tab(14),
+                        "succeeded": _tab(6),
+                        "failed_retryable": _tab(6),
+                        "failed_final": _tab(10),
+                    },
+                    "count_cap": 10000,
+                    "matching": {"count": 13, "more": False},
+                    "suggestions": [
+                        {"suggested": "already_succeeded", "keys": 2, "more": False},
                         {"suggested": "safe_to_retry", "keys": 6, "more": False},
-                        {"suggested": "needs_review", "keys": 5, "more": False}],
-        "suggestions_cap": 1000, "not_applied": []}]})
+                        {"suggested": "needs_review", "keys": 5, "more": False},
+                    ],
+                    "suggestions_cap": 1000,
+                    "not_applied": [],
+                }
+            ]
+        },
+    )
 
     items: list[KeyItem]
     next_cursor: str | None
@@ -188,12 +240,16 @@ class KeyList(Answer):
     counts: dict[KeyListStatus, TabCount] = Field(description="Every state tab's count, over every scope.")
     count_cap: int
     matching: Matching
-    suggestions: list[SuggestionGroup] = Field(description="The stuck tab: stuck keys matching the other "
-                                                           "filters, per suggested outcome; empty on the others.")
-    suggestions_cap: int = Field(description="The most stuck keys read for suggestions (each costs an outbox "
-                                             "lookup), most overdue first.")
-    not_applied: list[NotApplied] = Field(description="Filters given that do not apply to this tab: not applied "
-                                                      "(overdue off the lease tabs, suggested off stuck).")
+    suggestions: list[SuggestionGroup] = Field(
+        description="The stuck tab: stuck keys matching the other filters, per suggested outcome; empty on the others."
+    )
+    suggestions_cap: int = Field(
+        description="The most stuck keys read for suggestions (each costs an outbox lookup), most overdue first."
+    )
+    not_applied: list[NotApplied] = Field(
+        description="Filters given that do not apply to this tab: not applied "
+        "(overdue off the lease tabs, suggested off stuck)."
+    )
 
 
 class OutboxEvent(Answer):
@@ -214,21 +270,70 @@ class Suggestion(Answer):
 
 
 class KeyPage(Answer):
-    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
-        "key": {**KEY_DETAIL, "purgeable_from": None},
-        "outbox_events": [{name: OUTBOX_ROW[name] for name in ("outbox_id", "event_type", "aggregate_type",
-                           "aggregate_id", "status", "attempt_count", "created_at", "published_at", "payload")}],
-        "audit": [{"audit_id": 5, "at": "2026-11-24T21:47:48.334892+00:00", "actor": ACTOR, "action": "note",
-                   "scope": "create_order", "key": "cart/0/checkout-0000", "from_status": None, "to_status": None,
-                   "reason": "INC-5: looking at the payment provider", "evidence": {}, "detail": {"note_id": 1},
-                   "parent_id": None, "children": 0}],
-        "notes": [{"note_id": 1, "scope": "create_order", "key": "cart/0/checkout-0000",
-                   "at": "2026-11-24T21:47:48.334892+00:00", "author": ACTOR,
-                   "text": "INC-5: looking at the payment provider", "audit_id": 5}],
-        "suggestion": {"to": "already_succeeded", "evidence": [
-            "1 outbox row exists for this scope and key (invoice.sent), first written 2026-11-24T18:47:48+00:00: "
-            "the business effect committed, only the completion is missing."]},
-        "runbook_url": "/runbook/stuck-keys?scope=create_order&key=cart/0/checkout-0000"}]})
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "key": {**KEY_DETAIL, "purgeable_from": None},
+                    "outbox_events": [
+                        {
+                            name: OUTBOX_ROW[name]
+                            for name in (
+                                "outbox_id",
+                                "event_type",
+                                "aggregate_type",
+                                "aggregate_id",
+                                "status",
+                                "attempt_count",
+                                "created_at",
+                                "published_at",
+                                "payload",
+                            )
+                        }
+                    ],
+                    "audit": [
+                        {
+                            "audit_id": 5,
+                            "at": "2026-11-24T21:47:48.334892+00:00",
+                            "actor": ACTOR,
+                            "action": "note",
+                            "scope": "create_order",
+                            "key": "cart/0/checkout-0000",
+                            "from_status": None,
+                            "to_status": None,
+                            "reason": "INC-5: looking at the payment provider",
+                            "evidence": {},
+                            "detail": {"note_id": 1},
+                            "parent_id": None,
+                            "children": 0,
+                        }
+                    ],
+                    "notes": [
+                        {
+                            "note_id": 1,
+                            "scope": "create_order",
+                            "key": "cart/0/checkout-0000",
+                            "at": "2026-11-24T21:47:48.334892+00:00",
+                            "author": ACTOR,
+                            "text": "INC-5: looking at the payment provider",
+                            "audit_id": 5,
+                        }
+                    ],
+                    "suggestion": {
+                        "to": "already_succeeded",
+                        "evidence": [
+                            "1 outbox row exists for this scope and key (invoice.sent), first written "
+                            "2026-11-24T18:47:48+00:00: "
+                            "the business effect committed, only the completion is missing."
+                        ],
+                    },
+                    "runbook_url": "/runbook/stuck-keys?scope=create_order&key=cart/0/checkout-0000",
+                }
+            ]
+        },
+    )
 
     key: KeyAnswer
     outbox_events: list[OutboxEvent]

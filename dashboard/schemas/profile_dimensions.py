@@ -2,6 +2,7 @@
 no operator's decisions (every profile but the reference tables): read through the profile's role tables and their
 dimensions (core/profiles/dimensions.py), with null and a note for what the library does not record. Each route
 answers either its reference shape or this one (``profile`` tells them apart: only this one has it)."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -29,8 +30,10 @@ def _examples(model: type[Answer]) -> list[Any]:
 class Recorded(Answer):
     recorded: bool = Field(description="Whether the library records it for this table.")
     columns: list[str] = Field(description="The library's column(s) that hold it (empty when not recorded).")
-    note: str | None = Field(description="Where not recorded: what the page shows in its place, e.g. \"who holds a "
-                                         "row is not recorded by Spring Modulith … for its outbox table\".")
+    note: str | None = Field(
+        description='Where not recorded: what the page shows in its place, e.g. "who holds a '
+        'row is not recorded by Spring Modulith … for its outbox table".'
+    )
 
 
 class Profiled(Answer):
@@ -41,6 +44,7 @@ class Profiled(Answer):
 
 
 # -- hotspots ----------------------------------------------------------------------------------------------------
+
 
 class AttemptGroup(Answer):
     group: list[Any] = Field(description="The values of the table's group columns.")
@@ -71,35 +75,74 @@ class TableHotspots(Answer):
     attempts: Recorded
     group: Recorded
     owner: Recorded
-    window_applies: bool = Field(description="Whether the window narrows the rows: only where the table records "
-                                             "when a row last changed; otherwise every row counts.")
-    by_group: list[AttemptGroup] | None = Field(description="Rows with at least min_attempts attempts per group, "
-                                                            "most first; null where attempts or groups are not "
-                                                            "recorded.")
+    window_applies: bool = Field(
+        description="Whether the window narrows the rows: only where the table records "
+        "when a row last changed; otherwise every row counts."
+    )
+    by_group: list[AttemptGroup] | None = Field(
+        description="Rows with at least min_attempts attempts per group, "
+        "most first; null where attempts or groups are not "
+        "recorded."
+    )
     by_owner: list[AttemptOwner] | None
-    top_rows: list[AttemptRow] | None = Field(description="The rows with the most attempts; null where attempts "
-                                                          "are not recorded.")
+    top_rows: list[AttemptRow] | None = Field(
+        description="The rows with the most attempts; null where attempts are not recorded."
+    )
     truncated: bool = Field(description="More groups or owners exist than are listed.")
 
 
 class ProfileHotspots(Profiled):
-    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
-        "profile": "wolverine", "library": "Wolverine durable messaging (PostgreSQL)", "problem": None,
-        "as_of": "2026-11-24T21:47:48.511039+00:00", "window": "24h", "since": None, "min_attempts": 5,
-        "tables": [{"role": "inbox", "table": "wolverine_incoming_envelopes",
-                    "attempts": {"recorded": True, "columns": ["attempts"], "note": None},
-                    "group": {"recorded": False, "columns": [], "note": "a group per row is not recorded by "
-                              "Wolverine durable messaging (PostgreSQL) for its inbox table"},
-                    "owner": {"recorded": True, "columns": ["owner_id"], "note": None}, "window_applies": False,
-                    "by_group": None, "by_owner": [{"owner": "7", "rows": 3, "stuck": 2, "max_attempts": 9}],
-                    "top_rows": [{"identity": "[\"1c2d…\"]", "attempts": 9, "group": None, "owner": "7",
-                                  "stuck": True, "url": "/tables/inbox/row?id=%5B%221c2d%E2%80%A6%22%5D"}],
-                    "truncated": False}],
-        "definitions": {"hotspot": "a row whose attempts column is at least min_attempts"}}]})
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "profile": "wolverine",
+                    "library": "Wolverine durable messaging (PostgreSQL)",
+                    "problem": None,
+                    "as_of": "2026-11-24T21:47:48.511039+00:00",
+                    "window": "24h",
+                    "since": None,
+                    "min_attempts": 5,
+                    "tables": [
+                        {
+                            "role": "inbox",
+                            "table": "wolverine_incoming_envelopes",
+                            "attempts": {"recorded": True, "columns": ["attempts"], "note": None},
+                            "group": {
+                                "recorded": False,
+                                "columns": [],
+                                "note": "a group per row is not recorded by "
+                                "Wolverine durable messaging (PostgreSQL) for its inbox table",
+                            },
+                            "owner": {"recorded": True, "columns": ["owner_id"], "note": None},
+                            "window_applies": False,
+                            "by_group": None,
+                            "by_owner": [{"owner": "7", "rows": 3, "stuck": 2, "max_attempts": 9}],
+                            "top_rows": [
+                                {
+                                    "identity": '["1c2d…"]',
+                                    "attempts": 9,
+                                    "group": None,
+                                    "owner": "7",
+                                    "stuck": True,
+                                    "url": "/tables/inbox/row?id=%5B%221c2d%E2%80%A6%22%5D",
+                                }
+                            ],
+                            "truncated": False,
+                        }
+                    ],
+                    "definitions": {"hotspot": "a row whose attempts column is at least min_attempts"},
+                }
+            ]
+        },
+    )
 
     window: HotspotWindow
-    since: datetime | None = Field(description="The window's start; null for all, or where no table records when "
-                                               "a row last changed.")
+    since: datetime | None = Field(
+        description="The window's start; null for all, or where no table records when a row last changed."
+    )
     min_attempts: int
     tables: list[TableHotspots] = Field(description="Each role (keys, outbox, inbox).")
     definitions: dict[str, str]
@@ -113,13 +156,17 @@ class HotspotsAnswer(RootModel[Hotspots | ProfileHotspots]):
 
 # -- workers -----------------------------------------------------------------------------------------------------
 
+
 class ProfileWorker(Answer):
     name: str = Field(description="The owner column's value, as text.")
     role: Role
-    last_seen: datetime | None = Field(description="The latest change time among its rows counted here; null "
-                                                   "where the table records none.")
-    in_progress: int | None = Field(description="Rows it holds in the library's in progress state (stuck ones may "
-                                                "be among them); null where the library records none.")
+    last_seen: datetime | None = Field(
+        description="The latest change time among its rows counted here; null where the table records none."
+    )
+    in_progress: int | None = Field(
+        description="Rows it holds in the library's in progress state (stuck ones may "
+        "be among them); null where the library records none."
+    )
     stuck: int | None
     failed: int | None = Field(description="Failed rows, in the window where the table records when a row changed.")
     done: int | None = Field(description="Done rows, in the window where the table records when a row changed.")
@@ -134,16 +181,48 @@ class TableOwners(Answer):
 
 
 class ProfileWorkers(Profiled):
-    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
-        "profile": "dbos", "library": "DBOS Transact (system database)", "problem": None,
-        "as_of": "2026-11-24T21:47:48.511039+00:00", "window": "1h", "since": "2026-11-24T20:47:48.511039+00:00",
-        "items": [{"name": "executor-2", "role": "keys", "last_seen": "2026-11-24T21:40:02.101000+00:00",
-                   "in_progress": 4, "stuck": 3, "failed": 1, "done": 120, "url": "/tables/keys?state=stuck"}],
-        "tables": [{"role": "keys", "table": "workflow_status",
-                    "owner": {"recorded": True, "columns": ["executor_id"], "note": None}, "window_applies": True}],
-        "truncated": False, "limit": 200,
-        "definitions": {"owners": "every owner holding a row in progress or stuck now, or owning a row that failed "
-                                  "or was done in the window"}}]})
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "profile": "dbos",
+                    "library": "DBOS Transact (system database)",
+                    "problem": None,
+                    "as_of": "2026-11-24T21:47:48.511039+00:00",
+                    "window": "1h",
+                    "since": "2026-11-24T20:47:48.511039+00:00",
+                    "items": [
+                        {
+                            "name": "executor-2",
+                            "role": "keys",
+                            "last_seen": "2026-11-24T21:40:02.101000+00:00",
+                            "in_progress": 4,
+                            "stuck": 3,
+                            "failed": 1,
+                            "done": 120,
+                            "url": "/tables/keys?state=stuck",
+                        }
+                    ],
+                    "tables": [
+                        {
+                            "role": "keys",
+                            "table": "workflow_status",
+                            "owner": {"recorded": True, "columns": ["executor_id"], "note": None},
+                            "window_applies": True,
+                        }
+                    ],
+                    "truncated": False,
+                    "limit": 200,
+                    "definitions": {
+                        "owners": "every owner holding a row in progress or stuck now, or owning a row that failed "
+                        "or was done in the window"
+                    },
+                }
+            ]
+        },
+    )
 
     window: Window
     since: datetime = Field(description="The window's start (as_of minus the window).")
@@ -162,11 +241,25 @@ class WorkersAnswer(RootModel[Workers | ProfileWorkers]):
 
 # -- suppression -------------------------------------------------------------------------------------------------
 
+
 class ProfileSuppression(Profiled):
-    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
-        "profile": "cap", "library": "DotNetCore.CAP (PostgreSQL)", "problem": None,
-        "as_of": "2026-11-24T21:47:48.511039+00:00", "window": "24h", "recorded": False,
-        "note": "suppressed duplicates is not recorded by DotNetCore.CAP (PostgreSQL)"}]})
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "profile": "cap",
+                    "library": "DotNetCore.CAP (PostgreSQL)",
+                    "problem": None,
+                    "as_of": "2026-11-24T21:47:48.511039+00:00",
+                    "window": "24h",
+                    "recorded": False,
+                    "note": "suppressed duplicates is not recorded by DotNetCore.CAP (PostgreSQL)",
+                }
+            ]
+        },
+    )
 
     window: Window
     recorded: Literal[False] = Field(description="No table of the library records the duplicates it refused.")
@@ -181,6 +274,7 @@ class SuppressionAnswer(RootModel[Suppression | ProfileSuppression]):
 
 # -- search ------------------------------------------------------------------------------------------------------
 
+
 class RowHit(Answer):
     role: Role
     table: str
@@ -191,9 +285,11 @@ class RowHit(Answer):
 class SearchedTable(Answer):
     role: Role
     table: str
-    compared: list[str] = Field(description="The columns compared to q: 'identity' (q is a row's whole identity, a "
-                                            "JSON array), an identity column an index starts with (exact), and "
-                                            "'<column> (prefix)' for a text one.")
+    compared: list[str] = Field(
+        description="The columns compared to q: 'identity' (q is a row's whole identity, a "
+        "JSON array), an identity column an index starts with (exact), and "
+        "'<column> (prefix)' for a text one."
+    )
 
 
 class OwnerHit(Answer):
@@ -203,17 +299,38 @@ class OwnerHit(Answer):
 
 
 class ProfileSearch(Profiled):
-    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
-        "profile": "dbos", "library": "DBOS Transact (system database)", "problem": None,
-        "as_of": "2026-11-24T21:47:48.511039+00:00", "q": "wf-42", "match": "exact",
-        "items": [{"role": "keys", "table": "workflow_status", "identity": "[\"wf-42\"]",
-                   "url": "/tables/keys/row?id=%5B%22wf-42%22%5D"}],
-        "workers": [], "searched": [{"role": "keys", "table": "workflow_status", "compared": ["workflow_uuid"]}],
-        "notes": []}]})
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "profile": "dbos",
+                    "library": "DBOS Transact (system database)",
+                    "problem": None,
+                    "as_of": "2026-11-24T21:47:48.511039+00:00",
+                    "q": "wf-42",
+                    "match": "exact",
+                    "items": [
+                        {
+                            "role": "keys",
+                            "table": "workflow_status",
+                            "identity": '["wf-42"]',
+                            "url": "/tables/keys/row?id=%5B%22wf-42%22%5D",
+                        }
+                    ],
+                    "workers": [],
+                    "searched": [{"role": "keys", "table": "workflow_status", "compared": ["workflow_uuid"]}],
+                    "notes": [],
+                }
+            ]
+        },
+    )
 
     q: str
-    match: Literal["exact", "none"] = Field(description="exact: rows found (by identity or an identity column, "
-                                                        "equal to or starting with q); none: nothing.")
+    match: Literal["exact", "none"] = Field(
+        description="exact: rows found (by identity or an identity column, equal to or starting with q); none: nothing."
+    )
     items: list[RowHit]
     workers: list[OwnerHit] = Field(description="Owners named q exactly, where the table records an owner.")
     searched: list[SearchedTable]
@@ -228,6 +345,7 @@ class SearchAnswer(RootModel[SearchResult | ProfileSearch]):
 
 # -- the stuck breakdown -----------------------------------------------------------------------------------------
 
+
 class BreakdownGroup(Answer):
     group: Any = Field(description="The values of the table's group columns (a JSON array).")
     count: int
@@ -239,14 +357,34 @@ class BreakdownOwner(Answer):
 
 
 class ProfileBreakdown(Profiled):
-    model_config = ConfigDict(from_attributes=True, frozen=True, json_schema_extra={"examples": [{
-        "profile": "dbos", "library": "DBOS Transact (system database)", "problem": None,
-        "as_of": "2026-11-24T21:47:48.511039+00:00", "status": "stuck", "table": "workflow_status",
-        "note": None, "total": 3, "too_many": False, "cap": 10000,
-        "group": {"recorded": False, "columns": [], "note": "a group per row is not recorded by DBOS Transact "
-                  "(system database) for its keys table"},
-        "owner": {"recorded": True, "columns": ["executor_id"], "note": None},
-        "by_group": None, "by_owner": [{"owner": "executor-2", "count": 3}]}]})
+    model_config = ConfigDict(
+        from_attributes=True,
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "profile": "dbos",
+                    "library": "DBOS Transact (system database)",
+                    "problem": None,
+                    "as_of": "2026-11-24T21:47:48.511039+00:00",
+                    "status": "stuck",
+                    "table": "workflow_status",
+                    "note": None,
+                    "total": 3,
+                    "too_many": False,
+                    "cap": 10000,
+                    "group": {
+                        "recorded": False,
+                        "columns": [],
+                        "note": "a group per row is not recorded by DBOS Transact (system database) for its keys table",
+                    },
+                    "owner": {"recorded": True, "columns": ["executor_id"], "note": None},
+                    "by_group": None,
+                    "by_owner": [{"owner": "executor-2", "count": 3}],
+                }
+            ]
+        },
+    )
 
     status: Literal["stuck"]
     table: str | None = Field(description="The library's keys table; null where it has none (note says so).")

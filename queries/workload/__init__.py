@@ -1,5 +1,6 @@
 """SQL that only the demo, the workload simulator and the benchmarks run, kept apart from the product's statements
 (queries/*.sql): the same named blocks and the same ``statement()``, from this folder's ``*.sql``."""
+
 from __future__ import annotations
 
 from psycopg import sql

@@ -1,5 +1,6 @@
 """Statements only the benchmark (``benchmarks/page_bench.py``) runs: the four textbook queries as written
 (docs/concepts.md, The four textbook queries), and setup."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -66,15 +67,17 @@ def get_server_facts(conn: psycopg.Connection) -> ServerFacts:
 
 
 def list_app_table_sizes(conn: psycopg.Connection, tables: Tables) -> list[TableSize]:
-    names = {name: sql.Identifier(tables.schema, getattr(tables, name)).as_string(conn)
-             for name in ("keys", "inbox", "outbox")}
+    names = {
+        name: sql.Identifier(tables.schema, getattr(tables, name)).as_string(conn)
+        for name in ("keys", "inbox", "outbox")
+    }
     return select_all(conn, statement("list_app_table_sizes"), names, TableSize)
 
 
-def get_sample_stuck_key_with_outbox(conn: psycopg.Connection, tables: Tables, *,
-                                     path_safe: bool = True) -> SampleKey | None:
-    return select_one(conn, statement("get_sample_stuck_key_with_outbox", tables), {"path_safe": path_safe},
-                      SampleKey)
+def get_sample_stuck_key_with_outbox(
+    conn: psycopg.Connection, tables: Tables, *, path_safe: bool = True
+) -> SampleKey | None:
+    return select_one(conn, statement("get_sample_stuck_key_with_outbox", tables), {"path_safe": path_safe}, SampleKey)
 
 
 @dataclass(frozen=True)
@@ -119,8 +122,9 @@ def list_client_waits(conn: psycopg.Connection) -> list[str]:
 
 
 def list_backends_of(conn: psycopg.Connection, application_name: str) -> list[int]:
-    return [pid for (pid,) in conn.execute(statement("list_backends_of"),
-                                           {"application_name": application_name}).fetchall()]
+    return [
+        pid for (pid,) in conn.execute(statement("list_backends_of"), {"application_name": application_name}).fetchall()
+    ]
 
 
 def insert_quiet_scope(conn: psycopg.Connection, tables: Tables, scope: str, keys: int) -> None:
@@ -132,9 +136,11 @@ def insert_quiet_scope(conn: psycopg.Connection, tables: Tables, scope: str, key
 def delete_due_pages(conn: psycopg.Connection, tables: Tables, first_page: int, pages: int) -> int:
     """The frontier benchmark's bare batch: the due keys on ``pages`` heap pages from ``first_page``, deleted
     (autocommit: one statement, one commit); how many."""
-    row = conn.execute(statement("frontier_delete_pages", tables),
-                       {"first_tid": f"({first_page},0)", "next_tid": f"({first_page + pages},0)"},
-                       prepare=False).fetchone()
+    row = conn.execute(
+        statement("frontier_delete_pages", tables),
+        {"first_tid": f"({first_page},0)", "next_tid": f"({first_page + pages},0)"},
+        prepare=False,
+    ).fetchone()
     assert row is not None
     return int(row[0])
 

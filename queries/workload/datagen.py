@@ -4,6 +4,7 @@ Every generated value is a pure function of the row number and a seed, so a
 range of rows can be written by any connection, in any order, and the same
 seed writes the same data.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ class KeyPlan:
     that are not active claims (row number → status)."""
 
     n: int
-    processing: int          # stuck ones included
+    processing: int  # stuck ones included
     stuck: int
     failed_retryable: int
     failed_final: int
@@ -48,9 +49,9 @@ class OutboxPlan:
 
 @dataclass(frozen=True)
 class Constraint:
-    relation: str        # schema-qualified, as regclass prints it
+    relation: str  # schema-qualified, as regclass prints it
     name: str
-    definition: str      # pg_get_constraintdef
+    definition: str  # pg_get_constraintdef
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,10 @@ def create_datagen_functions(conn: psycopg.Connection) -> None:
 
 
 def count_missing_app_tables(conn: psycopg.Connection, tables: Tables) -> int:
-    names = {name: sql.Identifier(tables.schema, getattr(tables, name)).as_string(conn)
-             for name in ("keys", "inbox", "outbox")}
+    names = {
+        name: sql.Identifier(tables.schema, getattr(tables, name)).as_string(conn)
+        for name in ("keys", "inbox", "outbox")
+    }
     row = conn.execute(statement("count_missing_app_tables"), names).fetchone()
     assert row is not None
     return cast(int, row[0])
@@ -83,24 +86,48 @@ def status_type(conn: psycopg.Connection, tables: Tables) -> sql.Composable:
     return sql.Identifier(row[0], row[1])
 
 
-def insert_generated_keys(conn: psycopg.Connection, tables: Tables, plan: KeyPlan, seed: int, lo: int, hi: int,
-                          status: sql.Composable) -> int:
-    return conn.execute(statement("insert_generated_keys", tables, status_type=status),
-                        {"n": plan.n, "processing": plan.processing, "stuck": plan.stuck,
-                         "failed_retryable": plan.failed_retryable, "failed_final": plan.failed_final,
-                         "perm": plan.perm, "seed": seed, "lo": lo, "hi": hi}).rowcount
+def insert_generated_keys(
+    conn: psycopg.Connection, tables: Tables, plan: KeyPlan, seed: int, lo: int, hi: int, status: sql.Composable
+) -> int:
+    return conn.execute(
+        statement("insert_generated_keys", tables, status_type=status),
+        {
+            "n": plan.n,
+            "processing": plan.processing,
+            "stuck": plan.stuck,
+            "failed_retryable": plan.failed_retryable,
+            "failed_final": plan.failed_final,
+            "perm": plan.perm,
+            "seed": seed,
+            "lo": lo,
+            "hi": hi,
+        },
+    ).rowcount
 
 
 def insert_generated_inbox(conn: psycopg.Connection, tables: Tables, n: int, seed: int, lo: int, hi: int) -> int:
-    return conn.execute(statement("insert_generated_inbox", tables),
-                        {"n": n, "seed": seed, "lo": lo, "hi": hi}).rowcount
+    return conn.execute(
+        statement("insert_generated_inbox", tables), {"n": n, "seed": seed, "lo": lo, "hi": hi}
+    ).rowcount
 
 
-def insert_generated_outbox(conn: psycopg.Connection, tables: Tables, plan: OutboxPlan, seed: int, lo: int,
-                            hi: int) -> int:
-    return conn.execute(statement("insert_generated_outbox", tables),
-                        {"n": plan.n, "n_keys": plan.n_keys, "pending": plan.pending, "failed": plan.failed,
-                         "backlog": plan.backlog, "perm": plan.perm, "seed": seed, "lo": lo, "hi": hi}).rowcount
+def insert_generated_outbox(
+    conn: psycopg.Connection, tables: Tables, plan: OutboxPlan, seed: int, lo: int, hi: int
+) -> int:
+    return conn.execute(
+        statement("insert_generated_outbox", tables),
+        {
+            "n": plan.n,
+            "n_keys": plan.n_keys,
+            "pending": plan.pending,
+            "failed": plan.failed,
+            "backlog": plan.backlog,
+            "perm": plan.perm,
+            "seed": seed,
+            "lo": lo,
+            "hi": hi,
+        },
+    ).rowcount
 
 
 def count_generated_rows(conn: psycopg.Connection, tables: Tables) -> TableCounts:
@@ -119,20 +146,31 @@ def vacuum_analyze(conn: psycopg.Connection, tables: Tables, table: str) -> None
 
 
 def list_deferrable_constraints(conn: psycopg.Connection, tables: Tables) -> list[Constraint]:
-    names = {name: sql.Identifier(tables.schema, getattr(tables, name)).as_string(conn)
-             for name in ("keys", "inbox", "outbox")}
+    names = {
+        name: sql.Identifier(tables.schema, getattr(tables, name)).as_string(conn)
+        for name in ("keys", "inbox", "outbox")
+    }
     return [Constraint(*row) for row in conn.execute(statement("list_deferrable_constraints"), names).fetchall()]
 
 
 def drop_constraint(conn: psycopg.Connection, constraint: Constraint) -> None:
-    conn.execute(statement("drop_constraint", relation=sql.SQL(constraint.relation),
-                           constraint_name=sql.Identifier(constraint.name)))
+    conn.execute(
+        statement(
+            "drop_constraint", relation=sql.SQL(constraint.relation), constraint_name=sql.Identifier(constraint.name)
+        )
+    )
 
 
 def add_constraint(conn: psycopg.Connection, constraint: Constraint) -> None:
     # the relation and definition come from the catalog (regclass and pg_get_constraintdef quote what needs it)
-    conn.execute(statement("add_constraint", relation=sql.SQL(constraint.relation),
-                           constraint_name=sql.Identifier(constraint.name), definition=sql.SQL(constraint.definition)))
+    conn.execute(
+        statement(
+            "add_constraint",
+            relation=sql.SQL(constraint.relation),
+            constraint_name=sql.Identifier(constraint.name),
+            definition=sql.SQL(constraint.definition),
+        )
+    )
 
 
 # where a load keeps the constraints it dropped until they are back (create_deferred_record in datagen.sql)
@@ -154,13 +192,17 @@ def list_deferred_record(conn: psycopg.Connection, tables: Tables) -> list[Const
 def record_deferred(conn: psycopg.Connection, tables: Tables, constraints: list[Constraint]) -> None:
     conn.execute(statement("create_deferred_record", record=_record(tables)))
     for c in constraints:
-        conn.execute(statement("record_deferred_constraint", record=_record(tables)),
-                     {"relation": c.relation, "name": c.name, "definition": c.definition})
+        conn.execute(
+            statement("record_deferred_constraint", record=_record(tables)),
+            {"relation": c.relation, "name": c.name, "definition": c.definition},
+        )
 
 
 def forget_deferred(conn: psycopg.Connection, tables: Tables, constraint: Constraint) -> None:
-    conn.execute(statement("forget_deferred_constraint", record=_record(tables)),
-                 {"relation": constraint.relation, "name": constraint.name})
+    conn.execute(
+        statement("forget_deferred_constraint", record=_record(tables)),
+        {"relation": constraint.relation, "name": constraint.name},
+    )
 
 
 def drop_deferred_record(conn: psycopg.Connection, tables: Tables) -> None:

@@ -1,4 +1,5 @@
 """Bootstrap statements for `idemdash demo` on its embedded server."""
+
 from __future__ import annotations
 
 import psycopg

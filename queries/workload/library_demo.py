@@ -1,6 +1,7 @@
 """The statements of `idemdash demo --profile` (workload/library_demo.py): a library's own tables, created by its
 DDL (library_ddl.sql, which the tests create too; DBOS's by DBOS itself, workload/dbos_demo.py), their history and each
 second's workload (library_demo.sql)."""
+
 from __future__ import annotations
 
 import psycopg
@@ -26,8 +27,9 @@ LIBRARY_DDL = {
 
 
 def table_exists(conn: psycopg.Connection, schema: str, table: str) -> bool:
-    row = conn.execute(statement("library_demo_table_exists"),
-                       {"table": sql.Identifier(schema, table).as_string(conn)}).fetchone()
+    row = conn.execute(
+        statement("library_demo_table_exists"), {"table": sql.Identifier(schema, table).as_string(conn)}
+    ).fetchone()
     return bool(row and row[0])
 
 
@@ -46,8 +48,9 @@ def create_library_tables(conn: psycopg.Connection, library: str, schema: str) -
         return
     conn.execute(statement(LIBRARY_DDL[library], schema=sql.Identifier(schema)))
     if library == "nservicebus":
-        conn.execute(statement("library_demo_nservicebus_create_outbox"),
-                     {"prefix": NSERVICEBUS_TABLE_PREFIX, "schema": schema})
+        conn.execute(
+            statement("library_demo_nservicebus_create_outbox"), {"prefix": NSERVICEBUS_TABLE_PREFIX, "schema": schema}
+        )
 
 
 def run_block(conn: psycopg.Connection, block: str, schema: str, **values: int | str) -> None:
