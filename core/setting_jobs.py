@@ -67,8 +67,9 @@ JOB_SETTINGS: tuple[Setting, ...] = (
         parsers.latency_budget,
         "How much a purge may slow the application: a run looks at the application's sessions "
         "(pg_stat_activity) while it works, and when their waits for the WAL during its batches grow past this "
-        "multiple of their waits between batches, or one waits for a lock the purge holds, it halves its batch "
-        "(then its duty cycle), growing them back when the waits recover (`IDEMDASH_PURGE_BATCH_SIZE` and "
+        "multiple of their waits between batches, or one waits for a lock the purge holds, it pauses longer "
+        "(the duty cycle halves, to a quarter of the configured one) and then halves its batch (a lock wait: the "
+        "batch first), growing them back when the waits recover (`IDEMDASH_PURGE_BATCH_SIZE` and "
         "`IDEMDASH_PURGE_DUTY_CYCLE` are its upper bounds). With nobody else using the database it never slows "
         "down. `off`: the fixed duty cycle alone.",
         per_database=True,

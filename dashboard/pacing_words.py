@@ -2,8 +2,9 @@
 
 The governor (jobs/latency.py) looks at the application's own backends while the run works: how many run a
 statement, and how long those waiting for the WAL (their commits) or for a lock the purge holds have been waiting.
-With nobody there it never slows down; otherwise it halves its batch (then the share of time it works) when those
-waits grow past IDEMDASH_PURGE_LATENCY_BUDGET times what they are between batches. Runs recorded before it looked at
+With nobody there it never slows down; otherwise it works a smaller share of the time (then in smaller batches)
+when the WAL waits grow past IDEMDASH_PURGE_LATENCY_BUDGET times what they are between batches, and in smaller
+batches first when a statement waits for the purge's lock. Runs recorded before it looked at
 the application (app_backends null) timed a commit probe of their own, and are said as they were.
 """
 

@@ -1,8 +1,8 @@
 """The purge's latency budget (jobs/latency.py, jobs/probe.py): a run looks at the application's own backends in
 pg_stat_activity while it works; with nobody there it paces exactly as with the budget off, and under load it backs
-off (smaller batches, then a lower duty cycle) when the application's statements wait longer for the WAL during
-batches than between them, or wait for a lock the purge holds; it speeds up again when they recover, and records what
-it saw on the run."""
+off when the application's statements wait longer for the WAL during batches than between them (a longer pause
+first, then smaller batches) or wait for a lock the purge holds (smaller batches first); it speeds up again when
+they recover, and records what it saw on the run."""
 
 from __future__ import annotations
 
@@ -40,21 +40,28 @@ def test_with_nobody_else_there_the_governor_never_decides_anything():
     assert governor.recorded() == (None, None)
 
 
-def test_the_governor_halves_the_batch_then_the_duty_cycle_and_gives_back_duty_first():
+def test_waits_for_the_wal_lengthen_the_pause_before_they_shrink_the_batch_and_the_batch_comes_back_first():
     governor = _governor()
     sizes = []
-    for _ in range(6):  # 3 ms during batches against a 1.5 ms target: back off each window
+    for _ in range(7):  # 3 ms during batches against a 1.5 ms target: back off each window
         governor.observe(_looks(3.0, busy=True), governor.size)
         sizes.append((governor.size, governor.duty))
-    assert sizes == [(500, 0.5), (250, 0.5), (125, 0.5), (100, 0.5), (100, 0.25), (100, 0.125)]
-    assert (governor.backoffs, governor.lock_backoffs) == (6, 0)
+    # the duty cycle halves to a quarter of the configured one (the pause after a batch grows fourfold), and only
+    # then the batch halves, to the floor; then the duty cycle again
+    assert sizes == [(1000, 0.25), (1000, 0.125), (500, 0.125), (250, 0.125), (125, 0.125), (100, 0.125), (100, 0.0625)]
+    assert (governor.backoffs, governor.lock_backoffs) == (7, 0)
     governor.observe(_looks(1.4, busy=True), governor.size)  # within the budget, not far below it: hold
-    assert (governor.size, governor.duty) == (100, 0.125)
+    assert (governor.size, governor.duty) == (100, 0.0625)
     steps = []
-    for _ in range(5):  # 1 ms: well below, speed up: the duty cycle back first, then the batch by a quarter
+    for _ in range(5):  # 1 ms: well below, speed up: the batch by a quarter first, then the duty cycle
         governor.observe(_looks(1.0, busy=True), governor.size)
         steps.append((governor.size, governor.duty))
-    assert steps == [(100, 0.25), (100, 0.5), (125, 0.5), (156, 0.5), (195, 0.5)]
+    assert steps == [(125, 0.0625), (156, 0.0625), (195, 0.0625), (243, 0.0625), (303, 0.0625)]
+    for _ in range(6):  # 378, 472, 590, 737, 921, 1000
+        governor.observe(_looks(1.0, busy=True), governor.size)
+    assert (governor.size, governor.duty) == (1000, 0.0625)  # the whole batch back before any of the duty cycle
+    governor.observe(_looks(1.0, busy=True), governor.size)
+    assert (governor.size, governor.duty) == (1000, 0.125)
     for _ in range(40):
         governor.observe(_looks(1.0, busy=True), governor.size)
     assert (governor.size, governor.duty) == (1000, 0.5)  # never past the configured size and duty cycle
@@ -68,7 +75,7 @@ def test_a_few_slow_waits_are_the_tail_a_quantile_allows_and_more_back_off():
     governor.observe(_looks(1.0, busy=True, n=DECIDE_LOOKS - 4) + _looks(9.0, busy=True, n=4), 1000)
     assert (governor.size, governor.backoffs) == (1000, 0)  # 4 of 50 over: the 90th percentile is still 1 ms
     governor.observe(_looks(1.0, busy=True, n=DECIDE_LOOKS - 6) + _looks(9.0, busy=True, n=6), 1000)
-    assert (governor.size, governor.backoffs) == (500, 1)
+    assert (governor.size, governor.duty, governor.backoffs) == (1000, 0.25, 1)  # a longer pause, the same batch
     # an application that never waits between batches: its baseline is the least one, not zero
     calm = LatencyGovernor(budget=1.5, floor=100, ceiling=1000, max_duty=0.5)
     calm.observe(_looks(0.0, busy=False, n=MIN_QUIET), 1000)

@@ -100,7 +100,7 @@ class PurgeRun(Answer):
     probe_p99_ms: float | None = Field(description="The same while batches ran (ms).")
     probes: int | None = Field(description="Looks taken at the application's backends (pg_stat_activity).")
     backoffs: int | None = Field(
-        description="Times the run halved its batch or duty cycle for the application's waits (lock_backoffs included)."
+        description="Times the run halved its duty cycle or batch for the application's waits (lock_backoffs included)."
     )
     final_batch_size: int | None = Field(description="The batch size it ended at.")
     final_duty_cycle: float | None = Field(description="The duty cycle (percent) it ended at.")
