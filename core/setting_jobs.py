@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from idemdash.core import parsers
+from idemdash.core import parsers, time_parsers
 from idemdash.core.setting import declare
 
 
@@ -77,7 +77,7 @@ class JobSettings:
     )
     purge_keys_schedule: str = declare(
         "*/15 * * * *",
-        parsers.schedule,
+        time_parsers.schedule,
         "When `idemdash scheduler` purges expired terminal idempotency keys: a crontab line (minute hour day "
         "month weekday) in UTC, `every <duration>` (`every 90s`, `every 6h`: at whole multiples of it since "
         "2000-01-01 UTC, the same fire times in every scheduler), or `off`. Weekdays as names (`mon-fri`): a "
@@ -86,21 +86,21 @@ class JobSettings:
     )
     purge_inbox_schedule: str = declare(
         "7 * * * *",
-        parsers.schedule,
+        time_parsers.schedule,
         "When the scheduler purges inbox rows older than `IDEMDASH_INBOX_RETENTION_DAYS` (crontab, UTC, "
         "`every <duration>`, or `off`).",
         per_database=True,
     )
     purge_outbox_schedule: str = declare(
         "37 * * * *",
-        parsers.schedule,
+        time_parsers.schedule,
         "When the scheduler purges published outbox rows older than `IDEMDASH_OUTBOX_RETENTION_DAYS` "
         "(crontab, UTC, `every <duration>`, or `off`).",
         per_database=True,
     )
     partitions_schedule: str = declare(
         "23 * * * *",
-        parsers.crontab,
+        time_parsers.crontab,
         "When the scheduler creates upcoming partitions of the reference schema's partitioned inbox and outbox "
         "(`idemdash init-app-schema --partitioned`): a crontab line in UTC, or `off`. Other tables are left "
         "alone.",
@@ -115,7 +115,7 @@ class JobSettings:
     )
     replay_horizon: int = declare(
         86400,
-        parsers.positive_duration,
+        time_parsers.positive_duration,
         "The longest time a client or a queue may still retry or redeliver (client retry window, broker "
         "redelivery, manual replays), as a duration (`24h`, `2d`, `90m`, or seconds). An operator's "
         "`already_succeeded` or `abandoned` keeps the key at least this long (its `expires_at` is pushed out), "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from idemdash.core import parsers
+from idemdash.core import parsers, time_parsers
 from idemdash.core.setting import declare
 
 
@@ -70,7 +70,7 @@ class PageSettings:
     )
     library_timezone: str = declare(
         "UTC",
-        parsers.zone,
+        time_parsers.zone,
         "The zone a library writes its `timestamp without time zone` columns in (an IANA name such as "
         "`Europe/Berlin`, or `local`: the "
         "zone of the machine idemdash runs on); each is compared with now in that zone, whatever the database "

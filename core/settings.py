@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from idemdash.core.parsers import parse_duration as parse_duration  # part of this module's interface
 from idemdash.core.parsers import split_list as split_list
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import profile, setting_defaults

@@ -16,10 +16,10 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 
 from idemdash.core.journey import Consumed, KeyStep, Sent
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found
 from idemdash.core.routes import Learned, learn
+from idemdash.core.time_parsers import zone_name
 from idemdash.dashboard import one_model
 from idemdash.dashboard.fan_out import ask_all
 from idemdash.queries import journey

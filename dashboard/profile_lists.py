@@ -12,10 +12,10 @@ from typing import Any
 
 from flask import abort, url_for
 
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.dimensions import column, no_table, not_recorded, records, role_table
 from idemdash.core.profiles.shape import MEANINGS, PENDING, Profile, State
+from idemdash.core.time_parsers import zone_name
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.one_model import chosen
 from idemdash.dashboard.profile_numbers import absent_words, definitions, role_panel

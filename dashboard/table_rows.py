@@ -11,11 +11,11 @@ from typing import Any
 
 from flask import Blueprint, abort
 
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import Command, LibraryAction, State, Table
 from idemdash.core.settings import library_actions
+from idemdash.core.time_parsers import zone_name
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import get_target

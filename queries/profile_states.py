@@ -13,11 +13,11 @@ from typing import Any
 import psycopg
 from psycopg import errors, sql
 
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import Fact, State
 from idemdash.core.settings import Settings
+from idemdash.core.time_parsers import zone_name
 from idemdash.queries import QUERIES, Statement, statement
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 

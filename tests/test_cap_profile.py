@@ -16,9 +16,9 @@ from bs4 import BeautifulSoup
 
 from idemdash.core import settings
 from idemdash.core.databases import load_databases
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.settings import ConfigError
+from idemdash.core.time_parsers import zone_name
 from idemdash.jobs.library_purge import run_library_purges
 from idemdash.queries.catalog import find_configured
 from idemdash.queries.migrate import migrate
