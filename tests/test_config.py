@@ -336,6 +336,20 @@ def test_which_settings_a_database_may_set_is_said_in_their_declarations():
     assert not {"SECRET_KEY", "AUTH", "BIND", "WORKERS", "CONFIG"} & config.PER_DATABASE
 
 
+def test_every_setting_the_code_names_in_data_is_declared():
+    """The settings read with ``Settings.value`` because a table or a role picks them (a purge's retention and
+    schedule): a misspelled one would be a KeyError mid-purge, so each is checked here."""
+    from idemdash.checks.purging import RETENTION
+    from idemdash.jobs.purge_settings import RETENTION_SETTING
+    from idemdash.jobs.purges import SCHEDULE_SETTING
+    from idemdash.queries.profile_states import retention_setting
+
+    named = {*RETENTION.values(), *SCHEDULE_SETTING.values(), *filter(None, RETENTION_SETTING.values())}
+    named |= {retention_setting(role) for role in ("keys", "inbox", "outbox", "archive", "dedup")}
+    assert named <= set(BY_NAME), named - set(BY_NAME)
+    assert all(Settings().value(name) == BY_NAME[name].default for name in named)
+
+
 def test_the_code_reads_settings_as_attributes_not_by_name():
     """``settings.default_lease_seconds``, which mypy checks, not ``settings["DEFAULT_LEASE_SECONDS"]`` nor
     ``config.get("PURGE_BATCH_SIZE", 5000)`` (a KeyError at 3 a.m., or a second default that disagrees with the
