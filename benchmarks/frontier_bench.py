@@ -242,8 +242,8 @@ def curve(url: str, args: argparse.Namespace, out) -> None:
                 out(
                     describe(
                         f"{label}, round {round_ + 1}",
-                        f"{c['PURGE_BATCH_SIZE']:,}",
-                        f"{c['PURGE_PAUSE_MS']} ms, duty {c['PURGE_DUTY_CYCLE']:g} %",
+                        f"{c.purge_batch_size:,}",
+                        f"{c.purge_pause_ms} ms, duty {c.purge_duty_cycle:g} %",
                         m,
                     )
                 )

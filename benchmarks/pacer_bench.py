@@ -274,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         with psycopg.connect(url, autocommit=True) as conn:
             out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
             out(
-                f"settings: batch {config['PURGE_BATCH_SIZE']}, least pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
-                f"{config['PURGE_DUTY_CYCLE']} %, latency budget {config['PURGE_LATENCY_BUDGET'] or 'off'}; "
+                f"settings: batch {config.purge_batch_size}, least pause {config.purge_pause_ms} ms, duty cycle "
+                f"{config.purge_duty_cycle} %, latency budget {config.purge_latency_budget or 'off'}; "
                 f"{args.clients} client threads"
             )
             out("")

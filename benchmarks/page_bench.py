@@ -51,6 +51,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from benchmarks.datagen import SIZES, Size, generate
+from idemdash.dashboard.targets import app_settings
 from idemdash.queries import Tables, indexes
 from idemdash.queries.indexes import ADVICE
 from idemdash.queries.target import Target
@@ -440,7 +441,7 @@ def time_metrics_uncached(client, app, *, runs: int, log: Callable[[str], None])
         return None
     timing = Timing("/metrics (every scrape reads the database)", "metrics.scrape")
     for _ in range(runs):
-        time.sleep(app.config["METRICS_CACHE_SECONDS"] + 0.1)
+        time.sleep(app_settings(app).metrics_cache_seconds + 0.1)
         started = time.perf_counter()
         response = client.get("/metrics")
         response.get_data()
@@ -958,7 +959,7 @@ def main(argv: list[str] | None = None) -> int:
             report["not_timed"] = notes
             for note in notes:
                 log("not timed: " + note)
-            timeout_ms = app.config["STATEMENT_TIMEOUT_MS"]
+            timeout_ms = app_settings(app).statement_timeout_ms
             report["statement_timeout_ms"] = timeout_ms
 
             def phase(name: str) -> None:

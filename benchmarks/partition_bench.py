@@ -45,8 +45,8 @@ def partition(args: argparse.Namespace, url: str, out: Callable[[str], None]) ->
     with psycopg.connect(url, autocommit=True) as conn:
         out(f"machine: {purge_data.describe_machine(purge_data.machine(conn))}")
         out(
-            f"settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
-            f"{config['PURGE_DUTY_CYCLE']} %, inbox retention {config['INBOX_RETENTION_DAYS']} days; {args.rows:,} "
+            f"settings: batch {config.purge_batch_size}, pause {config.purge_pause_ms} ms, duty cycle "
+            f"{config.purge_duty_cycle} %, inbox retention {config.inbox_retention_days} days; {args.rows:,} "
             f"rows processed on {old_day:%Y-%m-%d}, {recent:,} recent rows that stay"
         )
         out("")

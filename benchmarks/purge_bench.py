@@ -62,7 +62,7 @@ def key_indexes(due: bool) -> list[IndexAdvice]:
     return [a for a in ADVICE.values() if a.table == "keys" and (due or a is not DUE_ADVICE)]
 
 
-def bench_settings(url: str, args: argparse.Namespace, **overrides: Any) -> dict[str, Any]:
+def bench_settings(url: str, args: argparse.Namespace, **overrides: Any) -> settings.Settings:
     values: dict[str, Any] = {"DATABASE_URL": url, "APP_SCHEMA": SCHEMA, **overrides}
     for name in ("batch_size", "pause_ms", "duty_cycle"):
         value = getattr(args, name, None)
@@ -151,8 +151,8 @@ def steady(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> No
             f"runs) {before.live}"
         )
         out(
-            f"settings: batch {config['PURGE_BATCH_SIZE']}, pause {config['PURGE_PAUSE_MS']} ms, duty cycle "
-            f"{config['PURGE_DUTY_CYCLE']} %, statement timeout {config['PURGE_STATEMENT_TIMEOUT_MS']} ms"
+            f"settings: batch {config.purge_batch_size}, pause {config.purge_pause_ms} ms, duty cycle "
+            f"{config.purge_duty_cycle} %, statement timeout {config.purge_statement_timeout_ms} ms"
         )
         out("")
         out(RUN_HEADER)
@@ -234,7 +234,7 @@ def latency(args: argparse.Namespace, url: str, out: Callable[[str], None]) -> N
                     )
     out("")
     out(
-        f"purge settings: pause {config['PURGE_PAUSE_MS']} ms (jittered); "
+        f"purge settings: pause {config.purge_pause_ms} ms (jittered); "
         f"workload: simulator {args.rate:g} req/s x {args.clients} clients, probe claim every "
         f"{args.probe_interval_ms:g} ms; {args.rows:,} due keys among {total:,}"
     )

@@ -7,9 +7,8 @@ table is reported and the others still run. Add a check by writing a function an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
 
 import psycopg
 from psycopg import errors
@@ -22,6 +21,7 @@ from idemdash.checks.privileges import check_privileges
 from idemdash.checks.purging import check_delete_settings, check_partitioning, check_purge_indexes
 from idemdash.checks.retention import check_key_retention, check_retention_settings
 from idemdash.checks.schema import check_indexes, check_migrations, check_null_trap, check_tables
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables
 
 __all__ = ["CHECKS", "FAIL", "OK", "SEVERITY", "WARN", "Check", "KeyLink", "run_checks", "summary"]
@@ -45,7 +45,7 @@ CHECKS: tuple[tuple[str, str, CheckFn], ...] = (
 
 
 def run_checks(
-    read: Callable[[], AbstractContextManager[psycopg.Connection]], tables: Tables, config: Mapping[str, Any]
+    read: Callable[[], AbstractContextManager[psycopg.Connection]], tables: Tables, config: Settings
 ) -> list[Check]:
     """Every check, each in its own transaction from ``read()``; a check that cannot run says why."""
     results: list[Check] = []

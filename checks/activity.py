@@ -3,13 +3,11 @@ holds each and the key it guards where that can be worked out (docs/concepts.md,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, KeyLink
 from idemdash.core.formatting import duration
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables, health
 from idemdash.queries.purges import TABLES as PURGE_TABLES
 
@@ -35,7 +33,7 @@ LOCK_DERIVATIONS = (
 )
 
 
-def check_sessions(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_sessions(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(g) No session runs one query for long or sits idle in an open transaction (they hold locks and vacuum)."""
     sessions = health.list_long_sessions(
         conn,
@@ -152,7 +150,7 @@ def idemdash_locks() -> dict[str, str]:
     return own
 
 
-def check_advisory_locks(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_advisory_locks(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(h) Who holds advisory locks (docs/concepts.md, Advisory locks per key), linked to the processing key each
     guards where that can be told."""
     locks = health.list_advisory_locks(conn, idemdash_locks(), limit=MAX_LOCK_FINDINGS)

@@ -6,12 +6,12 @@ command).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import psycopg
 
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -35,7 +35,7 @@ class Check:
     keys: tuple[KeyLink, ...] = ()  # idempotency keys the finding is about (the page links them)
 
 
-CheckFn = Callable[[psycopg.Connection, Tables, Mapping[str, Any]], list[Check]]
+CheckFn = Callable[[psycopg.Connection, Tables, Settings], list[Check]]
 
 
 def qualified(tables: Tables, role: str) -> str:

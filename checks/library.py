@@ -4,21 +4,21 @@ library's own cleaner deletes rows it has not finished (which idemdash never doe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check
 from idemdash.core.profiles import profile
+from idemdash.core.settings import Settings
 from idemdash.queries.access import get_database_access
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.profile_indexes import list_profile_index_status
 from idemdash.queries.replication import LogicalSlot, list_logical_slots
 
 
-def check_library(conn: psycopg.Connection, settings: Mapping[str, Any]) -> list[Check]:
-    chosen = profile(settings["PROFILE"])
+def check_library(conn: psycopg.Connection, settings: Settings) -> list[Check]:
+    chosen = profile(settings.profile)
     try:
         found = find_configured(conn, settings)
     except ShapeNotFound as exc:

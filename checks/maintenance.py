@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import psycopg
 
 from idemdash.checks.finding import OK, WARN, Check, roles
 from idemdash.core.formatting import ago
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables, health
 
 # Dead tuples: a table warns above max(DEAD_TUPLES_MIN, DEAD_TUPLES_SHARE of its live rows) ...
@@ -20,7 +18,7 @@ NEVER_VACUUMED_CHANGES = 100_000
 KEYS_AUTOVACUUM_SCALE_FACTOR = 0.02
 
 
-def check_vacuum(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_vacuum(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(f) Dead tuples stay bounded and each busy table has been vacuumed and analyzed."""
     role_of = roles(tables)
     stats = health.list_table_vacuum_stats(conn, tables)

@@ -3,12 +3,10 @@ contract), so a poison row can be parked. A CHECK constraint or an enum type tha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import psycopg
 
 from idemdash.checks.finding import OK, WARN, Check, qualified
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables
 from idemdash.queries.outbox_actions import (
     fix_status_check,
@@ -18,7 +16,7 @@ from idemdash.queries.outbox_actions import (
 )
 
 
-def check_outbox_parked(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_outbox_parked(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(j) The outbox's status accepts 'parked'."""
     if get_outbox_status_type(conn, tables) is None:
         return []  # no outbox table or status column: the tables check says so

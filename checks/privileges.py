@@ -8,12 +8,10 @@ Each finding carries the GRANT that fixes it (``queries.access``). A missing tab
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables
 from idemdash.queries.access import (
     TableAccess,
@@ -26,7 +24,7 @@ from idemdash.queries.access import (
 WHAT = {"keys": "idempotency keys", "inbox": "inbox", "outbox": "outbox"}
 
 
-def check_privileges(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_privileges(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     access = list_table_access(conn, tables)
     if not access:
         return []
@@ -49,7 +47,7 @@ def check_privileges(conn: psycopg.Connection, tables: Tables, config: Mapping[s
     return findings
 
 
-def _app_table(row: TableAccess, grantee: str, config: Mapping[str, Any]) -> list[Check]:
+def _app_table(row: TableAccess, grantee: str, config: Settings) -> list[Check]:
     name, what, table_role = row.qualified, WHAT[row.role], row.role
     if not row.readable:
         grants = [] if row.schema_usage else [fix_grant_schema_usage(row.schema_name, grantee) + ";"]
@@ -66,7 +64,7 @@ def _app_table(row: TableAccess, grantee: str, config: Mapping[str, Any]) -> lis
         ]
     findings = []
     if table_role == "keys" and not row.can_update:
-        if config.get("READ_ONLY"):
+        if config.read_only:
             findings.append(
                 Check(
                     "privilege.keys.update",

@@ -9,16 +9,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified
 from idemdash.core.formatting import duration
-from idemdash.core.settings import setting
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables, partitions, purges
 from idemdash.queries.app_schema import PARTITION_UNIQUE_COLUMNS, fix_create_time_partitions
 from idemdash.queries.indexes import ADVICE, list_index_status
@@ -41,7 +39,7 @@ CHECKPOINT_WAL_MB = 2048
 AHEAD_WARN = timedelta(days=1)
 
 
-def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """How each table's purge would take its rows now, decided as a run decides it (``choose_order``, each
     partition); without an index of due rows, the index that would let it read only those."""
     findings = []
@@ -50,9 +48,9 @@ def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Mappin
         advice = ADVICE[advice_name]
         name = qualified(tables, table)
         predicate = (
-            {"replay_horizon_seconds": config["REPLAY_HORIZON"]}
+            {"replay_horizon_seconds": config.replay_horizon}
             if table == "keys"
-            else {"retention_days": config[RETENTION[table]]}
+            else {"retention_days": config.value(RETENTION[table])}
         )
         leaves = (
             partitions.list_leaf_partitions(conn, tables, table)
@@ -64,7 +62,7 @@ def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Mappin
                 conn,
                 tables,
                 table,
-                limit=setting(config, "PURGE_BATCH_SIZE"),
+                limit=config.purge_batch_size,
                 relation=leaf.identifier if leaf else None,
                 relation_name=leaf.partition_name if leaf else None,
                 **predicate,
@@ -123,7 +121,7 @@ def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Mappin
     return findings
 
 
-def check_delete_settings(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_delete_settings(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """The server settings that decide how much WAL a purge writes per deleted row."""
     found = purges.list_delete_settings(conn)
     findings = []
@@ -182,7 +180,7 @@ def check_delete_settings(conn: psycopg.Connection, tables: Tables, config: Mapp
     return findings
 
 
-def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """What a range-partitioned application table costs, and whether its partitions can go whole and are ready."""
     findings = []
     now = datetime.now(timezone.utc)
@@ -259,7 +257,7 @@ def _partition_grants(table: str, name: str, closed: list[partitions.Partition],
     )
 
 
-def _uniqueness(table: str, name: str, width: timedelta | None, config: Mapping[str, Any]) -> Check:
+def _uniqueness(table: str, name: str, width: timedelta | None, config: Settings) -> Check:
     unique = ", ".join(PARTITION_UNIQUE_COLUMNS.get(table, ["idempotency_scope", "idempotency_key"]))
     base = (
         f"A partitioned table's unique keys must include its partition column, so ({unique}) is unique only "
@@ -275,13 +273,13 @@ def _uniqueness(table: str, name: str, width: timedelta | None, config: Mapping[
             f"{name} is partitioned: uniqueness holds within a partition only",
             base + "Keep the idempotency-key table unpartitioned.",
         )
-    retention = config[RETENTION[table]] * 86400
+    retention = config.value(RETENTION[table]) * 86400
     window = retention - width.total_seconds()
-    horizon = config["REPLAY_HORIZON"]
+    horizon = config.replay_horizon
     detail = (
         base + f"Counted in whole partitions of {duration(width.total_seconds())}, the window in which a "
         f"duplicate is caught is the retention minus one partition: {duration(max(window, 0))} "
-        f"(IDEMDASH_{RETENTION[table]}={config[RETENTION[table]]})."
+        f"(IDEMDASH_{RETENTION[table]}={config.value(RETENTION[table])})."
     )
     if window < horizon:
         return Check(

@@ -4,9 +4,6 @@ line naming the cause and the fix (``core.diagnosis``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import psycopg
 
 from idemdash.checks.schema import TABLE_SETTING
@@ -21,6 +18,7 @@ from idemdash.core.diagnosis import (
     table_missing,
 )
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables
 from idemdash.queries.access import get_database_access, list_table_access
 from idemdash.queries.catalog import ShapeNotFound, find_configured
@@ -28,11 +26,11 @@ from idemdash.queries.health import list_applied_migrations
 from idemdash.queries.migrate import list_migrations
 
 
-def readiness(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any] | None = None) -> list[Cause]:
+def readiness(conn: psycopg.Connection, tables: Tables, settings: Settings | None = None) -> list[Cause]:
     """Every reason the dashboard cannot work on this database yet (none: ready). With the database's ``settings``
     of another library's profile: its tables where the configuration points (idemdash reads them, and needs no
     schema of its own there)."""
-    if settings is not None and settings["PROFILE"] != DEFAULT_PROFILE:
+    if settings is not None and settings.profile != DEFAULT_PROFILE:
         try:
             find_configured(conn, settings)
         except ShapeNotFound as exc:

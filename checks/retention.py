@@ -4,13 +4,12 @@ Retention shorter than the replay horizon)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import OK, WARN, Check
 from idemdash.core.formatting import duration
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables, health
 
 KEY_SAMPLE = 10_000  # most recent keys the key-retention check looks at
@@ -19,28 +18,25 @@ MAX_SCOPE_FINDINGS = 20  # scopes listed one by one before the rest are summed u
 RETENTION_SLACK_SECONDS = 60
 
 
-def check_retention_settings(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_retention_settings(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(c) The inbox and outbox purges keep rows at least as long as a retry or redelivery may still come."""
-    horizon = config["REPLAY_HORIZON"]
+    horizon = config.replay_horizon
     findings = []
     retained = [
         (
             "inbox",
             "INBOX_RETENTION_DAYS",
+            config.inbox_retention_days,
             "a message redelivered after its inbox row was purged is processed a second time",
-        )
+        ),
+        (
+            "outbox",
+            "OUTBOX_RETENTION_DAYS",
+            config.outbox_retention_days,
+            "a command retried after its published outbox row was purged can insert and publish the same event again",
+        ),
     ]
-    if "OUTBOX_RETENTION_DAYS" in config:
-        retained.append(
-            (
-                "outbox",
-                "OUTBOX_RETENTION_DAYS",
-                "a command retried after its published outbox row was purged can insert and publish the "
-                "same event again",
-            )
-        )
-    for role, setting, harm in retained:
-        days = config[setting]
+    for role, setting, days, harm in retained:
         if days * 86400 < horizon:
             findings.append(
                 Check(
@@ -66,9 +62,9 @@ def check_retention_settings(conn: psycopg.Connection, tables: Tables, config: M
     return findings
 
 
-def check_key_retention(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_key_retention(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(c) Each scope's keys live (expires_at - created_at) at least the replay horizon."""
-    horizon = config["REPLAY_HORIZON"]
+    horizon = config.replay_horizon
     scopes = health.list_key_retention_by_scope(conn, tables, sample=KEY_SAMPLE)
     short = [s for s in scopes if s.min_retention_seconds < horizon - RETENTION_SLACK_SECONDS]
     findings = []

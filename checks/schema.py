@@ -3,13 +3,12 @@ NULL trap (docs/concepts.md, NULLs never conflict in a unique key)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified, roles
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables, health
 from idemdash.queries.indexes import ADVICE
 from idemdash.queries.migrate import list_migrations
@@ -89,7 +88,7 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
 TABLE_SETTING = {"keys": "IDEMDASH_KEYS_TABLE", "inbox": "IDEMDASH_INBOX_TABLE", "outbox": "IDEMDASH_OUTBOX_TABLE"}
 
 
-def check_migrations(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_migrations(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(a) idemdash's own schema has every migration this version ships, unedited."""
     known = list_migrations()
     if not health.get_migration_table(conn):
@@ -157,7 +156,7 @@ def check_migrations(conn: psycopg.Connection, tables: Tables, config: Mapping[s
     return findings
 
 
-def check_tables(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_tables(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(b) The three application tables exist with the columns of the README's column contract."""
     present = health.list_table_columns(conn, tables)
     findings = []
@@ -211,7 +210,7 @@ def check_tables(conn: psycopg.Connection, tables: Tables, config: Mapping[str, 
     return findings
 
 
-def check_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_indexes(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(d) The recommended indexes (queries/indexes.sql) exist and are valid."""
     found = health.list_table_indexes(conn, tables)
     valid = {i.index_name: i.valid for i in found}
@@ -259,7 +258,7 @@ def check_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str,
     return findings
 
 
-def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any]) -> list[Check]:
+def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(e) No unique key of the three tables has a nullable column: NULLs never conflict (docs/concepts.md, NULLs
     never conflict in a unique key)."""
     role_of = roles(tables)

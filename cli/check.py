@@ -56,7 +56,7 @@ Echo = Callable[[str], None]
 
 def report(db: Target, *, apply_indexes: bool, echo: Echo = click.echo) -> int:
     """Print the report (building missing indexes first when asked); returns the exit status."""
-    if db.settings["PROFILE"] != DEFAULT_PROFILE:
+    if db.settings.profile != DEFAULT_PROFILE:
         return report_library(db, apply_indexes=apply_indexes, echo=echo)
     tables = db.tables
     with connect(db, "idemdash-check") as conn:

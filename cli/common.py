@@ -42,17 +42,17 @@ def databases_option(command):
     return database_url_option(database_option(command))
 
 
-def load_settings(**overrides: Any) -> dict[str, Any]:
+def load_settings(**overrides: Any) -> settings.Settings:
     try:
         return settings.load(**{k: v for k, v in overrides.items() if v not in (None, "")})
     except settings.ConfigError as exc:
         raise click.UsageError(str(exc)) from None
 
 
-def require_url(config: dict[str, Any]) -> str:
-    if not config["DATABASE_URL"]:
+def require_url(config: settings.Settings) -> str:
+    if not config.database_url:
         raise click.UsageError("no database: pass --database-url or set IDEMDASH_DATABASE_URL")
-    return config["DATABASE_URL"]
+    return config.database_url
 
 
 def targets(database_url: str = "", database: str | None = None) -> list[Target]:
@@ -61,7 +61,7 @@ def targets(database_url: str = "", database: str | None = None) -> list[Target]
     config = load_settings()
     ctx = click.get_current_context(silent=True)
     typed = ctx is not None and ctx.get_parameter_source("database_url") == click.core.ParameterSource.COMMANDLINE
-    if database_url and (typed or not config["CONFIG"]):
+    if database_url and (typed or not config.config):
         if database:
             raise click.UsageError(
                 "--database picks one database of IDEMDASH_CONFIG; with --database-url there is only that one"
@@ -81,7 +81,7 @@ def targets(database_url: str = "", database: str | None = None) -> list[Target]
             declared = ", ".join(d.name for d in membership.databases[:20])
             more = f" and {len(membership.databases) - 20} more" if len(membership.databases) > 20 else ""
             raise click.UsageError(
-                f"no database {database!r} in {config['CONFIG'] or 'IDEMDASH_DATABASE_URL'}"
+                f"no database {database!r} in {config.config or 'IDEMDASH_DATABASE_URL'}"
                 f"{why}: it declares {declared or 'none now'}{more}"
             )
     return [Target.from_settings(d.settings, d.name) for d in found]

@@ -145,12 +145,12 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
     ctrl_c.by = started_by
     live = sys.stdout.isatty()
     verb = "to delete" if dry_run else "deleted"
-    unknown = [t for t in tables if t not in TABLES] if db.settings["PROFILE"] == DEFAULT_PROFILE else []
+    unknown = [t for t in tables if t not in TABLES] if db.settings.profile == DEFAULT_PROFILE else []
     if unknown:
         raise click.ClickException(
             "; ".join(f"--table {t}: not a table of this database's purges (keys, inbox or outbox)" for t in unknown)
         )
-    if db.settings["PROFILE"] != DEFAULT_PROFILE:
+    if db.settings.profile != DEFAULT_PROFILE:
         results = _library_purges(db, tables, dry_run, started_by, ctrl_c)
     else:
         results = []
@@ -204,7 +204,7 @@ def _library_purges(
 ) -> list[tuple[PurgeResult, float]]:
     """Another library's tables: only the rows it counts as finished (jobs/library_purge.py), each table a run."""
     click.echo(
-        f"{'dry run: counting' if dry_run else 'purging'} what the {db.settings['PROFILE']} tables hold finished ..."
+        f"{'dry run: counting' if dry_run else 'purging'} what the {db.settings.profile} tables hold finished ..."
     )
     began = time.monotonic()
     try:
@@ -219,7 +219,7 @@ def _library_purges(
     if not results:
         which = f" among {', '.join(tables)}" if tables else ""
         click.echo(
-            f"no {db.settings['PROFILE']} table here{which} has a state its library counts as finished and "
+            f"no {db.settings.profile} table here{which} has a state its library counts as finished and "
             "old: nothing to purge"
         )
     return results
@@ -235,7 +235,7 @@ def scheduler(database_url: str, database: str | None) -> None:
     preflight_fleet(chosen, "the scheduler")
     config = load_settings()
     typed = click.get_current_context().get_parameter_source("database_url") == click.core.ParameterSource.COMMANDLINE
-    every = database is None and config["CONFIG"] and not typed
+    every = database is None and config.config and not typed
     # every database's jobs: a database fixed later needs no restart; with every database of IDEMDASH_CONFIG, a
     # fleet's members join and leave as they are found
     run_blocking(config, chosen, discover=bool(every))

@@ -43,8 +43,8 @@ def serve(database_url: str, bind: str | None, workers: int | None) -> None:
     """Serve the dashboard with gunicorn (checks the address, the settings and the database first)."""
     config = load_settings(DATABASE_URL=database_url)
     checked = targets(database_url)  # --database-url, or every database of IDEMDASH_CONFIG
-    bind = bind or config["BIND"]
-    workers = workers or config["WORKERS"]
+    bind = bind or config.bind
+    workers = workers or config.workers
     host = network.bind_host(bind)
     try:
         # before gunicorn starts: its workers would only fail one by one
@@ -65,7 +65,7 @@ def serve(database_url: str, bind: str | None, workers: int | None) -> None:
     typed = click.get_current_context().get_parameter_source("database_url") == click.core.ParameterSource.COMMANDLINE
     if typed:  # --database-url on the command line wins over IDEMDASH_CONFIG's file
         env.pop("IDEMDASH_CONFIG", None)
-    if not config["SECRET_KEY"]:
+    if not config.secret_key:
         # one key for every worker (each builds its own app after the fork): a session or CSRF token one worker
         # signed must hold on the next
         env["IDEMDASH_SECRET_KEY"] = secrets.token_hex(32)

@@ -193,9 +193,9 @@ def demo(
     oncall = OnCallSettings(
         after_seconds=oncall_after,
         every_seconds=oncall_every,
-        lease_seconds=config["DEFAULT_LEASE_SECONDS"],
-        replay_horizon_seconds=int(config["REPLAY_HORIZON"]),
-        hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"],
+        lease_seconds=config.default_lease_seconds,
+        replay_horizon_seconds=int(config.replay_horizon),
+        hotspot_min_attempts=config.hotspot_min_attempts,
     )
     pace = Pace(incident_every=incident_every, incident_length=incident_length, oncall=oncall)
     sys.exit(
@@ -206,7 +206,7 @@ def demo(
             port=port,
             rate=rate,
             backfill_days=backfill_days,
-            environment=config["ENVIRONMENT"],
+            environment=config.environment,
             data_dir=data_dir,
             pace=pace,
             library=library,

@@ -19,7 +19,13 @@ from typing import Any
 from idemdash.core.profiles import register
 from idemdash.core.profiles.custom import NAME as CUSTOM
 from idemdash.core.profiles.custom import ShapeError, custom_profile
-from idemdash.core.settings import BY_NAME, PER_DATABASE, library_action_mistakes, with_profile_defaults
+from idemdash.core.settings import (
+    BY_NAME,
+    PER_DATABASE,
+    Settings,
+    library_action_mistakes,
+    with_profile_defaults,
+)
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 NAME_RULE = "1-63 lower-case letters, digits, '-' or '_'"
@@ -34,14 +40,14 @@ def table_settings(
     here: str,
     database: str,
     table: Mapping[str, Any],
-    base: Mapping[str, Any],
+    base: Settings,
     *,
     shape_name: str | None = None,
     url_required: bool = True,
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[Settings, list[str]]:
     """The settings of the database ``table`` describes, and one line per mistake in it (``here`` starts each).
     ``shape_name``: the name a custom shape is registered under (a fleet's members share their fleet's)."""
-    values = dict(base)
+    values: dict[str, Any] = {}  # the table's settings, by name, on top of base's
     problems: list[str] = []
     for key, raw in table.items():
         if key == "shape":
@@ -60,26 +66,29 @@ def table_settings(
             values[name] = BY_NAME[name].parse(text)
         except ValueError as exc:
             problems.append(f"{here}: {key}: {exc}")
-    if base.get("READ_ONLY"):
+    if base.read_only:
         values["READ_ONLY"] = True  # the freeze rule: a global freeze is not lifted by one database's table
     if url_required and not table.get("url"):
         problems.append(f"{here}: url is required (the database that holds this service's idempotency tables)")
     if problems:
-        return values, problems
-    problems += _custom_shape(here, shape_name or database, table, values)
+        return base.with_values(values), problems
+    problems += _custom_shape(here, shape_name or database, table, values, base.profile)
+    settings = base.with_values(values)
     if problems:
-        return values, problems
+        return settings, problems
     # a library's profile: its own schema and table names where this table names none (not the environment's,
     # which describe the reference tables)
-    values = with_profile_defaults(values, {ALIASES.get(key, key.upper()) for key in table})
-    problems += [f"{here}: library_actions: {line}" for line in library_action_mistakes(values)]
-    return values, problems
+    settings = with_profile_defaults(settings, {ALIASES.get(key, key.upper()) for key in table})
+    problems += [f"{here}: library_actions: {line}" for line in library_action_mistakes(settings)]
+    return settings, problems
 
 
-def _custom_shape(here: str, name: str, table: Mapping[str, Any], values: dict[str, Any]) -> list[str]:
+def _custom_shape(
+    here: str, name: str, table: Mapping[str, Any], values: dict[str, Any], base_profile: str
+) -> list[str]:
     """``profile = "custom"``: the shape the table describes becomes this database's profile (registered by name)."""
     shape = table.get("shape")
-    if values["PROFILE"] != CUSTOM:
+    if values.get("PROFILE", base_profile) != CUSTOM:
         if shape is not None:
             return [f'{here}: shape describes custom tables: it needs profile = "custom"']
         return []

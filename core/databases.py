@@ -16,7 +16,7 @@ from typing import Any
 
 from idemdash.core.database_table import NAME, NAME_RULE, table_settings
 from idemdash.core.fleets import FleetConfig, parse_fleet
-from idemdash.core.settings import ConfigError
+from idemdash.core.settings import ConfigError, Settings
 
 DEFAULT = "default"
 
@@ -24,7 +24,7 @@ DEFAULT = "default"
 @dataclass(frozen=True)
 class DatabaseConfig:
     name: str
-    settings: Mapping[str, Any]
+    settings: Settings
 
 
 @dataclass(frozen=True)
@@ -42,26 +42,26 @@ class Config:
         return self.databases + members
 
 
-def load_config(settings: Mapping[str, Any]) -> Config:
+def load_config(settings: Settings) -> Config:
     """The databases and fleets to serve; without IDEMDASH_CONFIG, the one of IDEMDASH_DATABASE_URL."""
-    path = settings["CONFIG"]
+    path = settings.config
     if not path:
-        if not settings["DATABASE_URL"]:
+        if not settings.database_url:
             raise ConfigError(
                 "IDEMDASH_DATABASE_URL is not set: point it at the database that holds the "
                 "application's idempotency tables, or name a file of several in IDEMDASH_CONFIG"
             )
-        return Config([DatabaseConfig(DEFAULT, dict(settings))])
+        return Config([DatabaseConfig(DEFAULT, settings)])
     return _read_config(Path(path), settings)
 
 
-def load_databases(settings: Mapping[str, Any]) -> list[DatabaseConfig]:
+def load_databases(settings: Settings) -> list[DatabaseConfig]:
     """The databases to serve that need no server asked (the first is the one today's URLs mean); a fleet found by
     a pattern adds its members through queries/fleets.py."""
     return load_config(settings).listed()
 
 
-def _read_config(path: Path, base: Mapping[str, Any]) -> Config:
+def _read_config(path: Path, base: Settings) -> Config:
     if path.is_dir():
         files = sorted(p for p in path.glob("*.toml") if p.is_file())
         if not files:
@@ -138,7 +138,7 @@ def _tables(file: Path, document: Mapping[str, Any], problems: list[str]) -> lis
     return found
 
 
-def _database(where: str, name: str, table: Any, base: Mapping[str, Any], databases: list[DatabaseConfig]) -> list[str]:
+def _database(where: str, name: str, table: Any, base: Settings, databases: list[DatabaseConfig]) -> list[str]:
     if not NAME.match(name):
         return [f"{where}: a database name is {NAME_RULE} (it is part of every URL under /db/<name>/)"]
     if not isinstance(table, dict):

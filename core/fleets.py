@@ -28,6 +28,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from idemdash.core.database_table import NAME, NAME_RULE, table_settings
+from idemdash.core.settings import Settings
 
 # a member's own part of its name: what a database may be called to be served (the URL path segment under the fleet)
 MEMBER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
@@ -42,7 +43,7 @@ class FleetConfig:
     name: str
     where: str  # "IDEMDASH_CONFIG <file>: [fleets.<name>]", which each of its messages starts with
     common: Mapping[str, Any]  # the keys every member shares (the fleet's table without its own keys)
-    base: Mapping[str, Any]  # the environment's settings
+    base: Settings  # the environment's settings
     url: str | None = None  # the server, for a pattern
     pattern: str | None = None
     url_template: str | None = None
@@ -58,7 +59,7 @@ class FleetConfig:
     def member_name(self, database: str) -> str:
         return f"{self.name}/{database}"
 
-    def member(self, database: str) -> tuple[str, dict[str, Any]]:
+    def member(self, database: str) -> tuple[str, Settings]:
         """The name and settings of member ``database``."""
         table = dict(self.common)
         if self.url_template is not None:
@@ -83,7 +84,7 @@ def with_dbname(url: str, dbname: str) -> str:
     return make_conninfo(url, dbname=dbname)
 
 
-def parse_fleet(where: str, name: str, table: Any, base: Mapping[str, Any]) -> tuple[FleetConfig | None, list[str]]:
+def parse_fleet(where: str, name: str, table: Any, base: Settings) -> tuple[FleetConfig | None, list[str]]:
     """The fleet ``table`` describes, and one line per mistake in it (then no fleet)."""
     if not NAME.match(name):
         return None, [f"{where}: a fleet name is {NAME_RULE} (it is the first part of its members' names)"]

@@ -81,12 +81,11 @@ def _process_secret_key() -> str:
 
 
 def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = False) -> Flask:
-    values = settings.load(**dict(test_config or {}))
+    config = settings.load(**dict(test_config or {}))
     app = Flask(__name__, template_folder=_asset_dir("templates"), static_folder=_asset_dir("static"))
-    app.config.update(values)
+    targets.init_settings(app, config)
     app.config["TESTING"] = testing
-    if not app.config["SECRET_KEY"]:
-        app.config["SECRET_KEY"] = _process_secret_key()
+    app.config["SECRET_KEY"] = config.secret_key or _process_secret_key()
 
     # auth first: its checks (AUTH=none answers this machine only) come before anything else answers
     auth.init_app(app)
@@ -131,6 +130,6 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     databases.init_app(app)  # after the blueprints: it gives each of their routes a per-database twin
     metrics.init_app(app)
 
-    if app.config["RUN_JOBS"]:
-        app.extensions["idemdash_scheduler"] = start_in_background(app.config)
+    if config.run_jobs:
+        app.extensions["idemdash_scheduler"] = start_in_background(config)
     return app

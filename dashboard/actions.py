@@ -99,7 +99,7 @@ def _current_key(scope: str, key: str):
     # actions read the primary: what they answer with must be what their compare-and-set saw, not a standby's past
     db = get_target()
     with db.read(primary=True) as conn:
-        return keys.get_key(conn, db.tables, scope, key, lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"])
+        return keys.get_key(conn, db.tables, scope, key, lease_seconds=get_target().settings.default_lease_seconds)
 
 
 def _key_json(row) -> dict | None:
@@ -110,13 +110,13 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
     """Reclassify one key; returns the key's new row. Raises ActionError (404, 409)."""
     db = get_target()
     config = get_target().settings
-    lease = config["DEFAULT_LEASE_SECONDS"]
+    lease = config.default_lease_seconds
     before = _current_key(scope, key)
     if before is None:
         raise ActionError(404, f"no key {key!r} in scope {scope!r}")
     with db.read(primary=True) as conn:
         outbox = keys.list_outbox_for_key(conn, db.tables, scope, key)
-    evidence = suggest(before, outbox, hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"], now=before.as_of).evidence
+    evidence = suggest(before, outbox, hotspot_min_attempts=config.hotspot_min_attempts, now=before.as_of).evidence
     change = reclassify_queries.Reclassification(actor=current_user().name, evidence=evidence, **fields)
     try:
         with db.write() as conn:
@@ -124,7 +124,7 @@ def reclassify(scope: str, key: str, fields: dict) -> dict:
             if locked is None:
                 raise ActionError(404, f"no key {key!r} in scope {scope!r}: it was deleted meanwhile")
             result = reclassify_queries.reclassify_key(
-                conn, db.tables, locked, change, lease_seconds=lease, replay_horizon_seconds=config["REPLAY_HORIZON"]
+                conn, db.tables, locked, change, lease_seconds=lease, replay_horizon_seconds=config.replay_horizon
             )
     except errors.LockNotAvailable as exc:  # 55P03: FOR UPDATE NOWAIT, or the lock timeout
         raise ActionError(

@@ -28,6 +28,7 @@ from typing import Any
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.parsers import split_environment
+from idemdash.core.settings import Settings
 from idemdash.queries import fleet_numbers, purge_history
 from idemdash.queries.catalog import ShapeNotFound
 from idemdash.queries.target import Target
@@ -82,10 +83,10 @@ class _State:
 class AllDatabases:
     """One per app: what each database last answered, and the threads that keep asking."""
 
-    def __init__(self, targets: Mapping[str, Target], settings: Mapping[str, Any]) -> None:
+    def __init__(self, targets: Mapping[str, Target], settings: Settings) -> None:
         self.targets = targets
-        self.interval = float(settings["FLEET_REFRESH_SECONDS"])
-        self.threads = settings["FLEET_REFRESH_THREADS"]
+        self.interval = float(settings.fleet_refresh_seconds)
+        self.threads = settings.fleet_refresh_threads
         self.backoff_max = max(BACKOFF_MAX_SECONDS, self.interval)
         self._cond = threading.Condition()
         self._states = {
@@ -250,12 +251,12 @@ def _row(
     return DatabaseRow(
         name,
         endpoint(target.dsn).label,
-        split_environment(target.settings["ENVIRONMENT"]),
+        split_environment(target.settings.environment),
         reachable,
         summary,
         problem,
         transient,
         milliseconds,
-        target.settings["PROFILE"],
+        target.settings.profile,
         as_of=datetime.now(timezone.utc) if answered else None,
     )

@@ -22,7 +22,7 @@ from another site gets that far (dashboard/forgery.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
 
@@ -30,12 +30,12 @@ from flask import Flask, abort, g, request
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import BadRequest, TooManyRequests, Unauthorized
 
-from idemdash.core.settings import ConfigError, split_list
+from idemdash.core.settings import ConfigError, Settings, split_list
 from idemdash.dashboard import forgery, one_model
 from idemdash.dashboard.accounts import OPERATOR, VIEWER, PasswordCheck, load_users
 from idemdash.dashboard.forgery import check_json_request
 from idemdash.dashboard.network import address_in, client_address, is_loopback_request, parse_networks, repeated_headers
-from idemdash.dashboard.targets import check_database, database_in_path, get_target
+from idemdash.dashboard.targets import app_settings, check_database, database_in_path, get_target
 from idemdash.dashboard.throttle import SignInThrottle
 from idemdash.dashboard.web import error_response
 
@@ -79,13 +79,13 @@ def actions_allowed() -> bool:
     user = g.get("user")
     if user is None:  # nothing to offer, and a stranger's request names no database to look up
         return False
-    return bool(user.is_operator and not get_target().settings["READ_ONLY"] and not _library_rows())
+    return bool(user.is_operator and not get_target().settings.read_only and not _library_rows())
 
 
-def check_config(config: Mapping) -> None:
+def check_config(config: Settings) -> None:
     """What create_app would refuse, checked before a server starts (ConfigError)."""
-    if config["AUTH"] == "basic":
-        load_users(config["USERS_FILE"])
+    if config.auth == "basic":
+        load_users(config.users_file)
 
 
 # -- who is asking -------------------------------------------------------------------------
@@ -96,13 +96,13 @@ class _Untrusted(Unauthorized):
 
 
 class _Auth:
-    def __init__(self, config: Mapping) -> None:
-        self.mode = config["AUTH"]
-        self.trusted = parse_networks(config["PROXY_TRUSTED"])
-        self.user_header = config["PROXY_USER_HEADER"]
-        self.groups_header = config["PROXY_GROUPS_HEADER"]
-        self.operator_groups = frozenset(split_list(config["OPERATOR_GROUPS"]))
-        self.passwords = PasswordCheck(load_users(config["USERS_FILE"])) if self.mode == "basic" else None
+    def __init__(self, config: Settings) -> None:
+        self.mode = config.auth
+        self.trusted = parse_networks(config.proxy_trusted)
+        self.user_header = config.proxy_user_header
+        self.groups_header = config.proxy_groups_header
+        self.operator_groups = frozenset(split_list(config.operator_groups))
+        self.passwords = PasswordCheck(load_users(config.users_file)) if self.mode == "basic" else None
         self.throttle = SignInThrottle() if self.mode == "basic" else None
 
     def identify(self) -> User:
@@ -181,13 +181,13 @@ def _open_endpoint() -> bool:
 def refuse_action(library_action: bool = False) -> None:  # library_action: dashboard/library_actions.py, refuse
     user = current_user()
     target = get_target()
-    if target.settings["READ_ONLY"]:
+    if target.settings.read_only:
         abort(403, "idemdash runs read-only (IDEMDASH_READ_ONLY=1): actions are switched off")
     if _library_rows() and not library_action:
         abort(
             403,
             f"database {target.name} holds another library's tables (profile = "
-            f'"{target.settings["PROFILE"]}", IDEMDASH_PROFILE): idemdash changes none of their rows but by '
+            f'"{target.settings.profile}", IDEMDASH_PROFILE): idemdash changes none of their rows but by '
             "its purges and the library's own actions LIBRARY_ACTIONS enables; see docs/profiles.md",
         )
     if not user.is_operator:
@@ -222,7 +222,7 @@ def json_action(view: Callable) -> Callable:
 
 def init_app(app: Flask) -> None:
     try:
-        auth = _Auth(app.config)
+        auth = _Auth(app_settings(app))
     except ValueError as exc:  # ConfigError, or a network list that bypassed settings.load
         raise ConfigError(str(exc)) from None
     app.extensions["idemdash_auth"] = auth
@@ -232,7 +232,7 @@ def init_app(app: Flask) -> None:
         """AUTH=none: whoever can send a request is an operator, so only this machine may (before any other check)."""
         if (
             auth.mode != "none"
-            or app.config["ALLOW_UNAUTHENTICATED"]
+            or app_settings(app).allow_unauthenticated
             or request.endpoint == "static"
             or (request.endpoint in _PROBES and not database_in_path())
             or is_loopback_request()
@@ -257,7 +257,7 @@ def init_app(app: Flask) -> None:
     @app.before_request
     def identify() -> None:
         g.user = None
-        if auth.mode == "none" and not (app.config["ALLOW_UNAUTHENTICATED"] or is_loopback_request()):
+        if auth.mode == "none" and not (app_settings(app).allow_unauthenticated or is_loopback_request()):
             return  # a probe from another machine (this_machine_only refused everything else): nobody
         try:
             g.user = auth.identify()

@@ -47,7 +47,7 @@ def bulk_request(body: BulkBody) -> BulkRequest:
         min_attempts=raw.min_attempts,
         min_overdue_seconds=raw.overdue,
         suggested=raw.suggested,
-        hotspot_min_attempts=get_target().settings["HOTSPOT_MIN_ATTEMPTS"],
+        hotspot_min_attempts=get_target().settings.hotspot_min_attempts,
     )
     return BulkRequest(
         flt,
@@ -95,7 +95,7 @@ def filter_in_words(flt: Mapping[str, Any]) -> str:
 def bulk_preview(req: BulkRequest) -> dict:
     """Count and sample what the action would change, and record the preview for its confirmation."""
     db = get_target()
-    lease = get_target().settings["DEFAULT_LEASE_SECONDS"]
+    lease = get_target().settings.default_lease_seconds
     with db.write() as conn:
         as_of = database_now(conn)
         count = reclassify.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
@@ -118,7 +118,7 @@ def bulk_preview(req: BulkRequest) -> dict:
         "to": req.to,
         "count": count,
         "left_out_committed": committed,
-        "cap": get_target().settings["BULK_MAX_KEYS"],
+        "cap": get_target().settings.bulk_max_keys,
         "filter": req.flt.to_json(),
         "filter_text": filter_in_words(req.flt.to_json()),
         "all_scopes": req.flt.scope is None,
@@ -133,7 +133,7 @@ def bulk_apply(req: BulkRequest) -> dict:
     ``as_of``), and never more of them than the preview counted."""
     db = get_target()
     config = get_target().settings
-    lease, cap = config["DEFAULT_LEASE_SECONDS"], config["BULK_MAX_KEYS"]
+    lease, cap = config.default_lease_seconds, config.bulk_max_keys
     actor = current_user().name
     assert req.as_of is not None
     bulk_id = uuid.uuid4()
@@ -215,8 +215,8 @@ def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
         to=req.to,
         reason=req.reason,
         actor=current_user().name,
-        lease_seconds=config["DEFAULT_LEASE_SECONDS"],
-        replay_horizon_seconds=config["REPLAY_HORIZON"],
+        lease_seconds=config.default_lease_seconds,
+        replay_horizon_seconds=config.replay_horizon,
         batch_size=size,
         hold_seconds=req.hold_seconds,
         parent_id=parent_id,

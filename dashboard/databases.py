@@ -20,7 +20,7 @@ from flask import Blueprint, Flask, abort, current_app, g, request, url_for
 from idemdash.dashboard import contract, fleet_purges, fleet_views
 from idemdash.dashboard.all_databases import AllDatabases, DatabaseRow
 from idemdash.dashboard.schemas.databases import NUMBERS, DatabaseItem, Databases, DatabasesQuery
-from idemdash.dashboard.targets import all_targets, current_database, signed_in
+from idemdash.dashboard.targets import all_targets, app_settings, current_database, signed_in
 from idemdash.dashboard.web import render
 
 bp = Blueprint("databases", __name__)
@@ -127,7 +127,7 @@ def page():
         rows=rows,
         as_of=datetime.now(timezone.utc),
         poll=poll,
-        refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"],
+        refresh_seconds=app_settings().fleet_refresh_seconds,
         filters=filters,
         query=query,
         total=len(every),
@@ -181,9 +181,9 @@ def api() -> Databases:
 def init_app(app: Flask) -> None:
     """The overview and, with a config file, the per-database routes; the header's database context."""
     app.register_blueprint(bp)
-    overview = app.extensions["idemdash_overview"] = AllDatabases(app.extensions["idemdash_targets"], app.config)
+    overview = app.extensions["idemdash_overview"] = AllDatabases(app.extensions["idemdash_targets"], app_settings(app))
     app.extensions["idemdash_fleets"].on_change(overview.replace_targets)  # a fleet's members joined or left
-    if app.config["CONFIG"]:
+    if app_settings(app).config:
         install_routes(app)
         # several databases: the refresh starts at the worker's first signed-in request of any kind, so /databases
         # mostly finds its rows answered; with one, at the first request for them. Not at a stranger's (a probe, a
@@ -198,7 +198,7 @@ def init_app(app: Flask) -> None:
             return {
                 "databases": [],
                 "database_name": None,
-                "db_settings": app.config,
+                "db_settings": app_settings(app),
                 "replica": None,
                 "plain_endpoint": request.endpoint,
             }
@@ -206,9 +206,9 @@ def init_app(app: Flask) -> None:
         name = g.get("database") or next(iter(targets), None)
         target = targets.get(name) if name is not None else None  # none: only fleets, none of which answered yet
         return {
-            "databases": list(targets) if app.config["CONFIG"] else [],
+            "databases": list(targets) if app_settings(app).config else [],
             "database_name": name,
-            "db_settings": target.settings if target is not None else app.config,
+            "db_settings": target.settings if target is not None else app_settings(app),
             "replica": target.replica_status() if target is not None else None,
             "plain_endpoint": request.endpoint,
         }

@@ -20,6 +20,7 @@ from idemdash.dashboard import contract
 from idemdash.dashboard.all_databases import DatabaseRow
 from idemdash.dashboard.purges import METHODS
 from idemdash.dashboard.schemas.fleet_purges import FleetPurgeItem, FleetPurges, FleetPurgesQuery
+from idemdash.dashboard.targets import app_settings
 from idemdash.dashboard.web import render
 from idemdash.queries.purge_history import PurgeRun, PurgeTableStatus
 
@@ -96,7 +97,7 @@ def page():
         methods=METHODS,
         as_of=datetime.now(timezone.utc),
         poll=poll,
-        refresh_seconds=current_app.config["FLEET_REFRESH_SECONDS"],
+        refresh_seconds=app_settings().fleet_refresh_seconds,
     )
 
 

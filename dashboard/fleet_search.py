@@ -66,7 +66,7 @@ class Lookup:
 
 
 def _ask(target: Target, q: str, scope: str | None, deadline: float) -> Held:
-    tables, lease = target.tables, target.settings["DEFAULT_LEASE_SECONDS"]
+    tables, lease = target.tables, target.settings.default_lease_seconds
     with target.read_once(
         APPLICATION_NAME, STATEMENT_TIMEOUT_MS, CONNECT_TIMEOUT_SECONDS, slot_deadline=deadline
     ) as conn:
@@ -84,7 +84,7 @@ def _ask(target: Target, q: str, scope: str | None, deadline: float) -> Held:
 def _skip(target: Target, row: DatabaseRow | None) -> str | None:
     """Why ``target`` is not asked at all, or None."""
     if not one_model.owns_tables(target.settings):
-        return f"{target.settings['PROFILE']} tables: search them on that database's own pages"
+        return f"{target.settings.profile} tables: search them on that database's own pages"
     if row is not None and not row.pending and not row.reachable and not row.asking:
         return f"its last background ask failed: {row.problem}"
     return None

@@ -19,6 +19,7 @@ from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
 
 from idemdash.dashboard.network import request_scheme
+from idemdash.dashboard.targets import app_settings
 from idemdash.dashboard.web import error_response
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -108,7 +109,7 @@ class _SessionInterface(SecureCookieSessionInterface):
     """The session (the CSRF token and its user) is Secure when asked to be, or when the page came over HTTPS."""
 
     def get_cookie_secure(self, app: Flask) -> bool:
-        if app.config["SESSION_COOKIE_SECURE"]:
+        if app_settings(app).session_cookie_secure:
             return True
         return has_request_context() and request_scheme() == "https"
 

@@ -46,7 +46,7 @@ def page():
         checks=checks,
         counts=summary(checks),
         as_of=datetime.now(timezone.utc),
-        horizon=get_target().settings["REPLAY_HORIZON"],
+        horizon=get_target().settings.replay_horizon,
     )
 
 

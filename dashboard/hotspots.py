@@ -41,12 +41,12 @@ def window_definition(window: str) -> str:
 
 def _hotspots() -> dict:
     config = get_target().settings
-    default = config["HOTSPOT_MIN_ATTEMPTS"]
+    default = config.hotspot_min_attempts
     args = contract.query(schema.HotspotsQuery)
     window = args.window
     n: int = args.min_attempts or default
     tables = get_target().tables
-    lease = config["DEFAULT_LEASE_SECONDS"]
+    lease = config.default_lease_seconds
     span = hotspots.WINDOWS[window]
     as_of = datetime.now(timezone.utc)
     # groups and histogram read every hotspot (or every key) in the window: precomputed at scale, see
@@ -85,7 +85,7 @@ def _hotspots() -> dict:
 
 def _profile_args() -> tuple[str, int]:
     args = contract.query(schema.HotspotsQuery)
-    return args.window, args.min_attempts or get_target().settings["HOTSPOT_MIN_ATTEMPTS"]
+    return args.window, args.min_attempts or get_target().settings.hotspot_min_attempts
 
 
 @bp.get("/hotspots")
@@ -102,7 +102,7 @@ def page():
             windows=WINDOW_TABS,
             default_window=DEFAULT_WINDOW,
             window_words=WINDOW_WORDS,
-            default_min_attempts=get_target().settings["HOTSPOT_MIN_ATTEMPTS"],
+            default_min_attempts=get_target().settings.hotspot_min_attempts,
         )
     return render("hotspots.html", "hotspots_panel", **_hotspots())
 
@@ -149,7 +149,7 @@ def _reference_api() -> schema.Hotspots:
                 "by_worker": f"hotspot keys grouped by claimed_by (the worker that claimed the key last; null is "
                 f"its own group), the {hotspots.GROUP_LIMIT} with the most first",
                 "stuck": f"status = 'processing' and locked_until < now(), or locked_until is NULL and claimed_at "
-                f"older than {get_target().settings['DEFAULT_LEASE_SECONDS']} s",
+                f"older than {get_target().settings.default_lease_seconds} s",
                 "processing": "status = 'processing', the stuck keys included",
                 "top_keys": f"the {TOP_KEYS} hotspot keys with the most attempts, then the most recently changed",
                 "histogram": (

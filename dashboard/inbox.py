@@ -35,7 +35,7 @@ def _definitions(retention_days: int) -> dict[str, str]:
 
 def _inbox() -> dict:
     consumer = contract.query(schema.InboxQuery).consumer
-    retention_days = get_target().settings["INBOX_RETENTION_DAYS"]
+    retention_days = get_target().settings.inbox_retention_days
     tables = get_target().tables
     # every consumer's 7-day window: precomputed at scale, see dashboard/rollups.py
     consumers, totals = rollups.load(("inbox_consumers", ""), ("inbox_totals", ""))

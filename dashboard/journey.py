@@ -29,7 +29,7 @@ from idemdash.dashboard.fan_out import ask_all, known_down
 from idemdash.dashboard.journey_reads import APPLICATION_NAME, RouteBook, consuming, recorded, unfollowed
 from idemdash.dashboard.keys import key_url
 from idemdash.dashboard.schemas import journey as schema
-from idemdash.dashboard.targets import all_targets
+from idemdash.dashboard.targets import all_targets, app_settings
 from idemdash.dashboard.web import render
 from idemdash.queries.journey import key_pairs
 from idemdash.queries.search import as_uuid
@@ -104,7 +104,7 @@ def follow(q: str) -> Followed:
 
 
 def trace_url(trace_id: str) -> str | None:
-    template = current_app.config["TRACE_URL"]
+    template = app_settings().trace_url
     return template.replace("{trace_id}", quote(trace_id, safe="")) if template else None
 
 

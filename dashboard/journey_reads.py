@@ -16,11 +16,10 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 
 from idemdash.core.journey import Consumed, KeyStep, Sent
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found
 from idemdash.core.routes import Learned, learn
-from idemdash.core.settings import setting
+from idemdash.core.time_parsers import zone_name
 from idemdash.dashboard import one_model
 from idemdash.dashboard.fan_out import ask_all
 from idemdash.queries import journey
@@ -40,8 +39,8 @@ _found_lock = threading.Lock()
 
 def where(target: Target, conn: psycopg.Connection) -> journey.Where:
     settings = target.settings
-    name = settings["PROFILE"]
-    zone = zone_name(setting(settings, "LIBRARY_TIMEZONE"))
+    name = settings.profile
+    zone = zone_name(settings.library_timezone)
     if one_model.owns_tables(settings):  # idemdash's own tables, by their configured names
         return journey.Where(name, target.tables, None, zone)
     with _found_lock:
@@ -56,10 +55,9 @@ def where(target: Target, conn: psycopg.Connection) -> journey.Where:
 def unfollowed(targets: Mapping[str, Target]) -> dict[str, str]:
     """The databases whose library records no message id the journey can follow, and why."""
     return {
-        name: f"{profile(t.settings['PROFILE']).library} records no message id the journey can follow "
-        "(docs/profiles.md)"
+        name: f"{profile(t.settings.profile).library} records no message id the journey can follow (docs/profiles.md)"
         for name, t in targets.items()
-        if not journey.profile_follows(t.settings["PROFILE"])
+        if not journey.profile_follows(t.settings.profile)
     }
 
 
@@ -76,7 +74,7 @@ def recorded(q: str, *, inbox: bool):
 
     def read(target: Target, conn: psycopg.Connection) -> Recorded:
         at = where(target, conn)
-        keys = journey.find_keys(conn, at, q, lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"])
+        keys = journey.find_keys(conn, at, q, lease_seconds=target.settings.default_lease_seconds)
         return Recorded(keys, journey.find_sent(conn, at, q), journey.find_consumed(conn, at, [q]) if inbox else [])
 
     return read

@@ -31,8 +31,8 @@ def load(flt: keys.KeyFilter) -> panels.Panel[key_breakdown.Breakdown]:
             key_breakdown.break_down_keys,
             target.tables,
             flt,
-            lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
-            hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"],
+            lease_seconds=target.settings.default_lease_seconds,
+            hotspot_min_attempts=target.settings.hotspot_min_attempts,
             cap=CAP,
             index=INDEX.get(flt.status, "index_keys_updated"),
         )

@@ -102,8 +102,8 @@ def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
         key_matching.count_keys_matching,
         target.tables,
         flt,
-        lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
-        hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"],
+        lease_seconds=target.settings.default_lease_seconds,
+        hotspot_min_attempts=target.settings.hotspot_min_attempts,
         cap=COUNT_CAP,
         index="index_keys_leases" if flt.status in keys.PROCESSING_STATUSES else "index_keys_updated",
     )
@@ -141,8 +141,8 @@ def suggestion_groups(flt: keys.KeyFilter) -> panels.Panel[list[key_matching.Sug
             key_matching.count_stuck_keys_by_suggestion,
             target.tables,
             others,
-            lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
-            hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"],
+            lease_seconds=target.settings.default_lease_seconds,
+            hotspot_min_attempts=target.settings.hotspot_min_attempts,
             cap=SUGGESTION_CAP,
             index="index_keys_leases",
         )

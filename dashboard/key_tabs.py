@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from flask import current_app
-
 from idemdash.dashboard import panels
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.targets import app_settings, get_target
 from idemdash.queries import keys, snapshots
 
 COUNT_CAP = 10_000
@@ -53,12 +51,12 @@ WINDOWED = ("succeeded", "failed_retryable", "failed_final")
 def load(current: str, updated_within: float | None = None) -> panels.Panel[list[Tab]]:
     """One tab per key status, in KEY_STATUSES order, ``current`` marked; with ``updated_within`` (seconds) the
     terminal and failed tabs count only keys changed that recently (the snapshot counts every one: not used)."""
-    config = current_app.config
+    config = app_settings()
     snapshot = panels.load(snapshots.get_latest_snapshot).value
     fresh = (
         snapshot is not None
         and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds()
-        <= FRESH_INTERVALS * config["SNAPSHOT_INTERVAL_SECONDS"]
+        <= FRESH_INTERVALS * config.snapshot_interval_seconds
     )
     windowed = set(WINDOWED) if updated_within is not None else set()
     far_past_cap = {
@@ -70,7 +68,7 @@ def load(current: str, updated_within: float | None = None) -> panels.Panel[list
     counted = panels.load(
         keys.count_keys_by_state,
         get_target().tables,
-        lease_seconds=config["DEFAULT_LEASE_SECONDS"],
+        lease_seconds=config.default_lease_seconds,
         caps=caps,
         updated_within=updated_within,
         index="index_keys_updated",

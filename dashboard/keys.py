@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from urllib.parse import quote
 
-from flask import Blueprint, abort, current_app, url_for
+from flask import Blueprint, abort, url_for
 
 from idemdash.core.fill_in import FillIn, fill_ins
 from idemdash.core.triage import OUTCOMES, suggest
@@ -22,7 +22,7 @@ from idemdash.dashboard import (
 from idemdash.dashboard.schemas import keys as schema
 from idemdash.dashboard.schemas.profile_pages import ProfileRows
 from idemdash.dashboard.schemas.tables import Row
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.targets import app_settings, get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import keys
 from idemdash.queries.audit import list_audit_for_key
@@ -76,11 +76,11 @@ def _list_panel():
             keys.list_keys,
             db.tables,
             flt,
-            lease_seconds=db.settings["DEFAULT_LEASE_SECONDS"],
+            lease_seconds=db.settings.default_lease_seconds,
             after=after,
             limit=limit,
             order=order,
-            hotspot_min_attempts=db.settings["HOTSPOT_MIN_ATTEMPTS"],
+            hotspot_min_attempts=db.settings.hotspot_min_attempts,
             index=LIST_INDEX.get(flt.status, "index_keys_updated"),
         )
     except ValueError as exc:
@@ -189,14 +189,14 @@ def _detail(scope: str, key: str, *, fill_in: bool = False) -> dict:
     it offers for already_succeeded, where it can be chosen."""
     db = get_target()
     config = get_target().settings
-    key_panel = panels.load(keys.get_key, db.tables, scope, key, lease_seconds=config["DEFAULT_LEASE_SECONDS"])
+    key_panel = panels.load(keys.get_key, db.tables, scope, key, lease_seconds=config.default_lease_seconds)
     row = panels.require(key_panel)
     if row is None:
         abort(404, f"no key {key!r} in scope {scope!r}: it may have been purged, or the scope is different")
     outbox = panels.load(keys.list_outbox_for_key, db.tables, scope, key, index="index_outbox_key")
     audit = panels.load(list_audit_for_key, scope, key, limit=100)
     notes = panels.load(list_notes_for_key, scope, key, limit=100)
-    suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config["HOTSPOT_MIN_ATTEMPTS"], now=row.as_of)
+    suggestion = suggest(row, outbox.value or [], hotspot_min_attempts=config.hotspot_min_attempts, now=row.as_of)
     # response_bodies to start the form's already_succeeded from: this key's own evidence on the shape of its
     # scope's responses, never another key's values (core/fill_in.py)
     offered: list[FillIn] = []
@@ -210,8 +210,8 @@ def _detail(scope: str, key: str, *, fill_in: bool = False) -> dict:
         "notes": notes,
         "suggestion": suggestion,
         "fill_ins": offered,
-        "replay_horizon": config["REPLAY_HORIZON"],
-        "purgeable_from": purgeable_from(row, audit.value or [], config["REPLAY_HORIZON"]),
+        "replay_horizon": config.replay_horizon,
+        "purgeable_from": purgeable_from(row, audit.value or [], config.replay_horizon),
     }
 
 
@@ -312,7 +312,7 @@ def runbook_url(scope: str, key: str, status: str, kind: str = "stuck-keys") -> 
     A template with ``{runbook}`` serves every runbook (filled with ``stuck-keys`` or ``outbox-backlog``); one
     without it was written for stuck keys, and the outbox keeps its built-in runbook.
     """
-    template = current_app.config["RUNBOOK_URL"]
+    template = app_settings().runbook_url
     if not template or (kind != "stuck-keys" and "{runbook}" not in template):
         if kind == "stuck-keys":
             return url_for(RUNBOOKS[kind], scope=scope, key=key)

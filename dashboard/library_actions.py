@@ -36,7 +36,7 @@ def library_action_allowed(name: str) -> bool:
     return bool(
         user
         and user.is_operator
-        and not settings["READ_ONLY"]
+        and not settings.read_only
         and not one_model.owns_tables(settings)
         and name in library_actions(settings)
     )

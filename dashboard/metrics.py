@@ -32,7 +32,7 @@ from prometheus_client.registry import Collector
 
 from idemdash.core.profiles.shape import MEANINGS
 from idemdash.dashboard import one_model
-from idemdash.dashboard.targets import all_targets, current_database
+from idemdash.dashboard.targets import all_targets, app_settings, current_database
 from idemdash.queries import fleet_numbers, metrics, rollups
 from idemdash.queries.pool_budget import PoolBudget
 from idemdash.queries.target import Target
@@ -214,7 +214,7 @@ def _database(target: Target, sample: Sample, alerts_only: bool) -> None:
         housekeeping = metrics.get_housekeeping(conn, required=reference)
         if reference:
             _reference(conn, target, summary, sample, alerts_only)
-    profile = read.found.profile if read.found is not None else target.settings["PROFILE"]
+    profile = read.found.profile if read.found is not None else target.settings.profile
     _summary(profile, summary, sample)
     if not reference and read.found is not None:
         names = dict(read.found.tables)
@@ -270,7 +270,7 @@ def _reference(
     # counts by window and the inbox volume: precomputed at scale (queries/rollups.py)
     windows = rollups.read_value(conn, tables, target.settings, "key_windows")
     inbox = rollups.read_value(conn, tables, target.settings, "inbox_volume")
-    for row in metrics.count_stuck_keys_by_scope(conn, tables, target.settings["DEFAULT_LEASE_SECONDS"]):
+    for row in metrics.count_stuck_keys_by_scope(conn, tables, target.settings.default_lease_seconds):
         sample("idemdash_stuck_keys", (row.scope,), row.stuck)
     sample("idemdash_failed_retryable_keys", (), windows.failed_retryable)
     sample("idemdash_failed_final_keys_24h", (), windows.failed_final_24h)
@@ -306,9 +306,9 @@ def init_app(app: Flask) -> None:
     )
     collector = DatabaseCollector(
         app.extensions["idemdash_targets"],
-        float(app.config["METRICS_CACHE_SECONDS"]),
+        float(app_settings(app).metrics_cache_seconds),
         app.extensions["idemdash_pools"],
-        app.config["METRICS_PER_DATABASE"],
+        app_settings(app).metrics_per_database,
     )
     app.extensions["idemdash_fleets"].on_change(collector.replace_targets)  # a fleet's members joined or left
     registry.register(collector)

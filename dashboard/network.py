@@ -4,11 +4,11 @@ X-Forwarded-Proto, gunicorn binds, and header lines sent more than once."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from flask import current_app, request
 
-from idemdash.core.settings import ConfigError, split_list
+from idemdash.core.settings import ConfigError, Settings, split_list
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -91,9 +91,9 @@ def is_loopback_request() -> bool:
     return host is not None and is_loopback_host(host) and peer is not None and peer.is_loopback
 
 
-def check_bind(config: Mapping, host: str | None, *, what: str) -> None:
+def check_bind(config: Settings, host: str | None, *, what: str) -> None:
     """Refuse AUTH=none on anything but loopback unless IDEMDASH_ALLOW_UNAUTHENTICATED=1 (ConfigError)."""
-    if config["AUTH"] != "none" or config["ALLOW_UNAUTHENTICATED"]:
+    if config.auth != "none" or config.allow_unauthenticated:
         return
     if host is not None and is_loopback_host(host):
         return

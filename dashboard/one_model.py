@@ -13,6 +13,7 @@ from typing import Any
 from idemdash.core.profiles import DEFAULT, profile
 from idemdash.core.profiles.dimensions import ROLES, records, role_table
 from idemdash.core.profiles.shape import Profile, Table
+from idemdash.core.settings import Settings
 
 # the dimension whose table a page's rich reads need: the reference tables' own records
 RICH = {"keys": "decisions", "outbox": "decisions", "inbox": "suppression"}
@@ -20,15 +21,15 @@ RICH = {"keys": "decisions", "outbox": "decisions", "inbox": "suppression"}
 ROLE_PAGES = {"keys": ("keys.list_page", "Keys"), "outbox": ("outbox.page", "Outbox"), "inbox": ("inbox.page", "Inbox")}
 
 
-def chosen(settings: Any) -> Profile:
-    return profile(settings["PROFILE"])
+def chosen(settings: Settings) -> Profile:
+    return profile(settings.profile)
 
 
-def table(settings: Any, role: str) -> Table | None:
+def table(settings: Settings, role: str) -> Table | None:
     return role_table(chosen(settings), role)
 
 
-def owns_tables(settings: Any) -> bool:
+def owns_tables(settings: Settings) -> bool:
     """Whether the database's tables are idemdash's own column contract: a table records an operator's decisions
     (only the reference tables do). Then idemdash writes them (reclassify, notes, park), purges them by its own rules
     and checks them against its schema; any other tables are read through their profile, changed only by the
@@ -36,20 +37,20 @@ def owns_tables(settings: Any) -> bool:
     return any(records(t, "decisions") for t in chosen(settings).tables)
 
 
-def rich(settings: Any, role: str) -> bool:
+def rich(settings: Settings, role: str) -> bool:
     """Whether the page of ``role`` reads the table's rich columns (the reference column contract): its table records
     what only those columns hold."""
     return records(table(settings, role), RICH[role])
 
 
-def header(settings: Any) -> dict[str, Any]:
+def header(settings: Settings | None) -> dict[str, Any]:
     """What base.html shows for the database's tables: whether the pages of the reference tables' decisions (search,
     hotspots, suppression, workers, runbooks) apply, the role pages in the nav, and the badge naming whose tables
     these are when an operator's decisions are not recorded."""
-    model = chosen(settings if settings and settings.get("PROFILE") else {"PROFILE": DEFAULT})
+    model = profile(settings.profile if settings is not None else DEFAULT)
     keys = role_table(model, "keys")
     decisions = records(keys, "decisions")
-    actions = (settings or {}).get("LIBRARY_ACTIONS") or ""
+    actions = settings.library_actions if settings is not None else ""
     badge = (
         None
         if decisions or any(records(t, "decisions") for t in model.tables)

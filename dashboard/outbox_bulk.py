@@ -40,7 +40,7 @@ def filter_in_words(move: BulkMove) -> str:
 def preview(move: BulkMove) -> dict:
     """Count and sample what the action would move, and record the preview (with its rows' ids)."""
     db = get_target()
-    cap = db.settings["BULK_MAX_KEYS"]
+    cap = db.settings.bulk_max_keys
     with db.write() as conn:
         as_of = database_now(conn)
         by_type = outbox_bulk.count_bulk_rows(conn, db.tables, move)

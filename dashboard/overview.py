@@ -42,7 +42,7 @@ def _overview() -> dict:
     trend_range = contract.query(schema.OverviewQuery).range
     hours = trends.RANGES[trend_range]
     tables = get_target().tables
-    lease = get_target().settings["DEFAULT_LEASE_SECONDS"]
+    lease = get_target().settings.default_lease_seconds
     window, inbox = rollups.load(("key_windows", ""), ("inbox_volume", ""))
     return {
         "as_of": datetime.now(timezone.utc),
@@ -110,7 +110,7 @@ def api() -> schema.Overview | ProfileOverview:
             "trends": {
                 "window_hours": data["trend_hours"],
                 "range": data["trend_range"],
-                "snapshot_interval_seconds": get_target().settings["SNAPSHOT_INTERVAL_SECONDS"],
+                "snapshot_interval_seconds": get_target().settings.snapshot_interval_seconds,
                 # more snapshots than max_points come merged: 'snapshots' says how many a point stands for
                 "max_points": trends.MAX_POINTS,
                 "points": trend.value or [],

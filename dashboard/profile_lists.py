@@ -12,11 +12,10 @@ from typing import Any
 
 from flask import abort, url_for
 
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.dimensions import column, no_table, not_recorded, records, role_table
 from idemdash.core.profiles.shape import MEANINGS, PENDING, Profile, State
-from idemdash.core.settings import setting
+from idemdash.core.time_parsers import zone_name
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.one_model import chosen
 from idemdash.dashboard.profile_numbers import absent_words, definitions, role_panel
@@ -228,7 +227,7 @@ def reading(role: str, found: Found | None) -> dict[str, Any]:
     naming = found.naming
     return {
         "times": {named(t.column, naming): t.unit for t in table.times},
-        "zone": zone_name(setting(target.settings, "LIBRARY_TIMEZONE")),
+        "zone": zone_name(target.settings.library_timezone),
         "identity_columns": [named(c, naming) for c in table.identity],
     }
 

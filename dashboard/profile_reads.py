@@ -24,7 +24,7 @@ T = TypeVar("T")
 
 def chosen() -> Profile:
     """The profile of the database this request is about."""
-    return profile(get_target().settings["PROFILE"])
+    return profile(get_target().settings.profile)
 
 
 def rich(role: str) -> bool:

@@ -5,12 +5,11 @@ and old (``jobs/library_purge.py``), under its role (``outbox``, ``archive``, ..
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from idemdash.core.profiles import profile
 from idemdash.core.setting import PREFIX
+from idemdash.core.settings import Settings
 from idemdash.dashboard import one_model, panels
 from idemdash.dashboard.targets import get_target
 from idemdash.jobs.library_purge import history_name, purgeable_states, schedule_of
@@ -56,7 +55,7 @@ def _days(days: int) -> str:
     return f"{days} day{'' if days == 1 else 's'}"
 
 
-def _reference(config: Mapping[str, Any]) -> PurgeTables:
+def _reference(config: Settings) -> PurgeTables:
     tables = get_target().tables
     found = []
     for table in REFERENCE_TABLES:
@@ -64,7 +63,7 @@ def _reference(config: Mapping[str, Any]) -> PurgeTables:
         if setting is None:
             retention, days = "each key's own expires_at (the application sets it when it claims the key)", None
         else:
-            days = config[setting]
+            days = config.value(setting)
             retention = f"{_days(days)} after {'processed_at' if table == 'inbox' else 'published_at'}"
         found.append(
             PurgeTable(
@@ -81,8 +80,8 @@ def _reference(config: Mapping[str, Any]) -> PurgeTables:
     return PurgeTables(tuple(found))
 
 
-def _library(config: Mapping[str, Any]) -> PurgeTables:
-    chosen = profile(config["PROFILE"])
+def _library(config: Settings) -> PurgeTables:
+    chosen = profile(config.profile)
     try:
         found = panels.require(panels.load(find_configured, config))
     except ShapeNotFound as exc:
@@ -91,8 +90,8 @@ def _library(config: Mapping[str, Any]) -> PurgeTables:
     for state in purgeable_states(found):
         setting = retention_setting(state.table)
         if binds(state, "retention") or binds(state, "before_epoch_ms"):
-            days: int | None = config[setting]
-            retention = f"{_days(config[setting])} after {chosen.library} finished the row ({PREFIX}{setting})"
+            days: int | None = config.value(setting)
+            retention = f"{_days(config.value(setting))} after {chosen.library} finished the row ({PREFIX}{setting})"
         else:
             days, retention = None, f"each row's own expiry, as {chosen.library} writes it"
         note = f" ({state.note})" if state.note else ""

@@ -7,13 +7,13 @@ A run started here runs in this web process (dashboard/purge_start.py), through 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from flask import Blueprint, Response, abort, after_this_request, jsonify, redirect, request, url_for
 
+from idemdash.core.settings import Settings
 from idemdash.dashboard import contract, pacing_words, panels
 from idemdash.dashboard.auth import current_user, json_action, operator_required
 from idemdash.dashboard.contract import ActionError
@@ -70,7 +70,7 @@ class TableStatus:
         )
 
 
-def next_run_at(config: Mapping[str, Any], table: str, now: datetime) -> datetime | None:
+def next_run_at(config: Settings, table: str, now: datetime) -> datetime | None:
     """When the table's crontab schedule (UTC) fires next, computed here: this process may not run the scheduler."""
     trigger = schedule_trigger(config, table)
     return None if trigger is None else trigger.get_next_fire_time(None, now)
@@ -105,7 +105,7 @@ def _table_statuses(now: datetime, tables: PurgeTables) -> tuple[panels.Panel, p
                 deletes=t.deletes,
                 retention=t.retention,
                 retention_days=t.retention_days,
-                schedule=config.get(SCHEDULE_SETTING[t.schedule_of]),
+                schedule=config.value(SCHEDULE_SETTING[t.schedule_of]),
                 next_run_at=next_run_at(config, t.schedule_of, now),
                 runs=table_runs,
                 running=table_running,

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 
 from idemdash.core.triage import OUTCOMES
 from idemdash.dashboard import contract, profile_reads, profile_runbooks
 from idemdash.dashboard.schemas import keys as schema
-from idemdash.dashboard.targets import get_target
+from idemdash.dashboard.targets import app_settings, get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import outbox
 from idemdash.queries.runbook import inspection_sql, outbox_inspection_sql
@@ -54,7 +54,7 @@ RUNBOOKS = (
 @bp.get("/runbook")
 def index():
     runbooks = RUNBOOKS if profile_reads.rich("keys") else profile_runbooks.index()
-    return render("runbooks.html", None, runbooks=runbooks, own_url=current_app.config["RUNBOOK_URL"])
+    return render("runbooks.html", None, runbooks=runbooks, own_url=app_settings().runbook_url)
 
 
 @bp.get("/runbook/stuck-keys")

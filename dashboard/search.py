@@ -43,7 +43,7 @@ def _search(model: type[schema.SearchQuery]):
         text,
         scope=scope,
         typed=typed,
-        lease_seconds=get_target().settings["DEFAULT_LEASE_SECONDS"],
+        lease_seconds=get_target().settings.default_lease_seconds,
     )
     return text, scope, panel
 

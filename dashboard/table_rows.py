@@ -11,11 +11,11 @@ from typing import Any
 
 from flask import Blueprint, abort
 
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import Command, LibraryAction, State, Table
-from idemdash.core.settings import library_actions, setting
+from idemdash.core.settings import library_actions
+from idemdash.core.time_parsers import zone_name
 from idemdash.dashboard import contract, panels
 from idemdash.dashboard.schemas import tables as schema
 from idemdash.dashboard.targets import get_target
@@ -188,7 +188,7 @@ def _reading(found: Found, table: Table) -> dict[str, Any]:
     columns (a lone one links to the row, instead of a column repeating it)."""
     return {
         "times": {named(t.column, found.naming): t.unit for t in table.times},
-        "zone": zone_name(setting(get_target().settings, "LIBRARY_TIMEZONE")),
+        "zone": zone_name(get_target().settings.library_timezone),
         "identity_columns": [named(c, found.naming) for c in table.identity],
     }
 

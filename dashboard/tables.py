@@ -52,7 +52,7 @@ EVERY_PROFILE = frozenset(
 
 def _report() -> schema.Tables:
     target = get_target()
-    chosen = profile(target.settings["PROFILE"])
+    chosen = profile(target.settings.profile)
     read, stored = panels.require(panels.load(read_library_states, target.settings))
     counts = {(state.table, state.meaning): (state, count) for state, count in read.counts}
     found = dict(read.found.tables) if read.found else {}
@@ -106,11 +106,11 @@ def _report() -> schema.Tables:
         profile=chosen.name,
         library=chosen.library,
         version=read.found.version if read.found else None,
-        app_schema=target.settings["APP_SCHEMA"],
+        app_schema=target.settings.app_schema,
         problem=read.problem,
         tables=tables,
         cleanup=chosen.cleanup,
-        read_only=not (one_model.owns_tables(target.settings) or target.settings["LIBRARY_ACTIONS"]),
+        read_only=not (one_model.owns_tables(target.settings) or target.settings.library_actions),
         as_of=datetime.now(timezone.utc),
     )
 
@@ -168,7 +168,7 @@ def refuse_reference_routes() -> None:
     if not all_targets():  # only fleets, none of whose servers answered yet: no database's routes to refuse
         return
     target = get_target()
-    chosen = target.settings["PROFILE"]
+    chosen = target.settings.profile
     if request.blueprint is None or one_model.owns_tables(target.settings):
         return
     if request.method not in ("GET", "HEAD"):

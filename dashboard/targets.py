@@ -1,6 +1,6 @@
 """The web app's databases: one ``Target`` per database it serves (core.databases, and the members of its fleets
 that queries/fleets.py finds), built and opened in ``init_app``; ``get_target`` is the one the current request is
-about.
+about; ``app_settings`` is the app's ``Settings`` (a database's own are its target's).
 
 When a database's pool opens is the worker's ``PoolBudget`` (queries/pool_budget.py), kept in
 ``app.extensions["idemdash_pools"]``: with one database at start, as always; with several (or any fleet) when a
@@ -24,12 +24,13 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import cast
 
 from flask import Flask, Response, abort, current_app, g, has_request_context, jsonify, make_response, request
 from werkzeug.routing import BaseConverter, ValidationError
 
 from idemdash.core.databases import Config, load_config
+from idemdash.core.settings import Settings
 from idemdash.queries.fleets import Membership, resolve
 from idemdash.queries.pool_budget import PoolBudget
 from idemdash.queries.target import Target
@@ -43,11 +44,23 @@ NONE_YET = (
 )
 
 
+def init_settings(app: Flask, settings: Settings) -> None:
+    """Keep the one ``Settings`` create_app loaded on the app (``app.config``'s string keys no type checker reads);
+    Flask's own key that a setting decides goes into ``app.config`` too."""
+    app.extensions["idemdash_settings"] = settings
+    app.config["SESSION_COOKIE_SECURE"] = settings.session_cookie_secure  # read by Flask's session cookie
+
+
+def app_settings(app: Flask | None = None) -> Settings:
+    """The settings of ``app`` (default: the app handling the request)."""
+    return cast(Settings, (app or current_app).extensions["idemdash_settings"])
+
+
 def init_app(app: Flask) -> dict[str, Target]:
-    config = load_config(app.config)
+    config = load_config(app_settings(app))
     membership = resolve(config)
     targets = {d.name: Target.from_settings(d.settings, d.name) for d in membership.databases}
-    app.extensions["idemdash_pools"] = budget(app.config, targets, lazy=len(targets) > 1 or bool(config.fleets))
+    app.extensions["idemdash_pools"] = budget(app_settings(app), targets, lazy=len(targets) > 1 or bool(config.fleets))
     app.extensions["idemdash_targets"] = targets
     fleets = app.extensions["idemdash_fleets"] = Fleets(app, config, membership)
     app.url_map.converters["database"] = _database_converter({fleet.name for fleet in config.fleets})
@@ -89,18 +102,18 @@ def check_database() -> None:
         abort(404, current_app.extensions["idemdash_fleets"].unknown(name))
 
 
-def budget(config: Mapping[str, Any], targets: Mapping[str, Target], *, lazy: bool) -> PoolBudget:
+def budget(config: Settings, targets: Mapping[str, Target], *, lazy: bool) -> PoolBudget:
     """The worker's pools: opened now with one database; with several on demand, within the budget, which the
     background reads share (the all-databases refresh's threads, and one for /metrics)."""
-    background = min(config["FLEET_REFRESH_THREADS"], max(1, len(targets))) + 1
+    background = min(config.fleet_refresh_threads, max(1, len(targets))) + 1
     keeper = PoolBudget(
         targets,
         lazy=lazy,
-        budget=config["FLEET_MAX_CONNECTIONS"],
-        idle_seconds=float(config["FLEET_IDLE_SECONDS"]),
+        budget=config.fleet_max_connections,
+        idle_seconds=float(config.fleet_idle_seconds),
         background=background,
-        wait_seconds=float(config["POOL_TIMEOUT_SECONDS"]),
-        fan_out_threads=config["FLEET_REFRESH_THREADS"],
+        wait_seconds=float(config.pool_timeout_seconds),
+        fan_out_threads=config.fleet_refresh_threads,
     )
     for target in targets.values():
         target.keeper = keeper
@@ -151,7 +164,7 @@ class Fleets:
 
     def __init__(self, app: Flask, config: Config, membership: Membership) -> None:
         self.app, self.config, self.membership = app, config, membership
-        self.interval = float(app.config["FLEET_DISCOVER_SECONDS"])
+        self.interval = float(app_settings(app).fleet_discover_seconds)
         self.listeners: list[Callable[[dict[str, Target]], None]] = []
         self._lock = threading.Lock()  # one discovery round at a time
         self._start_lock = threading.Lock()

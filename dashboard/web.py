@@ -270,8 +270,8 @@ def template_globals() -> dict[str, Any]:
     return {
         "database": database,
         "database_label": database.label,
-        "env_band": split_environment(target.settings["ENVIRONMENT"]),
-        "lease_seconds": target.settings["DEFAULT_LEASE_SECONDS"],
+        "env_band": split_environment(target.settings.environment),
+        "lease_seconds": target.settings.default_lease_seconds,
     }
 
 

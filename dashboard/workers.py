@@ -55,7 +55,7 @@ def _workers() -> dict:
         "held": held,
         "holder": REVIEW_HOLDER,
         "limit": workers.OWNER_LIMIT,
-        "lease_seconds": target.settings["DEFAULT_LEASE_SECONDS"],
+        "lease_seconds": target.settings.default_lease_seconds,
         "links": links,
     }
 

@@ -5,12 +5,12 @@ no longer matching the pattern). A fleet's server that does not answer keeps the
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from apscheduler.schedulers.base import BaseScheduler
 
 from idemdash.core.databases import Config, DatabaseConfig, load_config
+from idemdash.core.settings import Settings
 from idemdash.jobs.fleet_schedule import CONTROL
 from idemdash.queries.fleets import Membership, resolve
 from idemdash.queries.target import Target
@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 JOB_ID = "discover_fleets"
 
 
-def membership(config: Mapping[str, Any]) -> tuple[Config, Membership]:
+def membership(config: Settings) -> tuple[Config, Membership]:
     described = load_config(config)
     return described, resolve(described)
 

@@ -16,15 +16,13 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.triggers.base import BaseTrigger
 
 from idemdash.core.databases import DEFAULT
-from idemdash.core.settings import setting
+from idemdash.core.settings import Settings
 
 # the executor of fleet discovery (every database's own jobs use the default one)
 CONTROL = "control"
@@ -32,8 +30,8 @@ CONTROL = "control"
 _PERIOD_SAMPLES = 6
 
 
-def executors(config: Mapping[str, Any]) -> dict[str, ThreadPoolExecutor]:
-    return {"default": ThreadPoolExecutor(setting(config, "FLEET_JOB_CONCURRENCY")), CONTROL: ThreadPoolExecutor(1)}
+def executors(config: Settings) -> dict[str, ThreadPoolExecutor]:
+    return {"default": ThreadPoolExecutor(config.fleet_job_concurrency), CONTROL: ThreadPoolExecutor(1)}
 
 
 def shortest_period(trigger: BaseTrigger, now: datetime | None = None) -> float:
@@ -74,9 +72,9 @@ class OffsetTrigger(BaseTrigger):
         return f"{self.trigger} + {self.offset.total_seconds():.1f}s"
 
 
-def spread(trigger: BaseTrigger, database: str, job: str, config: Mapping[str, Any]) -> tuple[BaseTrigger, float]:
+def spread(trigger: BaseTrigger, database: str, job: str, config: Settings) -> tuple[BaseTrigger, float]:
     """The trigger with the database's offset, and the schedule's shortest period (seconds)."""
     period = shortest_period(trigger)
-    limit = min(float(setting(config, "FLEET_JOB_SPREAD_SECONDS")), period / 2)
+    limit = min(float(config.fleet_job_spread_seconds), period / 2)
     offset = offset_seconds(database, job, limit)
     return (OffsetTrigger(trigger, offset) if offset else trigger), period

@@ -245,7 +245,7 @@ def purge_library_table(target: Target, role: str) -> list[PurgeResult]:
 def register(scheduler, target: Target) -> list[str]:
     """A job per table whose library defines a purgeable state (known from the profile, without connecting), on
     the schedule of its kind of table (PURGE_KEYS/INBOX/OUTBOX_SCHEDULE); returns their ids."""
-    chosen = profile(target.settings["PROFILE"])
+    chosen = profile(target.settings.profile)
     roles = [t.role for t in chosen.tables if any(s.table == t.role and s.meaning == PURGEABLE for s in chosen.states)]
     added = []
     for role in roles:

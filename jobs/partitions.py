@@ -16,7 +16,7 @@ import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from idemdash.core.settings import BY_NAME, ConfigError, setting
+from idemdash.core.settings import BY_NAME, ConfigError
 from idemdash.jobs.failures import already_logged, describe_failure
 from idemdash.jobs.job_ids import job_id
 from idemdash.queries import partitions, purges
@@ -31,7 +31,7 @@ TIMEOUT_MS = 60_000
 
 def create_partitions(target: Target) -> dict[str, int]:
     """Make the missing daily partitions from today to the days ahead; how many per table ({} if none managed)."""
-    ahead = setting(target.settings, "PARTITIONS_AHEAD_DAYS")
+    ahead = target.settings.partitions_ahead_days
     created: dict[str, int] = {}
     with target.connect("idemdash-partitions") as conn:
         if not has_partition_function(conn, target.tables):
@@ -63,7 +63,7 @@ def register(scheduler: BaseScheduler, target: Target) -> str | None:
     """Add the job unless its schedule is ``off``; its first run is right away. A bad schedule raises ConfigError."""
     schedule = BY_NAME["PARTITIONS_SCHEDULE"]
     try:
-        value = schedule.parse(str(setting(target.settings, schedule.name)))
+        value = schedule.parse(str(target.settings.partitions_schedule))
     except ValueError as exc:
         raise ConfigError(f"{schedule.env}: {exc}") from None
     if value == "off":

@@ -6,12 +6,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from idemdash.core.settings import BY_NAME, ConfigError, setting
+from idemdash.core.settings import BY_NAME, ConfigError, Settings
 from idemdash.jobs.fleet_schedule import spread
 from idemdash.jobs.job_ids import job_id
 from idemdash.jobs.purge_run import TABLES, PurgeResult, run_purge
@@ -56,13 +55,13 @@ def _scheduled(target: Target, table: str, once_per_seconds: float | None) -> Pu
         return None
 
 
-def schedule_trigger(config: Mapping[str, Any], table: str):
+def schedule_trigger(config: Settings, table: str):
     """The table's trigger (UTC) from its schedule setting (a crontab line, or ``every <duration>`` counted from
     ``EVERY_FROM``), or None when the setting is ``off``."""
     schedule = BY_NAME[SCHEDULE_SETTING[table]]
     try:
         # the setting's own parser again: overrides (tests, the demo) skip parsing at load
-        value = schedule.parse(str(setting(config, schedule.name)))
+        value = schedule.parse(str(config.value(schedule.name)))
     except ValueError as exc:
         raise ConfigError(f"{schedule.env}: {exc}") from None
     if value == "off":

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
 
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
+from idemdash.core.settings import Settings
 from idemdash.jobs.failures import already_logged, describe_error, describe_failure, lost
 from idemdash.jobs.job_ids import job_id
 from idemdash.queries import Tables, rollups, statement
@@ -84,7 +83,7 @@ def _compute_one(
         failed.add((rollup.name, variant))
 
 
-def _due(ages: list[rollups.RollupAge], config: Mapping[str, Any], force: bool) -> list[tuple[rollups.Rollup, str]]:
+def _due(ages: list[rollups.RollupAge], config: Settings, force: bool) -> list[tuple[rollups.Rollup, str]]:
     """The (rollup, variant) pairs to recompute now, the most overdue for its interval first (never computed
     before all): each is due once its age reaches its interval, which grows with what computing it costs
     (``rollups.interval_seconds``), so a round that meets a 40 s rollup still refreshes the cheap ones first."""
@@ -103,7 +102,7 @@ def _due(ages: list[rollups.RollupAge], config: Mapping[str, Any], force: bool) 
 
 
 def _compute_and_store(
-    conn: psycopg.Connection, tables: Tables, config: Mapping[str, Any], rollup: rollups.Rollup, variant: str
+    conn: psycopg.Connection, tables: Tables, config: Settings, rollup: rollups.Rollup, variant: str
 ) -> float:
     with conn.transaction():
         conn.execute(statement("set_read_only"))
@@ -113,7 +112,7 @@ def _compute_and_store(
         rows = rollup.fetch(conn, tables, config, variant)
         elapsed_ms = (time.perf_counter() - started) * 1000
     with conn.transaction():
-        conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
+        conn.execute(statement("set_lock_timeout"), {"ms": str(config.lock_timeout_ms)})
         rollups.upsert_rollup(conn, rollup.name, variant, computed_at, elapsed_ms, rows)
     return elapsed_ms
 

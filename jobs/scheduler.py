@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from apscheduler.events import (
     EVENT_JOB_ERROR,
@@ -33,6 +33,7 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 
 from idemdash.core.databases import load_config
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
+from idemdash.core.settings import Settings
 from idemdash.jobs import library_purge, partitions, purges, rollups, snapshots, unrecorded
 from idemdash.jobs.fleet_jobs import FleetJobs, known, membership
 from idemdash.jobs.fleet_schedule import executors
@@ -54,7 +55,7 @@ JOB_DEFAULTS = {
 
 def register_jobs(scheduler: BaseScheduler, target: Target) -> None:
     """Add every scheduled job for the target's database. A bad schedule setting raises ConfigError naming it."""
-    if target.settings["PROFILE"] != DEFAULT_PROFILE:
+    if target.settings.profile != DEFAULT_PROFILE:
         # another library's tables: only the purges of what the library counts as finished (jobs/library_purge.py),
         # and its states' counts that are slow to count per page view
         library_purge.register(scheduler, target)
@@ -140,7 +141,7 @@ def last_outcomes(scheduler: BaseScheduler) -> dict[str, JobOutcome]:
 
 
 def build(
-    config: Mapping[str, Any],
+    config: Settings,
     scheduler_class: type[S],
     targets: Sequence[Target] | None = None,
     *,
@@ -158,25 +159,25 @@ def build(
     if targets is None:  # every database, and a fleet's members as they come and go
         described, found = membership(config)
         targets = [Target.from_settings(d.settings, d.name) for d in found.databases]
-        FleetJobs(scheduler, described, found, register_jobs).add_discovery(config["FLEET_DISCOVER_SECONDS"])
+        FleetJobs(scheduler, described, found, register_jobs).add_discovery(config.fleet_discover_seconds)
     elif discover:
         described = load_config(config)
         FleetJobs(scheduler, described, known(described, targets), register_jobs).add_discovery(
-            config["FLEET_DISCOVER_SECONDS"]
+            config.fleet_discover_seconds
         )
     for target in targets:
         register_jobs(scheduler, target)
     return scheduler
 
 
-def start_in_background(config: Mapping[str, Any]) -> BackgroundScheduler:
+def start_in_background(config: Settings) -> BackgroundScheduler:
     scheduler = build(config, BackgroundScheduler)
     scheduler.start()
     log.info("scheduler started in the background with %d job(s)", len(scheduler.get_jobs()))
     return scheduler
 
 
-def run_blocking(config: Mapping[str, Any], targets: Sequence[Target] | None = None, *, discover: bool = False) -> None:
+def run_blocking(config: Settings, targets: Sequence[Target] | None = None, *, discover: bool = False) -> None:
     scheduler = build(config, BlockingScheduler, targets, discover=discover)
     log.info(
         "scheduler starting with %d job(s): %s",

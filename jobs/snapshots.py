@@ -11,7 +11,6 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 from apscheduler.schedulers.base import BaseScheduler
 
-from idemdash.core.settings import setting
 from idemdash.jobs.failures import already_logged, describe_failure
 from idemdash.jobs.fleet_schedule import offset_seconds
 from idemdash.jobs.job_ids import job_id
@@ -29,19 +28,19 @@ DELETE_BATCH = 5000
 def run_snapshot(target: Target, *, min_gap_seconds: float | None = None) -> snapshots.Snapshot | None:
     """Take one snapshot now; None when another replica took one moments ago (or holds the lock)."""
     config = target.settings
-    interval = config["SNAPSHOT_INTERVAL_SECONDS"]
+    interval = config.snapshot_interval_seconds
     # A second scheduler replica finds the snapshot its twin just wrote and skips.
     gap = interval / 2 if min_gap_seconds is None else min_gap_seconds
-    timeout = max(config["STATEMENT_TIMEOUT_MS"], MIN_STATEMENT_TIMEOUT_MS)
+    timeout = max(config.statement_timeout_ms, MIN_STATEMENT_TIMEOUT_MS)
     with target.connect("idemdash-snapshot") as conn, conn.transaction():
         conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
-        conn.execute(statement("set_lock_timeout"), {"ms": str(config["LOCK_TIMEOUT_MS"])})
+        conn.execute(statement("set_lock_timeout"), {"ms": str(config.lock_timeout_ms)})
         snapshot = snapshots.take_snapshot(conn, target.tables, config, interval_seconds=interval, min_gap_seconds=gap)
         deleted = snapshots.delete_old_snapshots(
-            conn, retention_days=config["SNAPSHOT_RETENTION_DAYS"], limit=DELETE_BATCH
+            conn, retention_days=config.snapshot_retention_days, limit=DELETE_BATCH
         )
     if deleted:
-        log.info("dropped %d metric snapshot(s) older than %d days", deleted, config["SNAPSHOT_RETENTION_DAYS"])
+        log.info("dropped %d metric snapshot(s) older than %d days", deleted, config.snapshot_retention_days)
     return snapshot
 
 
@@ -63,8 +62,8 @@ def snapshot_job(target: Target) -> str:
 def register(scheduler: BaseScheduler, target: Target) -> None:
     """Add the snapshot job; its first run is right away (a fleet's member: after its fixed offset within
     FLEET_JOB_SPREAD_SECONDS, so a fleet's snapshots do not all start at once), so trends start with the scheduler."""
-    interval = target.settings["SNAPSHOT_INTERVAL_SECONDS"]
-    offset = offset_seconds(target.name, JOB_ID, min(setting(target.settings, "FLEET_JOB_SPREAD_SECONDS"), interval))
+    interval = target.settings.snapshot_interval_seconds
+    offset = offset_seconds(target.name, JOB_ID, min(target.settings.fleet_job_spread_seconds, interval))
     scheduler.add_job(
         snapshot_job,
         "interval",

@@ -21,14 +21,13 @@ of ``CONSTANTS``: ``claimed_by = {review_holder}``, filled in as a literal.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from string import Formatter
-from typing import Any
 
 from psycopg import sql
 
+from idemdash.core.settings import Settings
 from idemdash.core.statuses import REVIEW_HOLDER
 
 _HEADER = re.compile(r"^-- ([a-z][a-z0-9_]*) --\n-- (.+)\n", re.MULTILINE)
@@ -98,8 +97,8 @@ class Tables:
                 raise ValueError(f"table name setting {field_name}={name!r} must be non-empty and contain no '%'")
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> Tables:
-        return cls(config["APP_SCHEMA"], config["KEYS_TABLE"], config["INBOX_TABLE"], config["OUTBOX_TABLE"])
+    def from_config(cls, config: Settings) -> Tables:
+        return cls(config.app_schema, config.keys_table, config.inbox_table, config.outbox_table)
 
     def identifiers(self) -> dict[str, sql.Composable]:
         return {

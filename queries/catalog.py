@@ -3,10 +3,8 @@ profiles of ``core.profiles``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -16,6 +14,7 @@ from idemdash.core.profiles.custom import NAME as CUSTOM
 from idemdash.core.profiles.custom import implausible_epoch, misfits
 from idemdash.core.profiles.detect import Found, detect
 from idemdash.core.profiles.shape import EPOCH_MS, EXACT, Table
+from idemdash.core.settings import BY_NAME, Settings
 from idemdash.queries import statement
 from idemdash.queries.transactions import select_all, select_one
 
@@ -42,18 +41,13 @@ class ShapeNotFound(Exception):
     it found instead)."""
 
 
-def find_configured(conn: psycopg.Connection, settings: Mapping[str, Any]) -> Found:
+def find_configured(conn: psycopg.Connection, settings: Settings) -> Found:
     """The tables of the database's configured profile (``PROFILE``), in ``APP_SCHEMA``, under the configured table
     names: a name as the library spells it matches under any naming convention the profile allows (and any endpoint
     prefix for NServiceBus), a name of the user's own matches exactly."""
-    chosen = profile(settings["PROFILE"])
-    tables = tuple(
-        table
-        if settings.get(table.setting.upper()) in (None, "", table.name)
-        else replace(table, name=settings[table.setting.upper()], match=EXACT)
-        for table in chosen.tables
-    )
-    schema = settings["APP_SCHEMA"]
+    chosen = profile(settings.profile)
+    tables = tuple(_as_configured(settings, table) for table in chosen.tables)
+    schema = settings.app_schema
     columns = [c for c in list_catalog_columns(conn) if c.schema_name == schema]
     found = detect(
         ((c.schema_name, c.table_name, c.column_name, c.data_type) for c in columns), [replace(chosen, tables=tables)]
@@ -123,3 +117,11 @@ def _check_epoch_units(conn: psycopg.Connection, found: Found, tables: tuple[Tab
                 wrong.append(implausible_epoch(table, column, sample.newest, datetime.now(timezone.utc)))
     if any(wrong):
         raise ShapeNotFound("the custom shape does not fit its tables: " + "; ".join(w for w in wrong if w))
+
+
+def _as_configured(settings: Settings, table: Table) -> Table:
+    """``table`` under the name the configuration gives it, matched exactly; as the library names it where the
+    configuration gives none (or no setting names it: DBOS's tables but the first)."""
+    setting = table.setting.upper()
+    configured = settings.value(setting) if setting in BY_NAME else None
+    return table if configured in (None, "", table.name) else replace(table, name=configured, match=EXACT)

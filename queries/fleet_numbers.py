@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import psycopg
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles.shape import FAILED, IN_PROGRESS, PENDING, STUCK, Meaning
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables
 from idemdash.queries.catalog import ShapeNotFound
 from idemdash.queries.overview import count_processing_keys, get_outbox_backlog, list_recent_purge_runs
@@ -56,25 +56,25 @@ def _last_purge(conn: psycopg.Connection) -> PurgeRun | None:
     return runs[0] if runs else None
 
 
-def get_database_summary(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any]) -> DatabaseSummary:
+def get_database_summary(conn: psycopg.Connection, tables: Tables, settings: Settings) -> DatabaseSummary:
     """The database's numbers, through its profile (raises ShapeNotFound when a library's tables are not found)."""
     return get_database_numbers(conn, tables, settings)[0]
 
 
 def get_database_numbers(
-    conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], meanings: Collection[str] = ()
+    conn: psycopg.Connection, tables: Tables, settings: Settings, meanings: Collection[str] = ()
 ) -> tuple[DatabaseSummary, ConfiguredStates]:
     """The summary, and a library's count of every state of ``meanings`` besides, counted in the same pass as the
     summary's own (/metrics' rows by state). The reference tables answer the summary only: their states beyond it
     have series of their own."""
-    reference = settings["PROFILE"] == DEFAULT_PROFILE
+    reference = settings.profile == DEFAULT_PROFILE
     wanted = (FAILED,) if reference else (STUCK, IN_PROGRESS, PENDING, FAILED, *meanings)
     read, _ = read_library_states(conn, settings, wanted)
     if read.found is None and not reference:  # the reference tables' own statements say what is missing
         raise ShapeNotFound(read.problem or "the tables were not found where the configuration points")
     counts = {(state.table, state.meaning): n for state, n in read.counts}
     if reference:
-        keys = count_processing_keys(conn, tables, settings["DEFAULT_LEASE_SECONDS"])
+        keys = count_processing_keys(conn, tables, settings.default_lease_seconds)
         outbox = get_outbox_backlog(conn, tables)
         return DatabaseSummary(
             keys.stuck,

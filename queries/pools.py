@@ -17,7 +17,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from idemdash.core.diagnosis import Cause, CauseLog
-from idemdash.core.settings import setting
+from idemdash.core.settings import Settings
 from idemdash.queries import transactions
 
 # a connection handed back to the pool less than this long ago is handed out again without a check query
@@ -27,7 +27,7 @@ CHECK_AFTER_IDLE_SECONDS = 2.0
 def new_pool(
     name: str,
     dsn: str,
-    settings: Mapping[str, Any],
+    settings: Settings,
     kwargs: Mapping[str, Any],
     connection_class: type[psycopg.Connection],
 ) -> ConnectionPool:
@@ -36,16 +36,14 @@ def new_pool(
     cause, instead of holding the pool's workers for good."""
     _quiet_pool_retries()
     deadline = (
-        {}
-        if "connect_timeout" in conninfo_to_dict(dsn)
-        else {"connect_timeout": setting(settings, "POOL_CONNECT_TIMEOUT_SECONDS")}
+        {} if "connect_timeout" in conninfo_to_dict(dsn) else {"connect_timeout": settings.pool_connect_timeout_seconds}
     )
     return ConnectionPool(
         dsn,
-        min_size=settings["POOL_MIN_SIZE"],
-        max_size=max(settings["POOL_MAX_SIZE"], settings["POOL_MIN_SIZE"]),
+        min_size=settings.pool_min_size,
+        max_size=max(settings.pool_max_size, settings.pool_min_size),
         open=True,
-        timeout=float(settings["POOL_TIMEOUT_SECONDS"]),
+        timeout=float(settings.pool_timeout_seconds),
         name=name,
         check=check_rested,
         kwargs={**deadline, **kwargs},

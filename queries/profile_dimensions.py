@@ -7,7 +7,6 @@ does not record is never read (the caller says so instead)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,6 +26,7 @@ from idemdash.core.profiles.shape import (
     State,
     Table,
 )
+from idemdash.core.settings import Settings
 from idemdash.queries import statement
 from idemdash.queries.profile_pages import list_table_columns
 from idemdash.queries.profile_rows import profile_table
@@ -154,9 +154,7 @@ def _window(found: Found, table: Table, window: timedelta | None) -> sql.Composa
     return statement("profile_within_window", None, time=_changed(found, table))
 
 
-def _condition(
-    found: Found, role: str, meaning: str, settings: Mapping[str, Any]
-) -> tuple[sql.Composable, dict[str, Any]]:
+def _condition(found: Found, role: str, meaning: str, settings: Settings) -> tuple[sql.Composable, dict[str, Any]]:
     """The condition of ``role``'s state ``meaning`` and its values; ``false`` where it is not recorded."""
     state = state_of(found, role, meaning)
     condition = state_condition(found, state) if state is not None else None
@@ -174,7 +172,7 @@ def list_attempt_rows(
     conn: psycopg.Connection,
     found: Found,
     table: Table | None,
-    settings: Mapping[str, Any],
+    settings: Settings,
     *,
     min_attempts: int,
     window: timedelta | None,
@@ -210,7 +208,7 @@ def list_attempt_groups(
     conn: psycopg.Connection,
     found: Found,
     table: Table | None,
-    settings: Mapping[str, Any],
+    settings: Settings,
     *,
     by: str,
     min_attempts: int,
@@ -248,7 +246,7 @@ def list_owner_counts(
     found: Found,
     table: Table | None,
     meaning: str,
-    settings: Mapping[str, Any],
+    settings: Settings,
     *,
     window: timedelta | None,
     limit: int = OWNER_LIMIT,
@@ -276,7 +274,7 @@ def list_owner_counts(
 
 
 def list_stuck_cells(
-    conn: psycopg.Connection, found: Found, table: Table | None, settings: Mapping[str, Any], *, cap: int
+    conn: psycopg.Connection, found: Found, table: Table | None, settings: Settings, *, cap: int
 ) -> list[Cell] | None:
     """The stuck rows of the table per group and per owner, at most ``cap`` + 1 read; None where the library
     records no stuck state for it."""
@@ -304,7 +302,7 @@ def recorded(found: Found, role: str, meaning: str) -> bool:
     return state is not None and state_condition(found, state) is not None
 
 
-def _base(settings: Mapping[str, Any], table: Table) -> dict[str, Any]:
+def _base(settings: Settings, table: Table) -> dict[str, Any]:
     """The values every block over ``table`` may bind: the library's zone for its local times, the owner values
     that mean no owner."""
     return {"library_zone": state_params(settings, table.role)["library_zone"], "unowned": list(table.unowned)}

@@ -6,7 +6,6 @@ group or by attempts. Every name comes from the profile and the names found (``F
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,7 @@ from idemdash.core.profiles.shape import (
     Table,
     Time,
 )
+from idemdash.core.settings import Settings
 from idemdash.queries import statement
 from idemdash.queries.profile_rows import ProfileRow, get_state_lag, order_column, profile_table
 from idemdash.queries.profile_states import params_for, state_condition, state_params
@@ -91,7 +91,7 @@ def attempts_column(conn: psycopg.Connection, found: Found, role: str) -> str | 
 
 
 def get_pending_split(
-    conn: psycopg.Connection, found: Found, state: State, settings: Mapping[str, Any], min_attempts: int
+    conn: psycopg.Connection, found: Found, state: State, settings: Settings, min_attempts: int
 ) -> PendingSplit | None:
     """``state``'s rows split by attempts; None where its table records no attempts or no time (or is not found)."""
     table = profile_table(found, state.table)
@@ -115,7 +115,7 @@ def get_pending_split(
 
 
 def count_done_since(
-    conn: psycopg.Connection, found: Found, state: State, settings: Mapping[str, Any], hours: int
+    conn: psycopg.Connection, found: Found, state: State, settings: Settings, hours: int
 ) -> int | None:
     """How many of ``state``'s rows (a done state) finished within the last ``hours``, by the time the table records
     when the library finished a row; None where it records none."""
@@ -141,7 +141,7 @@ def list_group_volumes(
     conn: psycopg.Connection,
     found: Found,
     role: str,
-    settings: Mapping[str, Any],
+    settings: Settings,
     *,
     contains: str | None = None,
     limit: int = GROUPS_SHOWN,
@@ -177,7 +177,7 @@ def list_narrowed_rows(
     conn: psycopg.Connection,
     found: Found,
     state: State,
-    settings: Mapping[str, Any],
+    settings: Settings,
     *,
     group: str | None,
     min_attempts: int | None,
@@ -259,7 +259,7 @@ class ProfileNumbers:
 
 def read_role_numbers(
     conn: psycopg.Connection,
-    settings: Mapping[str, Any],
+    settings: Settings,
     roles: tuple[str, ...],
     min_attempts: int,
     *,

@@ -28,6 +28,7 @@ from idemdash.core.profiles.shape import (
     State,
     Table,
 )
+from idemdash.core.settings import Settings
 from idemdash.queries import statement
 from idemdash.queries.profile_states import params_for, state_condition, state_names
 
@@ -142,7 +143,7 @@ def get_row(conn: psycopg.Connection, found: Found, role: str, identity: str) ->
 
 
 def row_states(
-    conn: psycopg.Connection, found: Found, role: str, identity: str, settings: Mapping[str, Any]
+    conn: psycopg.Connection, found: Found, role: str, identity: str, settings: Settings
 ) -> list[tuple[State, bool]]:
     """Each state of ``role``'s table (for the found version), and whether the row is in it."""
     name = dict(found.tables).get(role)
@@ -175,7 +176,7 @@ _LAG = {
 BACKLOG_GROUPS = 20
 
 
-def list_backlogs(conn: psycopg.Connection, found: Found, settings: Mapping[str, Any]) -> dict[str, list[BacklogGroup]]:
+def list_backlogs(conn: psycopg.Connection, found: Found, settings: Settings) -> dict[str, list[BacklogGroup]]:
     """Each found table that declares ``groups`` (and has a done state and a time): its rows the library has not
     finished, by those columns, the longest waiting group first (at most ``BACKLOG_GROUPS``). Not a table that
     records an operator's decisions (the reference tables): its own pages break its backlog down through its indexes
@@ -207,7 +208,7 @@ def list_backlogs(conn: psycopg.Connection, found: Found, settings: Mapping[str,
 
 
 def row_facts(
-    conn: psycopg.Connection, found: Found, role: str, identity: str, settings: Mapping[str, Any]
+    conn: psycopg.Connection, found: Found, role: str, identity: str, settings: Settings
 ) -> list[tuple[str, str]]:
     """What the profile's facts about ``role``'s rows (``Profile.facts``) say of this row: (label, text), those
     with something to say, in the profile's order."""
@@ -234,7 +235,7 @@ def row_facts(
     return told
 
 
-def get_state_lag(conn: psycopg.Connection, found: Found, state: State, settings: Mapping[str, Any]) -> float | None:
+def get_state_lag(conn: psycopg.Connection, found: Found, state: State, settings: Settings) -> float | None:
     """Seconds since the oldest row in ``state`` of its table came (by the table's first time column, in its unit and
     zone): a library's outbox lag; None when the table records no time or no row is in the state."""
     table = profile_table(found, state.table)

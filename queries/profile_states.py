@@ -13,11 +13,11 @@ from typing import Any
 import psycopg
 from psycopg import errors, sql
 
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import Fact, State
-from idemdash.core.settings import setting
+from idemdash.core.settings import Settings
+from idemdash.core.time_parsers import zone_name
 from idemdash.queries import QUERIES, Statement, statement
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 
@@ -110,17 +110,17 @@ def binds(state: State, name: str) -> bool:
     return f"%({name})s" in QUERIES[state.query].text
 
 
-def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
+def state_params(settings: Settings, role: str) -> dict[str, Any]:
     """The values a state of a table in ``role`` is counted with, from the database's settings: the retention of
     its kind of table (as an interval, and as epoch milliseconds for Eventuate and DBOS), how long work may go
     unfinished (``DEFAULT_LEASE_SECONDS``: Spring Modulith's staleness, MassTransit's undelivered, Brandur's lock
     timeout, DBOS's silent executor; ``stale_before_epoch_ms`` in epoch milliseconds), the replay horizon's start in
     epoch milliseconds (``REPLAY_HORIZON``: a DBOS workflow ID called again within it replays), and the zone a
     library's naive local timestamps are written in (``LIBRARY_TIMEZONE``: CAP's)."""
-    days = settings[retention_setting(role)]
-    zone = zone_name(setting(settings, "LIBRARY_TIMEZONE"))
+    days = settings.value(retention_setting(role))
+    zone = zone_name(settings.library_timezone)
     retention = timedelta(days=days)
-    lease = timedelta(seconds=settings["DEFAULT_LEASE_SECONDS"])
+    lease = timedelta(seconds=settings.default_lease_seconds)
     now = time.time()
     return {
         "retention": retention,
@@ -129,11 +129,11 @@ def state_params(settings: Mapping[str, Any], role: str) -> dict[str, Any]:
         "before_epoch_ms": int((now - retention.total_seconds()) * 1000),
         "library_zone": zone,
         "stale_before_epoch_ms": int((now - lease.total_seconds()) * 1000),
-        "horizon_before_epoch_ms": int((now - settings["REPLAY_HORIZON"]) * 1000),
+        "horizon_before_epoch_ms": int((now - settings.replay_horizon) * 1000),
     }
 
 
-def params_for(state: State | Fact, settings: Mapping[str, Any]) -> dict[str, Any]:
+def params_for(state: State | Fact, settings: Settings) -> dict[str, Any]:
     """Everything a state's condition binds: the settings' values for its table (``state_params``) and its own
     (a custom shape's state values)."""
     return {**state_params(settings, state.table), **_own_params(state)}
@@ -144,7 +144,7 @@ def _own_params(state: State | Fact) -> dict[str, Any]:
 
 
 def count_configured_states(
-    conn: psycopg.Connection, found: Found, settings: Mapping[str, Any]
+    conn: psycopg.Connection, found: Found, settings: Settings
 ) -> list[tuple[State, int | None]]:
     """Every state of the found shape's version, counted with the database's own settings."""
     return [
@@ -162,7 +162,7 @@ class ConfiguredStates:
     counts: tuple[tuple[State, int | None], ...] = ()
 
 
-def read_configured_states(conn: psycopg.Connection, settings: Mapping[str, Any]) -> ConfiguredStates:
+def read_configured_states(conn: psycopg.Connection, settings: Settings) -> ConfiguredStates:
     try:
         found = find_configured(conn, settings)
     except ShapeNotFound as exc:
@@ -200,7 +200,7 @@ def estimate_state(conn: psycopg.Connection, found: Found, state: State, params:
 
 
 def measure_states(
-    conn: psycopg.Connection, settings: Mapping[str, Any], budget_ms: int = COUNT_BUDGET_MS
+    conn: psycopg.Connection, settings: Settings, budget_ms: int = COUNT_BUDGET_MS
 ) -> list[MeasuredState]:
     """Every state of the configured profile's tables, counted and timed, each within ``budget_ms`` (estimated
     past it); none when the tables are not found. Runs in the caller's transaction: each count in a savepoint."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import typing
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -28,6 +28,7 @@ from psycopg.types.json import Jsonb
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.shape import MEANINGS, Meaning
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables, hotspots, inbox, outbox, overview, profile_states, statement, suppression, workers
 from idemdash.queries.catalog import ShapeNotFound, find_configured
 from idemdash.queries.transactions import select_all
@@ -43,7 +44,7 @@ FRESH_FACTOR = 3
 # their interval and the job spends at most about a tenth of a backend on each (docs/benchmarks.md, XL).
 COST_FACTOR = 10
 
-Fetch = Callable[[psycopg.Connection, Tables, Mapping[str, Any], str], list[Any]]
+Fetch = Callable[[psycopg.Connection, Tables, Settings, str], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,12 @@ class Rollup:
     row: type  # the dataclass of the rows it stores
     fetch: Fetch  # (conn, tables, settings, variant) -> rows
     assemble: Callable[[list[Any]], Any]  # rows -> the value a page shows
-    variants: Callable[[Mapping[str, Any]], list[str]]  # the variants the job precomputes
+    variants: Callable[[Settings], list[str]]  # the variants the job precomputes
     index: str | None  # the index advice its live fetch needs
     every_seconds: int  # how often the job recomputes it
     profiles: str = "reference"  # whose databases: "reference", "library" or "any"
 
-    def compute(self, conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], variant: str) -> Any:
+    def compute(self, conn: psycopg.Connection, tables: Tables, settings: Settings, variant: str) -> Any:
         return self.assemble(self.fetch(conn, tables, settings, variant))
 
 
@@ -65,7 +66,7 @@ class RollupDecodeError(ValueError):
     """A stored rollup's rows do not fit its row type (written by another idemdash version)."""
 
 
-def _single(settings: Mapping[str, Any]) -> list[str]:
+def _single(settings: Settings) -> list[str]:
     return [""]
 
 
@@ -106,11 +107,11 @@ ROLLUPS: dict[str, Rollup] = {
                 conn,
                 tables,
                 int(v.partition(":")[2]),
-                lease_seconds=s["DEFAULT_LEASE_SECONDS"],
+                lease_seconds=s.default_lease_seconds,
                 window=hotspots.WINDOWS[v.partition(":")[0]],
             ),
             hotspots.group_hotspots,
-            lambda s: [hotspots.hotspot_variant(w, s["HOTSPOT_MIN_ATTEMPTS"]) for w in hotspots.WINDOWS],
+            lambda s: [hotspots.hotspot_variant(w, s.hotspot_min_attempts) for w in hotspots.WINDOWS],
             "index_keys_hotspots",
             60,
         ),
@@ -138,7 +139,7 @@ ROLLUPS: dict[str, Rollup] = {
             "inbox_consumers",
             inbox.ConsumerVolume,
             lambda conn, tables, s, v: inbox.list_inbox_consumer_rows(
-                conn, tables, retention_days=s["INBOX_RETENTION_DAYS"]
+                conn, tables, retention_days=s.inbox_retention_days
             ),
             inbox.bounded_consumers,
             _single,
@@ -148,7 +149,7 @@ ROLLUPS: dict[str, Rollup] = {
         Rollup(
             "inbox_totals",
             inbox.InboxTotals,
-            lambda conn, tables, s, v: [inbox.get_inbox_totals(conn, tables, retention_days=s["INBOX_RETENTION_DAYS"])],
+            lambda conn, tables, s, v: [inbox.get_inbox_totals(conn, tables, retention_days=s.inbox_retention_days)],
             _one,
             _single,
             "index_inbox_processed",
@@ -188,11 +189,11 @@ ROLLUPS: dict[str, Rollup] = {
 }
 
 
-def applies(rollup: Rollup, settings: Mapping[str, Any]) -> bool:
+def applies(rollup: Rollup, settings: Settings) -> bool:
     """Whether the rollup job computes ``rollup`` for a database with these settings (its profile's kind)."""
     if rollup.profiles == "any":
         return True
-    library: bool = settings["PROFILE"] != DEFAULT_PROFILE
+    library: bool = settings.profile != DEFAULT_PROFILE
     return (rollup.profiles == "library") == library
 
 
@@ -284,9 +285,7 @@ def _typed(hint: Any, value: Any) -> Any:
     return value
 
 
-def read_value(
-    conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], name: str, variant: str = ""
-) -> Any:
+def read_value(conn: psycopg.Connection, tables: Tables, settings: Settings, name: str, variant: str = "") -> Any:
     """A rollup's value for code that is not a page panel (the /metrics collector, the snapshot job), on the
     caller's connection: precomputed when fresh and slow to fetch live, as for panels; otherwise fetched now."""
     rollup = ROLLUPS[name]
@@ -367,7 +366,7 @@ def upsert_rollup(
 
 def read_library_states(
     conn: psycopg.Connection,
-    settings: Mapping[str, Any],
+    settings: Settings,
     meanings: Collection[str] = MEANINGS,
     roles: Collection[str] | None = None,
 ) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, Meaning], StoredCount]]:

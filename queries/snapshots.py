@@ -9,13 +9,12 @@ it while fresh instead of being counted a second time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import psycopg
 
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables, overview, rollups, statement
 from idemdash.queries.health import database_now
 from idemdash.queries.transactions import select_all, select_one
@@ -127,7 +126,7 @@ def delete_old_snapshots(conn: psycopg.Connection, *, retention_days: int, limit
 def take_snapshot(
     conn: psycopg.Connection,
     tables: Tables,
-    settings: Mapping[str, Any],
+    settings: Settings,
     *,
     interval_seconds: int,
     min_gap_seconds: float = 0.0,
@@ -147,7 +146,7 @@ def take_snapshot(
     if previous is not None and (now - previous).total_seconds() < min_gap_seconds:
         return None
     keys = overview.KeyCounts.combine(
-        overview.count_processing_keys(conn, tables, settings["DEFAULT_LEASE_SECONDS"]),
+        overview.count_processing_keys(conn, tables, settings.default_lease_seconds),
         rollups.read_value(conn, tables, settings, "key_windows"),
     )
     backlog = overview.get_outbox_backlog(conn, tables)

@@ -13,10 +13,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
 from idemdash.core.dsn import redact_dsn
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.core.settings import setting
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables, replication, statement, transactions
 from idemdash.queries.pool_budget import PoolBudget
 from idemdash.queries.pools import new_pool, watched_connection_class
@@ -54,7 +54,7 @@ class Target:
     name: str
     dsn: str
     tables: Tables
-    settings: Mapping[str, Any]
+    settings: Settings
     read_dsn: str | None = None
     pool: ConnectionPool | None = field(default=None, repr=False)
     read_pool: ConnectionPool | None = field(default=None, repr=False)
@@ -71,22 +71,22 @@ class Target:
         self.problems = CauseLog(log, "database" if self.name == "default" else f"database {self.name}")
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], name: str = "default") -> Target:
+    def from_settings(cls, settings: Settings, name: str = "default") -> Target:
         return cls(
             name,
-            settings["DATABASE_URL"],
+            settings.database_url,
             Tables.from_config(settings),
             settings,
-            read_dsn=settings.get("READ_DATABASE_URL") or None,
+            read_dsn=settings.read_database_url or None,
         )
 
     @property
     def statement_timeout_ms(self) -> int:
-        return cast(int, self.settings["STATEMENT_TIMEOUT_MS"])
+        return self.settings.statement_timeout_ms
 
     @property
     def lock_timeout_ms(self) -> int:
-        return cast(int, self.settings["LOCK_TIMEOUT_MS"])
+        return self.settings.lock_timeout_ms
 
     @property
     def label(self) -> str:
@@ -124,7 +124,7 @@ class Target:
     @property
     def pool_reservation(self) -> int:
         """The most connections this database's pools may hold (the standby's pool too)."""
-        size: int = max(self.settings["POOL_MAX_SIZE"], self.settings["POOL_MIN_SIZE"])
+        size: int = max(self.settings.pool_max_size, self.settings.pool_min_size)
         return size * (2 if self.read_dsn else 1)
 
     def pool_connections(self) -> int:
@@ -146,7 +146,7 @@ class Target:
                 return known
             return Cause(
                 TIMEOUT,
-                f"no database connection within {self.settings['POOL_TIMEOUT_SECONDS']} s "
+                f"no database connection within {self.settings.pool_timeout_seconds} s "
                 "(IDEMDASH_POOL_TIMEOUT_SECONDS): the database is slow to accept connections, or "
                 "every pooled connection is busy (IDEMDASH_POOL_MAX_SIZE).",
                 True,
@@ -154,10 +154,10 @@ class Target:
         t = self.tables
         names = {t.keys: "IDEMDASH_KEYS_TABLE", t.inbox: "IDEMDASH_INBOX_TABLE", t.outbox: "IDEMDASH_OUTBOX_TABLE"}
         cause = diagnose(exc, self.dsn, schema=t.schema, app_tables=names, privilege=privilege)
-        if self.settings.get("CONFIG") and URL in cause.message:  # the URL to fix is the file's, not the variable
+        if self.settings.config and URL in cause.message:  # the URL to fix is the file's, not the variable
             fleet, _, member = self.name.partition("/")
             table = f"[fleets.{fleet}] (its member {member})" if member else f"[databases.{self.name}]"
-            where = f"the url of {table} in IDEMDASH_CONFIG ({self.settings['CONFIG']})"
+            where = f"the url of {table} in IDEMDASH_CONFIG ({self.settings.config})"
             cause = replace(cause, message=cause.message.replace(URL, where))
         return cause
 
@@ -213,7 +213,7 @@ class Target:
             return self._replica[1]
 
     def _measure_replica(self) -> ReplicaStatus:
-        limit = self.settings["READ_MAX_LAG_SECONDS"]
+        limit = self.settings.read_max_lag_seconds
         try:
             with self._lease() as primary:
                 standby = self.read_pool
@@ -250,7 +250,7 @@ class Target:
         """A library's tables are read and purged in a session whose time zone is UTC: a ``timestamp`` column the
         library writes from a UTC clock (NServiceBus, MassTransit's legacy mode) then compares right with
         ``now()``, and through the library's own index. The reference tables' sessions are left as configured."""
-        if setting(self.settings, "PROFILE") == DEFAULT_PROFILE:
+        if self.settings.profile == DEFAULT_PROFILE:
             return {}
         own = conninfo_to_dict(dsn).get("options") or ""
         return {"options": f"{own} -c TimeZone=UTC".strip()}

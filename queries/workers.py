@@ -3,13 +3,12 @@ who fails. Each owner holding a processing key now, or owning a key that failed 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import psycopg
 
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables, statement
 from idemdash.queries.hotspots import Bounded
 from idemdash.queries.transactions import select_all, select_one
@@ -54,9 +53,9 @@ def list_owner_rows(
     )
 
 
-def fetch_owner_rows(conn: psycopg.Connection, tables: Tables, settings: Mapping[str, Any], window: str) -> list[Owner]:
+def fetch_owner_rows(conn: psycopg.Connection, tables: Tables, settings: Settings, window: str) -> list[Owner]:
     """The workers rollup's rows (queries/rollups.py): its variant is the window."""
-    return list_owner_rows(conn, tables, lease_seconds=settings["DEFAULT_LEASE_SECONDS"], window=WINDOWS[window])
+    return list_owner_rows(conn, tables, lease_seconds=settings.default_lease_seconds, window=WINDOWS[window])
 
 
 def bounded_owners(rows: list[Owner], limit: int | None = None) -> Bounded[Owner]:

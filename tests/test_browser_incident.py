@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from idemdash.dashboard.targets import app_settings
 from idemdash.jobs import snapshots
 from idemdash.queries.target import Target
 from tests.incident import BAD_SCOPE, BAD_WORKER, POISON_TYPE, stage_history, stage_traffic
@@ -47,7 +48,7 @@ def incident(make_app, live_server, conn):
     stage_history(conn)
     stage_an_hour_before(conn)  # its newest snapshot 90 s ago: the next one counts the traffic since then
     stage_traffic(conn)
-    snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     return live_server(app)
 
 

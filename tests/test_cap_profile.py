@@ -16,9 +16,9 @@ from bs4 import BeautifulSoup
 
 from idemdash.core import settings
 from idemdash.core.databases import load_databases
-from idemdash.core.parsers import zone_name
 from idemdash.core.profiles import profile
 from idemdash.core.settings import ConfigError
+from idemdash.core.time_parsers import zone_name
 from idemdash.jobs.library_purge import run_library_purges
 from idemdash.queries.catalog import find_configured
 from idemdash.queries.migrate import migrate
@@ -201,13 +201,13 @@ def test_the_purge_deletes_what_caps_collector_would_less_what_cap_still_retries
 
 
 def test_the_zone_defaults_to_the_local_clock_for_cap_and_utc_for_the_rest():
-    assert settings.load({"IDEMDASH_PROFILE": "cap"})["LIBRARY_TIMEZONE"] == "local"
-    assert settings.load({"IDEMDASH_PROFILE": "cap"})[("APP_SCHEMA")] == "cap"
+    assert settings.load({"IDEMDASH_PROFILE": "cap"}).library_timezone == "local"
+    assert settings.load({"IDEMDASH_PROFILE": "cap"}).app_schema == "cap"
     assert (
-        settings.load({"IDEMDASH_PROFILE": "cap", "IDEMDASH_LIBRARY_TIMEZONE": "Europe/Berlin"})["LIBRARY_TIMEZONE"]
+        settings.load({"IDEMDASH_PROFILE": "cap", "IDEMDASH_LIBRARY_TIMEZONE": "Europe/Berlin"}).library_timezone
         == "Europe/Berlin"
     )
-    assert settings.load({"IDEMDASH_PROFILE": "nservicebus"})["LIBRARY_TIMEZONE"] == "UTC"
+    assert settings.load({"IDEMDASH_PROFILE": "nservicebus"}).library_timezone == "UTC"
     assert zone_name("local", {"TZ": ":Asia/Kolkata"}) == "Asia/Kolkata"
     assert zone_name("Europe/Berlin", {"TZ": "Asia/Kolkata"}) == "Europe/Berlin"
     with pytest.raises(ConfigError, match="IDEMDASH_LIBRARY_TIMEZONE: expected an IANA time zone"):
@@ -221,5 +221,5 @@ def test_each_database_of_a_config_file_has_its_own_cap_zone(tmp_path):
         '[databases.in]\nurl = "postgresql://h/in"\nprofile = "cap"\n'
         '[databases.ref]\nurl = "postgresql://h/ref"\n'
     )
-    zones = {d.name: d.settings["LIBRARY_TIMEZONE"] for d in load_databases(settings.load({}, CONFIG=str(path)))}
+    zones = {d.name: d.settings.library_timezone for d in load_databases(settings.load({}, CONFIG=str(path)))}
     assert zones == {"eu": "Europe/Berlin", "in": "local", "ref": "UTC"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import FrozenInstanceError, fields
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from idemdash.core import parsers
 from idemdash.core import settings as config
 from idemdash.core.dsn import redact_dsn
 from idemdash.core.profiles import PROFILES
-from idemdash.core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, load
+from idemdash.core.settings import BY_NAME, PREFIX, SETTINGS, ConfigError, Setting, Settings, load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,18 +72,20 @@ def test_every_default_is_a_value_its_parser_accepts():
 
 def test_defaults_when_the_environment_is_empty():
     values = load({})
-    assert values == {s.name: s.default for s in SETTINGS}
-    assert values["DATABASE_URL"] == ""
-    assert values["APP_SCHEMA"] == "app"
-    assert (values["KEYS_TABLE"], values["INBOX_TABLE"], values["OUTBOX_TABLE"]) == (
+    assert values == Settings()
+    assert config.read_values({}) == {s.name: s.default for s in SETTINGS}
+    assert all(getattr(values, s.attribute) == s.default for s in SETTINGS)
+    assert values.database_url == ""
+    assert values.app_schema == "app"
+    assert (values.keys_table, values.inbox_table, values.outbox_table) == (
         "idempotency_request",
         "processed_message",
         "outbox_event",
     )
-    assert values["RUN_JOBS"] is False
-    assert values["DEFAULT_LEASE_SECONDS"] == 300
-    assert values["STATEMENT_TIMEOUT_MS"] == 3000
-    assert values["BIND"] == "127.0.0.1:8000"
+    assert values.run_jobs is False
+    assert values.default_lease_seconds == 300
+    assert values.statement_timeout_ms == 3000
+    assert values.bind == "127.0.0.1:8000"
 
 
 def test_load_reads_os_environ_by_default(monkeypatch):
@@ -91,9 +94,9 @@ def test_load_reads_os_environ_by_default(monkeypatch):
     monkeypatch.setenv("IDEMDASH_APP_SCHEMA", "billing")
     monkeypatch.setenv("IDEMDASH_RUN_JOBS", "yes")
     values = load()
-    assert values["APP_SCHEMA"] == "billing"
-    assert values["RUN_JOBS"] is True
-    assert values["WORKERS"] == BY_NAME["WORKERS"].default
+    assert values.app_schema == "billing"
+    assert values.run_jobs is True
+    assert values.workers == BY_NAME["WORKERS"].default
 
 
 def test_unrelated_environment_variables_are_ignored():
@@ -111,12 +114,12 @@ def test_real_settings_parse_their_values():
             "IDEMDASH_DATABASE_URL": "host=db dbname=app",
         }
     )
-    assert values["RUN_JOBS"] is True
-    assert values["WORKERS"] == 4
-    assert values["APP_SCHEMA"] == "Ops Schema"
-    assert values["KEYS_TABLE"] == 'Idem"Keys'
-    assert values["OUTBOX_TABLE"] == "x" * 63
-    assert values["DATABASE_URL"] == "host=db dbname=app"
+    assert values.run_jobs is True
+    assert values.workers == 4
+    assert values.app_schema == "Ops Schema"
+    assert values.keys_table == 'Idem"Keys'
+    assert values.outbox_table == "x" * 63
+    assert values.database_url == "host=db dbname=app"
 
 
 @pytest.mark.parametrize(
@@ -143,17 +146,17 @@ def test_real_settings_reject_bad_values_naming_the_variable(name, raw, hint):
 
 @pytest.mark.parametrize("raw", ["1", "true", "TRUE", "True", "yes", "on", " On "])
 def test_true_booleans(synthetic, raw):
-    assert load({"IDEMDASH_FLAG": raw})["FLAG"] is True
+    assert config.read_values({"IDEMDASH_FLAG": raw})["FLAG"] is True
 
 
 @pytest.mark.parametrize("raw", ["0", "false", "FALSE", "no", "off", ""])
 def test_false_booleans(synthetic, raw):
-    assert load({"IDEMDASH_FLAG": raw})["FLAG"] is False
+    assert config.read_values({"IDEMDASH_FLAG": raw})["FLAG"] is False
 
 
 @pytest.mark.parametrize(("raw", "expected"), [("60", 60), ("1", 1), (" 1500 ", 1500), ("+3", 3)])
 def test_integers(synthetic, raw, expected):
-    value = load({"IDEMDASH_COUNT": raw})["COUNT"]
+    value = config.read_values({"IDEMDASH_COUNT": raw})["COUNT"]
     assert value == expected and isinstance(value, int)
 
 
@@ -161,15 +164,15 @@ def test_integers(synthetic, raw, expected):
     ("raw", "expected"), [("none", "none"), ("basic", "basic"), ("PROXY", "proxy"), (" Basic ", "basic")]
 )
 def test_choices(synthetic, raw, expected):
-    assert load({"IDEMDASH_MODE": raw})["MODE"] == expected
+    assert config.read_values({"IDEMDASH_MODE": raw})["MODE"] == expected
 
 
 def test_defaults_of_each_kind(synthetic):
-    assert load({}) == {"FLAG": False, "COUNT": 7, "MODE": "none", "NAME": "app", "TEXT": ""}
+    assert config.read_values({}) == {"FLAG": False, "COUNT": 7, "MODE": "none", "NAME": "app", "TEXT": ""}
 
 
 def test_strings_are_kept_as_given(synthetic):
-    values = load({"IDEMDASH_TEXT": "  https://wiki/{scope}/{key}  ", "IDEMDASH_NAME": "Ops Schema"})
+    values = config.read_values({"IDEMDASH_TEXT": "  https://wiki/{scope}/{key}  ", "IDEMDASH_NAME": "Ops Schema"})
     assert values["TEXT"] == "  https://wiki/{scope}/{key}  "
     assert values["NAME"] == "Ops Schema"
 
@@ -194,7 +197,7 @@ def test_strings_are_kept_as_given(synthetic):
 )
 def test_bad_values_name_the_variable(synthetic, name, raw, hint):
     with pytest.raises(ConfigError) as caught:
-        load({PREFIX + name: raw})
+        config.read_values({PREFIX + name: raw})
     message = str(caught.value)
     assert message.startswith(f"{PREFIX}{name}: "), message
     assert hint in message
@@ -203,7 +206,7 @@ def test_bad_values_name_the_variable(synthetic, name, raw, hint):
 
 def test_a_bad_value_is_reported_even_with_good_ones_around(synthetic):
     with pytest.raises(ConfigError, match="IDEMDASH_COUNT"):
-        load({"IDEMDASH_MODE": "basic", "IDEMDASH_COUNT": "many", "IDEMDASH_FLAG": "1"})
+        config.read_values({"IDEMDASH_MODE": "basic", "IDEMDASH_COUNT": "many", "IDEMDASH_FLAG": "1"})
 
 
 # ---------------------------------------------------------------------------
@@ -213,13 +216,13 @@ def test_a_bad_value_is_reported_even_with_good_ones_around(synthetic):
 def test_overrides_win_over_the_environment():
     env = {"IDEMDASH_APP_SCHEMA": "from_env", "IDEMDASH_DATABASE_URL": "host=env", "IDEMDASH_WORKERS": "4"}
     values = load(env, APP_SCHEMA="from_override", DATABASE_URL="host=override")
-    assert values["APP_SCHEMA"] == "from_override"
-    assert values["DATABASE_URL"] == "host=override"
-    assert values["WORKERS"] == 4  # not overridden: still from the environment
+    assert values.app_schema == "from_override"
+    assert values.database_url == "host=override"
+    assert values.workers == 4  # not overridden: still from the environment
 
 
 def test_an_override_hides_a_bad_environment_value():
-    assert load({"IDEMDASH_RUN_JOBS": "garbage"}, RUN_JOBS=True)["RUN_JOBS"] is True
+    assert load({"IDEMDASH_RUN_JOBS": "garbage"}, RUN_JOBS=True).run_jobs is True
 
 
 def test_unknown_overrides_are_rejected():
@@ -275,13 +278,13 @@ def test_redact_dsn_leaves_passwordless_dsns_alone(dsn):
 
 
 def test_the_replay_horizon_is_a_duration_and_the_old_hours_setting_still_counts():
-    assert load({})["REPLAY_HORIZON"] == 86400
-    assert load({"IDEMDASH_REPLAY_HORIZON": "2d"})["REPLAY_HORIZON"] == 2 * 86400
-    assert load({"IDEMDASH_REPLAY_HORIZON": "90m"})["REPLAY_HORIZON"] == 5400
-    assert load({"IDEMDASH_REPLAY_HORIZON": "3600"})["REPLAY_HORIZON"] == 3600
-    assert load({"IDEMDASH_REPLAY_HORIZON_HOURS": "72"})["REPLAY_HORIZON"] == 72 * 3600
+    assert load({}).replay_horizon == 86400
+    assert load({"IDEMDASH_REPLAY_HORIZON": "2d"}).replay_horizon == 2 * 86400
+    assert load({"IDEMDASH_REPLAY_HORIZON": "90m"}).replay_horizon == 5400
+    assert load({"IDEMDASH_REPLAY_HORIZON": "3600"}).replay_horizon == 3600
+    assert load({"IDEMDASH_REPLAY_HORIZON_HOURS": "72"}).replay_horizon == 72 * 3600
     # the new name wins over the old one
-    assert load({"IDEMDASH_REPLAY_HORIZON": "1h", "IDEMDASH_REPLAY_HORIZON_HOURS": "72"})["REPLAY_HORIZON"] == 3600
+    assert load({"IDEMDASH_REPLAY_HORIZON": "1h", "IDEMDASH_REPLAY_HORIZON_HOURS": "72"}).replay_horizon == 3600
     for bad in ("0", "soon", "-1h", "24 hours"):
         with pytest.raises(ConfigError, match="IDEMDASH_REPLAY_HORIZON: expected a duration"):
             load({"IDEMDASH_REPLAY_HORIZON": bad})
@@ -314,9 +317,16 @@ def test_the_profile_setting_names_every_profile():
     assert all(f"`{name}`" in words for name in PROFILES), words
 
 
-def test_a_setting_missing_from_a_partial_config_reads_its_declared_default():
-    assert config.setting({}, "PURGE_BATCH_SIZE") == BY_NAME["PURGE_BATCH_SIZE"].default == 1000
-    assert config.setting({"PURGE_BATCH_SIZE": 7}, "PURGE_BATCH_SIZE") == 7
+def test_the_typed_settings_are_the_declarations():
+    """One declaration per setting: the dataclass field is the attribute the code reads, its metadata the docs."""
+    assert [s.attribute for s in SETTINGS] == [f.name for f in fields(Settings)]
+    assert Settings().purge_batch_size == BY_NAME["PURGE_BATCH_SIZE"].default == 1000
+    assert Settings().with_values({"PURGE_BATCH_SIZE": 7}).purge_batch_size == 7
+    assert Settings().value("PURGE_BATCH_SIZE") == 1000
+    with pytest.raises(ConfigError, match="unknown settings: PURGE_BATCH"):
+        Settings().with_values({"PURGE_BATCH": 7})
+    with pytest.raises(FrozenInstanceError):
+        Settings().purge_batch_size = 7  # type: ignore[misc]  # the point: settings are read, never assigned
 
 
 def test_which_settings_a_database_may_set_is_said_in_their_declarations():
@@ -326,16 +336,35 @@ def test_which_settings_a_database_may_set_is_said_in_their_declarations():
     assert not {"SECRET_KEY", "AUTH", "BIND", "WORKERS", "CONFIG"} & config.PER_DATABASE
 
 
-def test_no_setting_is_given_a_second_default_outside_its_declaration():
-    """``config.get("PURGE_BATCH_SIZE", 5000)`` would disagree with the declared default: read it with
-    ``settings.setting`` (or ``config[NAME]``) instead."""
+def test_every_setting_the_code_names_in_data_is_declared():
+    """The settings read with ``Settings.value`` because a table or a role picks them (a purge's retention and
+    schedule): a misspelled one would be a KeyError mid-purge, so each is checked here."""
+    from idemdash.checks.purging import RETENTION
+    from idemdash.jobs.purge_settings import RETENTION_SETTING
+    from idemdash.jobs.purges import SCHEDULE_SETTING
+    from idemdash.queries.profile_states import retention_setting
+
+    named = {*RETENTION.values(), *SCHEDULE_SETTING.values(), *filter(None, RETENTION_SETTING.values())}
+    named |= {retention_setting(role) for role in ("keys", "inbox", "outbox", "archive", "dedup")}
+    assert named <= set(BY_NAME), named - set(BY_NAME)
+    assert all(Settings().value(name) == BY_NAME[name].default for name in named)
+
+
+def test_the_code_reads_settings_as_attributes_not_by_name():
+    """``settings.default_lease_seconds``, which mypy checks, not ``settings["DEFAULT_LEASE_SECONDS"]`` nor
+    ``config.get("PURGE_BATCH_SIZE", 5000)`` (a KeyError at 3 a.m., or a second default that disagrees with the
+    declared one). Only core/ builds settings by name; a setting named by data (the retention a profile's table
+    names) is read with ``Settings.value``."""
     names = "|".join(BY_NAME)
-    redefault = re.compile(rf"""\.get\(\s*["']({names})["']\s*,""")
+    by_name = re.compile(
+        rf"""(?<!BY_NAME)(?<!config)\[\s*["']({names})["']\s*\]|\.get\(\s*["']({names})["']|db_settings\.({names})\b"""
+    )
     offenders = [
         f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
-        for package in ("cli", "dashboard", "jobs", "checks", "workload", "queries", "core")
-        for path in sorted((ROOT / package).rglob("*.py"))
+        for package in ("cli", "dashboard", "jobs", "checks", "workload", "queries", "templates")
+        for path in sorted((ROOT / package).rglob("*.*"))
+        if path.suffix in (".py", ".html")
         for text in [path.read_text(encoding="utf-8")]
-        for m in redefault.finditer(text)
+        for m in by_name.finditer(text)
     ]
     assert not offenders, "\n".join(offenders)

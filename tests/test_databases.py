@@ -113,10 +113,10 @@ def test_each_database_takes_the_environment_as_defaults_and_its_own_keys_on_top
     )
     orders, billing = load_databases(settings.load({"IDEMDASH_PURGE_BATCH_SIZE": "300"}, CONFIG=str(path)))
     assert (orders.name, billing.name) == ("orders", "billing")  # the file's order: the first is the default
-    assert orders.settings["READ_DATABASE_URL"] == "postgresql:///orders-replica"
-    assert (orders.settings["PURGE_BATCH_SIZE"], billing.settings["PURGE_BATCH_SIZE"]) == (800, 300)
-    assert (orders.settings["READ_ONLY"], billing.settings["READ_ONLY"]) == (True, False)
-    assert (orders.settings["APP_SCHEMA"], billing.settings["APP_SCHEMA"]) == ("app", "billing")
+    assert orders.settings.read_database_url == "postgresql:///orders-replica"
+    assert (orders.settings.purge_batch_size, billing.settings.purge_batch_size) == (800, 300)
+    assert (orders.settings.read_only, billing.settings.read_only) == (True, False)
+    assert (orders.settings.app_schema, billing.settings.app_schema) == ("app", "billing")
     with pytest.raises(ConfigError, match="the file does not exist"):
         load_databases(settings.load({}, CONFIG=str(tmp_path / "missing.toml")))
 

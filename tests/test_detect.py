@@ -191,7 +191,7 @@ def test_another_librarys_entry_is_printed_to_paste_and_loads_as_a_read_only_dat
     path = tmp_path / "idemdash.toml"
     path.write_text(output.replace("postgresql://USER:PASSWORD@HOST:5432/DATABASE", empty_database_url))
     [database] = load_databases(settings.load({}, CONFIG=str(path)))
-    assert (database.settings["PROFILE"], database.settings["APP_SCHEMA"], database.settings["OUTBOX_TABLE"]) == (
+    assert (database.settings.profile, database.settings.app_schema, database.settings.outbox_table) == (
         "spring-modulith",
         "modulith",
         "event_publication",

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from idemdash.core.parsers import parse_duration
+from idemdash.core.time_parsers import parse_duration
 from idemdash.dashboard.schemas.common import DURATION_PATTERN
 from tests.test_reclassify import API, audit, row, stuck_key
 

@@ -82,8 +82,8 @@ def test_a_fleet_by_pattern_is_every_matching_database_of_its_server(fleet):
     assert membership.names == [f"orders/{p}_{i}" for i in range(MEMBERS)]
     member = membership.databases[2].settings
     # the fleet's keys apply to every member; the url is the server's with the member's database
-    assert (member["ENVIRONMENT"].split(":")[0], member["INBOX_RETENTION_DAYS"]) == ("production", 9)
-    assert f"dbname={p}_2" in member["DATABASE_URL"]
+    assert (member.environment.split(":")[0], member.inbox_retention_days) == ("production", 9)
+    assert f"dbname={p}_2" in member.database_url
 
 
 @pytest.mark.system
@@ -201,8 +201,8 @@ def test_a_fleet_by_template_lists_its_members_without_asking_a_server(tmp_path)
     )
     databases = load_config(values).listed()
     assert [d.name for d in databases] == ["alpha", "shards/eu1", "shards/us1"]
-    assert databases[2].settings["DATABASE_URL"] == "postgresql://idemdash@shard-us1.internal/app"
-    assert databases[1].settings["PURGE_BATCH_SIZE"] == 700 and databases[0].settings["PURGE_BATCH_SIZE"] != 700
+    assert databases[2].settings.database_url == "postgresql://idemdash@shard-us1.internal/app"
+    assert databases[1].settings.purge_batch_size == 700 and databases[0].settings.purge_batch_size != 700
 
 
 def test_a_directory_of_files_is_read_in_name_order_and_a_name_is_unique_across_them(tmp_path):

@@ -49,7 +49,7 @@ def frozen_config(tmp_path, shop: str, bus: str) -> str:
 
 def test_the_global_freeze_wins_over_read_only_false_on_a_database(tmp_path):
     path = frozen_config(tmp_path, "postgresql://x/shop", "postgresql://x/bus")
-    frozen = {d.name: d.settings["READ_ONLY"] for d in load_databases(settings.load({}, CONFIG=path, READ_ONLY=True))}
+    frozen = {d.name: d.settings.read_only for d in load_databases(settings.load({}, CONFIG=path, READ_ONLY=True))}
     assert frozen == {"shop": True, "bus": True}
     # without the global freeze a database's own read_only decides
     (tmp_path / "one.toml").write_text(
@@ -57,9 +57,7 @@ def test_the_global_freeze_wins_over_read_only_false_on_a_database(tmp_path):
         '[databases.bus]\nurl = "postgresql://x/bus"\n',
         encoding="utf-8",
     )
-    own = {
-        d.name: d.settings["READ_ONLY"] for d in load_databases(settings.load({}, CONFIG=str(tmp_path / "one.toml")))
-    }
+    own = {d.name: d.settings.read_only for d in load_databases(settings.load({}, CONFIG=str(tmp_path / "one.toml")))}
     assert own == {"shop": True, "bus": False}
 
 

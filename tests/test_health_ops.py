@@ -19,6 +19,7 @@ from psycopg.conninfo import make_conninfo
 
 from idemdash.checks import activity, maintenance
 from idemdash.cli import main
+from idemdash.core.settings import Settings
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, create_app_schema
 from idemdash.queries.purges import try_purge_lock
@@ -400,7 +401,7 @@ def test_sessions_and_locks_of_other_roles_need_pg_read_all_stats(conn, database
         conn.execute("SELECT pg_advisory_lock(99)")  # this test's own (superuser) session
         url = make_conninfo(database_url, user=role, password="viewer")
         with psycopg.connect(url, autocommit=True) as viewer:
-            config = {"STATEMENT_TIMEOUT_MS": 3000}
+            config = Settings(statement_timeout_ms=3000)
             hidden = {c.id: c for c in activity.check_sessions(viewer, tables, config)}["sessions.hidden"]
             assert hidden.status == "warn" and "cannot be checked" in hidden.title
             assert hidden.fix_sql == f'GRANT pg_read_all_stats TO "{role}"'

@@ -11,6 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from idemdash.core.formatting import duration
+from idemdash.dashboard.targets import app_settings
 from idemdash.dashboard.trends import per_minute
 from idemdash.jobs import snapshots
 from idemdash.queries.target import Target
@@ -44,9 +45,9 @@ def text(node) -> str:
 def test_an_incident_reads_the_same_everywhere_as_its_ground_truth(make_app, conn, database_url, tmp_path):
     plain = make_app()  # the snapshot job's target, and a database without a config file
     stage_history(conn)
-    baseline = snapshots.run_snapshot(Target.from_settings(plain.config), min_gap_seconds=0)
+    baseline = snapshots.run_snapshot(Target.from_settings(app_settings(plain)), min_gap_seconds=0)
     truth = stage_traffic(conn)
-    after = snapshots.run_snapshot(Target.from_settings(plain.config), min_gap_seconds=0)
+    after = snapshots.run_snapshot(Target.from_settings(app_settings(plain)), min_gap_seconds=0)
     assert baseline is not None and after is not None
 
     # the staging itself, read back from the table: 40 in capture_payment on api-3 among 9 others
@@ -166,7 +167,7 @@ def test_an_incident_reads_the_same_everywhere_as_its_ground_truth(make_app, con
     )
     assert done.status_code == 200 and done.get_json()["changed"] == 120, done.get_json()
     assert now_of(conn) is not None
-    snapshots.run_snapshot(Target.from_settings(plain.config), min_gap_seconds=0)
+    snapshots.run_snapshot(Target.from_settings(app_settings(plain)), min_gap_seconds=0)
     trends = client.get("/api/v1/db/orders/overview?range=1h").get_json()["trends"]
     [marker] = trends["markers"]
     assert marker["kind"] == "action" and marker["what"].endswith("parked 120 outbox rows (bulk)")

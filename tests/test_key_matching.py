@@ -132,7 +132,7 @@ def expected(world: list[Key], tab: str, f: dict) -> int:
         if f.get("min_attempts") and k.attempts < f["min_attempts"]:
             return False
         if f.get("overdue") is not None:
-            from idemdash.core.parsers import parse_duration
+            from idemdash.core.time_parsers import parse_duration
 
             if k.overdue.total_seconds() < parse_duration(f["overdue"]):
                 return False

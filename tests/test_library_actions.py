@@ -93,10 +93,10 @@ def test_the_setting_names_only_the_profiles_actions_one_line_per_mistake(tmp_pa
                 "IDEMDASH_PROFILE": "wolverine",
                 "IDEMDASH_LIBRARY_ACTIONS": "replay-dead-letter, release-dead-node, replay-dead-letter",
             }
-        )["LIBRARY_ACTIONS"]
+        ).library_actions
         == "replay-dead-letter,release-dead-node"
     )
-    assert settings.load({"IDEMDASH_PROFILE": "wolverine"})["LIBRARY_ACTIONS"] == ""
+    assert settings.load({"IDEMDASH_PROFILE": "wolverine"}).library_actions == ""
     with pytest.raises(ConfigError) as wrong:
         settings.load({"IDEMDASH_PROFILE": "spring-modulith", "IDEMDASH_LIBRARY_ACTIONS": "release-dead-node,resubmit"})
     lines = str(wrong.value).splitlines()
@@ -112,7 +112,7 @@ def test_the_setting_names_only_the_profiles_actions_one_line_per_mistake(tmp_pa
         encoding="utf-8",
     )
     loaded = {d.name: d.settings for d in load_databases(settings.load({}, CONFIG=str(config)))}
-    assert loaded["bus"]["LIBRARY_ACTIONS"] == BOTH and loaded["bus2"]["LIBRARY_ACTIONS"] == "replay-dead-letter"
+    assert loaded["bus"].library_actions == BOTH and loaded["bus2"].library_actions == "replay-dead-letter"
     config.write_text(
         '[databases.bus]\nurl = "postgresql://x/y"\nprofile = "wolverine"\nlibrary_actions = ["release-dead-nodes"]\n',
         encoding="utf-8",

@@ -40,7 +40,7 @@ def test_a_brandur_database_with_no_retention_set_is_purged_by_the_reapers_72_ho
         migrate(conn)
         conn.execute(KEYS)
     values = idemdash_settings.load({}, DATABASE_URL=empty_database_url, PROFILE="brandur", PURGE_PAUSE_MS=0)
-    assert (values["INBOX_RETENTION_DAYS"], values["DEFAULT_LEASE_SECONDS"]) == (3, 90)
+    assert (values.inbox_retention_days, values.default_lease_seconds) == (3, 90)
     [run] = run_library_purges(Target.from_settings(values), dry_run=False, started_by="test")
     assert (run.outcome, run.rows) == ("succeeded", 10)
     with psycopg.connect(empty_database_url) as conn:
@@ -50,7 +50,7 @@ def test_a_brandur_database_with_no_retention_set_is_purged_by_the_reapers_72_ho
 
 def test_what_the_configuration_sets_wins_over_the_librarys_own():
     env = idemdash_settings.load({"IDEMDASH_PROFILE": "brandur", "IDEMDASH_INBOX_RETENTION_DAYS": "10"})
-    assert (env["INBOX_RETENTION_DAYS"], env["DEFAULT_LEASE_SECONDS"]) == (10, 90)
+    assert (env.inbox_retention_days, env.default_lease_seconds) == (10, 90)
     # a database of the config file: its own keys win; the environment's (the reference tables') do not
     table, problems = table_settings(
         "[databases.events]",
@@ -58,9 +58,9 @@ def test_what_the_configuration_sets_wins_over_the_librarys_own():
         {"url": "postgresql:///x", "profile": "brandur", "default_lease_seconds": 30},
         idemdash_settings.load({"IDEMDASH_INBOX_RETENTION_DAYS": "40"}),
     )
-    assert not problems and (table["INBOX_RETENTION_DAYS"], table["DEFAULT_LEASE_SECONDS"]) == (3, 30)
+    assert not problems and (table.inbox_retention_days, table.default_lease_seconds) == (3, 30)
     reference = idemdash_settings.load({})
-    assert (reference["INBOX_RETENTION_DAYS"], reference["DEFAULT_LEASE_SECONDS"]) == (30, 300)
+    assert (reference.inbox_retention_days, reference.default_lease_seconds) == (30, 300)
 
 
 def test_docs_list_every_librarys_default_with_its_source():

@@ -114,7 +114,7 @@ def test_a_scrape_reads_each_database_once_and_scrapes_in_the_cache_window_none(
 
     def counted(conn, tables, settings, meanings=()):
         if not threading.current_thread().name.startswith(THREAD_PREFIX):  # not the all-databases refresh's
-            asked.append(settings["PROFILE"])
+            asked.append(settings.profile)
         return numbers(conn, tables, settings, meanings)
 
     monkeypatch.setattr(fleet_numbers, "get_database_numbers", counted)

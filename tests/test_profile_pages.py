@@ -49,14 +49,14 @@ def _states(answer: dict) -> dict[tuple[str, str], int | None | str]:
 
 def test_a_library_profile_takes_the_librarys_own_names_where_none_are_set(tmp_path):
     values = settings.load({"IDEMDASH_PROFILE": "masstransit"})
-    assert (values["APP_SCHEMA"], values["OUTBOX_TABLE"], values["INBOX_TABLE"], values["OUTBOX_STATE_TABLE"]) == (
+    assert (values.app_schema, values.outbox_table, values.inbox_table, values.outbox_state_table) == (
         "public",
         "OutboxMessage",
         "InboxState",
         "OutboxState",
     )
-    assert settings.load({"IDEMDASH_PROFILE": "masstransit", "IDEMDASH_APP_SCHEMA": "bus"})["APP_SCHEMA"] == "bus"
-    assert settings.load({})["OUTBOX_TABLE"] == "outbox_event"  # the reference's, as before
+    assert settings.load({"IDEMDASH_PROFILE": "masstransit", "IDEMDASH_APP_SCHEMA": "bus"}).app_schema == "bus"
+    assert settings.load({}).outbox_table == "outbox_event"  # the reference's, as before
     with pytest.raises(ConfigError, match="IDEMDASH_PROFILE: expected one of reference, spring-modulith"):
         settings.load({"IDEMDASH_PROFILE": "spring"})
 

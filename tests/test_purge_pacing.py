@@ -113,7 +113,7 @@ def test_a_timeout_halves_the_size_for_the_rest_of_the_run_down_to_the_floor():
 def test_an_impossible_duty_cycle_is_refused_naming_the_variable(raw):
     with pytest.raises(ConfigError, match="IDEMDASH_PURGE_DUTY_CYCLE: expected a percentage from 1 to 100"):
         settings.load({"IDEMDASH_PURGE_DUTY_CYCLE": raw})
-    assert settings.load({"IDEMDASH_PURGE_DUTY_CYCLE": "25%"})["PURGE_DUTY_CYCLE"] == 25
+    assert settings.load({"IDEMDASH_PURGE_DUTY_CYCLE": "25%"}).purge_duty_cycle == 25
 
 
 @pytest.mark.system  # over a second: a paced purge run

@@ -11,6 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from idemdash.dashboard.schemas.purges import REFERENCE_TABLES, HistoryRun, PurgeHistory, PurgeOutcome, TableStatus
+from idemdash.dashboard.targets import app_settings
 from idemdash.jobs.purge_run import OUTCOMES, TABLES
 from idemdash.queries.target import Target
 
@@ -621,7 +622,7 @@ def test_purges_started_by_people_are_in_the_audit_log_and_scheduled_ones_are_no
     real = run_api(client, {"table": "keys", "dry_run": False}).get_json()["run_id"]
     wait_finished(conn, real)
     # the scheduler's: not audited
-    run_purge(Target.from_settings(make_app().config), "inbox", dry_run=False, started_by="scheduler")
+    run_purge(Target.from_settings(app_settings(make_app())), "inbox", dry_run=False, started_by="scheduler")
     with psycopg.connect(conn.info.dsn, autocommit=True) as holder:  # a skipped run a person asked for is audited
         holder.execute("SELECT pg_advisory_lock(hashtextextended('idemdash.purge.' || 'outbox', 0))")
         skipped = run_api(client, {"table": "outbox", "dry_run": True}).get_json()["run_id"]

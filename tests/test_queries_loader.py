@@ -12,6 +12,7 @@ import pytest
 from psycopg import sql
 
 from idemdash import queries
+from idemdash.core.settings import Settings
 from idemdash.queries import QUERIES, Query, Tables, _parse, load_all, statement, workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,7 +221,7 @@ def test_table_identifiers():
         "inbox": '"s"."i"',
         "outbox": '"s"."o"',
     }
-    config = {"APP_SCHEMA": "a", "KEYS_TABLE": "b", "INBOX_TABLE": "c", "OUTBOX_TABLE": "d"}
+    config = Settings(app_schema="a", keys_table="b", inbox_table="c", outbox_table="d")
     assert Tables.from_config(config) == Tables("a", "b", "c", "d")
 
 

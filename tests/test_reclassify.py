@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 import psycopg
 import pytest
 from bs4 import BeautifulSoup
 
+from idemdash.dashboard.targets import app_settings
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, complete_key
 from idemdash.queries.target import Target
@@ -343,7 +345,7 @@ def test_a_decision_on_a_long_stuck_key_survives_the_next_purge(make_app, conn, 
     left = row(conn, "k")["expires_at"] - conn.execute("SELECT now()").fetchone()[0]
     assert timedelta(hours=7, minutes=59) < left <= timedelta(hours=8)
 
-    result = run_purge(Target.from_settings(app.config), "keys", dry_run=False, started_by="test")
+    result = run_purge(Target.from_settings(app_settings(app)), "keys", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 0)
     claim = claim_key(conn, T, "create_order", "k", "hash-1", "api-2")
     assert claim.claim_kind == ("replay_success" if to == "already_succeeded" else "final_failure")
@@ -381,13 +383,13 @@ def test_the_purge_keeps_a_key_decided_within_the_horizon_even_if_its_expiry_pas
         "UPDATE app.idempotency_request SET created_at = now() - interval '2 days', "
         "expires_at = now() - interval '1 day'"
     )
-    assert run_purge(Target.from_settings(app.config), "keys", dry_run=True, started_by="test").rows == 1
-    assert run_purge(Target.from_settings(app.config), "keys", dry_run=False, started_by="test").rows == 1
+    assert run_purge(Target.from_settings(app_settings(app)), "keys", dry_run=True, started_by="test").rows == 1
+    assert run_purge(Target.from_settings(app_settings(app)), "keys", dry_run=False, started_by="test").rows == 1
     assert [r[0] for r in conn.execute("SELECT idempotency_key FROM app.idempotency_request")] == ["decided"]
     # once the decision is older than the horizon, the key goes like any other
     time.sleep(1.1)
     result = run_purge(
-        Target.from_settings({**app.config, "REPLAY_HORIZON": 1}), "keys", dry_run=False, started_by="test"
+        Target.from_settings(replace(app_settings(app), replay_horizon=1)), "keys", dry_run=False, started_by="test"
     )
     assert result.rows == 1
     assert conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0] == 0

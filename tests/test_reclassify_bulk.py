@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 import psycopg
 from bs4 import BeautifulSoup
 
+from idemdash.dashboard.targets import app_settings
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key
 from idemdash.queries.target import Target
@@ -262,7 +263,7 @@ def test_a_bulk_decision_outlives_the_next_purge(make_app, conn):
     assert done["changed"] == 3
     expires = conn.execute("SELECT min(expires_at - now()) FROM app.idempotency_request").fetchone()[0]
     assert timedelta(hours=5, minutes=59) < expires <= timedelta(hours=6)
-    result = run_purge(Target.from_settings(app.config), "keys", dry_run=False, started_by="test")
+    result = run_purge(Target.from_settings(app_settings(app)), "keys", dry_run=False, started_by="test")
     assert (result.outcome, result.rows) == ("succeeded", 0)
     assert conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0] == 3
 

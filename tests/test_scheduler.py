@@ -56,7 +56,7 @@ def test_schedules_come_from_the_environment_and_off_leaves_a_job_out():
         },
         DATABASE_URL="postgresql://unused/db",
     )
-    assert (config["PURGE_KEYS_SCHEDULE"], config["PURGE_INBOX_SCHEDULE"], config["PURGE_OUTBOX_SCHEDULE"]) == (
+    assert (config.purge_keys_schedule, config.purge_inbox_schedule, config.purge_outbox_schedule) == (
         "5 3 * * sat",
         "off",
         "0 */2 * * *",

@@ -255,9 +255,9 @@ def test_the_flush_job_connects_only_when_runs_wait(database_url):
     assert record_unrecorded_runs(target) == "succeeded"
     assert [r["outcome"] for r in _runs(database_url)] == ["failed"]
     unreachable_config = settings.load({}, DATABASE_URL="postgresql://u:pw-123@127.0.0.1:9/db?connect_timeout=2")
-    UNRECORDED.add(_failure(unreachable_config["DATABASE_URL"]))
+    UNRECORDED.add(_failure(unreachable_config.database_url))
     assert record_unrecorded_runs(Target.from_settings(unreachable_config)) == "failed"
-    assert len(UNRECORDED.waiting(unreachable_config["DATABASE_URL"])) == 1
+    assert len(UNRECORDED.waiting(unreachable_config.database_url)) == 1
 
 
 def test_only_connection_trouble_counts_as_unreachable():

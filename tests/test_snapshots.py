@@ -3,6 +3,7 @@ and the overview's trend lines drawn from the snapshots."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import psycopg
@@ -10,6 +11,7 @@ import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 from bs4 import BeautifulSoup
 
+from idemdash.dashboard.targets import app_settings
 from idemdash.jobs import snapshots
 from idemdash.jobs.scheduler import register_jobs
 from idemdash.queries.target import Target
@@ -75,7 +77,7 @@ def add_snapshot(conn, ago: str, stuck: int, pending: int = 0, lag: float | None
 def test_snapshot_records_exactly_the_overview_numbers(app, conn):
     make_world(conn, 11)
     overview = app.test_client().get("/api/v1/overview").get_json()
-    taken = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    taken = snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     assert taken is not None
     [row] = snapshot_rows(conn)
     assert row["taken_at"] == taken.taken_at
@@ -92,7 +94,7 @@ def test_snapshot_records_exactly_the_overview_numbers(app, conn):
 def test_rows_purged_counts_real_runs_finished_since_the_previous_snapshot(app, conn):
     add_finished_run(conn, 500, ago="10 minutes")  # before the first snapshot's interval: not counted
     add_finished_run(conn, 7, ago="5 seconds")  # within the first interval (60 s)
-    first = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    first = snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     assert first.rows_purged == 7
 
     add_finished_run(conn, 100, ago="0 seconds")
@@ -100,25 +102,26 @@ def test_rows_purged_counts_real_runs_finished_since_the_previous_snapshot(app, 
     add_finished_run(conn, 30, outcome="budget_exhausted", ago="0 seconds")  # partial, but those rows are gone
     conn.execute("""INSERT INTO idemdash.purge_run (table_name, rows_deleted, dry_run, started_by)
                     VALUES ('keys', 999, false, 'test')""")  # still running: counted once it finishes
-    second = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    second = snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     assert second.rows_purged == 130
 
-    third = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    third = snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     assert third.rows_purged == 0  # nothing counted twice
     conn.execute(
         "UPDATE idemdash.purge_run SET outcome = 'succeeded', finished_at = clock_timestamp() WHERE outcome = 'running'"
     )
-    assert snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0).rows_purged == 999
+    assert snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0).rows_purged == 999
     assert [r["rows_purged"] for r in snapshot_rows(conn)] == [7, 130, 0, 999]
 
 
 def test_a_second_replica_does_not_double_the_snapshots(app, conn, database_url):
-    assert snapshots.run_snapshot(Target.from_settings(app.config)) is not None
-    assert snapshots.run_snapshot(Target.from_settings(app.config)) is None  # within half an interval of the last one
+    target = Target.from_settings(app_settings(app))
+    assert snapshots.run_snapshot(target) is not None
+    assert snapshots.run_snapshot(target) is None  # within half an interval of the last one
     # a writer holding the lock right now: skip, do not wait
     with psycopg.connect(database_url) as other:
         other.execute("SELECT pg_advisory_xact_lock(hashtextextended('idemdash.snapshot', 0))")
-        assert snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0) is None
+        assert snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0) is None
     assert len(snapshot_rows(conn)) == 1
 
 
@@ -127,10 +130,10 @@ def test_old_snapshots_are_dropped_in_bounded_batches(app, conn, monkeypatch):
         add_snapshot(conn, f"{days} days", stuck=1)
     add_snapshot(conn, "29 days", stuck=2)
     monkeypatch.setattr(snapshots, "DELETE_BATCH", 5)
-    snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     rows = snapshot_rows(conn)
     assert len(rows) == 2 + 1 + 1  # 7 old - 5 dropped, the 29-day one, the new one
-    snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     rows = snapshot_rows(conn)
     assert [r["stuck_keys"] for r in rows][:1] == [2]  # every snapshot past 30 days is gone, the 29-day one stays
     assert len(rows) == 3
@@ -140,19 +143,21 @@ def test_snapshot_retention_follows_the_setting(make_app, conn):
     add_snapshot(conn, "3 days", stuck=1)
     add_snapshot(conn, "1 day", stuck=2)
     app = make_app(SNAPSHOT_RETENTION_DAYS=2)
-    snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     assert [r["stuck_keys"] for r in snapshot_rows(conn)][:1] == [2]
 
 
 def test_the_job_is_registered_with_the_interval_and_survives_an_outage(app, caplog):
     scheduler = BackgroundScheduler()
-    register_jobs(scheduler, Target.from_settings({**app.config, "SNAPSHOT_INTERVAL_SECONDS": 45}))
+    register_jobs(scheduler, Target.from_settings(replace(app_settings(app), snapshot_interval_seconds=45)))
     jobs = {job.id: job for job in scheduler.get_jobs()}
     assert {"snapshot", "purge_keys", "purge_inbox", "purge_outbox"} <= set(jobs)
     assert jobs["snapshot"].trigger.interval == timedelta(seconds=45)
     # a database that does not answer: logged, no exception into the scheduler
     snapshots.snapshot_job(
-        Target.from_settings({**app.config, "DATABASE_URL": "postgresql://127.0.0.1:1/nothing?connect_timeout=1"})
+        Target.from_settings(
+            replace(app_settings(app), database_url="postgresql://127.0.0.1:1/nothing?connect_timeout=1")
+        )
     )
     # the cause, once (the target says it; the job's own line would repeat it every interval)
     assert caplog.text.count("database: connection refused by 127.0.0.1 port 1") == 1
@@ -182,7 +187,7 @@ def test_trends_draw_one_point_per_snapshot_from_the_job(app, conn):
             conn, stuck - conn.execute("SELECT count(*) FROM app.idempotency_request").fetchone()[0], f"k{stuck}-"
         )
         add_pending(conn, pending - conn.execute("SELECT count(*) FROM app.outbox_event").fetchone()[0], "2 minutes")
-        snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+        snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     response = client.get("/")
     lines = _polylines(response)
     assert set(lines) == {
@@ -282,6 +287,6 @@ def test_a_snapshot_takes_the_precomputed_counts_instead_of_counting_again(app, 
             "VALUES (%s, '', now(), 900, %s)",
             (name, Jsonb(encode_rows([row]))),
         )
-    taken = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    taken = snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     assert (taken.failed_retryable_keys, taken.failed_final_keys_24h, taken.inbox_rows_24h) == (777, 55, 9001)
     assert taken.stuck_keys == 0  # stuck and processing stay live

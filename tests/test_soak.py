@@ -31,13 +31,14 @@ import threading
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from idemdash.dashboard.targets import app_settings
 from idemdash.jobs.purge_run import run_purge
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import NOT_PROCESSING, OWNING_KINDS, claim_key, complete_key, consume_message, fail_key
@@ -392,7 +393,7 @@ def _bulk_operator(run: Run) -> None:
 
 
 def _purger(run: Run) -> None:
-    config = {**run.app.config, "PURGE_BATCH_SIZE": 25, "PURGE_PAUSE_MS": 2}
+    config = replace(app_settings(run.app), purge_batch_size=25, purge_pause_ms=2)
     while not run.stop.is_set():
         for table in ("keys", "inbox"):
             result = run_purge(Target.from_settings(config), table, dry_run=False, started_by="scheduler")

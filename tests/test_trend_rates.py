@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from bs4 import BeautifulSoup
 
+from idemdash.dashboard.targets import app_settings
 from idemdash.jobs import snapshots
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key, complete_key, fail_key
@@ -25,7 +26,7 @@ def app(make_app):
 
 
 def snap(app):
-    taken = snapshots.run_snapshot(Target.from_settings(app.config), min_gap_seconds=0)
+    taken = snapshots.run_snapshot(Target.from_settings(app_settings(app)), min_gap_seconds=0)
     assert taken is not None
     return taken
 

@@ -1,5 +1,5 @@
-"""The docs' generated references: docs/settings.md from ``SETTINGS`` (core/settings.py, core/setting_jobs.py) and
-docs/api-reference.md from the OpenAPI document (dashboard/openapi.py, served as ``GET /api/v1/openapi.json``).
+"""The docs' generated references: docs/settings.md from the fields of ``Settings`` (declared in core/setting_*.py)
+and docs/api-reference.md from the OpenAPI document (dashboard/openapi.py, served as ``GET /api/v1/openapi.json``).
 
     python -m tools.docs_reference          # write both
     python -m tools.docs_reference --check  # exit 1, naming the file, when either is not what the code makes
@@ -49,7 +49,7 @@ def render_settings() -> str:
     from idemdash.core.settings import SETTINGS
 
     lines = [
-        GENERATED.format(source="SETTINGS in core/settings.py and core/setting_jobs.py"),
+        GENERATED.format(source="the Settings fields declared in core/setting_*.py"),
         "# Settings reference",
         "",
         "Every setting idemdash reads, as declared in the code. Each is an environment variable with a default; a",

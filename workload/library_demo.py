@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from idemdash.core.parsers import LOCAL_ZONE, zone_name
 from idemdash.core.profiles import profile
+from idemdash.core.time_parsers import LOCAL_ZONE, zone_name
 from idemdash.queries.migrate import migrate
 from idemdash.queries.workload import library_demo as library_tables
 from idemdash.workload import dbos_demo

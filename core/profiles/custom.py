@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
-from idemdash.core.parsers import positive_duration
 from idemdash.core.profiles.shape import (
     ANY_TIMESTAMP,
     DONE,
@@ -50,6 +49,7 @@ from idemdash.core.profiles.shape import (
     Table,
     Time,
 )
+from idemdash.core.time_parsers import positive_duration
 
 NAME = "custom"
 ROLES = ("keys", "inbox", "outbox")

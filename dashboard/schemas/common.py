@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
-from idemdash.core.parsers import MAX_DURATION_LENGTH, parse_duration
+from idemdash.core.time_parsers import MAX_DURATION_LENGTH, parse_duration
 
 # what every text field refuses: a NUL cannot be stored in a PostgreSQL text column
 NO_NUL = r"^[^\x00]*$"
