@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from idemdash.dashboard import panels
-from idemdash.dashboard.targets import app_settings, get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.queries import keys, snapshots
 
 COUNT_CAP = 10_000
@@ -51,7 +51,7 @@ WINDOWED = ("succeeded", "failed_retryable", "failed_final")
 def load(current: str, updated_within: float | None = None) -> panels.Panel[list[Tab]]:
     """One tab per key status, in KEY_STATUSES order, ``current`` marked; with ``updated_within`` (seconds) the
     terminal and failed tabs count only keys changed that recently (the snapshot counts every one: not used)."""
-    config = app_settings()
+    config = get_target().settings  # this database's lease and snapshot interval, as its list reads them
     snapshot = panels.load(snapshots.get_latest_snapshot).value
     fresh = (
         snapshot is not None

@@ -337,3 +337,21 @@ def test_switching_database_in_the_header_keeps_the_view_and_the_url_reopens_it(
     expect(page.locator("#keys-panel tbody tr")).to_have_count(5)
     expect(page.locator('#keys-panel a[data-tab="processing"]')).to_have_attribute("aria-current", "page")
     expect(page.locator(".db-switcher summary")).to_contain_text("beta")
+
+
+def test_a_databases_own_lease_decides_its_stuck_tab_as_it_decides_its_list(two, make_app):
+    """beta's keys were claimed 20 minutes ago with no lease end: stuck under the default 300 s lease, not under
+    beta's own 3,600 s. The stuck tab's count and the stuck list read the same lease: beta's."""
+    with psycopg.connect(two["beta"], autocommit=True) as beta:
+        for i in range(3):
+            insert_key(beta, "refunds", f"no-lease-{i}", locked_until=None, claimed_ago=timedelta(minutes=20))
+    path = write_config(
+        Path(two["config"]).with_name("lease.toml"),
+        {"alpha": {"url": two["alpha"]}, "beta": {"url": two["beta"], "default_lease_seconds": 3600}},
+    )
+    client = make_app(CONFIG=path).test_client()
+    page = BeautifulSoup(client.get("/db/beta/keys?status=stuck").data, "html.parser")
+    listed = {row.get_text(" ", strip=True) for row in page.select("#keys-panel tbody tr")}
+    assert not any("no-lease" in text for text in listed)
+    # beta's 5 keys from the fixture have a lease that ran out 10 minutes ago: those are beta's stuck keys
+    assert page.select_one("[data-count='stuck']").get_text(strip=True) == "5"
