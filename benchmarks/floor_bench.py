@@ -1,5 +1,5 @@
 """The physical floor: the pages and WAL four of idemdash's hottest paths cost, beside the least they could cost
-(docs/benchmarks.md, "The physical floor").
+(docs/benchmarks.md, Floors; the runs in benchmarks/results/floor-2026-11-25.md).
 
     python -m benchmarks.floor_bench --size L --pgdata /var/tmp/idemdash-floor/pgdata
 

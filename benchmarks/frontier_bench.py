@@ -1,5 +1,6 @@
 """The purge frontier: what a bare batched DELETE of due rows can do on this disk, rows/s against the application's
-claim p99, and where the pacer's runs fall on it (docs/benchmarks.md, "The frontier").
+claim p99, and where the pacer's runs fall on it (docs/benchmarks.md; the runs in
+benchmarks/results/frontier-2026-11-28.md).
 
     python -m benchmarks.frontier_bench curve --pgdata /var/tmp/idemdash-frontier/pgdata
     python -m benchmarks.frontier_bench curve --pgdata … --batch-sizes 500,1000 --pauses 0,5 --levers '' --pacer-runs 0

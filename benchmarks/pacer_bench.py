@@ -1,5 +1,5 @@
-"""What a purge run does to the application's commits, measured as a new user would (docs/benchmarks.md, "A purge
-nobody notices").
+"""What a purge run does to the application's commits, measured as a new user would (docs/benchmarks.md; the runs
+in benchmarks/results/pacer-2026-11-27-latency-budget.md).
 
     python -m benchmarks.pacer_bench --pgdata /var/tmp/idemdash-pacer-bench/pgdata --runs 3
     python -m benchmarks.pacer_bench --pgdata … --runs 3 --set PURGE_LATENCY_BUDGET=off   # the fixed duty cycle

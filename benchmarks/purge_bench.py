@@ -1,4 +1,4 @@
-"""What a purge run costs, and what it does to the application's claims (docs/benchmarks.md, Retention purges).
+"""What a purge run costs, and what it does to the application's claims (docs/benchmarks.md, The purge).
 
     python -m benchmarks.purge_bench steady --keys 10000000 --due-share 0.01   # (a) a big table, little due
     python -m benchmarks.purge_bench mostly-due --rows 1000000 --live-rows 200000   # (b) rows/s
@@ -22,7 +22,7 @@ application writes them (``benchmarks/purge_data.py``): in time order, each expi
   workload simulator plus a probe that times a claim transaction every ``--probe-interval-ms``:
   ``--baseline-seconds`` without a purge ("before"), one run ("during"), ``--baseline-seconds`` again
   ("after"; autovacuum often cleans up then). p99 during / before is the number the performance budget bounds by 2x
-  (docs/benchmarks.md, Pacing: claim p99 during a purge).
+  (docs/benchmarks.md; scenario (c) in benchmarks/results/purge-2026-11-23-scenarios.md).
 - **partition**: a partitioned reference inbox (``init-app-schema --partitioned``) with one day partition of
   ``--rows`` rows past the retention, purged (the partition is detached and dropped), against the same rows in
   an unpartitioned inbox purged in batches.

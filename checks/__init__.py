@@ -16,11 +16,14 @@ from psycopg import errors
 from idemdash.checks.activity import check_advisory_locks, check_sessions
 from idemdash.checks.finding import FAIL, OK, SEVERITY, WARN, Check, CheckFn, KeyLink
 from idemdash.checks.maintenance import check_vacuum
+from idemdash.checks.migrations import check_migrations
+from idemdash.checks.null_trap import check_null_trap
 from idemdash.checks.outbox import check_outbox_parked
+from idemdash.checks.partitioning import check_partitioning
 from idemdash.checks.privileges import check_privileges
-from idemdash.checks.purging import check_delete_settings, check_partitioning, check_purge_indexes
+from idemdash.checks.purging import check_delete_settings, check_purge_indexes
 from idemdash.checks.retention import check_key_retention, check_retention_settings
-from idemdash.checks.schema import check_indexes, check_migrations, check_null_trap, check_tables
+from idemdash.checks.schema import check_indexes, check_tables
 from idemdash.core.settings import Settings
 from idemdash.queries import Tables
 

@@ -7,17 +7,9 @@ from __future__ import annotations
 import psycopg
 
 from idemdash.checks.schema import TABLE_SETTING
-from idemdash.core.diagnosis import (
-    IDEMDASH_SCHEMA,
-    NO_TABLE,
-    PRIVILEGE,
-    Cause,
-    idemdash_schema_missing,
-    privilege_missing,
-    quote_role,
-    table_missing,
-)
+from idemdash.core.diagnosis import IDEMDASH_SCHEMA, NO_TABLE, PRIVILEGE, Cause
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
+from idemdash.core.remedies import idemdash_schema_missing, privilege_missing, quote_role, table_missing
 from idemdash.core.settings import Settings
 from idemdash.queries import Tables
 from idemdash.queries.access import get_database_access, list_table_access

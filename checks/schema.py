@@ -1,5 +1,7 @@
-"""Schema checks: idemdash's migrations, the application tables' columns, the recommended indexes and the
-NULL trap (docs/concepts.md, NULLs never conflict in a unique key)."""
+"""Schema checks: the application tables' columns (the column contract) and the recommended indexes.
+
+idemdash's own migrations are checked in ``checks/migrations.py``, the NULL trap in ``checks/null_trap.py``.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +9,10 @@ from dataclasses import dataclass
 
 import psycopg
 
-from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified, roles
+from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified
 from idemdash.core.settings import Settings
 from idemdash.queries import Tables, health
 from idemdash.queries.indexes import ADVICE
-from idemdash.queries.migrate import list_migrations
 
 
 @dataclass(frozen=True)
@@ -86,74 +87,6 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
 }
 
 TABLE_SETTING = {"keys": "IDEMDASH_KEYS_TABLE", "inbox": "IDEMDASH_INBOX_TABLE", "outbox": "IDEMDASH_OUTBOX_TABLE"}
-
-
-def check_migrations(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
-    """(a) idemdash's own schema has every migration this version ships, unedited."""
-    known = list_migrations()
-    if not health.get_migration_table(conn):
-        return [
-            Check(
-                "migrations",
-                FAIL,
-                "idemdash's own schema is not installed",
-                "The idemdash schema (audit log, purge runs, metric snapshots) does not exist in this database, "
-                "so purges cannot be recorded and actions cannot be audited. Run `idemdash migrate` (safe to "
-                "run while other replicas start: it takes an advisory lock).",
-                fix="idemdash migrate",
-            )
-        ]
-    applied = {m.version: m for m in health.list_applied_migrations(conn)}
-    findings = []
-    edited = [m for m in known if m.version in applied and applied[m.version].checksum != m.checksum]
-    if edited:
-        names = ", ".join(f"{m.version:04d}_{m.name}" for m in edited)
-        findings.append(
-            Check(
-                "migrations.edited",
-                FAIL,
-                f"Migration changed after it was applied: {names}",
-                "Migrations are append-only; this idemdash ships a different text for a migration the "
-                "database already ran, so `idemdash migrate` refuses to continue. Install the released "
-                "idemdash version, which has the original files.",
-            )
-        )
-    pending = [m for m in known if m.version not in applied]
-    if pending:
-        names = ", ".join(f"{m.version:04d}_{m.name}" for m in pending)
-        findings.append(
-            Check(
-                "migrations",
-                FAIL,
-                f"{len(pending)} migration{'s' if len(pending) != 1 else ''} pending: {names}",
-                "This idemdash expects tables or columns those migrations create; pages that need them "
-                "fail until you run `idemdash migrate`.",
-                fix="idemdash migrate",
-            )
-        )
-    newer = sorted(v for v in applied if v > (known[-1].version if known else 0))
-    if newer:
-        findings.append(
-            Check(
-                "migrations.newer",
-                WARN,
-                "The database was migrated by a newer idemdash",
-                f"Migration{'s' if len(newer) != 1 else ''} {', '.join(f'{v:04d}' for v in newer)} "
-                "are unknown to this version. Upgrade this idemdash to match the others.",
-                fix="upgrade idemdash",
-            )
-        )
-    if not findings:
-        last = known[-1]
-        findings.append(
-            Check(
-                "migrations",
-                OK,
-                "idemdash's schema is up to date",
-                f"{len(known)} migrations applied, the latest {last.version:04d}_{last.name}.",
-            )
-        )
-    return findings
 
 
 def check_tables(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
@@ -256,57 +189,3 @@ def check_indexes(conn: psycopg.Connection, tables: Tables, config: Settings) ->
             )
         )
     return findings
-
-
-def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
-    """(e) No unique key of the three tables has a nullable column: NULLs never conflict (docs/concepts.md, NULLs
-    never conflict in a unique key)."""
-    role_of = roles(tables)
-    traps: dict[tuple[str, str], list[health.NullableUniqueColumn]] = {}
-    nulls_equal = set()
-    for column in health.list_nullable_unique_columns(conn, tables):
-        if column.nulls_not_distinct:
-            nulls_equal.add(f"{column.index_name} ({column.column_name})")
-        else:
-            traps.setdefault((column.table_name, column.index_name), []).append(column)
-    findings = []
-    for (table, index), columns in traps.items():
-        first = columns[0]
-        key = f"unique constraint {first.constraint_name}" if first.constraint_name else f"unique index {index}"
-        if first.partial:
-            key = f"partial {key}"
-        names = ", ".join(c.column_name for c in columns)
-        findings.append(
-            Check(
-                f"null_trap.{role_of[table]}.{index}",
-                FAIL,
-                f"{names} may be NULL in {key} of {tables.schema}.{table}: duplicates get through",
-                f"PostgreSQL treats NULLs as distinct, so two rows that differ only by a NULL in {names} never "
-                "conflict: "
-                "the unique key does not stop the second one, INSERT ... ON CONFLICT never fires for it, and the "
-                "duplicate is written (the NULL trap). Make the column NOT NULL and have the application write "
-                "a sentinel ('' or a domain value for \"not applicable\") instead of NULL. SET NOT NULL fails while a "
-                "NULL row exists, so give those rows their sentinel first (the comment counts them); it reads the "
-                "whole "
-                "table under an exclusive lock, so on a big table first add CHECK (column IS NOT NULL) NOT VALID and "
-                "VALIDATE it, which lets SET NOT NULL skip the scan. On PostgreSQL 15+ the alternative is to recreate "
-                "the key as UNIQUE NULLS NOT DISTINCT.",
-                fix_sql=_fix_null_trap(tables, table, columns),
-            )
-        )
-    if not findings:
-        detail = "Every column of each primary key, unique constraint and unique index is NOT NULL."
-        if nulls_equal:
-            detail = (
-                "Nullable columns appear only in keys declared NULLS NOT DISTINCT, where NULLs conflict like "
-                f"any value: {', '.join(sorted(nulls_equal))}."
-            )
-        findings.append(Check("null_trap", OK, "No nullable column in a unique key of the three tables", detail))
-    return findings
-
-
-def _fix_null_trap(tables: Tables, table: str, columns: list[health.NullableUniqueColumn]) -> str:
-    lines = ["-- first give the rows these count a value (SET NOT NULL fails while one is NULL):"]
-    lines += [f"-- {health.fix_count_nulls(tables, table, c.column_name)};" for c in columns]
-    lines.append(";\n".join(health.fix_set_not_null(tables, table, c.column_name) for c in columns))
-    return "\n".join(lines)

@@ -136,7 +136,7 @@ class _CtrlC:
 def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -> list[str]:
     """One database's purges; each failed run's table and cause."""
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
-        for name in ("idemdash.jobs.purge_run", "idemdash.jobs.partition_drops"):
+        for name in ("idemdash.jobs.purge_run", "idemdash.jobs.partition_drops", "idemdash.jobs.partition_detach"):
             logging.getLogger(name).setLevel(logging.WARNING)  # the lines below say it all
     try:
         started_by = f"cli:{getpass.getuser()}"

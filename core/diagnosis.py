@@ -6,7 +6,8 @@ there was one) into a ``Cause``: connection refused (host, port), no such host, 
 starting or stopping, a missing schema, table or column, a missing privilege (the GRANT). Pages, ``/readyz``,
 the command line and the log all say the same line. The password is never part of it.
 
-``CauseLog`` logs such a line once per cause, not once per retry.
+``CauseLog`` logs such a line once per cause, not once per retry. What fixes a missing schema, table or grant is
+worded in ``core/remedies.py``, which ``/readyz`` says too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from idemdash.core.dsn import Endpoint, endpoint, password_of
+from idemdash.core.remedies import idemdash_schema_missing, privilege_missing, quote_role, table_missing
 
 URL = "the database URL (IDEMDASH_DATABASE_URL or --database-url)"
 
@@ -216,33 +218,6 @@ def _missing_relation(text: str, app_tables: Mapping[str, str]) -> Cause:
     if setting:
         return _cause(NO_TABLE, "table " + table_missing(name, f"IDEMDASH_APP_SCHEMA and {setting}"))
     return _cause(NO_TABLE, table_missing(name))
-
-
-def idemdash_schema_missing(name: str = "idemdash") -> str:
-    return (
-        f"idemdash's own schema is missing or behind ({name} does not exist): run `idemdash migrate` "
-        "(with a role that may create the schema; the README's checklist has the grants)."
-    )
-
-
-def table_missing(
-    name: str, setting: str = "IDEMDASH_APP_SCHEMA and IDEMDASH_KEYS_TABLE / _INBOX_TABLE / _OUTBOX_TABLE"
-) -> str:
-    return (
-        f"{name} does not exist: point {setting} at your tables, or create the reference tables with "
-        "`idemdash init-app-schema`."
-    )
-
-
-def privilege_missing(role: str, privilege: str, table: str) -> str:
-    return (
-        f"role {role!r} may not {privilege} {table}: GRANT {privilege} ON {table} TO {quote_role(role)}; "
-        "(`idemdash check` lists every grant this role lacks)"
-    )
-
-
-def quote_role(role: str) -> str:
-    return role if re.fullmatch(r"[a-z_][a-z0-9_$]*", role) else '"' + role.replace('"', '""') + '"'
 
 
 def _privilege(

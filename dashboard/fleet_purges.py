@@ -18,7 +18,7 @@ from flask import Blueprint, current_app, url_for
 
 from idemdash.dashboard import contract
 from idemdash.dashboard.all_databases import DatabaseRow
-from idemdash.dashboard.purges import METHODS
+from idemdash.dashboard.purge_status import METHODS
 from idemdash.dashboard.schemas.fleet_purges import FleetPurgeItem, FleetPurges, FleetPurgesQuery
 from idemdash.dashboard.targets import app_settings
 from idemdash.dashboard.web import render

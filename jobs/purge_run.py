@@ -42,7 +42,8 @@ import psycopg
 
 from idemdash.core.statuses import PURGE_ENDS
 from idemdash.jobs.failures import describe_error, describe_outage, lost
-from idemdash.jobs.partition_drops import PartitionEvent, drop_partitions
+from idemdash.jobs.partition_detach import PartitionEvent
+from idemdash.jobs.partition_drops import drop_partitions
 from idemdash.jobs.purge_batches import (
     CANCELLED,
     RunContext,

@@ -11,7 +11,7 @@ from psycopg import sql
 
 from idemdash.core.profiles import profile
 from idemdash.core.profiles.custom import NAME as CUSTOM
-from idemdash.core.profiles.custom import implausible_epoch, misfits
+from idemdash.core.profiles.custom_fit import implausible_epoch, misfits
 from idemdash.core.profiles.detect import Found, detect
 from idemdash.core.profiles.shape import EPOCH_MS, EXACT, Table
 from idemdash.core.settings import BY_NAME, Settings

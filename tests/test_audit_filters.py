@@ -41,6 +41,7 @@ def _actions(client, query: str) -> list[str]:
     return [i["action"] for i in response.get_json()["items"]]
 
 
+@pytest.mark.system
 def test_filter_by_kind_of_action(client, log):
     assert _actions(client, "action=note") == ["note"]
     assert _actions(client, "action=reclassify") == ["reclassify:abandoned", "reclassify:needs_review"]

@@ -71,6 +71,7 @@ def _check_and_purge(config: str) -> tuple[object, object]:
     return check, purge
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     "column, unit, said",
     [

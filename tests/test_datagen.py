@@ -181,6 +181,7 @@ def test_same_seed_same_data_and_refuses_to_mix(generated, database_url, conn):
     assert _one(conn, "SELECT count(*) FROM app.idempotency_request") == S.keys
 
 
+@pytest.mark.system
 def test_text_status_column_and_command_line(text_status_database_url, capsys):
     assert main(["--size", "S", "--database-url", text_status_database_url, "--jobs", "1"]) == 0
     assert "size S generated in" in capsys.readouterr().out
@@ -209,6 +210,7 @@ CONSTRAINTS = (
 )
 
 
+@pytest.mark.system
 def test_a_load_with_its_constraints_deferred_writes_the_same_rows_and_adds_every_constraint_back(
     generated, database_url, conn
 ):
@@ -226,6 +228,7 @@ def test_a_load_with_its_constraints_deferred_writes_the_same_rows_and_adds_ever
         conn.execute("INSERT INTO app.idempotency_request SELECT * FROM app.idempotency_request LIMIT 1")
 
 
+@pytest.mark.system
 def test_a_load_interrupted_after_dropping_its_constraints_is_repaired_by_the_next(generated, database_url, conn):
     # a killed XL benchmark dropped the primary keys for its load; the next load found none to drop, so it added
     # none back, and the tables were left without them

@@ -23,7 +23,7 @@ from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key
 from idemdash.queries.audit import AuditFilter, list_audit
 from idemdash.queries.workload.simulate import insert_outbox_event
-from idemdash.workload.demo import check_port
+from idemdash.workload.demo_port import check_port
 from idemdash.workload.incidents import Incidents
 from idemdash.workload.oncall import ACTOR, OnCallSettings, triage_pass
 from tests.test_keys import insert_key

@@ -64,6 +64,7 @@ def _text(response) -> str:
     return BeautifulSoup(response.data, "html.parser").get_text(" ", strip=True)
 
 
+@pytest.mark.system
 def test_a_row_lock_is_409_and_says_to_try_again(failing, holder, conn):
     client = failing(LOCK_TIMEOUT_MS=100).test_client()
     assert client.get("/api/v1/test-write").status_code == 200  # the row exists now
@@ -106,6 +107,7 @@ def test_a_statement_timeout_is_503_that_says_it_timed_out(failing, holder):
     assert "Retry-After" not in page.headers
 
 
+@pytest.mark.system
 def test_a_json_read_that_times_out_says_so(make_app, holder):
     client = make_app(STATEMENT_TIMEOUT_MS=100).test_client()
     holder.execute("LOCK TABLE app.idempotency_request IN ACCESS EXCLUSIVE MODE")
@@ -120,6 +122,7 @@ def test_a_json_read_that_times_out_says_so(make_app, holder):
     assert "try again" in preview.get_json()["error"] and "unreachable" not in preview.get_json()["error"]
 
 
+@pytest.mark.system
 def test_a_bulk_reclassification_against_a_locked_table_is_409_and_changes_nothing(client, conn, holder):
     for i in range(3):
         claim_key(conn, Tables(), "create_order", f"k{i}", "h", "api-1", lock_seconds=0)

@@ -69,6 +69,7 @@ def purge_runs(url: str) -> int:
 # -- migrate -----------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("argv", [[], ["--keep-going"]])
 def test_migrate_goes_on_past_an_unreachable_database_and_exits_1(
     monkeypatch, tmp_path, empty_database_url, clone_of, middle, argv
@@ -142,6 +143,7 @@ def test_one_database_keeps_its_own_output_and_status(empty_database_url):
 # -- check -------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("argv", [[], ["--fail-fast"]])
 def test_check_reports_every_database_past_an_unreachable_one(
     monkeypatch, tmp_path, database_url, clone_of, pg_templates, middle, argv
@@ -172,6 +174,7 @@ def test_check_reports_every_database_past_an_unreachable_one(
 # -- purge -------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("argv", [[], ["--fail-fast"]])
 def test_purge_goes_on_past_an_unreachable_database(
     monkeypatch, tmp_path, database_url, conn, clone_of, pg_templates, middle, argv

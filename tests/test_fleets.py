@@ -168,6 +168,7 @@ def test_the_scheduler_schedules_a_joining_members_jobs_and_removes_a_leaving_on
     assert f"purge_keys@orders/{p}_6" in ids and not any(i.endswith(f"@orders/{p}_0") for i in ids)
 
 
+@pytest.mark.system
 def test_a_fleet_whose_server_is_down_at_start_is_served_once_it_answers(database_url, tmp_path, make_app, caplog):
     port = closed_port()
     config = tmp_path / "down.toml"

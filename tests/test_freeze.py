@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import psycopg
+import pytest
 from psycopg import sql
 
 from idemdash.core import settings
@@ -61,6 +62,7 @@ def test_the_global_freeze_wins_over_read_only_false_on_a_database(tmp_path):
     assert own == {"shop": True, "bus": False}
 
 
+@pytest.mark.system
 def test_every_action_on_a_database_with_read_only_false_is_refused_under_the_global_freeze(
     make_app,
     database_url,

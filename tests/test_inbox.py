@@ -144,6 +144,7 @@ def test_retention_flag_on_both_sides_of_the_boundary(make_app, conn):
     assert "40 days" in soup_of(longer.get("/inbox")).get_text()
 
 
+@pytest.mark.system
 def test_consumers_are_bounded_and_filterable(client, conn):
     now = now_of(conn)
     names = [f"consumer-{i:03d}" for i in range(205)] + ["Billing-EU", "billing-us"]

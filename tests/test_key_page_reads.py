@@ -2,12 +2,12 @@
 their JSON twins is a probe of an index on the key (the keys' primary key, the outbox's (scope, key) index, the
 audit log's and the notes' key indexes), and reads a handful of rows and pages.
 
-The guard behind docs/benchmarks.md (A key's page at 2M and 20M keys): the page once listed the scope's latest
-stored responses through the (status, updated_at) index, walking every succeeded key of every other scope newer
-than this scope's last success: nothing at the generated data sets, whose scopes all succeed every minute, and
-651 ms at 2M keys on data with a scope that went quiet. Here the scope went quiet 50 days ago and 3,000 keys of
-another scope succeeded since; the plans are asked with EXPLAIN (ANALYZE, BUFFERS), so a statement that reads
-more than its key fails whatever the planner estimated.
+The guard behind docs/benchmarks.md (a key's page at 2M and 20M keys: benchmarks/results/page-2026-11-28-sizes.md):
+the page once listed the scope's latest stored responses through the (status, updated_at) index, walking every
+succeeded key of every other scope newer than this scope's last success: nothing at the generated data sets, whose
+scopes all succeed every minute, and 651 ms at 2M keys on data with a scope that went quiet. Here the scope went
+quiet 50 days ago and 3,000 keys of another scope succeeded since; the plans are asked with EXPLAIN (ANALYZE,
+BUFFERS), so a statement that reads more than its key fails whatever the planner estimated.
 """
 
 from __future__ import annotations

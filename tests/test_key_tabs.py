@@ -107,6 +107,7 @@ def _walk(client, url, start_cursor=None, key="next_cursor"):
             return items, body
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("status", ["stuck", "processing", "succeeded"])
 def test_both_orders_and_back_again_list_every_key_once(client, conn, status):
     rng = random.Random(5)

@@ -206,6 +206,7 @@ def test_pagination_with_ties_sees_every_row_once(client, conn, status):
     assert keys == expected_order
 
 
+@pytest.mark.system
 def test_nasty_keys_round_trip_through_their_links(client, conn):
     for key in NASTY_KEYS:
         insert_key(conn, "create_order", key, response_body={"k": key})

@@ -361,6 +361,7 @@ def test_a_spring_modulith_row_says_how_the_application_resubmits_and_offers_no_
     assert not any("/row/" in f.get("action", "") for f in page.select("form"))
 
 
+@pytest.mark.system
 def test_beside_a_reference_database_the_actions_live_under_the_databases_own_urls(
     make_app, wolverine, database_url, tmp_path
 ):

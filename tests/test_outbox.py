@@ -124,6 +124,7 @@ def expected(now: datetime, events: list[Event]) -> dict:
     }
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("seed", [1, 2])
 def test_summary_matches_ground_truth(client, conn, seed):
     now, events = make_world(conn, seed)
@@ -192,6 +193,7 @@ def test_summary_matches_ground_truth(client, conn, seed):
     assert poison == {i: by_id[i].attempt_count >= MANY for i in listed}
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("status", ["pending", "published"])
 def test_pagination_with_ties_sees_every_row_once_in_order(client, conn, status):
     # 45 rows over three created_at values: only outbox_id breaks the ties

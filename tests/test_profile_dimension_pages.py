@@ -281,6 +281,7 @@ def test_dbos_hotspots_workers_breakdown_and_search_equal_the_rows(make_app, emp
     assert [w["owner"] for w in client.get("/api/v1/search?q=e2").get_json()["workers"]] == ["e2"]
 
 
+@pytest.mark.system
 def test_spring_modulith_records_no_owner_and_says_so(make_app, empty_database_url):
     _database(empty_database_url, "modulith", [ddl.SPRING_MODULITH_V2], SPRING_ROWS)
     client = make_app(empty_database_url, PROFILE="spring-modulith", APP_SCHEMA="modulith").test_client()

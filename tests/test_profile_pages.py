@@ -170,6 +170,7 @@ def test_tables_missing_where_the_configuration_points_say_where_detect_finds_th
     assert "finds them in schema modulith" in client.get("/api/v1/inbox").get_json()["no_table"]
 
 
+@pytest.mark.system
 def test_what_detect_prints_for_several_libraries_and_the_reference_serves_each_on_one_url(
     make_app, database_url, tmp_path
 ):
@@ -202,6 +203,7 @@ def test_what_detect_prints_for_several_libraries_and_the_reference_serves_each_
     assert json.loads(client.get("/api/v1/db/reference/tables").data)["read_only"] is False
 
 
+@pytest.mark.system
 def test_all_databases_and_metrics_read_a_library_database_through_its_profile(make_app, database_url, tmp_path):
     _create_case(database_url, "modulith", [ddl.SPRING_MODULITH_V2])
     with psycopg.connect(database_url, autocommit=True) as conn:

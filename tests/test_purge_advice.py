@@ -53,6 +53,7 @@ def test_without_the_index_of_due_rows_health_names_it_and_its_fix_makes_the_pur
     assert (result.outcome, result.rows, result.method) == ("succeeded", 2000, "due_index")
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("analysed", [False, True])
 def test_health_the_dry_run_the_real_run_and_purges_say_the_same_order(client, conn, database_url, analysed):
     """/purges said a run was "walking the primary key" while /health said the batches read the due index (it
@@ -169,6 +170,7 @@ def test_a_default_partition_is_flagged_and_the_health_page_shows_the_findings(p
 # /purges
 
 
+@pytest.mark.system
 def test_purges_page_shows_how_batches_went_and_the_partitions_a_run_dropped(partitioned_url, make_app):
     with psycopg.connect(partitioned_url, autocommit=True) as conn:
         from idemdash.queries.app_schema import create_time_partitions

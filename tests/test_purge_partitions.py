@@ -400,7 +400,7 @@ def test_init_app_schema_partitioned_from_the_command_line(empty_database_url):
 def test_a_role_that_does_not_own_the_table_empties_old_partitions_in_batches_and_health_says_why(pconn):
     """Detaching and dropping need the owner; batches address each partition, which grants on the parent do not
     reach. Without those grants /health fails with the GRANTs; with them the old days are emptied row by row."""
-    from idemdash.checks.purging import check_partitioning
+    from idemdash.checks.partitioning import check_partitioning
 
     role = f"purger_{uuid.uuid4().hex[:8]}"
     pconn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")

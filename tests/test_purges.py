@@ -646,6 +646,7 @@ def _scans(conn, tables, role, dry_run, order, table, params):
     )
 
 
+@pytest.mark.system
 def test_with_the_recommended_indexes_batches_read_only_due_rows_through_them_and_delete_by_tid(conn, tables):
     _fill_for_plans(conn)
     for advice in ADVICE.values():
@@ -670,6 +671,7 @@ def test_with_the_recommended_indexes_batches_read_only_due_rows_through_them_an
         assert due_index(conn, tables, role, limit=5000, **predicate) == DUE_INDEX[table]
 
 
+@pytest.mark.system
 def test_without_an_index_of_due_rows_batches_walk_the_primary_key_and_delete_by_tid(conn, tables):
     _fill_for_plans(conn)
     for advice in ADVICE.values():  # every other recommended index: the primary key still drives

@@ -350,6 +350,7 @@ def test_running_runs_show_live_progress_in_the_polling_fragment(client, conn):
 # -- run now: the API -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.system
 @pytest.mark.parametrize(
     "table, setup, eligible, remaining_check",
     [

@@ -100,6 +100,7 @@ def test_a_stored_rollup_that_does_not_decode_is_logged_and_read_live(client, co
     assert "computing it live" in caplog.text
 
 
+@pytest.mark.system
 def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
     generate(database_url, SIZES["S"])
     config = _config(database_url)

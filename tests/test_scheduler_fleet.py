@@ -70,6 +70,7 @@ def rows(url: str) -> tuple[int, int]:
         )
 
 
+@pytest.mark.system
 def test_a_database_with_a_wrong_name_stops_none_of_the_others_and_its_jobs_run_once_it_exists(
     monkeypatch, tmp_path, database_url, clone_of, pg_templates, pg_server_dsn, started, caplog
 ):

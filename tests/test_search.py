@@ -121,6 +121,7 @@ def test_scope_slash_key_and_a_pasted_key_address_are_understood(client, conn, t
     assert [(i["scope"], i["key"]) for i in body["items"]] == [("create_order", "a/b")]
 
 
+@pytest.mark.system
 def test_every_nasty_key_is_found_and_its_link_opens_it(client, conn):
     insert_key(conn, "refund", "decoy")
     for key in NASTY_KEYS:
@@ -147,6 +148,7 @@ def test_the_page_without_a_query_explains_and_bad_input_is_a_400(client, conn):
     assert nul.status_code == 400
 
 
+@pytest.mark.system
 def test_the_header_box_is_on_every_page_and_keeps_the_query(client, conn):
     insert_key(conn, "create_order", "x")
     for path in ("/", "/keys", "/audit", "/outbox", "/health"):

@@ -138,6 +138,7 @@ def test_threads_survive_lost_connections(database_url, conn):
         assert sim.stop()
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("url_fixture", ["database_url", "text_status_database_url"])
 def test_backfill_writes_history_of_every_kind(request, url_fixture, tables):
     url = request.getfixturevalue(url_fixture)

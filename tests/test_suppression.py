@@ -111,6 +111,7 @@ def strip_pct(row: dict) -> float | None:
     return row.pop("retried_pct")
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("window", ["1h", "24h", "7d", None])
 def test_api_matches_ground_truth(make_app, conn, window):
     keys = make_world(conn, 1)

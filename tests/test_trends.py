@@ -21,6 +21,7 @@ def history(conn):
         add_snapshot(conn, f"{minutes} minutes", stuck=stuck, purged=10)
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("range_, points", [("1h", 4), ("6h", 5), ("24h", 5), ("7d", 6)])
 def test_the_range_picks_the_snapshots(client, history, range_, points):
     body = client.get(f"/api/v1/overview?range={range_}").get_json()["trends"]

@@ -250,6 +250,7 @@ def test_a_plain_text_status_column_counts_the_same(make_app, text_status_databa
     assert client.get("/api/v1/search?q=w-done").get_json()["workers"] == ["w-done"]
 
 
+@pytest.mark.system
 def test_each_database_of_a_config_has_its_workers_and_links_stay_in_it(
     make_app, conn, database_url, tmp_path, monkeypatch
 ):

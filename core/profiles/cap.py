@@ -12,25 +12,7 @@ zone that is (default: local). The published table has no "Group"; the received 
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    DONE,
-    FAILED,
-    IN_PROGRESS,
-    INTEGER,
-    LOCAL_TIMESTAMP,
-    PENDING,
-    PURGEABLE,
-    STUCK,
-    TEXT,
-    TS,
-    Column,
-    Index,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 _REPO = "dotnetcore/CAP"
 _COMMIT = "e52b8508e54cdb7a9ce7f9fec03d9ea8ad2710fb"

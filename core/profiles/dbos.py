@@ -15,27 +15,7 @@ does the same in the same statement (``Table.dependents``).
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    DONE,
-    EPOCH_MS,
-    FAILED,
-    IN_PROGRESS,
-    INTEGER,
-    PENDING,
-    PURGEABLE,
-    STUCK,
-    TEXT,
-    Column,
-    Command,
-    Dependent,
-    Fact,
-    Index,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 _REPO = "dbos-inc/dbos-transact-py"
 _COMMIT = "v3.4.0"  # the PyPI release dbos==3.4.0; the files below are its dbos/ package

@@ -7,18 +7,7 @@ slot has not yet read.
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    ANY_NAME,
-    JSONB,
-    PENDING,
-    TEXT,
-    UUID,
-    Column,
-    Profile,
-    Source,
-    State,
-    Table,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 PROFILE = Profile(
     name="debezium-outbox",

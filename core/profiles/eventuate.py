@@ -6,22 +6,7 @@ Follows eventuate-foundation/eventuate-common postgres/2.initialize-database.sql
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    DONE,
-    EPOCH_MS,
-    INTEGER,
-    PENDING,
-    PURGEABLE,
-    TEXT,
-    Column,
-    Index,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-    Version,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 _REPO = "eventuate-foundation/eventuate-common"
 _COMMIT = "6de8d54d50049f0a6444a79f74c90670905754f4"

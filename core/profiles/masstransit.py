@@ -10,29 +10,7 @@ Npgsql 6+ maps DateTime to timestamptz; its legacy timestamp switch gives timest
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    ANY_TIMESTAMP,
-    AS_IS,
-    DONE,
-    FAILED,
-    IN_PROGRESS,
-    INTEGER,
-    PENDING,
-    PURGEABLE,
-    SNAKE_CASE,
-    STUCK,
-    TEXT,
-    TIMESTAMPTZ,
-    UUID,
-    Column,
-    Default,
-    Index,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 _REPO = "MassTransit/MassTransit"
 _DIR = "src/Persistence/MassTransit.EntityFrameworkCoreIntegration/"

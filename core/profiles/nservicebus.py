@@ -7,24 +7,7 @@ c9acb71a) and the outbox cleaner of the persistence, at d1ecdeda. The prefix def
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    BOOLEAN,
-    DONE,
-    JSONB,
-    PENDING,
-    PURGEABLE,
-    SUFFIX,
-    TEXT,
-    TS,
-    UTC_TIMESTAMP,
-    Column,
-    Default,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 PROFILE = Profile(
     name="nservicebus",

@@ -6,27 +6,7 @@ generates), at aac88bad.
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    DONE,
-    FAILED,
-    IN_PROGRESS,
-    INTEGER,
-    JSONB,
-    PENDING,
-    PURGEABLE,
-    STUCK,
-    TEXT,
-    TIMESTAMPTZ,
-    TSTZ,
-    UUID,
-    Column,
-    Default,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 _COLUMNS = (
     Column("id", UUID),
@@ -64,11 +44,12 @@ PROFILE = Profile(
     name="pg-transactional-outbox",
     library="pg-transactional-outbox",
     default_schema="public",
-    tables=(
+    # the outbox and the inbox are one shape: the library generates both tables from the same definition
+    tables=tuple(
         Table(
-            "outbox",
-            "outbox",
-            "outbox_table",
+            role,
+            role,
+            f"{role}_table",
             _COLUMNS,
             identity=("id",),
             lease="locked_until",
@@ -76,19 +57,8 @@ PROFILE = Profile(
             times=_TIMES,
             payload="payload",
             optional=True,
-        ),
-        Table(
-            "inbox",
-            "inbox",
-            "inbox_table",
-            _COLUMNS,
-            identity=("id",),
-            lease="locked_until",
-            attempts="started_attempts",
-            times=_TIMES,
-            payload="payload",
-            optional=True,
-        ),
+        )
+        for role in ("outbox", "inbox")
     ),
     states=_STATES,
     unfinished_cleanup="pg-transactional-outbox deletes every row older than 60 days, processed or not.",

@@ -2,26 +2,7 @@
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    DONE,
-    FAILED,
-    IN_PROGRESS,
-    INTEGER,
-    JSONB,
-    PENDING,
-    PURGEABLE,
-    STUCK,
-    TEXT,
-    TIMESTAMPTZ,
-    TSTZ,
-    UUID,
-    Column,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 PROFILE = Profile(
     name="reference",

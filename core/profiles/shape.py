@@ -18,6 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
+# What a profile module needs, taken whole (`from idemdash.core.profiles.shape import *`): each library's module
+# declares its tables, states and sources in these words and no others. Time units, meanings, catalog types, naming
+# conventions and matches, then the declarations:
+__all__ = ["TIMESTAMPTZ", "UTC_TIMESTAMP", "EPOCH_MS", "LOCAL_TIMESTAMP"]
+__all__ += ["Meaning", "MEANINGS", "PENDING", "IN_PROGRESS", "STUCK", "DONE", "FAILED", "PURGEABLE"]
+__all__ += ["TEXT", "UUID", "INTEGER", "BOOLEAN", "JSONB", "TSTZ", "TS", "ANY_TIMESTAMP"]
+__all__ += ["AS_IS", "SNAKE_CASE", "EXACT", "SUFFIX", "ANY_NAME"]
+__all__ += ["Column", "Time", "Dependent", "Table", "State", "Fact", "Command", "Index", "Version", "Source"]
+__all__ += ["Default", "LibraryAction", "Profile"]
+
 # Time units: how a column holds a point in time.
 TIMESTAMPTZ = "timestamptz"
 UTC_TIMESTAMP = "timestamp holding UTC"  # timestamp without time zone, written from a UTC clock

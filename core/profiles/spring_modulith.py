@@ -7,26 +7,9 @@ JdbcEventPublicationRepositoryV2.java (incomplete, failed, completed, delete-com
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    DONE,
-    FAILED,
-    IN_PROGRESS,
-    PENDING,
-    PURGEABLE,
-    STUCK,
-    TEXT,
-    TIMESTAMPTZ,
-    TSTZ,
-    UUID,
-    Column,
-    Index,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-    Version,
-)
+from dataclasses import replace
+
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 _COLUMNS = (
     Column("id", UUID),
@@ -48,34 +31,26 @@ _DIR = (
 )
 _COMMIT = "fc0a547c05dfd240d23c32f3fbb9fa45283af21f"
 
+_OUTBOX = Table(
+    "outbox",
+    "event_publication",
+    "outbox_table",
+    _COLUMNS,
+    identity=("id",),
+    state="status",
+    attempts="completion_attempts",
+    times=_TIMES,
+    payload="serialized_event",
+)
+
 PROFILE = Profile(
     name="spring-modulith",
     library="Spring Modulith event publication registry",
     default_schema="public",
+    # the archive (completion mode ARCHIVE) has the registry's own columns: completed rows move there
     tables=(
-        Table(
-            "outbox",
-            "event_publication",
-            "outbox_table",
-            _COLUMNS,
-            identity=("id",),
-            state="status",
-            attempts="completion_attempts",
-            times=_TIMES,
-            payload="serialized_event",
-        ),
-        Table(
-            "archive",
-            "event_publication_archive",
-            "archive_table",
-            _COLUMNS,
-            identity=("id",),
-            state="status",
-            attempts="completion_attempts",
-            times=_TIMES,
-            payload="serialized_event",
-            optional=True,
-        ),
+        _OUTBOX,
+        replace(_OUTBOX, role="archive", name="event_publication_archive", setting="archive_table", optional=True),
     ),
     # v1 has no status column: its states are the v2 ones without it.
     states=(

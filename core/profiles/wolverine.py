@@ -16,27 +16,7 @@ agent then copies replayable rows into the incoming table as Incoming, unowned, 
 
 from __future__ import annotations
 
-from idemdash.core.profiles.shape import (
-    BOOLEAN,
-    DONE,
-    FAILED,
-    IN_PROGRESS,
-    INTEGER,
-    PENDING,
-    PURGEABLE,
-    STUCK,
-    TEXT,
-    TIMESTAMPTZ,
-    TSTZ,
-    UUID,
-    Column,
-    LibraryAction,
-    Profile,
-    Source,
-    State,
-    Table,
-    Time,
-)
+from idemdash.core.profiles.shape import *  # the profile vocabulary: shape.__all__
 
 _REPO = "JasperFx/wolverine"
 _DIR = "src/Persistence/Wolverine.Postgresql/"
