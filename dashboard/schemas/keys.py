@@ -22,6 +22,8 @@ from idemdash.dashboard.schemas.common import (
     cursor_of,
 )
 from idemdash.dashboard.schemas.examples import ACTOR, KEY, KEY_DETAIL, OUTBOX_ROW
+from idemdash.queries.key_matching import Matching, SuggestionGroup
+from idemdash.queries.keys import KeyOutboxRow
 
 KeysCursor = Annotated[str, CURSOR_TEXT, cursor_of("keys")]
 
@@ -123,20 +125,6 @@ class TabCount(Answer):
     more: bool
     snapshot: int | None = Field(description="The snapshot job's full count, when more and it records the state.")
     snapshot_at: datetime | None
-
-
-class Matching(Answer):
-    count: int = Field(description="Keys of this tab matching every filter, exact up to the cap.")
-    more: bool = Field(description="More keys match than the cap.")
-
-
-class SuggestionGroup(Answer):
-    suggested: Outcome
-    keys: int = Field(
-        description="Stuck keys with this suggested outcome among those read (at most "
-        "suggestions_cap, most overdue first)."
-    )
-    more: bool = Field(description="More stuck keys match the other filters than were read: keys is a lower bound.")
 
 
 class NotApplied(Answer):
@@ -252,18 +240,6 @@ class KeyList(Answer):
     )
 
 
-class OutboxEvent(Answer):
-    outbox_id: str
-    event_type: str
-    aggregate_type: str
-    aggregate_id: str
-    status: str
-    attempt_count: int
-    created_at: datetime
-    published_at: datetime | None
-    payload: Any
-
-
 class Suggestion(Answer):
     to: Outcome | None = Field(description="The outcome the evidence points to, or null (not stuck).")
     evidence: list[str]
@@ -336,7 +312,7 @@ class KeyPage(Answer):
     )
 
     key: KeyAnswer
-    outbox_events: list[OutboxEvent]
+    outbox_events: list[KeyOutboxRow]
     audit: list[AuditEntry]
     notes: list[Note]
     suggestion: Suggestion
