@@ -29,7 +29,7 @@ FORMATTED_OVER = {
     "dashboard/purges.py": 383,
     "dashboard/schemas/keys.py": 343,
     "dashboard/schemas/profile_dimensions.py": 404,
-    "dashboard/schemas/profile_pages.py": 438,
+    "dashboard/schemas/profile_pages.py": 439,
     "dashboard/schemas/tables.py": 341,
     "dashboard/web.py": 316,
     "jobs/partition_drops.py": 301,

@@ -12,8 +12,9 @@ from pydantic import ConfigDict, Field
 
 from idemdash.dashboard.schemas.common import CURSOR_TEXT, NO_NUL, Answer, Limit, Query, cursor_of
 from idemdash.dashboard.schemas.examples import AS_OF, PURGE_RUN, without_pacing
-from idemdash.dashboard.schemas.overview import LastPurge, OverviewTrendPoint
+from idemdash.dashboard.schemas.overview import LastPurge
 from idemdash.dashboard.schemas.tables import BacklogGroup, Meaning, RowItem
+from idemdash.queries.snapshots import TrendPoint
 
 Role = Literal["keys", "outbox", "inbox"]
 # a /keys?status= of the reference tables, as the meaning a library records (needs_review is the reference's own)
@@ -235,7 +236,7 @@ class ProfileOverview(Answer):
     last_purges: list[LastPurge] | None = Field(
         description="The newest purge runs; null: none can be read (no idemdash schema in this database yet)."
     )
-    trends: list[OverviewTrendPoint] = Field(
+    trends: list[TrendPoint] = Field(
         description="Metric snapshots of the last 24 h where stored; empty: none stored for this database."
     )
     definitions: dict[str, str]
