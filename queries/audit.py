@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import psycopg
+from pydantic import Field
 
 from idemdash.queries import cursor, statement
 from idemdash.queries.cursor import Page
@@ -48,16 +49,16 @@ class AuditEntry:
     audit_id: int
     at: datetime
     actor: str
-    action: str
+    action: Annotated[str, Field(description="The kind of action, then ':' and what it acted on or became.")]
     scope: str | None
     key: str | None
     from_status: str | None
     to_status: str | None
     reason: str | None
-    evidence: Any
-    detail: Any
-    parent_id: int | None  # the bulk action this per-key row belongs to
-    children: int  # per-key rows under this entry (a bulk action); 0 otherwise
+    evidence: Annotated[Any, Field(description="What the operator saw when acting (JSON), or null.")]
+    detail: Annotated[Any, Field(description="The action's own record (JSON), or null.")]
+    parent_id: Annotated[int | None, Field(description="The bulk action this per-key row belongs to.")]
+    children: Annotated[int, Field(description="Per-key rows under this entry (a bulk action); 0 otherwise.")]
 
 
 def list_audit_for_key(conn: psycopg.Connection, scope: str, key: str, limit: int = 100) -> list[AuditEntry]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
 import psycopg
+from pydantic import Field
 
 from idemdash.queries import Tables, statement
 from idemdash.queries.keys import KeyRow
@@ -86,9 +87,9 @@ class HotKey(KeyRow):
 
 @dataclass(frozen=True)
 class AttemptBucket:
-    bucket: str  # '1', '2', ..., '5-9', '10-19', '20+'
+    bucket: Annotated[str, Field(description="'1', '2', '3', '4', '5-9', '10-19', '20+'.")]
     min: int
-    max: int | None  # None: no upper bound
+    max: Annotated[int | None, Field(description="null: no upper bound.")]
     keys: int
 
 

@@ -27,6 +27,7 @@ from idemdash.dashboard.schemas.common import (
 )
 from idemdash.dashboard.schemas.examples import RETRYABLE_KEY
 from idemdash.dashboard.schemas.keys import KeyDetail
+from idemdash.queries.reclassify import BulkSampleRow, ScopeCount
 
 
 class _Reclassify(Body):
@@ -195,19 +196,6 @@ class BulkFilterAnswer(Answer):
     suggested: Outcome | None = None
 
 
-class ScopeCount(Answer):
-    scope: str
-    keys: int
-
-
-class SampleKey(Answer):
-    scope: str
-    key: str
-    claimed_by: str | None
-    attempt_count: int
-    locked_until: datetime | None
-
-
 class BulkPreview(Answer):
     as_of: datetime = Field(description="Send it back to confirm what this preview showed.")
     to: BulkOutcome
@@ -218,7 +206,7 @@ class BulkPreview(Answer):
     filter_text: str
     all_scopes: bool
     by_scope: list[ScopeCount]
-    sample: list[SampleKey]
+    sample: list[BulkSampleRow]
 
 
 class BulkResult(Answer):

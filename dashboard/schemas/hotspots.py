@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
 from idemdash.dashboard.schemas.examples import KEY
 from idemdash.dashboard.schemas.keys import KeyColumns
+from idemdash.queries.hotspots import AttemptBucket
 
 HotspotWindow = Literal["1h", "24h", "7d", "all"]
 
@@ -44,13 +45,6 @@ class WorkerHotspots(GroupCounts):
 
 class HotspotKey(KeyColumns):
     stuck: bool
-
-
-class AttemptBucket(Answer):
-    bucket: str = Field(description="'1', '2', '3', '4', '5-9', '10-19', '20+'.")
-    min: int
-    max: int | None = Field(description="null: no upper bound.")
-    keys: int
 
 
 class Truncated(Answer):

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from idemdash.core.statuses import KeyListStatus, KeyStatus, Outcome
-from idemdash.dashboard.schemas.audit import AuditEntry, Note
+from idemdash.dashboard.schemas.audit import Note
 from idemdash.dashboard.schemas.common import (
     CURSOR_TEXT,
     Answer,
@@ -22,6 +22,7 @@ from idemdash.dashboard.schemas.common import (
     cursor_of,
 )
 from idemdash.dashboard.schemas.examples import ACTOR, KEY, KEY_DETAIL, OUTBOX_ROW
+from idemdash.queries.audit import AuditEntry
 from idemdash.queries.key_matching import Matching, SuggestionGroup
 from idemdash.queries.keys import KeyOutboxRow
 

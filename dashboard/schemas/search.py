@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 
 from idemdash.core.statuses import KeyStatus
 from idemdash.dashboard.schemas.common import SAYS_SOMETHING, Answer, Name, Query
+from idemdash.queries.search import MessageHit
 
 MAX_QUERY = 10_000  # keys are arbitrary text; a primary-key entry holds at most about 2,700 bytes anyway
 
@@ -54,12 +55,6 @@ class OutboxHit(Answer):
     created_at: datetime
     matched: Literal["outbox_id", "aggregate_id"] = Field(description="Which column q matched.")
     url: str = Field(description="The outbox row's page.")
-
-
-class MessageHit(Answer):
-    consumer: str
-    message_id: str
-    processed_at: datetime
 
 
 class NearKey(Answer):

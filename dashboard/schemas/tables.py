@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, PositiveInt
 from idemdash.core.profiles.shape import Meaning
 from idemdash.dashboard.schemas.common import CURSOR_TEXT, NO_NUL, Answer, Limit, Query, cursor_of
 from idemdash.dashboard.schemas.examples import AS_OF
+from idemdash.queries.replication import LogicalSlot
 
 
 class StateCount(Answer):
@@ -63,17 +64,6 @@ class TableStates(Answer):
         "waiting first (at most 20 groups); null: no "
         "breakdown, or it was not read in time.",
     )
-
-
-class Slot(Answer):
-    slot_name: str
-    plugin: str = Field(description="Its output plugin (Debezium: pgoutput or decoderbufs).")
-    active: bool = Field(description="A reader (the connector) is connected now.")
-    never_confirmed: bool = Field(description="Its reader has never confirmed reading anything.")
-    bytes_behind: float | None = Field(
-        description="WAL written since what its reader confirmed it read: the rows written in it are not yet published."
-    )
-    bytes_retained: float | None = Field(description="WAL the slot keeps the server from recycling (disk).")
 
 
 class Tables(Answer):
@@ -161,7 +151,7 @@ class Tables(Answer):
         description="True for another library's tables where none of the library's own actions "
         "is enabled (LIBRARY_ACTIONS): every action is refused there."
     )
-    slots: list[Slot] | None = Field(
+    slots: list[LogicalSlot] | None = Field(
         None,
         description="For a table a logical replication slot reads from the WAL "
         "(Debezium's outbox): this database's logical slots and how "
