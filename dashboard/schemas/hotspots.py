@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
 from idemdash.dashboard.schemas.examples import KEY
 from idemdash.dashboard.schemas.keys import KeyColumns
-from idemdash.queries.hotspots import AttemptBucket
+from idemdash.queries.hotspots import AttemptBucket, ScopeHotspots, WorkerHotspots
 
 HotspotWindow = Literal["1h", "24h", "7d", "all"]
 
@@ -23,24 +23,6 @@ class HotspotsQuery(Query):
     min_attempts: int | None = Field(
         None, ge=1, le=1_000_000, description="The hotspot threshold (default IDEMDASH_HOTSPOT_MIN_ATTEMPTS)."
     )
-
-
-class GroupCounts(Answer):
-    hotspot_keys: int
-    stuck: int
-    processing: int = Field(description="Every processing hotspot key, the stuck ones included.")
-    failed_retryable: int
-    failed_final: int
-    succeeded: int
-    max_attempts: int
-
-
-class ScopeHotspots(GroupCounts):
-    scope: str
-
-
-class WorkerHotspots(GroupCounts):
-    claimed_by: str | None = Field(description="The worker that claimed the keys last; null is its own group.")
 
 
 class HotspotKey(KeyColumns):
