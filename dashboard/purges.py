@@ -14,6 +14,7 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, after_this_request, jsonify, redirect, request, url_for
 
+from idemdash.core.statuses import PURGE_METHOD_WORDS
 from idemdash.dashboard import contract, pacing_words, panels
 from idemdash.dashboard.auth import current_user, json_action, operator_required
 from idemdash.dashboard.contract import ActionError
@@ -35,12 +36,6 @@ bp.add_app_template_filter(pacing_words.exact, "pacing_exact")
 # A "Purge now" follows a dry run of the same table at most this old, with no real run in between.
 DRY_RUN_FRESH = timedelta(hours=1)
 POLL_RUNNING, POLL_IDLE = "3s", "15s"
-
-METHODS = {
-    "due_index": "through the index of due rows",
-    "heap": "page by page (the table was mostly due)",
-    "primary_key": "walking the primary key",
-}
 
 
 @dataclass(frozen=True)
@@ -151,7 +146,7 @@ def _purges(
         "tables": statuses,
         "poll": POLL_RUNNING if in_progress else POLL_IDLE,
         "partitions": partitions,
-        "methods": METHODS,
+        "methods": PURGE_METHOD_WORDS,
     }
 
 

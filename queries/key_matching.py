@@ -18,9 +18,9 @@ from typing import Annotated, Any
 import psycopg
 from pydantic import Field
 
-from idemdash.core.statuses import Outcome
+from idemdash.core.statuses import LEASE_TABS, Outcome
 from idemdash.queries import Tables, statement
-from idemdash.queries.keys import PROCESSING_STATUSES, KeyFilter, filter_params
+from idemdash.queries.keys import KeyFilter, filter_params
 from idemdash.queries.transactions import select_all, select_one
 
 # the order the groups are shown in: the one decided from evidence first
@@ -80,7 +80,7 @@ def count_keys_matching(
         return matching_in_groups(groups, flt.suggested)
     if flt.status == "stuck":
         name = "count_stuck_keys_matching"
-    elif flt.status in PROCESSING_STATUSES:
+    elif flt.status in LEASE_TABS:
         name = "count_processing_keys_matching"
     else:
         name = "count_status_keys_matching"

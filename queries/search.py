@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 import psycopg
@@ -44,6 +44,8 @@ OTHER_ROWS_LIMIT = 20
 MAX_CONSUMERS = 1000
 # Nearest keys offered when nothing matches.
 NEAREST_SHOWN = 5
+# How a search matched its text: a key exactly, keys by prefix, or none
+SearchMatch = Literal["exact", "prefix", "none"]
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
 
@@ -96,7 +98,7 @@ class NearKey:
 class SearchResult:
     q: str
     scope: str | None
-    match: str  # 'exact', 'prefix' or 'none'
+    match: SearchMatch
     items: list[SearchHit]
     scopes: list[str]  # scope names containing q (any case)
     workers: list[str]  # the worker named q (first), and those containing q: see find_owners

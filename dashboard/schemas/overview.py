@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from idemdash.core.statuses import REVIEW_HOLDER, PurgeOutcome
+from idemdash.core.statuses import REVIEW_HOLDER, PurgeMethod, PurgeOutcome
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
 from idemdash.dashboard.schemas.examples import AS_OF, PURGE_RUN, RUNNING_PURGE, without_pacing
 from idemdash.queries.overview import InboxVolume, KeyCounts, OutboxBacklog
@@ -32,7 +32,7 @@ class LastPurge(Answer):
     error: str | None
     started_by: str
     duration_seconds: float | None
-    method: Literal["due_index", "heap", "primary_key"] | None = Field(
+    method: PurgeMethod | None = Field(
         description="How its batches found the due rows: through an index of them, page by page through a table "
         "mostly due (heap), or walking the primary key (null for runs from before it was recorded)."
     )

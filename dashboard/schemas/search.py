@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field
 
 from idemdash.core.statuses import KeyStatus
 from idemdash.dashboard.schemas.common import SAYS_SOMETHING, Answer, Name, Query
-from idemdash.queries.search import MessageHit
+from idemdash.queries.search import MessageHit, SearchMatch
 
 MAX_QUERY = 10_000  # keys are arbitrary text; a primary-key entry holds at most about 2,700 bytes anyway
 
@@ -152,7 +152,7 @@ class SearchResult(Answer):
 
     q: str = Field(description="The text searched, white space around it trimmed.")
     scope: str | None
-    match: Literal["exact", "prefix", "none"]
+    match: SearchMatch
     items: list[SearchHit]
     next_cursor: None = Field(description="Always null: the matches come in one answer.")
     scopes: list[str] = Field(description="Scope names containing q, ignoring case.")
