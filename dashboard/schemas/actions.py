@@ -26,7 +26,7 @@ from idemdash.dashboard.schemas.common import (
     require_to_confirm,
 )
 from idemdash.dashboard.schemas.examples import RETRYABLE_KEY
-from idemdash.dashboard.schemas.keys import KeyDetail
+from idemdash.dashboard.schemas.key_page import KeyDetail
 from idemdash.queries.reclassify import BulkSampleRow, ScopeCount
 
 

@@ -1,5 +1,5 @@
-"""The key lists (`GET /api/v1/keys`), one key (`GET /api/v1/keys/{scope}/{key}`, `GET /api/v1/key`) and its
-actions (`POST /api/v1/keys/reclassify`, `POST /api/v1/keys/reclassify-bulk`)."""
+"""The key lists (`GET /api/v1/keys`) with their tabs' counts and filters, a key's row as every list shows it, and
+the breakdown of a tab by scope and worker (`GET /api/v1/keys/breakdown`). One key's page: schemas/key_page.py."""
 
 from __future__ import annotations
 
@@ -9,22 +9,17 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from idemdash.core.statuses import KeyListStatus, KeyStatus, Outcome
-from idemdash.dashboard.schemas.audit import Note
 from idemdash.dashboard.schemas.common import (
     CURSOR_TEXT,
     Answer,
     Duration,
-    Key,
     Limit,
     Name,
-    PositiveInt,
     Query,
     cursor_of,
 )
-from idemdash.dashboard.schemas.examples import ACTOR, KEY, KEY_DETAIL, OUTBOX_ROW
-from idemdash.queries.audit import AuditEntry
+from idemdash.dashboard.schemas.examples import KEY
 from idemdash.queries.key_matching import Matching, SuggestionGroup
-from idemdash.queries.keys import KeyOutboxRow
 
 KeysCursor = Annotated[str, CURSOR_TEXT, cursor_of("keys")]
 
@@ -60,23 +55,6 @@ class KeyListQuery(KeyFilterQuery):
     limit: Limit = 50
 
 
-class KeyRef(Query):
-    scope: Name = Field(description="Idempotency scope.")
-    key: Key = Field(description="Idempotency key.")
-
-
-class KeyPageQuery(Query):
-    """The key page after an action: which audit row or note to point out."""
-
-    done: PositiveInt | None = None
-    noted: PositiveInt | None = None
-
-
-class RunbookQuery(Query):
-    scope: Name | None = None
-    key: Key | None = None
-
-
 class Hold(Answer):
     until: datetime | None
     by: str | None
@@ -103,22 +81,6 @@ class KeyColumns(Answer):
 
 class KeyItem(KeyColumns):
     hold: Hold | None = Field(description="A key held for review: until when, by whom and why; else null.")
-
-
-class KeyDetail(KeyItem):
-    response_body: Any = Field(description="The stored response (JSON) a retry receives, or null.")
-    result_ref_type: str | None
-    result_ref_id: str | None
-    failure_code: str | None
-    failure_message: str | None
-    stuck: bool
-
-
-class KeyAnswer(KeyDetail):
-    purgeable_from: datetime | None = Field(
-        description="When the keys purge may delete this key; null while it "
-        "is processing or failed_retryable (never purged)."
-    )
 
 
 class TabCount(Answer):
@@ -239,82 +201,3 @@ class KeyList(Answer):
         description="Filters given that do not apply to this tab: not applied "
         "(overdue off the lease tabs, suggested off stuck)."
     )
-
-
-class Suggestion(Answer):
-    to: Outcome | None = Field(description="The outcome the evidence points to, or null (not stuck).")
-    evidence: list[str]
-
-
-class KeyPage(Answer):
-    model_config = ConfigDict(
-        from_attributes=True,
-        frozen=True,
-        json_schema_extra={
-            "examples": [
-                {
-                    "key": {**KEY_DETAIL, "purgeable_from": None},
-                    "outbox_events": [
-                        {
-                            name: OUTBOX_ROW[name]
-                            for name in (
-                                "outbox_id",
-                                "event_type",
-                                "aggregate_type",
-                                "aggregate_id",
-                                "status",
-                                "attempt_count",
-                                "created_at",
-                                "published_at",
-                                "payload",
-                            )
-                        }
-                    ],
-                    "audit": [
-                        {
-                            "audit_id": 5,
-                            "at": "2026-11-24T21:47:48.334892+00:00",
-                            "actor": ACTOR,
-                            "action": "note",
-                            "scope": "create_order",
-                            "key": "cart/0/checkout-0000",
-                            "from_status": None,
-                            "to_status": None,
-                            "reason": "INC-5: looking at the payment provider",
-                            "evidence": {},
-                            "detail": {"note_id": 1},
-                            "parent_id": None,
-                            "children": 0,
-                        }
-                    ],
-                    "notes": [
-                        {
-                            "note_id": 1,
-                            "scope": "create_order",
-                            "key": "cart/0/checkout-0000",
-                            "at": "2026-11-24T21:47:48.334892+00:00",
-                            "author": ACTOR,
-                            "text": "INC-5: looking at the payment provider",
-                            "audit_id": 5,
-                        }
-                    ],
-                    "suggestion": {
-                        "to": "already_succeeded",
-                        "evidence": [
-                            "1 outbox row exists for this scope and key (invoice.sent), first written "
-                            "2026-11-24T18:47:48+00:00: "
-                            "the business effect committed, only the completion is missing."
-                        ],
-                    },
-                    "runbook_url": "/runbook/stuck-keys?scope=create_order&key=cart/0/checkout-0000",
-                }
-            ]
-        },
-    )
-
-    key: KeyAnswer
-    outbox_events: list[KeyOutboxRow]
-    audit: list[AuditEntry]
-    notes: list[Note]
-    suggestion: Suggestion
-    runbook_url: str
