@@ -10,7 +10,7 @@ from idemdash.core.profiles.dimensions import ROLES, no_tables, role_table
 from idemdash.dashboard import panels, trends
 from idemdash.dashboard.one_model import chosen
 from idemdash.dashboard.profile_numbers import definitions, other_table, role_panel
-from idemdash.dashboard.schemas import profile_pages as schema
+from idemdash.dashboard.schemas import profile_overview as schema
 from idemdash.dashboard.schemas.overview import LastPurge
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render

@@ -11,12 +11,11 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, RootModel
 
+from idemdash.core.profiles.dimensions import Role
 from idemdash.dashboard.schemas.common import Answer, Window
 from idemdash.dashboard.schemas.hotspots import Hotspots, HotspotWindow
 from idemdash.dashboard.schemas.suppression import Suppression
 from idemdash.dashboard.schemas.workers import Workers
-
-Role = Literal["keys", "outbox", "inbox"]
 
 
 def reference_examples(model: type[Answer]) -> list[Any]:

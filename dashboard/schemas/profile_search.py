@@ -7,8 +7,9 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, RootModel
 
+from idemdash.core.profiles.dimensions import Role
 from idemdash.dashboard.schemas.common import Answer
-from idemdash.dashboard.schemas.profile_dimensions import Profiled, Role, reference_examples
+from idemdash.dashboard.schemas.profile_dimensions import Profiled, reference_examples
 from idemdash.dashboard.schemas.search import SearchResult
 
 
