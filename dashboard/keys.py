@@ -22,7 +22,7 @@ from idemdash.dashboard import (
 from idemdash.dashboard.schemas import key_page
 from idemdash.dashboard.schemas import keys as schema
 from idemdash.dashboard.schemas.profile_pages import ProfileRows
-from idemdash.dashboard.schemas.tables import Row
+from idemdash.dashboard.schemas.table_rows import Row
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import keys

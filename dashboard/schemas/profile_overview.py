@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import ConfigDict, Field
 
 from idemdash.core.profiles.dimensions import Role
+from idemdash.core.profiles.shape import Meaning
 from idemdash.dashboard.schemas.common import Answer
 from idemdash.dashboard.schemas.examples import AS_OF, PURGE_RUN, without_pacing
 from idemdash.dashboard.schemas.overview import LastPurge
@@ -17,7 +18,6 @@ from idemdash.dashboard.schemas.profile_examples import (
     NO_KEYS,
     OUTBOX_PANEL,
 )
-from idemdash.dashboard.schemas.tables import Meaning
 from idemdash.queries.snapshots import TrendPoint
 
 

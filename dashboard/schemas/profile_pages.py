@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field
 
 from idemdash.core.profiles.dimensions import Role
+from idemdash.core.profiles.shape import Meaning
 from idemdash.dashboard.schemas.common import CURSOR_TEXT, NO_NUL, Answer, Limit, Query, cursor_of
 from idemdash.dashboard.schemas.examples import AS_OF
 from idemdash.dashboard.schemas.profile_examples import (
@@ -22,7 +23,8 @@ from idemdash.dashboard.schemas.profile_examples import (
     ROWS,
 )
 from idemdash.dashboard.schemas.profile_overview import RolePanel
-from idemdash.dashboard.schemas.tables import BacklogGroup, Meaning, RowItem
+from idemdash.dashboard.schemas.table_rows import RowItem
+from idemdash.dashboard.schemas.tables import BacklogGroup
 
 # a /keys?status= of the reference tables, as the meaning a library records (needs_review is the reference's own)
 STATUS_MEANINGS: dict[str, Meaning] = {
