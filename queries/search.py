@@ -12,17 +12,16 @@ so that it works on every version and the plan cannot flip to a sequential scan 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit
 
 import psycopg
 from psycopg import sql
 
 from idemdash.queries import Tables, statement
 from idemdash.queries.keys import list_scopes
+from idemdash.queries.search_text import as_uuid, candidate_pairs, spellings
 from idemdash.queries.transactions import select_all, select_one
 
 # Scopes probed for a key at most (the loose index scan stops there); the answer says when there were more.
@@ -46,8 +45,6 @@ MAX_CONSUMERS = 1000
 NEAREST_SHOWN = 5
 # How a search matched its text: a key exactly, keys by prefix, or none
 SearchMatch = Literal["exact", "prefix", "none"]
-
-_UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
 
 
 @dataclass(frozen=True)
@@ -196,40 +193,6 @@ def find_owners(conn: psycopg.Connection, tables: Tables, q: str) -> list[str]:
     recent = list_recent_owners(conn, tables)
     exact = [q] if q in recent or find_failing_owner(conn, tables, q) else []
     return list(dict.fromkeys(exact + _containing(q, recent)))[:NAMES_SHOWN]
-
-
-def spellings(q: str) -> list[str]:
-    """The text as typed, and for a UUID-shaped text its lower- and upper-case forms (keys are case-sensitive text,
-    but a UUID pasted from a log or a ticket may not be in the case the client sent)."""
-    if not _UUID.fullmatch(q):
-        return [q]
-    return list(dict.fromkeys([q, q.lower(), q.upper()]))
-
-
-def as_uuid(q: str) -> str | None:
-    """The text as a UUID, if it is one (any case, with or without dashes)."""
-    if not _UUID.fullmatch(q):
-        return None
-    digits = q.replace("-", "").lower()
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
-
-
-def candidate_pairs(q: str, scopes: list[str]) -> list[tuple[str, str]]:
-    """(scope, key) pairs the text may mean: the key itself in every scope (in each of its spellings);
-    ``scope/key`` or ``scope key`` when it starts with a scope's name; the scope and key of a pasted idemdash key
-    URL (``…/keys/<scope>/<key>``)."""
-    pairs = [(scope, text) for text in spellings(q) for scope in scopes]
-    for scope in scopes:
-        for separator in ("/", " "):
-            if q.startswith(scope + separator) and len(q) > len(scope) + 1:
-                pairs.append((scope, q[len(scope) + 1 :]))
-    path = urlsplit(q).path if "://" in q else q
-    marker = path.find("/keys/")
-    if marker >= 0:
-        scope, _, key = path[marker + len("/keys/") :].partition("/")
-        if scope and key:
-            pairs.append((unquote(scope), unquote(key)))
-    return list(dict.fromkeys(pairs))
 
 
 def find_outbox_rows(conn: psycopg.Connection, tables: Tables, q: str) -> list[OutboxHit]:

@@ -35,7 +35,6 @@ FORMATTED_OVER = {
     "queries/profile_pages.py": 322,
     "queries/reclassify.py": 399,
     "queries/rollups.py": 393,
-    "queries/search.py": 337,
     "queries/target.py": 337,
     "workload/client.py": 305,
     "workload/demo.py": 308,
