@@ -33,7 +33,6 @@ FORMATTED_OVER = {
     "queries/pool_budget.py": 315,
     "queries/profile_dimensions.py": 310,
     "queries/profile_pages.py": 322,
-    "queries/reclassify.py": 399,
     "queries/rollups.py": 393,
     "queries/target.py": 337,
     "workload/client.py": 305,

@@ -27,7 +27,7 @@ from idemdash.dashboard.schemas.common import (
 )
 from idemdash.dashboard.schemas.examples import RETRYABLE_KEY
 from idemdash.dashboard.schemas.key_page import KeyDetail
-from idemdash.queries.reclassify import BulkSampleRow, ScopeCount
+from idemdash.queries.reclassify_bulk import BulkSampleRow, BulkScopeCount
 
 
 class _Reclassify(Body):
@@ -205,7 +205,7 @@ class BulkPreview(Answer):
     filter: BulkFilterAnswer
     filter_text: str
     all_scopes: bool
-    by_scope: list[ScopeCount]
+    by_scope: list[BulkScopeCount]
     sample: list[BulkSampleRow]
 
 
