@@ -34,7 +34,6 @@ FORMATTED_OVER = {
     "queries/profile_dimensions.py": 310,
     "queries/profile_pages.py": 322,
     "queries/rollups.py": 393,
-    "queries/target.py": 337,
     "workload/client.py": 305,
     "workload/demo.py": 308,
 }
