@@ -27,7 +27,8 @@ from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import cursor
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
-from idemdash.queries.profile_pages import list_narrowed_rows, read_role_numbers
+from idemdash.queries.profile_numbers import read_role_numbers
+from idemdash.queries.profile_pages import list_narrowed_rows
 from idemdash.queries.profile_rows import list_backlogs
 
 DEFAULT_STATE = {"keys": "stuck", "outbox": "pending"}

@@ -10,7 +10,7 @@ from idemdash.core.profiles.dimensions import done_time, no_table, not_recorded,
 from idemdash.core.profiles.shape import DONE, FAILED, IN_PROGRESS, MEANINGS, PENDING, STUCK, Profile
 from idemdash.dashboard.schemas import profile_overview as schema
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
-from idemdash.queries.profile_pages import RoleNumbers
+from idemdash.queries.profile_numbers import RoleNumbers
 
 FIELDS = {STUCK: "stuck", IN_PROGRESS: "in_progress", PENDING: "pending", FAILED: "failed", DONE: "done"}
 

@@ -16,7 +16,7 @@ from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import overview, snapshots
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
-from idemdash.queries.profile_pages import read_role_numbers
+from idemdash.queries.profile_numbers import read_role_numbers
 
 TREND_HOURS = 24
 

@@ -30,7 +30,6 @@ FORMATTED_OVER = {
     "dashboard/web.py": 316,
     "jobs/partition_drops.py": 301,
     "queries/health.py": 308,
-    "queries/profile_pages.py": 322,
     "queries/rollups.py": 393,
     "workload/client.py": 305,
     "workload/demo.py": 308,
