@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import psycopg
 from psycopg import sql
+from pydantic import Field
 
+from idemdash.core.statuses import KeyStatus
 from idemdash.queries import Tables, statement
 from idemdash.queries.keys import list_scopes
-from idemdash.queries.search_text import as_uuid, candidate_pairs, spellings
+from idemdash.queries.search_text import as_uuid, candidate_pairs, common_prefix, spellings
 from idemdash.queries.transactions import select_all, select_one
 
 # Scopes probed for a key at most (the loose index scan stops there); the answer says when there were more.
@@ -51,7 +53,7 @@ SearchMatch = Literal["exact", "prefix", "none"]
 class SearchHit:
     scope: str
     key: str
-    status: str
+    status: KeyStatus
     claimed_by: str | None
     attempt_count: int
     locked_until: datetime | None
@@ -74,7 +76,7 @@ class OutboxHit:
     aggregate_type: str
     aggregate_id: str
     created_at: datetime
-    matched: str  # 'outbox_id' or 'aggregate_id'
+    matched: Annotated[Literal["outbox_id", "aggregate_id"], Field(description="Which column q matched.")]
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ class MessageHit:
 class NearKey:
     scope: str
     key: str
-    common_prefix: str  # what the key and the text share from the start
+    common_prefix: Annotated[str, Field(description="What the key and q share from the start.")]
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ def list_nearest_keys(conn: psycopg.Connection, tables: Tables, scopes: list[str
     if not scopes:
         return []
     found = select_all(conn, statement("list_nearest_keys", tables), {"scopes": scopes, "q": q}, _ScopedKey)
-    near = [NearKey(f.scope, f.key, _common_prefix(q, f.key)) for f in found]
+    near = [NearKey(f.scope, f.key, common_prefix(q, f.key)) for f in found]
     near = [n for n in near if n.common_prefix]
     near.sort(key=lambda n: (-len(n.common_prefix), n.scope, n.key))
     return near[:NEAREST_SHOWN]
@@ -236,13 +238,6 @@ def list_nearest_keys(conn: psycopg.Connection, tables: Tables, scopes: list[str
 class _ScopedKey:
     scope: str
     key: str
-
-
-def _common_prefix(a: str, b: str) -> str:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return a[:n]
 
 
 def _containing(q: str, names: list[str]) -> list[str]:

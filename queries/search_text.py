@@ -42,3 +42,11 @@ def candidate_pairs(q: str, scopes: list[str]) -> list[tuple[str, str]]:
         if scope and key:
             pairs.append((unquote(scope), unquote(key)))
     return list(dict.fromkeys(pairs))
+
+
+def common_prefix(a: str, b: str) -> str:
+    """What ``a`` and ``b`` share from the start (a nearest key and the text looked for)."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
