@@ -53,3 +53,22 @@ PURGE_METHOD_WORDS: Final[dict[PurgeMethod, str]] = {
 
 # What a purge did with a partition of a table partitioned by time.
 PartitionAction = Literal["dropped", "would_drop", "kept", "detached", "attached_again"]
+
+# What comes before the ':' of an audited action: one key reclassified, a bulk reclassification (one line, its keys
+# under it), a purge or dry run started by a person, a run's cancel, a triage note, an outbox row parked or released
+# (one by one, or in bulk: one line, its rows under it), a library's own documented action on one of its rows
+# (library:<action>, core/profiles).
+ActionKind = Literal[
+    "reclassify",
+    "reclassify-bulk",
+    "purge",
+    "purge-dry-run",
+    "purge-cancel",
+    "note",
+    "outbox-park",
+    "outbox-release",
+    "outbox-park-bulk",
+    "outbox-release-bulk",
+    "library",
+]
+ACTION_KINDS: Final[tuple[ActionKind, ...]] = get_args(ActionKind)

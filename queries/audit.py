@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import psycopg
 from pydantic import Field
 
+from idemdash.core.statuses import ActionKind
 from idemdash.queries import cursor, statement
 from idemdash.queries.cursor import Page
 from idemdash.queries.transactions import select_all
@@ -20,28 +21,9 @@ class AuditFilter:
     key: str | None = None
     actor: str | None = None
     parent: int | None = None  # the per-key rows of one bulk action
-    action: str | None = None  # the kind of action (ACTION_KINDS)
+    action: ActionKind | None = None
     since: datetime | None = None
     until: datetime | None = None
-
-
-# What comes before the ':' of an action: one key reclassified, a bulk reclassification (one line, its keys under it),
-# a purge or dry run started by a person, a run's cancel, a triage note, an outbox row parked or released (one by one,
-# or in bulk: one line, its rows under it), a library's
-# own documented action on one of its rows (library:<action>, core/profiles).
-ACTION_KINDS = (
-    "reclassify",
-    "reclassify-bulk",
-    "purge",
-    "purge-dry-run",
-    "purge-cancel",
-    "note",
-    "outbox-park",
-    "outbox-release",
-    "outbox-park-bulk",
-    "outbox-release-bulk",
-    "library",
-)
 
 
 @dataclass(frozen=True)

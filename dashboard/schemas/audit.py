@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import ConfigDict, Field
 
+from idemdash.core.statuses import ActionKind
 from idemdash.dashboard.schemas.common import (
     CURSOR_TEXT,
     Answer,
@@ -24,20 +25,6 @@ from idemdash.dashboard.schemas.examples import ACTOR, OUTBOX_ID
 from idemdash.queries.audit import AuditEntry
 
 AuditCursor = Annotated[str, CURSOR_TEXT, cursor_of("audit")]
-
-ActionKind = Literal[
-    "reclassify",
-    "reclassify-bulk",
-    "purge",
-    "purge-dry-run",
-    "purge-cancel",
-    "note",
-    "outbox-park",
-    "outbox-release",
-    "outbox-park-bulk",
-    "outbox-release-bulk",
-    "library",
-]
 
 
 class AuditQuery(Query):
