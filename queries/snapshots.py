@@ -50,10 +50,10 @@ class KeyChanges:
     failures: int
 
 
+# One point of a trend line: one snapshot, or a bucket of consecutive ones when there are many. (A comment, not a
+# docstring: the API documents the row, and a dataclass's docstring would become its schema's description.)
 @dataclass(frozen=True)
 class TrendPoint:
-    """One point of a trend line: one snapshot, or a bucket of consecutive ones when there are many."""
-
     taken_at: Annotated[datetime, Field(description="The first snapshot the point stands for.")]
     until: Annotated[datetime, Field(description="The last snapshot the point stands for.")]
     snapshots: Annotated[int, Field(description="How many consecutive snapshots the point merges.")]
