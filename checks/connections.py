@@ -4,7 +4,8 @@ against its budget (queries/pool_budget.py). Not a database's finding: the worke
 from __future__ import annotations
 
 from idemdash.checks.finding import OK, WARN, Check
-from idemdash.queries.pool_budget import MAX_CONNECTIONS, Usage
+from idemdash.queries.budget_errors import MAX_CONNECTIONS
+from idemdash.queries.pool_usage import Usage
 
 # from this share of the budget held at once, say so: requests start to close each other's pools
 NEAR_BUDGET = 0.9

@@ -14,6 +14,7 @@ from idemdash.cli.common import connect, databases_option, load_settings, prefli
 from idemdash.cli.fleet import Outcome, each_database, failure, keep_going_option
 from idemdash.core.formatting import plural
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
+from idemdash.core.statuses import PURGE_METHOD_WORDS
 from idemdash.jobs.library_purge import run_library_purges
 from idemdash.jobs.purge_run import TABLES, PartitionEvent, PurgeResult, run_purge
 from idemdash.jobs.scheduler import run_blocking
@@ -22,11 +23,6 @@ from idemdash.queries.target import Target
 
 # Without a terminal (a log, a pipe), one progress line for the first batch and then every this many.
 PROGRESS_EVERY = 10
-METHODS = {
-    "due_index": "through the index of due rows",
-    "heap": "page by page (the table was mostly due)",
-    "primary_key": "walking the primary key",
-}
 
 
 class _Progress:
@@ -184,7 +180,7 @@ def _purge(db: Target, tables: tuple[str, ...], dry_run: bool, ctrl_c: _CtrlC) -
             click.echo(f"        {plural(result.partitions_dropped, 'partition')} dropped whole")
         if result.method:
             click.echo(
-                f"        batches {METHODS.get(result.method, result.method)}"
+                f"        batches {PURGE_METHOD_WORDS.get(result.method, result.method)}"
                 + (
                     " (the planner did not read the due rows through an index: usual on a small table or "
                     "when most rows are due; on a big table `idemdash check` names the index that would)"

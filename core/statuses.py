@@ -37,3 +37,38 @@ REVIEW_HOLDER: Final[ReviewHolder] = get_args(ReviewHolder)[0]
 # An outbox row of the reference tables: waiting for the relay, or parked by an operator (a sent row is deleted
 # by the relay or kept as the application decides: idemdash only reads pending and parked ones).
 OutboxStatus = Literal["pending", "parked"]
+
+# The key list's tabs read by a lease's end (processing keys: stuck, held for review, or any), and those read by
+# their last change (updated_at), which a window (updated_within) narrows.
+LEASE_TABS: Final[tuple[KeyListStatus, ...]] = ("stuck", "needs_review", "processing")
+CHANGE_TABS: Final[tuple[KeyListStatus, ...]] = ("succeeded", "failed_retryable", "failed_final")
+
+# How a purge run's batches found their rows (null for runs recorded before it was), and the words for each.
+PurgeMethod = Literal["due_index", "heap", "primary_key"]
+PURGE_METHOD_WORDS: Final[dict[PurgeMethod, str]] = {
+    "due_index": "through the index of due rows",
+    "heap": "page by page (the table was mostly due)",
+    "primary_key": "walking the primary key",
+}
+
+# What a purge did with a partition of a table partitioned by time.
+PartitionAction = Literal["dropped", "would_drop", "kept", "detached", "attached_again"]
+
+# What comes before the ':' of an audited action: one key reclassified, a bulk reclassification (one line, its keys
+# under it), a purge or dry run started by a person, a run's cancel, a triage note, an outbox row parked or released
+# (one by one, or in bulk: one line, its rows under it), a library's own documented action on one of its rows
+# (library:<action>, core/profiles).
+ActionKind = Literal[
+    "reclassify",
+    "reclassify-bulk",
+    "purge",
+    "purge-dry-run",
+    "purge-cancel",
+    "note",
+    "outbox-park",
+    "outbox-release",
+    "outbox-park-bulk",
+    "outbox-release-bulk",
+    "library",
+]
+ACTION_KINDS: Final[tuple[ActionKind, ...]] = get_args(ActionKind)

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import get_args
 
 from flask import Blueprint, abort
 
+from idemdash.core.statuses import ACTION_KINDS, ActionKind
 from idemdash.dashboard import contract, panels
-from idemdash.dashboard.schemas.audit import ActionKind, AuditPage, AuditQuery
+from idemdash.dashboard.schemas.audit import AuditPage, AuditQuery
 from idemdash.dashboard.web import render
 from idemdash.queries import audit
 
 bp = Blueprint("audit", __name__)
 
-ACTION_LABELS = {
+ACTION_LABELS: dict[ActionKind, str] = {
     "reclassify": "Reclassify one key",
     "reclassify-bulk": "Bulk reclassify",
     "note": "Note",
@@ -27,7 +27,7 @@ ACTION_LABELS = {
     "outbox-release-bulk": "Bulk release outbox rows",
     "library": "A library's own action",
 }
-assert set(ACTION_LABELS) == set(audit.ACTION_KINDS) == set(get_args(ActionKind))
+assert set(ACTION_LABELS) == set(ACTION_KINDS)
 
 
 def _list_panel():

@@ -14,7 +14,7 @@ from flask import Blueprint, abort
 from idemdash.core.profiles.dimensions import no_table, role_table
 from idemdash.dashboard import contract, key_breakdown, key_filters, panels, profile_reads
 from idemdash.dashboard.schemas import keys as schema
-from idemdash.dashboard.schemas.profile_dimensions import BreakdownAnswer, ProfileBreakdown
+from idemdash.dashboard.schemas.profile_breakdown import BreakdownAnswer, ProfileBreakdown
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import profile_dimensions
 

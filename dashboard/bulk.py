@@ -18,7 +18,7 @@ from idemdash.dashboard.auth import current_user
 from idemdash.dashboard.contract import ActionError
 from idemdash.dashboard.schemas.actions import BulkBody
 from idemdash.dashboard.targets import get_target
-from idemdash.queries import reclassify
+from idemdash.queries import reclassify_bulk
 from idemdash.queries.health import database_now
 
 PREVIEW_MAX_AGE = timedelta(minutes=15)
@@ -28,7 +28,7 @@ BULK_FILTER_FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggest
 
 @dataclass(frozen=True)
 class BulkRequest:
-    flt: reclassify.BulkFilter
+    flt: reclassify_bulk.BulkFilter
     to: BulkOutcome
     reason: str
     as_of: datetime | None
@@ -41,7 +41,7 @@ class BulkRequest:
 def bulk_request(body: BulkBody) -> BulkRequest:
     """The request as the queries take it (the body's model checked every field)."""
     raw = body.filter
-    flt = reclassify.BulkFilter(
+    flt = reclassify_bulk.BulkFilter(
         scope=raw.scope,
         claimed_by=raw.claimed_by,
         min_attempts=raw.min_attempts,
@@ -98,19 +98,19 @@ def bulk_preview(req: BulkRequest) -> dict:
     lease = get_target().settings.default_lease_seconds
     with db.write() as conn:
         as_of = database_now(conn)
-        count = reclassify.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        count = reclassify_bulk.count_bulk_candidates(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
         # both outcomes leave out keys whose effect committed (an outbox row): say how many
         committed = (
-            reclassify.count_bulk_candidates(
+            reclassify_bulk.count_bulk_candidates(
                 conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease, guarded=False
             )
             - count
         )
-        by_scope = reclassify.count_bulk_candidates_by_scope(
+        by_scope = reclassify_bulk.count_bulk_candidates_by_scope(
             conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease
         )
-        sample = reclassify.list_bulk_sample(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
-        reclassify.insert_bulk_preview(
+        sample = reclassify_bulk.list_bulk_sample(conn, db.tables, req.flt, as_of, to=req.to, lease_seconds=lease)
+        reclassify_bulk.insert_bulk_preview(
             conn, req.flt, req.to, as_of, candidates=count, by_scope=by_scope, actor=current_user().name
         )
     return {
@@ -143,7 +143,7 @@ def bulk_apply(req: BulkRequest) -> dict:
             raise ActionError(
                 409, "the preview is more than 15 minutes old: preview again and confirm what you see now"
             )
-        preview = reclassify.get_bulk_preview(conn, req.flt, req.to, req.as_of)
+        preview = reclassify_bulk.get_bulk_preview(conn, req.flt, req.to, req.as_of)
         if preview is None:
             raise ActionError(
                 409,
@@ -172,8 +172,10 @@ def bulk_apply(req: BulkRequest) -> dict:
                 'confirm that you mean all of them ("all_scopes": true; on the page, tick '
                 '"every scope"). Nothing was changed.',
             )
-        before = reclassify.count_bulk_candidates(conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease)
-        parent_id = reclassify.insert_bulk_audit(
+        before = reclassify_bulk.count_bulk_candidates(
+            conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease
+        )
+        parent_id = reclassify_bulk.insert_bulk_audit(
             conn, req.flt, req.to, req.as_of, reason=req.reason, actor=actor, bulk_id=bulk_id, preview=preview, cap=cap
         )
         # never more than the preview counted: keys that match only since (an outbox row purged meanwhile, …) do
@@ -185,7 +187,7 @@ def bulk_apply(req: BulkRequest) -> dict:
             n = _bulk_batch(conn, req, parent_id, min(BULK_BATCH, most - changed))
         changed += n
     with db.read(primary=True) as conn:
-        remaining = reclassify.count_bulk_candidates(
+        remaining = reclassify_bulk.count_bulk_candidates(
             conn, db.tables, req.flt, req.as_of, to=req.to, lease_seconds=lease
         )
     return {
@@ -207,7 +209,7 @@ def bulk_apply(req: BulkRequest) -> dict:
 def _bulk_batch(conn, req: BulkRequest, parent_id: int, size: int) -> int:
     assert req.as_of is not None  # bulk_apply's requests carry the preview's time
     config = get_target().settings
-    return reclassify.reclassify_bulk_batch(
+    return reclassify_bulk.reclassify_bulk_batch(
         conn,
         get_target().tables,
         req.flt,

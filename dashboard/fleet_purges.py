@@ -16,9 +16,9 @@ from typing import Any
 
 from flask import Blueprint, current_app, url_for
 
+from idemdash.core.statuses import PURGE_METHOD_WORDS
 from idemdash.dashboard import contract
 from idemdash.dashboard.all_databases import DatabaseRow
-from idemdash.dashboard.purge_status import METHODS
 from idemdash.dashboard.schemas.fleet_purges import FleetPurgeItem, FleetPurges, FleetPurgesQuery
 from idemdash.dashboard.targets import app_settings
 from idemdash.dashboard.web import render
@@ -94,7 +94,7 @@ def page():
         "fleet_purges_panel",
         rows=rows,
         fleet=fleet,
-        methods=METHODS,
+        methods=PURGE_METHOD_WORDS,
         as_of=datetime.now(timezone.utc),
         poll=poll,
         refresh_seconds=app_settings().fleet_refresh_seconds,

@@ -30,7 +30,7 @@ from idemdash.dashboard.keys import key_url
 from idemdash.dashboard.schemas import fleet_search as schema
 from idemdash.dashboard.targets import all_targets
 from idemdash.dashboard.web import render
-from idemdash.queries import search
+from idemdash.queries import search, search_text
 from idemdash.queries.keys import list_scopes
 from idemdash.queries.pool_budget import NoConnectionFree, PoolBudget
 from idemdash.queries.target import Target
@@ -71,9 +71,9 @@ def _ask(target: Target, q: str, scope: str | None, deadline: float) -> Held:
         APPLICATION_NAME, STATEMENT_TIMEOUT_MS, CONNECT_TIMEOUT_SECONDS, slot_deadline=deadline
     ) as conn:
         if scope is not None:
-            pairs = [(scope, text) for text in search.spellings(q)]
+            pairs = [(scope, text) for text in search_text.spellings(q)]
         else:
-            pairs = search.candidate_pairs(q, list_scopes(conn, tables, limit=search.MAX_SCOPES))
+            pairs = search_text.candidate_pairs(q, list_scopes(conn, tables, limit=search.MAX_SCOPES))
         held = Held(target.name, keys=search.find_keys_exact(conn, tables, pairs, lease_seconds=lease))
         if scope is None:
             held.messages = search.find_inbox_messages(conn, tables, q)

@@ -32,7 +32,7 @@ from idemdash.dashboard.schemas import journey as schema
 from idemdash.dashboard.targets import all_targets, app_settings
 from idemdash.dashboard.web import render
 from idemdash.queries.journey import key_pairs
-from idemdash.queries.search import as_uuid
+from idemdash.queries.search_text import as_uuid
 
 bp = Blueprint("journey", __name__)
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from flask import g
 
 from idemdash.core.formatting import duration
+from idemdash.core.statuses import CHANGE_TABS, LEASE_TABS
 from idemdash.dashboard import panels
 from idemdash.dashboard.schemas.keys import KeyFilterQuery
 from idemdash.dashboard.targets import get_target
@@ -25,9 +26,9 @@ SUGGESTION_CAP = 1_000
 # the tabs a filter means something on: a lease's end, and the outcome suggested for a stuck key
 # and the window of a terminal or failed key's last change (the overview's 24 h cards link to it)
 APPLIES = {
-    "overdue": ("stuck", "needs_review", "processing"),
+    "overdue": LEASE_TABS,
     "suggested": ("stuck",),
-    "updated_within": ("succeeded", "failed_retryable", "failed_final"),
+    "updated_within": CHANGE_TABS,
 }
 FIELDS = ("scope", "claimed_by", "min_attempts", "overdue", "suggested", "updated_within")
 
@@ -105,7 +106,7 @@ def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
         lease_seconds=target.settings.default_lease_seconds,
         hotspot_min_attempts=target.settings.hotspot_min_attempts,
         cap=COUNT_CAP,
-        index="index_keys_leases" if flt.status in keys.PROCESSING_STATUSES else "index_keys_updated",
+        index="index_keys_leases" if flt.status in LEASE_TABS else "index_keys_updated",
     )
 
 

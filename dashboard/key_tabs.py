@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from idemdash.core.statuses import CHANGE_TABS
 from idemdash.dashboard import panels
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import keys, snapshots
@@ -44,10 +45,6 @@ class Tab:
     current: bool = False
 
 
-# the tabs a window of the last change (updated_within) narrows, as it narrows their lists
-WINDOWED = ("succeeded", "failed_retryable", "failed_final")
-
-
 def load(current: str, updated_within: float | None = None) -> panels.Panel[list[Tab]]:
     """One tab per key status, in KEY_STATUSES order, ``current`` marked; with ``updated_within`` (seconds) the
     terminal and failed tabs count only keys changed that recently (the snapshot counts every one: not used)."""
@@ -58,7 +55,7 @@ def load(current: str, updated_within: float | None = None) -> panels.Panel[list
         and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds()
         <= FRESH_INTERVALS * config.snapshot_interval_seconds
     )
-    windowed = set(WINDOWED) if updated_within is not None else set()
+    windowed = set(CHANGE_TABS) if updated_within is not None else set()
     far_past_cap = {
         status
         for status, field in SNAPSHOT_FIELDS.items()

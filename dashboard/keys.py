@@ -19,9 +19,10 @@ from idemdash.dashboard import (
     profile_lists,
     table_rows,
 )
+from idemdash.dashboard.schemas import key_page
 from idemdash.dashboard.schemas import keys as schema
 from idemdash.dashboard.schemas.profile_pages import ProfileRows
-from idemdash.dashboard.schemas.tables import Row
+from idemdash.dashboard.schemas.table_rows import Row
 from idemdash.dashboard.targets import app_settings, get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import keys
@@ -234,14 +235,14 @@ def detail_page(scope: str, key: str):
 @bp.get("/key")
 def detail_page_by_query():
     """The same page for keys a path cannot carry (a scope with '/', '.' or '..' segments)."""
-    ref = contract.query(schema.KeyRef)
+    ref = contract.query(key_page.KeyRef)
     return _render_detail(ref.scope, ref.key)
 
 
 def _render_detail(scope: str, key: str):
     if not _rich():  # a library's key: its row's page, where a scope and a key tell it apart
         return table_rows.row_page_for("keys", profile_lists.key_identity(scope, key))
-    shown = contract.query(schema.KeyPageQuery)
+    shown = contract.query(key_page.KeyPageQuery)
     done, noted = shown.done, shown.noted
     return render("key.html", None, **detail_context(scope, key), done=done, noted=noted)
 
@@ -249,33 +250,33 @@ def _render_detail(scope: str, key: str):
 @bp.get("/api/v1/keys/<scope>/<path:key>")
 @contract.operation(
     "One key with its evidence (the key may contain '/')",
-    ok=schema.KeyPage,
+    ok=key_page.KeyPage,
     also=(Row,),
     errors=(*contract.READ_ERRORS, 404),
 )
-def detail_api(scope: str, key: str) -> schema.KeyPage | Row:
+def detail_api(scope: str, key: str) -> key_page.KeyPage | Row:
     return _detail_json(scope, key)
 
 
 @bp.get("/api/v1/key")
 @contract.operation(
     "One key, for keys a path cannot carry",
-    query=schema.KeyRef,
-    ok=schema.KeyPage,
+    query=key_page.KeyRef,
+    ok=key_page.KeyPage,
     also=(Row,),
     errors=(*contract.READ_ERRORS, 404),
 )
-def detail_api_by_query() -> schema.KeyPage | Row:
-    ref = contract.query(schema.KeyRef)
+def detail_api_by_query() -> key_page.KeyPage | Row:
+    ref = contract.query(key_page.KeyRef)
     return _detail_json(ref.scope, ref.key)
 
 
-def _detail_json(scope: str, key: str) -> schema.KeyPage | Row:
+def _detail_json(scope: str, key: str) -> key_page.KeyPage | Row:
     if not _rich():
         return table_rows.row_answer("keys", profile_lists.key_identity(scope, key))
     data = _detail(scope, key)
     row = data["key"]
-    return schema.KeyPage.model_validate(
+    return key_page.KeyPage.model_validate(
         {
             "key": key_json(row, DETAIL_FIELDS) | {"stuck": row.stuck, "purgeable_from": data["purgeable_from"]},
             "outbox_events": data["outbox"].value or [],

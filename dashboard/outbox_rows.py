@@ -14,7 +14,7 @@ from idemdash.dashboard import contract, one_model, panels, profile_lists, table
 from idemdash.dashboard.keys import key_url, runbook_url
 from idemdash.dashboard.schemas import outbox as schema
 from idemdash.dashboard.schemas.profile_pages import ProfilePoison
-from idemdash.dashboard.schemas.tables import Row
+from idemdash.dashboard.schemas.table_rows import Row
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import outbox

@@ -17,7 +17,7 @@ from idemdash.dashboard import (
     trends,
 )
 from idemdash.dashboard.schemas import overview as schema
-from idemdash.dashboard.schemas.profile_pages import ProfileOverview
+from idemdash.dashboard.schemas.profile_overview import ProfileOverview
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import keys, overview, snapshots

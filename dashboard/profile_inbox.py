@@ -14,7 +14,8 @@ from idemdash.dashboard.profile_numbers import absent_words, role_panel
 from idemdash.dashboard.schemas import profile_pages as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
-from idemdash.queries.profile_pages import list_group_volumes, read_role_numbers
+from idemdash.queries.profile_numbers import read_role_numbers
+from idemdash.queries.profile_pages import list_group_volumes
 
 
 def answer() -> schema.ProfileInbox:

@@ -20,12 +20,14 @@ from idemdash.dashboard import contract, panels
 from idemdash.dashboard.one_model import chosen
 from idemdash.dashboard.profile_numbers import absent_words, definitions, role_panel
 from idemdash.dashboard.schemas import profile_pages as schema
-from idemdash.dashboard.schemas.tables import BacklogGroup, RowItem
+from idemdash.dashboard.schemas.table_rows import RowItem
+from idemdash.dashboard.schemas.tables import BacklogGroup
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import cursor
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
-from idemdash.queries.profile_pages import list_narrowed_rows, read_role_numbers
+from idemdash.queries.profile_numbers import read_role_numbers
+from idemdash.queries.profile_pages import list_narrowed_rows
 from idemdash.queries.profile_rows import list_backlogs
 
 DEFAULT_STATE = {"keys": "stuck", "outbox": "pending"}

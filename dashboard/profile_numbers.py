@@ -1,4 +1,4 @@
-"""A role's numbers on a library's database as the pages show them (schemas/profile_pages.RolePanel): each of the
+"""A role's numbers on a library's database as the pages show them (schemas/profile_overview.RolePanel): each of the
 six meanings by the library's own states, the pending lag without likely poison rows, those apart, done in 24 h;
 what the library does not record in its words (core/profiles/dimensions.py), never 0."""
 
@@ -8,9 +8,9 @@ from typing import Any
 
 from idemdash.core.profiles.dimensions import done_time, no_table, not_recorded, records, role_table
 from idemdash.core.profiles.shape import DONE, FAILED, IN_PROGRESS, MEANINGS, PENDING, STUCK, Profile
-from idemdash.dashboard.schemas import profile_pages as schema
+from idemdash.dashboard.schemas import profile_overview as schema
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
-from idemdash.queries.profile_pages import RoleNumbers
+from idemdash.queries.profile_numbers import RoleNumbers
 
 FIELDS = {STUCK: "stuck", IN_PROGRESS: "in_progress", PENDING: "pending", FAILED: "failed", DONE: "done"}
 

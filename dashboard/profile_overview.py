@@ -10,13 +10,13 @@ from idemdash.core.profiles.dimensions import ROLES, no_tables, role_table
 from idemdash.dashboard import panels, trends
 from idemdash.dashboard.one_model import chosen
 from idemdash.dashboard.profile_numbers import definitions, other_table, role_panel
-from idemdash.dashboard.schemas import profile_pages as schema
-from idemdash.dashboard.schemas.overview import LastPurge, OverviewTrendPoint
+from idemdash.dashboard.schemas import profile_overview as schema
+from idemdash.dashboard.schemas.overview import LastPurge
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import overview, snapshots
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
-from idemdash.queries.profile_pages import read_role_numbers
+from idemdash.queries.profile_numbers import read_role_numbers
 
 TREND_HOURS = 24
 
@@ -41,7 +41,7 @@ def read() -> tuple[schema.ProfileOverview, list]:
         last_purges=[LastPurge.model_validate(r) for r in purges.value]
         if purges.ok and purges.value is not None
         else None,
-        trends=[OverviewTrendPoint.model_validate(p) for p in points],
+        trends=points,
         definitions=definitions(model),
         as_of=datetime.now(timezone.utc),
     )

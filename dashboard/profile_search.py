@@ -11,7 +11,7 @@ from flask import url_for
 
 from idemdash.core.profiles.dimensions import ROLES, role_table
 from idemdash.dashboard import panels, profile_reads
-from idemdash.dashboard.schemas import profile_dimensions as schema
+from idemdash.dashboard.schemas import profile_search as schema
 from idemdash.queries import profile_dimensions, profile_search
 
 

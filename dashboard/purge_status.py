@@ -12,6 +12,7 @@ from typing import Any
 from flask import abort
 
 from idemdash.core.settings import Settings
+from idemdash.core.statuses import PURGE_METHOD_WORDS
 from idemdash.dashboard import panels
 from idemdash.dashboard.purge_tables import PurgeTables, purge_tables
 from idemdash.dashboard.schemas import purges as schema
@@ -23,12 +24,6 @@ from idemdash.queries import purge_history
 # A "Purge now" follows a dry run of the same table at most this old, with no real run in between.
 DRY_RUN_FRESH = timedelta(hours=1)
 POLL_RUNNING, POLL_IDLE = "3s", "15s"
-
-METHODS = {
-    "due_index": "through the index of due rows",
-    "heap": "page by page (the table was mostly due)",
-    "primary_key": "walking the primary key",
-}
 
 
 @dataclass(frozen=True)
@@ -139,7 +134,7 @@ def purges_data(
         "tables": statuses,
         "poll": POLL_RUNNING if in_progress else POLL_IDLE,
         "partitions": partitions,
-        "methods": METHODS,
+        "methods": PURGE_METHOD_WORDS,
     }
 
 

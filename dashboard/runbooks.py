@@ -11,7 +11,7 @@ from flask import Blueprint
 
 from idemdash.core.triage import OUTCOMES
 from idemdash.dashboard import contract, profile_reads, profile_runbooks
-from idemdash.dashboard.schemas import keys as schema
+from idemdash.dashboard.schemas import key_page as schema
 from idemdash.dashboard.targets import app_settings, get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import outbox

@@ -17,7 +17,7 @@ from idemdash.core.profiles.shape import Command, LibraryAction, State, Table
 from idemdash.core.settings import library_actions
 from idemdash.core.time_parsers import zone_name
 from idemdash.dashboard import contract, panels
-from idemdash.dashboard.schemas import tables as schema
+from idemdash.dashboard.schemas import table_rows as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
 from idemdash.queries import cursor

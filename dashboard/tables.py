@@ -99,7 +99,7 @@ def _report() -> schema.Tables:
         )
     slots = None
     if chosen.reads_wal and read.found:
-        slots = [schema.Slot.model_validate(s) for s in panels.require(panels.load(list_logical_slots))]
+        slots = panels.require(panels.load(list_logical_slots))
     return schema.Tables(
         database=target.name,
         slots=slots,

@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 
 import psycopg
 
-from idemdash.core.statuses import PURGE_ENDS
+from idemdash.core.statuses import PURGE_ENDS, PurgeMethod
 from idemdash.jobs.failures import describe_error, describe_outage, lost
 from idemdash.jobs.partition_detach import PartitionEvent
 from idemdash.jobs.partition_drops import drop_partitions
@@ -85,7 +85,7 @@ class PurgeResult:
     rows: int  # rows deleted (dry run: rows that would be deleted), dropped partitions' rows included
     dry_run: bool
     error: str | None
-    method: str | None = None  # 'due_index', 'heap' or 'primary_key': how the batches found their rows
+    method: PurgeMethod | None = None  # how the batches found their rows
     partitions_dropped: int = 0  # whole partitions dropped (a dry run: none)
 
 
@@ -238,7 +238,7 @@ def _done_elsewhere(lock_conn: psycopg.Connection, table: str, started_by: str, 
 
 def _work(
     ctx: RunContext, connect: Callable[[], psycopg.Connection], on_partition: Callable[[PartitionEvent], None] | None
-) -> tuple[str, str | None, str | None]:
+) -> tuple[str, str | None, PurgeMethod | None]:
     """Partitions first, then batches; the outcome, error and the batches' method."""
     stop, accounted = drop_partitions(ctx, connect, on_partition)
     if stop is not None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import psycopg
+from pydantic import Field
 
+from idemdash.core.statuses import ActionKind
 from idemdash.queries import cursor, statement
 from idemdash.queries.cursor import Page
 from idemdash.queries.transactions import select_all
@@ -19,28 +21,9 @@ class AuditFilter:
     key: str | None = None
     actor: str | None = None
     parent: int | None = None  # the per-key rows of one bulk action
-    action: str | None = None  # the kind of action (ACTION_KINDS)
+    action: ActionKind | None = None
     since: datetime | None = None
     until: datetime | None = None
-
-
-# What comes before the ':' of an action: one key reclassified, a bulk reclassification (one line, its keys under it),
-# a purge or dry run started by a person, a run's cancel, a triage note, an outbox row parked or released (one by one,
-# or in bulk: one line, its rows under it), a library's
-# own documented action on one of its rows (library:<action>, core/profiles).
-ACTION_KINDS = (
-    "reclassify",
-    "reclassify-bulk",
-    "purge",
-    "purge-dry-run",
-    "purge-cancel",
-    "note",
-    "outbox-park",
-    "outbox-release",
-    "outbox-park-bulk",
-    "outbox-release-bulk",
-    "library",
-)
 
 
 @dataclass(frozen=True)
@@ -48,16 +31,16 @@ class AuditEntry:
     audit_id: int
     at: datetime
     actor: str
-    action: str
+    action: Annotated[str, Field(description="The kind of action, then ':' and what it acted on or became.")]
     scope: str | None
     key: str | None
     from_status: str | None
     to_status: str | None
     reason: str | None
-    evidence: Any
-    detail: Any
-    parent_id: int | None  # the bulk action this per-key row belongs to
-    children: int  # per-key rows under this entry (a bulk action); 0 otherwise
+    evidence: Annotated[Any, Field(description="What the operator saw when acting (JSON), or null.")]
+    detail: Annotated[Any, Field(description="The action's own record (JSON), or null.")]
+    parent_id: Annotated[int | None, Field(description="The bulk action this per-key row belongs to.")]
+    children: Annotated[int, Field(description="Per-key rows under this entry (a bulk action); 0 otherwise.")]
 
 
 def list_audit_for_key(conn: psycopg.Connection, scope: str, key: str, limit: int = 100) -> list[AuditEntry]:

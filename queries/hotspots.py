@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
 import psycopg
+from pydantic import Field
 
 from idemdash.queries import Tables, statement
 from idemdash.queries.keys import KeyRow
@@ -36,11 +37,12 @@ class Bounded(Generic[T]):
 
 
 @dataclass(frozen=True)
-class ScopeHotspots:
-    scope: str
+class GroupCounts:
+    """A hotspot group's keys by state: a scope's or a worker's."""
+
     hotspot_keys: int
     stuck: int
-    processing: int  # every processing hotspot key, the stuck ones included
+    processing: Annotated[int, Field(description="Every processing hotspot key, the stuck ones included.")]
     failed_retryable: int
     failed_final: int
     succeeded: int
@@ -48,15 +50,15 @@ class ScopeHotspots:
 
 
 @dataclass(frozen=True)
-class WorkerHotspots:
-    claimed_by: str | None
-    hotspot_keys: int
-    stuck: int
-    processing: int
-    failed_retryable: int
-    failed_final: int
-    succeeded: int
-    max_attempts: int
+class ScopeHotspots(GroupCounts):
+    scope: str
+
+
+@dataclass(frozen=True)
+class WorkerHotspots(GroupCounts):
+    claimed_by: Annotated[
+        str | None, Field(description="The worker that claimed the keys last; null is its own group.")
+    ]
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,9 @@ class HotKey(KeyRow):
 
 @dataclass(frozen=True)
 class AttemptBucket:
-    bucket: str  # '1', '2', ..., '5-9', '10-19', '20+'
+    bucket: Annotated[str, Field(description="'1', '2', '3', '4', '5-9', '10-19', '20+'.")]
     min: int
-    max: int | None  # None: no upper bound
+    max: Annotated[int | None, Field(description="null: no upper bound.")]
     keys: int
 
 
@@ -140,8 +142,8 @@ def group_hotspots(rows: list[HotspotGroupRow], limit: int = GROUP_LIMIT) -> Hot
         return (r.hotspot_keys, r.stuck, r.processing, r.failed_retryable, r.failed_final, r.succeeded, r.max_attempts)
 
     # a by_scope row always has its scope (the grouping set is the scope); the row type cannot say so
-    by_scope = [ScopeHotspots(r.scope, *counts(r)) for r in rows if r.by_scope]  # type: ignore[arg-type]
-    by_worker = [WorkerHotspots(r.claimed_by, *counts(r)) for r in rows if not r.by_scope]
+    by_scope = [ScopeHotspots(*counts(r), scope=r.scope) for r in rows if r.by_scope]  # type: ignore[arg-type]
+    by_worker = [WorkerHotspots(*counts(r), claimed_by=r.claimed_by) for r in rows if not r.by_scope]
     return HotspotGroups(_bounded(by_scope, limit), _bounded(by_worker, limit))
 
 

@@ -19,7 +19,7 @@ from idemdash.core.journey import Consumed, KeyStep, Sent
 from idemdash.core.profiles.detect import Found
 from idemdash.queries import QUERIES, Statement, Tables, statement
 from idemdash.queries.profile_states import block_names
-from idemdash.queries.search import as_uuid, spellings
+from idemdash.queries.search_text import as_uuid, spellings
 from idemdash.queries.transactions import select_all
 
 ROWS_LIMIT = 200  # rows a journey reads at most per table and database

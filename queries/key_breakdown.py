@@ -13,8 +13,9 @@ from typing import Any
 
 import psycopg
 
+from idemdash.core.statuses import LEASE_TABS
 from idemdash.queries import Tables, statement
-from idemdash.queries.keys import PROCESSING_STATUSES, KeyFilter, filter_params
+from idemdash.queries.keys import KeyFilter, filter_params
 from idemdash.queries.transactions import select_all
 
 
@@ -72,7 +73,7 @@ def break_down_keys(
     match; else ``too_many`` with no groups."""
     if flt.status == "stuck":
         name = "breakdown_stuck_keys"
-    elif flt.status in PROCESSING_STATUSES:
+    elif flt.status in LEASE_TABS:
         name = "breakdown_processing_keys"
     else:
         name = "breakdown_status_keys"

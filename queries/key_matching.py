@@ -13,12 +13,14 @@ matching the other filters was read, else a lower bound with ``more``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import psycopg
+from pydantic import Field
 
+from idemdash.core.statuses import LEASE_TABS, Outcome
 from idemdash.queries import Tables, statement
-from idemdash.queries.keys import PROCESSING_STATUSES, KeyFilter, filter_params
+from idemdash.queries.keys import KeyFilter, filter_params
 from idemdash.queries.transactions import select_all, select_one
 
 # the order the groups are shown in: the one decided from evidence first
@@ -27,8 +29,8 @@ SUGGESTIONS = ("already_succeeded", "safe_to_retry", "needs_review", "abandoned"
 
 @dataclass(frozen=True)
 class Matching:
-    count: int  # exact when not ``more``; the cap when more
-    more: bool  # more keys match than the cap
+    count: Annotated[int, Field(description="Keys of this tab matching every filter, exact up to the cap.")]
+    more: Annotated[bool, Field(description="More keys match than the cap.")]
 
     def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "more": self.more}
@@ -41,9 +43,17 @@ class _Count:
 
 @dataclass(frozen=True)
 class SuggestionGroup:
-    suggested: str
-    keys: int  # among the stuck keys read
-    more: bool  # more stuck keys match the other filters than were read: ``keys`` is a lower bound
+    suggested: Outcome
+    keys: Annotated[
+        int,
+        Field(
+            description="Stuck keys with this suggested outcome among those read (at most "
+            "suggestions_cap, most overdue first)."
+        ),
+    ]
+    more: Annotated[
+        bool, Field(description="More stuck keys match the other filters than were read: keys is a lower bound.")
+    ]
 
 
 def count_keys_matching(
@@ -70,7 +80,7 @@ def count_keys_matching(
         return matching_in_groups(groups, flt.suggested)
     if flt.status == "stuck":
         name = "count_stuck_keys_matching"
-    elif flt.status in PROCESSING_STATUSES:
+    elif flt.status in LEASE_TABS:
         name = "count_processing_keys_matching"
     else:
         name = "count_status_keys_matching"

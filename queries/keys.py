@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from idemdash.core.statuses import KEY_LIST_STATUSES, REVIEW_HOLDER
+from idemdash.core.statuses import KEY_LIST_STATUSES, LEASE_TABS, REVIEW_HOLDER
 from idemdash.queries import Statement, Tables, cursor, statement
 from idemdash.queries.cursor import Page
 from idemdash.queries.transactions import select_all, select_one
@@ -92,7 +92,6 @@ DEFAULT_ORDER = {
     "failed_retryable": "desc",
     "failed_final": "desc",
 }
-PROCESSING_STATUSES = ("stuck", "needs_review", "processing")
 _BAD_CURSOR = "cursor is not valid: use the next_cursor or prev_cursor value of the page you came from"
 # A list read one way or the other: ORDER BY's direction, where a NULL lease end goes (first either way in the
 # list's own order), and the comparison that finds the rows past a keyset cursor in that direction.
@@ -120,7 +119,7 @@ def filter_params(flt: KeyFilter, *, lease_seconds: int, hotspot_min_attempts: i
     ``flt``; the list adds its cursor and order, a count its cap. ``hotspot_min_attempts`` decides the suggested
     outcome, needed when ``flt.suggested`` is set."""
     params: dict[str, Any] = {"scope": flt.scope, "claimed_by": flt.claimed_by, "min_attempts": flt.min_attempts}
-    if flt.status in PROCESSING_STATUSES:
+    if flt.status in LEASE_TABS:
         if flt.suggested is not None and hotspot_min_attempts is None:
             raise ValueError("a suggested filter needs hotspot_min_attempts")
         params.update(
@@ -162,7 +161,7 @@ def list_keys(
             raise ValueError(_BAD_CURSOR)
     # going back a page reads the list the other way from the first row shown, then turns the rows round
     read_order = ("desc" if order == "asc" else "asc") if backwards else order
-    if flt.status in PROCESSING_STATUSES:
+    if flt.status in LEASE_TABS:
         params["descending"] = read_order == "desc"
         name = "list_processing_keys"
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import psycopg
+from pydantic import ConfigDict, Field
 
 from idemdash.queries import Tables, cursor, statement
 from idemdash.queries.cursor import Page
@@ -64,13 +65,16 @@ class OutboxRow:
     attempt_count: int
     created_at: datetime
     published_at: datetime | None
-    age_seconds: float
-    payload: Any
+    age_seconds: Annotated[float, Field(description="Seconds since created_at.")]
+    payload: Annotated[Any, Field(description="The event's payload (JSON).")]
 
 
 @dataclass(frozen=True)
 class OutboxDetail(OutboxRow):
-    key_exists: bool  # the key it was written under is still in the key table
+    # its own pydantic config: inside a 409 body (extra fields allowed) it would take that one's
+    __pydantic_config__ = ConfigDict(extra="ignore")
+
+    key_exists: Annotated[bool, Field(description="The key the row was written under is still in the key table.")]
 
 
 @dataclass(frozen=True)

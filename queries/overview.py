@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Annotated
 
 import psycopg
+from pydantic import Field
 
 from idemdash.queries import Tables, statement
 from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
@@ -30,13 +32,15 @@ class WindowCounts:
 
 @dataclass(frozen=True)
 class KeyCounts:
-    stuck: int
-    processing: int
-    needs_review: int
+    stuck: Annotated[int, Field(description="Processing keys whose lease ran out (definitions.stuck).")]
+    processing: Annotated[int, Field(description="Every key in status processing, stuck or not.")]
+    needs_review: Annotated[int, Field(description="Processing keys held for review by an operator.")]
     failed_retryable: int
     failed_final_24h: int
     succeeded_24h: int
-    oldest_stuck_lease: datetime | None
+    oldest_stuck_lease: Annotated[
+        datetime | None, Field(description="When the oldest stuck key's lease ended, or null.")
+    ]
 
     @classmethod
     def combine(cls, live: ProcessingCounts, window: WindowCounts) -> KeyCounts:
@@ -55,10 +59,20 @@ class KeyCounts:
 class OutboxBacklog:
     pending: int  # every pending row, likely poison included
     oldest_pending_at: datetime | None
-    lag_seconds: float | None  # the oldest pending row that is not likely poison: the publisher's lag
-    poison: int  # likely poison: pending with POISON_MIN_ATTEMPTS or more attempts
+    lag_seconds: Annotated[
+        float | None,
+        Field(
+            description="The publisher's lag: age of the oldest pending row that is not "
+            "likely poison, or null when there is none."
+        ),
+    ]
+    poison: Annotated[
+        int, Field(description="Likely poison rows: pending with 3 or more delivery attempts, counted apart.")
+    ]
     oldest_poison_at: datetime | None
-    poison_oldest_seconds: float | None
+    poison_oldest_seconds: Annotated[
+        float | None, Field(description="Age of the oldest likely poison row, or null when none.")
+    ]
 
 
 @dataclass(frozen=True)

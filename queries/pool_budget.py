@@ -26,49 +26,16 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from idemdash.core.settings import ConfigError
 from idemdash.queries.budget_errors import MAX_CONNECTIONS as MAX_CONNECTIONS
 from idemdash.queries.budget_errors import BudgetExhausted as BudgetExhausted
 from idemdash.queries.budget_errors import NoConnectionFree as NoConnectionFree
+from idemdash.queries.pool_usage import Pooled, Usage
 
 REAPER_THREAD = "idemdash-pool-idle"
 FAN_OUT_THREAD = "idemdash-fan-out"
-
-
-class Pooled(Protocol):
-    """What the budget needs of a database (queries.target.Target)."""
-
-    name: str
-
-    @property
-    def pool_reservation(self) -> int: ...
-
-    def pool_is_open(self) -> bool: ...
-
-    def open_pool(self) -> Any: ...
-
-    def take_pools(self) -> list[Any]: ...
-
-    def pool_connections(self) -> int: ...
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What one worker holds now, for /health and /metrics."""
-
-    lazy: bool  # pools open on demand within the budget (several databases)
-    budget: int | None  # None: one database, no budget applies
-    idle_seconds: float | None  # None: pools stay open
-    open_pools: int  # databases whose pool is open
-    pool_connections: int  # connections those pools hold now (in use or idle)
-    background_connections: int  # connections the background reads opened of their own, now
-    reserved: int  # what the open pools and the background reads may grow to
-
-    @property
-    def held(self) -> int:
-        return self.pool_connections + self.background_connections
 
 
 @dataclass

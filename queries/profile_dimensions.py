@@ -14,7 +14,6 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from idemdash.core.profiles import profile
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.dimensions import records
 from idemdash.core.profiles.shape import (
@@ -23,7 +22,6 @@ from idemdash.core.profiles.shape import (
     STUCK,
     TIMESTAMPTZ,
     UTC_TIMESTAMP,
-    State,
     Table,
 )
 from idemdash.core.settings import Settings
@@ -31,6 +29,7 @@ from idemdash.queries import statement
 from idemdash.queries.profile_pages import list_table_columns
 from idemdash.queries.profile_rows import profile_table
 from idemdash.queries.profile_states import params_for, state_condition, state_params
+from idemdash.queries.profile_tables import column_of, identity_of, state_of, table_of
 from idemdash.queries.transactions import select_all
 
 _TIME = {
@@ -75,25 +74,6 @@ class Cell:
     count: int
 
 
-@dataclass(frozen=True)
-class TableColumn:
-    name: str
-    data_type: str
-
-
-def state_of(found: Found, role: str, meaning: str) -> State | None:
-    """The state of the table meaning ``meaning`` in the found version of the shape, or None."""
-    for state in profile(found.profile).states_of(found.version):
-        if state.table == role and state.meaning == meaning:
-            return state
-    return None
-
-
-def table_of(found: Found, table: Table | None) -> tuple[Table, sql.Composable] | None:
-    name = found.table(table.role) if table is not None else None
-    return None if name is None or table is None else (table, sql.Identifier(found.schema, name))
-
-
 def present_table(conn: psycopg.Connection, found: Found, role: str) -> Table | None:
     """the table as this database has it: a dimension whose column the table lacks (a column of another
     version of the shape: Spring Modulith v1 has no completion_attempts) is not recorded here; None where the
@@ -113,16 +93,6 @@ def present_table(conn: psycopg.Connection, found: Found, role: str) -> Table | 
         owner=table.owner if has(table.owner) else None,
         changed=table.changed if has(table.changed) else None,
         groups=table.groups if all(has(g) for g in table.groups) else (),
-    )
-
-
-def column_of(found: Found, column: str) -> sql.Identifier:
-    return sql.Identifier(named(column, found.naming))
-
-
-def identity_of(found: Found, table: Table) -> sql.Composable:
-    return statement(
-        "profile_identity", None, identity_columns=sql.SQL(", ").join(column_of(found, c) for c in table.identity)
     )
 
 

@@ -14,8 +14,8 @@ from psycopg import errors, sql
 from idemdash.core.profiles.detect import Found, named
 from idemdash.core.profiles.shape import Table
 from idemdash.queries import Statement, statement
-from idemdash.queries.profile_dimensions import TableColumn, column_of, identity_of, table_of
 from idemdash.queries.profile_rows import identity_values
+from idemdash.queries.profile_tables import TableColumn, column_of, identity_of, table_of
 from idemdash.queries.transactions import select_all, select_one
 
 # rows found per table at most; index entries a prefix search reads per column

@@ -31,14 +31,17 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import psycopg
 from psycopg import sql
 
+from idemdash.core.statuses import PurgeMethod
 from idemdash.queries import Statement, Tables, statement
 
-DUE, BY_KEY, HEAP = "due_index", "primary_key", "heap"
+DUE: Final[PurgeMethod] = "due_index"
+BY_KEY: Final[PurgeMethod] = "primary_key"
+HEAP: Final[PurgeMethod] = "heap"
 
 # The columns each (table, order) walks, in that order: the due order leads with the column that says when a row
 # became due, the key order is the primary key. A batch's cursor holds one value per column.
@@ -223,7 +226,7 @@ def choose_order(
     return BatchOrder(DUE if index else BY_KEY, index, None, share)
 
 
-def run_method(orders: list[str]) -> str:
+def run_method(orders: list[str]) -> PurgeMethod:
     """A run's method from its tables' (partitions') orders: the weakest any took, since a key walk anywhere is what
     an operator needs to hear of; the primary key when there is nothing to order."""
     if not orders or BY_KEY in orders:

@@ -4,8 +4,10 @@ far the logical replication slots that read a table from the WAL (Debezium's out
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import psycopg
+from pydantic import Field
 
 from idemdash.queries import statement
 from idemdash.queries.transactions import select_all, select_one
@@ -46,11 +48,17 @@ def get_standby_replay(conn: psycopg.Connection, primary_lsn: str) -> StandbyRep
 @dataclass(frozen=True)
 class LogicalSlot:
     slot_name: str
-    plugin: str
-    active: bool  # a reader is connected now
-    never_confirmed: bool
-    bytes_behind: float | None  # WAL written since what the reader confirmed it has read
-    bytes_retained: float | None  # WAL the slot keeps from being recycled
+    plugin: Annotated[str, Field(description="Its output plugin (Debezium: pgoutput or decoderbufs).")]
+    active: Annotated[bool, Field(description="A reader (the connector) is connected now.")]
+    never_confirmed: Annotated[bool, Field(description="Its reader has never confirmed reading anything.")]
+    bytes_behind: Annotated[
+        float | None,
+        Field(
+            description="WAL written since what its reader confirmed it read: the rows written in it are not yet "
+            "published."
+        ),
+    ]
+    bytes_retained: Annotated[float | None, Field(description="WAL the slot keeps the server from recycling (disk).")]
 
 
 def list_logical_slots(conn: psycopg.Connection) -> list[LogicalSlot]:

@@ -12,17 +12,18 @@ so that it works on every version and the plan cannot flip to a sequential scan 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from typing import Annotated, Any, Literal
 
 import psycopg
 from psycopg import sql
+from pydantic import Field
 
+from idemdash.core.statuses import KeyStatus
 from idemdash.queries import Tables, statement
 from idemdash.queries.keys import list_scopes
+from idemdash.queries.search_text import as_uuid, candidate_pairs, common_prefix, spellings
 from idemdash.queries.transactions import select_all, select_one
 
 # Scopes probed for a key at most (the loose index scan stops there); the answer says when there were more.
@@ -44,15 +45,15 @@ OTHER_ROWS_LIMIT = 20
 MAX_CONSUMERS = 1000
 # Nearest keys offered when nothing matches.
 NEAREST_SHOWN = 5
-
-_UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+# How a search matched its text: a key exactly, keys by prefix, or none
+SearchMatch = Literal["exact", "prefix", "none"]
 
 
 @dataclass(frozen=True)
 class SearchHit:
     scope: str
     key: str
-    status: str
+    status: KeyStatus
     claimed_by: str | None
     attempt_count: int
     locked_until: datetime | None
@@ -75,7 +76,7 @@ class OutboxHit:
     aggregate_type: str
     aggregate_id: str
     created_at: datetime
-    matched: str  # 'outbox_id' or 'aggregate_id'
+    matched: Annotated[Literal["outbox_id", "aggregate_id"], Field(description="Which column q matched.")]
 
 
 @dataclass(frozen=True)
@@ -89,14 +90,14 @@ class MessageHit:
 class NearKey:
     scope: str
     key: str
-    common_prefix: str  # what the key and the text share from the start
+    common_prefix: Annotated[str, Field(description="What the key and q share from the start.")]
 
 
 @dataclass(frozen=True)
 class SearchResult:
     q: str
     scope: str | None
-    match: str  # 'exact', 'prefix' or 'none'
+    match: SearchMatch
     items: list[SearchHit]
     scopes: list[str]  # scope names containing q (any case)
     workers: list[str]  # the worker named q (first), and those containing q: see find_owners
@@ -196,40 +197,6 @@ def find_owners(conn: psycopg.Connection, tables: Tables, q: str) -> list[str]:
     return list(dict.fromkeys(exact + _containing(q, recent)))[:NAMES_SHOWN]
 
 
-def spellings(q: str) -> list[str]:
-    """The text as typed, and for a UUID-shaped text its lower- and upper-case forms (keys are case-sensitive text,
-    but a UUID pasted from a log or a ticket may not be in the case the client sent)."""
-    if not _UUID.fullmatch(q):
-        return [q]
-    return list(dict.fromkeys([q, q.lower(), q.upper()]))
-
-
-def as_uuid(q: str) -> str | None:
-    """The text as a UUID, if it is one (any case, with or without dashes)."""
-    if not _UUID.fullmatch(q):
-        return None
-    digits = q.replace("-", "").lower()
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
-
-
-def candidate_pairs(q: str, scopes: list[str]) -> list[tuple[str, str]]:
-    """(scope, key) pairs the text may mean: the key itself in every scope (in each of its spellings);
-    ``scope/key`` or ``scope key`` when it starts with a scope's name; the scope and key of a pasted idemdash key
-    URL (``…/keys/<scope>/<key>``)."""
-    pairs = [(scope, text) for text in spellings(q) for scope in scopes]
-    for scope in scopes:
-        for separator in ("/", " "):
-            if q.startswith(scope + separator) and len(q) > len(scope) + 1:
-                pairs.append((scope, q[len(scope) + 1 :]))
-    path = urlsplit(q).path if "://" in q else q
-    marker = path.find("/keys/")
-    if marker >= 0:
-        scope, _, key = path[marker + len("/keys/") :].partition("/")
-        if scope and key:
-            pairs.append((unquote(scope), unquote(key)))
-    return list(dict.fromkeys(pairs))
-
-
 def find_outbox_rows(conn: psycopg.Connection, tables: Tables, q: str) -> list[OutboxHit]:
     """Outbox rows whose id is the text, then those of the aggregate it names (both only for a UUID)."""
     uuid_text = as_uuid(q)
@@ -261,7 +228,7 @@ def list_nearest_keys(conn: psycopg.Connection, tables: Tables, scopes: list[str
     if not scopes:
         return []
     found = select_all(conn, statement("list_nearest_keys", tables), {"scopes": scopes, "q": q}, _ScopedKey)
-    near = [NearKey(f.scope, f.key, _common_prefix(q, f.key)) for f in found]
+    near = [NearKey(f.scope, f.key, common_prefix(q, f.key)) for f in found]
     near = [n for n in near if n.common_prefix]
     near.sort(key=lambda n: (-len(n.common_prefix), n.scope, n.key))
     return near[:NEAREST_SHOWN]
@@ -271,13 +238,6 @@ def list_nearest_keys(conn: psycopg.Connection, tables: Tables, scopes: list[str
 class _ScopedKey:
     scope: str
     key: str
-
-
-def _common_prefix(a: str, b: str) -> str:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return a[:n]
 
 
 def _containing(q: str, names: list[str]) -> list[str]:

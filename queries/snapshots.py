@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Annotated
 
 import psycopg
+from pydantic import Field
 
 from idemdash.core.settings import Settings
 from idemdash.queries import Tables, overview, rollups, statement
@@ -48,21 +50,31 @@ class KeyChanges:
     failures: int
 
 
+# One point of a trend line: one snapshot, or a bucket of consecutive ones when there are many. (A comment, not a
+# docstring: the API documents the row, and a dataclass's docstring would become its schema's description.)
 @dataclass(frozen=True)
 class TrendPoint:
-    """One point of a trend line: one snapshot, or a bucket of consecutive ones when there are many."""
-
-    taken_at: datetime
-    until: datetime
-    snapshots: int
+    taken_at: Annotated[datetime, Field(description="The first snapshot the point stands for.")]
+    until: Annotated[datetime, Field(description="The last snapshot the point stands for.")]
+    snapshots: Annotated[int, Field(description="How many consecutive snapshots the point merges.")]
     stuck_keys: int
     outbox_pending: int
     outbox_lag_seconds: float | None
     rows_purged: int
-    interval_seconds: float | None  # the seconds the point's counts below cover (None: none counted)
-    claims: int | None
-    completions: int | None
-    failures: int | None
+    interval_seconds: Annotated[
+        float | None,
+        Field(
+            description="The seconds the point's claims, completions and failures "
+            "cover (its snapshots' intervals); null when not counted."
+        ),
+    ]
+    claims: Annotated[
+        int | None, Field(description="Keys claimed in those seconds (definitions.trends.points.claims).")
+    ]
+    completions: Annotated[int | None, Field(description="Keys that became succeeded in those seconds.")]
+    failures: Annotated[
+        int | None, Field(description="Keys that became failed_retryable or failed_final in those seconds.")
+    ]
     claims_per_minute: float | None
     completions_per_minute: float | None
     failures_per_minute: float | None

@@ -26,27 +26,15 @@ from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
 from idemdash.core.dsn import redact_dsn
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import Settings
-from idemdash.queries import Tables, replication, statement, transactions
+from idemdash.queries import Tables, statement, transactions
 from idemdash.queries.pool_budget import PoolBudget
 from idemdash.queries.pools import new_pool, watched_connection_class
+from idemdash.queries.standby import REPLICA_CHECK_SECONDS, ReplicaStatus, measure_standby
 
 log = logging.getLogger(__name__)
 
 # libpq waits forever without one (psycopg: 130 s); a job or a command must fail fast and try again.
 DEFAULT_CONNECT_TIMEOUT = 10
-# How long a standby's lag is believed before it is measured again, and how long measuring it may take.
-REPLICA_CHECK_SECONDS = 2.0
-REPLICA_CHECK_TIMEOUT = 1.0
-
-
-@dataclass(frozen=True)
-class ReplicaStatus:
-    """Where reads go now: the standby while it answers and is at most ``max_lag_seconds`` behind."""
-
-    using_standby: bool
-    lag_seconds: float | None  # None: not measured (no standby, or it did not answer)
-    max_lag_seconds: int
-    problem: str | None  # why reads went to the primary
 
 
 @dataclass(eq=False)
@@ -213,38 +201,8 @@ class Target:
             return self._replica[1]
 
     def _measure_replica(self) -> ReplicaStatus:
-        limit = self.settings.read_max_lag_seconds
-        try:
-            with self._lease() as primary:
-                standby = self.read_pool
-                assert standby is not None  # measured only with a read_dsn, whose pool opens with the primary's
-                with primary.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:
-                    primary_lsn = replication.get_primary_wal_lsn(conn)
-                with standby.connection(timeout=REPLICA_CHECK_TIMEOUT) as conn:
-                    replay = replication.get_standby_replay(conn, primary_lsn)
-        except (psycopg.Error, PoolTimeout) as exc:
-            return ReplicaStatus(
-                False,
-                None,
-                limit,
-                f"the standby or the primary did not answer ({type(exc).__name__}): reading from the primary",
-            )
-        if not replay.in_recovery:
-            return ReplicaStatus(
-                False, None, limit, "the read database is not a standby (not in recovery): reading from the primary"
-            )
-        lag = replay.lag_seconds
-        if lag > limit:
-            paused = " (its replay is paused)" if replay.paused else ""
-            return ReplicaStatus(
-                False,
-                lag,
-                limit,
-                f"the standby is {lag:.0f} s behind{paused}, more than "
-                f"IDEMDASH_READ_MAX_LAG_SECONDS ({limit} s): reading from the "
-                "primary",
-            )
-        return ReplicaStatus(True, lag, limit, None)
+        assert self.read_pool is not None  # measured only with a read_dsn, whose pool opens with the primary's
+        return measure_standby(self._lease(), self.read_pool, self.settings.read_max_lag_seconds)
 
     def _session_options(self, dsn: str) -> dict[str, str]:
         """A library's tables are read and purged in a session whose time zone is UTC: a ``timestamp`` column the

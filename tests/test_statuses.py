@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from string import Formatter
+from typing import get_args
 
 from psycopg import sql
 
 from idemdash.core import triage
-from idemdash.core.statuses import KEY_STATUSES, OUTCOMES, PURGE_ENDS, REVIEW_HOLDER
+from idemdash.core.statuses import KEY_STATUSES, OUTCOMES, PURGE_ENDS, REVIEW_HOLDER, PartitionAction
 from idemdash.queries import CONSTANTS, QUERIES, Tables, statement
 from idemdash.queries.migrate import list_migrations
 
@@ -27,6 +28,12 @@ def test_the_purge_runs_check_is_running_and_the_ends_of_a_purge():
     text = "".join(m.text for m in list_migrations())
     *_, last = re.findall(r"CHECK \(outcome IN \(([^)]*)\)\)", text)
     assert _quoted(last) == ("running", *PURGE_ENDS)
+
+
+def test_the_partition_actions_check_is_the_partition_actions():
+    text = "".join(m.text for m in list_migrations())
+    *_, last = re.findall(r"action text NOT NULL CHECK \(action IN \(([^)]*)\)\)", text)
+    assert sorted(_quoted(last)) == sorted(get_args(PartitionAction))
 
 
 def test_the_review_holder_enters_sql_as_its_literal():

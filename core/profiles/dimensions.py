@@ -28,9 +28,13 @@ panel's place: never 0, never a 404. Pages never branch on a profile's name.
 
 from __future__ import annotations
 
+from typing import Final, Literal, get_args
+
 from idemdash.core.profiles.shape import Profile, Table, Time
 
-ROLES = ("keys", "outbox", "inbox")
+# the tables of a profile the on-call pages read, by what each is for (the JSON answers name them too)
+Role = Literal["keys", "outbox", "inbox"]
+ROLES: Final[tuple[Role, ...]] = get_args(Role)
 # the dimensions a table names one column for
 _COLUMNS = ("owner", "attempts", "lease", "changed", "payload", "error")
 DIMENSIONS = ("group", "owner", "attempts", "lease", "changed", "payload", "error", "decisions", "suppression")

@@ -26,7 +26,8 @@ from idemdash.dashboard.schemas.common import (
     require_to_confirm,
 )
 from idemdash.dashboard.schemas.examples import RETRYABLE_KEY
-from idemdash.dashboard.schemas.keys import KeyDetail
+from idemdash.dashboard.schemas.key_page import KeyDetail
+from idemdash.queries.reclassify_bulk import BulkSampleRow, BulkScopeCount
 
 
 class _Reclassify(Body):
@@ -195,19 +196,6 @@ class BulkFilterAnswer(Answer):
     suggested: Outcome | None = None
 
 
-class ScopeCount(Answer):
-    scope: str
-    keys: int
-
-
-class SampleKey(Answer):
-    scope: str
-    key: str
-    claimed_by: str | None
-    attempt_count: int
-    locked_until: datetime | None
-
-
 class BulkPreview(Answer):
     as_of: datetime = Field(description="Send it back to confirm what this preview showed.")
     to: BulkOutcome
@@ -217,8 +205,8 @@ class BulkPreview(Answer):
     filter: BulkFilterAnswer
     filter_text: str
     all_scopes: bool
-    by_scope: list[ScopeCount]
-    sample: list[SampleKey]
+    by_scope: list[BulkScopeCount]
+    sample: list[BulkSampleRow]
 
 
 class BulkResult(Answer):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from pydantic import ConfigDict, Field
 
+from idemdash.core.statuses import ActionKind
 from idemdash.dashboard.schemas.common import (
     CURSOR_TEXT,
     Answer,
@@ -21,38 +22,9 @@ from idemdash.dashboard.schemas.common import (
     cursor_of,
 )
 from idemdash.dashboard.schemas.examples import ACTOR, OUTBOX_ID
+from idemdash.queries.audit import AuditEntry
 
 AuditCursor = Annotated[str, CURSOR_TEXT, cursor_of("audit")]
-
-ActionKind = Literal[
-    "reclassify",
-    "reclassify-bulk",
-    "purge",
-    "purge-dry-run",
-    "purge-cancel",
-    "note",
-    "outbox-park",
-    "outbox-release",
-    "outbox-park-bulk",
-    "outbox-release-bulk",
-    "library",
-]
-
-
-class AuditEntry(Answer):
-    audit_id: int
-    at: datetime
-    actor: str
-    action: str = Field(description="The kind of action, then ':' and what it acted on or became.")
-    scope: str | None
-    key: str | None
-    from_status: str | None
-    to_status: str | None
-    reason: str | None
-    evidence: Any = Field(description="What the operator saw when acting (JSON), or null.")
-    detail: Any = Field(description="The action's own record (JSON), or null.")
-    parent_id: int | None = Field(description="The bulk action this per-key row belongs to.")
-    children: int = Field(description="Per-key rows under this entry (a bulk action); 0 otherwise.")
 
 
 class AuditQuery(Query):

@@ -59,7 +59,7 @@ RETRYABLE_KEY: dict[str, Any] = {
     "stuck": False,
 }
 
-# a pending outbox row the relay keeps failing on (an OutboxItem)
+# a pending outbox row the relay keeps failing on (a queries.outbox.OutboxRow)
 OUTBOX_ROW: dict[str, Any] = {
     "outbox_id": OUTBOX_ID,
     "event_type": "invoice.sent",

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import ConfigDict, Field
 
 from idemdash.core.statuses import KeyStatus
 from idemdash.dashboard.schemas.common import Answer, Name, Query
 from idemdash.dashboard.schemas.search import SearchFor
+from idemdash.queries.search import MessageHit
 
 
 class FleetSearchQuery(Query):
@@ -32,12 +31,6 @@ class HeldKey(Answer):
     url: str = Field(description="The key's page in that database.")
 
 
-class HeldMessage(Answer):
-    consumer: str
-    message_id: str
-    processed_at: datetime
-
-
 class HeldOutboxRow(Answer):
     outbox_id: str
     status: str
@@ -49,7 +42,7 @@ class HeldBy(Answer):
     database: str
     url: str = Field(description="That database's search for it (which opens the one thing it names).")
     keys: list[HeldKey]
-    messages: list[HeldMessage] = Field(description="Inbox rows whose message_id is q (no scope given).")
+    messages: list[MessageHit] = Field(description="Inbox rows whose message_id is q (no scope given).")
     outbox: list[HeldOutboxRow] = Field(description="The outbox row whose outbox_id is q (no scope given).")
 
 

@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
 from idemdash.dashboard.schemas.examples import KEY
 from idemdash.dashboard.schemas.keys import KeyColumns
+from idemdash.queries.hotspots import AttemptBucket, ScopeHotspots, WorkerHotspots
 
 HotspotWindow = Literal["1h", "24h", "7d", "all"]
 
@@ -24,33 +25,8 @@ class HotspotsQuery(Query):
     )
 
 
-class GroupCounts(Answer):
-    hotspot_keys: int
-    stuck: int
-    processing: int = Field(description="Every processing hotspot key, the stuck ones included.")
-    failed_retryable: int
-    failed_final: int
-    succeeded: int
-    max_attempts: int
-
-
-class ScopeHotspots(GroupCounts):
-    scope: str
-
-
-class WorkerHotspots(GroupCounts):
-    claimed_by: str | None = Field(description="The worker that claimed the keys last; null is its own group.")
-
-
 class HotspotKey(KeyColumns):
     stuck: bool
-
-
-class AttemptBucket(Answer):
-    bucket: str = Field(description="'1', '2', '3', '4', '5-9', '10-19', '20+'.")
-    min: int
-    max: int | None = Field(description="null: no upper bound.")
-    keys: int
 
 
 class Truncated(Answer):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
 from idemdash.dashboard.schemas.common import Answer, Name, Precomputed, Query
+from idemdash.queries import inbox
 
 Retention = Literal["purge overdue", "within retention"]
 
@@ -16,30 +18,19 @@ class InboxQuery(Query):
     consumer: Name | None = Field(None, description="Only consumers whose name contains this, ignoring case.")
 
 
-class InboxConsumer(Answer):
-    consumer_name: str
-    rows_1h: int
-    rows_24h: int
-    rows_7d: int
-    oldest_processed_at: datetime | None
-    oldest_age_seconds: float | None
-    purge_overdue: bool
-    newest_processed_at: datetime | None
-    newest_age_seconds: float | None
-    retention: Retention = Field(description="'purge overdue' when the oldest row is older than the retention.")
+# the answer's rows are the queries' rows with what the answer adds (a pydantic model cannot extend a dataclass)
+@dataclass(frozen=True)
+class InboxConsumer(inbox.ConsumerVolume):
+    retention: Annotated[
+        Retention, Field(description="'purge overdue' when the oldest row is older than the retention.")
+    ]
 
 
-class InboxTotals(Answer):
-    rows_1h: int
-    rows_24h: int
-    rows_7d: int
-    oldest_processed_at: datetime | None
-    oldest_age_seconds: float | None
-    purge_overdue: bool
-    newest_processed_at: datetime | None
+@dataclass(frozen=True)
+class InboxTotals(inbox.InboxTotals):
     retention: Retention
-    consumers_shown: int = Field(description="How many consumers the answer lists.")
-    consumers_purge_overdue: int = Field(description="Of those listed, how many are past the retention.")
+    consumers_shown: Annotated[int, Field(description="How many consumers the answer lists.")]
+    consumers_purge_overdue: Annotated[int, Field(description="Of those listed, how many are past the retention.")]
 
 
 class InboxDefinitions(Answer):

@@ -1,5 +1,5 @@
-"""The key lists (`GET /api/v1/keys`), one key (`GET /api/v1/keys/{scope}/{key}`, `GET /api/v1/key`) and its
-actions (`POST /api/v1/keys/reclassify`, `POST /api/v1/keys/reclassify-bulk`)."""
+"""The key lists (`GET /api/v1/keys`) with their tabs' counts and filters, a key's row as every list shows it, and
+the breakdown of a tab by scope and worker (`GET /api/v1/keys/breakdown`). One key's page: schemas/key_page.py."""
 
 from __future__ import annotations
 
@@ -9,19 +9,17 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from idemdash.core.statuses import KeyListStatus, KeyStatus, Outcome
-from idemdash.dashboard.schemas.audit import AuditEntry, Note
 from idemdash.dashboard.schemas.common import (
     CURSOR_TEXT,
     Answer,
     Duration,
-    Key,
     Limit,
     Name,
-    PositiveInt,
     Query,
     cursor_of,
 )
-from idemdash.dashboard.schemas.examples import ACTOR, KEY, KEY_DETAIL, OUTBOX_ROW
+from idemdash.dashboard.schemas.examples import KEY
+from idemdash.queries.key_matching import Matching, SuggestionGroup
 
 KeysCursor = Annotated[str, CURSOR_TEXT, cursor_of("keys")]
 
@@ -57,23 +55,6 @@ class KeyListQuery(KeyFilterQuery):
     limit: Limit = 50
 
 
-class KeyRef(Query):
-    scope: Name = Field(description="Idempotency scope.")
-    key: Key = Field(description="Idempotency key.")
-
-
-class KeyPageQuery(Query):
-    """The key page after an action: which audit row or note to point out."""
-
-    done: PositiveInt | None = None
-    noted: PositiveInt | None = None
-
-
-class RunbookQuery(Query):
-    scope: Name | None = None
-    key: Key | None = None
-
-
 class Hold(Answer):
     until: datetime | None
     by: str | None
@@ -102,41 +83,11 @@ class KeyItem(KeyColumns):
     hold: Hold | None = Field(description="A key held for review: until when, by whom and why; else null.")
 
 
-class KeyDetail(KeyItem):
-    response_body: Any = Field(description="The stored response (JSON) a retry receives, or null.")
-    result_ref_type: str | None
-    result_ref_id: str | None
-    failure_code: str | None
-    failure_message: str | None
-    stuck: bool
-
-
-class KeyAnswer(KeyDetail):
-    purgeable_from: datetime | None = Field(
-        description="When the keys purge may delete this key; null while it "
-        "is processing or failed_retryable (never purged)."
-    )
-
-
 class TabCount(Answer):
     count: int = Field(description="Exact when not more; the cap when more.")
     more: bool
     snapshot: int | None = Field(description="The snapshot job's full count, when more and it records the state.")
     snapshot_at: datetime | None
-
-
-class Matching(Answer):
-    count: int = Field(description="Keys of this tab matching every filter, exact up to the cap.")
-    more: bool = Field(description="More keys match than the cap.")
-
-
-class SuggestionGroup(Answer):
-    suggested: Outcome
-    keys: int = Field(
-        description="Stuck keys with this suggested outcome among those read (at most "
-        "suggestions_cap, most overdue first)."
-    )
-    more: bool = Field(description="More stuck keys match the other filters than were read: keys is a lower bound.")
 
 
 class NotApplied(Answer):
@@ -250,94 +201,3 @@ class KeyList(Answer):
         description="Filters given that do not apply to this tab: not applied "
         "(overdue off the lease tabs, suggested off stuck)."
     )
-
-
-class OutboxEvent(Answer):
-    outbox_id: str
-    event_type: str
-    aggregate_type: str
-    aggregate_id: str
-    status: str
-    attempt_count: int
-    created_at: datetime
-    published_at: datetime | None
-    payload: Any
-
-
-class Suggestion(Answer):
-    to: Outcome | None = Field(description="The outcome the evidence points to, or null (not stuck).")
-    evidence: list[str]
-
-
-class KeyPage(Answer):
-    model_config = ConfigDict(
-        from_attributes=True,
-        frozen=True,
-        json_schema_extra={
-            "examples": [
-                {
-                    "key": {**KEY_DETAIL, "purgeable_from": None},
-                    "outbox_events": [
-                        {
-                            name: OUTBOX_ROW[name]
-                            for name in (
-                                "outbox_id",
-                                "event_type",
-                                "aggregate_type",
-                                "aggregate_id",
-                                "status",
-                                "attempt_count",
-                                "created_at",
-                                "published_at",
-                                "payload",
-                            )
-                        }
-                    ],
-                    "audit": [
-                        {
-                            "audit_id": 5,
-                            "at": "2026-11-24T21:47:48.334892+00:00",
-                            "actor": ACTOR,
-                            "action": "note",
-                            "scope": "create_order",
-                            "key": "cart/0/checkout-0000",
-                            "from_status": None,
-                            "to_status": None,
-                            "reason": "INC-5: looking at the payment provider",
-                            "evidence": {},
-                            "detail": {"note_id": 1},
-                            "parent_id": None,
-                            "children": 0,
-                        }
-                    ],
-                    "notes": [
-                        {
-                            "note_id": 1,
-                            "scope": "create_order",
-                            "key": "cart/0/checkout-0000",
-                            "at": "2026-11-24T21:47:48.334892+00:00",
-                            "author": ACTOR,
-                            "text": "INC-5: looking at the payment provider",
-                            "audit_id": 5,
-                        }
-                    ],
-                    "suggestion": {
-                        "to": "already_succeeded",
-                        "evidence": [
-                            "1 outbox row exists for this scope and key (invoice.sent), first written "
-                            "2026-11-24T18:47:48+00:00: "
-                            "the business effect committed, only the completion is missing."
-                        ],
-                    },
-                    "runbook_url": "/runbook/stuck-keys?scope=create_order&key=cart/0/checkout-0000",
-                }
-            ]
-        },
-    )
-
-    key: KeyAnswer
-    outbox_events: list[OutboxEvent]
-    audit: list[AuditEntry]
-    notes: list[Note]
-    suggestion: Suggestion
-    runbook_url: str

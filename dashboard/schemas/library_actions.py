@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field
 
 from idemdash.dashboard.schemas.common import Answer, Body, Error, Reason
-from idemdash.dashboard.schemas.tables import Identity
+from idemdash.dashboard.schemas.table_rows import Identity
 
 _ID = '["0b6f0c7e-2d1c-4c55-9a8e-5f7f0d3c1a20"]'
 _ENVELOPE: dict[str, Any] = {

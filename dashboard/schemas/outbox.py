@@ -24,7 +24,8 @@ from idemdash.dashboard.schemas.common import (
     cursor_of,
 )
 from idemdash.dashboard.schemas.examples import ACTOR, AS_OF, OUTBOX_ROW
-from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
+from idemdash.queries.outbox import POISON_MIN_ATTEMPTS, EventTypeSummary, OutboxDetail, OutboxRow
+from idemdash.queries.outbox_actions import ParkedRow
 
 # an outbox status as the table stores it: any text (a status type of the application's own), not only pending
 # and published
@@ -73,7 +74,10 @@ _NEWER_ROW: dict[str, Any] = {
 _ROW_NOW: dict[str, Any] = {**OUTBOX_ROW, "key_exists": True}
 
 
-class OutboxItem(Answer):
+class OutboxRowState(Answer):
+    """A row and whether its key is still there (queries.outbox.OutboxDetail), as the base of the answers that add
+    to it: a pydantic model cannot extend a dataclass."""
+
     outbox_id: str
     event_type: str
     aggregate_type: str
@@ -86,9 +90,6 @@ class OutboxItem(Answer):
     published_at: datetime | None
     age_seconds: float = Field(description="Seconds since created_at.")
     payload: Any = Field(description="The event's payload (JSON).")
-
-
-class OutboxRowState(OutboxItem):
     key_exists: bool = Field(description="The key the row was written under is still in the key table.")
 
 
@@ -122,27 +123,6 @@ class Backlog(Answer):
     oldest_poison_at: datetime | None
     poison_oldest_seconds: float | None = Field(description="Age of the oldest likely poison row, null when none.")
     many_attempts_threshold: int
-
-
-class EventTypeRow(Answer):
-    event_type: str
-    pending: int
-    oldest_pending_at: datetime | None
-    lag_seconds: float | None
-    max_attempts: int | None
-    published_24h: int
-
-
-class ParkedItem(Answer):
-    outbox_id: str
-    event_type: str
-    idempotency_scope: str
-    idempotency_key: str
-    attempt_count: int
-    created_at: datetime
-    parked_by: str | None
-    parked_at: datetime | None
-    reason: str | None
 
 
 class Precomputed(Answer):
@@ -213,15 +193,15 @@ class OutboxPage(Answer):
         },
     )
 
-    items: list[OutboxItem]
+    items: list[OutboxRow]
     next_cursor: str | None
     status: str
     event_type: str | None
     as_of: datetime
     backlog: Backlog
-    by_event_type: list[EventTypeRow]
-    many_attempts: list[OutboxItem]
-    parked: list[ParkedItem] = Field(description="Rows an operator parked, oldest first, with who, when and why.")
+    by_event_type: list[EventTypeSummary]
+    many_attempts: list[OutboxRow]
+    parked: list[ParkedRow] = Field(description="Rows an operator parked, oldest first, with who, when and why.")
     definitions: dict[str, str] = Field(description="What each number counts, by its dotted name.")
     precomputed: dict[str, Precomputed] = Field(
         description="The sections read from a rollup (by_event_type), when "
@@ -247,7 +227,7 @@ class PoisonPage(Answer):
         },
     )
 
-    items: list[OutboxItem]
+    items: list[OutboxRow]
     next_cursor: str | None
     min_attempts: int
     definitions: dict[str, str]
@@ -293,7 +273,7 @@ class OutboxConflict(Error):
         },
     )
 
-    row: OutboxRowState | None = Field(
+    row: OutboxDetail | None = Field(
         None,
         description="The row as it is now (absent when the refusal is not "
         "about the row's state: the relay holds it, or the table "

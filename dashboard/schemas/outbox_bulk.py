@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, RootModel, model_validator
 
 from idemdash.dashboard.schemas.common import Answer, Body, Count, Reason, Timestamp, require_to_confirm
 from idemdash.dashboard.schemas.outbox import EventType
+from idemdash.queries.outbox_bulk import BulkRow, EventTypeCount
 
 _AS_OF = "2026-11-24T21:47:48.594128+00:00"
 
@@ -60,20 +61,6 @@ class OutboxBulkFilter(Answer):
     event_type: str | None
 
 
-class EventTypeRows(Answer):
-    event_type: str
-    rows: int
-
-
-class OutboxBulkSampleRow(Answer):
-    outbox_id: str
-    event_type: str
-    idempotency_scope: str
-    idempotency_key: str
-    attempt_count: int
-    created_at: datetime
-
-
 class OutboxBulkPreview(Answer):
     as_of: datetime = Field(description="Send it back to confirm what this preview showed.")
     action: Literal["park", "release"]
@@ -84,8 +71,8 @@ class OutboxBulkPreview(Answer):
     )
     filter: OutboxBulkFilter
     filter_text: str
-    by_event_type: list[EventTypeRows]
-    sample: list[OutboxBulkSampleRow]
+    by_event_type: list[EventTypeCount]
+    sample: list[BulkRow]
 
 
 class OutboxBulkResult(Answer):

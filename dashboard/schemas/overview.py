@@ -7,42 +7,17 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from idemdash.core.statuses import REVIEW_HOLDER, PurgeOutcome
+from idemdash.core.statuses import REVIEW_HOLDER, PurgeMethod, PurgeOutcome
 from idemdash.dashboard.schemas.common import Answer, Precomputed, Query
 from idemdash.dashboard.schemas.examples import AS_OF, PURGE_RUN, RUNNING_PURGE, without_pacing
+from idemdash.queries.overview import InboxVolume, KeyCounts, OutboxBacklog
+from idemdash.queries.snapshots import TrendPoint
 
 TrendRange = Literal["1h", "6h", "24h", "7d"]
 
 
 class OverviewQuery(Query):
     range: TrendRange = Field("24h", description="The time range of trends.points.")
-
-
-class OverviewKeys(Answer):
-    stuck: int = Field(description="Processing keys whose lease ran out (definitions.stuck).")
-    processing: int = Field(description="Every key in status processing, stuck or not.")
-    needs_review: int = Field(description="Processing keys held for review by an operator.")
-    failed_retryable: int
-    failed_final_24h: int
-    succeeded_24h: int
-    oldest_stuck_lease: datetime | None = Field(description="When the oldest stuck key's lease ended, or null.")
-
-
-class OverviewOutbox(Answer):
-    pending: int
-    oldest_pending_at: datetime | None
-    lag_seconds: float | None = Field(
-        description="The publisher's lag: age of the oldest pending row that is not "
-        "likely poison, or null when there is none."
-    )
-    poison: int = Field(description="Likely poison rows: pending with 3 or more delivery attempts, counted apart.")
-    oldest_poison_at: datetime | None
-    poison_oldest_seconds: float | None = Field(description="Age of the oldest likely poison row, or null when none.")
-
-
-class OverviewInbox(Answer):
-    rows_24h: int
-    consumers_24h: int
 
 
 class LastPurge(Answer):
@@ -57,32 +32,12 @@ class LastPurge(Answer):
     error: str | None
     started_by: str
     duration_seconds: float | None
-    method: Literal["due_index", "heap", "primary_key"] | None = Field(
+    method: PurgeMethod | None = Field(
         description="How its batches found the due rows: through an index of them, page by page through a table "
         "mostly due (heap), or walking the primary key (null for runs from before it was recorded)."
     )
     partitions_dropped: int
     cancel_requested_by: str | None = Field(description="Who asked the run to stop after its current batch.")
-
-
-class OverviewTrendPoint(Answer):
-    taken_at: datetime = Field(description="The first snapshot the point stands for.")
-    until: datetime = Field(description="The last snapshot the point stands for.")
-    snapshots: int = Field(description="How many consecutive snapshots the point merges.")
-    stuck_keys: int
-    outbox_pending: int
-    outbox_lag_seconds: float | None
-    rows_purged: int
-    interval_seconds: float | None = Field(
-        description="The seconds the point's claims, completions and failures "
-        "cover (its snapshots' intervals); null when not counted."
-    )
-    claims: int | None = Field(description="Keys claimed in those seconds (definitions.trends.points.claims).")
-    completions: int | None = Field(description="Keys that became succeeded in those seconds.")
-    failures: int | None = Field(description="Keys that became failed_retryable or failed_final in those seconds.")
-    claims_per_minute: float | None
-    completions_per_minute: float | None
-    failures_per_minute: float | None
 
 
 class TrendMarker(Answer):
@@ -107,7 +62,7 @@ class OverviewTrends(Answer):
     range: TrendRange
     snapshot_interval_seconds: int
     max_points: int = Field(description="More snapshots than this come merged into points (see snapshots).")
-    points: list[OverviewTrendPoint] = Field(description="Oldest first; empty when the snapshots could not be read.")
+    points: list[TrendPoint] = Field(description="Oldest first; empty when the snapshots could not be read.")
     problem: PanelProblem | None = Field(description="Why points is empty although snapshots exist, or null.")
     markers: list[TrendMarker] = Field(
         description="What the charts mark: operators' actions and purge runs of the "
@@ -256,9 +211,9 @@ class Overview(Answer):
     )
 
     as_of: datetime
-    keys: OverviewKeys
-    outbox: OverviewOutbox
-    inbox: OverviewInbox
+    keys: KeyCounts
+    outbox: OutboxBacklog
+    inbox: InboxVolume
     last_purges: list[LastPurge] = Field(description="The newest purge runs, newest first (at most 5).")
     precomputed: dict[Literal["keys", "inbox"], Precomputed] = Field(
         description="The sections the scheduler's rollup job computed, when and how long that took; empty when "

@@ -1,7 +1,8 @@
-"""The answers of hotspots, workers, suppression, search and the stuck breakdown on a database whose tables record
+"""The answers of hotspots, workers and suppression on a database whose tables record
 no operator's decisions (every profile but the reference tables): read through the profile's role tables and their
 dimensions (core/profiles/dimensions.py), with null and a note for what the library does not record. Each route
-answers either its reference shape or this one (``profile`` tells them apart: only this one has it)."""
+answers either its reference shape or this one (``profile`` tells them apart: only this one has it). The search's
+and the stuck breakdown's: schemas/profile_search.py, schemas/profile_breakdown.py."""
 
 from __future__ import annotations
 
@@ -10,17 +11,14 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, RootModel
 
+from idemdash.core.profiles.dimensions import Role
 from idemdash.dashboard.schemas.common import Answer, Window
 from idemdash.dashboard.schemas.hotspots import Hotspots, HotspotWindow
-from idemdash.dashboard.schemas.keys import KeyBreakdown
-from idemdash.dashboard.schemas.search import SearchResult
 from idemdash.dashboard.schemas.suppression import Suppression
 from idemdash.dashboard.schemas.workers import Workers
 
-Role = Literal["keys", "outbox", "inbox"]
 
-
-def _examples(model: type[Answer]) -> list[Any]:
+def reference_examples(model: type[Answer]) -> list[Any]:
     """A union answer's example: its reference variant's (the other variant's is in its own schema)."""
     extra = model.model_config.get("json_schema_extra")
     assert isinstance(extra, dict)
@@ -151,7 +149,7 @@ class ProfileHotspots(Profiled):
 class HotspotsAnswer(RootModel[Hotspots | ProfileHotspots]):
     """The reference tables' hotspots, or another profile's (it has ``profile``)."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": _examples(Hotspots)})
+    model_config = ConfigDict(json_schema_extra={"examples": reference_examples(Hotspots)})
 
 
 # -- workers -----------------------------------------------------------------------------------------------------
@@ -236,7 +234,7 @@ class ProfileWorkers(Profiled):
 class WorkersAnswer(RootModel[Workers | ProfileWorkers]):
     """The reference tables' workers, or another profile's owners (it has ``profile``)."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": _examples(Workers)})
+    model_config = ConfigDict(json_schema_extra={"examples": reference_examples(Workers)})
 
 
 # -- suppression -------------------------------------------------------------------------------------------------
@@ -269,136 +267,4 @@ class ProfileSuppression(Profiled):
 class SuppressionAnswer(RootModel[Suppression | ProfileSuppression]):
     """The reference tables' suppression numbers, or the words for a library that records none."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": _examples(Suppression)})
-
-
-# -- search ------------------------------------------------------------------------------------------------------
-
-
-class RowHit(Answer):
-    role: Role
-    table: str
-    identity: str
-    url: str = Field(description="The row's page (/tables/<role>/row?id=…).")
-
-
-class SearchedTable(Answer):
-    role: Role
-    table: str
-    compared: list[str] = Field(
-        description="The columns compared to q: 'identity' (q is a row's whole identity, a "
-        "JSON array), an identity column an index starts with (exact), and "
-        "'<column> (prefix)' for a text one."
-    )
-
-
-class OwnerHit(Answer):
-    role: Role
-    owner: str
-    url: str = Field(description="/workers, where each owner's rows are counted.")
-
-
-class ProfileSearch(Profiled):
-    model_config = ConfigDict(
-        from_attributes=True,
-        frozen=True,
-        json_schema_extra={
-            "examples": [
-                {
-                    "profile": "dbos",
-                    "library": "DBOS Transact (system database)",
-                    "problem": None,
-                    "as_of": "2026-11-24T21:47:48.511039+00:00",
-                    "q": "wf-42",
-                    "match": "exact",
-                    "items": [
-                        {
-                            "role": "keys",
-                            "table": "workflow_status",
-                            "identity": '["wf-42"]',
-                            "url": "/tables/keys/row?id=%5B%22wf-42%22%5D",
-                        }
-                    ],
-                    "workers": [],
-                    "searched": [{"role": "keys", "table": "workflow_status", "compared": ["workflow_uuid"]}],
-                    "notes": [],
-                }
-            ]
-        },
-    )
-
-    q: str
-    match: Literal["exact", "none"] = Field(
-        description="exact: rows found (by identity or an identity column, equal to or starting with q); none: nothing."
-    )
-    items: list[RowHit]
-    workers: list[OwnerHit] = Field(description="Owners named q exactly, where the table records an owner.")
-    searched: list[SearchedTable]
-    notes: list[str] = Field(description="What was not searched, and why (a role the library has no table for).")
-
-
-class SearchAnswer(RootModel[SearchResult | ProfileSearch]):
-    """The reference tables' search, or another profile's rows by identity (it has ``profile``)."""
-
-    model_config = ConfigDict(json_schema_extra={"examples": _examples(SearchResult)})
-
-
-# -- the stuck breakdown -----------------------------------------------------------------------------------------
-
-
-class BreakdownGroup(Answer):
-    group: Any = Field(description="The values of the table's group columns (a JSON array).")
-    count: int
-
-
-class BreakdownOwner(Answer):
-    owner: str | None
-    count: int
-
-
-class ProfileBreakdown(Profiled):
-    model_config = ConfigDict(
-        from_attributes=True,
-        frozen=True,
-        json_schema_extra={
-            "examples": [
-                {
-                    "profile": "dbos",
-                    "library": "DBOS Transact (system database)",
-                    "problem": None,
-                    "as_of": "2026-11-24T21:47:48.511039+00:00",
-                    "status": "stuck",
-                    "table": "workflow_status",
-                    "note": None,
-                    "total": 3,
-                    "too_many": False,
-                    "cap": 10000,
-                    "group": {
-                        "recorded": False,
-                        "columns": [],
-                        "note": "a group per row is not recorded by DBOS Transact (system database) for its keys table",
-                    },
-                    "owner": {"recorded": True, "columns": ["executor_id"], "note": None},
-                    "by_group": None,
-                    "by_owner": [{"owner": "executor-2", "count": 3}],
-                }
-            ]
-        },
-    )
-
-    status: Literal["stuck"]
-    table: str | None = Field(description="The library's keys table; null where it has none (note says so).")
-    note: str | None = Field(description="Where there is nothing to break down: why.")
-    total: int | None
-    too_many: bool
-    cap: int
-    group: Recorded
-    owner: Recorded
-    by_group: list[BreakdownGroup] | None = Field(description="Most first; null where groups are not recorded.")
-    by_owner: list[BreakdownOwner] | None = Field(description="Most first; null where owners are not recorded.")
-
-
-class BreakdownAnswer(RootModel[KeyBreakdown | ProfileBreakdown]):
-    """The reference tables' breakdown of a key list, or another profile's stuck rows (it has ``profile``)."""
-
-    model_config = ConfigDict(json_schema_extra={"examples": _examples(KeyBreakdown)})
+    model_config = ConfigDict(json_schema_extra={"examples": reference_examples(Suppression)})

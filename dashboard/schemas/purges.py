@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, WithJsonSchema
 
-from idemdash.core.statuses import PurgeOutcome
+from idemdash.core.statuses import PartitionAction, PurgeOutcome
 from idemdash.dashboard.schemas.common import (
     BLANK,
     CURSOR_TEXT,
@@ -48,7 +48,6 @@ PurgeTable = Annotated[
         }
     ),
 ]
-PartitionAction = Literal["dropped", "would_drop", "kept", "detached", "attached_again"]
 
 
 class PurgesQuery(Query):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field
 
-from idemdash.core.statuses import KeyStatus
 from idemdash.dashboard.schemas.common import SAYS_SOMETHING, Answer, Name, Query
+from idemdash.queries import search
+from idemdash.queries.search import MessageHit, SearchMatch
 
 MAX_QUERY = 10_000  # keys are arbitrary text; a primary-key entry holds at most about 2,700 bytes anyway
 
@@ -31,42 +32,20 @@ class SearchPageQuery(SearchQuery):
     q: SearchFor | None = None  # type: ignore[assignment]  # the page's q is optional
 
 
-class SearchHit(Answer):
-    scope: str
-    key: str
-    status: KeyStatus
-    claimed_by: str | None
-    attempt_count: int
-    locked_until: datetime | None
-    updated_at: datetime
-    stuck: bool
-    url: str = Field(description="The key's page.")
+# the answer's rows are the queries' rows with their page (a pydantic model cannot extend a dataclass)
+@dataclass(frozen=True)
+class SearchHit(search.SearchHit):
+    url: Annotated[str, Field(description="The key's page.")]
 
 
-class OutboxHit(Answer):
-    outbox_id: str
-    event_type: str
-    status: str
-    scope: str | None
-    key: str | None
-    aggregate_type: str
-    aggregate_id: str
-    created_at: datetime
-    matched: Literal["outbox_id", "aggregate_id"] = Field(description="Which column q matched.")
-    url: str = Field(description="The outbox row's page.")
+@dataclass(frozen=True)
+class OutboxHit(search.OutboxHit):
+    url: Annotated[str, Field(description="The outbox row's page.")]
 
 
-class MessageHit(Answer):
-    consumer: str
-    message_id: str
-    processed_at: datetime
-
-
-class NearKey(Answer):
-    scope: str
-    key: str
-    common_prefix: str = Field(description="What the key and q share from the start.")
-    url: str = Field(description="The key's page.")
+@dataclass(frozen=True)
+class NearKey(search.NearKey):
+    url: Annotated[str, Field(description="The key's page.")]
 
 
 class SearchDefinitions(Answer):
@@ -157,7 +136,7 @@ class SearchResult(Answer):
 
     q: str = Field(description="The text searched, white space around it trimmed.")
     scope: str | None
-    match: Literal["exact", "prefix", "none"]
+    match: SearchMatch
     items: list[SearchHit]
     next_cursor: None = Field(description="Always null: the matches come in one answer.")
     scopes: list[str] = Field(description="Scope names containing q, ignoring case.")
