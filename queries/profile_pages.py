@@ -31,7 +31,7 @@ from idemdash.core.profiles.shape import (
 from idemdash.queries import statement
 from idemdash.queries.profile_rows import ProfileRow, get_state_lag, order_column, profile_table
 from idemdash.queries.profile_states import params_for, state_condition, state_params
-from idemdash.queries.rollups import read_library_states
+from idemdash.queries.rollup_states import read_library_states
 
 _AGE = {
     TIMESTAMPTZ: "profile_age_timestamptz",

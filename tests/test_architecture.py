@@ -39,7 +39,6 @@ FORMATTED_OVER = {
     "queries/profile_dimensions.py": 310,
     "queries/profile_pages.py": 322,
     "queries/reclassify.py": 399,
-    "queries/rollups.py": 393,
     "queries/search.py": 335,
     "queries/target.py": 337,
     "workload/client.py": 305,

@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 from benchmarks.datagen import SIZES, generate
 from idemdash.core import settings
 from idemdash.jobs.rollups import run_rollups
-from idemdash.queries import rollups
+from idemdash.queries import rollup_store, rollups
 from idemdash.queries.hotspots import AttemptBucket, HotspotGroupRow
 from idemdash.queries.inbox import CONSUMERS_SHOWN, ConsumerVolume
 from idemdash.queries.overview import WindowCounts
@@ -51,7 +51,7 @@ def _store(
 
 
 def _rows(*rows) -> list[dict]:
-    return rollups.encode_rows(rows)
+    return rollup_store.encode_rows(rows)
 
 
 def _suppression(scope: str, keys: int) -> list[dict]:
@@ -74,7 +74,7 @@ def test_rows_round_trip_through_json_as_their_row_type():
         "workers": [Owner("worker-7", NOW, 1, 2, 3, 4, 5), Owner("<b>w</b>", None, 0, 0, 0, 0, 1)],
     }
     for name, rows in cases.items():
-        assert rollups.decode_rows(ROLLUPS[name], rollups.encode_rows(rows)) == rows
+        assert rollups.decode_rows(ROLLUPS[name], rollup_store.encode_rows(rows)) == rows
     assert set(cases) | {"inbox_volume", "inbox_totals", "outbox_event_types"} == set(ROLLUPS)
 
 
@@ -109,7 +109,9 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
     assert "suppression:7d" in done and "hotspot_groups:5" not in done
     assert {f"hotspot_groups:{w}:5" for w in ("1h", "24h", "7d", "all")} <= set(done)
     assert {f"attempt_histogram:{w}" for w in ("1h", "24h", "7d", "all")} <= set(done)
-    stored = {(r.name, r.variant): r for r in rollups.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])}
+    stored = {
+        (r.name, r.variant): r for r in rollup_store.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])
+    }
     [windows] = rollups.decode_rows(ROLLUPS["key_windows"], stored[("key_windows", "")].payload)
     assert windows == WindowCounts(200, windows.failed_final_24h, windows.succeeded_24h)
     assert all(r.duration_ms > 0 and r.age_seconds < 60 for r in stored.values())
@@ -121,9 +123,9 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
 def test_one_writer_at_a_time(database_url):
     config = _config(database_url)
     with psycopg.connect(database_url, autocommit=True) as other:
-        assert rollups.try_rollup_lock(other)
+        assert rollup_store.try_rollup_lock(other)
         assert run_rollups(Target.from_settings(config), force=True) == {}
-        rollups.release_rollup_lock(other)
+        rollup_store.release_rollup_lock(other)
     assert run_rollups(Target.from_settings(config), force=True)
 
 
@@ -305,5 +307,5 @@ def test_a_cheap_rollup_due_again_during_a_long_one_is_recomputed_in_the_same_ro
     )  # due in a second
     done = run_rollups(Target.from_settings(config))
     assert list(done) == ["suppression:24h", "key_windows:"]
-    [windows] = rollups.list_rollups(conn, [("key_windows", "")])
+    [windows] = rollup_store.list_rollups(conn, [("key_windows", "")])
     assert windows.age_seconds < 5
