@@ -85,6 +85,28 @@ ROLLUPS: dict[str, Rollup] = {
             "index_keys_updated",
             60,
         ),
+        # the overview's processing keys (stuck, processing, held, the oldest stuck lease): each count reads every
+        # processing key's index entry, and the heap page of each one not marked all-visible, which are the pages
+        # the application's claims touched last (docs/benchmarks.md, "The overview's heap reads")
+        Rollup(
+            "key_processing",
+            overview.ProcessingCounts,
+            lambda conn, tables, s, v: [overview.count_processing_keys(conn, tables, s["DEFAULT_LEASE_SECONDS"])],
+            _one,
+            _single,
+            "index_keys_leases",
+            60,
+        ),
+        # the overview's outbox backlog: pending rows are the newest, whose heap pages are seldom all-visible
+        Rollup(
+            "outbox_backlog",
+            overview.OutboxBacklog,
+            lambda conn, tables, s, v: [overview.get_outbox_backlog(conn, tables)],
+            _one,
+            _single,
+            "index_outbox_pending",
+            60,
+        ),
         Rollup(
             "inbox_volume",
             overview.InboxVolume,

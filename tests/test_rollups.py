@@ -18,7 +18,7 @@ from idemdash.jobs.rollups import run_rollups
 from idemdash.queries import rollup_store, rollups
 from idemdash.queries.hotspots import AttemptBucket, HotspotGroupRow
 from idemdash.queries.inbox import CONSUMERS_SHOWN, ConsumerVolume
-from idemdash.queries.overview import WindowCounts
+from idemdash.queries.overview import OutboxBacklog, ProcessingCounts, WindowCounts
 from idemdash.queries.profile_states import MeasuredState
 from idemdash.queries.rollups import FRESH_FACTOR, LIVE_BUDGET_MS, ROLLUPS
 from idemdash.queries.suppression import WINDOWS, ScopeSuppression
@@ -70,6 +70,8 @@ def test_rows_round_trip_through_json_as_their_row_type():
         "attempt_histogram": [AttemptBucket("1", 1, 1, 10), AttemptBucket("20+", 20, None, 1)],
         "inbox_consumers": [_volume("billing"), ConsumerVolume("idle", 0, 0, 0, None, None, False, None, None)],
         "key_windows": [WindowCounts(1, 2, 3)],
+        "key_processing": [ProcessingCounts(4, 9, 1, NOW), ProcessingCounts(0, 0, 0, None)],
+        "outbox_backlog": [OutboxBacklog(3, NOW, 61.5, 1, NOW, 3600.0), OutboxBacklog(0, None, None, 0, None, None)],
         "library_states": [MeasuredState("outbox", "done", 12, 3.5), MeasuredState("archive", "purgeable", None, 0.1)],
         "workers": [Owner("worker-7", NOW, 1, 2, 3, 4, 5), Owner("<b>w</b>", None, 0, 0, 0, 0, 1)],
     }
@@ -159,7 +161,7 @@ def test_cheap_or_stale_rollups_are_not_shown(client, conn, duration_ms, age):
     assert page.select_one("[data-precomputed]") is None
 
 
-def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client, conn):
+def test_overview_counts_stuck_live_when_only_the_counts_by_window_are_precomputed(client, conn):
     _store(conn, "key_windows", "", _rows(WindowCounts(777, 55, 4242)))
     conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                         claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at)
@@ -177,7 +179,7 @@ def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client,
     page = BeautifulSoup(client.get("/").data, "html.parser")
     assert page.select_one('[data-metric="failed_retryable"]').get_text() == "777"
     assert page.select_one('[data-metric="stuck"]').get_text() == "1"
-    assert "Failed and succeeded counts" in page.select_one("[data-precomputed]").get_text()
+    assert "Key counts" in page.select_one("[data-precomputed]").get_text()
 
 
 def test_hotspot_threshold_or_window_other_than_the_precomputed_one_is_live(client, conn):
