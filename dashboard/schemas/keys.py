@@ -133,10 +133,10 @@ class Matching(Answer):
 class SuggestionGroup(Answer):
     suggested: Outcome
     keys: int = Field(
-        description="Stuck keys with this suggested outcome among those read (at most "
-        "suggestions_cap, most overdue first)."
+        description="Stuck keys with this suggested outcome among those on the page shown (each key's outcome "
+        "costs an outbox lookup: only the page's are looked up)."
     )
-    more: bool = Field(description="More stuck keys match the other filters than were read: keys is a lower bound.")
+    more: bool = Field(description="The list has other pages, whose keys are not counted: keys is a lower bound.")
 
 
 class NotApplied(Answer):
@@ -226,7 +226,7 @@ class KeyList(Answer):
                         {"suggested": "safe_to_retry", "keys": 6, "more": False},
                         {"suggested": "needs_review", "keys": 5, "more": False},
                     ],
-                    "suggestions_cap": 1000,
+                    "suggestions_cap": 50,
                     "not_applied": [],
                 }
             ]
@@ -241,10 +241,10 @@ class KeyList(Answer):
     count_cap: int
     matching: Matching
     suggestions: list[SuggestionGroup] = Field(
-        description="The stuck tab: stuck keys matching the other filters, per suggested outcome; empty on the others."
+        description="The stuck tab: the stuck keys on the page shown, per suggested outcome; empty on the others."
     )
     suggestions_cap: int = Field(
-        description="The most stuck keys read for suggestions (each costs an outbox lookup), most overdue first."
+        description="Most stuck keys whose outcome is looked up: the page's size, for groups and a suggested count."
     )
     not_applied: list[NotApplied] = Field(
         description="Filters given that do not apply to this tab: not applied "
