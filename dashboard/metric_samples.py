@@ -5,6 +5,7 @@ purges and heartbeat where its schema is."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
@@ -12,7 +13,7 @@ import psycopg
 
 from idemdash.core.profiles.shape import MEANINGS
 from idemdash.dashboard import one_model
-from idemdash.queries import fleet_numbers, metrics, rollups
+from idemdash.queries import fleet_numbers, metrics, overview, rollups, snapshots
 from idemdash.queries.target import Target
 
 # name: (help, labels besides ``database``)
@@ -64,6 +65,11 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         "When the scheduler last recorded a metric snapshot (its heartbeat).",
         (),
     ),
+    "idemdash_counts_timestamp_seconds": (
+        "When the reference tables' counts of this scrape were taken: the scheduler's latest metric snapshot, which "
+        "they come from while it is younger than three snapshot intervals; else the scrape's own time (counted live).",
+        (),
+    ),
 }
 
 
@@ -78,6 +84,9 @@ ALERT_FAMILIES = (
     "idemdash_purge_last_success_timestamp_seconds",
     "idemdash_snapshot_last_timestamp_seconds",
 )
+# the reference tables' counts come from the snapshot job's latest snapshot while it is younger than this many of its
+# intervals (the scheduler runs); older, or none, and a scrape counts them live
+SNAPSHOT_INTERVALS = 3
 # how long /metrics' own connection to a database whose pool is closed may take to connect
 CONNECT_TIMEOUT_SECONDS = 2
 APPLICATION_NAME = "idemdash-metrics"
@@ -89,18 +98,27 @@ Sample = Callable[[str, tuple[str, ...], float | None], None]
 def database_samples(target: Target, sample: Sample, alerts_only: bool) -> None:
     """One database's samples: its summary, read once through its profile (queries/fleet_numbers.py), under the same
     names for every profile; a library's rows by state (not with ``alerts_only``: no rule uses them); the reference
-    tables' own detail; idemdash's purges and heartbeat where its schema is."""
+    tables' own detail, from the scheduler's latest snapshot while it is fresh; idemdash's purges and heartbeat where
+    its schema is."""
     reference = one_model.owns_tables(target.settings)
+    read = None
     with _read(target) as conn:
-        summary, read = fleet_numbers.get_database_numbers(
-            conn, target.tables, target.settings, () if alerts_only else MEANINGS
-        )
+        snapshot = _fresh_snapshot(conn, target) if reference else None
+        if snapshot is not None:  # what the snapshot job counted: one row read, whatever the tables' size
+            summary = _snapshot_summary(snapshot)
+            sample("idemdash_counts_timestamp_seconds", (), snapshot.taken_at.timestamp())
+            _reference_snapshot(snapshot, summary, sample, alerts_only)
+        else:
+            summary, read = fleet_numbers.get_database_numbers(
+                conn, target.tables, target.settings, () if alerts_only else MEANINGS
+            )
+            if reference:
+                sample("idemdash_counts_timestamp_seconds", (), time.time())
+                _reference(conn, target, summary, sample, alerts_only)
         housekeeping = metrics.get_housekeeping(conn, required=reference)
-        if reference:
-            _reference(conn, target, summary, sample, alerts_only)
-    profile = read.found.profile if read.found is not None else target.settings["PROFILE"]
+    profile = read.found.profile if read is not None and read.found is not None else target.settings["PROFILE"]
     _summary(profile, summary, sample)
-    if not reference and read.found is not None:
+    if not reference and read is not None and read.found is not None:
         names = dict(read.found.tables)
         for state, count in read.counts:
             if state.table in names:  # an optional table the database does not have: not there, no sample
@@ -118,6 +136,50 @@ def database_samples(target: Target, sample: Sample, alerts_only: bool) -> None:
     # the scheduler's heartbeat: it records a snapshot every IDEMDASH_SNAPSHOT_INTERVAL_SECONDS while it runs
     if housekeeping.last_snapshot_at is not None:
         sample("idemdash_snapshot_last_timestamp_seconds", (), housekeeping.last_snapshot_at.timestamp())
+
+
+def _fresh_snapshot(conn: psycopg.Connection, target: Target) -> snapshots.Snapshot | None:
+    """The snapshot job's latest snapshot while younger than SNAPSHOT_INTERVALS intervals and recorded with every
+    number /metrics serves (not by an idemdash from before 0.3); else None: counted live."""
+    max_age = SNAPSHOT_INTERVALS * target.settings["SNAPSHOT_INTERVAL_SECONDS"]
+    snapshot = snapshots.get_snapshot_younger_than(conn, max_age)
+    if snapshot is None or snapshot.failed_keys is None or snapshot.stuck_by_scope is None:
+        return None
+    return snapshot
+
+
+def _snapshot_summary(snapshot: snapshots.Snapshot) -> fleet_numbers.DatabaseSummary:
+    return fleet_numbers.DatabaseSummary(
+        snapshot.stuck_keys,
+        snapshot.processing_keys,
+        snapshot.needs_review_keys,
+        snapshot.outbox_pending,
+        snapshot.outbox_lag_seconds,
+        snapshot.failed_keys,
+        None,
+        snapshot.outbox_poison,
+        snapshot.outbox_poison_oldest_seconds,
+    )
+
+
+def _reference_snapshot(
+    snapshot: snapshots.Snapshot, summary: fleet_numbers.DatabaseSummary, sample: Sample, alerts_only: bool
+) -> None:
+    """The reference tables' own series, as the snapshot job recorded them."""
+    _totals(summary, sample)
+    if alerts_only:
+        return
+    for scope, stuck in sorted((snapshot.stuck_by_scope or {}).items()):
+        sample("idemdash_stuck_keys", (scope,), stuck)
+    sample("idemdash_failed_retryable_keys", (), snapshot.failed_retryable_keys)
+    sample("idemdash_failed_final_keys_24h", (), snapshot.failed_final_keys_24h)
+    sample("idemdash_inbox_rows_24h", (), snapshot.inbox_rows_24h)
+
+
+def _totals(summary: fleet_numbers.DatabaseSummary, sample: Sample) -> None:
+    sample("idemdash_stuck_keys_total", (), summary.stuck)
+    sample("idemdash_processing_keys", (), summary.processing)
+    sample("idemdash_needs_review_keys", (), summary.needs_review)
 
 
 def _summary(profile: str, summary: fleet_numbers.DatabaseSummary, sample: Sample) -> None:
@@ -144,17 +206,15 @@ def _summary(profile: str, summary: fleet_numbers.DatabaseSummary, sample: Sampl
 def _reference(
     conn: psycopg.Connection, target: Target, summary: fleet_numbers.DatabaseSummary, sample: Sample, alerts_only: bool
 ) -> None:
-    """The reference tables' own series (no rule uses them: not read with ``alerts_only``)."""
-    sample("idemdash_stuck_keys_total", (), summary.stuck)
-    sample("idemdash_processing_keys", (), summary.processing)
-    sample("idemdash_needs_review_keys", (), summary.needs_review)
+    """The reference tables' own series counted now (no rule uses them: not read with ``alerts_only``)."""
+    _totals(summary, sample)
     if alerts_only:
         return
     tables = target.tables
     # counts by window and the inbox volume: precomputed at scale (queries/rollups.py)
     windows = rollups.read_value(conn, tables, target.settings, "key_windows")
     inbox = rollups.read_value(conn, tables, target.settings, "inbox_volume")
-    for row in metrics.count_stuck_keys_by_scope(conn, tables, target.settings["DEFAULT_LEASE_SECONDS"]):
+    for row in overview.count_stuck_keys_by_scope(conn, tables, target.settings["DEFAULT_LEASE_SECONDS"]):
         sample("idemdash_stuck_keys", (row.scope,), row.stuck)
     sample("idemdash_failed_retryable_keys", (), windows.failed_retryable)
     sample("idemdash_failed_final_keys_24h", (), windows.failed_final_24h)
