@@ -34,7 +34,7 @@ def load(flt: keys.KeyFilter) -> panels.Panel[key_breakdown.Breakdown]:
             lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
             hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"],
             cap=CAP,
-            index=INDEX.get(flt.status, "index_keys_updated"),
+            index=INDEX.get(flt.status, "index_keys_terminal_scope" if flt.scope else "index_keys_updated"),
         )
     return read[flt]
 

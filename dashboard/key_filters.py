@@ -94,7 +94,9 @@ def matching(flt: keys.KeyFilter, page_size: int) -> panels.Panel[key_matching.M
         lease_seconds=target.settings["DEFAULT_LEASE_SECONDS"],
         hotspot_min_attempts=target.settings["HOTSPOT_MIN_ATTEMPTS"],
         cap=page_size if flt.status == "stuck" and flt.suggested is not None else COUNT_CAP,
-        index="index_keys_leases" if flt.status in keys.PROCESSING_STATUSES else "index_keys_updated",
+        index="index_keys_leases"
+        if flt.status in keys.PROCESSING_STATUSES
+        else ("index_keys_terminal_scope" if flt.scope else "index_keys_updated"),
     )
 
 
