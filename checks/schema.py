@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified, roles
-from idemdash.queries import Tables, health
+from idemdash.queries import Tables, health, health_fixes
 from idemdash.queries.indexes import ADVICE
 from idemdash.queries.migrate import list_migrations
 
@@ -179,7 +179,7 @@ def check_tables(conn: psycopg.Connection, tables: Tables, config: Mapping[str, 
         columns = present[role]
         missing = [c for c in expected if c.name not in columns]
         for column in missing:
-            fix_sql = health.fix_add_column(tables, role, column.name, column.data_type)
+            fix_sql = health_fixes.fix_add_column(tables, role, column.name, column.data_type)
             if column.feature is None:
                 findings.append(
                     Check(
@@ -244,7 +244,7 @@ def check_indexes(conn: psycopg.Connection, tables: Tables, config: Mapping[str,
                     f"Index {name} is invalid",
                     "An index build (CONCURRENTLY) that failed or was cancelled leaves an invalid index: PostgreSQL "
                     "maintains it on every write but never uses it. Drop it and create it again.",
-                    fix_sql=f"{health.fix_drop_index(tables, name)};\n{create}",
+                    fix_sql=f"{health_fixes.fix_drop_index(tables, name)};\n{create}",
                 )
             )
     if not findings and checked:
@@ -308,6 +308,6 @@ def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Mapping[st
 
 def _fix_null_trap(tables: Tables, table: str, columns: list[health.NullableUniqueColumn]) -> str:
     lines = ["-- first give the rows these count a value (SET NOT NULL fails while one is NULL):"]
-    lines += [f"-- {health.fix_count_nulls(tables, table, c.column_name)};" for c in columns]
-    lines.append(";\n".join(health.fix_set_not_null(tables, table, c.column_name) for c in columns))
+    lines += [f"-- {health_fixes.fix_count_nulls(tables, table, c.column_name)};" for c in columns]
+    lines.append(";\n".join(health_fixes.fix_set_not_null(tables, table, c.column_name) for c in columns))
     return "\n".join(lines)

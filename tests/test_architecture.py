@@ -33,7 +33,6 @@ FORMATTED_OVER = {
     "dashboard/schemas/tables.py": 341,
     "dashboard/web.py": 316,
     "jobs/partition_drops.py": 301,
-    "queries/health.py": 308,
     "queries/pool_budget.py": 315,
     "queries/profile_dimensions.py": 310,
     "queries/profile_pages.py": 322,
