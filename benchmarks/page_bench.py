@@ -505,7 +505,8 @@ class RollupJob:
 
     def stalest(self) -> tuple[float, str]:
         """The rollup oldest for its interval now (``rollups.interval_seconds``): (age / interval, name:variant)."""
-        from idemdash.queries.rollups import ROLLUPS, interval_seconds, list_rollup_ages
+        from idemdash.queries.rollup_store import list_rollup_ages
+        from idemdash.queries.rollups import ROLLUPS, interval_seconds
 
         with self.target.connect("bench-rollup-ages") as conn:
             ages = [

@@ -8,7 +8,7 @@ import psycopg
 from idemdash.checks.finding import FAIL, OK, WARN, Check, KeyLink
 from idemdash.core.formatting import duration
 from idemdash.core.settings import Settings
-from idemdash.queries import Tables, health
+from idemdash.queries import Tables, health, health_fixes
 from idemdash.queries.purges import TABLES as PURGE_TABLES
 
 # Sessions: one query running this long warns, a transaction idle this long warns; either this long fails.
@@ -63,7 +63,7 @@ def check_sessions(conn: psycopg.Connection, tables: Tables, config: Settings) -
                 "of pg_read_all_stats, so idemdash cannot tell whether those sessions run long or sit idle in a "
                 "transaction, nor who holds an advisory lock. Grant that role to the one idemdash connects as (it also "
                 "lets it read every session's query text), or accept that these checks cover its own sessions only.",
-                fix_sql=health.fix_grant_read_all_stats(count.role),
+                fix_sql=health_fixes.fix_grant_read_all_stats(count.role),
             )
         )
     if not sessions:
@@ -94,11 +94,11 @@ def _session_finding(session: health.Session) -> Check:
         )
         fix_sql = (
             "-- check first that nobody works in it (ask the application's owner); ending it rolls its "
-            f"transaction back and releases its locks:\n{health.fix_terminate_backend(session.pid)}"
+            f"transaction back and releases its locks:\n{health_fixes.fix_terminate_backend(session.pid)}"
         )
         fix = (
             f"idle_in_transaction_session_timeout, so PostgreSQL ends such sessions itself: "
-            f"{health.fix_idle_in_transaction_timeout(session.user_name, IDLE_TIMEOUT_SUGGESTED)}"
+            f"{health_fixes.fix_idle_in_transaction_timeout(session.user_name, IDLE_TIMEOUT_SUGGESTED)}"
             if session.user_name
             else "idle_in_transaction_session_timeout"
         )
@@ -110,9 +110,9 @@ def _session_finding(session: health.Session) -> Check:
         )
         fix_sql = (
             "-- check first what it is (the query above); cancelling stops the query, the session stays:\n"
-            f"{health.fix_cancel_backend(session.pid)};\n"
+            f"{health_fixes.fix_cancel_backend(session.pid)};\n"
             "-- if it does not stop, end the session (its transaction rolls back):\n"
-            f"{health.fix_terminate_backend(session.pid)}"
+            f"{health_fixes.fix_terminate_backend(session.pid)}"
         )
         fix = None
     return Check(
@@ -230,7 +230,7 @@ def _lock_finding(lock: health.AdvisoryLock, keys: list[health.LockedKey]) -> Ch
         if blockers:
             fix_sql = (
                 "-- check first what the holding session does; ending it releases its locks and rolls back "
-                "its transaction:\n" + ";\n".join(health.fix_terminate_backend(pid) for pid in blockers)
+                "its transaction:\n" + ";\n".join(health_fixes.fix_terminate_backend(pid) for pid in blockers)
             )
     elif held_idle and lock.pid is not None:  # idle in a transaction: a session's, so it has a pid
         status = WARN
@@ -241,7 +241,7 @@ def _lock_finding(lock: health.AdvisoryLock, keys: list[health.LockedKey]) -> Ch
         )
         fix_sql = (
             "-- check first that nobody works in it; ending it releases the lock and rolls back its "
-            f"transaction:\n{health.fix_terminate_backend(lock.pid)}"
+            f"transaction:\n{health_fixes.fix_terminate_backend(lock.pid)}"
         )
         fix = "idle_in_transaction_session_timeout, so PostgreSQL ends such sessions itself"
     key_id = f"{lock.key1}.{lock.key2}" if lock.two_keys else str(lock.lock_key)

@@ -7,7 +7,7 @@ import psycopg
 from idemdash.checks.finding import OK, WARN, Check, roles
 from idemdash.core.formatting import ago
 from idemdash.core.settings import Settings
-from idemdash.queries import Tables, health
+from idemdash.queries import Tables, health, health_fixes
 
 # Dead tuples: a table warns above max(DEAD_TUPLES_MIN, DEAD_TUPLES_SHARE of its live rows) ...
 DEAD_TUPLES_MIN = 10_000
@@ -70,11 +70,11 @@ def _vacuum_numbers(table: health.VacuumStats) -> str:
 
 
 def _fix_vacuum(tables: Tables, role: str, table: health.VacuumStats) -> str:
-    fix = health.fix_vacuum(tables, table.table_name)
+    fix = health_fixes.fix_vacuum(tables, table.table_name)
     if role == "keys" and "autovacuum_vacuum_scale_factor" not in table.options:
         fix += (
             ";\n-- and have autovacuum visit this hot table after "
             f"{KEYS_AUTOVACUUM_SCALE_FACTOR:.0%} of its rows changed instead of the default 20%:\n"
-            + health.fix_autovacuum_scale_factor(tables, table.table_name, KEYS_AUTOVACUUM_SCALE_FACTOR)
+            + health_fixes.fix_autovacuum_scale_factor(tables, table.table_name, KEYS_AUTOVACUUM_SCALE_FACTOR)
         )
     return fix

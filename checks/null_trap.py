@@ -7,7 +7,7 @@ import psycopg
 
 from idemdash.checks.finding import FAIL, OK, Check, roles
 from idemdash.core.settings import Settings
-from idemdash.queries import Tables, health
+from idemdash.queries import Tables, health, health_fixes
 
 
 def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
@@ -59,6 +59,6 @@ def check_null_trap(conn: psycopg.Connection, tables: Tables, config: Settings) 
 
 def _fix_null_trap(tables: Tables, table: str, columns: list[health.NullableUniqueColumn]) -> str:
     lines = ["-- first give the rows these count a value (SET NOT NULL fails while one is NULL):"]
-    lines += [f"-- {health.fix_count_nulls(tables, table, c.column_name)};" for c in columns]
-    lines.append(";\n".join(health.fix_set_not_null(tables, table, c.column_name) for c in columns))
+    lines += [f"-- {health_fixes.fix_count_nulls(tables, table, c.column_name)};" for c in columns]
+    lines.append(";\n".join(health_fixes.fix_set_not_null(tables, table, c.column_name) for c in columns))
     return "\n".join(lines)

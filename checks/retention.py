@@ -10,7 +10,7 @@ import psycopg
 from idemdash.checks.finding import OK, WARN, Check
 from idemdash.core.formatting import duration
 from idemdash.core.settings import Settings
-from idemdash.queries import Tables, health
+from idemdash.queries import Tables, health, health_fixes
 
 KEY_SAMPLE = 10_000  # most recent keys the key-retention check looks at
 MAX_SCOPE_FINDINGS = 20  # scopes listed one by one before the rest are summed up
@@ -81,7 +81,7 @@ def check_key_retention(conn: psycopg.Connection, tables: Tables, config: Settin
                 "second "
                 "time. Have the application set expires_at at least the horizon after created_at (the reference claim "
                 "function's p_retention); the SQL below extends the keys already written (batch it on a big table).",
-                fix_sql=health.fix_extend_key_retention(tables, scope.scope, horizon),
+                fix_sql=health_fixes.fix_extend_key_retention(tables, scope.scope, horizon),
             )
         )
     if len(short) > MAX_SCOPE_FINDINGS:

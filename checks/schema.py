@@ -11,7 +11,7 @@ import psycopg
 
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified
 from idemdash.core.settings import Settings
-from idemdash.queries import Tables, health
+from idemdash.queries import Tables, health, health_fixes
 from idemdash.queries.indexes import ADVICE
 
 
@@ -111,7 +111,7 @@ def check_tables(conn: psycopg.Connection, tables: Tables, config: Settings) -> 
         columns = present[role]
         missing = [c for c in expected if c.name not in columns]
         for column in missing:
-            fix_sql = health.fix_add_column(tables, role, column.name, column.data_type)
+            fix_sql = health_fixes.fix_add_column(tables, role, column.name, column.data_type)
             if column.feature is None:
                 findings.append(
                     Check(
@@ -176,7 +176,7 @@ def check_indexes(conn: psycopg.Connection, tables: Tables, config: Settings) ->
                     f"Index {name} is invalid",
                     "An index build (CONCURRENTLY) that failed or was cancelled leaves an invalid index: PostgreSQL "
                     "maintains it on every write but never uses it. Drop it and create it again.",
-                    fix_sql=f"{health.fix_drop_index(tables, name)};\n{create}",
+                    fix_sql=f"{health_fixes.fix_drop_index(tables, name)};\n{create}",
                 )
             )
     if not findings and checked:

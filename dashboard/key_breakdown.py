@@ -34,7 +34,7 @@ def load(flt: keys.KeyFilter) -> panels.Panel[key_breakdown.Breakdown]:
             lease_seconds=target.settings.default_lease_seconds,
             hotspot_min_attempts=target.settings.hotspot_min_attempts,
             cap=CAP,
-            index=INDEX.get(flt.status, "index_keys_updated"),
+            index=INDEX.get(flt.status, "index_keys_terminal_scope" if flt.scope else "index_keys_updated"),
         )
     return read[flt]
 

@@ -10,19 +10,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from flask import g
-
 from idemdash.core.formatting import duration
 from idemdash.core.statuses import CHANGE_TABS, LEASE_TABS
 from idemdash.dashboard import panels
 from idemdash.dashboard.schemas.keys import KeyFilterQuery
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import key_matching, keys
+from idemdash.queries.cursor import Page
 
 COUNT_CAP = 10_000
-# the stuck keys read for the suggested-outcome groups (and a suggested filter's count), most overdue first: each
-# costs an outbox lookup, so past this many the groups are lower bounds ("1,000+" of ... at most)
-SUGGESTION_CAP = 1_000
 # the tabs a filter means something on: a lease's end, and the outcome suggested for a stuck key
 # and the window of a terminal or failed key's last change (the overview's 24 h cards link to it)
 APPLIES = {
@@ -88,16 +84,9 @@ def filtered(flt: keys.KeyFilter) -> bool:
     return bool(in_words(flt))
 
 
-def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
-    """Keys on this tab that match every filter, exact up to COUNT_CAP; with a suggested outcome, its group (exact
-    up to SUGGESTION_CAP stuck keys read), from the groups this request reads anyway."""
-    if flt.status == "stuck" and flt.suggested is not None:
-        groups = suggestion_groups(flt)
-        if not groups.ok or groups.value is None:
-            return panels.Panel(
-                problem=groups.problem, message=groups.message, index_sql=groups.index_sql, index_why=groups.index_why
-            )
-        return panels.Panel(value=key_matching.matching_in_groups(groups.value, flt.suggested))
+def matching(flt: keys.KeyFilter, page_size: int) -> panels.Panel[key_matching.Matching]:
+    """Keys on this tab that match every filter, exact up to COUNT_CAP; with a suggested outcome, exact up to
+    ``page_size`` (each key costs an outbox lookup: a page of them, as the list itself reads)."""
     target = get_target()
     return panels.load(
         key_matching.count_keys_matching,
@@ -105,12 +94,14 @@ def matching(flt: keys.KeyFilter) -> panels.Panel[key_matching.Matching]:
         flt,
         lease_seconds=target.settings.default_lease_seconds,
         hotspot_min_attempts=target.settings.hotspot_min_attempts,
-        cap=COUNT_CAP,
-        index="index_keys_leases" if flt.status in LEASE_TABS else "index_keys_updated",
+        cap=page_size if flt.status == "stuck" and flt.suggested is not None else COUNT_CAP,
+        index="index_keys_leases"
+        if flt.status in LEASE_TABS
+        else ("index_keys_terminal_scope" if flt.scope else "index_keys_updated"),
     )
 
 
-def without_each(flt: keys.KeyFilter) -> list[tuple[str, key_matching.Matching]]:
+def without_each(flt: keys.KeyFilter, page_size: int) -> list[tuple[str, key_matching.Matching]]:
     """For an empty filtered list: how many would match with each filter left out (what each one hides)."""
     loosened = {
         "scope": replace(flt, scope=None),
@@ -123,28 +114,30 @@ def without_each(flt: keys.KeyFilter) -> list[tuple[str, key_matching.Matching]]
     found = []
     for label, other in loosened.items():
         if other != flt:
-            count = matching(other)
+            count = matching(other, page_size)
             if count.ok and count.value is not None and count.value.count:
                 found.append((label, count.value))
     return found
 
 
-def suggestion_groups(flt: keys.KeyFilter) -> panels.Panel[list[key_matching.SuggestionGroup]]:
-    """The stuck keys matching the other filters, per suggested outcome (stuck tab only; else empty)."""
+def suggestion_groups(
+    flt: keys.KeyFilter, page: panels.Panel[Page[keys.KeyRow]]
+) -> panels.Panel[list[key_matching.SuggestionGroup]]:
+    """The stuck keys on the page shown, per suggested outcome (stuck tab only; else empty): one outbox lookup per
+    row shown, however many keys are stuck."""
     if flt.status != "stuck":
         return panels.Panel(value=[])
-    # read once per request: the suggested filter's count and the empty list's loosened counts ask again
-    others = replace(flt, suggested=None)
-    read = g.setdefault("suggestion_groups", {})
-    if others not in read:
-        target = get_target()
-        read[others] = panels.load(
-            key_matching.count_stuck_keys_by_suggestion,
-            target.tables,
-            others,
-            lease_seconds=target.settings.default_lease_seconds,
-            hotspot_min_attempts=target.settings.hotspot_min_attempts,
-            cap=SUGGESTION_CAP,
-            index="index_keys_leases",
+    if not page.ok or page.value is None:
+        return panels.Panel(
+            problem=page.problem, message=page.message, index_sql=page.index_sql, index_why=page.index_why
         )
-    return read[others]
+    shown = page.value
+    target = get_target()
+    return panels.load(
+        key_matching.count_suggestions_on_page,
+        target.tables,
+        shown.items,
+        hotspot_min_attempts=target.settings.hotspot_min_attempts,
+        more=shown.next_cursor is not None or shown.prev_cursor is not None,
+        index="index_outbox_key",
+    )

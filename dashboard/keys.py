@@ -113,7 +113,7 @@ def list_page():
         if not htmx_request() or flt.claimed_by
         else panels.Panel(value=[])
     )
-    matching = key_filters.matching(flt)
+    matching = key_filters.matching(flt, limit)
     empty = panel.ok and panel.value is not None and not panel.value.items and after is None
     return render(
         "keys.html",
@@ -132,14 +132,13 @@ def list_page():
         filters_text=key_filters.in_words(flt),
         matching=matching,
         applies=key_filters.APPLIES,
-        groups=key_filters.suggestion_groups(flt),
+        groups=key_filters.suggestion_groups(flt, panel),
         suggestions=SUGGESTION_WORDS,
         breakdown=key_breakdown.load(flt),
         breakdown_top=key_breakdown.TOP,
-        suggestion_cap=key_filters.SUGGESTION_CAP,
         window_seconds=contract.query(schema.KeyListQuery).updated_within,
         window_words=key_filters.window_words,
-        loosened=key_filters.without_each(flt) if empty and key_filters.filtered(flt) else [],
+        loosened=key_filters.without_each(flt, limit) if empty and key_filters.filtered(flt) else [],
     )
 
 
@@ -157,7 +156,7 @@ def list_api() -> schema.KeyList | ProfileRows:
     flt, ignored, limit, after, order, panel = _list_panel()
     page = panels.require(panel)
     tabs = _tabs(flt)
-    groups = panels.require(key_filters.suggestion_groups(flt))
+    groups = panels.require(key_filters.suggestion_groups(flt, panel))
     return schema.KeyList.model_validate(
         {
             "items": [key_json(row) for row in page.items],
@@ -166,9 +165,9 @@ def list_api() -> schema.KeyList | ProfileRows:
             "order": order,
             "counts": key_tabs.counts_json(panels.require(tabs)),
             "count_cap": key_tabs.COUNT_CAP,
-            "matching": panels.require(key_filters.matching(flt)),
+            "matching": panels.require(key_filters.matching(flt, limit)),
             "suggestions": groups,
-            "suggestions_cap": key_filters.SUGGESTION_CAP,
+            "suggestions_cap": limit,
             "not_applied": [{"filter": name, "applies_to": key_filters.APPLIES[name]} for name in ignored],
         }
     )

@@ -13,7 +13,7 @@ from psycopg import errors
 
 from idemdash.dashboard import panels
 from idemdash.dashboard.targets import get_target
-from idemdash.queries import rollups
+from idemdash.queries import rollup_store, rollups
 
 log = logging.getLogger(__name__)
 
@@ -21,16 +21,16 @@ log = logging.getLogger(__name__)
 def load(*wanted: tuple[str, str]) -> list[panels.Panel]:
     """One panel per (rollup name, variant)."""
     target = get_target()
-    stored: dict[tuple[str, str], rollups.StoredRollup] = {}
+    stored: dict[tuple[str, str], rollup_store.StoredRollup] = {}
     try:
         with target.read() as conn:
-            stored = {(r.name, r.variant): r for r in rollups.list_rollups(conn, wanted)}
+            stored = {(r.name, r.variant): r for r in rollup_store.list_rollups(conn, wanted)}
     except (errors.UndefinedTable, errors.InvalidSchemaName, errors.QueryCanceled):
         pass  # idemdash's schema not migrated yet, or the lookup itself timed out: compute live
     return [_panel(target, name, variant, stored.get((name, variant))) for name, variant in wanted]
 
 
-def _panel(target, name: str, variant: str, stored: rollups.StoredRollup | None) -> panels.Panel:
+def _panel(target, name: str, variant: str, stored: rollup_store.StoredRollup | None) -> panels.Panel:
     rollup = rollups.ROLLUPS[name]
     if stored is not None and rollups.usable(stored, rollup):
         try:

@@ -18,7 +18,7 @@ from idemdash.dashboard.targets import all_targets, get_target
 from idemdash.dashboard.web import render
 from idemdash.queries.profile_rows import list_backlogs
 from idemdash.queries.replication import list_logical_slots
-from idemdash.queries.rollups import read_library_states
+from idemdash.queries.rollup_states import read_library_states
 
 bp = Blueprint("tables", __name__)
 

@@ -19,7 +19,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from idemdash.core.settings import Settings
 from idemdash.jobs.failures import already_logged, describe_error, describe_failure, lost
 from idemdash.jobs.job_ids import job_id
-from idemdash.queries import Tables, rollups, statement
+from idemdash.queries import Tables, rollup_store, rollups, statement
 from idemdash.queries.target import Target
 
 log = logging.getLogger(__name__)
@@ -41,19 +41,19 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
     (the next run goes on). Returns {name:variant: milliseconds} (the last time, for one computed twice)."""
     done: dict[str, float] = {}
     with target.connect("idemdash-rollups") as conn:
-        if not rollups.try_rollup_lock(conn):
+        if not rollup_store.try_rollup_lock(conn):
             log.debug("another replica is computing rollups; skipped")
             return done
         try:
             failed: set[tuple[str, str]] = set()
             if force:
-                for rollup, variant in _due(list(rollups.list_rollup_ages(conn)), target.settings, True):
+                for rollup, variant in _due(list(rollup_store.list_rollup_ages(conn)), target.settings, True):
                     _compute_one(conn, target, rollup, variant, done, failed)
             deadline = time.monotonic() + ROUND_SECONDS
             while time.monotonic() < deadline:
                 due = [
                     (r, v)
-                    for r, v in _due(list(rollups.list_rollup_ages(conn)), target.settings, False)
+                    for r, v in _due(list(rollup_store.list_rollup_ages(conn)), target.settings, False)
                     if (r.name, v) not in failed
                 ]
                 if not due:
@@ -61,7 +61,7 @@ def run_rollups(target: Target, *, force: bool = False) -> dict[str, float]:
                 _compute_one(conn, target, *due[0], done, failed)
         finally:
             if not lost(conn):  # a lost connection took the lock with it
-                rollups.release_rollup_lock(conn)
+                rollup_store.release_rollup_lock(conn)
     return done
 
 
@@ -83,7 +83,7 @@ def _compute_one(
         failed.add((rollup.name, variant))
 
 
-def _due(ages: list[rollups.RollupAge], config: Settings, force: bool) -> list[tuple[rollups.Rollup, str]]:
+def _due(ages: list[rollup_store.RollupAge], config: Settings, force: bool) -> list[tuple[rollups.Rollup, str]]:
     """The (rollup, variant) pairs to recompute now, the most overdue for its interval first (never computed
     before all): each is due once its age reaches its interval, which grows with what computing it costs
     (``rollups.interval_seconds``), so a round that meets a 40 s rollup still refreshes the cheap ones first."""
@@ -107,13 +107,13 @@ def _compute_and_store(
     with conn.transaction():
         conn.execute(statement("set_read_only"))
         conn.execute(statement("set_statement_timeout"), {"ms": str(STATEMENT_TIMEOUT_MS)})
-        computed_at = rollups.get_clock(conn)
+        computed_at = rollup_store.get_clock(conn)
         started = time.perf_counter()
         rows = rollup.fetch(conn, tables, config, variant)
         elapsed_ms = (time.perf_counter() - started) * 1000
     with conn.transaction():
         conn.execute(statement("set_lock_timeout"), {"ms": str(config.lock_timeout_ms)})
-        rollups.upsert_rollup(conn, rollup.name, variant, computed_at, elapsed_ms, rows)
+        rollup_store.upsert_rollup(conn, rollup.name, variant, computed_at, elapsed_ms, rows)
     return elapsed_ms
 
 

@@ -20,7 +20,7 @@ from idemdash.queries.overview import count_processing_keys, get_outbox_backlog,
 from idemdash.queries.profile_rows import get_state_lag
 from idemdash.queries.profile_states import ConfiguredStates
 from idemdash.queries.purge_history import PurgeRun
-from idemdash.queries.rollups import read_library_states
+from idemdash.queries.rollup_states import read_library_states
 
 OUTBOX = "outbox"
 

@@ -5,13 +5,14 @@ for stuck keys the same conditions split into the two index ranges that hold the
 ``stuck_keys_leased`` in key_matching.sql), so a count can never disagree with the rows listed; each is exact up
 to a cap and says when there are more, like the state tabs.
 
-A stuck key's suggested outcome costs an outbox lookup, so the groups read at most ``suggestion_cap`` stuck keys
-(most overdue first), and ``matching`` for a ``suggested`` filter is that group's count: exact when every stuck key
-matching the other filters was read, else a lower bound with ``more``.
+A stuck key's suggested outcome costs an outbox lookup, so the groups are those of the keys on the page shown only
+(``count_suggestions_on_page``: at most a page of lookups, however many keys are stuck), and ``matching`` for a
+``suggested`` filter counts up to its own small cap (the page's size), as the list finds them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -20,11 +21,11 @@ from pydantic import Field
 
 from idemdash.core.statuses import LEASE_TABS, Outcome
 from idemdash.queries import Tables, statement
-from idemdash.queries.keys import KeyFilter, filter_params
+from idemdash.queries.keys import KeyFilter, KeyRow, filter_params
 from idemdash.queries.transactions import select_all, select_one
 
 # the order the groups are shown in: the one decided from evidence first
-SUGGESTIONS = ("already_succeeded", "safe_to_retry", "needs_review", "abandoned")
+SUGGESTIONS: tuple[Outcome, ...] = ("already_succeeded", "safe_to_retry", "needs_review", "abandoned")
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,12 @@ class SuggestionGroup:
     keys: Annotated[
         int,
         Field(
-            description="Stuck keys with this suggested outcome among those read (at most "
-            "suggestions_cap, most overdue first)."
+            description="Stuck keys with this suggested outcome among those on the page shown (each key's outcome "
+            "costs an outbox lookup: only the page's are looked up)."
         ),
     ]
     more: Annotated[
-        bool, Field(description="More stuck keys match the other filters than were read: keys is a lower bound.")
+        bool, Field(description="The list has other pages, whose keys are not counted: keys is a lower bound.")
     ]
 
 
@@ -64,21 +65,10 @@ def count_keys_matching(
     lease_seconds: int,
     hotspot_min_attempts: int,
     cap: int,
-    suggestion_cap: int | None = None,
 ) -> Matching:
-    """Keys of ``flt``'s tab matching it, exact up to ``cap``; with a ``suggested`` filter, its group among the
-    first ``suggestion_cap`` (default ``cap``) stuck keys (see matching_in_groups)."""
-    if flt.status == "stuck" and flt.suggested is not None:
-        groups = count_stuck_keys_by_suggestion(
-            conn,
-            tables,
-            flt,
-            lease_seconds=lease_seconds,
-            hotspot_min_attempts=hotspot_min_attempts,
-            cap=suggestion_cap if suggestion_cap is not None else cap,
-        )
-        return matching_in_groups(groups, flt.suggested)
-    if flt.status == "stuck":
+    """Keys of ``flt``'s tab matching it, exact up to ``cap``. A ``suggested`` filter is tested key by key as the list
+    tests it (an outbox lookup for each key its own columns leave), so its caller gives it a cap of a page."""
+    if flt.status == "stuck" and flt.suggested is None:
         name = "count_stuck_keys_matching"
     elif flt.status in LEASE_TABS:
         name = "count_processing_keys_matching"
@@ -90,24 +80,27 @@ def count_keys_matching(
     return Matching(min(row.count, cap), row.count > cap)
 
 
-def count_stuck_keys_by_suggestion(
-    conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int, hotspot_min_attempts: int, cap: int
+@dataclass(frozen=True)
+class _OnPage:
+    suggested: Outcome
+    keys: int
+
+
+def count_suggestions_on_page(
+    conn: psycopg.Connection, tables: Tables, rows: Sequence[KeyRow], *, hotspot_min_attempts: int, more: bool
 ) -> list[SuggestionGroup]:
-    """The first ``cap`` stuck keys matching ``flt`` (its own ``suggested`` aside), most overdue first, per
-    suggested outcome, in SUGGESTIONS order; each group says ``more`` when further stuck keys were left unread."""
-    stuck = KeyFilter("stuck", flt.scope, flt.claimed_by, flt.min_attempts, flt.min_overdue_seconds)
-    params = filter_params(stuck, lease_seconds=lease_seconds, hotspot_min_attempts=hotspot_min_attempts)
-    groups = {
-        g.suggested: g
-        for g in select_all(
-            conn, statement("count_stuck_keys_by_suggestion", tables), params | {"cap": cap}, SuggestionGroup
-        )
+    """The stuck keys of one page (``rows``), per suggested outcome, in SUGGESTIONS order; ``more``: the list has
+    other pages, whose keys are not counted. One outbox lookup per row shown, none for a key not shown."""
+    if not rows:
+        return []
+    params = {
+        "scopes": [r.scope for r in rows],
+        "keys": [r.key for r in rows],
+        "attempts": [r.attempt_count for r in rows],
+        "expires": [r.expires_at for r in rows],
+        "hotspot_min_attempts": hotspot_min_attempts,
     }
-    return [groups[s] for s in SUGGESTIONS if s in groups]
-
-
-def matching_in_groups(groups: list[SuggestionGroup], suggested: str) -> Matching:
-    """``matching`` for a ``suggested`` filter, from the groups of the same other filters: that group's keys, and
-    ``more`` when stuck keys were left unread (a group with no key read is absent: 0)."""
-    more = any(g.more for g in groups)
-    return Matching(next((g.keys for g in groups if g.suggested == suggested), 0), more)
+    found = {
+        g.suggested: g.keys for g in select_all(conn, statement("count_suggestions_on_page", tables), params, _OnPage)
+    }
+    return [SuggestionGroup(s, found[s], more) for s in SUGGESTIONS if s in found]

@@ -16,26 +16,12 @@ FROM ((SELECT 1 FROM {keys} k WHERE {stuck_keys_unleased} LIMIT %(cap)s + 1)
 SELECT count(*)::integer AS count
 FROM (SELECT 1 FROM {keys} k WHERE {status_key_filter} LIMIT %(cap)s + 1) m
 
--- count_stuck_keys_by_suggestion --
--- The first cap stuck keys that match the filters, most overdue first (no lease, then by lease end, as the list: each range read in index_keys_leases's order, the leased one only for what the unleased left of cap + 1), grouped by the outcome suggested for each (one outbox probe per key); more: further stuck keys match, left unread.
-WITH unleased AS MATERIALIZED (
-    SELECT 0 AS part, k.locked_until, k.idempotency_scope, k.idempotency_key, k.attempt_count, k.expires_at
-    FROM {keys} k WHERE {stuck_keys_unleased}
-    ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
-    LIMIT %(cap)s + 1
-), leased AS MATERIALIZED (
-    SELECT 1 AS part, k.locked_until, k.idempotency_scope, k.idempotency_key, k.attempt_count, k.expires_at
-    FROM {keys} k WHERE {stuck_keys_leased}
-    ORDER BY k.locked_until NULLS FIRST, k.idempotency_scope, k.idempotency_key
-    LIMIT %(cap)s + 1 - (SELECT count(*) FROM unleased)
-), examined AS (
-    SELECT * FROM unleased UNION ALL SELECT * FROM leased
-)
-SELECT s.suggested, count(*)::integer AS keys, (SELECT count(*) FROM examined) > %(cap)s AS more
+-- count_suggestions_on_page --
+-- The stuck keys shown on one page of the list, per suggested outcome: each key's attempts and expiry as the page read them, and one outbox probe each; never a key the page does not show.
+SELECT s.suggested, count(*)::integer AS keys
 FROM (SELECT {suggested_outcome} AS suggested
-      FROM examined k
-      ORDER BY k.part, k.locked_until, k.idempotency_scope, k.idempotency_key
-      LIMIT %(cap)s) s
+      FROM unnest(%(scopes)s::text[], %(keys)s::text[], %(attempts)s::integer[], %(expires)s::timestamptz[])
+           AS k(idempotency_scope, idempotency_key, attempt_count, expires_at)) s
 GROUP BY s.suggested
 
 -- stuck_keys_unleased --

@@ -7,15 +7,9 @@ from datetime import datetime
 
 import psycopg
 
-from idemdash.queries import Tables, statement
+from idemdash.queries import statement
 from idemdash.queries.snapshots import get_last_snapshot_at
 from idemdash.queries.transactions import select_all
-
-
-@dataclass(frozen=True)
-class ScopeStuck:
-    scope: str
-    stuck: int
 
 
 @dataclass(frozen=True)
@@ -56,17 +50,6 @@ def get_housekeeping(conn: psycopg.Connection, *, required: bool = True) -> Hous
             return get_housekeeping(conn)
     except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
         return NO_HOUSEKEEPING
-
-
-def count_stuck_keys_by_scope(
-    conn: psycopg.Connection, tables: Tables, lease_seconds: int, limit: int = 500
-) -> list[ScopeStuck]:
-    return select_all(
-        conn,
-        statement("count_stuck_keys_by_scope", tables),
-        {"lease_seconds": lease_seconds, "limit": limit},
-        ScopeStuck,
-    )
 
 
 def list_purge_status_by_table(conn: psycopg.Connection) -> list[PurgeStatus]:

@@ -76,6 +76,12 @@ class OutboxBacklog:
 
 
 @dataclass(frozen=True)
+class ScopeStuck:
+    scope: str
+    stuck: int
+
+
+@dataclass(frozen=True)
 class InboxVolume:
     rows_24h: int
     consumers_24h: int
@@ -113,6 +119,18 @@ def get_inbox_volume(conn: psycopg.Connection, tables: Tables) -> InboxVolume:
     row = select_one(conn, statement("get_inbox_volume", tables), None, InboxVolume)
     assert row is not None
     return row
+
+
+def count_stuck_keys_by_scope(
+    conn: psycopg.Connection, tables: Tables, lease_seconds: int, limit: int = 500
+) -> list[ScopeStuck]:
+    """Stuck keys per scope, the first ``limit`` scopes by name (the snapshot job records them for /metrics)."""
+    return select_all(
+        conn,
+        statement("count_stuck_keys_by_scope", tables),
+        {"lease_seconds": lease_seconds, "limit": limit},
+        ScopeStuck,
+    )
 
 
 def list_recent_purge_runs(conn: psycopg.Connection, limit: int = 5) -> list[PurgeRun]:

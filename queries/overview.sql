@@ -45,6 +45,27 @@ SELECT
 FROM {inbox}
 WHERE processed_at >= now() - interval '24 hours'
 
+-- count_stuck_keys_by_scope --
+-- Stuck keys per scope, recorded by the snapshot job for /metrics (only processing rows are read: the partial index on processing keys serves it).
+-- Two ranges instead of one OR: leases that ran out are an index-only range (scope is in the index); the few
+-- keys without a lease need their claimed_at from the table.
+SELECT scope, sum(stuck)::bigint AS stuck
+FROM (
+    SELECT idempotency_scope AS scope, count(*) AS stuck
+    FROM {keys}
+    WHERE status = 'processing' AND locked_until < now()
+    GROUP BY idempotency_scope
+    UNION ALL
+    SELECT idempotency_scope, count(*)
+    FROM {keys}
+    WHERE status = 'processing' AND locked_until IS NULL
+      AND claimed_at < now() - make_interval(secs => %(lease_seconds)s)
+    GROUP BY idempotency_scope
+) by_kind
+GROUP BY scope
+ORDER BY scope
+LIMIT %(limit)s
+
 -- list_recent_purge_runs --
 -- The most recent purge runs of any table, newest first.
 SELECT run_id, table_name, started_at, finished_at, batches, rows_deleted, dry_run, outcome, error, started_by,

@@ -14,7 +14,7 @@ from idemdash.core.profiles.shape import DONE, MEANINGS, PENDING
 from idemdash.core.settings import Settings
 from idemdash.queries.profile_pages import attempts_column, count_done_since, get_pending_split
 from idemdash.queries.profile_rows import get_state_lag
-from idemdash.queries.rollups import read_library_states
+from idemdash.queries.rollup_states import read_library_states
 
 
 @dataclass(frozen=True)

@@ -16,22 +16,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import typing
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 import psycopg
 from psycopg import errors
-from psycopg.types.json import Jsonb
 
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
-from idemdash.core.profiles import profile
-from idemdash.core.profiles.shape import MEANINGS, Meaning
 from idemdash.core.settings import Settings
-from idemdash.queries import Tables, hotspots, inbox, outbox, overview, profile_states, statement, suppression, workers
-from idemdash.queries.catalog import ShapeNotFound, find_configured
-from idemdash.queries.transactions import select_all
+from idemdash.queries import Tables, hotspots, inbox, outbox, overview, profile_states, suppression, workers
+from idemdash.queries.rollup_store import StoredRollup, list_rollups
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +84,28 @@ ROLLUPS: dict[str, Rollup] = {
             _one,
             _single,
             "index_keys_updated",
+            60,
+        ),
+        # the overview's processing keys (stuck, processing, held, the oldest stuck lease): each count reads every
+        # processing key's index entry, and the heap page of each one not marked all-visible, which are the pages
+        # the application's claims touched last (docs/benchmarks.md, "The overview's heap reads")
+        Rollup(
+            "key_processing",
+            overview.ProcessingCounts,
+            lambda conn, tables, s, v: [overview.count_processing_keys(conn, tables, s.default_lease_seconds)],
+            _one,
+            _single,
+            "index_keys_leases",
+            60,
+        ),
+        # the overview's outbox backlog: pending rows are the newest, whose heap pages are seldom all-visible
+        Rollup(
+            "outbox_backlog",
+            overview.OutboxBacklog,
+            lambda conn, tables, s, v: [overview.get_outbox_backlog(conn, tables)],
+            _one,
+            _single,
+            "index_outbox_pending",
             60,
         ),
         Rollup(
@@ -197,39 +215,6 @@ def applies(rollup: Rollup, settings: Settings) -> bool:
     return (rollup.profiles == "library") == library
 
 
-@dataclass(frozen=True)
-class StoredCount:
-    """A state's count as the rollup job stored it: when it was counted, and whether it is the planner's estimate
-    (counting it took longer than the job's budget for one state: profile_states.COUNT_BUDGET_MS)."""
-
-    count: int | None
-    computed_at: datetime
-    estimated: bool
-
-
-def stored_state_counts(conn: psycopg.Connection) -> dict[tuple[str, str], StoredCount]:
-    """The profile's states whose stored count is fresh and was slow to count live: (role, meaning) -> its stored
-    count. Nothing when idemdash's schema is not in the database (nothing is stored there then)."""
-    rollup = ROLLUPS["library_states"]
-    try:
-        with conn.transaction():  # a savepoint: idemdash's schema missing must not abort the caller's reads
-            stored = list_rollups(conn, [(rollup.name, "")])
-    except (errors.UndefinedTable, errors.InvalidSchemaName):
-        return {}
-    if not stored or stored[0].age_seconds > FRESH_FACTOR * interval_seconds(rollup, stored[0].duration_ms):
-        return {}
-    try:
-        rows = decode_rows(rollup, stored[0].payload)
-    except RollupDecodeError as exc:
-        log.warning("%s; counting live", exc)
-        return {}
-    return {
-        (r.role, r.meaning): StoredCount(r.count, stored[0].computed_at, r.estimated)
-        for r in rows
-        if r.ms >= LIVE_BUDGET_MS or r.estimated
-    }  # estimated: too slow even for the job
-
-
 def interval_seconds(rollup: Rollup, duration_ms: float | None) -> float:
     """How often ``rollup`` is recomputed when computing it last took ``duration_ms`` (None: never computed):
     its own interval, or COST_FACTOR times that duration when longer."""
@@ -242,21 +227,6 @@ def usable(stored: StoredRollup, rollup: Rollup) -> bool:
     return stored.duration_ms >= LIVE_BUDGET_MS and stored.age_seconds <= FRESH_FACTOR * interval_seconds(
         rollup, stored.duration_ms
     )
-
-
-# -- stored rows ------------------------------------------------------------------------------------------------
-
-
-def encode_rows(rows: Sequence[Any]) -> list[dict[str, Any]]:
-    return [{f.name: _plain(getattr(row, f.name)) for f in dataclasses.fields(row)} for row in rows]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    raise TypeError(f"a rollup row holds a {type(value).__name__}: store plain values")
 
 
 def decode_rows(rollup: Rollup, payload: Any) -> list[Any]:
@@ -300,93 +270,3 @@ def read_value(conn: psycopg.Connection, tables: Tables, settings: Settings, nam
         except RollupDecodeError as exc:
             log.warning("%s; computing it live", exc)
     return rollup.compute(conn, tables, settings, variant)
-
-
-@dataclass(frozen=True)
-class StoredRollup:
-    name: str
-    variant: str
-    computed_at: datetime
-    duration_ms: float
-    payload: Any
-    age_seconds: float
-
-
-@dataclass(frozen=True)
-class RollupAge:
-    name: str
-    variant: str
-    computed_at: datetime
-    duration_ms: float
-    age_seconds: float
-
-
-def list_rollups(conn: psycopg.Connection, wanted: Sequence[tuple[str, str]]) -> list[StoredRollup]:
-    return select_all(
-        conn,
-        statement("list_rollups"),
-        {"names": [n for n, _ in wanted], "variants": [v for _, v in wanted]},
-        StoredRollup,
-    )
-
-
-def list_rollup_ages(conn: psycopg.Connection) -> list[RollupAge]:
-    return select_all(conn, statement("list_rollup_ages"), None, RollupAge)
-
-
-def try_rollup_lock(conn: psycopg.Connection) -> bool:
-    row = conn.execute(statement("try_rollup_lock")).fetchone()
-    return bool(row and row[0])
-
-
-def release_rollup_lock(conn: psycopg.Connection) -> None:
-    conn.execute(statement("release_rollup_lock"))
-
-
-def get_clock(conn: psycopg.Connection) -> datetime:
-    row = conn.execute(statement("get_clock")).fetchone()
-    assert row is not None
-    return cast(datetime, row[0])
-
-
-def upsert_rollup(
-    conn: psycopg.Connection, name: str, variant: str, computed_at: datetime, duration_ms: float, rows: Sequence[Any]
-) -> None:
-    conn.execute(
-        statement("upsert_rollup"),
-        {
-            "name": name,
-            "variant": variant,
-            "computed_at": computed_at,
-            "duration_ms": duration_ms,
-            "payload": Jsonb(encode_rows(rows)),
-        },
-    )
-
-
-def read_library_states(
-    conn: psycopg.Connection,
-    settings: Settings,
-    meanings: Collection[str] = MEANINGS,
-    roles: Collection[str] | None = None,
-) -> tuple[profile_states.ConfiguredStates, dict[tuple[str, Meaning], StoredCount]]:
-    """A database's tables (as its profile reads them) and the count of every state (of ``meanings`` only, and of
-    the tables of ``roles`` only, when given): the stored one where counting it live was measured slow and it is
-    fresh (``stored_state_counts``), counted now otherwise; and the stored ones."""
-    stored = stored_state_counts(conn)
-    try:
-        found = find_configured(conn, settings)
-    except ShapeNotFound as exc:
-        return profile_states.ConfiguredStates(None, str(exc)), {}
-    counts, used = [], {}
-    for state in profile(found.profile).states_of(found.version):
-        if state.meaning not in meanings or (roles is not None and state.table not in roles):
-            continue
-        key = (state.table, state.meaning)
-        if key in stored:
-            used[key] = stored[key]
-            count = stored[key].count
-        else:
-            count = profile_states.count_state(conn, found, state, profile_states.params_for(state, settings))
-        counts.append((state, count))
-    return profile_states.ConfiguredStates(found, None, tuple(counts)), used

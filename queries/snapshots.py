@@ -14,12 +14,16 @@ from datetime import datetime, timedelta
 from typing import Annotated
 
 import psycopg
+from psycopg.types.json import Jsonb
 from pydantic import Field
 
 from idemdash.core.settings import Settings
-from idemdash.queries import Tables, overview, rollups, statement
+from idemdash.queries import Tables, fleet_numbers, overview, rollups, statement
 from idemdash.queries.health import database_now
 from idemdash.queries.transactions import select_all, select_one
+
+# the stuck keys per scope a snapshot records (/metrics' idemdash_stuck_keys{scope}), the first this many by name
+STUCK_SCOPES = 500
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,12 @@ class Snapshot:
     claims: int | None = None
     completions: int | None = None
     failures: int | None = None
+    # what /metrics serves from the snapshot (None in snapshots from before it was recorded: /metrics counts live)
+    needs_review_keys: int | None = None
+    failed_keys: int | None = None  # the profile's failed state, every failed key
+    outbox_poison: int | None = None
+    outbox_poison_oldest_seconds: float | None = None
+    stuck_by_scope: dict[str, int] | None = None  # scope -> stuck keys, the first STUCK_SCOPES scopes by name
 
 
 @dataclass(frozen=True)
@@ -127,7 +137,9 @@ def count_key_changes_between(
 
 def insert_metric_snapshot(conn: psycopg.Connection, snapshot: Snapshot) -> Snapshot | None:
     """None when a snapshot with the same timestamp exists already."""
-    return select_one(conn, statement("insert_metric_snapshot"), snapshot.__dict__, Snapshot)
+    by_scope = snapshot.stuck_by_scope
+    params = snapshot.__dict__ | {"stuck_by_scope": Jsonb(by_scope) if by_scope is not None else None}
+    return select_one(conn, statement("insert_metric_snapshot"), params, Snapshot)
 
 
 def delete_old_snapshots(conn: psycopg.Connection, *, retention_days: int, limit: int = 5000) -> int:
@@ -157,34 +169,49 @@ def take_snapshot(
     previous = get_last_snapshot_at(conn)
     if previous is not None and (now - previous).total_seconds() < min_gap_seconds:
         return None
-    keys = overview.KeyCounts.combine(
-        overview.count_processing_keys(conn, tables, settings.default_lease_seconds),
-        rollups.read_value(conn, tables, settings, "key_windows"),
-    )
-    backlog = overview.get_outbox_backlog(conn, tables)
+    # the numbers /metrics serves, counted as it would count them (the summary every profile answers)
+    summary, _ = fleet_numbers.get_database_numbers(conn, tables, settings)
+    windows = rollups.read_value(conn, tables, settings, "key_windows")
     inbox = rollups.read_value(conn, tables, settings, "inbox_volume")
+    by_scope = overview.count_stuck_keys_by_scope(conn, tables, settings.default_lease_seconds, STUCK_SCOPES)
     since = previous if previous is not None else now - timedelta(seconds=interval_seconds)
     changes = count_key_changes_between(conn, tables, since, now)
     snapshot = Snapshot(
         taken_at=now,
-        stuck_keys=keys.stuck,
-        processing_keys=keys.processing,
-        failed_retryable_keys=keys.failed_retryable,
-        failed_final_keys_24h=keys.failed_final_24h,
-        outbox_pending=backlog.pending,
-        outbox_lag_seconds=backlog.lag_seconds,
+        stuck_keys=_known(summary.stuck),
+        processing_keys=_known(summary.processing),
+        failed_retryable_keys=windows.failed_retryable,
+        failed_final_keys_24h=windows.failed_final_24h,
+        outbox_pending=_known(summary.outbox_pending),
+        outbox_lag_seconds=summary.outbox_lag_seconds,
         inbox_rows_24h=inbox.rows_24h,
         rows_purged=count_rows_purged_between(conn, since, now),
         interval_seconds=(now - since).total_seconds() if changes else None,
         claims=changes.claims if changes else None,
         completions=changes.completions if changes else None,
         failures=changes.failures if changes else None,
+        needs_review_keys=summary.needs_review,
+        failed_keys=summary.failed,
+        outbox_poison=summary.outbox_poison,
+        outbox_poison_oldest_seconds=summary.outbox_poison_oldest_seconds,
+        stuck_by_scope={row.scope: row.stuck for row in by_scope},
     )
     return insert_metric_snapshot(conn, snapshot)
 
 
+def _known(count: int | None) -> int:
+    """The reference tables record every headline number: the summary's None would be a bug, not 'not recorded'."""
+    assert count is not None
+    return count
+
+
 def get_latest_snapshot(conn: psycopg.Connection) -> Snapshot | None:
     return select_one(conn, statement("get_latest_snapshot"), None, Snapshot)
+
+
+def get_snapshot_younger_than(conn: psycopg.Connection, max_age_seconds: float) -> Snapshot | None:
+    """The newest snapshot when it was taken within ``max_age_seconds`` (the scheduler is running), else None."""
+    return select_one(conn, statement("get_snapshot_younger_than"), {"max_age_seconds": max_age_seconds}, Snapshot)
 
 
 def list_snapshot_trend(conn: psycopg.Connection, *, hours: int = 24, max_points: int = 240) -> list[TrendPoint]:

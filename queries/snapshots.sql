@@ -46,13 +46,15 @@ WHERE k.status IN ('processing', 'succeeded', 'failed_retryable', 'failed_final'
 -- Record one snapshot of the headline numbers, stamped with the transaction's start time.
 INSERT INTO idemdash.metric_snapshot (taken_at, stuck_keys, processing_keys, failed_retryable_keys,
                                       failed_final_keys_24h, outbox_pending, outbox_lag_seconds, inbox_rows_24h,
-                                      rows_purged, interval_seconds, claims, completions, failures)
+                                      rows_purged, interval_seconds, claims, completions, failures,
+                                      needs_review_keys, failed_keys, outbox_poison, outbox_poison_oldest_seconds,
+                                      stuck_by_scope)
 VALUES (%(taken_at)s, %(stuck_keys)s, %(processing_keys)s, %(failed_retryable_keys)s, %(failed_final_keys_24h)s,
         %(outbox_pending)s, %(outbox_lag_seconds)s, %(inbox_rows_24h)s, %(rows_purged)s, %(interval_seconds)s,
-        %(claims)s, %(completions)s, %(failures)s)
+        %(claims)s, %(completions)s, %(failures)s, %(needs_review_keys)s, %(failed_keys)s, %(outbox_poison)s,
+        %(outbox_poison_oldest_seconds)s, %(stuck_by_scope)s)
 ON CONFLICT (taken_at) DO NOTHING
-RETURNING taken_at, stuck_keys, processing_keys, failed_retryable_keys, failed_final_keys_24h, outbox_pending,
-          outbox_lag_seconds, inbox_rows_24h, rows_purged, interval_seconds, claims, completions, failures
+RETURNING {snapshot_columns}
 
 -- delete_old_snapshots --
 -- Drop the oldest snapshots past their retention, at most one batch per call (the job runs every minute).
@@ -95,8 +97,21 @@ ORDER BY bucket
 
 -- get_latest_snapshot --
 -- The newest snapshot (its counts stand in for live counts that would be too slow to take on every page view).
-SELECT taken_at, stuck_keys, processing_keys, failed_retryable_keys, failed_final_keys_24h, outbox_pending,
-       outbox_lag_seconds, inbox_rows_24h, rows_purged, interval_seconds, claims, completions, failures
+SELECT {snapshot_columns}
 FROM idemdash.metric_snapshot
 ORDER BY taken_at DESC
 LIMIT 1
+
+-- get_snapshot_younger_than --
+-- The newest snapshot if it was taken within max_age_seconds (what /metrics serves instead of counting the tables).
+SELECT {snapshot_columns}
+FROM idemdash.metric_snapshot
+WHERE taken_at >= now() - make_interval(secs => %(max_age_seconds)s)
+ORDER BY taken_at DESC
+LIMIT 1
+
+-- snapshot_columns --
+-- Every column of a snapshot, in the order of queries/snapshots.py's Snapshot.
+taken_at, stuck_keys, processing_keys, failed_retryable_keys, failed_final_keys_24h, outbox_pending, outbox_lag_seconds,
+inbox_rows_24h, rows_purged, interval_seconds, claims, completions, failures, needs_review_keys, failed_keys,
+outbox_poison, outbox_poison_oldest_seconds, stuck_by_scope

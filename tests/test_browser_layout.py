@@ -119,14 +119,14 @@ def precomputed_overview(make_app, live_server, conn):
     """An overview whose failed and succeeded counts and inbox volume the scheduler precomputed (a note each)."""
     from psycopg.types.json import Jsonb
 
-    from idemdash.queries import rollups
+    from idemdash.queries import rollup_store
     from idemdash.queries.overview import InboxVolume, WindowCounts
 
     for name, row in (("key_windows", WindowCounts(192, 389, 3110)), ("inbox_volume", InboxVolume(15334, 5))):
         conn.execute(
             "INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
             "VALUES (%s, '', now(), 11, %s)",
-            (name, Jsonb(rollups.encode_rows([row]))),
+            (name, Jsonb(rollup_store.encode_rows([row]))),
         )
     return live_server(make_app())
 

@@ -19,7 +19,7 @@ from idemdash.dashboard.targets import get_target
 from idemdash.queries import Tables
 from idemdash.queries.app_schema import claim_key
 from idemdash.queries.keys import list_scopes
-from idemdash.queries.rollups import upsert_rollup
+from idemdash.queries.rollup_store import upsert_rollup
 
 LOCKED = "An application transaction holds this row right now; nothing was changed, try again in a moment."
 BULK = "/api/v1/keys/reclassify-bulk"

@@ -270,41 +270,50 @@ def test_a_suggested_group_is_listed_and_reclassified_in_bulk_through_preview_an
     assert {g["suggested"]: g["keys"] for g in remaining["suggestions"]} == {"already_succeeded": 1, "safe_to_retry": 3}
 
 
-def test_the_groups_read_the_most_overdue_stuck_keys_up_to_their_cap_and_say_there_are_more(client, conn, monkeypatch):
-    from idemdash.dashboard import key_filters
+def _outbox_row(conn, scope: str, key: str) -> None:
+    conn.execute(
+        "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
+        " idempotency_key, payload) VALUES ('e', 'order', gen_random_uuid(), %s, %s, '{}')",
+        (scope, key),
+    )
 
-    monkeypatch.setattr(key_filters, "SUGGESTION_CAP", 3)
+
+def _groups(body: dict) -> dict[str, tuple[int, bool]]:
+    return {g["suggested"]: (g["keys"], g["more"]) for g in body["suggestions"]}
+
+
+def test_the_groups_count_only_the_keys_on_the_page_shown(client, conn):
     # most overdue first: the key without a lease (claimed long ago), then by lease end
     insert_key(conn, "refund", "no-lease", locked_until=None, claimed_ago=timedelta(hours=5))
     insert_key(conn, "refund", "hot", locked_until=timedelta(days=-3), attempts=9)
     insert_key(conn, "refund", "done", locked_until=timedelta(days=-2))
-    conn.execute(
-        "INSERT INTO app.outbox_event (event_type, aggregate_type, aggregate_id, idempotency_scope,"
-        " idempotency_key, payload) VALUES ('e', 'order', gen_random_uuid(), 'refund', 'done', '{}')"
-    )
-    for i in range(4):  # less overdue: past the cap, never read for the groups
-        insert_key(conn, "refund", f"late{i}", locked_until=timedelta(minutes=-10 - i))
+    _outbox_row(conn, "refund", "done")
+    for i in range(4):  # less overdue (late3 the most of them): the second and third pages
+        insert_key(conn, "refund", f"late{i}", locked_until=timedelta(minutes=-10 - i), attempts=9 if i == 1 else 1)
+    _outbox_row(conn, "refund", "late0")  # the last key: its outbox row counts only on the page that shows it
     insert_key(conn, "refund", "live", locked_until=timedelta(minutes=10))  # not stuck
-    body = client.get("/api/v1/keys?status=stuck").get_json()
-    assert body["matching"] == {"count": 7, "more": False}  # the matching count itself is not capped
-    assert body["suggestions_cap"] == 3
-    assert body["suggestions"] == [
-        {"suggested": "already_succeeded", "keys": 1, "more": True},
-        {"suggested": "safe_to_retry", "keys": 1, "more": True},
-        {"suggested": "needs_review", "keys": 1, "more": True},
-    ]
-    # a suggested filter counts its group among the keys read (a lower bound), and lists every match
-    safe = client.get("/api/v1/keys?status=stuck&suggested=safe_to_retry").get_json()
-    assert safe["matching"] == {"count": 1, "more": True}
-    assert {item["key"] for item in safe["items"]} == {"no-lease", "late0", "late1", "late2", "late3"}
-    page = BeautifulSoup(client.get("/keys?status=stuck").data, "html.parser")
+    first = client.get("/api/v1/keys?status=stuck&limit=3").get_json()
+    assert [i["key"] for i in first["items"]] == ["no-lease", "hot", "done"]
+    assert first["matching"] == {"count": 7, "more": False}  # the matching count is not the page's
+    # late0's outbox row and late1's attempts are off this page: not looked up, not counted
+    assert _groups(first) == {"already_succeeded": (1, True), "safe_to_retry": (1, True), "needs_review": (1, True)}
+    assert [g["suggested"] for g in first["suggestions"]] == ["already_succeeded", "safe_to_retry", "needs_review"]
+    assert first["suggestions_cap"] == 3
+    second = client.get(f"/api/v1/keys?status=stuck&limit=3&cursor={first['next_cursor']}").get_json()
+    assert [i["key"] for i in second["items"]] == ["late3", "late2", "late1"]
+    assert _groups(second) == {"safe_to_retry": (2, True), "needs_review": (1, True)}
+    last = client.get(f"/api/v1/keys?status=stuck&limit=3&cursor={second['next_cursor']}").get_json()
+    assert [i["key"] for i in last["items"]] == ["late0"]
+    assert _groups(last) == {"already_succeeded": (1, True)}  # a page before it: still not every stuck key
+    # one page holding every stuck key: the groups are exact
+    whole = client.get("/api/v1/keys?status=stuck").get_json()
+    assert _groups(whole) == {"already_succeeded": (2, False), "safe_to_retry": (3, False), "needs_review": (2, False)}
+    # a suggested filter counts up to a page, as the list finds them, and lists every match
+    safe = client.get("/api/v1/keys?status=stuck&suggested=safe_to_retry&limit=2").get_json()
+    assert safe["matching"] == {"count": 2, "more": True}
+    assert [i["key"] for i in safe["items"]] == ["no-lease", "late3"]
+    safe = client.get("/api/v1/keys?status=stuck&suggested=safe_to_retry&limit=3").get_json()
+    assert safe["matching"] == {"count": 3, "more": False}
+    page = BeautifulSoup(client.get("/keys?status=stuck&limit=3").data, "html.parser")
     nav = " ".join(page.select_one("nav.suggestion-groups").get_text().split())
-    assert "among the 3 most overdue" in nav and "1+ with no effect recorded" in nav
-    # with every stuck key read the groups are exact again
-    monkeypatch.setattr(key_filters, "SUGGESTION_CAP", 7)
-    body = client.get("/api/v1/keys?status=stuck").get_json()
-    assert {g["suggested"]: (g["keys"], g["more"]) for g in body["suggestions"]} == {
-        "already_succeeded": (1, False),
-        "safe_to_retry": (5, False),
-        "needs_review": (1, False),
-    }
+    assert "on this page" in nav and "1+ with no effect recorded" in nav

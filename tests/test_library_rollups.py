@@ -16,7 +16,7 @@ from idemdash.core import settings
 from idemdash.jobs.rollups import run_rollups
 from idemdash.queries.migrate import migrate
 from idemdash.queries.profile_states import MeasuredState, measure_states
-from idemdash.queries.rollups import list_rollups, upsert_rollup
+from idemdash.queries.rollup_store import list_rollups, upsert_rollup
 from idemdash.queries.target import Target
 from tests import library_ddl as ddl
 from tests.test_detect import _create_case

@@ -110,6 +110,11 @@ EXPECTED_TABLES = {
         "claims": "bigint",
         "completions": "bigint",
         "failures": "bigint",
+        "needs_review_keys": "bigint",
+        "failed_keys": "bigint",
+        "outbox_poison": "bigint",
+        "outbox_poison_oldest_seconds": "double precision",
+        "stuck_by_scope": "jsonb",
     },
     "triage_note": {
         "note_id": "bigint",

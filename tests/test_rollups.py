@@ -15,10 +15,10 @@ from psycopg.types.json import Jsonb
 from benchmarks.datagen import SIZES, generate
 from idemdash.core import settings
 from idemdash.jobs.rollups import run_rollups
-from idemdash.queries import rollups
+from idemdash.queries import rollup_store, rollups
 from idemdash.queries.hotspots import AttemptBucket, HotspotGroupRow
 from idemdash.queries.inbox import CONSUMERS_SHOWN, ConsumerVolume
-from idemdash.queries.overview import WindowCounts
+from idemdash.queries.overview import OutboxBacklog, ProcessingCounts, WindowCounts
 from idemdash.queries.profile_states import MeasuredState
 from idemdash.queries.rollups import FRESH_FACTOR, LIVE_BUDGET_MS, ROLLUPS
 from idemdash.queries.suppression import WINDOWS, ScopeSuppression
@@ -51,7 +51,7 @@ def _store(
 
 
 def _rows(*rows) -> list[dict]:
-    return rollups.encode_rows(rows)
+    return rollup_store.encode_rows(rows)
 
 
 def _suppression(scope: str, keys: int) -> list[dict]:
@@ -70,11 +70,13 @@ def test_rows_round_trip_through_json_as_their_row_type():
         "attempt_histogram": [AttemptBucket("1", 1, 1, 10), AttemptBucket("20+", 20, None, 1)],
         "inbox_consumers": [_volume("billing"), ConsumerVolume("idle", 0, 0, 0, None, None, False, None, None)],
         "key_windows": [WindowCounts(1, 2, 3)],
+        "key_processing": [ProcessingCounts(4, 9, 1, NOW), ProcessingCounts(0, 0, 0, None)],
+        "outbox_backlog": [OutboxBacklog(3, NOW, 61.5, 1, NOW, 3600.0), OutboxBacklog(0, None, None, 0, None, None)],
         "library_states": [MeasuredState("outbox", "done", 12, 3.5), MeasuredState("archive", "purgeable", None, 0.1)],
         "workers": [Owner("worker-7", NOW, 1, 2, 3, 4, 5), Owner("<b>w</b>", None, 0, 0, 0, 0, 1)],
     }
     for name, rows in cases.items():
-        assert rollups.decode_rows(ROLLUPS[name], rollups.encode_rows(rows)) == rows
+        assert rollups.decode_rows(ROLLUPS[name], rollup_store.encode_rows(rows)) == rows
     assert set(cases) | {"inbox_volume", "inbox_totals", "outbox_event_types"} == set(ROLLUPS)
 
 
@@ -110,7 +112,9 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
     assert "suppression:7d" in done and "hotspot_groups:5" not in done
     assert {f"hotspot_groups:{w}:5" for w in ("1h", "24h", "7d", "all")} <= set(done)
     assert {f"attempt_histogram:{w}" for w in ("1h", "24h", "7d", "all")} <= set(done)
-    stored = {(r.name, r.variant): r for r in rollups.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])}
+    stored = {
+        (r.name, r.variant): r for r in rollup_store.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])
+    }
     [windows] = rollups.decode_rows(ROLLUPS["key_windows"], stored[("key_windows", "")].payload)
     assert windows == WindowCounts(200, windows.failed_final_24h, windows.succeeded_24h)
     assert all(r.duration_ms > 0 and r.age_seconds < 60 for r in stored.values())
@@ -122,9 +126,9 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
 def test_one_writer_at_a_time(database_url):
     config = _config(database_url)
     with psycopg.connect(database_url, autocommit=True) as other:
-        assert rollups.try_rollup_lock(other)
+        assert rollup_store.try_rollup_lock(other)
         assert run_rollups(Target.from_settings(config), force=True) == {}
-        rollups.release_rollup_lock(other)
+        rollup_store.release_rollup_lock(other)
     assert run_rollups(Target.from_settings(config), force=True)
 
 
@@ -158,7 +162,7 @@ def test_cheap_or_stale_rollups_are_not_shown(client, conn, duration_ms, age):
     assert page.select_one("[data-precomputed]") is None
 
 
-def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client, conn):
+def test_overview_counts_stuck_live_when_only_the_counts_by_window_are_precomputed(client, conn):
     _store(conn, "key_windows", "", _rows(WindowCounts(777, 55, 4242)))
     conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                         claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at)
@@ -176,7 +180,7 @@ def test_overview_keeps_stuck_live_when_counts_by_window_are_precomputed(client,
     page = BeautifulSoup(client.get("/").data, "html.parser")
     assert page.select_one('[data-metric="failed_retryable"]').get_text() == "777"
     assert page.select_one('[data-metric="stuck"]').get_text() == "1"
-    assert "Failed and succeeded counts" in page.select_one("[data-precomputed]").get_text()
+    assert "Key counts" in page.select_one("[data-precomputed]").get_text()
 
 
 def test_hotspot_threshold_or_window_other_than_the_precomputed_one_is_live(client, conn):
@@ -306,5 +310,5 @@ def test_a_cheap_rollup_due_again_during_a_long_one_is_recomputed_in_the_same_ro
     )  # due in a second
     done = run_rollups(Target.from_settings(config))
     assert list(done) == ["suppression:24h", "key_windows:"]
-    [windows] = rollups.list_rollups(conn, [("key_windows", "")])
+    [windows] = rollup_store.list_rollups(conn, [("key_windows", "")])
     assert windows.age_seconds < 5

@@ -279,7 +279,7 @@ def test_a_snapshot_takes_the_precomputed_counts_instead_of_counting_again(app, 
     from psycopg.types.json import Jsonb
 
     from idemdash.queries.overview import InboxVolume, WindowCounts
-    from idemdash.queries.rollups import encode_rows
+    from idemdash.queries.rollup_store import encode_rows
 
     for name, row in (("key_windows", WindowCounts(777, 55, 4242)), ("inbox_volume", InboxVolume(9001, 3))):
         conn.execute(

@@ -177,7 +177,7 @@ class KeyList(Answer):
                         {"suggested": "safe_to_retry", "keys": 6, "more": False},
                         {"suggested": "needs_review", "keys": 5, "more": False},
                     ],
-                    "suggestions_cap": 1000,
+                    "suggestions_cap": 50,
                     "not_applied": [],
                 }
             ]
@@ -192,10 +192,10 @@ class KeyList(Answer):
     count_cap: int
     matching: Matching
     suggestions: list[SuggestionGroup] = Field(
-        description="The stuck tab: stuck keys matching the other filters, per suggested outcome; empty on the others."
+        description="The stuck tab: the stuck keys on the page shown, per suggested outcome; empty on the others."
     )
     suggestions_cap: int = Field(
-        description="The most stuck keys read for suggestions (each costs an outbox lookup), most overdue first."
+        description="Most stuck keys whose outcome is looked up: the page's size, for groups and a suggested count."
     )
     not_applied: list[NotApplied] = Field(
         description="Filters given that do not apply to this tab: not applied "

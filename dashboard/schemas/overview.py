@@ -215,7 +215,7 @@ class Overview(Answer):
     outbox: OutboxBacklog
     inbox: InboxVolume
     last_purges: list[LastPurge] = Field(description="The newest purge runs, newest first (at most 5).")
-    precomputed: dict[Literal["keys", "inbox"], Precomputed] = Field(
+    precomputed: dict[Literal["keys", "outbox", "inbox"], Precomputed] = Field(
         description="The sections the scheduler's rollup job computed, when and how long that took; empty when "
         "everything was read now."
     )
