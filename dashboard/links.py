@@ -1,0 +1,69 @@
+"""The links pages build: ``url_for`` kept for the rest of the request, a key's page, a runbook."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import flask
+from flask import current_app, g
+
+from idemdash.dashboard.targets import get_target
+
+
+def url_for(endpoint: str, **values: Any) -> str:
+    """``flask.url_for``, each answer kept for the rest of the request (``g``, which ends with it).
+
+    A list page links every row to a filter of its own scope and worker, the same few URLs again and again (the stuck
+    list built about 150 links a page, most of them repeats), and each build walks the url_defaults and the URL
+    map. Within one request an answer cannot change: what it depends on (the URL map, the request's host and script
+    root, the database the page is in) is fixed for the request; the next request starts with nothing kept.
+    """
+    try:
+        # the type too: True and 1 are equal keys of a dict, but url_for writes them differently
+        memo_key = (endpoint, frozenset((name, type(value), value) for name, value in values.items()))
+        kept: dict = g.setdefault("idemdash_urls", {})
+        url = kept.get(memo_key)
+    except TypeError:  # a value that cannot be a key (a list of values): built every time
+        return flask.url_for(endpoint, **values)
+    if url is None:
+        url = kept[memo_key] = flask.url_for(endpoint, **values)
+    return url
+
+
+def _path_safe(scope: str, key: str) -> bool:
+    """Whether /keys/<scope>/<key> round-trips through a browser (which folds '.' and '..' segments)."""
+    if not scope or not key or "/" in scope or scope in (".", "..") or key.startswith("/"):
+        return False
+    return not any(segment in (".", "..") for segment in key.split("/"))
+
+
+def key_url(scope: str, key: str, *, api: bool = False, **query: Any) -> str:
+    if _path_safe(scope, key):
+        return url_for("keys.detail_api" if api else "keys.detail_page", scope=scope, key=key, **query)
+    return url_for("keys.detail_api_by_query" if api else "keys.detail_page_by_query", scope=scope, key=key, **query)
+
+
+# the built-in runbooks, by the name IDEMDASH_RUNBOOK_URL's {runbook} is filled with
+RUNBOOKS = {"stuck-keys": "runbooks.stuck_keys", "outbox-backlog": "runbooks.outbox_backlog"}
+
+
+def runbook_url(scope: str, key: str, status: str, kind: str = "stuck-keys") -> str:
+    """The runbook link: IDEMDASH_RUNBOOK_URL filled in, or the built-in runbook ``kind``.
+
+    A template with ``{runbook}`` serves every runbook (filled with ``stuck-keys`` or ``outbox-backlog``); one
+    without it was written for stuck keys, and the outbox keeps its built-in runbook.
+    """
+    template = current_app.config["RUNBOOK_URL"]
+    if not template or (kind != "stuck-keys" and "{runbook}" not in template):
+        if kind == "stuck-keys":
+            return url_for(RUNBOOKS[kind], scope=scope, key=key)
+        return url_for(RUNBOOKS[kind])
+    # str.replace, not str.format: a template may contain other braces.
+    return (
+        template.replace("{scope}", quote(scope, safe=""))
+        .replace("{key}", quote(key, safe=""))
+        .replace("{status}", quote(status, safe=""))
+        .replace("{database}", quote(get_target().name, safe=""))
+        .replace("{runbook}", quote(kind, safe=""))
+    )
