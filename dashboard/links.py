@@ -40,8 +40,36 @@ def _path_safe(scope: str, key: str) -> bool:
 
 def key_url(scope: str, key: str, *, api: bool = False, **query: Any) -> str:
     if _path_safe(scope, key):
-        return url_for("keys.detail_api" if api else "keys.detail_page", scope=scope, key=key, **query)
+        endpoint = "keys.detail_api" if api else "keys.detail_page"
+        return _key_path(endpoint, scope, key) if not query else url_for(endpoint, scope=scope, key=key, **query)
     return url_for("keys.detail_api_by_query" if api else "keys.detail_page_by_query", scope=scope, key=key, **query)
+
+
+# what werkzeug's converters leave unquoted in a path segment (https://url.spec.whatwg.org/#url-path-segment-string)
+SEGMENT_SAFE = "!$&'()*+,/:;=@"
+# stand-ins for a scope and a key: quote() leaves them as they are, and the request's pattern is cut at them
+_SCOPE, _KEY = "idemdash-scope-stand-in", "idemdash-key-stand-in"
+
+
+def _key_path(endpoint: str, scope: str, key: str) -> str:
+    """``url_for(endpoint, scope=scope, key=key)`` for a key whose path is safe, from the endpoint's pattern built
+    once per request (``g``): the stuck list links every row to its key, each link a different key, so the links
+    kept by ``url_for`` never repeat. werkzeug builds this path as the rule's fixed parts around each value quoted
+    by its converter (``quote(value, safe=SEGMENT_SAFE)`` for both ``<scope>`` and ``<path:key>``); the pattern is
+    url_for's own answer for the stand-ins, so the prefix (the script root, a database's ``/db/<name>``) is the one
+    url_for writes. A pattern the stand-ins do not cut cleanly is not kept: url_for builds each link then."""
+    patterns: dict = g.setdefault("idemdash_key_paths", {})
+    parts = patterns.get(endpoint)
+    if parts is None:
+        pattern = flask.url_for(endpoint, scope=_SCOPE, key=_KEY)
+        before, _, rest = pattern.partition(_SCOPE)
+        middle, _, after = rest.partition(_KEY)
+        clean = pattern.count(_SCOPE) == pattern.count(_KEY) == 1 and _KEY in rest
+        parts = patterns[endpoint] = (before, middle, after) if clean else ()
+    if not parts:
+        return url_for(endpoint, scope=scope, key=key)
+    before, middle, after = parts
+    return before + quote(scope, safe=SEGMENT_SAFE) + middle + quote(key, safe=SEGMENT_SAFE) + after
 
 
 # the built-in runbooks, by the name IDEMDASH_RUNBOOK_URL's {runbook} is filled with

@@ -33,3 +33,19 @@ def test_a_kept_link_is_the_one_flask_builds(make_app, shared_database_url):
             assert links.url_for("keys.list_page", **values) == flask.url_for("keys.list_page", **values)
         assert links.url_for("keys.list_page", min_attempts=True) != links.url_for("keys.list_page", min_attempts=1)
         assert links.key_url("s", "a/../b") == flask.url_for("keys.detail_page_by_query", scope="s", key="a/../b")
+
+
+NASTY = ["plain", "a b", "a/b", "a//b/", "100%", "?q=1#frag", "ünï/cødé", "a;b=c@d", "'\"<>", "idemdash-key-stand-in"]
+
+
+def test_a_key_link_is_the_one_flask_builds_whatever_the_key(make_app, shared_database_url):
+    app = make_app(shared_database_url)
+    with app.test_request_context("/keys?status=stuck", base_url="http://localhost/mounted here"):
+        for scope in ("create_order", "a b", "idemdash-scope-stand-in", "ü;@"):
+            for key in NASTY:
+                for api in (False, True):
+                    endpoint = "keys.detail_api" if api else "keys.detail_page"
+                    assert links.key_url(scope, key, api=api) == flask.url_for(endpoint, scope=scope, key=key)
+                    assert links.key_url(scope, key, done=3) == flask.url_for(
+                        "keys.detail_page", scope=scope, key=key, done=3
+                    )
