@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
@@ -36,32 +36,13 @@ def read_tx(pool: ConnectionPool, statement_timeout_ms: int) -> Iterator[psycopg
     with pool.connection() as conn:
         conn.read_only = True  # BEGIN READ ONLY: one round trip less than BEGIN, then SET TRANSACTION READ ONLY
         try:
-            with _begun(conn, statement_timeout_ms):
+            with conn.transaction():
+                conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
                 yield conn
         finally:
             if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 conn.read_only = None  # the pool's next user (a write) begins as the server's default says
-                conn.autocommit = False
                 _finished[conn] = time.monotonic()
-
-
-@contextmanager
-def _begun(conn: psycopg.Connection, statement_timeout_ms: int) -> Iterator[None]:
-    """A transaction whose BEGIN and statement timeout reach the server together, in one round trip (a pipeline),
-    where ``conn.transaction()`` sends BEGIN, waits for it, then sends the timeout: a page reads each panel in a
-    transaction of its own, so this is a round trip less per panel.
-
-    Only the start is pipelined; the caller's statements run as usual inside the block, a nested
-    ``conn.transaction()`` is a savepoint, and the block ends with COMMIT (ROLLBACK on an error) as
-    ``conn.transaction()``'s would. The connection is in autocommit mode meanwhile only so that psycopg does not
-    send a BEGIN of its own before the timeout (and wait for it): the transaction is the explicit one begun here.
-    """
-    conn.autocommit = True
-    with ExitStack() as stack:
-        with conn.pipeline():
-            stack.enter_context(psycopg.Transaction(conn))  # BEGIN READ ONLY, queued
-            conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
-        yield
 
 
 @contextmanager

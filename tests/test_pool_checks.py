@@ -1,11 +1,8 @@
 """A page takes a pooled connection per panel: one handed back moments ago goes out again without a check query, one
 that rested is checked (a terminated backend is replaced before a page uses it), and a read's READ ONLY never
-reaches the next write on the same connection. A read begins (BEGIN READ ONLY and its statement timeout) in one
-round trip, and is the same READ ONLY transaction with the same timeout as before."""
+reaches the next write on the same connection."""
 
 from __future__ import annotations
-
-import tempfile
 
 import psycopg
 import pytest
@@ -57,44 +54,3 @@ def test_a_read_leaves_no_read_only_behind_for_the_next_write(pool):
     with write_tx(pool, 1000) as conn:
         assert conn.info.backend_pid == first  # the same pooled connection
         assert conn.execute("SHOW transaction_read_only").fetchone() == ("off",)
-
-
-def _round_trips(pool, read) -> int:
-    """How many times the server answered ReadyForQuery (once per round trip) while ``read(pool)`` ran."""
-    read(pool)  # the connection has just finished a read: the pool hands it out again without a check query
-    with tempfile.TemporaryFile("w+") as trace:
-        with pool.connection() as conn:  # the pool's one connection, traced from here on
-            conn.pgconn.trace(trace.fileno())
-            conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
-        read(pool)
-        with pool.connection() as conn:
-            conn.pgconn.untrace()
-        trace.seek(0)
-        return sum(1 for line in trace if "\tReadyForQuery" in line)
-
-
-def test_a_read_of_one_statement_is_three_round_trips(pool):
-    def read(pool):
-        with read_tx(pool, 1000) as conn:
-            assert conn.execute("SELECT 1").fetchone() == (1,)
-
-    # BEGIN READ ONLY with the statement timeout, the statement, COMMIT (it was four: BEGIN alone first)
-    assert _round_trips(pool, read) == 3
-
-
-def test_a_read_is_read_only_with_its_timeout_and_savepoints_inside(pool):
-    with read_tx(pool, 1234) as conn:
-        assert conn.execute("SHOW statement_timeout").fetchone() == ("1234ms",)
-        assert conn.execute("SHOW transaction_read_only").fetchone() == ("on",)
-        with pytest.raises(psycopg.errors.DivisionByZero), conn.transaction():  # a savepoint, as before
-            conn.execute("SELECT 1 / 0")
-        assert conn.execute("SELECT 2").fetchone() == (2,)  # the read goes on after its savepoint rolled back
-        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), conn.transaction():
-            conn.execute("CREATE TEMPORARY TABLE t (a int)")
-    with pytest.raises(psycopg.errors.QueryCanceled), read_tx(pool, 50) as conn:
-        conn.execute("SELECT pg_sleep(2)")
-    with read_tx(pool, 1000) as conn:  # the same connection, usable again, with the new read's timeout
-        assert conn.execute("SHOW statement_timeout").fetchone() == ("1s",)
-    with pool.connection() as conn:  # handed back as the pool hands out any connection, the timeout gone
-        assert (conn.autocommit, conn.read_only) == (False, None)
-        assert conn.execute("SHOW statement_timeout").fetchone() == ("0",)
