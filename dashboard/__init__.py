@@ -20,6 +20,7 @@ from idemdash.dashboard import (
     auth,
     breakdown,
     databases,
+    error_handlers,
     fleet_search,
     health,
     hotspots,
@@ -90,6 +91,7 @@ def create_app(test_config: Mapping[str, Any] | None = None, *, testing: bool = 
     # auth first: its checks (AUTH=none answers this machine only) come before anything else answers
     auth.init_app(app)
     web.init_app(app)
+    error_handlers.init_app(app)
     # one target (and pool) per database and app: several apps in one process (tests) must not share a pool
     targets.init_app(app)
     htmx.init_app(app)

@@ -19,7 +19,8 @@ from idemdash.core.triage import suggest
 from idemdash.dashboard import bulk, contract, refusals
 from idemdash.dashboard.auth import current_user, json_action, operator_required
 from idemdash.dashboard.contract import ActionError
-from idemdash.dashboard.keys import DETAIL_FIELDS, detail_context, key_json, key_url
+from idemdash.dashboard.keys import DETAIL_FIELDS, detail_context, key_json
+from idemdash.dashboard.links import key_url
 from idemdash.dashboard.schemas import actions as schema
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render

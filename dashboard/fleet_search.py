@@ -26,7 +26,7 @@ from flask import Blueprint, current_app, url_for
 from idemdash.dashboard import contract, one_model
 from idemdash.dashboard.all_databases import DatabaseRow
 from idemdash.dashboard.databases import database_rows
-from idemdash.dashboard.keys import key_url
+from idemdash.dashboard.links import key_url
 from idemdash.dashboard.schemas import fleet_search as schema
 from idemdash.dashboard.targets import all_targets
 from idemdash.dashboard.web import render

@@ -4,6 +4,8 @@ a gunicorn started by hand should too (docs/deploy.md).
 
 - ``pre_request`` counts identity headers sent more than once (``dashboard.network``);
 - ``post_fork`` gives the workers' warnings a time and a level;
+- ``post_worker_init`` freezes what the worker built before its first request (its app, templates, modules) out of
+  the garbage collector's reach;
 - the request metrics of all workers add up (``dashboard.metrics``): PROMETHEUS_MULTIPROC_DIR must be set in
   gunicorn's environment before it starts; its old files are removed when gunicorn starts, an exited worker's
   live gauges when it exits, and a directory `idemdash serve` made for itself when gunicorn stops.
@@ -11,6 +13,7 @@ a gunicorn started by hand should too (docs/deploy.md).
 
 from __future__ import annotations
 
+import gc
 import logging
 import shutil
 import tempfile
@@ -36,6 +39,15 @@ def post_fork(server, worker) -> None:
     logging.basicConfig(
         level=logging.WARNING, format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
     )
+
+
+def post_worker_init(worker) -> None:
+    """The worker's app is built: what it holds lives as long as the worker (about 90,000 objects: the app, its
+    compiled templates, the imported modules), and each full collection of the garbage collector walked all of it
+    again, about 3 ms a request on average on the stuck list (a full collection every few dozen requests). Frozen,
+    a collection walks only what requests allocate."""
+    gc.collect()
+    gc.freeze()
 
 
 def on_starting(server) -> None:

@@ -27,7 +27,7 @@ from idemdash.dashboard import contract
 from idemdash.dashboard.databases import database_rows
 from idemdash.dashboard.fan_out import ask_all, known_down
 from idemdash.dashboard.journey_reads import APPLICATION_NAME, RouteBook, consuming, recorded, unfollowed
-from idemdash.dashboard.keys import key_url
+from idemdash.dashboard.links import key_url
 from idemdash.dashboard.schemas import journey as schema
 from idemdash.dashboard.targets import all_targets, app_settings
 from idemdash.dashboard.web import render

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from urllib.parse import quote
 
-from flask import Blueprint, abort, url_for
+from flask import Blueprint, abort
 
 from idemdash.core.fill_in import FillIn, fill_ins
 from idemdash.core.triage import OUTCOMES, suggest
@@ -19,11 +18,12 @@ from idemdash.dashboard import (
     profile_lists,
     table_rows,
 )
+from idemdash.dashboard.links import key_url, runbook_url
 from idemdash.dashboard.schemas import key_page
 from idemdash.dashboard.schemas import keys as schema
 from idemdash.dashboard.schemas.profile_pages import ProfileRows
 from idemdash.dashboard.schemas.table_rows import Row
-from idemdash.dashboard.targets import app_settings, get_target
+from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import keys
 from idemdash.queries.audit import list_audit_for_key
@@ -31,6 +31,9 @@ from idemdash.queries.notes import list_notes_for_key
 from idemdash.queries.search import list_recent_workers
 
 bp = Blueprint("keys", __name__)
+# the links every page builds to a key and to its runbook (dashboard/links.py)
+bp.add_app_template_global(key_url)
+bp.add_app_template_global(runbook_url)
 
 LIST_FIELDS = (
     "scope",
@@ -284,44 +287,4 @@ def _detail_json(scope: str, key: str) -> key_page.KeyPage | Row:
             "suggestion": data["suggestion"],
             "runbook_url": runbook_url(row.scope, row.key, "stuck" if row.stuck else row.status),
         }
-    )
-
-
-def _path_safe(scope: str, key: str) -> bool:
-    """Whether /keys/<scope>/<key> round-trips through a browser (which folds '.' and '..' segments)."""
-    if not scope or not key or "/" in scope or scope in (".", "..") or key.startswith("/"):
-        return False
-    return not any(segment in (".", "..") for segment in key.split("/"))
-
-
-@bp.app_template_global()
-def key_url(scope: str, key: str, *, api: bool = False, **query) -> str:
-    if _path_safe(scope, key):
-        return url_for("keys.detail_api" if api else "keys.detail_page", scope=scope, key=key, **query)
-    return url_for("keys.detail_api_by_query" if api else "keys.detail_page_by_query", scope=scope, key=key, **query)
-
-
-# the built-in runbooks, by the name IDEMDASH_RUNBOOK_URL's {runbook} is filled with
-RUNBOOKS = {"stuck-keys": "runbooks.stuck_keys", "outbox-backlog": "runbooks.outbox_backlog"}
-
-
-@bp.app_template_global()
-def runbook_url(scope: str, key: str, status: str, kind: str = "stuck-keys") -> str:
-    """The runbook link: IDEMDASH_RUNBOOK_URL filled in, or the built-in runbook ``kind``.
-
-    A template with ``{runbook}`` serves every runbook (filled with ``stuck-keys`` or ``outbox-backlog``); one
-    without it was written for stuck keys, and the outbox keeps its built-in runbook.
-    """
-    template = app_settings().runbook_url
-    if not template or (kind != "stuck-keys" and "{runbook}" not in template):
-        if kind == "stuck-keys":
-            return url_for(RUNBOOKS[kind], scope=scope, key=key)
-        return url_for(RUNBOOKS[kind])
-    # str.replace, not str.format: a template may contain other braces.
-    return (
-        template.replace("{scope}", quote(scope, safe=""))
-        .replace("{key}", quote(key, safe=""))
-        .replace("{status}", quote(status, safe=""))
-        .replace("{database}", quote(get_target().name, safe=""))
-        .replace("{runbook}", quote(kind, safe=""))
     )

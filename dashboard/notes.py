@@ -11,7 +11,7 @@ from flask import Blueprint, abort, redirect, request
 from idemdash.dashboard import contract
 from idemdash.dashboard.auth import current_user, json_action, operator_required
 from idemdash.dashboard.contract import ActionError
-from idemdash.dashboard.keys import key_url
+from idemdash.dashboard.links import key_url
 from idemdash.dashboard.schemas.audit import Note, NoteBody
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import notes

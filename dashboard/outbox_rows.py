@@ -11,7 +11,7 @@ from typing import Any
 from flask import Blueprint, abort
 
 from idemdash.dashboard import contract, one_model, panels, profile_lists, table_rows
-from idemdash.dashboard.keys import key_url, runbook_url
+from idemdash.dashboard.links import key_url, runbook_url
 from idemdash.dashboard.schemas import outbox as schema
 from idemdash.dashboard.schemas.profile_pages import ProfilePoison
 from idemdash.dashboard.schemas.table_rows import Row

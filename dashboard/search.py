@@ -8,7 +8,7 @@ from dataclasses import asdict
 from flask import Blueprint, redirect, url_for
 
 from idemdash.dashboard import contract, panels, profile_reads, profile_search
-from idemdash.dashboard.keys import key_url
+from idemdash.dashboard.links import key_url
 from idemdash.dashboard.schemas import search as schema
 from idemdash.dashboard.schemas.profile_search import SearchAnswer
 from idemdash.dashboard.targets import get_target

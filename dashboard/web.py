@@ -8,24 +8,18 @@ from typing import Any, cast
 from urllib.parse import urlencode
 from uuid import UUID
 
-import psycopg
-from flask import Flask, Response, current_app, jsonify, make_response, redirect, render_template, request, url_for
+from flask import Flask, Response, current_app, jsonify, make_response, redirect, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from htmx_flask import make_response as htmx_response
 from htmx_flask.requests import HtmxAwareRequest, HtmxHeaders
 from jinja2_fragments.flask import render_block
-from psycopg import errors
-from psycopg_pool import PoolTimeout
-from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.http import HTTP_STATUS_CODES
 
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, library_moment, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
-from idemdash.dashboard import one_model
-from idemdash.dashboard.panels import PanelError
+from idemdash.dashboard import links, one_model
 from idemdash.dashboard.targets import get_target, signed_in
-from idemdash.queries.pool_budget import BudgetExhausted
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -128,7 +122,7 @@ def url_with(**changes: Any) -> str:
         else:
             args[name] = value
     assert request.endpoint is not None, "url_with() needs a request that matched a route"
-    path = url_for(request.endpoint, **(request.view_args or {}))
+    path = links.url_for(request.endpoint, **(request.view_args or {}))
     return f"{path}?{urlencode(args)}" if args else path
 
 
@@ -165,101 +159,6 @@ def security_headers(response: Response) -> Response:
     return response
 
 
-def bad_value(exc: psycopg.DataError):
-    # Every value is a bound parameter, so a DataError means the caller sent a value the
-    # database cannot hold (a NUL character, an out-of-range number): bad input.
-    detail = (exc.diag.message_primary or type(exc).__name__).strip()
-    return error_response(400, f"a value in the request is not valid for the database: {detail}")
-
-
-def row_locked(exc: errors.LockNotAvailable):
-    # 55P03: FOR UPDATE NOWAIT, or the lock timeout of the dashboard's own writes. The transaction was
-    # rolled back, and the application will finish with the row soon: a conflict, not an outage.
-    return error_response(
-        409, "An application transaction holds this row right now; nothing was changed, try again in a moment."
-    )
-
-
-def query_timed_out(exc: errors.QueryCanceled):
-    # 57014: the statement timeout. Panels turn it into a degraded panel; this is for any other read.
-    timeout_ms = get_target().statement_timeout_ms
-    return error_response(
-        503,
-        f"The database did not answer within the {timeout_ms} ms statement timeout "
-        "(IDEMDASH_STATEMENT_TIMEOUT_MS), so this request timed out and nothing was changed. The database "
-        "is reachable: a long query or a lock held by another transaction is in the way. Try again in a "
-        "moment; `idemdash check` lists missing indexes.",
-        retry=False,
-    )  # no reload every 5 s: each would run the slow query again
-
-
-def database_unreachable(exc: Exception):
-    # The lock and statement timeouts above are OperationalErrors too; what is left is the connection.
-    target = get_target()
-    cause = target.cause_of(exc)
-    target.problems.failed(cause)  # logged once per cause, however many requests fail on it
-    if not cause.transient:  # a wrong password or database name: reloading will not help until it is fixed
-        return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
-    if request.method in ("GET", "HEAD"):
-        message = (
-            f"The database is unreachable right now, so there is nothing to show: {cause.message} idemdash "
-            "keeps retrying on its own: this page reloads every 5 seconds and recovers as soon as the "
-            "database answers again. /healthz stays up; /readyz reports the outage."
-        )
-    else:
-        message = (
-            f"The database is unreachable right now, so nothing was saved or changed: {cause.message} "
-            "Send it again once the database answers (/readyz says when)."
-        )
-    response = error_response(503, message)
-    response.headers["Retry-After"] = "5"
-    return response
-
-
-def budget_exhausted(exc: BudgetExhausted):
-    # every open pool busy and no room in IDEMDASH_FLEET_MAX_CONNECTIONS for this database's: not the database's fault
-    response = error_response(503, f"No connection for this page right now: {exc}.")
-    response.headers["Retry-After"] = "5"
-    return response
-
-
-def missing_privilege(exc: errors.InsufficientPrivilege):
-    # 42501: the database role lacks a grant; a read needs SELECT, an action says which it lacked
-    target = get_target()
-    endpoint = request.endpoint or ""
-    needed = "SELECT" if request.method == "GET" else "DELETE, UPDATE" if "purge" in endpoint else "UPDATE"
-    cause = target.cause_of(exc, privilege=needed)
-    target.problems.failed(cause)
-    return error_response(403, f"The database refused idemdash's role: {cause.message}", retry=False)
-
-
-def schema_missing(exc: psycopg.Error):
-    # a read outside a panel (panels degrade on their own), or an action, on a table that is not there
-    target = get_target()
-    cause = target.cause_of(exc)
-    target.problems.failed(cause)
-    return error_response(503, f"idemdash cannot use the database: {cause.message}", retry=False)
-
-
-def panel_error(exc: PanelError):
-    panel = exc.panel
-    message = panel.message or "query failed"
-    if panel.index_sql:
-        message += " " + panel.index_sql
-    # a slow query or a schema problem: reloading every 5 s like an outage page would not help
-    return error_response(503, message, retry=False)
-
-
-def http_error(exc: HTTPException):
-    response = error_response(exc.code or 500, exc.description or exc.name)
-    for name, value in exc.get_headers():
-        if name == "Retry-After":  # a 429 (too many failed sign-ins) says when to try again
-            response.headers[name] = value
-    if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
-        response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))  # RFC 9110: a 405 names what is allowed
-    return response
-
-
 def template_globals() -> dict[str, Any]:
     # which database and environment, only to someone signed in: a refused request (401, or 403 for another
     # Host) learns nothing. Both are this request's database's own (IDEMDASH_CONFIG may give each its own).
@@ -282,6 +181,7 @@ def _has_endpoint(name: str) -> bool:
 def init_app(app: Flask) -> None:
     # globals, not context: macros imported without context use them too
     app.add_template_global(url_with)
+    app.add_template_global(links.url_for, "url_for")  # Flask's, each link kept for the rest of the request
     app.add_template_global(_has_endpoint, "has_endpoint")
     app.add_template_global(one_model.header, "model_header")
     # Keys may contain '//' and must reach the view unchanged.
@@ -301,16 +201,4 @@ def init_app(app: Flask) -> None:
     app.before_request(drop_empty_query_args)
     app.after_request(push_clean_url)
     app.after_request(security_headers)
-    app.register_error_handler(psycopg.DataError, bad_value)
-    app.register_error_handler(errors.LockNotAvailable, row_locked)
-    app.register_error_handler(errors.QueryCanceled, query_timed_out)
-    app.register_error_handler(psycopg.OperationalError, database_unreachable)
-    app.register_error_handler(PoolTimeout, database_unreachable)
-    app.register_error_handler(BudgetExhausted, budget_exhausted)
-    app.register_error_handler(errors.InsufficientPrivilege, missing_privilege)
-    app.register_error_handler(errors.UndefinedTable, schema_missing)
-    app.register_error_handler(errors.InvalidSchemaName, schema_missing)
-    app.register_error_handler(errors.UndefinedColumn, schema_missing)
-    app.register_error_handler(PanelError, panel_error)
-    app.register_error_handler(HTTPException, http_error)
     app.context_processor(template_globals)

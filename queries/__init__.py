@@ -20,6 +20,7 @@ of ``CONSTANTS``: ``claimed_by = {review_holder}``, filled in as a literal.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -120,7 +121,18 @@ CONSTANTS: dict[str, sql.Composable] = {"review_holder": sql.Literal(REVIEW_HOLD
 
 def statement(name: str, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:
     """The named statement, with table identifiers filled in when ``tables`` is given."""
-    return render(QUERIES[name], tables, **identifiers)
+    if identifiers:
+        return render(QUERIES[name], tables, **identifiers)
+    return _rendered(name, tables)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rendered(name: str, tables: Tables | None) -> Statement:
+    """A statement named with no identifiers but the tables', rendered once: it is a function of the name (the blocks
+    are read once, at import) and of the frozen ``Tables``, so nothing can make a kept one stale. A page ran about 20
+    renders a request (each parsing its text and its fragments' three times over); a fleet's databases that share
+    table names share the entries, and the least used go past the size."""
+    return render(QUERIES[name], tables)
 
 
 def render(query: Query, tables: Tables | None = None, **identifiers: sql.Composable) -> Statement:

@@ -321,3 +321,22 @@ def test_no_sql_outside_queries():
         for line, text in sql_like_strings(path.read_text(encoding="utf-8")):
             offenders.append(f"{path.relative_to(ROOT)}:{line}: {text[:60]!r}")
     assert not offenders, "SQL belongs in queries/*.sql:\n" + "\n".join(offenders)
+
+
+def test_a_kept_statement_is_the_one_its_tables_render(database_url):
+    """statement() keeps what it rendered for a name and its tables: the same tables get the same statement, other
+    tables (another database's names) their own, and a statement given identifiers of its own is rendered anew."""
+    import psycopg
+
+    reference, other = Tables(), Tables(schema="shop", keys="requests", inbox="seen", outbox="events")
+    with psycopg.connect(database_url) as conn:
+        for name in ("count_processing_keys", "get_outbox_backlog"):
+            for tables in (reference, other, reference):
+                kept = statement(name, tables)
+                assert kept is statement(name, tables)
+                assert kept.as_string(conn) == queries.render(QUERIES[name], tables).as_string(conn)
+            assert statement(name, reference).as_string(conn) != statement(name, other).as_string(conn)
+            assert '"shop".' in statement(name, other).as_string(conn)
+        own = statement("count_processing_keys", reference, keys=sql.Identifier("elsewhere"))
+        assert '"elsewhere"' in own.as_string(conn)
+        assert own is not statement("count_processing_keys", reference, keys=sql.Identifier("elsewhere"))
