@@ -90,3 +90,30 @@ def test_at_390_the_breakdown_folds_and_the_list_stays_on_the_first_screen(chrom
         page.screenshot(path=str(SHOTS / "overview-390.png"), full_page=True)
     finally:
         context.close()
+
+
+def test_a_filter_changed_again_while_the_first_answer_is_on_its_way_ends_with_the_last_filters_list(
+    chromium, incident
+):
+    """The filters form sends a request on every change. A second change (api-1) made while the first request (api-3)
+    is on its way must not be dropped (htmx queues the last one; an hx-sync of "drop" would lose it): the list ends
+    as the form says, api-1's keys."""
+    context = chromium.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    try:
+        page.goto(incident + "/keys?status=stuck")
+        page.locator("#filter-claimed-by").wait_for()  # the form is open on a wide screen
+
+        # two changes in one task: the second comes while the first request is on its way
+        page.evaluate(
+            """() => { const field = document.getElementById('filter-claimed-by');
+                for (const worker of ['api-3', 'api-1']) {
+                  field.value = worker; field.dispatchEvent(new Event('change', {bubbles: true})); } }"""
+        )
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(700)
+        assert page.url.endswith("claimed_by=api-1"), page.url
+        workers = page.locator("#keys-panel table.keys tbody tr td:nth-child(3)").all_text_contents()
+        assert workers and {w.strip() for w in workers} == {"api-1"}, workers
+    finally:
+        context.close()

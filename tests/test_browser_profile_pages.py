@@ -46,3 +46,6 @@ def test_wolverine_workers_and_hotspots_in_a_browser(live_server, make_app, page
     expect(page).to_have_url(f"{base}/hotspots?min_attempts=7")
     expect(page.locator("#top-rows-inbox tbody tr")).to_have_count(2)
     assert page.locator("header.topbar").count() == 1  # only the panel was swapped
+    # typing then pressing the button is a change and a submit: htmx queues the second request behind the first,
+    # which can still be on its way when the list shows; wait for it before the test's database goes
+    page.wait_for_load_state("networkidle")
