@@ -3,7 +3,8 @@
 
 Bounded like the tab counts: at most ``CAP`` matching keys are read (the exact-count cap of the tabs); a tab with
 more (succeeded, at millions of keys) says "too many to break down" rather than counting them all on every view.
-The stuck set is small and read from the index of leases.
+The stuck set is read from the index of leases. A stuck list filtered by suggested outcome is broken down over the
+page shown, as its suggestion groups are: that filter costs an outbox lookup per key.
 """
 
 from __future__ import annotations
@@ -14,17 +15,25 @@ from idemdash.dashboard import panels
 from idemdash.dashboard.key_tabs import COUNT_CAP
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import key_breakdown, keys
+from idemdash.queries.cursor import Page
 
 CAP = COUNT_CAP
 # groups shown beside the list and on the overview; the rest are "and N more"
 TOP = 8
+# the page broken down when a suggested outcome filters the stuck list and no page is given (the list's default)
+PAGE = 50
 # the index that makes each tab's breakdown a bounded range read (named in a timed-out panel)
 INDEX = {"stuck": "index_keys_leases", "processing": "index_keys_leases", "needs_review": "index_keys_held"}
 
 
-def load(flt: keys.KeyFilter) -> panels.Panel[key_breakdown.Breakdown]:
-    """The breakdown of ``flt``'s tab within every filter of it (read once per request)."""
+def load(
+    flt: keys.KeyFilter, page: panels.Panel[Page[keys.KeyRow]] | None = None
+) -> panels.Panel[key_breakdown.Breakdown]:
+    """The breakdown of ``flt``'s tab within every filter of it (read once per request); with a suggested outcome,
+    of ``page`` (the list's page shown; the first page when none is given)."""
     read = g.setdefault("key_breakdowns", {})
+    if flt.status == "stuck" and flt.suggested is not None:
+        return _of_page(page if page is not None else _first_page(flt))
     if flt not in read:
         target = get_target()
         read[flt] = panels.load(
@@ -37,6 +46,29 @@ def load(flt: keys.KeyFilter) -> panels.Panel[key_breakdown.Breakdown]:
             index=INDEX.get(flt.status, "index_keys_terminal_scope" if flt.scope else "index_keys_updated"),
         )
     return read[flt]
+
+
+def _first_page(flt: keys.KeyFilter) -> panels.Panel[Page[keys.KeyRow]]:
+    target = get_target()
+    return panels.load(
+        keys.list_keys,
+        target.tables,
+        flt,
+        lease_seconds=target.settings.default_lease_seconds,
+        limit=PAGE,
+        hotspot_min_attempts=target.settings.hotspot_min_attempts,
+        index="index_keys_leases",
+    )
+
+
+def _of_page(page: panels.Panel[Page[keys.KeyRow]]) -> panels.Panel[key_breakdown.Breakdown]:
+    if not page.ok or page.value is None:
+        return panels.Panel(
+            problem=page.problem, message=page.message, index_sql=page.index_sql, index_why=page.index_why
+        )
+    shown = page.value
+    more = shown.next_cursor is not None or shown.prev_cursor is not None
+    return panels.Panel(value=key_breakdown.break_down_rows(shown.items, cap=CAP, more=more))
 
 
 def in_words(b: key_breakdown.Breakdown) -> dict | None:

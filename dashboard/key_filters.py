@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from idemdash.core.formatting import duration
 from idemdash.core.statuses import CHANGE_TABS, LEASE_TABS
-from idemdash.dashboard import panels
+from idemdash.dashboard import key_breakdown, panels
 from idemdash.dashboard.schemas.keys import KeyFilterQuery
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import key_matching, keys
@@ -86,19 +86,30 @@ def filtered(flt: keys.KeyFilter) -> bool:
 
 def matching(flt: keys.KeyFilter, page_size: int) -> panels.Panel[key_matching.Matching]:
     """Keys on this tab that match every filter, exact up to COUNT_CAP; with a suggested outcome, exact up to
-    ``page_size`` (each key costs an outbox lookup: a page of them, as the list itself reads)."""
+    ``page_size`` (each key costs an outbox lookup: a page of them, as the list itself reads). Without one, the
+    number comes from the tab's breakdown (the same rows, read once for both: the breakdown is over the cap exactly
+    when the count is)."""
     target = get_target()
-    return panels.load(
-        key_matching.count_keys_matching,
-        target.tables,
-        flt,
-        lease_seconds=target.settings.default_lease_seconds,
-        hotspot_min_attempts=target.settings.hotspot_min_attempts,
-        cap=page_size if flt.status == "stuck" and flt.suggested is not None else COUNT_CAP,
-        index="index_keys_leases"
-        if flt.status in LEASE_TABS
-        else ("index_keys_terminal_scope" if flt.scope else "index_keys_updated"),
-    )
+    if flt.status == "stuck" and flt.suggested is not None:
+        return panels.load(
+            key_matching.count_keys_matching,
+            target.tables,
+            flt,
+            lease_seconds=target.settings.default_lease_seconds,
+            hotspot_min_attempts=target.settings.hotspot_min_attempts,
+            cap=page_size,
+            index="index_keys_leases",
+        )
+    broken_down = key_breakdown.load(flt)
+    if not broken_down.ok or broken_down.value is None:
+        return panels.Panel(
+            problem=broken_down.problem,
+            message=broken_down.message,
+            index_sql=broken_down.index_sql,
+            index_why=broken_down.index_why,
+        )
+    b = broken_down.value
+    return panels.Panel(value=key_matching.Matching(COUNT_CAP if b.too_many else b.total, b.too_many))
 
 
 def without_each(flt: keys.KeyFilter, page_size: int) -> list[tuple[str, key_matching.Matching]]:

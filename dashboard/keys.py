@@ -137,7 +137,7 @@ def list_page():
         applies=key_filters.APPLIES,
         groups=key_filters.suggestion_groups(flt, panel),
         suggestions=SUGGESTION_WORDS,
-        breakdown=key_breakdown.load(flt),
+        breakdown=key_breakdown.load(flt, panel),
         breakdown_top=key_breakdown.TOP,
         window_seconds=contract.query(schema.KeyListQuery).updated_within,
         window_words=key_filters.window_words,

@@ -4,10 +4,14 @@ The breakdown reads the same conditions as the list (``processing_key_filter``, 
 keys the two index ranges ``stuck_keys_unleased`` and ``stuck_keys_leased``), so its counts add up to the list's
 rows. It reads at most ``cap`` + 1 of them: past the cap it is not computed (``too_many``), as the state tabs stop
 counting at their cap, so a tab of millions of succeeded keys costs a bounded index read, never a full count.
+A stuck list filtered by suggested outcome is broken down over the page shown (``break_down_rows``): its filter
+costs an outbox lookup per key, so counting it past the page would look up every stuck key.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +19,7 @@ import psycopg
 
 from idemdash.core.statuses import LEASE_TABS
 from idemdash.queries import Tables, statement
-from idemdash.queries.keys import KeyFilter, filter_params
+from idemdash.queries.keys import KeyFilter, KeyRow, filter_params
 from idemdash.queries.transactions import select_all
 
 
@@ -39,6 +43,10 @@ class Breakdown:
     cap: int
     by_scope: list[Group] = field(default_factory=list)  # worst first, then by name
     by_worker: list[Group] = field(default_factory=list)
+    # the keys of the page shown only (a stuck list filtered by suggested outcome: each key's outcome costs an
+    # outbox lookup, so only the page's keys are looked up, as its suggestion groups are); ``more``: other pages
+    page_only: bool = False
+    more: bool = False
 
     def top(self, dimension: str, n: int) -> tuple[list[Group], int, int]:
         """The ``n`` largest groups of ``dimension`` ('scope' or 'worker'), with how many groups and keys are left
@@ -57,6 +65,8 @@ class Breakdown:
             "cap": self.cap,
             "by_scope": cells(self.by_scope, "scope"),
             "by_worker": cells(self.by_worker, "worker"),
+            "page_only": self.page_only,
+            "more": self.more,
         }
 
 
@@ -64,6 +74,15 @@ def _worst_first(cells: list[_Cell], dimension: str) -> list[Group]:
     groups = [Group(c.name, c.count) for c in cells if c.dimension == dimension]
     # worst first; ties by name (a NULL worker last among equals)
     return sorted(groups, key=lambda g: (-g.count, g.name is None, g.name or ""))
+
+
+def break_down_rows(rows: Sequence[KeyRow], *, cap: int, more: bool) -> Breakdown:
+    """The rows of one page per scope and per worker (no query: the page has read them)."""
+    cells = [_Cell("scope", name, n) for name, n in Counter(r.scope for r in rows).items()]
+    cells += [_Cell("worker", name, n) for name, n in Counter(r.claimed_by for r in rows).items()]
+    return Breakdown(
+        len(rows), False, cap, _worst_first(cells, "scope"), _worst_first(cells, "worker"), page_only=True, more=more
+    )
 
 
 def break_down_keys(

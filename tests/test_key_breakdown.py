@@ -155,3 +155,38 @@ def test_a_tab_past_the_cap_is_not_broken_down(client, conn, monkeypatch):
 def test_bad_input_is_a_clear_400(client):
     response = client.get("/api/v1/keys/breakdown?status=nope")
     assert response.status_code == 400 and "status" in response.get_data(as_text=True)
+
+
+def test_a_suggested_filter_breaks_down_the_page_shown_only(client, conn):
+    """Each key's suggested outcome costs an outbox lookup: the breakdown is of the page's keys, and says so."""
+    stage_incident(conn)
+    page = client.get("/api/v1/keys?status=stuck&suggested=safe_to_retry&limit=50").get_json()
+    rows = page["items"]
+    assert len(rows) == 50 and page["next_cursor"] is not None  # more safe-to-retry keys than a page
+    body = client.get("/api/v1/keys/breakdown?status=stuck&suggested=safe_to_retry").get_json()
+    assert body["page_only"] is True and body["more"] is True and body["too_many"] is False
+    assert body["total"] == 50
+    assert as_pairs(body["by_scope"], "scope") == worst_first(Counter(r["scope"] for r in rows))
+    assert as_pairs(body["by_worker"], "worker") == worst_first(Counter(r["claimed_by"] for r in rows))
+    # the page with a smaller limit breaks down its own 10 rows, and says only the page is counted
+    html = client.get("/keys?status=stuck&suggested=safe_to_retry&limit=10").get_data(as_text=True)
+    box = BeautifulSoup(html, "html.parser").select_one("#breakdown-box")
+    assert box["data-breakdown-total"] == "10"
+    assert box.select_one("[data-page-only]") is not None and "other pages are not counted" in box.get_text()
+    # without the suggested filter: the whole tab, not a page
+    whole = client.get("/api/v1/keys/breakdown?status=stuck").get_json()
+    assert whole["page_only"] is False and whole["total"] > 50
+
+
+def test_matching_is_the_breakdowns_total_for_every_tab(client, conn):
+    """The list's ``matching`` is read from its breakdown (one read of the same rows): equal to the rows listed."""
+    stage_incident(conn)
+    for query in (
+        "status=stuck&claimed_by=api-3",
+        "status=processing",
+        "status=succeeded",
+        "status=stuck&min_attempts=6",
+    ):
+        listed, _ = walk(client, f"/api/v1/keys?{query}")
+        body = client.get(f"/api/v1/keys?{query}").get_json()
+        assert body["matching"] == {"count": len(listed), "more": False}, query

@@ -118,6 +118,8 @@ class KeyBreakdown(Answer):
                     "cap": 10000,
                     "by_scope": [{"scope": "capture_payment", "count": 21}, {"scope": "refund", "count": 2}],
                     "by_worker": [{"worker": "api-3", "count": 19}, {"worker": "api-1", "count": 4}],
+                    "page_only": False,
+                    "more": False,
                     "as_of": "2026-11-24T21:47:48.149746+00:00",
                     "not_applied": [],
                 }
@@ -131,6 +133,13 @@ class KeyBreakdown(Answer):
     cap: int = Field(description="The most keys a breakdown reads.")
     by_scope: list[ScopeCount] = Field(description="Keys per scope, most first, then by name.")
     by_worker: list[WorkerCount] = Field(description="Keys per worker (claimed_by), most first, then by name.")
+    page_only: bool = Field(
+        description="Only the keys of the list's first page (limit 50) are broken down: a stuck list filtered by "
+        "suggested, whose filter costs an outbox lookup per key."
+    )
+    more: bool = Field(
+        description="With page_only: the list has other pages, not broken down (total is a lower bound)."
+    )
     as_of: datetime
     not_applied: list[NotApplied] = Field(description="Filters given that do not apply to this tab, not applied.")
 

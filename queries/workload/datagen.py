@@ -29,6 +29,7 @@ class KeyPlan:
     failed_retryable: int
     failed_final: int
     perm: int
+    response_bodies: bool = True  # succeeded keys store a response body besides their result reference
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ def insert_generated_keys(
             "failed_retryable": plan.failed_retryable,
             "failed_final": plan.failed_final,
             "perm": plan.perm,
+            "response_bodies": plan.response_bodies,
             "seed": seed,
             "lo": lo,
             "hi": hi,

@@ -68,7 +68,7 @@ INSERT INTO {keys} (idempotency_scope, idempotency_key, request_hash, status, re
 SELECT scope, key, md5(scope || '|' || key), state::{status_type},
        CASE WHEN state = 'succeeded' THEN split_part(pg_temp.datagen_event_type(s), '.', 1) END,
        CASE WHEN state = 'succeeded' THEN result_id END,
-       CASE WHEN state = 'succeeded' THEN jsonb_build_object('id', result_id, 'status', 'ok') END,
+       CASE WHEN state = 'succeeded' AND %(response_bodies)s THEN jsonb_build_object('id', result_id, 'status', 'ok') END,
        CASE state WHEN 'failed_retryable' THEN 'upstream_timeout' WHEN 'failed_final' THEN 'card_declined' END,
        CASE state WHEN 'failed_retryable' THEN 'payment gateway did not answer within 10s'
                   WHEN 'failed_final' THEN 'issuer declined the card' END,
