@@ -2,16 +2,19 @@
 (every tab, within its filters), on the overview's stuck card, and as ``GET /api/v1/keys/breakdown``.
 
 Bounded like the tab counts: at most ``CAP`` matching keys are read (the exact-count cap of the tabs); a tab with
-more (succeeded, at millions of keys) says "too many to break down" rather than counting them all on every view.
+more (succeeded, at millions of keys) says "too many to break down" rather than counting them all on every view;
+when the request already knows the tab is past the cap (its tab's count, or a fresh snapshot) nothing is read.
 The stuck set is read from the index of leases. A stuck list filtered by suggested outcome is broken down over the
 page shown, as its suggestion groups are: that filter costs an outbox lookup per key.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from flask import g
 
-from idemdash.dashboard import panels
+from idemdash.dashboard import key_tabs, panels
 from idemdash.dashboard.key_tabs import COUNT_CAP
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import key_breakdown, keys
@@ -34,6 +37,8 @@ def load(
     read = g.setdefault("key_breakdowns", {})
     if flt.status == "stuck" and flt.suggested is not None:
         return _of_page(page if page is not None else _first_page(flt))
+    if flt not in read and _known_past_cap(flt):
+        read[flt] = panels.Panel(value=key_breakdown.Breakdown(0, True, CAP))
     if flt not in read:
         target = get_target()
         read[flt] = panels.load(
@@ -46,6 +51,18 @@ def load(
             index=INDEX.get(flt.status, "index_keys_terminal_scope" if flt.scope else "index_keys_updated"),
         )
     return read[flt]
+
+
+def _known_past_cap(flt: keys.KeyFilter) -> bool:
+    """Whether the tab has more than CAP keys by what this request already knows, with no filter but the window:
+    its tab counted past the cap, or a fresh snapshot far past it (as the tab itself shows). Then the breakdown
+    would read CAP + 1 keys only to find it cannot break them down."""
+    if replace(flt, updated_within_seconds=None) != keys.KeyFilter(flt.status):
+        return False
+    tab = key_tabs.counted(flt.status, flt.updated_within_seconds)
+    if tab is not None:
+        return tab.more
+    return flt.status in key_tabs.far_past_cap(flt.updated_within_seconds is not None)
 
 
 def _first_page(flt: keys.KeyFilter) -> panels.Panel[Page[keys.KeyRow]]:

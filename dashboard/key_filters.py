@@ -18,7 +18,6 @@ from idemdash.dashboard.targets import get_target
 from idemdash.queries import key_matching, keys
 from idemdash.queries.cursor import Page
 
-COUNT_CAP = 10_000
 # the tabs a filter means something on: a lease's end, and the outcome suggested for a stuck key
 # and the window of a terminal or failed key's last change (the overview's 24 h cards link to it)
 APPLIES = {
@@ -85,7 +84,7 @@ def filtered(flt: keys.KeyFilter) -> bool:
 
 
 def matching(flt: keys.KeyFilter, page_size: int) -> panels.Panel[key_matching.Matching]:
-    """Keys on this tab that match every filter, exact up to COUNT_CAP; with a suggested outcome, exact up to
+    """Keys on this tab that match every filter, exact up to the tabs' cap; with a suggested outcome, exact up to
     ``page_size`` (each key costs an outbox lookup: a page of them, as the list itself reads). Without one, the
     number comes from the tab's breakdown (the same rows, read once for both: the breakdown is over the cap exactly
     when the count is)."""
@@ -109,7 +108,7 @@ def matching(flt: keys.KeyFilter, page_size: int) -> panels.Panel[key_matching.M
             index_why=broken_down.index_why,
         )
     b = broken_down.value
-    return panels.Panel(value=key_matching.Matching(COUNT_CAP if b.too_many else b.total, b.too_many))
+    return panels.Panel(value=key_matching.Matching(b.cap if b.too_many else b.total, b.too_many))
 
 
 def without_each(flt: keys.KeyFilter, page_size: int) -> list[tuple[str, key_matching.Matching]]:

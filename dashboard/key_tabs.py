@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from flask import g
+
 from idemdash.core.statuses import CHANGE_TABS
 from idemdash.dashboard import panels
 from idemdash.dashboard.targets import get_target
@@ -47,21 +49,50 @@ class Tab:
 
 def load(current: str, updated_within: float | None = None) -> panels.Panel[list[Tab]]:
     """One tab per key status, in KEY_STATUSES order, ``current`` marked; with ``updated_within`` (seconds) the
-    terminal and failed tabs count only keys changed that recently (the snapshot counts every one: not used)."""
-    config = get_target().settings  # this database's lease and snapshot interval, as its list reads them
-    snapshot = panels.load(snapshots.get_latest_snapshot).value
+    terminal and failed tabs count only keys changed that recently (the snapshot counts every one: not used).
+    Read once per request (the breakdown looks at the current tab's count: ``counted``)."""
+    read = g.setdefault("key_tabs", {})
+    if (current, updated_within) not in read:
+        read[(current, updated_within)] = _load(current, updated_within)
+    return read[(current, updated_within)]
+
+
+def counted(status: str, updated_within: float | None) -> Tab | None:
+    """``status``'s tab as this request already counted it with ``updated_within``, else None (nothing is read)."""
+    for (_, window), panel in g.get("key_tabs", {}).items():
+        if window == updated_within and panel.ok and panel.value is not None:
+            return next((t for t in panel.value if t.status == status), None)
+    return None
+
+
+def far_past_cap(windowed: bool) -> set[str]:
+    """The states a fresh snapshot puts far past the cap (not counted: their number is the snapshot's)."""
+    config = get_target().settings
+    snapshot = _snapshot()
     fresh = (
         snapshot is not None
         and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds()
         <= FRESH_INTERVALS * config.snapshot_interval_seconds
     )
-    windowed = set(CHANGE_TABS) if updated_within is not None else set()
-    far_past_cap = {
+    return {
         status
         for status, field in SNAPSHOT_FIELDS.items()
-        if fresh and status not in windowed and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP
+        if fresh and not (windowed and status in CHANGE_TABS) and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP
     }
-    caps = {status: 0 if status in far_past_cap else COUNT_CAP for status in keys.KEY_STATUSES}
+
+
+def _snapshot() -> snapshots.Snapshot | None:
+    if "key_tabs_snapshot" not in g:
+        g.key_tabs_snapshot = panels.load(snapshots.get_latest_snapshot).value
+    return g.key_tabs_snapshot
+
+
+def _load(current: str, updated_within: float | None) -> panels.Panel[list[Tab]]:
+    config = get_target().settings  # this database's lease and snapshot interval, as its list reads them
+    snapshot = _snapshot()
+    windowed = set(CHANGE_TABS) if updated_within is not None else set()
+    far_past = far_past_cap(updated_within is not None)
+    caps = {status: 0 if status in far_past else COUNT_CAP for status in keys.KEY_STATUSES}
     counted = panels.load(
         keys.count_keys_by_state,
         get_target().tables,
@@ -77,7 +108,7 @@ def load(current: str, updated_within: float | None = None) -> panels.Panel[list
     tabs = []
     for status in keys.KEY_STATUSES:
         value = getattr(counted.value, status)
-        more = status in far_past_cap or value > COUNT_CAP
+        more = status in far_past or value > COUNT_CAP
         from_snapshot = (
             getattr(snapshot, SNAPSHOT_FIELDS[status])
             if more and snapshot is not None and status in SNAPSHOT_FIELDS and status not in windowed
@@ -88,7 +119,7 @@ def load(current: str, updated_within: float | None = None) -> panels.Panel[list
             Tab(
                 status,
                 LABELS[status],
-                COUNT_CAP if status in far_past_cap else min(value, COUNT_CAP),
+                COUNT_CAP if status in far_past else min(value, COUNT_CAP),
                 more,
                 from_snapshot,
                 taken_at,

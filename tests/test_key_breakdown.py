@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from bs4 import BeautifulSoup
 
-from idemdash.dashboard import key_breakdown
+from idemdash.dashboard import key_breakdown, key_tabs
 from tests.test_keys import insert_key, walk
 
 SCOPES = ("create_order", "refund", "send_invoice", "ship", "notify")
@@ -190,3 +190,23 @@ def test_matching_is_the_breakdowns_total_for_every_tab(client, conn):
         listed, _ = walk(client, f"/api/v1/keys?{query}")
         body = client.get(f"/api/v1/keys?{query}").get_json()
         assert body["matching"] == {"count": len(listed), "more": False}, query
+
+
+def test_a_tab_the_request_knows_is_past_the_cap_is_not_read_again(client, conn, monkeypatch):
+    """A fresh snapshot far past the cap (the tab shows its number, uncounted): the breakdown agrees with the tab
+    without reading the keys; a filter, which the snapshot does not count, is read."""
+    monkeypatch.setattr(key_tabs, "COUNT_CAP", 3)
+    monkeypatch.setattr(key_breakdown, "CAP", 3)
+    for i in range(2):
+        insert_key(conn, "s", f"stuck-{i}", claimed_by="api-1")  # 2 stuck: under the cap, were they read
+    conn.execute(
+        """INSERT INTO idemdash.metric_snapshot (taken_at, stuck_keys, processing_keys, failed_retryable_keys,
+               failed_final_keys_24h, outbox_pending, outbox_lag_seconds, inbox_rows_24h)
+           VALUES (now() - interval '30 seconds', 900, 900, 0, 0, 0, NULL, 0)"""
+    )
+    body = client.get("/api/v1/keys/breakdown?status=stuck").get_json()
+    assert body["too_many"] is True and body["total"] == 0
+    page = client.get("/api/v1/keys?status=stuck").get_json()
+    assert page["counts"]["stuck"]["more"] is True and page["matching"] == {"count": 3, "more": True}
+    narrowed = client.get("/api/v1/keys/breakdown?status=stuck&claimed_by=api-1").get_json()
+    assert narrowed["too_many"] is False and narrowed["total"] == 2
