@@ -14,10 +14,12 @@ from typing import Any
 
 from flask import g
 
+from idemdash.core.profiles.shape import DONE
 from idemdash.core.statuses import CHANGE_TABS
 from idemdash.dashboard import panels
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import keys, snapshots
+from idemdash.queries.rollup_states import stored_state_counts
 
 COUNT_CAP = 10_000
 # a snapshot this many snapshot intervals old still stands in for a count, when it is past SKIP_FACTOR x the cap
@@ -66,19 +68,28 @@ def counted(status: str, updated_within: float | None) -> Tab | None:
 
 
 def far_past_cap(windowed: bool) -> set[str]:
-    """The states a fresh snapshot puts far past the cap (not counted: their number is the snapshot's)."""
+    """The states a fresh snapshot puts far past the cap (not counted: their number is the snapshot's), and the
+    succeeded keys when the rollup job's count of them (stored because counting them is slow) is far past it."""
     config = get_target().settings
     snapshot = _snapshot()
+    done = None if windowed else _stored_counts().get(("keys", DONE))
+    many_done = {"succeeded"} if done is not None and (done.count or 0) > SKIP_FACTOR * COUNT_CAP else set()
     fresh = (
         snapshot is not None
         and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds()
         <= FRESH_INTERVALS * config.snapshot_interval_seconds
     )
-    return {
+    return many_done | {
         status
         for status, field in SNAPSHOT_FIELDS.items()
         if fresh and not (windowed and status in CHANGE_TABS) and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP
     }
+
+
+def _stored_counts() -> dict:
+    if "key_tabs_stored" not in g:
+        g.key_tabs_stored = panels.load(stored_state_counts).value or {}
+    return g.key_tabs_stored
 
 
 def _snapshot() -> snapshots.Snapshot | None:

@@ -228,3 +228,31 @@ def test_the_overviews_24_h_cards_open_a_list_and_a_tab_that_count_the_same_keys
     assert stuck["counts"]["failed_final"]["count"] == 3
     assert client.get("/api/v1/keys").get_json()["counts"]["failed_final"]["count"] == 5
     assert client.get("/api/v1/keys?status=failed_final&updated_within=soon").status_code == 400
+
+
+def test_succeeded_keys_the_rollup_job_counted_far_past_the_cap_are_not_counted_on_each_view(client, conn, monkeypatch):
+    """At 100M keys the job stores the succeeded keys' count (too slow to count live): the tab says "more" from it
+    instead of reading COUNT_CAP index entries on every view; within a window (which the job does not count) it
+    counts, and a stored count that is not far past the cap does not stand in."""
+    from datetime import datetime, timezone
+
+    from idemdash.queries.profile_states import MeasuredState
+    from idemdash.queries.rollup_store import upsert_rollup
+    from idemdash.queries.rollups import LIVE_BUDGET_MS
+
+    monkeypatch.setattr(key_tabs, "COUNT_CAP", 3)
+    for i in range(2):
+        insert_key(conn, "s", f"ok-{i}", status="succeeded", locked_until=None)  # 2 live: under the cap
+
+    def store(count: int) -> None:
+        done = MeasuredState("keys", "done", count, LIVE_BUDGET_MS + 1.0, estimated=True)
+        upsert_rollup(conn, "library_states", "", datetime.now(timezone.utc), 2_000.0, [done])
+
+    store(4)  # past the cap, not far past it: counted
+    assert _tabs(client)[0]["succeeded"] == "2"
+    store(900)
+    assert _tabs(client)[0]["succeeded"] == "3+"
+    api = client.get("/api/v1/keys?status=succeeded").get_json()
+    assert api["counts"]["succeeded"] == {"count": 3, "more": True, "snapshot": None, "snapshot_at": None}
+    assert api["matching"]["more"] is True  # the breakdown agrees with the tab, without reading the keys
+    assert _tabs(client, "/keys?status=succeeded&updated_within=1d")[0]["succeeded"] == "2"
