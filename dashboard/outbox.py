@@ -13,11 +13,12 @@ from idemdash.dashboard.schemas.profile_pages import ProfileOutbox
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import htmx_request, render
 from idemdash.queries import outbox, outbox_actions
+from idemdash.queries.overview import OutboxBacklog, summarize_backlog
 
 bp = Blueprint("outbox", __name__)
 
 # A pending row whose delivery failed this often is probably a poison event: it will never publish on its own.
-MANY_ATTEMPTS = 3
+MANY_ATTEMPTS = outbox.POISON_MIN_ATTEMPTS
 MANY_ATTEMPTS_SHOWN = 20
 
 DEFINITIONS = {
@@ -64,9 +65,9 @@ def _outbox() -> dict:
         "limit": limit,
         "after": after,
         "rows": rows,
-        "summary": panels.load(
-            outbox.get_outbox_summary, tables, min_attempts=MANY_ATTEMPTS, index="index_outbox_pending"
-        ),
+        # the overview's backlog numbers: precomputed at scale (every pending row counted), see dashboard/rollups.py
+        "summary": _summary(backlog := rollups.load_one("outbox_backlog")),
+        "backlog": backlog,
         # pending rows and a day of published ones per type: precomputed at scale, see dashboard/rollups.py
         "event_types": rollups.load_one("outbox_event_types"),
         "many_attempts": panels.load(
@@ -80,6 +81,15 @@ def _outbox() -> dict:
         "many_attempts_shown": MANY_ATTEMPTS_SHOWN,
         "event_types_shown": outbox.EVENT_TYPES_SHOWN,
     }
+
+
+def _summary(backlog: panels.Panel[OutboxBacklog]) -> panels.Panel[outbox.OutboxSummary]:
+    if not backlog.ok or backlog.value is None:
+        return panels.Panel(
+            problem=backlog.problem, message=backlog.message, index_sql=backlog.index_sql, index_why=backlog.index_why
+        )
+    computed_at = backlog.computed_at or datetime.now(timezone.utc)
+    return panels.Panel(value=summarize_backlog(backlog.value, computed_at))
 
 
 def _parked(statuses: list[str]) -> panels.Panel:
@@ -143,5 +153,5 @@ def api() -> schema.OutboxPage | ProfileOutbox:
         many_attempts=panels.require(data["many_attempts"]),
         parked=parked,
         definitions=DEFINITIONS,
-        precomputed=rollups.precomputed(by_event_type=data["event_types"]),
+        precomputed=rollups.precomputed(by_event_type=data["event_types"], backlog=data["backlog"]),
     )

@@ -82,12 +82,6 @@ class Status:
     status: str
 
 
-def get_outbox_summary(conn: psycopg.Connection, tables: Tables, *, min_attempts: int) -> OutboxSummary:
-    row = select_one(conn, statement("get_outbox_summary", tables), {"min_attempts": min_attempts}, OutboxSummary)
-    assert row is not None  # an aggregate without GROUP BY always answers one row
-    return row
-
-
 def list_outbox_event_types(
     conn: psycopg.Connection, tables: Tables, limit: int = EVENT_TYPES_SHOWN
 ) -> list[EventTypeSummary]:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Annotated
 
 import psycopg
 from pydantic import Field
 
 from idemdash.queries import Tables, statement
-from idemdash.queries.outbox import POISON_MIN_ATTEMPTS
+from idemdash.queries.outbox import POISON_MIN_ATTEMPTS, OutboxSummary
 from idemdash.queries.purge_history import PurgeRun
 from idemdash.queries.transactions import select_all, select_one
 
@@ -135,3 +135,24 @@ def count_stuck_keys_by_scope(
 
 def list_recent_purge_runs(conn: psycopg.Connection, limit: int = 5) -> list[PurgeRun]:
     return select_all(conn, statement("list_recent_purge_runs"), {"limit": limit}, PurgeRun)
+
+
+def summarize_backlog(b: OutboxBacklog, computed_at: datetime) -> OutboxSummary:
+    """The outbox page's backlog numbers from the overview's (get_outbox_backlog, which the rollup job stores at
+    scale): its ages as of now, from the times of its oldest rows (``computed_at``: when it was read)."""
+    now = datetime.now(timezone.utc)
+    oldest_healthy_at = computed_at - timedelta(seconds=b.lag_seconds) if b.lag_seconds is not None else None
+
+    def age(at: datetime | None) -> float | None:
+        return (now - at).total_seconds() if at is not None else None
+
+    return OutboxSummary(
+        pending=b.pending,
+        oldest_pending_at=b.oldest_pending_at,
+        lag_seconds=age(oldest_healthy_at),
+        pending_many_attempts=b.poison,
+        oldest_healthy_at=oldest_healthy_at,
+        healthy_lag_seconds=age(oldest_healthy_at),
+        oldest_poison_at=b.oldest_poison_at,
+        poison_oldest_seconds=age(b.oldest_poison_at),
+    )

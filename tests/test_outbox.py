@@ -470,3 +470,35 @@ def test_timed_out_panels_say_so_and_name_their_index(make_app, conn, database_u
     finally:
         release.set()
         holder.join(15)
+
+
+def test_the_backlog_is_read_from_the_rollup_job_at_scale_with_its_ages_as_of_now(client, conn):
+    """At 5M outbox rows counting every pending row on each view costs what the overview's backlog costs: the
+    page reads the same stored number, says when it was computed, and its lag still grows with the clock."""
+    from datetime import timezone
+
+    from idemdash.queries.overview import OutboxBacklog
+    from idemdash.queries.rollup_store import upsert_rollup
+
+    now = datetime.now(timezone.utc)
+    computed = now - timedelta(seconds=20)
+    stored = OutboxBacklog(
+        pending=125_000,
+        oldest_pending_at=now - timedelta(hours=3),
+        lag_seconds=600.0,  # the oldest healthy row was 10 min old when the job counted, 20 s ago
+        poison=2_500,
+        oldest_poison_at=now - timedelta(hours=3),
+        poison_oldest_seconds=3 * 3600 - 20.0,
+    )
+    upsert_rollup(conn, "outbox_backlog", "", computed, 250.0, [stored])
+    body = client.get("/api/v1/outbox").get_json()
+    backlog = body["backlog"]
+    assert backlog["pending"] == 125_000 and backlog["pending_many_attempts"] == 2_500
+    assert 619 <= backlog["healthy_lag_seconds"] <= 640 and backlog["lag_seconds"] == backlog["healthy_lag_seconds"]
+    assert 3 * 3600 - 1 <= backlog["poison_oldest_seconds"] <= 3 * 3600 + 20
+    assert body["precomputed"]["backlog"]["computed_ms"] == 250.0
+    page = BeautifulSoup(client.get("/outbox").data, "html.parser")
+    assert page.select_one('[data-metric="pending"]').get_text() == "125,000"
+    assert any("The backlog: as of" in p.get_text() for p in page.select("[data-precomputed]"))
+    # the overview reads the same stored number
+    assert client.get("/api/v1/overview").get_json()["outbox"]["pending"] == 125_000

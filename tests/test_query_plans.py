@@ -53,7 +53,7 @@ WHOLE_TABLE_AGGREGATES = {
 # index, read whole and index-only, is the answer (the overview's processing count, the outbox backlog, its lag and
 # its likely poison rows apart). Bounded by
 # what the predicate selects (1 % and 2.5 % of the tables at size L), not by the table.
-PARTIAL_INDEX_COUNTS = {"count_processing_keys", "get_outbox_summary", "get_outbox_backlog"}
+PARTIAL_INDEX_COUNTS = {"count_processing_keys", "get_outbox_backlog"}
 
 
 # The counts of /tables (queries/profile_states.sql): each state of each table counted whole, as the library

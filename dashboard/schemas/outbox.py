@@ -204,7 +204,7 @@ class OutboxPage(Answer):
     parked: list[ParkedRow] = Field(description="Rows an operator parked, oldest first, with who, when and why.")
     definitions: dict[str, str] = Field(description="What each number counts, by its dotted name.")
     precomputed: dict[str, Precomputed] = Field(
-        description="The sections read from a rollup (by_event_type), when "
+        description="The sections read from a rollup (backlog, by_event_type), when "
         "computed and how long that took; empty when all live."
     )
 
