@@ -87,11 +87,12 @@ def matching(flt: keys.KeyFilter, page_size: int) -> panels.Panel[key_matching.M
     """Keys on this tab that match every filter, exact up to the tabs' cap; with a suggested outcome, exact up to
     ``page_size`` (each key costs an outbox lookup: a page of them, as the list itself reads). Without one, the
     number comes from the tab's breakdown (the same rows, read once for both: the breakdown is over the cap exactly
-    when the count is)."""
+    when the count is; on a processing tab it examines at most the cap + 1 keys of each range, and past them the
+    count is a lower bound, ``more``)."""
     target = get_target()
     if flt.status == "stuck" and flt.suggested is not None:
         return panels.load(
-            key_matching.count_keys_matching,
+            key_matching.count_suggested_keys_matching,
             target.tables,
             flt,
             lease_seconds=target.settings.default_lease_seconds,
@@ -108,7 +109,7 @@ def matching(flt: keys.KeyFilter, page_size: int) -> panels.Panel[key_matching.M
             index_why=broken_down.index_why,
         )
     b = broken_down.value
-    return panels.Panel(value=key_matching.Matching(b.cap if b.too_many else b.total, b.too_many))
+    return panels.Panel(value=key_matching.Matching(b.cap if b.too_many else b.total, b.too_many or b.more))
 
 
 def without_each(flt: keys.KeyFilter, page_size: int) -> list[tuple[str, key_matching.Matching]]:

@@ -34,6 +34,8 @@ class Panel(Generic[T]):
     # set when the value was precomputed by the scheduler's rollup job (dashboard/rollups.py), not read now
     computed_at: datetime | None = None
     computed_ms: float | None = None  # how long computing it took
+    # computed live by an earlier view and kept in this process (a rollup variant the job does not compute)
+    kept: bool = False
 
     @property
     def ok(self) -> bool:

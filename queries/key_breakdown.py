@@ -1,9 +1,12 @@
 """A key list's rows counted per scope and per worker (``claimed_by``), worst first: where an incident is.
 
 The breakdown reads the same conditions as the list (``processing_key_filter``, ``status_key_filter``; for stuck
-keys the two index ranges ``stuck_keys_unleased`` and ``stuck_keys_leased``), so its counts add up to the list's
+keys the two index ranges ``stuck_range_unleased`` and ``stuck_range_leased``), so its counts add up to the list's
 rows. It reads at most ``cap`` + 1 of them: past the cap it is not computed (``too_many``), as the state tabs stop
 counting at their cap, so a tab of millions of succeeded keys costs a bounded index read, never a full count.
+On the processing tabs (stuck, needs_review, processing) the cap bounds the keys examined, not only those matching:
+a filter is tested on the first cap + 1 keys of each index range (oldest first), so a filter that matches few of
+200,000 stuck keys does not read them all; past them the counts are a lower bound (``more``).
 A stuck list filtered by suggested outcome is broken down over the page shown (``break_down_rows``): its filter
 costs an outbox lookup per key, so counting it past the page would look up every stuck key.
 """
@@ -25,7 +28,7 @@ from idemdash.queries.transactions import select_all
 
 @dataclass(frozen=True)
 class _Cell:
-    dimension: str  # 'scope' or 'worker'
+    dimension: str  # 'scope' or 'worker'; 'cut': a range held more keys than were examined
     name: str | None  # a worker is NULL for a key never claimed
     count: int
 
@@ -44,8 +47,10 @@ class Breakdown:
     by_scope: list[Group] = field(default_factory=list)  # worst first, then by name
     by_worker: list[Group] = field(default_factory=list)
     # the keys of the page shown only (a stuck list filtered by suggested outcome: each key's outcome costs an
-    # outbox lookup, so only the page's keys are looked up, as its suggestion groups are); ``more``: other pages
+    # outbox lookup, so only the page's keys are looked up, as its suggestion groups are)
     page_only: bool = False
+    # the counts are a lower bound: other pages (page_only), or keys of a processing tab past the cap + 1 examined
+    # (a filter tested on the first cap + 1 keys of each index range only: an incident's size bounds no read)
     more: bool = False
 
     def top(self, dimension: str, n: int) -> tuple[list[Group], int, int]:
@@ -101,4 +106,5 @@ def break_down_keys(
     total = sum(c.count for c in cells if c.dimension == "scope")
     if total > cap:
         return Breakdown(0, True, cap)
-    return Breakdown(total, False, cap, _worst_first(cells, "scope"), _worst_first(cells, "worker"))
+    cut = any(c.dimension == "cut" for c in cells)  # a range held more keys than were examined
+    return Breakdown(total, False, cap, _worst_first(cells, "scope"), _worst_first(cells, "worker"), more=cut)

@@ -1,13 +1,14 @@
 """How many keys match a key list's filters (``matching``), and the stuck keys grouped by suggested outcome.
 
 Both read the same conditions as the list itself (``processing_key_filter``, ``status_key_filter`` in keys.sql;
-for stuck keys the same conditions split into the two index ranges that hold them, ``stuck_keys_unleased`` and
-``stuck_keys_leased`` in key_matching.sql), so a count can never disagree with the rows listed; each is exact up
+for stuck keys the same conditions split into the two index ranges that hold them, ``stuck_range_unleased`` and
+``stuck_range_leased`` in key_matching.sql), so a count can never disagree with the rows listed; each is exact up
 to a cap and says when there are more, like the state tabs.
 
 A stuck key's suggested outcome costs an outbox lookup, so the groups are those of the keys on the page shown only
 (``count_suggestions_on_page``: at most a page of lookups, however many keys are stuck), and ``matching`` for a
-``suggested`` filter counts up to its own small cap (the page's size), as the list finds them.
+``suggested`` filter counts up to its own small cap (the page's size), as the list finds them. Without one, a tab's
+``matching`` is its breakdown's total (queries/key_breakdown.py: the same rows, read once).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Annotated, Any
 import psycopg
 from pydantic import Field
 
-from idemdash.core.statuses import LEASE_TABS, Outcome
+from idemdash.core.statuses import Outcome
 from idemdash.queries import Tables, statement
 from idemdash.queries.keys import KeyFilter, KeyRow, filter_params
 from idemdash.queries.transactions import select_all, select_one
@@ -31,7 +32,13 @@ SUGGESTIONS: tuple[Outcome, ...] = ("already_succeeded", "safe_to_retry", "needs
 @dataclass(frozen=True)
 class Matching:
     count: Annotated[int, Field(description="Keys of this tab matching every filter, exact up to the cap.")]
-    more: Annotated[bool, Field(description="More keys match than the cap.")]
+    more: Annotated[
+        bool,
+        Field(
+            description="More keys may match than count: past the cap, or (a filtered stuck, needs_review or "
+            "processing tab of more than the cap) past the cap + 1 keys of each index range examined."
+        ),
+    ]
 
     def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "more": self.more}
@@ -57,7 +64,7 @@ class SuggestionGroup:
     ]
 
 
-def count_keys_matching(
+def count_suggested_keys_matching(
     conn: psycopg.Connection,
     tables: Tables,
     flt: KeyFilter,
@@ -66,16 +73,13 @@ def count_keys_matching(
     hotspot_min_attempts: int,
     cap: int,
 ) -> Matching:
-    """Keys of ``flt``'s tab matching it, exact up to ``cap``. A ``suggested`` filter is tested key by key as the list
-    tests it (an outbox lookup for each key its own columns leave), so its caller gives it a cap of a page."""
-    if flt.status == "stuck" and flt.suggested is None:
-        name = "count_stuck_keys_matching"
-    elif flt.status in LEASE_TABS:
-        name = "count_processing_keys_matching"
-    else:
-        name = "count_status_keys_matching"
+    """Stuck keys matching ``flt`` and its ``suggested`` outcome, exact up to ``cap``: the outcome is tested key by key
+    as the list tests it (an outbox lookup for each key its own columns leave), so its caller gives it a cap of a
+    page. (Without a suggested outcome a tab's matching count is its breakdown's total: queries/key_breakdown.py.)"""
+    if flt.status != "stuck" or flt.suggested is None:
+        raise ValueError("count_suggested_keys_matching counts a stuck list filtered by suggested outcome")
     params = filter_params(flt, lease_seconds=lease_seconds, hotspot_min_attempts=hotspot_min_attempts)
-    row = select_one(conn, statement(name, tables), params | {"cap": cap}, _Count)
+    row = select_one(conn, statement("count_suggested_keys_matching", tables), params | {"cap": cap}, _Count)
     assert row is not None  # an aggregate answers one row
     return Matching(min(row.count, cap), row.count > cap)
 

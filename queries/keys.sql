@@ -114,6 +114,12 @@ SELECT
 
 -- processing_key_filter --
 -- WHERE conditions of a processing key list and its matching count: every processing key, only stuck ones or only held ones; the operator's filters; and for stuck keys the outcome suggested for them.
+{processing_range}
+  AND {key_operator_filter}
+  AND {suggested_is}
+
+-- processing_range --
+-- The keys of a processing tab (every processing key, only stuck ones or only held ones) and overdue, before the operator's filters.
 k.status = 'processing'
   AND (NOT %(stuck_only)s
        OR k.locked_until < now()
@@ -122,8 +128,6 @@ k.status = 'processing'
   AND (%(min_overdue)s::double precision IS NULL
        OR coalesce(k.locked_until, k.claimed_at + make_interval(secs => %(lease_seconds)s))
           <= now() - make_interval(secs => %(min_overdue)s::double precision))
-  AND {key_operator_filter}
-  AND {suggested_is}
 
 -- key_operator_filter --
 -- The operator's filters that every processing list shares (scope, worker, attempts), apart from the tab's own condition, overdue and the suggested outcome.

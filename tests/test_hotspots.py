@@ -440,3 +440,38 @@ def test_a_timed_out_panel_names_the_index(make_app, conn, database_url):
     finally:
         release.set()
         holder.join(10)
+
+
+def test_a_threshold_the_job_does_not_compute_is_kept_after_a_slow_live_read(client, conn, monkeypatch):
+    """/hotspots?min_attempts=10 at 100M keys reads 85 ms live: the answer is kept for the rollup's interval and
+    says so; the default threshold (the job's own variant) is never kept, so it always reads what the job stored or
+    the table now."""
+    from idemdash.queries import rollups as rollup_defs
+
+    monkeypatch.setattr(rollup_defs, "LIVE_BUDGET_MS", 0.0)  # every live read counts as slow here
+
+    def add(scope: str, n: int, attempts: int) -> None:
+        conn.execute(
+            """INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
+                   claimed_by, attempt_count, expires_at)
+               SELECT %s, 'k' || i, 'h', 'succeeded', 'api-1', %s, now() + interval '1 day'
+               FROM generate_series(1, %s) AS i""",
+            (scope, attempts, n),
+        )
+
+    add("first", 3, 12)
+
+    def scopes(url: str) -> dict:
+        body = client.get(url).get_json()
+        return {g["scope"]: g["hotspot_keys"] for g in body["by_scope"]}, body["precomputed"]
+
+    kept, precomputed = scopes("/api/v1/hotspots?min_attempts=10")
+    assert kept == {"first": 3} and "by_scope" not in precomputed  # read live this time
+    add("second", 4, 12)
+    again, precomputed = scopes("/api/v1/hotspots?min_attempts=10")
+    assert again == {"first": 3} and precomputed["by_scope"]["computed_at"] is not None  # the kept answer
+    page = BeautifulSoup(client.get("/hotspots?min_attempts=10").data, "html.parser")
+    assert page.select_one("[data-kept]") is not None and "earlier view" in page.select_one("[data-kept]").get_text()
+    default, _ = scopes("/api/v1/hotspots")
+    assert default == {"first": 3, "second": 4}  # the job's variant: read now, never kept
+    assert scopes("/api/v1/hotspots")[0] == {"first": 3, "second": 4}

@@ -210,3 +210,35 @@ def test_a_tab_the_request_knows_is_past_the_cap_is_not_read_again(client, conn,
     assert page["counts"]["stuck"]["more"] is True and page["matching"] == {"count": 3, "more": True}
     narrowed = client.get("/api/v1/keys/breakdown?status=stuck&claimed_by=api-1").get_json()
     assert narrowed["too_many"] is False and narrowed["total"] == 2
+
+
+def test_a_filter_on_a_big_processing_tab_is_tested_on_the_oldest_keys_only_and_says_so(client, conn, monkeypatch):
+    """At 200,000 stuck keys a filter that matches few would read them all: the breakdown (and the matching count)
+    tests it on the cap + 1 oldest of each index range, and says the numbers are a lower bound."""
+    monkeypatch.setattr(key_breakdown, "CAP", 10)
+    stuck = stage_incident(conn)
+    # ground truth: the 11 leased stuck keys whose lease ended first, and the unleased ones (8: under the cap)
+    examined = conn.execute(
+        """(SELECT claimed_by FROM app.idempotency_request WHERE status = 'processing' AND locked_until < now()
+            ORDER BY locked_until NULLS FIRST LIMIT 11)
+           UNION ALL
+           (SELECT claimed_by FROM app.idempotency_request WHERE status = 'processing' AND locked_until IS NULL
+              AND claimed_at < now() - interval '300 seconds' ORDER BY claimed_at LIMIT 11)"""
+    ).fetchall()
+    truth = Counter(w for _, _, w in stuck)
+    seen = Counter(w for (w,) in examined)
+    # a worker the filter finds among the examined keys, under the cap, with more of its keys past them
+    worker = next(w for w in sorted(truth) if 0 < seen[w] <= 10 and seen[w] < truth[w])
+    expected = seen[worker]
+    url = f"status=stuck&claimed_by={worker}"
+    body = client.get(f"/api/v1/keys/breakdown?{url}").get_json()
+    assert body["too_many"] is False and body["more"] is True and body["page_only"] is False
+    assert body["total"] == expected and body["by_worker"] == [{"worker": worker, "count": expected}]
+    assert client.get(f"/api/v1/keys?{url}").get_json()["matching"] == {"count": expected, "more": True}
+    page = BeautifulSoup(client.get(f"/keys?{url}").data, "html.parser")
+    assert page.select_one("[data-matching]").get_text(strip=True).startswith(f"{expected}+")
+    assert "others may match too" in page.select_one("[data-lower-bound]").get_text()
+    # under the cap nothing is cut: exact, as before
+    monkeypatch.setattr(key_breakdown, "CAP", 1000)
+    body = client.get(f"/api/v1/keys/breakdown?{url}").get_json()
+    assert body["more"] is False and body["total"] == truth[worker]

@@ -138,7 +138,8 @@ class KeyBreakdown(Answer):
         "suggested, whose filter costs an outbox lookup per key."
     )
     more: bool = Field(
-        description="With page_only: the list has other pages, not broken down (total is a lower bound)."
+        description="total is a lower bound: with page_only, the list has other pages; else a filtered stuck, "
+        "needs_review or processing tab holds more keys than the cap + 1 of each index range examined."
     )
     as_of: datetime
     not_applied: list[NotApplied] = Field(description="Filters given that do not apply to this tab, not applied.")
