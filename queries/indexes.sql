@@ -50,9 +50,9 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {outbox} (attempt_count 
 -- Inbox numbers per consumer: each consumer's oldest and newest row and its recent window.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {inbox} (consumer_name, processed_at)
 
--- index_keys_unleased --
--- Stuck keys without a lease (locked_until NULL: stuck once claimed_at is older than the default lease), counted without reading every processing key.
-CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (claimed_at) WHERE status = 'processing' AND locked_until IS NULL
+-- index_keys_unleased_filters --
+-- Stuck keys without a lease (locked_until NULL: stuck once claimed_at is older than the default lease), oldest claim first, carrying the columns the stuck filters and suggested outcomes test, so counting and breaking them down reads no table row (it replaces index_keys_unleased, which carried none: 10,000 table reads a view at 100M keys).
+CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name} ON {keys} (claimed_at) INCLUDE (idempotency_scope, idempotency_key, claimed_by, attempt_count, expires_at) WHERE status = 'processing' AND locked_until IS NULL
 
 -- index_keys_held --
 -- Keys held for review (needs_review): their list and the overview's count, without reading every processing key.

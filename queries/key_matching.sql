@@ -12,7 +12,7 @@ FROM (SELECT {suggested_outcome} AS suggested
 GROUP BY s.suggested
 
 -- stuck_range_unleased --
--- Stuck keys without a lease (claimed more than the default lease ago), overdue as asked: the range of index_keys_unleased, before the operator's filters.
+-- Stuck keys without a lease (claimed more than the default lease ago), overdue as asked: the range of index_keys_unleased_filters, before the operator's filters.
 k.status = 'processing' AND k.locked_until IS NULL
   AND k.claimed_at < now() - make_interval(secs => %(lease_seconds)s)
   AND (%(min_overdue)s::double precision IS NULL

@@ -88,7 +88,7 @@ def test_a_missing_required_column_fails_and_an_optional_one_warns(client, index
         "column.keys.locked_until": "fail",
         "column.outbox.payload": "warn",
         "index.index_keys_leases": "warn",
-        "index.index_keys_unleased": "warn",
+        "index.index_keys_unleased_filters": "warn",
         "index.index_keys_held": "warn",
     }
     required = items["column.keys.locked_until"]
@@ -102,7 +102,7 @@ def test_a_missing_required_column_fails_and_an_optional_one_warns(client, index
         required,
         optional,
         items["index.index_keys_leases"],
-        items["index.index_keys_unleased"],
+        items["index.index_keys_unleased_filters"],
         items["index.index_keys_held"],
     ):
         indexed.execute(finding["fix_sql"])
