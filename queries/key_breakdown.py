@@ -27,8 +27,17 @@ from idemdash.queries.transactions import select_all
 
 
 @dataclass(frozen=True)
+class _Examined:
+    part: int  # the index range read (stuck keys: 1 unleased, 2 leased)
+    scope: str
+    claimed_by: str | None
+    matches: bool  # matches the operator's filters
+    count: int
+
+
+@dataclass(frozen=True)
 class _Cell:
-    dimension: str  # 'scope' or 'worker'; 'cut': a range held more keys than were examined
+    dimension: str  # 'scope' or 'worker'
     name: str | None  # a worker is NULL for a key never claimed
     count: int
 
@@ -94,17 +103,30 @@ def break_down_keys(
     conn: psycopg.Connection, tables: Tables, flt: KeyFilter, *, lease_seconds: int, hotspot_min_attempts: int, cap: int
 ) -> Breakdown:
     """The keys of ``flt``'s tab matching every filter of it, per scope and per worker, when at most ``cap``
-    match; else ``too_many`` with no groups."""
-    if flt.status == "stuck":
-        name = "breakdown_stuck_keys"
-    elif flt.status in LEASE_TABS:
-        name = "breakdown_processing_keys"
-    else:
-        name = "breakdown_status_keys"
+    match; else ``too_many`` with no groups. A processing tab's filters are tested on at most ``cap`` + 1 keys of
+    each of its index ranges (``more`` when a range held more). Not for a suggested outcome: its breakdown is of
+    the page shown (``break_down_rows``)."""
+    if flt.suggested is not None:
+        raise ValueError("a stuck list filtered by suggested outcome is broken down over its page: break_down_rows")
     params = filter_params(flt, lease_seconds=lease_seconds, hotspot_min_attempts=hotspot_min_attempts)
-    cells = select_all(conn, statement(name, tables), params | {"cap": cap}, _Cell)
+    if flt.status not in LEASE_TABS:
+        cells = select_all(conn, statement("breakdown_status_keys", tables), params | {"cap": cap}, _Cell)
+        cut = False
+    else:
+        name = "breakdown_stuck_keys" if flt.status == "stuck" else "breakdown_processing_keys"
+        examined = select_all(conn, statement(name, tables), params | {"cap": cap}, _Examined)
+        per_part = Counter[int]()
+        by_scope, by_worker = Counter[str](), Counter[str | None]()
+        for e in examined:
+            per_part[e.part] += e.count
+            if e.matches:
+                by_scope[e.scope] += e.count
+                by_worker[e.claimed_by] += e.count
+        cells = [_Cell("scope", n, c) for n, c in by_scope.items()] + [
+            _Cell("worker", n, c) for n, c in by_worker.items()
+        ]
+        cut = any(n > cap for n in per_part.values())  # a range held more keys than were examined
     total = sum(c.count for c in cells if c.dimension == "scope")
     if total > cap:
         return Breakdown(0, True, cap)
-    cut = any(c.dimension == "cut" for c in cells)  # a range held more keys than were examined
     return Breakdown(total, False, cap, _worst_first(cells, "scope"), _worst_first(cells, "worker"), more=cut)
