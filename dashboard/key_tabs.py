@@ -19,7 +19,9 @@ from idemdash.core.statuses import CHANGE_TABS
 from idemdash.dashboard import panels
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import keys, snapshots
+from idemdash.queries.overview import WindowCounts
 from idemdash.queries.rollup_states import stored_state_counts
+from idemdash.queries.rollups import read_stored
 
 COUNT_CAP = 10_000
 # a snapshot this many snapshot intervals old still stands in for a count, when it is past SKIP_FACTOR x the cap
@@ -69,11 +71,15 @@ def counted(status: str, updated_within: float | None) -> Tab | None:
 
 def far_past_cap(windowed: bool) -> set[str]:
     """The states a fresh snapshot puts far past the cap (not counted: their number is the snapshot's), and the
-    succeeded keys when the rollup job's count of them (stored because counting them is slow) is far past it."""
+    succeeded and failed_final keys when the rollup job's count of them (stored because counting them is slow) is
+    far past it."""
     config = get_target().settings
     snapshot = _snapshot()
     done = None if windowed else _stored_counts().get(("keys", DONE))
     many_done = {"succeeded"} if done is not None and (done.count or 0) > SKIP_FACTOR * COUNT_CAP else set()
+    windows = None if windowed else _stored_windows()
+    if windows is not None and windows.failed_final > SKIP_FACTOR * COUNT_CAP:
+        many_done.add("failed_final")
     fresh = (
         snapshot is not None
         and (datetime.now(timezone.utc) - snapshot.taken_at).total_seconds()
@@ -84,6 +90,12 @@ def far_past_cap(windowed: bool) -> set[str]:
         for status, field in SNAPSHOT_FIELDS.items()
         if fresh and not (windowed and status in CHANGE_TABS) and getattr(snapshot, field) > SKIP_FACTOR * COUNT_CAP
     }
+
+
+def _stored_windows() -> WindowCounts | None:
+    if "key_tabs_windows" not in g:
+        g.key_tabs_windows = panels.load(read_stored, "key_windows").value
+    return g.key_tabs_windows
 
 
 def _stored_counts() -> dict:

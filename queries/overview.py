@@ -26,6 +26,7 @@ class ProcessingCounts:
 @dataclass(frozen=True)
 class WindowCounts:
     failed_retryable: int
+    failed_final: int
     failed_final_24h: int
     succeeded_24h: int
 

@@ -255,6 +255,23 @@ def _typed(hint: Any, value: Any) -> Any:
     return value
 
 
+def read_stored(conn: psycopg.Connection, name: str, variant: str = "") -> Any | None:
+    """A rollup's stored value while it is fresh and was slow to fetch live (what a page would read), else None:
+    never computed here (for a number that only spares a page a bounded read when the job already has it)."""
+    rollup = ROLLUPS[name]
+    try:
+        with conn.transaction():
+            stored = list_rollups(conn, [(name, variant)])
+    except (errors.UndefinedTable, errors.InvalidSchemaName):
+        return None
+    if not stored or not usable(stored[0], rollup):
+        return None
+    try:
+        return rollup.assemble(decode_rows(rollup, stored[0].payload))
+    except RollupDecodeError:
+        return None
+
+
 def read_value(conn: psycopg.Connection, tables: Tables, settings: Settings, name: str, variant: str = "") -> Any:
     """A rollup's value for code that is not a page panel (the /metrics collector, the snapshot job), on the
     caller's connection: precomputed when fresh and slow to fetch live, as for panels; otherwise fetched now."""

@@ -122,7 +122,7 @@ def precomputed_overview(make_app, live_server, conn):
     from idemdash.queries import rollup_store
     from idemdash.queries.overview import InboxVolume, WindowCounts
 
-    for name, row in (("key_windows", WindowCounts(192, 389, 3110)), ("inbox_volume", InboxVolume(15334, 5))):
+    for name, row in (("key_windows", WindowCounts(192, 389, 389, 3110)), ("inbox_volume", InboxVolume(15334, 5))):
         conn.execute(
             "INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
             "VALUES (%s, '', now(), 11, %s)",

@@ -256,3 +256,23 @@ def test_succeeded_keys_the_rollup_job_counted_far_past_the_cap_are_not_counted_
     assert api["counts"]["succeeded"] == {"count": 3, "more": True, "snapshot": None, "snapshot_at": None}
     assert api["matching"]["more"] is True  # the breakdown agrees with the tab, without reading the keys
     assert _tabs(client, "/keys?status=succeeded&updated_within=1d")[0]["succeeded"] == "2"
+
+
+def test_failed_final_keys_the_rollup_job_counted_far_past_the_cap_are_not_counted_on_each_view(
+    client, conn, monkeypatch
+):
+    """At 100M keys (3M failed finally) the failed_final tab read 10,001 index entries on every view of any tab: the
+    rollup job's stored count stands in when it is fresh and far past the cap; within a window it counts."""
+    from datetime import datetime, timezone
+
+    from idemdash.queries.overview import WindowCounts
+    from idemdash.queries.rollup_store import upsert_rollup
+
+    monkeypatch.setattr(key_tabs, "COUNT_CAP", 3)
+    for i in range(2):
+        insert_key(conn, "s", f"final-{i}", status="failed_final", locked_until=None)  # 2 live: under the cap
+    upsert_rollup(conn, "key_windows", "", datetime.now(timezone.utc), 250.0, [WindowCounts(0, 900, 0, 0)])
+    assert _tabs(client)[0]["failed_final"] == "3+"
+    assert _tabs(client, "/keys?status=failed_final&updated_within=1d")[0]["failed_final"] == "2"
+    upsert_rollup(conn, "key_windows", "", datetime.now(timezone.utc), 1.0, [WindowCounts(0, 900, 0, 0)])
+    assert _tabs(client)[0]["failed_final"] == "2"  # stored but quick to count live: counted (as a page reads it)

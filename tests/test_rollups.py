@@ -69,7 +69,7 @@ def test_rows_round_trip_through_json_as_their_row_type():
         "hotspot_groups": [HotspotGroupRow(True, "s", None, 3, 1, 1, 1, 0, 1, 9)],
         "attempt_histogram": [AttemptBucket("1", 1, 1, 10), AttemptBucket("20+", 20, None, 1)],
         "inbox_consumers": [_volume("billing"), ConsumerVolume("idle", 0, 0, 0, None, None, False, None, None)],
-        "key_windows": [WindowCounts(1, 2, 3)],
+        "key_windows": [WindowCounts(1, 2, 2, 3)],
         "key_processing": [ProcessingCounts(4, 9, 1, NOW), ProcessingCounts(0, 0, 0, None)],
         "outbox_backlog": [OutboxBacklog(3, NOW, 61.5, 1, NOW, 3600.0), OutboxBacklog(0, None, None, 0, None, None)],
         "library_states": [MeasuredState("outbox", "done", 12, 3.5), MeasuredState("archive", "purgeable", None, 0.1)],
@@ -116,7 +116,7 @@ def test_job_stores_every_rollup_and_skips_fresh_ones(database_url, conn):
         (r.name, r.variant): r for r in rollup_store.list_rollups(conn, [tuple(k.split(":", 1)) for k in expected])
     }
     [windows] = rollups.decode_rows(ROLLUPS["key_windows"], stored[("key_windows", "")].payload)
-    assert windows == WindowCounts(200, windows.failed_final_24h, windows.succeeded_24h)
+    assert windows == WindowCounts(200, windows.failed_final, windows.failed_final_24h, windows.succeeded_24h)
     assert all(r.duration_ms > 0 and r.age_seconds < 60 for r in stored.values())
 
     assert run_rollups(Target.from_settings(config)) == {}  # all fresh: nothing to do
@@ -163,7 +163,7 @@ def test_cheap_or_stale_rollups_are_not_shown(client, conn, duration_ms, age):
 
 
 def test_overview_counts_stuck_live_when_only_the_counts_by_window_are_precomputed(client, conn):
-    _store(conn, "key_windows", "", _rows(WindowCounts(777, 55, 4242)))
+    _store(conn, "key_windows", "", _rows(WindowCounts(777, 55, 55, 4242)))
     conn.execute("""INSERT INTO app.idempotency_request (idempotency_scope, idempotency_key, request_hash, status,
                         claimed_by, claimed_at, locked_until, created_at, updated_at, expires_at)
                     VALUES ('s', 'stuck-now', 'h', 'processing', 'api-1', now() - interval '1 hour',
@@ -217,7 +217,7 @@ def test_inbox_consumer_filter_reads_the_precomputed_list(client, conn):
 
 
 def test_metrics_read_precomputed_counts_and_live_stuck(client, conn):
-    _store(conn, "key_windows", "", _rows(WindowCounts(777, 55, 4242)))
+    _store(conn, "key_windows", "", _rows(WindowCounts(777, 55, 55, 4242)))
     text = client.get("/metrics").get_data(as_text=True)
     assert 'idemdash_failed_retryable_keys{database="default"} 777.0' in text
     assert 'idemdash_failed_final_keys_24h{database="default"} 55.0' in text

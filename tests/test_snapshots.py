@@ -281,7 +281,7 @@ def test_a_snapshot_takes_the_precomputed_counts_instead_of_counting_again(app, 
     from idemdash.queries.overview import InboxVolume, WindowCounts
     from idemdash.queries.rollup_store import encode_rows
 
-    for name, row in (("key_windows", WindowCounts(777, 55, 4242)), ("inbox_volume", InboxVolume(9001, 3))):
+    for name, row in (("key_windows", WindowCounts(777, 55, 55, 4242)), ("inbox_volume", InboxVolume(9001, 3))):
         conn.execute(
             "INSERT INTO idemdash.rollup (name, variant, computed_at, duration_ms, payload) "
             "VALUES (%s, '', now(), 900, %s)",
