@@ -498,14 +498,15 @@ class RollupJob:
         from idemdash.jobs.snapshots import run_snapshot
 
         started = time.perf_counter()
-        run_snapshot(self.target, min_gap_seconds=0)
-        self.log(f"snapshot job: {time.perf_counter() - started:.1f} s")
-        started = time.perf_counter()
         done = run_rollups(self.target, force=True)
         self.log(
             f"rollup job: {len(done)} rollups in {time.perf_counter() - started:.1f} s "
             f"({', '.join(f'{k} {v:.0f} ms' for k, v in done.items())})"
         )
+        # after the rollups (minutes at XL), as the scheduler keeps it: at most one interval old when pages read it
+        started = time.perf_counter()
+        run_snapshot(self.target, min_gap_seconds=0)
+        self.log(f"snapshot job: {time.perf_counter() - started:.1f} s")
         self.runs.append(done)
         return done
 

@@ -50,37 +50,46 @@ CHECKS: tuple[tuple[str, str, CheckFn], ...] = (
 def run_checks(
     read: Callable[[], AbstractContextManager[psycopg.Connection]], tables: Tables, config: Settings
 ) -> list[Check]:
-    """Every check, each in its own transaction from ``read()``; a check that cannot run says why."""
+    """Every check in one transaction from ``read()``, each in a savepoint of its own (a check that fails or times
+    out is rolled back alone, and says why): one transaction instead of 14 (at 100M keys, under load, a third of
+    /health's time was its transactions' round trips)."""
+    with read() as conn:
+        return [
+            check for check_id, title, fn in CHECKS for check in _run_one(conn, check_id, title, fn, tables, config)
+        ]
+
+
+def _run_one(
+    conn: psycopg.Connection, check_id: str, title: str, fn: CheckFn, tables: Tables, config: Settings
+) -> list[Check]:
     results: list[Check] = []
-    for check_id, title, fn in CHECKS:
-        try:
-            with read() as conn:
-                results.extend(fn(conn, tables, config))
-        except errors.QueryCanceled:
-            results.append(
-                Check(
-                    check_id,
-                    WARN,
-                    f"{title}: the check timed out",
-                    "Its catalog or sample query ran past the statement timeout; try again when the "
-                    "database is less busy.",
-                )
+    try:
+        with conn.transaction():
+            results.extend(fn(conn, tables, config))
+    except errors.QueryCanceled:
+        results.append(
+            Check(
+                check_id,
+                WARN,
+                f"{title}: the check timed out",
+                "Its catalog or sample query ran past the statement timeout; try again when the database is less busy.",
             )
-        except (
-            errors.UndefinedTable,
-            errors.UndefinedColumn,
-            errors.InvalidSchemaName,
-            errors.InsufficientPrivilege,
-        ) as exc:
-            detail = (exc.diag.message_primary or str(exc)).strip()
-            results.append(
-                Check(
-                    check_id,
-                    WARN,
-                    f"{title}: the check could not run",
-                    f"{detail}. The table and column findings say what is missing.",
-                )
+        )
+    except (
+        errors.UndefinedTable,
+        errors.UndefinedColumn,
+        errors.InvalidSchemaName,
+        errors.InsufficientPrivilege,
+    ) as exc:
+        detail = (exc.diag.message_primary or str(exc)).strip()
+        results.append(
+            Check(
+                check_id,
+                WARN,
+                f"{title}: the check could not run",
+                f"{detail}. The table and column findings say what is missing.",
             )
+        )
     return results
 
 
