@@ -106,6 +106,7 @@ def _compute_and_store(
 ) -> float:
     with conn.transaction():
         conn.execute(statement("set_read_only"))
+        conn.execute(statement("set_serial"))  # in the background: one core, whatever the aggregate
         conn.execute(statement("set_statement_timeout"), {"ms": str(STATEMENT_TIMEOUT_MS)})
         computed_at = rollup_store.get_clock(conn)
         started = time.perf_counter()

@@ -33,6 +33,7 @@ def run_snapshot(target: Target, *, min_gap_seconds: float | None = None) -> sna
     gap = interval / 2 if min_gap_seconds is None else min_gap_seconds
     timeout = max(config.statement_timeout_ms, MIN_STATEMENT_TIMEOUT_MS)
     with target.connect("idemdash-snapshot") as conn, conn.transaction():
+        conn.execute(statement("set_serial"))  # in the background: one core
         conn.execute(statement("set_statement_timeout"), {"ms": str(timeout)})
         conn.execute(statement("set_lock_timeout"), {"ms": str(config.lock_timeout_ms)})
         snapshot = snapshots.take_snapshot(conn, target.tables, config, interval_seconds=interval, min_gap_seconds=gap)

@@ -2,6 +2,10 @@
 -- Make the current transaction READ ONLY (page and API reads).
 SET TRANSACTION READ ONLY
 
+-- set_serial --
+-- No parallel workers for the rest of the current transaction: a background job's counts (the rollups, the snapshot) run on one core, so that on a small server they never take every core from the pages and the application.
+SELECT set_config('max_parallel_workers_per_gather', '0', true)
+
 -- set_statement_timeout --
 -- Statement timeout for the rest of the current transaction only.
 SELECT set_config('statement_timeout', %(ms)s, true)

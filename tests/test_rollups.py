@@ -312,3 +312,31 @@ def test_a_cheap_rollup_due_again_during_a_long_one_is_recomputed_in_the_same_ro
     assert list(done) == ["suppression:24h", "key_windows:"]
     [windows] = rollup_store.list_rollups(conn, [("key_windows", "")])
     assert windows.age_seconds < 5
+
+
+def test_the_job_computes_without_parallel_workers_so_pages_keep_a_core(database_url, conn):
+    """A background count over 100M keys with parallel workers takes every core of a small server from the pages
+    and the application: the job's transactions run serially, and the setting ends with them."""
+    from dataclasses import dataclass
+
+    from idemdash.jobs.rollups import _compute_and_store
+    from idemdash.queries import Tables
+
+    @dataclass(frozen=True)
+    class Setting:
+        value: str
+
+    seen = []
+
+    def fetch(c, tables, s, v):
+        seen.append(c.execute("SHOW max_parallel_workers_per_gather").fetchone()[0])
+        return [Setting(seen[-1])]
+
+    probe = rollups.Rollup("parallel_probe", Setting, fetch, lambda rows: rows, lambda s: [""], None, 60)
+    config = settings.load(DATABASE_URL=database_url)
+    with psycopg.connect(database_url, autocommit=True) as job:
+        default = job.execute("SHOW max_parallel_workers_per_gather").fetchone()[0]
+        _compute_and_store(job, Tables(), config, probe, "")
+        assert seen == ["0"]
+        assert job.execute("SHOW max_parallel_workers_per_gather").fetchone()[0] == default  # transaction-local
+    assert default != "0"
