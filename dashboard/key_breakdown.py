@@ -80,9 +80,7 @@ def _first_page(flt: keys.KeyFilter) -> panels.Panel[Page[keys.KeyRow]]:
 
 def _of_page(page: panels.Panel[Page[keys.KeyRow]]) -> panels.Panel[key_breakdown.Breakdown]:
     if not page.ok or page.value is None:
-        return panels.Panel(
-            problem=page.problem, message=page.message, index_sql=page.index_sql, index_why=page.index_why
-        )
+        return panels.failed(page)
     shown = page.value
     more = shown.next_cursor is not None or shown.prev_cursor is not None
     return panels.Panel(value=key_breakdown.break_down_rows(shown.items, cap=CAP, more=more))

@@ -102,12 +102,7 @@ def matching(flt: keys.KeyFilter, page_size: int) -> panels.Panel[key_matching.M
         )
     broken_down = key_breakdown.load(flt)
     if not broken_down.ok or broken_down.value is None:
-        return panels.Panel(
-            problem=broken_down.problem,
-            message=broken_down.message,
-            index_sql=broken_down.index_sql,
-            index_why=broken_down.index_why,
-        )
+        return panels.failed(broken_down)
     b = broken_down.value
     return panels.Panel(value=key_matching.Matching(b.cap if b.too_many else b.total, b.too_many or b.more))
 
@@ -139,9 +134,7 @@ def suggestion_groups(
     if flt.status != "stuck":
         return panels.Panel(value=[])
     if not page.ok or page.value is None:
-        return panels.Panel(
-            problem=page.problem, message=page.message, index_sql=page.index_sql, index_why=page.index_why
-        )
+        return panels.failed(page)
     shown = page.value
     target = get_target()
     return panels.load(

@@ -125,9 +125,7 @@ def _load(current: str, updated_within: float | None) -> panels.Panel[list[Tab]]
         index="index_keys_updated",
     )
     if not counted.ok:
-        return panels.Panel(
-            problem=counted.problem, message=counted.message, index_sql=counted.index_sql, index_why=counted.index_why
-        )
+        return panels.failed(counted)
     tabs = []
     for status in keys.KEY_STATUSES:
         value = getattr(counted.value, status)

@@ -85,9 +85,7 @@ def _outbox() -> dict:
 
 def _summary(backlog: panels.Panel[OutboxBacklog]) -> panels.Panel[outbox.OutboxSummary]:
     if not backlog.ok or backlog.value is None:
-        return panels.Panel(
-            problem=backlog.problem, message=backlog.message, index_sql=backlog.index_sql, index_why=backlog.index_why
-        )
+        return panels.failed(backlog)
     computed_at = backlog.computed_at or datetime.now(timezone.utc)
     return panels.Panel(value=summarize_backlog(backlog.value, computed_at))
 

@@ -103,6 +103,11 @@ def load(fn: Callable[..., T], *args: Any, index: str | None = None, **kwargs: A
         return Panel(problem="schema", message=_schema_message(exc, cause.message))
 
 
+def failed(panel: Panel[Any]) -> Panel[Any]:
+    """A panel that did not load, passed on as what a panel built from it shows (its problem and index advice)."""
+    return Panel(problem=panel.problem, message=panel.message, index_sql=panel.index_sql, index_why=panel.index_why)
+
+
 def require(panel: Panel[T]) -> T:
     if not panel.ok:
         raise PanelError(panel)
