@@ -205,3 +205,25 @@ def test_the_page_lists_findings_worst_first_with_their_sql(client, indexed):
     assert index.select_one("pre[data-fix-sql]").get_text().startswith("CREATE INDEX CONCURRENTLY")
     fragment = client.get("/health", headers={"HX-Request": "true"})
     assert BeautifulSoup(fragment.data, "html.parser").select_one("header.topbar") is None
+
+
+def test_a_check_that_fails_says_why_and_the_checks_after_it_still_run(client, monkeypatch):
+    """The checks share one transaction; a check's error ends it, and the ones after it run in a new one."""
+    from idemdash import checks as checks_module
+
+    def broken(conn, tables, config):
+        conn.execute("SELECT 1 FROM no_such_table_for_this_test")
+        return []
+
+    everything = checks_module.CHECKS
+    middle = len(everything) // 2
+    monkeypatch.setattr(
+        checks_module,
+        "CHECKS",
+        (*everything[:middle], ("broken", "A broken check", broken), *everything[middle:]),
+    )
+    items = checks(client)
+    assert items["broken"]["status"] == "warn" and "could not run" in items["broken"]["title"]
+    assert "no_such_table_for_this_test" in items["broken"]["detail"]
+    last_id = everything[-1][0]
+    assert any(i == last_id or i.startswith(last_id + ".") for i in items), sorted(items)
