@@ -1,8 +1,9 @@
 """Health checks, one home for `/health`, `GET /api/v1/health/schema` and `idemdash check` alike.
 
 A check is one function ``(conn, tables, config) -> list[Check]`` in this package (one module per concern)
-listed in ``CHECKS``; each runs in its own READ ONLY transaction, so one that times out or trips over a missing
-table is reported and the others still run. Add a check by writing a function and appending it there.
+listed in ``CHECKS``; they share one READ ONLY transaction, and one that times out or trips over a missing table is
+reported and the checks after it go on in a new one. Catalog reads several checks make are read once a run
+(``shared_reads``). Add a check by writing a function and appending it there.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from contextlib import AbstractContextManager
 import psycopg
 from psycopg import errors
 
+from idemdash.checks import shared_reads
 from idemdash.checks.activity import check_advisory_locks, check_sessions
 from idemdash.checks.finding import FAIL, OK, SEVERITY, WARN, Check, CheckFn, KeyLink
 from idemdash.checks.maintenance import check_vacuum
@@ -55,17 +57,18 @@ def run_checks(
     the transaction, so the checks after it go on in a new one."""
     results: list[Check] = []
     pending = list(CHECKS)
-    while pending:
-        try:
-            with read() as conn:
-                while pending:
-                    check_id, title, fn = pending.pop(0)
-                    found, failed = _run_one(conn, check_id, title, fn, tables, config)
-                    results.extend(found)
-                    if failed:
-                        raise _Aborted  # rolled back by read(); the rest in a new transaction
-        except _Aborted:
-            continue
+    with shared_reads.once_per_run():  # what several checks read, read once
+        while pending:
+            try:
+                with read() as conn:
+                    while pending:
+                        check_id, title, fn = pending.pop(0)
+                        found, failed = _run_one(conn, check_id, title, fn, tables, config)
+                        results.extend(found)
+                        if failed:
+                            raise _Aborted  # rolled back by read(); the rest in a new transaction
+            except _Aborted:
+                continue
     return results
 
 

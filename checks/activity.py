@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
+from idemdash.checks import shared_reads
 from idemdash.checks.finding import FAIL, OK, WARN, Check, KeyLink
 from idemdash.core.formatting import duration
 from idemdash.core.settings import Settings
@@ -166,7 +167,7 @@ def check_advisory_locks(conn: psycopg.Connection, tables: Tables, config: Setti
     guarded: dict[tuple[int, bool], list[health.LockedKey]] = {}
     others = [lock for lock in locks if lock.idemdash_lock is None]
     key_columns = {"idempotency_scope", "idempotency_key", "status", "claimed_by", "locked_until"}
-    if others and key_columns <= set(health.list_table_columns(conn, tables).get("keys", {})):
+    if others and key_columns <= set(shared_reads.table_columns(conn, tables).get("keys", {})):
         for match in health.list_advisory_lock_keys(
             conn, tables, others, candidates=LOCK_KEY_CANDIDATES, per_lock=LOCKED_KEYS_PER_LOCK
         ):

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 import psycopg
 from psycopg import sql
 
+from idemdash.checks import shared_reads
 from idemdash.checks.finding import FAIL, WARN, Check, qualified
 from idemdash.checks.purging import RETENTION
 from idemdash.core.formatting import duration
@@ -26,7 +27,7 @@ def check_partitioning(conn: psycopg.Connection, tables: Tables, config: Setting
     findings = []
     now = datetime.now(timezone.utc)
     for table in ("keys", "inbox", "outbox"):
-        parts = partitions.list_table_partitions(conn, tables, table)
+        parts = shared_reads.table_partitions(conn, tables, table)
         if not parts:
             continue
         name = qualified(tables, table)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import psycopg
 
+from idemdash.checks import shared_reads
 from idemdash.checks.finding import OK, WARN, Check, qualified
 from idemdash.core.formatting import duration
 from idemdash.core.settings import Settings
@@ -36,7 +37,10 @@ def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Settin
     """How each table's purge would take its rows now, decided as a run decides it (``choose_order``, each
     partition); without an index of due rows, the index that would let it read only those."""
     findings = []
-    states = {status.advice.name: status.state for status in list_index_status(conn, tables)}
+    states = {
+        status.advice.name: status.state
+        for status in list_index_status(conn, tables, shared_reads.app_indexes(conn, tables))
+    }
     for table, advice_name in PURGE_INDEX.items():
         advice = ADVICE[advice_name]
         name = qualified(tables, table)
@@ -47,7 +51,7 @@ def check_purge_indexes(conn: psycopg.Connection, tables: Tables, config: Settin
         )
         leaves = (
             partitions.list_leaf_partitions(conn, tables, table)
-            if partitions.list_table_partitions(conn, tables, table)
+            if shared_reads.table_partitions(conn, tables, table)
             else [None]
         )
         chosen = [

@@ -12,7 +12,10 @@ from idemdash.core.formatting import duration
 from idemdash.core.settings import Settings
 from idemdash.queries import Tables, health, health_fixes
 
-KEY_SAMPLE = 10_000  # most recent keys the key-retention check looks at
+# Most recent keys the key-retention check looks at. Recent keys sit on a heap page each (at 100M keys 10,000 of them
+# read 9,204 pages: 4.6 ms of /health's 12.5); a scope with fewer keys than one in 2,000 may be missed, as one in
+# 10,000 was before.
+KEY_SAMPLE = 2_000
 MAX_SCOPE_FINDINGS = 20  # scopes listed one by one before the rest are summed up
 # expires_at computed from a slightly earlier now() than created_at is not a misconfiguration
 RETENTION_SLACK_SECONDS = 60

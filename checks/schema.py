@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 import psycopg
 
+from idemdash.checks import shared_reads
 from idemdash.checks.finding import FAIL, OK, WARN, Check, qualified
 from idemdash.core.settings import Settings
-from idemdash.queries import Tables, health, health_fixes
+from idemdash.queries import Tables, health_fixes
 from idemdash.queries.indexes import ADVICE
 
 
@@ -91,7 +92,7 @@ TABLE_SETTING = {"keys": "IDEMDASH_KEYS_TABLE", "inbox": "IDEMDASH_INBOX_TABLE",
 
 def check_tables(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(b) The three application tables exist with the columns of the README's column contract."""
-    present = health.list_table_columns(conn, tables)
+    present = shared_reads.table_columns(conn, tables)
     findings = []
     for role, expected in COLUMNS.items():
         name = qualified(tables, role)
@@ -145,9 +146,9 @@ def check_tables(conn: psycopg.Connection, tables: Tables, config: Settings) -> 
 
 def check_indexes(conn: psycopg.Connection, tables: Tables, config: Settings) -> list[Check]:
     """(d) The recommended indexes (queries/indexes.sql) exist and are valid."""
-    found = health.list_table_indexes(conn, tables)
+    found = shared_reads.app_indexes(conn, tables)
     valid = {i.index_name: i.valid for i in found}
-    existing_tables = set(health.list_table_columns(conn, tables))
+    existing_tables = set(shared_reads.table_columns(conn, tables))
     findings = []
     checked = 0
     for advice in ADVICE.values():

@@ -34,13 +34,6 @@ class TableColumn:
 
 
 @dataclass(frozen=True)
-class TableIndex:
-    table_name: str
-    index_name: str
-    valid: bool
-
-
-@dataclass(frozen=True)
 class ScopeRetention:
     scope: str
     min_retention_seconds: float
@@ -68,11 +61,6 @@ def list_table_columns(conn: psycopg.Connection, tables: Tables) -> dict[str, di
         if row.column_name is not None:
             columns[row.column_name] = row.data_type or ""
     return found
-
-
-def list_table_indexes(conn: psycopg.Connection, tables: Tables) -> list[TableIndex]:
-    names = [tables.keys, tables.inbox, tables.outbox]
-    return select_all(conn, statement("list_table_indexes"), {"schema": tables.schema, "names": names}, TableIndex)
 
 
 def list_key_retention_by_scope(

@@ -13,17 +13,6 @@ WHERE n.nspname = %(schema)s
   AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
 ORDER BY c.relname, a.attnum
 
--- list_table_indexes --
--- Every index on the configured application tables, with whether it is valid (a failed CONCURRENTLY build is not).
-SELECT t.relname AS table_name, ic.relname AS index_name, i.indisvalid AS valid
-FROM pg_catalog.pg_class t
-JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace
-JOIN pg_catalog.pg_index i ON i.indrelid = t.oid
-JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
-WHERE n.nspname = %(schema)s
-  AND t.relname = ANY(%(names)s::text[])
-ORDER BY t.relname, ic.relname
-
 -- list_key_retention_by_scope --
 -- Shortest key retention (expires_at - created_at) per scope over the most recently created keys (a bounded sample).
 SELECT idempotency_scope AS scope,

@@ -75,9 +75,12 @@ def list_app_indexes(conn: psycopg.Connection, tables: Tables) -> list[AppIndex]
     )
 
 
-def list_index_status(conn: psycopg.Connection, tables: Tables) -> list[IndexStatus]:
-    """Each recommended index, by the name idemdash gives it, and whether it exists and is valid."""
-    found = list_app_indexes(conn, tables)
+def list_index_status(
+    conn: psycopg.Connection, tables: Tables, found: list[AppIndex] | None = None
+) -> list[IndexStatus]:
+    """Each recommended index, by the name idemdash gives it, and whether it exists and is valid (``found``: the
+    tables' indexes, when the caller has read them already)."""
+    found = list_app_indexes(conn, tables) if found is None else found
     by_name = {(i.table_name, i.index_name): i.valid for i in found}
     present_tables = {i.table_name for i in found}
     result = []

@@ -144,9 +144,19 @@ class RelationState:
 
 def list_table_partitions(conn: psycopg.Connection, tables: Tables, table: str) -> list[Partition]:
     """The direct partitions of the configured ``table`` (role), oldest range first; [] when not partitioned."""
-    return select_all(
-        conn, statement("list_table_partitions"), {"schema": tables.schema, "table": getattr(tables, table)}, Partition
-    )
+    return list_partitions_by_role(conn, tables, (table,)).get(table, [])
+
+
+def list_partitions_by_role(
+    conn: psycopg.Connection, tables: Tables, roles: tuple[str, ...] = ("keys", "inbox", "outbox")
+) -> dict[str, list[Partition]]:
+    """The direct partitions of each of ``roles``' tables that is partitioned, oldest range first: one statement."""
+    names = {getattr(tables, role): role for role in roles}
+    found: dict[str, list[Partition]] = {}
+    params = {"schema": tables.schema, "names": list(names)}
+    for part in select_all(conn, statement("list_table_partitions"), params, Partition):
+        found.setdefault(names[part.parent_name], []).append(part)
+    return found
 
 
 def list_leaf_partitions(conn: psycopg.Connection, tables: Tables, table: str) -> list[Leaf]:

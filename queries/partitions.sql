@@ -1,5 +1,5 @@
 -- list_table_partitions --
--- The direct partitions of one application table (none: not partitioned), with the parent's partition key and each partition's range on it as timestamptz when the key is one timestamptz column.
+-- The direct partitions of the named application tables (none: not partitioned), with the parent's partition key and each partition's range on it as timestamptz when the key is one timestamptz column.
 SELECT pn.nspname AS parent_schema, p.relname AS parent_name,
        cn.nspname AS partition_schema, c.relname AS partition_name,
        pt.partstrat = 'r' AND pt.partnatts = 1 AND a.attname IS NOT NULL AS single_column_range,
@@ -25,8 +25,8 @@ LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = p.oid AND a.attnum = pt.part
 JOIN pg_catalog.pg_inherits i ON i.inhparent = p.oid
 JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
 JOIN pg_catalog.pg_namespace cn ON cn.oid = c.relnamespace
-WHERE pn.nspname = %(schema)s AND p.relname = %(table)s
-ORDER BY bound_to NULLS LAST, cn.nspname, c.relname
+WHERE pn.nspname = %(schema)s AND p.relname = ANY(%(names)s::text[])
+ORDER BY p.relname, bound_to NULLS LAST, cn.nspname, c.relname
 
 -- list_leaf_partitions --
 -- Every leaf partition under one partitioned table (sub-partitions included), the tables purge batches run on.
