@@ -13,15 +13,17 @@ costs an outbox lookup per key, so counting it past the page would look up every
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from idemdash.core.statuses import LEASE_TABS
-from idemdash.queries import Tables, statement
+from idemdash.queries import Statement, Tables, statement
 from idemdash.queries.keys import KeyFilter, KeyRow, filter_params
 from idemdash.queries.transactions import select_all
 
@@ -110,7 +112,8 @@ def break_down_keys(
         raise ValueError("a stuck list filtered by suggested outcome is broken down over its page: break_down_rows")
     params = filter_params(flt, lease_seconds=lease_seconds, hotspot_min_attempts=hotspot_min_attempts)
     if flt.status not in LEASE_TABS:
-        cells = select_all(conn, statement("breakdown_status_keys", tables), params | {"cap": cap}, _Cell)
+        query = status_breakdown_statement(tables, oldest_first=flt.scope is not None)
+        cells = select_all(conn, query, params | {"cap": cap}, _Cell)
         cut = False
     else:
         name = "breakdown_stuck_keys" if flt.status == "stuck" else "breakdown_processing_keys"
@@ -130,3 +133,17 @@ def break_down_keys(
     if total > cap:
         return Breakdown(0, True, cap)
     return Breakdown(total, False, cap, _worst_first(cells, "scope"), _worst_first(cells, "worker"), more=cut)
+
+
+@functools.lru_cache(maxsize=64)
+def status_breakdown_statement(tables: Tables, *, oldest_first: bool) -> Statement:
+    """A terminal or failed tab's breakdown. With a scope given, the keys examined are the oldest changed first: the
+    terminal-scope index read backward, whose old entries sit on all-visible pages and are read index-only; the newest
+    first are on pages the application changed lately, a heap read each (at 100M keys, the succeeded keys of one scope:
+    8,488 pages against 121). Without a scope no index gives that order cheaply, and none is asked for. Under the cap
+    every matching key is examined either way."""
+    order = _OLDEST_CHANGED_FIRST if oldest_first else sql.SQL("")
+    return statement("breakdown_status_keys", tables, examined_order=order)
+
+
+_OLDEST_CHANGED_FIRST = sql.SQL("ORDER BY k.updated_at")

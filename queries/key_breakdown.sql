@@ -16,9 +16,9 @@ FROM (SELECT k.idempotency_scope, k.claimed_by, k.attempt_count FROM {keys} k
 GROUP BY 1, 2, 3, 4
 
 -- breakdown_status_keys --
--- The keys of a terminal or failed tab that match every filter, per scope and per worker, over at most cap + 1 of them (a total over cap: too many to break down).
+-- The keys of a terminal or failed tab that match every filter, per scope and per worker, over at most cap + 1 of them (a total over cap: too many to break down). examined_order: with a scope given, the oldest changed first (key_breakdown.py says why), else none.
 WITH examined AS MATERIALIZED (
-    SELECT k.idempotency_scope AS scope, k.claimed_by FROM {keys} k WHERE {status_key_filter} LIMIT %(cap)s + 1
+    SELECT k.idempotency_scope AS scope, k.claimed_by FROM {keys} k WHERE {status_key_filter} {examined_order} LIMIT %(cap)s + 1
 )
 SELECT 'scope' AS dimension, e.scope AS name, count(*)::integer AS count FROM examined e GROUP BY e.scope
 UNION ALL
