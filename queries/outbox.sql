@@ -26,13 +26,16 @@ LIMIT %(limit)s
 
 -- list_outbox_many_attempts --
 -- Pending rows whose delivery failed at least min_attempts times (likely poison events), most attempts first.
+-- The first `limit` pending rows by attempts, then those with at least min_attempts: the same rows (the threshold is on the leading sort key), but only the attempts index serves the inner read, in its order. With the threshold inside, the planner took the smaller poison index whenever its statistics lagged the attempts (at 5M outbox rows: 6,312 rows read and sorted for 20, 14 ms).
 SELECT outbox_id::text AS outbox_id, event_type, aggregate_type, aggregate_id::text AS aggregate_id,
        idempotency_scope, idempotency_key, status, attempt_count, created_at, published_at,
        extract(epoch FROM now() - created_at)::double precision AS age_seconds, payload
-FROM {outbox} o
-WHERE status = 'pending' AND attempt_count >= %(min_attempts)s
+FROM (SELECT * FROM {outbox} o
+      WHERE status = 'pending'
+      ORDER BY o.attempt_count DESC, o.created_at, o.outbox_id
+      LIMIT %(limit)s) o
+WHERE attempt_count >= %(min_attempts)s
 ORDER BY o.attempt_count DESC, o.created_at, o.outbox_id
-LIMIT %(limit)s
 
 -- list_outbox_pending --
 -- Pending outbox rows, oldest first (the order a publisher works through them); keyset on (created_at, outbox_id).

@@ -124,6 +124,26 @@ def expected(now: datetime, events: list[Event]) -> dict:
     }
 
 
+@pytest.mark.parametrize("many", [0, 4, 20, 25])
+def test_the_likely_poison_list_is_every_row_past_the_threshold_up_to_its_limit(client, conn, many):
+    """Most attempts first, cut at 20: fewer than 20 past the threshold are all listed, however many pending rows
+    have fewer attempts (the list reads the top pending rows by attempts, then keeps those past the threshold)."""
+    now = now_of(conn)
+    events = [Event("order.created", "pending", now - timedelta(minutes=i), attempt_count=i % MANY) for i in range(60)]
+    events += [
+        Event("order.created", "pending", now - timedelta(seconds=i), attempt_count=MANY + i % 5) for i in range(many)
+    ]
+    events += [Event("order.created", "dead_letter", now, attempt_count=40) for _ in range(3)]
+    insert_events(conn, events)
+    want = sorted(
+        (e for e in events if e.status == "pending" and e.attempt_count >= MANY),
+        key=lambda e: (-e.attempt_count, e.created_at, e.outbox_id),
+    )
+    got = client.get("/api/v1/outbox").get_json()["many_attempts"]
+    assert [r["outbox_id"] for r in got] == [str(e.outbox_id) for e in want[:20]]
+    assert len(got) == min(many, 20)
+
+
 @pytest.mark.system
 @pytest.mark.parametrize("seed", [1, 2])
 def test_summary_matches_ground_truth(client, conn, seed):
