@@ -30,11 +30,12 @@ from idemdash.queries.transactions import select_all
 
 @dataclass(frozen=True)
 class _Examined:
-    part: int  # the index range read (stuck keys: 1 unleased, 2 leased)
-    scope: str
+    dimension: str  # 'part': an index range read; 'scope' or 'worker': a group of the keys examined
+    part: int | None  # the index range (stuck keys: 1 unleased, 2 leased)
+    scope: str | None
     claimed_by: str | None
-    matches: bool  # matches the operator's filters
-    count: int
+    count: int  # keys examined: of the range, or of the group
+    matching: int  # of them, how many match the operator's filters
 
 
 @dataclass(frozen=True)
@@ -118,13 +119,15 @@ def break_down_keys(
     else:
         name = "breakdown_stuck_keys" if flt.status == "stuck" else "breakdown_processing_keys"
         examined = select_all(conn, statement(name, tables), params | {"cap": cap}, _Examined)
-        per_part = Counter[int]()
-        by_scope, by_worker = Counter[str](), Counter[str | None]()
+        per_part = Counter[int | None]()
+        by_scope, by_worker = Counter[str | None](), Counter[str | None]()
         for e in examined:
-            per_part[e.part] += e.count
-            if e.matches:
-                by_scope[e.scope] += e.count
-                by_worker[e.claimed_by] += e.count
+            if e.dimension == "part":
+                per_part[e.part] += e.count
+            elif e.matching and e.dimension == "scope":
+                by_scope[e.scope] += e.matching
+            elif e.matching:
+                by_worker[e.claimed_by] += e.matching
         cells = [_Cell("scope", n, c) for n, c in by_scope.items()] + [
             _Cell("worker", n, c) for n, c in by_worker.items()
         ]
