@@ -18,7 +18,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, library_moment, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
-from idemdash.dashboard import links, one_model
+from idemdash.dashboard import links, one_model, page_reads
 from idemdash.dashboard.targets import get_target, signed_in
 
 CSP = (
@@ -56,6 +56,7 @@ def render(template: str, block: str | None = None, **context: Any) -> Response:
     """The whole page, or only ``block`` when htmx asks for a fragment of it."""
     # A history-restore request wants the whole page even though htmx sends it.
     fragment = htmx_request() and not htmx_request().history_restore_request
+    page_reads.finish()  # the panels are read: their transaction is not held open while the templates render
     if block is not None and fragment:
         body = render_block(template, block, **context)
     else:
@@ -202,3 +203,4 @@ def init_app(app: Flask) -> None:
     app.after_request(push_clean_url)
     app.after_request(security_headers)
     app.context_processor(template_globals)
+    page_reads.init_app(app)
