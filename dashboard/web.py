@@ -18,7 +18,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, library_moment, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
-from idemdash.dashboard import links, one_model, page_reads
+from idemdash.dashboard import links, one_model, page_reads, partials
 from idemdash.dashboard.targets import get_target, signed_in
 
 CSP = (
@@ -185,6 +185,7 @@ def init_app(app: Flask) -> None:
     app.add_template_global(links.url_for, "url_for")  # Flask's, each link kept for the rest of the request
     app.add_template_global(_has_endpoint, "has_endpoint")
     app.add_template_global(one_model.header, "model_header")
+    partials.init_app(app)  # the times and a key's link, which templates/_macros.html exports
     # Keys may contain '//' and must reach the view unchanged.
     app.url_map.merge_slashes = False
     app.add_template_filter(pretty_json)
