@@ -182,7 +182,7 @@ def _has_endpoint(name: str) -> bool:
 def init_app(app: Flask) -> None:
     # globals, not context: macros imported without context use them too
     app.add_template_global(url_with)
-    app.add_template_global(links.url_for, "url_for")  # Flask's, each link kept for the rest of the request
+    app.add_template_global(links.url_for, "url_for")  # Flask's, each link kept for the next requests alike
     app.add_template_global(_has_endpoint, "has_endpoint")
     app.add_template_global(one_model.header, "model_header")
     partials.init_app(app)  # the times and a key's link, which templates/_macros.html exports
