@@ -3,7 +3,9 @@ under their macro names, so a template imports ``time`` or ``key_link`` from the
 
 A Jinja macro call costs more than the markup it writes (its arguments, a frame, a caller and a context to check):
 the stuck list called one four times a row, 11 % of the page's time with the link's. Each writes exactly what its
-macro wrote, every value escaped as the template escaped it.
+macro wrote: a key and its link escaped as the template escaped them; a time's ISO form, UTC form and age are digits,
+letters, spaces and ``-:+.``, which escaping leaves as they are (and each escape made a ``Markup``, 9 % of the stuck
+list).
 """
 
 from __future__ import annotations
@@ -30,34 +32,24 @@ def time(moment: datetime | None) -> Markup:
     """How long ago (or until): keeps ticking; the absolute time on hover."""
     if not moment:
         return NO_TIME
-    return Markup(
-        f'<time datetime="{escape(moment.isoformat())}" data-rel title="{escape(utc(moment))}">'
-        f"{escape(ago(moment))}</time>"
-    )
+    return Markup(f'<time datetime="{moment.isoformat()}" data-rel title="{utc(moment)}">{ago(moment)}</time>')
 
 
 def stamp(moment: datetime | None) -> Markup:
     """Absolute time with its zone; how long ago on hover."""
     if not moment:
         return NO_TIME
-    return Markup(
-        f'<time datetime="{escape(moment.isoformat())}" data-abs title="{escape(ago(moment))}">'
-        f"{escape(utc(moment))}</time>"
-    )
+    return Markup(f'<time datetime="{moment.isoformat()}" data-abs title="{ago(moment)}">{utc(moment)}</time>')
 
 
 def clock(moment: datetime) -> Markup:
     """Time of day only (today's refreshes, a preview's as_of), with its zone."""
-    return Markup(
-        f'<time datetime="{escape(moment.isoformat())}" data-abs="time">{escape(utc(moment, "%H:%M:%S"))}</time>'
-    )
+    return Markup(f'<time datetime="{moment.isoformat()}" data-abs="time">{utc(moment, "%H:%M:%S")}</time>')
 
 
 def short(moment: datetime) -> Markup:
     """Day and time of day, short (chart axes)."""
-    return Markup(
-        f'<time datetime="{escape(moment.isoformat())}" data-abs="short">{escape(utc(moment, "%b %d %H:%M"))}</time>'
-    )
+    return Markup(f'<time datetime="{moment.isoformat()}" data-abs="short">{utc(moment, "%b %d %H:%M")}</time>')
 
 
 def init_app(app: Flask) -> None:
