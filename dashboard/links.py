@@ -25,22 +25,25 @@ def url_for(endpoint: str, **values: Any) -> str:
     at start. So the answers are kept per script root and database, for every request of this app; a relative
     endpoint (``.page``) or a url_for option (``_external``: the request's host) is built every time.
     """
-    if endpoint.startswith(".") or not has_request_context() or any(name.startswith("_") for name in values):
-        return flask.url_for(endpoint, **values)
+    kept = _kept()
     try:
-        # the type too: True and 1 are equal keys of a dict, but url_for writes them differently
-        memo_key = (endpoint, frozenset((name, type(value), value) for name, value in values.items()))
-        kept = _kept()
-        url = kept.get(memo_key)
+        # the types too: True and 1 are equal keys of a dict, but url_for writes them differently
+        memo_key = (endpoint, tuple(values.items()), tuple(map(type, values.values())))
+        url = kept.get(memo_key) if kept is not None else None
     except TypeError:  # a value that cannot be a key (a list of values): built every time
         return flask.url_for(endpoint, **values)
     if url is None:
-        url = kept[memo_key] = flask.url_for(endpoint, **values)
+        url = flask.url_for(endpoint, **values)
+        if kept is not None and not endpoint.startswith(".") and not any(name.startswith("_") for name in values):
+            kept[memo_key] = url
     return url
 
 
-def _kept() -> dict:
-    """The links kept for this request's script root and database (looked up once per request, ``g``)."""
+def _kept() -> dict | None:
+    """The links kept for this request's script root and database (looked up once per request, ``g``); None outside
+    a request."""
+    if not has_request_context():
+        return None
     kept = g.get("idemdash_urls")
     if kept is None:
         every: dict = current_app.extensions.setdefault("idemdash_links", {})
@@ -81,9 +84,9 @@ def _key_path(endpoint: str, scope: str, key: str) -> str:
     by its converter (``quote(value, safe=SEGMENT_SAFE)`` for both ``<scope>`` and ``<path:key>``); the pattern is
     url_for's own answer for the stand-ins, so the prefix (the script root, a database's ``/db/<name>``) is the one
     url_for writes. A pattern the stand-ins do not cut cleanly is not kept: url_for builds each link then."""
-    if not has_request_context():
-        return flask.url_for(endpoint, scope=scope, key=key)
     patterns = _kept()
+    if patterns is None:
+        return flask.url_for(endpoint, scope=scope, key=key)
     parts = patterns.get(("key path", endpoint))
     if parts is None:
         pattern = flask.url_for(endpoint, scope=_SCOPE, key=_KEY)
