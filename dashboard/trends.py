@@ -89,6 +89,18 @@ class Chart:
         )
 
     @property
+    def description(self) -> str:
+        """The chart in words (its SVG's desc, what a screen reader says): 6 % of `/` as template filters."""
+        text = (
+            f"{self.count} points from {utc(self.start, '%Y-%m-%d %H:%M')} to {utc(self.end, '%Y-%m-%d %H:%M')}: "
+            f"latest {self.say(self.latest)}, lowest {self.say(self.low)}, peak {self.say(self.peak)}."
+        )
+        if self.marks:
+            marked = sum(len(m.events) for m in self.marks)
+            text += f" Marked: {marked} operator actions and purges, listed under the charts."
+        return text
+
+    @property
     def count(self) -> int:
         return len(self.points)
 
