@@ -46,3 +46,21 @@ def test_the_partials_write_what_the_macros_wrote(make_app, shared_database_url)
                 assert str(getattr(partials, name)(nothing)) == str(getattr(macros, name)(nothing))
         for scope, key in (("orders", "k-1"), ("a b", "x/y<z>&\"'"), ("..", "k"), ("s", "a/../b"), ("ü;@", "100%")):
             assert str(partials.key_link(scope, key)) == str(macros.key_link(scope, key))
+
+
+def test_a_utc_time_is_strftimes_text():
+    from idemdash.core.formatting import utc
+
+    zones = [timezone.utc, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))]
+    for zone in zones:
+        for moment in (
+            datetime(2026, 11, 28, 9, 12, 1, 123456, zone),
+            datetime(2026, 1, 1, 0, 0, 0, tzinfo=zone),
+            datetime(1000, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
+            datetime(9999, 12, 30, 23, 59, 59, 999999, zone),
+        ):
+            expected = moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+            assert utc(moment) == expected, moment
+            assert utc(moment, "%H:%M") == moment.astimezone(timezone.utc).strftime("%H:%M") + " UTC"
+    naive = datetime(2026, 11, 28, 9, 12, 1)  # read as local time, as astimezone reads it
+    assert utc(naive) == naive.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S") + " UTC"
