@@ -41,9 +41,16 @@ def ago(moment: datetime | None) -> str:
     return duration(delta) + " ago"
 
 
-def utc(moment: datetime, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+UTC_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def utc(moment: datetime, fmt: str = UTC_FORMAT) -> str:
     """An absolute time in UTC, with its zone: pages show every time in UTC (a browser may switch to local)."""
-    return moment.astimezone(timezone.utc).strftime(fmt) + " UTC"
+    moment = moment.astimezone(timezone.utc)
+    if fmt == UTC_FORMAT and moment.year >= 1000:
+        # strftime's text in half its time (a list writes one for every time of every row): 2026-11-28 09:12:01
+        return moment.isoformat(" ", "seconds")[:19] + " UTC"
+    return moment.strftime(fmt) + " UTC"
 
 
 def pretty_json(value: Any) -> str:

@@ -94,13 +94,14 @@ def far_past_cap(windowed: bool) -> set[str]:
 
 def _stored_windows() -> WindowCounts | None:
     if "key_tabs_windows" not in g:
-        g.key_tabs_windows = panels.load(read_stored, "key_windows").value
+        # a panel of its own: nothing reads after it in its transaction, which ends when it fails (page_reads)
+        g.key_tabs_windows = panels.load(read_stored, "key_windows", savepoint=False).value
     return g.key_tabs_windows
 
 
 def _stored_counts() -> dict:
     if "key_tabs_stored" not in g:
-        g.key_tabs_stored = panels.load(stored_state_counts).value or {}
+        g.key_tabs_stored = panels.load(stored_state_counts, savepoint=False).value or {}
     return g.key_tabs_stored
 
 

@@ -1,4 +1,6 @@
-"""Run one panel's query in its own READ ONLY transaction, degrading instead of failing.
+"""Run one panel's query in a READ ONLY transaction, degrading instead of failing.
+
+The panels of a request share one transaction (dashboard/page_reads.py); a panel that fails ends it, alone.
 
 PgHero's ``rescue_timeout``: when a panel's query hits the statement timeout,
 that panel says so and names the index that would help, and the rest of the
@@ -18,6 +20,7 @@ import psycopg
 from flask import g, has_request_context
 from psycopg import errors
 
+from idemdash.dashboard import page_reads
 from idemdash.dashboard.targets import get_target
 from idemdash.queries.indexes import ADVICE
 
@@ -74,7 +77,7 @@ def load(fn: Callable[..., T], *args: Any, index: str | None = None, **kwargs: A
     db = get_target()
     timeout_ms = _panel_timeout_ms(db)
     try:
-        with db.read(timeout_ms) as conn:
+        with page_reads.read(db, timeout_ms) as conn:  # the request's panels share one transaction
             return Panel(value=fn(conn, *args, **kwargs))
     except errors.QueryCanceled:
         advice = ADVICE.get(index) if index else None

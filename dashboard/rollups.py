@@ -18,7 +18,7 @@ from typing import Any
 from flask import current_app
 from psycopg import errors
 
-from idemdash.dashboard import panels
+from idemdash.dashboard import page_reads, panels
 from idemdash.dashboard.targets import get_target
 from idemdash.queries import rollup_store, rollups
 
@@ -33,7 +33,7 @@ def load(*wanted: tuple[str, str]) -> list[panels.Panel]:
     target = get_target()
     stored: dict[tuple[str, str], rollup_store.StoredRollup] = {}
     try:
-        with target.read() as conn:
+        with page_reads.read(target, target.statement_timeout_ms) as conn:
             stored = {(r.name, r.variant): r for r in rollup_store.list_rollups(conn, wanted)}
     except (errors.UndefinedTable, errors.InvalidSchemaName, errors.QueryCanceled):
         pass  # idemdash's schema not migrated yet, or the lookup itself timed out: compute live

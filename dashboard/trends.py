@@ -9,8 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from idemdash.core.formatting import duration
-from idemdash.dashboard import trend_marks
+from markupsafe import Markup, escape
+
+from idemdash.core.formatting import duration, utc
+from idemdash.dashboard import partials, trend_marks
 from idemdash.queries import snapshots
 
 # the ranges a person can pick, in hours; the overview shows 24 h unless asked
@@ -60,6 +62,43 @@ class Chart:
         if self.unit == "per_minute":
             return per_minute(value)
         return f"{int(value):,}"
+
+    # A chart's points, one element each, written here rather than by a loop in templates/overview.html: each point's
+    # few values went through a filter, a call and an escape apiece, and the two loops were a fifth of `/`'s work at
+    # four snapshots (240 points a chart at a day of them). The markup is the loops' own, character for character.
+
+    @property
+    def hover_bands(self) -> Markup:
+        """The hover band of each point: when, and the value then."""
+        return Markup(
+            "".join(
+                f'<rect x="{p.band_x}" y="12" width="{p.band_w}" height="58"><title>{utc(p.start, "%m-%d %H:%M")}'
+                f"{'–' + utc(p.end, '%H:%M') if p.end != p.start else ''}: {escape(self.say(p.value))}</title></rect>"
+                for p in self.points
+            )
+        )
+
+    @property
+    def value_rows(self) -> Markup:
+        """The values table's rows: from when, and the peak (or the sum) of the points merged into the row."""
+        return Markup(
+            "".join(
+                f'<tr><td>{partials.short(p.start)}</td><td class="num">{escape(self.say(p.value))}</td></tr>'
+                for p in self.table
+            )
+        )
+
+    @property
+    def description(self) -> str:
+        """The chart in words (its SVG's desc, what a screen reader says): 6 % of `/` as template filters."""
+        text = (
+            f"{self.count} points from {utc(self.start, '%Y-%m-%d %H:%M')} to {utc(self.end, '%Y-%m-%d %H:%M')}: "
+            f"latest {self.say(self.latest)}, lowest {self.say(self.low)}, peak {self.say(self.peak)}."
+        )
+        if self.marks:
+            marked = sum(len(m.events) for m in self.marks)
+            text += f" Marked: {marked} operator actions and purges, listed under the charts."
+        return text
 
     @property
     def count(self) -> int:

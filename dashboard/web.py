@@ -18,7 +18,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, library_moment, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
-from idemdash.dashboard import links, one_model
+from idemdash.dashboard import links, one_model, page_reads, partials
 from idemdash.dashboard.targets import get_target, signed_in
 
 CSP = (
@@ -56,6 +56,7 @@ def render(template: str, block: str | None = None, **context: Any) -> Response:
     """The whole page, or only ``block`` when htmx asks for a fragment of it."""
     # A history-restore request wants the whole page even though htmx sends it.
     fragment = htmx_request() and not htmx_request().history_restore_request
+    page_reads.finish()  # the panels are read: their transaction is not held open while the templates render
     if block is not None and fragment:
         body = render_block(template, block, **context)
     else:
@@ -181,9 +182,10 @@ def _has_endpoint(name: str) -> bool:
 def init_app(app: Flask) -> None:
     # globals, not context: macros imported without context use them too
     app.add_template_global(url_with)
-    app.add_template_global(links.url_for, "url_for")  # Flask's, each link kept for the rest of the request
+    app.add_template_global(links.url_for, "url_for")  # Flask's, each link kept for the next requests alike
     app.add_template_global(_has_endpoint, "has_endpoint")
     app.add_template_global(one_model.header, "model_header")
+    partials.init_app(app)  # the times and a key's link, which templates/_macros.html exports
     # Keys may contain '//' and must reach the view unchanged.
     app.url_map.merge_slashes = False
     app.add_template_filter(pretty_json)
@@ -202,3 +204,4 @@ def init_app(app: Flask) -> None:
     app.after_request(push_clean_url)
     app.after_request(security_headers)
     app.context_processor(template_globals)
+    page_reads.init_app(app)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -39,12 +40,14 @@ class StoredCount:
     estimated: bool
 
 
-def stored_state_counts(conn: psycopg.Connection) -> dict[tuple[str, str], StoredCount]:
+def stored_state_counts(conn: psycopg.Connection, *, savepoint: bool = True) -> dict[tuple[str, str], StoredCount]:
     """The profile's states whose stored count is fresh and was slow to count live: (role, meaning) -> its stored
-    count. Nothing when idemdash's schema is not in the database (nothing is stored there then)."""
+    count. Nothing when idemdash's schema is not in the database (nothing is stored there then). ``savepoint=False``:
+    as ``rollups.read_stored``'s."""
     rollup = ROLLUPS["library_states"]
     try:
-        with conn.transaction():  # a savepoint: idemdash's schema missing must not abort the caller's reads
+        # a savepoint: idemdash's schema missing must not abort the caller's reads
+        with conn.transaction() if savepoint else nullcontext():
             stored = list_rollups(conn, [(rollup.name, "")])
     except (errors.UndefinedTable, errors.InvalidSchemaName):
         return {}

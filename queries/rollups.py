@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import typing
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -255,12 +256,14 @@ def _typed(hint: Any, value: Any) -> Any:
     return value
 
 
-def read_stored(conn: psycopg.Connection, name: str, variant: str = "") -> Any | None:
+def read_stored(conn: psycopg.Connection, name: str, variant: str = "", *, savepoint: bool = True) -> Any | None:
     """A rollup's stored value while it is fresh and was slow to fetch live (what a page would read), else None:
-    never computed here (for a number that only spares a page a bounded read when the job already has it)."""
+    never computed here (for a number that only spares a page a bounded read when the job already has it).
+    ``savepoint=False``: nothing reads after it in the transaction (a panel of its own, which ends a transaction it
+    left failed), so idemdash's schema missing needs no savepoint, two round trips fewer."""
     rollup = ROLLUPS[name]
     try:
-        with conn.transaction():
+        with conn.transaction() if savepoint else nullcontext():
             stored = list_rollups(conn, [(name, variant)])
     except (errors.UndefinedTable, errors.InvalidSchemaName):
         return None

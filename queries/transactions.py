@@ -37,12 +37,17 @@ def read_tx(pool: ConnectionPool, statement_timeout_ms: int) -> Iterator[psycopg
         conn.read_only = True  # BEGIN READ ONLY: one round trip less than BEGIN, then SET TRANSACTION READ ONLY
         try:
             with conn.transaction():
-                conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
+                set_statement_timeout(conn, statement_timeout_ms)
                 yield conn
         finally:
             if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 conn.read_only = None  # the pool's next user (a write) begins as the server's default says
                 _finished[conn] = time.monotonic()
+
+
+def set_statement_timeout(conn: psycopg.Connection, statement_timeout_ms: int) -> None:
+    """The statement timeout for the rest of the current transaction."""
+    conn.execute(statement("set_statement_timeout"), {"ms": str(statement_timeout_ms)})
 
 
 @contextmanager

@@ -723,6 +723,16 @@ def test_session_cookie_flags(guarded):
     assert "Secure" in forced
 
 
+def test_a_json_answer_sets_no_session_cookie(guarded):
+    client = guarded().test_client()
+    for path in ("/api/v1/overview", "/api/v1/keys?status=stuck"):
+        answer = client.get(path)
+        assert answer.status_code == 200
+        assert not [c for c in answer.headers.getlist("Set-Cookie") if c.startswith("idemdash_session=")], path
+    assert client.post("/api/v1/test-action", json={}).status_code == 200
+    assert _session_cookie(client.get("/runbook/stuck-keys"))  # a page still gets its CSRF token's session
+
+
 # ---------------------------------------------------------------------------
 # refusing to serve AUTH=none beyond loopback
 

@@ -1,5 +1,5 @@
-"""The links a page builds are kept for the rest of its request (dashboard/links.py), and only for it: the next request
-builds its own, so a link that depends on the request (where the app is mounted, which database) changes with it."""
+"""The links a page builds are kept for the next requests (dashboard/links.py), per place the app is mounted and per
+database: a link that depends on the request (where the app is mounted, which database) changes with it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from bs4 import BeautifulSoup
 from idemdash.dashboard import links
 
 
-def test_a_link_kept_for_one_request_is_built_again_for_the_next(make_app, shared_database_url):
+def test_a_link_kept_under_one_mount_is_not_the_link_under_another(make_app, shared_database_url):
     client = make_app(shared_database_url).test_client()
     for mount in ("/one", "/two", "/one"):  # the same page under another script root: every link with it
         page = client.get("/keys?status=stuck", base_url=f"http://localhost{mount}")
@@ -18,6 +18,19 @@ def test_a_link_kept_for_one_request_is_built_again_for_the_next(make_app, share
         hrefs = [a["href"] for a in html.select("a[href^='/']")]
         assert hrefs and all(href.startswith(f"{mount}/") for href in hrefs), (mount, hrefs[:5])
         assert html.select_one("form#filters")["action"] == f"{mount}/keys"
+
+
+def test_a_link_kept_in_one_database_is_not_the_link_in_another(make_app, shared_database_url, tmp_path):
+    config = tmp_path / "databases.toml"
+    config.write_text("".join(f'[databases.{name}]\nurl = "{shared_database_url}"\n' for name in ("alpha", "beta")))
+    client = make_app(shared_database_url, CONFIG=str(config)).test_client()
+    for prefix in ("/db/alpha", "/db/beta", "", "/db/alpha"):
+        page = client.get(f"{prefix}/keys?status=stuck")
+        assert page.status_code == 200
+        html = BeautifulSoup(page.data, "html.parser")
+        assert html.select_one("form#filters")["action"] == f"{prefix}/keys"
+        tabs = [a["href"] for a in html.select("nav.tabs a")]
+        assert tabs and all(href.startswith(f"{prefix}/keys?") for href in tabs), (prefix, tabs[:5])
 
 
 def test_a_kept_link_is_the_one_flask_builds(make_app, shared_database_url):

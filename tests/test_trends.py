@@ -3,12 +3,16 @@ on hover for every point, and the values as a table."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
+from types import SimpleNamespace
 
+import jinja2
 import pytest
 from bs4 import BeautifulSoup
 
-from idemdash.dashboard import trends
+from idemdash.core.formatting import utc
+from idemdash.dashboard import partials, trends
 from tests.test_snapshots import add_snapshot
 
 
@@ -76,3 +80,41 @@ def test_a_range_that_is_not_offered_is_a_400(client):
         text = response.get_data(as_text=True)
         assert response.status_code == 400 and "range must be one of" in text, text
         assert all(choice in text for choice in trends.RANGES), text
+
+
+# what templates/overview.html wrote a chart's points and description with, before Chart.hover_bands, value_rows and
+# description did
+POINT_LOOPS = (
+    '{% for p in t.points %}<rect x="{{ p.band_x }}" y="12" width="{{ p.band_w }}" height="58"><title>'
+    "{{ p.start | utc('%m-%d %H:%M') }}{% if p.end != p.start %}–{{ p.end | utc('%H:%M') }}{% endif %}: "
+    "{{ t.say(p.value) }}</title></rect>{% endfor %}|"
+    '{% for p in t.table %}<tr><td>{{ short(p.start) }}</td><td class="num">{{ t.say(p.value) }}</td></tr>'
+    "{% endfor %}|"
+    "{{ t.count }} points from {{ t.start | utc('%Y-%m-%d %H:%M') }} to {{ t.end | utc('%Y-%m-%d %H:%M') }}: latest "
+    "{{ t.say(t.latest) }}, lowest {{ t.say(t.low) }}, peak {{ t.say(t.peak) }}.{% if t.marks %} Marked: "
+    "{{ t.marks | map(attribute='events') | map('length') | sum }} operator actions and purges, listed under the "
+    "charts.{% endif %}"
+)
+
+
+@pytest.mark.parametrize("unit", ["count", "seconds", "per_minute", "rows"])
+def test_a_charts_points_and_words_are_written_as_the_template_wrote_them(unit):
+    env = jinja2.Environment(autoescape=True)
+    env.filters["utc"] = utc
+    env.globals["short"] = partials.short
+    start = datetime.fromisoformat("2026-11-27T10:00:00+00:00")
+    # 60 points, merged into fewer table rows; the last ten merged snapshots of their own (their end after their start)
+    trend = [
+        SimpleNamespace(taken_at=start.replace(minute=i), until=start.replace(minute=i, second=40 if i >= 50 else 0))
+        for i in range(60)
+    ]
+    values = {id(p): float(i * 37 % 1000) + 0.25 for i, p in enumerate(trend)}
+    chart = trends.chart("k", "K", unit, "", trend, lambda p: values[id(p)], [])  # type: ignore[arg-type]
+    assert len(chart.table) < len(chart.points) and any(p.end != p.start for p in chart.points)
+    bands, rows, description = env.from_string(POINT_LOOPS).render(t=chart).split("|")
+    assert str(chart.hover_bands) == bands
+    assert str(chart.value_rows) == rows
+    assert chart.description == description
+    marked = dataclasses.replace(chart, marks=[SimpleNamespace(events=[1, 2]), SimpleNamespace(events=[3])])
+    assert marked.description == env.from_string(POINT_LOOPS).render(t=marked).split("|")[2]
+    assert marked.description.endswith("Marked: 3 operator actions and purges, listed under the charts.")
