@@ -22,6 +22,23 @@
     }
   });
 
+  // Enter in a filter field fires change, then submit: the same query twice, the second queued behind the first
+  // (htmx's default for a form). The same query from the same form within a second of the last is not sent again,
+  // so the list is swapped once (swapped twice, a tab clicked between the swaps was replaced before its answer came,
+  // and htmx dropped that answer). A different query goes, and so does the same one asked again later.
+  var lastSent = new WeakMap();
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var form = event.detail.elt;
+    if (!(form instanceof HTMLFormElement) || !form.hasAttribute("hx-get")) return;
+    var query = new URLSearchParams(new FormData(form)).toString();
+    var last = lastSent.get(form);
+    if (last && last.query === query && Date.now() - last.at < 1000) {
+      event.preventDefault();
+      return;
+    }
+    lastSent.set(form, { query: query, at: Date.now() });
+  });
+
   function refreshAll() {
     if (!window.htmx || document.hidden || !live()) return;
     document.querySelectorAll("[data-poll]").forEach(function (elt) {
