@@ -30,14 +30,16 @@ INDEX = {"stuck": "index_keys_leases", "processing": "index_keys_leases", "needs
 
 
 def load(
-    flt: keys.KeyFilter, page: panels.Panel[Page[keys.KeyRow]] | None = None
+    flt: keys.KeyFilter, page: panels.Panel[Page[keys.KeyRow]] | None = None, *, known_count: int | None = None
 ) -> panels.Panel[key_breakdown.Breakdown]:
     """The breakdown of ``flt``'s tab within every filter of it (read once per request); with a suggested outcome,
-    of ``page`` (the list's page shown; the first page when none is given)."""
+    of ``page`` (the list's page shown; the first page when none is given). ``known_count``: how many keys the tab
+    has with no filter, when the caller has counted them (the overview's cards), so nothing else is read to learn
+    whether it is past the cap."""
     read = g.setdefault("key_breakdowns", {})
     if flt.status == "stuck" and flt.suggested is not None:
         return _of_page(page if page is not None else _first_page(flt))
-    if flt not in read and _known_past_cap(flt):
+    if flt not in read and _known_past_cap(flt, known_count):
         read[flt] = panels.Panel(value=key_breakdown.Breakdown(0, True, CAP))
     if flt not in read:
         target = get_target()
@@ -53,12 +55,15 @@ def load(
     return read[flt]
 
 
-def _known_past_cap(flt: keys.KeyFilter) -> bool:
+def _known_past_cap(flt: keys.KeyFilter, known_count: int | None) -> bool:
     """Whether the tab has more than CAP keys by what this request already knows, with no filter but the window:
-    its tab counted past the cap, or a fresh snapshot far past it (as the tab itself shows). Then the breakdown
-    would read CAP + 1 keys only to find it cannot break them down."""
+    the caller's count far past the cap (a stored count may be a rollup interval old), its tab counted past the
+    cap, or a fresh snapshot far past it (as the tab itself shows). Then the breakdown would read CAP + 1 keys only
+    to find it cannot break them down."""
     if replace(flt, updated_within_seconds=None) != keys.KeyFilter(flt.status):
         return False
+    if known_count is not None and flt.updated_within_seconds is None:
+        return known_count > key_tabs.SKIP_FACTOR * CAP
     tab = key_tabs.counted(flt.status, flt.updated_within_seconds)
     if tab is not None:
         return tab.more

@@ -67,7 +67,7 @@ def _where_stuck(counts: panels.Panel) -> panels.Panel | None:
     """Where the stuck keys are (their top scope and worker), when there are any."""
     if not counts.ok or counts.value is None or not counts.value.stuck:
         return None
-    return key_breakdown.load(keys.KeyFilter("stuck"))
+    return key_breakdown.load(keys.KeyFilter("stuck"), known_count=counts.value.stuck)
 
 
 @bp.get("/")

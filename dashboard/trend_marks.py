@@ -7,12 +7,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
-from idemdash.dashboard import panels
+from flask import current_app
+from markupsafe import Markup, escape
+
+from idemdash.dashboard import panels, partials
+from idemdash.dashboard.links import url_for
 from idemdash.queries.trend_marks import TrendAction, TrendPurge, list_trend_marks
 
 MAX_EACH = 200  # the newest actions and purge runs of a range read for the markers (each)
 NEAR = 4.0  # markers closer than this on the chart's x axis (of 262) merge into one
 MAX_LINES = 6  # a merged marker's hover lists this many events, then "and N more"
+LISTED = 40  # the list under the charts names the newest this many events
 # an action taken after the newest snapshot (the next comes within a minute) is drawn at the charts' right edge
 LATE = timedelta(minutes=2)
 
@@ -88,6 +93,15 @@ class Found:
     problem: panels.Panel | None
 
     @property
+    def newest(self) -> list[Event]:
+        """The events the list under the charts names: the newest LISTED, newest first."""
+        return self.events[: -LISTED - 1 : -1]
+
+    @property
+    def list_items(self) -> Markup:
+        return list_items(self.newest)
+
+    @property
     def actions(self) -> int:
         return sum(1 for e in self.events if e.kind == "action")
 
@@ -101,6 +115,27 @@ def load(hours: int) -> Found:
     if not panel.ok or panel.value is None:
         return Found([], False, panel)
     return Found(events(panel.value.actions, panel.value.purges), panel.value.cut(MAX_EACH), None)
+
+
+def list_items(found: list[Event]) -> Markup:
+    """The list under the charts, one ``<li>`` an event, in Python (40 of them were a third of the overview's template):
+    the time, and the words linked to where the event is recorded (a purge to the purges page, an operator's action to
+    the audit log of its actor)."""
+    routes = current_app.view_functions
+    purges = escape(url_for("purges.page")) if "purges.page" in routes else None
+    audit = "audit.page" in routes
+    items = []
+    for e in found:
+        what = escape(e.what)
+        if e.kind == "purge" and purges is not None:
+            what = Markup(f'<a href="{purges}">{what}</a>')
+        elif e.audit_id and audit:
+            what = Markup(f'<a href="{escape(url_for("audit.page", actor=e.by))}">{what}</a>')
+        items.append(
+            f'<li data-event="{e.kind}"><span class="mark-key {e.kind}" aria-hidden="true"></span>\n'
+            f"      {partials.time(e.at)} {what}</li>"
+        )
+    return Markup("".join(items))
 
 
 def _title(group: list[Event]) -> str:

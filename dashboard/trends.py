@@ -156,10 +156,11 @@ def chart(
     means: str,
     trend: list[snapshots.TrendPoint],
     value: Callable[[snapshots.TrendPoint], float | None],
-    found: list[trend_marks.Event],
+    marks: list[trend_marks.Mark],
 ) -> Chart:
+    """One chart of ``trend``; ``marks`` are the events laid out over the whole trend's time axis (every chart
+    shares it, so they are laid out once per page)."""
     start, end = trend[0].taken_at, trend[-1].until
-    marks = trend_marks.layout(found, start, end, LEFT, RIGHT)
     if unit == "per_minute":
         # a rate not counted (snapshots from before it was recorded) is left out, never drawn as zero
         trend = [p for p in trend if value(p) is not None]
@@ -186,7 +187,7 @@ def chart(
 def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | None = None) -> list[Chart]:
     if len(trend) < 2:
         return []
-    found = found or []
+    marks = trend_marks.layout(found or [], trend[0].taken_at, trend[-1].until, LEFT, RIGHT)
     return [
         chart(
             "claims_per_minute",
@@ -196,7 +197,7 @@ def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | N
             "between them counts once).",
             trend,
             lambda p: p.claims_per_minute,
-            found,
+            marks,
         ),
         chart(
             "completions_per_minute",
@@ -205,7 +206,7 @@ def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | N
             "Keys that became succeeded per minute, by updated_at; an operator's already_succeeded left out.",
             trend,
             lambda p: p.completions_per_minute,
-            found,
+            marks,
         ),
         chart(
             "failures_per_minute",
@@ -215,9 +216,9 @@ def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | N
             "reclassification left out.",
             trend,
             lambda p: p.failures_per_minute,
-            found,
+            marks,
         ),
-        chart("stuck_keys", "Stuck keys", "count", "Peak stuck keys per point.", trend, lambda p: p.stuck_keys, found),
+        chart("stuck_keys", "Stuck keys", "count", "Peak stuck keys per point.", trend, lambda p: p.stuck_keys, marks),
         chart(
             "outbox_pending",
             "Outbox backlog",
@@ -225,7 +226,7 @@ def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | N
             "Pending outbox rows (peak per point).",
             trend,
             lambda p: p.outbox_pending,
-            found,
+            marks,
         ),
         chart(
             "outbox_lag_seconds",
@@ -234,7 +235,7 @@ def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | N
             "Age of the oldest pending row that is not likely poison (peak per point).",
             trend,
             lambda p: p.outbox_lag_seconds,
-            found,
+            marks,
         ),
         chart(
             "rows_purged",
@@ -243,6 +244,6 @@ def charts(trend: list[snapshots.TrendPoint], found: list[trend_marks.Event] | N
             "Rows deleted by purges between snapshots.",
             trend,
             lambda p: p.rows_purged,
-            found,
+            marks,
         ),
     ]

@@ -8,14 +8,13 @@ from typing import Any, cast
 from urllib.parse import urlencode
 from uuid import UUID
 
-from flask import Flask, Response, current_app, jsonify, make_response, redirect, render_template, request
+from flask import Flask, Response, jsonify, make_response, redirect, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from htmx_flask import make_response as htmx_response
 from htmx_flask.requests import HtmxAwareRequest, HtmxHeaders
 from jinja2_fragments.flask import render_block
 from werkzeug.http import HTTP_STATUS_CODES
 
-from idemdash.core.dsn import endpoint
 from idemdash.core.formatting import ago, duration, library_moment, plural, pretty_json, utc
 from idemdash.core.parsers import split_environment
 from idemdash.dashboard import links, one_model, page_reads, partials
@@ -166,7 +165,7 @@ def template_globals() -> dict[str, Any]:
     if not signed_in():  # nor is a database looked up for them (its name may be one this app does not serve)
         return {"database": None, "database_label": "", "env_band": None, "lease_seconds": 0}
     target = get_target()
-    database = endpoint(target.dsn)
+    database = target.endpoint
     return {
         "database": database,
         "database_label": database.label,
@@ -175,15 +174,12 @@ def template_globals() -> dict[str, Any]:
     }
 
 
-def _has_endpoint(name: str) -> bool:
-    return name in current_app.view_functions
-
-
 def init_app(app: Flask) -> None:
     # globals, not context: macros imported without context use them too
     app.add_template_global(url_with)
     app.add_template_global(links.url_for, "url_for")  # Flask's, each link kept for the next requests alike
-    app.add_template_global(_has_endpoint, "has_endpoint")
+    # this app's routes (every blueprint is registered before its first request), without a lookup of current_app
+    app.add_template_global(app.view_functions.__contains__, "has_endpoint")
     app.add_template_global(one_model.header, "model_header")
     partials.init_app(app)  # the times and a key's link, which templates/_macros.html exports
     # Keys may contain '//' and must reach the view unchanged.

@@ -14,6 +14,7 @@ into the row type (another idemdash version wrote it) is logged and fetched live
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import typing
 from collections.abc import Callable
@@ -230,10 +231,15 @@ def usable(stored: StoredRollup, rollup: Rollup) -> bool:
     )
 
 
+@functools.cache
+def _fields(row: type) -> tuple[dict[str, Any], frozenset[str]]:
+    """A row class's field types and names, worked out once (``get_type_hints`` evaluates every annotation)."""
+    return typing.get_type_hints(row), frozenset(f.name for f in dataclasses.fields(row))
+
+
 def decode_rows(rollup: Rollup, payload: Any) -> list[Any]:
     """The stored rows as ``rollup.row`` instances; RollupDecodeError when they do not fit."""
-    hints = typing.get_type_hints(rollup.row)
-    names = {f.name for f in dataclasses.fields(rollup.row)}
+    hints, names = _fields(rollup.row)
     if not isinstance(payload, list):
         raise RollupDecodeError(f"rollup {rollup.name!r}: expected a list of rows, got {type(payload).__name__}")
     rows = []

@@ -9,6 +9,7 @@ nothing is kept at module level. What shape the tables have is the database's pr
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -23,7 +24,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from idemdash.core.diagnosis import TIMEOUT, URL, Cause, CauseLog, diagnose
-from idemdash.core.dsn import redact_dsn
+from idemdash.core.dsn import Endpoint, endpoint, redact_dsn
 from idemdash.core.profiles import DEFAULT as DEFAULT_PROFILE
 from idemdash.core.settings import Settings
 from idemdash.queries import Tables, statement, transactions
@@ -57,6 +58,10 @@ class Target:
 
     def __post_init__(self) -> None:
         self.problems = CauseLog(log, "database" if self.name == "default" else f"database {self.name}")
+
+    @functools.cached_property
+    def endpoint(self) -> Endpoint:  # host, port, database and user of the DSN: every page's header shows them
+        return endpoint(self.dsn)
 
     @classmethod
     def from_settings(cls, settings: Settings, name: str = "default") -> Target:

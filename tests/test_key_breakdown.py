@@ -242,3 +242,18 @@ def test_a_filter_on_a_big_processing_tab_is_tested_on_the_oldest_keys_only_and_
     monkeypatch.setattr(key_breakdown, "CAP", 1000)
     body = client.get(f"/api/v1/keys/breakdown?{url}").get_json()
     assert body["more"] is False and body["total"] == truth[worker]
+
+
+def test_the_overviews_own_count_decides_whether_the_stuck_keys_are_broken_down(client, conn, monkeypatch):
+    """The overview has counted the stuck keys for its card: far past the cap, it says so without reading the keys
+    or anything else to learn it (a snapshot, the stored counts)."""
+    monkeypatch.setattr(key_breakdown, "CAP", 3)
+    stage_incident(conn)  # 79 stuck: past twice the cap
+
+    def not_read(*args, **kwargs):
+        raise AssertionError("read although the overview's count says it is past the cap")
+
+    monkeypatch.setattr(key_breakdown.key_breakdown, "break_down_keys", not_read)
+    monkeypatch.setattr(key_tabs, "far_past_cap", not_read)
+    where = BeautifulSoup(client.get("/").data, "html.parser").select_one("#stuck-where")
+    assert " ".join(where.text.split()).startswith("More than 3 keys are stuck"), where.text

@@ -64,3 +64,31 @@ def test_a_utc_time_is_strftimes_text():
             assert utc(moment, "%H:%M") == moment.astimezone(timezone.utc).strftime("%H:%M") + " UTC"
     naive = datetime(2026, 11, 28, 9, 12, 1)  # read as local time, as astimezone reads it
     assert utc(naive) == naive.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+
+
+# the list under the overview's charts, as templates/overview.html's loop wrote it before it became Python
+EVENT_LOOP = """{% for e in events %}<li data-event="{{ e.kind }}"><span class="mark-key {{ e.kind }}" \
+aria-hidden="true"></span>
+      {{ time(e.at) }} {% if e.kind == 'purge' and has_endpoint('purges.page') %}<a href="\
+{{ url_for('purges.page') }}">{{ e.what }}</a>{% elif e.audit_id and has_endpoint('audit.page') %}<a href="\
+{{ url_for('audit.page', actor=e.by) }}">{{ e.what }}</a>{% else %}{{ e.what }}{% endif %}</li>{% endfor %}""".replace(
+    "\\\n", ""
+)
+
+
+def test_the_event_list_is_what_the_templates_loop_wrote(make_app, shared_database_url):
+    from idemdash.dashboard.trend_marks import Event, list_items
+
+    app = make_app(shared_database_url)
+    now = datetime.now(timezone.utc)
+    events = [
+        Event("purge", now - timedelta(minutes=3), "scheduler", "purge of keys: 1,200 rows deleted", None, 7),
+        Event("action", now - timedelta(minutes=2), "alice <ops>", "alice <ops> reclassified a & b", 12, None),
+        Event("action", now - timedelta(minutes=1), "bob", 'bob: "note"', None, None),
+    ]
+    with app.test_request_context("/", base_url="http://localhost/mounted here"):
+        time_partial = app.jinja_env.get_template("_macros.html").module.time
+        loop = app.jinja_env.from_string("{% set time = t %}" + EVENT_LOOP)
+        expected = loop.render(events=events, t=time_partial)
+        assert str(list_items(events)) == expected
+        assert "actor=alice+%3Cops%3E" in expected and "&lt;ops&gt; reclassified a &amp; b" in expected
