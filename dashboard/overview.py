@@ -14,6 +14,7 @@ from idemdash.dashboard import (
     profile_overview,
     rollups,
     trend_marks,
+    trend_section,
     trends,
 )
 from idemdash.dashboard.schemas import overview as schema
@@ -40,7 +41,9 @@ def _key_counts(live: panels.Panel, window: panels.Panel) -> panels.Panel:
     )
 
 
-def _overview() -> dict:
+def _overview(*, with_trends: bool = True) -> dict:
+    """The overview's numbers; ``with_trends``: the trend points and markers too (the page reads them through its
+    trend section, dashboard/trend_section.py)."""
     trend_range = contract.query(schema.OverviewQuery).range
     hours = trends.RANGES[trend_range]
     lease = get_target().settings.default_lease_seconds
@@ -54,8 +57,10 @@ def _overview() -> dict:
         "outbox": outbox,
         "inbox": inbox,
         "last_purges": panels.load(overview.list_recent_purge_runs),
-        "trend": panels.load(snapshots.list_snapshot_trend, hours=hours, max_points=trends.MAX_POINTS),
-        "marks": trend_marks.load(hours),
+        "trend": panels.load(snapshots.list_snapshot_trend, hours=hours, max_points=trends.MAX_POINTS)
+        if with_trends
+        else None,
+        "marks": trend_marks.load(hours) if with_trends else None,
         "trend_hours": hours,
         "trend_range": trend_range,
         "trend_ranges": trends.RANGES,
@@ -74,16 +79,16 @@ def _where_stuck(counts: panels.Panel) -> panels.Panel | None:
 def page():
     if not one_model.rich(get_target().settings, "keys"):  # another library's tables: read through its profile
         return profile_overview.page()
-    data = _overview()
-    charts = trends.charts(data["trend"].value or [], data["marks"].events)
+    data = _overview(with_trends=False)
+    section = trend_section.load(data["trend_hours"], data["trend_range"])
+    stuck_where = _where_stuck(data["keys"])
     return render(
         "overview.html",
         "overview_panel",
         **data,
-        charts=charts,
-        stuck_where=_where_stuck(data["keys"]),
+        trends_section=section.draw(),
+        stuck_where=stuck_where,
         breakdown_top=3,
-        max_marks=trend_marks.MAX_EACH,
     )
 
 

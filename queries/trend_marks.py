@@ -8,7 +8,7 @@ from datetime import datetime
 import psycopg
 
 from idemdash.queries import statement
-from idemdash.queries.transactions import select_all
+from idemdash.queries.transactions import select_all, select_one
 
 
 @dataclass(frozen=True)
@@ -59,3 +59,20 @@ def list_trend_marks(conn: psycopg.Connection, *, hours: int, limit: int) -> Tre
     return TrendMarks(
         list_trend_actions(conn, hours=hours, limit=limit), list_trend_purges(conn, hours=hours, limit=limit)
     )
+
+
+@dataclass(frozen=True)
+class TrendVersion:
+    """What the trend section is drawn from, in brief: equal versions, the same snapshots, actions and purges."""
+
+    snapshots: int
+    newest_snapshot: datetime | None
+    newest_audit_id: int | None
+    newest_run_id: int | None
+    newest_finish: datetime | None
+    running: int
+    running_progress: int
+
+
+def get_trend_version(conn: psycopg.Connection, *, hours: int) -> TrendVersion | None:
+    return select_one(conn, statement("get_trend_version"), {"hours": hours}, TrendVersion)

@@ -23,3 +23,19 @@ WHERE started_at >= now() - make_interval(hours => %(hours)s)
   AND (rows_deleted > 0 OR partitions_dropped > 0 OR outcome = 'failed')
 ORDER BY started_at DESC, run_id DESC
 LIMIT %(limit)s
+
+-- get_trend_version --
+-- What the overview's trend section is drawn from, in a few index reads (dashboard/trend_section.py keeps the drawn
+-- section while this is unchanged): the snapshots of the range (how many, the newest), the newest audit entry (the
+-- log is append-only), and the purge runs (the newest, the newest finish, and the rows the running ones deleted so
+-- far, which their markers say). Index-only reads of the snapshots' primary key, audit_log's and purge_run's keys,
+-- purge_run_finished_idx and purge_run_running_idx.
+SELECT (SELECT count(*) FROM idemdash.metric_snapshot
+        WHERE taken_at >= now() - make_interval(hours => %(hours)s))::bigint AS snapshots,
+       (SELECT max(taken_at) FROM idemdash.metric_snapshot) AS newest_snapshot,
+       (SELECT max(audit_id) FROM idemdash.audit_log) AS newest_audit_id,
+       (SELECT max(run_id) FROM idemdash.purge_run) AS newest_run_id,
+       (SELECT max(finished_at) FROM idemdash.purge_run WHERE NOT dry_run) AS newest_finish,
+       (SELECT count(*) FROM idemdash.purge_run WHERE outcome = 'running')::bigint AS running,
+       (SELECT coalesce(sum(rows_deleted + partitions_dropped), 0) FROM idemdash.purge_run
+        WHERE outcome = 'running')::bigint AS running_progress
