@@ -13,7 +13,6 @@ from idemdash.dashboard import (
     panels,
     profile_overview,
     rollups,
-    trend_marks,
     trend_section,
     trends,
 )
@@ -21,7 +20,7 @@ from idemdash.dashboard.schemas import overview as schema
 from idemdash.dashboard.schemas.profile_overview import ProfileOverview
 from idemdash.dashboard.targets import get_target
 from idemdash.dashboard.web import render
-from idemdash.queries import keys, overview, snapshots
+from idemdash.queries import keys, overview
 
 bp = Blueprint("overview", __name__)
 
@@ -51,16 +50,15 @@ def _overview(*, with_trends: bool = True) -> dict:
     processing, window, outbox, inbox = rollups.load(
         ("key_processing", ""), ("key_windows", ""), ("outbox_backlog", ""), ("inbox_volume", "")
     )
+    trend, marks = trend_section.read(hours) if with_trends else (None, None)
     return {
         "as_of": datetime.now(timezone.utc),
         "keys": _key_counts(processing, window),
         "outbox": outbox,
         "inbox": inbox,
         "last_purges": panels.load(overview.list_recent_purge_runs),
-        "trend": panels.load(snapshots.list_snapshot_trend, hours=hours, max_points=trends.MAX_POINTS)
-        if with_trends
-        else None,
-        "marks": trend_marks.load(hours) if with_trends else None,
+        "trend": trend,
+        "marks": marks,
         "trend_hours": hours,
         "trend_range": trend_range,
         "trend_ranges": trends.RANGES,

@@ -6,7 +6,8 @@ day of snapshots, 240 points a chart). It changes when a snapshot is recorded (e
 runs), an operator acts or a purge runs; the page asks for it every 10 s in every open tab. So the drawn section is
 kept in the worker under what it depends on, and a view that finds the same reads one statement instead
 (``get_trend_version``: the range's snapshot count and the newest, the newest audit entry, the purge runs' newest,
-newest finish and the running ones' progress; a few index reads).
+newest finish and the running ones' progress; a few index reads). The points and markers it is drawn from are kept
+under the same version, for the JSON API's trends (``read``) and for a view whose links differ.
 
 What else the section depends on is in the key too: the database, where the app is mounted and which database the
 URL names (the links), the query string (the range links keep it), and the minute, because the range slides with the
@@ -70,26 +71,51 @@ class Section:
 
 
 def load(hours: int, trend_range: str) -> Section:
-    """The section kept for this view, or the trend and markers read to draw it."""
-    version = panels.load(get_trend_version, hours=hours)
+    """The section kept for this view, or the trend and markers to draw it with (kept ones, or read now)."""
+    version = _version(hours)
     key = None
-    if version.ok and version.value is not None:
-        key = (
-            get_target().name,
-            request.script_root,
-            current_database(),
-            request.query_string,
-            hours,
-            int(time.time() // 60),
-            version.value,
-        )
+    if version is not None:
+        key = (*version, request.script_root, current_database(), request.query_string)
         kept = _kept().get(key)
         if kept is not None:
             return Section(kept, key)
+    trend, marks = _data(hours, version)
+    return Section(None, key, trend, marks, hours, trend_range)
+
+
+def read(hours: int) -> tuple[panels.Panel, trend_marks.Found]:
+    """The trend points and the markers of the range, for the JSON API: kept ones while unchanged, else read now."""
+    return _data(hours, _version(hours))
+
+
+def _version(hours: int) -> tuple | None:
+    """What the section's data is in brief: the database, the range, the minute and the version statement's answer;
+    None when that could not be read (nothing is kept then)."""
+    version = panels.load(get_trend_version, hours=hours)
+    if not version.ok or version.value is None:
+        return None
+    return (get_target().name, hours, int(time.time() // 60), version.value)
+
+
+def _data(hours: int, version: tuple | None) -> tuple[panels.Panel, trend_marks.Found]:
+    kept = _kept_data().get(version) if version is not None else None
+    if kept is not None:
+        return kept
     trend = panels.load(snapshots.list_snapshot_trend, hours=hours, max_points=trends.MAX_POINTS)
-    return Section(None, key, trend, trend_marks.load(hours), hours, trend_range)
+    marks = trend_marks.load(hours)
+    if version is not None and trend.ok and marks.problem is None:
+        data = _kept_data()
+        if len(data) >= KEPT_MAX:
+            data.clear()
+        data[version] = (trend, marks)
+    return trend, marks
 
 
 def _kept() -> dict[tuple, Markup]:
     """This app's kept sections (per app, as its databases are)."""
     return current_app.extensions.setdefault("idemdash_trend_sections", {})
+
+
+def _kept_data() -> dict[tuple, tuple[panels.Panel, trend_marks.Found]]:
+    """This app's kept trend points and markers, which the section and the JSON API are written from."""
+    return current_app.extensions.setdefault("idemdash_trend_data", {})

@@ -58,6 +58,15 @@ def test_an_unchanged_section_is_served_without_reading_it_again(client, conn, u
     unread()
     again = section(client)
     assert str(again) == str(first) and stuck_points(again) == 3 and len(listed(again)) == 1
+    # the JSON API's trends are written from the same kept points and markers
+    trends = client.get("/api/v1/overview?range=6h").get_json()["trends"]
+    assert len(trends["points"]) == 3 and [m["what"] for m in trends["markers"]] == [
+        "alice reclassified refund r1 as abandoned"
+    ]
+    # and a view whose links differ (another mount) draws its own section from them
+    page = client.get("/?range=6h", base_url="http://localhost/mounted")
+    mounted = BeautifulSoup(page.data, "html.parser").select_one("section.trends")
+    assert stuck_points(mounted) == 3 and mounted.select_one("nav.range a")["href"].startswith("/mounted/")
 
 
 def test_each_change_it_is_drawn_from_shows_on_the_next_view(client, conn, monkeypatch):
@@ -78,6 +87,8 @@ def test_each_change_it_is_drawn_from_shows_on_the_next_view(client, conn, monke
     assert any("1,000 rows deleted" in line for line in listed(section(client)))
     conn.execute("UPDATE idemdash.purge_run SET rows_deleted = 2000 WHERE outcome = 'running'")  # it goes on
     assert any("2,000 rows deleted" in line for line in listed(section(client)))
+    markers = client.get("/api/v1/overview?range=6h").get_json()["trends"]["markers"]
+    assert any("2,000 rows deleted" in m["what"] for m in markers)  # the API's markers too
     # the range is in the key: another range is drawn for itself
     assert section(client, "/?range=1h").select_one("nav.range a[aria-current]").text == "1h"
 
