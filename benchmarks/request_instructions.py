@@ -9,8 +9,8 @@ from this machine, no session cookie sent back (as wrk sends none), the garbage 
     python -m benchmarks.request_instructions --url "postgresql://postgres@/idemdash_demo?host=/tmp/demo" \\
         / "/keys?status=stuck" /api/v1/overview
 
-Needs ``valgrind`` on the PATH. PostgreSQL's own work is not counted (it runs in its own processes): the statements a
-request runs are counted with ``--statements``.
+Needs ``valgrind`` on the PATH. PostgreSQL's own work is not counted (it runs in its own processes); the table says
+how many statements a request ran (psycopg's ``Cursor.execute``) beside its instructions.
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ from idemdash.dashboard.targets import current_database, get_target
 from idemdash.queries import snapshots
 from idemdash.queries.trend_marks import get_trend_version
 
-# sections kept per app at most (one per database, range and query string alike, per minute)
+# sections kept per app at most (one per database, range and query string alike, per minute; a day's section of
+# 240 points a chart is about 200 kB, mostly its hover bands), and as many sets of points and markers
 KEPT_MAX = 64
 
 
